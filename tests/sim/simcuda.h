@@ -1,0 +1,34 @@
+/* tests/sim/simcuda.h: the private interface libcuda.so.1 (simulated GPU) offers to the
+ * other simulator libraries (libcudart.so.13, libnccl.so.2). Not used by collscope itself.
+ * All functions are exported from libcuda.so.1 with the simcuda_ prefix. */
+#ifndef COLLSCOPE_SIMCUDA_H
+#define COLLSCOPE_SIMCUDA_H
+#include <stddef.h>
+#include <cuda.h>
+
+typedef void (*simcuda_fn)(void *arg);
+
+/* Enqueue fn(arg) on the stream's worker, in stream order, like cuLaunchHostFunc, but fn may
+ * block for as long as it likes (a collective waiting on peers). NULL, CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD resolve to the calling thread's current device default streams.
+ * If the stream is capturing, the item goes into the capture graph instead (replayed by
+ * graph launch; free_arg is then called when the graph is destroyed), else free_arg (may
+ * be NULL) is called after fn ran. Returns CUDA_SUCCESS or a CUresult error. */
+CUresult simcuda_enqueue(CUstream s, simcuda_fn fn, void *arg, simcuda_fn free_arg);
+
+/* Slow-GPU fault: after the item enqueued most recently on s, the worker executes at most
+ * one immediately following event-record item, then sleeps us microseconds. */
+void simcuda_stream_stall_after(CUstream s, unsigned us);
+
+const char *simcuda_hostname(void);          /* COLLSCOPE_HOSTNAME or gethostname() */
+int simcuda_current_device(void);            /* calling thread's device (cudaSetDevice) */
+int simcuda_device_count(void);              /* COLLSCOPE_SIM_GPUS, default 8 */
+int simcuda_stream_device(CUstream s);       /* device a stream belongs to */
+int simcuda_stream_capturing(CUstream s);    /* 1 while s is being captured */
+void simcuda_pci_bus_id(int dev, char *buf, size_t len);   /* "0000:18:00.0" */
+
+/* What a pointer is: 0 = unknown/plain host memory, 1 = device allocation,
+ * 2 = pinned host allocation, 3 = managed. *device set for kinds 1 and 3. */
+int simcuda_ptr_kind(const void *p, int *device);
+
+#endif

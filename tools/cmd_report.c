@@ -1,0 +1,2 @@
+/* placeholder: replaced by its owning change */
+#include "cli.h"
