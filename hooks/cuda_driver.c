@@ -1,0 +1,54 @@
+/* hooks/cuda_driver.c: dlopen of libcuda.so.1 and lookup of the driver entry points
+ * collscope needs (see cuda_driver.h). Versioned names first (what cuda.h maps to),
+ * then the legacy unversioned name. */
+#include "cuda_driver.h"
+#include "shim/cs_internal.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+struct cs_driver cs_drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+static bool drv_ok;
+
+static void *lookup(void *h, const char *sym) {
+  void *p = dlsym(h, sym);
+  if (!p) {
+    /* "cuFoo_v2" -> "cuFoo" */
+    char base[64];
+    const char *v = strstr(sym, "_v");
+    if (v && (size_t)(v - sym) < sizeof(base)) {
+      memcpy(base, sym, (size_t)(v - sym));
+      base[v - sym] = 0;
+      p = dlsym(h, base);
+    }
+  }
+  return p;
+}
+
+static void drv_load_once(void) {
+  const char *name = cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1";
+  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h) h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    cs_log_once(CS_LOG_WARN, "cannot load %s (%s): GPU timing off, ops recorded with host time only",
+                name, dlerror());
+    return;
+  }
+  bool ok = true;
+#define CS_DRV_LOOK(ret, fname, params, sym)                                   \
+  cs_drv.fname = (ret(*) params)lookup(h, sym);                              \
+  if (!cs_drv.fname) {                                                        \
+    cs_log_once(CS_LOG_WARN, "%s has no %s: GPU timing off", name, sym);      \
+    ok = false;                                                               \
+  }
+  CS_DRIVER_FNS(CS_DRV_LOOK)
+#undef CS_DRV_LOOK
+  cs_drv.loaded = ok;
+  drv_ok = ok;
+}
+
+bool cs_driver_load(void) {
+  pthread_once(&drv_once, drv_load_once);
+  return drv_ok;
+}

@@ -1,0 +1,352 @@
+/* hooks/timing.c: GPU timing of intercepted calls (see timing.h). The hot path pops two
+ * pre-created events from a lock-free per-context pool and records them on the caller's
+ * stream; the harvest thread reads them later. No syscall, lock or sync here. */
+#include "timing.h"
+#include "cuda_driver.h"
+#include "stats/queue.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CS_MAX_CTX 32
+#define POOL_CAP 65536
+#define POOL_PREFILL 64
+#define POOL_LOW 512
+#define POOL_BATCH 512
+
+struct cs_evpool {
+  _Atomic(CUcontext) ctx;
+  _Atomic int ready;
+  struct cs_queue q;          /* free CUevents */
+  _Atomic size_t created;
+  /* anchor (harvest thread only) */
+  CUstream anchor_stream;
+  CUevent anchor_ev;
+  int64_t anchor_ns;
+  int64_t anchor_mono;
+};
+static struct cs_evpool pools[CS_MAX_CTX];
+static _Atomic int npools;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct cs_pending {
+  size_t n, cap;
+  struct cs_record *recs;
+};
+
+static struct cs_evpool *pool_find(CUcontext ctx) {
+  int n = atomic_load_explicit(&npools, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (atomic_load_explicit(&pools[i].ctx, memory_order_relaxed) == ctx &&
+        atomic_load_explicit(&pools[i].ready, memory_order_acquire))
+      return &pools[i];
+  return NULL;
+}
+
+static void pool_fill(struct cs_evpool *p, int n) {
+  for (int i = 0; i < n; i++) {
+    CUevent e;
+    if (cs_drv.cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+      cs_log_once(CS_LOG_WARN, "cuEventCreate failed: some ops get host timing only");
+      break;
+    }
+    uint64_t h = (uint64_t)(uintptr_t)e;
+    if (!cs_queue_push(&p->q, &h)) { cs_drv.cuEventDestroy(e); break; }
+    atomic_fetch_add(&p->created, 1);
+  }
+}
+
+/* Slow path, once per context: create the pool with a few events (ctx is current). */
+static struct cs_evpool *pool_create(CUcontext ctx) {
+  pthread_mutex_lock(&pool_lock);
+  struct cs_evpool *p = pool_find(ctx);
+  int n = atomic_load(&npools);
+  if (!p && n < CS_MAX_CTX) {
+    p = &pools[n];
+    memset(&p->anchor_stream, 0, sizeof(*p) - offsetof(struct cs_evpool, anchor_stream));
+    if (!cs_queue_init(&p->q, POOL_CAP, sizeof(uint64_t))) {
+      p = NULL;
+    } else {
+      atomic_store(&p->created, 0);
+      atomic_store(&p->ctx, ctx);
+      pool_fill(p, POOL_PREFILL);
+      atomic_store_explicit(&p->ready, 1, memory_order_release);
+      atomic_store_explicit(&npools, n + 1, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&pool_lock);
+  return p;
+}
+
+static bool event_pair(uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
+  CUcontext ctx = NULL;
+  if (!cs_cfg.timing || !cs_drv.loaded || cs_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return false;
+  struct cs_evpool *p = pool_find(ctx);
+  if (CS_UNLIKELY(!p)) p = pool_create(ctx);
+  if (!p) return false;
+  if (!cs_queue_pop(&p->q, a)) goto lost;
+  if (!cs_queue_pop(&p->q, b)) {
+    cs_queue_push(&p->q, a);
+    goto lost;
+  }
+  *ctx_out = (uint64_t)(uintptr_t)ctx;
+  return true;
+lost:
+  atomic_fetch_add_explicit(&cs_st.timing_lost, 1, memory_order_relaxed);
+  return false;
+}
+
+void cs_event_release(uint64_t ctx, uint64_t ev) {
+  struct cs_evpool *p = pool_find((CUcontext)(uintptr_t)ctx);
+  if (!p || !cs_queue_push(&p->q, &ev)) {
+    if (cs_drv.cuEventDestroy) cs_drv.cuEventDestroy((CUevent)(uintptr_t)ev);
+  }
+}
+
+static bool stream_capturing(void *stream) {
+  CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!cs_drv.loaded) return false;
+  if (cs_drv.cuStreamIsCapturing((CUstream)stream, &st) != CUDA_SUCCESS) return false;
+  return st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* Begin timing on a stream: captured, events recorded, or host-only. */
+static void stream_begin(struct cs_record *r, void *stream) {
+  r->ev_start = r->ev_end = r->ctx = 0;
+  if (!cs_drv.loaded) { r->timing = CS_TIMING_HOST; return; }
+  if (stream_capturing(stream)) {
+    r->timing = CS_TIMING_CAPTURED;
+    r->captured = 1;
+    return;
+  }
+  if (!event_pair(&r->ctx, &r->ev_start, &r->ev_end)) { r->timing = CS_TIMING_HOST; return; }
+  if (cs_drv.cuEventRecord((CUevent)(uintptr_t)r->ev_start, (CUstream)stream) != CUDA_SUCCESS) {
+    cs_event_release(r->ctx, r->ev_start);
+    cs_event_release(r->ctx, r->ev_end);
+    r->ev_start = r->ev_end = 0;
+    r->timing = CS_TIMING_HOST;
+    return;
+  }
+  r->timing = CS_TIMING_PENDING;
+}
+
+static void stream_end(struct cs_record *r, void *stream, bool ok) {
+  if (r->timing != CS_TIMING_PENDING) {
+    if (!ok) r->timing = CS_TIMING_ERROR;
+    return;
+  }
+  if (!ok || cs_drv.cuEventRecord((CUevent)(uintptr_t)r->ev_end, (CUstream)stream) != CUDA_SUCCESS) {
+    /* The start event may still be in the stream: the harvest thread releases both once
+     * the start has completed, so a pooled event is never re-recorded while in flight. */
+    r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
+    cs_event_release(r->ctx, r->ev_end); /* never recorded: reusable now */
+    r->owns_events = 1;
+    r->ev_end = 0;
+    return;
+  }
+  r->owns_events = 1;
+}
+
+void cs_timed_begin(struct cs_record *r, void *stream) {
+  r->enqueue_ns = cs_now_ns(CLOCK_REALTIME);
+  stream_begin(r, stream);
+}
+
+void cs_timed_end(struct cs_record *r, void *stream, bool ok) {
+  stream_end(r, stream, ok);
+  cs_record_push(r);
+}
+
+void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype, int redop,
+                 int root, int peer, void *stream, void *site) {
+  memset(r, 0, sizeof(*r));
+  r->type = CS_REC_OP;
+  r->op = (uint8_t)op;
+  r->dtype = dtype;
+  r->redop = redop;
+  r->root = root;
+  r->peer = peer;
+  r->count = count;
+  r->stream = (uint64_t)(uintptr_t)stream;
+  r->site = (uint64_t)(uintptr_t)site;
+  r->comm_size = r->comm_rank = r->device = -1;
+  struct cs_comm *c = cs_comm_lookup(comm);
+  if (c) {
+    r->comm_id = c->id;
+    r->comm_size = c->size;
+    r->comm_rank = c->rank;
+    r->device = c->device;
+    r->seq = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);
+  } else {
+    r->seq = UINT64_MAX;
+  }
+  r->bytes = cs_op_bytes(op, count, cs_dtype_size(dtype), r->comm_size > 0 ? r->comm_size : 1);
+  if (cs_tls.group_depth > 0) {
+    r->group = cs_tls.group_id;
+    r->enqueue_ns = cs_now_ns(CLOCK_REALTIME);
+    r->timing = CS_TIMING_PENDING; /* decided at the group launch */
+  } else {
+    cs_timed_begin(r, stream);
+  }
+}
+
+static void pending_add(const struct cs_record *r) {
+  struct cs_pending *p = cs_tls.pending;
+  if (CS_UNLIKELY(!p)) {
+    p = calloc(1, sizeof(*p));
+    if (!p) goto drop;
+    cs_tls.pending = p;
+  }
+  if (CS_UNLIKELY(p->n == p->cap)) {
+    size_t cap = p->cap ? p->cap * 2 : 256;
+    if (cap > (1u << 20)) goto drop;
+    struct cs_record *nr = realloc(p->recs, cap * sizeof(*nr));
+    if (!nr) goto drop;
+    p->recs = nr;
+    p->cap = cap;
+  }
+  p->recs[p->n++] = *r;
+  return;
+drop:
+  atomic_fetch_add_explicit(&cs_st.drops, 1, memory_order_relaxed);
+}
+
+void cs_op_end(struct cs_record *r, int status, int inprogress_code) {
+  bool ok = status == 0 || status == inprogress_code;
+  r->status = status;
+  if (r->group) {
+    if (!ok) r->timing = CS_TIMING_ERROR;
+    pending_add(r);
+    return;
+  }
+  cs_timed_end(r, (void *)(uintptr_t)r->stream, ok);
+}
+
+void cs_group_started(void) {
+  if (cs_tls.group_depth++ == 0)
+    cs_tls.group_id = atomic_fetch_add_explicit(&cs_st.group_ids, 1, memory_order_relaxed) + 1;
+}
+
+/* Streams of the group being launched and their shared event pairs. */
+struct grp_stream { uint64_t stream; struct cs_record ev; };
+static __thread struct grp_stream *gstreams;
+static __thread size_t ngstreams, capgstreams;
+
+void cs_group_launch_begin(void) {
+  struct cs_pending *p = cs_tls.pending;
+  ngstreams = 0;
+  if (!p) return;
+  for (size_t i = 0; i < p->n; i++) {
+    struct cs_record *r = &p->recs[i];
+    if (r->timing != CS_TIMING_PENDING) continue;
+    size_t k = 0;
+    while (k < ngstreams && gstreams[k].stream != r->stream) k++;
+    if (k == ngstreams) {
+      if (ngstreams == capgstreams) {
+        size_t cap = capgstreams ? capgstreams * 2 : 16;
+        struct grp_stream *ng = realloc(gstreams, cap * sizeof(*ng));
+        if (!ng) { r->timing = CS_TIMING_HOST; continue; }
+        gstreams = ng;
+        capgstreams = cap;
+      }
+      gstreams[k].stream = r->stream;
+      memset(&gstreams[k].ev, 0, sizeof(gstreams[k].ev));
+      stream_begin(&gstreams[k].ev, (void *)(uintptr_t)r->stream);
+      ngstreams++;
+    }
+  }
+}
+
+void cs_group_launch_end(int status, int inprogress_code) {
+  bool ok = status == 0 || status == inprogress_code;
+  for (size_t k = 0; k < ngstreams; k++) stream_end(&gstreams[k].ev, (void *)(uintptr_t)gstreams[k].stream, ok);
+  struct cs_pending *p = cs_tls.pending;
+  if (!p) return;
+  /* the last record of each stream owns (returns) that stream's events */
+  for (size_t i = 0; i < p->n; i++) {
+    struct cs_record *r = &p->recs[i];
+    if (r->timing != CS_TIMING_PENDING) continue;
+    size_t k = 0;
+    while (k < ngstreams && gstreams[k].stream != r->stream) k++;
+    if (k == ngstreams) { r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR; continue; }
+    struct cs_record *ev = &gstreams[k].ev;
+    r->timing = ev->timing;
+    r->captured = ev->captured;
+    r->ev_start = ev->ev_start;
+    r->ev_end = ev->ev_end;
+    r->ctx = ev->ctx;
+    r->owns_events = 0;
+    if (!ok) r->status = status;
+  }
+  for (size_t k = 0; k < ngstreams; k++) {
+    if (!gstreams[k].ev.owns_events) continue;
+    for (size_t i = p->n; i-- > 0;)
+      if (p->recs[i].stream == gstreams[k].stream && p->recs[i].ev_start == gstreams[k].ev.ev_start &&
+          p->recs[i].ev_start) {
+        p->recs[i].owns_events = 1;
+        break;
+      }
+  }
+  for (size_t i = 0; i < p->n; i++) cs_record_push(&p->recs[i]);
+  p->n = 0;
+  ngstreams = 0;
+}
+
+/* ---- harvest-thread side ---- */
+
+static void anchor_refresh(struct cs_evpool *p) {
+  int64_t mono = cs_now_ns(CLOCK_MONOTONIC);
+  if (p->anchor_ev && mono - p->anchor_mono < 2000000000LL) return;
+  CUcontext ctx = atomic_load(&p->ctx), old;
+  if (cs_drv.cuCtxPushCurrent(ctx) != CUDA_SUCCESS) return;
+  if (!p->anchor_stream && cs_drv.cuStreamCreate(&p->anchor_stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+    p->anchor_stream = NULL;
+  CUevent e = NULL;
+  if (p->anchor_stream && cs_drv.cuEventCreate(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS) {
+    int64_t t0 = cs_now_ns(CLOCK_REALTIME);
+    if (cs_drv.cuEventRecord(e, p->anchor_stream) == CUDA_SUCCESS && cs_drv.cuEventSynchronize(e) == CUDA_SUCCESS) {
+      int64_t t1 = cs_now_ns(CLOCK_REALTIME);
+      if (p->anchor_ev) cs_drv.cuEventDestroy(p->anchor_ev);
+      p->anchor_ev = e;
+      p->anchor_ns = t0 + (t1 - t0) / 2;
+      p->anchor_mono = mono;
+    } else {
+      cs_drv.cuEventDestroy(e);
+    }
+  }
+  cs_drv.cuCtxPopCurrent(&old);
+}
+
+void cs_event_pools_maintain(void) {
+  int n = atomic_load_explicit(&npools, memory_order_acquire);
+  for (int i = 0; i < n; i++) {
+    struct cs_evpool *p = &pools[i];
+    anchor_refresh(p);
+    if (cs_queue_size_approx(&p->q) < POOL_LOW && atomic_load(&p->created) < POOL_CAP) {
+      CUcontext old;
+      if (cs_drv.cuCtxPushCurrent(atomic_load(&p->ctx)) == CUDA_SUCCESS) {
+        pool_fill(p, POOL_BATCH);
+        cs_drv.cuCtxPopCurrent(&old);
+      }
+    }
+  }
+}
+
+bool cs_event_to_realtime(uint64_t ctx, uint64_t ev, int64_t *ns) {
+  struct cs_evpool *p = pool_find((CUcontext)(uintptr_t)ctx);
+  if (!p) return false;
+  if (!p->anchor_ev) anchor_refresh(p);
+  if (!p->anchor_ev) return false;
+  float ms = 0;
+  if (cs_drv.cuEventElapsedTime(&ms, p->anchor_ev, (CUevent)(uintptr_t)ev) != CUDA_SUCCESS) return false;
+  *ns = p->anchor_ns + (int64_t)((double)ms * 1e6);
+  return true;
+}
+
+void cs_timing_atfork_child(void) {
+  /* The child has its own CUDA state (if any); inherited pools and anchors are unusable. */
+  atomic_store(&npools, 0);
+  memset(pools, 0, sizeof(pools));
+  pthread_mutex_init(&pool_lock, NULL);
+  if (cs_tls.pending) cs_tls.pending->n = 0;
+}

@@ -1,0 +1,32 @@
+/* hooks/timing.h: what happens around an intercepted call -- fill a record, bracket the
+ * work with CUDA events on the caller's stream (driver API, pooled events, no sync),
+ * defer grouped ops to the outermost ncclGroupEnd, and skip events on capturing streams. */
+#ifndef COLLSCOPE_TIMING_H
+#define COLLSCOPE_TIMING_H
+#include "shim/cs_internal.h"
+
+/* A single call timed on one stream (collectives outside a group, memcpys). */
+void cs_timed_begin(struct cs_record *r, void *stream);
+void cs_timed_end(struct cs_record *r, void *stream, bool ok);
+
+/* NCCL op wrapper helpers: fill the record from the call's arguments; then either time
+ * it now (outside a group) or queue it for the group launch. */
+void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype,
+                 int redop, int root, int peer, void *stream, void *site);
+void cs_op_end(struct cs_record *r, int status, int inprogress_code);
+
+/* Outermost group launch: events before/after the real ncclGroupEnd on every stream
+ * used by the group's ops. */
+void cs_group_launch_begin(void);
+void cs_group_launch_end(int status, int inprogress_code);
+void cs_group_started(void);   /* after a successful real ncclGroupStart */
+
+/* Event pools (one per CUDA context); the harvest thread returns and tops up events. */
+void cs_event_release(uint64_t ctx, uint64_t ev);
+void cs_event_pools_maintain(void);
+/* GPU->realtime: start time of an event in CLOCK_REALTIME ns via the context's anchor.
+ * Returns false if the event cannot be converted. */
+bool cs_event_to_realtime(uint64_t ctx, uint64_t ev, int64_t *ns);
+void cs_timing_atfork_child(void);
+
+#endif

@@ -1,0 +1,56 @@
+/* include/collscope/record.h: the fixed-size in-memory record every collscope writer
+ * produces (one per NCCL op, memcpy or communicator event) and every in-process reader
+ * (harvest thread, dump writer, later the shm ring) consumes. Field meanings match the
+ * JSONL schema in DESIGN.md ("Dump files"). */
+#ifndef COLLSCOPE_RECORD_H
+#define COLLSCOPE_RECORD_H
+#include <stdint.h>
+
+enum cs_rec_type { CS_REC_OP = 1, CS_REC_XFER = 2, CS_REC_COMM = 3 };
+
+enum cs_timing {
+  CS_TIMING_GPU_EVENT = 0, /* start/end from CUDA events */
+  CS_TIMING_CAPTURED  = 1, /* stream under graph capture: enqueue time only */
+  CS_TIMING_HOST      = 2, /* no GPU timing available: enqueue time only */
+  CS_TIMING_ERROR     = 3, /* the call failed; nothing enqueued */
+  CS_TIMING_PENDING   = 4, /* internal: events not yet harvested */
+};
+
+enum cs_comm_event { CS_COMM_INIT, CS_COMM_SPLIT, CS_COMM_FINALIZE, CS_COMM_DESTROY, CS_COMM_ABORT };
+
+enum cs_xfer_kind { CS_XFER_HTOH, CS_XFER_HTOD, CS_XFER_DTOH, CS_XFER_DTOD, CS_XFER_DEFAULT, CS_XFER_PEER };
+
+struct cs_record {
+  uint8_t type;          /* enum cs_rec_type */
+  uint8_t op;            /* enum cs_op (schema.h) */
+  uint8_t timing;        /* enum cs_timing */
+  uint8_t captured;
+  uint8_t owns_events;   /* last record sharing ev_start/ev_end returns them to the pool */
+  uint8_t event;         /* CS_REC_COMM: enum cs_comm_event; CS_REC_XFER: enum cs_xfer_kind */
+  uint8_t async;         /* CS_REC_XFER: async API */
+  uint8_t api;           /* CS_REC_XFER: index into the cudart table */
+  int32_t dtype;         /* ncclDataType_t, -1 for none */
+  int32_t redop;         /* ncclRedOp_t, -1 for none */
+  int32_t status;        /* return code of the call */
+  int32_t comm_size;
+  int32_t comm_rank;
+  int32_t root;
+  int32_t peer;
+  int32_t device;
+  uint64_t comm_id;
+  uint64_t parent_id;    /* CS_REC_COMM split/shrink */
+  uint64_t seq;
+  uint64_t count;
+  uint64_t bytes;
+  uint64_t group;
+  uint64_t stream;
+  uint64_t site;         /* caller's return address */
+  int64_t enqueue_ns;    /* CLOCK_REALTIME */
+  int64_t start_ns;      /* CLOCK_REALTIME, aligned from the GPU clock */
+  int64_t end_ns;
+  uint64_t ev_start;     /* internal: CUevent handles, 0 when none */
+  uint64_t ev_end;
+  uint64_t ctx;          /* internal: CUcontext of the events */
+};
+
+#endif

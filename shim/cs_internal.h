@@ -1,0 +1,103 @@
+/* shim/cs_internal.h: collscope's process-wide state and the internal API between
+ * shim/ (entry points), hooks/ (timing) and stats/ (queue, harvest, dump). */
+#ifndef COLLSCOPE_INTERNAL_H
+#define COLLSCOPE_INTERNAL_H
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <time.h>
+#include "collscope/record.h"
+#include "collscope/schema.h"
+
+#define CS_EXPORT __attribute__((visibility("default")))
+#define CS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- configuration (shim/config.c), read from the environment once ---- */
+struct cs_config {
+  bool disabled;          /* COLLSCOPE_DISABLE=1: pure pass-through */
+  bool timing;            /* COLLSCOPE_TIMING != off */
+  int log_level;          /* COLLSCOPE_LOG: quiet|warn|info|debug */
+  char dir[4096];         /* COLLSCOPE_DIR or ./collscope-<job> */
+  char job[256];
+  char host[256];
+  int rank;               /* global rank or -1 */
+  int local_rank;
+  int world_size;
+  size_t queue_cap;       /* COLLSCOPE_QUEUE (records) */
+  unsigned flush_ms;      /* COLLSCOPE_FLUSH_MS, <= 1000 */
+  const char *libcuda;    /* COLLSCOPE_LIBCUDA (tests) */
+  const char *libnccl;    /* COLLSCOPE_LIBNCCL (tests) */
+};
+extern struct cs_config cs_cfg;
+void cs_config_load(void);
+
+enum { CS_LOG_QUIET = 0, CS_LOG_WARN = 1, CS_LOG_INFO = 2, CS_LOG_DEBUG = 3 };
+void cs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Logs a given format string once per process (keyed by the format's address). */
+#define cs_log_once(level, ...)                              \
+  do {                                                       \
+    static _Atomic int cs_once_;                             \
+    if (!atomic_exchange(&cs_once_, 1)) cs_log(level, __VA_ARGS__); \
+  } while (0)
+
+static inline int64_t cs_now_ns(clockid_t clk) {
+  struct timespec ts;
+  clock_gettime(clk, &ts); /* vDSO: no syscall */
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- process state (shim/init.c) ---- */
+struct cs_state {
+  _Atomic int ready;           /* 1 once recording works, 0 = pass-through */
+  _Atomic uint64_t group_ids;  /* process-unique group ids */
+  _Atomic uint64_t drops;      /* records lost: queue full or bounded list full */
+  _Atomic uint64_t timing_lost;/* ops that got host timing only because no event was free */
+  _Atomic uint64_t ops_total;  /* records enqueued */
+  _Atomic uint64_t comm_index; /* communicator creation counter */
+  int pid;
+};
+extern struct cs_state cs_st;
+
+/* Lazy init on the first intercepted call (cheap after the first time). */
+void cs_ensure_init(void);
+/* Ask the harvest thread to write everything complete now; waits at most timeout_ms. */
+void cs_flush(unsigned timeout_ms);
+
+/* ---- per-thread state ---- */
+struct cs_pending;  /* hooks/timing.c */
+struct cs_tls {
+  int depth;                 /* re-entrancy guard: >0 inside a collscope wrapper */
+  int group_depth;           /* ncclGroupStart nesting, mirrors NCCL's per-thread depth */
+  uint64_t group_id;
+  struct cs_pending *pending;/* ops queued in the current group */
+  uint64_t last_uid_hash;    /* last ncclGetUniqueId result seen on this thread */
+};
+extern __thread struct cs_tls cs_tls;
+
+/* ---- record queue (stats/harvest.c) ---- */
+bool cs_record_push(const struct cs_record *r);  /* counts a drop when full */
+bool cs_harvest_start(void);
+void cs_harvest_stop(unsigned timeout_ms);
+void cs_harvest_atfork_child(void);
+
+/* ---- communicator table (stats/comm_table.c), lock-free lookup ---- */
+struct cs_comm {
+  _Atomic(void *) key;       /* ncclComm_t */
+  uint64_t id;
+  uint64_t parent_id;
+  int size;
+  int rank;
+  int device;
+  uint64_t index;
+  _Atomic uint64_t seq;
+  _Atomic uint64_t splits;   /* ncclCommSplit/Shrink calls on this comm (child ids) */
+};
+struct cs_comm *cs_comm_lookup(void *comm);
+struct cs_comm *cs_comm_insert(void *comm);  /* NULL when the table is full */
+void cs_comm_remove(void *comm);
+
+uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);
+
+#endif

@@ -1,0 +1,90 @@
+/* shim/cudart_wrappers.c: the cudaMemcpy family, generated from shim/cudart_api.def,
+ * timed as transfers (bytes, direction, stream). Only calls that reach the dynamic
+ * libcudart are seen: a statically linked cudart bypasses this (see README). */
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include "cs_internal.h"
+#include "hooks/timing.h"
+
+/* The per-thread-stream variants are declared by the CUDA headers only in per-thread
+ * builds; declare every row ourselves. */
+#define CUDART_COPY(name, params, args, B_, K_, S_, A_) \
+  CS_EXPORT cudaError_t name params;                               \
+  static cudaError_t(*real_##name) params;
+#include "cudart_api.def"
+
+enum {
+#define CUDART_COPY(name, params, args, B_, K_, S_, A_) CS_API_##name,
+#include "cudart_api.def"
+  CS_API_COUNT
+};
+static const char *const api_names[] = {
+#define CUDART_COPY(name, params, args, B_, K_, S_, A_) #name,
+#include "cudart_api.def"
+};
+
+const char *cs_cudart_api_name(int api) {
+  return (api >= 0 && api < CS_API_COUNT) ? api_names[api] : "unknown";
+}
+
+static void *find_real(const char *name, void *self) {
+  void *p = dlsym(RTLD_NEXT, name);
+  if (p && p != self) return p;
+  static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+  for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+    void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
+    if (h && (p = dlsym(h, name)) && p != self) return p;
+  }
+  return NULL;
+}
+
+static uint8_t kind_of(int kind) {
+  switch (kind) {
+  case cudaMemcpyHostToHost: return CS_XFER_HTOH;
+  case cudaMemcpyHostToDevice: return CS_XFER_HTOD;
+  case cudaMemcpyDeviceToHost: return CS_XFER_DTOH;
+  case cudaMemcpyDeviceToDevice: return CS_XFER_DTOD;
+  case -1: return CS_XFER_PEER;
+  default: return CS_XFER_DEFAULT;
+  }
+}
+
+#define CUDART_COPY(name, params, args, BYTES_, KIND_, STREAM_, ASYNC_)                      \
+  CS_EXPORT cudaError_t name params {                                                       \
+    cudaError_t(*real_) params = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);           \
+    if (CS_UNLIKELY(!real_)) {                                                               \
+      real_ = (cudaError_t(*) params)find_real(#name, (void *)name);                        \
+      if (!real_) {                                                                          \
+        static _Atomic int warned_;                                                          \
+        if (!atomic_exchange(&warned_, 1))                                                   \
+          cs_log(CS_LOG_WARN, "the real %s was not found; returning an error", #name);       \
+        return cudaErrorSharedObjectSymbolNotFound;                                          \
+      }                                                                                      \
+      __atomic_store_n(&real_##name, real_, __ATOMIC_RELEASE);                               \
+    }                                                                                        \
+    if (cs_tls.depth) return real_ args;                                                     \
+    cs_ensure_init();                                                                        \
+    if (CS_UNLIKELY(!atomic_load_explicit(&cs_st.ready, memory_order_relaxed)))              \
+      return real_ args;                                                                     \
+    struct cs_record r_;                                                                     \
+    __builtin_memset(&r_, 0, sizeof(r_));                                                    \
+    r_.type = CS_REC_XFER;                                                                   \
+    r_.op = CS_OP_Memcpy;                                                                    \
+    r_.api = CS_API_##name;                                                                  \
+    r_.event = kind_of((int)(KIND_));                                                         \
+    r_.async = ASYNC_;                                                                        \
+    r_.bytes = (BYTES_);                                                                      \
+    r_.count = r_.bytes;                                                                     \
+    r_.dtype = r_.redop = r_.root = r_.peer = r_.comm_size = r_.comm_rank = r_.device = -1;  \
+    r_.stream = (uint64_t)(uintptr_t)(STREAM_);                                               \
+    r_.site = (uint64_t)(uintptr_t)__builtin_return_address(0);                              \
+    cs_tls.depth++;                                                                          \
+    cs_timed_begin(&r_, (void *)(STREAM_));                                                   \
+    cudaError_t e_ = real_ args;                                                             \
+    r_.status = (int)e_;                                                                     \
+    cs_timed_end(&r_, (void *)(STREAM_), e_ == cudaSuccess);                                  \
+    cs_tls.depth--;                                                                          \
+    return e_;                                                                               \
+  }
+#include "cudart_api.def"

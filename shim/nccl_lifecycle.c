@@ -1,0 +1,197 @@
+/* shim/nccl_lifecycle.c: the hand-written NCCL wrappers (NCCL_HOOKED rows of
+ * nccl_api.def): unique ids, communicator creation (ids that agree across ranks),
+ * finalize/destroy/abort (flush), and group start/end (grouped ops are timed around
+ * the outermost ncclGroupEnd). */
+#include "nccl_shim.h"
+#include "hooks/cuda_driver.h"
+#include "hooks/timing.h"
+#include <string.h>
+
+static void comm_record(struct cs_comm *c, int event) {
+  struct cs_record r;
+  memset(&r, 0, sizeof(r));
+  r.type = CS_REC_COMM;
+  r.event = (uint8_t)event;
+  r.comm_id = c->id;
+  r.parent_id = c->parent_id;
+  r.comm_size = c->size;
+  r.comm_rank = c->rank;
+  r.device = c->device;
+  r.enqueue_ns = cs_now_ns(CLOCK_REALTIME);
+  r.dtype = r.redop = -1;
+  cs_record_push(&r);
+}
+
+/* Register a new communicator; size/rank/device asked from the real NCCL. */
+static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int event) {
+  if (!comm || !cs_active()) return;
+  struct cs_comm *c = cs_comm_insert(comm);
+  if (!c) {
+    cs_log_once(CS_LOG_WARN, "communicator table full: ops of further communicators are recorded without comm info");
+    return;
+  }
+  int v;
+  c->id = id;
+  c->parent_id = parent;
+  cs_tls.depth++;
+  c->size = (cs_real_ncclCommCount && cs_real_ncclCommCount(comm, &v) == ncclSuccess) ? v : -1;
+  c->rank = (cs_real_ncclCommUserRank && cs_real_ncclCommUserRank(comm, &v) == ncclSuccess) ? v : -1;
+  c->device = (cs_real_ncclCommCuDevice && cs_real_ncclCommCuDevice(comm, &v) == ncclSuccess) ? v : -1;
+  cs_tls.depth--;
+  c->index = atomic_fetch_add(&cs_st.comm_index, 1);
+  comm_record(c, event);
+}
+
+static uint64_t uid_hash(const ncclUniqueId *id) { return cs_hash_bytes(id, sizeof(*id), 0); }
+
+/* Child id from the parent's id and how many children the parent had before: every
+ * member calls split/shrink on the parent the same number of times, so all agree. */
+static uint64_t child_id(ncclComm_t parent, uint64_t salt, uint64_t *parent_id) {
+  struct cs_comm *p = cs_comm_lookup(parent);
+  uint64_t pid = p ? p->id : (uint64_t)(uintptr_t)parent;
+  uint64_t n = p ? atomic_fetch_add(&p->splits, 1) : 0;
+  uint64_t buf[3] = {pid, n, salt};
+  *parent_id = pid;
+  return cs_hash_bytes(buf, sizeof(buf), 1);
+}
+
+CS_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
+  CS_RESOLVE(ncclGetUniqueId, ncclSystemError);
+  ncclResult_t r = cs_real_ncclGetUniqueId(uniqueId);
+  /* also when nested (ncclCommInitAll calls it): remember it for the comm ids */
+  if (r == ncclSuccess && uniqueId) cs_tls.last_uid_hash = uid_hash(uniqueId);
+  return r;
+}
+
+static bool started(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+
+CS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+                                              ncclConfig_t *config) {
+  CS_RESOLVE(ncclCommInitRankConfig, ncclSystemError);
+  if (cs_tls.depth) return cs_real_ncclCommInitRankConfig(comm, nranks, commId, rank, config);
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclCommInitRankConfig(comm, nranks, commId, rank, config);
+  cs_tls.depth--;
+  if (started(r) && comm) comm_register(*comm, uid_hash(&commId), 0, CS_COMM_INIT);
+  return r;
+}
+
+CS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
+  CS_RESOLVE(ncclCommInitRank, ncclSystemError);
+  if (cs_tls.depth) return cs_real_ncclCommInitRank(comm, nranks, commId, rank);
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclCommInitRank(comm, nranks, commId, rank);
+  cs_tls.depth--;
+  if (started(r) && comm) comm_register(*comm, uid_hash(&commId), 0, CS_COMM_INIT);
+  return r;
+}
+
+CS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
+  CS_RESOLVE(ncclCommInitAll, ncclSystemError);
+  if (cs_tls.depth) return cs_real_ncclCommInitAll(comm, ndev, devlist);
+  cs_tls.last_uid_hash = 0;
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclCommInitAll(comm, ndev, devlist);
+  cs_tls.depth--;
+  if (started(r) && comm) {
+    /* NCCL made the id itself (a nested ncclGetUniqueId); fall back to the first
+     * comm's address if that call was not visible. */
+    uint64_t id = cs_tls.last_uid_hash ? cs_tls.last_uid_hash : cs_hash_bytes(&comm[0], sizeof(comm[0]), 2);
+    for (int i = 0; i < ndev; i++) comm_register(comm[i], id, 0, CS_COMM_INIT);
+  }
+  return r;
+}
+
+CS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
+                                                ncclUniqueId *commIds, ncclConfig_t *config) {
+  CS_RESOLVE(ncclCommInitRankScalable, ncclSystemError);
+  if (cs_tls.depth) return cs_real_ncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
+  cs_tls.depth--;
+  if (started(r) && newcomm && commIds && nId > 0)
+    comm_register(*newcomm, uid_hash(&commIds[0]), 0, CS_COMM_INIT);
+  return r;
+}
+
+CS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
+                                     ncclConfig_t *config) {
+  CS_RESOLVE(ncclCommSplit, ncclSystemError);
+  if (cs_tls.depth) return cs_real_ncclCommSplit(comm, color, key, newcomm, config);
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclCommSplit(comm, color, key, newcomm, config);
+  cs_tls.depth--;
+  if (cs_active()) {
+    uint64_t parent;
+    uint64_t id = child_id(comm, (uint64_t)(uint32_t)color, &parent);
+    if (started(r) && newcomm && *newcomm) comm_register(*newcomm, id, parent, CS_COMM_SPLIT);
+  }
+  return r;
+}
+
+CS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                      ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
+  CS_RESOLVE(ncclCommShrink, ncclSystemError);
+  if (cs_tls.depth)
+    return cs_real_ncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  cs_tls.depth--;
+  if (cs_active()) {
+    uint64_t parent;
+    uint64_t id = child_id(comm, 0x5348524bULL /* "SHRK" */, &parent);
+    if (started(r) && newcomm && *newcomm) comm_register(*newcomm, id, parent, CS_COMM_SPLIT);
+  }
+  return r;
+}
+
+/* finalize / destroy / abort: record, forward, then flush what is complete */
+static ncclResult_t comm_end(ncclResult_t (*real)(ncclComm_t), ncclComm_t comm, int event, bool remove) {
+  if (cs_tls.depth || !cs_active()) return real(comm);
+  struct cs_comm *c = cs_comm_lookup(comm);
+  if (c) comm_record(c, event);
+  cs_tls.depth++;
+  ncclResult_t r = real(comm);
+  cs_tls.depth--;
+  if (remove && c) cs_comm_remove(comm);
+  cs_flush(200);
+  return r;
+}
+
+CS_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  CS_RESOLVE(ncclCommFinalize, ncclSystemError);
+  return comm_end(cs_real_ncclCommFinalize, comm, CS_COMM_FINALIZE, false);
+}
+
+CS_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  CS_RESOLVE(ncclCommDestroy, ncclSystemError);
+  return comm_end(cs_real_ncclCommDestroy, comm, CS_COMM_DESTROY, true);
+}
+
+CS_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  CS_RESOLVE(ncclCommAbort, ncclSystemError);
+  return comm_end(cs_real_ncclCommAbort, comm, CS_COMM_ABORT, true);
+}
+
+CS_EXPORT ncclResult_t ncclGroupStart(void) {
+  CS_RESOLVE(ncclGroupStart, ncclSystemError);
+  if (cs_tls.depth || !cs_active()) return cs_real_ncclGroupStart();
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclGroupStart();
+  cs_tls.depth--;
+  if (r == ncclSuccess) cs_group_started();
+  return r;
+}
+
+CS_EXPORT ncclResult_t ncclGroupEnd(void) {
+  CS_RESOLVE(ncclGroupEnd, ncclSystemError);
+  if (cs_tls.depth || !cs_active() || cs_tls.group_depth == 0) return cs_real_ncclGroupEnd();
+  bool outermost = cs_tls.group_depth == 1;
+  if (outermost) cs_group_launch_begin();
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclGroupEnd();
+  cs_tls.depth--;
+  cs_tls.group_depth--;
+  if (outermost) cs_group_launch_end((int)r, (int)ncclInProgress);
+  return r;
+}

@@ -1,0 +1,313 @@
+/* stats/dump_writer.c: formats records as JSON Lines (DESIGN.md "Dump files") into a
+ * buffer and writes whole lines to the per-process file. Formatting is hand-rolled
+ * (integers, hex, fixed-point microseconds) because it runs for every op at up to
+ * hundreds of thousands of records per second. */
+#include "dump_writer.h"
+#include "hooks/cuda_driver.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uthash.h>
+
+#define BUF_CAP (1u << 20)
+
+static int fd = -1;
+static char path[8192];
+static char *buf;
+static size_t blen;
+static bool header_done;
+static uint64_t n_ops, n_xfers;
+
+struct site_entry { uint64_t addr; char text[192]; UT_hash_handle hh; };
+static struct site_entry *sites;
+static unsigned nsites;
+
+/* ---- tiny formatter ---- */
+static void put(const char *s, size_t n) {
+  if (blen + n > BUF_CAP) cs_dump_flush();
+  if (n > BUF_CAP) return;
+  memcpy(buf + blen, s, n);
+  blen += n;
+}
+static void puts_(const char *s) { put(s, strlen(s)); }
+static void put_u64(uint64_t v) {
+  char t[24]; int i = 24;
+  do { t[--i] = (char)('0' + v % 10); v /= 10; } while (v);
+  put(t + i, (size_t)(24 - i));
+}
+static void put_i64(int64_t v) {
+  if (v < 0) { put("-", 1); put_u64((uint64_t)(-(v + 1)) + 1); } else put_u64((uint64_t)v);
+}
+static void put_hex(uint64_t v) {
+  static const char hx[] = "0123456789abcdef";
+  char t[18]; int i = 18;
+  do { t[--i] = hx[v & 15]; v >>= 4; } while (v);
+  t[--i] = 'x'; t[--i] = '0';
+  put("\"", 1); put(t + i, (size_t)(18 - i)); put("\"", 1);
+}
+static void put_id(uint64_t v) { /* fixed 16 hex digits */
+  static const char hx[] = "0123456789abcdef";
+  char t[18]; t[0] = t[17] = '"';
+  for (int i = 16; i >= 1; i--) { t[i] = hx[v & 15]; v >>= 4; }
+  put(t, 18);
+}
+static void put_str(const char *s) {
+  put("\"", 1);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') { char e[2] = {'\\', (char)c}; put(e, 2); }
+    else if (c < 0x20) { char e[8]; snprintf(e, sizeof(e), "\\u%04x", c); put(e, 6); }
+    else put((const char *)&c, 1);
+  }
+  put("\"", 1);
+}
+static void put_us(int64_t ns) { /* ns -> microseconds with 3 decimals */
+  if (ns < 0) { put("-", 1); ns = -ns; }
+  put_u64((uint64_t)(ns / 1000));
+  char t[4] = {'.', (char)('0' + (ns / 100) % 10), (char)('0' + (ns / 10) % 10), (char)('0' + ns % 10)};
+  put(t, 4);
+}
+#define KEY(k) puts_(",\"" k "\":")
+
+static const char *timing_name(int t) {
+  switch (t) {
+  case CS_TIMING_GPU_EVENT: return "gpu_event";
+  case CS_TIMING_CAPTURED: return "captured";
+  case CS_TIMING_ERROR: return "error";
+  default: return "host";
+  }
+}
+
+static const char *site_text(uint64_t addr) {
+  if (!addr) return "";
+  struct site_entry *e;
+  HASH_FIND(hh, sites, &addr, sizeof(addr), e);
+  if (e) return e->text;
+  static char tmp[192];
+  char *out = tmp;
+  if (nsites < 65536 && (e = calloc(1, sizeof(*e)))) out = e->text;
+  Dl_info di;
+  const char *mod = "?";
+  uint64_t off = addr;
+  if (dladdr((void *)(uintptr_t)addr, &di) && di.dli_fname) {
+    mod = strrchr(di.dli_fname, '/') ? strrchr(di.dli_fname, '/') + 1 : di.dli_fname;
+    off = addr - (uint64_t)(uintptr_t)di.dli_fbase;
+  }
+  char sym[96];
+  unw_word_t soff = 0;
+  /* libunwind's local accessor reads .symtab too, so static functions get names */
+  unw_accessors_t *acc = unw_get_accessors(unw_local_addr_space);
+  if (acc && acc->get_proc_name &&
+      acc->get_proc_name(unw_local_addr_space, (unw_word_t)addr, sym, sizeof(sym), &soff, NULL) == 0)
+    snprintf(out, sizeof(tmp), "%s!%s+0x%lx", mod, sym, (unsigned long)soff);
+  else
+    snprintf(out, sizeof(tmp), "%s+0x%lx", mod, (unsigned long)off);
+  if (out != tmp) {
+    e->addr = addr;
+    HASH_ADD(hh, sites, addr, sizeof(e->addr), e);
+    nsites++;
+  }
+  return out;
+}
+
+static int mkdir_p(const char *dir) {
+  char tmp[4096];
+  snprintf(tmp, sizeof(tmp), "%s", dir);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+  return 0;
+}
+
+bool cs_dump_open(void) {
+  if (!buf && !(buf = malloc(BUF_CAP))) return false;
+  if (mkdir_p(cs_cfg.dir) != 0) {
+    cs_log(CS_LOG_WARN, "cannot create COLLSCOPE_DIR %s: %s; recording off, job runs untouched", cs_cfg.dir,
+           strerror(errno));
+    return false;
+  }
+  char rank[16];
+  if (cs_cfg.rank >= 0) snprintf(rank, sizeof(rank), "%d", cs_cfg.rank);
+  else snprintf(rank, sizeof(rank), "x");
+  for (int attempt = 0; attempt < 100; attempt++) {
+    if (attempt == 0)
+      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.jsonl", cs_cfg.dir, cs_cfg.host, rank, (int)getpid());
+    else
+      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.%d.jsonl", cs_cfg.dir, cs_cfg.host, rank,
+               (int)getpid(), attempt);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
+    if (fd >= 0) break;
+    if (errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    cs_log(CS_LOG_WARN, "cannot create dump file %s: %s; recording off, job runs untouched", path, strerror(errno));
+    return false;
+  }
+  blen = 0;
+  header_done = false;
+  n_ops = n_xfers = 0;
+  cs_log(CS_LOG_INFO, "writing %s", path);
+  return true;
+}
+
+const char *cs_dump_path(void) { return path; }
+
+static void write_header(int device) {
+  int nccl_ver = 0, drv_ver = 0;
+  int (*getver)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "pncclGetVersion");
+  if (getver) getver(&nccl_ver);
+  if (cs_drv.loaded) cs_drv.cuDriverGetVersion(&drv_ver);
+  char bus[32] = "";
+  if (cs_drv.loaded && device >= 0) {
+    if (cs_drv.cuDeviceGetPCIBusId(bus, sizeof(bus), (CUdevice)device) != CUDA_SUCCESS) bus[0] = 0;
+  }
+  char exe[1024] = "";
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  exe[n > 0 ? n : 0] = 0;
+  puts_("{\"type\":\"header\",\"schema\":"); put_u64(COLLSCOPE_SCHEMA_VERSION);
+  KEY("collscope"); put_str("0.1.0");
+  KEY("host"); put_str(cs_cfg.host);
+  KEY("pid"); put_i64(getpid());
+  KEY("rank"); put_i64(cs_cfg.rank);
+  KEY("local_rank"); put_i64(cs_cfg.local_rank);
+  KEY("world_size"); put_i64(cs_cfg.world_size);
+  KEY("job"); put_str(cs_cfg.job);
+  KEY("device"); put_i64(device);
+  KEY("pci_bus_id"); put_str(bus);
+  KEY("nccl_version"); put_i64(nccl_ver);
+  KEY("cuda_driver_version"); put_i64(drv_ver);
+  KEY("clock"); puts_("{\"realtime_ns\":"); put_i64(cs_now_ns(CLOCK_REALTIME));
+  puts_(",\"monotonic_ns\":"); put_i64(cs_now_ns(CLOCK_MONOTONIC)); puts_("}");
+  KEY("exe"); put_str(exe);
+  puts_("}\n");
+  header_done = true;
+}
+
+static void ensure_header(int device) {
+  if (!header_done) write_header(device);
+}
+
+static const char *comm_event_name(int e) {
+  static const char *const names[] = {"init", "split", "finalize", "destroy", "abort"};
+  return (e >= 0 && e < 5) ? names[e] : "unknown";
+}
+static const char *xfer_kind_name(int k) {
+  static const char *const names[] = {"HtoH", "HtoD", "DtoH", "DtoD", "Default", "Peer"};
+  return (k >= 0 && k < 6) ? names[k] : "Default";
+}
+
+extern const char *cs_cudart_api_name(int api); /* shim/cudart_wrappers.c */
+
+void cs_dump_record(const struct cs_record *r) {
+  if (fd < 0) return;
+  ensure_header(r->device);
+  bool timed = r->timing == CS_TIMING_GPU_EVENT;
+  switch (r->type) {
+  case CS_REC_COMM:
+    puts_("{\"type\":\"comm\",\"event\":"); put_str(comm_event_name(r->event));
+    KEY("comm"); put_id(r->comm_id);
+    KEY("size"); put_i64(r->comm_size);
+    KEY("rank"); put_i64(r->comm_rank);
+    KEY("device"); put_i64(r->device);
+    KEY("parent"); if (r->parent_id) put_id(r->parent_id); else puts_("null");
+    KEY("t_ns"); put_i64(r->enqueue_ns);
+    puts_("}\n");
+    return;
+  case CS_REC_OP:
+    n_ops++;
+    puts_("{\"type\":\"op\",\"comm\":"); put_id(r->comm_id);
+    KEY("comm_size"); put_i64(r->comm_size);
+    KEY("comm_rank"); put_i64(r->comm_rank);
+    KEY("rank"); put_i64(cs_cfg.rank);
+    KEY("seq"); if (r->seq == UINT64_MAX) puts_("-1"); else put_u64(r->seq);
+    KEY("op"); put_str(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
+    KEY("dtype"); put_str(cs_dtype_name(r->dtype));
+    KEY("count"); put_u64(r->count);
+    KEY("bytes"); put_u64(r->bytes);
+    KEY("redop"); if (r->redop >= 0) put_str(cs_redop_name(r->redop)); else puts_("null");
+    KEY("root"); put_i64(r->root);
+    KEY("peer"); put_i64(r->peer);
+    break;
+  case CS_REC_XFER:
+    n_xfers++;
+    puts_("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_str(cs_cudart_api_name(r->api));
+    KEY("kind"); put_str(xfer_kind_name(r->event));
+    KEY("bytes"); put_u64(r->bytes);
+    KEY("async"); puts_(r->async ? "true" : "false");
+    break;
+  default:
+    return;
+  }
+  KEY("stream"); put_hex(r->stream);
+  if (r->type == CS_REC_OP) { KEY("group"); put_u64(r->group); }
+  KEY("enqueue_ns"); put_i64(r->enqueue_ns);
+  KEY("start_ns"); put_i64(timed ? r->start_ns : 0);
+  KEY("end_ns"); put_i64(timed ? r->end_ns : 0);
+  KEY("dur_us"); put_us(timed ? r->end_ns - r->start_ns : 0);
+  KEY("timing"); put_str(timing_name(r->timing));
+  KEY("captured"); puts_(r->captured ? "true" : "false");
+  KEY("site"); put_str(site_text(r->site));
+  KEY("status"); put_i64(r->status);
+  puts_("}\n");
+}
+
+void cs_dump_drops(uint64_t count) {
+  if (fd < 0) return;
+  ensure_header(-1);
+  puts_("{\"type\":\"drops\",\"count\":"); put_u64(count);
+  KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
+  puts_("}\n");
+}
+
+void cs_dump_footer(void) {
+  if (fd < 0) return;
+  ensure_header(-1);
+  puts_("{\"type\":\"footer\",\"ops\":"); put_u64(n_ops);
+  KEY("xfers"); put_u64(n_xfers);
+  KEY("drops"); put_u64(atomic_load(&cs_st.drops));
+  KEY("timing_lost"); put_u64(atomic_load(&cs_st.timing_lost));
+  KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
+  puts_("}\n");
+}
+
+void cs_dump_flush(void) {
+  if (fd < 0 || blen == 0) return;
+  size_t off = 0;
+  while (off < blen) {
+    ssize_t w = write(fd, buf + off, blen - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      cs_log_once(CS_LOG_WARN, "write to %s failed: %s; further records are lost", path, strerror(errno));
+      break;
+    }
+    off += (size_t)w;
+  }
+  blen = 0;
+}
+
+void cs_dump_close(void) {
+  cs_dump_flush();
+  if (fd >= 0) close(fd);
+  fd = -1;
+}
+
+void cs_dump_atfork_child(void) {
+  /* the parent's buffered lines are the parent's to write */
+  if (fd >= 0) close(fd);
+  fd = -1;
+  blen = 0;
+  header_done = false;
+}

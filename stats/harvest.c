@@ -1,0 +1,207 @@
+/* stats/harvest.c: the background thread. It drains the record queue, waits (without
+ * blocking) for each record's end event, converts GPU event times to the host realtime
+ * clock, hands finished records to the dump writer in completion order, returns events
+ * to their pool, and flushes the file at least every COLLSCOPE_FLUSH_MS. Records whose
+ * stream never completes stay pending; nothing here can block the job. */
+#include "dump_writer.h"
+#include "hooks/cuda_driver.h"
+#include "hooks/timing.h"
+#include "queue.h"
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PENDING_MAX (1u << 22)
+
+static struct cs_queue rq;
+static bool rq_ok;
+static pthread_t th;
+static bool th_running;
+static _Atomic int stop_req;
+static _Atomic uint64_t flush_req, flush_done;
+
+static struct cs_record *pend;
+static size_t npend, cappend;
+static uint64_t drops_written;
+
+bool cs_record_push(const struct cs_record *r) {
+  if (CS_LIKELY(rq_ok && cs_queue_push(&rq, r))) {
+    atomic_fetch_add_explicit(&cs_st.ops_total, 1, memory_order_relaxed);
+    return true;
+  }
+  atomic_fetch_add_explicit(&cs_st.drops, 1, memory_order_relaxed);
+  return false;
+}
+
+static void release_events(struct cs_record *r) {
+  if (!r->owns_events) return;
+  if (r->ev_start) cs_event_release(r->ctx, r->ev_start);
+  if (r->ev_end) cs_event_release(r->ctx, r->ev_end);
+}
+
+/* Returns true when the record is finished (timed or given up). */
+static bool try_complete(struct cs_record *r, bool final) {
+  if (r->timing != CS_TIMING_PENDING) {
+    /* host/error/captured: but a lone start event may still be in flight */
+    if (r->owns_events && r->ev_start && !r->ev_end) {
+      CUresult q = cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start);
+      if (q == CUDA_ERROR_NOT_READY && !final) return false;
+    }
+    release_events(r);
+    return true;
+  }
+  CUresult q = cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_end);
+  if (q == CUDA_ERROR_NOT_READY) {
+    if (!final) return false;
+    r->timing = CS_TIMING_HOST; /* never completed before exit: keep enqueue time only */
+    return true;                /* events stay in flight: do not return them */
+  }
+  int64_t start;
+  float ms = 0;
+  if (q == CUDA_SUCCESS && cs_event_to_realtime(r->ctx, r->ev_start, &start) &&
+      cs_drv.cuEventElapsedTime(&ms, (CUevent)(uintptr_t)r->ev_start, (CUevent)(uintptr_t)r->ev_end) ==
+          CUDA_SUCCESS) {
+    r->start_ns = start;
+    r->end_ns = start + (int64_t)((double)ms * 1e6);
+    r->timing = CS_TIMING_GPU_EVENT;
+  } else {
+    r->timing = CS_TIMING_HOST;
+  }
+  release_events(r);
+  return true;
+}
+
+static void pend_add(const struct cs_record *r) {
+  if (npend == cappend) {
+    size_t cap = cappend ? cappend * 2 : 4096;
+    struct cs_record *np = cap <= PENDING_MAX ? realloc(pend, cap * sizeof(*np)) : NULL;
+    if (!np) {
+      atomic_fetch_add(&cs_st.drops, 1);
+      return;
+    }
+    pend = np;
+    cappend = cap;
+  }
+  pend[npend++] = *r;
+}
+
+/* One pass: drain the queue, complete what can be completed, write it. */
+static size_t harvest_pass(bool final) {
+  struct cs_record r;
+  size_t drained = 0;
+  while (cs_queue_pop(&rq, &r)) {
+    pend_add(&r);
+    drained++;
+  }
+  size_t done = 0, keep = 0;
+  for (size_t i = 0; i < npend; i++) {
+    if (try_complete(&pend[i], final)) {
+      cs_dump_record(&pend[i]);
+      done++;
+    } else {
+      if (keep != i) pend[keep] = pend[i];
+      keep++;
+    }
+  }
+  npend = keep;
+  uint64_t d = atomic_load(&cs_st.drops);
+  if (d != drops_written) {
+    cs_dump_drops(d - drops_written);
+    drops_written = d;
+  }
+  return drained + done;
+}
+
+static void *harvest_main(void *arg) {
+  (void)arg;
+  int64_t last_flush = cs_now_ns(CLOCK_MONOTONIC);
+  unsigned idle_us = 100;
+  while (!atomic_load(&stop_req)) {
+    uint64_t want = atomic_load(&flush_req);
+    size_t work = harvest_pass(false);
+    if (cs_drv.loaded) cs_event_pools_maintain();
+    int64_t now = cs_now_ns(CLOCK_MONOTONIC);
+    if (want != atomic_load(&flush_done) || now - last_flush >= (int64_t)cs_cfg.flush_ms * 1000000LL) {
+      cs_dump_flush();
+      last_flush = now;
+      atomic_store(&flush_done, want);
+    }
+    if (work) idle_us = 50;
+    else if (idle_us < 2000) idle_us *= 2;
+    usleep(work ? 50 : idle_us);
+  }
+  return NULL;
+}
+
+bool cs_harvest_start(void) {
+  if (!rq_ok) {
+    if (!cs_queue_init(&rq, cs_cfg.queue_cap, sizeof(struct cs_record))) {
+      cs_log(CS_LOG_WARN, "cannot allocate the record queue; recording off");
+      return false;
+    }
+    rq_ok = true;
+  }
+  if (!cs_dump_open()) return false;
+  atomic_store(&stop_req, 0);
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 1 << 20);
+  /* the thread must not take the job's signals */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(&th, &a, harvest_main, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&a);
+  if (rc != 0) {
+    cs_log(CS_LOG_WARN, "cannot start the harvest thread; recording off");
+    cs_dump_close();
+    return false;
+  }
+  pthread_setname_np(th, "collscope");
+  th_running = true;
+  return true;
+}
+
+void cs_flush(unsigned timeout_ms) {
+  if (!th_running) return;
+  uint64_t ticket = atomic_fetch_add(&flush_req, 1) + 1;
+  for (unsigned waited = 0; waited < timeout_ms * 10; waited++) {
+    if (atomic_load(&flush_done) >= ticket) return;
+    usleep(100);
+  }
+}
+
+void cs_harvest_stop(unsigned timeout_ms) {
+  if (!th_running) return;
+  atomic_store(&stop_req, 1);
+  pthread_join(th, NULL);
+  th_running = false;
+  /* give in-flight GPU work a bounded time to finish, then write what is left */
+  int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000LL;
+  do {
+    harvest_pass(false);
+    if (npend == 0 && cs_queue_size_approx(&rq) == 0) break;
+    usleep(1000);
+  } while (cs_now_ns(CLOCK_MONOTONIC) < deadline);
+  harvest_pass(true);
+  cs_dump_footer();
+  cs_dump_close();
+}
+
+void cs_harvest_atfork_child(void) {
+  /* The harvest thread does not exist in the child; the queue may hold the parent's
+   * half-written cells. Start over with fresh state (the old memory is leaked on
+   * purpose: another thread of the parent may have been inside it). */
+  th_running = false;
+  rq_ok = false;
+  npend = 0;
+  cappend = 0;
+  pend = NULL;
+  drops_written = 0;
+  atomic_store(&flush_req, 0);
+  atomic_store(&flush_done, 0);
+  cs_dump_atfork_child();
+}
