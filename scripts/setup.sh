@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# scripts/setup.sh: everything a fresh Debian machine (with the CUDA image) needs to
+# build collscope: installs missing Debian packages, then configures and builds
+# BUILD_DIR (default ./build). Idempotent; used by demo.sh, test.sh and CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+
+pkgs=(meson ninja-build gcc clang pkg-config python3 uthash-dev libunwind-dev libcmocka-dev libjansson-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -f "$CUDA_HOME/include/cuda.h" ] || [ ! -f "${NCCL_HOME:-$CUDA_HOME}/include/nccl.h" ]; then
+  echo "setup: CUDA/NCCL headers not found under $CUDA_HOME (set CUDA_HOME / NCCL_HOME)" >&2
+  exit 1
+fi
+
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  meson setup "$BUILD_DIR" ${MESON_ARGS:-} >/dev/null
+fi
+meson compile -C "$BUILD_DIR" >/dev/null || meson compile -C "$BUILD_DIR"
+echo "setup: built $BUILD_DIR"
