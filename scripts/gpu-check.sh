@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh: one command for a machine with a real GPU, driver and NCCL.
+# Builds collscope, runs the tests/apps jobs on the real stack (1 rank per GPU, up to
+# the GPUs present) with and without the shim, checks that results are identical and
+# that every rank wrote a dump whose op count matches the job's own count, then, if
+# NCCL_TESTS_DIR points at built nccl-tests, runs all_reduce_perf 8 B..256 MiB with and
+# without the shim and prints one table of latency ratios. Never touches GPU settings.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+export BUILD_DIR
+./scripts/setup.sh >/dev/null || { echo "gpu-check: build failed"; exit 1; }
+CLI=$BUILD_DIR/tools/collscope
+SHIM=$(realpath "$BUILD_DIR/shim/libcollscope.so")
+APPS=$BUILD_DIR/tests/apps
+NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
+[ "$NGPU" -ge 1 ] || { echo "gpu-check: no GPU visible (nvidia-smi -L)"; exit 1; }
+echo "gpu-check: $NGPU GPU(s): $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+WORK=$(mktemp -d /tmp/collscope-gpu-XXXXXX)
+status=0
+printf '\n%-34s %6s %10s %10s %8s %s\n' "job" "ranks" "bare s" "shim s" "ratio" "check"
+for app in dp_train fsdp pipeline multicomm threads initall; do
+  exe=$APPS/$app
+  [ -x "$exe" ] || continue
+  n=$NGPU
+  case $app in pipeline|multicomm) [ "$n" -ge 2 ] || n=1 ;; initall) n=1 ;; esac
+  args=(--steps 20)
+  t0=$(date +%s.%N)
+  if [ "$app" = initall ]; then "$exe" "${args[@]}" > "$WORK/$app.bare" 2>&1; else
+    "$CLI" run -n "$n" --no-shim -- "$exe" "${args[@]}" > "$WORK/$app.bare" 2>&1; fi
+  rc1=$?; t1=$(date +%s.%N)
+  if [ "$app" = initall ]; then COLLSCOPE_DIR=$WORK/$app.dump LD_PRELOAD=$SHIM "$exe" "${args[@]}" > "$WORK/$app.shim" 2>&1; else
+    COLLSCOPE_DIR=$WORK/$app.dump "$CLI" run -n "$n" -- "$exe" "${args[@]}" > "$WORK/$app.shim" 2>&1; fi
+  rc2=$?; t2=$(date +%s.%N)
+  check=ok
+  [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] || check="FAIL rc $rc1/$rc2"
+  diff <(grep -E '^(result|checksum|summary|PASS)' "$WORK/$app.bare" | sort) \
+       <(grep -E '^(result|checksum|summary|PASS)' "$WORK/$app.shim" | sort) >/dev/null || check="FAIL output differs"
+  nops=$(cat "$WORK/$app.dump"/*.jsonl 2>/dev/null | grep -c '"type":"op"')
+  ntimed=$(cat "$WORK/$app.dump"/*.jsonl 2>/dev/null | grep '"type":"op"' | grep -c '"timing":"gpu_event"')
+  [ "$nops" -gt 0 ] && [ "$nops" -eq "$ntimed" ] || check="$check; ops $nops timed $ntimed"
+  [ "$check" = ok ] || status=1
+  printf '%-34s %6s %10.2f %10.2f %8.3f %s (%s ops)\n' "$app" "$n" "$(echo "$t1 - $t0" | bc)" \
+    "$(echo "$t2 - $t1" | bc)" "$(echo "($t2 - $t1) / ($t1 - $t0)" | bc -l)" "$check" "$nops"
+done
+if [ "$status" -eq 0 ]; then "$CLI" report "$WORK/dp_train.dump" 2>&1 | head -30; fi
+
+if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; then
+  ART="$NCCL_TESTS_DIR/all_reduce_perf -b 8 -e 256M -f 4 -g $NGPU -w 5 -n 50 -c 1"
+  $ART > "$WORK/art.bare" 2>&1
+  COLLSCOPE_DIR=$WORK/art.dump LD_PRELOAD=$SHIM $ART > "$WORK/art.shim" 2>&1
+  printf '\nall_reduce_perf on %d GPU(s), out-of-place time (us)\n%12s %12s %12s %8s %8s\n' "$NGPU" size bare shim ratio wrong
+  join <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6, $9}' "$WORK/art.bare") \
+       <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6, $9}' "$WORK/art.shim") |
+    awk '{printf "%12s %12s %12s %8.3f %8s\n", $1, $2, $4, $4 / $2, $5}'
+  grep -q "Out of bounds values : 0 OK" "$WORK/art.shim" || { echo "all_reduce_perf reported wrong values"; status=1; }
+  echo "records written by the shim: $(cat "$WORK/art.dump"/*.jsonl | grep -c '"type":"op"')"
+fi
+rm -rf "$WORK"
+exit $status
