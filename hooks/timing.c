@@ -10,9 +10,9 @@
 
 #define CS_MAX_CTX 32
 #define POOL_CAP 65536
-#define POOL_PREFILL 64
-#define POOL_LOW 512
-#define POOL_BATCH 512
+#define POOL_PREFILL 1024
+#define POOL_LOW 4096
+#define POOL_BATCH 4096
 
 struct cs_evpool {
   _Atomic(CUcontext) ctx;
