@@ -30,13 +30,17 @@ static struct site_entry *sites;
 static unsigned nsites;
 
 /* ---- tiny formatter ---- */
-static void put(const char *s, size_t n) {
-  if (blen + n > BUF_CAP) cs_dump_flush();
-  if (n > BUF_CAP) return;
+static inline void put(const char *s, size_t n) {
+  if (CS_UNLIKELY(blen + n > BUF_CAP)) {
+    cs_dump_flush();
+    if (n > BUF_CAP) return;
+  }
   memcpy(buf + blen, s, n);
   blen += n;
 }
 static void puts_(const char *s) { put(s, strlen(s)); }
+/* string literals: length known at compile time */
+#define PUTL(lit) put(lit, sizeof(lit) - 1)
 static void put_u64(uint64_t v) {
   char t[24]; int i = 24;
   do { t[--i] = (char)('0' + v % 10); v /= 10; } while (v);
@@ -74,7 +78,7 @@ static void put_us(int64_t ns) { /* ns -> microseconds with 3 decimals */
   char t[4] = {'.', (char)('0' + (ns / 100) % 10), (char)('0' + (ns / 10) % 10), (char)('0' + ns % 10)};
   put(t, 4);
 }
-#define KEY(k) puts_(",\"" k "\":")
+#define KEY(k) PUTL(",\"" k "\":")
 
 static const char *timing_name(int t) {
   switch (t) {
@@ -177,7 +181,7 @@ static void write_header(int device) {
   char exe[1024] = "";
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   exe[n > 0 ? n : 0] = 0;
-  puts_("{\"type\":\"header\",\"schema\":"); put_u64(COLLSCOPE_SCHEMA_VERSION);
+  PUTL("{\"type\":\"header\",\"schema\":"); put_u64(COLLSCOPE_SCHEMA_VERSION);
   KEY("collscope"); put_str("0.1.0");
   KEY("host"); put_str(cs_cfg.host);
   KEY("pid"); put_i64(getpid());
@@ -189,10 +193,10 @@ static void write_header(int device) {
   KEY("pci_bus_id"); put_str(bus);
   KEY("nccl_version"); put_i64(nccl_ver);
   KEY("cuda_driver_version"); put_i64(drv_ver);
-  KEY("clock"); puts_("{\"realtime_ns\":"); put_i64(cs_now_ns(CLOCK_REALTIME));
-  puts_(",\"monotonic_ns\":"); put_i64(cs_now_ns(CLOCK_MONOTONIC)); puts_("}");
+  KEY("clock"); PUTL("{\"realtime_ns\":"); put_i64(cs_now_ns(CLOCK_REALTIME));
+  PUTL(",\"monotonic_ns\":"); put_i64(cs_now_ns(CLOCK_MONOTONIC)); PUTL("}");
   KEY("exe"); put_str(exe);
-  puts_("}\n");
+  PUTL("}\n");
   header_done = true;
 }
 
@@ -217,33 +221,33 @@ void cs_dump_record(const struct cs_record *r) {
   bool timed = r->timing == CS_TIMING_GPU_EVENT;
   switch (r->type) {
   case CS_REC_COMM:
-    puts_("{\"type\":\"comm\",\"event\":"); put_str(comm_event_name(r->event));
+    PUTL("{\"type\":\"comm\",\"event\":"); put_str(comm_event_name(r->event));
     KEY("comm"); put_id(r->comm_id);
     KEY("size"); put_i64(r->comm_size);
     KEY("rank"); put_i64(r->comm_rank);
     KEY("device"); put_i64(r->device);
-    KEY("parent"); if (r->parent_id) put_id(r->parent_id); else puts_("null");
+    KEY("parent"); if (r->parent_id) put_id(r->parent_id); else PUTL("null");
     KEY("t_ns"); put_i64(r->enqueue_ns);
-    puts_("}\n");
+    PUTL("}\n");
     return;
   case CS_REC_OP:
     n_ops++;
-    puts_("{\"type\":\"op\",\"comm\":"); put_id(r->comm_id);
+    PUTL("{\"type\":\"op\",\"comm\":"); put_id(r->comm_id);
     KEY("comm_size"); put_i64(r->comm_size);
     KEY("comm_rank"); put_i64(r->comm_rank);
     KEY("rank"); put_i64(cs_cfg.rank);
-    KEY("seq"); if (r->seq == UINT64_MAX) puts_("-1"); else put_u64(r->seq);
+    KEY("seq"); if (r->seq == UINT64_MAX) PUTL("-1"); else put_u64(r->seq);
     KEY("op"); put_str(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
     KEY("dtype"); put_str(cs_dtype_name(r->dtype));
     KEY("count"); put_u64(r->count);
     KEY("bytes"); put_u64(r->bytes);
-    KEY("redop"); if (r->redop >= 0) put_str(cs_redop_name(r->redop)); else puts_("null");
+    KEY("redop"); if (r->redop >= 0) put_str(cs_redop_name(r->redop)); else PUTL("null");
     KEY("root"); put_i64(r->root);
     KEY("peer"); put_i64(r->peer);
     break;
   case CS_REC_XFER:
     n_xfers++;
-    puts_("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_str(cs_cudart_api_name(r->api));
+    PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_str(cs_cudart_api_name(r->api));
     KEY("kind"); put_str(xfer_kind_name(r->event));
     KEY("bytes"); put_u64(r->bytes);
     KEY("async"); puts_(r->async ? "true" : "false");
@@ -261,26 +265,26 @@ void cs_dump_record(const struct cs_record *r) {
   KEY("captured"); puts_(r->captured ? "true" : "false");
   KEY("site"); put_str(site_text(r->site));
   KEY("status"); put_i64(r->status);
-  puts_("}\n");
+  PUTL("}\n");
 }
 
 void cs_dump_drops(uint64_t count) {
   if (fd < 0) return;
   ensure_header(-1);
-  puts_("{\"type\":\"drops\",\"count\":"); put_u64(count);
+  PUTL("{\"type\":\"drops\",\"count\":"); put_u64(count);
   KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
-  puts_("}\n");
+  PUTL("}\n");
 }
 
 void cs_dump_footer(void) {
   if (fd < 0) return;
   ensure_header(-1);
-  puts_("{\"type\":\"footer\",\"ops\":"); put_u64(n_ops);
+  PUTL("{\"type\":\"footer\",\"ops\":"); put_u64(n_ops);
   KEY("xfers"); put_u64(n_xfers);
   KEY("drops"); put_u64(atomic_load(&cs_st.drops));
   KEY("timing_lost"); put_u64(atomic_load(&cs_st.timing_lost));
   KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
-  puts_("}\n");
+  PUTL("}\n");
 }
 
 void cs_dump_flush(void) {

@@ -1,2 +1,643 @@
-/* placeholder: replaced by its owning change */
+/* tools/cmd_report.c: `collscope report DIR [--json] [--op NAME] [-o FILE]`.
+ *
+ * Reads a directory of dump files (tools/dumpfile.c) and prints nccl-tests style tables:
+ * per (op, communicator size, message-size bucket), per rank, per communicator, and notes.
+ * The report is a list of sections (`sections[]` below); each has a text printer and/or a
+ * JSON builder, so later analyses (stragglers, hangs, sdc) are added as new entries.
+ *
+ * Definitions (also the contract of the --json output):
+ *  - Size bucket: a record with bytes B > 0 falls in bucket k = floor(log2 B), covering
+ *    [2^k, 2^(k+1)); bucket_lo = 2^k, bucket_hi = 2^(k+1) - 1. Records with B == 0 form
+ *    their own bucket (bucket_lo = bucket_hi = 0).
+ *  - Row key: (op, comm_size, bucket). Rows count per-rank records (an AllReduce on 4 ranks
+ *    is 4 records), like each nccl-tests rank timing its own call.
+ *  - Row `bytes` (the representative size): the nearest-rank median (p50, below) of the
+ *    `bytes` of all records in the row; it is the exact message size whenever the row holds a
+ *    single size (the usual case). `bytes_min`/`bytes_max` give the spread.
+ *  - Times: `dur_us` of the row's records whose timing is "gpu_event" only (`timed`);
+ *    captured / host / error records are counted (`count`) but carry no time.
+ *  - Percentiles: nearest-rank. For N values sorted ascending v[1..N] and 0 < p <= 100,
+ *    P_p = v[ceil(p * N / 100)], i.e. the smallest observed value with at least p% of the
+ *    values <= it. p50 of {90,95,100,100,100,100,120,300} = v[4] = 100, p99 = v[8] = 300.
+ *  - algbw (GB/s) = bytes / (p50 time in s) / 1e9 = bytes / (p50_us * 1000).
+ *  - busbw (GB/s) = algbw * cs_busbw_factor(op, comm_size) (nccl-tests factors, schema.h).
+ *  - Communicator `instances`: distinct seq >= 0 (DESIGN.md: seq counts P2P calls too).
+ *  - gpu_time_ms: sum of dur_us of "gpu_event" op records / 1000 (summed over the records
+ *    counted, i.e. over all ranks for the communicator table).
+ *  - Drops per file: cs_dumpfile_drops() (max of footer and drops records).
+ *  - --op NAME restricts every table to op records named NAME (case-insensitive for names
+ *    of schema.h); xfer (Memcpy) records are only counted when no --op is given.
+ *
+ * Exit status: 0 report written (malformed lines only produce messages on stderr),
+ * 1 unusable input (no dump files, unreadable, unsupported schema) or write error, 2 usage. */
 #include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "collscope/schema.h"
+#include "dumpfile.h"
+
+/* ---------- model ---------- */
+
+struct op_row {
+  const char *op_name;
+  int op;                 /* enum cs_op or -1 */
+  int comm_size;
+  int bucket;             /* -1 for bytes == 0 */
+  uint64_t bucket_lo, bucket_hi, bytes, bytes_min, bytes_max;
+  size_t count, timed;
+  double p50, p99, max;   /* us, valid when timed > 0 */
+  double algbw, busbw;    /* GB/s, valid when timed > 0 and p50 > 0 */
+};
+
+struct rank_row {
+  const struct cs_dumpfile *f;
+  size_t ops, xfers;
+  double gpu_ms;
+  uint64_t bytes, drops;
+};
+
+struct comm_row {
+  uint64_t comm;
+  int size;
+  size_t ranks, ops, instances;
+  uint64_t bytes;
+  double gpu_ms;
+};
+
+struct summary {
+  size_t files, ranks, hosts, ops, xfers, instances;
+  size_t timed, captured, host_timed, errors, unknown_timing;
+  uint64_t drops, timing_lost;
+  size_t truncated_lines, malformed_lines, unknown_types, files_without_footer;
+};
+
+struct report {
+  const struct cs_dumpset *set;
+  const char *op_filter;  /* canonical name or NULL */
+  struct op_row *rows; size_t nrows;
+  struct rank_row *ranks; size_t nranks;
+  struct comm_row *comms; size_t ncomms;
+  struct summary sum;
+};
+
+/* ---------- helpers ---------- */
+
+static void *xcalloc(size_t n, size_t sz) {
+  void *p = calloc(n ? n : 1, sz);
+  if (!p) {
+    fputs("collscope: out of memory\n", stderr);
+    exit(1);
+  }
+  return p;
+}
+
+/* 0-based index of the nearest-rank p-th percentile of n sorted values (n > 0). */
+static size_t nearest_rank_index(size_t n, unsigned p) {
+  size_t r = (p * n + 99) / 100;   /* ceil(p*n/100), exact in integers */
+  if (r < 1) r = 1;
+  if (r > n) r = n;
+  return r - 1;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int bucket_of(uint64_t bytes) {
+  return bytes ? 63 - __builtin_clzll(bytes) : -1;
+}
+
+static bool counts_op(const struct report *r, const struct cs_op_rec *o) {
+  return !r->op_filter || strcmp(o->op_name, r->op_filter) == 0;
+}
+
+static bool is_error(const struct cs_op_rec *o) {
+  return o->timing == CSD_TIMING_ERROR || o->status != 0;
+}
+
+/* Op order in tables: schema.h order, then unknown names alphabetically. */
+static int cmp_opname(int op_a, const char *a, int op_b, const char *b) {
+  int ka = op_a >= 0 ? op_a : CS_OP_COUNT, kb = op_b >= 0 ? op_b : CS_OP_COUNT;
+  if (ka != kb) return ka < kb ? -1 : 1;
+  return ka == CS_OP_COUNT ? strcmp(a, b) : 0;
+}
+
+static int cmp_row_key(const void *pa, const void *pb) {
+  const struct cs_op_rec *a = *(const struct cs_op_rec *const *)pa;
+  const struct cs_op_rec *b = *(const struct cs_op_rec *const *)pb;
+  int c = cmp_opname(a->op, a->op_name, b->op, b->op_name);
+  if (c) return c;
+  if (a->comm_size != b->comm_size) return a->comm_size < b->comm_size ? -1 : 1;
+  int ba = bucket_of(a->bytes), bb = bucket_of(b->bytes);
+  if (ba != bb) return ba < bb ? -1 : 1;
+  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
+  return 0;
+}
+
+static int cmp_comm_key(const void *pa, const void *pb) {
+  const struct cs_op_rec *a = *(const struct cs_op_rec *const *)pa;
+  const struct cs_op_rec *b = *(const struct cs_op_rec *const *)pb;
+  if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
+  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
+  if (a->comm_rank != b->comm_rank) return a->comm_rank < b->comm_rank ? -1 : 1;
+  return 0;
+}
+
+/* ---------- building ---------- */
+
+static const struct cs_op_rec **collect_ops(const struct report *r, size_t *n) {
+  size_t total = 0;
+  for (size_t i = 0; i < r->set->nfiles; i++) total += r->set->files[i].nops;
+  const struct cs_op_rec **v = xcalloc(total, sizeof *v);
+  size_t k = 0;
+  for (size_t i = 0; i < r->set->nfiles; i++)
+    for (size_t j = 0; j < r->set->files[i].nops; j++)
+      if (counts_op(r, &r->set->files[i].ops[j])) v[k++] = &r->set->files[i].ops[j];
+  *n = k;
+  return v;
+}
+
+static void build_rows(struct report *r, const struct cs_op_rec **v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_row_key);
+  r->rows = xcalloc(n, sizeof *r->rows);
+  double *d = xcalloc(n, sizeof *d);
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && cmp_opname(v[i]->op, v[i]->op_name, v[j]->op, v[j]->op_name) == 0 &&
+           v[j]->comm_size == v[i]->comm_size && bucket_of(v[j]->bytes) == bucket_of(v[i]->bytes))
+      j++;
+    struct op_row *row = &r->rows[r->nrows++];
+    row->op_name = v[i]->op_name;
+    row->op = v[i]->op;
+    row->comm_size = v[i]->comm_size;
+    row->bucket = bucket_of(v[i]->bytes);
+    row->bucket_lo = row->bucket < 0 ? 0 : (uint64_t)1 << row->bucket;
+    row->bucket_hi = row->bucket < 0 ? 0 : row->bucket == 63 ? UINT64_MAX
+                                                             : ((uint64_t)1 << (row->bucket + 1)) - 1;
+    row->count = j - i;
+    row->bytes_min = v[i]->bytes;   /* group is sorted by bytes */
+    row->bytes_max = v[j - 1]->bytes;
+    row->bytes = v[i + nearest_rank_index(row->count, 50)]->bytes;
+    size_t nd = 0;
+    for (size_t k = i; k < j; k++)
+      if (v[k]->timing == CSD_TIMING_GPU_EVENT) d[nd++] = v[k]->dur_us;
+    row->timed = nd;
+    if (nd) {
+      qsort(d, nd, sizeof *d, cmp_double);
+      row->p50 = d[nearest_rank_index(nd, 50)];
+      row->p99 = d[nearest_rank_index(nd, 99)];
+      row->max = d[nd - 1];
+      if (row->p50 > 0) {
+        row->algbw = (double)row->bytes / (row->p50 * 1e3);
+        row->busbw = row->algbw * (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
+      }
+    }
+    i = j;
+  }
+  free(d);
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void build_comms(struct report *r, const struct cs_op_rec **v, size_t n) {
+  qsort(v, n, sizeof *v, cmp_comm_key);
+  r->comms = xcalloc(n, sizeof *r->comms);
+  int *cr = xcalloc(n, sizeof *cr);
+  for (size_t i = 0; i < n;) {
+    size_t j = i + 1;
+    while (j < n && v[j]->comm == v[i]->comm) j++;
+    struct comm_row *c = &r->comms[r->ncomms++];
+    c->comm = v[i]->comm;
+    c->ops = j - i;
+    for (size_t k = i; k < j; k++) {
+      if (v[k]->comm_size > c->size) c->size = v[k]->comm_size;
+      c->bytes += v[k]->bytes;
+      if (v[k]->timing == CSD_TIMING_GPU_EVENT) c->gpu_ms += v[k]->dur_us / 1e3;
+      if (v[k]->seq >= 0 && (k == i || v[k]->seq != v[k - 1]->seq)) c->instances++;
+      cr[k - i] = v[k]->comm_rank;
+    }
+    size_t m = j - i;
+    qsort(cr, m, sizeof *cr, cmp_int);
+    for (size_t k = 0; k < m; k++)
+      if (k == 0 || cr[k] != cr[k - 1]) c->ranks++;
+    i = j;
+  }
+  free(cr);
+}
+
+static void build_ranks(struct report *r) {
+  const struct cs_dumpset *set = r->set;
+  r->ranks = xcalloc(set->nfiles, sizeof *r->ranks);
+  r->nranks = set->nfiles;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    struct rank_row *rr = &r->ranks[i];
+    rr->f = f;
+    rr->xfers = r->op_filter ? 0 : f->nxfers;
+    rr->drops = cs_dumpfile_drops(f);
+    for (size_t k = 0; k < f->nops; k++) {
+      const struct cs_op_rec *o = &f->ops[k];
+      if (!counts_op(r, o)) continue;
+      rr->ops++;
+      rr->bytes += o->bytes;
+      if (o->timing == CSD_TIMING_GPU_EVENT) rr->gpu_ms += o->dur_us / 1e3;
+    }
+  }
+}
+
+static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n) {
+  const struct cs_dumpset *set = r->set;
+  struct summary *s = &r->sum;
+  s->files = set->nfiles;
+  const char **hosts = xcalloc(set->nfiles, sizeof *hosts);
+  int *ranks = xcalloc(set->nfiles, sizeof *ranks);
+  size_t nr = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    bool seen = false;
+    for (size_t k = 0; k < s->hosts; k++) seen |= hosts[k] == f->hdr.host;   /* interned */
+    if (!seen) hosts[s->hosts++] = f->hdr.host;
+    if (f->hdr.rank >= 0) ranks[nr++] = f->hdr.rank;
+    s->xfers += r->op_filter ? 0 : f->nxfers;
+    s->drops += cs_dumpfile_drops(f);
+    s->timing_lost += f->footer_timing_lost;
+    s->truncated_lines += f->truncated_lines;
+    s->malformed_lines += f->malformed_lines;
+    s->unknown_types += f->unknown_types;
+    s->files_without_footer += !f->has_footer;
+  }
+  qsort(ranks, nr, sizeof *ranks, cmp_int);
+  for (size_t k = 0; k < nr; k++)
+    if (k == 0 || ranks[k] != ranks[k - 1]) s->ranks++;
+  free(hosts);
+  free(ranks);
+  s->ops = n;
+  for (size_t i = 0; i < n; i++) {
+    if (is_error(v[i])) s->errors++;
+    switch (v[i]->timing) {
+    case CSD_TIMING_GPU_EVENT: s->timed++; break;
+    case CSD_TIMING_CAPTURED: s->captured++; break;
+    case CSD_TIMING_HOST: s->host_timed++; break;
+    case CSD_TIMING_ERROR: break;
+    default: s->unknown_timing++; break;
+    }
+  }
+  for (size_t i = 0; i < r->ncomms; i++) s->instances += r->comms[i].instances;
+}
+
+/* ---------- text sections ---------- */
+
+static void text_summary(const struct report *r, FILE *o) {
+  const struct summary *s = &r->sum;
+  fprintf(o, "# collscope report: %s%s%s\n", r->set->path, r->op_filter ? "  op " : "",
+          r->op_filter ? r->op_filter : "");
+  fprintf(o, "# files %zu  ranks %zu  hosts %zu  op records %zu  xfer records %zu  instances %zu\n",
+          s->files, s->ranks, s->hosts, s->ops, s->xfers, s->instances);
+}
+
+static void text_ops(const struct report *r, FILE *o) {
+  fprintf(o, "\n# Operations: per-rank records; time from GPU events (nearest-rank percentiles);\n"
+             "# algbw = size / p50 time, busbw = algbw x nccl-tests factor for nranks\n");
+  fprintf(o, "# %13s %6s %12s %12s %7s %7s %10s %10s %10s %11s %11s\n", "op", "nranks", "size(B)",
+          "bucket_lo", "count", "timed", "p50(us)", "p99(us)", "max(us)", "algbw(GB/s)",
+          "busbw(GB/s)");
+  for (size_t i = 0; i < r->nrows; i++) {
+    const struct op_row *w = &r->rows[i];
+    fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu", w->op_name, w->comm_size,
+            (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed);
+    if (w->timed)
+      fprintf(o, " %10.2f %10.2f %10.2f", w->p50, w->p99, w->max);
+    else
+      fprintf(o, " %10s %10s %10s", "-", "-", "-");
+    if (w->timed && w->p50 > 0)
+      fprintf(o, " %11.2f %11.2f\n", w->algbw, w->busbw);
+    else
+      fprintf(o, " %11s %11s\n", "-", "-");
+  }
+  if (!r->nrows) fprintf(o, "  (no op records)\n");
+}
+
+static int host_width(const struct report *r) {
+  int w = 4;
+  for (size_t i = 0; i < r->nranks; i++) {
+    int l = (int)strlen(r->ranks[i].f->hdr.host);
+    if (l > w) w = l;
+  }
+  return w > 40 ? 40 : w;
+}
+
+static void text_ranks(const struct report *r, FILE *o) {
+  int hw = host_width(r);
+  fprintf(o, "\n# Ranks\n");
+  fprintf(o, "# %5s  %-*s %8s %8s %6s %6s %13s %14s %6s  %s\n", "rank", hw, "host", "pid", "records",
+          "ops", "xfers", "gpu_time(ms)", "bytes", "drops", "exit");
+  for (size_t i = 0; i < r->nranks; i++) {
+    const struct rank_row *w = &r->ranks[i];
+    char rank[16];
+    if (w->f->hdr.rank >= 0) snprintf(rank, sizeof rank, "%d", w->f->hdr.rank);
+    else snprintf(rank, sizeof rank, "?");
+    fprintf(o, "  %5s  %-*s %8lld %8zu %6zu %6zu %13.3f %14llu %6llu  %s\n", rank, hw,
+            w->f->hdr.host, w->f->hdr.pid, w->ops + w->xfers, w->ops, w->xfers, w->gpu_ms,
+            (unsigned long long)w->bytes, (unsigned long long)w->drops,
+            w->f->has_footer ? "clean" : "no-footer");
+  }
+}
+
+static void text_comms(const struct report *r, FILE *o) {
+  fprintf(o, "\n# Communicators\n");
+  fprintf(o, "# %-16s %6s %6s %8s %10s %16s %13s\n", "comm", "size", "ranks", "ops", "instances",
+          "bytes", "gpu_time(ms)");
+  char hex[17];
+  for (size_t i = 0; i < r->ncomms; i++) {
+    const struct comm_row *c = &r->comms[i];
+    fprintf(o, "  %-16s %6d %6zu %8zu %10zu %16llu %13.3f\n", cs_comm_hex(c->comm, hex), c->size,
+            c->ranks, c->ops, c->instances, (unsigned long long)c->bytes, c->gpu_ms);
+  }
+  if (!r->ncomms) fprintf(o, "  (no communicators)\n");
+}
+
+static void text_notes(const struct report *r, FILE *o) {
+  const struct summary *s = &r->sum;
+  fprintf(o, "\n# Notes\n");
+  fprintf(o, "#   captured ops (graph capture, no timing): %zu\n", s->captured);
+  fprintf(o, "#   host-timed ops (no GPU timing):          %zu\n", s->host_timed);
+  fprintf(o, "#   error ops (call failed):                 %zu\n", s->errors);
+  if (s->unknown_timing)
+    fprintf(o, "#   ops with unknown timing kind:            %zu\n", s->unknown_timing);
+  fprintf(o, "#   dropped records:                         %llu\n", (unsigned long long)s->drops);
+  if (s->timing_lost)
+    fprintf(o, "#   ops whose GPU timing was lost (footer):  %llu\n", (unsigned long long)s->timing_lost);
+  fprintf(o, "#   truncated lines skipped:                 %zu\n", s->truncated_lines);
+  fprintf(o, "#   malformed lines skipped:                 %zu\n", s->malformed_lines);
+  fprintf(o, "#   unknown record types skipped:            %zu\n", s->unknown_types);
+  fprintf(o, "#   files without footer (unclean exit):     %zu\n", s->files_without_footer);
+}
+
+/* ---------- JSON sections ---------- */
+
+static json_t *jnum_or_null(bool ok, double v) {
+  return ok && isfinite(v) ? json_real(v) : json_null();
+}
+static json_t *jcount(size_t v) { return json_integer((json_int_t)v); }
+static json_t *jbytes(uint64_t v) {
+  return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+static json_t *json_summary(const struct report *r) {
+  const struct summary *s = &r->sum;
+  json_t *o = json_object();
+  json_object_set_new(o, "files", jcount(s->files));
+  json_object_set_new(o, "ranks", jcount(s->ranks));
+  json_object_set_new(o, "hosts", jcount(s->hosts));
+  json_object_set_new(o, "records", jcount(s->ops + s->xfers));
+  json_object_set_new(o, "ops", jcount(s->ops));
+  json_object_set_new(o, "xfers", jcount(s->xfers));
+  json_object_set_new(o, "instances", jcount(s->instances));
+  json_object_set_new(o, "timed", jcount(s->timed));
+  json_object_set_new(o, "captured", jcount(s->captured));
+  json_object_set_new(o, "host_timed", jcount(s->host_timed));
+  json_object_set_new(o, "errors", jcount(s->errors));
+  json_object_set_new(o, "unknown_timing", jcount(s->unknown_timing));
+  json_object_set_new(o, "drops", jbytes(s->drops));
+  json_object_set_new(o, "timing_lost", jbytes(s->timing_lost));
+  json_object_set_new(o, "truncated_lines", jcount(s->truncated_lines));
+  json_object_set_new(o, "malformed_lines", jcount(s->malformed_lines));
+  json_object_set_new(o, "unknown_types", jcount(s->unknown_types));
+  json_object_set_new(o, "files_without_footer", jcount(s->files_without_footer));
+  json_object_set_new(o, "op_filter", r->op_filter ? json_string(r->op_filter) : json_null());
+  return o;
+}
+
+static json_t *json_ops(const struct report *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->nrows; i++) {
+    const struct op_row *w = &r->rows[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "op", json_string(w->op_name));
+    json_object_set_new(o, "comm_size", json_integer(w->comm_size));
+    json_object_set_new(o, "bucket_lo", jbytes(w->bucket_lo));
+    json_object_set_new(o, "bucket_hi", jbytes(w->bucket_hi));
+    json_object_set_new(o, "bytes", jbytes(w->bytes));
+    json_object_set_new(o, "bytes_min", jbytes(w->bytes_min));
+    json_object_set_new(o, "bytes_max", jbytes(w->bytes_max));
+    json_object_set_new(o, "count", jcount(w->count));
+    json_object_set_new(o, "timed", jcount(w->timed));
+    if (w->timed) {
+      json_t *t = json_object();
+      json_object_set_new(t, "p50", json_real(w->p50));
+      json_object_set_new(t, "p99", json_real(w->p99));
+      json_object_set_new(t, "max", json_real(w->max));
+      json_object_set_new(o, "time_us", t);
+    } else {
+      json_object_set_new(o, "time_us", json_null());
+    }
+    bool bw = w->timed && w->p50 > 0;
+    json_object_set_new(o, "algbw_gbs", jnum_or_null(bw, w->algbw));
+    json_object_set_new(o, "busbw_gbs", jnum_or_null(bw, w->busbw));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static json_t *json_ranks(const struct report *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->nranks; i++) {
+    const struct rank_row *w = &r->ranks[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(w->f->hdr.rank));
+    json_object_set_new(o, "host", json_string(w->f->hdr.host));
+    json_object_set_new(o, "pid", json_integer(w->f->hdr.pid));
+    json_object_set_new(o, "file", json_string(w->f->name));
+    json_object_set_new(o, "records", jcount(w->ops + w->xfers));
+    json_object_set_new(o, "ops", jcount(w->ops));
+    json_object_set_new(o, "xfers", jcount(w->xfers));
+    json_object_set_new(o, "gpu_time_ms", json_real(w->gpu_ms));
+    json_object_set_new(o, "bytes", jbytes(w->bytes));
+    json_object_set_new(o, "drops", jbytes(w->drops));
+    json_object_set_new(o, "truncated_lines", jcount(w->f->truncated_lines));
+    json_object_set_new(o, "malformed_lines", jcount(w->f->malformed_lines));
+    json_object_set_new(o, "clean_exit", json_boolean(w->f->has_footer));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static json_t *json_comms(const struct report *r) {
+  json_t *a = json_array();
+  char hex[17];
+  for (size_t i = 0; i < r->ncomms; i++) {
+    const struct comm_row *c = &r->comms[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "comm", json_string(cs_comm_hex(c->comm, hex)));
+    json_object_set_new(o, "size", json_integer(c->size));
+    json_object_set_new(o, "ranks", jcount(c->ranks));
+    json_object_set_new(o, "ops", jcount(c->ops));
+    json_object_set_new(o, "instances", jcount(c->instances));
+    json_object_set_new(o, "bytes", jbytes(c->bytes));
+    json_object_set_new(o, "gpu_time_ms", json_real(c->gpu_ms));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+/* The report = this list. Text prints every section with a text printer in order; --json
+ * emits one top-level key per section with a JSON builder, plus "sections" (their names).
+ * Later analyses (stragglers, hangs, sdc) append entries here. */
+struct report_section {
+  const char *name;
+  void (*text)(const struct report *r, FILE *o);
+  json_t *(*json)(const struct report *r);
+};
+static const struct report_section sections[] = {
+  {"summary", text_summary, json_summary},
+  {"ops", text_ops, json_ops},
+  {"ranks", text_ranks, json_ranks},
+  {"comms", text_comms, json_comms},
+  {"notes", text_notes, NULL},   /* its counts are in the JSON summary */
+};
+#define NSECTIONS (sizeof sections / sizeof sections[0])
+
+static int write_json(const struct report *r, FILE *o) {
+  json_t *root = json_object();
+  json_object_set_new(root, "schema", json_integer(COLLSCOPE_SCHEMA_VERSION));
+  json_object_set_new(root, "dir", json_string(r->set->path));
+  json_t *names = json_array();
+  for (size_t i = 0; i < NSECTIONS; i++)
+    if (sections[i].json) json_array_append_new(names, json_string(sections[i].name));
+  json_object_set_new(root, "sections", names);
+  for (size_t i = 0; i < NSECTIONS; i++)
+    if (sections[i].json) json_object_set_new(root, sections[i].name, sections[i].json(r));
+  int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+  fputc('\n', o);
+  json_decref(root);
+  return rc;
+}
+
+/* ---------- command ---------- */
+
+static void usage(FILE *o) {
+  fputs("usage: collscope report DIR [--json] [--op NAME] [-o FILE]\n"
+        "  DIR         directory of collscope dump files (*.jsonl), or one dump file\n"
+        "  --json      print one JSON object instead of tables\n"
+        "  --op NAME   only op records named NAME (AllReduce, AllGather, Send, ...)\n"
+        "  -o FILE     write to FILE instead of standard output\n",
+        o);
+}
+
+/* Canonical op name for --op: a schema.h name (any case), else a name some record uses. */
+static const char *resolve_op(const struct cs_dumpset *set, const char *name) {
+  for (int i = 0; i < CS_OP_COUNT; i++)
+    if (strcasecmp(cs_op_table[i].name, name) == 0) return cs_op_table[i].name;
+  for (size_t i = 0; i < set->nfiles; i++)
+    for (size_t k = 0; k < set->files[i].nops; k++)
+      if (strcmp(set->files[i].ops[k].op_name, name) == 0) return set->files[i].ops[k].op_name;
+  return NULL;
+}
+
+int cmd_report(int argc, char **argv) {
+  const char *dir = NULL, *op = NULL, *outpath = NULL;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--json") == 0) {
+      json = true;
+    } else if (strcmp(a, "--op") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "collscope report: %s needs a value\n", a);
+        usage(stderr);
+        return 2;
+      }
+      if (strcmp(a, "--op") == 0) op = argv[++i];
+      else outpath = argv[++i];
+    } else if (strncmp(a, "--op=", 5) == 0) {
+      op = a + 5;
+    } else if (strncmp(a, "--output=", 9) == 0) {
+      outpath = a + 9;
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      usage(stdout);
+      return 0;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "collscope report: unknown option %s\n", a);
+      usage(stderr);
+      return 2;
+    } else if (!dir) {
+      dir = a;
+    } else {
+      fprintf(stderr, "collscope report: unexpected argument %s\n", a);
+      usage(stderr);
+      return 2;
+    }
+  }
+  if (!dir) {
+    usage(stderr);
+    return 2;
+  }
+
+  struct cs_dumpset *set = cs_dumpset_load(dir);
+  cs_dumpset_print_errors(set, stderr);
+  if (set->fatal) {
+    cs_dumpset_free(set);
+    return 1;
+  }
+  struct report r = {.set = set};
+  if (op) {
+    r.op_filter = resolve_op(set, op);
+    if (!r.op_filter) {
+      fprintf(stderr, "collscope report: unknown op \"%s\" (known:", op);
+      for (int i = 0; i < CS_OP_COUNT; i++) fprintf(stderr, " %s", cs_op_table[i].name);
+      fprintf(stderr, ")\n");
+      cs_dumpset_free(set);
+      return 2;
+    }
+  }
+
+  size_t n;
+  const struct cs_op_rec **v = collect_ops(&r, &n);
+  build_rows(&r, v, n);
+  build_comms(&r, v, n);
+  build_ranks(&r);
+  build_summary(&r, v, n);
+  free(v);
+
+  FILE *o = stdout;
+  if (outpath && strcmp(outpath, "-") != 0) {
+    o = fopen(outpath, "we");
+    if (!o) {
+      fprintf(stderr, "collscope report: cannot write %s: %s\n", outpath, strerror(errno));
+      o = NULL;
+    }
+  }
+  int rc = 0;
+  if (o) {
+    if (json) {
+      if (write_json(&r, o) != 0) rc = 1;
+    } else {
+      for (size_t i = 0; i < NSECTIONS; i++)
+        if (sections[i].text) sections[i].text(&r, o);
+    }
+    if (fflush(o) != 0 || ferror(o)) rc = 1;
+    if (o != stdout && fclose(o) != 0) rc = 1;
+    if (rc) fprintf(stderr, "collscope report: write error: %s\n", strerror(errno));
+  } else {
+    rc = 1;
+  }
+  free(r.rows);
+  free(r.ranks);
+  free(r.comms);
+  cs_dumpset_free(set);
+  return rc;
+}

@@ -1,2 +1,650 @@
-/* placeholder: replaced by its owning change */
-#include "cli.h"
+/* tools/dumpfile.c: loader for collscope JSONL dump files (see dumpfile.h for the
+ * robustness contract and DESIGN.md "Dump files" for the schema). One jansson parse per
+ * line; records are copied into flat per-file arrays with interned strings. */
+#include "dumpfile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+#include <uthash.h>
+
+#include "collscope/schema.h"
+
+/* ---------- memory ---------- */
+
+static void oom(void) {
+  fputs("collscope: out of memory\n", stderr);
+  exit(1);
+}
+static void *xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n ? n : 1);
+  if (!q) oom();
+  return q;
+}
+static char *xstrdup(const char *s) {
+  char *d = strdup(s);
+  if (!d) oom();
+  return d;
+}
+/* Grow *v (element size sz, capacity *cap) so that index n is valid. */
+static void grow(void **v, size_t *cap, size_t n, size_t sz) {
+  if (n < *cap) return;
+  size_t nc = *cap ? *cap * 2 : 64;
+  while (nc <= n) nc *= 2;
+  *v = xrealloc(*v, nc * sz);
+  *cap = nc;
+}
+
+/* ---------- string interning ---------- */
+
+struct pool_ent {
+  UT_hash_handle hh;
+  char s[];
+};
+struct cs_strpool {
+  struct pool_ent *head;
+};
+
+static const char *intern(struct cs_strpool *p, const char *s) {
+  struct pool_ent *e = NULL;
+  HASH_FIND_STR(p->head, s, e);
+  if (e) return e->s;
+  size_t len = strlen(s);
+  e = malloc(sizeof *e + len + 1);
+  if (!e) oom();
+  memset(&e->hh, 0, sizeof e->hh);
+  memcpy(e->s, s, len + 1);
+  HASH_ADD_KEYPTR(hh, p->head, e->s, len, e);
+  return e->s;
+}
+
+static void pool_free(struct cs_strpool *p) {
+  if (!p) return;
+  struct pool_ent *e, *tmp;
+  HASH_ITER(hh, p->head, e, tmp) {
+    HASH_DEL(p->head, e);
+    free(e);
+  }
+  free(p);
+}
+
+/* ---------- errors ---------- */
+
+__attribute__((format(printf, 2, 3)))
+static void add_error(struct cs_dumpset *set, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = NULL;
+  if (vasprintf(&msg, fmt, ap) < 0) oom();
+  va_end(ap);
+  grow((void **)&set->errors, &set->errors_cap, set->nerrors, sizeof *set->errors);
+  set->errors[set->nerrors++] = msg;
+}
+
+void cs_dumpset_print_errors(const struct cs_dumpset *set, FILE *f) {
+  for (size_t i = 0; i < set->nerrors; i++) fprintf(f, "collscope: %s\n", set->errors[i]);
+}
+
+/* ---------- small public helpers ---------- */
+
+const char *csd_timing_name(enum csd_timing t) {
+  switch (t) {
+  case CSD_TIMING_GPU_EVENT: return "gpu_event";
+  case CSD_TIMING_CAPTURED: return "captured";
+  case CSD_TIMING_HOST: return "host";
+  case CSD_TIMING_ERROR: return "error";
+  default: return "unknown";
+  }
+}
+
+static enum csd_timing timing_from_name(const char *s) {
+  if (strcmp(s, "gpu_event") == 0) return CSD_TIMING_GPU_EVENT;
+  if (strcmp(s, "captured") == 0) return CSD_TIMING_CAPTURED;
+  if (strcmp(s, "host") == 0) return CSD_TIMING_HOST;
+  if (strcmp(s, "error") == 0) return CSD_TIMING_ERROR;
+  return CSD_TIMING_UNKNOWN;
+}
+
+uint64_t cs_dumpfile_drops(const struct cs_dumpfile *f) {
+  return f->footer_drops > f->drops_records ? f->footer_drops : f->drops_records;
+}
+
+const char *cs_comm_hex(uint64_t comm, char buf[17]) {
+  snprintf(buf, 17, "%016" PRIx64, comm);
+  return buf;
+}
+
+/* ---------- typed field access with "first error wins" ---------- */
+
+struct lctx {
+  struct cs_dumpset *set;
+  struct cs_dumpfile *f;
+  json_t *obj;
+  const char *type;     /* record type, for messages */
+  char err[256];        /* first problem found in this line */
+  bool bad;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void fail(struct lctx *c, const char *fmt, ...) {
+  if (c->bad) return;
+  c->bad = true;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+}
+
+/* Returns the field, or NULL (after fail() when required) when absent or null. */
+static json_t *field(struct lctx *c, const char *key, bool required) {
+  json_t *v = json_object_get(c->obj, key);
+  if (v && !json_is_null(v)) return v;
+  if (required) fail(c, "%s record: missing field \"%s\"", c->type, key);
+  return NULL;
+}
+
+static long long get_int(struct lctx *c, const char *key, bool required, long long def) {
+  json_t *v = field(c, key, required);
+  if (!v) return def;
+  if (!json_is_integer(v)) {
+    fail(c, "%s record: field \"%s\" is not an integer", c->type, key);
+    return def;
+  }
+  return json_integer_value(v);
+}
+
+static uint64_t get_uint(struct lctx *c, const char *key, bool required, uint64_t def) {
+  json_t *v = field(c, key, required);
+  if (!v) return def;
+  if (!json_is_integer(v) || json_integer_value(v) < 0) {
+    fail(c, "%s record: field \"%s\" is not a non-negative integer", c->type, key);
+    return def;
+  }
+  return (uint64_t)json_integer_value(v);
+}
+
+static double get_num(struct lctx *c, const char *key, bool required, double def) {
+  json_t *v = field(c, key, required);
+  if (!v) return def;
+  if (!json_is_number(v)) {
+    fail(c, "%s record: field \"%s\" is not a number", c->type, key);
+    return def;
+  }
+  return json_number_value(v);
+}
+
+static bool get_bool(struct lctx *c, const char *key, bool required, bool def) {
+  json_t *v = field(c, key, required);
+  if (!v) return def;
+  if (!json_is_boolean(v)) {
+    fail(c, "%s record: field \"%s\" is not a boolean", c->type, key);
+    return def;
+  }
+  return json_is_true(v);
+}
+
+/* Interned string; def (may be NULL) when absent or null and not required. */
+static const char *get_str(struct lctx *c, const char *key, bool required, const char *def) {
+  json_t *v = field(c, key, required);
+  if (!v) return def;
+  if (!json_is_string(v)) {
+    fail(c, "%s record: field \"%s\" is not a string", c->type, key);
+    return def;
+  }
+  return intern(c->set->pool, json_string_value(v));
+}
+
+/* Hex id ("00ab...", optional 0x prefix) or, leniently, a JSON integer. */
+static uint64_t get_hex(struct lctx *c, const char *key, bool required, bool *present) {
+  if (present) *present = false;
+  json_t *v = field(c, key, required);
+  if (!v) return 0;
+  if (json_is_integer(v) && json_integer_value(v) >= 0) {
+    if (present) *present = true;
+    return (uint64_t)json_integer_value(v);
+  }
+  const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+  if (s && (s[0] == '0') && (s[1] == 'x' || s[1] == 'X')) s += 2;
+  if (!s || !*s || strlen(s) > 16 || strspn(s, "0123456789abcdefABCDEF") != strlen(s)) {
+    fail(c, "%s record: field \"%s\" is not a hex id", c->type, key);
+    return 0;
+  }
+  if (present) *present = true;
+  return strtoull(s, NULL, 16);
+}
+
+static int clamp_int(long long v) {
+  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int)v;
+}
+
+/* ---------- per-record parsers: return false (with c->err) when malformed ---------- */
+
+static bool parse_header(struct lctx *c, struct cs_header *h) {
+  struct cs_strpool *p = c->set->pool;
+  h->schema = clamp_int(get_int(c, "schema", true, 0));
+  h->collscope = get_str(c, "collscope", false, intern(p, ""));
+  h->host = get_str(c, "host", true, intern(p, "?"));
+  h->pid = get_int(c, "pid", false, 0);
+  h->rank = clamp_int(get_int(c, "rank", false, -1));
+  h->local_rank = clamp_int(get_int(c, "local_rank", false, -1));
+  h->world_size = clamp_int(get_int(c, "world_size", false, -1));
+  h->device = clamp_int(get_int(c, "device", false, -1));
+  h->job = get_str(c, "job", false, intern(p, ""));
+  h->pci_bus_id = get_str(c, "pci_bus_id", false, intern(p, ""));
+  h->exe = get_str(c, "exe", false, intern(p, ""));
+  h->nccl_version = get_int(c, "nccl_version", false, 0);
+  h->cuda_driver_version = get_int(c, "cuda_driver_version", false, 0);
+  json_t *clk = json_object_get(c->obj, "clock");
+  if (clk && json_is_object(clk)) {
+    json_t *saved = c->obj;
+    c->obj = clk;
+    h->clock_realtime_ns = get_int(c, "realtime_ns", false, 0);
+    h->clock_monotonic_ns = get_int(c, "monotonic_ns", false, 0);
+    c->obj = saved;
+  } else if (clk && !json_is_null(clk)) {
+    fail(c, "header record: field \"clock\" is not an object");
+  }
+  h->valid = !c->bad;
+  return !c->bad;
+}
+
+static bool parse_op(struct lctx *c, struct cs_op_rec *r) {
+  struct cs_strpool *p = c->set->pool;
+  memset(r, 0, sizeof *r);
+  r->comm = get_hex(c, "comm", true, NULL);
+  r->comm_size = clamp_int(get_int(c, "comm_size", true, 0));
+  r->comm_rank = clamp_int(get_int(c, "comm_rank", true, -1));
+  r->rank = clamp_int(get_int(c, "rank", false, c->f->hdr.rank));
+  r->seq = get_int(c, "seq", true, 0);
+  r->op_name = get_str(c, "op", true, intern(p, "?"));
+  r->op = cs_op_from_name(r->op_name);
+  r->dtype = get_str(c, "dtype", false, intern(p, ""));
+  r->count = get_int(c, "count", false, 0);
+  r->bytes = get_uint(c, "bytes", true, 0);
+  r->redop = get_str(c, "redop", false, NULL);
+  r->root = clamp_int(get_int(c, "root", false, -1));
+  r->peer = clamp_int(get_int(c, "peer", false, -1));
+  r->stream = get_hex(c, "stream", false, NULL);
+  r->group = get_int(c, "group", false, 0);
+  r->enqueue_ns = get_int(c, "enqueue_ns", false, 0);
+  r->start_ns = get_int(c, "start_ns", false, 0);
+  r->end_ns = get_int(c, "end_ns", false, 0);
+  r->dur_us = get_num(c, "dur_us", false, 0.0);
+  r->timing_name = get_str(c, "timing", true, intern(p, "unknown"));
+  r->timing = timing_from_name(r->timing_name);
+  r->captured = get_bool(c, "captured", false, r->timing == CSD_TIMING_CAPTURED);
+  r->site = get_str(c, "site", false, intern(p, ""));
+  r->status = clamp_int(get_int(c, "status", false, 0));
+  if (!c->bad && r->comm_size < 1) fail(c, "op record: comm_size %d < 1", r->comm_size);
+  return !c->bad;
+}
+
+static bool parse_xfer(struct lctx *c, struct cs_xfer_rec *r) {
+  struct cs_strpool *p = c->set->pool;
+  memset(r, 0, sizeof *r);
+  r->op_name = get_str(c, "op", false, intern(p, "Memcpy"));
+  r->api = get_str(c, "api", false, intern(p, ""));
+  r->kind = get_str(c, "kind", false, intern(p, ""));
+  r->bytes = get_uint(c, "bytes", true, 0);
+  r->stream = get_hex(c, "stream", false, NULL);
+  r->async = get_bool(c, "async", false, false);
+  r->enqueue_ns = get_int(c, "enqueue_ns", false, 0);
+  r->start_ns = get_int(c, "start_ns", false, 0);
+  r->end_ns = get_int(c, "end_ns", false, 0);
+  r->dur_us = get_num(c, "dur_us", false, 0.0);
+  r->timing_name = get_str(c, "timing", true, intern(p, "unknown"));
+  r->timing = timing_from_name(r->timing_name);
+  r->site = get_str(c, "site", false, intern(p, ""));
+  r->status = clamp_int(get_int(c, "status", false, 0));
+  return !c->bad;
+}
+
+static bool parse_comm(struct lctx *c, struct cs_comm_rec *r) {
+  memset(r, 0, sizeof *r);
+  r->event = get_str(c, "event", true, intern(c->set->pool, "?"));
+  r->comm = get_hex(c, "comm", true, NULL);
+  r->size = clamp_int(get_int(c, "size", false, 0));
+  r->rank = clamp_int(get_int(c, "rank", false, -1));
+  r->device = clamp_int(get_int(c, "device", false, -1));
+  r->parent = get_hex(c, "parent", false, &r->has_parent);
+  r->t_ns = get_int(c, "t_ns", false, 0);
+  return !c->bad;
+}
+
+/* ---------- file loading ---------- */
+
+/* collscope-<host>-r<rank|x>-p<pid>[.N].jsonl -> host, rank, pid (best effort; the writer
+ * adds .N when the plain name already exists). */
+static void header_from_name(struct cs_dumpset *set, struct cs_dumpfile *f) {
+  struct cs_header *h = &f->hdr;
+  memset(h, 0, sizeof *h);
+  h->schema = COLLSCOPE_SCHEMA_VERSION;
+  h->rank = h->local_rank = h->world_size = h->device = -1;
+  h->collscope = h->job = h->pci_bus_id = h->exe = intern(set->pool, "");
+  h->host = intern(set->pool, "?");
+  char *s = xstrdup(f->name);
+  size_t n = strlen(s);
+  if (n > 6 && strcmp(s + n - 6, ".jsonl") == 0) s[n - 6] = 0;
+  char *dot = strrchr(s, '.');
+  if (dot && dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1)) *dot = 0;
+  char *pp = strrchr(s, '-');
+  if (strncmp(s, "collscope-", 10) == 0 && pp && pp[1] == 'p' && pp[2] &&
+      strspn(pp + 2, "0123456789") == strlen(pp + 2)) {
+    h->pid = strtoll(pp + 2, NULL, 10);
+    *pp = 0;
+    char *rp = strrchr(s, '-');
+    if (rp && rp > s + 9 && rp[1] == 'r' && rp[2]) {
+      if (strspn(rp + 2, "0123456789") == strlen(rp + 2))
+        h->rank = clamp_int(strtoll(rp + 2, NULL, 10));
+      *rp = 0;
+      if (s[10]) h->host = intern(set->pool, s + 10);
+    }
+  }
+  free(s);
+}
+
+static const char *json_type_word(json_t *v) {
+  switch (json_typeof(v)) {
+  case JSON_ARRAY: return "an array";
+  case JSON_STRING: return "a string";
+  case JSON_INTEGER: case JSON_REAL: return "a number";
+  case JSON_TRUE: case JSON_FALSE: return "a boolean";
+  case JSON_NULL: return "null";
+  default: return "not an object";
+  }
+}
+
+/* Reads one file into f. Returns false when the file is unusable as a whole (I/O error,
+ * unsupported schema); the message is already in set->errors. */
+static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
+  FILE *fp = fopen(f->path, "re");
+  if (!fp) {
+    add_error(set, "%s: cannot open: %s", f->path, strerror(errno));
+    return false;
+  }
+  header_from_name(set, f);
+  char *buf = NULL;
+  size_t cap = 0;
+  ssize_t len;
+  size_t lineno = 0;
+  bool ok = true, have_header = false;
+  while ((len = getline(&buf, &cap, fp)) >= 0) {
+    lineno++;
+    f->lines++;
+    bool has_nl = len > 0 && buf[len - 1] == '\n';
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
+    if (len == 0 && has_nl) continue;   /* blank line: ignore */
+
+    json_error_t jerr;
+    json_t *obj = json_loadb(buf, (size_t)len, 0, &jerr);
+    if (!obj) {
+      if (!has_nl) {
+        f->truncated_lines++;   /* the writer died mid-line: expected, not an error */
+      } else {
+        f->malformed_lines++;
+        add_error(set, "%s:%zu: invalid JSON: %s (column %d)", f->path, lineno, jerr.text,
+                  jerr.column);
+      }
+      continue;
+    }
+    struct lctx c = {.set = set, .f = f, .obj = obj, .type = "?"};
+    if (!json_is_object(obj)) {
+      fail(&c, "line is %s, not a JSON object", json_type_word(obj));
+    } else {
+      json_t *t = json_object_get(obj, "type");
+      if (!json_is_string(t)) fail(&c, "missing string field \"type\"");
+      else c.type = json_string_value(t);
+    }
+
+    if (!c.bad && strcmp(c.type, "header") == 0) {
+      if (lineno != 1 || have_header) {
+        fail(&c, "unexpected header record (the header must be line 1)");
+      } else {
+        struct cs_header h = f->hdr;
+        if (parse_header(&c, &h)) {
+          if (h.schema > COLLSCOPE_SCHEMA_VERSION || h.schema < 1) {
+            add_error(set,
+                      "%s:1: dump schema version %d is not supported by this collscope "
+                      "(supports version %d%s)",
+                      f->path, h.schema, COLLSCOPE_SCHEMA_VERSION,
+                      h.schema > COLLSCOPE_SCHEMA_VERSION ? "; use a newer collscope" : "");
+            json_decref(obj);
+            ok = false;
+            break;
+          }
+          f->hdr = h;
+          have_header = true;
+        }
+      }
+    } else if (!c.bad && lineno == 1) {
+      /* No header: report it, keep going with the name-derived identity, still use the line. */
+      add_error(set, "%s:1: first line is a \"%s\" record, not the header", f->path, c.type);
+    }
+
+    if (c.bad) {
+      /* fallthrough to error below */
+    } else if (strcmp(c.type, "header") == 0) {
+      /* handled above */
+    } else if (strcmp(c.type, "op") == 0) {
+      struct cs_op_rec r;
+      if (parse_op(&c, &r)) {
+        r.line = (uint32_t)lineno;
+        grow((void **)&f->ops, &f->op_cap, f->nops, sizeof *f->ops);
+        f->ops[f->nops++] = r;
+      }
+    } else if (strcmp(c.type, "xfer") == 0) {
+      struct cs_xfer_rec r;
+      if (parse_xfer(&c, &r)) {
+        r.line = (uint32_t)lineno;
+        grow((void **)&f->xfers, &f->xfer_cap, f->nxfers, sizeof *f->xfers);
+        f->xfers[f->nxfers++] = r;
+      }
+    } else if (strcmp(c.type, "comm") == 0) {
+      struct cs_comm_rec r;
+      if (parse_comm(&c, &r)) {
+        r.line = (uint32_t)lineno;
+        grow((void **)&f->comms, &f->comm_cap, f->ncomms, sizeof *f->comms);
+        f->comms[f->ncomms++] = r;
+      }
+    } else if (strcmp(c.type, "drops") == 0) {
+      uint64_t n = get_uint(&c, "count", true, 0);
+      if (!c.bad) f->drops_records += n;
+    } else if (strcmp(c.type, "footer") == 0) {
+      uint64_t o = get_uint(&c, "ops", false, 0), x = get_uint(&c, "xfers", false, 0);
+      uint64_t d = get_uint(&c, "drops", false, 0), tl = get_uint(&c, "timing_lost", false, 0);
+      int64_t t = get_int(&c, "t_ns", false, 0);
+      if (!c.bad) {
+        f->has_footer = true;
+        f->footer_ops = o;
+        f->footer_xfers = x;
+        f->footer_drops = d;
+        f->footer_timing_lost = tl;
+        f->footer_t_ns = t;
+      }
+    } else {
+      f->unknown_types++;
+    }
+    if (c.bad) {
+      if (!has_nl) {
+        f->truncated_lines++;   /* cannot happen for a cut object, kept for safety */
+      } else {
+        f->malformed_lines++;
+        add_error(set, "%s:%zu: %s", f->path, lineno, c.err);
+      }
+    }
+    json_decref(obj);
+  }
+  if (ok && ferror(fp)) {
+    add_error(set, "%s: read error: %s", f->path, strerror(errno));
+    ok = false;
+  }
+  free(buf);
+  fclose(fp);
+  if (!have_header && f->hdr.rank < 0 && f->nops > 0) f->hdr.rank = f->ops[0].rank;
+  return ok;
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmp_files(const void *a, const void *b) {
+  const struct cs_dumpfile *x = a, *y = b;
+  unsigned rx = (unsigned)x->hdr.rank, ry = (unsigned)y->hdr.rank;   /* -1 sorts last */
+  if (rx != ry) return rx < ry ? -1 : 1;
+  int c = strcmp(x->hdr.host, y->hdr.host);
+  if (c) return c;
+  if (x->hdr.pid != y->hdr.pid) return x->hdr.pid < y->hdr.pid ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static void add_file(struct cs_dumpset *set, size_t *cap, const char *path) {
+  grow((void **)&set->files, cap, set->nfiles, sizeof *set->files);
+  struct cs_dumpfile *f = &set->files[set->nfiles++];
+  memset(f, 0, sizeof *f);
+  f->path = xstrdup(path);
+  const char *slash = strrchr(f->path, '/');
+  f->name = slash ? slash + 1 : f->path;
+}
+
+struct cs_dumpset *cs_dumpset_load(const char *path) {
+  struct cs_dumpset *set = calloc(1, sizeof *set);
+  if (!set) oom();
+  set->pool = calloc(1, sizeof *set->pool);
+  if (!set->pool) oom();
+  set->path = xstrdup(path);
+  size_t cap = 0;
+
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    add_error(set, "%s: %s", path, strerror(errno));
+    set->fatal = true;
+    return set;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    DIR *d = opendir(path);
+    if (!d) {
+      add_error(set, "%s: cannot open directory: %s", path, strerror(errno));
+      set->fatal = true;
+      return set;
+    }
+    char **names = NULL;
+    size_t nn = 0, ncap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+      size_t l = strlen(de->d_name);
+      if (l <= 6 || strcmp(de->d_name + l - 6, ".jsonl") != 0) continue;
+      char *full = NULL;
+      if (asprintf(&full, "%s/%s", path, de->d_name) < 0) oom();
+      struct stat fst;
+      if (stat(full, &fst) != 0 || !S_ISREG(fst.st_mode)) {
+        free(full);
+        continue;
+      }
+      grow((void **)&names, &ncap, nn, sizeof *names);
+      names[nn++] = full;
+    }
+    closedir(d);
+    qsort(names, nn, sizeof *names, cmp_names);
+    for (size_t i = 0; i < nn; i++) {
+      add_file(set, &cap, names[i]);
+      free(names[i]);
+    }
+    free(names);
+    if (set->nfiles == 0) {
+      add_error(set, "%s: no dump files (*.jsonl) found", path);
+      set->fatal = true;
+      return set;
+    }
+  } else {
+    add_file(set, &cap, path);
+  }
+
+  for (size_t i = 0; i < set->nfiles; i++)
+    if (!load_file(set, &set->files[i])) set->fatal = true;
+
+  qsort(set->files, set->nfiles, sizeof *set->files, cmp_files);
+  for (size_t i = 0; i < set->nfiles; i++) {
+    struct cs_dumpfile *f = &set->files[i];
+    for (size_t k = 0; k < f->nops; k++) f->ops[k].file = (uint32_t)i;
+    for (size_t k = 0; k < f->nxfers; k++) f->xfers[k].file = (uint32_t)i;
+    for (size_t k = 0; k < f->ncomms; k++) f->comms[k].file = (uint32_t)i;
+  }
+  return set;
+}
+
+void cs_dumpset_free(struct cs_dumpset *set) {
+  if (!set) return;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    struct cs_dumpfile *f = &set->files[i];
+    free(f->path);
+    free(f->ops);
+    free(f->xfers);
+    free(f->comms);
+  }
+  free(set->files);
+  for (size_t i = 0; i < set->nerrors; i++) free(set->errors[i]);
+  free(set->errors);
+  pool_free(set->pool);
+  free(set->path);
+  free(set);
+}
+
+/* ---------- collective instances ---------- */
+
+static int cmp_inst(const void *a, const void *b) {
+  const struct cs_op_rec *x = *(const struct cs_op_rec *const *)a;
+  const struct cs_op_rec *y = *(const struct cs_op_rec *const *)b;
+  if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
+  if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+  if (x->comm_rank != y->comm_rank) return x->comm_rank < y->comm_rank ? -1 : 1;
+  if (x->file != y->file) return x->file < y->file ? -1 : 1;
+  return x->line < y->line ? -1 : x->line > y->line;
+}
+
+int cs_group_instances(const struct cs_dumpset *set, struct cs_instances *out) {
+  memset(out, 0, sizeof *out);
+  size_t total = 0;
+  for (size_t i = 0; i < set->nfiles; i++) total += set->files[i].nops;
+  if (total == 0) return 0;
+  out->storage = xrealloc(NULL, total * sizeof *out->storage);
+  size_t k = 0;
+  for (size_t i = 0; i < set->nfiles; i++)
+    for (size_t j = 0; j < set->files[i].nops; j++)
+      if (set->files[i].ops[j].seq >= 0) out->storage[k++] = &set->files[i].ops[j];
+  total = k;
+  qsort(out->storage, total, sizeof *out->storage, cmp_inst);
+  size_t cap = 0;
+  for (size_t i = 0; i < total;) {
+    size_t j = i + 1;
+    while (j < total && out->storage[j]->comm == out->storage[i]->comm &&
+           out->storage[j]->seq == out->storage[i]->seq)
+      j++;
+    grow((void **)&out->v, &cap, out->n, sizeof *out->v);
+    struct cs_instance *in = &out->v[out->n++];
+    memset(in, 0, sizeof *in);
+    in->comm = out->storage[i]->comm;
+    in->seq = out->storage[i]->seq;
+    in->op_name = out->storage[i]->op_name;
+    in->n = j - i;
+    in->ops = &out->storage[i];
+    for (size_t m = i; m < j; m++) {
+      if (out->storage[m]->comm_size > in->comm_size) in->comm_size = out->storage[m]->comm_size;
+      if (out->storage[m]->op_name != in->op_name) in->mixed_ops = true;   /* interned */
+    }
+    i = j;
+  }
+  return 0;
+}
+
+void cs_instances_free(struct cs_instances *inst) {
+  free(inst->v);
+  free(inst->storage);
+  memset(inst, 0, sizeof *inst);
+}

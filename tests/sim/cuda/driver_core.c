@@ -1,0 +1,1376 @@
+/* tests/sim/cuda/driver_core.c: the simulated GPU behind libcuda.so.1.
+ *
+ * Devices are plain host memory; every stream owns one worker thread (started on first use)
+ * that runs its items in FIFO order; events complete with a CLOCK_MONOTONIC timestamp when
+ * the worker reaches their record item; captures collect items into a linear graph that a
+ * graph launch replays on the launch stream.
+ *
+ * Locks, in the order they may nest: g_lock (registry of streams, captures, event capture
+ * state, graph node lists) -> stream mu -> ev_mu (all event generations, one condvar).
+ * reg_lock and alloc_lock are leaves. Nobody blocks while holding g_lock or ev_mu except
+ * on ev_cv (ev_mu).
+ *
+ * Fork: pthread_atfork takes g_lock/ev_mu/reg_lock/alloc_lock around fork(). In the child all
+ * streams, events, captures, graphs and modules of the parent are abandoned (their worker
+ * threads do not exist there): their handles become invalid (CUDA_ERROR_INVALID_HANDLE), the
+ * legacy and per-thread default streams are recreated on first use. Memory allocations stay
+ * valid (the child has a copy of them) and stay in the table. Contexts are kept. */
+#include "sim_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uthash.h>
+
+SIM_HIDDEN pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t alloc_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int g_ndev = 8;
+static struct CUctx_st g_primary[SIM_MAX_DEVICES];
+static struct CUstream_st *g_legacy[SIM_MAX_DEVICES];   /* under g_lock */
+static struct CUstream_st *g_all;                        /* all live streams, under g_lock */
+static struct capture *g_caps;                           /* captures not yet ended */
+static int g_ncaps_active;                               /* atomic read as a fast path */
+static uint64_t g_cap_id;
+static unsigned long long g_stream_id = 16;
+static unsigned g_epoch = 1;                             /* bumped in a forked child */
+static pthread_key_t g_thread_key;
+
+static __thread CUcontext tls_ctx[16];
+static __thread int tls_nctx;
+static __thread struct CUstream_st *tls_ptds[SIM_MAX_DEVICES];
+static __thread unsigned tls_ptds_epoch;
+static __thread CUstreamCaptureMode tls_capmode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+uint64_t sim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_us(unsigned us)
+{
+    struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* ------------------------------------------------------------------ handle registry */
+struct reg_ent { const void *p; uint32_t type; UT_hash_handle hh; };
+static struct reg_ent *g_reg;
+
+void reg_add(void *p, uint32_t type)
+{
+    struct reg_ent *e = calloc(1, sizeof *e);
+    if (!e) abort();
+    e->p = p; e->type = type;
+    pthread_mutex_lock(&reg_lock);
+    HASH_ADD_PTR(g_reg, p, e);
+    pthread_mutex_unlock(&reg_lock);
+}
+
+void reg_del(void *p)
+{
+    struct reg_ent *e;
+    pthread_mutex_lock(&reg_lock);
+    HASH_FIND_PTR(g_reg, &p, e);
+    if (e) HASH_DEL(g_reg, e);
+    pthread_mutex_unlock(&reg_lock);
+    free(e);
+}
+
+int reg_ok(const void *p, uint32_t type)
+{
+    struct reg_ent *e;
+    if (!p) return 0;
+    pthread_mutex_lock(&reg_lock);
+    HASH_FIND_PTR(g_reg, &p, e);
+    int ok = e && e->type == type;
+    pthread_mutex_unlock(&reg_lock);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ init, fork, devices */
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&g_lock);
+    pthread_mutex_lock(&ev_mu);
+    pthread_mutex_lock(&reg_lock);
+    pthread_rwlock_wrlock(&alloc_lock);
+}
+
+static void fork_parent(void)
+{
+    pthread_rwlock_unlock(&alloc_lock);
+    pthread_mutex_unlock(&reg_lock);
+    pthread_mutex_unlock(&ev_mu);
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void fork_child(void)
+{
+    /* Abandon every object of the parent; locks are re-created, not unlocked (another
+     * thread of the parent may have held a stream mutex, which we never touch again). */
+    pthread_mutex_init(&g_lock, NULL);
+    pthread_mutex_init(&ev_mu, NULL);
+    pthread_cond_init(&ev_cv, NULL);
+    pthread_mutex_init(&reg_lock, NULL);
+    pthread_rwlock_init(&alloc_lock, NULL);
+    g_reg = NULL;
+    g_all = NULL;
+    g_caps = NULL;
+    __atomic_store_n(&g_ncaps_active, 0, __ATOMIC_RELAXED);
+    memset(g_legacy, 0, sizeof g_legacy);
+    g_epoch++;
+    memset(tls_ptds, 0, sizeof tls_ptds);
+    tls_ptds_epoch = g_epoch;
+    for (int i = 0; i < g_ndev; i++) reg_add(&g_primary[i], OBJ_CTX);
+}
+
+static void thread_exit(void *unused);
+
+static void init_once_fn(void)
+{
+    const char *e = getenv("COLLSCOPE_SIM_GPUS");
+    if (e && *e) {
+        char *end;
+        long v = strtol(e, &end, 10);
+        if (*end == '\0' && v >= 0 && v <= SIM_MAX_DEVICES) g_ndev = (int)v;
+    }
+    for (int i = 0; i < SIM_MAX_DEVICES; i++) {
+        g_primary[i].type = OBJ_CTX;
+        g_primary[i].device = i;
+        g_primary[i].primary = 1;
+    }
+    for (int i = 0; i < g_ndev; i++) reg_add(&g_primary[i], OBJ_CTX);
+    pthread_key_create(&g_thread_key, thread_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+void sim_init(void) { pthread_once(&init_once, init_once_fn); }
+int sim_ndev(void) { sim_init(); return g_ndev; }
+
+CUcontext sim_primary_ctx(int dev)
+{
+    sim_init();
+    if (dev < 0 || dev >= g_ndev) return NULL;
+    return &g_primary[dev];
+}
+
+CUcontext sim_ctx_current(void) { return tls_nctx ? tls_ctx[tls_nctx - 1] : NULL; }
+
+void sim_ctx_set_current(CUcontext c)
+{
+    if (c == NULL) { if (tls_nctx) tls_nctx--; return; }
+    if (tls_nctx == 0) tls_nctx = 1;
+    tls_ctx[tls_nctx - 1] = c;
+}
+
+int sim_ctx_push(CUcontext c)
+{
+    if (tls_nctx >= (int)(sizeof tls_ctx / sizeof tls_ctx[0])) return -1;
+    tls_ctx[tls_nctx++] = c;
+    return 0;
+}
+
+CUcontext sim_ctx_pop(void) { return tls_nctx ? tls_ctx[--tls_nctx] : NULL; }
+
+int sim_cur_dev(void)
+{
+    CUcontext c = sim_ctx_current();
+    return c ? c->device : 0;
+}
+
+/* ------------------------------------------------------------------ simcuda_* basics */
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+static char g_host[256];
+
+static void host_init(void)
+{
+    const char *h = getenv("COLLSCOPE_HOSTNAME");
+    if (h && *h) {
+        snprintf(g_host, sizeof g_host, "%s", h);
+    } else if (gethostname(g_host, sizeof g_host - 1) != 0) {
+        snprintf(g_host, sizeof g_host, "localhost");
+    }
+    g_host[sizeof g_host - 1] = '\0';
+}
+
+const char *simcuda_hostname(void) { pthread_once(&host_once, host_init); return g_host; }
+int simcuda_current_device(void) { sim_init(); return sim_cur_dev(); }
+int simcuda_device_count(void) { return sim_ndev(); }
+
+void simcuda_pci_bus_id(int dev, char *buf, size_t len)
+{
+    static const unsigned char bus[8] = { 0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb };
+    if (!buf || len == 0) return;
+    if (dev < 0) dev = 0;
+    snprintf(buf, len, "%04x:%02x:00.0", (unsigned)(dev / 8), (unsigned)bus[dev % 8]);
+}
+
+/* ------------------------------------------------------------------ allocations */
+static struct sim_alloc *g_allocs;
+static size_t g_nallocs, g_capallocs;
+static unsigned long long g_alloc_id;
+
+/* index of the last allocation with base <= p, or -1; caller holds alloc_lock */
+static long alloc_idx(uintptr_t p)
+{
+    long lo = 0, hi = (long)g_nallocs - 1, ans = -1;
+    while (lo <= hi) {
+        long mid = (lo + hi) / 2;
+        if (g_allocs[mid].base <= p) { ans = mid; lo = mid + 1; } else hi = mid - 1;
+    }
+    return ans;
+}
+
+int alloc_find(const void *p, struct sim_alloc *out)
+{
+    uintptr_t u = (uintptr_t)p;
+    int found = 0;
+    if (!p) return 0;
+    pthread_rwlock_rdlock(&alloc_lock);
+    long i = alloc_idx(u);
+    if (i >= 0 && (u < g_allocs[i].base + g_allocs[i].size || u == g_allocs[i].base)) {
+        if (out) *out = g_allocs[i];
+        found = 1;
+    }
+    pthread_rwlock_unlock(&alloc_lock);
+    return found;
+}
+
+void alloc_add(void *p, size_t size, int kind, int dev, int owned, unsigned flags)
+{
+    pthread_rwlock_wrlock(&alloc_lock);
+    if (g_nallocs == g_capallocs) {
+        size_t nc = g_capallocs ? g_capallocs * 2 : 256;
+        struct sim_alloc *na = realloc(g_allocs, nc * sizeof *na);
+        if (!na) abort();
+        g_allocs = na;
+        g_capallocs = nc;
+    }
+    long i = alloc_idx((uintptr_t)p) + 1;
+    memmove(&g_allocs[i + 1], &g_allocs[i], (g_nallocs - (size_t)i) * sizeof *g_allocs);
+    g_allocs[i] = (struct sim_alloc){ (uintptr_t)p, size, kind, dev, owned, flags, ++g_alloc_id };
+    g_nallocs++;
+    pthread_rwlock_unlock(&alloc_lock);
+}
+
+/* remove the allocation starting exactly at p whose kind is in kind_mask (bit 1<<kind) */
+int alloc_remove(void *p, int kind_mask, struct sim_alloc *out)
+{
+    int ok = 0;
+    pthread_rwlock_wrlock(&alloc_lock);
+    long i = alloc_idx((uintptr_t)p);
+    if (i >= 0 && g_allocs[i].base == (uintptr_t)p && (kind_mask & (1 << g_allocs[i].kind))) {
+        if (out) *out = g_allocs[i];
+        memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
+        g_nallocs--;
+        ok = 1;
+    }
+    pthread_rwlock_unlock(&alloc_lock);
+    return ok;
+}
+
+size_t alloc_used(int dev)
+{
+    size_t used = 0;
+    pthread_rwlock_rdlock(&alloc_lock);
+    for (size_t i = 0; i < g_nallocs; i++)
+        if (g_allocs[i].kind == 1 && g_allocs[i].device == dev) used += g_allocs[i].size;
+    pthread_rwlock_unlock(&alloc_lock);
+    return used;
+}
+
+void alloc_free_device(int dev)
+{
+    pthread_rwlock_wrlock(&alloc_lock);
+    size_t j = 0;
+    for (size_t i = 0; i < g_nallocs; i++) {
+        struct sim_alloc *a = &g_allocs[i];
+        if ((a->kind == 1 || a->kind == 3) && a->device == dev && a->owned) {
+            free((void *)a->base);
+            continue;
+        }
+        g_allocs[j++] = *a;
+    }
+    g_nallocs = j;
+    pthread_rwlock_unlock(&alloc_lock);
+}
+
+int simcuda_ptr_kind(const void *p, int *device)
+{
+    struct sim_alloc a;
+    if (!alloc_find(p, &a)) return 0;
+    if (device && (a.kind == 1 || a.kind == 3)) *device = a.device;
+    return a.kind;
+}
+
+/* ------------------------------------------------------------------ events (refcounts) */
+static void event_unref_locked(struct CUevent_st *e)   /* ev_mu held */
+{
+    if (--e->refs == 0) free(e);
+}
+
+static void event_unref(struct CUevent_st *e)
+{
+    pthread_mutex_lock(&ev_mu);
+    event_unref_locked(e);
+    pthread_mutex_unlock(&ev_mu);
+}
+
+static void event_complete(struct CUevent_st *e, uint64_t gen)
+{
+    uint64_t now = sim_now_ns();
+    pthread_mutex_lock(&ev_mu);
+    if (gen > e->done_gen) {
+        e->done_gen = gen;
+        e->ts_ns = now;
+    }
+    pthread_cond_broadcast(&ev_cv);
+    pthread_mutex_unlock(&ev_mu);
+}
+
+static void event_wait_gen(struct CUevent_st *e, uint64_t gen)
+{
+    pthread_mutex_lock(&ev_mu);
+    while (e->done_gen < gen) pthread_cond_wait(&ev_cv, &ev_mu);
+    pthread_mutex_unlock(&ev_mu);
+}
+
+/* ------------------------------------------------------------------ graph node lists */
+static struct nodelist *nodelist_new(void)
+{
+    struct nodelist *nl = calloc(1, sizeof *nl);
+    if (!nl) abort();
+    nl->refs = 1;
+    return nl;
+}
+
+static void unit_release(struct unit *u)
+{
+    switch (u->kind) {
+    case U_FN: if (u->free_arg) u->free_arg(u->arg); break;
+    case U_REC: case U_WAITEV: if (u->ev) event_unref(u->ev); break;
+    default: break;
+    }
+}
+
+static void nodelist_unref(struct nodelist *nl)
+{
+    pthread_mutex_lock(&g_lock);
+    int last = --nl->refs == 0;
+    pthread_mutex_unlock(&g_lock);
+    if (!last) return;
+    for (size_t i = 0; i < nl->n; i++) {
+        unit_release(&nl->nodes[i]->u);
+        free(nl->nodes[i]);
+    }
+    for (size_t i = 0; i < nl->nchild; i++) nodelist_unref(nl->children[i]);
+    free(nl->nodes);
+    free(nl->children);
+    free(nl);
+}
+
+/* g_lock held; takes ownership of u's resources */
+static struct CUgraphNode_st *nodelist_append(struct nodelist *nl, const struct unit *u)
+{
+    if (nl->n == nl->cap) {
+        size_t nc = nl->cap ? nl->cap * 2 : 16;
+        struct CUgraphNode_st **nn = realloc(nl->nodes, nc * sizeof *nn);
+        if (!nn) abort();
+        nl->nodes = nn;
+        nl->cap = nc;
+    }
+    struct CUgraphNode_st *node = calloc(1, sizeof *node);
+    if (!node) abort();
+    node->type = OBJ_NODE;
+    node->u = *u;
+    nl->nodes[nl->n++] = node;
+    return node;
+}
+
+static void nodelist_add_child(struct nodelist *nl, struct nodelist *child)   /* g_lock held */
+{
+    if (nl->nchild == nl->capchild) {
+        size_t nc = nl->capchild ? nl->capchild * 2 : 4;
+        struct nodelist **nn = realloc(nl->children, nc * sizeof *nn);
+        if (!nn) abort();
+        nl->children = nn;
+        nl->capchild = nc;
+    }
+    child->refs++;
+    nl->children[nl->nchild++] = child;
+}
+
+/* ------------------------------------------------------------------ captures (g_lock held) */
+static struct capture *cap_lookup(uint64_t id)
+{
+    for (struct capture *c = g_caps; c; c = c->next)
+        if (c->id == id) return c;
+    return NULL;
+}
+
+static void cap_invalidate(struct capture *c)
+{
+    if (c->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        c->status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        __atomic_sub_fetch(&g_ncaps_active, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* ------------------------------------------------------------------ streams */
+static void stream_unref(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int last = --s->refs == 0;
+    pthread_mutex_unlock(&s->mu);
+    if (last) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->cv_work);
+        pthread_cond_destroy(&s->cv_done);
+        free(s);
+    }
+}
+
+static void item_release(struct item *it)
+{
+    switch (it->u.kind) {
+    case U_WAITSTREAM: stream_unref(it->u.ws); break;
+    case U_GRAPH: nodelist_unref(it->u.nl); free(it->u.gens); break;
+    default: unit_release(&it->u); break;
+    }
+}
+
+/* The slow-GPU fault, applied before running a unit that counts (not implicit waits). */
+static void stall_before(struct CUstream_st *s, int kind)
+{
+    unsigned us = 0;
+    if (kind == U_WAITSTREAM || kind == U_NOP) return;
+    pthread_mutex_lock(&s->mu);
+    if (s->stall_pending_us) {
+        if (kind == U_REC && s->stall_ev_allow) {
+            s->stall_ev_allow = 0;
+        } else {
+            us = s->stall_pending_us;
+            s->stall_pending_us = 0;
+            s->stall_ev_allow = 0;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (us) sleep_us(us);
+}
+
+static void stall_arm(struct CUstream_st *s, unsigned us)   /* s->mu held */
+{
+    s->stall_pending_us += us;
+    s->stall_ev_allow = 1;
+}
+
+static void run_graph(struct CUstream_st *s, struct unit *g)
+{
+    struct nodelist *nl = g->nl;
+    for (size_t i = 0; i < nl->n; i++) {
+        struct unit *u = &nl->nodes[i]->u;
+        int kind = u->kind;
+        if (kind == U_REC && !u->external) kind = U_NOP;   /* internal dependency only */
+        stall_before(s, kind);
+        switch (kind) {
+        case U_FN: u->fn(u->arg); break;
+        case U_REC: event_complete(u->ev, g->gens[i]); break;
+        case U_WAITEV: event_wait_gen(u->ev, g->gens[i]); break;
+        default: break;
+        }
+        if (u->stall_us) {
+            pthread_mutex_lock(&s->mu);
+            stall_arm(s, u->stall_us);
+            pthread_mutex_unlock(&s->mu);
+        }
+    }
+}
+
+static void *stream_worker(void *p)
+{
+    struct CUstream_st *s = p;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->head && !s->destroyed) pthread_cond_wait(&s->cv_work, &s->mu);
+        struct item *it = s->head;
+        if (!it) break;
+        s->head = it->next;
+        if (!s->head) s->tail = NULL;
+        s->running = it;
+        pthread_mutex_unlock(&s->mu);
+
+        if (it->u.kind != U_GRAPH) stall_before(s, it->u.kind);
+        switch (it->u.kind) {
+        case U_FN: it->u.fn(it->u.arg); break;
+        case U_REC: event_complete(it->u.ev, it->u.gen); break;
+        case U_WAITEV: event_wait_gen(it->u.ev, it->u.gen); break;
+        case U_WAITSTREAM: stream_wait_seq(it->u.ws, it->u.wseq); break;
+        case U_GRAPH: run_graph(s, &it->u); break;
+        default: break;
+        }
+
+        pthread_mutex_lock(&s->mu);
+        if (it->u.stall_us) stall_arm(s, it->u.stall_us);
+        s->running = NULL;
+        s->done_seq = it->seq;
+        pthread_cond_broadcast(&s->cv_done);
+        pthread_mutex_unlock(&s->mu);
+        item_release(it);
+        free(it);
+        pthread_mutex_lock(&s->mu);
+    }
+    s->worker_exited = 1;
+    pthread_mutex_unlock(&s->mu);
+    stream_unref(s);
+    return NULL;
+}
+
+/* s->mu held */
+static int stream_start_worker(struct CUstream_st *s)
+{
+    pthread_t t;
+    pthread_attr_t at;
+    sigset_t all, old;
+    if (s->worker_started) return 0;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    /* asynchronous signals belong to the application's threads, not to the GPU */
+    sigfillset(&all);
+    sigdelset(&all, SIGSEGV); sigdelset(&all, SIGBUS); sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL); sigdelset(&all, SIGABRT); sigdelset(&all, SIGTRAP);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    s->refs++;
+    int rc = pthread_create(&t, &at, stream_worker, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&at);
+    if (rc != 0) { s->refs--; return -1; }
+    s->worker_started = 1;
+    return 0;
+}
+
+static struct CUstream_st *stream_alloc(int dev, unsigned flags, int prio, int kind)
+{
+    struct CUstream_st *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->type = OBJ_STREAM;
+    s->device = dev;
+    s->flags = flags;
+    s->priority = prio;
+    s->kind = kind;
+    s->refs = 1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv_work, NULL);
+    pthread_cond_init(&s->cv_done, NULL);
+    pthread_mutex_lock(&g_lock);
+    s->id = ++g_stream_id;
+    s->all_next = g_all;
+    if (g_all) g_all->all_prev = s;
+    g_all = s;
+    pthread_mutex_unlock(&g_lock);
+    reg_add(s, OBJ_STREAM);
+    return s;
+}
+
+CUresult stream_create(int dev, unsigned flags, int prio, struct CUstream_st **out)
+{
+    sim_init();
+    if (dev < 0 || dev >= g_ndev) return CUDA_ERROR_INVALID_DEVICE;
+    struct CUstream_st *s = stream_alloc(dev, flags, prio, STREAM_USER);
+    if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+static void stream_unlink(struct CUstream_st *s)   /* g_lock held */
+{
+    if (s->all_prev) s->all_prev->all_next = s->all_next; else if (g_all == s) g_all = s->all_next;
+    if (s->all_next) s->all_next->all_prev = s->all_prev;
+    s->all_next = s->all_prev = NULL;
+}
+
+static void stream_retire(struct CUstream_st *s)
+{
+    reg_del(s);
+    pthread_mutex_lock(&g_lock);
+    if (s->cap) {
+        cap_invalidate(s->cap);
+        if (s->cap->origin == s) s->cap->origin = NULL;
+        s->cap = NULL;
+    }
+    stream_unlink(s);
+    pthread_mutex_unlock(&g_lock);
+    pthread_mutex_lock(&s->mu);
+    s->destroyed = 1;
+    pthread_cond_broadcast(&s->cv_work);
+    pthread_mutex_unlock(&s->mu);
+    stream_unref(s);   /* the handle's reference; the worker holds its own until drained */
+}
+
+CUresult stream_destroy(CUstream s)
+{
+    if (!reg_ok(s, OBJ_STREAM) || s->kind != STREAM_USER) return CUDA_ERROR_INVALID_HANDLE;
+    stream_retire(s);
+    return CUDA_SUCCESS;
+}
+
+static void thread_exit(void *unused)
+{
+    (void)unused;
+    if (tls_ptds_epoch != g_epoch) return;
+    for (int i = 0; i < SIM_MAX_DEVICES; i++) {
+        struct CUstream_st *s = tls_ptds[i];
+        tls_ptds[i] = NULL;
+        if (s && reg_ok(s, OBJ_STREAM)) stream_retire(s);
+    }
+}
+
+static struct CUstream_st *legacy_stream(int dev)
+{
+    pthread_mutex_lock(&g_lock);
+    struct CUstream_st *s = g_legacy[dev];
+    pthread_mutex_unlock(&g_lock);
+    if (s) return s;
+    s = stream_alloc(dev, 0, 0, STREAM_LEGACY);
+    if (!s) return NULL;
+    pthread_mutex_lock(&g_lock);
+    if (g_legacy[dev]) {   /* lost a race: drop ours */
+        struct CUstream_st *other = g_legacy[dev];
+        pthread_mutex_unlock(&g_lock);
+        stream_retire(s);
+        return other;
+    }
+    g_legacy[dev] = s;
+    pthread_mutex_unlock(&g_lock);
+    return s;
+}
+
+static struct CUstream_st *ptds_stream(int dev)
+{
+    if (tls_ptds_epoch != g_epoch) {
+        memset(tls_ptds, 0, sizeof tls_ptds);
+        tls_ptds_epoch = g_epoch;
+    }
+    if (!tls_ptds[dev]) {
+        tls_ptds[dev] = stream_alloc(dev, 0, 0, STREAM_PTDS);
+        pthread_setspecific(g_thread_key, (void *)1);
+    }
+    return tls_ptds[dev];
+}
+
+CUresult stream_resolve(CUstream in, int ptds, struct CUstream_st **out)
+{
+    sim_init();
+    if (in == NULL || in == CU_STREAM_LEGACY || in == CU_STREAM_PER_THREAD) {
+        int dev = sim_cur_dev();
+        if (dev >= g_ndev) return CUDA_ERROR_INVALID_CONTEXT;
+        int pt = in == CU_STREAM_PER_THREAD || (in == NULL && ptds);
+        *out = pt ? ptds_stream(dev) : legacy_stream(dev);
+        return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (!reg_ok(in, OBJ_STREAM)) return CUDA_ERROR_INVALID_HANDLE;
+    *out = in;
+    return CUDA_SUCCESS;
+}
+
+static int stream_blocking(const struct CUstream_st *s)
+{
+    return s->kind != STREAM_LEGACY && !(s->flags & CU_STREAM_NON_BLOCKING);
+}
+
+struct dep { struct CUstream_st *s; uint64_t seq; };
+
+/* g_lock held: remember that s must wait for b's work enqueued so far */
+static void dep_take(struct CUstream_st *b, struct dep **deps, size_t *n, size_t *cap)
+{
+    pthread_mutex_lock(&b->mu);
+    if (b->done_seq < b->enq_seq) {
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 8;
+            struct dep *nd = realloc(*deps, nc * sizeof *nd);
+            if (!nd) abort();
+            *deps = nd;
+            *cap = nc;
+        }
+        b->refs++;
+        (*deps)[(*n)++] = (struct dep){ b, b->enq_seq };
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Captured submission (g_lock held, s->cap active): append the unit to the graph. */
+static CUresult submit_captured(struct CUstream_st *s, struct unit *u)
+{
+    struct nodelist *nl = s->cap->graph->nl;
+    if (u->kind == U_GRAPH) {
+        /* a graph launched into a capture: its nodes are flattened in */
+        struct nodelist *src = u->nl;
+        for (size_t i = 0; i < src->n; i++) {
+            struct unit c = src->nodes[i]->u;
+            c.free_arg = NULL;   /* owned by src, kept alive by the child reference */
+            if (c.ev) {
+                pthread_mutex_lock(&ev_mu);
+                c.ev->refs++;
+                pthread_mutex_unlock(&ev_mu);
+            }
+            s->cap_last = nodelist_append(nl, &c);
+        }
+        nodelist_add_child(nl, src);
+        return CUDA_SUCCESS;
+    }
+    if (u->ev) {
+        pthread_mutex_lock(&ev_mu);
+        u->ev->refs++;
+        pthread_mutex_unlock(&ev_mu);
+        if (u->kind == U_REC && !u->external) u->ev->cap_id = s->cap->id;
+    }
+    s->cap_last = nodelist_append(nl, u);
+    return CUDA_SUCCESS;
+}
+
+CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
+{
+    struct dep *deps = NULL;
+    size_t ndeps = 0, capdeps = 0;
+    CUresult err = CUDA_SUCCESS;
+
+    pthread_mutex_lock(&g_lock);
+    if (s->cap) {
+        if (s->cap->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) err = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        else err = submit_captured(s, u);
+        pthread_mutex_unlock(&g_lock);
+        if (seq_out) *seq_out = 0;
+        return err;
+    }
+    /* legacy default stream semantics: it waits for all blocking streams of its device,
+     * and every blocking stream waits for it */
+    if (s->kind == STREAM_LEGACY) {
+        for (struct CUstream_st *b = g_all; b; b = b->all_next) {
+            if (b == s || b->device != s->device || !stream_blocking(b)) continue;
+            if (b->cap) {
+                cap_invalidate(b->cap);
+                err = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+                continue;
+            }
+            dep_take(b, &deps, &ndeps, &capdeps);
+        }
+    } else if (stream_blocking(s) && g_legacy[s->device]) {
+        dep_take(g_legacy[s->device], &deps, &ndeps, &capdeps);
+    }
+    if (err != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&g_lock);
+        for (size_t i = 0; i < ndeps; i++) stream_unref(deps[i].s);
+        free(deps);
+        return err;
+    }
+    /* event generations are assigned here, so a query right after the call sees NotReady */
+    if (u->kind == U_REC || u->kind == U_WAITEV || u->kind == U_GRAPH) {
+        pthread_mutex_lock(&ev_mu);
+        if (u->kind == U_REC) {
+            u->gen = ++u->ev->rec_gen;
+            u->ev->refs++;
+        } else if (u->kind == U_WAITEV) {
+            u->ev->refs++;
+        } else {
+            struct nodelist *nl = u->nl;
+            for (size_t i = 0; i < nl->n; i++) {
+                struct unit *n = &nl->nodes[i]->u;
+                if (n->kind == U_REC && n->external) u->gens[i] = ++n->ev->rec_gen;
+                else if (n->kind == U_WAITEV) u->gens[i] = n->ev->rec_gen;
+            }
+        }
+        pthread_mutex_unlock(&ev_mu);
+        if (u->kind == U_REC) u->ev->cap_id = 0;
+        if (u->kind == U_GRAPH) {
+            for (size_t i = 0; i < u->nl->n; i++) {
+                struct unit *n = &u->nl->nodes[i]->u;
+                if (n->kind == U_REC && n->external) n->ev->cap_id = 0;
+            }
+            u->nl->refs++;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+
+    struct item *items[ndeps + 1];
+    for (size_t i = 0; i <= ndeps; i++) {
+        items[i] = calloc(1, sizeof(struct item));
+        if (!items[i]) abort();
+    }
+    for (size_t i = 0; i < ndeps; i++) {
+        items[i]->u.kind = U_WAITSTREAM;
+        items[i]->u.ws = deps[i].s;
+        items[i]->u.wseq = deps[i].seq;
+    }
+    items[ndeps]->u = *u;
+    free(deps);
+
+    pthread_mutex_lock(&s->mu);
+    if (stream_start_worker(s) != 0) {
+        pthread_mutex_unlock(&s->mu);
+        abort();   /* cannot create a thread: nothing sensible left to simulate */
+    }
+    for (size_t i = 0; i <= ndeps; i++) {
+        items[i]->seq = ++s->enq_seq;
+        if (s->tail) s->tail->next = items[i]; else s->head = items[i];
+        s->tail = items[i];
+    }
+    if (seq_out) *seq_out = s->enq_seq;
+    pthread_cond_signal(&s->cv_work);
+    pthread_mutex_unlock(&s->mu);
+    return CUDA_SUCCESS;
+}
+
+void stream_wait_seq(struct CUstream_st *s, uint64_t seq)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->done_seq < seq) pthread_cond_wait(&s->cv_done, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static CUresult stream_capture_violation(struct CUstream_st *s)
+{
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&g_lock);
+    if (s->cap) {
+        cap_invalidate(s->cap);
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+CUresult stream_sync(struct CUstream_st *s)
+{
+    CUresult r = stream_capture_violation(s);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&s->mu);
+    uint64_t target = s->enq_seq;
+    while (s->done_seq < target) pthread_cond_wait(&s->cv_done, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult stream_query(struct CUstream_st *s)
+{
+    CUresult r = stream_capture_violation(s);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&s->mu);
+    r = s->done_seq < s->enq_seq ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+CUresult device_sync(int dev)
+{
+    CUresult r = capture_unsafe_call();
+    if (r != CUDA_SUCCESS) return r;
+    struct dep *deps = NULL;
+    size_t n = 0, cap = 0;
+    pthread_mutex_lock(&g_lock);
+    for (struct CUstream_st *b = g_all; b; b = b->all_next)
+        if (b->device == dev) dep_take(b, &deps, &n, &cap);
+    pthread_mutex_unlock(&g_lock);
+    for (size_t i = 0; i < n; i++) {
+        stream_wait_seq(deps[i].s, deps[i].seq);
+        stream_unref(deps[i].s);
+    }
+    free(deps);
+    return CUDA_SUCCESS;
+}
+
+void stream_stall_after(struct CUstream_st *s, unsigned us)
+{
+    pthread_mutex_lock(&g_lock);
+    if (s->cap) {
+        if (s->cap_last) s->cap_last->u.stall_us += us;
+        pthread_mutex_unlock(&g_lock);
+        return;
+    }
+    pthread_mutex_unlock(&g_lock);
+    pthread_mutex_lock(&s->mu);
+    if (s->tail) s->tail->u.stall_us += us;
+    else if (s->running) s->running->u.stall_us += us;
+    else stall_arm(s, us);   /* the last item already completed: stall before the next one */
+    pthread_mutex_unlock(&s->mu);
+}
+
+void simcuda_stream_stall_after(CUstream s, unsigned us)
+{
+    struct CUstream_st *st;
+    if (us == 0 || stream_resolve(s, 0, &st) != CUDA_SUCCESS) return;
+    stream_stall_after(st, us);
+}
+
+CUresult simcuda_enqueue(CUstream s, simcuda_fn fn, void *arg, simcuda_fn free_arg)
+{
+    struct CUstream_st *st;
+    if (!fn) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream_resolve(s, 0, &st);
+    if (r != CUDA_SUCCESS) return r;
+    struct unit u = { .kind = U_FN, .fn = fn, .arg = arg, .free_arg = free_arg };
+    return stream_submit(st, &u, NULL);
+}
+
+int simcuda_stream_device(CUstream s)
+{
+    struct CUstream_st *st;
+    if (stream_resolve(s, 0, &st) != CUDA_SUCCESS) return -1;
+    return st->device;
+}
+
+int simcuda_stream_capturing(CUstream s)
+{
+    struct CUstream_st *st;
+    if (stream_resolve(s, 0, &st) != CUDA_SUCCESS) return 0;
+    pthread_mutex_lock(&g_lock);
+    int c = st->cap != NULL && st->cap->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    pthread_mutex_unlock(&g_lock);
+    return c;
+}
+
+/* ------------------------------------------------------------------ events */
+CUresult event_create(unsigned flags, struct CUevent_st **out)
+{
+    if (flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING)) return CUDA_ERROR_INVALID_VALUE;
+    struct CUevent_st *e = calloc(1, sizeof *e);
+    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->type = OBJ_EVENT;
+    e->flags = flags;
+    e->device = sim_cur_dev();
+    e->refs = 1;
+    reg_add(e, OBJ_EVENT);
+    *out = e;
+    return CUDA_SUCCESS;
+}
+
+CUresult event_destroy(CUevent e)
+{
+    if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    reg_del(e);
+    pthread_mutex_lock(&ev_mu);
+    e->destroyed = 1;
+    event_unref_locked(e);
+    pthread_mutex_unlock(&ev_mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult event_record(CUevent e, struct CUstream_st *s, unsigned flags)
+{
+    if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    struct unit u = { .kind = U_REC, .ev = e, .external = (flags & CU_EVENT_RECORD_EXTERNAL) != 0 };
+    return stream_submit(s, &u, NULL);
+}
+
+/* Captured-event rules measured on CUDA 13 (see README): while the capture that recorded the
+ * event is active, query/synchronize fail with CUDA_ERROR_CAPTURED_EVENT and invalidate that
+ * capture; once that capture ended (or was invalidated) they fail with INVALID_VALUE until
+ * the event is recorded again outside a capture. */
+static CUresult event_capture_state(CUevent e)
+{
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&g_lock);
+    if (e->cap_id) {
+        struct capture *c = cap_lookup(e->cap_id);
+        if (c && c->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            cap_invalidate(c);
+            r = CUDA_ERROR_CAPTURED_EVENT;
+        } else {
+            r = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+CUresult event_query(CUevent e)
+{
+    if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = event_capture_state(e);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&ev_mu);
+    r = e->done_gen >= e->rec_gen ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    pthread_mutex_unlock(&ev_mu);
+    return r;
+}
+
+CUresult event_sync(CUevent e)
+{
+    if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = event_capture_state(e);
+    if (r != CUDA_SUCCESS) return r;
+    pthread_mutex_lock(&ev_mu);
+    uint64_t target = e->rec_gen;
+    while (e->done_gen < target) pthread_cond_wait(&ev_cv, &ev_mu);
+    pthread_mutex_unlock(&ev_mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult event_elapsed(float *ms, CUevent a, CUevent b)
+{
+    if (!ms) return CUDA_ERROR_INVALID_VALUE;
+    if (!reg_ok(a, OBJ_EVENT) || !reg_ok(b, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = event_capture_state(a);
+    if (r == CUDA_SUCCESS) r = event_capture_state(b);
+    if (r != CUDA_SUCCESS) return r;
+    if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&ev_mu);
+    if (a->rec_gen == 0 || b->rec_gen == 0) r = CUDA_ERROR_INVALID_HANDLE;
+    else if (a->done_gen < a->rec_gen || b->done_gen < b->rec_gen) r = CUDA_ERROR_NOT_READY;
+    else *ms = (float)((double)((int64_t)(b->ts_ns - a->ts_ns)) / 1e6);
+    pthread_mutex_unlock(&ev_mu);
+    return r;
+}
+
+CUresult stream_wait_event(struct CUstream_st *s, CUevent e, unsigned flags)
+{
+    if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_lock);
+    struct capture *ecap = e->cap_id ? cap_lookup(e->cap_id) : NULL;
+    if (s->cap) {
+        CUresult r = CUDA_SUCCESS;
+        struct unit u = { .kind = U_NOP };
+        if (s->cap->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        } else if (ecap == s->cap) {
+            s->cap_last = nodelist_append(s->cap->graph->nl, &u);   /* in-graph dependency */
+        } else if (e->cap_id && ecap) {
+            cap_invalidate(s->cap);
+            r = CUDA_ERROR_STREAM_CAPTURE_MERGE;
+        } else if (e->cap_id) {
+            r = CUDA_ERROR_INVALID_VALUE;
+        } else if (flags & CU_EVENT_WAIT_EXTERNAL) {
+            u.kind = U_WAITEV;
+            u.ev = e;
+            u.external = 1;
+            r = submit_captured(s, &u);
+        } else {
+            cap_invalidate(s->cap);
+            r = CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+        }
+        pthread_mutex_unlock(&g_lock);
+        return r;
+    }
+    if (ecap) {
+        /* fork: a stream waiting on an event recorded in an active capture joins it */
+        CUresult r = CUDA_SUCCESS;
+        if (ecap->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        else if (s->kind == STREAM_LEGACY) { cap_invalidate(ecap); r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; }
+        else {
+            s->cap = ecap;
+            s->cap_last = NULL;
+        }
+        pthread_mutex_unlock(&g_lock);
+        return r;
+    }
+    if (e->cap_id) { pthread_mutex_unlock(&g_lock); return CUDA_ERROR_INVALID_VALUE; }
+    pthread_mutex_unlock(&g_lock);
+
+    pthread_mutex_lock(&ev_mu);
+    uint64_t gen = e->rec_gen;
+    int needed = gen != 0 && e->done_gen < gen;
+    pthread_mutex_unlock(&ev_mu);
+    if (!needed) return CUDA_SUCCESS;   /* never recorded or already complete: no-op */
+    struct unit u = { .kind = U_WAITEV, .ev = e, .gen = gen };
+    /* stream_submit takes the event reference; U_WAITEV keeps the gen we read above */
+    CUresult r = stream_submit(s, &u, NULL);
+    return r;
+}
+
+/* ------------------------------------------------------------------ capture API */
+CUresult capture_begin(struct CUstream_st *s, int mode)
+{
+    if (mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (s->kind == STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUgraph g;
+    CUresult r = graph_create(&g);
+    if (r != CUDA_SUCCESS) return r;
+    struct capture *c = calloc(1, sizeof *c);
+    if (!c) { graph_destroy(g); return CUDA_ERROR_OUT_OF_MEMORY; }
+    pthread_mutex_lock(&g_lock);
+    if (s->cap) {
+        pthread_mutex_unlock(&g_lock);
+        free(c);
+        graph_destroy(g);
+        return CUDA_ERROR_ILLEGAL_STATE;
+    }
+    c->id = ++g_cap_id;
+    c->status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    c->mode = mode;
+    c->owner = pthread_self();
+    c->origin = s;
+    c->graph = g;
+    c->next = g_caps;
+    g_caps = c;
+    s->cap = c;
+    s->cap_last = NULL;
+    __atomic_add_fetch(&g_ncaps_active, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+CUresult capture_end(struct CUstream_st *s, CUgraph *out)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_lock);
+    struct capture *c = s->cap;
+    if (!c) { pthread_mutex_unlock(&g_lock); return CUDA_ERROR_ILLEGAL_STATE; }
+    if (c->origin != s) { pthread_mutex_unlock(&g_lock); return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED; }
+    if (c->mode != CU_STREAM_CAPTURE_MODE_RELAXED && !pthread_equal(c->owner, pthread_self())) {
+        pthread_mutex_unlock(&g_lock);
+        return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
+    }
+    for (struct CUstream_st *b = g_all; b; b = b->all_next)
+        if (b->cap == c) { b->cap = NULL; b->cap_last = NULL; }
+    for (struct capture **pp = &g_caps; *pp; pp = &(*pp)->next)
+        if (*pp == c) { *pp = c->next; break; }
+    int ok = c->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (ok) __atomic_sub_fetch(&g_ncaps_active, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&g_lock);
+    CUgraph g = c->graph;
+    free(c);
+    if (!ok) {
+        graph_destroy(g);
+        *out = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    *out = g;
+    return CUDA_SUCCESS;
+}
+
+CUresult capture_info(struct CUstream_st *s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                      const CUgraphNode **deps, size_t *ndeps)
+{
+    if (!st) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_lock);
+    struct capture *c = s->cap;
+    *st = c ? (CUstreamCaptureStatus)c->status : CU_STREAM_CAPTURE_STATUS_NONE;
+    if (c && c->status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+        if (id) *id = c->id;
+        if (g) *g = c->graph;
+        if (deps) *deps = s->cap_last ? (const CUgraphNode *)&s->cap_last : NULL;
+        if (ndeps) *ndeps = s->cap_last ? 1 : 0;
+    } else {
+        if (id && c) *id = c->id;
+        if (g) *g = NULL;
+        if (deps) *deps = NULL;
+        if (ndeps) *ndeps = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+/* "Potentially unsafe" calls (allocation, device synchronize) while a capture that forbids
+ * them is active: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and the capture is invalidated. */
+CUresult capture_unsafe_call(void)
+{
+    if (__atomic_load_n(&g_ncaps_active, __ATOMIC_RELAXED) == 0) return CUDA_SUCCESS;
+    if (tls_capmode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
+    CUresult r = CUDA_SUCCESS;
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&g_lock);
+    for (struct capture *c = g_caps; c; c = c->next) {
+        if (c->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) continue;
+        if (c->mode == CU_STREAM_CAPTURE_MODE_GLOBAL ||
+            (c->mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(c->owner, self))) {
+            cap_invalidate(c);
+            r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    return r;
+}
+
+CUstreamCaptureMode capture_exchange_mode(CUstreamCaptureMode m)
+{
+    CUstreamCaptureMode old = tls_capmode;
+    tls_capmode = m;
+    return old;
+}
+
+/* ------------------------------------------------------------------ graphs */
+CUresult graph_create(CUgraph *out)
+{
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraph_st *g = calloc(1, sizeof *g);
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    g->type = OBJ_GRAPH;
+    g->nl = nodelist_new();
+    reg_add(g, OBJ_GRAPH);
+    *out = g;
+    return CUDA_SUCCESS;
+}
+
+CUresult graph_destroy(CUgraph g)
+{
+    if (!reg_ok(g, OBJ_GRAPH)) return CUDA_ERROR_INVALID_VALUE;
+    reg_del(g);
+    nodelist_unref(g->nl);   /* free_args run once executables and pending launches are gone */
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+CUresult graph_instantiate(CUgraphExec *out, CUgraph g)
+{
+    if (!out || !reg_ok(g, OBJ_GRAPH)) return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraphExec_st *x = calloc(1, sizeof *x);
+    if (!x) return CUDA_ERROR_OUT_OF_MEMORY;
+    x->type = OBJ_GEXEC;
+    pthread_mutex_lock(&g_lock);
+    x->nl = g->nl;
+    g->nl->refs++;
+    pthread_mutex_unlock(&g_lock);
+    reg_add(x, OBJ_GEXEC);
+    *out = x;
+    return CUDA_SUCCESS;
+}
+
+CUresult graph_exec_destroy(CUgraphExec x)
+{
+    if (!reg_ok(x, OBJ_GEXEC)) return CUDA_ERROR_INVALID_VALUE;
+    reg_del(x);
+    nodelist_unref(x->nl);
+    free(x);
+    return CUDA_SUCCESS;
+}
+
+CUresult graph_launch(CUgraphExec x, struct CUstream_st *s)
+{
+    if (!reg_ok(x, OBJ_GEXEC)) return CUDA_ERROR_INVALID_VALUE;
+    struct unit u = { .kind = U_GRAPH, .nl = x->nl };
+    u.gens = calloc(x->nl->n + 1, sizeof *u.gens);
+    if (!u.gens) return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t seq = 0;
+    CUresult r = stream_submit(s, &u, &seq);
+    if (r != CUDA_SUCCESS || seq == 0) free(u.gens);   /* seq 0: flattened into a capture */
+    return r;
+}
+
+CUresult graph_nodes(CUgraph g, CUgraphNode *nodes, size_t *n)
+{
+    if (!n || !reg_ok(g, OBJ_GRAPH)) return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_lock);
+    size_t have = g->nl->n;
+    if (nodes) {
+        size_t k = *n < have ? *n : have;
+        for (size_t i = 0; i < k; i++) nodes[i] = g->nl->nodes[i];
+        for (size_t i = k; i < *n; i++) nodes[i] = NULL;
+        if (*n > have) *n = have;
+    } else {
+        *n = have;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+struct hostfn_arg { CUhostFn fn; void *arg; };
+static void hostfn_tramp(void *p) { struct hostfn_arg *h = p; h->fn(h->arg); }
+
+CUresult graph_add_host_node(CUgraphNode *out, CUgraph g, CUhostFn fn, void *arg)
+{
+    if (!out || !fn || !reg_ok(g, OBJ_GRAPH)) return CUDA_ERROR_INVALID_VALUE;
+    struct hostfn_arg *h = malloc(sizeof *h);
+    if (!h) return CUDA_ERROR_OUT_OF_MEMORY;
+    h->fn = fn;
+    h->arg = arg;
+    struct unit u = { .kind = U_FN, .fn = hostfn_tramp, .arg = h, .free_arg = free };
+    pthread_mutex_lock(&g_lock);
+    *out = nodelist_append(g->nl, &u);
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ kernels */
+struct kcall {
+    simkernel_fn fn;
+    unsigned grid[3], block[3];
+    void **params;
+    void *store;
+};
+
+static void kcall_run(void *p)
+{
+    struct kcall *k = p;
+    k->fn(k->params, k->grid, k->block);
+}
+
+static void kcall_free(void *p)
+{
+    struct kcall *k = p;
+    free(k->store);
+    free(k);
+}
+
+static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
+                       struct CUstream_st *s, void **params, void **extra)
+{
+    struct kcall *k = calloc(1, sizeof *k);
+    if (!k) return CUDA_ERROR_OUT_OF_MEMORY;
+    k->fn = f->fn;
+    memcpy(k->grid, grid, sizeof k->grid);
+    memcpy(k->block, block, sizeof k->block);
+
+    const void *buf = NULL;
+    size_t bufsize = 0;
+    if (extra) {
+        for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+            if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buf = extra[i + 1];
+            else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) bufsize = *(size_t *)extra[i + 1];
+            else { free(k); return CUDA_ERROR_INVALID_VALUE; }
+        }
+        if (!buf) { free(k); return CUDA_ERROR_INVALID_VALUE; }
+    }
+    if (f->argsizes) {
+        /* argument values are copied at launch, like the real driver does */
+        size_t n = 0, total = 0;
+        while (f->argsizes[n]) {
+            size_t a = f->argsizes[n] >= 8 ? 8 : f->argsizes[n];
+            total = align_up(total, a) + f->argsizes[n];
+            n++;
+        }
+        if (!params && !buf && n) { free(k); return CUDA_ERROR_INVALID_VALUE; }
+        k->store = calloc(1, n * sizeof(void *) + total + 8);
+        if (!k->store) { free(k); return CUDA_ERROR_OUT_OF_MEMORY; }
+        k->params = k->store;
+        char *data = (char *)k->store + n * sizeof(void *);
+        size_t off = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t a = f->argsizes[i] >= 8 ? 8 : f->argsizes[i];
+            off = align_up(off, a);
+            const void *src = params ? params[i] : (const char *)buf + off;
+            if (!params && off + f->argsizes[i] > bufsize) { kcall_free(k); return CUDA_ERROR_INVALID_VALUE; }
+            memcpy(data + off, src, f->argsizes[i]);
+            k->params[i] = data + off;
+            off += f->argsizes[i];
+        }
+    } else if (buf) {
+        k->store = malloc(sizeof(void *) + bufsize + 1);
+        if (!k->store) { free(k); return CUDA_ERROR_OUT_OF_MEMORY; }
+        k->params = k->store;
+        memcpy((char *)k->store + sizeof(void *), buf, bufsize);
+        k->params[0] = (char *)k->store + sizeof(void *);
+    } else {
+        k->params = params;   /* no argument sizes known: the caller's array is used as is */
+    }
+    struct unit u = { .kind = U_FN, .fn = kcall_run, .arg = k, .free_arg = kcall_free };
+    CUresult r = stream_submit(s, &u, NULL);
+    if (r != CUDA_SUCCESS) kcall_free(k);
+    return r;
+}

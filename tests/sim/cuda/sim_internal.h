@@ -1,0 +1,206 @@
+/* tests/sim/cuda/sim_internal.h: private structures of the simulated GPU (libcuda.so.1).
+ * Only the driver-side sources include this; everything declared here is hidden. */
+#ifndef COLLSCOPE_SIM_INTERNAL_H
+#define COLLSCOPE_SIM_INTERNAL_H
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "simcuda.h"
+
+#define SIM_HIDDEN __attribute__((visibility("hidden")))
+#define SIM_MAX_DEVICES 64
+
+enum sim_objtype {
+    OBJ_NONE = 0, OBJ_STREAM = 0x5354524d, OBJ_EVENT = 0x45564e54, OBJ_CTX = 0x43545854,
+    OBJ_MODULE = 0x4d4f444c, OBJ_FUNC = 0x46554e43, OBJ_GRAPH = 0x47525048,
+    OBJ_GEXEC = 0x47455845, OBJ_NODE = 0x4e4f4445
+};
+
+struct CUctx_st { uint32_t type; int device; int primary; };
+
+/* one unit of stream work; also the body of a graph node */
+enum unit_kind {
+    U_FN = 1,       /* fn(arg) */
+    U_REC,          /* event record: complete ev generation gen */
+    U_WAITEV,       /* block until ev generation gen completed */
+    U_WAITSTREAM,   /* block until stream ws completed seq wseq (legacy-stream sync) */
+    U_GRAPH,        /* replay an executable graph */
+    U_NOP           /* captured internal event record / dependency: nothing to do */
+};
+
+struct nodelist;
+
+struct unit {
+    int kind;
+    simcuda_fn fn;
+    void *arg;
+    simcuda_fn free_arg;
+    CUevent ev;
+    uint64_t gen;
+    struct CUstream_st *ws;
+    uint64_t wseq;
+    struct nodelist *nl;   /* U_GRAPH */
+    uint64_t *gens;        /* U_GRAPH: per-node generation of external records */
+    unsigned stall_us;     /* slow-GPU fault attached after this unit */
+    int external;          /* U_REC: CU_EVENT_RECORD_EXTERNAL; U_WAITEV: CU_EVENT_WAIT_EXTERNAL */
+};
+
+struct item {
+    struct item *next;
+    uint64_t seq;
+    struct unit u;
+};
+
+struct capture;
+
+struct CUstream_st {
+    uint32_t type;
+    int device;
+    unsigned flags;
+    int priority;
+    int kind;                      /* STREAM_USER, STREAM_LEGACY, STREAM_PTDS */
+    unsigned long long id;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    struct item *head, *tail;
+    struct item *running;
+    uint64_t enq_seq, done_seq;
+    int refs;
+    int destroyed;
+    int worker_started, worker_exited;
+    unsigned stall_pending_us;     /* worker-side slow-GPU state */
+    int stall_ev_allow;
+    /* under g_lock */
+    struct capture *cap;
+    struct CUgraphNode_st *cap_last;   /* last node this stream added to the capture */
+    struct CUstream_st *all_next, *all_prev;
+};
+
+enum { STREAM_USER = 0, STREAM_LEGACY = 1, STREAM_PTDS = 2 };
+
+struct CUevent_st {
+    uint32_t type;
+    unsigned flags;
+    int device;
+    int refs;                      /* under ev_mu */
+    int destroyed;
+    uint64_t rec_gen, done_gen;    /* under ev_mu */
+    uint64_t ts_ns;
+    uint64_t cap_id;               /* under g_lock; != 0: last recorded inside that capture */
+};
+
+struct CUgraphNode_st {
+    uint32_t type;
+    struct unit u;                 /* U_FN, U_REC (gen unused), U_WAITEV, U_NOP */
+};
+
+struct nodelist {
+    int refs;                      /* under g_lock */
+    size_t n, cap;
+    struct CUgraphNode_st **nodes;
+    size_t nchild, capchild;
+    struct nodelist **children;    /* nested graph launches captured: refs held */
+};
+
+struct CUgraph_st { uint32_t type; struct nodelist *nl; };
+struct CUgraphExec_st { uint32_t type; struct nodelist *nl; };
+
+struct capture {
+    uint64_t id;
+    int status;                    /* CU_STREAM_CAPTURE_STATUS_ACTIVE / _INVALIDATED */
+    int mode;                      /* CUstreamCaptureMode */
+    pthread_t owner;
+    struct CUstream_st *origin;
+    CUgraph graph;
+    struct capture *next;
+};
+
+typedef void (*simkernel_fn)(void **params, const unsigned grid[3], const unsigned block[3]);
+
+struct CUfunc_st {
+    uint32_t type;
+    simkernel_fn fn;
+    const size_t *argsizes;        /* optional collscope_simkernel_<name>_argsizes, 0-terminated */
+    struct CUmod_st *mod;
+    struct CUfunc_st *next;
+    char name[];
+};
+
+struct CUmod_st { uint32_t type; struct CUfunc_st *funcs; };
+
+struct sim_alloc {
+    uintptr_t base;
+    size_t size;
+    int kind;                      /* 1 device, 2 pinned host, 3 managed */
+    int device;
+    int owned;                     /* 0: cuMemHostRegister'ed range */
+    unsigned flags;
+    unsigned long long id;
+};
+
+/* ---- driver_core.c ---- */
+SIM_HIDDEN extern pthread_mutex_t g_lock;
+SIM_HIDDEN void sim_init(void);
+SIM_HIDDEN int sim_ndev(void);
+SIM_HIDDEN CUcontext sim_primary_ctx(int dev);
+SIM_HIDDEN CUcontext sim_ctx_current(void);
+SIM_HIDDEN void sim_ctx_set_current(CUcontext c);
+SIM_HIDDEN int sim_ctx_push(CUcontext c);
+SIM_HIDDEN CUcontext sim_ctx_pop(void);
+SIM_HIDDEN int sim_cur_dev(void);
+SIM_HIDDEN uint64_t sim_now_ns(void);
+
+SIM_HIDDEN void reg_add(void *p, uint32_t type);
+SIM_HIDDEN void reg_del(void *p);
+SIM_HIDDEN int reg_ok(const void *p, uint32_t type);
+
+/* streams: ptds = resolve NULL to the per-thread default stream */
+SIM_HIDDEN CUresult stream_resolve(CUstream in, int ptds, struct CUstream_st **out);
+SIM_HIDDEN CUresult stream_create(int dev, unsigned flags, int prio, struct CUstream_st **out);
+SIM_HIDDEN CUresult stream_destroy(CUstream s);
+SIM_HIDDEN CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out);
+SIM_HIDDEN CUresult stream_sync(struct CUstream_st *s);
+SIM_HIDDEN CUresult stream_query(struct CUstream_st *s);
+SIM_HIDDEN CUresult device_sync(int dev);
+SIM_HIDDEN void stream_wait_seq(struct CUstream_st *s, uint64_t seq);
+SIM_HIDDEN void stream_stall_after(struct CUstream_st *s, unsigned us);
+
+/* events */
+SIM_HIDDEN CUresult event_create(unsigned flags, struct CUevent_st **out);
+SIM_HIDDEN CUresult event_destroy(CUevent e);
+SIM_HIDDEN CUresult event_record(CUevent e, struct CUstream_st *s, unsigned flags);
+SIM_HIDDEN CUresult event_query(CUevent e);
+SIM_HIDDEN CUresult event_sync(CUevent e);
+SIM_HIDDEN CUresult event_elapsed(float *ms, CUevent a, CUevent b);
+SIM_HIDDEN CUresult stream_wait_event(struct CUstream_st *s, CUevent e, unsigned flags);
+
+/* capture and graphs */
+SIM_HIDDEN CUresult capture_begin(struct CUstream_st *s, int mode);
+SIM_HIDDEN CUresult capture_end(struct CUstream_st *s, CUgraph *g);
+SIM_HIDDEN CUresult capture_info(struct CUstream_st *s, CUstreamCaptureStatus *st, cuuint64_t *id,
+                                 CUgraph *g, const CUgraphNode **deps, size_t *ndeps);
+SIM_HIDDEN CUresult capture_unsafe_call(void);
+SIM_HIDDEN CUstreamCaptureMode capture_exchange_mode(CUstreamCaptureMode m);
+SIM_HIDDEN CUresult graph_create(CUgraph *g);
+SIM_HIDDEN CUresult graph_destroy(CUgraph g);
+SIM_HIDDEN CUresult graph_instantiate(CUgraphExec *e, CUgraph g);
+SIM_HIDDEN CUresult graph_exec_destroy(CUgraphExec e);
+SIM_HIDDEN CUresult graph_launch(CUgraphExec e, struct CUstream_st *s);
+SIM_HIDDEN CUresult graph_nodes(CUgraph g, CUgraphNode *nodes, size_t *n);
+SIM_HIDDEN CUresult graph_add_host_node(CUgraphNode *out, CUgraph g, CUhostFn fn, void *arg);
+
+/* memory */
+SIM_HIDDEN int alloc_find(const void *p, struct sim_alloc *out);
+SIM_HIDDEN void alloc_add(void *p, size_t size, int kind, int dev, int owned, unsigned flags);
+SIM_HIDDEN int alloc_remove(void *p, int kind_mask, struct sim_alloc *out);
+SIM_HIDDEN size_t alloc_used(int dev);
+SIM_HIDDEN void alloc_free_device(int dev);
+
+/* kernels */
+SIM_HIDDEN CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
+                                  struct CUstream_st *s, void **params, void **extra);
+
+SIM_HIDDEN const char *sim_cu_error_name(CUresult r);
+SIM_HIDDEN const char *sim_cu_error_string(CUresult r);
+
+#endif

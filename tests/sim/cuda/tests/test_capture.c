@@ -1,0 +1,263 @@
+/* Stream capture and graph replay. Expected codes were measured on CUDA 13.0 / H200. */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "simcuda.h"
+#include "simtest.h"
+
+CUresult cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                   const CUgraphNode **deps, size_t *n);
+
+static int g_log[64], g_n;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static void log_fn(void *p)
+{
+    pthread_mutex_lock(&g_mu);
+    g_log[g_n++] = (int)(intptr_t)p;
+    pthread_mutex_unlock(&g_mu);
+}
+static int g_freed;
+static void free_fn(void *p) { (void)p; g_freed++; }
+static void sleep10(void *p) { (void)p; sleep_ms(10); }
+
+static void test_capture_state(void)
+{
+    cudaStream_t s;
+    enum cudaStreamCaptureStatus st;
+    unsigned long long id = 99;
+    cudaGraph_t g = NULL;
+    const cudaGraphNode_t *deps = NULL;
+    size_t nd = 99;
+    REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+    CHECK_EQ(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusNone);
+    CHECK_EQ(cudaStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, NULL), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusNone);
+    CHECK_EQ(simcuda_stream_capturing((CUstream)s), 0);
+
+    CHECK_EQ(cudaStreamBeginCapture(NULL, cudaStreamCaptureModeGlobal), cudaErrorStreamCaptureUnsupported);
+    CHECK_EQ(cudaGetLastError(), cudaErrorStreamCaptureUnsupported);
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaErrorIllegalState);
+    CHECK_EQ(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusActive);
+    CHECK_EQ(simcuda_stream_capturing((CUstream)s), 1);
+    CHECK_EQ(cudaStreamGetCaptureInfo(s, &st, &id, &g, &deps, NULL, &nd), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusActive);
+    CHECK(id != 0);
+    CHECK(g != NULL);
+    CHECK_EQ(nd, 0);
+
+    /* driver forms report the same */
+    CUstreamCaptureStatus cst;
+    cuuint64_t cid = 0;
+    CHECK_EQ(cuStreamIsCapturing((CUstream)s, &cst), CUDA_SUCCESS);
+    CHECK_EQ(cst, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CHECK_EQ(cuStreamGetCaptureInfo((CUstream)s, &cst, &cid, NULL, NULL, NULL, NULL), CUDA_SUCCESS);   /* _v3 */
+    CHECK_EQ(cid, id);
+    CHECK_EQ(cuStreamGetCaptureInfo_v2((CUstream)s, &cst, &cid, NULL, NULL, NULL), CUDA_SUCCESS);
+    CHECK_EQ(cst, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+
+    CHECK_EQ(cudaLaunchHostFunc(s, log_fn, (void *)1), cudaSuccess);
+    CHECK_EQ(cudaStreamGetCaptureInfo(s, &st, &id, &g, &deps, NULL, &nd), cudaSuccess);
+    CHECK_EQ(nd, 1);
+    CHECK(deps != NULL && deps[0] != NULL);
+    CHECK_EQ(cudaStreamQuery(s), cudaErrorStreamCaptureUnsupported);   /* and invalidates */
+    CHECK_EQ(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusInvalidated);
+    CHECK_EQ(cudaLaunchHostFunc(s, log_fn, (void *)2), cudaErrorStreamCaptureInvalidated);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+    CHECK(g == NULL);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaErrorIllegalState);
+    CHECK_EQ(cudaStreamIsCapturing(s, &st), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusNone);
+    CHECK_EQ(g_n, 0);   /* captured work never ran */
+
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    CHECK_EQ(cudaStreamSynchronize(s), cudaErrorStreamCaptureUnsupported);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+    cudaGetLastError();
+    cudaStreamDestroy(s);
+}
+
+static void test_graph_replay(void)
+{
+    cudaStream_t s, s2;
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    cudaEvent_t e1, e2;
+    enum cudaStreamCaptureStatus st;
+    REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+    REQUIRE(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) == cudaSuccess);
+    cudaEventCreate(&e1);
+    cudaEventCreate(&e2);
+    g_n = 0;
+    g_freed = 0;
+
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    CHECK_EQ(cudaLaunchHostFunc(s, log_fn, (void *)1), cudaSuccess);
+    CHECK_EQ(simcuda_enqueue((CUstream)s, log_fn, (void *)2, free_fn), CUDA_SUCCESS);
+    CHECK_EQ(cudaEventRecord(e1, s), cudaSuccess);                      /* a node */
+    CHECK_EQ(cudaEventQuery(e1), cudaErrorCapturedEvent);               /* invalidates... */
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+    CHECK_EQ(cudaEventQuery(e1), cudaErrorInvalidValue);                /* stale captured event */
+    CHECK_EQ(g_freed, 1);                                               /* graph dropped: free_arg ran */
+    cudaEventRecord(e1, s);                                             /* a real record resets it */
+    CHECK_EQ(cudaEventSynchronize(e1), cudaSuccess);
+    cudaGetLastError();
+
+    /* a clean capture: fork into s2 via an event, join back, replay twice */
+    g_freed = 0;
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    CHECK_EQ(cudaLaunchHostFunc(s, log_fn, (void *)1), cudaSuccess);
+    CHECK_EQ(simcuda_enqueue((CUstream)s, log_fn, (void *)2, free_fn), CUDA_SUCCESS);
+    CHECK_EQ(cudaEventRecord(e1, s), cudaSuccess);
+    CHECK_EQ(cudaStreamWaitEvent(s2, e1, 0), cudaSuccess);              /* s2 joins the capture */
+    CHECK_EQ(cudaStreamIsCapturing(s2, &st), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusActive);
+    CHECK_EQ(simcuda_stream_capturing((CUstream)s2), 1);
+    CHECK_EQ(cudaLaunchHostFunc(s2, log_fn, (void *)3), cudaSuccess);
+    CHECK_EQ(cudaEventRecord(e2, s2), cudaSuccess);
+    CHECK_EQ(cudaStreamWaitEvent(s, e2, 0), cudaSuccess);               /* join */
+    CHECK_EQ(cudaLaunchHostFunc(s, sleep10, NULL), cudaSuccess);
+    CHECK_EQ(cudaLaunchHostFunc(s, log_fn, (void *)4), cudaSuccess);
+    CHECK_EQ(cudaStreamEndCapture(s2, &g), cudaErrorStreamCaptureUnmatched);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+    CHECK(g != NULL);
+    CHECK_EQ(cudaStreamIsCapturing(s2, &st), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusNone);
+    sleep_ms(20);
+    CHECK_EQ(g_n, 0);
+    size_t nn = 0;
+    CHECK_EQ(cudaGraphGetNodes(g, NULL, &nn), cudaSuccess);
+    CHECK(nn >= 5);
+
+    CHECK_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+    CHECK_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+    CHECK_EQ(cudaStreamQuery(s), cudaErrorNotReady);                    /* asynchronous */
+    CHECK_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+    CHECK_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    CHECK_EQ(g_n, 8);
+    static const int want[8] = { 1, 2, 3, 4, 1, 2, 3, 4 };
+    for (int i = 0; i < 8; i++) CHECK_EQ(g_log[i], want[i]);
+    CHECK_EQ(cudaEventQuery(e1), cudaErrorInvalidValue);   /* captured (internal) records stay captured */
+
+    /* destroying the graph keeps the executable working; free_arg runs once both are gone */
+    CHECK_EQ(cudaGraphDestroy(g), cudaSuccess);
+    CHECK_EQ(g_freed, 0);
+    CHECK_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+    CHECK_EQ(cudaGraphExecDestroy(x), cudaSuccess);   /* launch still pending: fine */
+    CHECK_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    CHECK_EQ(g_n, 12);
+    CHECK_EQ(g_freed, 1);
+    CHECK_EQ(cudaGraphLaunch(x, s), cudaErrorInvalidValue);
+    cudaGetLastError();
+    cudaEventDestroy(e1);
+    cudaEventDestroy(e2);
+    cudaStreamDestroy(s);
+    cudaStreamDestroy(s2);
+}
+
+static void test_external_events(void)
+{
+    cudaStream_t s, other;
+    cudaEvent_t ex, a, b, outside;
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    float ms = 0;
+    REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+    REQUIRE(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking) == cudaSuccess);
+    cudaEventCreate(&ex);
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaEventCreate(&outside);
+
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    CHECK_EQ(cudaEventRecordWithFlags(a, s, cudaEventRecordExternal), cudaSuccess);
+    CHECK_EQ(cudaLaunchHostFunc(s, sleep10, NULL), cudaSuccess);
+    CHECK_EQ(cudaEventRecordWithFlags(b, s, cudaEventRecordExternal), cudaSuccess);
+    CHECK_EQ(cudaEventQuery(a), cudaSuccess);   /* external records leave the event's own state alone */
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+    CHECK_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+    CHECK_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+    CHECK_EQ(cudaEventQuery(b), cudaErrorNotReady);
+    CHECK_EQ(cudaEventSynchronize(b), cudaSuccess);
+    CHECK_EQ(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
+    CHECK(ms >= 10.0f && ms < 60.0f);
+    cudaGraphExecDestroy(x);
+    cudaGraphDestroy(g);
+
+    /* waiting on an event from outside the capture: isolation error unless external */
+    cudaEventRecord(outside, other);
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    CHECK_EQ(cudaStreamWaitEvent(s, outside, 0), cudaErrorStreamCaptureIsolation);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    CHECK_EQ(cudaStreamWaitEvent(s, outside, cudaEventWaitExternal), cudaSuccess);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cudaGraphDestroy(g);
+
+    /* unsafe calls during a global-mode capture */
+    void *p = NULL;
+    int v = 0;
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    CHECK_EQ(cudaMalloc(&p, 64), cudaErrorStreamCaptureUnsupported);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+    REQUIRE(cudaMalloc(&p, 64) == cudaSuccess);
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    CHECK_EQ(cudaMemcpy(p, &v, 4, cudaMemcpyHostToDevice), cudaErrorStreamCaptureImplicit);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
+    /* relaxed mode allows them */
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), cudaSuccess);
+    void *q = NULL;
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    CHECK_EQ(cudaThreadExchangeStreamCaptureMode(&m), cudaSuccess);
+    CHECK_EQ(m, cudaStreamCaptureModeGlobal);
+    CHECK_EQ(cudaMalloc(&q, 64), cudaSuccess);
+    CHECK_EQ(cudaThreadExchangeStreamCaptureMode(&m), cudaSuccess);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+    cudaGraphDestroy(g);
+    cudaFree(q);
+    cudaFree(p);
+    cudaGetLastError();
+
+    /* a graph launched into a capturing stream is inlined into the new graph */
+    g_n = 0;
+    cudaGraph_t inner, outer;
+    cudaGraphExec_t xi, xo;
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    cudaLaunchHostFunc(s, log_fn, (void *)7);
+    CHECK_EQ(cudaStreamEndCapture(s, &inner), cudaSuccess);
+    CHECK_EQ(cudaGraphInstantiate(&xi, inner, 0), cudaSuccess);
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+    CHECK_EQ(cudaGraphLaunch(xi, s), cudaSuccess);
+    cudaLaunchHostFunc(s, log_fn, (void *)8);
+    CHECK_EQ(cudaStreamEndCapture(s, &outer), cudaSuccess);
+    cudaGraphExecDestroy(xi);
+    cudaGraphDestroy(inner);
+    CHECK_EQ(cudaGraphInstantiate(&xo, outer, 0), cudaSuccess);
+    CHECK_EQ(cudaGraphLaunch(xo, s), cudaSuccess);
+    CHECK_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    CHECK_EQ(g_n, 2);
+    CHECK_EQ(g_log[0], 7);
+    CHECK_EQ(g_log[1], 8);
+    cudaGraphExecDestroy(xo);
+    cudaGraphDestroy(outer);
+
+    cudaEventDestroy(ex);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaEventDestroy(outside);
+    cudaStreamDestroy(s);
+    cudaStreamDestroy(other);
+}
+
+int main(void)
+{
+    RUN(test_capture_state);
+    RUN(test_graph_replay);
+    RUN(test_external_events);
+    return simtest_done("simcuda_capture");
+}

@@ -1,0 +1,399 @@
+/* tests/sim/nccl/coll.c: collective and P2P entry points (argument checks like NCCL's
+ * ncclEnqueueCheck/ArgsCheck, fault matching), groups (per-thread depth, deferred init
+ * and split jobs, fused launch per communicator), ncclGroupSimulateEnd, and the stream
+ * work items. */
+#include "simnccl.h"
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- group state */
+struct pend { struct ncclComm *c; struct sn_op op; };
+static __thread int g_depth;
+static __thread ncclResult_t g_err;
+static __thread struct pend *g_ops;
+static __thread int g_nops, g_cap;
+static __thread struct sn_job *g_jobs, *g_jobs_tail;
+
+int sn_group_depth(void) { return g_depth; }
+void sn_group_error(ncclResult_t r) { if (g_depth > 0 && g_err == ncclSuccess) g_err = r; }
+int sn_group_add_job(struct sn_job *j) {
+  if (g_depth == 0) return 0;
+  j->next = NULL;
+  if (g_jobs_tail) g_jobs_tail->next = j; else g_jobs = j;
+  g_jobs_tail = j;
+  return 1;
+}
+
+/* ---------------------------------------------------------------- work items */
+struct work {
+  struct ncclComm *c;
+  struct sn_op *ops;
+  int nops, captured;
+  uint32_t ticket;
+  _Atomic int refs;
+  _Atomic uint32_t finished;
+};
+static void work_unref(void *arg) {
+  struct work *w = arg;
+  if (atomic_fetch_sub(&w->refs, 1) == 1) { free(w->ops); free(w); }
+}
+static void work_run(void *arg) {
+  struct work *w = arg;
+  struct ncclComm *c = w->c;
+  if (!w->captured) {   /* all fused items of one comm run in launch order, whatever the stream */
+    for (;;) {
+      uint32_t d = atomic_load(&c->done);
+      if (d == w->ticket) break;
+      sn_wait(&c->done, d);
+    }
+  }
+  sn_exec_ops(c, w->ops, w->nops);
+  if (!w->captured) { atomic_fetch_add(&c->done, 1); sn_wake(&c->done); }
+  atomic_store(&w->finished, 1);
+  sn_wake(&w->finished);
+}
+/* other streams used by the same group wait for the fused item (NCCL joins them) */
+static void work_join(void *arg) {
+  struct work *w = arg;
+  while (!atomic_load(&w->finished)) sn_wait(&w->finished, 0);
+}
+
+static int slow_us(struct ncclComm *c) {
+  unsigned us = 0;
+  for (int i = 0; i < sn_nfaults; i++)
+    if (sn_faults[i].kind == SN_F_SLOW && sn_faults[i].rank == c->fault_rank) us += sn_faults[i].us;
+  return (int)us;
+}
+
+static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops) {
+  struct work *w = calloc(1, sizeof *w);
+  if (!w) { free(ops); return ncclSystemError; }
+  w->c = c; w->ops = ops; w->nops = nops;
+  w->captured = simcuda_stream_capturing((CUstream)ops[0].stream) != 0;
+  atomic_store(&w->refs, 1);
+  pthread_mutex_lock(&c->lock);
+  if (!w->captured) w->ticket = c->issued++;
+  CUresult cr = simcuda_enqueue((CUstream)ops[0].stream, work_run, w, work_unref);
+  if (cr != CUDA_SUCCESS) {
+    if (!w->captured) c->issued--;
+    pthread_mutex_unlock(&c->lock);
+    free(ops); free(w);
+    sn_warn(c->dev, "Cuda failure %d enqueuing NCCL work", (int)cr);
+    return ncclUnhandledCudaError;
+  }
+  pthread_mutex_unlock(&c->lock);
+  for (int i = 1; i < nops; i++) {
+    int seen = 0;
+    for (int j = 0; j < i; j++) if (ops[j].stream == ops[i].stream) seen = 1;
+    if (seen || w->captured) continue;
+    atomic_fetch_add(&w->refs, 1);
+    if (simcuda_enqueue((CUstream)ops[i].stream, work_join, w, work_unref) != CUDA_SUCCESS) work_unref(w);
+  }
+  int us = slow_us(c);
+  if (us > 0) simcuda_stream_stall_after((CUstream)ops[0].stream, (unsigned)us);
+  return ncclSuccess;
+}
+
+/* launch a list of (comm, op): one fused item per comm, ops in call order */
+static ncclResult_t launch_all(struct pend *list, int n) {
+  ncclResult_t ret = ncclSuccess;
+  char *taken = calloc((size_t)n + 1, 1);
+  if (!taken) return ncclSystemError;
+  for (int i = 0; i < n; i++) {
+    if (taken[i]) continue;
+    struct ncclComm *c = list[i].c;
+    int cnt = 0;
+    for (int j = i; j < n; j++) if (list[j].c == c) cnt++;
+    struct sn_op *ops = malloc((size_t)cnt * sizeof *ops);
+    if (!ops) { ret = ncclSystemError; break; }
+    int k = 0;
+    for (int j = i; j < n; j++) if (list[j].c == c) { ops[k++] = list[j].op; taken[j] = 1; }
+    ncclResult_t r = launch_comm(c, ops, cnt);
+    if (r && !ret) ret = r;
+  }
+  free(taken);
+  return ret;
+}
+
+ncclResult_t sn_submit(struct ncclComm *c, struct sn_op *op) {
+  if (g_depth > 0) {
+    if (g_nops == g_cap) {
+      int nc = g_cap ? g_cap * 2 : 16;
+      struct pend *n = realloc(g_ops, (size_t)nc * sizeof *n);
+      if (!n) return ncclSystemError;
+      g_ops = n; g_cap = nc;
+    }
+    g_ops[g_nops].c = c;
+    g_ops[g_nops].op = *op;
+    g_nops++;
+    return ncclSuccess;
+  }
+  struct pend p = {c, *op};
+  return launch_all(&p, 1);
+}
+
+/* ---------------------------------------------------------------- groups */
+ncclResult_t sn_group_start_internal(void) { g_depth++; return ncclSuccess; }
+
+static void drop_group(void) {
+  g_nops = 0;
+  for (struct sn_job *j = g_jobs, *nx; j; j = nx) { nx = j->next; if (j->done) j->done(j); }
+  g_jobs = g_jobs_tail = NULL;
+  g_err = ncclSuccess;
+}
+
+static ncclResult_t run_jobs(void) {
+  ncclResult_t ret = ncclSuccess;
+  struct sn_job *jobs = g_jobs;
+  g_jobs = g_jobs_tail = NULL;
+  int njobs = 0;
+  for (struct sn_job *j = jobs; j; j = j->next) njobs++;
+  if (njobs == 1 && !jobs->nonblocking) {   /* nothing to overlap with: run it here */
+    ret = jobs->fn(jobs);
+    if (jobs->done) jobs->done(jobs);
+    return ret;
+  }
+  for (struct sn_job *j = jobs; j; j = j->next) {
+    if (pthread_create(&j->th, NULL, sn_job_thread, j) != 0) { j->res = ncclSystemError; j->th = 0; }
+  }
+  for (struct sn_job *j = jobs, *nx; j; j = nx) {
+    nx = j->next;
+    if (j->nonblocking && j->comm && j->th) {   /* joined later by ensure_ready / destroy */
+      pthread_mutex_lock(&j->comm->lock);
+      j->comm->init_thread = j->th;
+      j->comm->init_thread_live = 1;
+      j->comm->init_job = j;
+      pthread_mutex_unlock(&j->comm->lock);
+      if (ret == ncclSuccess) ret = ncclInProgress;
+      continue;
+    }
+    if (j->th) pthread_join(j->th, NULL);
+    if (j->res != ncclSuccess && (ret == ncclSuccess || ret == ncclInProgress)) ret = j->res;
+    if (j->done) j->done(j);
+  }
+  return ret;
+}
+
+static ncclResult_t group_end(ncclSimInfo_t *sim) {
+  if (g_depth == 0) {
+    sn_warn(-1, "ncclGroupEnd: not in a group call.");
+    return ncclInvalidUsage;
+  }
+  if (--g_depth > 0) return ncclSuccess;
+  ncclResult_t ret = g_err;
+  if (ret != ncclSuccess) { drop_group(); return ret; }
+  if (sim) {
+    ncclSimInfo_t in = NCCL_SIM_INFO_INITIALIZER;
+    size_t real;
+    memcpy(&real, sim, sizeof real);
+    if (real > sizeof in) real = sizeof in;
+    in.magic = 0;
+    memcpy(&in, sim, real);
+    if (in.magic != 0x74685283) {
+      sn_warn(-1, "ncclSimInfo_t argument not initialized via NCCL_SIM_INFO_INITIALIZER");
+      drop_group();
+      return ncclInvalidArgument;
+    }
+    /* model: per op 10 us + 5 us per ring step + bytes moved at 20 GB/s */
+    double us = 0;
+    for (int i = 0; i < g_nops; i++) {
+      struct sn_op *op = &g_ops[i].op;
+      int n = g_ops[i].c->nranks;
+      double bytes = (double)op->count * (double)sn_type_size(op->dtype), steps = n - 1, factor = 1;
+      switch (op->coll) {
+      case SN_ALLREDUCE: steps = 2.0 * (n - 1); factor = n > 1 ? 2.0 * (n - 1) / n : 0; break;
+      case SN_ALLGATHER: case SN_ALLTOALL: case SN_GATHER: case SN_SCATTER: factor = n - 1; break;
+      case SN_REDUCESCATTER: factor = n - 1; break;
+      case SN_SEND: case SN_RECV: steps = 1; break;
+      default: break;
+      }
+      us += 10.0 + 5.0 * steps + bytes * factor / 20000.0;
+    }
+    float est = (float)us;
+    if (real >= offsetof(ncclSimInfo_t, estimatedTime) + sizeof(float)) sim->estimatedTime = est;
+    drop_group();
+    return ncclSuccess;
+  }
+  if (g_jobs) {
+    ret = run_jobs();
+    if (ret != ncclSuccess && ret != ncclInProgress) { drop_group(); return ret; }
+  }
+  ncclResult_t r2 = ncclSuccess;
+  if (g_nops) {
+    /* a nonblocking comm still initialising must be ready before its ops launch */
+    for (int i = 0; i < g_nops; i++) (void)sn_comm_ensure_ready(g_ops[i].c);
+    r2 = launch_all(g_ops, g_nops);
+  }
+  g_nops = 0;
+  g_err = ncclSuccess;
+  return r2 != ncclSuccess ? r2 : ret;
+}
+ncclResult_t sn_group_end_internal(void) { return group_end(NULL); }
+
+SN_API ncclResult_t pncclGroupStart(void) { return sn_group_start_internal(); }
+SN_ALIAS(ncclGroupStart)
+SN_API ncclResult_t pncclGroupEnd(void) { return group_end(NULL); }
+SN_ALIAS(ncclGroupEnd)
+SN_API ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
+  return group_end(simInfo);   /* NULL: like NCCL, a plain ncclGroupEnd */
+}
+SN_ALIAS(ncclGroupSimulateEnd)
+
+/* ---------------------------------------------------------------- enqueue check */
+static const char *opnames[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
+
+static ncclResult_t enqueue(int coll, const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t dt,
+                            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  const char *name = opnames[coll];
+  ncclResult_t r = sn_comm_check(comm, name);
+  if (r) { sn_group_error(r); return r; }
+  if (comm->revoked) {
+    sn_warn(comm->dev, "%s: communicator was revoked", name);
+    sn_group_error(ncclInvalidUsage);
+    return ncclInvalidUsage;
+  }
+  if ((r = sn_comm_ensure_ready(comm))) goto fail;
+  if (root < 0 || root >= comm->nranks) {
+    sn_warn(comm->dev, "%s : invalid root %d (root should be in the 0..%d range)", name, root, comm->nranks);
+    r = ncclInvalidArgument; goto fail;
+  }
+  if ((int)dt < 0 || (int)dt >= ncclNumTypes) {
+    sn_warn(comm->dev, "%s : invalid type %d", name, (int)dt);
+    r = ncclInvalidArgument; goto fail;
+  }
+  if ((int)op < 0) {
+    sn_warn(comm->dev, "%s : invalid reduction operation %d", name, (int)op);
+    r = ncclInvalidArgument; goto fail;
+  }
+  struct sn_op o;
+  memset(&o, 0, sizeof o);
+  o.coll = coll; o.sendbuff = sendbuff; o.recvbuff = recvbuff; o.count = count; o.dtype = (int)dt;
+  o.root = root; o.stream = stream;
+  pthread_mutex_lock(&comm->lock);
+  if ((int)op >= (int)ncclNumOps) {
+    int ix = (int)op - (int)ncclNumOps;
+    if (ix >= comm->nuserops || !comm->userops[ix].used) {
+      pthread_mutex_unlock(&comm->lock);
+      sn_warn(comm->dev, "%s : reduction operation %d unknown to this communicator", name, (int)op);
+      r = ncclInvalidArgument; goto fail;
+    }
+    struct sn_userop *u = &comm->userops[ix];
+    o.redop = SN_PREMULSUM;
+    if (u->is_ptr) { o.scalar_ptr = u->ptr; o.scalar_dtype = u->dtype; }
+    else sn_convert_scalar(u->dtype, u->scalar, (int)dt, o.scalar);
+  } else {
+    switch (op) {
+    case ncclSum: o.redop = SN_SUM; break;
+    case ncclProd: o.redop = SN_PROD; break;
+    case ncclMax: o.redop = SN_MAX; break;
+    case ncclMin: o.redop = SN_MIN; break;
+    default:   /* ncclAvg */
+      if (sn_is_float((int)dt)) { o.redop = SN_PREMULSUM; sn_avg_scalar((int)dt, comm->nranks, o.scalar); }
+      else o.redop = SN_SUMPOSTDIV;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&comm->lock);
+  /* NCCL checks pointers only with NCCL_CHECK_POINTERS=1; a NULL buffer would fault on a
+   * GPU, here it would crash the stream worker, so NULL with count > 0 is rejected always */
+  if (count > 0) {
+    int need_send = 1, need_recv = 1;
+    if (coll == SN_BROADCAST || coll == SN_SCATTER) need_send = comm->rank == root;
+    if (coll == SN_REDUCE || coll == SN_GATHER) need_recv = comm->rank == root;
+    if (coll == SN_SEND) need_recv = 0;
+    if (coll == SN_RECV) need_send = 0;
+    if ((need_send && !sendbuff) || (need_recv && !recvbuff)) {
+      sn_warn(comm->dev, "%s : %s argument is NULL", name, need_send && !sendbuff ? "sendbuff" : "recvbuff");
+      r = ncclInvalidArgument; goto fail;
+    }
+  }
+  /* fault matching: seq counts this rank's collective + P2P calls on this comm */
+  sn_faults_init();
+  pthread_mutex_lock(&comm->lock);
+  o.seq = comm->seq++;
+  pthread_mutex_unlock(&comm->lock);
+  for (int i = 0; i < sn_nfaults; i++) {
+    struct sn_fault *f = &sn_faults[i];
+    if (f->kind == SN_F_SLOW || f->kind == SN_F_LINK) continue;
+    if (f->rank != comm->fault_rank || (unsigned long long)f->seq != o.seq || f->comm != comm->index) continue;
+    if (f->kind == SN_F_FAIL) {
+      sn_warn(comm->dev, "%s : injected failure %d (COLLSCOPE_SIM_FAULTS)", name, f->code);
+      return (ncclResult_t)f->code;
+    }
+    if (f->kind == SN_F_HANG) o.hang = 1;
+    if (f->kind == SN_F_FLIP) {
+      o.flip_elem = f->elem; o.flip_bit = f->bit;
+      if (f->at_hop) o.flip_hop = 1; else o.flip_out = 1;
+    }
+  }
+  if (count == 0 && !o.hang) return ncclSuccess;   /* NCCL: zero-count ops are no-ops */
+  r = sn_submit(comm, &o);
+  if (r) goto fail;
+  return ncclSuccess;
+fail:
+  sn_group_error(r);
+  if (!comm->blocking) { int z = ncclSuccess; atomic_compare_exchange_strong(&comm->async_err, &z, r); }
+  return r;
+}
+
+SN_API ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(SN_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream);
+}
+SN_ALIAS(ncclAllReduce)
+
+SN_API ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                   int root, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(SN_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
+}
+SN_ALIAS(ncclBroadcast)
+
+SN_API ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(SN_REDUCE, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+}
+SN_ALIAS(ncclReduce)
+
+SN_API ncclResult_t pncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                   ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(SN_ALLGATHER, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0, comm, stream);
+}
+SN_ALIAS(ncclAllGather)
+
+SN_API ncclResult_t pncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
+                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                       cudaStream_t stream) {
+  return enqueue(SN_REDUCESCATTER, sendbuff, recvbuff, recvcount, datatype, op, 0, comm, stream);
+}
+SN_ALIAS(ncclReduceScatter)
+
+SN_API ncclResult_t pncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(SN_ALLTOALL, sendbuff, recvbuff, count, datatype, ncclSum, 0, comm, stream);
+}
+SN_ALIAS(ncclAlltoAll)
+
+SN_API ncclResult_t pncclGather(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                int root, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(SN_GATHER, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
+}
+SN_ALIAS(ncclGather)
+
+SN_API ncclResult_t pncclScatter(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
+                                 int root, ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(SN_SCATTER, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream);
+}
+SN_ALIAS(ncclScatter)
+
+SN_API ncclResult_t pncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                              ncclComm_t comm, cudaStream_t stream) {
+  return enqueue(SN_SEND, sendbuff, NULL, count, datatype, ncclSum, peer, comm, stream);
+}
+SN_ALIAS(ncclSend)
+
+SN_API ncclResult_t pncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                              cudaStream_t stream) {
+  return enqueue(SN_RECV, NULL, recvbuff, count, datatype, ncclSum, peer, comm, stream);
+}
+SN_ALIAS(ncclRecv)

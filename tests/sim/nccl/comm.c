@@ -1,0 +1,727 @@
+/* tests/sim/nccl/comm.c: communicator lifetime (unique id, init, split, shrink,
+ * finalize, destroy, abort, revoke), the shm segment with its futexes, queries,
+ * registration stubs, user reduction operators, version and error strings. */
+#include "simnccl.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- futexes
+ * FUTEX_WAIT / FUTEX_WAKE without FUTEX_PRIVATE_FLAG: the words live in shared memory
+ * mapped by several processes. */
+void sn_wait(_Atomic uint32_t *w, uint32_t val) {
+  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, NULL, NULL, 0);
+}
+void sn_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0); }
+static void bump(_Atomic uint32_t *w) { atomic_fetch_add(w, 1); sn_wake(w); }
+
+_Atomic uint32_t *sn_doorbell(struct ncclComm *c, int rank) { return &c->shm->doorbell[rank][0]; }
+void sn_ring_bell(struct ncclComm *c, int rank) { bump(sn_doorbell(c, rank)); }
+struct sn_chan_ctrl *sn_chan(struct ncclComm *c, int src, int dst) {
+  size_t h = (sizeof(struct sn_shm) + 4095) & ~(size_t)4095;
+  return (struct sn_chan_ctrl *)((char *)c->shm + h + ((size_t)src * (size_t)c->nranks + (size_t)dst) * sn_chan_bytes());
+}
+struct sn_slot_hdr *sn_slot(struct sn_chan_ctrl *ch, uint32_t i) {
+  return (struct sn_slot_hdr *)((char *)(ch + 1) + (size_t)(i % SN_SLOTS) * (sizeof(struct sn_slot_hdr) + SN_SLOT_BYTES));
+}
+
+/* ---------------------------------------------------------------- checks */
+#define COMM_MAGIC 0x636f6d6d73696d32ull
+int sn_comm_ok(struct ncclComm *c) { return c && c->start_magic == COMM_MAGIC && c->end_magic == COMM_MAGIC; }
+ncclResult_t sn_comm_check(struct ncclComm *c, const char *opname) {
+  if (!c) { sn_warn(-1, "%s : comm argument is NULL", opname); return ncclInvalidArgument; }
+  if (!sn_comm_ok(c)) { sn_warn(-1, "Error: corrupted comm object detected"); return ncclInvalidArgument; }
+  return ncclSuccess;
+}
+static ncclResult_t ptr_check(const void *p, const char *opname, const char *name) {
+  if (!p) { sn_warn(-1, "%s : %s argument is NULL", opname, name); return ncclInvalidArgument; }
+  return ncclSuccess;
+}
+
+/* ---------------------------------------------------------------- version, errors */
+SN_API ncclResult_t pncclGetVersion(int *version) {
+  if (!version) return ncclInvalidArgument;
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+SN_ALIAS(ncclGetVersion)
+
+SN_API const char *pncclGetErrorString(ncclResult_t code) {
+  switch (code) {
+  case ncclSuccess: return "no error";
+  case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+  case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+  case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
+  case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+  case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+  case ncclRemoteError: return "remote process exited or there was a network error";
+  case ncclInProgress: return "NCCL operation in progress";
+  default: return "unknown result code";
+  }
+}
+SN_ALIAS(ncclGetErrorString)
+
+/* ---------------------------------------------------------------- unique id */
+static void random_bytes(void *p, size_t n) {
+  if (getrandom(p, n, 0) == (ssize_t)n) return;
+  unsigned char *b = p;
+  uint64_t x = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)p;
+  for (size_t i = 0; i < n; i++) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; b[i] = (unsigned char)x; }
+}
+static void id_fill(struct sn_id *id, uint64_t a, uint64_t b) {
+  memset(id, 0, sizeof *id);
+  id->magic = SN_ID_MAGIC;
+  id->rnd[0] = a; id->rnd[1] = b;
+  id->uid = (uint32_t)getuid();
+  snprintf(id->name, sizeof id->name, "/collscope-nccl-%u-%016llx%016llx", id->uid,
+           (unsigned long long)a, (unsigned long long)b);
+}
+SN_API ncclResult_t pncclGetUniqueId(ncclUniqueId *out) {
+  if (ptr_check(out, "ncclGetUniqueId", "uniqueId")) return ncclInvalidArgument;
+  _Static_assert(sizeof(struct sn_id) <= sizeof(ncclUniqueId), "id too big");
+  uint64_t r[2];
+  random_bytes(r, sizeof r);
+  struct sn_id id;
+  id_fill(&id, r[0], r[1]);
+  memset(out, 0, sizeof *out);
+  memcpy(out->internal, &id, sizeof id);
+  return ncclSuccess;
+}
+SN_ALIAS(ncclGetUniqueId)
+
+/* ---------------------------------------------------------------- config */
+static ncclResult_t parse_config(const ncclConfig_t *in, ncclConfig_t *out) {
+  ncclConfig_t def = NCCL_CONFIG_INITIALIZER;
+  *out = def;
+  if (in) {
+    size_t real;
+    memcpy(&real, in, sizeof real);
+    if (real > sizeof *out) real = sizeof *out;
+    ncclConfig_t tmp = def;
+    memcpy(&tmp, in, real);
+    if (tmp.magic != 0xcafebeef) {
+      sn_warn(-1, "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
+      return ncclInvalidArgument;
+    }
+    *out = tmp;
+  }
+  if (out->blocking != NCCL_CONFIG_UNDEF_INT && out->blocking != 0 && out->blocking != 1) {
+    sn_warn(-1, "Invalid config blocking attribute value %d", out->blocking);
+    return ncclInvalidArgument;
+  }
+  if (out->cgaClusterSize != NCCL_CONFIG_UNDEF_INT && out->cgaClusterSize < 0) {
+    sn_warn(-1, "Invalid config cgaClusterSize attribute value %d", out->cgaClusterSize);
+    return ncclInvalidArgument;
+  }
+  if ((out->minCTAs != NCCL_CONFIG_UNDEF_INT && out->minCTAs <= 0) ||
+      (out->maxCTAs != NCCL_CONFIG_UNDEF_INT && out->maxCTAs <= 0) ||
+      (out->minCTAs > out->maxCTAs)) {
+    sn_warn(-1, "Invalid config min/max channels attribute value %d/%d", out->minCTAs, out->maxCTAs);
+    return ncclInvalidArgument;
+  }
+  if (out->splitShare != NCCL_CONFIG_UNDEF_INT && out->splitShare != 0 && out->splitShare != 1) {
+    sn_warn(-1, "Invalid config splitShare attribute value %d", out->splitShare);
+    return ncclInvalidArgument;
+  }
+  if (out->blocking == NCCL_CONFIG_UNDEF_INT) {
+    const char *e = getenv("NCCL_COMM_BLOCKING");
+    out->blocking = e ? atoi(e) != 0 : 1;
+  }
+  return ncclSuccess;
+}
+
+/* ---------------------------------------------------------------- creation */
+static _Atomic int comm_counter;
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+static void show_version(void) { sn_info(simcuda_current_device(), "NCCL version 2.28.9+cuda13.0"); }
+
+static struct ncclComm *comm_new(int nranks, int rank, int dev, const char *name, const ncclConfig_t *cfg) {
+  struct ncclComm *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->start_magic = c->end_magic = COMM_MAGIC;
+  snprintf(c->shm_name, sizeof c->shm_name, "%s", name);
+  c->nranks = nranks; c->rank = rank; c->dev = dev;
+  c->index = atomic_fetch_add(&comm_counter, 1);
+  const char *r = getenv("RANK");
+  c->fault_rank = (r && *r) ? atoi(r) : rank;
+  c->config = *cfg;
+  c->blocking = cfg->blocking != 0;
+  atomic_store(&c->async_err, ncclInProgress);
+  pthread_mutex_init(&c->lock, NULL);
+  c->ring = calloc((size_t)nranks, sizeof(int));
+  c->pos = calloc((size_t)nranks, sizeof(int));
+  c->sent_bytes = calloc((size_t)nranks, sizeof(*c->sent_bytes));
+  if (!c->ring || !c->pos || !c->sent_bytes) {
+    free(c->ring); free(c->pos); free(c->sent_bytes); free(c);
+    return NULL;
+  }
+  return c;
+}
+
+static void comm_free(struct ncclComm *c) {
+  if (c->shm) munmap(c->shm, c->shm_size);
+  free(c->ring); free(c->pos); free((void *)c->sent_bytes); free(c->userops);
+  pthread_mutex_destroy(&c->lock);
+  c->start_magic = c->end_magic = 0;
+  free(c);
+}
+
+static uint64_t bus_id_int(int dev) {
+  char buf[64] = "";
+  simcuda_pci_bus_id(dev, buf, sizeof buf);
+  uint64_t v = 0;
+  for (const char *p = buf; *p; p++) {
+    int d;
+    if (*p >= '0' && *p <= '9') d = *p - '0';
+    else if (*p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
+    else if (*p >= 'A' && *p <= 'F') d = *p - 'A' + 10;
+    else continue;
+    v = v << 4 | (uint64_t)d;
+  }
+  return v;
+}
+
+static void poison(struct sn_shm *h, ncclResult_t r) {
+  uint32_t z = 0;
+  atomic_compare_exchange_strong(&h->error, &z, (uint32_t)r);
+  bump(&h->board_bell);
+}
+
+/* bootstrap: map the segment, check in, wait until all nranks have joined */
+static ncclResult_t comm_join(struct ncclComm *c) {
+  int n = c->nranks;
+  size_t sz = sn_shm_bytes(n);
+  int fd = shm_open(c->shm_name, O_CREAT | O_RDWR, 0600);
+  if (fd < 0) { sn_warn(c->dev, "shm_open %s failed: %s", c->shm_name, strerror(errno)); return ncclSystemError; }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || ((size_t)st.st_size < sz && ftruncate(fd, (off_t)sz) != 0)) {
+    sn_warn(c->dev, "cannot size %s: %s", c->shm_name, strerror(errno));
+    close(fd);
+    return ncclSystemError;
+  }
+  void *p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) { sn_warn(c->dev, "mmap %s: %s", c->shm_name, strerror(errno)); return ncclSystemError; }
+  c->shm = p; c->shm_size = sz;
+  struct sn_shm *h = c->shm;
+  uint32_t exp = 0;
+  if (!atomic_compare_exchange_strong(&h->nranks, &exp, (uint32_t)n) && exp != (uint32_t)n) {
+    sn_warn(c->dev, "Bootstrap : mismatch in rank count: rank %d says nranks %d, communicator has %u",
+            c->rank, n, exp);
+    poison(h, ncclInvalidUsage);
+    return ncclInvalidUsage;
+  }
+  struct sn_rankinfo *me = &h->ranks[c->rank];
+  int zero = 0;
+  if (!__atomic_compare_exchange_n(&me->present, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    sn_warn(c->dev, "Bootstrap : rank %d of %d ranks has already checked in", c->rank, n);
+    poison(h, ncclInvalidUsage);
+    return ncclInvalidUsage;
+  }
+  snprintf(me->host, sizeof me->host, "%s", simcuda_hostname());
+  me->dev = c->dev;
+  me->pid = (int)getpid();
+  me->busid = bus_id_int(c->dev);
+  atomic_fetch_add(&h->joined, 1);
+  bump(&h->board_bell);
+  for (;;) {
+    uint32_t b = atomic_load(&h->board_bell);
+    uint32_t err = atomic_load(&h->error);
+    if (err) return (ncclResult_t)err;
+    if (atomic_load(&h->abort)) return ncclRemoteError;
+    if (atomic_load(&h->joined) >= (uint32_t)n) break;
+    sn_wait(&h->board_bell, b);
+  }
+  /* ring: hosts numbered by their lowest rank, ranks ascending inside a host */
+  int k = 0;
+  char *done = calloc((size_t)n, 1);
+  if (!done) return ncclSystemError;
+  for (int r = 0; r < n; r++) {
+    if (done[r]) continue;
+    for (int q = r; q < n; q++)
+      if (!done[q] && !strcmp(h->ranks[q].host, h->ranks[r].host)) { done[q] = 1; c->ring[k++] = q; }
+  }
+  free(done);
+  for (int p2 = 0; p2 < n; p2++) c->pos[c->ring[p2]] = p2;
+  const char *multi = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  if (!(multi && atoi(multi))) {
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < i; j++)
+        if (!strcmp(h->ranks[i].host, h->ranks[j].host) && h->ranks[i].dev == h->ranks[j].dev) {
+          sn_warn(c->dev, "Duplicate GPU detected : rank %d and rank %d both on CUDA device %d (host %s)",
+                  j, i, h->ranks[i].dev, h->ranks[i].host);
+          return ncclInvalidUsage;
+        }
+  }
+  if (c->rank == 0 && sn_debug_level >= 2) {
+    char line[SN_MAXRANKS * 5 + 8];
+    int off = 0;
+    for (int p2 = 0; p2 < n; p2++) off += snprintf(line + off, sizeof line - (size_t)off, "%4d", c->ring[p2]);
+    for (int ch = 0; ch < 2; ch++) sn_info(c->dev, "Channel %02d/%02d : %s", ch, 2, line);
+  }
+  sn_info(c->dev, "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %llx - Init COMPLETE",
+          (void *)c, c->rank, n, c->dev, c->dev, (unsigned long long)me->busid);
+  sn_linkstats_register();
+  sn_linkstats_track(c, 1);
+  return ncclSuccess;
+}
+
+static ncclResult_t join_job(struct sn_job *j) {
+  ncclResult_t r = comm_join(j->comm);
+  atomic_store(&j->comm->async_err, r);
+  atomic_store(&j->comm->ready, 1);
+  return r;
+}
+void *sn_job_thread(void *arg) {
+  struct sn_job *j = arg;
+  j->res = j->fn(j);
+  return NULL;
+}
+
+ncclResult_t sn_comm_ensure_ready(struct ncclComm *c) {
+  pthread_mutex_lock(&c->lock);
+  if (c->init_thread_live) {
+    pthread_join(c->init_thread, NULL);
+    c->init_thread_live = 0;
+    free(c->init_job);
+    c->init_job = NULL;
+  }
+  pthread_mutex_unlock(&c->lock);
+  int e = atomic_load(&c->async_err);
+  return e == ncclInProgress ? ncclSuccess : (ncclResult_t)e;
+}
+
+static void job_free(struct sn_job *j) { free(j); }
+
+static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueId *uid, int rank,
+                              const ncclConfig_t *config, int dev, const char *fn) {
+  sn_debug_init();
+  pthread_once(&version_once, show_version);
+  if (ptr_check(newcomm, fn, "newcomm")) return ncclInvalidArgument;
+  ncclConfig_t cfg;
+  ncclResult_t r = parse_config(config, &cfg);
+  if (r) return r;
+  if (nranks < 1 || rank < 0 || rank >= nranks) {
+    sn_warn(dev, "Invalid rank requested : %d/%d", rank, nranks);
+    return ncclInvalidArgument;
+  }
+  if (nranks > SN_MAXRANKS) {
+    sn_warn(dev, "simulator limit: nranks %d > %d", nranks, SN_MAXRANKS);
+    return ncclInvalidUsage;
+  }
+  struct sn_id id;
+  memcpy(&id, uid->internal, sizeof id);
+  if (id.magic != SN_ID_MAGIC || !memchr(id.name, 0, sizeof id.name) || id.name[0] != '/') {
+    sn_warn(dev, "%s : ncclUniqueId was not produced by ncclGetUniqueId", fn);
+    return ncclInvalidArgument;
+  }
+  struct ncclComm *c = comm_new(nranks, rank, dev, id.name, &cfg);
+  if (!c) return ncclSystemError;
+  *newcomm = c;
+  struct sn_job *j = calloc(1, sizeof *j);
+  if (!j) { comm_free(c); *newcomm = NULL; return ncclSystemError; }
+  j->fn = join_job; j->done = job_free; j->comm = c; j->nonblocking = !c->blocking;
+  if (sn_group_add_job(j)) return c->blocking ? ncclSuccess : ncclInProgress;
+  if (!c->blocking) {
+    if (pthread_create(&c->init_thread, NULL, sn_job_thread, j) != 0) { free(j); return ncclSystemError; }
+    c->init_thread_live = 1;
+    c->init_job = j;
+    return ncclInProgress;
+  }
+  r = join_job(j);
+  free(j);
+  if (r != ncclSuccess) {
+    sn_linkstats_track(c, 0);
+    shm_unlink(c->shm_name);
+    comm_free(c);
+    *newcomm = NULL;
+  }
+  return r;
+}
+
+SN_API ncclResult_t pncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
+                                            ncclConfig_t *config) {
+  return init_rank(comm, nranks, &commId, rank, config, simcuda_current_device(), "ncclCommInitRankConfig");
+}
+SN_ALIAS(ncclCommInitRankConfig)
+
+SN_API ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank) {
+  return init_rank(comm, nranks, &commId, rank, NULL, simcuda_current_device(), "ncclCommInitRank");
+}
+SN_ALIAS(ncclCommInitRank)
+
+SN_API ncclResult_t pncclCommInitRankScalable(ncclComm_t *newcomm, int nranks, int myrank, int nId,
+                                              ncclUniqueId *commIds, ncclConfig_t *config) {
+  if (nId <= 0 || nId > nranks) {
+    sn_warn(-1, "improper usage of ncclCommInitRank: nId = %d, nranks=%d", nId, nranks);
+    return ncclInvalidArgument;
+  }
+  if (ptr_check(commIds, "ncclCommInitRankScalable", "commIds")) return ncclInvalidArgument;
+  return init_rank(newcomm, nranks, &commIds[0], myrank, config, simcuda_current_device(),
+                   "ncclCommInitRankScalable");
+}
+SN_ALIAS(ncclCommInitRankScalable)
+
+/* used by ncclCommInitAll (nested.c) */
+ncclResult_t sn_init_rank_dev(ncclComm_t *comm, int nranks, const ncclUniqueId *id, int rank, int dev) {
+  return init_rank(comm, nranks, id, rank, NULL, dev, "ncclCommInitAll");
+}
+
+/* ---------------------------------------------------------------- split / shrink */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 0x100000001b3ull; }
+  return h;
+}
+
+static int split_cmp_key[SN_MAXRANKS];
+static int cmp_member(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  if (split_cmp_key[x] != split_cmp_key[y]) return split_cmp_key[x] < split_cmp_key[y] ? -1 : 1;
+  return x < y ? -1 : x > y;
+}
+static pthread_mutex_t split_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static ncclResult_t split_job(struct sn_job *j) {
+  struct ncclComm *p = j->parent;
+  struct sn_shm *h = p->shm;
+  int n = p->nranks;
+  unsigned g = (unsigned)j->gen;
+  struct sn_board_entry *mine = &h->board[g % 2][p->rank];
+  mine->v[0] = j->color; mine->v[1] = j->key;
+  __atomic_store_n(&mine->gen, g + 1, __ATOMIC_RELEASE);
+  bump(&h->board_bell);
+  char excluded[SN_MAXRANKS] = {0};
+  for (int i = 0; i < j->nexclude; i++)
+    if (j->exclude[i] >= 0 && j->exclude[i] < n) excluded[j->exclude[i]] = 1;
+  for (;;) {
+    uint32_t b = atomic_load(&h->board_bell);
+    int all = 1;
+    for (int r = 0; r < n && all; r++)
+      if (!excluded[r] && __atomic_load_n(&h->board[g % 2][r].gen, __ATOMIC_ACQUIRE) < g + 1) all = 0;
+    if (all) break;
+    if (atomic_load(&h->abort)) return ncclRemoteError;
+    sn_wait(&h->board_bell, b);
+  }
+  if (j->color == NCCL_SPLIT_NOCOLOR) { *j->newcomm = NULL; return ncclSuccess; }
+  int members[SN_MAXRANKS], nm = 0, newrank = -1;
+  pthread_mutex_lock(&split_mu);
+  for (int r = 0; r < n; r++) {
+    if (excluded[r] || h->board[g % 2][r].v[0] != j->color) continue;
+    split_cmp_key[r] = (int)h->board[g % 2][r].v[1];
+    members[nm++] = r;
+  }
+  qsort(members, (size_t)nm, sizeof(int), cmp_member);   /* by key, ties by parent rank */
+  pthread_mutex_unlock(&split_mu);
+  for (int i = 0; i < nm; i++) if (members[i] == p->rank) newrank = i;
+  uint64_t hsh = fnv(0xcbf29ce484222325ull, p->shm_name, strlen(p->shm_name));
+  hsh = fnv(hsh, &g, sizeof g);
+  hsh = fnv(hsh, &j->color, sizeof j->color);
+  hsh = fnv(hsh, &j->is_shrink, sizeof j->is_shrink);
+  char name[112];
+  snprintf(name, sizeof name, "/collscope-nccl-%u-split-%016llx", (unsigned)getuid(), (unsigned long long)hsh);
+  ncclConfig_t cfg;
+  ncclResult_t r = parse_config(j->has_config ? &j->config : &p->config, &cfg);
+  if (r) return r;
+  cfg.blocking = 1;   /* split/shrink always complete before returning (see README) */
+  struct ncclComm *c = comm_new(nm, newrank, p->dev, name, &cfg);
+  if (!c) return ncclSystemError;
+  c->blocking = p->blocking;
+  r = comm_join(c);
+  atomic_store(&c->async_err, r);
+  atomic_store(&c->ready, 1);
+  if (r != ncclSuccess) {
+    sn_linkstats_track(c, 0);
+    shm_unlink(c->shm_name);
+    comm_free(c);
+    *j->newcomm = NULL;
+    return r;
+  }
+  *j->newcomm = c;
+  return ncclSuccess;
+}
+
+static ncclResult_t split_common(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config,
+                                 int *excl, int nexcl, int is_shrink, const char *fn) {
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, fn))) return r;
+  if (ptr_check(newcomm, fn, "newcomm")) return ncclInvalidArgument;
+  if (is_shrink) {
+    if (ptr_check(excl, fn, "excludeRanksList")) return ncclInvalidArgument;
+    if (nexcl <= 0) return ncclInvalidArgument;
+    for (int i = 0; i < nexcl; i++) if (excl[i] == comm->rank) return ncclInvalidArgument;
+  }
+  if ((r = sn_comm_ensure_ready(comm))) return r;
+  if (config) { ncclConfig_t tmp; if ((r = parse_config(config, &tmp))) return r; }
+  *newcomm = NULL;
+  struct sn_job *j = calloc(1, sizeof *j + (size_t)(nexcl > 0 ? nexcl : 0) * sizeof(int));
+  if (!j) return ncclSystemError;
+  j->fn = split_job; j->done = job_free; j->parent = comm;
+  j->color = is_shrink ? 0 : color; j->key = is_shrink ? comm->rank : key;
+  j->newcomm = newcomm; j->is_shrink = is_shrink;
+  if (config) { j->config = *config; j->has_config = 1; }
+  j->exclude = (int *)(j + 1); j->nexclude = nexcl;
+  for (int i = 0; i < nexcl; i++) j->exclude[i] = excl[i];
+  pthread_mutex_lock(&comm->lock);
+  j->gen = comm->splits++;
+  pthread_mutex_unlock(&comm->lock);
+  if (sn_group_add_job(j)) return ncclSuccess;
+  r = split_job(j);
+  free(j);
+  return r;
+}
+
+SN_API ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
+  if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
+    sn_warn(-1, "ncclCommSplit : invalid color %d", color);
+    return ncclInvalidArgument;
+  }
+  return split_common(comm, color, key, newcomm, config, NULL, 0, 0, "ncclCommSplit");
+}
+SN_ALIAS(ncclCommSplit)
+
+SN_API ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
+                                    ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags) {
+  if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) return ncclInvalidArgument;
+  return split_common(comm, 0, 0, newcomm, config, excludeRanksList, excludeRanksCount, 1, "ncclCommShrink");
+}
+SN_ALIAS(ncclCommShrink)
+
+/* ---------------------------------------------------------------- teardown */
+void sn_comm_wait_idle(struct ncclComm *c) {
+  for (;;) {
+    pthread_mutex_lock(&c->lock);
+    uint32_t issued = c->issued;
+    pthread_mutex_unlock(&c->lock);
+    uint32_t d = atomic_load(&c->done);
+    if (d == issued) return;
+    sn_wait(&c->done, d);
+  }
+}
+
+static void set_abort(struct ncclComm *c) {
+  struct sn_shm *h = c->shm;
+  if (!h) return;
+  atomic_store(&h->abort, 1);
+  sn_wake(&h->abort);
+  bump(&h->board_bell);
+  for (int r = 0; r < c->nranks; r++) sn_ring_bell(c, r);
+}
+
+static void comm_leave(struct ncclComm *c, int unlink_now) {
+  sn_linkstats_track(c, 0);
+  if (c->shm) {
+    uint32_t left = atomic_fetch_add(&c->shm->left, 1) + 1;
+    if (left == (uint32_t)c->nranks || unlink_now) shm_unlink(c->shm_name);
+  }
+  comm_free(c);
+}
+
+SN_API ncclResult_t pncclCommFinalize(ncclComm_t comm) {
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclCommFinalize"))) return r;
+  (void)sn_comm_ensure_ready(comm);
+  if (comm->finalized) { sn_warn(comm->dev, "ncclCommFinalize: comm %p already finalized", (void *)comm); return ncclInvalidUsage; }
+  sn_comm_wait_idle(comm);
+  comm->finalized = 1;
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommFinalize)
+
+SN_API ncclResult_t pncclCommDestroy(ncclComm_t comm) {
+  if (comm == NULL) return ncclSuccess;
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclCommDestroy"))) return r;
+  (void)sn_comm_ensure_ready(comm);
+  sn_info(comm->dev, "comm %p rank %d nRanks %d cudaDev %d - Destroy COMPLETE", (void *)comm, comm->rank,
+          comm->nranks, comm->dev);
+  sn_comm_wait_idle(comm);
+  comm_leave(comm, 0);
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommDestroy)
+
+SN_API ncclResult_t pncclCommAbort(ncclComm_t comm) {
+  if (comm == NULL) return ncclSuccess;
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclCommAbort"))) return r;
+  /* a nonblocking init still waiting for peers stops on the abort flag */
+  set_abort(comm);
+  (void)sn_comm_ensure_ready(comm);
+  set_abort(comm);
+  sn_comm_wait_idle(comm);
+  sn_info(comm->dev, "comm %p rank %d nRanks %d cudaDev %d - Abort COMPLETE", (void *)comm, comm->rank,
+          comm->nranks, comm->dev);
+  comm_leave(comm, 1);
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommAbort)
+
+SN_API ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  if (comm == NULL) return ncclSuccess;
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclCommRevoke"))) return r;
+  if (revokeFlags != NCCL_REVOKE_DEFAULT) return ncclInvalidArgument;
+  if (comm->finalized || comm->revoked) return ncclInvalidArgument;
+  (void)sn_comm_ensure_ready(comm);
+  comm->revoked = 1;
+  set_abort(comm);
+  sn_comm_wait_idle(comm);
+  comm->finalized = 1;
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommRevoke)
+
+/* ---------------------------------------------------------------- queries */
+SN_API ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclGetAsyncError"))) return r;
+  if (ptr_check(asyncError, "ncclGetAsyncError", "asyncError")) return ncclInvalidArgument;
+  if (!atomic_load(&comm->ready)) { *asyncError = ncclInProgress; return ncclSuccess; }
+  *asyncError = (ncclResult_t)atomic_load(&comm->async_err);
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommGetAsyncError)
+
+#define QUERY(fnname, T, field, label)                                                      \
+  SN_API ncclResult_t p##fnname(const ncclComm_t comm, T *out) {                            \
+    ncclResult_t r;                                                                         \
+    if ((r = sn_comm_check(comm, #fnname))) return r;                                       \
+    if (ptr_check(out, #fnname, label)) return ncclInvalidArgument;                         \
+    if ((r = sn_comm_ensure_ready(comm))) return r;                                         \
+    *out = comm->field;                                                                     \
+    return ncclSuccess;                                                                     \
+  }                                                                                         \
+  SN_ALIAS(fnname)
+QUERY(ncclCommCount, int, nranks, "count")
+QUERY(ncclCommCuDevice, int, dev, "devid")
+QUERY(ncclCommUserRank, int, rank, "rank")
+
+/* ---------------------------------------------------------------- memory, registration */
+SN_API ncclResult_t pncclMemAlloc(void **ptr, size_t size) {
+  if (ptr == NULL || size == 0) { sn_warn(-1, "ncclMemAlloc : pointer NULL or size 0"); return ncclInvalidArgument; }
+  CUdeviceptr d = 0;
+  CUresult cr = cuMemAlloc(&d, size);
+  if (cr != CUDA_SUCCESS) { sn_warn(-1, "Cuda failure %d in ncclMemAlloc", (int)cr); return ncclUnhandledCudaError; }
+  *ptr = (void *)(uintptr_t)d;
+  return ncclSuccess;
+}
+SN_ALIAS(ncclMemAlloc)
+
+SN_API ncclResult_t pncclMemFree(void *ptr) {
+  if (ptr == NULL) return ncclSuccess;
+  CUresult cr = cuMemFree((CUdeviceptr)(uintptr_t)ptr);
+  if (cr != CUDA_SUCCESS) { sn_warn(-1, "Cuda failure %d in ncclMemFree", (int)cr); return ncclUnhandledCudaError; }
+  return ncclSuccess;
+}
+SN_ALIAS(ncclMemFree)
+
+struct sn_reg { uint64_t magic; void *buff; size_t size; };
+#define REG_MAGIC 0x7265676973746572ull
+SN_API ncclResult_t pncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclCommRegister"))) return r;
+  if (ptr_check(buff, "ncclCommRegister", "buff") || ptr_check(handle, "ncclCommRegister", "handle"))
+    return ncclInvalidArgument;
+  struct sn_reg *g = malloc(sizeof *g);
+  if (!g) return ncclSystemError;
+  g->magic = REG_MAGIC; g->buff = buff; g->size = size;
+  *handle = g;
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommRegister)
+
+SN_API ncclResult_t pncclCommDeregister(const ncclComm_t comm, void *handle) {
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclCommDeregister"))) return r;
+  struct sn_reg *g = handle;
+  if (!g || g->magic != REG_MAGIC) { sn_warn(comm->dev, "ncclCommDeregister : invalid handle"); return ncclInvalidArgument; }
+  g->magic = 0;
+  free(g);
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommDeregister)
+
+struct ncclWindow_vidmem { uint64_t magic; void *buff; size_t size; int flags; };
+SN_API ncclResult_t pncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, ncclWindow_t *win, int winFlags) {
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclCommWindowRegister"))) return r;
+  if (ptr_check(win, "ncclCommWindowRegister", "win")) return ncclInvalidArgument;
+  if (buff == NULL || size == 0) { *win = NULL; return ncclSuccess; }
+  struct ncclWindow_vidmem *w = malloc(sizeof *w);
+  if (!w) return ncclSystemError;
+  w->magic = REG_MAGIC; w->buff = buff; w->size = size; w->flags = winFlags;
+  *win = w;
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommWindowRegister)
+
+SN_API ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclCommWindowDeregister"))) return r;
+  if (win == NULL) return ncclSuccess;
+  if (win->magic != REG_MAGIC) return ncclInvalidArgument;
+  win->magic = 0;
+  free(win);
+  return ncclSuccess;
+}
+SN_ALIAS(ncclCommWindowDeregister)
+
+/* ---------------------------------------------------------------- user reduction ops */
+SN_API ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t datatype,
+                                              ncclScalarResidence_t residence, ncclComm_t comm) {
+  ncclResult_t r;
+  if ((r = sn_comm_check(comm, "ncclRedOpCreatePreMulSum"))) return r;
+  if ((r = sn_comm_ensure_ready(comm))) return r;
+  if (ptr_check(op, "ncclRedOpCreatePreMulSum", "op")) return ncclInvalidArgument;
+  if (sn_type_size((int)datatype) < 1) return ncclInternalError;
+  if (ptr_check(scalar, "ncclRedOpCreatePreMulSum", "scalar")) return ncclInvalidArgument;
+  pthread_mutex_lock(&comm->lock);
+  int ix;
+  for (ix = 0; ix < comm->nuserops; ix++) if (!comm->userops[ix].used) break;
+  if (ix == comm->nuserops) {
+    struct sn_userop *n = realloc(comm->userops, (size_t)(ix + 4) * sizeof *n);
+    if (!n) { pthread_mutex_unlock(&comm->lock); return ncclSystemError; }
+    memset(n + ix, 0, 4 * sizeof *n);
+    comm->userops = n; comm->nuserops = ix + 4;
+  }
+  struct sn_userop *u = &comm->userops[ix];
+  u->used = 1; u->dtype = (int)datatype;
+  if (residence == ncclScalarHostImmediate) {
+    u->is_ptr = 0;
+    memset(u->scalar, 0, 8);
+    memcpy(u->scalar, scalar, sn_type_size((int)datatype));
+  } else {
+    u->is_ptr = 1; u->ptr = scalar;
+  }
+  pthread_mutex_unlock(&comm->lock);
+  *op = (ncclRedOp_t)((int)ncclNumOps + ix);
+  return ncclSuccess;
+}
+SN_ALIAS(ncclRedOpCreatePreMulSum)
+
+SN_API ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  if (0 <= (int)op && (int)op < (int)ncclNumOps) { sn_warn(-1, "ncclRedOpDestroy : operator is a NCCL builtin."); return ncclInvalidArgument; }
+  if ((int)op < 0) { sn_warn(-1, "ncclRedOpDestroy :  operator is garbage."); return ncclInvalidArgument; }
+  if (comm == NULL) { sn_warn(-1, "ncclRedOpDestroy : invalid communicator passed."); return ncclInvalidArgument; }
+  int ix = (int)op - (int)ncclNumOps;
+  pthread_mutex_lock(&comm->lock);
+  if (ix >= comm->nuserops || !comm->userops[ix].used) {
+    pthread_mutex_unlock(&comm->lock);
+    sn_warn(comm->dev, "ncclRedOpDestroy : operator unknown to this communicator.");
+    return ncclInvalidArgument;
+  }
+  comm->userops[ix].used = 0;
+  pthread_mutex_unlock(&comm->lock);
+  return ncclSuccess;
+}
+SN_ALIAS(ncclRedOpDestroy)

@@ -1,0 +1,167 @@
+/* tests/sim/nccl/simnccl.h: internals of the simulated libnccl.so.2 (not installed,
+ * not part of any contract). See README.md for the behaviour it models. */
+#ifndef SIMNCCL_H
+#define SIMNCCL_H
+#include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+#include "simcuda.h"
+#include "simnccl_types.h"
+
+#define SN_API __attribute__((visibility("default")))
+/* real NCCL: ncclX is weak, pncclX strong, same address */
+#define SN_ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name)));
+
+#define SN_MAXRANKS 64
+#define SN_SLOTS 2                      /* slots per directed channel */
+#define SN_SLOT_BYTES (512u * 1024u)    /* bytes per slot (multiple of 8) */
+#define SN_MAGIC 0x53494d4e43434c32ull  /* "SIMNCCL2" */
+#define SN_ID_MAGIC 0x636f6c6c73636f70ull
+
+/* ---------------- shared memory segment (one per communicator) -------------------
+ * Every field is valid when zero: the first rank to shm_open creates it zero-filled
+ * and nobody has to initialise anything. */
+struct sn_rankinfo {
+  char host[64];
+  int dev, pid, present, pad;
+  uint64_t busid;
+};
+struct sn_board_entry { uint32_t gen, pad; int64_t v[4]; };
+struct sn_slot_hdr { uint64_t len; uint32_t last, pad; uint64_t pad2[6]; };
+struct sn_chan_ctrl { _Atomic uint32_t head, tail; uint32_t pad[14]; };
+struct sn_shm {
+  _Atomic uint32_t nranks;   /* CAS 0 -> n by the first joiner */
+  _Atomic uint32_t joined;   /* futex: ranks that finished joining */
+  _Atomic uint32_t error;    /* poison: an init error every joiner returns */
+  _Atomic uint32_t abort;    /* futex: set by ncclCommAbort/Revoke on any rank */
+  _Atomic uint32_t left;     /* ranks that destroyed; the last unlinks */
+  _Atomic uint32_t board_bell;
+  uint32_t pad[10];
+  struct sn_rankinfo ranks[SN_MAXRANKS];
+  _Atomic uint32_t doorbell[SN_MAXRANKS][16];   /* futex per rank, own cache line */
+  struct sn_board_entry board[2][SN_MAXRANKS];
+};
+static inline size_t sn_chan_bytes(void) {
+  return sizeof(struct sn_chan_ctrl) + SN_SLOTS * (sizeof(struct sn_slot_hdr) + SN_SLOT_BYTES);
+}
+static inline size_t sn_shm_bytes(int nranks) {
+  size_t h = (sizeof(struct sn_shm) + 4095) & ~(size_t)4095;
+  return h + (size_t)nranks * (size_t)nranks * sn_chan_bytes();
+}
+
+/* ---------------- the unique id ---------------------------------------------------- */
+struct sn_id { uint64_t magic; uint64_t rnd[2]; uint32_t uid; uint32_t gen; char name[96]; };
+
+/* ---------------- user reduction operators ------------------------------------------ */
+struct sn_userop { int used; int dtype; int is_ptr; const void *ptr; unsigned char scalar[8]; };
+
+/* ---------------- communicator ------------------------------------------------------ */
+struct ncclComm {
+  uint64_t start_magic;
+  char shm_name[112];
+  struct sn_shm *shm;
+  size_t shm_size;
+  int rank, nranks, dev, index;        /* index = creation index in this process */
+  int fault_rank;                      /* RANK env if set, else comm rank */
+  int *ring, *pos;                     /* ring[p] = rank at ring position p, pos[r] = p */
+  int blocking;
+  ncclConfig_t config;
+  _Atomic int async_err;
+  _Atomic int ready;                   /* 1 once joined (nonblocking init) */
+  pthread_t init_thread;
+  void *init_job;                      /* freed once init_thread is joined */
+  int init_thread_live;
+  pthread_mutex_t lock;
+  uint64_t seq;                        /* collective + p2p calls (fault seq) */
+  uint32_t issued;                     /* fused work items launched */
+  _Atomic uint32_t done;               /* futex: fused work items finished */
+  unsigned splits;                     /* host-side board generation */
+  int revoked, finalized, destroyed;
+  struct sn_userop *userops;
+  int nuserops;
+  _Atomic uint64_t *sent_bytes;        /* per destination rank, for link stats */
+  uint64_t end_magic;
+};
+
+/* ---------------- operations ------------------------------------------------------- */
+enum sn_coll { SN_ALLREDUCE, SN_BROADCAST, SN_REDUCE, SN_ALLGATHER, SN_REDUCESCATTER,
+               SN_ALLTOALL, SN_GATHER, SN_SCATTER, SN_SEND, SN_RECV };
+struct sn_op {
+  int coll;
+  const void *sendbuff;
+  void *recvbuff;
+  size_t count;
+  int dtype;
+  int redop;                 /* SN_SUM.. */
+  unsigned char scalar[8];   /* premul scalar in dtype */
+  const void *scalar_ptr;    /* device scalar, read at execution */
+  int scalar_dtype;
+  int root;                  /* root or peer */
+  cudaStream_t stream;
+  uint64_t seq;
+  int hang;
+  int flip_out, flip_hop;    /* 1 if a flip fault targets this op */
+  uint64_t flip_elem;
+  int flip_bit;
+};
+
+/* ---------------- functions shared between the .c files --------------------------- */
+/* debug.c */
+extern int sn_debug_level;   /* 0 none, 1 warn, 2 info */
+void sn_debug_init(void);
+void sn_warn(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sn_info(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* faults.c */
+struct sn_fault {
+  enum { SN_F_SLOW, SN_F_LINK, SN_F_FLIP, SN_F_HANG, SN_F_FAIL } kind;
+  int rank; long long seq; int comm; unsigned us; char a[64], b[64];
+  unsigned long long elem; int bit; int at_hop; int code;
+};
+void sn_faults_init(void);
+extern struct sn_fault *sn_faults;
+extern int sn_nfaults;
+unsigned sn_link_delay_us(const char *ha, const char *hb);
+int sn_link_class(const char *ha, const char *hb);   /* 0 same_host 1 same_leaf 2 cross_leaf */
+void sn_linkstats_register(void);
+void sn_linkstats_fold(struct ncclComm *c);
+void sn_linkstats_track(struct ncclComm *c, int add);
+/* comm.c */
+int sn_comm_ok(struct ncclComm *c);
+ncclResult_t sn_comm_check(struct ncclComm *c, const char *opname);
+void sn_wake(_Atomic uint32_t *w);
+void sn_wait(_Atomic uint32_t *w, uint32_t val);
+_Atomic uint32_t *sn_doorbell(struct ncclComm *c, int rank);
+void sn_ring_bell(struct ncclComm *c, int rank);
+struct sn_chan_ctrl *sn_chan(struct ncclComm *c, int src, int dst);
+struct sn_slot_hdr *sn_slot(struct sn_chan_ctrl *ch, uint32_t i);
+void sn_comm_wait_idle(struct ncclComm *c);
+ncclResult_t sn_comm_ensure_ready(struct ncclComm *c);
+ncclResult_t sn_init_rank_dev(ncclComm_t *comm, int nranks, const ncclUniqueId *id, int rank, int dev);
+void *sn_job_thread(void *arg);
+/* group.c: jobs that must run concurrently at the outermost ncclGroupEnd (init, split) */
+struct sn_job {
+  ncclResult_t (*fn)(struct sn_job *);
+  void (*done)(struct sn_job *);          /* frees the job (may be NULL) */
+  struct ncclComm *comm;                  /* comm being initialised (init jobs) */
+  struct ncclComm *parent;                /* split / shrink */
+  int color, key, *exclude, nexclude, is_shrink;
+  ncclComm_t *newcomm;
+  ncclConfig_t config; int has_config;
+  int nonblocking;
+  unsigned gen;                           /* split generation on the parent */
+  ncclResult_t res;
+  pthread_t th;
+  struct sn_job *next;
+};
+int sn_group_add_job(struct sn_job *j);   /* 1 if queued (inside a group) */
+ncclResult_t sn_group_start_internal(void);
+ncclResult_t sn_group_end_internal(void);
+/* group.c */
+int sn_group_depth(void);
+void sn_group_error(ncclResult_t r);
+ncclResult_t sn_submit(struct ncclComm *c, struct sn_op *op);
+/* exec.c */
+void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops);
+#endif

@@ -1,0 +1,162 @@
+/* tools/dumpfile.h: in-memory model of a directory of collscope dump files
+ * (DESIGN.md "Dump files") and the loader shared by `collscope report` and `collscope trace`.
+ *
+ * Loading is robust by contract:
+ *  - a truncated LAST line (no trailing newline and not valid JSON: the writer crashed
+ *    mid-line) is skipped and counted in cs_dumpfile.truncated_lines, it is not an error;
+ *  - any other line that is not valid JSON, not an object, lacks a required field or has a
+ *    field of the wrong type is skipped, counted in malformed_lines, and described in
+ *    cs_dumpset.errors as "PATH:LINE: WHAT"; every other line of the file is still read;
+ *  - records with an unknown "type" are skipped and counted (unknown_types);
+ *  - a header whose "schema" is newer than COLLSCOPE_SCHEMA_VERSION (or < 1) is a fatal
+ *    error for the whole set (cs_dumpset.fatal): the reader would misread the file;
+ *  - a missing/unusable header is an error, but the file's records are still loaded; host,
+ *    rank and pid then come from the file name collscope-<host>-r<rank>-p<pid>.jsonl.
+ * Strings (host, op names, dtype, site, ...) are interned in the set and live as long as it. */
+#ifndef COLLSCOPE_TOOLS_DUMPFILE_H
+#define COLLSCOPE_TOOLS_DUMPFILE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The record's "timing" string. (Distinct from include/collscope/record.h's in-process
+ * enum cs_timing, so both headers can be included together.) */
+enum csd_timing {
+  CSD_TIMING_GPU_EVENT, /* "gpu_event": start/end/dur from CUDA events */
+  CSD_TIMING_CAPTURED,  /* "captured": graph capture, only enqueue_ns valid */
+  CSD_TIMING_HOST,      /* "host": no GPU timing, enqueue only */
+  CSD_TIMING_ERROR,     /* "error": the call returned status != 0 */
+  CSD_TIMING_UNKNOWN,   /* any other string (newer writer) */
+};
+const char *csd_timing_name(enum csd_timing t);
+
+struct cs_header {
+  bool valid;             /* false: line 1 was no usable header (fields from the file name) */
+  int schema;
+  const char *collscope;  /* writer version, "" if absent */
+  const char *host;
+  long long pid;
+  int rank;               /* global rank, -1 when unknown */
+  int local_rank, world_size, device;   /* -1 when absent */
+  const char *job, *pci_bus_id, *exe;   /* "" when absent */
+  long long nccl_version, cuda_driver_version;
+  int64_t clock_realtime_ns, clock_monotonic_ns;
+};
+
+struct cs_op_rec {
+  uint32_t file;          /* index into cs_dumpset.files */
+  uint32_t line;          /* 1-based line number in that file */
+  int op;                 /* enum cs_op (schema.h), or -1 if the name is not in the table */
+  const char *op_name;
+  uint64_t comm;
+  int comm_size, comm_rank, rank;
+  int64_t seq;
+  const char *dtype;
+  int64_t count;
+  uint64_t bytes;
+  const char *redop;      /* NULL when the record has null / no redop */
+  int root, peer;         /* -1 when not applicable */
+  uint64_t stream;
+  int64_t group;
+  int64_t enqueue_ns, start_ns, end_ns;
+  double dur_us;
+  enum csd_timing timing;
+  const char *timing_name; /* the record's string, also for CSD_TIMING_UNKNOWN */
+  bool captured;
+  const char *site;
+  int status;
+};
+
+struct cs_xfer_rec {
+  uint32_t file, line;
+  const char *op_name;    /* "Memcpy" */
+  const char *api, *kind, *site;
+  uint64_t bytes;
+  uint64_t stream;
+  bool async;
+  int64_t enqueue_ns, start_ns, end_ns;
+  double dur_us;
+  enum csd_timing timing;
+  const char *timing_name;
+  int status;
+};
+
+struct cs_comm_rec {
+  uint32_t file, line;
+  const char *event;      /* init|split|finalize|destroy|abort */
+  uint64_t comm;
+  int size, rank, device;
+  bool has_parent;
+  uint64_t parent;
+  int64_t t_ns;
+};
+
+struct cs_dumpfile {
+  char *path;             /* as opened (DIR/NAME) */
+  const char *name;       /* basename, points into path */
+  struct cs_header hdr;
+  struct cs_op_rec *ops;     size_t nops;
+  struct cs_xfer_rec *xfers; size_t nxfers;
+  struct cs_comm_rec *comms; size_t ncomms;
+  uint64_t drops_records; /* sum of "drops" record counts */
+  bool has_footer;        /* false: the process did not exit cleanly (or is still running) */
+  uint64_t footer_ops, footer_xfers, footer_drops;
+  uint64_t footer_timing_lost;   /* optional footer field: ops whose GPU timing was lost */
+  int64_t footer_t_ns;
+  size_t lines;           /* physical lines read, including skipped ones */
+  size_t truncated_lines, malformed_lines, unknown_types;
+  size_t op_cap, xfer_cap, comm_cap;   /* internal */
+};
+
+struct cs_strpool;
+
+struct cs_dumpset {
+  char *path;             /* the directory (or single file) given to the loader */
+  struct cs_dumpfile *files; size_t nfiles;  /* sorted by rank (unknown last), host, pid, name */
+  char **errors; size_t nerrors;             /* "PATH:LINE: what", in discovery order */
+  bool fatal;             /* the set must not be reported: unreadable path, no dump files,
+                             or a file with an unsupported schema version (see errors) */
+  struct cs_strpool *pool;
+  size_t errors_cap;      /* internal */
+};
+
+/* Load PATH: a directory (every regular *.jsonl file in it, not recursive) or one dump file.
+ * Never returns NULL (out of memory exits the process with a message); check ->fatal and
+ * ->errors. */
+struct cs_dumpset *cs_dumpset_load(const char *path);
+void cs_dumpset_free(struct cs_dumpset *set);
+/* Print every error as "collscope: MSG" to f. */
+void cs_dumpset_print_errors(const struct cs_dumpset *set, FILE *f);
+
+/* Records lost by the writer for this file: max(footer drops, sum of drops records), since
+ * the footer (when present) already totals the drops records. */
+uint64_t cs_dumpfile_drops(const struct cs_dumpfile *f);
+
+/* Display helpers. */
+const char *cs_comm_hex(uint64_t comm, char buf[17]);   /* 16 lowercase hex digits */
+
+/* A collective instance: the op records of all ranks sharing (comm, seq). P2P calls count
+ * in seq too (DESIGN.md), so a Send/Recv "instance" joins whatever each rank issued as its
+ * seq-th call on that communicator. Records with seq < 0 (the writer's "no sequence number",
+ * e.g. a call that failed before it was numbered) belong to no instance. */
+struct cs_instance {
+  uint64_t comm;
+  int64_t seq;
+  int comm_size;            /* max comm_size of the members */
+  const char *op_name;      /* the first member's op */
+  bool mixed_ops;           /* members disagree on the op name (a desynchronised job) */
+  size_t n;                 /* members, sorted by comm_rank then file */
+  const struct cs_op_rec **ops;
+};
+struct cs_instances {
+  struct cs_instance *v;    /* sorted by comm, then seq */
+  size_t n;
+  const struct cs_op_rec **storage;   /* internal */
+};
+/* Group every op record with seq >= 0 into instances (all timings, errors included; filter
+ * on ops[i]->timing as needed). Returns 0 (out of memory exits). */
+int cs_group_instances(const struct cs_dumpset *set, struct cs_instances *out);
+void cs_instances_free(struct cs_instances *inst);
+
+#endif
