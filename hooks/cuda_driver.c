@@ -5,6 +5,7 @@
 #include "shim/cs_internal.h"
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 struct cs_driver cs_drv;
@@ -36,14 +37,18 @@ static void drv_load_once(void) {
     return;
   }
   bool ok = true;
-#define CS_DRV_LOOK(ret, fname, params, sym)                                   \
-  cs_drv.fname = (ret(*) params)lookup(h, sym);                              \
-  if (!cs_drv.fname) {                                                        \
-    cs_log_once(CS_LOG_WARN, "%s has no %s: GPU timing off", name, sym);      \
-    ok = false;                                                               \
+  char missing[512] = "";
+  size_t mlen = 0;
+#define CS_DRV_LOOK(ret, fname, params, sym)                                            \
+  cs_drv.fname = (ret(*) params)lookup(h, sym);                                       \
+  if (!cs_drv.fname) {                                                                 \
+    ok = false;                                                                        \
+    if (mlen < sizeof(missing) - 1)                                                    \
+      mlen += (size_t)snprintf(missing + mlen, sizeof(missing) - mlen, " %s", sym);    \
   }
   CS_DRIVER_FNS(CS_DRV_LOOK)
 #undef CS_DRV_LOOK
+  if (!ok) cs_log(CS_LOG_WARN, "%s lacks%s: GPU timing off, ops recorded with host time only", name, missing);
   cs_drv.loaded = ok;
   drv_ok = ok;
 }

@@ -2,6 +2,8 @@
  * Each subcommand lives in its own cmd_*.c and returns a process exit status. */
 #ifndef COLLSCOPE_TOOLS_CLI_H
 #define COLLSCOPE_TOOLS_CLI_H
+#include <stddef.h>
+#include <stdio.h>
 
 int cmd_run(int argc, char **argv);     /* tools/cmd_run.c */
 int cmd_demo(int argc, char **argv);    /* tools/cmd_demo.c */
@@ -14,5 +16,36 @@ int cmd_trace(int argc, char **argv);   /* tools/cmd_trace.c */
 const char *cli_sim_dir(void);
 const char *cli_shim_path(void);
 const char *cli_apps_dir(void);
+
+/* tools/main.c: help texts. cli_help() prints the help of `cmd` (NULL: the overview)
+ * and returns 0, or 2 for an unknown command. cli_help_env() prints the table of every
+ * environment variable collscope reads or sets. */
+int cli_help(const char *cmd, FILE *out);
+void cli_help_env(FILE *out);
+
+/* Exit statuses shared by the subcommands. */
+#define CLI_EXIT_USAGE 2      /* bad command line */
+#define CLI_EXIT_NOEXEC 127   /* command not found / could not be started */
+
+/* tools/cmd_run.c: the launcher, callable by other subcommands (demo). */
+struct cli_run_opts {
+  int nranks;               /* ranks to start; 0: wrap an existing launcher (execvp) */
+  const char *hosts;        /* Slurm hostlist the ranks are spread over; NULL: hostname */
+  int sim;                  /* prepend cli_sim_dir() to LD_LIBRARY_PATH */
+  int no_shim;              /* do not LD_PRELOAD cli_shim_path() */
+  int tag_output;           /* prefix each output line of rank R with "[R] " */
+  int kill_on_fail;         /* terminate the other ranks when one fails (default 1) */
+  double grace_s;           /* SIGTERM -> SIGKILL grace period (default 5 s) */
+  int verbose;
+  const char *job_id;       /* COLLSCOPE_JOB_ID to set (NULL: keep or generate one) */
+  char **env;               /* nenv "KEY=VALUE" strings set for every rank (last wins) */
+  size_t nenv;
+  char **argv;              /* the command, NULL-terminated */
+};
+void cli_run_opts_init(struct cli_run_opts *o);
+/* Start the ranks (nranks > 0) and wait for them: returns the worst rank status (exit
+ * code, or 128+signal), or CLI_EXIT_USAGE / 1 for a launcher error (message printed).
+ * nranks == 0: prepare the environment and execvp() argv; returns only on failure. */
+int cli_run_launch(const struct cli_run_opts *o);
 
 #endif

@@ -1,2 +1,212 @@
-/* placeholder: replaced by its owning change */
+/* tools/cmd_demo.c: `collscope demo` -- the data-parallel test job (tests/apps dp_train)
+ * with 8 ranks on 2 simulated hosts, on the simulator, through cli_run_launch() (the
+ * code of `collscope run`), then a summary and what the shim wrote. */
 #include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEMO_RANKS 8
+#define DEMO_HOSTS "simhost[1-2]"
+#define DEMO_NHOSTS 2
+#define DEMO_SIZE (1u << 20)   /* dp_train --size: buckets of SIZE, SIZE/8, SIZE/64 bytes */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void human_bytes(char *buf, size_t len, unsigned long long b) {
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) snprintf(buf, len, "%llu MiB", b >> 20);
+  else if (b >= 1024 && b % 1024 == 0) snprintf(buf, len, "%llu KiB", b >> 10);
+  else snprintf(buf, len, "%llu B", b);
+}
+
+/* mkdir -p */
+static int mkdirs(const char *path) {
+  char p[PATH_MAX];
+  if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) { errno = ENAMETOOLONG; return -1; }
+  for (char *s = p + 1; *s; s++) {
+    if (*s != '/') continue;
+    *s = '\0';
+    if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+    *s = '/';
+  }
+  if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+  struct stat st;
+  if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+  return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* ===================================================================================
+ * demo_after_run(): what the demo shows after the job.
+ * EXTENSION POINT: later work replaces the listing below with `collscope report` of
+ * `dir` (cmd_report on the dump directory). For now it lists the dump files present.
+ * =================================================================================== */
+static void demo_after_run(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    printf("  dump directory %s: %s\n", dir, strerror(errno));
+    return;
+  }
+  size_t n = 0, cap = 0;
+  char **names = NULL;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (strncmp(e->d_name, "collscope-", 10) != 0 || l < 6 || strcmp(e->d_name + l - 6, ".jsonl") != 0) continue;
+    if (n == cap) {
+      cap = cap ? 2 * cap : 16;
+      char **nn = realloc(names, cap * sizeof *nn);
+      if (!nn) break;
+      names = nn;
+    }
+    if (!(names[n] = strdup(e->d_name))) break;
+    n++;
+  }
+  closedir(d);
+  if (n == 0) {
+    printf("  no dump files in %s (was the shim preloaded? see collscope run --verbose)\n", dir);
+    free(names);
+    return;
+  }
+  qsort(names, n, sizeof *names, cmp_str);
+  printf("  %zu dump file%s in %s:\n", n, n == 1 ? "" : "s", dir);
+  for (size_t i = 0; i < n; i++) {
+    char path[PATH_MAX];
+    unsigned long long lines = 0, bytes = 0;
+    FILE *f = snprintf(path, sizeof path, "%s/%s", dir, names[i]) < (int)sizeof path ? fopen(path, "r") : NULL;
+    if (f) {
+      int c;
+      while ((c = getc(f)) != EOF) { bytes++; if (c == '\n') lines++; }
+      fclose(f);
+    }
+    printf("    %-44s %8llu bytes %6llu lines\n", names[i], bytes, lines);
+    free(names[i]);
+  }
+  free(names);
+  printf("  next: collscope report %s    collscope trace %s\n", dir, dir);
+}
+
+int cmd_demo(int argc, char **argv) {
+  const char *keep = NULL;
+  long steps = 5;
+  int no_shim = 0, verbose = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return cli_help("demo", stdout);
+    if (!strcmp(a, "--no-shim")) { no_shim = 1; continue; }
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { verbose = 1; continue; }
+    if (!strcmp(a, "--keep") || !strncmp(a, "--keep=", 7)) {
+      keep = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!keep || !*keep) { fprintf(stderr, "collscope demo: --keep needs a directory\n"); return CLI_EXIT_USAGE; }
+      continue;
+    }
+    if (!strcmp(a, "--steps") || !strncmp(a, "--steps=", 8)) {
+      const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
+      char *end;
+      steps = v ? strtol(v, &end, 10) : -1;
+      if (!v || *end || steps < 1 || steps > 100000) {
+        fprintf(stderr, "collscope demo: --steps: expected 1..100000\n");
+        return CLI_EXIT_USAGE;
+      }
+      continue;
+    }
+    fprintf(stderr, "collscope demo: unknown argument '%s' (collscope demo --help)\n", a);
+    return CLI_EXIT_USAGE;
+  }
+
+  const char *sim = cli_sim_dir();
+  if (!sim) {
+    fprintf(stderr, "collscope demo: simulator libraries not found (build tests/sim, or set COLLSCOPE_SIM_DIR)\n");
+    return 1;
+  }
+  const char *apps = cli_apps_dir();
+  char app[PATH_MAX];
+  if (!apps || snprintf(app, sizeof app, "%s/dp_train", apps) >= (int)sizeof app || access(app, X_OK) != 0) {
+    fprintf(stderr, "collscope demo: test job dp_train not found (build tests/apps, or set COLLSCOPE_APPS_DIR)\n");
+    return 1;
+  }
+
+  /* output directory */
+  char dir[PATH_MAX];
+  if (keep) {
+    snprintf(dir, sizeof dir, "%s", keep);
+  } else {
+    const char *base = getenv("COLLSCOPE_DIR");
+    if (!base || !*base) base = ".";
+    time_t t = time(NULL);
+    struct tm tm;
+    localtime_r(&t, &tm);
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    snprintf(dir, sizeof dir, "%s/collscope-demo-%s", base, stamp);
+    struct stat st;
+    if (stat(dir, &st) == 0) snprintf(dir, sizeof dir, "%s/collscope-demo-%s-%d", base, stamp, (int)getpid());
+  }
+  if (mkdirs(dir) != 0) {
+    fprintf(stderr, "collscope demo: cannot create %s: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  char absdir[PATH_MAX];
+  if (!realpath(dir, absdir)) snprintf(absdir, sizeof absdir, "%s", dir);
+
+  char steps_s[32], size_s[32], env_dir[PATH_MAX + 32];
+  snprintf(steps_s, sizeof steps_s, "%ld", steps);
+  snprintf(size_s, sizeof size_s, "%u", DEMO_SIZE);
+  snprintf(env_dir, sizeof env_dir, "COLLSCOPE_DIR=%s", absdir);
+  char *env[] = {env_dir};
+  char *app_argv[] = {app, "--steps", steps_s, "--size", size_s, NULL};
+
+  struct cli_run_opts o;
+  cli_run_opts_init(&o);
+  o.nranks = DEMO_RANKS;
+  o.hosts = DEMO_HOSTS;
+  o.sim = 1;
+  o.no_shim = no_shim;
+  o.tag_output = 1;
+  o.verbose = verbose;
+  o.env = env;
+  o.nenv = 1;
+  o.argv = app_argv;
+
+  const char *shim = no_shim ? NULL : cli_shim_path();
+  char b0[32], b1[32], b2[32];
+  human_bytes(b0, sizeof b0, DEMO_SIZE);
+  human_bytes(b1, sizeof b1, DEMO_SIZE / 8);
+  human_bytes(b2, sizeof b2, DEMO_SIZE / 64);
+  printf("collscope demo: data-parallel training on the CUDA/NCCL simulator\n");
+  printf("  job:    dp_train, %d ranks on %d simulated hosts %s (%d GPUs each), %ld steps\n",
+         DEMO_RANKS, DEMO_NHOSTS, DEMO_HOSTS, DEMO_RANKS / DEMO_NHOSTS, steps);
+  printf("  work:   per step, fp32 sum-AllReduce of gradient buckets of %s, %s and %s, results checked exactly\n",
+         b0, b1, b2);
+  printf("  shim:   %s\n", no_shim ? "off (--no-shim)" : shim ? shim : "not found: running without it");
+  printf("  dumps:  %s\n", absdir);
+  printf("  same as: collscope run -n %d --hosts '%s' --sim --tag-output --env COLLSCOPE_DIR=%s -- %s --steps %ld --size %u\n\n",
+         DEMO_RANKS, DEMO_HOSTS, absdir, app, steps, DEMO_SIZE);
+  fflush(stdout);
+
+  double t0 = now_s();
+  int rc = cli_run_launch(&o);
+  double wall = now_s() - t0;
+
+  printf("\ncollscope demo: %s -- %d ranks, %d hosts, %ld steps, %.2f s wall time%s\n",
+         rc == 0 ? "PASS" : "FAIL", DEMO_RANKS, DEMO_NHOSTS, steps, wall,
+         rc == 0 ? ", every rank verified its AllReduce results" : "");
+  if (rc != 0) printf("  the job's exit status was %d (see the rank output above)\n", rc);
+  demo_after_run(absdir);
+  fflush(stdout);
+  return rc;
+}

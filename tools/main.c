@@ -1,2 +1,330 @@
-/* placeholder: replaced by its owning change */
+/* tools/main.c: `collscope <command> [args]` dispatcher, help texts, and the lookup of
+ * collscope's own artefacts (simulator, shim, test apps) relative to the executable. */
 #include "cli.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef COLLSCOPE_VERSION
+#define COLLSCOPE_VERSION "0.1.0"
+#endif
+#ifndef COLLSCOPE_PREFIX
+#define COLLSCOPE_PREFIX "/usr/local"
+#endif
+
+/* ------------------------------------------------------------------ help texts */
+
+static const char help_overview[] =
+    "usage: collscope <command> [options] [args]\n"
+    "\n"
+    "collscope measures every NCCL collective and CUDA memcpy of a job through an\n"
+    "LD_PRELOAD shim (libcollscope.so) and turns the per-rank dump files into reports.\n"
+    "\n"
+    "commands:\n"
+    "  run     start a job with the shim: N local ranks with torchrun's environment,\n"
+    "          or wrap an existing launcher (torchrun, srun, mpirun)\n"
+    "  demo    run a data-parallel training job on the CUDA/NCCL simulator\n"
+    "  report  bus-bandwidth and straggler tables from a dump directory\n"
+    "  trace   Chrome/Perfetto trace from a dump directory\n"
+    "  help    `collscope help [COMMAND]`: this text, or a command's options\n"
+    "\n"
+    "options: -h/--help (this text), --version\n"
+    "`collscope COMMAND --help` and `collscope help COMMAND` show a command's options.\n";
+
+static const char help_run[] =
+    "usage: collscope run -n N [options] [--] CMD [ARGS...]      (launch N ranks)\n"
+    "       collscope run [--sim] [--no-shim] [--env K=V]... [--] LAUNCHER ARGS...\n"
+    "                                                            (wrap a launcher)\n"
+    "\n"
+    "With -n, starts N copies of CMD (fork/execvp) with the environment torchrun gives\n"
+    "its workers, each rank in its own process group:\n"
+    "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (node index),\n"
+    "  GROUP_WORLD_SIZE (hosts), MASTER_ADDR=127.0.0.1, MASTER_PORT (a free TCP port),\n"
+    "  COLLSCOPE_HOSTNAME (the rank's host), COLLSCOPE_JOB_ID (kept if already set,\n"
+    "  else generated as run-<pid>-<time>).\n"
+    "Ranks are spread in blocks over the hosts of --hosts: ranks 0..N/H-1 on the first\n"
+    "host, and so on (N must be a multiple of the number of hosts H).\n"
+    "Without -n, sets LD_PRELOAD (appended to any existing value), COLLSCOPE_JOB_ID,\n"
+    "the simulator path (--sim) and --env variables, then execvp()s the launcher, so every\n"
+    "rank it starts (torchrun, srun, mpirun, a single process) is covered.\n"
+    "\n"
+    "options:\n"
+    "  -n, --nproc N         number of ranks to start (1..4096)\n"
+    "  -H, --hosts HOSTLIST  Slurm hostlist the ranks are spread over, e.g. simhost[1-2]\n"
+    "                        or node[01-04],gpu7 (default: this machine's hostname).\n"
+    "                        Only names: every rank runs on this machine; the host name\n"
+    "                        reaches the rank as COLLSCOPE_HOSTNAME (the simulator and\n"
+    "                        the shim use it as the rank's host)\n"
+    "  --sim                 prepend the CUDA/NCCL simulator directory to LD_LIBRARY_PATH\n"
+    "                        (error if the simulator is not found)\n"
+    "  --no-shim             do not LD_PRELOAD libcollscope.so (default: preload it when\n"
+    "                        found; when not found the job runs without it)\n"
+    "  --tag-output          prefix every output line of rank R with \"[R] \" (stdout to\n"
+    "                        stdout, stderr to stderr, whole lines only)\n"
+    "  -x, --env K=V         set K=V for every rank (repeatable; applied last, so it\n"
+    "                        overrides the launcher's own variables)\n"
+    "  --job-id ID           set COLLSCOPE_JOB_ID=ID\n"
+    "  --kill-on-fail        when a rank fails (non-zero exit or signal), SIGTERM the\n"
+    "                        others, SIGKILL after the grace period (default, like torchrun)\n"
+    "  --no-kill-on-fail     let the other ranks keep running when one fails\n"
+    "  --grace SECONDS       grace period between SIGTERM and SIGKILL (default 5)\n"
+    "  -v, --verbose         print the plan (hosts, port, shim, simulator) and each\n"
+    "                        rank's exit on stderr\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to every rank; a second\n"
+    "SIGINT/SIGTERM kills them (SIGKILL). Ranks get stdin from /dev/null.\n"
+    "exit status: the worst rank status (exit code, or 128+signal for a rank killed by a\n"
+    "signal; ranks stopped by --kill-on-fail do not count), 2 for a usage error, 127 if\n"
+    "CMD cannot be executed.\n"
+    "\n"
+    "examples:\n"
+    "  collscope run -n 8 --hosts simhost[1-2] --sim -- ./dp_train --steps 3\n"
+    "  collscope run -- torchrun --nproc-per-node 8 train.py\n"
+    "  collscope run -- srun -N 4 --ntasks-per-node 8 python train.py\n";
+
+static const char help_demo[] =
+    "usage: collscope demo [--keep DIR] [--steps N] [--no-shim] [-v]\n"
+    "\n"
+    "Runs the data-parallel test job (tests/apps dp_train: fp32 AllReduce of gradient\n"
+    "buckets of several sizes each step, results checked exactly) with 8 ranks on the\n"
+    "two simulated hosts simhost[1-2] on the CUDA/NCCL simulator, through the same code\n"
+    "as `collscope run -n 8 --hosts simhost[1-2] --sim --tag-output`, then prints what\n"
+    "it did (ranks, hosts, steps, sizes, pass/fail, wall time) and the dump files the\n"
+    "shim wrote. No GPU is needed.\n"
+    "\n"
+    "options:\n"
+    "  --keep DIR     write the dump files into DIR (created if missing); default: a\n"
+    "                 fresh collscope-demo-<date>-<time> directory under $COLLSCOPE_DIR,\n"
+    "                 or under the current directory when COLLSCOPE_DIR is unset.\n"
+    "                 The ranks get COLLSCOPE_DIR set to that directory.\n"
+    "  --steps N      training steps (default 5)\n"
+    "  --no-shim      run without libcollscope.so (no dump files)\n"
+    "  -v, --verbose  launcher details (see collscope run --verbose)\n"
+    "  -h, --help     this text\n"
+    "\n"
+    "exit status: 0 if every rank checked its results, else the job's status.\n";
+
+static const struct {
+  const char *name, *who, *meaning;
+} env_table[] = {
+    {"COLLSCOPE_DIR", "shim, demo", "directory for the dump files collscope-<host>-r<rank>-p<pid>.jsonl "
+                                    "(default ./collscope-<job>)"},
+    {"COLLSCOPE_DISABLE", "shim", "1: the shim passes every call straight through, records nothing"},
+    {"COLLSCOPE_LOG", "shim", "shim log level on stderr: quiet, warn (default), info, debug"},
+    {"COLLSCOPE_TIMING", "shim", "off or 0: no CUDA-event timing (enqueue times only)"},
+    {"COLLSCOPE_QUEUE", "shim", "record queue capacity per process (1024..16777216, default 65536)"},
+    {"COLLSCOPE_FLUSH_MS", "shim", "dump flush interval in ms (10..1000, default 1000)"},
+    {"COLLSCOPE_LIBCUDA", "shim", "path of the libcuda the shim times with (tests)"},
+    {"COLLSCOPE_LIBNCCL", "shim", "path of the libnccl the shim forwards to (tests)"},
+    {"COLLSCOPE_HOSTNAME", "run sets; sim, shim, tools", "host name of this rank; default gethostname()"},
+    {"COLLSCOPE_JOB_ID", "run sets; shim, tools", "job id (run keeps an existing one); the shim "
+                                                  "prefers SLURM_JOB_ID, then TORCHELASTIC_RUN_ID"},
+    {"COLLSCOPE_SIM_DIR", "run, demo", "simulator library directory (default: found next to collscope)"},
+    {"COLLSCOPE_SHIM", "run, demo", "path of libcollscope.so to preload (default: found next to collscope)"},
+    {"COLLSCOPE_APPS_DIR", "demo", "directory of the test jobs (dp_train, ...)"},
+    {"COLLSCOPE_SIM_GPUS", "sim", "simulated GPUs per simulated host (default 8)"},
+    {"COLLSCOPE_SIM_FAULTS", "sim", "fault injection list: slow:, link:, flip:, hang:, fail: (DESIGN.md)"},
+    {"COLLSCOPE_SIM_TOPOLOGY", "sim", "map file, one `host leaf [spine...]` per line, to classify links"},
+    {"COLLSCOPE_SIM_LINKSTATS", "sim", "path prefix: each process writes <prefix>.<pid>.json link counters"},
+    {"NCCL_DEBUG", "sim", "INFO: print version, init and rings"},
+    {"RANK, WORLD_SIZE", "run sets; shim, apps", "global rank and number of ranks (shim also reads "
+                                                  "SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_*, PMI_*)"},
+    {"LOCAL_RANK, LOCAL_WORLD_SIZE", "run sets; shim, apps", "rank on its host, ranks per host"},
+    {"GROUP_RANK, GROUP_WORLD_SIZE", "run sets", "host (node) index, number of hosts"},
+    {"MASTER_ADDR, MASTER_PORT", "run sets; apps", "TCP store the test jobs exchange NCCL ids over"},
+    {"LD_PRELOAD", "run sets", "libcollscope.so is appended unless --no-shim"},
+    {"LD_LIBRARY_PATH", "run sets", "--sim prepends the simulator directory"},
+};
+
+void cli_help_env(FILE *out) {
+  fprintf(out, "environment:\n");
+  for (size_t i = 0; i < sizeof env_table / sizeof env_table[0]; i++)
+    fprintf(out, "  %-28s [%s]\n      %s\n", env_table[i].name, env_table[i].who, env_table[i].meaning);
+}
+
+int cli_help(const char *cmd, FILE *out) {
+  if (!cmd) {
+    fputs(help_overview, out);
+    fputc('\n', out);
+    cli_help_env(out);
+    return 0;
+  }
+  if (!strcmp(cmd, "run")) {
+    fputs(help_run, out);
+  } else if (!strcmp(cmd, "demo")) {
+    fputs(help_demo, out);
+  } else if (!strcmp(cmd, "report") || !strcmp(cmd, "trace")) {
+    /* their options are documented by their own --help */
+    fflush(out);
+    char *args[] = {(char *)cmd, "--help", NULL};
+    return !strcmp(cmd, "report") ? cmd_report(2, args) : cmd_trace(2, args);
+  } else if (!strcmp(cmd, "help")) {
+    fputs("usage: collscope help [COMMAND]\n  COMMAND: run, demo, report, trace\n", out);
+    return 0;
+  } else {
+    fprintf(stderr, "collscope: unknown command '%s' (commands: run, demo, report, trace, help)\n", cmd);
+    return CLI_EXIT_USAGE;
+  }
+  fputc('\n', out);
+  cli_help_env(out);
+  return 0;
+}
+
+/* ------------------------------------------------------------ artefact lookup */
+
+static int is_dir(const char *p) {
+  struct stat st;
+  return p && stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+static int is_file(const char *p) {
+  struct stat st;
+  return p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Directory of the running executable and its parent ("" when unknown). */
+static const char *exe_parent(const char **exe_dir_out) {
+  static char dir[PATH_MAX], parent[PATH_MAX];
+  static int done;
+  if (!done) {
+    done = 1;
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+    if (n <= 0) {
+      dir[0] = '\0';
+    } else {
+      dir[n] = '\0';
+      char *slash = strrchr(dir, '/');
+      if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+      snprintf(parent, sizeof parent, "%s", dir);
+      slash = strrchr(parent, '/');
+      if (slash) *(slash == parent ? slash + 1 : slash) = '\0';
+    }
+  }
+  if (exe_dir_out) *exe_dir_out = dir;
+  return parent;
+}
+
+/* True when the executable sits in <build>/tools (a meson build tree). */
+static int in_build_tree(void) {
+  const char *dir;
+  const char *parent = exe_parent(&dir);
+  size_t n = strlen(dir);
+  if (n < 6 || strcmp(dir + n - 6, "/tools") != 0) return 0;
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/build.ninja", parent);
+  return is_file(p);
+}
+
+/* Install prefix: <prefix>/bin/collscope -> <prefix>; else the configured prefix. */
+static const char *install_prefix(void) {
+  const char *dir;
+  const char *parent = exe_parent(&dir);
+  size_t n = strlen(dir);
+  if (n >= 4 && strcmp(dir + n - 4, "/bin") == 0 && parent[0]) return parent;
+  return COLLSCOPE_PREFIX;
+}
+
+/* Try fmt-formatted candidates; keep the first that exists (check: dir or file). */
+static const char *first_existing(char *buf, size_t len, int want_dir, const char *base,
+                                  const char *const *rel, const char *must_hold) {
+  for (size_t i = 0; rel[i]; i++) {
+    snprintf(buf, len, "%s/%s", base, rel[i]);
+    if (want_dir) {
+      if (!is_dir(buf)) continue;
+      if (must_hold) {
+        char f[PATH_MAX + 64];
+        snprintf(f, sizeof f, "%s/%s", buf, must_hold);
+        if (!is_file(f)) continue;
+      }
+      return buf;
+    }
+    if (is_file(buf)) return buf;
+  }
+  return NULL;
+}
+
+static const char *env_nonempty(const char *name) {
+  const char *v = getenv(name);
+  return (v && *v) ? v : NULL;
+}
+
+const char *cli_sim_dir(void) {
+  static char buf[PATH_MAX];
+  const char *e = env_nonempty("COLLSCOPE_SIM_DIR");
+  if (e) return is_dir(e) ? e : NULL;
+  if (in_build_tree()) {
+    static const char *const rel[] = {"tests/sim", NULL};
+    return first_existing(buf, sizeof buf, 1, exe_parent(NULL), rel, "libcuda.so.1");
+  }
+  static const char *const rel[] = {"lib/collscope/sim", "lib64/collscope/sim", NULL};
+  return first_existing(buf, sizeof buf, 1, install_prefix(), rel, "libcuda.so.1");
+}
+
+const char *cli_shim_path(void) {
+  static char buf[PATH_MAX];
+  const char *e = env_nonempty("COLLSCOPE_SHIM");
+  if (e) return is_file(e) ? e : NULL;
+  if (in_build_tree()) {
+    static const char *const rel[] = {"shim/libcollscope.so", NULL};
+    return first_existing(buf, sizeof buf, 0, exe_parent(NULL), rel, NULL);
+  }
+  static const char *const rel[] = {"lib/libcollscope.so", "lib64/libcollscope.so",
+                                    "lib/x86_64-linux-gnu/libcollscope.so",
+                                    "lib/aarch64-linux-gnu/libcollscope.so", NULL};
+  return first_existing(buf, sizeof buf, 0, install_prefix(), rel, NULL);
+}
+
+const char *cli_apps_dir(void) {
+  static char buf[PATH_MAX];
+  const char *e = env_nonempty("COLLSCOPE_APPS_DIR");
+  if (e) return is_dir(e) ? e : NULL;
+  if (in_build_tree()) {
+    static const char *const rel[] = {"tests/apps", NULL};
+    return first_existing(buf, sizeof buf, 1, exe_parent(NULL), rel, "dp_train");
+  }
+  static const char *const rel[] = {"libexec/collscope/apps", NULL};
+  return first_existing(buf, sizeof buf, 1, install_prefix(), rel, "dp_train");
+}
+
+/* ------------------------------------------------------------------ dispatcher */
+
+static int wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--")) return 0;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(help_overview, stderr);
+    return CLI_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+    if (argc > 3) {
+      fprintf(stderr, "usage: collscope help [COMMAND]\n");
+      return CLI_EXIT_USAGE;
+    }
+    return cli_help(argc == 3 ? argv[2] : NULL, stdout);
+  }
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+    printf("collscope %s\n", COLLSCOPE_VERSION);
+    return 0;
+  }
+  if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "demo")) {
+    if (wants_help(argc - 1, argv + 1)) return cli_help("demo", stdout);
+    return cmd_demo(argc - 1, argv + 1);
+  }
+  if (!strcmp(cmd, "report")) return cmd_report(argc - 1, argv + 1);
+  if (!strcmp(cmd, "trace")) return cmd_trace(argc - 1, argv + 1);
+  fprintf(stderr, "collscope: unknown command '%s'\n\n", cmd);
+  fputs(help_overview, stderr);
+  return CLI_EXIT_USAGE;
+}

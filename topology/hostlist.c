@@ -37,6 +37,7 @@ struct parser {
   size_t nsegs, capsegs;
   char **hosts;
   size_t nhosts, caphosts;
+  size_t max;            /* most hosts allowed (<= CS_HOSTLIST_MAX) */
 };
 
 static int fail(struct parser *p, size_t pos, const char *fmt, ...)
@@ -143,8 +144,8 @@ static int parse_group(struct parser *p, size_t *i, struct seg *sg) {
       while (is_ws((unsigned char)s[*i])) (*i)++;
     }
     unsigned long long cnt = r.hi - r.lo + 1;
-    if (cnt > CS_HOSTLIST_MAX || sg->count + cnt > CS_HOSTLIST_MAX)
-      return fail(p, item, "range expands to more than %u hosts", CS_HOSTLIST_MAX);
+    if (cnt > p->max || sg->count + cnt > p->max)
+      return fail(p, item, "range expands to more than %zu hosts", p->max);
     if (sg->nr == cap) {
       size_t nc = cap ? cap * 2 : 4;
       struct range *nrr = realloc(sg->r, nc * sizeof *nrr);
@@ -190,16 +191,16 @@ static int expand_token(struct parser *p, size_t tok) {
   for (size_t k = 0; k < p->nsegs; k++) {
     struct seg *sg = &p->segs[k];
     if (sg->is_group) {
-      if (total > CS_HOSTLIST_MAX / sg->count)
-        return fail(p, tok, "host expression expands to more than %u hosts", CS_HOSTLIST_MAX);
+      if (total > p->max / sg->count)
+        return fail(p, tok, "host expression expands to more than %zu hosts", p->max);
       total *= sg->count;
       maxlen += sg->maxw;
     } else {
       maxlen += sg->len;
     }
   }
-  if (total > CS_HOSTLIST_MAX - p->nhosts)
-    return fail(p, tok, "hostlist expands to more than %u hosts", CS_HOSTLIST_MAX);
+  if (total > p->max - p->nhosts)
+    return fail(p, tok, "hostlist expands to more than %zu hosts", p->max);
   if (maxlen > CS_HOSTLIST_NAME_MAX)
     return fail(p, tok, "host name longer than %u bytes", CS_HOSTLIST_NAME_MAX);
 
@@ -246,7 +247,13 @@ void cs_hostlist_free(char **hosts, size_t n) {
 }
 
 int cs_hostlist_expand(const char *expr, char ***hosts, size_t *n, char *err, size_t errlen) {
+  return cs_hostlist_expand_max(expr, CS_HOSTLIST_MAX, hosts, n, err, errlen);
+}
+
+int cs_hostlist_expand_max(const char *expr, size_t max_hosts, char ***hosts, size_t *n, char *err,
+                           size_t errlen) {
   struct parser p = {.s = expr, .err = err, .errlen = errlen};
+  p.max = (max_hosts == 0 || max_hosts > CS_HOSTLIST_MAX) ? CS_HOSTLIST_MAX : max_hosts;
   if (hosts) *hosts = NULL;
   if (n) *n = 0;
   if (err && errlen) err[0] = '\0';
@@ -266,6 +273,10 @@ int cs_hostlist_expand(const char *expr, char ***hosts, size_t *n, char *err, si
     while (s[i] != '\0' && s[i] != ',' && !is_ws((unsigned char)s[i])) {
       unsigned char c = (unsigned char)s[i];
       struct seg *sg;
+      if (p.nsegs >= CS_HOSTLIST_NAME_MAX) {   /* each segment adds >= 1 byte to a name */
+        rc = fail(&p, tok, "host name longer than %u bytes", CS_HOSTLIST_NAME_MAX);
+        break;
+      }
       if (c == '[') {
         if (!(sg = new_seg(&p))) { rc = fail(&p, i, "out of memory"); break; }
         sg->is_group = 1;

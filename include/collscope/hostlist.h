@@ -29,6 +29,12 @@
  * err != NULL and errlen > 0). Free the result with cs_hostlist_free(). */
 int cs_hostlist_expand(const char *expr, char ***hosts, size_t *n, char *err, size_t errlen);
 
+/* Same with a smaller cap: more than max_hosts hosts is an error (0 or a value above
+ * CS_HOSTLIST_MAX means CS_HOSTLIST_MAX). For callers that know their bound (a job's
+ * rank count) and for fuzzing. */
+int cs_hostlist_expand_max(const char *expr, size_t max_hosts, char ***hosts, size_t *n, char *err,
+                           size_t errlen);
+
 /* Free what cs_hostlist_expand() returned (NULL is fine). */
 void cs_hostlist_free(char **hosts, size_t n);
 

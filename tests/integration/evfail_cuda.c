@@ -9,3 +9,7 @@ __attribute__((visibility("default"))) CUresult cuEventCreate(CUevent *e, unsign
   (void)flags;
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
+
+/* a real reference into the simulator's libcuda keeps it a DT_NEEDED dependency
+ * (the linker drops unused libraries with --as-needed) */
+__attribute__((visibility("default"))) void *evfail_keep_dependency = (void *)&cuEventRecord;

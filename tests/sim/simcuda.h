@@ -31,4 +31,22 @@ void simcuda_pci_bus_id(int dev, char *buf, size_t len);   /* "0000:18:00.0" */
  * 2 = pinned host allocation, 3 = managed. *device set for kinds 1 and 3. */
 int simcuda_ptr_kind(const void *p, int *device);
 
+/* ---- additions (CUDA half), documentation only: no signature above changed ----
+ * simcuda_enqueue errors: CUDA_ERROR_INVALID_VALUE (fn NULL), CUDA_ERROR_INVALID_HANDLE (bad
+ *   stream), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (the stream's capture was invalidated),
+ *   CUDA_ERROR_STREAM_CAPTURE_IMPLICIT (legacy stream used while a blocking stream of the
+ *   device is capturing). On any error nothing is enqueued and free_arg is NOT called: the
+ *   caller still owns arg. A captured item's free_arg runs when the graph and every
+ *   executable instantiated from it (and their pending launches) are gone.
+ * simcuda_stream_stall_after on a capturing stream attaches the stall to the last captured
+ *   node, so it replays with the graph.
+ * Kernels: besides void collscope_simkernel_<name>(void **params, const unsigned grid[3],
+ *   const unsigned block[3]), a program may define
+ *   const size_t collscope_simkernel_<name>_argsizes[] = { sizeof(arg0), ..., 0 };
+ *   then cuLaunchKernel copies the argument values at launch time (as the real driver does)
+ *   and params points at the copies. Without it params is the caller's kernelParams array
+ *   itself, which must then stay valid until the kernel ran (e.g. static storage).
+ *   Launching with `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE) copies the buffer; without
+ *   argsizes the kernel then gets params[0] = that copy. */
+
 #endif

@@ -703,11 +703,8 @@ static cudaError_t capinfo(cudaStream_t s, enum cudaStreamCaptureStatus *st, uns
 {
     if (!st) return R(cudaErrorInvalidValue);
     INIT();
-    cuuint64_t cid = 0;
-    CUresult r = DRVP(cuStreamGetCaptureInfo, pt)(s, (CUstreamCaptureStatus *)st, &cid, g, deps,
-                                                  (const CUgraphEdgeData **)e, n);
-    if (r == CUDA_SUCCESS && id) *id = cid;
-    return RC(r);
+    return RC(DRVP(cuStreamGetCaptureInfo, pt)(s, (CUstreamCaptureStatus *)st, (cuuint64_t *)id, g, deps,
+                                               (const CUgraphEdgeData **)e, n));
 }
 EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, enum cudaStreamCaptureStatus *st, unsigned long long *id,
                                             cudaGraph_t *g, const cudaGraphNode_t **deps, const cudaGraphEdgeData **e, size_t *n)

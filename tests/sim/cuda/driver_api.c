@@ -421,7 +421,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
 CUresult cuMemFree(CUdeviceptr dptr)
 {
     struct sim_alloc a;
-    if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!dptr) return CUDA_SUCCESS;   /* cuMemFree(0) succeeds on CUDA 13 */
     CUresult r = capture_unsafe_call();
     if (r != CUDA_SUCCESS) return r;
     if (!alloc_find((void *)dptr, &a) || a.base != dptr || (a.kind != 1 && a.kind != 3))

@@ -850,10 +850,34 @@ static CUresult stream_capture_violation(struct CUstream_st *s)
     return r;
 }
 
+/* The legacy stream also covers the work queued so far on every blocking stream of its
+ * device (measured on CUDA 13: cudaStreamQuery(0) is NotReady and cudaStreamSynchronize(0)
+ * waits while a blocking stream is busy). Returns the snapshot; the caller drops the refs. */
+static struct dep *legacy_deps(struct CUstream_st *s, size_t *n)
+{
+    struct dep *deps = NULL;
+    size_t cap = 0;
+    *n = 0;
+    pthread_mutex_lock(&g_lock);
+    for (struct CUstream_st *b = g_all; b; b = b->all_next)
+        if (b != s && b->device == s->device && stream_blocking(b)) dep_take(b, &deps, n, &cap);
+    pthread_mutex_unlock(&g_lock);
+    return deps;
+}
+
 CUresult stream_sync(struct CUstream_st *s)
 {
     CUresult r = stream_capture_violation(s);
     if (r != CUDA_SUCCESS) return r;
+    if (s->kind == STREAM_LEGACY) {
+        size_t n;
+        struct dep *deps = legacy_deps(s, &n);
+        for (size_t i = 0; i < n; i++) {
+            stream_wait_seq(deps[i].s, deps[i].seq);
+            stream_unref(deps[i].s);
+        }
+        free(deps);
+    }
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->enq_seq;
     while (s->done_seq < target) pthread_cond_wait(&s->cv_done, &s->mu);
@@ -868,6 +892,13 @@ CUresult stream_query(struct CUstream_st *s)
     pthread_mutex_lock(&s->mu);
     r = s->done_seq < s->enq_seq ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
     pthread_mutex_unlock(&s->mu);
+    if (r == CUDA_SUCCESS && s->kind == STREAM_LEGACY) {
+        size_t n;
+        struct dep *deps = legacy_deps(s, &n);   /* only streams with pending work */
+        if (n) r = CUDA_ERROR_NOT_READY;
+        for (size_t i = 0; i < n; i++) stream_unref(deps[i].s);
+        free(deps);
+    }
     return r;
 }
 
@@ -972,6 +1003,7 @@ CUresult event_record(CUevent e, struct CUstream_st *s, unsigned flags)
     if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
     struct unit u = { .kind = U_REC, .ev = e, .external = (flags & CU_EVENT_RECORD_EXTERNAL) != 0 };
+    if (u.external && !simcuda_stream_capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;   /* as CUDA 13 */
     return stream_submit(s, &u, NULL);
 }
 
@@ -1165,8 +1197,7 @@ CUresult capture_info(struct CUstream_st *s, CUstreamCaptureStatus *st, cuuint64
         if (g) *g = c->graph;
         if (deps) *deps = s->cap_last ? (const CUgraphNode *)&s->cap_last : NULL;
         if (ndeps) *ndeps = s->cap_last ? 1 : 0;
-    } else {
-        if (id && c) *id = c->id;
+    } else {   /* the id is only written while a capture is active (as CUDA 13 does) */
         if (g) *g = NULL;
         if (deps) *deps = NULL;
         if (ndeps) *ndeps = 0;

@@ -200,6 +200,13 @@ static void test_wait_event(void)
     cudaStreamDestroy(s2);
 }
 
+static void sleep_then_open(void *p)
+{
+    struct gate *g = p;
+    sleep_ms(30);
+    g->ran = 1;
+}
+
 /* the legacy default stream waits for blocking streams and they wait for it */
 static void test_legacy_stream(void)
 {
@@ -220,6 +227,16 @@ static void test_legacy_stream(void)
     gate_open(&g);
     CHECK_EQ(cudaStreamSynchronize(NULL), cudaSuccess);
     CHECK_EQ(o.n, 3);
+    /* synchronizing the legacy stream waits for busy blocking streams even with nothing of
+     * its own queued; a non-blocking stream is not covered */
+    struct gate g4 = GATE_INIT, g5 = GATE_INIT;
+    cudaLaunchHostFunc(blocking, sleep_then_open, &g4);
+    cudaLaunchHostFunc(nonblocking, gate_fn, &g5);
+    CHECK_EQ(cudaStreamSynchronize(NULL), cudaSuccess);
+    CHECK_EQ(g4.ran, 1);
+    CHECK_EQ(cudaStreamQuery(nonblocking), cudaErrorNotReady);
+    gate_open(&g5);
+    CHECK_EQ(cudaStreamSynchronize(nonblocking), cudaSuccess);
     CHECK_EQ(o.log[1], 1);
     CHECK_EQ(o.log[2], 2);
     /* blocking stream work waits for earlier legacy work */
@@ -268,6 +285,7 @@ static void test_per_thread_stream(void)
     gate_wait_entered(&g);
     CHECK_EQ(cudaStreamQuery_ptsz(NULL), cudaErrorNotReady);
     CHECK_EQ(cudaStreamQuery(cudaStreamPerThread), cudaErrorNotReady);
+    CHECK_EQ(cudaStreamQuery(cudaStreamLegacy), cudaErrorNotReady);   /* covers blocking streams (CUDA 13) */
     gate_open(&g);
     CHECK_EQ(cudaStreamSynchronize_ptsz(NULL), cudaSuccess);
     cudaDeviceSynchronize();

@@ -67,6 +67,10 @@ static void test_capture_state(void)
     CHECK_EQ(cudaStreamQuery(s), cudaErrorStreamCaptureUnsupported);   /* and invalidates */
     CHECK_EQ(cudaStreamIsCapturing(s, &st), cudaSuccess);
     CHECK_EQ(st, cudaStreamCaptureStatusInvalidated);
+    id = 777;
+    CHECK_EQ(cudaStreamGetCaptureInfo(s, &st, &id, NULL, NULL, NULL, NULL), cudaSuccess);
+    CHECK_EQ(st, cudaStreamCaptureStatusInvalidated);
+    CHECK_EQ(id, 777);   /* not written unless active (CUDA 13) */
     CHECK_EQ(cudaLaunchHostFunc(s, log_fn, (void *)2), cudaErrorStreamCaptureInvalidated);
     CHECK_EQ(cudaStreamEndCapture(s, &g), cudaErrorStreamCaptureInvalidated);
     CHECK(g == NULL);
@@ -188,6 +192,10 @@ static void test_external_events(void)
     CHECK(ms >= 10.0f && ms < 60.0f);
     cudaGraphExecDestroy(x);
     cudaGraphDestroy(g);
+
+    /* an external record outside any capture is an illegal state (CUDA 13) */
+    CHECK_EQ(cudaEventRecordWithFlags(a, s, cudaEventRecordExternal), cudaErrorIllegalState);
+    cudaGetLastError();
 
     /* waiting on an event from outside the capture: isolation error unless external */
     cudaEventRecord(outside, other);

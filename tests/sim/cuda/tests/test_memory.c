@@ -202,6 +202,7 @@ static void test_copies(void)
     CHECK_EQ(cuMemsetD32(dd + 1, 0, 1), CUDA_ERROR_INVALID_VALUE);   /* misaligned */
     CHECK_EQ(cuMemFree(dd), CUDA_SUCCESS);
     CHECK_EQ(cuMemFree(dd), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuMemFree(0), CUDA_SUCCESS);
     CHECK_EQ(cuMemAlloc(&dd, 0), CUDA_ERROR_INVALID_VALUE);
 
     /* stream-ordered allocation */

@@ -1,0 +1,67 @@
+/* tests/apps/common.h: shared helpers of the test training jobs: launcher environment,
+ * options, error checks, unique-id exchange, bf16, checksums. The jobs link the REAL
+ * libnccl/libcudart (on the simulator, LD_LIBRARY_PATH swaps the libraries in). */
+#ifndef COLLSCOPE_APPS_COMMON_H
+#define COLLSCOPE_APPS_COMMON_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+struct app {
+  const char *name;
+  int rank, world, local_rank, local_world;
+  const char *host;
+  int ndev, device;
+  /* options */
+  int steps;
+  size_t size;          /* --size BYTES */
+  int layers, microbatches, tp, ndevs;
+  int verbose;
+};
+
+#define CUDACHECK(call)                                                                           \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) app_die(__FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
+  } while (0)
+#define NCCLCHECK(call)                                                                           \
+  do {                                                                                            \
+    ncclResult_t r_ = (call);                                                                     \
+    if (r_ != ncclSuccess) app_die(__FILE__, __LINE__, #call, ncclGetErrorString(r_));             \
+  } while (0)
+
+extern struct app *app_self;   /* for messages from app_die */
+
+void app_die(const char *file, int line, const char *what, const char *why) __attribute__((noreturn));
+
+/* Parse the common options (--steps N --size BYTES[K|M] --layers N --microbatches N
+ * --tp N --ndev N -v, --help), read RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
+ * COLLSCOPE_HOSTNAME (defaults: one process), pick device LOCAL_RANK % device count.
+ * `usage` is printed for --help. Makes stdout line buffered. */
+void app_init(struct app *a, const char *name, int argc, char **argv, const char *usage);
+
+/* Exchange n (<= 16) unique ids: rank 0 creates them and serves them over the TCP
+ * store (bootstrap.c, key "<name>.id<k>"); every other rank fetches all n. */
+void app_share_ids(struct app *a, ncclUniqueId *ids, int n);
+
+/* FNV-1a 64 over bytes, chainable. */
+uint64_t app_fnv(uint64_t h, const void *p, size_t len);
+#define APP_FNV_INIT 0xcbf29ce484222325ull
+
+/* bf16 helpers (exact for the small integers the jobs use). */
+uint16_t app_f2bf(float f);
+float app_bf2f(uint16_t b);
+
+/* Report a mismatch (the first few of them) and count it. */
+void app_mismatch(struct app *a, const char *what, size_t idx, double got, double want);
+extern long app_errors;   /* updated atomically: threads may report */
+
+/* Exit: non-zero when any mismatch was found. Prints "result <name> rank=R ... FAIL"
+ * lines on failure. */
+int app_finish(struct app *a);
+
+#endif

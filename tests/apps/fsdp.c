@@ -1,0 +1,134 @@
+/* tests/apps/fsdp.c: fully sharded data parallel, per layer.
+ *
+ * Each layer has P parameters (BYTES of its dtype, rounded down to a multiple of the
+ * world size); every rank owns a shard of P/W. Per step: forward = AllGather of every
+ * layer's shard (check that the full parameters arrive in owner order), backward (in
+ * reverse layer order) = ReduceScatter of full-size gradients (check the summed shard).
+ * Even layers are bf16, odd layers fp32. All values are small integers, exact in bf16. */
+#include <string.h>
+
+#include "common.h"
+
+static const char usage[] =
+    "usage: fsdp [--steps N] [--size BYTES] [--layers N] [-v]\n"
+    "  per layer and step: AllGather of parameter shards, ReduceScatter of gradients;\n"
+    "  even layers bf16, odd layers fp32 (defaults --size 1M per layer, --layers 4).\n";
+
+struct layer {
+  int bf16;
+  size_t esize, full, shard;    /* elements */
+  void *dshard, *dfull, *dgrad, *dgshard;
+  void *hfull, *hgshard;        /* pinned: staging and results */
+};
+
+static double param_val(size_t j, int l, int step) { return (double)((j * 7 + (size_t)l + (size_t)step) % 13); }
+static double grad_val(size_t j, int r, int l, int step) {
+  return (double)((j + (size_t)r + (size_t)l + (size_t)step) % 5);
+}
+
+static void put(const struct layer *L, void *buf, size_t i, double v) {
+  if (L->bf16) ((uint16_t *)buf)[i] = app_f2bf((float)v);
+  else ((float *)buf)[i] = (float)v;
+}
+static double get(const struct layer *L, const void *buf, size_t i) {
+  return L->bf16 ? app_bf2f(((const uint16_t *)buf)[i]) : ((const float *)buf)[i];
+}
+
+int main(int argc, char **argv) {
+  struct app a;
+  app_init(&a, "fsdp", argc, argv, usage);
+  if (a.world > 64) app_die(__FILE__, __LINE__, "fsdp", "more than 64 ranks: bf16 sums would not be exact");
+  ncclUniqueId id;
+  app_share_ids(&a, &id, 1);
+  ncclComm_t comm;
+  NCCLCHECK(ncclCommInitRank(&comm, a.world, id, a.rank));
+  cudaStream_t s;
+  CUDACHECK(cudaStreamCreate(&s));
+
+  struct layer *Ls = calloc((size_t)a.layers, sizeof *Ls);
+  if (!Ls) app_die(__FILE__, __LINE__, "calloc", "out of memory");
+  for (int l = 0; l < a.layers; l++) {
+    struct layer *L = &Ls[l];
+    L->bf16 = l % 2 == 0;
+    L->esize = L->bf16 ? 2 : 4;
+    L->full = a.size / L->esize / (size_t)a.world * (size_t)a.world;
+    if (L->full == 0) L->full = (size_t)a.world;
+    L->shard = L->full / (size_t)a.world;
+    CUDACHECK(cudaMalloc(&L->dshard, L->shard * L->esize));
+    CUDACHECK(cudaMalloc(&L->dfull, L->full * L->esize));
+    CUDACHECK(cudaMalloc(&L->dgrad, L->full * L->esize));
+    CUDACHECK(cudaMalloc(&L->dgshard, L->shard * L->esize));
+    CUDACHECK(cudaMallocHost(&L->hfull, L->full * L->esize));
+    CUDACHECK(cudaMallocHost(&L->hgshard, L->shard * L->esize));
+  }
+  long gathers = 0, scatters = 0;
+  for (int step = 0; step < a.steps; step++) {
+    /* forward: gather each layer's parameters */
+    for (int l = 0; l < a.layers; l++) {
+      struct layer *L = &Ls[l];
+      size_t base = (size_t)a.rank * L->shard;
+      for (size_t k = 0; k < L->shard; k++) put(L, L->hfull, k, param_val(base + k, l, step));
+      CUDACHECK(cudaMemcpyAsync(L->dshard, L->hfull, L->shard * L->esize, cudaMemcpyHostToDevice, s));
+      CUDACHECK(cudaStreamSynchronize(s));   /* hfull is reused for the result below */
+      NCCLCHECK(ncclAllGather(L->dshard, L->dfull, L->shard, L->bf16 ? ncclBfloat16 : ncclFloat32, comm, s));
+      CUDACHECK(cudaMemcpyAsync(L->hfull, L->dfull, L->full * L->esize, cudaMemcpyDeviceToHost, s));
+      gathers++;
+    }
+    CUDACHECK(cudaStreamSynchronize(s));
+    for (int l = 0; l < a.layers; l++) {
+      struct layer *L = &Ls[l];
+      for (size_t j = 0; j < L->full; j++)
+        if (get(L, L->hfull, j) != param_val(j, l, step))
+          app_mismatch(&a, L->bf16 ? "allgather.bf16" : "allgather.fp32", j, get(L, L->hfull, j), param_val(j, l, step));
+    }
+    /* backward: reduce-scatter each layer's gradients, last layer first */
+    for (int l = a.layers - 1; l >= 0; l--) {
+      struct layer *L = &Ls[l];
+      for (size_t j = 0; j < L->full; j++) put(L, L->hfull, j, grad_val(j, a.rank, l, step));
+      CUDACHECK(cudaMemcpyAsync(L->dgrad, L->hfull, L->full * L->esize, cudaMemcpyHostToDevice, s));
+      NCCLCHECK(ncclReduceScatter(L->dgrad, L->dgshard, L->shard, L->bf16 ? ncclBfloat16 : ncclFloat32, ncclSum,
+                                  comm, s));
+      CUDACHECK(cudaMemcpyAsync(L->hgshard, L->dgshard, L->shard * L->esize, cudaMemcpyDeviceToHost, s));
+      scatters++;
+    }
+    CUDACHECK(cudaStreamSynchronize(s));
+    for (int l = 0; l < a.layers; l++) {
+      struct layer *L = &Ls[l];
+      size_t base = (size_t)a.rank * L->shard;
+      for (size_t k = 0; k < L->shard; k++) {
+        double want = 0;
+        for (int r = 0; r < a.world; r++) want += grad_val(base + k, r, l, step);
+        double got = get(L, L->hgshard, k);
+        if (got != want) app_mismatch(&a, L->bf16 ? "reducescatter.bf16" : "reducescatter.fp32", k, got, want);
+      }
+    }
+    if (a.verbose && a.rank == 0) printf("fsdp: step %d ok\n", step);
+  }
+  /* checksum: rank 0's view of the last parameters (same on all ranks) */
+  uint64_t h = APP_FNV_INIT;
+  for (int l = 0; l < a.layers; l++) {
+    struct layer *L = &Ls[l];
+    for (size_t j = 0; j < L->full; j++) put(L, L->hfull, j, param_val(j, l, a.steps - 1));
+    h = app_fnv(h, L->hfull, L->full * L->esize);
+    h = app_fnv(h, L->hgshard, L->shard * L->esize);
+  }
+  int rc = app_finish(&a);
+  if (rc == 0)
+    printf("result fsdp rank=%d shard_checksum=%016llx\n", a.rank, (unsigned long long)h);
+  if (rc == 0 && a.rank == 0)
+    printf("summary fsdp world=%d steps=%d layers=%d bytes=%zu allgathers=%ld reducescatters=%ld PASS\n", a.world,
+           a.steps, a.layers, a.size, gathers, scatters);
+  for (int l = 0; l < a.layers; l++) {
+    struct layer *L = &Ls[l];
+    CUDACHECK(cudaFree(L->dshard));
+    CUDACHECK(cudaFree(L->dfull));
+    CUDACHECK(cudaFree(L->dgrad));
+    CUDACHECK(cudaFree(L->dgshard));
+    CUDACHECK(cudaFreeHost(L->hfull));
+    CUDACHECK(cudaFreeHost(L->hgshard));
+  }
+  free(Ls);
+  CUDACHECK(cudaStreamDestroy(s));
+  NCCLCHECK(ncclCommDestroy(comm));
+  return rc;
+}
