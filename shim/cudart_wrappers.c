@@ -80,10 +80,22 @@ static uint8_t kind_of(int kind) {
     r_.stream = (uint64_t)(uintptr_t)(STREAM_);                                               \
     r_.site = (uint64_t)(uintptr_t)__builtin_return_address(0);                              \
     cs_tls.depth++;                                                                          \
-    cs_timed_begin(&r_, (void *)(STREAM_));                                                   \
-    cudaError_t e_ = real_ args;                                                             \
-    r_.status = (int)e_;                                                                     \
-    cs_timed_end(&r_, (void *)(STREAM_), e_ == cudaSuccess);                                  \
+    cudaError_t e_;                                                                          \
+    if (ASYNC_) {                                                                            \
+      cs_timed_begin(&r_, (void *)(STREAM_));                                                 \
+      e_ = real_ args;                                                                       \
+      r_.status = (int)e_;                                                                   \
+      cs_timed_end(&r_, (void *)(STREAM_), e_ == cudaSuccess);                                \
+    } else {                                                                                 \
+      /* synchronous copy: time it on the host; adds nothing to the legacy stream,      \
+       * whose implicit synchronisation with other streams must stay the job's own */       \
+      r_.enqueue_ns = r_.start_ns = cs_now_ns(CLOCK_REALTIME);                               \
+      e_ = real_ args;                                                                       \
+      r_.end_ns = cs_now_ns(CLOCK_REALTIME);                                                 \
+      r_.status = (int)e_;                                                                   \
+      r_.timing = e_ == cudaSuccess ? CS_TIMING_HOST_SPAN : CS_TIMING_ERROR;                 \
+      cs_record_push(&r_);                                                                   \
+    }                                                                                        \
     cs_tls.depth--;                                                                          \
     return e_;                                                                               \
   }

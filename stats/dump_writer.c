@@ -85,6 +85,7 @@ static const char *timing_name(int t) {
   case CS_TIMING_GPU_EVENT: return "gpu_event";
   case CS_TIMING_CAPTURED: return "captured";
   case CS_TIMING_ERROR: return "error";
+  case CS_TIMING_HOST_SPAN: return "host_span";
   default: return "host";
   }
 }
@@ -218,7 +219,7 @@ extern const char *cs_cudart_api_name(int api); /* shim/cudart_wrappers.c */
 void cs_dump_record(const struct cs_record *r) {
   if (fd < 0) return;
   ensure_header(r->device);
-  bool timed = r->timing == CS_TIMING_GPU_EVENT;
+  bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN;
   switch (r->type) {
   case CS_REC_COMM:
     PUTL("{\"type\":\"comm\",\"event\":"); put_str(comm_event_name(r->event));

@@ -46,58 +46,34 @@ static int mkdirs(const char *path) {
   return 0;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
-/* ===================================================================================
- * demo_after_run(): what the demo shows after the job.
- * EXTENSION POINT: later work replaces the listing below with `collscope report` of
- * `dir` (cmd_report on the dump directory). For now it lists the dump files present.
- * =================================================================================== */
+/* demo_after_run(): what the demo shows after the job: how many per-rank dump files
+ * the shim wrote, the `collscope report` of them, and a Perfetto trace next to them. */
 static void demo_after_run(const char *dir) {
   DIR *d = opendir(dir);
-  if (!d) {
-    printf("  dump directory %s: %s\n", dir, strerror(errno));
-    return;
-  }
-  size_t n = 0, cap = 0;
-  char **names = NULL;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    size_t l = strlen(e->d_name);
-    if (strncmp(e->d_name, "collscope-", 10) != 0 || l < 6 || strcmp(e->d_name + l - 6, ".jsonl") != 0) continue;
-    if (n == cap) {
-      cap = cap ? 2 * cap : 16;
-      char **nn = realloc(names, cap * sizeof *nn);
-      if (!nn) break;
-      names = nn;
+  size_t n = 0;
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      size_t l = strlen(e->d_name);
+      if (!strncmp(e->d_name, "collscope-", 10) && l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")) n++;
     }
-    if (!(names[n] = strdup(e->d_name))) break;
-    n++;
+    closedir(d);
   }
-  closedir(d);
   if (n == 0) {
     printf("  no dump files in %s (was the shim preloaded? see collscope run --verbose)\n", dir);
-    free(names);
     return;
   }
-  qsort(names, n, sizeof *names, cmp_str);
-  printf("  %zu dump file%s in %s:\n", n, n == 1 ? "" : "s", dir);
-  for (size_t i = 0; i < n; i++) {
-    char path[PATH_MAX];
-    unsigned long long lines = 0, bytes = 0;
-    FILE *f = snprintf(path, sizeof path, "%s/%s", dir, names[i]) < (int)sizeof path ? fopen(path, "r") : NULL;
-    if (f) {
-      int c;
-      while ((c = getc(f)) != EOF) { bytes++; if (c == '\n') lines++; }
-      fclose(f);
-    }
-    printf("    %-44s %8llu bytes %6llu lines\n", names[i], bytes, lines);
-    free(names[i]);
+  printf("  %zu per-rank dump files in %s\n\n", n, dir);
+  fflush(stdout);
+  char *rargv[] = {"report", (char *)dir, NULL};
+  cmd_report(2, rargv);
+  char trace[PATH_MAX];
+  if (snprintf(trace, sizeof trace, "%s/trace.json", dir) < (int)sizeof trace) {
+    char *targv[] = {"trace", (char *)dir, "-o", trace, NULL};
+    fflush(stdout);
+    if (cmd_trace(4, targv) == 0) printf("\n  Perfetto/Chrome trace: %s (open it in ui.perfetto.dev)\n", trace);
   }
-  free(names);
-  printf("  next: collscope report %s    collscope trace %s\n", dir, dir);
 }
 
 int cmd_demo(int argc, char **argv) {

@@ -14,6 +14,7 @@ enum cs_timing {
   CS_TIMING_HOST      = 2, /* no GPU timing available: enqueue time only */
   CS_TIMING_ERROR     = 3, /* the call failed; nothing enqueued */
   CS_TIMING_PENDING   = 4, /* internal: events not yet harvested */
+  CS_TIMING_HOST_SPAN = 5, /* synchronous call: start/end from the host clock around it */
 };
 
 enum cs_comm_event { CS_COMM_INIT, CS_COMM_SPLIT, CS_COMM_FINALIZE, CS_COMM_DESTROY, CS_COMM_ABORT };

@@ -164,9 +164,11 @@ static void *thread_main(void *arg) {
   int t = (int)(intptr_t)arg;
   char tag[32];
   snprintf(tag, sizeof(tag), "thr%d", t);
-  CHECK(cudaSetDevice(local_rank));
+  /* each thread its own GPU and a non-blocking stream: two comms sharing one device with
+   * legacy-stream copies in between can deadlock on a real GPU too */
+  CHECK(cudaSetDevice(local_rank * 2 + t));
   cudaStream_t s;
-  CHECK(cudaStreamCreate(&s));
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   ncclComm_t comm = world(tag);
   float *a = dev_floats(512, (float)(rank + t)), *b = dev_floats(512, 0);
   for (int i = 0; i < 5; i++) { CHECK(ncclAllReduce(a, b, 512, ncclFloat, ncclSum, comm, s)); count(AR); }

@@ -231,6 +231,10 @@ def test_mix(args):
     check("HtoD" in kinds and "DtoH" in kinds and "DtoD" in kinds, "xfer kinds %s" % kinds)
     apis = {x["api"] for x in recs if x["type"] == "xfer"}
     check({"cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpy2D"} <= apis, "xfer apis %s" % apis)
+    for x in recs:
+        if x["type"] == "xfer":
+            want = "gpu_event" if x["async"] else "host_span"
+            check(x["timing"] == want and x["end_ns"] >= x["start_ns"] > 0, "xfer timing %s" % x)
     # the CLI reads them
     if args.cli and os.path.exists(args.cli):
         p = subprocess.run([args.cli, "report", dump, "--json"], capture_output=True, text=True)
