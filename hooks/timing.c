@@ -29,10 +29,25 @@ static struct cs_evpool pools[CS_MAX_CTX];
 static _Atomic int npools;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Per-thread group state, freed by a pthread key destructor when the thread exits. */
+struct grp_stream { uint64_t stream; struct cs_record ev; };
 struct cs_pending {
   size_t n, cap;
   struct cs_record *recs;
+  struct grp_stream *gstreams;  /* streams of the group being launched */
+  size_t ngstreams, capgstreams;
 };
+static pthread_key_t pending_key;
+static pthread_once_t pending_key_once = PTHREAD_ONCE_INIT;
+
+static void pending_free(void *arg) {
+  struct cs_pending *p = arg;
+  if (!p) return;
+  free(p->recs);
+  free(p->gstreams);
+  free(p);
+}
+static void pending_key_create(void) { pthread_key_create(&pending_key, pending_free); }
 
 static struct cs_evpool *pool_find(CUcontext ctx) {
   int n = atomic_load_explicit(&npools, memory_order_acquire);
@@ -195,6 +210,8 @@ static void pending_add(const struct cs_record *r) {
   if (CS_UNLIKELY(!p)) {
     p = calloc(1, sizeof(*p));
     if (!p) goto drop;
+    pthread_once(&pending_key_once, pending_key_create);
+    pthread_setspecific(pending_key, p);
     cs_tls.pending = p;
   }
   if (CS_UNLIKELY(p->n == p->cap)) {
@@ -227,15 +244,14 @@ void cs_group_started(void) {
     cs_tls.group_id = atomic_fetch_add_explicit(&cs_st.group_ids, 1, memory_order_relaxed) + 1;
 }
 
-/* Streams of the group being launched and their shared event pairs. */
-struct grp_stream { uint64_t stream; struct cs_record ev; };
-static __thread struct grp_stream *gstreams;
-static __thread size_t ngstreams, capgstreams;
+#define gstreams (p->gstreams)
+#define ngstreams (p->ngstreams)
+#define capgstreams (p->capgstreams)
 
 void cs_group_launch_begin(void) {
   struct cs_pending *p = cs_tls.pending;
-  ngstreams = 0;
   if (!p) return;
+  ngstreams = 0;
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
@@ -259,9 +275,9 @@ void cs_group_launch_begin(void) {
 
 void cs_group_launch_end(int status, int inprogress_code) {
   bool ok = status == 0 || status == inprogress_code;
-  for (size_t k = 0; k < ngstreams; k++) stream_end(&gstreams[k].ev, (void *)(uintptr_t)gstreams[k].stream, ok);
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
+  for (size_t k = 0; k < ngstreams; k++) stream_end(&gstreams[k].ev, (void *)(uintptr_t)gstreams[k].stream, ok);
   /* the last record of each stream owns (returns) that stream's events */
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
@@ -291,6 +307,9 @@ void cs_group_launch_end(int status, int inprogress_code) {
   p->n = 0;
   ngstreams = 0;
 }
+#undef gstreams
+#undef ngstreams
+#undef capgstreams
 
 /* ---- harvest-thread side ---- */
 
