@@ -4,6 +4,7 @@
  * the outermost ncclGroupEnd). */
 #include "nccl_shim.h"
 #include "hooks/cuda_driver.h"
+#include "hooks/hooks.h"
 #include "hooks/timing.h"
 #include <string.h>
 
@@ -40,6 +41,9 @@ static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int eve
   cs_tls.depth--;
   c->index = atomic_fetch_add(&cs_st.comm_index, 1);
   comm_record(c, event);
+  cs_tls.depth++;
+  cs_hooks_comm_created(comm, c);
+  cs_tls.depth--;
 }
 
 static uint64_t uid_hash(const ncclUniqueId *id) { return cs_hash_bytes(id, sizeof(*id), 0); }
@@ -151,6 +155,7 @@ static ncclResult_t comm_end(ncclResult_t (*real)(ncclComm_t), ncclComm_t comm, 
   struct cs_comm *c = cs_comm_lookup(comm);
   if (c) comm_record(c, event);
   cs_tls.depth++;
+  cs_hooks_comm_destroying(comm);
   ncclResult_t r = real(comm);
   cs_tls.depth--;
   if (remove && c) cs_comm_remove(comm);

@@ -8,7 +8,7 @@
 
 #define NCCL_API(ret, name, params, args, err) extern ret(*cs_real_##name) params;
 #define NCCL_HOOKED NCCL_API
-#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer) \
+#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
   NCCL_API(ncclResult_t, name, params, args, ncclSystemError)
 #include "nccl_api.def"
 

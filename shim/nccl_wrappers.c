@@ -4,6 +4,7 @@
  * forwarders and the timed collective / P2P wrappers. Hand-written life-cycle and
  * group wrappers are in nccl_lifecycle.c. */
 #include "nccl_shim.h"
+#include "hooks/hooks.h"
 #include "hooks/timing.h"
 #include <dlfcn.h>
 #include <pthread.h>
@@ -12,14 +13,14 @@
 
 #define NCCL_API(ret, name, params, args, err) ret(*cs_real_##name) params;
 #define NCCL_HOOKED NCCL_API
-#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer) \
+#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
   NCCL_API(ncclResult_t, name, params, args, ncclSystemError)
 #include "nccl_api.def"
 
 /* own wrappers, to refuse resolving to ourselves */
 #define NCCL_API(ret, name, params, args, err) CS_EXPORT ret name params;
 #define NCCL_HOOKED NCCL_API
-#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer) \
+#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
   NCCL_API(ncclResult_t, name, params, args, ncclSystemError)
 #include "nccl_api.def"
 
@@ -58,7 +59,7 @@ bool cs_resolve_nccl(void) {
     else all = false;                                                               \
   }
 #define NCCL_HOOKED NCCL_API
-#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer) \
+#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
   NCCL_API(ncclResult_t, name, params, args, ncclSystemError)
 #include "nccl_api.def"
   if (all) atomic_store_explicit(&resolved_all, 1, memory_order_release);
@@ -79,16 +80,25 @@ void cs_missing_real(const char *name) {
     cs_tls.depth--;                               \
     return r_;                                    \
   }
-/* timed collectives and P2P */
-#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer)                   \
+/* timed collectives and P2P: record, run the hooks (which may route the call to
+ * another communicator and translate its root), call the real function */
+#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv)          \
   CS_EXPORT ncclResult_t name params {                                                     \
     CS_RESOLVE(name, ncclSystemError);                                                     \
     if (cs_tls.depth || CS_UNLIKELY(!cs_active())) return cs_real_##name args;            \
+    int cs_noroot_ = -1;                                                                   \
     struct cs_record rec_;                                                                 \
     cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), root, peer, stream,   \
                 __builtin_return_address(0));                                              \
+    struct cs_call call_ = {csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, \
+                            comm, stream, &rec_};                                          \
     cs_tls.depth++;                                                                        \
+    cs_hooks_before_op(&call_);                                                            \
+    comm = (ncclComm_t)call_.comm;                                                         \
+    root = cs_call_root(&call_);                                                           \
+    (void)cs_noroot_;                                                                      \
     ncclResult_t r_ = cs_real_##name args;                                                 \
+    cs_hooks_after_op(&call_, (int)r_);                                                    \
     cs_tls.depth--;                                                                        \
     cs_op_end(&rec_, (int)r_, (int)ncclInProgress);                                        \
     return r_;                                                                             \

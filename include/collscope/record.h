@@ -49,6 +49,13 @@ struct cs_record {
   int64_t enqueue_ns;    /* CLOCK_REALTIME */
   int64_t start_ns;      /* CLOCK_REALTIME, aligned from the GPU clock */
   int64_t end_ns;
+  /* silent-data-corruption checks (hooks/sdc.c); valid when sdc_checked != 0 */
+  uint8_t sdc_checked;   /* bit 0: fingerprint valid, bit 1: sums valid */
+  uint8_t pad_[7];
+  uint64_t fingerprint;  /* order-independent hash of the output bytes */
+  double in_sum;         /* fp64 sum of this rank's input (before the op) */
+  double in_abs;         /* fp64 sum of |input| (tolerance) */
+  double out_sum;        /* fp64 sum of this rank's output */
   uint64_t ev_start;     /* internal: CUevent handles, 0 when none */
   uint64_t ev_end;
   uint64_t ctx;          /* internal: CUcontext of the events */
