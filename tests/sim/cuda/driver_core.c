@@ -521,15 +521,20 @@ static void *stream_worker(void *p)
         default: break;
         }
 
+        /* release the item's references before it counts as done, so a synchronize that
+         * returns has also seen its free_arg / graph release run */
         pthread_mutex_lock(&s->mu);
+        /* stall_after may add to the running item until here; arm in the same critical
+         * section, so an event record arriving now sees the pending stall */
         if (it->u.stall_us) stall_arm(s, it->u.stall_us);
+        uint64_t seq = it->seq;
         s->running = NULL;
-        s->done_seq = it->seq;
-        pthread_cond_broadcast(&s->cv_done);
         pthread_mutex_unlock(&s->mu);
         item_release(it);
         free(it);
         pthread_mutex_lock(&s->mu);
+        s->done_seq = seq;
+        pthread_cond_broadcast(&s->cv_done);
     }
     s->worker_exited = 1;
     pthread_mutex_unlock(&s->mu);
@@ -816,6 +821,17 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
     free(deps);
 
     pthread_mutex_lock(&s->mu);
+    /* An event recorded on an idle stream completes at once, as on a GPU, without a round
+     * trip through the worker (a wake-up per record would make every timed call slower
+     * than on real hardware). Not while a slow-GPU stall is pending: it must apply. */
+    if (ndeps == 0 && u->kind == U_REC && !seq_out && !s->head && !s->running && !s->stall_pending_us &&
+        !u->stall_us) {
+        event_complete(items[0]->u.ev, items[0]->u.gen);
+        pthread_mutex_unlock(&s->mu);
+        item_release(items[0]);
+        free(items[0]);
+        return CUDA_SUCCESS;
+    }
     if (stream_start_worker(s) != 0) {
         pthread_mutex_unlock(&s->mu);
         abort();   /* cannot create a thread: nothing sensible left to simulate */
