@@ -11,8 +11,8 @@
 #define CS_MAX_CTX 32
 #define POOL_CAP 65536
 #define POOL_PREFILL 1024
-#define POOL_LOW 4096
-#define POOL_BATCH 4096
+#define POOL_LOW 1024
+#define POOL_BATCH 256
 
 struct cs_evpool {
   _Atomic(CUcontext) ctx;

@@ -9,9 +9,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 export BUILD_DIR
-./scripts/setup.sh >/dev/null || { echo "gpu-check: build failed"; exit 1; }
+# COLLSCOPE_PREBUILT=1: use the binaries already in BUILD_DIR (a machine without
+# network or build tools, e.g. one that received a build made elsewhere)
+if [ "${COLLSCOPE_PREBUILT:-0}" != 1 ]; then
+  ./scripts/setup.sh >/dev/null || { echo "gpu-check: build failed"; exit 1; }
+fi
 CLI=$BUILD_DIR/tools/collscope
 SHIM=$(realpath "$BUILD_DIR/shim/libcollscope.so")
+export COLLSCOPE_SHIM=$SHIM   # what `collscope run` preloads
 APPS=$BUILD_DIR/tests/apps
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$NGPU" -ge 1 ] || { echo "gpu-check: no GPU visible (nvidia-smi -L)"; exit 1; }
@@ -23,7 +28,10 @@ for app in dp_train fsdp pipeline multicomm threads initall; do
   exe=$APPS/$app
   [ -x "$exe" ] || continue
   n=$NGPU
-  case $app in pipeline|multicomm) [ "$n" -ge 2 ] || n=1 ;; initall) n=1 ;; esac
+  case $app in
+    pipeline|multicomm) [ "$n" -ge 2 ] || { printf '%-34s skipped: needs 2 GPUs\n' "$app"; continue; } ;;
+    initall) n=1 ;;
+  esac
   args=(--steps 20)
   t0=$(date +%s.%N)
   if [ "$app" = initall ]; then "$exe" "${args[@]}" > "$WORK/$app.bare" 2>&1; else
@@ -40,13 +48,13 @@ for app in dp_train fsdp pipeline multicomm threads initall; do
   ntimed=$(cat "$WORK/$app.dump"/*.jsonl 2>/dev/null | grep '"type":"op"' | grep -c '"timing":"gpu_event"')
   [ "$nops" -gt 0 ] && [ "$nops" -eq "$ntimed" ] || check="$check; ops $nops timed $ntimed"
   [ "$check" = ok ] || status=1
-  printf '%-34s %6s %10.2f %10.2f %8.3f %s (%s ops)\n' "$app" "$n" "$(echo "$t1 - $t0" | bc)" \
-    "$(echo "$t2 - $t1" | bc)" "$(echo "($t2 - $t1) / ($t1 - $t0)" | bc -l)" "$check" "$nops"
+  awk -v app="$app" -v n="$n" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v c="$check" -v ops="$nops" \
+    'BEGIN { printf "%-34s %6s %10.2f %10.2f %8.3f %s (%s ops)\n", app, n, t1 - t0, t2 - t1, (t2 - t1) / (t1 - t0), c, ops }'
 done
 if [ "$status" -eq 0 ]; then "$CLI" report "$WORK/dp_train.dump" 2>&1 | head -30; fi
 
 if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; then
-  ART="$NCCL_TESTS_DIR/all_reduce_perf -b 8 -e 256M -f 4 -g $NGPU -w 5 -n 50 -c 1"
+  ART="$NCCL_TESTS_DIR/all_reduce_perf -b 8 -e 256M -f 4 -g $NGPU -w 5 -n 200 -c 1"
   $ART > "$WORK/art.bare" 2>&1
   COLLSCOPE_DIR=$WORK/art.dump LD_PRELOAD=$SHIM $ART > "$WORK/art.shim" 2>&1
   printf '\nall_reduce_perf on %d GPU(s), out-of-place time (us)\n%12s %12s %12s %8s %8s\n' "$NGPU" size bare shim ratio wrong

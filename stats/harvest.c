@@ -6,7 +6,9 @@
 #include "dump_writer.h"
 #include "hooks/cuda_driver.h"
 #include "hooks/timing.h"
+#include "hooks/sdc.h"
 #include "queue.h"
+#include "ring.h"
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -43,6 +45,7 @@ static void release_events(struct cs_record *r) {
 
 /* Returns true when the record is finished (timed or given up). */
 static bool try_complete(struct cs_record *r, bool final) {
+  if (r->sdc_slot && !cs_sdc_collect(r, final)) return false; /* SDC kernels still running */
   if (r->timing != CS_TIMING_PENDING) {
     /* host/error/captured: but a lone start event may still be in flight */
     if (r->owns_events && r->ev_start && !r->ev_end) {
@@ -87,6 +90,52 @@ static void pend_add(const struct cs_record *r) {
   pend[npend++] = *r;
 }
 
+/* Hang detection (COLLSCOPE_HANG_TIMEOUT): the oldest not-complete op of a communicator
+ * that is older than the timeout gets one log line, a "hang" dump record and a CS_REC_HANG
+ * ring record, once. Also publishes the pending figures to the stats ring. */
+static struct { uint64_t comm, seq; } hang_seen[256];
+static size_t nhang_seen;
+static void hang_check(void) {
+  int64_t now = cs_now_ns(CLOCK_REALTIME), oldest = 0;
+  uint64_t npending = 0;
+  for (size_t i = 0; i < npend; i++)
+    if (pend[i].type == CS_REC_OP && pend[i].timing == CS_TIMING_PENDING) {
+      npending++;
+      if (!oldest || pend[i].enqueue_ns < oldest) oldest = pend[i].enqueue_ns;
+    }
+  cs_ring_status(npending, oldest, atomic_load(&cs_st.drops));
+  int64_t tmo = (int64_t)cs_cfg.hang_timeout_s * 1000000000LL;
+  if (!tmo || !oldest || now - oldest < tmo) return;
+  for (size_t i = 0; i < npend && nhang_seen < 256; i++) {
+    const struct cs_record *r = &pend[i];
+    if (r->type != CS_REC_OP || r->timing != CS_TIMING_PENDING || r->seq == UINT64_MAX || now - r->enqueue_ns < tmo)
+      continue;
+    bool skip = false;
+    for (size_t k = 0; k < nhang_seen && !skip; k++) skip = hang_seen[k].comm == r->comm_id && hang_seen[k].seq == r->seq;
+    for (size_t j = 0; j < npend && !skip; j++)
+      skip = pend[j].type == CS_REC_OP && pend[j].timing == CS_TIMING_PENDING && pend[j].comm_id == r->comm_id &&
+             pend[j].seq < r->seq;
+    if (skip) continue;
+    hang_seen[nhang_seen].comm = r->comm_id;
+    hang_seen[nhang_seen++].seq = r->seq;
+    bool started = r->ev_start && cs_drv.loaded &&
+                   cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start) == CUDA_SUCCESS;
+    cs_log(CS_LOG_WARN, "hang: %s seq %llu on comm %016llx (rank %d of %d) not complete after %.1f s "
+           "(COLLSCOPE_HANG_TIMEOUT=%u, GPU start %s)",
+           r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "op", (unsigned long long)r->seq,
+           (unsigned long long)r->comm_id, r->comm_rank, r->comm_size, (double)(now - r->enqueue_ns) / 1e9,
+           cs_cfg.hang_timeout_s, started ? "reached" : "not reached");
+    cs_dump_hang(r, now, started);
+    cs_dump_flush();
+    struct cs_record h = *r;
+    h.type = CS_REC_HANG;
+    h.start_ns = started;
+    h.end_ns = now;
+    cs_ring_publish(&h);
+    cs_ring_note_hang();
+  }
+}
+
 /* One pass: drain the queue, complete what can be completed, write it. */
 static size_t harvest_pass(bool final) {
   struct cs_record r;
@@ -96,16 +145,28 @@ static size_t harvest_pass(bool final) {
     drained++;
   }
   size_t done = 0, keep = 0;
+  /* Work on one stream completes in order: once a record's end event is not ready, later
+   * records of that stream are not either, so they are not queried in this pass (on a
+   * real GPU each query of an unreached event is a driver call that contends with the
+   * job's launches). */
+  uint64_t blocked[64];
+  size_t nblocked = 0;
   for (size_t i = 0; i < npend; i++) {
-    if (try_complete(&pend[i], final)) {
+    bool skip = false;
+    if (!final && pend[i].timing == CS_TIMING_PENDING)
+      for (size_t k = 0; k < nblocked && !skip; k++) skip = blocked[k] == pend[i].stream;
+    if (!skip && try_complete(&pend[i], final)) {
       cs_dump_record(&pend[i]);
+      cs_ring_publish(&pend[i]);
       done++;
-    } else {
-      if (keep != i) pend[keep] = pend[i];
-      keep++;
+      continue;
     }
+    if (!skip && pend[i].timing == CS_TIMING_PENDING && nblocked < 64) blocked[nblocked++] = pend[i].stream;
+    if (keep != i) pend[keep] = pend[i];
+    keep++;
   }
   npend = keep;
+  if (!final) hang_check();
   uint64_t d = atomic_load(&cs_st.drops);
   if (d != drops_written) {
     cs_dump_drops(d - drops_written);
@@ -116,6 +177,7 @@ static size_t harvest_pass(bool final) {
 
 static void *harvest_main(void *arg) {
   (void)arg;
+  cs_ring_open(); /* this thread is the ring's one writer */
   int64_t last_flush = cs_now_ns(CLOCK_MONOTONIC);
   unsigned idle_us = 1000;
   while (!atomic_load(&stop_req)) {
@@ -182,6 +244,7 @@ void cs_harvest_stop(unsigned timeout_ms) {
   atomic_store(&stop_req, 1);
   pthread_join(th, NULL);
   th_running = false;
+  cs_ring_adopt(); /* the writer thread is gone: this one finishes the ring */
   /* give in-flight GPU work a bounded time to finish, then write what is left */
   int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000LL;
   do {
@@ -192,6 +255,7 @@ void cs_harvest_stop(unsigned timeout_ms) {
   harvest_pass(true);
   cs_dump_footer();
   cs_dump_close();
+  cs_ring_close(true);
 }
 
 void cs_harvest_atfork_child(void) {
@@ -204,6 +268,8 @@ void cs_harvest_atfork_child(void) {
   cappend = 0;
   pend = NULL;
   drops_written = 0;
+  nhang_seen = 0;
+  cs_ring_atfork_child();
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
   cs_dump_atfork_child();
