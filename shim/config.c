@@ -52,6 +52,32 @@ static bool env_bool(const char *name, bool def) {
   return def;
 }
 
+/* COLLSCOPE_SDC=off|all|sample:N, COLLSCOPE_SDC_MIN_BYTES, COLLSCOPE_SDC_ACTION=log|abort */
+#define CS_SDC_DEFAULT_SAMPLE 16u
+#define CS_SDC_DEFAULT_MIN_BYTES (1L << 20)
+static void cs_sdc_config_load(void) {
+  const char *v = env("COLLSCOPE_SDC");
+  cs_cfg.sdc_mode = CS_SDC_SAMPLE;
+  cs_cfg.sdc_sample = CS_SDC_DEFAULT_SAMPLE;
+  if (v) {
+    char *end;
+    unsigned long n;
+    if (!strcmp(v, "off") || !strcmp(v, "0")) cs_cfg.sdc_mode = CS_SDC_OFF;
+    else if (!strcmp(v, "all") || !strcmp(v, "on") || !strcmp(v, "1")) cs_cfg.sdc_mode = CS_SDC_ALL;
+    else if (!strncmp(v, "sample:", 7) && (errno = 0, n = strtoul(v + 7, &end, 10), !errno && !*end && n >= 1 &&
+                                            n <= 1000000))
+      cs_cfg.sdc_sample = (unsigned)n, cs_cfg.sdc_mode = n == 1 ? CS_SDC_ALL : CS_SDC_SAMPLE;
+    else
+      cs_log(CS_LOG_WARN, "ignoring COLLSCOPE_SDC=%s (expected off, all or sample:N); using sample:%u", v,
+             CS_SDC_DEFAULT_SAMPLE);
+  }
+  cs_cfg.sdc_min_bytes = (uint64_t)env_long("COLLSCOPE_SDC_MIN_BYTES", CS_SDC_DEFAULT_MIN_BYTES, 0, 1L << 50);
+  const char *a = env("COLLSCOPE_SDC_ACTION");
+  cs_cfg.sdc_action = CS_SDC_ACTION_LOG;
+  if (a && !strcmp(a, "abort")) cs_cfg.sdc_action = CS_SDC_ACTION_ABORT;
+  else if (a && strcmp(a, "log")) cs_log(CS_LOG_WARN, "ignoring COLLSCOPE_SDC_ACTION=%s (expected log or abort)", a);
+}
+
 static int first_int_env(const char *const *names, int def) {
   for (int i = 0; names[i]; i++) {
     const char *v = env(names[i]);
@@ -82,6 +108,10 @@ void cs_config_load(void) {
   cs_cfg.flush_ms = (unsigned)env_long("COLLSCOPE_FLUSH_MS", 1000, 10, 1000);
   cs_cfg.libcuda = env("COLLSCOPE_LIBCUDA");
   cs_cfg.libnccl = env("COLLSCOPE_LIBNCCL");
+  cs_cfg.ring_cap = (size_t)env_long("COLLSCOPE_RING", 16384, 0, 1L << 22);
+  cs_cfg.keep_shm = env_bool("COLLSCOPE_KEEP_SHM", false);
+  cs_cfg.hang_timeout_s = (unsigned)env_long("COLLSCOPE_HANG_TIMEOUT", 300, 0, 1L << 20);
+  cs_sdc_config_load();
 
   static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
   static const char *const local_vars[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",

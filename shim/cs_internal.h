@@ -29,7 +29,16 @@ struct cs_config {
   unsigned flush_ms;      /* COLLSCOPE_FLUSH_MS, <= 1000 */
   const char *libcuda;    /* COLLSCOPE_LIBCUDA (tests) */
   const char *libnccl;    /* COLLSCOPE_LIBNCCL (tests) */
+  size_t ring_cap;        /* COLLSCOPE_RING: shm stats ring slots (0 = no ring) */
+  bool keep_shm;          /* COLLSCOPE_KEEP_SHM=1: leave the ring at clean exit */
+  unsigned hang_timeout_s;/* COLLSCOPE_HANG_TIMEOUT: report ops not complete after this (0 = off) */
+  int sdc_mode;           /* COLLSCOPE_SDC: CS_SDC_OFF | CS_SDC_ALL | CS_SDC_SAMPLE (hooks/sdc.c) */
+  unsigned sdc_sample;    /* COLLSCOPE_SDC=sample:N: every Nth eligible collective per comm */
+  uint64_t sdc_min_bytes; /* COLLSCOPE_SDC_MIN_BYTES: smaller collectives are not checked */
+  int sdc_action;         /* COLLSCOPE_SDC_ACTION: CS_SDC_ACTION_LOG | CS_SDC_ACTION_ABORT */
 };
+enum { CS_SDC_OFF = 0, CS_SDC_ALL = 1, CS_SDC_SAMPLE = 2 };
+enum { CS_SDC_ACTION_LOG = 0, CS_SDC_ACTION_ABORT = 1 };
 extern struct cs_config cs_cfg;
 void cs_config_load(void);
 

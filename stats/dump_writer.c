@@ -216,6 +216,23 @@ static const char *xfer_kind_name(int k) {
 
 extern const char *cs_cudart_api_name(int api); /* shim/cudart_wrappers.c */
 
+/* SDC check results (hooks/sdc.c): "sdc":{"checked":BITS,"fp":HEX16,"in_sum":F,"in_abs":F,"out_sum":F};
+ * fields whose bit of sdc_checked is clear, and non-finite sums, are null. */
+static void put_f64(bool ok, double v) {
+  char t[40];
+  if (!ok || !__builtin_isfinite(v)) { PUTL("null"); return; }
+  put(t, (size_t)snprintf(t, sizeof t, "%.17g", v));
+}
+static void put_sdc(const struct cs_record *r) {
+  bool out = r->sdc_checked & 1, in = r->sdc_checked & 2;
+  KEY("sdc"); PUTL("{\"checked\":"); put_u64(r->sdc_checked);
+  PUTL(",\"fp\":"); if (out) put_id(r->fingerprint); else PUTL("null");
+  PUTL(",\"in_sum\":"); put_f64(in, r->in_sum);
+  PUTL(",\"in_abs\":"); put_f64(in, r->in_abs);
+  PUTL(",\"out_sum\":"); put_f64(out, r->out_sum);
+  PUTL("}");
+}
+
 void cs_dump_record(const struct cs_record *r) {
   if (fd < 0) return;
   ensure_header(r->device);
@@ -266,6 +283,23 @@ void cs_dump_record(const struct cs_record *r) {
   KEY("captured"); puts_(r->captured ? "true" : "false");
   KEY("site"); put_str(site_text(r->site));
   KEY("status"); put_i64(r->status);
+  if (r->type == CS_REC_OP && r->sdc_checked) put_sdc(r);
+  PUTL("}\n");
+}
+
+void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
+  if (fd < 0) return;
+  ensure_header(r->device);
+  PUTL("{\"type\":\"hang\",\"comm\":"); put_id(r->comm_id);
+  KEY("comm_size"); put_i64(r->comm_size);
+  KEY("comm_rank"); put_i64(r->comm_rank);
+  KEY("rank"); put_i64(cs_cfg.rank);
+  KEY("seq"); if (r->seq == UINT64_MAX) PUTL("-1"); else put_u64(r->seq);
+  KEY("op"); put_str(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
+  KEY("enqueue_ns"); put_i64(r->enqueue_ns);
+  KEY("age_ms"); put_i64((now_ns - r->enqueue_ns) / 1000000);
+  KEY("started"); puts_(started ? "true" : "false");
+  KEY("t_ns"); put_i64(now_ns);
   PUTL("}\n");
 }
 

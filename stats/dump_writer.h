@@ -8,6 +8,8 @@
 bool cs_dump_open(void);
 void cs_dump_record(const struct cs_record *r);
 void cs_dump_drops(uint64_t count);
+/* an op not complete after COLLSCOPE_HANG_TIMEOUT (DESIGN.md "hang" record) */
+void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started);
 void cs_dump_footer(void);
 void cs_dump_flush(void);           /* write(2) buffered whole lines */
 void cs_dump_close(void);

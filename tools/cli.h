@@ -9,6 +9,26 @@ int cmd_run(int argc, char **argv);     /* tools/cmd_run.c */
 int cmd_demo(int argc, char **argv);    /* tools/cmd_demo.c */
 int cmd_report(int argc, char **argv);  /* tools/cmd_report.c */
 int cmd_trace(int argc, char **argv);   /* tools/cmd_trace.c */
+int cmd_top(int argc, char **argv);     /* tools/cmd_top.c */
+int cmd_salvage(int argc, char **argv); /* tools/cmd_salvage.c */
+int cmd_topo(int argc, char **argv);    /* tools/cmd_topo.c */
+int cmd_topo_help(FILE *out);           /* its help text (collscope help topo) */
+/* tools/cmd_topo.c: reorder hosts[0..n) in place by the topology plan of topofile
+ * (for `collscope run --topology`). Returns 0, or -1 with a message on stderr. */
+int cli_topo_order_hosts(const char *topofile, char **hosts, size_t n, int verbose);
+
+/* tools/cmd_report.c: run stats/detect.c over a loaded dump set (all op records plus the
+ * shim's hang records). Returns 0, -1 out of memory. */
+struct cs_dumpset;
+struct cs_det_params;
+struct cs_det_result;
+int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params *p, struct cs_det_result *out);
+/* The stragglers and hangs sections (text and JSON), shared by report and top. */
+struct json_t;
+void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o);
+void cli_text_hangs(const struct cs_det_result *det, FILE *o);
+struct json_t *cli_json_stragglers(const struct cs_det_result *det);
+struct json_t *cli_json_hangs(const struct cs_det_result *det);
 
 /* Locations of collscope's own artefacts, found relative to the running
  * executable (build tree or install prefix) or from env overrides:
@@ -31,6 +51,7 @@ void cli_help_env(FILE *out);
 struct cli_run_opts {
   int nranks;               /* ranks to start; 0: wrap an existing launcher (execvp) */
   const char *hosts;        /* Slurm hostlist the ranks are spread over; NULL: hostname */
+  const char *topology;     /* --topology FILE: reorder the hosts by the topology plan */
   int sim;                  /* prepend cli_sim_dir() to LD_LIBRARY_PATH */
   int no_shim;              /* do not LD_PRELOAD cli_shim_path() */
   int tag_output;           /* prefix each output line of rank R with "[R] " */

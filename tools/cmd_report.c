@@ -43,7 +43,9 @@
 
 #include <jansson.h>
 
+#include "collscope/detect.h"
 #include "collscope/schema.h"
+#include "collscope/sdc.h"
 #include "dumpfile.h"
 
 /* ---------- model ---------- */
@@ -88,6 +90,8 @@ struct report {
   struct rank_row *ranks; size_t nranks;
   struct comm_row *comms; size_t ncomms;
   struct summary sum;
+  struct cs_det_result det;   /* stragglers and hangs (stats/detect.c) */
+  struct cs_det_params detp;
 };
 
 /* ---------- helpers ---------- */
@@ -494,6 +498,303 @@ static json_t *json_comms(const struct report *r) {
   return a;
 }
 
+/* ---------- stragglers and hangs (include/collscope/detect.h) ---------- */
+
+/* Every op record of the set (all comms, no --op filter) plus the shim's "hang" records
+ * as detector input. */
+int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params *p, struct cs_det_result *out) {
+  size_t n = 0;
+  for (size_t i = 0; i < set->nfiles; i++) n += set->files[i].nops + set->files[i].nhangs;
+  struct cs_det_op *v = xcalloc(n, sizeof *v);
+  size_t k = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    for (size_t j = 0; j < f->nops; j++) {
+      const struct cs_op_rec *o = &f->ops[j];
+      if (o->seq < 0) continue;
+      struct cs_det_op *d = &v[k++];
+      d->comm = o->comm;
+      d->seq = o->seq;
+      d->comm_size = o->comm_size;
+      d->comm_rank = o->comm_rank;
+      d->rank = o->rank >= 0 ? o->rank : f->hdr.rank;
+      d->host = f->hdr.host;
+      d->start_ns = o->start_ns;
+      d->end_ns = o->end_ns;
+      d->enqueue_ns = o->enqueue_ns;
+      d->state = is_error(o) ? CS_DET_FAILED : o->timing == CSD_TIMING_GPU_EVENT ? CS_DET_DONE : CS_DET_UNTIMED;
+      d->p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P;
+      d->bytes = o->bytes;
+    }
+    for (size_t j = 0; j < f->nhangs; j++) {
+      const struct cs_hang_rec *h = &f->hangs[j];
+      struct cs_det_op *d = &v[k++];
+      d->comm = h->comm;
+      d->seq = h->seq;
+      d->comm_size = h->comm_size;
+      d->comm_rank = h->comm_rank;
+      d->rank = h->rank >= 0 ? h->rank : f->hdr.rank;
+      d->host = f->hdr.host;
+      d->enqueue_ns = h->enqueue_ns;
+      d->state = CS_DET_PENDING;
+    }
+  }
+  int rc = cs_detect(v, k, p, CS_DET_HANG_PENDING, out);
+  free(v);
+  return rc;
+}
+
+static void text_stragglers(const struct report *r, FILE *o) { cli_text_stragglers(&r->det, &r->detp, o); }
+static void text_hangs(const struct report *r, FILE *o) { cli_text_hangs(&r->det, o); }
+static json_t *json_stragglers(const struct report *r) { return cli_json_stragglers(&r->det); }
+static json_t *json_hangs(const struct report *r) { return cli_json_hangs(&r->det); }
+
+void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o) {
+  fprintf(o, "\n# Stragglers: last arrival = shortest GPU duration of a collective instance;\n"
+             "# flagged when last in the last %u instances of a comm (at least %u) more often than\n"
+             "# max(%.0f%%, chance + %.1f sigma), with median lateness >= max(%.0f us, %.1f%% of the median\n"
+             "# duration), on %u consecutive instances; `after`: instances until flagged; %zu evaluated\n",
+          p->window, p->min_instances, p->share * 100, p->z, p->floor_us, p->frac * 100, p->persist,
+          det->instances);
+  fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %s\n", "rank", "host", "comm", "share_last",
+          "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind");
+  char hex[17];
+  for (size_t i = 0; i < det->nstragglers; i++) {
+    const struct cs_det_straggler *s = &det->stragglers[i];
+    fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %s\n", s->rank,
+            s->host ? s->host : s->kind == CS_DET_LINK ? "(network)" : "?", cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
+            s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind));
+  }
+  if (!det->nstragglers) fprintf(o, "  (none)\n");
+}
+
+void cli_text_hangs(const struct cs_det_result *det, FILE *o) {
+  fprintf(o, "\n# Hangs: ops the shim reported not complete after COLLSCOPE_HANG_TIMEOUT;\n"
+             "# reached = highest seq every rank completed; missing = ranks that have not entered the\n"
+             "# next seq; stuck = ranks inside it\n");
+  char hex[17];
+  for (size_t i = 0; i < det->nhangs; i++) {
+    const struct cs_det_hang *h = &det->hangs[i];
+    fprintf(o, "  comm %s size %d: reached seq %lld, stuck at seq %lld\n", cs_comm_hex(h->comm, hex),
+            h->comm_size, (long long)h->reached, (long long)h->seq);
+    fprintf(o, "    missing (not entered):");
+    for (size_t k = 0; k < h->nmissing; k++) fprintf(o, " %d@%s", h->missing[k], h->missing_hosts[k]);
+    fprintf(o, "%s\n    stuck (entered, not complete):", h->nmissing ? "" : " none");
+    for (size_t k = 0; k < h->nstuck; k++) fprintf(o, " %d@%s", h->stuck[k], h->stuck_hosts[k]);
+    fprintf(o, "%s\n", h->nstuck ? "" : " none");
+  }
+  if (!det->nhangs) fprintf(o, "  (none)\n");
+}
+
+json_t *cli_json_stragglers(const struct cs_det_result *det) {
+  json_t *a = json_array();
+  char hex[17];
+  for (size_t i = 0; i < det->nstragglers; i++) {
+    const struct cs_det_straggler *s = &det->stragglers[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(s->rank));
+    json_object_set_new(o, "host", s->host ? json_string(s->host) : json_null());
+    json_object_set_new(o, "comm", json_string(cs_comm_hex(s->comm, hex)));
+    json_object_set_new(o, "comm_rank", json_integer(s->comm_rank));
+    json_object_set_new(o, "share_last", json_real(s->share_last));
+    json_object_set_new(o, "lateness_us", json_real(s->lateness_us));
+    json_object_set_new(o, "median_dur_us", json_real(s->median_dur_us));
+    json_object_set_new(o, "gap_us", json_real(s->gap_us));
+    json_object_set_new(o, "peer_gap_us", json_real(s->peer_gap_us));
+    json_object_set_new(o, "window_instances", jcount(s->window_instances));
+    json_object_set_new(o, "first_flag_instance", jcount(s->first_flag_instance));
+    json_object_set_new(o, "first_flag_seq", json_integer(s->first_flag_seq));
+    json_object_set_new(o, "kind", json_string(cs_det_kind_name(s->kind)));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+json_t *cli_json_hangs(const struct cs_det_result *det) {
+  json_t *a = json_array();
+  char hex[17];
+  for (size_t i = 0; i < det->nhangs; i++) {
+    const struct cs_det_hang *h = &det->hangs[i];
+    json_t *o = json_object(), *mr = json_array(), *mh = json_array(), *sr = json_array(), *sh = json_array();
+    json_object_set_new(o, "comm", json_string(cs_comm_hex(h->comm, hex)));
+    json_object_set_new(o, "comm_size", json_integer(h->comm_size));
+    json_object_set_new(o, "reached", json_integer(h->reached));
+    json_object_set_new(o, "seq", json_integer(h->seq));
+    for (size_t k = 0; k < h->nmissing; k++) {
+      json_array_append_new(mr, json_integer(h->missing[k]));
+      json_array_append_new(mh, json_string(h->missing_hosts[k]));
+    }
+    for (size_t k = 0; k < h->nstuck; k++) {
+      json_array_append_new(sr, json_integer(h->stuck[k]));
+      json_array_append_new(sh, json_string(h->stuck_hosts[k]));
+    }
+    json_object_set_new(o, "missing_ranks", mr);
+    json_object_set_new(o, "hosts", mh);
+    json_object_set_new(o, "stuck_ranks", sr);
+    json_object_set_new(o, "stuck_hosts", sh);
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+/* ---------- sdc: cross-rank SDC check comparison (include/collscope/sdc.h) ---------- */
+
+struct sdc_item {
+  uint64_t comm;
+  int64_t seq;
+  const char *op, *dtype, *host;   /* host NULL when the suspect is unknown */
+  uint64_t bytes;
+  int check, suspect_comm_rank, suspect_rank;   /* -1: unknown */
+  double got, want, tol;
+};
+struct sdc_report {
+  size_t compared, fp_checked, sum_checked, skipped_nonfinite, skipped_incomplete;
+  struct sdc_item *items;
+  size_t nitems, cap;
+};
+
+static int sdc_dtype(const char *name) {
+  for (int i = 0; name && i < CS_DTYPE_COUNT; i++)
+    if (strcmp(cs_dtype_table[i].name, name) == 0) return i;
+  return -1;
+}
+static int sdc_redop(const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < 5; i++)
+    if (strcmp(cs_redop_name(i), name) == 0) return i;
+  return 5;   /* premulsum or a newer name: no sum rule */
+}
+
+static void sdc_analyse(const struct report *r, struct sdc_report *out) {
+  memset(out, 0, sizeof *out);
+  struct cs_instances inst;
+  cs_group_instances(r->set, &inst);
+  struct cs_sdc_member *mem = NULL;
+  size_t memcap = 0;
+  for (size_t i = 0; i < inst.n; i++) {
+    const struct cs_instance *in = &inst.v[i];
+    if (in->mixed_ops || (r->op_filter && strcmp(in->op_name, r->op_filter) != 0)) continue;
+    bool any = false;
+    for (size_t k = 0; k < in->n && !any; k++) any = in->ops[k]->sdc_checked != 0;
+    if (!any) continue;
+    if (in->n > memcap) {
+      memcap = in->n * 2;
+      mem = realloc(mem, memcap * sizeof *mem);
+      if (!mem) { fprintf(stderr, "collscope: out of memory\n"); exit(1); }
+    }
+    const struct cs_op_rec *o0 = in->ops[0];
+    size_t n = 0;
+    for (size_t k = 0; k < in->n; k++) {
+      const struct cs_op_rec *o = in->ops[k];
+      if (n && mem[n - 1].comm_rank == o->comm_rank) continue;   /* duplicate rank: keep the first */
+      mem[n++] = (struct cs_sdc_member){o->comm_rank, o->status == 0 ? o->sdc_checked : 0, o->sdc_fp,
+                                        o->sdc_in_sum, o->sdc_in_abs, o->sdc_out_sum};
+    }
+    struct cs_sdc_instance si = {o0->op, sdc_dtype(o0->dtype), sdc_redop(o0->redop), o0->root, in->comm_size,
+                                 (uint64_t)(o0->count > 0 ? o0->count : 0), n, mem};
+    struct cs_sdc_finding f[64];
+    struct cs_sdc_outcome oc;
+    size_t nf = cs_sdc_compare(&si, f, 64, &oc);
+    out->compared++;
+    out->fp_checked += (size_t)oc.fp_checked;
+    out->sum_checked += (size_t)oc.sum_checked;
+    out->skipped_nonfinite += (size_t)oc.sum_skipped_nonfinite;
+    out->skipped_incomplete += (size_t)oc.sum_skipped_incomplete;
+    for (size_t k = 0; k < nf && k < 64; k++) {
+      if (out->nitems == out->cap) {
+        out->cap = out->cap ? out->cap * 2 : 16;
+        out->items = realloc(out->items, out->cap * sizeof *out->items);
+        if (!out->items) { fprintf(stderr, "collscope: out of memory\n"); exit(1); }
+      }
+      struct sdc_item *it = &out->items[out->nitems++];
+      *it = (struct sdc_item){in->comm, in->seq, in->op_name, o0->dtype, NULL, o0->bytes, f[k].check,
+                              f[k].suspect, -1, f[k].got, f[k].want, f[k].tol};
+      for (size_t j = 0; j < in->n && f[k].suspect >= 0; j++)
+        if (in->ops[j]->comm_rank == f[k].suspect) {
+          it->suspect_rank = in->ops[j]->rank;
+          it->host = r->set->files[in->ops[j]->file].hdr.host;
+          break;
+        }
+    }
+  }
+  free(mem);
+  cs_instances_free(&inst);
+}
+
+static void text_sdc(const struct report *r, FILE *o) {
+  struct sdc_report s;
+  sdc_analyse(r, &s);
+  if (!s.compared) {
+    fprintf(o, "\nSDC checks: none in these dumps (COLLSCOPE_SDC=off, sampled out, or below "
+               "COLLSCOPE_SDC_MIN_BYTES)\n");
+    free(s.items);
+    return;
+  }
+  fprintf(o, "\nSDC checks: %zu collectives compared (fingerprint %zu, sum %zu; sum skipped: %zu non-finite, "
+             "%zu incomplete): %zu finding%s\n",
+          s.compared, s.fp_checked, s.sum_checked, s.skipped_nonfinite, s.skipped_incomplete, s.nitems,
+          s.nitems == 1 ? "" : "s");
+  if (s.nitems)
+    fprintf(o, "  %-16s %8s %-14s %-10s %12s %-12s %-8s %s\n", "comm", "seq", "op", "dtype", "bytes", "check",
+            "suspect", "host");
+  char hex[17], rk[24];
+  for (size_t i = 0; i < s.nitems; i++) {
+    const struct sdc_item *it = &s.items[i];
+    if (it->suspect_rank >= 0) snprintf(rk, sizeof rk, "rank %d", it->suspect_rank);
+    else if (it->suspect_comm_rank >= 0) snprintf(rk, sizeof rk, "crank %d", it->suspect_comm_rank);
+    else snprintf(rk, sizeof rk, "-");
+    fprintf(o, "  %-16s %8lld %-14s %-10s %12llu %-12s %-8s %s", cs_comm_hex(it->comm, hex), (long long)it->seq,
+            it->op, it->dtype, (unsigned long long)it->bytes, cs_sdc_check_name(it->check), rk,
+            it->host ? it->host : "-");
+    if (it->check == CS_SDC_CHECK_SUM) fprintf(o, "  (got %.17g, want %.17g, tol %.3g)", it->got, it->want, it->tol);
+    fputc('\n', o);
+  }
+  free(s.items);
+}
+
+/* "sdc": the findings, one per (collective, check, suspect); "sdc_checks": the counts */
+static json_t *json_sdc(const struct report *r) {
+  struct sdc_report s;
+  sdc_analyse(r, &s);
+  json_t *a = json_array();
+  char hex[17];
+  for (size_t i = 0; i < s.nitems; i++) {
+    const struct sdc_item *it = &s.items[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "comm", json_string(cs_comm_hex(it->comm, hex)));
+    json_object_set_new(o, "seq", json_integer(it->seq));
+    json_object_set_new(o, "op", json_string(it->op));
+    json_object_set_new(o, "datatype", json_string(it->dtype ? it->dtype : ""));
+    json_object_set_new(o, "bytes", jbytes(it->bytes));
+    json_object_set_new(o, "check", json_string(cs_sdc_check_name(it->check)));
+    json_object_set_new(o, "suspect_rank", it->suspect_rank >= 0 ? json_integer(it->suspect_rank) : json_null());
+    json_object_set_new(o, "suspect_comm_rank",
+                        it->suspect_comm_rank >= 0 ? json_integer(it->suspect_comm_rank) : json_null());
+    json_object_set_new(o, "host", it->host ? json_string(it->host) : json_null());
+    if (it->check == CS_SDC_CHECK_SUM) {
+      json_object_set_new(o, "got", jnum_or_null(true, it->got));
+      json_object_set_new(o, "want", jnum_or_null(true, it->want));
+      json_object_set_new(o, "tol", jnum_or_null(true, it->tol));
+    }
+    json_array_append_new(a, o);
+  }
+  free(s.items);
+  return a;
+}
+static json_t *json_sdc_checks(const struct report *r) {
+  struct sdc_report s;
+  sdc_analyse(r, &s);
+  json_t *o = json_object();
+  json_object_set_new(o, "compared", jcount(s.compared));
+  json_object_set_new(o, "fingerprint_checked", jcount(s.fp_checked));
+  json_object_set_new(o, "sum_checked", jcount(s.sum_checked));
+  json_object_set_new(o, "sum_skipped_nonfinite", jcount(s.skipped_nonfinite));
+  json_object_set_new(o, "sum_skipped_incomplete", jcount(s.skipped_incomplete));
+  json_object_set_new(o, "findings", jcount(s.nitems));
+  free(s.items);
+  return o;
+}
+
 /* The report = this list. Text prints every section with a text printer in order; --json
  * emits one top-level key per section with a JSON builder, plus "sections" (their names).
  * Later analyses (stragglers, hangs, sdc) append entries here. */
@@ -507,6 +808,10 @@ static const struct report_section sections[] = {
   {"ops", text_ops, json_ops},
   {"ranks", text_ranks, json_ranks},
   {"comms", text_comms, json_comms},
+  {"stragglers", text_stragglers, json_stragglers},
+  {"hangs", text_hangs, json_hangs},
+  {"sdc", text_sdc, json_sdc},
+  {"sdc_checks", NULL, json_sdc_checks},   /* counts behind the sdc section */
   {"notes", text_notes, NULL},   /* its counts are in the JSON summary */
 };
 #define NSECTIONS (sizeof sections / sizeof sections[0])
@@ -612,6 +917,10 @@ int cmd_report(int argc, char **argv) {
   build_ranks(&r);
   build_summary(&r, v, n);
   free(v);
+  cs_det_params_default(&r.detp);
+  if (cs_det_params_env(&r.detp))
+    fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_STRAGGLER_* value (collscope help)\n");
+  if (cli_detect_dumpset(set, &r.detp, &r.det) != 0) fputs("collscope report: detection out of memory\n", stderr);
 
   FILE *o = stdout;
   if (outpath && strcmp(outpath, "-") != 0) {
@@ -638,6 +947,7 @@ int cmd_report(int argc, char **argv) {
   free(r.rows);
   free(r.ranks);
   free(r.comms);
+  cs_det_result_free(&r.det);
   cs_dumpset_free(set);
   return rc;
 }

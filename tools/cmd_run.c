@@ -536,9 +536,9 @@ int cli_run_launch(const struct cli_run_opts *o) {
     }
 
   if (o->nranks == 0) {   /* wrap an existing launcher */
-    if (o->hosts || o->tag_output) {
+    if (o->hosts || o->tag_output || o->topology) {
       say("%s needs -n N (without -n, collscope run wraps a launcher that starts the ranks)",
-          o->hosts ? "--hosts" : "--tag-output");
+          o->hosts ? "--hosts" : o->topology ? "--topology" : "--tag-output");
       return CLI_EXIT_USAGE;
     }
     if (prepare_common_env(o)) return 1;
@@ -568,6 +568,14 @@ int cli_run_launch(const struct cli_run_opts *o) {
       say("--hosts '%s': %s", o->hosts, err);
       return CLI_EXIT_USAGE;
     }
+  }
+  if (o->topology && !p.hosts) {
+    say("--topology needs --hosts (the hosts to order)");
+    return CLI_EXIT_USAGE;
+  }
+  if (o->topology && p.hosts && cli_topo_order_hosts(o->topology, p.hosts, p.nhosts, o->verbose)) {
+    cs_hostlist_free(p.hosts, p.nhosts);
+    return CLI_EXIT_USAGE;
   }
   size_t nh = p.hosts ? p.nhosts : 1;
   if ((size_t)o->nranks < nh || o->nranks % (int)nh != 0) {
@@ -659,6 +667,12 @@ int cmd_run(int argc, char **argv) {
     if (m) {
       if (!v) { say("--hosts needs a hostlist"); free(env); return CLI_EXIT_USAGE; }
       o.hosts = v;
+      continue;
+    }
+    v = opt_value(argc, argv, &i, NULL, "--topology", &m);
+    if (m) {
+      if (!v || !*v) { say("--topology needs a FILE"); free(env); return CLI_EXIT_USAGE; }
+      o.topology = v;
       continue;
     }
     v = opt_value(argc, argv, &i, "-x", "--env", &m);

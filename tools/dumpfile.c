@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <jansson.h>
+#include <math.h>
 #include <uthash.h>
 
 #include "collscope/schema.h"
@@ -254,6 +255,27 @@ static bool parse_header(struct lctx *c, struct cs_header *h) {
   return !c->bad;
 }
 
+/* optional "sdc":{"checked":N,"fp":HEX16|null,"in_sum":F|null,"in_abs":F|null,"out_sum":F|null} */
+static void parse_op_sdc(struct lctx *c, struct cs_op_rec *r) {
+  json_t *o = json_object_get(c->obj, "sdc");
+  if (!o || json_is_null(o)) return;
+  if (!json_is_object(o)) {
+    fail(c, "op record: field \"sdc\" is not an object");
+    return;
+  }
+  json_t *saved = c->obj;
+  c->obj = o;
+  long long checked = get_int(c, "checked", true, 0);
+  r->sdc_checked = checked > 0 && checked < 4 ? (unsigned)checked : 0;
+  bool has_fp = false;
+  r->sdc_fp = get_hex(c, "fp", false, &has_fp);
+  if ((r->sdc_checked & 1) && !has_fp) r->sdc_checked &= ~1u;
+  r->sdc_in_sum = get_num(c, "in_sum", false, NAN);
+  r->sdc_in_abs = get_num(c, "in_abs", false, NAN);
+  r->sdc_out_sum = get_num(c, "out_sum", false, NAN);
+  c->obj = saved;
+}
+
 static bool parse_op(struct lctx *c, struct cs_op_rec *r) {
   struct cs_strpool *p = c->set->pool;
   memset(r, 0, sizeof *r);
@@ -281,6 +303,7 @@ static bool parse_op(struct lctx *c, struct cs_op_rec *r) {
   r->captured = get_bool(c, "captured", false, r->timing == CSD_TIMING_CAPTURED);
   r->site = get_str(c, "site", false, intern(p, ""));
   r->status = clamp_int(get_int(c, "status", false, 0));
+  parse_op_sdc(c, r);
   if (!c->bad && r->comm_size < 1) fail(c, "op record: comm_size %d < 1", r->comm_size);
   return !c->bad;
 }
@@ -452,6 +475,23 @@ static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
         grow((void **)&f->comms, &f->comm_cap, f->ncomms, sizeof *f->comms);
         f->comms[f->ncomms++] = r;
       }
+    } else if (strcmp(c.type, "hang") == 0) {
+      struct cs_hang_rec r = {0};
+      r.comm = get_hex(&c, "comm", true, NULL);
+      r.comm_size = clamp_int(get_int(&c, "comm_size", false, 0));
+      r.comm_rank = clamp_int(get_int(&c, "comm_rank", true, -1));
+      r.rank = clamp_int(get_int(&c, "rank", false, f->hdr.rank));
+      r.seq = get_int(&c, "seq", true, 0);
+      r.op_name = get_str(&c, "op", false, intern(set->pool, "?"));
+      r.enqueue_ns = get_int(&c, "enqueue_ns", false, 0);
+      r.t_ns = get_int(&c, "t_ns", false, 0);
+      r.age_s = (double)get_int(&c, "age_ms", false, 0) / 1e3;
+      r.started = get_bool(&c, "started", false, false);
+      if (!c.bad) {
+        r.line = (uint32_t)lineno;
+        grow((void **)&f->hangs, &f->hang_cap, f->nhangs, sizeof *f->hangs);
+        f->hangs[f->nhangs++] = r;
+      }
     } else if (strcmp(c.type, "drops") == 0) {
       uint64_t n = get_uint(&c, "count", true, 0);
       if (!c.bad) f->drops_records += n;
@@ -575,6 +615,7 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
     for (size_t k = 0; k < f->nops; k++) f->ops[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nxfers; k++) f->xfers[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->ncomms; k++) f->comms[k].file = (uint32_t)i;
+    for (size_t k = 0; k < f->nhangs; k++) f->hangs[k].file = (uint32_t)i;
   }
   return set;
 }
@@ -587,6 +628,7 @@ void cs_dumpset_free(struct cs_dumpset *set) {
     free(f->ops);
     free(f->xfers);
     free(f->comms);
+    free(f->hangs);
   }
   free(set->files);
   for (size_t i = 0; i < set->nerrors; i++) free(set->errors[i]);

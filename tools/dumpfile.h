@@ -66,6 +66,12 @@ struct cs_op_rec {
   bool captured;
   const char *site;
   int status;
+  /* "sdc" object (SDC checks, include/collscope/sdc.h): sdc_checked 0 when absent; bit 0:
+   * sdc_fp and sdc_out_sum valid, bit 1: sdc_in_sum and sdc_in_abs valid; sums are NAN
+   * when the record has null (non-finite) */
+  unsigned sdc_checked;
+  uint64_t sdc_fp;
+  double sdc_in_sum, sdc_in_abs, sdc_out_sum;
 };
 
 struct cs_xfer_rec {
@@ -92,6 +98,18 @@ struct cs_comm_rec {
   int64_t t_ns;
 };
 
+/* "hang" record: the shim saw an op not complete after COLLSCOPE_HANG_TIMEOUT seconds. */
+struct cs_hang_rec {
+  uint32_t file, line;
+  uint64_t comm;
+  int comm_size, comm_rank, rank;
+  int64_t seq;
+  const char *op_name;
+  int64_t enqueue_ns, t_ns;
+  double age_s;
+  bool started;           /* the op's GPU start event had completed */
+};
+
 struct cs_dumpfile {
   char *path;             /* as opened (DIR/NAME) */
   const char *name;       /* basename, points into path */
@@ -99,6 +117,7 @@ struct cs_dumpfile {
   struct cs_op_rec *ops;     size_t nops;
   struct cs_xfer_rec *xfers; size_t nxfers;
   struct cs_comm_rec *comms; size_t ncomms;
+  struct cs_hang_rec *hangs; size_t nhangs;
   uint64_t drops_records; /* sum of "drops" record counts */
   bool has_footer;        /* false: the process did not exit cleanly (or is still running) */
   uint64_t footer_ops, footer_xfers, footer_drops;
@@ -106,7 +125,7 @@ struct cs_dumpfile {
   int64_t footer_t_ns;
   size_t lines;           /* physical lines read, including skipped ones */
   size_t truncated_lines, malformed_lines, unknown_types;
-  size_t op_cap, xfer_cap, comm_cap;   /* internal */
+  size_t op_cap, xfer_cap, comm_cap, hang_cap;   /* internal */
 };
 
 struct cs_strpool;

@@ -30,6 +30,9 @@ static const char help_overview[] =
     "  demo    run a data-parallel training job on the CUDA/NCCL simulator\n"
     "  report  bus-bandwidth and straggler tables from a dump directory\n"
     "  trace   Chrome/Perfetto trace from a dump directory\n"
+    "  top     live view of the collscope processes on this host (stats rings in /dev/shm)\n"
+    "  salvage dump files from the stats rings of killed processes\n"
+    "  topo    topology-aware host order (plan) and a topology file's tree (show)\n"
     "  help    `collscope help [COMMAND]`: this text, or a command's options\n"
     "\n"
     "options: -h/--help (this text), --version\n"
@@ -59,6 +62,8 @@ static const char help_run[] =
     "                        Only names: every rank runs on this machine; the host name\n"
     "                        reaches the rank as COLLSCOPE_HOSTNAME (the simulator and\n"
     "                        the shim use it as the rank's host)\n"
+    "  --topology FILE       order the --hosts by the rack/switch topology FILE first\n"
+    "                        (leaves contiguous, see `collscope topo plan`)\n"
     "  --sim                 prepend the CUDA/NCCL simulator directory to LD_LIBRARY_PATH\n"
     "                        (error if the simulator is not found)\n"
     "  --no-shim             do not LD_PRELOAD libcollscope.so (default: preload it when\n"
@@ -121,6 +126,20 @@ static const struct {
     {"COLLSCOPE_FLUSH_MS", "shim", "dump flush interval in ms (10..1000, default 1000)"},
     {"COLLSCOPE_LIBCUDA", "shim", "path of the libcuda the shim times with (tests)"},
     {"COLLSCOPE_LIBNCCL", "shim", "path of the libnccl the shim forwards to (tests)"},
+    {"COLLSCOPE_RING", "shim", "shm stats ring size in records (0: no ring; default 16384, rounded up to 2^k)"},
+    {"COLLSCOPE_KEEP_SHM", "shim", "1: keep the stats ring after a clean exit (default 0: removed)"},
+    {"COLLSCOPE_SHM_DIR", "shim, top, salvage", "directory of the stats rings (default /dev/shm)"},
+    {"COLLSCOPE_HANG_TIMEOUT", "shim, top", "seconds after which an op not complete is reported as hung "
+                                            "(one log line + a hang record; 0: off; default 300)"},
+    {"COLLSCOPE_STRAGGLER_WINDOW", "report, top", "instances per comm in the straggler window (default 100)"},
+    {"COLLSCOPE_STRAGGLER_MIN", "report, top", "instances needed before a rank can be flagged (default 10)"},
+    {"COLLSCOPE_STRAGGLER_SHARE", "report, top", "minimum share of the window a rank must arrive last in (default 0.25)"},
+    {"COLLSCOPE_STRAGGLER_Z", "report, top", "and that share must be this many standard deviations above chance, "
+                                             "1/comm size (default 6)"},
+    {"COLLSCOPE_STRAGGLER_PERSIST", "report, top", "consecutive instances the conditions must hold (default 10)"},
+    {"COLLSCOPE_STRAGGLER_FLOOR_US", "report, top", "minimum median lateness in us (default 20)"},
+    {"COLLSCOPE_STRAGGLER_FRAC", "report, top", "minimum median lateness as a fraction of the median "
+                                                "duration (default 0.02)"},
     {"COLLSCOPE_HOSTNAME", "run sets; sim, shim, tools", "host name of this rank; default gethostname()"},
     {"COLLSCOPE_JOB_ID", "run sets; shim, tools", "job id (run keeps an existing one); the shim "
                                                   "prefers SLURM_JOB_ID, then TORCHELASTIC_RUN_ID"},
@@ -158,16 +177,20 @@ int cli_help(const char *cmd, FILE *out) {
     fputs(help_run, out);
   } else if (!strcmp(cmd, "demo")) {
     fputs(help_demo, out);
-  } else if (!strcmp(cmd, "report") || !strcmp(cmd, "trace")) {
+  } else if (!strcmp(cmd, "report") || !strcmp(cmd, "trace") || !strcmp(cmd, "top") || !strcmp(cmd, "salvage")) {
     /* their options are documented by their own --help */
     fflush(out);
     char *args[] = {(char *)cmd, "--help", NULL};
+    if (!strcmp(cmd, "top")) return cmd_top(2, args);
+    if (!strcmp(cmd, "salvage")) return cmd_salvage(2, args);
     return !strcmp(cmd, "report") ? cmd_report(2, args) : cmd_trace(2, args);
+  } else if (!strcmp(cmd, "topo")) {
+    return cmd_topo_help(out);
   } else if (!strcmp(cmd, "help")) {
-    fputs("usage: collscope help [COMMAND]\n  COMMAND: run, demo, report, trace\n", out);
+    fputs("usage: collscope help [COMMAND]\n  COMMAND: run, demo, report, trace, top, salvage\n", out);
     return 0;
   } else {
-    fprintf(stderr, "collscope: unknown command '%s' (commands: run, demo, report, trace, help)\n", cmd);
+    fprintf(stderr, "collscope: unknown command '%s' (commands: run, demo, report, trace, top, salvage, help)\n", cmd);
     return CLI_EXIT_USAGE;
   }
   fputc('\n', out);
@@ -324,6 +347,9 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "report")) return cmd_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "trace")) return cmd_trace(argc - 1, argv + 1);
+  if (!strcmp(cmd, "top")) return cmd_top(argc - 1, argv + 1);
+  if (!strcmp(cmd, "salvage")) return cmd_salvage(argc - 1, argv + 1);
+  if (!strcmp(cmd, "topo")) return cmd_topo(argc - 1, argv + 1);
   fprintf(stderr, "collscope: unknown command '%s'\n\n", cmd);
   fputs(help_overview, stderr);
   return CLI_EXIT_USAGE;

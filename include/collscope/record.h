@@ -50,8 +50,10 @@ struct cs_record {
   int64_t start_ns;      /* CLOCK_REALTIME, aligned from the GPU clock */
   int64_t end_ns;
   /* silent-data-corruption checks (hooks/sdc.c); valid when sdc_checked != 0 */
-  uint8_t sdc_checked;   /* bit 0: fingerprint valid, bit 1: sums valid */
-  uint8_t pad_[7];
+  uint8_t sdc_checked;   /* bit 0: fingerprint and out_sum valid, bit 1: in_sum/in_abs valid */
+  uint8_t sdc_ctx;       /* internal: 1 + hooks/sdc.c context index while results are pending */
+  uint16_t pad_;
+  uint32_t sdc_slot;     /* internal: 1 + result slot while pending, 0 when none */
   uint64_t fingerprint;  /* order-independent hash of the output bytes */
   double in_sum;         /* fp64 sum of this rank's input (before the op) */
   double in_abs;         /* fp64 sum of |input| (tolerance) */

@@ -1,0 +1,323 @@
+/* hooks/sdc.c: launches the SDC check kernel (hooks/sdc_kernels.cu) around eligible
+ * collectives and hands its results to the harvest thread (see sdc.h, DESIGN.md "SDC").
+ *
+ * Hot path (caller's thread, no syscall, no lock, no sync): policy decision, a slot taken
+ * from a per-context ring with one CAS, and one cuLaunchKernel before the collective
+ * (input sums) and one after it (output fingerprint + sums), both on the collective's
+ * stream. Slow path, once per CUDA context: cuModuleLoadData of the embedded fatbin (on
+ * the simulator: its host twin), device scratch and pinned result slots.
+ *
+ * The extra driver entry points are resolved here (not in cuda_driver.h's all-or-nothing
+ * list), so a driver without them only turns the checks off, never the timing. */
+#include "sdc.h"
+#include "cuda_driver.h"
+#include "sdc_kernel_defs.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#define SDC_MAX_CTX 32
+#define SDC_NSLOTS 1024         /* checks in flight per context (32 MiB of device scratch) */
+#define SDC_GPU_BLOCKS 512       /* max blocks per launch (scratch is sized for it) */
+#define SDC_WORDS_PER_THREAD 8   /* words a thread handles before another block is added */
+#define SDC_COMM_TABLE 1024
+#define NCCL_IN_PROGRESS 7
+
+#ifdef COLLSCOPE_SDC_FATBIN
+extern const unsigned char cs_sdc_fatbin[];
+#endif
+
+struct slot_meta {
+  uint32_t tag[2];      /* [0] input launch, [1] output launch */
+  uint8_t launched[2];
+};
+
+struct sdc_ctx {
+  _Atomic(CUcontext) ctx;
+  _Atomic int ready;
+  bool ok;              /* false: this context cannot run checks (logged once) */
+  CUfunction fn;
+  CUdeviceptr scratch;  /* SDC_NSLOTS * 2 * SDC_GPU_BLOCKS parts */
+  CUdeviceptr counters; /* SDC_NSLOTS * 2 unsigned */
+  struct cs_sdc_result *res;  /* pinned, SDC_NSLOTS * 2 */
+  CUdeviceptr res_dev;        /* the same memory as the device sees it */
+  struct slot_meta meta[SDC_NSLOTS];
+  _Atomic uint8_t state[SDC_NSLOTS];  /* 0 free, 1 in use */
+  _Atomic uint32_t next;
+};
+static struct sdc_ctx ctxs[SDC_MAX_CTX];
+static _Atomic int nctx;
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+  bool ok;
+  CUresult (*modload)(CUmodule *, const void *);
+  CUresult (*getfn)(CUfunction *, CUmodule, const char *);
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                     void **, void **);
+  CUresult (*memalloc)(CUdeviceptr *, size_t);
+  CUresult (*memallochost)(void **, size_t);
+  CUresult (*hostdevptr)(CUdeviceptr *, void *, unsigned);
+  CUresult (*memsetd8)(CUdeviceptr, unsigned char, size_t);
+} fx;
+static pthread_once_t fx_once = PTHREAD_ONCE_INIT;
+
+static _Atomic uint32_t tags;
+static _Atomic uint64_t n_launched, n_no_slot;
+
+/* per-communicator counters of eligible collectives (sample:N), keyed by comm id */
+static struct { _Atomic uint64_t key; _Atomic uint64_t n; } comm_ctr[SDC_COMM_TABLE];
+
+static void *sym(void *h, const char *name) {
+  void *p = dlsym(h, name);
+  const char *v = strstr(name, "_v2");
+  if (!p && v) {
+    char base[64];
+    size_t n = (size_t)(v - name);
+    if (n < sizeof base) {
+      memcpy(base, name, n);
+      base[n] = 0;
+      p = dlsym(h, base);
+    }
+  }
+  return p;
+}
+
+static void fx_load(void) {
+  const char *name = cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1";
+  void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+  if (!h) return;
+  *(void **)&fx.modload = sym(h, "cuModuleLoadData");
+  *(void **)&fx.getfn = sym(h, "cuModuleGetFunction");
+  *(void **)&fx.launch = sym(h, "cuLaunchKernel");
+  *(void **)&fx.memalloc = sym(h, "cuMemAlloc_v2");
+  *(void **)&fx.memallochost = sym(h, "cuMemAllocHost_v2");
+  *(void **)&fx.hostdevptr = sym(h, "cuMemHostGetDevicePointer_v2");
+  *(void **)&fx.memsetd8 = sym(h, "cuMemsetD8_v2");
+  fx.ok = fx.modload && fx.getfn && fx.launch && fx.memalloc && fx.memallochost && fx.hostdevptr && fx.memsetd8;
+  if (!fx.ok) cs_log(CS_LOG_WARN, "%s lacks the module/launch entry points: SDC checks off", name);
+}
+
+/* Slow path, once per context (ctx is current). */
+static void ctx_setup(struct sdc_ctx *x) {
+  x->ok = false;
+#ifdef COLLSCOPE_SDC_FATBIN
+  CUmodule mod;
+  CUresult e;
+  void *host = NULL;
+  if ((e = fx.modload(&mod, cs_sdc_fatbin)) != CUDA_SUCCESS || (e = fx.getfn(&x->fn, mod, "sdc_reduce")) != CUDA_SUCCESS) {
+    cs_log(CS_LOG_WARN, "cannot load the SDC check kernel (CUresult %d): SDC checks off on this context", (int)e);
+    return;
+  }
+  size_t scratch = (size_t)SDC_NSLOTS * 2 * SDC_GPU_BLOCKS * sizeof(struct cs_sdc_part);
+  size_t counters = (size_t)SDC_NSLOTS * 2 * sizeof(unsigned);
+  size_t res = (size_t)SDC_NSLOTS * 2 * sizeof(struct cs_sdc_result);
+  if ((e = fx.memalloc(&x->scratch, scratch + counters)) != CUDA_SUCCESS ||
+      (e = fx.memsetd8(x->scratch + scratch, 0, counters)) != CUDA_SUCCESS ||
+      (e = fx.memallochost(&host, res)) != CUDA_SUCCESS || (e = fx.hostdevptr(&x->res_dev, host, 0)) != CUDA_SUCCESS) {
+    cs_log(CS_LOG_WARN, "cannot allocate SDC check memory (CUresult %d): SDC checks off on this context", (int)e);
+    return;
+  }
+  memset(host, 0, res);
+  x->counters = x->scratch + scratch;
+  x->res = host;
+  x->ok = true;
+  cs_log(CS_LOG_INFO, "SDC checks ready on context %p", (void *)atomic_load(&x->ctx));
+#endif
+}
+
+static struct sdc_ctx *ctx_get(int *index) {
+  CUcontext cu = NULL;
+  if (!cs_drv.loaded || cs_drv.cuCtxGetCurrent(&cu) != CUDA_SUCCESS || !cu) return NULL;
+  int n = atomic_load_explicit(&nctx, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) == cu &&
+        atomic_load_explicit(&ctxs[i].ready, memory_order_acquire)) {
+      *index = i;
+      return ctxs[i].ok ? &ctxs[i] : NULL;
+    }
+  pthread_once(&fx_once, fx_load);
+  if (!fx.ok) return NULL;
+  struct sdc_ctx *x = NULL;
+  pthread_mutex_lock(&ctx_lock);
+  n = atomic_load(&nctx);
+  for (int i = 0; i < n; i++)
+    if (atomic_load(&ctxs[i].ctx) == cu) x = &ctxs[i], *index = i;
+  if (!x && n < SDC_MAX_CTX) {
+    x = &ctxs[n];
+    *index = n;
+    atomic_store(&x->ctx, cu);
+    ctx_setup(x);
+    atomic_store_explicit(&x->ready, 1, memory_order_release);
+    atomic_store_explicit(&nctx, n + 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&ctx_lock);
+  return x && x->ok ? x : NULL;
+}
+
+static bool eligible_op(int op) {
+  return op == CS_OP_AllReduce || op == CS_OP_Broadcast || op == CS_OP_Reduce || op == CS_OP_AllGather ||
+         op == CS_OP_ReduceScatter;
+}
+
+/* sample:N -- the k-th eligible collective of a communicator is checked when k % N == 0;
+ * every rank sees the same eligible sequence, so all check the same ones. */
+static bool sampled(uint64_t comm_id) {
+  if (cs_cfg.sdc_mode == CS_SDC_ALL || cs_cfg.sdc_sample <= 1) return true;
+  uint64_t key = comm_id ? comm_id : 1;
+  for (unsigned i = 0; i < SDC_COMM_TABLE; i++) {
+    unsigned h = (unsigned)((key * 0x9e3779b97f4a7c15ull) >> 54) + i;
+    h %= SDC_COMM_TABLE;
+    uint64_t k = atomic_load_explicit(&comm_ctr[h].key, memory_order_acquire);
+    if (k == 0) {
+      uint64_t z = 0;
+      if (!atomic_compare_exchange_strong(&comm_ctr[h].key, &z, key) && z != key) continue;
+      k = key;
+    }
+    if (k != key) continue;
+    return atomic_fetch_add_explicit(&comm_ctr[h].n, 1, memory_order_relaxed) % cs_cfg.sdc_sample == 0;
+  }
+  return false;
+}
+
+/* The buffer each launch reads: which = 0 input (before), 1 output (after). */
+static bool op_buffer(const struct cs_call *c, int which, const void **p, uint64_t *nbytes) {
+  const struct cs_record *r = c->rec;
+  uint64_t es = cs_dtype_size(c->dtype), n = (uint64_t)(r->comm_size > 0 ? r->comm_size : 1);
+  uint64_t b = (uint64_t)c->count * es;
+  bool at_root = r->comm_rank == r->root;
+  switch (c->op) {
+  case CS_OP_AllReduce: break;
+  case CS_OP_Broadcast: if (which == 0 && !at_root) return false; break;
+  case CS_OP_Reduce: if (which == 1 && !at_root) return false; break;
+  case CS_OP_AllGather: if (which == 1) b *= n; break;
+  case CS_OP_ReduceScatter: if (which == 0) b *= n; break;
+  default: return false;
+  }
+  *p = which ? (const void *)c->recvbuff : c->sendbuff;
+  *nbytes = b;
+  return *p && b;
+}
+
+static bool launch(struct sdc_ctx *x, unsigned slot, int which, const void *buf, uint64_t nbytes, int dtype,
+                   void *stream) {
+  unsigned k = slot * 2 + (unsigned)which;
+  uint32_t tag = atomic_fetch_add_explicit(&tags, 1, memory_order_relaxed) + 1;
+  if (!tag) tag = atomic_fetch_add_explicit(&tags, 1, memory_order_relaxed) + 1;
+  CUdeviceptr scratch = x->scratch + (CUdeviceptr)k * SDC_GPU_BLOCKS * sizeof(struct cs_sdc_part);
+  CUdeviceptr counter = x->counters + (CUdeviceptr)k * sizeof(unsigned);
+  CUdeviceptr res = x->res_dev + (CUdeviceptr)k * sizeof(struct cs_sdc_result);
+  uint64_t words = (nbytes + 7) / 8, per_block = (uint64_t)CS_SDC_THREADS * SDC_WORDS_PER_THREAD;
+  uint64_t blocks = (words + per_block - 1) / per_block;
+  if (blocks > SDC_GPU_BLOCKS) blocks = SDC_GPU_BLOCKS;
+  if (blocks < 1) blocks = 1;
+  void *args[] = {&buf, &nbytes, &dtype, &scratch, &counter, &res, &tag};
+  x->meta[slot].launched[which] = 0;
+  if (fx.launch(x->fn, (unsigned)blocks, 1, 1, CS_SDC_THREADS, 1, 1, 0, (CUstream)stream, args, NULL) != CUDA_SUCCESS) {
+    cs_log_once(CS_LOG_WARN, "cuLaunchKernel of the SDC check failed: that collective is not checked");
+    return false;
+  }
+  x->meta[slot].tag[which] = tag;
+  x->meta[slot].launched[which] = 1;
+  atomic_fetch_add_explicit(&n_launched, 1, memory_order_relaxed);
+  return true;
+}
+
+void cs_sdc_before_op(struct cs_call *c) {
+  struct cs_record *r = c->rec;
+  r->sdc_slot = 0;
+  r->sdc_ctx = 0;
+  if (CS_LIKELY(cs_cfg.sdc_mode == CS_SDC_OFF) || !eligible_op((int)c->op)) return;
+  /* grouped ops (launched at ncclGroupEnd) and graph capture are not checked yet */
+  if (cs_tls.group_depth > 0 || r->group || r->captured || r->seq == UINT64_MAX || r->comm_size < 1) return;
+  if (!c->count || !cs_dtype_size(c->dtype) || r->bytes < cs_cfg.sdc_min_bytes) return;
+  if (!sampled(r->comm_id)) return;
+  int xi;
+  struct sdc_ctx *x = ctx_get(&xi);
+  if (!x) return;
+  uint32_t start = atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
+  unsigned slot = SDC_NSLOTS;
+  for (unsigned i = 0; i < 8 && slot == SDC_NSLOTS; i++) {
+    unsigned s = (start + i) % SDC_NSLOTS;
+    uint8_t z = 0;
+    if (atomic_compare_exchange_strong_explicit(&x->state[s], &z, 1, memory_order_acquire, memory_order_relaxed))
+      slot = s;
+  }
+  if (slot == SDC_NSLOTS) {
+    atomic_fetch_add_explicit(&n_no_slot, 1, memory_order_relaxed);
+    cs_log_once(CS_LOG_WARN, "SDC: all %d result slots busy; some collectives are not checked", SDC_NSLOTS);
+    return;
+  }
+  x->meta[slot].launched[0] = x->meta[slot].launched[1] = 0;
+  const void *p;
+  uint64_t nb;
+  if (op_buffer(c, 0, &p, &nb)) launch(x, slot, 0, p, nb, c->dtype, c->stream);
+  r->sdc_ctx = (uint8_t)(xi + 1);
+  r->sdc_slot = slot + 1;
+}
+
+void cs_sdc_after_op(struct cs_call *c, int status) {
+  struct cs_record *r = c->rec;
+  if (!r->sdc_slot) return;
+  struct sdc_ctx *x = &ctxs[r->sdc_ctx - 1];
+  unsigned slot = r->sdc_slot - 1;
+  const void *p;
+  uint64_t nb;
+  if ((status == 0 || status == NCCL_IN_PROGRESS) && op_buffer(c, 1, &p, &nb))
+    launch(x, slot, 1, p, nb, c->dtype, c->stream);
+  if (!x->meta[slot].launched[0] && !x->meta[slot].launched[1]) {
+    atomic_store_explicit(&x->state[slot], 0, memory_order_release);
+    r->sdc_slot = 0;
+    r->sdc_ctx = 0;
+  }
+}
+
+/* Integer sums are kept modulo 2^min(8*size, 52): exact in a double, and consistent with
+ * the wrapping arithmetic of an integer reduction (readers compare modulo the same). */
+static double int_sum(uint64_t isum, int dtype) {
+  unsigned bits = cs_dtype_size(dtype) * 8;
+  if (bits > 52) bits = 52;
+  return (double)(isum & ((1ull << bits) - 1));
+}
+
+static bool is_int(int dtype) { return dtype >= CS_SDC_INT8 && dtype <= CS_SDC_UINT64; }
+
+bool cs_sdc_collect(struct cs_record *r, bool final) {
+  if (!r->sdc_slot) return true;
+  struct sdc_ctx *x = &ctxs[r->sdc_ctx - 1];
+  unsigned slot = r->sdc_slot - 1;
+  struct slot_meta *m = &x->meta[slot];
+  for (int k = 0; k < 2; k++) {
+    if (!m->launched[k]) continue;
+    uint32_t done = __atomic_load_n(&x->res[slot * 2 + k].done, __ATOMIC_ACQUIRE);
+    if (done != m->tag[k]) {
+      if (!final) return false;
+      /* never finished before exit: the slot stays taken (the kernel may still write it) */
+      r->sdc_slot = 0;
+      r->sdc_ctx = 0;
+      return true;
+    }
+  }
+  bool ok = r->status == 0 || r->status == NCCL_IN_PROGRESS;
+  const struct cs_sdc_result *in = &x->res[slot * 2], *out = &x->res[slot * 2 + 1];
+  r->sdc_checked = 0;
+  if (ok && m->launched[1]) {
+    r->fingerprint = out->fp;
+    r->out_sum = is_int(r->dtype) ? int_sum(out->isum, r->dtype) : out->sum;
+    r->sdc_checked |= 1;
+  }
+  if (ok && m->launched[0]) {
+    r->in_sum = is_int(r->dtype) ? int_sum(in->isum, r->dtype) : in->sum;
+    r->in_abs = in->abs;
+    r->sdc_checked |= 2;
+  }
+  atomic_store_explicit(&x->state[slot], 0, memory_order_release);
+  r->sdc_slot = 0;
+  r->sdc_ctx = 0;
+  return true;
+}
+
+void cs_sdc_counters(uint64_t *launched, uint64_t *no_slot) {
+  *launched = atomic_load(&n_launched);
+  *no_slot = atomic_load(&n_no_slot);
+}

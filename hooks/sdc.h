@@ -1,0 +1,18 @@
+/* hooks/sdc.h: silent-data-corruption checks of collective buffers (issue 5).
+ * Before an eligible collective, a kernel sums the input on the collective's stream;
+ * after it, a kernel fingerprints and sums the output (hooks/sdc_kernels.cu). Results go
+ * to pinned host memory; the harvest thread copies them into the record once the kernel
+ * has written them (cs_sdc_collect). Readers compare ranks (stats/sdc_compare.c). */
+#ifndef COLLSCOPE_HOOKS_SDC_H
+#define COLLSCOPE_HOOKS_SDC_H
+#include "hooks/hooks.h"
+
+void cs_sdc_before_op(struct cs_call *c);
+void cs_sdc_after_op(struct cs_call *c, int status);
+/* Harvest thread: true when r's SDC results are in r (or given up: final, or failed op);
+ * false while the kernels have not finished. No-op (true) for records without a slot. */
+bool cs_sdc_collect(struct cs_record *r, bool final);
+/* Counters for tests and the log: checks launched, skipped for want of a free slot. */
+void cs_sdc_counters(uint64_t *launched, uint64_t *no_slot);
+
+#endif

@@ -1,0 +1,132 @@
+/* include/collscope/detect.h: collscope's ONE straggler and hang detector, used by
+ * `collscope report` (dump files), `collscope top` / `collscope salvage` (shm rings) and
+ * the shim. Pure C, no I/O, no allocation outside cs_detect()/cs_det_result_free().
+ *
+ * Straggler (per communicator, per collective instance = (comm, seq) seen by >= 2 ranks
+ * with GPU timing): the rank that arrived last has the SHORTEST GPU duration (its peers
+ * waited for it inside the collective). lateness = median(duration) - its duration. No
+ * cross-host clock sync is needed. Over a sliding window of the last `window` instances
+ * of a communicator, a rank is flagged when
+ *   instances_in_window >= min_instances, and
+ *   last_count / instances_in_window >= max(share, p0 + z * sqrt(p0 (1 - p0) / n)) with
+ *     p0 = 1 / comm_size, n = instances_in_window (arriving last that often is z standard
+ *     deviations above chance), and
+ *   median lateness of its last-arrivals >= max(floor_us, frac * median duration),
+ * on `persist` consecutive instances (a burst of scheduling noise is not a straggler).
+ * kind: the compute gap of an op = this op's GPU start - the same rank's previous op end.
+ * A slow GPU (the stream is late to reach the collective) shows as a compute gap larger
+ * than its peers' by at least half the lateness: kind "compute"; otherwise "link" (the
+ * rank is consistently last but not because its stream was busy).
+ * A slow link slows every rank of a communicator equally: no consistent last arrival, so
+ * no rank is flagged. It is reported as kind "link" with rank -1 (no rank to blame) when,
+ * over the comm's last `window` instances: no rank is flagged, the instances' lateness is
+ * < 10% of their duration (everyone waited for the network alike) and the median duration
+ * of small instances (bytes <= 64 KiB, pure latency) is >= link_floor_us.
+ *
+ * Hang (per communicator): reached = the highest seq that EVERY rank completed; the ranks
+ * that have not entered reached+1 (no record at all, or the call failed) are `missing`;
+ * the ranks that entered it but never completed it are `stuck`. */
+#ifndef COLLSCOPE_DETECT_H
+#define COLLSCOPE_DETECT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cs_det_state {
+  CS_DET_DONE = 0,    /* completed with GPU timing (start_ns/end_ns valid) */
+  CS_DET_UNTIMED = 1, /* completed, no GPU timing (captured/host) */
+  CS_DET_PENDING = 2, /* entered (enqueued) but not complete: in flight or hung */
+  CS_DET_FAILED = 3,  /* the call returned an error: the rank did not enter */
+};
+
+struct cs_det_op {
+  uint64_t comm;
+  int64_t seq;           /* < 0: ignored */
+  int comm_size, comm_rank;
+  int rank;              /* global rank, -1 unknown */
+  const char *host;      /* carried through to the results */
+  int64_t start_ns, end_ns;
+  int64_t enqueue_ns;
+  int state;             /* enum cs_det_state */
+  bool p2p;              /* Send/Recv: counted for hangs, not for stragglers */
+  uint64_t bytes;
+};
+
+struct cs_det_params {
+  unsigned window;        /* COLLSCOPE_STRAGGLER_WINDOW, default 100 instances */
+  unsigned min_instances; /* COLLSCOPE_STRAGGLER_MIN, default 10 */
+  double share;           /* COLLSCOPE_STRAGGLER_SHARE, default 0.25: minimum share last */
+  double z;               /* COLLSCOPE_STRAGGLER_Z, default 6: significance above chance */
+  unsigned persist;       /* COLLSCOPE_STRAGGLER_PERSIST, default 10: consecutive instances the
+                             conditions must hold before the rank is flagged */
+  double floor_us;        /* COLLSCOPE_STRAGGLER_FLOOR_US, default 20 */
+  double frac;            /* COLLSCOPE_STRAGGLER_FRAC, default 0.02 (of the median duration) */
+  double link_floor_us;   /* COLLSCOPE_LINK_FLOOR_US, default 10000: a <= 64 KiB collective this
+                             slow with no last arrival is a link problem */
+};
+void cs_det_params_default(struct cs_det_params *p);
+/* Defaults overridden by the environment variables above (bad values: default kept).
+ * Returns the number of variables that were ignored. */
+int cs_det_params_env(struct cs_det_params *p);
+
+enum cs_det_kind { CS_DET_COMPUTE = 0, CS_DET_LINK = 1 };
+static inline const char *cs_det_kind_name(int k) { return k == CS_DET_LINK ? "link" : "compute"; }
+
+struct cs_det_straggler {
+  uint64_t comm;
+  int comm_size, comm_rank, rank;  /* comm_rank, rank -1 for kind link */
+  const char *host;                /* NULL for kind link */
+  int kind;                 /* enum cs_det_kind */
+  size_t window_instances;  /* instances in the window the figures come from */
+  size_t last;              /* of those, how many it arrived last in */
+  double share_last;        /* last / window_instances */
+  double lateness_us;       /* median lateness over its last-arrivals */
+  double median_dur_us;     /* median over the window's instances of their median duration */
+  double gap_us;            /* its median compute gap (-1 unknown) */
+  double peer_gap_us;       /* the other ranks' median compute gap (-1 unknown) */
+  size_t first_flag_instance; /* 1-based count of the comm's instances when first flagged */
+  int64_t first_flag_seq;
+};
+
+struct cs_det_hang {
+  uint64_t comm;
+  int comm_size;
+  int64_t reached;          /* highest seq every rank completed, -1 none */
+  int64_t seq;              /* reached + 1: the instance the job is stuck at */
+  int *missing; size_t nmissing;     /* global ranks that have not entered `seq` */
+  const char **missing_hosts;
+  int *stuck; size_t nstuck;         /* global ranks that entered `seq` but did not complete it */
+  const char **stuck_hosts;
+  int64_t oldest_enqueue_ns;         /* enqueue time of the oldest stuck op, 0 unknown */
+};
+
+/* Per (comm, comm_rank) summary: the live figures `collscope top` shows. */
+struct cs_det_rankstat {
+  uint64_t comm;
+  int comm_rank, rank;
+  const char *host;
+  size_t instances, last;   /* over the final window */
+  double lateness_us;       /* median lateness when last, 0 if never last */
+  bool straggler;
+};
+
+struct cs_det_result {
+  struct cs_det_straggler *stragglers; size_t nstragglers;
+  struct cs_det_hang *hangs; size_t nhangs;
+  struct cs_det_rankstat *ranks; size_t nranks;
+  size_t instances;         /* collective instances evaluated */
+};
+
+/* hang_mode: which communicators get a hang entry.
+ *  CS_DET_HANG_PENDING: those with at least one CS_DET_PENDING op (report: the shim wrote
+ *    a hang record; top: an op older than the hang timeout was marked pending by the caller);
+ *  CS_DET_HANG_OFF: none;
+ *  CS_DET_HANG_SEEN: as PENDING, but comm ranks with no observation at all are left out
+ *    (top: it sees only the processes of its own host). */
+enum { CS_DET_HANG_OFF = 0, CS_DET_HANG_PENDING = 1, CS_DET_HANG_SEEN = 2 };
+/* Returns 0, or -1 when out of memory (out is then empty). `ops` is not modified. */
+int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *p, int hang_mode,
+              struct cs_det_result *out);
+void cs_det_result_free(struct cs_det_result *r);
+
+#endif

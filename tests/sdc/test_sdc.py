@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""tests/sdc/test_sdc.py: SDC checks end to end on the simulator.
+
+  test_sdc.py COLLSCOPE SDC_JOB WORKDIR MODE [ARGS]
+
+Runs tests/sdc/sdc_job under `collscope run -n 4 --hosts simhost[1-2] --sim` (shim
+preloaded, COLLSCOPE_SDC=all, COLLSCOPE_SDC_MIN_BYTES=0) with COLLSCOPE_SIM_FAULTS flip
+faults, then reads `collscope report --json` and checks the "sdc" section.
+
+Modes:
+  flips DTYPE [OP]   one flip per seq: every bit of the element, at=out (rank b%4) then
+                     at=hop; out flips must all be caught by the fingerprint naming the
+                     flipped rank; hop flips: the detection rate per bit class is printed
+                     (sign/exponent bits must all be caught); no finding on other seqs.
+  clean DATA STEPS   no faults, mixed ops and dtypes: 0 findings.
+Prints a per-bit table; exit 0 on success."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+NRANKS = 4
+BITS = {"int8": 8, "uint8": 8, "int32": 32, "uint32": 32, "int64": 64, "uint64": 64,
+        "float16": 16, "bfloat16": 16, "float32": 32, "float64": 64,
+        "float8e4m3": 8, "float8e5m2": 8}
+# (sign bit, exponent bits) of each float type
+FLOAT = {"float16": (15, range(10, 15)), "bfloat16": (15, range(7, 15)),
+         "float32": (31, range(23, 31)), "float64": (63, range(52, 63)),
+         "float8e4m3": (7, range(3, 7)), "float8e5m2": (7, range(2, 7))}
+
+
+def bit_class(dtype, b):
+    if dtype not in FLOAT:
+        return "int"
+    sign, exp = FLOAT[dtype]
+    if b == sign:
+        return "sign"
+    if b in exp:
+        return "exponent"
+    mant = min(exp)
+    return "mantissa-high" if b >= mant // 2 else "mantissa-low"
+
+
+def run(cli, job, wd, faults, job_args, env_extra=None):
+    d = os.path.join(wd, "dump")
+    shutil.rmtree(d, ignore_errors=True)
+    env = dict(os.environ)
+    env.update({"COLLSCOPE_DIR": d, "COLLSCOPE_SDC": "all", "COLLSCOPE_SDC_MIN_BYTES": "0",
+                "COLLSCOPE_SIM_FAULTS": faults, "COLLSCOPE_LOG": "warn"})
+    env.update(env_extra or {})
+    p = subprocess.run([cli, "run", "-n", str(NRANKS), "--hosts", "simhost[1-2]", "--sim", "--", job] + job_args,
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
+        raise SystemExit("job failed: rc=%d" % p.returncode)
+    rep = subprocess.run([cli, "report", d, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if rep.returncode != 0:
+        sys.stderr.write(rep.stderr)
+        raise SystemExit("report failed")
+    return json.loads(rep.stdout)
+
+
+def sdc_records(wd):
+    """(seq, comm_rank) -> the "sdc" object of every checked op record in the last dump"""
+    d = os.path.join(wd, "dump")
+    recs = {}
+    for name in os.listdir(d):
+        for line in open(os.path.join(d, name)):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("type") == "op" and r.get("sdc"):
+                recs[(r["seq"], r["comm_rank"])] = r["sdc"]
+    return recs
+
+
+def fingerprints(wd):
+    return {k: v["fp"] for k, v in sdc_records(wd).items() if v.get("fp")}
+
+
+# unit roundoff, smallest-subnormal/2 (include/collscope/sdc.h)
+UNIT = {"float16": (2.0 ** -11, 2.0 ** -25), "bfloat16": (2.0 ** -8, 2.0 ** -134),
+        "float32": (2.0 ** -24, 2.0 ** -150), "float64": (2.0 ** -53, 0.0)}
+
+
+def sum_change(op, dtype, count, seq, ref, got, root):
+    """(|change of the compared output sum|, tolerance): is the flip above tolerance?"""
+    ranks = range(NRANKS)
+    if op in ("Broadcast", "AllGather"):
+        # every rank's output against the inputs (fp64 rounding only)
+        pairs = [(ref[(seq, r)]["out_sum"], got[(seq, r)]["out_sum"]) for r in ranks]
+        if any(a is None or b is None for a, b in pairs):
+            return float("inf"), 0.0
+        if dtype not in UNIT:
+            m = 2 ** min(BITS[dtype], 52)
+            return (0.0 if all((a - b) % m == 0 for a, b in pairs) else float("inf")), 0.0
+        S = sum(ref[(seq, r)]["in_abs"] or 0 for r in ranks)
+        nin = sum(1 for r in ranks if ref[(seq, r)]["in_abs"] is not None)
+        return max(abs(a - b) for a, b in pairs), 1.0625 * (count * nin + 64) * 2.0 ** -53 * S
+    if op == "ReduceScatter":
+        a = sum(ref[(seq, r)]["out_sum"] or 0 for r in ranks)
+        b = sum(got[(seq, r)]["out_sum"] or 0 for r in ranks)
+    else:
+        k = (seq, root if op == "Reduce" else 0)
+        a, b = ref[k]["out_sum"], got[k]["out_sum"]
+    if a is None or b is None:
+        return float("inf"), 0.0
+    if dtype not in UNIT:   # integers: exact modulo 2^min(bits, 52)
+        m = 2 ** min(BITS[dtype], 52)
+        return (0.0 if (a - b) % m == 0 else float("inf")), 0.0
+    u, d = UNIT[dtype]
+    S = sum(ref[(seq, r)]["in_abs"] for r in ranks)
+    N = count * NRANKS * (NRANKS if op == "ReduceScatter" else 1)
+    tol = 1.0625 * (((NRANKS - 1) * u + (N + 64) * 2.0 ** -53) * S + (NRANKS - 1) * count * d)
+    return abs(a - b), tol
+
+
+def flips(cli, job, wd, dtype, op="AllReduce", count=4096):
+    """Ground truth: the same job without faults gives the reference fingerprints; a seq
+    whose flip run differs from it on any rank was corrupted (a flip can land where it
+    changes nothing, e.g. an AllGather hop flip on the ring's last rank)."""
+    nb = BITS[dtype]
+    job_args = ["--steps", str(2 * nb), "--op", op, "--dtype", dtype, "--count", str(count)]
+    run(cli, job, wd, "", job_args)
+    ref_recs = sdc_records(wd)
+    ref = {k: v["fp"] for k, v in ref_recs.items() if v.get("fp")}
+    plan = {}
+    faults = []
+    for b in range(nb):
+        for k, at in enumerate(("out", "hop")):
+            seq = k * nb + b
+            # Reduce/Broadcast: root = seq % NRANKS; a Reduce output exists on the root only
+            rank = seq % NRANKS if op == "Reduce" else b % NRANKS
+            elem = (b * 37 + 5) % count
+            plan[seq] = (at, b, rank)
+            faults.append("flip:rank=%d,seq=%d,elem=%d,bit=%d,at=%s" % (rank, seq, elem, b, at))
+    rep = run(cli, job, wd, ";".join(faults), job_args)
+    got_recs = sdc_records(wd)
+    got = {k: v["fp"] for k, v in got_recs.items() if v.get("fp")}
+    corrupted = {seq for (seq, r), fp in got.items() if ref.get((seq, r)) != fp}
+    checks = rep["sdc_checks"]
+    by_seq = {}
+    for f in rep["sdc"]:
+        by_seq.setdefault(f["seq"], []).append(f)
+    ok = True
+    if checks["compared"] != 2 * nb:
+        print("FAIL: %d collectives compared, want %d" % (checks["compared"], 2 * nb))
+        ok = False
+    stats = {}
+    for seq, (at, b, rank) in sorted(plan.items()):
+        fs = by_seq.get(seq, [])
+        cls = bit_class(dtype, b)
+        key = (at, cls)
+        st = stats.setdefault(key, [0, 0, []])
+        if seq not in corrupted:
+            # no corrupted output: nothing to catch (a finding would be a false positive)
+            if fs:
+                print("FAIL: seq %d: finding without corruption: %s" % (seq, fs))
+                ok = False
+            if at == "out":
+                print("FAIL: seq %d: out flip on rank %d did not corrupt anything" % (seq, rank))
+                ok = False
+            continue
+        st[1] += 1
+        fp_op = op in ("AllReduce", "Broadcast", "AllGather")
+        if at == "out" and fp_op:
+            # delivered data of an op whose outputs are identical everywhere: fingerprint,
+            # naming the flipped rank, always
+            good = any(f["check"] == "fingerprint" and f["suspect_rank"] == rank for f in fs)
+            wrong = [f for f in fs if f["suspect_rank"] not in (None, rank)]
+            if wrong:
+                print("FAIL: seq %d (bit %d at=out rank %d): wrong suspect %s" % (seq, b, rank, wrong))
+                ok = False
+            must = True
+        else:
+            # sum check: must catch every flip whose change exceeds the tolerance
+            good = len(fs) > 0
+            if at == "out" and op == "Reduce" and good and not any(f["suspect_rank"] == rank for f in fs):
+                print("FAIL: seq %d: Reduce out flip on the root %d not named" % (seq, rank))
+                ok = False
+            change, tol = sum_change(op, dtype, count, seq, ref_recs, got_recs, seq % NRANKS)
+            must = change > tol and dtype not in ("float8e4m3", "float8e5m2")
+            if must and not good:
+                print("FAIL: seq %d (bit %d at=%s): change %.3g > tol %.3g not caught" % (seq, b, at, change, tol))
+                ok = False
+        if good:
+            st[0] += 1
+        else:
+            st[2].append(b)
+    print("%s %s: detection by bit class (%d ranks, %d elements)" % (op, dtype, NRANKS, count))
+    for (at, cls), (c, n, missed) in sorted(stats.items()):
+        print("  at=%-3s %-14s %3d/%-3d caught%s" % (at, cls, c, n, ("  missed bits " + ",".join(map(str, missed)))
+                                                     if missed else ""))
+        if at == "out" and c != n and op in ("AllReduce", "Broadcast", "AllGather"):
+            print("FAIL: delivered-data flips must all be caught")
+            ok = False
+    stray = [s for s in by_seq if s not in plan]
+    if stray:
+        print("FAIL: findings on unflipped seqs %s" % stray)
+        ok = False
+    return ok
+
+
+def clean(cli, job, wd, data, steps, extra):
+    rep = run(cli, job, wd, "", ["--steps", str(steps), "--op", "mix", "--dtype", "mix", "--data", data] + extra)
+    c = rep["sdc_checks"]
+    print("clean data=%s %s: %s" % (data, " ".join(extra), json.dumps(c)))
+    ok = True
+    if rep["sdc"]:
+        print("FAIL: false positives: %s" % json.dumps(rep["sdc"][:10]))
+        ok = False
+    if c["compared"] != steps:
+        print("FAIL: %d compared, want %d" % (c["compared"], steps))
+        ok = False
+    return ok
+
+
+def main():
+    cli, job, wd, mode = sys.argv[1:5]
+    args = sys.argv[5:]
+    os.makedirs(wd, exist_ok=True)
+    if mode == "flips":
+        ok = flips(cli, job, wd, args[0], *(args[1:2] or ["AllReduce"]))
+    elif mode == "clean":
+        ok = clean(cli, job, wd, args[0], int(args[1]), args[2:])
+    else:
+        raise SystemExit("unknown mode " + mode)
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+/* tests/stats/test_detect.c: stats/detect.c on synthetic collective instances with a
+ * known physics: every rank arrives at the collective at its own time (noise, plus a delay
+ * for a slow rank); the collective ends for everyone when the last one arrived plus the
+ * work, so a rank's GPU duration = work + (last arrival - its arrival). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collscope/detect.h"
+
+#define W 8
+static const char *hosts[4] = {"h1", "h2", "h3", "h4"};
+
+static uint64_t rng = 88172645463325252ull;
+static double urand(void) {
+  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  return (double)(rng >> 11) / 9007199254740992.0;
+}
+static double link_extra_us; /* a slow link: every transfer of every rank takes this longer */
+static double expo(double mean) { return -mean * log(1 - urand()); }
+
+/* n instances; rank `slow` arrives delay_frac * work late (its stream was busy, so its
+ * compute gap grows). */
+static struct cs_det_op *gen(size_t n, int slow, double delay_frac, double noise_us,
+                             size_t *nout) {
+  struct cs_det_op *v = calloc(n * W, sizeof *v);
+  int64_t t = 1000000000;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    static const double works[] = {80, 300, 1500, 6000}; /* mixed sizes */
+    double work = works[i % 4] * (0.9 + 0.2 * urand()) + link_extra_us;
+    double arr[W], last = 0;
+    for (int r = 0; r < W; r++) {
+      arr[r] = expo(noise_us);
+      if (r == slow) arr[r] += delay_frac * work;
+      if (arr[r] > last) last = arr[r];
+    }
+    double base = (double)t;
+    for (int r = 0; r < W; r++) {
+      struct cs_det_op *o = &v[k++];
+      o->comm = 0x1234;
+      o->seq = (int64_t)i;
+      o->comm_size = W;
+      o->comm_rank = r;
+      o->rank = r;
+      o->host = hosts[r / 2];
+      double start = base + arr[r] * 1e3;
+      double end = base + (last + work) * 1e3;
+      o->start_ns = (int64_t)start;
+      o->end_ns = (int64_t)end;
+      o->state = CS_DET_DONE;
+      o->bytes = (uint64_t)1 << (10 + 4 * (i % 4));
+    }
+    t = (int64_t)(base + (last + works[3] * 1.2 + link_extra_us) * 1e3) + 50000;
+  }
+  *nout = k;
+  return v;
+}
+
+static void test_slow_compute(void **st) {
+  (void)st;
+  size_t n;
+  struct cs_det_op *v = gen(200, 5, 0.2, 5, &n);
+  struct cs_det_result r;
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.nstragglers, 1);
+  assert_int_equal(r.stragglers[0].rank, 5);
+  assert_string_equal(r.stragglers[0].host, "h3");
+  assert_int_equal(r.stragglers[0].kind, CS_DET_COMPUTE);
+  assert_true(r.stragglers[0].first_flag_instance <= 20);
+  assert_int_equal(r.nhangs, 0);
+  print_message("20%% slow: flagged after %zu instances, share_last %.2f lateness %.1f us (median %.1f us)\n",
+                r.stragglers[0].first_flag_instance, r.stragglers[0].share_last, r.stragglers[0].lateness_us,
+                r.stragglers[0].median_dur_us);
+  cs_det_result_free(&r);
+  free(v);
+  v = gen(300, 2, 0.05, 5, &n);
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.nstragglers, 1);
+  assert_int_equal(r.stragglers[0].rank, 2);
+  assert_true(r.stragglers[0].first_flag_instance <= 100);
+  print_message("5%% slow: flagged after %zu instances, share_last %.2f lateness %.1f us\n",
+                r.stragglers[0].first_flag_instance, r.stragglers[0].share_last, r.stragglers[0].lateness_us);
+  cs_det_result_free(&r);
+  free(v);
+}
+
+static void test_slow_link(void **st) {
+  (void)st;
+  size_t n;
+  link_extra_us = 30000;
+  struct cs_det_op *v = gen(100, -1, 0, 5, &n);
+  link_extra_us = 0;
+  struct cs_det_result r;
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.nstragglers, 1);
+  assert_int_equal(r.stragglers[0].kind, CS_DET_LINK);
+  assert_int_equal(r.stragglers[0].rank, -1);
+  assert_null(r.stragglers[0].host);
+  cs_det_result_free(&r);
+  free(v);
+}
+
+static void test_no_false_positives(void **st) {
+  (void)st;
+  size_t n;
+  /* 100,000 clean instances, noise up to a tenth of the smallest op */
+  struct cs_det_op *v = gen(100000, -1, 0, 8, &n);
+  struct cs_det_result r;
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.instances, 100000);
+  assert_int_equal(r.nstragglers, 0);
+  cs_det_result_free(&r);
+  free(v);
+}
+
+static void test_hang_missing(void **st) {
+  (void)st;
+  size_t n;
+  struct cs_det_op *v = gen(30, -1, 0, 5, &n);
+  /* seq 29: rank 5 never entered, the others are stuck in it */
+  for (size_t i = 0; i < n; i++)
+    if (v[i].seq == 29) v[i].state = v[i].rank == 5 ? CS_DET_FAILED : CS_DET_PENDING;
+  struct cs_det_result r;
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.nhangs, 1);
+  assert_int_equal(r.hangs[0].reached, 28);
+  assert_int_equal(r.hangs[0].seq, 29);
+  assert_int_equal(r.hangs[0].nmissing, 1);
+  assert_int_equal(r.hangs[0].missing[0], 5);
+  assert_string_equal(r.hangs[0].missing_hosts[0], "h3");
+  assert_int_equal(r.hangs[0].nstuck, 7);
+  cs_det_result_free(&r);
+  /* rank 3 has no record of seq 29 at all (killed before it) */
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!(v[i].seq == 29 && v[i].rank == 3)) v[k++] = v[i];
+  assert_int_equal(cs_detect(v, k, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.hangs[0].nmissing, 2);
+  assert_int_equal(r.hangs[0].missing[0], 3);
+  cs_det_result_free(&r);
+  free(v);
+}
+
+static void test_params_env(void **st) {
+  (void)st;
+  struct cs_det_params p;
+  cs_det_params_default(&p);
+  setenv("COLLSCOPE_STRAGGLER_SHARE", "0.8", 1);
+  setenv("COLLSCOPE_STRAGGLER_WINDOW", "bad", 1);
+  assert_int_equal(cs_det_params_env(&p), 1);
+  assert_true(p.share == 0.8);
+  assert_int_equal(p.window, 100);
+  unsetenv("COLLSCOPE_STRAGGLER_SHARE");
+  unsetenv("COLLSCOPE_STRAGGLER_WINDOW");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_slow_compute),
+      cmocka_unit_test(test_slow_link),
+      cmocka_unit_test(test_no_false_positives),
+      cmocka_unit_test(test_hang_missing),
+      cmocka_unit_test(test_params_env),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

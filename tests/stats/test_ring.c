@@ -1,0 +1,257 @@
+/* tests/stats/test_ring.c: the shared-memory stats ring (stats/ring.c,
+ * include/collscope/ring.h): header/init ordering, overwrite detection by sequence
+ * numbers, one-writer enforcement, 0600 + O_EXCL|O_NOFOLLOW, stale segment reclaim,
+ * removal at clean exit unless keep_shm, and a writer/reader stress (run under TSan too). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "stats/ring.h"
+
+static char dir[256];
+
+static void setup_cfg(size_t cap, const char *job) {
+  cs_cfg.log_level = CS_LOG_QUIET;
+  cs_cfg.ring_cap = cap;
+  cs_cfg.keep_shm = false;
+  cs_cfg.rank = 3;
+  cs_cfg.local_rank = 1;
+  cs_cfg.world_size = 8;
+  snprintf(cs_cfg.host, sizeof cs_cfg.host, "testhost");
+  snprintf(cs_cfg.job, sizeof cs_cfg.job, "%s", job);
+}
+
+static struct cs_record mkrec(uint64_t i) {
+  struct cs_record r;
+  memset(&r, 0, sizeof r);
+  r.type = CS_REC_OP;
+  r.op = CS_OP_AllReduce;
+  r.comm_id = 0xabcdef;
+  r.comm_size = 8;
+  r.comm_rank = 3;
+  r.seq = i;
+  r.bytes = i * 3 + 1;
+  r.enqueue_ns = (int64_t)i;
+  r.start_ns = (int64_t)i + 10;
+  r.end_ns = (int64_t)i + 20;
+  return r;
+}
+
+static void test_basic(void **st) {
+  (void)st;
+  setup_cfg(64, "basic");
+  assert_true(cs_ring_open());
+  const char *path = cs_ring_path();
+  struct stat sb;
+  assert_int_equal(lstat(path, &sb), 0);
+  assert_int_equal(sb.st_mode & 0777, 0600);
+  /* comm table + records */
+  struct cs_record c;
+  memset(&c, 0, sizeof c);
+  c.type = CS_REC_COMM;
+  c.event = CS_COMM_INIT;
+  c.comm_id = 0xabcdef;
+  c.comm_size = 8;
+  c.comm_rank = 3;
+  c.device = 1;
+  cs_ring_publish(&c);
+  for (uint64_t i = 0; i < 10; i++) {
+    struct cs_record r = mkrec(i);
+    cs_ring_publish(&r);
+  }
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, path), 0);
+  assert_int_equal(rd.h->rank, 3);
+  assert_int_equal(rd.h->pid, getpid());
+  assert_string_equal(rd.h->host, "testhost");
+  assert_int_equal(atomic_load(&((struct cs_ring_hdr *)(uintptr_t)rd.h)->ncomms), 1);
+  assert_int_equal(rd.h->comms[0].id, 0xabcdef);
+  assert_int_equal(rd.h->device, 1);
+  struct cs_record out[64];
+  size_t n = cs_ring_read(&rd, out, 64);
+  assert_int_equal(n, 11);
+  assert_int_equal(out[0].type, CS_REC_COMM);
+  for (uint64_t i = 0; i < 10; i++) assert_int_equal(out[i + 1].seq, i);
+  assert_int_equal(rd.lost, 0);
+  /* overwrite: 200 more into 64 slots -> exactly 136 lost, the last 64 read */
+  for (uint64_t i = 10; i < 210; i++) {
+    struct cs_record r = mkrec(i);
+    cs_ring_publish(&r);
+  }
+  n = cs_ring_read(&rd, out, 64);
+  assert_int_equal(n, 64);
+  assert_int_equal(rd.lost, 136);
+  assert_int_equal(out[0].seq, 146);
+  assert_int_equal(out[63].seq, 209);
+  cs_ring_reader_close(&rd);
+  /* a second creator of the same name: O_EXCL; our pid is alive, so it is not reclaimed */
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+  assert_int_equal(fd, -1);
+  assert_int_equal(errno, EEXIST);
+  char saved[512];
+  snprintf(saved, sizeof saved, "%s", path);
+  cs_ring_close(true);
+  assert_int_not_equal(access(saved, F_OK), 0); /* removed at clean exit */
+}
+
+static void test_uninitialised_and_symlink(void **st) {
+  (void)st;
+  char p[600];
+  snprintf(p, sizeof p, "%s/collscope-%u-x-r0.ring", dir, (unsigned)getuid());
+  int fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, (off_t)cs_ring_bytes(16)), 0);
+  close(fd);
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, p), -1); /* init flag not set: ignored */
+  assert_int_equal(errno, EAGAIN);
+  unlink(p);
+  /* a symlink planted at the ring's name is not followed */
+  setup_cfg(16, "sym");
+  char target[600], link_[600];
+  snprintf(target, sizeof target, "%s/target", dir);
+  snprintf(link_, sizeof link_, "%s/collscope-%u-sym-r3.ring", dir, (unsigned)getuid());
+  assert_int_equal(symlink(target, link_), 0);
+  assert_true(cs_ring_open()); /* the name is taken (not ours): a -p<pid> name is used */
+  assert_int_not_equal(strcmp(cs_ring_path(), link_), 0);
+  assert_int_not_equal(access(target, F_OK), 0); /* nothing created through the link */
+  cs_ring_close(true);
+  unlink(link_);
+}
+
+static void test_stale_reclaim_and_keep(void **st) {
+  (void)st;
+  setup_cfg(16, "stale");
+  /* a child creates the ring and dies by SIGKILL without closing it */
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!cs_ring_open()) _exit(1);
+    struct cs_record r = mkrec(7);
+    cs_ring_publish(&r);
+    raise(SIGKILL);
+    _exit(2);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFSIGNALED(status));
+  char p[600];
+  snprintf(p, sizeof p, "%s/collscope-%u-stale-r3.ring", dir, (unsigned)getuid());
+  /* the dead writer's records are still readable (salvage) */
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, p), 0);
+  assert_true(cs_ring_writer_dead(rd.h));
+  struct cs_record out[4];
+  assert_int_equal(cs_ring_read(&rd, out, 4), 1);
+  assert_int_equal(out[0].seq, 7);
+  cs_ring_reader_close(&rd);
+  /* a new process of the same rank reclaims the stale segment under the same name */
+  assert_true(cs_ring_open());
+  assert_string_equal(cs_ring_path(), p);
+  assert_int_equal(cs_ring_reader_open(&rd, p), 0);
+  assert_int_equal(rd.h->pid, getpid());
+  assert_int_equal(atomic_load(&((struct cs_ring_hdr *)(uintptr_t)rd.h)->head), 0);
+  cs_ring_reader_close(&rd);
+  cs_cfg.keep_shm = true; /* COLLSCOPE_KEEP_SHM=1 */
+  cs_ring_close(true);
+  assert_int_equal(access(p, F_OK), 0);
+  unlink(p);
+}
+
+static void *foreign_publisher(void *arg) {
+  struct cs_record r = mkrec(99);
+  cs_ring_publish(&r);
+  (void)arg;
+  return NULL;
+}
+
+static void test_one_writer(void **st) {
+  (void)st;
+  setup_cfg(16, "onewriter");
+  assert_true(cs_ring_open());
+  pthread_t t;
+  pthread_create(&t, NULL, foreign_publisher, NULL);
+  pthread_join(t, NULL);
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, cs_ring_path()), 0);
+  assert_int_equal(atomic_load(&((struct cs_ring_hdr *)(uintptr_t)rd.h)->head), 0);
+  cs_ring_reader_close(&rd);
+  cs_ring_close(true);
+}
+
+#define STRESS_N 400000ull
+static _Atomic int writer_done;
+static void *stress_writer(void *arg) {
+  (void)arg;
+  cs_ring_adopt();
+  for (uint64_t i = 0; i < STRESS_N; i++) {
+    struct cs_record r = mkrec(i);
+    cs_ring_publish(&r);
+  }
+  atomic_store(&writer_done, 1);
+  return NULL;
+}
+
+static void test_stress(void **st) {
+  (void)st;
+  setup_cfg(1024, "stress");
+  assert_true(cs_ring_open());
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, cs_ring_path()), 0);
+  atomic_store(&writer_done, 0);
+  pthread_t t;
+  pthread_create(&t, NULL, stress_writer, NULL);
+  static struct cs_record out[256];
+  uint64_t got = 0, expect = 0;
+  for (;;) {
+    int done = atomic_load(&writer_done);
+    size_t n = cs_ring_read(&rd, out, 256);
+    for (size_t i = 0; i < n; i++) {
+      /* every record is intact, in order; a gap is exactly what the reader reported lost */
+      assert_true(out[i].seq >= expect);
+      assert_int_equal(out[i].bytes, out[i].seq * 3 + 1);
+      assert_int_equal(out[i].end_ns, (int64_t)out[i].seq + 20);
+      expect = out[i].seq + 1;
+      got++;
+    }
+    assert_int_equal(got + rd.lost, expect);
+    if (done && n == 0) break;
+    if (n == 0) sched_yield();
+  }
+  pthread_join(t, NULL);
+  assert_int_equal(got + rd.lost, STRESS_N);
+  print_message("stress: %llu records, %llu read, %llu reported overwritten\n", (unsigned long long)STRESS_N,
+                (unsigned long long)got, (unsigned long long)rd.lost);
+  cs_ring_reader_close(&rd);
+  cs_ring_adopt();
+  cs_ring_close(true);
+}
+
+int main(void) {
+  snprintf(dir, sizeof dir, "/tmp/collscope-ringtest-XXXXXX");
+  if (!mkdtemp(dir)) return 1;
+  setenv("COLLSCOPE_SHM_DIR", dir, 1);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_basic),
+      cmocka_unit_test(test_uninitialised_and_symlink),
+      cmocka_unit_test(test_stale_reclaim_and_keep),
+      cmocka_unit_test(test_one_writer),
+      cmocka_unit_test(test_stress),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) rc = rc ? rc : 0;
+  return rc;
+}

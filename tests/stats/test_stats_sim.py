@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""tests/stats/test_stats_sim.py CASE --cli COLLSCOPE --apps DIR
+
+Straggler, link and hang detection end to end: 8 ranks of dp_train on 4 simulated hosts
+(collscope run --sim, the shim preloaded), faults from COLLSCOPE_SIM_FAULTS, then
+`collscope report --json`, `collscope top --once --json` and `collscope salvage`.
+Prints the measured detection figures."""
+import argparse, glob, json, os, shutil, statistics, subprocess, sys, tempfile
+
+HOSTS = "simhost[1-4]"
+HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
+
+
+def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, kill_after=None, size="256K"):
+    out = os.path.join(tmp, "dumps")
+    shm = os.path.join(tmp, "shm")
+    os.makedirs(shm, exist_ok=True)
+    env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS=faults)
+    env.update(env_extra or {})
+    cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--"]
+    if kill_after:
+        cmd += ["timeout", "-s", "KILL", str(kill_after)]
+    cmd += [os.path.join(apps, "dp_train"), "--steps", str(steps), "--size", size]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=180)
+    return p, out, shm
+
+
+def report(cli, d):
+    p = subprocess.run([cli, "report", d, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def top(cli, shm):
+    p = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    return json.loads(p.stdout)
+
+
+def figures(d):
+    """share_last and median lateness per rank, from the dump files (independent of detect.c)."""
+    inst = {}
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        for line in open(f):
+            o = json.loads(line)
+            if o.get("type") == "op" and o["timing"] == "gpu_event" and o["seq"] >= 0:
+                inst.setdefault((o["comm"], o["seq"]), []).append((o["dur_us"], o["rank"]))
+    last = {r: [] for r in range(8)}
+    for v in inst.values():
+        if len(v) < 2:
+            continue
+        med = statistics.median_low([x[0] for x in v])
+        dmin, r = min(v)
+        last[r].append(med - dmin)
+    n = sum(len(x) for x in last.values())
+    out = {}
+    for r in range(8):
+        out[r] = (len(last[r]) / n if n else 0, statistics.median(last[r]) if last[r] else 0.0)
+    return n, out
+
+
+def print_figures(tag, d):
+    n, f = figures(d)
+    print("%s: %d instances; per rank share_last / median lateness_us when last:" % (tag, n))
+    for r in range(8):
+        print("  rank %d (%s): share_last %.2f lateness %.1f us" % (r, HOST_OF[r], f[r][0], f[r][1]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--apps", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="collscope-stats-")
+    try:
+        globals()["case_" + a.case](a.cli, a.apps, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS", a.case)
+
+
+def case_slow(cli, apps, tmp):
+    p, d, shm = run_job(cli, apps, tmp, "slow:rank=5,us=3000", steps=30)
+    assert p.returncode == 0, p.stdout
+    r = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1))
+    print_figures("slow rank 5, 3000 us", d)
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    assert len(s) == 1, r["stragglers"]
+    assert s[0]["rank"] == 5 and s[0]["host"] == "simhost3" and s[0]["kind"] == "compute", s
+    assert s[0]["share_last"] >= 0.6 and s[0]["lateness_us"] >= 1000, s
+    assert r["hangs"] == []
+    assert os.listdir(shm) == [], os.listdir(shm)  # rings removed at clean exit
+
+
+def case_link(cli, apps, tmp):
+    p, d, shm = run_job(cli, apps, tmp, "link:a=simhost1,b=simhost2,us=3000", steps=10)
+    assert p.returncode == 0, p.stdout
+    r = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1))
+    print_figures("link simhost1-simhost2, 3000 us", d)
+    assert not [x for x in r["stragglers"] if x["kind"] == "compute" or x["rank"] >= 0], r["stragglers"]
+    links = [x for x in r["stragglers"] if x["kind"] == "link"]
+    assert len(links) == 1 and links[0]["rank"] == -1 and links[0]["host"] is None, links
+
+
+def case_clean(cli, apps, tmp):
+    p, d, shm = run_job(cli, apps, tmp, "", steps=60)
+    assert p.returncode == 0, p.stdout
+    r = report(cli, d)
+    print_figures("clean", d)
+    print("clean: %d instances, stragglers %s" % (r["summary"]["instances"], r["stragglers"]))
+    assert r["stragglers"] == [] and r["hangs"] == [], (r["stragglers"], r["hangs"])
+
+
+def check_hang_logs(out):
+    lines = [l for l in out.splitlines() if "hang: AllReduce seq 10" in l]
+    assert lines, out[-2000:]
+    return lines
+
+
+def case_hang(cli, apps, tmp):
+    # rank 5 blocks at seq 10 (the simulator's stream never joins); every rank's shim
+    # reports its op as hung after 2 s; the job is SIGKILLed at 6 s
+    p, d, shm = run_job(cli, apps, tmp, "hang:rank=5,seq=10", steps=20, kill_after=6,
+                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    check_hang_logs(p.stdout)
+    r = report(cli, d)
+    print(json.dumps(r["hangs"], indent=1))
+    assert len(r["hangs"]) == 1, r["hangs"]
+    h = r["hangs"][0]
+    assert h["reached"] == 9 and h["seq"] == 10, h
+    assert 5 in h["stuck_ranks"] + h["missing_ranks"], h
+    i = (h["stuck_ranks"] + h["missing_ranks"]).index(5)
+    assert (h["stuck_hosts"] + h["hosts"])[i] == "simhost3"
+    t = top(cli, shm)
+    assert len(t["processes"]) == 8
+    assert all("HUNG" in x["flags"] for x in t["processes"]), [x["flags"] for x in t["processes"]]
+    assert len(t["hangs"]) == 1 and t["hangs"][0]["seq"] == 10, t["hangs"]
+
+
+def case_missing(cli, apps, tmp):
+    # rank 5's call of seq 10 fails, so it never enters it; the others hang in it
+    p, d, shm = run_job(cli, apps, tmp, "fail:rank=5,seq=10,code=SystemError", steps=20, kill_after=6,
+                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    check_hang_logs(p.stdout)
+    r = report(cli, d)
+    print(json.dumps(r["hangs"], indent=1))
+    assert len(r["hangs"]) == 1
+    h = r["hangs"][0]
+    assert h["seq"] == 10 and h["missing_ranks"] == [5] and h["hosts"] == ["simhost3"], h
+    assert sorted(h["stuck_ranks"]) == [0, 1, 2, 3, 4, 6, 7], h
+    t = top(cli, shm)  # the 7 rings of the killed ranks; rank 5 exited and removed its ring
+    assert len(t["hangs"]) == 1 and t["hangs"][0]["stuck_ranks"] == [0, 1, 2, 3, 4, 6, 7], t["hangs"]
+
+
+def case_salvage(cli, apps, tmp):
+    p, d, shm = run_job(cli, apps, tmp, "hang:rank=5,seq=10", steps=20, kill_after=5,
+                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    rings = sorted(os.listdir(shm))
+    assert len(rings) == 8, rings
+    for n in rings:
+        st = os.lstat(os.path.join(shm, n))
+        assert st.st_mode & 0o777 == 0o600, oct(st.st_mode)
+    out = os.path.join(tmp, "salvaged")
+    s = subprocess.run([cli, "salvage", "--dir", shm, "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    print(s.stdout, s.stderr)
+    assert s.returncode == 0
+    assert os.listdir(shm) == []  # removed after salvage
+    files = glob.glob(os.path.join(out, "*.salvage.jsonl"))
+    assert len(files) == 8
+    r = report(cli, out)
+    assert r["summary"]["ops"] == 8 * 10, r["summary"]  # seq 0..9 complete on every rank
+    assert len(r["hangs"]) == 1 and r["hangs"][0]["seq"] == 10
+    assert r["summary"]["files_without_footer"] == 8
+
+
+def case_top(cli, apps, tmp):
+    p, d, shm = run_job(cli, apps, tmp, "slow:rank=5,us=3000", steps=30, env_extra={"COLLSCOPE_KEEP_SHM": "1"})
+    assert p.returncode == 0
+    t = top(cli, shm)
+    print(json.dumps(t["processes"][5], indent=1))
+    assert set(t) >= {"time_ns", "dir", "processes", "stragglers", "hangs"}
+    assert len(t["processes"]) == 8
+    keys = {"rank", "pid", "host", "device", "ring", "comms", "comm", "seq", "ops_per_s", "busbw_gbs",
+            "since_last_s", "share_last", "lateness_us", "pending", "drops", "records", "lost", "alive",
+            "clean_exit", "flags"}
+    for i, x in enumerate(t["processes"]):
+        assert set(x) == keys, set(x) ^ keys
+        assert x["rank"] == i and x["host"] == HOST_OF[i] and x["clean_exit"] is True
+        assert x["seq"] == 89 and x["records"] >= 90
+        assert ("STRAGGLER" in x["flags"]) == (i == 5), (i, x["flags"])
+    assert [s["rank"] for s in t["stragglers"]] == [5]
+    txt = subprocess.run([cli, "top", "--once", "--dir", shm], stdout=subprocess.PIPE, text=True).stdout
+    assert "STRAGGLER" in txt
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""tests/topology/test_topo.py: `collscope topo` end to end, `collscope run --topology`, and
+the in-process reordering (COLLSCOPE_TOPOLOGY) on the simulator with its link stats.
+
+usage: test_topo.py CASE --cli PATH [--app PATH] [--sim-dir DIR]
+CASE: cli | sim | failopen
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+# 8 hosts over 4 leaves under 2 spines; launched h1..h8, i.e. interleaved across leaves
+MAP = """# host leaf spine
+h1 l1 s1
+h2 l2 s1
+h3 l3 s2
+h4 l4 s2
+h5 l1 s1
+h6 l2 s1
+h7 l3 s2
+h8 l4 s2
+"""
+LEAF = {f"h{i}": f"l{(i - 1) % 4 + 1}" for i in range(1, 9)}
+SPINE = {h: ("s1" if LEAF[h] in ("l1", "l2") else "s2") for h in LEAF}
+SLURM = """# same network in Slurm's tree form
+SwitchName=l1 Nodes=h[1,5]
+SwitchName=l2 Nodes=h[2,6]
+SwitchName=l3 Nodes=h[3,7]
+SwitchName=l4 Nodes=h[4,8]
+SwitchName=s1 Switches=l[1-2]
+SwitchName=s2 Switches=l[3-4]
+"""
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(cmd, env=None, **kw):
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300, **kw)
+
+
+def case_cli(a, d):
+    mp = os.path.join(d, "net.map")
+    sc = os.path.join(d, "topology.conf")
+    open(mp, "w").write(MAP)
+    open(sc, "w").write(SLURM)
+    for topo in (mp, sc):
+        r = run([a.cli, "topo", "plan", "--topology", topo, "--hosts", "h[1-8]", "--json", "--tasks-per-node", "2"])
+        check(r.returncode == 0, f"plan --json ({os.path.basename(topo)}) exits 0: {r.stderr.strip()}")
+        j = json.loads(r.stdout)
+        check(j["order"] == ["h1", "h5", "h2", "h6", "h3", "h7", "h4", "h8"], f"order {j['order']}")
+        cb, ca = j["crossings"]["before"], j["crossings"]["after"]
+        check(cb == {"host": 8, "leaf": 8, "spine": 4}, f"ring crossings before {cb}")
+        check(ca == {"host": 8, "leaf": 4, "spine": 2}, f"ring crossings after {ca} (= groups, the minimum)")
+        tb, ta = j["tree_crossings"]["before"], j["tree_crossings"]["after"]
+        check(tb["host"] == 14 and ta["host"] == 14 and ta["leaf"] < tb["leaf"] and ta["spine"] <= tb["spine"],
+              f"tree crossings {tb} -> {ta}")
+        check(j["groups"] == {"host": 8, "leaf": 4, "spine": 2}, f"groups {j['groups']}")
+        check(j["rank_map"][1] == {"host": "h5", "node_rank": 1, "was": 4, "ranks": [2, 3]}, f"rank map {j['rank_map'][1]}")
+        check(j["srun"]["hostfile"][:4] == ["h1", "h1", "h5", "h5"], "srun hostfile: one line per task")
+        check(j["mpirun"]["hostfile"][0] == "h1 slots=2", "mpirun hostfile")
+        check(j["torchrun"][2] == {"host": "h2", "node_rank": 2}, "torchrun node ranks")
+    r = run([a.cli, "topo", "plan", "--topology", mp, "--hosts", "h[1-8]", "--form", "torchrun"])
+    check(r.stdout.splitlines()[:2] == ["h1 0", "h5 1"], "--form torchrun")
+    r = run([a.cli, "topo", "plan", "--topology", mp, "--hosts", "h[1-8]", "--form", "mpirun"])
+    check(r.stdout.splitlines()[0] == "h1 slots=1", "--form mpirun")
+    r = run([a.cli, "topo", "plan", "--topology", mp, "--hosts", "h[1-8]"])
+    check(r.returncode == 0 and re.search(r"^leaf\s+4\s+8\s+4\s+", r.stdout, re.M) is not None,
+          "text plan shows leaf groups 4, ring 8 -> 4")
+    hf = os.path.join(d, "hostfile")
+    open(hf, "w").write("# mpirun style\nh4 slots=8\nh3 slots=8\nh[1-2]\nh4\n")
+    r = run([a.cli, "topo", "plan", "--topology", mp, "--hostfile", hf, "--form", "hosts"])
+    check(r.stdout.split() == ["h4", "h3", "h1", "h2"], f"--hostfile (dups dropped): {r.stdout.split()}")
+    # topo show
+    r = run([a.cli, "topo", "show", sc])
+    check(r.returncode == 0 and "8 hosts" in r.stdout and re.search(r"^  l1\s+\(level leaf, 2 hosts\): h\[1,5\]", r.stdout, re.M)
+          is not None and re.search(r"^s1\s+\(level spine, 4 hosts\)", r.stdout, re.M) is not None, "topo show tree:\n" + r.stdout)
+    # errors
+    bad = os.path.join(d, "bad.conf")
+    open(bad, "w").write("SwitchName=l1 Nodes=h[1-2]\n# c\nSwitchName=l2 Nodes=h[3-\n")
+    r = run([a.cli, "topo", "show", bad])
+    check(r.returncode == 1 and f"{bad}:3: bad hostlist in Nodes='h[3-'" in r.stderr, "bad file: file:line error: " + r.stderr.strip())
+    r = run([a.cli, "topo", "plan", "--topology", mp, "--hosts", "h[1-2],x9"])
+    check(r.returncode == 1 and "1 host is not in the topology: x9" in r.stderr, "unknown host reported: " + r.stderr.strip())
+    r = run([a.cli, "topo", "plan", "--hosts", "h1"])
+    check(r.returncode == 2, "usage error exits 2")
+    r = run([a.cli, "help", "topo"])
+    check(r.returncode == 0 and "topo plan" in r.stdout, "help topo")
+
+
+def linkstats(prefix_dir):
+    edges = []
+    for f in glob.glob(os.path.join(prefix_dir, "*.json")):
+        j = json.load(open(f))
+        edges += j["edges"]
+    return edges
+
+
+def summarize(edges):
+    cross = sum(e["bytes"] for e in edges if e["class"] == "cross_leaf")
+    spine = sum(e["bytes"] for e in edges if e["src_host"] != e["dst_host"] and SPINE[e["src_host"]] != SPINE[e["dst_host"]])
+    # ring hops = distinct host pairs that carried the AllReduce traffic (>= 64 KiB)
+    pairs = {}
+    for e in edges:
+        if e["src_host"] != e["dst_host"]:
+            k = (e["src_host"], e["dst_host"])
+            pairs[k] = pairs.get(k, 0) + e["bytes"]
+    hops = [k for k, b in pairs.items() if b >= 65536]
+    leaf_hops = sum(1 for s, t in hops if LEAF[s] != LEAF[t])
+    spine_hops = sum(1 for s, t in hops if SPINE[s] != SPINE[t])
+    return cross, spine, len(hops), leaf_hops, spine_hops
+
+
+def sim_run(a, d, name, extra_env, extra_args=()):
+    ls = os.path.join(d, "ls-" + name)
+    os.makedirs(ls)
+    env = {"COLLSCOPE_SIM_TOPOLOGY": os.path.join(d, "net.map"), "COLLSCOPE_SIM_LINKSTATS": ls + "/s",
+           "COLLSCOPE_DIR": os.path.join(d, "dump-" + name), "NCCL_DEBUG": "INFO", "COLLSCOPE_SIM_DIR": a.sim_dir}
+    env.update(extra_env)
+    cmd = [a.app] if not a.app.endswith(".sh") else [a.app, a.real_app]
+    r = run([a.cli, "run", "-n", "16", "--hosts", "h[1-8]", "--sim", *extra_args, "--", *cmd, "--steps", "3",
+             "--size", "1M"], env=env)
+    out = [re.sub(r"^\[\d+\] ", "", l) for l in r.stdout.splitlines()]
+    summary = [l for l in out if l.startswith("summary") or l.startswith("result")]
+    rings = [l.split(":", 3)[-1].strip() for l in r.stdout.splitlines() if "Channel 00/02" in l]
+    return r, summary, linkstats(ls), rings
+
+
+def case_sim(a, d):
+    open(os.path.join(d, "net.map"), "w").write(MAP)
+    r0, s0, e0, rings0 = sim_run(a, d, "plain", {})
+    check(r0.returncode == 0 and s0 and "PASS" in s0[0], "16 ranks on 8 interleaved hosts: job passes")
+    r1, s1, e1, rings1 = sim_run(a, d, "env", {"COLLSCOPE_TOPOLOGY": os.path.join(d, "net.map"), "COLLSCOPE_LOG": "info"})
+    check(r1.returncode == 0 and s1 == s0, f"COLLSCOPE_TOPOLOGY: same job results ({s1})")
+    routed = [l for l in r1.stderr.splitlines() if "topology routing" in l and "reordered" in l]
+    check(len(routed) == 1 and "crossing leaves 8 -> 4" in routed[0], "one rank-0 info line: " + (routed[0] if routed else r1.stderr[-500:]))
+    check(len(rings1) == 2, f"NCCL_DEBUG rings: user comm and the reordered comm ({len(rings1)})")
+    r2, s2, e2, rings2 = sim_run(a, d, "run", {}, ("--topology", os.path.join(d, "net.map"), "--no-shim"))
+    check(r2.returncode == 0 and s2 == s0, "collscope run --topology: same job results")
+    # no file: each rank's SLURM_TOPOLOGY_ADDR (set per host by a wrapper, as Slurm would)
+    wrap = os.path.join(d, "addr.sh")
+    open(wrap, "w").write("#!/bin/sh\ncase \"$COLLSCOPE_HOSTNAME\" in\n"
+                          + "".join(f"  {h}) a={SPINE[h]}.{LEAF[h]};;\n" for h in LEAF)
+                          + "esac\nSLURM_TOPOLOGY_ADDR=$a.$COLLSCOPE_HOSTNAME SLURM_TOPOLOGY_ADDR_PATTERN=switch.switch.node "
+                          + "exec \"$@\"\n")
+    os.chmod(wrap, 0o755)
+    app = a.app
+    a.app = wrap
+    try:
+        r3, s3, e3, _ = sim_run(a, d, "addr", {"COLLSCOPE_LOG": "info"}, ())
+    finally:
+        a.app = app
+    c0, sp0, h0, lh0, sh0 = summarize(e0)
+    c1, sp1, h1, lh1, sh1 = summarize(e1)
+    c2, sp2, h2, lh2, sh2 = summarize(e2)
+    print(f"figures: cross-leaf bytes plain={c0} COLLSCOPE_TOPOLOGY={c1} run--topology={c2}")
+    print(f"figures: cross-spine bytes plain={sp0} COLLSCOPE_TOPOLOGY={sp1} run--topology={sp2}")
+    print(f"figures: ring hops (host pairs) plain={h0} env={h1} run={h2}; crossing leaves {lh0} {lh1} {lh2}; "
+          f"crossing spines {sh0} {sh1} {sh2}")
+    check(lh0 == 8 and sh0 == 4, f"before: 8 ring hops cross leaves, 4 cross spines ({lh0}, {sh0})")
+    check(lh1 == 4 and sh1 == 2, f"COLLSCOPE_TOPOLOGY: 4 leaf and 2 spine hops, the minimum ({lh1}, {sh1})")
+    check(lh2 == 4 and sh2 == 2, f"run --topology: 4 leaf and 2 spine hops, the minimum ({lh2}, {sh2})")
+    check(c1 < 0.55 * c0 and c2 < 0.55 * c0, "cross-leaf bytes about halved")
+    c3, sp3, h3, lh3, sh3 = summarize(e3)
+    print(f"figures: SLURM_TOPOLOGY_ADDR: cross-leaf bytes {c3}, ring hops crossing leaves {lh3}, spines {sh3}")
+    check(r3.returncode == 0 and s3 == s0 and lh3 == 4 and sh3 == 2,
+          f"SLURM_TOPOLOGY_ADDR (no file): same results, 4 leaf and 2 spine hops ({lh3}, {sh3})")
+
+
+def case_failopen(a, d):
+    open(os.path.join(d, "net.map"), "w").write(MAP)
+    r0, s0, _, _ = sim_run(a, d, "plain", {})
+    bad = os.path.join(d, "bad.map")
+    open(bad, "w").write("h1 l1\nh1 l2\n")
+    r1, s1, e1, _ = sim_run(a, d, "bad", {"COLLSCOPE_TOPOLOGY": bad}, ("--tag-output",))
+    check(r1.returncode == 0 and s1 == s0 and s0, "bad topology file: job results unchanged")
+    lines = [l for l in r1.stderr.splitlines() if "COLLSCOPE_TOPOLOGY" in l]
+    per_rank = {}
+    for l in lines:
+        m = re.match(r"\[(\d+)\] ", l)
+        per_rank[m.group(1) if m else "?"] = per_rank.get(m.group(1) if m else "?", 0) + 1
+    check(len(per_rank) == 16 and set(per_rank.values()) == {1} and f"{bad}:2: host 'h1' is listed twice" in lines[0],
+          f"one log line per process naming file:line ({lines[:1]})")
+    c0 = summarize(linkstats(os.path.join(d, "ls-plain")))[0]
+    check(summarize(e1)[0] == c0, "bad file: traffic unchanged")
+    part = os.path.join(d, "part.map")
+    open(part, "w").write("h[1-4] l1\n")
+    r2, s2, _, _ = sim_run(a, d, "part", {"COLLSCOPE_TOPOLOGY": part})
+    warn = [l for l in r2.stderr.splitlines() if "not in the topology" in l]
+    check(r2.returncode == 0 and s2 == s0 and len(warn) == 16 and "4 hosts are not in the topology: h5, h6, h7, h8" in warn[0],
+          f"hosts missing from the file: reported, order kept ({warn[:1]})")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("case")
+    p.add_argument("--cli", required=True)
+    p.add_argument("--app")
+    p.add_argument("--sim-dir")
+    a = p.parse_args()
+    a.real_app = a.app
+    with tempfile.TemporaryDirectory(prefix="cs-topo-") as d:
+        {"cli": case_cli, "sim": case_sim, "failopen": case_failopen}[a.case](a, d)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
