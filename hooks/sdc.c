@@ -128,7 +128,9 @@ static void ctx_setup(struct sdc_ctx *x) {
 
 static struct sdc_ctx *ctx_get(int *index) {
   CUcontext cu = NULL;
-  if (!cs_drv.loaded || cs_drv.cuCtxGetCurrent(&cu) != CUDA_SUCCESS || !cu) return NULL;
+  /* with COLLSCOPE_TIMING=off the shim has not loaded the driver: the checks do (once) */
+  if (CS_UNLIKELY(!cs_drv.loaded) && !cs_driver_load()) return NULL;
+  if (cs_drv.cuCtxGetCurrent(&cu) != CUDA_SUCCESS || !cu) return NULL;
   int n = atomic_load_explicit(&nctx, memory_order_acquire);
   for (int i = 0; i < n; i++)
     if (atomic_load_explicit(&ctxs[i].ctx, memory_order_relaxed) == cu &&
@@ -228,6 +230,10 @@ void cs_sdc_before_op(struct cs_call *c) {
   r->sdc_slot = 0;
   r->sdc_ctx = 0;
   if (CS_LIKELY(cs_cfg.sdc_mode == CS_SDC_OFF) || !eligible_op((int)c->op)) return;
+#ifndef COLLSCOPE_SDC_FATBIN
+  cs_log_once(CS_LOG_INFO, "SDC checks were compiled out (no nvcc when libcollscope was built)");
+  return;
+#endif
   /* grouped ops (launched at ncclGroupEnd) and graph capture are not checked yet */
   if (cs_tls.group_depth > 0 || r->group || r->captured || r->seq == UINT64_MAX || r->comm_size < 1) return;
   if (!c->count || !cs_dtype_size(c->dtype) || r->bytes < cs_cfg.sdc_min_bytes) return;
@@ -263,7 +269,9 @@ void cs_sdc_after_op(struct cs_call *c, int status) {
   unsigned slot = r->sdc_slot - 1;
   const void *p;
   uint64_t nb;
-  if ((status == 0 || status == NCCL_IN_PROGRESS) && op_buffer(c, 1, &p, &nb))
+  /* ncclInProgress (non-blocking communicator): the work may not be on the stream yet, so
+   * a kernel enqueued now could run before it -- no output check then */
+  if (status == 0 && op_buffer(c, 1, &p, &nb))
     launch(x, slot, 1, p, nb, c->dtype, c->stream);
   if (!x->meta[slot].launched[0] && !x->meta[slot].launched[1]) {
     atomic_store_explicit(&x->state[slot], 0, memory_order_release);

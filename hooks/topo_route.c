@@ -118,14 +118,53 @@ static struct route *claim(void *comm) {
   return NULL;
 }
 
+/* Buffers are never freed while the job runs: cuMemFree and cuMemFreeHost synchronize
+ * the device, which can deadlock against collectives in flight that wait for a peer.
+ * Released buffers go to a small per-process cache (per context) for the next
+ * communicator; a full cache leaks them ((n+1) x 512 bytes each). */
+#define NCACHE 64
+static struct { CUcontext ctx; CUdeviceptr d; char *h; size_t cap; } cache[NCACHE];
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int get_buffers(CUcontext ctx, size_t bytes, CUdeviceptr *d, char **h) {
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < NCACHE; i++)
+    if (cache[i].ctx == ctx && cache[i].cap >= bytes) {
+      *d = cache[i].d;
+      *h = cache[i].h;
+      cache[i].ctx = NULL;
+      pthread_mutex_unlock(&cache_lock);
+      return 0;
+    }
+  pthread_mutex_unlock(&cache_lock);
+  if (drv.memAlloc(d, bytes) != CUDA_SUCCESS) return -1;
+  if (drv.hostAlloc((void **)h, bytes) != CUDA_SUCCESS) {
+    *h = NULL;
+    return -1;   /* *d stays allocated: put back into the cache by the caller */
+  }
+  return 0;
+}
+
+static void put_buffers(CUcontext ctx, CUdeviceptr d, char *h, size_t cap) {
+  pthread_mutex_lock(&cache_lock);
+  for (int i = 0; i < NCACHE; i++)
+    if (!cache[i].ctx) {
+      cache[i].ctx = ctx;
+      cache[i].d = d;
+      cache[i].h = h;
+      cache[i].cap = cap;
+      break;
+    }
+  pthread_mutex_unlock(&cache_lock);
+}
+
 static void release_buffers(struct route *r) {
   CUcontext old;
   if (!r->ctx) return;
   drv.ctxPush(r->ctx);
   if (r->stream) drv.streamDestroy(r->stream);
-  if (r->dbuf) drv.memFree(r->dbuf);
-  if (r->hbuf) drv.hostFree(r->hbuf);
   drv.ctxPop(&old);
+  if (r->dbuf && r->hbuf) put_buffers(r->ctx, r->dbuf, r->hbuf, (size_t)(r->n + 1) * REC);
   r->stream = NULL;
   r->dbuf = 0;
   r->hbuf = NULL;
@@ -157,12 +196,15 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
   r->id = info->id;
   r->newcomm = NULL;
   r->newrank = NULL;
+  r->ctx = NULL;
+  r->stream = NULL;
+  r->dbuf = 0;
+  r->hbuf = NULL;
   size_t bytes = (size_t)(r->n + 1) * REC;
   const char *why = NULL;
   if (drv.ctxGet(&r->ctx) != CUDA_SUCCESS || !r->ctx) { why = "no current CUDA context"; r->ctx = NULL; }
   else if (drv.streamCreate(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) { why = "cuStreamCreate"; r->stream = NULL; }
-  else if (drv.memAlloc(&r->dbuf, bytes) != CUDA_SUCCESS) { why = "cuMemAlloc"; r->dbuf = 0; }
-  else if (drv.hostAlloc((void **)&r->hbuf, bytes) != CUDA_SUCCESS) { why = "cuMemAllocHost"; r->hbuf = NULL; }
+  else if (get_buffers(r->ctx, bytes, &r->dbuf, &r->hbuf)) why = "cuMemAlloc/cuMemAllocHost";
   if (why) {
     cs_log(CS_LOG_WARN, "topology routing: %s failed; communicator %016llx keeps NCCL's order", why,
            (unsigned long long)info->id);

@@ -752,6 +752,24 @@ static void text_sdc(const struct report *r, FILE *o) {
   free(s.items);
 }
 
+/* The sdc section of DIR alone (collscope demo). Returns 1 if any finding, 0 none, -1 error. */
+int cli_report_sdc_text(const char *dir, FILE *o);
+int cli_report_sdc_text(const char *dir, FILE *o) {
+  struct cs_dumpset *set = cs_dumpset_load(dir);
+  if (set->fatal) {
+    cs_dumpset_free(set);
+    return -1;
+  }
+  struct report r = {.set = set};
+  struct sdc_report s;
+  sdc_analyse(&r, &s);
+  text_sdc(&r, o);
+  int rc = s.nitems > 0;
+  free(s.items);
+  cs_dumpset_free(set);
+  return rc;
+}
+
 /* "sdc": the findings, one per (collective, check, suspect); "sdc_checks": the counts */
 static json_t *json_sdc(const struct report *r) {
   struct sdc_report s;

@@ -129,6 +129,12 @@ static const struct {
     {"COLLSCOPE_RING", "shim", "shm stats ring size in records (0: no ring; default 16384, rounded up to 2^k)"},
     {"COLLSCOPE_KEEP_SHM", "shim", "1: keep the stats ring after a clean exit (default 0: removed)"},
     {"COLLSCOPE_SHM_DIR", "shim, top, salvage", "directory of the stats rings (default /dev/shm)"},
+    {"COLLSCOPE_TOPOLOGY", "shim", "rack/switch topology file (Slurm topology.conf, map, ibnetdiscover): route "
+                                   "AllReduce/Broadcast/Reduce through a communicator ordered by it (collscope help topo)"},
+    {"COLLSCOPE_SDC", "shim", "silent-data-corruption checks: off, all or sample:N (every Nth eligible collective per "
+                              "comm; default sample:2048)"},
+    {"COLLSCOPE_SDC_MIN_BYTES", "shim", "smallest collective (bytes) the SDC checks look at (default 1048576)"},
+    {"COLLSCOPE_SDC_ACTION", "shim", "log (default) or abort: what an online SDC detection does (not implemented yet)"},
     {"COLLSCOPE_HANG_TIMEOUT", "shim, top", "seconds after which an op not complete is reported as hung "
                                             "(one log line + a hang record; 0: off; default 300)"},
     {"COLLSCOPE_STRAGGLER_WINDOW", "report, top", "instances per comm in the straggler window (default 100)"},

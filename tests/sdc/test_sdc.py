@@ -217,12 +217,36 @@ def clean(cli, job, wd, data, steps, extra):
     return ok
 
 
+def policy(cli, job, wd):
+    """COLLSCOPE_SDC=sample:N / off / MIN_BYTES, and COLLSCOPE_TIMING=off (results then
+    complete through the kernel's done tag alone)."""
+    ok = True
+    args = ["--steps", "20", "--op", "AllReduce", "--dtype", "float32", "--count", "4096"]   # 16 KiB
+    cases = [({"COLLSCOPE_SDC": "sample:4"}, [0, 4, 8, 12, 16]),
+             ({"COLLSCOPE_SDC": "sample:4", "COLLSCOPE_TIMING": "off"}, [0, 4, 8, 12, 16]),
+             ({"COLLSCOPE_SDC": "off"}, []),
+             ({"COLLSCOPE_SDC": "all", "COLLSCOPE_SDC_MIN_BYTES": "16385"}, []),
+             ({"COLLSCOPE_SDC": "all", "COLLSCOPE_SDC_MIN_BYTES": "16384"}, list(range(20)))]
+    for env, want in cases:
+        run(cli, job, wd, "", args, env)
+        recs = sdc_records(wd)
+        for r in range(NRANKS):
+            seqs = sorted(s for (s, rank) in recs if rank == r and recs[(s, rank)]["checked"] == 3)
+            if seqs != want:
+                print("FAIL: %s rank %d: checked seqs %s, want %s" % (env, r, seqs, want))
+                ok = False
+        print("policy %s: checked seqs %s" % (env, want))
+    return ok
+
+
 def main():
     cli, job, wd, mode = sys.argv[1:5]
     args = sys.argv[5:]
     os.makedirs(wd, exist_ok=True)
     if mode == "flips":
         ok = flips(cli, job, wd, args[0], *(args[1:2] or ["AllReduce"]))
+    elif mode == "policy":
+        ok = policy(cli, job, wd)
     elif mode == "clean":
         ok = clean(cli, job, wd, args[0], int(args[1]), args[2:])
     else:

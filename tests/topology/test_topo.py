@@ -3,7 +3,7 @@
 the in-process reordering (COLLSCOPE_TOPOLOGY) on the simulator with its link stats.
 
 usage: test_topo.py CASE --cli PATH [--app PATH] [--sim-dir DIR]
-CASE: cli | sim | failopen
+CASE: cli | sim | failopen | apps
 """
 import argparse
 import glob
@@ -204,6 +204,32 @@ def case_failopen(a, d):
           f"hosts missing from the file: reported, order kept ({warn[:1]})")
 
 
+def case_apps(a, d):
+    """Other communicator patterns with COLLSCOPE_TOPOLOGY: split communicators (multicomm),
+    one communicator per thread (threads), first calls inside groups (pipeline), every GPU
+    in one process (ncclCommInitAll). Results must equal the plain run; nothing hangs."""
+    mp = os.path.join(d, "sh.map")
+    open(mp, "w").write("simhost1 lA\nsimhost2 lB\nsimhost3 lA\nsimhost4 lB\n")
+    apps = os.path.dirname(a.app)
+    env = {"COLLSCOPE_SIM_DIR": a.sim_dir, "COLLSCOPE_DIR": os.path.join(d, "dump")}
+    for app, extra, routed in (("multicomm", ["--size", "64K", "--tp", "2"], 3), ("threads", ["--size", "64K"], 2),
+                               ("pipeline", ["--size", "64K", "--microbatches", "4"], 0)):
+        cmd = [a.cli, "run", "-n", "8", "--hosts", "simhost[1-4]", "--sim", "--grace", "2", "--",
+               os.path.join(apps, app), "--steps", "2"] + extra
+        r0 = run(cmd, env=env)
+        r1 = run(cmd, env=dict(env, COLLSCOPE_TOPOLOGY=mp, COLLSCOPE_LOG="info"))
+        res = lambda r: sorted(l for l in r.stdout.splitlines() if l.startswith(("summary", "result")))
+        n = sum(1 for l in r1.stderr.splitlines() if "reordered" in l)
+        check(r0.returncode == 0 and r1.returncode == 0 and res(r0) == res(r1) and res(r0),
+              f"{app}: same results with COLLSCOPE_TOPOLOGY")
+        check(n == routed, f"{app}: {n} communicators reordered, want {routed}")
+    cmd = [a.cli, "run", "--sim", "--", os.path.join(apps, "initall"), "--steps", "2", "--size", "64K"]
+    r0 = run(cmd, env=env)
+    r1 = run(cmd, env=dict(env, COLLSCOPE_TOPOLOGY=mp))
+    check(r1.returncode == 0 and r0.stdout.splitlines()[-1:] == r1.stdout.splitlines()[-1:],
+          "ncclCommInitAll: same result, no hang")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("case")
@@ -213,7 +239,7 @@ def main():
     a = p.parse_args()
     a.real_app = a.app
     with tempfile.TemporaryDirectory(prefix="cs-topo-") as d:
-        {"cli": case_cli, "sim": case_sim, "failopen": case_failopen}[a.case](a, d)
+        {"cli": case_cli, "sim": case_sim, "failopen": case_failopen, "apps": case_apps}[a.case](a, d)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
