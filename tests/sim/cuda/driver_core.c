@@ -741,7 +741,7 @@ static CUresult submit_captured(struct CUstream_st *s, struct unit *u)
         pthread_mutex_lock(&ev_mu);
         u->ev->refs++;
         pthread_mutex_unlock(&ev_mu);
-        if (u->kind == U_REC && !u->external) u->ev->cap_id = s->cap->id;
+        if (u->kind == U_REC && !u->external) __atomic_store_n(&u->ev->cap_id, s->cap->id, __ATOMIC_RELEASE);
     }
     s->cap_last = nodelist_append(nl, u);
     return CUDA_SUCCESS;
@@ -799,11 +799,11 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
             }
         }
         pthread_mutex_unlock(&ev_mu);
-        if (u->kind == U_REC) u->ev->cap_id = 0;
+        if (u->kind == U_REC) __atomic_store_n(&u->ev->cap_id, 0, __ATOMIC_RELEASE);
         if (u->kind == U_GRAPH) {
             for (size_t i = 0; i < u->nl->n; i++) {
                 struct unit *n = &u->nl->nodes[i]->u;
-                if (n->kind == U_REC && n->external) n->ev->cap_id = 0;
+                if (n->kind == U_REC && n->external) __atomic_store_n(&n->ev->cap_id, 0, __ATOMIC_RELEASE);
             }
             u->nl->refs++;
         }
@@ -1033,6 +1033,8 @@ CUresult event_record(CUevent e, struct CUstream_st *s, unsigned flags)
 static CUresult event_capture_state(CUevent e)
 {
     CUresult r = CUDA_SUCCESS;
+    /* common case, no capture involved: answer without the global lock */
+    if (!__atomic_load_n(&e->cap_id, __ATOMIC_ACQUIRE)) return CUDA_SUCCESS;
     pthread_mutex_lock(&g_lock);
     if (e->cap_id) {
         struct capture *c = cap_lookup(e->cap_id);
