@@ -62,6 +62,18 @@ static struct {
 } fx;
 static pthread_once_t fx_once = PTHREAD_ONCE_INIT;
 
+/* grouped ops whose output check waits for the group launch (per thread) */
+#define SDC_GROUP_MAX 64
+struct grp_out {
+  struct sdc_ctx *x;
+  unsigned slot;
+  const void *p;
+  uint64_t nb;
+  int dtype;
+  void *stream;
+};
+static __thread struct { uint64_t group; size_t n; struct grp_out v[SDC_GROUP_MAX]; } grp;
+
 static _Atomic uint32_t tags;
 static _Atomic uint64_t n_launched, n_no_slot;
 
@@ -234,13 +246,22 @@ void cs_sdc_before_op(struct cs_call *c) {
   cs_log_once(CS_LOG_INFO, "SDC checks were compiled out (no nvcc when libcollscope was built)");
   return;
 #endif
-  /* grouped ops (launched at ncclGroupEnd) and graph capture are not checked yet */
-  if (cs_tls.group_depth > 0 || r->group || r->captured || r->seq == UINT64_MAX || r->comm_size < 1) return;
+  /* graph capture is not checked; a grouped op's output check waits for the group launch
+   * (cs_sdc_group_launched; without that call the record gets its input sums only) */
+  if (r->captured || r->seq == UINT64_MAX || r->comm_size < 1) return;
   if (!c->count || !cs_dtype_size(c->dtype) || r->bytes < cs_cfg.sdc_min_bytes) return;
   if (!sampled(r->comm_id)) return;
   int xi;
   struct sdc_ctx *x = ctx_get(&xi);
   if (!x) return;
+  if (cs_tls.group_depth > 0) {
+    /* a grouped op's timing (and capture check) is decided at the launch: check here */
+    CUstreamCaptureStatus cst = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (cs_drv.cuStreamIsCapturing((CUstream)c->stream, &cst) != CUDA_SUCCESS || cst != CU_STREAM_CAPTURE_STATUS_NONE)
+      return;
+    if (grp.group != r->group) grp.n = 0, grp.group = r->group;   /* a new group */
+    if (grp.n == SDC_GROUP_MAX) return;   /* no room to defer its output check */
+  }
   uint32_t start = atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
   unsigned slot = SDC_NSLOTS;
   for (unsigned i = 0; i < 8 && slot == SDC_NSLOTS; i++) {
@@ -269,6 +290,18 @@ void cs_sdc_after_op(struct cs_call *c, int status) {
   unsigned slot = r->sdc_slot - 1;
   const void *p;
   uint64_t nb;
+  if (cs_tls.group_depth > 0) {
+    /* NCCL launches a group's work at the outermost ncclGroupEnd: the output check waits
+     * for cs_sdc_group_launched; the record (pushed after that) keeps the slot */
+    if (status == 0 && op_buffer(c, 1, &p, &nb) && grp.n < SDC_GROUP_MAX)
+      grp.v[grp.n++] = (struct grp_out){x, slot, p, nb, c->dtype, c->stream};
+    else if (!x->meta[slot].launched[0]) {
+      atomic_store_explicit(&x->state[slot], 0, memory_order_release);
+      r->sdc_slot = 0;
+      r->sdc_ctx = 0;
+    }
+    return;
+  }
   /* ncclInProgress (non-blocking communicator): the work may not be on the stream yet, so
    * a kernel enqueued now could run before it -- no output check then */
   if (status == 0 && op_buffer(c, 1, &p, &nb))
@@ -278,6 +311,15 @@ void cs_sdc_after_op(struct cs_call *c, int status) {
     r->sdc_slot = 0;
     r->sdc_ctx = 0;
   }
+}
+
+/* The outermost ncclGroupEnd returned (status): launch the deferred output checks on
+ * their streams, before the group's records are pushed to the harvest thread. */
+void cs_sdc_group_launched(int status) {
+  for (size_t i = 0; i < grp.n; i++)
+    if (status == 0) launch(grp.v[i].x, grp.v[i].slot, 1, grp.v[i].p, grp.v[i].nb, grp.v[i].dtype, grp.v[i].stream);
+  /* slots with no launch at all are released by cs_sdc_collect (nothing to wait for) */
+  grp.n = 0;
 }
 
 /* Integer sums are kept modulo 2^min(8*size, 52): exact in a double, and consistent with

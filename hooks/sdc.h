@@ -9,6 +9,10 @@
 
 void cs_sdc_before_op(struct cs_call *c);
 void cs_sdc_after_op(struct cs_call *c, int status);
+/* After the real outermost ncclGroupEnd returned, before the group's records are pushed
+ * (cs_group_launch_end): launches the grouped ops' output checks. Until the shim calls it,
+ * grouped ops are not checked. */
+void cs_sdc_group_launched(int status);
 /* Harvest thread: true when r's SDC results are in r (or given up: final, or failed op);
  * false while the kernels have not finished. No-op (true) for records without a slot. */
 bool cs_sdc_collect(struct cs_record *r, bool final);

@@ -18,6 +18,7 @@
 struct cs_config {
   bool disabled;          /* COLLSCOPE_DISABLE=1: pure pass-through */
   bool timing;            /* COLLSCOPE_TIMING != off */
+  int timing_mode;        /* COLLSCOPE_TIMING: CS_TMODE_* (shim/profiler.c) */
   int log_level;          /* COLLSCOPE_LOG: quiet|warn|info|debug */
   char dir[4096];         /* COLLSCOPE_DIR or ./collscope-<job> */
   char job[256];
@@ -38,6 +39,9 @@ struct cs_config {
   int sdc_action;         /* COLLSCOPE_SDC_ACTION: CS_SDC_ACTION_LOG | CS_SDC_ACTION_ABORT */
 };
 enum { CS_SDC_OFF = 0, CS_SDC_ALL = 1, CS_SDC_SAMPLE = 2 };
+/* COLLSCOPE_TIMING=off|events(on)|auto|profiler; the default is events */
+enum { CS_TMODE_OFF = 0, CS_TMODE_EVENTS = 1, CS_TMODE_AUTO = 2, CS_TMODE_PROFILER = 3 };
+int cs_timing_mode_parse(const char *v);  /* -1 when not valid */
 enum { CS_SDC_ACTION_LOG = 0, CS_SDC_ACTION_ABORT = 1 };
 extern struct cs_config cs_cfg;
 void cs_config_load(void);
@@ -108,5 +112,19 @@ struct cs_comm *cs_comm_insert(void *comm);  /* NULL when the table is full */
 void cs_comm_remove(void *comm);
 
 uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);
+
+/* ---- NCCL profiler plugin (shim/profiler.c) ---- */
+/* The op record of the NCCL call this thread is inside (set around the real call by the
+ * NCCL_OP wrappers); profiler Coll/P2p events started on this thread attach to it. */
+extern __thread struct cs_record *cs_prof_cur;
+/* true when the plugin is initialised by NCCL and COLLSCOPE_TIMING is auto|profiler: ops it
+ * can time get no CUDA events */
+bool cs_prof_active(void);
+bool cs_prof_op_eligible(int op);
+/* the group records being launched by this thread's outermost ncclGroupEnd */
+void cs_prof_group_set(struct cs_record *recs, size_t n);
+/* harvest thread: true when the record's profiler timing is final (filled or given up) */
+bool cs_prof_collect(struct cs_record *r, bool final);
+void cs_prof_release(struct cs_record *r);
 
 #endif

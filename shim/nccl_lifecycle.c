@@ -5,6 +5,7 @@
 #include "nccl_shim.h"
 #include "hooks/cuda_driver.h"
 #include "hooks/hooks.h"
+#include "hooks/sdc.h"
 #include "hooks/timing.h"
 #include <string.h>
 
@@ -197,6 +198,7 @@ CS_EXPORT ncclResult_t ncclGroupEnd(void) {
   ncclResult_t r = cs_real_ncclGroupEnd();
   cs_tls.depth--;
   cs_tls.group_depth--;
+  if (outermost) cs_sdc_group_launched((int)r);
   if (outermost) cs_group_launch_end((int)r, (int)ncclInProgress);
   return r;
 }

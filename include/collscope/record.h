@@ -15,7 +15,12 @@ enum cs_timing {
   CS_TIMING_ERROR     = 3, /* the call failed; nothing enqueued */
   CS_TIMING_PENDING   = 4, /* internal: events not yet harvested */
   CS_TIMING_HOST_SPAN = 5, /* synchronous call: start/end from the host clock around it */
+  CS_TIMING_PROFILER  = 6, /* start/end from NCCL's profiler plugin KernelCh timer stamps */
 };
+/* algo / proto reported by NCCL's profiler plugin (0 = not known) */
+enum cs_algo { CS_ALGO_NONE, CS_ALGO_TREE, CS_ALGO_RING, CS_ALGO_COLLNET_DIRECT, CS_ALGO_COLLNET_CHAIN,
+               CS_ALGO_NVLS, CS_ALGO_NVLS_TREE, CS_ALGO_PAT, CS_ALGO_OTHER };
+enum cs_proto { CS_PROTO_NONE, CS_PROTO_LL, CS_PROTO_LL128, CS_PROTO_SIMPLE, CS_PROTO_OTHER };
 
 enum cs_comm_event { CS_COMM_INIT, CS_COMM_SPLIT, CS_COMM_FINALIZE, CS_COMM_DESTROY, CS_COMM_ABORT };
 
@@ -61,6 +66,13 @@ struct cs_record {
   uint64_t ev_start;     /* internal: CUevent handles, 0 when none */
   uint64_t ev_end;
   uint64_t ctx;          /* internal: CUcontext of the events */
+  /* NCCL profiler plugin (shim/profiler.c); algo/proto/nchannels 0 when not known */
+  uint8_t algo;          /* enum cs_algo */
+  uint8_t proto;         /* enum cs_proto */
+  uint8_t nchannels;
+  uint8_t prof_want;     /* internal: 1 while the op waits for the profiler to time it */
+  uint32_t prof_slot;    /* internal: 1 + shim/profiler.c event slot, 0 when none */
+  uint64_t prof_gen;     /* internal: that slot's generation */
 };
 
 #endif

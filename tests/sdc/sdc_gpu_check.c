@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
   CK(cuEventElapsedTime(&ms, e0, e1));
   double d2d = 2.0 * (double)big * reps / (ms / 1e3) / 1e9;
   printf("cuMemcpyDtoD %zu MiB: %.0f GB/s (read+write)\n", big >> 20, d2d);
-  static const unsigned grids[] = {132, 264, 512, 1056, 2112, 4096};
+  static const unsigned grids[] = {132, 264, 396, 512, 528, 792, 1056};
   for (int dt = CS_SDC_FLOAT32; dt <= CS_SDC_BFLOAT16; dt += CS_SDC_BFLOAT16 - CS_SDC_FLOAT32)
     for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
       unsigned g = grids[gi];

@@ -94,7 +94,7 @@ static double now_ms(void) {
 int main(int argc, char **argv) {
   const char *opn = "AllReduce", *dtn = "float32", *redn = "sum", *data = "random";
   size_t count = 4096;
-  int inplace = 0, reuse = 0;   /* --reuse: fill once, no per-step sync (benchmark loop) */
+  int inplace = 0, reuse = 0, group = 0;   /* --group: each collective in ncclGroupStart/End */   /* --reuse: fill once, no per-step sync (benchmark loop) */
   uint64_t seed = 1;
   char **rest = calloc((size_t)argc + 1, sizeof(char *));
   int nrest = 0;
@@ -103,6 +103,7 @@ int main(int argc, char **argv) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(o, "--inplace")) { inplace = 1; continue; }
     if (!strcmp(o, "--reuse")) { reuse = 1; continue; }
+    if (!strcmp(o, "--group")) { group = 1; continue; }
     if (v && !strcmp(o, "--op")) opn = argv[++i];
     else if (v && !strcmp(o, "--dtype")) dtn = argv[++i];
     else if (v && !strcmp(o, "--redop")) redn = argv[++i];
@@ -162,6 +163,7 @@ int main(int argc, char **argv) {
     }
     ncclDataType_t t = (ncclDataType_t)dt;
     ncclRedOp_t r = (ncclRedOp_t)red;
+    if (group) NCCLCHECK(ncclGroupStart());
     switch (op) {
     case 0: NCCLCHECK(ncclAllReduce(in, out, count, t, r, comm, s)); break;
     case 1: NCCLCHECK(ncclBroadcast(in, out, count, t, k % a.world, comm, s)); break;
@@ -169,6 +171,7 @@ int main(int argc, char **argv) {
     case 3: NCCLCHECK(ncclAllGather(in, out, count, t, comm, s)); break;
     default: NCCLCHECK(ncclReduceScatter(in, out, count, t, r, comm, s)); break;
     }
+    if (group) NCCLCHECK(ncclGroupEnd());
   }
   CUDACHECK(cudaStreamSynchronize(s));
   double loop_ms = now_ms() - t0;

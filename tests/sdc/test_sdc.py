@@ -117,12 +117,12 @@ def sum_change(op, dtype, count, seq, ref, got, root):
     return abs(a - b), tol
 
 
-def flips(cli, job, wd, dtype, op="AllReduce", count=4096):
+def flips(cli, job, wd, dtype, op="AllReduce", count=4096, extra=()):
     """Ground truth: the same job without faults gives the reference fingerprints; a seq
     whose flip run differs from it on any rank was corrupted (a flip can land where it
     changes nothing, e.g. an AllGather hop flip on the ring's last rank)."""
     nb = BITS[dtype]
-    job_args = ["--steps", str(2 * nb), "--op", op, "--dtype", dtype, "--count", str(count)]
+    job_args = ["--steps", str(2 * nb), "--op", op, "--dtype", dtype, "--count", str(count)] + list(extra)
     run(cli, job, wd, "", job_args)
     ref_recs = sdc_records(wd)
     ref = {k: v["fp"] for k, v in ref_recs.items() if v.get("fp")}
@@ -244,7 +244,7 @@ def main():
     args = sys.argv[5:]
     os.makedirs(wd, exist_ok=True)
     if mode == "flips":
-        ok = flips(cli, job, wd, args[0], *(args[1:2] or ["AllReduce"]))
+        ok = flips(cli, job, wd, args[0], (args[1:2] or ["AllReduce"])[0], 4096, args[2:])
     elif mode == "policy":
         ok = policy(cli, job, wd)
     elif mode == "clean":
