@@ -200,6 +200,10 @@ void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, i
     r->group = cs_tls.group_id;
     r->enqueue_ns = cs_now_ns(CLOCK_REALTIME);
     r->timing = CS_TIMING_PENDING; /* decided at the group launch */
+  } else if (cs_prof_active() && cs_prof_op_eligible(op) && !stream_capturing(stream)) {
+    r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
+    r->timing = CS_TIMING_PENDING;
+    r->prof_want = 1;
   } else {
     cs_timed_begin(r, stream);
   }
@@ -236,6 +240,11 @@ void cs_op_end(struct cs_record *r, int status, int inprogress_code) {
     pending_add(r);
     return;
   }
+  if (r->prof_want) { /* no profiler event attached (or the call failed): enqueue time only */
+    if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
+    cs_record_push(r);
+    return;
+  }
   cs_timed_end(r, (void *)(uintptr_t)r->stream, ok);
 }
 
@@ -252,9 +261,14 @@ void cs_group_launch_begin(void) {
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
   ngstreams = 0;
+  bool prof = cs_prof_active();
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
+    if ((r->prof_slot || (prof && cs_prof_op_eligible(r->op))) && !stream_capturing((void *)(uintptr_t)r->stream)) {
+      r->prof_want = 1; /* timed by NCCL's profiler plugin: no events on its stream */
+      continue;
+    }
     size_t k = 0;
     while (k < ngstreams && gstreams[k].stream != r->stream) k++;
     if (k == ngstreams) {
@@ -271,17 +285,24 @@ void cs_group_launch_begin(void) {
       ngstreams++;
     }
   }
+  cs_prof_group_set(p->recs, p->n);
 }
 
 void cs_group_launch_end(int status, int inprogress_code) {
   bool ok = status == 0 || status == inprogress_code;
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
+  cs_prof_group_set(NULL, 0);
   for (size_t k = 0; k < ngstreams; k++) stream_end(&gstreams[k].ev, (void *)(uintptr_t)gstreams[k].stream, ok);
   /* the last record of each stream owns (returns) that stream's events */
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
+    if (r->prof_want) {
+      if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
+      if (!ok) r->status = status;
+      continue;
+    }
     size_t k = 0;
     while (k < ngstreams && gstreams[k].stream != r->stream) k++;
     if (k == ngstreams) { r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR; continue; }

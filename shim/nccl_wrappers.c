@@ -97,7 +97,9 @@ void cs_missing_real(const char *name) {
     comm = (ncclComm_t)call_.comm;                                                         \
     root = cs_call_root(&call_);                                                           \
     (void)cs_noroot_;                                                                      \
+    cs_prof_cur = &rec_; /* NCCL's profiler Coll/P2p event of this call attaches here */  \
     ncclResult_t r_ = cs_real_##name args;                                                 \
+    cs_prof_cur = NULL;                                                                    \
     cs_hooks_after_op(&call_, (int)r_);                                                    \
     cs_tls.depth--;                                                                        \
     cs_op_end(&rec_, (int)r_, (int)ncclInProgress);                                        \

@@ -80,12 +80,22 @@ static void put_us(int64_t ns) { /* ns -> microseconds with 3 decimals */
 }
 #define KEY(k) PUTL(",\"" k "\":")
 
+static const char *cs_algo_name(int a) {
+  static const char *const n[] = {"", "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT", "other"};
+  return a >= 0 && a <= CS_ALGO_OTHER ? n[a] : "other";
+}
+static const char *cs_proto_name(int p) {
+  static const char *const n[] = {"", "LL", "LL128", "Simple", "other"};
+  return p >= 0 && p <= CS_PROTO_OTHER ? n[p] : "other";
+}
+
 static const char *timing_name(int t) {
   switch (t) {
   case CS_TIMING_GPU_EVENT: return "gpu_event";
   case CS_TIMING_CAPTURED: return "captured";
   case CS_TIMING_ERROR: return "error";
   case CS_TIMING_HOST_SPAN: return "host_span";
+  case CS_TIMING_PROFILER: return "profiler";
   default: return "host";
   }
 }
@@ -236,7 +246,7 @@ static void put_sdc(const struct cs_record *r) {
 void cs_dump_record(const struct cs_record *r) {
   if (fd < 0) return;
   ensure_header(r->device);
-  bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN;
+  bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN || r->timing == CS_TIMING_PROFILER;
   switch (r->type) {
   case CS_REC_COMM:
     PUTL("{\"type\":\"comm\",\"event\":"); put_str(comm_event_name(r->event));
@@ -284,6 +294,9 @@ void cs_dump_record(const struct cs_record *r) {
   KEY("site"); put_str(site_text(r->site));
   KEY("status"); put_i64(r->status);
   if (r->type == CS_REC_OP && r->sdc_checked) put_sdc(r);
+  if (r->type == CS_REC_OP && r->algo) { KEY("algo"); put_str(cs_algo_name(r->algo)); }
+  if (r->type == CS_REC_OP && r->proto) { KEY("proto"); put_str(cs_proto_name(r->proto)); }
+  if (r->type == CS_REC_OP && r->nchannels) { KEY("nchannels"); put_u64(r->nchannels); }
   PUTL("}\n");
 }
 

@@ -46,6 +46,7 @@ static void release_events(struct cs_record *r) {
 /* Returns true when the record is finished (timed or given up). */
 static bool try_complete(struct cs_record *r, bool final) {
   if (r->sdc_slot && !cs_sdc_collect(r, final)) return false; /* SDC kernels still running */
+  if (r->prof_want && !cs_prof_collect(r, final)) return false; /* NCCL profiler: kernels running */
   if (r->timing != CS_TIMING_PENDING) {
     /* host/error/captured: but a lone start event may still be in flight */
     if (r->owns_events && r->ev_start && !r->ev_end) {

@@ -121,7 +121,7 @@ static const struct {
                                     "(default ./collscope-<job>)"},
     {"COLLSCOPE_DISABLE", "shim", "1: the shim passes every call straight through, records nothing"},
     {"COLLSCOPE_LOG", "shim", "shim log level on stderr: quiet, warn (default), info, debug"},
-    {"COLLSCOPE_TIMING", "shim", "off or 0: no CUDA-event timing (enqueue times only)"},
+    {"COLLSCOPE_TIMING", "shim", "events (default; on, 1), auto (NCCL profiler plugin when NCCL loads it, else events), profiler, off (0)"},
     {"COLLSCOPE_QUEUE", "shim", "record queue capacity per process (1024..16777216, default 65536)"},
     {"COLLSCOPE_FLUSH_MS", "shim", "dump flush interval in ms (10..1000, default 1000)"},
     {"COLLSCOPE_LIBCUDA", "shim", "path of the libcuda the shim times with (tests)"},

@@ -47,7 +47,9 @@ static void work_run(void *arg) {
       sn_wait(&c->done, d);
     }
   }
+  uint64_t t0_ = sn_prof_now();
   sn_exec_ops(c, w->ops, w->nops);
+  if (!w->captured) sn_prof_kernels(c, w->ops, w->nops, t0_, sn_prof_now());
   if (!w->captured) { atomic_fetch_add(&c->done, 1); sn_wake(&c->done); }
   atomic_store(&w->finished, 1);
   sn_wake(&w->finished);
@@ -71,6 +73,10 @@ static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops)
   w->c = c; w->ops = ops; w->nops = nops;
   w->captured = simcuda_stream_capturing((CUstream)ops[0].stream) != 0;
   atomic_store(&w->refs, 1);
+  void *ph_[64], **ph = nops <= 64 ? ph_ : calloc((size_t)nops, sizeof *ph); /* profiler handles */
+  sn_prof_launch_start(c, ops, nops);
+  for (int i = 0; ph && i < nops; i++) ph[i] = ops[i].prof_h;
+  if (w->captured || !ph) for (int i = 0; i < nops; i++) ops[i].prof_h = NULL; /* no KernelCh on replay */
   pthread_mutex_lock(&c->lock);
   if (!w->captured) w->ticket = c->issued++;
   CUresult cr = simcuda_enqueue((CUstream)ops[0].stream, work_run, w, work_unref);
@@ -79,9 +85,13 @@ static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops)
     pthread_mutex_unlock(&c->lock);
     free(ops); free(w);
     sn_warn(c->dev, "Cuda failure %d enqueuing NCCL work", (int)cr);
+    if (ph) sn_prof_launch_stop(c, ph, nops);
+    if (ph != ph_) free(ph);
     return ncclUnhandledCudaError;
   }
   pthread_mutex_unlock(&c->lock);
+  if (ph) sn_prof_launch_stop(c, ph, nops);   /* enqueued: Coll/P2p events stop */
+  if (ph != ph_) free(ph);
   for (int i = 1; i < nops; i++) {
     int seen = 0;
     for (int j = 0; j < i; j++) if (ops[j].stream == ops[i].stream) seen = 1;

@@ -272,6 +272,7 @@ static ncclResult_t comm_join(struct ncclComm *c) {
           (void *)c, c->rank, n, c->dev, c->dev, (unsigned long long)me->busid);
   sn_linkstats_register();
   sn_linkstats_track(c, 1);
+  sn_prof_comm_init(c);   /* NCCL_PROFILER_PLUGIN */
   return ncclSuccess;
 }
 
@@ -518,6 +519,7 @@ static void set_abort(struct ncclComm *c) {
 }
 
 static void comm_leave(struct ncclComm *c, int unlink_now) {
+  sn_prof_comm_fini(c);
   sn_linkstats_track(c, 0);
   if (c->shm) {
     uint32_t left = atomic_fetch_add(&c->shm->left, 1) + 1;

@@ -82,6 +82,7 @@ struct ncclComm {
   struct sn_userop *userops;
   int nuserops;
   _Atomic uint64_t *sent_bytes;        /* per destination rank, for link stats */
+  void *prof_ctx; int prof_mask, prof_on; /* profiler plugin (profiler.c) */
   uint64_t end_magic;
 };
 
@@ -105,6 +106,7 @@ struct sn_op {
   int flip_out, flip_hop;    /* 1 if a flip fault targets this op */
   uint64_t flip_elem;
   int flip_bit;
+  void *prof_h;              /* profiler plugin Coll/P2p event handle (profiler.c) */
 };
 
 /* ---------------- functions shared between the .c files --------------------------- */
@@ -162,6 +164,13 @@ ncclResult_t sn_group_end_internal(void);
 int sn_group_depth(void);
 void sn_group_error(ncclResult_t r);
 ncclResult_t sn_submit(struct ncclComm *c, struct sn_op *op);
+/* profiler.c: NCCL_PROFILER_PLUGIN */
+void sn_prof_comm_init(struct ncclComm *c);
+void sn_prof_comm_fini(struct ncclComm *c);
+void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops);
+void sn_prof_launch_stop(struct ncclComm *c, void **hs, int n);
+uint64_t sn_prof_now(void);
+void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t0, uint64_t t1);
 /* exec.c */
 void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops);
 #endif

@@ -1,0 +1,354 @@
+/* shim/profiler.c: libcollscope as NCCL's profiler plugin (ncclProfiler_v5 for NCCL 2.28,
+ * ncclProfiler_v4 for 2.27; ABI in include/collscope/nccl_profiler_abi.h).
+ *
+ * With COLLSCOPE_TIMING=auto|profiler the constructor points NCCL_PROFILER_PLUGIN at this
+ * library (unless the user set it). NCCL then calls init per communicator; collscope asks
+ * for Coll, P2p and KernelCh events only.
+ *  - Coll / P2p startEvent runs inside the real NCCL call (or inside the outermost
+ *    ncclGroupEnd for grouped ops) on the calling thread: it is attached to that call's
+ *    record exactly -- the NCCL_OP wrapper sets cs_prof_cur around the real call, and
+ *    cs_group_launch_begin hands over the group's records (matched in call order by
+ *    function name and count).
+ *  - KernelCh start/stop carry GPU timer stamps per channel: start = earliest channel start,
+ *    end = start + the longest channel span.
+ * Event handles are not pointers: a handle encodes (slot, generation, kind), so a late
+ * KernelCh event of a recycled slot is recognised and dropped. Slots are a fixed array;
+ * the hot path takes no lock and makes no syscall. A slot linked to a record is pinned
+ * until the harvest thread has read it (cs_prof_collect / cs_prof_release).
+ * Every callback returns ncclSuccess (fail open); init refuses (so NCCL runs without the
+ * plugin) when collscope is disabled or COLLSCOPE_TIMING is events|off. */
+#include "cs_internal.h"
+#include "collscope/nccl_profiler_abi.h"
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PROF_SLOTS 4096u
+#define PROF_MAXCH 64u
+#define PROF_IDLE_NS 200000000LL /* no expected KernelCh count: done 200 ms after the last stop */
+
+struct prof_slot {
+  _Atomic uint64_t gen;          /* bumped at every allocation */
+  _Atomic int pinned;            /* linked to a record the harvest thread has not read yet */
+  _Atomic int stopped;           /* Coll/P2p stopEvent seen */
+  _Atomic uint32_t kstarted, kstopped;
+  _Atomic uint64_t tmin;         /* earliest channel start (GPU timer), UINT64_MAX when none */
+  _Atomic uint64_t span;         /* longest channel span */
+  _Atomic int64_t last_mono;     /* host CLOCK_MONOTONIC of the last Coll stop / KernelCh stop */
+  _Atomic uint64_t chstart[PROF_MAXCH];
+  uint8_t nch;
+};
+static struct prof_slot slots[PROF_SLOTS];
+static _Atomic uint32_t slot_cursor;
+static _Atomic int prof_inited;      /* NCCL initialised the plugin at least once */
+static _Atomic uint64_t prof_stats[3]; /* linked, unlinked, no slot (debug log at exit) */
+
+__thread struct cs_record *cs_prof_cur;
+static __thread struct cs_record *grp_recs;
+static __thread size_t grp_n, grp_next;
+
+enum { H_COLL = 1, H_KCH = 2 };
+static inline void *h_make(uint32_t idx, uint64_t gen, unsigned kind, unsigned ch) {
+  return (void *)(uintptr_t)((gen << 20) | ((uint64_t)ch << 14) | ((uint64_t)idx << 2) | kind);
+}
+static inline struct prof_slot *h_slot(const void *h, unsigned kind, unsigned *ch) {
+  uintptr_t v = (uintptr_t)h;
+  if ((v & 3u) != kind) return NULL;
+  uint32_t idx = (uint32_t)(v >> 2) & (PROF_SLOTS - 1);
+  if (ch) *ch = (unsigned)(v >> 14) & (PROF_MAXCH - 1);
+  struct prof_slot *s = &slots[idx];
+  if (atomic_load_explicit(&s->gen, memory_order_acquire) != (uint64_t)(v >> 20)) return NULL;
+  return s;
+}
+
+int cs_timing_mode_parse(const char *v) {
+  if (!v || !*v) return CS_TMODE_EVENTS;
+  if (!strcmp(v, "off") || !strcmp(v, "0")) return CS_TMODE_OFF;
+  if (!strcmp(v, "events") || !strcmp(v, "on") || !strcmp(v, "1")) return CS_TMODE_EVENTS;
+  if (!strcmp(v, "auto")) return CS_TMODE_AUTO;
+  if (!strcmp(v, "profiler")) return CS_TMODE_PROFILER;
+  return -1;
+}
+
+bool cs_prof_active(void) {
+  if (cs_cfg.timing_mode == CS_TMODE_PROFILER) return true;
+  return cs_cfg.timing_mode == CS_TMODE_AUTO && atomic_load_explicit(&prof_inited, memory_order_relaxed);
+}
+
+/* ops NCCL reports as one Coll/P2p event of the same name (AlltoAll, Gather and Scatter
+ * are sets of P2P events in NCCL: they keep the event path) */
+bool cs_prof_op_eligible(int op) {
+  return op == CS_OP_AllReduce || op == CS_OP_Broadcast || op == CS_OP_Reduce || op == CS_OP_AllGather ||
+         op == CS_OP_ReduceScatter || op == CS_OP_Send || op == CS_OP_Recv;
+}
+
+void cs_prof_group_set(struct cs_record *recs, size_t n) {
+  grp_recs = recs;
+  grp_n = n;
+  grp_next = 0;
+}
+
+static uint8_t algo_code(const char *a) {
+  static const char *const names[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+  if (!a) return CS_ALGO_NONE;
+  for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if (!strcasecmp(a, names[i])) return (uint8_t)(CS_ALGO_TREE + i);
+  return CS_ALGO_OTHER;
+}
+static uint8_t proto_code(const char *p) {
+  if (!p) return CS_PROTO_NONE;
+  if (!strcasecmp(p, "LL")) return CS_PROTO_LL;
+  if (!strcasecmp(p, "LL128")) return CS_PROTO_LL128;
+  if (!strcasecmp(p, "Simple")) return CS_PROTO_SIMPLE;
+  return CS_PROTO_OTHER;
+}
+
+static bool rec_matches(const struct cs_record *r, const char *func, size_t count) {
+  return r->prof_want && !r->prof_slot && r->op < CS_OP_COUNT && func && !strcmp(cs_op_table[r->op].name, func) &&
+         r->count == count;
+}
+/* A grouped op whose Coll event NCCL starts inside the API call itself (rather than at the
+ * group launch): the record is claimed for the profiler now (cs_group_launch_begin keeps it). */
+static bool grouped_call_matches(struct cs_record *r, const char *func, size_t count) {
+  if (!r->group || r->prof_want || r->prof_slot || !cs_prof_active() || !cs_prof_op_eligible(r->op)) return false;
+  r->prof_want = 1;
+  if (rec_matches(r, func, count)) return true;
+  r->prof_want = 0;
+  return false;
+}
+
+/* the record this Coll/P2p event belongs to, or NULL */
+static struct cs_record *find_record(const char *func, size_t count) {
+  if (grp_recs) {
+    for (size_t i = grp_next; i < grp_n; i++)
+      if (rec_matches(&grp_recs[i], func, count)) {
+        if (i == grp_next) grp_next++;
+        return &grp_recs[i];
+      }
+    return NULL;
+  }
+  struct cs_record *r = cs_prof_cur;
+  if (r && cs_tls.group_depth == 0 && rec_matches(r, func, count)) return r;
+  if (r && cs_tls.group_depth > 0 && grouped_call_matches(r, func, count)) return r;
+  return NULL;
+}
+
+static void *task_start(const char *func, size_t count, uint8_t nch, const char *algo, const char *proto) {
+  struct cs_record *r = find_record(func, count);
+  if (!r) {
+    atomic_fetch_add_explicit(&prof_stats[1], 1, memory_order_relaxed);
+    return NULL; /* not ours to time: no handle, so NCCL sends no children either */
+  }
+  uint32_t start = atomic_fetch_add_explicit(&slot_cursor, 1, memory_order_relaxed);
+  for (uint32_t k = 0; k < 64; k++) {
+    uint32_t idx = (start + k) & (PROF_SLOTS - 1);
+    struct prof_slot *s = &slots[idx];
+    int z = 0;
+    if (!atomic_compare_exchange_strong_explicit(&s->pinned, &z, 1, memory_order_acq_rel, memory_order_relaxed))
+      continue;
+    atomic_store_explicit(&s->stopped, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->kstarted, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->kstopped, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->tmin, UINT64_MAX, memory_order_relaxed);
+    atomic_store_explicit(&s->span, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->last_mono, 0, memory_order_relaxed);
+    s->nch = nch;
+    uint64_t gen = (atomic_load_explicit(&s->gen, memory_order_relaxed) + 1) & ((1ull << 44) - 1);
+    if (!gen) gen = 1;
+    atomic_store_explicit(&s->gen, gen, memory_order_release);
+    r->prof_slot = idx + 1;
+    r->prof_gen = gen;
+    r->nchannels = nch;
+    r->algo = algo_code(algo);
+    r->proto = proto_code(proto);
+    atomic_fetch_add_explicit(&prof_stats[0], 1, memory_order_relaxed);
+    return h_make(idx, gen, H_COLL, 0);
+  }
+  atomic_fetch_add_explicit(&prof_stats[2], 1, memory_order_relaxed);
+  return NULL;
+}
+
+static void *kch_start(void *parent, uint8_t ch, uint64_t ptimer) {
+  struct prof_slot *s = h_slot(parent, H_COLL, NULL);
+  if (!s) return NULL;
+  ch &= PROF_MAXCH - 1;
+  atomic_store_explicit(&s->chstart[ch], ptimer, memory_order_relaxed);
+  uint64_t cur = atomic_load_explicit(&s->tmin, memory_order_relaxed);
+  while (ptimer < cur && !atomic_compare_exchange_weak_explicit(&s->tmin, &cur, ptimer, memory_order_relaxed,
+                                                                memory_order_relaxed)) {
+  }
+  atomic_fetch_add_explicit(&s->kstarted, 1, memory_order_release);
+  uint64_t gen = (uint64_t)((uintptr_t)parent >> 20);
+  return h_make((uint32_t)(s - slots), gen, H_KCH, ch);
+}
+
+static void kch_stop_state(void *h, uint64_t ptimer) {
+  unsigned ch;
+  struct prof_slot *s = h_slot(h, H_KCH, &ch);
+  if (!s) return;
+  uint64_t st = atomic_load_explicit(&s->chstart[ch], memory_order_relaxed);
+  uint64_t span = ptimer > st ? ptimer - st : 0, cur = atomic_load_explicit(&s->span, memory_order_relaxed);
+  while (span > cur && !atomic_compare_exchange_weak_explicit(&s->span, &cur, span, memory_order_relaxed,
+                                                              memory_order_relaxed)) {
+  }
+}
+
+static void *start_common(uint64_t type, void *parent, const void *u, bool v5) {
+  if (!atomic_load_explicit(&cs_st.ready, memory_order_relaxed)) return NULL;
+  if (type == CS_NCCL_PROFILE_COLL) {
+    const struct cs_nccl_prof_coll_v4 *c = u; /* v5's coll starts with v4's members */
+    return task_start(c->func, c->count, c->nChannels, c->algo, c->proto);
+  }
+  if (type == CS_NCCL_PROFILE_P2P) {
+    const struct cs_nccl_prof_p2p_v4 *p = u;
+    return task_start(p->func, p->count, p->nChannels, NULL, NULL);
+  }
+  if (type == CS_NCCL_PROFILE_KERNEL_CH) {
+    const struct cs_nccl_prof_kernel_ch *k = u;
+    return kch_start(parent, k->channelId, k->pTimer);
+  }
+  (void)v5;
+  return NULL;
+}
+
+/* ---- the plugin entry points ---- */
+struct prof_ctx { uint64_t comm; int rank, nranks; };
+
+static cs_nccl_result_t init_common(void **context, uint64_t comm, int *mask, int nranks, int rank) {
+  if (context) *context = NULL;
+  if (cs_cfg.disabled || (cs_cfg.timing_mode != CS_TMODE_AUTO && cs_cfg.timing_mode != CS_TMODE_PROFILER)) {
+    if (mask) *mask = 0;
+    return 3; /* ncclInternalError: NCCL then runs without this plugin */
+  }
+  struct prof_ctx *c = calloc(1, sizeof(*c));
+  if (!c || !context || !mask) {
+    free(c);
+    return 3;
+  }
+  c->comm = comm;
+  c->rank = rank;
+  c->nranks = nranks;
+  *context = c;
+  *mask = CS_NCCL_PROFILE_COLL | CS_NCCL_PROFILE_P2P | CS_NCCL_PROFILE_KERNEL_CH;
+  if (!atomic_exchange(&prof_inited, 1))
+    cs_log(CS_LOG_INFO, "NCCL profiler plugin initialised: collectives are timed from NCCL's kernel timer stamps");
+  return 0;
+}
+
+static cs_nccl_result_t v5_init(void **context, uint64_t commId, int *mask, const char *commName, int nNodes,
+                                int nranks, int rank, cs_nccl_logger_t logfn) {
+  (void)commName, (void)nNodes, (void)logfn;
+  return init_common(context, commId, mask, nranks, rank);
+}
+static cs_nccl_result_t v4_init(void **context, int *mask, const char *commName, uint64_t commHash, int nNodes,
+                                int nranks, int rank, cs_nccl_logger_t logfn) {
+  (void)commName, (void)nNodes, (void)logfn;
+  return init_common(context, commHash, mask, nranks, rank);
+}
+static cs_nccl_result_t v5_start(void *context, void **h, cs_nccl_prof_descr_v5_t *d) {
+  (void)context;
+  if (h) *h = d ? start_common(d->type, d->parentObj, &d->coll, true) : NULL;
+  return 0;
+}
+static cs_nccl_result_t v4_start(void *context, void **h, cs_nccl_prof_descr_v4_t *d) {
+  (void)context;
+  if (h) *h = d ? start_common(d->type, d->parentObj, &d->coll, false) : NULL;
+  return 0;
+}
+static cs_nccl_result_t prof_stop(void *h) {
+  struct prof_slot *s;
+  if ((s = h_slot(h, H_COLL, NULL))) {
+    atomic_store_explicit(&s->last_mono, cs_now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
+    atomic_store_explicit(&s->stopped, 1, memory_order_release);
+  } else if ((s = h_slot(h, H_KCH, NULL))) {
+    atomic_store_explicit(&s->last_mono, cs_now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->kstopped, 1, memory_order_release);
+  }
+  return 0;
+}
+static cs_nccl_result_t prof_state(void *h, cs_nccl_profiler_state_t st, cs_nccl_prof_state_args_t *a) {
+  if (st == CS_NCCL_PROFILER_KERNEL_CH_STOP && a) kch_stop_state(h, a->kernelCh.pTimer);
+  return 0;
+}
+static cs_nccl_result_t prof_finalize(void *context) {
+  free(context);
+  cs_log(CS_LOG_DEBUG, "profiler: %llu ops linked, %llu events not matched, %llu without a free slot",
+         (unsigned long long)atomic_load(&prof_stats[0]), (unsigned long long)atomic_load(&prof_stats[1]),
+         (unsigned long long)atomic_load(&prof_stats[2]));
+  return 0;
+}
+
+CS_EXPORT cs_nccl_profiler_v5_t ncclProfiler_v5 = {"collscope", v5_init, v5_start, prof_stop, prof_state,
+                                                   prof_finalize};
+CS_EXPORT cs_nccl_profiler_v4_t ncclProfiler_v4 = {"collscope", v4_init, v4_start, prof_stop, prof_state,
+                                                   prof_finalize};
+
+/* ---- harvest thread side ---- */
+
+void cs_prof_release(struct cs_record *r) {
+  if (r->prof_slot) atomic_store_explicit(&slots[(r->prof_slot - 1) & (PROF_SLOTS - 1)].pinned, 0,
+                                          memory_order_release);
+  r->prof_slot = 0;
+  r->prof_want = 0;
+}
+
+/* GPU timer -> CLOCK_REALTIME: NCCL's stamps are the GPU globaltimer (Unix-epoch ns on
+ * current drivers); the simulator's are CLOCK_MONOTONIC. A value within a day of the
+ * realtime clock is taken as realtime, anything else as monotonic. */
+static int64_t gpu_to_realtime(uint64_t t) {
+  int64_t rt = cs_now_ns(CLOCK_REALTIME), mono = cs_now_ns(CLOCK_MONOTONIC);
+  int64_t d = (int64_t)t - rt;
+  if (d > -86400LL * 1000000000LL && d < 86400LL * 1000000000LL) return (int64_t)t;
+  return (int64_t)t + (rt - mono);
+}
+
+bool cs_prof_collect(struct cs_record *r, bool final) {
+  if (!r->prof_want) return true;
+  if (r->timing != CS_TIMING_PENDING || !r->prof_slot) {
+    if (r->timing == CS_TIMING_PENDING) r->timing = CS_TIMING_HOST;
+    cs_prof_release(r);
+    return true;
+  }
+  struct prof_slot *s = &slots[(r->prof_slot - 1) & (PROF_SLOTS - 1)];
+  if (atomic_load_explicit(&s->gen, memory_order_acquire) != r->prof_gen) { /* cannot happen while pinned */
+    r->timing = CS_TIMING_HOST;
+    r->prof_slot = 0, r->prof_want = 0;
+    return true;
+  }
+  bool stopped = atomic_load_explicit(&s->stopped, memory_order_acquire);
+  uint32_t ks = atomic_load_explicit(&s->kstopped, memory_order_acquire);
+  uint32_t kb = atomic_load_explicit(&s->kstarted, memory_order_acquire);
+  bool done = stopped && s->nch && ks >= s->nch;
+  if (!done && stopped && ks == kb) {
+    int64_t idle = cs_now_ns(CLOCK_MONOTONIC) - atomic_load_explicit(&s->last_mono, memory_order_relaxed);
+    if (idle > PROF_IDLE_NS) done = true; /* fewer KernelCh events than channels (or none) */
+  }
+  if (!done && !final) return false;
+  uint64_t t0 = atomic_load_explicit(&s->tmin, memory_order_relaxed);
+  if (ks && t0 != UINT64_MAX) {
+    r->start_ns = gpu_to_realtime(t0);
+    r->end_ns = r->start_ns + (int64_t)atomic_load_explicit(&s->span, memory_order_relaxed);
+    r->timing = CS_TIMING_PROFILER;
+  } else {
+    r->timing = CS_TIMING_HOST;
+  }
+  cs_prof_release(r);
+  return true;
+}
+
+/* ---- start-up: point NCCL at this library ---- */
+__attribute__((constructor)) static void cs_prof_constructor(void) {
+  const char *dis = getenv("COLLSCOPE_DISABLE");
+  if (dis && (!strcmp(dis, "1") || !strcasecmp(dis, "true") || !strcasecmp(dis, "yes") || !strcasecmp(dis, "on")))
+    return;
+  int mode = cs_timing_mode_parse(getenv("COLLSCOPE_TIMING"));
+  if (mode != CS_TMODE_AUTO && mode != CS_TMODE_PROFILER) return;
+  const char *cur = getenv("NCCL_PROFILER_PLUGIN");
+  if (cur && *cur) return; /* the user's choice wins */
+  Dl_info info;
+  if (!dladdr((void *)&ncclProfiler_v5, &info) || !info.dli_fname || !*info.dli_fname) return;
+  char *abs = realpath(info.dli_fname, NULL); /* LD_PRELOAD may name it relative to the cwd */
+  if (abs) setenv("NCCL_PROFILER_PLUGIN", abs, 0);
+  free(abs);
+}

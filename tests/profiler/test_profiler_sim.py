@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""tests/profiler/test_profiler_sim.py: the NCCL profiler plugin mode end to end on the
+simulator. Ranks of tests/integration/shim_probe (linked against the real -lnccl -lcudart,
+run on the sim) with libcollscope LD_PRELOADed; the sim's libnccl.so.2 loads the plugin named
+by NCCL_PROFILER_PLUGIN, which collscope sets to itself under COLLSCOPE_TIMING=auto.
+
+cases:
+  auto       v5 (NCCL 2.28 model): AllReduce/Broadcast/Reduce/AllGather/ReduceScatter/Send/Recv
+             timed "profiler" (sane start/end, algo Ring, proto Simple, nchannels 2 / 1),
+             AlltoAll/Gather/Scatter keep "gpu_event"; same op records as the events mode
+  v4         COLLSCOPE_SIM_PROFILER_ABI=4 (NCCL 2.27 model): the same through ncclProfiler_v4
+  capture    graph-captured ops stay "captured" in auto mode, the others are profiler-timed
+  failopen   plugin never initialised (ABI=3: an NCCL without v4/v5; a user-set plugin path
+             that does not load): auto keeps the CUDA event path; results unchanged
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FAILS = []
+PROF_OPS = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter", "Send", "Recv"}
+
+
+def check(cond, msg):
+    if not cond:
+        FAILS.append(msg)
+        print("FAIL: " + msg, file=sys.stderr)
+    return cond
+
+
+def run(args, scenario, env_extra, n=2):
+    work = tempfile.mkdtemp(prefix="cs-prof-")
+    dump = os.path.join(work, "dump")
+    probe_dir = os.path.join(work, "probe")
+    os.makedirs(probe_dir)
+    procs = []
+    for r in range(n):
+        env = dict(os.environ)
+        for k in ("LD_PRELOAD", "NCCL_PROFILER_PLUGIN", "COLLSCOPE_TIMING", "COLLSCOPE_SIM_PROFILER_ABI"):
+            env.pop(k, None)
+        env.update({
+            "RANK": str(r), "WORLD_SIZE": str(n), "LOCAL_RANK": str(r), "LOCAL_WORLD_SIZE": str(n),
+            "COLLSCOPE_HOSTNAME": "h1", "PROBE_DIR": probe_dir, "COLLSCOPE_DIR": dump,
+            "COLLSCOPE_JOB_ID": "proftest", "COLLSCOPE_RING": "0",
+            "LD_LIBRARY_PATH": args.sim_dir + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
+            "LD_PRELOAD": args.shim,
+        })
+        env.update(env_extra)
+        procs.append(subprocess.Popen([args.probe, scenario], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    outs = []
+    for p in procs:
+        try:
+            o, e = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            o, e = p.communicate()
+            check(False, "rank timed out (%s %s)" % (scenario, env_extra))
+        outs.append((p.returncode, o, e))
+    recs = {}
+    for f in glob.glob(os.path.join(dump, "*.jsonl")):
+        lines = [json.loads(l) for l in open(f) if l.strip()]
+        recs[lines[0]["rank"]] = lines
+    shutil.rmtree(work, ignore_errors=True)
+    for r, (rc, o, e) in enumerate(outs):
+        check(rc == 0, "%s %s rank %d rc %d: %s" % (scenario, env_extra, r, rc, e[-1500:]))
+    return outs, recs
+
+
+def ops(recs):
+    return [x for x in recs if x.get("type") == "op"]
+
+
+def key(x):
+    return (x["comm_size"], x["seq"], x["op"], x["count"], x["group"] > 0, x["status"])  # comm ids are per run
+
+
+def check_profiler_records(recs, label, v_expect_profiler=True):
+    n_prof = 0
+    for r, lines in recs.items():
+        for x in ops(lines):
+            if x["status"] != 0:
+                continue
+            if x["captured"]:
+                check(x["timing"] == "captured", "%s rank %d captured op timing %s" % (label, r, x["timing"]))
+                continue
+            if x["op"] in PROF_OPS and v_expect_profiler:
+                if not check(x["timing"] == "profiler", "%s rank %d %s seq %s timing %s" %
+                             (label, r, x["op"], x["seq"], x["timing"])):
+                    continue
+                n_prof += 1
+                check(0 < x["start_ns"] <= x["end_ns"], "%s start/end %s" % (label, x))
+                check(x["start_ns"] >= x["enqueue_ns"] - 5000000, "%s starts before enqueue: %s" % (label, x))
+                check(x["end_ns"] - x["start_ns"] < 10 * 10**9, "%s duration %s" % (label, x))
+                p2p = x["op"] in ("Send", "Recv")
+                check(x.get("nchannels") == (1 if p2p else 2), "%s nchannels %s" % (label, x))
+                if not p2p:
+                    check(x.get("algo") == "Ring" and x.get("proto") == "Simple", "%s algo/proto %s" % (label, x))
+                else:
+                    check("algo" not in x and "proto" not in x, "%s p2p algo %s" % (label, x))
+            else:
+                check(x["timing"] == "gpu_event", "%s rank %d %s timing %s" % (label, r, x["op"], x["timing"]))
+                check("algo" not in x and "nchannels" not in x, "%s event op with profiler fields %s" % (label, x))
+    return n_prof
+
+
+def case_auto(args, abi=None):
+    extra = {"COLLSCOPE_TIMING": "auto"}
+    if abi:
+        extra["COLLSCOPE_SIM_PROFILER_ABI"] = abi
+        extra["NCCL_DEBUG"] = "INFO"
+    label = "auto" + ("-v" + abi if abi else "")
+    o_ev, ev = run(args, "mix", {"COLLSCOPE_TIMING": "events"})
+    o_pr, pr = run(args, "mix", extra)
+    check(len(pr) == 2 and len(ev) == 2, "%s: dump files %d / %d" % (label, len(pr), len(ev)))
+    n = check_profiler_records(pr, label)
+    check(n >= 2 * 10, "%s: only %d profiler-timed ops" % (label, n))
+    for r in pr:
+        a = collections.Counter(key(x) for x in ops(pr[r]))
+        b = collections.Counter(key(x) for x in ops(ev.get(r, [])))
+        check(a == b, "%s rank %d: op records differ from the events mode: %s" % (label, r, (a - b) + (b - a)))
+        check(pr[r][-1]["type"] == "footer", "%s rank %d: no footer" % (label, r))
+        res = lambda out: [l for l in out.splitlines() if l.startswith(("result", "expect", "codes"))]
+        check(res(o_pr[r][1]) == res(o_ev[r][1]), "%s rank %d: results differ from events mode" % (label, r))
+        if abi:  # NCCL_DEBUG=INFO: the sim names the plugin version it loaded
+            check("(v%s)" % abi in o_pr[r][1] + o_pr[r][2], "%s rank %d: plugin v%s not loaded" % (label, r, abi))
+    print("%s: %d profiler-timed op records, counts identical to events mode" % (label, n))
+
+
+def case_capture(args):
+    _, pr = run(args, "capture", {"COLLSCOPE_TIMING": "auto"})
+    check(len(pr) == 2, "capture: dump files %d" % len(pr))
+    n = check_profiler_records(pr, "capture")
+    ncap = sum(1 for r in pr for x in ops(pr[r]) if x["captured"])
+    check(ncap > 0, "capture: no captured ops")
+    print("capture: %d captured, %d profiler-timed" % (ncap, n))
+
+
+def case_failopen(args):
+    _, ev = run(args, "mix", {"COLLSCOPE_TIMING": "events"})
+    for label, extra in (("abi3", {"COLLSCOPE_TIMING": "auto", "COLLSCOPE_SIM_PROFILER_ABI": "3"}),
+                         ("badpath", {"COLLSCOPE_TIMING": "auto", "NCCL_PROFILER_PLUGIN": "/nonexistent/libx.so"}),
+                         ("events", {"COLLSCOPE_TIMING": "events",
+                                     "NCCL_PROFILER_PLUGIN": args.shim})):  # plugin refused in events mode
+        outs, pr = run(args, "mix", extra)
+        check(len(pr) == 2, "failopen %s: dump files %d" % (label, len(pr)))
+        check_profiler_records(pr, "failopen-" + label, v_expect_profiler=False)
+        for r in pr:
+            a = collections.Counter(key(x) for x in ops(pr[r]))
+            b = collections.Counter(key(x) for x in ops(ev.get(r, [])))
+            check(a == b, "failopen %s rank %d: records differ" % (label, r))
+    # profiler mode without a plugin: no CUDA events, enqueue time only
+    _, pr = run(args, "mix", {"COLLSCOPE_TIMING": "profiler", "COLLSCOPE_SIM_PROFILER_ABI": "3"})
+    for r in pr:
+        for x in ops(pr[r]):
+            if x["status"] == 0 and not x["captured"] and x["op"] in PROF_OPS:
+                check(x["timing"] == "host", "profiler-mode without plugin: %s" % x)
+    print("failopen: ok")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--sim-dir", required=True)
+    ap.add_argument("--probe", required=True)
+    args = ap.parse_args()
+    args.shim, args.sim_dir, args.probe = (os.path.abspath(p) for p in (args.shim, args.sim_dir, args.probe))
+    if args.case == "auto":
+        case_auto(args)
+    elif args.case == "v4":
+        case_auto(args, "4")
+    elif args.case == "capture":
+        case_capture(args)
+    elif args.case == "failopen":
+        case_failopen(args)
+    else:
+        print("unknown case", args.case)
+        return 2
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+/* tests/sim/nccl/profiler.c: NCCL's profiler plugin host side, as NCCL 2.27/2.28 drives it.
+ *  - NCCL_PROFILER_PLUGIN=path|name (name: libnccl-profiler-<name>.so) is dlopen'ed once per
+ *    process at the first communicator init; ncclProfiler_v5 is looked up, then v4
+ *    (COLLSCOPE_SIM_PROFILER_ABI=4: v4 only, like NCCL 2.27; 3: neither, like older NCCL).
+ *  - init per communicator (after it joined); a plugin whose init fails is not used for that
+ *    communicator; finalize at destroy/abort.
+ *  - At launch -- inside the API call for an ungrouped op, inside the outermost
+ *    ncclGroupEnd for grouped ops, on the calling thread -- one Coll (or P2p) event per op
+ *    is started before the work is enqueued and stopped once it is enqueued (Coll events
+ *    are "enqueued" markers; NCCL's Group event is not emitted here).
+ *  - When the stream worker runs the work item, each op gets one KernelCh event per channel
+ *    (parent = its Coll/P2p handle): start with pTimer = the item's start, recordEventState
+ *    KernelChStop with pTimer = its end, stop. The simulated GPU timer is CLOCK_MONOTONIC ns.
+ *    A fused (grouped) item gives every op the item's span.
+ *  - Graph-captured ops get their Coll/P2p events at capture time and no KernelCh events
+ *    on replay.
+ * The sim reports algo "RING", proto "SIMPLE", nChannels 2 (collectives) / 1 (P2P). */
+#include "simnccl.h"
+#include "collscope/nccl_profiler_abi.h"
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static cs_nccl_profiler_v5_t *prof5;
+static cs_nccl_profiler_v4_t *prof4;
+
+static void plugin_log(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
+  (void)level, (void)flags, (void)file, (void)line, (void)fmt;
+}
+
+static void load(void) {
+  const char *v = getenv("NCCL_PROFILER_PLUGIN");
+  if (!v || !*v || !strcmp(v, "none")) return;
+  void *h = dlopen(v, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    char name[256];
+    snprintf(name, sizeof name, "libnccl-profiler-%s.so", v);
+    h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!h) { sn_info(-1, "PROFILER/Plugin: Could not find: %s", v); return; }
+  /* COLLSCOPE_SIM_PROFILER_ABI=4 models NCCL 2.27 (v4 only), 3 an NCCL that knows neither */
+  const char *abi = getenv("COLLSCOPE_SIM_PROFILER_ABI");
+  int want = abi && *abi ? atoi(abi) : 5;
+  if (want >= 5) prof5 = dlsym(h, "ncclProfiler_v5");
+  if (!prof5 && want >= 4) prof4 = dlsym(h, "ncclProfiler_v4");
+  if (!prof5 && !prof4) { sn_info(-1, "PROFILER/Plugin: no ncclProfiler_v5/v4 in %s", v); dlclose(h); return; }
+  sn_info(-1, "PROFILER/Plugin: Loaded %s (v%d)", prof5 ? prof5->name : prof4->name, prof5 ? 5 : 4);
+}
+
+void sn_prof_comm_init(struct ncclComm *c) {
+  c->prof_ctx = NULL;
+  c->prof_mask = 0;
+  pthread_once(&load_once, load);
+  if (!prof5 && !prof4) return;
+  uint64_t id = 0;
+  for (const char *p = c->shm_name; *p; p++) id = (id ^ (unsigned char)*p) * 0x100000001b3ull;
+  int mask = 0;
+  void *ctx = NULL;
+  int nnodes = 1;
+  ncclResult_t r = prof5 ? prof5->init(&ctx, id, &mask, NULL, nnodes, c->nranks, c->rank, plugin_log)
+                         : prof4->init(&ctx, &mask, NULL, id, nnodes, c->nranks, c->rank, plugin_log);
+  if (r != ncclSuccess) { sn_info(c->dev, "PROFILER/Plugin: init failed (%d), not used", (int)r); return; }
+  c->prof_ctx = ctx;
+  c->prof_mask = mask;
+  c->prof_on = 1;
+}
+
+void sn_prof_comm_fini(struct ncclComm *c) {
+  if (!c->prof_on) return;
+  if (prof5) prof5->finalize(c->prof_ctx);
+  else if (prof4) prof4->finalize(c->prof_ctx);
+  c->prof_on = 0;
+}
+
+static const char *const funcs[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                    "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
+static const char *const dtypes[] = {"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64", "ncclUint64",
+                                     "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
+                                     "ncclFloat8e5m2"};
+static int nch_of(const struct sn_op *op) { return op->coll == SN_SEND || op->coll == SN_RECV ? 1 : 2; }
+
+/* Start one Coll/P2p event per op (launch, calling thread). */
+void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops) {
+  for (int i = 0; i < nops; i++) ops[i].prof_h = NULL;
+  if (!c->prof_on) return;
+  for (int i = 0; i < nops; i++) {
+    struct sn_op *op = &ops[i];
+    int p2p = op->coll == SN_SEND || op->coll == SN_RECV;
+    if (!(c->prof_mask & (p2p ? CS_NCCL_PROFILE_P2P : CS_NCCL_PROFILE_COLL))) continue;
+    const char *dt = op->dtype >= 0 && op->dtype < (int)(sizeof dtypes / sizeof dtypes[0]) ? dtypes[op->dtype] : "?";
+    if (prof5) {
+      cs_nccl_prof_descr_v5_t d;
+      memset(&d, 0, sizeof d);
+      d.type = p2p ? CS_NCCL_PROFILE_P2P : CS_NCCL_PROFILE_COLL;
+      d.rank = c->rank;
+      if (p2p) {
+        d.p2p.func = funcs[op->coll]; d.p2p.buff = op->coll == SN_SEND ? (void *)op->sendbuff : op->recvbuff;
+        d.p2p.datatype = dt; d.p2p.count = op->count; d.p2p.peer = op->root; d.p2p.nChannels = (uint8_t)nch_of(op);
+      } else {
+        d.coll.seqNumber = op->seq; d.coll.func = funcs[op->coll]; d.coll.sendBuff = op->sendbuff;
+        d.coll.recvBuff = op->recvbuff; d.coll.count = op->count; d.coll.root = op->root; d.coll.datatype = dt;
+        d.coll.nChannels = (uint8_t)nch_of(op); d.coll.nWarps = 16; d.coll.algo = "RING"; d.coll.proto = "SIMPLE";
+      }
+      prof5->startEvent(c->prof_ctx, &op->prof_h, &d);
+    } else {
+      cs_nccl_prof_descr_v4_t d;
+      memset(&d, 0, sizeof d);
+      d.type = (uint8_t)(p2p ? CS_NCCL_PROFILE_P2P : CS_NCCL_PROFILE_COLL);
+      d.rank = c->rank;
+      if (p2p) {
+        d.p2p.func = funcs[op->coll]; d.p2p.buff = op->coll == SN_SEND ? (void *)op->sendbuff : op->recvbuff;
+        d.p2p.datatype = dt; d.p2p.count = op->count; d.p2p.peer = op->root; d.p2p.nChannels = (uint8_t)nch_of(op);
+      } else {
+        d.coll.seqNumber = op->seq; d.coll.func = funcs[op->coll]; d.coll.sendBuff = op->sendbuff;
+        d.coll.recvBuff = op->recvbuff; d.coll.count = op->count; d.coll.root = op->root; d.coll.datatype = dt;
+        d.coll.nChannels = (uint8_t)nch_of(op); d.coll.nWarps = 16; d.coll.algo = "RING"; d.coll.proto = "SIMPLE";
+      }
+      prof4->startEvent(c->prof_ctx, &op->prof_h, &d);
+    }
+  }
+}
+
+/* Stop the Coll/P2p events once the work is enqueued; `hs` is a copy of the handles taken
+ * before the enqueue (the stream worker owns `ops` from then on). */
+void sn_prof_launch_stop(struct ncclComm *c, void **hs, int n) {
+  if (!c->prof_on) return;
+  for (int i = 0; i < n; i++)
+    if (hs[i]) (prof5 ? prof5->stopEvent : prof4->stopEvent)(hs[i]);
+}
+
+uint64_t sn_prof_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Stream worker, after the item ran from t0 to t1: KernelCh events per op and channel. */
+void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t0, uint64_t t1) {
+  if (!c->prof_on || !(c->prof_mask & CS_NCCL_PROFILE_KERNEL_CH)) return;
+  for (int i = 0; i < nops; i++) {
+    if (!ops[i].prof_h) continue;
+    for (int ch = 0; ch < nch_of(&ops[i]); ch++) {
+      void *kh = NULL;
+      cs_nccl_prof_state_args_t a;
+      memset(&a, 0, sizeof a);
+      a.kernelCh.pTimer = t1;
+      if (prof5) {
+        cs_nccl_prof_descr_v5_t d;
+        memset(&d, 0, sizeof d);
+        d.type = CS_NCCL_PROFILE_KERNEL_CH; d.parentObj = ops[i].prof_h; d.rank = c->rank;
+        d.kernelCh.channelId = (uint8_t)ch; d.kernelCh.pTimer = t0;
+        prof5->startEvent(c->prof_ctx, &kh, &d);
+        if (kh) { prof5->recordEventState(kh, CS_NCCL_PROFILER_KERNEL_CH_STOP, &a); prof5->stopEvent(kh); }
+      } else {
+        cs_nccl_prof_descr_v4_t d;
+        memset(&d, 0, sizeof d);
+        d.type = CS_NCCL_PROFILE_KERNEL_CH; d.parentObj = ops[i].prof_h; d.rank = c->rank;
+        d.kernelCh.channelId = (uint8_t)ch; d.kernelCh.pTimer = t0;
+        prof4->startEvent(c->prof_ctx, &kh, &d);
+        if (kh) { prof4->recordEventState(kh, CS_NCCL_PROFILER_KERNEL_CH_STOP, &a); prof4->stopEvent(kh); }
+      }
+    }
+  }
+}
