@@ -89,17 +89,6 @@ static const char *cs_proto_name(int p) {
   return p >= 0 && p <= CS_PROTO_OTHER ? n[p] : "other";
 }
 
-static const char *timing_name(int t) {
-  switch (t) {
-  case CS_TIMING_GPU_EVENT: return "gpu_event";
-  case CS_TIMING_CAPTURED: return "captured";
-  case CS_TIMING_ERROR: return "error";
-  case CS_TIMING_HOST_SPAN: return "host_span";
-  case CS_TIMING_PROFILER: return "profiler";
-  default: return "host";
-  }
-}
-
 static const char *site_text(uint64_t addr) {
   if (!addr) return "";
   struct site_entry *e;
@@ -289,7 +278,7 @@ void cs_dump_record(const struct cs_record *r) {
   KEY("start_ns"); put_i64(timed ? r->start_ns : 0);
   KEY("end_ns"); put_i64(timed ? r->end_ns : 0);
   KEY("dur_us"); put_us(timed ? r->end_ns - r->start_ns : 0);
-  KEY("timing"); put_str(timing_name(r->timing));
+  KEY("timing"); put_str(cs_timing_name(r->timing));
   KEY("captured"); puts_(r->captured ? "true" : "false");
   KEY("site"); put_str(site_text(r->site));
   KEY("status"); put_i64(r->status);

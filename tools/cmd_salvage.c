@@ -34,16 +34,6 @@ static void jstr(FILE *o, const char *s) {
   fputc('"', o);
 }
 
-static const char *timing_name(int t) {
-  switch (t) {
-  case CS_TIMING_GPU_EVENT: return "gpu_event";
-  case CS_TIMING_CAPTURED: return "captured";
-  case CS_TIMING_ERROR: return "error";
-  case CS_TIMING_HOST_SPAN: return "host_span";
-  default: return "host";
-  }
-}
-
 static void put_us(FILE *o, int64_t ns) { fprintf(o, "%.3f", (double)ns / 1e3); }
 
 static int salvage_one(const char *ring, const char *outdir, bool keep) {
@@ -91,7 +81,8 @@ static int salvage_one(const char *ring, const char *outdir, bool keep) {
     const struct cs_record *r = &v[i];
     const char *opn = r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown";
     long long seq = r->seq == UINT64_MAX ? -1 : (long long)r->seq;
-    bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN;
+    bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN ||
+                 r->timing == CS_TIMING_PROFILER;
     switch (r->type) {
     case CS_REC_COMM:
       fprintf(o, "{\"type\":\"comm\",\"event\":\"%s\",\"comm\":\"%016llx\",\"size\":%d,\"rank\":%d,\"device\":%d,"
@@ -130,7 +121,7 @@ static int salvage_one(const char *ring, const char *outdir, bool keep) {
       fprintf(o, ",\"enqueue_ns\":%lld,\"start_ns\":%lld,\"end_ns\":%lld,\"dur_us\":", (long long)r->enqueue_ns,
               timed ? (long long)r->start_ns : 0LL, timed ? (long long)r->end_ns : 0LL);
       put_us(o, timed ? r->end_ns - r->start_ns : 0);
-      fprintf(o, ",\"timing\":\"%s\",\"captured\":%s,\"site\":\"0x%llx\",\"status\":%d}\n", timing_name(r->timing),
+      fprintf(o, ",\"timing\":\"%s\",\"captured\":%s,\"site\":\"0x%llx\",\"status\":%d}\n", cs_timing_name(r->timing),
               r->captured ? "true" : "false", (unsigned long long)r->site, r->status);
       break;
     default:

@@ -141,7 +141,7 @@ static void analyse(struct proc *v, size_t n, const struct cs_det_params *dp, st
         continue;
       }
       if (r->type != CS_REC_OP) continue;
-      bool timed = r->timing == CS_TIMING_GPU_EVENT;
+      bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_PROFILER;
       int64_t t = timed ? r->end_ns : r->enqueue_ns;
       if (r->comm_id == best && r->status == 0 && r->seq != UINT64_MAX && (int64_t)r->seq > p->seq) p->seq = (int64_t)r->seq;
       if (t > last) last = t;

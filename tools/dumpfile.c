@@ -106,6 +106,9 @@ const char *csd_timing_name(enum csd_timing t) {
 
 static enum csd_timing timing_from_name(const char *s) {
   if (strcmp(s, "gpu_event") == 0) return CSD_TIMING_GPU_EVENT;
+  /* also timed (start/end/dur valid): NCCL's kernel timer stamps via the profiler plugin,
+   * and the host clock around a synchronous copy; timing_name keeps the exact source */
+  if (strcmp(s, "profiler") == 0 || strcmp(s, "host_span") == 0) return CSD_TIMING_GPU_EVENT;
   if (strcmp(s, "captured") == 0) return CSD_TIMING_CAPTURED;
   if (strcmp(s, "host") == 0) return CSD_TIMING_HOST;
   if (strcmp(s, "error") == 0) return CSD_TIMING_ERROR;

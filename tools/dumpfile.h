@@ -23,7 +23,8 @@
 /* The record's "timing" string. (Distinct from include/collscope/record.h's in-process
  * enum cs_timing, so both headers can be included together.) */
 enum csd_timing {
-  CSD_TIMING_GPU_EVENT, /* "gpu_event": start/end/dur from CUDA events */
+  CSD_TIMING_GPU_EVENT, /* timed: "gpu_event" (CUDA events), "profiler" (NCCL kernel stamps) or
+                         * "host_span" (synchronous copy); start/end/dur valid */
   CSD_TIMING_CAPTURED,  /* "captured": graph capture, only enqueue_ns valid */
   CSD_TIMING_HOST,      /* "host": no GPU timing, enqueue only */
   CSD_TIMING_ERROR,     /* "error": the call returned status != 0 */

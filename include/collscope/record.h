@@ -22,6 +22,18 @@ enum cs_algo { CS_ALGO_NONE, CS_ALGO_TREE, CS_ALGO_RING, CS_ALGO_COLLNET_DIRECT,
                CS_ALGO_NVLS, CS_ALGO_NVLS_TREE, CS_ALGO_PAT, CS_ALGO_OTHER };
 enum cs_proto { CS_PROTO_NONE, CS_PROTO_LL, CS_PROTO_LL128, CS_PROTO_SIMPLE, CS_PROTO_OTHER };
 
+/* The dump-file name of a timing source (one table for every writer). */
+static inline const char *cs_timing_name(int t) {
+  switch (t) {
+  case CS_TIMING_GPU_EVENT: return "gpu_event";
+  case CS_TIMING_CAPTURED: return "captured";
+  case CS_TIMING_ERROR: return "error";
+  case CS_TIMING_HOST_SPAN: return "host_span";
+  case CS_TIMING_PROFILER: return "profiler";
+  default: return "host";
+  }
+}
+
 enum cs_comm_event { CS_COMM_INIT, CS_COMM_SPLIT, CS_COMM_FINALIZE, CS_COMM_DESTROY, CS_COMM_ABORT };
 
 enum cs_xfer_kind { CS_XFER_HTOH, CS_XFER_HTOD, CS_XFER_DTOH, CS_XFER_DTOD, CS_XFER_DEFAULT, CS_XFER_PEER };
