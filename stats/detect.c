@@ -67,7 +67,7 @@ static int cmp_d(const void *a, const void *b) {
 /* median of v[0..n) (sorts v); lower middle for even n */
 static double median(double *v, size_t n) {
   if (!n) return 0;
-  qsort(v, n, sizeof *v, cmp_d);
+  if (n) qsort(v, n, sizeof *v, cmp_d);
   return v[(n - 1) / 2];
 }
 

@@ -173,7 +173,7 @@ static const struct cs_op_rec **collect_ops(const struct report *r, size_t *n) {
 }
 
 static void build_rows(struct report *r, const struct cs_op_rec **v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_row_key);
+  if (n) qsort(v, n, sizeof *v, cmp_row_key);
   r->rows = xcalloc(n, sizeof *r->rows);
   double *d = xcalloc(n, sizeof *d);
   for (size_t i = 0; i < n;) {
@@ -198,7 +198,7 @@ static void build_rows(struct report *r, const struct cs_op_rec **v, size_t n) {
       if (v[k]->timing == CSD_TIMING_GPU_EVENT) d[nd++] = v[k]->dur_us;
     row->timed = nd;
     if (nd) {
-      qsort(d, nd, sizeof *d, cmp_double);
+      if (nd) qsort(d, nd, sizeof *d, cmp_double);
       row->p50 = d[nearest_rank_index(nd, 50)];
       row->p99 = d[nearest_rank_index(nd, 99)];
       row->max = d[nd - 1];
@@ -218,7 +218,7 @@ static int cmp_int(const void *a, const void *b) {
 }
 
 static void build_comms(struct report *r, const struct cs_op_rec **v, size_t n) {
-  qsort(v, n, sizeof *v, cmp_comm_key);
+  if (n) qsort(v, n, sizeof *v, cmp_comm_key);
   r->comms = xcalloc(n, sizeof *r->comms);
   int *cr = xcalloc(n, sizeof *cr);
   for (size_t i = 0; i < n;) {
@@ -235,7 +235,7 @@ static void build_comms(struct report *r, const struct cs_op_rec **v, size_t n) 
       cr[k - i] = v[k]->comm_rank;
     }
     size_t m = j - i;
-    qsort(cr, m, sizeof *cr, cmp_int);
+    if (m) qsort(cr, m, sizeof *cr, cmp_int);
     for (size_t k = 0; k < m; k++)
       if (k == 0 || cr[k] != cr[k - 1]) c->ranks++;
     i = j;
@@ -284,7 +284,7 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
     s->unknown_types += f->unknown_types;
     s->files_without_footer += !f->has_footer;
   }
-  qsort(ranks, nr, sizeof *ranks, cmp_int);
+  if (nr) qsort(ranks, nr, sizeof *ranks, cmp_int);
   for (size_t k = 0; k < nr; k++)
     if (k == 0 || ranks[k] != ranks[k - 1]) s->ranks++;
   free(hosts);

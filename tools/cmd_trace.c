@@ -209,7 +209,7 @@ static void build_tracks(const struct cs_dumpset *set, struct file_tracks *t) {
     size_t n = 0;
     for (size_t k = 0; k < f->nops; k++) t[i].streams[n++] = f->ops[k].stream;
     for (size_t k = 0; k < f->nxfers; k++) t[i].streams[n++] = f->xfers[k].stream;
-    qsort(t[i].streams, n, sizeof *t[i].streams, cmp_u64);
+    if (n) qsort(t[i].streams, n, sizeof *t[i].streams, cmp_u64);
     size_t m = 0;
     for (size_t k = 0; k < n; k++)
       if (m == 0 || t[i].streams[k] != t[i].streams[m - 1]) t[i].streams[m++] = t[i].streams[k];

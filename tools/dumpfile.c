@@ -594,7 +594,7 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
       names[nn++] = full;
     }
     closedir(d);
-    qsort(names, nn, sizeof *names, cmp_names);
+    if (nn) qsort(names, nn, sizeof *names, cmp_names); /* qsort(NULL, 0) is UB */
     for (size_t i = 0; i < nn; i++) {
       add_file(set, &cap, names[i]);
       free(names[i]);
@@ -612,7 +612,7 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
   for (size_t i = 0; i < set->nfiles; i++)
     if (!load_file(set, &set->files[i])) set->fatal = true;
 
-  qsort(set->files, set->nfiles, sizeof *set->files, cmp_files);
+  if (set->nfiles) qsort(set->files, set->nfiles, sizeof *set->files, cmp_files);
   for (size_t i = 0; i < set->nfiles; i++) {
     struct cs_dumpfile *f = &set->files[i];
     for (size_t k = 0; k < f->nops; k++) f->ops[k].file = (uint32_t)i;
@@ -664,7 +664,7 @@ int cs_group_instances(const struct cs_dumpset *set, struct cs_instances *out) {
     for (size_t j = 0; j < set->files[i].nops; j++)
       if (set->files[i].ops[j].seq >= 0) out->storage[k++] = &set->files[i].ops[j];
   total = k;
-  qsort(out->storage, total, sizeof *out->storage, cmp_inst);
+  if (total) qsort(out->storage, total, sizeof *out->storage, cmp_inst);
   size_t cap = 0;
   for (size_t i = 0; i < total;) {
     size_t j = i + 1;

@@ -394,7 +394,7 @@ char *cs_hostlist_compress(const char *const *hosts, size_t n) {
       e[i].width = 0;
     }
   }
-  qsort(e, n, sizeof *e, cmp_centry);
+  if (n) qsort(e, n, sizeof *e, cmp_centry);
 
   struct sbuf b = {0};
   sb_add(&b, "", 0);
