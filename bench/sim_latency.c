@@ -9,6 +9,7 @@
  * under each COLLSCOPE_TIMING mode (off, events, auto = NCCL profiler plugin).
  *   bench_sim_latency SIM_DIR SHIM_PATH [--iters N] [--rounds R]                  */
 #include <cuda_runtime.h>
+#include <sched.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,16 @@ static double run_config(const char *self, const char *sim, const char *shim, co
       char rs[8];
       snprintf(rs, sizeof(rs), "%d", r);
       setenv("RANK", rs, 1);
+      /* one core per rank (when there are enough): the ranks' threads then hand work to
+       * each other on a fixed core instead of wherever the scheduler puts them, which
+       * otherwise dominates the run-to-run spread on a 2-core machine */
+      long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+      if (ncpu >= 2) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(r % (int)ncpu, &set);
+        sched_setaffinity(0, sizeof set, &set);
+      }
       setenv("WORLD_SIZE", "2", 1);
       setenv("BENCH_DIR", dir, 1);
       setenv("BENCH_RANK", "1", 1);

@@ -839,6 +839,11 @@ static CUresult is_cap(CUstream h, CUstreamCaptureStatus *st, int pt)
 {
     if (!st) return CUDA_ERROR_INVALID_VALUE;
     RESOLVE(h, pt, s);
+    /* the common answer without the global lock: no capture was ever attached */
+    if (!__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE)) {
+        *st = CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+    }
     return capture_info(s, st, NULL, NULL, NULL, NULL);
 }
 CUresult cuStreamIsCapturing(CUstream h, CUstreamCaptureStatus *st) { return is_cap(h, st, 0); }

@@ -615,7 +615,7 @@ static void stream_retire(struct CUstream_st *s)
     if (s->cap) {
         cap_invalidate(s->cap);
         if (s->cap->origin == s) s->cap->origin = NULL;
-        s->cap = NULL;
+        __atomic_store_n(&s->cap, NULL, __ATOMIC_RELEASE);
     }
     stream_unlink(s);
     pthread_mutex_unlock(&g_lock);
@@ -1124,7 +1124,7 @@ CUresult stream_wait_event(struct CUstream_st *s, CUevent e, unsigned flags)
         if (ecap->status != CU_STREAM_CAPTURE_STATUS_ACTIVE) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
         else if (s->kind == STREAM_LEGACY) { cap_invalidate(ecap); r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; }
         else {
-            s->cap = ecap;
+            __atomic_store_n(&s->cap, ecap, __ATOMIC_RELEASE);
             s->cap_last = NULL;
         }
         pthread_mutex_unlock(&g_lock);
@@ -1170,7 +1170,7 @@ CUresult capture_begin(struct CUstream_st *s, int mode)
     c->graph = g;
     c->next = g_caps;
     g_caps = c;
-    s->cap = c;
+    __atomic_store_n(&s->cap, c, __ATOMIC_RELEASE);
     s->cap_last = NULL;
     __atomic_add_fetch(&g_ncaps_active, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&g_lock);
@@ -1189,7 +1189,7 @@ CUresult capture_end(struct CUstream_st *s, CUgraph *out)
         return CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD;
     }
     for (struct CUstream_st *b = g_all; b; b = b->all_next)
-        if (b->cap == c) { b->cap = NULL; b->cap_last = NULL; }
+        if (b->cap == c) { __atomic_store_n(&b->cap, NULL, __ATOMIC_RELEASE); b->cap_last = NULL; }
     for (struct capture **pp = &g_caps; *pp; pp = &(*pp)->next)
         if (*pp == c) { *pp = c->next; break; }
     int ok = c->status == CU_STREAM_CAPTURE_STATUS_ACTIVE;
