@@ -87,10 +87,10 @@ struct cs_tls {
   struct cs_pending *pending;/* ops queued in the current group */
   uint64_t last_uid_hash;    /* last ncclGetUniqueId result seen on this thread */
 };
-/* initial-exec: the hot path reads these without a __tls_get_addr call (an LD_PRELOAD
- * library gets static TLS; the few bytes also fit glibc's surplus when dlopen'ed) */
-#define CS_TLS_IE __attribute__((tls_model("initial-exec")))
-extern __thread struct cs_tls cs_tls CS_TLS_IE;
+/* Global-dynamic TLS on purpose: initial-exec would put all of libcollscope's TLS in the
+ * static block, and dlopen() of the library (NCCL loading it as a profiler plugin) then
+ * fails with "cannot allocate memory in static TLS block" (tests/profiler). */
+extern __thread struct cs_tls cs_tls;
 
 /* ---- record queue (stats/harvest.c) ---- */
 bool cs_record_push(const struct cs_record *r);  /* counts a drop when full */
@@ -119,7 +119,7 @@ uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);
 /* ---- NCCL profiler plugin (shim/profiler.c) ---- */
 /* The op record of the NCCL call this thread is inside (set around the real call by the
  * NCCL_OP wrappers); profiler Coll/P2p events started on this thread attach to it. */
-extern __thread struct cs_record *cs_prof_cur CS_TLS_IE;
+extern __thread struct cs_record *cs_prof_cur;
 /* true when the plugin is initialised by NCCL and COLLSCOPE_TIMING is auto|profiler: ops it
  * can time get no CUDA events */
 bool cs_prof_active(void);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 struct cs_state cs_st;
-__thread struct cs_tls cs_tls CS_TLS_IE;
+__thread struct cs_tls cs_tls;
 
 static _Atomic int init_state; /* 0 = not yet, 1 = in progress, 2 = done */
 static _Atomic int exit_registered;

@@ -44,7 +44,7 @@ static _Atomic uint32_t slot_cursor;
 static _Atomic int prof_inited;      /* NCCL initialised the plugin at least once */
 static _Atomic uint64_t prof_stats[3]; /* linked, unlinked, no slot (debug log at exit) */
 
-__thread struct cs_record *cs_prof_cur CS_TLS_IE;
+__thread struct cs_record *cs_prof_cur;
 static __thread struct cs_record *grp_recs;
 static __thread size_t grp_n, grp_next;
 
