@@ -910,12 +910,8 @@ int cmd_report(int argc, char **argv) {
     return 2;
   }
 
-  struct cs_dumpset *set = cs_dumpset_load(dir);
-  cs_dumpset_print_errors(set, stderr);
-  if (set->fatal) {
-    cs_dumpset_free(set);
-    return 1;
-  }
+  struct cs_dumpset *set = cs_dumpset_load_cli(dir);
+  if (!set) return 1;
   struct report r = {.set = set};
   if (op) {
     r.op_filter = resolve_op(set, op);

@@ -368,12 +368,8 @@ int cmd_trace(int argc, char **argv) {
     return 2;
   }
 
-  struct cs_dumpset *set = cs_dumpset_load(dir);
-  cs_dumpset_print_errors(set, stderr);
-  if (set->fatal) {
-    cs_dumpset_free(set);
-    return 1;
-  }
+  struct cs_dumpset *set = cs_dumpset_load_cli(dir);
+  if (!set) return 1;
 
   /* Write to FILE.tmp and rename, so a failed run never leaves a half trace behind. */
   FILE *o = stdout;

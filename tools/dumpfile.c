@@ -623,6 +623,16 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
   return set;
 }
 
+struct cs_dumpset *cs_dumpset_load_cli(const char *path) {
+  struct cs_dumpset *set = cs_dumpset_load(path);
+  cs_dumpset_print_errors(set, stderr);
+  if (set->fatal) {
+    cs_dumpset_free(set);
+    return NULL;
+  }
+  return set;
+}
+
 void cs_dumpset_free(struct cs_dumpset *set) {
   if (!set) return;
   for (size_t i = 0; i < set->nfiles; i++) {

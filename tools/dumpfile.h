@@ -145,6 +145,9 @@ struct cs_dumpset {
  * Never returns NULL (out of memory exits the process with a message); check ->fatal and
  * ->errors. */
 struct cs_dumpset *cs_dumpset_load(const char *path);
+/* For the CLI commands: load, print every error on stderr, and return NULL (set freed)
+ * when nothing usable was loaded (the command then exits 1). */
+struct cs_dumpset *cs_dumpset_load_cli(const char *path);
 void cs_dumpset_free(struct cs_dumpset *set);
 /* Print every error as "collscope: MSG" to f. */
 void cs_dumpset_print_errors(const struct cs_dumpset *set, FILE *f);
