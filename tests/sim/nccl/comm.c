@@ -2,7 +2,9 @@
  * finalize, destroy, abort, revoke), the shm segment with its futexes, queries,
  * registration stubs, user reduction operators, version and error strings. */
 #include "simnccl.h"
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -85,8 +87,45 @@ static void id_fill(struct sn_id *id, uint64_t a, uint64_t b) {
   snprintf(id->name, sizeof id->name, "/collscope-nccl-%u-%016llx%016llx", id->uid,
            (unsigned long long)a, (unsigned long long)b);
 }
+/* Segments of communicators whose every checked-in rank has died (a killed job never
+ * destroys its communicator) stay in /dev/shm. Remove this user's ones when a new id
+ * is made. A segment with a rank that has not written its pid yet is left alone. */
+static void reclaim_dead_segments(void) {
+  char prefix[64];
+  int plen = snprintf(prefix, sizeof prefix, "collscope-nccl-%u-", (unsigned)getuid());
+  DIR *d = opendir("/dev/shm");
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, prefix, (size_t)plen) != 0) continue;
+    char name[300];
+    snprintf(name, sizeof name, "/%s", e->d_name);
+    int fd = shm_open(name, O_RDONLY | O_NOFOLLOW, 0);
+    if (fd < 0) continue;
+    struct stat st;
+    void *p = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(struct sn_shm))
+      p = mmap(NULL, sizeof(struct sn_shm), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) continue;
+    const struct sn_shm *h = p;
+    int seen = 0, alive = 0;
+    uint32_t n = atomic_load(&((struct sn_shm *)p)->nranks);
+    for (uint32_t r = 0; r < n && r < SN_MAXRANKS; r++) {
+      if (!__atomic_load_n(&h->ranks[r].present, __ATOMIC_ACQUIRE)) continue;
+      int pid = __atomic_load_n(&h->ranks[r].pid, __ATOMIC_ACQUIRE);
+      if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) alive++;
+      else seen++;
+    }
+    munmap(p, sizeof(struct sn_shm));
+    if (seen > 0 && alive == 0) shm_unlink(name);
+  }
+  closedir(d);
+}
+
 SN_API ncclResult_t pncclGetUniqueId(ncclUniqueId *out) {
   if (ptr_check(out, "ncclGetUniqueId", "uniqueId")) return ncclInvalidArgument;
+  reclaim_dead_segments();
   _Static_assert(sizeof(struct sn_id) <= sizeof(ncclUniqueId), "id too big");
   uint64_t r[2];
   random_bytes(r, sizeof r);
