@@ -470,10 +470,10 @@ static int parse_slurm(struct ctx *c, const char *text, size_t len) {
       int ch = cs_topo_switch_index(t, h[k]);
       if (ch < 0) rc = ferr(c, pend[p].line, "switch '%s' in Switches= is not defined (expected a SwitchName=%s line)", h[k], h[k]);
       else if (ch == pend[p].sw) rc = ferr(c, pend[p].line, "switch '%s' lists itself in Switches=", h[k]);
-      else if (t->sw[ch].parent >= 0 && t->sw[ch].parent != pend[p].sw)
-        rc = ferr(c, pend[p].line, "switch '%s' is already under '%s' (line %d)", h[k], t->sw[t->sw[ch].parent].name,
-                  t->sw[t->sw[ch].parent].line);
-      else t->sw[ch].parent = pend[p].sw;
+      else if (t->sw[ch].parent < 0) t->sw[ch].parent = pend[p].sw;
+      /* else: a switch under several parents (redundant uplinks of a fat tree, as in
+       * Slurm's own example): the first parent in file order places it; the others
+       * lead to the same hosts, so the order of hosts does not change */
     }
     cs_hostlist_free(h, n);
   }

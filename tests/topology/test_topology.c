@@ -53,9 +53,16 @@ static void test_slurm_tree_doc(void **s) {
       "SwitchName=s2 Switches=s[0-1] LinkSpeed=1800\n"
       "SwitchName=s3 Switches=s[0-1] LinkSpeed=1800\n"
       "SwitchName=s4 Switches=s[2-3] LinkSpeed=3600\n";
-  /* s0, s1 each have two parents in this doc example (s2 and s3): Slurm allows a
-   * switch under several switches; we keep a tree and report it */
-  parse_err(conf, CS_TOPO_AUTO, "t.conf:6: switch 's0' is already under 's2' (line 5)");
+  /* s0, s1 each have two parents in this doc example (s2 and s3, redundant uplinks):
+   * the first parent in file order places them */
+  struct cs_topo *d = parse_ok(conf, CS_TOPO_AUTO);
+  assert_int_equal(d->nhost, 8);
+  assert_string_equal(leaf_of(d, "tux2"), "s0");
+  assert_string_equal(leaf_of(d, "tux6"), "s1");
+  assert_string_equal(parent_of(d, "s0"), "s2");
+  assert_string_equal(parent_of(d, "s1"), "s2");
+  assert_string_equal(parent_of(d, "s2"), "s4");
+  cs_topo_free(d);
   const char *tree =
       "SwitchName=s0 Nodes=tux[0-3] LinkSpeed=900\n"
       "SwitchName=s1 Nodes=tux[4-7] LinkSpeed=900\n"
