@@ -191,6 +191,10 @@ static char *slurp(FILE *f) {
 }
 
 /* Run a subcommand with stdout/stderr captured. argv is NULL-terminated. */
+/* Under ASan/UBSan, send their reports to the real stderr while a command's output is
+ * captured (otherwise a sanitizer halt shows up only as "exit status 1"). */
+extern void __sanitizer_set_report_fd(void *fd) __attribute__((weak));
+
 static int run_capture(int (*fn)(int, char **), char **argv, char **out, char **err) {
   fflush(stdout);
   fflush(stderr);
@@ -198,6 +202,7 @@ static int run_capture(int (*fn)(int, char **), char **argv, char **out, char **
   assert_non_null(to);
   assert_non_null(te);
   int so = dup(1), se = dup(2);
+  if (__sanitizer_set_report_fd) __sanitizer_set_report_fd((void *)(intptr_t)se);
   dup2(fileno(to), 1);
   dup2(fileno(te), 2);
   int argc = 0;
@@ -207,6 +212,7 @@ static int run_capture(int (*fn)(int, char **), char **argv, char **out, char **
   fflush(stderr);
   dup2(so, 1);
   dup2(se, 2);
+  if (__sanitizer_set_report_fd) __sanitizer_set_report_fd((void *)(intptr_t)2);
   close(so);
   close(se);
   *out = slurp(to);
