@@ -146,6 +146,10 @@ static const struct {
     {"COLLSCOPE_STRAGGLER_FLOOR_US", "report, top", "minimum median lateness in us (default 20)"},
     {"COLLSCOPE_STRAGGLER_FRAC", "report, top", "minimum median lateness as a fraction of the median "
                                                 "duration (default 0.02)"},
+    {"COLLSCOPE_LINK_FLOOR_US", "report, top", "small (<= 64 KiB) collectives this slow with no consistent "
+                                               "last arrival are reported as a slow link (default 10000)"},
+    {"COLLSCOPE_SIM_PROFILER_ABI", "sim", "profiler plugin ABI the simulated NCCL loads: 5 (default), 4, "
+                                          "or 3 (none, like NCCL < 2.27)"},
     {"COLLSCOPE_HOSTNAME", "run sets; sim, shim, tools", "host name of this rank; default gethostname()"},
     {"COLLSCOPE_JOB_ID", "run sets; shim, tools", "job id (run keeps an existing one); the shim "
                                                   "prefers SLURM_JOB_ID, then TORCHELASTIC_RUN_ID"},
