@@ -5,24 +5,18 @@
 #include "topo_route.h"
 
 void cs_hooks_before_op(struct cs_call *c) {
-  (void)c;
   cs_sdc_before_op(c);
   cs_topo_route_before_op(c);
 }
 
 void cs_hooks_after_op(struct cs_call *c, int status) {
-  (void)c;
-  (void)status;
   cs_sdc_after_op(c, status);
 }
 
 void cs_hooks_comm_created(void *comm, struct cs_comm *info) {
-  (void)comm;
-  (void)info;
   cs_topo_route_comm_created(comm, info);
 }
 
 void cs_hooks_comm_destroying(void *comm) {
-  (void)comm;
   cs_topo_route_comm_destroying(comm);
 }

@@ -253,14 +253,17 @@ void cs_group_started(void) {
     cs_tls.group_id = atomic_fetch_add_explicit(&cs_st.group_ids, 1, memory_order_relaxed) + 1;
 }
 
-#define gstreams (p->gstreams)
-#define ngstreams (p->ngstreams)
-#define capgstreams (p->capgstreams)
+/* Index of `stream` among the group's streams, or p->ngstreams if it is not there. */
+static size_t group_stream_find(const struct cs_pending *p, uint64_t stream) {
+  size_t k = 0;
+  while (k < p->ngstreams && p->gstreams[k].stream != stream) k++;
+  return k;
+}
 
 void cs_group_launch_begin(void) {
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
-  ngstreams = 0;
+  p->ngstreams = 0;
   bool prof = cs_prof_active();
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
@@ -269,20 +272,19 @@ void cs_group_launch_begin(void) {
       r->prof_want = 1; /* timed by NCCL's profiler plugin: no events on its stream */
       continue;
     }
-    size_t k = 0;
-    while (k < ngstreams && gstreams[k].stream != r->stream) k++;
-    if (k == ngstreams) {
-      if (ngstreams == capgstreams) {
-        size_t cap = capgstreams ? capgstreams * 2 : 16;
-        struct grp_stream *ng = realloc(gstreams, cap * sizeof(*ng));
+    size_t k = group_stream_find(p, r->stream);
+    if (k == p->ngstreams) {
+      if (p->ngstreams == p->capgstreams) {
+        size_t cap = p->capgstreams ? p->capgstreams * 2 : 16;
+        struct grp_stream *ng = realloc(p->gstreams, cap * sizeof(*ng));
         if (!ng) { r->timing = CS_TIMING_HOST; continue; }
-        gstreams = ng;
-        capgstreams = cap;
+        p->gstreams = ng;
+        p->capgstreams = cap;
       }
-      gstreams[k].stream = r->stream;
-      memset(&gstreams[k].ev, 0, sizeof(gstreams[k].ev));
-      stream_begin(&gstreams[k].ev, (void *)(uintptr_t)r->stream);
-      ngstreams++;
+      p->gstreams[k].stream = r->stream;
+      memset(&p->gstreams[k].ev, 0, sizeof(p->gstreams[k].ev));
+      stream_begin(&p->gstreams[k].ev, (void *)(uintptr_t)r->stream);
+      p->ngstreams++;
     }
   }
   cs_prof_group_set(p->recs, p->n);
@@ -293,7 +295,7 @@ void cs_group_launch_end(int status, int inprogress_code) {
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
   cs_prof_group_set(NULL, 0);
-  for (size_t k = 0; k < ngstreams; k++) stream_end(&gstreams[k].ev, (void *)(uintptr_t)gstreams[k].stream, ok);
+  for (size_t k = 0; k < p->ngstreams; k++) stream_end(&p->gstreams[k].ev, (void *)(uintptr_t)p->gstreams[k].stream, ok);
   /* the last record of each stream owns (returns) that stream's events */
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
@@ -303,10 +305,9 @@ void cs_group_launch_end(int status, int inprogress_code) {
       if (!ok) r->status = status;
       continue;
     }
-    size_t k = 0;
-    while (k < ngstreams && gstreams[k].stream != r->stream) k++;
-    if (k == ngstreams) { r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR; continue; }
-    struct cs_record *ev = &gstreams[k].ev;
+    size_t k = group_stream_find(p, r->stream);
+    if (k == p->ngstreams) { r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR; continue; }
+    struct cs_record *ev = &p->gstreams[k].ev;
     r->timing = ev->timing;
     r->captured = ev->captured;
     r->ev_start = ev->ev_start;
@@ -315,10 +316,10 @@ void cs_group_launch_end(int status, int inprogress_code) {
     r->owns_events = 0;
     if (!ok) r->status = status;
   }
-  for (size_t k = 0; k < ngstreams; k++) {
-    if (!gstreams[k].ev.owns_events) continue;
+  for (size_t k = 0; k < p->ngstreams; k++) {
+    if (!p->gstreams[k].ev.owns_events) continue;
     for (size_t i = p->n; i-- > 0;)
-      if (p->recs[i].stream == gstreams[k].stream && p->recs[i].ev_start == gstreams[k].ev.ev_start &&
+      if (p->recs[i].stream == p->gstreams[k].stream && p->recs[i].ev_start == p->gstreams[k].ev.ev_start &&
           p->recs[i].ev_start) {
         p->recs[i].owns_events = 1;
         break;
@@ -326,11 +327,8 @@ void cs_group_launch_end(int status, int inprogress_code) {
   }
   for (size_t i = 0; i < p->n; i++) cs_record_push(&p->recs[i]);
   p->n = 0;
-  ngstreams = 0;
+  p->ngstreams = 0;
 }
-#undef gstreams
-#undef ngstreams
-#undef capgstreams
 
 /* ---- harvest-thread side ---- */
 
