@@ -27,6 +27,8 @@ static void *lookup(void *h, const char *sym) {
   return p;
 }
 
+static void *drv_handle;
+
 static void drv_load_once(void) {
   const char *name = cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1";
   void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -36,6 +38,7 @@ static void drv_load_once(void) {
                 name, dlerror());
     return;
   }
+  drv_handle = h;
   bool ok = true;
   char missing[512] = "";
   size_t mlen = 0;
@@ -56,4 +59,22 @@ static void drv_load_once(void) {
 bool cs_driver_load(void) {
   pthread_once(&drv_once, drv_load_once);
   return drv_ok;
+}
+
+struct cs_driver_xchg cs_drvx;
+static pthread_once_t xchg_once = PTHREAD_ONCE_INIT;
+
+static void xchg_load_once(void) {
+  cs_driver_load();
+  if (!drv_handle) return;
+  bool ok = true;
+#define CS_DRV_LOOK(ret, fname, params, sym) ok = (cs_drvx.fname = (ret(*) params)lookup(drv_handle, sym)) && ok;
+  CS_DRIVER_XCHG_FNS(CS_DRV_LOOK)
+#undef CS_DRV_LOOK
+  cs_drvx.loaded = ok && cs_drv.loaded;
+}
+
+bool cs_driver_xchg_load(void) {
+  pthread_once(&xchg_once, xchg_load_once);
+  return cs_drvx.loaded;
 }

@@ -31,6 +31,31 @@ struct cs_driver {
 
 extern struct cs_driver cs_drv;
 
+/* Entry points for collscope's own buffers and streams (online exchange, topology
+ * routing): resolved
+ * separately, so a driver without them turns that feature off, never the timing. */
+#define CS_DRIVER_XCHG_FNS(X)                                                              \
+  X(CUresult, cuCtxSetCurrent, (CUcontext c), "cuCtxSetCurrent")                           \
+  X(CUresult, cuMemAlloc, (CUdeviceptr *p, size_t n), "cuMemAlloc_v2")                     \
+  X(CUresult, cuMemAllocHost, (void **p, size_t n), "cuMemAllocHost_v2")                   \
+  X(CUresult, cuMemcpyHtoDAsync, (CUdeviceptr d, const void *h, size_t n, CUstream s), "cuMemcpyHtoDAsync_v2") \
+  X(CUresult, cuMemcpyDtoHAsync, (void *h, CUdeviceptr d, size_t n, CUstream s), "cuMemcpyDtoHAsync_v2") \
+  X(CUresult, cuStreamQuery, (CUstream s), "cuStreamQuery")                                \
+  X(CUresult, cuStreamSynchronize, (CUstream s), "cuStreamSynchronize")                    \
+  X(CUresult, cuStreamDestroy, (CUstream s), "cuStreamDestroy_v2")                         \
+  X(CUresult, cuMemFree, (CUdeviceptr p), "cuMemFree_v2")                                  \
+  X(CUresult, cuMemFreeHost, (void *p), "cuMemFreeHost")
+
+struct cs_driver_xchg {
+  bool loaded;
+#define CS_DRV_FIELD(ret, name, params, sym) ret (*name) params;
+  CS_DRIVER_XCHG_FNS(CS_DRV_FIELD)
+#undef CS_DRV_FIELD
+};
+extern struct cs_driver_xchg cs_drvx;
+/* Resolve CS_DRIVER_XCHG_FNS once (after cs_driver_load); true when all were found. */
+bool cs_driver_xchg_load(void);
+
 /* Load libcuda.so.1 once; returns true if every entry point was found. Safe to call
  * repeatedly and from any thread. */
 bool cs_driver_load(void);

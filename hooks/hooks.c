@@ -1,6 +1,7 @@
 /* hooks/hooks.c: dispatch of the per-call extension points (see hooks.h) to the feature
  * modules. A feature adds one call per hook here; nothing else in the shim changes. */
 #include "hooks.h"
+#include "online.h"
 #include "sdc.h"
 #include "topo_route.h"
 
@@ -11,12 +12,15 @@ void cs_hooks_before_op(struct cs_call *c) {
 
 void cs_hooks_after_op(struct cs_call *c, int status) {
   cs_sdc_after_op(c, status);
+  cs_online_after_op(c, status);
 }
 
 void cs_hooks_comm_created(void *comm, struct cs_comm *info) {
   cs_topo_route_comm_created(comm, info);
+  cs_online_comm_created(comm, info);
 }
 
 void cs_hooks_comm_destroying(void *comm) {
+  cs_online_comm_destroying(comm);
   cs_topo_route_comm_destroying(comm);
 }

@@ -4,7 +4,6 @@
 #include "topo_route.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
 #include <nccl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <time.h>
 
 #include "collscope/topology.h"
+#include "cuda_driver.h"
 
 #define REC 512          /* per rank: host name [256] + SLURM_TOPOLOGY_ADDR [256] */
 #define NSLOT 1024       /* communicators tracked at once (power of two) */
@@ -41,38 +41,6 @@ static int mode;                    /* 0 off, 1 COLLSCOPE_TOPOLOGY, 2 SLURM_TOPO
 static struct cs_topo *topo;
 static char topo_path[1024];
 
-static struct {
-  CUresult (*ctxGet)(CUcontext *);
-  CUresult (*ctxPush)(CUcontext);
-  CUresult (*ctxPop)(CUcontext *);
-  CUresult (*memAlloc)(CUdeviceptr *, size_t);
-  CUresult (*memFree)(CUdeviceptr);
-  CUresult (*hostAlloc)(void **, size_t);
-  CUresult (*hostFree)(void *);
-  CUresult (*h2d)(CUdeviceptr, const void *, size_t, CUstream);
-  CUresult (*d2h)(void *, CUdeviceptr, size_t, CUstream);
-  CUresult (*streamCreate)(CUstream *, unsigned);
-  CUresult (*streamDestroy)(CUstream);
-  CUresult (*streamSync)(CUstream);
-  CUresult (*streamQuery)(CUstream);
-} drv;
-
-static int load_driver(void) {
-  const char *lib = cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1";
-  void *h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-  if (!h) h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-  if (!h) return -1;
-#define SYM(f, n) (*(void **)&drv.f = dlsym(h, n)) == NULL
-  if (SYM(ctxGet, "cuCtxGetCurrent") || SYM(ctxPush, "cuCtxPushCurrent_v2") || SYM(ctxPop, "cuCtxPopCurrent_v2") ||
-      SYM(memAlloc, "cuMemAlloc_v2") || SYM(memFree, "cuMemFree_v2") || SYM(hostAlloc, "cuMemAllocHost_v2") ||
-      SYM(hostFree, "cuMemFreeHost") || SYM(h2d, "cuMemcpyHtoDAsync_v2") || SYM(d2h, "cuMemcpyDtoHAsync_v2") ||
-      SYM(streamCreate, "cuStreamCreate") || SYM(streamDestroy, "cuStreamDestroy_v2") ||
-      SYM(streamSync, "cuStreamSynchronize") || SYM(streamQuery, "cuStreamQuery"))
-    return -1;
-#undef SYM
-  return 0;
-}
-
 static void load_once(void) {
   const char *f = getenv("COLLSCOPE_TOPOLOGY");
   if (f && *f) {
@@ -88,7 +56,7 @@ static void load_once(void) {
     if (!a || !*a) return;
     mode = 2;
   }
-  if (load_driver()) {
+  if (!cs_driver_xchg_load()) {
     cs_log(CS_LOG_WARN, "topology routing: CUDA driver entry points not found; communicators keep NCCL's order");
     mode = 0;
   }
@@ -137,8 +105,8 @@ static int get_buffers(CUcontext ctx, size_t bytes, CUdeviceptr *d, char **h) {
       return 0;
     }
   pthread_mutex_unlock(&cache_lock);
-  if (drv.memAlloc(d, bytes) != CUDA_SUCCESS) return -1;
-  if (drv.hostAlloc((void **)h, bytes) != CUDA_SUCCESS) {
+  if (cs_drvx.cuMemAlloc(d, bytes) != CUDA_SUCCESS) return -1;
+  if (cs_drvx.cuMemAllocHost((void **)h, bytes) != CUDA_SUCCESS) {
     *h = NULL;
     return -1;   /* *d stays allocated: put back into the cache by the caller */
   }
@@ -161,9 +129,9 @@ static void put_buffers(CUcontext ctx, CUdeviceptr d, char *h, size_t cap) {
 static void release_buffers(struct route *r) {
   CUcontext old;
   if (!r->ctx) return;
-  drv.ctxPush(r->ctx);
-  if (r->stream) drv.streamDestroy(r->stream);
-  drv.ctxPop(&old);
+  cs_drv.cuCtxPushCurrent(r->ctx);
+  if (r->stream) cs_drvx.cuStreamDestroy(r->stream);
+  cs_drv.cuCtxPopCurrent(&old);
   if (r->dbuf && r->hbuf) put_buffers(r->ctx, r->dbuf, r->hbuf, (size_t)(r->n + 1) * REC);
   r->stream = NULL;
   r->dbuf = 0;
@@ -202,8 +170,8 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
   r->hbuf = NULL;
   size_t bytes = (size_t)(r->n + 1) * REC;
   const char *why = NULL;
-  if (drv.ctxGet(&r->ctx) != CUDA_SUCCESS || !r->ctx) { why = "no current CUDA context"; r->ctx = NULL; }
-  else if (drv.streamCreate(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) { why = "cuStreamCreate"; r->stream = NULL; }
+  if (cs_drv.cuCtxGetCurrent(&r->ctx) != CUDA_SUCCESS || !r->ctx) { why = "no current CUDA context"; r->ctx = NULL; }
+  else if (cs_drv.cuStreamCreate(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) { why = "cuStreamCreate"; r->stream = NULL; }
   else if (get_buffers(r->ctx, bytes, &r->dbuf, &r->hbuf)) why = "cuMemAlloc/cuMemAllocHost";
   if (why) {
     cs_log(CS_LOG_WARN, "topology routing: %s failed; communicator %016llx keeps NCCL's order", why,
@@ -219,7 +187,7 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
   if (addr) snprintf(mine + 256, 256, "%s", addr);
   CUdeviceptr dmine = r->dbuf + (CUdeviceptr)((size_t)r->n * REC);
   ncclResult_t nr = ncclSuccess;
-  if (drv.h2d(dmine, mine, REC, r->stream) != CUDA_SUCCESS) why = "cuMemcpyHtoDAsync";
+  if (cs_drvx.cuMemcpyHtoDAsync(dmine, mine, REC, r->stream) != CUDA_SUCCESS) why = "cuMemcpyHtoDAsync";
   else if ((nr = ncclAllGather((const void *)dmine, (void *)r->dbuf, REC, ncclChar, (ncclComm_t)comm,
                                (cudaStream_t)r->stream)) != ncclSuccess && nr != ncclInProgress)
     why = "ncclAllGather of the host names";
@@ -232,7 +200,7 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
     atomic_store(&r->state, ST_FREE);
     return;
   }
-  drv.d2h(r->hbuf, r->dbuf, (size_t)r->n * REC, r->stream);
+  cs_drvx.cuMemcpyDtoHAsync(r->hbuf, r->dbuf, (size_t)r->n * REC, r->stream);
   atomic_store(&r->state, ST_PENDING);
   atomic_store_explicit(&r->key, comm, memory_order_release);
   atomic_fetch_add(&active, 1);
@@ -241,9 +209,9 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
 /* Wait for the host names, plan, maybe split. Runs at the first call on the comm. */
 static void finish(struct route *r, void *comm) {
   CUcontext old;
-  drv.ctxPush(r->ctx);
-  CUresult cr = drv.streamSync(r->stream);
-  drv.ctxPop(&old);
+  cs_drv.cuCtxPushCurrent(r->ctx);
+  CUresult cr = cs_drvx.cuStreamSynchronize(r->stream);
+  cs_drv.cuCtxPopCurrent(&old);
   int n = r->n;
   const char **hosts = calloc((size_t)n, sizeof *hosts);
   const char **addrs = calloc((size_t)n, sizeof *addrs);
@@ -348,7 +316,7 @@ void cs_topo_route_comm_destroying(void *comm) {
   if (!r) return;
   int st = atomic_load(&r->state);
   if (st == ST_ROUTED && r->newcomm) ncclCommDestroy((ncclComm_t)r->newcomm);
-  if (r->stream && drv.streamQuery(r->stream) == CUDA_SUCCESS) release_buffers(r);  /* else: still in flight, leak */
+  if (r->stream && cs_drvx.cuStreamQuery(r->stream) == CUDA_SUCCESS) release_buffers(r);  /* else: still in flight, leak */
   free(r->newrank);
   r->newrank = NULL;
   r->newcomm = NULL;

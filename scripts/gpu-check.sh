@@ -57,12 +57,34 @@ if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; the
   ART="$NCCL_TESTS_DIR/all_reduce_perf -b 8 -e 256M -f 4 -g $NGPU -w 5 -n 200 -c 1"
   $ART > "$WORK/art.bare" 2>&1
   COLLSCOPE_DIR=$WORK/art.dump LD_PRELOAD=$SHIM $ART > "$WORK/art.shim" 2>&1
-  printf '\nall_reduce_perf on %d GPU(s), out-of-place time (us)\n%12s %12s %12s %8s %8s\n' "$NGPU" size bare shim ratio wrong
+  # COLLSCOPE_TIMING=auto: NCCL loads libcollscope as its profiler plugin (issue 7); the
+  # records must say "profiler" and the durations must agree with the event timing
+  COLLSCOPE_TIMING=auto COLLSCOPE_DIR=$WORK/art.auto LD_PRELOAD=$SHIM $ART > "$WORK/art.autoout" 2>&1
+  printf '\nall_reduce_perf on %d GPU(s), out-of-place time (us)\n%12s %12s %12s %8s %12s %8s %8s\n' "$NGPU" size bare \
+    events ratio auto ratio wrong
   join <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6, $9}' "$WORK/art.bare") \
        <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6, $9}' "$WORK/art.shim") |
-    awk '{printf "%12s %12s %12s %8.3f %8s\n", $1, $2, $4, $4 / $2, $5}'
-  grep -q "Out of bounds values : 0 OK" "$WORK/art.shim" || { echo "all_reduce_perf reported wrong values"; status=1; }
+    join - <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6}' "$WORK/art.autoout") |
+    awk '{printf "%12s %12s %12s %8.3f %12s %8.3f %8s\n", $1, $2, $4, $4 / $2, $6, $6 / $2, $5}'
+  for f in art.shim art.autoout; do
+    grep -q "Out of bounds values : 0 OK" "$WORK/$f" || { echo "all_reduce_perf reported wrong values ($f)"; status=1; }
+  done
   echo "records written by the shim: $(cat "$WORK/art.dump"/*.jsonl | grep -c '"type":"op"')"
+  # per size: median dur_us by timing source, events run vs auto run
+  for d in art.dump art.auto; do
+    cat "$WORK/$d"/*.jsonl | grep '"type":"op"' |
+      sed -n 's/.*"bytes":\([0-9]*\).*"dur_us":\([0-9.]*\),"timing":"\([a-z_]*\)".*/\1 \3 \2/p' |
+      sort -k1,1n -k2,2 -k3,3g | awk -v run="$d" '
+        { k = $1 " " $2; v[k, ++n[k]] = $3 }
+        END { for (k in n) printf "%s %s median_dur_us %.2f n %d\n", run, k, v[k, int((n[k] + 1) / 2)], n[k] }' |
+      sort -k2,2n
+  done
+  grep -q '"timing":"profiler"' "$WORK/art.auto"/*.jsonl && echo "auto: NCCL loaded the profiler plugin" ||
+    echo "auto: no profiler-timed records (plugin not loaded by this NCCL; events path kept)"
+fi
+# SDC check kernel on the GPU: bit-identical to its host twin, bandwidth vs DtoD copy (issue 5)
+if [ -x "$BUILD_DIR/tests/sdc/sdc_gpu_check" ]; then
+  echo; "$BUILD_DIR/tests/sdc/sdc_gpu_check" 2>&1 | tail -25 || status=1
 fi
 rm -rf "$WORK"
 exit $status

@@ -117,6 +117,9 @@ void cs_config_load(void) {
   cs_cfg.keep_shm = env_bool("COLLSCOPE_KEEP_SHM", false);
   cs_cfg.hang_timeout_s = (unsigned)env_long("COLLSCOPE_HANG_TIMEOUT", 300, 0, 1L << 20);
   cs_sdc_config_load();
+  cs_cfg.online = env_bool("COLLSCOPE_ONLINE", true);
+  cs_cfg.online_every = (unsigned)env_long("COLLSCOPE_ONLINE_EVERY", 1000, 1, 1L << 30);
+  cs_cfg.online_timeout_s = (unsigned)env_long("COLLSCOPE_ONLINE_TIMEOUT", 300, 1, 1L << 20);
 
   static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
   static const char *const local_vars[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",

@@ -37,12 +37,16 @@ struct cs_config {
   unsigned sdc_sample;    /* COLLSCOPE_SDC=sample:N: every Nth eligible collective per comm */
   uint64_t sdc_min_bytes; /* COLLSCOPE_SDC_MIN_BYTES: smaller collectives are not checked */
   int sdc_action;         /* COLLSCOPE_SDC_ACTION: CS_SDC_ACTION_LOG | CS_SDC_ACTION_ABORT */
+  bool online;            /* COLLSCOPE_ONLINE (default 1): the job-wide exchange (hooks/online.c) */
+  unsigned online_every;  /* COLLSCOPE_ONLINE_EVERY: world-communicator collectives between exchanges */
+  unsigned online_timeout_s; /* COLLSCOPE_ONLINE_TIMEOUT: bound on the split and on each exchange */
 };
 enum { CS_SDC_OFF = 0, CS_SDC_ALL = 1, CS_SDC_SAMPLE = 2 };
 /* COLLSCOPE_TIMING=off|events(on)|auto|profiler; the default is events */
 enum { CS_TMODE_OFF = 0, CS_TMODE_EVENTS = 1, CS_TMODE_AUTO = 2, CS_TMODE_PROFILER = 3 };
 int cs_timing_mode_parse(const char *v);  /* -1 when not valid */
 enum { CS_SDC_ACTION_LOG = 0, CS_SDC_ACTION_ABORT = 1 };
+#define CS_SDC_ABORT_STATUS 86  /* exit status of COLLSCOPE_SDC_ACTION=abort */
 extern struct cs_config cs_cfg;
 void cs_config_load(void);
 
@@ -109,10 +113,13 @@ struct cs_comm {
   uint64_t index;
   _Atomic uint64_t seq;
   _Atomic uint64_t splits;   /* ncclCommSplit/Shrink calls on this comm (child ids) */
+  bool nonblocking;          /* its init/split returned ncclInProgress (config blocking = 0) */
 };
 struct cs_comm *cs_comm_lookup(void *comm);
 struct cs_comm *cs_comm_insert(void *comm);  /* NULL when the table is full */
 void cs_comm_remove(void *comm);
+/* Calls fn for every registered communicator (a snapshot; not for the hot path). */
+void cs_comm_foreach(void (*fn)(void *comm, struct cs_comm *c, void *arg), void *arg);
 
 uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);
 
@@ -129,5 +136,10 @@ void cs_prof_group_set(struct cs_record *recs, size_t n);
 /* harvest thread: true when the record's profiler timing is final (filled or given up) */
 bool cs_prof_collect(struct cs_record *r, bool final);
 void cs_prof_release(struct cs_record *r);
+
+/* ---- NCCL_NET wrapper (shim/net_plugin.c) ---- */
+/* harvest thread: hand one CS_REC_LINK record per connection that moved data (every
+ * COLLSCOPE_FLUSH_MS), closed, or (final) is still open, to emit; returns the count */
+size_t cs_net_collect(bool final, void (*emit)(const struct cs_record *r));
 
 #endif

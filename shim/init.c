@@ -4,6 +4,7 @@
  * leaves the job in pure pass-through. */
 #include "cs_internal.h"
 #include "hooks/cuda_driver.h"
+#include "hooks/online.h"
 #include "hooks/timing.h"
 #include <pthread.h>
 #include <sched.h>
@@ -17,8 +18,16 @@ static _Atomic int init_state; /* 0 = not yet, 1 = in progress, 2 = done */
 static _Atomic int exit_registered;
 
 static void at_exit(void) {
+  if (cs_online_aborting()) {
+    /* COLLSCOPE_SDC_ACTION=abort: the exchange thread is writing the dump and will exit
+     * with CS_SDC_ABORT_STATUS; the job's own exit (e.g. after its comm was aborted)
+     * must not replace that status */
+    for (int i = 0; i < 1000; i++) usleep(10000);
+    _exit(CS_SDC_ABORT_STATUS);
+  }
   if (atomic_load(&cs_st.ready)) {
     atomic_store(&cs_st.ready, 0); /* late calls from other threads pass through */
+    cs_online_shutdown();
     cs_harvest_stop(1000);
   }
 }
@@ -51,6 +60,7 @@ static void atfork_child(void) {
   atomic_store(&cs_st.ready, 0);
   cs_harvest_atfork_child();
   cs_timing_atfork_child();
+  cs_online_atfork_child();
   atomic_store(&cs_st.drops, 0);
   atomic_store(&cs_st.timing_lost, 0);
   /* re-initialise lazily in the child if the parent was recording */

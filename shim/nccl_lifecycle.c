@@ -25,7 +25,7 @@ static void comm_record(struct cs_comm *c, int event) {
 }
 
 /* Register a new communicator; size/rank/device asked from the real NCCL. */
-static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int event) {
+static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r) {
   if (!comm || !cs_active()) return;
   struct cs_comm *c = cs_comm_insert(comm);
   if (!c) {
@@ -35,6 +35,7 @@ static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int eve
   int v;
   c->id = id;
   c->parent_id = parent;
+  c->nonblocking = r == ncclInProgress;
   cs_tls.depth++;
   c->size = (cs_real_ncclCommCount && cs_real_ncclCommCount(comm, &v) == ncclSuccess) ? v : -1;
   c->rank = (cs_real_ncclCommUserRank && cs_real_ncclCommUserRank(comm, &v) == ncclSuccess) ? v : -1;
@@ -77,7 +78,7 @@ CS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
   cs_tls.depth++;
   ncclResult_t r = cs_real_ncclCommInitRankConfig(comm, nranks, commId, rank, config);
   cs_tls.depth--;
-  if (started(r) && comm) comm_register(*comm, uid_hash(&commId), 0, CS_COMM_INIT);
+  if (started(r) && comm) comm_register(*comm, uid_hash(&commId), 0, CS_COMM_INIT, r);
   return r;
 }
 
@@ -87,7 +88,7 @@ CS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
   cs_tls.depth++;
   ncclResult_t r = cs_real_ncclCommInitRank(comm, nranks, commId, rank);
   cs_tls.depth--;
-  if (started(r) && comm) comm_register(*comm, uid_hash(&commId), 0, CS_COMM_INIT);
+  if (started(r) && comm) comm_register(*comm, uid_hash(&commId), 0, CS_COMM_INIT, r);
   return r;
 }
 
@@ -102,7 +103,7 @@ CS_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *de
     /* NCCL made the id itself (a nested ncclGetUniqueId); fall back to the first
      * comm's address if that call was not visible. */
     uint64_t id = cs_tls.last_uid_hash ? cs_tls.last_uid_hash : cs_hash_bytes(&comm[0], sizeof(comm[0]), 2);
-    for (int i = 0; i < ndev; i++) comm_register(comm[i], id, 0, CS_COMM_INIT);
+    for (int i = 0; i < ndev; i++) comm_register(comm[i], id, 0, CS_COMM_INIT, r);
   }
   return r;
 }
@@ -115,7 +116,7 @@ CS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
   ncclResult_t r = cs_real_ncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
   cs_tls.depth--;
   if (started(r) && newcomm && commIds && nId > 0)
-    comm_register(*newcomm, uid_hash(&commIds[0]), 0, CS_COMM_INIT);
+    comm_register(*newcomm, uid_hash(&commIds[0]), 0, CS_COMM_INIT, r);
   return r;
 }
 
@@ -129,7 +130,7 @@ CS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
   if (cs_active()) {
     uint64_t parent;
     uint64_t id = child_id(comm, (uint64_t)(uint32_t)color, &parent);
-    if (started(r) && newcomm && *newcomm) comm_register(*newcomm, id, parent, CS_COMM_SPLIT);
+    if (started(r) && newcomm && *newcomm) comm_register(*newcomm, id, parent, CS_COMM_SPLIT, r);
   }
   return r;
 }
@@ -145,7 +146,7 @@ CS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, in
   if (cs_active()) {
     uint64_t parent;
     uint64_t id = child_id(comm, 0x5348524bULL /* "SHRK" */, &parent);
-    if (started(r) && newcomm && *newcomm) comm_register(*newcomm, id, parent, CS_COMM_SPLIT);
+    if (started(r) && newcomm && *newcomm) comm_register(*newcomm, id, parent, CS_COMM_SPLIT, r);
   }
   return r;
 }

@@ -43,6 +43,7 @@ struct cs_comm *cs_comm_insert(void *comm) {
       c->index = 0;
       atomic_store(&c->seq, 0);
       atomic_store(&c->splits, 0);
+      c->nonblocking = false;
       atomic_store_explicit(&c->key, comm, memory_order_release);
     }
   }
@@ -55,6 +56,13 @@ void cs_comm_remove(void *comm) {
   struct cs_comm *c = cs_comm_lookup(comm);
   if (c) atomic_store_explicit(&c->key, TOMBSTONE, memory_order_release);
   pthread_mutex_unlock(&insert_lock);
+}
+
+void cs_comm_foreach(void (*fn)(void *comm, struct cs_comm *c, void *arg), void *arg) {
+  for (size_t i = 0; i < CS_COMM_CAP; i++) {
+    void *k = atomic_load_explicit(&table[i].key, memory_order_acquire);
+    if (k && k != TOMBSTONE) fn(k, &table[i], arg);
+  }
 }
 
 uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed) {

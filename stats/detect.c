@@ -11,7 +11,8 @@ void cs_det_params_default(struct cs_det_params *p) {
   p->min_instances = 10;
   p->share = 0.25;
   p->z = 6.0;
-  p->persist = 10;
+  p->persist = 6;
+  p->offset_z = 5.0;
   p->floor_us = 20.0;
   p->frac = 0.02;
   p->link_floor_us = 10000;
@@ -36,6 +37,7 @@ int cs_det_params_env(struct cs_det_params *p) {
   bad += env_num("COLLSCOPE_STRAGGLER_SHARE", &p->share, 0.0, 1.0);
   bad += env_num("COLLSCOPE_STRAGGLER_Z", &p->z, 0.0, 100.0);
   bad += env_num("COLLSCOPE_STRAGGLER_PERSIST", &ps, 1, 1e6);
+  bad += env_num("COLLSCOPE_STRAGGLER_OFFSET_Z", &p->offset_z, 0.0, 1e6);
   p->persist = (unsigned)ps;
   bad += env_num("COLLSCOPE_STRAGGLER_FLOOR_US", &p->floor_us, 0.0, 1e9);
   bad += env_num("COLLSCOPE_STRAGGLER_FRAC", &p->frac, 0.0, 100.0);
@@ -71,6 +73,13 @@ static double median(double *v, size_t n) {
   return v[(n - 1) / 2];
 }
 
+/* the true median (mean of the two middle values for even n; sorts v) */
+static double median_mid(double *v, size_t n) {
+  if (!n) return 0;
+  qsort(v, n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 static int cmp_inst(const void *a, const void *b, void *ctx) {
   const struct cs_det_op *g_ops = ctx;
   const struct cs_det_op *x = &g_ops[*(const size_t *)a], *y = &g_ops[*(const size_t *)b];
@@ -94,6 +103,14 @@ struct inst {
   double lateness, med, gap_last, gap_peers;
   int64_t seq;
   uint64_t bytes;
+  size_t e0, ne;     /* its entries in ents[] */
+};
+
+/* one rank's timed op in an instance: its arrival offset a = median(duration) - its
+ * duration (> 0: it arrived after the median rank) and its compute gap */
+struct ent {
+  int r;
+  double a, gap;
 };
 
 struct member {      /* comm_rank -> identity */
@@ -141,6 +158,72 @@ static bool eval_cand(const struct inst *in, size_t lo, size_t hi, int cand, con
   return true;
 }
 
+/* Per-rank sliding state of one communicator. */
+struct rstate {
+  size_t n, pos;        /* instances in the window it has a timed op in; of those, a > 0 */
+  unsigned streak;      /* consecutive instances the flag conditions held, ending at `at` */
+  size_t at;
+  bool flagged_now;
+  size_t sidx;          /* its entry in out->stragglers + 1, 0 none */
+};
+
+/* robust z of a median: m / (1.2533 * 1.4826 * MAD / sqrt(k)) (the sd of a median of k
+ * draws ~ 1.2533 sigma; sigma ~ 1.4826 MAD). Overwrites v. Huge when the MAD is 0. */
+static double median_z(double *v, size_t k, double m) {
+  for (size_t j = 0; j < k; j++) v[j] = v[j] > m ? v[j] - m : m - v[j];
+  double mad = median_mid(v, k);
+  double se = 1.2533 * 1.4826 * mad / det_sqrt((double)k);
+  return se > 0 ? m / se : m > 0 ? 1e300 : 0;
+}
+
+/* The offset rule for comm_rank r over the window [lo, hi): its median arrival offset m
+ * must reach thr, and be offset_z robust standard errors above 0, either in us or relative
+ * to each instance's median duration (with mixed sizes a fixed delay is steady in us, a
+ * proportional one relative to the duration). Fills *off with m. */
+static bool eval_offset(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r,
+                        double thr, double zmin, double *scratch, double *off) {
+  size_t k = 0;
+  double *rel = scratch + (hi - lo);   /* scratch holds 2 * window + comm size doubles */
+  for (size_t i = lo; i < hi; i++)
+    for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
+      if (ents[e].r == r) {
+        rel[k] = in[i].med > 0 ? ents[e].a / in[i].med : 0;
+        scratch[k++] = ents[e].a;
+        break;
+      }
+  double m = median_mid(scratch, k);
+  *off = m;
+  if (k < 2 || m < thr || !(m > 0)) return false;
+  if (median_z(scratch, k, m) >= zmin) return true;
+  double mr = median_mid(rel, k);
+  return mr > 0 && median_z(rel, k, mr) >= zmin;
+}
+
+/* median arrival offset and compute gaps of comm_rank r over [lo, hi) */
+static void rank_figures(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double *scratch,
+                         double *off, double *gap, double *pgap) {
+  size_t k = 0;
+  for (size_t i = lo; i < hi; i++)
+    for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
+      if (ents[e].r == r) { scratch[k++] = ents[e].a; break; }
+  *off = median_mid(scratch, k);
+  k = 0;
+  for (size_t i = lo; i < hi; i++)
+    for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
+      if (ents[e].r == r && ents[e].gap >= 0) { scratch[k++] = ents[e].gap; break; }
+  *gap = k ? median(scratch, k) : -1;
+  /* peers: the median over instances of the instance's median peer gap */
+  size_t g = 0;
+  for (size_t i = lo; i < hi; i++) {
+    size_t h = 0;
+    double *row = scratch + (hi - lo);   /* scratch holds 2 * window + comm size doubles */
+    for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
+      if (ents[e].r != r && ents[e].gap >= 0) row[h++] = ents[e].gap;
+    if (h) scratch[g++] = median(row, h);
+  }
+  *pgap = g ? median(scratch, g) : -1;
+}
+
 int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *pp, int hang_mode,
               struct cs_det_result *out) {
   memset(out, 0, sizeof *out);
@@ -149,12 +232,15 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
   else cs_det_params_default(&p);
   if (p.window < 2) p.window = 2;
   if (p.min_instances < 2) p.min_instances = 2;
+  if (p.persist < 1) p.persist = 1;
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
   double *gap = malloc((n ? n : 1) * sizeof *gap);
   double *scratch = NULL, *durs = NULL, *gaps = NULL;
   struct inst *in = NULL;
-  size_t nin = 0, capin = 0, capS = 0, capH = 0, capR = 0;
+  struct ent *ents = NULL;
+  size_t nin = 0, capin = 0, nents = 0, capents = 0, capS = 0, capH = 0, capR = 0;
   struct member *mem = NULL;
+  struct rstate *rs = NULL;
   size_t *cnt = NULL;
   int64_t *done_max = NULL, *entered_max = NULL;
   if (!idx || !gap) goto oom;
@@ -175,8 +261,6 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
 
   for (size_t i = 0; i < n; i++) idx[i] = i;
   qsort_r(idx, n, sizeof *idx, cmp_inst, (void *)ops);
-  scratch = malloc((p.window + 1) * sizeof *scratch);
-  if (!scratch) goto oom;
 
   for (size_t c0 = 0; c0 < n;) {
     size_t c1 = c0;
@@ -189,20 +273,23 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
       c1++;
     }
     if (csize <= 0 || csize > (1 << 20)) { c0 = c1; continue; }
-    free(mem); free(cnt); free(done_max); free(entered_max); free(durs); free(gaps);
+    free(mem); free(cnt); free(done_max); free(entered_max); free(durs); free(gaps); free(rs); free(scratch);
     mem = calloc((size_t)csize, sizeof *mem);
     cnt = calloc((size_t)csize, sizeof *cnt);
+    rs = calloc((size_t)csize, sizeof *rs);
     done_max = malloc((size_t)csize * sizeof *done_max);
     entered_max = malloc((size_t)csize * sizeof *entered_max);
     durs = malloc((size_t)csize * sizeof *durs);
     gaps = malloc((size_t)csize * sizeof *gaps);
-    if (!mem || !cnt || !done_max || !entered_max || !durs || !gaps) goto oom;
+    scratch = malloc((2 * (size_t)p.window + (size_t)csize + 1) * sizeof *scratch);
+    if (!mem || !cnt || !rs || !done_max || !entered_max || !durs || !gaps || !scratch) goto oom;
     for (int r = 0; r < csize; r++) { mem[r].rank = -1; mem[r].host = NULL; done_max[r] = entered_max[r] = -1; }
     bool any_pending = false;
     int64_t oldest = 0;
 
     /* instances of this comm */
     nin = 0;
+    nents = 0;
     for (size_t s0 = c0; s0 < c1;) {
       size_t s1 = s0;
       int64_t seq = ops[idx[s0]].seq;
@@ -229,19 +316,21 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
           }
         }
         if (seq < 0 || o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
+        if (o->comm_rank < 0 || o->comm_rank >= csize || nd >= (size_t)csize) continue;
+        if (nd && ents[nents - 1].r == o->comm_rank) continue;   /* one op per rank and instance */
         if (o->bytes > ibytes) ibytes = o->bytes;
         double d = (double)(o->end_ns - o->start_ns) / 1e3;
         if (nd == 0 || d < mind) { mind = d; lastr = o->comm_rank; gl = gap[idx[k]]; }
         durs[nd++] = d;
+        GROW(ents, nents, capents);
+        ents[nents++] = (struct ent){o->comm_rank, d, gap[idx[k]]};
       }
       if (nd >= 2 && lastr >= 0 && lastr < csize) {
+        size_t e0 = nents - nd;
         /* peers' gaps */
         size_t ng = 0;
-        for (size_t k = s0; k < s1; k++) {
-          const struct cs_det_op *o = &ops[idx[k]];
-          if (o->comm_rank != lastr && o->state == CS_DET_DONE && gap[idx[k]] >= 0 && ng < (size_t)csize)
-            gaps[ng++] = gap[idx[k]];
-        }
+        for (size_t e = e0; e < nents; e++)
+          if (ents[e].r != lastr && ents[e].gap >= 0) gaps[ng++] = ents[e].gap;
         GROW(in, nin, capin);
         struct inst *I = &in[nin++];
         I->med = median(durs, nd);
@@ -251,59 +340,118 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
         I->gap_peers = ng ? median(gaps, ng) : -1;
         I->seq = seq;
         I->bytes = ibytes;
+        I->e0 = e0;
+        I->ne = nd;
+        double mid = median_mid(durs, nd);
+        for (size_t e = e0; e < nents; e++) ents[e].a = mid - ents[e].a;
+      } else {
+        nents -= nd;
       }
       s0 = s1;
     }
     out->instances += nin;
 
     /* sliding window */
-    int flagged_now = -1, streak_rank = -1;
-    unsigned streak = 0;
-    size_t streak_at = 0, first_s = out->nstragglers;
+    bool any_flagged_now = false;
     for (size_t i = 0; i < nin; i++) {
       cnt[in[i].last]++;
+      for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
+        rs[ents[e].r].n++;
+        rs[ents[e].r].pos += ents[e].a > 0;
+      }
       size_t lo = i + 1 > p.window ? i + 1 - p.window : 0;
-      if (lo > 0) cnt[in[lo - 1].last]--;
+      if (lo > 0) {
+        const struct inst *O = &in[lo - 1];
+        cnt[O->last]--;
+        for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
+          rs[ents[e].r].n--;
+          rs[ents[e].r].pos -= ents[e].a > 0;
+        }
+      }
       size_t w = i + 1 - lo;
-      flagged_now = -1;
+      any_flagged_now = false;
+      for (int r = 0; r < csize; r++) rs[r].flagged_now = false;
       if (w < p.min_instances) continue;
+      double med = -1;  /* median duration over the window, computed on demand */
+      /* share-last rule: the rank last most often */
       int cand = 0;
       for (int r = 1; r < csize; r++)
         if (cnt[r] > cnt[cand]) cand = r;
       double p0 = 1.0 / (double)csize, need = p0 + p.z * det_sqrt(p0 * (1 - p0) / (double)w);
       if (need < p.share) need = p.share;
-      if ((double)cnt[cand] < need * (double)w) continue;
-      struct cs_det_straggler s = {0};
-      if (!eval_cand(in, lo, i + 1, cand, &p, scratch, &s)) continue;
-      /* persistence: a burst of scheduling noise on a busy host is not a straggler */
-      streak = streak_rank == cand && streak_at + 1 == i ? streak + 1 : 1;
-      streak_rank = cand;
-      streak_at = i;
-      if (streak < p.persist) continue;
-      flagged_now = cand;
-      size_t j;
-      for (j = first_s; j < out->nstragglers; j++)
-        if (out->stragglers[j].comm_rank == cand) break;
-      if (j == out->nstragglers) {
-        GROW(out->stragglers, out->nstragglers, capS);
-        out->nstragglers++;
-        s.first_flag_instance = i + 1;
-        s.first_flag_seq = in[i].seq;
-      } else {
-        s.first_flag_instance = out->stragglers[j].first_flag_instance;
-        s.first_flag_seq = out->stragglers[j].first_flag_seq;
+      struct cs_det_straggler s_last = {0};
+      bool last_ok = (double)cnt[cand] >= need * (double)w && eval_cand(in, lo, i + 1, cand, &p, scratch, &s_last);
+      for (int r = 0; r < csize; r++) {
+        struct rstate *R = &rs[r];
+        bool ok = last_ok && r == cand;
+        double off = 0;
+        /* offset rule; cheap pre-check first: after the median in clearly more than half
+         * of its instances (sign test, z >= 2) */
+        if (!ok && R->n >= p.min_instances && (double)R->pos - 0.5 * (double)R->n >= det_sqrt((double)R->n)) {
+          if (med < 0) {
+            for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+            med = median(scratch, w);
+          }
+          double thr = p.floor_us > p.frac * med ? p.floor_us : p.frac * med;
+          ok = eval_offset(in, ents, lo, i + 1, r, thr, p.offset_z, scratch, &off);
+        }
+        if (!ok) continue;
+        /* persistence: a burst of scheduling noise on a busy host is not a straggler */
+        R->streak = R->streak && R->at + 1 == i ? R->streak + 1 : 1;
+        R->at = i;
+        if (R->streak < p.persist) continue;
+        R->flagged_now = any_flagged_now = true;
+        struct cs_det_straggler s;
+        if (last_ok && r == cand) {
+          s = s_last;
+        } else {
+          memset(&s, 0, sizeof s);
+          s.window_instances = w;
+          s.last = cnt[r];
+          s.share_last = (double)cnt[r] / (double)w;
+          size_t k = 0;
+          for (size_t j = lo; j <= i; j++)
+            if (in[j].last == r) scratch[k++] = in[j].lateness;
+          s.lateness_us = median(scratch, k);
+          if (med < 0) {
+            for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+            med = median(scratch, w);
+          }
+          s.median_dur_us = med;
+        }
+        double o2, g2, pg2;
+        rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
+        s.offset_us = o2;
+        s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
+        /* offset rule: gaps over the whole window (a share-last flag keeps eval_cand's,
+         * over its last-arrivals) */
+        if (!(last_ok && r == cand)) {
+          double late = o2 > s.lateness_us ? o2 : s.lateness_us;
+          s.gap_us = g2;
+          s.peer_gap_us = pg2;
+          s.kind = (g2 >= 0 && pg2 >= 0 && g2 - pg2 < 0.5 * late) ? CS_DET_LINK : CS_DET_COMPUTE;
+        }
+        s.comm = comm;
+        s.comm_size = csize;
+        s.comm_rank = r;
+        s.rank = mem[r].rank;
+        s.host = mem[r].host;
+        if (!R->sidx) {
+          GROW(out->stragglers, out->nstragglers, capS);
+          R->sidx = ++out->nstragglers;
+          s.first_flag_instance = i + 1;
+          s.first_flag_seq = in[i].seq;
+        } else {
+          s.first_flag_instance = out->stragglers[R->sidx - 1].first_flag_instance;
+          s.first_flag_seq = out->stragglers[R->sidx - 1].first_flag_seq;
+        }
+        out->stragglers[R->sidx - 1] = s;
       }
-      s.comm = comm;
-      s.comm_size = csize;
-      s.comm_rank = cand;
-      s.rank = mem[cand].rank;
-      s.host = mem[cand].host;
-      out->stragglers[j] = s;
     }
     /* per-rank figures over the final window */
     size_t lo = nin > p.window ? nin - p.window : 0;
     /* slow link: no rank flagged now, everyone equally slow on small messages */
-    if (flagged_now < 0 && nin - lo >= p.min_instances) {
+    if (!any_flagged_now && nin - lo >= p.min_instances) {
       size_t ns = 0, nl = 0;
       for (size_t i = lo; i < nin; i++)
         if (in[i].bytes <= 65536) scratch[ns++] = in[i].med;
@@ -336,19 +484,24 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
     }
     for (int r = 0; r < csize; r++) {
       GROW(out->ranks, out->nranks, capR);
-      struct cs_det_rankstat *rs = &out->ranks[out->nranks++];
-      memset(rs, 0, sizeof *rs);
-      rs->comm = comm;
-      rs->comm_rank = r;
-      rs->rank = mem[r].rank;
-      rs->host = mem[r].host;
-      rs->instances = nin - lo;
+      struct cs_det_rankstat *st = &out->ranks[out->nranks++];
+      memset(st, 0, sizeof *st);
+      st->comm = comm;
+      st->comm_rank = r;
+      st->rank = mem[r].rank;
+      st->host = mem[r].host;
+      st->instances = nin - lo;
       size_t k = 0;
       for (size_t i = lo; i < nin; i++)
         if (in[i].last == r) scratch[k++] = in[i].lateness;
-      rs->last = k;
-      rs->lateness_us = median(scratch, k);
-      rs->straggler = flagged_now == r;
+      st->last = k;
+      st->lateness_us = median(scratch, k);
+      k = 0;
+      for (size_t i = lo; i < nin; i++)
+        for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
+          if (ents[e].r == r) { scratch[k++] = ents[e].a; break; }
+      st->offset_us = median_mid(scratch, k);
+      st->straggler = rs[r].flagged_now;
     }
 
     /* hang */
@@ -383,11 +536,11 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
     }
     c0 = c1;
   }
-  free(idx); free(gap); free(scratch); free(in); free(mem); free(cnt);
+  free(idx); free(gap); free(scratch); free(in); free(ents); free(mem); free(cnt); free(rs);
   free(done_max); free(entered_max); free(durs); free(gaps);
   return 0;
 oom:
-  free(idx); free(gap); free(scratch); free(in); free(mem); free(cnt);
+  free(idx); free(gap); free(scratch); free(in); free(ents); free(mem); free(cnt); free(rs);
   free(done_max); free(entered_max); free(durs); free(gaps);
   cs_det_result_free(out);
   return -1;

@@ -262,6 +262,25 @@ void cs_dump_record(const struct cs_record *r) {
     KEY("root"); put_i64(r->root);
     KEY("peer"); put_i64(r->peer);
     break;
+  case CS_REC_LINK: {  /* NCCL_NET wrapper: one connection over [t0_ns, t_ns] (DESIGN.md) */
+    PUTL("{\"type\":\"link\",\"dir\":"); put_str(r->root ? "recv" : "send");
+    KEY("rank"); put_i64(cs_cfg.rank);
+    KEY("peer"); put_i64(r->peer);
+    KEY("conn"); put_id(r->comm_id);
+    KEY("dev"); put_i64(r->device);
+    KEY("bytes"); put_u64(r->bytes);
+    KEY("msgs"); put_u64(r->count);
+    KEY("busy_us"); put_us((int64_t)r->stream);
+    KEY("gbps_p50"); put_f64(true, r->in_sum);
+    KEY("gbps_p10"); put_f64(true, r->in_abs);
+    KEY("gbps_mean"); put_f64(true, r->out_sum);
+    KEY("max_inflight"); put_u64(r->seq);
+    KEY("t0_ns"); put_i64(r->start_ns);
+    KEY("t_ns"); put_i64(r->end_ns);
+    KEY("closed"); puts_(r->event ? "true" : "false");
+    PUTL("}\n");
+    return;
+  }
   case CS_REC_XFER:
     n_xfers++;
     PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_str(cs_cudart_api_name(r->api));

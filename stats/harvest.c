@@ -6,6 +6,7 @@
 #include "dump_writer.h"
 #include "hooks/cuda_driver.h"
 #include "hooks/timing.h"
+#include "hooks/online.h"
 #include "hooks/sdc.h"
 #include "queue.h"
 #include "ring.h"
@@ -138,6 +139,12 @@ static void hang_check(void) {
 }
 
 /* One pass: drain the queue, complete what can be completed, write it. */
+/* NCCL_NET wrapper link records (shim/net_plugin.c): dump file and stats ring */
+static void link_emit(const struct cs_record *r) {
+  cs_dump_record(r);
+  cs_ring_publish(r);
+}
+
 static size_t harvest_pass(bool final) {
   struct cs_record r;
   size_t drained = 0;
@@ -159,6 +166,7 @@ static size_t harvest_pass(bool final) {
     if (!skip && try_complete(&pend[i], final)) {
       cs_dump_record(&pend[i]);
       cs_ring_publish(&pend[i]);
+      cs_online_note(&pend[i]);
       done++;
       continue;
     }
@@ -168,6 +176,7 @@ static size_t harvest_pass(bool final) {
   }
   npend = keep;
   if (!final) hang_check();
+  cs_net_collect(final, link_emit);  /* NCCL_NET wrapper */
   uint64_t d = atomic_load(&cs_st.drops);
   if (d != drops_written) {
     cs_dump_drops(d - drops_written);

@@ -27,6 +27,11 @@
  *  - Drops per file: cs_dumpfile_drops() (max of footer and drops records).
  *  - --op NAME restricts every table to op records named NAME (case-insensitive for names
  *    of schema.h); xfer (Memcpy) records are only counted when no --op is given.
+ *  - links / slow_links: NCCL_NET wrapper "link" records per host pair, definitions in
+ *    include/collscope/links.h. Hosts: the writing file's header host for its own end; the
+ *    other end from the record with the same `conn` token in another file, else (send side)
+ *    the host of the peer rank. Straggler entries of kind "link" with rank -1 get
+ *    "src_host"/"dst_host" of the slowest slow pair (null when there is none).
  *
  * Exit status: 0 report written (malformed lines only produce messages on stderr),
  * 1 unusable input (no dump files, unreadable, unsupported schema) or write error, 2 usage. */
@@ -44,6 +49,7 @@
 #include <jansson.h>
 
 #include "collscope/detect.h"
+#include "collscope/links.h"
 #include "collscope/schema.h"
 #include "collscope/sdc.h"
 #include "dumpfile.h"
@@ -92,6 +98,9 @@ struct report {
   struct summary sum;
   struct cs_det_result det;   /* stragglers and hangs (stats/detect.c) */
   struct cs_det_params detp;
+  struct cs_link_pair *links; size_t nlinks;   /* NCCL_NET wrapper pairs (stats/links.c) */
+  struct cs_link_params linkp;
+  size_t link_records;
 };
 
 /* ---------- helpers ---------- */
@@ -544,17 +553,41 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
   return rc;
 }
 
-static void text_stragglers(const struct report *r, FILE *o) { cli_text_stragglers(&r->det, &r->detp, o); }
+static const struct cs_link_pair *slowest_pair(const struct report *r);
+static void text_stragglers(const struct report *r, FILE *o) {
+  cli_text_stragglers(&r->det, &r->detp, o);
+  const struct cs_link_pair *q = slowest_pair(r);
+  for (size_t i = 0; i < r->det.nstragglers; i++)
+    if (r->det.stragglers[i].kind == CS_DET_LINK && r->det.stragglers[i].rank < 0) {
+      if (q) fprintf(o, "  link entries: slow host pair %s -> %s (%.3g Gbit/s p50 vs %.3g for the other pairs; see links)\n",
+                     q->src_host, q->dst_host, q->gbps_p50, q->ref_gbps_p50);
+      else fprintf(o, "  link entries: no NCCL_NET link records name a slow host pair\n");
+      break;
+    }
+}
 static void text_hangs(const struct report *r, FILE *o) { cli_text_hangs(&r->det, o); }
-static json_t *json_stragglers(const struct report *r) { return cli_json_stragglers(&r->det); }
+static json_t *json_stragglers(const struct report *r) {
+  json_t *a = cli_json_stragglers(&r->det);
+  const struct cs_link_pair *q = slowest_pair(r);
+  for (size_t i = 0; i < r->det.nstragglers && i < json_array_size(a); i++) {
+    if (r->det.stragglers[i].kind != CS_DET_LINK || r->det.stragglers[i].rank >= 0) continue;
+    json_t *o = json_array_get(a, i);
+    json_object_set_new(o, "src_host", q ? json_string(q->src_host) : json_null());
+    json_object_set_new(o, "dst_host", q ? json_string(q->dst_host) : json_null());
+  }
+  return a;
+}
 static json_t *json_hangs(const struct report *r) { return cli_json_hangs(&r->det); }
 
 void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o) {
   fprintf(o, "\n# Stragglers: last arrival = shortest GPU duration of a collective instance;\n"
-             "# flagged when last in the last %u instances of a comm (at least %u) more often than\n"
-             "# max(%.0f%%, chance + %.1f sigma), with median lateness >= max(%.0f us, %.1f%% of the median\n"
-             "# duration), on %u consecutive instances; `after`: instances until flagged; %zu evaluated\n",
-          p->window, p->min_instances, p->share * 100, p->z, p->floor_us, p->frac * 100, p->persist,
+             "# offset = median(duration) - own duration (> 0: arrived after the median rank);\n"
+             "# flagged over the last %u instances of a comm (at least %u), on %u consecutive instances,\n"
+             "# when its median offset is %.1f robust sigma above 0,\n"
+             "# or when it is last more often than max(%.0f%%, chance + %.1f sigma) with median lateness when\n"
+             "# last; either figure >= max(%.0f us, %.1f%% of the median duration); `after`: instances until\n"
+             "# flagged; %zu evaluated\n",
+          p->window, p->min_instances, p->persist, p->offset_z, p->share * 100, p->z, p->floor_us, p->frac * 100,
           det->instances);
   fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %s\n", "rank", "host", "comm", "share_last",
           "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind");
@@ -598,6 +631,8 @@ json_t *cli_json_stragglers(const struct cs_det_result *det) {
     json_object_set_new(o, "comm_rank", json_integer(s->comm_rank));
     json_object_set_new(o, "share_last", json_real(s->share_last));
     json_object_set_new(o, "lateness_us", json_real(s->lateness_us));
+    json_object_set_new(o, "offset_us", json_real(s->offset_us));
+    json_object_set_new(o, "later_share", json_real(s->later_share));
     json_object_set_new(o, "median_dur_us", json_real(s->median_dur_us));
     json_object_set_new(o, "gap_us", json_real(s->gap_us));
     json_object_set_new(o, "peer_gap_us", json_real(s->peer_gap_us));
@@ -632,6 +667,152 @@ json_t *cli_json_hangs(const struct cs_det_result *det) {
     json_object_set_new(o, "hosts", mh);
     json_object_set_new(o, "stuck_ranks", sr);
     json_object_set_new(o, "stuck_hosts", sh);
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+/* ---------- links: NCCL_NET wrapper link records per host pair (include/collscope/links.h) ---------- */
+
+struct conn_end { uint64_t conn; const char *host; int rank; bool send; };
+static int cmp_conn_end(const void *a, const void *b) {
+  const struct conn_end *x = a, *y = b;
+  if (x->conn != y->conn) return x->conn < y->conn ? -1 : 1;
+  return (int)x->send - (int)y->send;
+}
+/* the other end of connection `conn` (send: the receiving end), or NULL */
+static const struct conn_end *other_end(const struct conn_end *v, size_t n, uint64_t conn, bool send) {
+  if (!conn) return NULL;
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (v[m].conn < conn) lo = m + 1;
+    else hi = m;
+  }
+  for (size_t i = lo; i < n && v[i].conn == conn; i++)
+    if (v[i].send != send) return &v[i];
+  return NULL;
+}
+
+static void build_links(struct report *r) {
+  const struct cs_dumpset *set = r->set;
+  size_t n = 0;
+  int maxrank = -1;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    n += set->files[i].nlinks;
+    if (set->files[i].hdr.rank > maxrank) maxrank = set->files[i].hdr.rank;
+  }
+  r->link_records = n;
+  if (!n) return;
+  const char **host_of = xcalloc((size_t)maxrank + 2, sizeof *host_of);
+  for (size_t i = 0; i < set->nfiles; i++)
+    if (set->files[i].hdr.rank >= 0) host_of[set->files[i].hdr.rank] = set->files[i].hdr.host;
+  struct conn_end *ends = xcalloc(n, sizeof *ends);
+  struct cs_link_obs *obs = xcalloc(n, sizeof *obs);
+  size_t k = 0;
+  for (size_t i = 0; i < set->nfiles; i++)
+    for (size_t j = 0; j < set->files[i].nlinks; j++) {
+      const struct cs_link_rec *l = &set->files[i].links[j];
+      ends[k++] = (struct conn_end){l->conn, set->files[i].hdr.host, l->rank >= 0 ? l->rank : set->files[i].hdr.rank, l->send};
+    }
+  qsort(ends, n, sizeof *ends, cmp_conn_end);
+  k = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    for (size_t j = 0; j < f->nlinks; j++) {
+      const struct cs_link_rec *l = &f->links[j];
+      struct cs_link_obs *o = &obs[k++];
+      const struct conn_end *e = other_end(ends, n, l->conn, l->send);
+      int me = l->rank >= 0 ? l->rank : f->hdr.rank;
+      const char *ohost = e ? e->host : NULL;
+      int orank = e ? e->rank : l->peer;
+      if (!ohost && l->send && l->peer >= 0 && l->peer <= maxrank) ohost = host_of[l->peer];
+      o->send = l->send;
+      o->src_host = l->send ? f->hdr.host : ohost;
+      o->dst_host = l->send ? ohost : f->hdr.host;
+      o->src_rank = l->send ? me : orank;
+      o->dst_rank = l->send ? orank : me;
+      o->bytes = l->bytes;
+      o->msgs = l->msgs;
+      o->busy_us = l->busy_us;
+      o->gbps_p50 = l->gbps_p50;
+      o->gbps_p10 = l->gbps_p10;
+    }
+  }
+  if (cs_links_aggregate(obs, n, &r->linkp, &r->links, &r->nlinks) != 0)
+    fputs("collscope report: links out of memory\n", stderr);
+  free(obs);
+  free(ends);
+  free(host_of);
+}
+
+static const struct cs_link_pair *slowest_pair(const struct report *r) {
+  const struct cs_link_pair *best = NULL;
+  for (size_t i = 0; i < r->nlinks; i++) {
+    const struct cs_link_pair *q = &r->links[i];
+    if (!q->slow) continue;
+    double ratio = q->ref_gbps_p50 > 0 ? q->gbps_p50 / q->ref_gbps_p50 : 1;
+    if (!best || ratio < best->gbps_p50 / best->ref_gbps_p50) best = q;
+  }
+  return best;
+}
+
+static void text_links(const struct report *r, FILE *o) {
+  if (!r->link_records) return;   /* no NCCL_NET wrapper in this job */
+  fprintf(o, "\n# Links (NCCL_NET wrapper): per host pair, Gbit/s = byte-weighted per-message throughput\n"
+             "# (post to done) p50 / p10; side = which end measured it; slow: p50 < %.2f x the median of\n"
+             "# the other pairs (pairs with >= %llu bytes)\n",
+          r->linkp.slow_frac, (unsigned long long)r->linkp.min_bytes);
+  fprintf(o, "# %-16s %-16s %14s %10s %12s %12s %5s  %s\n", "src_host", "dst_host", "bytes", "msgs", "gbps_p50",
+          "gbps_p10", "side", "slow");
+  for (size_t i = 0; i < r->nlinks; i++) {
+    const struct cs_link_pair *q = &r->links[i];
+    fprintf(o, "  %-16s %-16s %14llu %10llu %12.3f %12.3f %5s  %s\n", q->src_host ? q->src_host : "?",
+            q->dst_host ? q->dst_host : "?", (unsigned long long)q->bytes, (unsigned long long)q->msgs, q->gbps_p50,
+            q->gbps_p10, q->from_send ? "send" : "recv", q->slow ? "SLOW" : "");
+  }
+  size_t nslow = 0;
+  for (size_t i = 0; i < r->nlinks; i++)
+    if (r->links[i].slow) {
+      const struct cs_link_pair *q = &r->links[i];
+      fprintf(o, "  slow link: %s -> %s at %.3g Gbit/s p50, %.3g x the other pairs' median (%.3g)\n", q->src_host,
+              q->dst_host, q->gbps_p50, q->ref_gbps_p50 > 0 ? q->gbps_p50 / q->ref_gbps_p50 : 0, q->ref_gbps_p50);
+      nslow++;
+    }
+  if (!nslow) fprintf(o, "  no slow link\n");
+}
+
+static json_t *json_links(const struct report *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->nlinks; i++) {
+    const struct cs_link_pair *q = &r->links[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "src_host", q->src_host ? json_string(q->src_host) : json_null());
+    json_object_set_new(o, "dst_host", q->dst_host ? json_string(q->dst_host) : json_null());
+    json_object_set_new(o, "bytes", jbytes(q->bytes));
+    json_object_set_new(o, "msgs", jbytes(q->msgs));
+    json_object_set_new(o, "busy_us", json_real(q->busy_us));
+    json_object_set_new(o, "gbps_p50", json_real(q->gbps_p50));
+    json_object_set_new(o, "gbps_p10", json_real(q->gbps_p10));
+    json_object_set_new(o, "side", json_string(q->from_send ? "send" : "recv"));
+    json_object_set_new(o, "observations", jcount(q->nobs));
+    json_object_set_new(o, "slow", json_boolean(q->slow));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static json_t *json_slow_links(const struct report *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->nlinks; i++) {
+    const struct cs_link_pair *q = &r->links[i];
+    if (!q->slow) continue;
+    json_t *o = json_object();
+    json_object_set_new(o, "src_host", json_string(q->src_host));
+    json_object_set_new(o, "dst_host", json_string(q->dst_host));
+    json_object_set_new(o, "gbps_p50", json_real(q->gbps_p50));
+    json_object_set_new(o, "ref_gbps_p50", json_real(q->ref_gbps_p50));
+    json_object_set_new(o, "ratio", json_real(q->ref_gbps_p50 > 0 ? q->gbps_p50 / q->ref_gbps_p50 : 0));
     json_array_append_new(a, o);
   }
   return a;
@@ -828,6 +1009,8 @@ static const struct report_section sections[] = {
   {"comms", text_comms, json_comms},
   {"stragglers", text_stragglers, json_stragglers},
   {"hangs", text_hangs, json_hangs},
+  {"links", text_links, json_links},         /* NCCL_NET wrapper (include/collscope/links.h) */
+  {"slow_links", NULL, json_slow_links},     /* printed by the links text section */
   {"sdc", text_sdc, json_sdc},
   {"sdc_checks", NULL, json_sdc_checks},   /* counts behind the sdc section */
   {"notes", text_notes, NULL},   /* its counts are in the JSON summary */
@@ -935,6 +1118,10 @@ int cmd_report(int argc, char **argv) {
   if (cs_det_params_env(&r.detp))
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_STRAGGLER_* value (collscope help)\n");
   if (cli_detect_dumpset(set, &r.detp, &r.det) != 0) fputs("collscope report: detection out of memory\n", stderr);
+  cs_link_params_default(&r.linkp);
+  if (cs_link_params_env(&r.linkp))
+    fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_LINK_SLOW_FRAC / COLLSCOPE_LINK_MIN_BYTES value\n");
+  build_links(&r);
 
   FILE *o = stdout;
   if (outpath && strcmp(outpath, "-") != 0) {
@@ -962,6 +1149,7 @@ int cmd_report(int argc, char **argv) {
   free(r.ranks);
   free(r.comms);
   cs_det_result_free(&r.det);
+  free(r.links);
   cs_dumpset_free(set);
   return rc;
 }

@@ -36,7 +36,7 @@ struct proc {
   uint64_t comm;          /* busiest comm (most ops in the ring) */
   int64_t seq;            /* its highest completed seq, -1 none */
   double ops_per_s, busbw, since_last_s;
-  double lateness_us, share_last;
+  double lateness_us, share_last, offset_us;
   bool straggler, hung, dead, closed;
   uint64_t drops, pending;
 };
@@ -175,6 +175,7 @@ static void analyse(struct proc *v, size_t n, const struct cs_det_params *dp, st
       const struct cs_det_rankstat *rs = &det->ranks[r];
       if (rs->comm != p->comm || rs->rank != p->rd.h->rank) continue;
       p->lateness_us = rs->lateness_us;
+      p->offset_us = rs->offset_us;
       p->share_last = rs->instances ? (double)rs->last / (double)rs->instances : 0;
     }
     for (size_t s = 0; s < det->nstragglers; s++)
@@ -219,6 +220,7 @@ static json_t *to_json(const struct proc *v, size_t n, const struct cs_det_resul
     json_object_set_new(o, "since_last_s", json_real(p->since_last_s));
     json_object_set_new(o, "share_last", json_real(p->share_last));
     json_object_set_new(o, "lateness_us", json_real(p->lateness_us));
+    json_object_set_new(o, "offset_us", json_real(p->offset_us));
     json_object_set_new(o, "pending", json_integer((json_int_t)p->pending));
     json_object_set_new(o, "drops", json_integer((json_int_t)p->drops));
     json_object_set_new(o, "records", json_integer((json_int_t)p->nrecs));
@@ -240,15 +242,15 @@ static json_t *to_json(const struct proc *v, size_t n, const struct cs_det_resul
 static void print_text(const struct proc *v, size_t n, const struct cs_det_result *det,
                        const struct cs_det_params *dp, const char *dir, FILE *o) {
   fprintf(o, "collscope top: %zu processes (rings in %s)\n", n, dir);
-  fprintf(o, "%5s %8s %-14s %3s %-16s %8s %8s %9s %8s %8s %10s  %s\n", "rank", "pid", "host", "dev", "comm", "seq",
-          "ops/s", "busbw", "idle_s", "last%", "late_us", "flags");
+  fprintf(o, "%5s %8s %-14s %3s %-16s %8s %8s %9s %8s %8s %10s %10s  %s\n", "rank", "pid", "host", "dev", "comm", "seq",
+          "ops/s", "busbw", "idle_s", "last%", "late_us", "offset_us", "flags");
   char hex[17], fl[64];
   for (size_t i = 0; i < n; i++) {
     const struct proc *p = &v[i];
     flags_text(p, fl, sizeof fl);
-    fprintf(o, "%5d %8d %-14.14s %3d %-16s %8lld %8.0f %9.2f %8.1f %8.0f %10.1f  %s\n", p->rd.h->rank, p->rd.h->pid,
-            p->host, p->rd.h->device, p->comm ? cs_comm_hex(p->comm, hex) : "-", (long long)p->seq, p->ops_per_s,
-            p->busbw, p->since_last_s, p->share_last * 100, p->lateness_us, fl);
+    fprintf(o, "%5d %8d %-14.14s %3d %-16s %8lld %8.0f %9.2f %8.1f %8.0f %10.1f %10.1f  %s\n", p->rd.h->rank,
+            p->rd.h->pid, p->host, p->rd.h->device, p->comm ? cs_comm_hex(p->comm, hex) : "-", (long long)p->seq,
+            p->ops_per_s, p->busbw, p->since_last_s, p->share_last * 100, p->lateness_us, p->offset_us, fl);
   }
   cli_text_stragglers(det, dp, o);
   cli_text_hangs(det, o);

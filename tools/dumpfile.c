@@ -495,6 +495,30 @@ static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
         grow((void **)&f->hangs, &f->hang_cap, f->nhangs, sizeof *f->hangs);
         f->hangs[f->nhangs++] = r;
       }
+    } else if (strcmp(c.type, "link") == 0) {   /* NCCL_NET wrapper */
+      struct cs_link_rec r = {0};
+      const char *dir = get_str(&c, "dir", true, "");
+      r.send = dir && strcmp(dir, "send") == 0;
+      if (!c.bad && !r.send && strcmp(dir, "recv") != 0) fail(&c, "field \"dir\" is neither \"send\" nor \"recv\"");
+      r.rank = clamp_int(get_int(&c, "rank", false, f->hdr.rank));
+      r.peer = clamp_int(get_int(&c, "peer", false, -1));
+      r.conn = get_hex(&c, "conn", false, NULL);
+      r.dev = clamp_int(get_int(&c, "dev", false, -1));
+      r.bytes = get_uint(&c, "bytes", true, 0);
+      r.msgs = get_uint(&c, "msgs", false, 0);
+      r.busy_us = get_num(&c, "busy_us", false, 0);
+      r.gbps_p50 = get_num(&c, "gbps_p50", false, 0);
+      r.gbps_p10 = get_num(&c, "gbps_p10", false, 0);
+      r.gbps_mean = get_num(&c, "gbps_mean", false, 0);
+      r.max_inflight = get_uint(&c, "max_inflight", false, 0);
+      r.t0_ns = get_int(&c, "t0_ns", false, 0);
+      r.t_ns = get_int(&c, "t_ns", false, 0);
+      r.closed = get_bool(&c, "closed", false, false);
+      if (!c.bad) {
+        r.line = (uint32_t)lineno;
+        grow((void **)&f->links, &f->link_cap, f->nlinks, sizeof *f->links);
+        f->links[f->nlinks++] = r;
+      }
     } else if (strcmp(c.type, "drops") == 0) {
       uint64_t n = get_uint(&c, "count", true, 0);
       if (!c.bad) f->drops_records += n;
@@ -619,6 +643,7 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
     for (size_t k = 0; k < f->nxfers; k++) f->xfers[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->ncomms; k++) f->comms[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nhangs; k++) f->hangs[k].file = (uint32_t)i;
+    for (size_t k = 0; k < f->nlinks; k++) f->links[k].file = (uint32_t)i;
   }
   return set;
 }
@@ -642,6 +667,7 @@ void cs_dumpset_free(struct cs_dumpset *set) {
     free(f->xfers);
     free(f->comms);
     free(f->hangs);
+    free(f->links);
   }
   free(set->files);
   for (size_t i = 0; i < set->nerrors; i++) free(set->errors[i]);

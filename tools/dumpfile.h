@@ -111,6 +111,21 @@ struct cs_hang_rec {
   bool started;           /* the op's GPU start event had completed */
 };
 
+/* "link" record (NCCL_NET wrapper, shim/net_plugin.c): one network connection's figures over
+ * [t0_ns, t_ns]. The send side knows the peer rank (from the listen handle); both sides carry
+ * the connection token `conn` (0 when the handle had no room), which joins them across files. */
+struct cs_link_rec {
+  uint32_t file, line;
+  bool send;              /* "dir": "send" | "recv" */
+  int rank, peer;         /* global ranks; peer -1 when unknown (recv side) */
+  uint64_t conn;
+  int dev;
+  uint64_t bytes, msgs, max_inflight;
+  double busy_us, gbps_p50, gbps_p10, gbps_mean;
+  int64_t t0_ns, t_ns;
+  bool closed;
+};
+
 struct cs_dumpfile {
   char *path;             /* as opened (DIR/NAME) */
   const char *name;       /* basename, points into path */
@@ -127,6 +142,7 @@ struct cs_dumpfile {
   size_t lines;           /* physical lines read, including skipped ones */
   size_t truncated_lines, malformed_lines, unknown_types;
   size_t op_cap, xfer_cap, comm_cap, hang_cap;   /* internal */
+  struct cs_link_rec *links; size_t nlinks, link_cap;   /* NCCL_NET wrapper */
 };
 
 struct cs_strpool;

@@ -134,7 +134,10 @@ static const struct {
     {"COLLSCOPE_SDC", "shim", "silent-data-corruption checks: off, all or sample:N (every Nth eligible collective per "
                               "comm; default sample:2048)"},
     {"COLLSCOPE_SDC_MIN_BYTES", "shim", "smallest collective (bytes) the SDC checks look at (default 1048576)"},
-    {"COLLSCOPE_SDC_ACTION", "shim", "log (default) or abort: what an online SDC detection does (not implemented yet)"},
+    {"COLLSCOPE_SDC_ACTION", "shim", "log (default) or abort: what an online SDC detection does (abort: exit status 86)"},
+    {"COLLSCOPE_ONLINE", "shim", "1 (default) or 0: the job-wide exchange on collscope's own split communicator"},
+    {"COLLSCOPE_ONLINE_EVERY", "shim", "world-communicator collectives between two online exchanges (default 1000)"},
+    {"COLLSCOPE_ONLINE_TIMEOUT", "shim", "seconds the online split or one exchange may take before it turns off (300)"},
     {"COLLSCOPE_HANG_TIMEOUT", "shim, top", "seconds after which an op not complete is reported as hung "
                                             "(one log line + a hang record; 0: off; default 300)"},
     {"COLLSCOPE_STRAGGLER_WINDOW", "report, top", "instances per comm in the straggler window (default 100)"},
@@ -142,14 +145,26 @@ static const struct {
     {"COLLSCOPE_STRAGGLER_SHARE", "report, top", "minimum share of the window a rank must arrive last in (default 0.25)"},
     {"COLLSCOPE_STRAGGLER_Z", "report, top", "and that share must be this many standard deviations above chance, "
                                              "1/comm size (default 6)"},
-    {"COLLSCOPE_STRAGGLER_PERSIST", "report, top", "consecutive instances the conditions must hold (default 10)"},
-    {"COLLSCOPE_STRAGGLER_FLOOR_US", "report, top", "minimum median lateness in us (default 20)"},
-    {"COLLSCOPE_STRAGGLER_FRAC", "report, top", "minimum median lateness as a fraction of the median "
+    {"COLLSCOPE_STRAGGLER_OFFSET_Z", "report, top", "or its median arrival offset must be this many robust "
+                                                    "standard errors above 0 (default 5)"},
+    {"COLLSCOPE_STRAGGLER_PERSIST", "report, top", "consecutive instances the conditions must hold (default 6)"},
+    {"COLLSCOPE_STRAGGLER_FLOOR_US", "report, top", "minimum median lateness/offset in us (default 20)"},
+    {"COLLSCOPE_STRAGGLER_FRAC", "report, top", "minimum median lateness/offset as a fraction of the median "
                                                 "duration (default 0.02)"},
     {"COLLSCOPE_LINK_FLOOR_US", "report, top", "small (<= 64 KiB) collectives this slow with no consistent "
                                                "last arrival are reported as a slow link (default 10000)"},
     {"COLLSCOPE_SIM_PROFILER_ABI", "sim", "profiler plugin ABI the simulated NCCL loads: 5 (default), 4, "
                                           "or 3 (none, like NCCL < 2.27)"},
+    /* NCCL_NET wrapper (issue 7, shim/net_plugin.c) */
+    {"COLLSCOPE_NET_INNER", "shim", "with NCCL_NET_PLUGIN=libcollscope.so: the net plugin collscope wraps (path, "
+                                    "library name, or <name> for libnccl-net-<name>.so); unset: it declines"},
+    {"COLLSCOPE_LINK_SLOW_FRAC", "report", "a host pair is a slow link below this fraction of the other pairs' "
+                                           "median p50 Gbit/s (default 0.5)"},
+    {"COLLSCOPE_LINK_MIN_BYTES", "report", "pairs with fewer bytes are not judged slow (default 65536)"},
+    {"NCCL_NET_PLUGIN", "sim (and real NCCL)", "net plugin path or name (libnccl-net-<name>.so); the sim "
+                                               "sends inter-host ring hops through it (simnet: its own)"},
+    {"COLLSCOPE_SIM_NET_ABI", "sim", "net plugin ABI the simulated NCCL looks up first: 11 (default), 10, 9"},
+    {"COLLSCOPE_SIMNET_GBPS", "sim (simnet)", "modelled link bandwidth of simnet in Gbit/s (default 100)"},
     {"COLLSCOPE_HOSTNAME", "run sets; sim, shim, tools", "host name of this rank; default gethostname()"},
     {"COLLSCOPE_JOB_ID", "run sets; shim, tools", "job id (run keeps an existing one); the shim "
                                                   "prefers SLURM_JOB_ID, then TORCHELASTIC_RUN_ID"},

@@ -5,18 +5,29 @@
  * Straggler (per communicator, per collective instance = (comm, seq) seen by >= 2 ranks
  * with GPU timing): the rank that arrived last has the SHORTEST GPU duration (its peers
  * waited for it inside the collective). lateness = median(duration) - its duration. No
- * cross-host clock sync is needed. Over a sliding window of the last `window` instances
- * of a communicator, a rank is flagged when
+ * cross-host clock sync is needed. Every rank's arrival offset in an instance is
+ * a = median(duration) - its duration (true median: > 0 means it arrived after the median
+ * rank; for the last rank a is its lateness). Over a sliding window of the last `window`
+ * instances of a communicator, a rank is flagged when EITHER rule holds on `persist`
+ * consecutive instances (a burst of scheduling noise is not a straggler):
+ *  offset rule (uses every instance, catches small consistent delays): the rank has a
+ *   timed op in >= min_instances of the window's instances, a > 0 in clearly more than
+ *   half of them (sign test, z >= 2), and its median offset m satisfies
+ *   m >= max(floor_us, frac * median duration), and m is offset_z robust standard errors
+ *   (1.2533 * 1.4826 * MAD / sqrt(n)) above 0, either in us or as a / the instance's median
+ *   duration (with mixed sizes a fixed delay is steady in us, a proportional one relatively);
+ *  share-last rule (catches a rank that is late only now and then, by a lot):
  *   instances_in_window >= min_instances, and
  *   last_count / instances_in_window >= max(share, p0 + z * sqrt(p0 (1 - p0) / n)) with
- *     p0 = 1 / comm_size, n = instances_in_window (arriving last that often is z standard
- *     deviations above chance), and
- *   median lateness of its last-arrivals >= max(floor_us, frac * median duration),
- * on `persist` consecutive instances (a burst of scheduling noise is not a straggler).
+ *   p0 = 1 / comm_size, n = instances_in_window (arriving last that often is z standard
+ *   deviations above chance), and the median lateness of its last-arrivals >=
+ *   max(floor_us, frac * median duration).
+ * "median duration" = the median over the window's instances of their median duration.
  * kind: the compute gap of an op = this op's GPU start - the same rank's previous op end.
  * A slow GPU (the stream is late to reach the collective) shows as a compute gap larger
- * than its peers' by at least half the lateness: kind "compute"; otherwise "link" (the
- * rank is consistently last but not because its stream was busy).
+ * than its peers' by at least half the lateness (share-last rule) or half the larger of
+ * offset and lateness (offset rule): kind "compute"; otherwise "link" (the rank is
+ * consistently late but not because its stream was busy).
  * A slow link slows every rank of a communicator equally: no consistent last arrival, so
  * no rank is flagged. It is reported as kind "link" with rank -1 (no rank to blame) when,
  * over the comm's last `window` instances: no rank is flagged, the instances' lateness is
@@ -57,8 +68,10 @@ struct cs_det_params {
   unsigned min_instances; /* COLLSCOPE_STRAGGLER_MIN, default 10 */
   double share;           /* COLLSCOPE_STRAGGLER_SHARE, default 0.25: minimum share last */
   double z;               /* COLLSCOPE_STRAGGLER_Z, default 6: significance above chance */
-  unsigned persist;       /* COLLSCOPE_STRAGGLER_PERSIST, default 10: consecutive instances the
+  unsigned persist;       /* COLLSCOPE_STRAGGLER_PERSIST, default 6: consecutive instances the
                              conditions must hold before the rank is flagged */
+  double offset_z;        /* COLLSCOPE_STRAGGLER_OFFSET_Z, default 5: robust z of the median
+                             arrival offset (offset rule) */
   double floor_us;        /* COLLSCOPE_STRAGGLER_FLOOR_US, default 20 */
   double frac;            /* COLLSCOPE_STRAGGLER_FRAC, default 0.02 (of the median duration) */
   double link_floor_us;   /* COLLSCOPE_LINK_FLOOR_US, default 10000: a <= 64 KiB collective this
@@ -80,7 +93,9 @@ struct cs_det_straggler {
   size_t window_instances;  /* instances in the window the figures come from */
   size_t last;              /* of those, how many it arrived last in */
   double share_last;        /* last / window_instances */
-  double lateness_us;       /* median lateness over its last-arrivals */
+  double lateness_us;       /* median lateness over its last-arrivals (0: never last) */
+  double offset_us;         /* its median arrival offset over the window's instances */
+  double later_share;       /* share of those instances it arrived after the median (a > 0) */
   double median_dur_us;     /* median over the window's instances of their median duration */
   double gap_us;            /* its median compute gap (-1 unknown) */
   double peer_gap_us;       /* the other ranks' median compute gap (-1 unknown) */
@@ -107,6 +122,7 @@ struct cs_det_rankstat {
   const char *host;
   size_t instances, last;   /* over the final window */
   double lateness_us;       /* median lateness when last, 0 if never last */
+  double offset_us;         /* median arrival offset */
   bool straggler;
 };
 

@@ -6,7 +6,13 @@
 #define COLLSCOPE_RECORD_H
 #include <stdint.h>
 
-enum cs_rec_type { CS_REC_OP = 1, CS_REC_XFER = 2, CS_REC_COMM = 3 };
+enum cs_rec_type { CS_REC_OP = 1, CS_REC_XFER = 2, CS_REC_COMM = 3,
+                   /* 4 is CS_REC_HANG (ring.h) */
+                   CS_REC_LINK = 5 /* NCCL_NET wrapper (shim/net_plugin.c): one connection's figures over an
+                                    * interval; root = dir (0 send, 1 recv), peer = peer rank, comm_id = token,
+                                    * count = messages, bytes, stream = busy ns, seq = max in flight,
+                                    * in_sum/in_abs/out_sum = Gbit/s p50/p10/mean, start/end_ns = interval,
+                                    * event = 1 on the connection's last record (closed) */ };
 
 enum cs_timing {
   CS_TIMING_GPU_EVENT = 0, /* start/end from CUDA events */

@@ -21,6 +21,8 @@ struct app {
   size_t size;          /* --size BYTES */
   int layers, microbatches, tp, ndevs;
   int verbose;
+  int compute_us;       /* --compute-us N: modelled GPU compute before each collective (a sleep) */
+  int mixed;            /* --ops mixed: dp_train cycles op kinds and sizes */
 };
 
 #define CUDACHECK(call)                                                                           \
@@ -39,7 +41,8 @@ extern struct app *app_self;   /* for messages from app_die */
 void app_die(const char *file, int line, const char *what, const char *why) __attribute__((noreturn));
 
 /* Parse the common options (--steps N --size BYTES[K|M] --layers N --microbatches N
- * --tp N --ndev N -v, --help), read RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
+ * --tp N --ndev N --compute-us N --ops allreduce|mixed -v, --help; the last two are
+ * dp_train's), read RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
  * COLLSCOPE_HOSTNAME (defaults: one process), pick device LOCAL_RANK % device count.
  * `usage` is printed for --help. Makes stdout line buffered. */
 void app_init(struct app *a, const char *name, int argc, char **argv, const char *usage);

@@ -6,17 +6,26 @@
  * copy back and check every element exactly against the closed form
  * sum_r (r+1) * k = k * W(W+1)/2. Then an "optimizer" folds the averaged gradient
  * into host weights. Rank 0 prints one deterministic summary line (checksum of the
- * final weights and gradients), identical with and without the shim. */
+ * final weights and gradients), identical with and without the shim.
+ *
+ * --compute-us N: the "backward pass" also takes N us on the stream (a sleep: a busy GPU
+ * costs the host no CPU), so the collectives' arrival times are set by it rather than by
+ * the host's CPU scheduling.
+ * --ops mixed: per step one AllReduce, AllGather, ReduceScatter and Broadcast (root
+ * rotating), sizes cycling over 8 B .. 4 MiB (capped by --size), each checked exactly. */
 #include <string.h>
+#include <time.h>
 
 #include "common.h"
 
 #define NBUCKETS 3
 
 static const char usage[] =
-    "usage: dp_train [--steps N] [--size BYTES] [-v]\n"
+    "usage: dp_train [--steps N] [--size BYTES] [--compute-us N] [--ops allreduce|mixed] [-v]\n"
     "  data-parallel loop: per step, fp32 sum-AllReduce of gradient buckets of BYTES,\n"
     "  BYTES/8 and BYTES/64 (default --size 1M, --steps 5), results checked exactly.\n"
+    "  --compute-us N: each bucket's compute also sleeps N us on the stream.\n"
+    "  --ops mixed: per step AllReduce, AllGather, ReduceScatter, Broadcast of 8 B..BYTES.\n"
     "  Run under a launcher: collscope run -n N -- dp_train ...\n";
 
 struct bucket {
@@ -33,22 +42,112 @@ struct compute_arg {
 
 static float grad_k(size_t i, int step, int idx) { return (float)((i + (size_t)step + (size_t)idx) % 7 + 1); }
 
+static int compute_us;
+static void sleep_us(int us) {
+  if (us <= 0) return;
+  struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000L};
+  while (nanosleep(&ts, &ts) != 0) {}
+}
+
 /* Runs on the stream (host function): the "backward pass" producing this rank's grads. */
 static void CUDART_CB compute_grads(void *p) {
   struct compute_arg *c = p;
+  sleep_us(compute_us);
   float scale = (float)(c->rank + 1);
   for (size_t i = 0; i < c->b->count; i++) c->b->host[i] = scale * grad_k(i, c->step, c->idx);
+}
+
+/* --ops mixed. Element i of rank r's input in step `step`, op `k`: (r+1) * grad_k(i, step, k). */
+struct mixed_arg {
+  float *host;
+  size_t n;
+  int rank, step, k;
+};
+static void CUDART_CB fill_input(void *p) {
+  struct mixed_arg *m = p;
+  sleep_us(compute_us);
+  for (size_t i = 0; i < m->n; i++) m->host[i] = (float)(m->rank + 1) * grad_k(i, m->step, m->k);
+}
+
+static int run_mixed(struct app *a, ncclComm_t comm, cudaStream_t s) {
+  static const size_t sizes[] = {8, 4096, 256, 65536, 32, 1 << 20, 1024, 16384, 64, 4 << 20, 512, 262144};
+  const size_t nsizes = sizeof sizes / sizeof *sizes, W = (size_t)a->world;
+  size_t maxn = a->size / sizeof(float) * W + W;  /* ReduceScatter input: W x count */
+  float *hin, *hout, *din, *dout;
+  CUDACHECK(cudaMallocHost((void **)&hin, maxn * sizeof(float)));
+  CUDACHECK(cudaMallocHost((void **)&hout, maxn * sizeof(float)));
+  CUDACHECK(cudaMalloc((void **)&din, maxn * sizeof(float)));
+  CUDACHECK(cudaMalloc((void **)&dout, maxn * sizeof(float)));
+  const double tri = (double)W * (double)(W + 1) / 2.0;
+  struct mixed_arg ma[4];
+  long ops = 0;
+  uint64_t h = APP_FNV_INIT;
+  size_t pick = 0;
+  for (int step = 0; step < a->steps; step++) {
+    size_t cnt[4], nin[4], nout[4];
+    int root = step % a->world;
+    for (int k = 0; k < 4; k++) {
+      size_t bytes = sizes[pick++ % nsizes];
+      if (bytes > a->size) bytes = a->size;
+      /* bytes = the op's output buffer (AllGather: all ranks' parts; ReduceScatter: input) */
+      size_t n = bytes / sizeof(float) ? bytes / sizeof(float) : 1;
+      cnt[k] = (k == 1 || k == 2) ? (n / W ? n / W : 1) : n;
+      nin[k] = k == 2 ? cnt[k] * W : cnt[k];
+      nout[k] = k == 1 ? cnt[k] * W : cnt[k];
+      ma[k] = (struct mixed_arg){hin + 0, nin[k], a->rank, step, k};
+    }
+    for (int k = 0; k < 4; k++) {
+      CUDACHECK(cudaLaunchHostFunc(s, fill_input, &ma[k]));
+      CUDACHECK(cudaMemcpyAsync(din, hin, nin[k] * sizeof(float), cudaMemcpyHostToDevice, s));
+      switch (k) {
+      case 0: NCCLCHECK(ncclAllReduce(din, dout, cnt[k], ncclFloat32, ncclSum, comm, s)); break;
+      case 1: NCCLCHECK(ncclAllGather(din, dout, cnt[k], ncclFloat32, comm, s)); break;
+      case 2: NCCLCHECK(ncclReduceScatter(din, dout, cnt[k], ncclFloat32, ncclSum, comm, s)); break;
+      default: NCCLCHECK(ncclBroadcast(din, dout, cnt[k], ncclFloat32, root, comm, s)); break;
+      }
+      CUDACHECK(cudaMemcpyAsync(hout, dout, nout[k] * sizeof(float), cudaMemcpyDeviceToHost, s));
+      CUDACHECK(cudaStreamSynchronize(s));
+      static const char *what[4] = {"allreduce", "allgather", "reducescatter", "broadcast"};
+      for (size_t i = 0; i < nout[k]; i++) {
+        double want;
+        if (k == 0) want = tri * grad_k(i, step, k);
+        else if (k == 1) want = (double)(i / cnt[k] + 1) * grad_k(i % cnt[k], step, k);
+        else if (k == 2) want = tri * grad_k((size_t)a->rank * cnt[k] + i, step, k);
+        else want = (double)(root + 1) * grad_k(i, step, k);
+        if ((double)hout[i] != want) app_mismatch(a, what[k], i, hout[i], want);
+      }
+      h = app_fnv(h, hout, nout[k] * sizeof(float));
+      ops++;
+    }
+    if (a->verbose && a->rank == 0) printf("dp_train: step %d ok\n", step);
+  }
+  int rc = app_finish(a);
+  if (rc == 0 && a->rank == 0)
+    printf("summary dp_train world=%d steps=%d ops=mixed collectives=%ld checksum=%016llx PASS\n", a->world, a->steps,
+           ops, (unsigned long long)h);
+  CUDACHECK(cudaFreeHost(hin));
+  CUDACHECK(cudaFreeHost(hout));
+  CUDACHECK(cudaFree(din));
+  CUDACHECK(cudaFree(dout));
+  return rc;
 }
 
 int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "dp_train", argc, argv, usage);
+  compute_us = a.compute_us;
   ncclUniqueId id;
   app_share_ids(&a, &id, 1);
   ncclComm_t comm;
   NCCLCHECK(ncclCommInitRank(&comm, a.world, id, a.rank));
   cudaStream_t s;
   CUDACHECK(cudaStreamCreate(&s));
+  if (a.mixed) {
+    int rc = run_mixed(&a, comm, s);
+    CUDACHECK(cudaStreamDestroy(s));
+    NCCLCHECK(ncclCommDestroy(comm));
+    return rc;
+  }
 
   struct bucket b[NBUCKETS];
   struct compute_arg ca[NBUCKETS];

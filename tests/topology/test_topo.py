@@ -128,7 +128,9 @@ def sim_run(a, d, name, extra_env, extra_args=()):
     ls = os.path.join(d, "ls-" + name)
     os.makedirs(ls)
     env = {"COLLSCOPE_SIM_TOPOLOGY": os.path.join(d, "net.map"), "COLLSCOPE_SIM_LINKSTATS": ls + "/s",
-           "COLLSCOPE_DIR": os.path.join(d, "dump-" + name), "NCCL_DEBUG": "INFO", "COLLSCOPE_SIM_DIR": a.sim_dir}
+           "COLLSCOPE_DIR": os.path.join(d, "dump-" + name), "NCCL_DEBUG": "INFO", "COLLSCOPE_SIM_DIR": a.sim_dir,
+           # the ring count and link bytes below are the user's and the reordered communicator's
+           "COLLSCOPE_ONLINE": "0"}
     env.update(extra_env)
     cmd = [a.app] if not a.app.endswith(".sh") else [a.app, a.real_app]
     r = run([a.cli, "run", "-n", "16", "--hosts", "h[1-8]", "--sim", *extra_args, "--", *cmd, "--steps", "3",

@@ -37,6 +37,64 @@ static void work_unref(void *arg) {
   struct work *w = arg;
   if (atomic_fetch_sub(&w->refs, 1) == 1) { free(w->ops); free(w); }
 }
+/* `slow:pct=P` (misc.c): the delay is P% of the median of the rank's last DUR_HIST measured
+ * collective executions on that comm (work item start to end on its stream, waits for
+ * peers included), not counting the comm's first one (warm-up: it includes the ranks'
+ * start-up skew). As the slowed rank arrives last, its own duration is the collective's
+ * undisturbed one. Kept only for comms a pct fault targets. */
+#define DUR_HIST 32
+static struct durhist {
+  struct ncclComm *c;
+  char name[sizeof ((struct ncclComm *)0)->shm_name];   /* a freed comm's address may be reused */
+  unsigned n;                    /* durations noted, the comm's first item (warm-up) not kept */
+  int announced;                 /* the first stall was logged */
+  uint64_t us[DUR_HIST];
+} dur_hist[16];
+static pthread_mutex_t dur_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int has_pct_fault(struct ncclComm *c) {
+  for (int i = 0; i < sn_nfaults; i++)
+    if (sn_faults[i].kind == SN_F_SLOW && sn_faults[i].elem && sn_faults[i].rank == c->fault_rank) return 1;
+  return 0;
+}
+static struct durhist *dur_slot(struct ncclComm *c, int create) {
+  for (int i = 0; i < 16; i++)
+    if (dur_hist[i].c == c && !strcmp(dur_hist[i].name, c->shm_name)) return &dur_hist[i];
+  if (!create) return NULL;
+  struct durhist *h = &dur_hist[((uintptr_t)c >> 6) % 16];   /* table full: replace one */
+  for (int i = 0; i < 16; i++)
+    if (!dur_hist[i].c) { h = &dur_hist[i]; break; }
+  h->c = c;
+  memcpy(h->name, c->shm_name, sizeof h->name);
+  h->n = 0;
+  h->announced = 0;
+  return h;
+}
+static void dur_note(struct ncclComm *c, uint64_t ns) {
+  if (!has_pct_fault(c)) return;
+  pthread_mutex_lock(&dur_mu);
+  struct durhist *h = dur_slot(c, 1);
+  if (h && h->n++ > 0) h->us[(h->n - 2) % DUR_HIST] = ns / 1000;
+  pthread_mutex_unlock(&dur_mu);
+}
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+static unsigned dur_median_us(struct ncclComm *c) {
+  uint64_t v[DUR_HIST];
+  unsigned n = 0;
+  pthread_mutex_lock(&dur_mu);
+  struct durhist *h = dur_slot(c, 0);
+  if (h && h->n > 1) {
+    n = h->n - 1 < DUR_HIST ? h->n - 1 : DUR_HIST;
+    memcpy(v, h->us, n * sizeof *v);
+  }
+  pthread_mutex_unlock(&dur_mu);
+  if (!n) return 0;
+  qsort(v, n, sizeof *v, cmp_u64);
+  return (unsigned)v[(n - 1) / 2];
+}
 static void work_run(void *arg) {
   struct work *w = arg;
   struct ncclComm *c = w->c;
@@ -49,7 +107,9 @@ static void work_run(void *arg) {
   }
   uint64_t t0_ = sn_prof_now();
   sn_exec_ops(c, w->ops, w->nops);
-  if (!w->captured) sn_prof_kernels(c, w->ops, w->nops, t0_, sn_prof_now());
+  uint64_t t1_ = sn_prof_now();
+  if (!w->captured) sn_prof_kernels(c, w->ops, w->nops, t0_, t1_);
+  if (!w->captured && sn_nfaults) dur_note(c, t1_ - t0_);
   if (!w->captured) { atomic_fetch_add(&c->done, 1); sn_wake(&c->done); }
   atomic_store(&w->finished, 1);
   sn_wake(&w->finished);
@@ -61,13 +121,22 @@ static void work_join(void *arg) {
 }
 
 static int slow_us(struct ncclComm *c) {
-  unsigned us = 0;
-  for (int i = 0; i < sn_nfaults; i++)
-    if (sn_faults[i].kind == SN_F_SLOW && sn_faults[i].rank == c->fault_rank) us += sn_faults[i].us;
+  unsigned us = 0, med = 0;
+  int have_med = 0;
+  for (int i = 0; i < sn_nfaults; i++) {
+    const struct sn_fault *f = &sn_faults[i];
+    if (f->kind != SN_F_SLOW || f->rank != c->fault_rank) continue;
+    if (!f->elem) { us += f->us; continue; }
+    if (!have_med) { med = dur_median_us(c); have_med = 1; }
+    us += (unsigned)((double)med * (double)f->elem / 100000.0 + 0.5);
+  }
   return (int)us;
 }
 
 static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops) {
+  /* the work item owns ops and may have run and freed them once enqueued */
+  CUstream stream0 = (CUstream)ops[0].stream;
+  unsigned long long last_seq = (unsigned long long)ops[nops - 1].seq;
   struct work *w = calloc(1, sizeof *w);
   if (!w) { free(ops); return ncclSystemError; }
   w->c = c; w->ops = ops; w->nops = nops;
@@ -100,7 +169,19 @@ static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops)
     if (simcuda_enqueue((CUstream)ops[i].stream, work_join, w, work_unref) != CUDA_SUCCESS) work_unref(w);
   }
   int us = slow_us(c);
-  if (us > 0) simcuda_stream_stall_after((CUstream)ops[0].stream, (unsigned)us);
+  if (us > 0) {
+    simcuda_stream_stall_after(stream0, (unsigned)us);
+    if (has_pct_fault(c)) {   /* where the slowdown starts (NCCL_DEBUG=INFO) */
+      pthread_mutex_lock(&dur_mu);
+      struct durhist *h = dur_slot(c, 0);
+      int first = h && !h->announced;
+      if (first) h->announced = 1;
+      pthread_mutex_unlock(&dur_mu);
+      if (first)
+        sn_info(c->dev, "slow fault: rank %d first stall %d us, before seq %llu", c->fault_rank, us,
+                last_seq + 1);
+    }
+  }
   return ncclSuccess;
 }
 
@@ -330,6 +411,16 @@ static ncclResult_t enqueue(int coll, const void *sendbuff, void *recvbuff, size
     if (f->kind == SN_F_FAIL) {
       sn_warn(comm->dev, "%s : injected failure %d (COLLSCOPE_SIM_FAULTS)", name, f->code);
       return (ncclResult_t)f->code;
+    }
+    if (f->kind == SN_F_HANG && f->at_hop) {   /* stall: the host thread blocks before enqueuing */
+      sn_warn(comm->dev, "%s : injected stall before enqueue (COLLSCOPE_SIM_FAULTS)", name);
+      for (;;) {
+        uint32_t v = atomic_load(&comm->shm->abort);
+        if (v) break;
+        sn_wait(&comm->shm->abort, v);
+      }
+      r = ncclRemoteError;
+      goto fail;
     }
     if (f->kind == SN_F_HANG) o.hang = 1;
     if (f->kind == SN_F_FLIP) {

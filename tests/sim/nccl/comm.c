@@ -559,6 +559,7 @@ static void set_abort(struct ncclComm *c) {
 
 static void comm_leave(struct ncclComm *c, int unlink_now) {
   sn_prof_comm_fini(c);
+  sn_net_close(c);
   sn_linkstats_track(c, 0);
   if (c->shm) {
     uint32_t left = atomic_fetch_add(&c->shm->left, 1) + 1;

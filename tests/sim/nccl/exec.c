@@ -3,7 +3,11 @@
  * SN_SLOT_BYTES each, head written by the sender, tail by the receiver; every state
  * change rings the other side's doorbell futex. Algorithms (see README.md):
  * ring reduce-scatter + all-gather for AllReduce/ReduceScatter/AllGather, chains along the
- * ring for Reduce/Broadcast, pairwise transfers for Send/Recv/AlltoAll/Gather/Scatter. */
+ * ring for Reduce/Broadcast, pairwise transfers for Send/Recv/AlltoAll/Gather/Scatter.
+ * With NCCL_NET_PLUGIN (netload.c), a ring edge between two hosts goes through the net
+ * plugin instead: the four channel primitives below switch to it for that edge, the link
+ * fault delay is then the plugin's (simnet models the wire), and each ring op ends by
+ * completing its outstanding sends. Pairwise transfers always use shared memory. */
 #include "simnccl.h"
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +35,16 @@ static unsigned edge_delay(struct ncclComm *c, int peer) {
 }
 
 /* ---- blocking channel primitives (return NULL/-1 on abort) ---- */
+/* only inside a ring algorithm (net->in_ring): pairwise transfers use the same primitives
+ * on the shm channels to the same peers */
+static inline int net_send(struct ncclComm *c, int peer) {
+  return c->net && c->net->in_ring && c->net->send_on && peer == c->net->next;
+}
+static inline int net_recv(struct ncclComm *c, int peer) {
+  return c->net && c->net->in_ring && (c->net->recv_on || c->net->recv_broken) && peer == c->net->prev;
+}
 static void *send_acquire(struct ncclComm *c, int peer) {
+  if (net_send(c, peer)) return sn_net_send_acquire(c);
   struct sn_chan_ctrl *ch = sn_chan(c, c->rank, peer);
   _Atomic uint32_t *bell = sn_doorbell(c, c->rank);
   for (;;) {
@@ -43,6 +56,11 @@ static void *send_acquire(struct ncclComm *c, int peer) {
   }
 }
 static void send_commit(struct ncclComm *c, int peer, size_t len, int last) {
+  if (net_send(c, peer)) {   /* a failed isend makes the next acquire fail (the op aborts) */
+    sn_net_send_commit(c, len);
+    atomic_fetch_add_explicit(&c->sent_bytes[peer], len, memory_order_relaxed);
+    return;
+  }
   struct sn_chan_ctrl *ch = sn_chan(c, c->rank, peer);
   uint32_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
   struct sn_slot_hdr *s = sn_slot(ch, head);
@@ -52,6 +70,7 @@ static void send_commit(struct ncclComm *c, int peer, size_t len, int last) {
   sn_ring_bell(c, peer);
 }
 static struct sn_slot_hdr *recv_acquire(struct ncclComm *c, int peer) {
+  if (net_recv(c, peer)) return sn_net_recv_acquire(c);
   struct sn_chan_ctrl *ch = sn_chan(c, peer, c->rank);
   _Atomic uint32_t *bell = sn_doorbell(c, c->rank);
   for (;;) {
@@ -63,6 +82,7 @@ static struct sn_slot_hdr *recv_acquire(struct ncclComm *c, int peer) {
   }
 }
 static void recv_release(struct ncclComm *c, int peer) {
+  if (net_recv(c, peer)) return;   /* the plugin's receive buffer is reused by the next irecv */
   struct sn_chan_ctrl *ch = sn_chan(c, peer, c->rank);
   atomic_fetch_add_explicit(&ch->tail, 1, memory_order_release);
   sn_ring_bell(c, peer);
@@ -462,7 +482,10 @@ void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops) {
     x.prev = c->ring[(x.p - 1 + x.n) % x.n];
     x.es = sn_type_size(op->dtype);
     x.P = SN_SLOT_BYTES / x.es;
-    x.delay_next = x.n > 1 ? edge_delay(c, x.next) : 0;
+    int ring_op = x.n > 1 && op->coll <= SN_REDUCESCATTER;   /* AllReduce..ReduceScatter */
+    if (ring_op) sn_net_setup(c);
+    if (c->net) c->net->in_ring = ring_op;
+    x.delay_next = x.n > 1 && !net_send(c, x.next) ? edge_delay(c, x.next) : 0;
     set_scalar(&x, op);
     int r = 0;
     switch (op->coll) {
@@ -473,6 +496,8 @@ void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops) {
     case SN_REDUCE: r = do_reduce(&x); break;
     default: r = run_pairwise(c, op, x.es); break;
     }
+    if (ring_op && c->net && sn_net_drain(c)) r = -1;
+    if (c->net) c->net->in_ring = 0;
     if (r) { failed = 1; break; }
     if (op->flip_out) flip(op, x.es, op->recvbuff, 0, out_count(c, op));
   }

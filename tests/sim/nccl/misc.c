@@ -75,6 +75,12 @@ static int parse_code(const char *v) {
   return -1;
 }
 
+/* Two fault forms reuse fields of struct sn_fault (simnccl.h) that their kind does not
+ * otherwise use:
+ *  - `slow:rank=R,pct=P`: kind SN_F_SLOW, us = 0, elem = P in thousandths of a percent
+ *    (coll.c: slow_pct_us);
+ *  - `stall:rank=R,seq=S`: kind SN_F_HANG with at_hop = 1 (the host thread blocks inside
+ *    the call before enqueuing anything; coll.c: enqueue). */
 static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   char *colon = strchr(ent, ':');
   *why = "expected kind:key=value,...";
@@ -82,11 +88,12 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   *colon = 0;
   memset(f, 0, sizeof *f);
   f->rank = -1; f->seq = -1; f->comm = 0; f->bit = -1; f->code = -1;
-  int have_us = 0, have_elem = 0, have_at = 0;
+  int have_us = 0, have_elem = 0, have_at = 0, have_pct = 0;
   if (!strcmp(ent, "slow")) f->kind = SN_F_SLOW;
   else if (!strcmp(ent, "link")) f->kind = SN_F_LINK;
   else if (!strcmp(ent, "flip")) f->kind = SN_F_FLIP;
   else if (!strcmp(ent, "hang")) f->kind = SN_F_HANG;
+  else if (!strcmp(ent, "stall")) { f->kind = SN_F_HANG; f->at_hop = 1; }
   else if (!strcmp(ent, "fail")) f->kind = SN_F_FAIL;
   else { *why = "unknown kind"; return -1; }
   char *save = NULL;
@@ -102,7 +109,13 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
     else if (!strcmp(k, "seq") && isnum && num >= 0) f->seq = num;
     else if (!strcmp(k, "comm") && isnum && num >= 0) f->comm = (int)num;
     else if (!strcmp(k, "us") && isnum && num >= 0 && num < 100000000) { f->us = (unsigned)num; have_us = 1; }
-    else if (!strcmp(k, "elem") && isnum && num >= 0) { f->elem = (unsigned long long)num; have_elem = 1; }
+    else if (!strcmp(k, "pct") && f->kind == SN_F_SLOW) {
+      double x = strtod(v, &end);
+      if (*end || end == v || !(x > 0 && x <= 1000)) { *why = "pct: expected 0 < P <= 1000"; return -1; }
+      f->elem = (unsigned long long)(x * 1000 + 0.5);
+      have_pct = 1;
+    }
+    else if (!strcmp(k, "elem") && f->kind != SN_F_SLOW && isnum && num >= 0) { f->elem = (unsigned long long)num; have_elem = 1; }
     else if (!strcmp(k, "bit") && isnum && num >= 0 && num < 64) f->bit = (int)num;
     else if (!strcmp(k, "at") && (!strcmp(v, "out") || !strcmp(v, "hop"))) { f->at_hop = !strcmp(v, "hop"); have_at = 1; }
     else if (!strcmp(k, "a") && strlen(v) < sizeof f->a) strcpy(f->a, v);
@@ -111,14 +124,16 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
     else { *why = "bad key or value"; return -1; }
   }
   switch (f->kind) {
-  case SN_F_SLOW: if (f->rank < 0 || !have_us) { *why = "slow needs rank and us"; return -1; } break;
+  case SN_F_SLOW:
+    if (f->rank < 0 || have_us == have_pct) { *why = "slow needs rank and one of us, pct"; return -1; }
+    break;
   case SN_F_LINK: if (!f->a[0] || !f->b[0] || !have_us) { *why = "link needs a, b and us"; return -1; } break;
   case SN_F_FLIP:
     if (f->rank < 0 || f->seq < 0 || !have_elem || f->bit < 0 || !have_at) {
       *why = "flip needs rank, seq, elem, bit and at=out|hop"; return -1;
     }
     break;
-  case SN_F_HANG: if (f->rank < 0 || f->seq < 0) { *why = "hang needs rank and seq"; return -1; } break;
+  case SN_F_HANG: if (f->rank < 0 || f->seq < 0) { *why = "hang/stall needs rank and seq"; return -1; } break;
   case SN_F_FAIL: if (f->rank < 0 || f->seq < 0 || f->code < 0) { *why = "fail needs rank, seq and code"; return -1; } break;
   }
   return 0;
@@ -146,13 +161,16 @@ static void faults_parse(void) {
 }
 void sn_faults_init(void) { pthread_once(&faults_once, faults_parse); }
 
+/* a link fault's host: a name, or `*` for any host (also the same host) */
+static int host_is(const char *pat, const char *h) { return !strcmp(pat, "*") || !strcmp(pat, h); }
+
 unsigned sn_link_delay_us(const char *ha, const char *hb) {
   unsigned us = 0;
   sn_faults_init();
   for (int i = 0; i < sn_nfaults; i++) {
     struct sn_fault *f = &sn_faults[i];
     if (f->kind != SN_F_LINK) continue;
-    if ((!strcmp(f->a, ha) && !strcmp(f->b, hb)) || (!strcmp(f->a, hb) && !strcmp(f->b, ha))) us += f->us;
+    if ((host_is(f->a, ha) && host_is(f->b, hb)) || (host_is(f->a, hb) && host_is(f->b, ha))) us += f->us;
   }
   return us;
 }

@@ -42,6 +42,14 @@ struct sn_shm {
   struct sn_rankinfo ranks[SN_MAXRANKS];
   _Atomic uint32_t doorbell[SN_MAXRANKS][16];   /* futex per rank, own cache line */
   struct sn_board_entry board[2][SN_MAXRANKS];
+  /* NCCL_NET_PLUGIN edge set-up (netload.c): per rank, 0 = not yet */
+  struct sn_net_board {
+    _Atomic uint32_t state;    /* 1 no usable plugin, 2 plugin usable */
+    _Atomic uint32_t hready;   /* receiver: 1 handle valid, 2 no listen */
+    _Atomic uint32_t cready;   /* sender: 1 connected to next, 2 not */
+    uint32_t pad;
+    unsigned char handle[128];
+  } net[SN_MAXRANKS];
 };
 static inline size_t sn_chan_bytes(void) {
   return sizeof(struct sn_chan_ctrl) + SN_SLOTS * (sizeof(struct sn_slot_hdr) + SN_SLOT_BYTES);
@@ -83,6 +91,7 @@ struct ncclComm {
   int nuserops;
   _Atomic uint64_t *sent_bytes;        /* per destination rank, for link stats */
   void *prof_ctx; int prof_mask, prof_on; /* profiler plugin (profiler.c) */
+  struct sn_net *net; int net_setup;   /* NCCL_NET_PLUGIN ring edges (netload.c) */
   uint64_t end_magic;
 };
 
@@ -171,6 +180,21 @@ void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops);
 void sn_prof_launch_stop(struct ncclComm *c, void **hs, int n);
 uint64_t sn_prof_now(void);
 void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t0, uint64_t t1);
+/* netload.c: NCCL_NET_PLUGIN; the ring edge to `next` / from `prev` may go through it */
+struct sn_net {
+  void *ctx, *scomm, *rcomm, *smh, *rmh;
+  int next, prev, send_on, recv_on, recv_broken, failed;  /* failed: an isend/test error */
+  int in_ring;               /* exec.c: set while a ring algorithm runs (pairwise ones use shm) */
+  unsigned char *bufs;       /* SN_SLOTS send staging slots + 1 receive slot, SN_SLOT_BYTES + 64 each */
+  void *sreq[SN_SLOTS];      /* outstanding isend per staging slot */
+  uint32_t shead;
+};
+void sn_net_setup(struct ncclComm *c);       /* once per comm, first ring op, on the stream worker */
+void *sn_net_send_acquire(struct ncclComm *c);
+int sn_net_send_commit(struct ncclComm *c, size_t len);
+struct sn_slot_hdr *sn_net_recv_acquire(struct ncclComm *c);
+int sn_net_drain(struct ncclComm *c);        /* complete outstanding sends (end of a ring op) */
+void sn_net_close(struct ncclComm *c);       /* comm destroy: close the plugin's connections */
 /* exec.c */
 void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops);
 #endif

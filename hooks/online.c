@@ -1,0 +1,493 @@
+/* hooks/online.c: the job-wide online exchange (protocol in online.h): collscope's own
+ * communicator split from the world communicator, the feed from the harvest thread, the
+ * exchange thread, and what it does with the findings (stats/online_eval.c). Every
+ * failure logs one line and turns the feature off; the job's communicators are never
+ * waited on. */
+#include "online.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collscope/online.h"
+#include "cuda_driver.h"
+#include "shim/nccl_shim.h"
+
+enum { ON_UNSET = 0, ON_SETUP, ON_RUNNING, ON_OFF };
+
+#define FEED_CAP 4096u     /* harvest -> exchange thread (single producer, single consumer) */
+#define OPS_BACKLOG 256u   /* sampled instances waiting for an exchange */
+#define SDC_BACKLOG 64u
+#define DRAIN_MS 2000      /* at shutdown: how long the exchanges already due may take */
+
+struct feed_item {
+  int kind;                /* 1 op, 2 sdc */
+  union { struct cs_online_op op; struct cs_online_sdc sdc; } u;
+};
+
+static struct {
+  _Atomic int state;
+  void *parent;            /* the user's world communicator */
+  uint64_t parent_id;      /* its collscope id (the hooks may route a call to another comm) */
+  _Atomic uint64_t colls;  /* collectives called on it (P2P counts differ between ranks) */
+  ncclComm_t own;
+  int rank, n;
+  unsigned every, stride;
+  CUcontext ctx;
+  CUstream stream;
+  CUdeviceptr dsend, drecv;
+  struct cs_online_summary *hsend;
+  unsigned char *hrecv;
+  pthread_t th;
+  bool th_running;
+  _Atomic int stop;                  /* 1: leave now; 2: run the exchanges due, then leave */
+  _Atomic int64_t drain_deadline;    /* CLOCK_MONOTONIC ns bound of a drain */
+  _Atomic uint64_t trigger;          /* exchanges due (world collectives / K) */
+  uint64_t done;
+  struct cs_online_eval *eval;
+  /* feed */
+  struct feed_item *feed;
+  _Atomic uint32_t head, tail;
+  _Atomic uint32_t feed_lost;
+  int64_t last_end;                  /* harvest thread: latest op end seen */
+  /* backlogs (exchange thread) */
+  struct cs_online_op ops[OPS_BACKLOG];
+  uint32_t ops_first, ops_n;
+  struct cs_online_sdc sdc[SDC_BACKLOG];
+  uint32_t sdc_first, sdc_n;
+  uint64_t backlog_lost;
+} on;
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+static void turn_off(void) { atomic_store(&on.state, ON_OFF); }
+static bool stop_is_shutdown(void) { return atomic_load(&on.stop) != 0; }
+
+/* ---- set-up on the caller's thread ---- */
+
+/* Poll a non-blocking communicator until it is ready; ncclInProgress after the timeout. */
+static ncclResult_t wait_ready(ncclComm_t comm, unsigned timeout_s) {
+  int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_s * 1000000000LL;
+  for (;;) {
+    ncclResult_t st = ncclInProgress;
+    ncclResult_t r = cs_real_ncclCommGetAsyncError(comm, &st);
+    if (r != ncclSuccess) return r;
+    if (st != ncclInProgress) return st;
+    if (cs_now_ns(CLOCK_MONOTONIC) > deadline) return ncclInProgress;
+    sleep_ms(1);
+  }
+}
+
+static bool alloc_buffers(void) {
+  size_t all = (size_t)on.n * CS_ONLINE_BYTES;
+  void *hs = NULL, *hr = NULL;
+  if (cs_drv.cuStreamCreate(&on.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return false;
+  if (cs_drvx.cuMemAlloc(&on.dsend, CS_ONLINE_BYTES) != CUDA_SUCCESS || cs_drvx.cuMemAlloc(&on.drecv, all) != CUDA_SUCCESS ||
+      cs_drvx.cuMemAllocHost(&hs, CS_ONLINE_BYTES) != CUDA_SUCCESS || cs_drvx.cuMemAllocHost(&hr, all) != CUDA_SUCCESS)
+    return false; /* what was allocated stays: freeing device memory synchronizes the device */
+  on.hsend = hs;
+  on.hrecv = hr;
+  return true;
+}
+
+static void *exchange_main(void *arg);
+
+static bool start_thread(void) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 1 << 20);
+  int rc = pthread_create(&on.th, &a, exchange_main, NULL);
+  pthread_attr_destroy(&a);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc) return false;
+  pthread_setname_np(on.th, "collscope-online");
+  on.th_running = true;
+  return true;
+}
+
+void cs_online_comm_created(void *comm, struct cs_comm *info) {
+  if (!cs_cfg.online || atomic_load(&on.state) != ON_UNSET) return;
+  if (cs_cfg.world_size < 2 || cs_cfg.rank < 0 || info->size != cs_cfg.world_size || info->rank != cs_cfg.rank)
+    return;
+  if (cs_tls.group_depth > 0) {
+    cs_log_once(CS_LOG_INFO, "online: a world-sized communicator created inside a group is not used for the exchange");
+    return;
+  }
+  /* A non-blocking communicator stays non-blocking: waiting here for it to join would
+   * change the job's timing. Every rank uses the same config, so all skip it alike. */
+  if (info->nonblocking) {
+    cs_log_once(CS_LOG_INFO, "online: non-blocking world-sized communicators are not used for the exchange");
+    return;
+  }
+  /* Only the main thread's communicators: when several threads create world-sized
+   * communicators at once, which one comes first differs between processes, and ranks
+   * splitting different communicators would wait for each other. */
+  if (gettid() != getpid()) {
+    cs_log_once(CS_LOG_INFO, "online: world-sized communicators created off the main thread are not used for the exchange");
+    return;
+  }
+  int expect = ON_UNSET;
+  if (!atomic_compare_exchange_strong(&on.state, &expect, ON_SETUP)) return;
+  const char *why = NULL;
+  CUcontext ctx = NULL;
+  if (!cs_driver_xchg_load() || !cs_resolve_nccl() || !cs_real_ncclCommSplit || !cs_real_ncclAllGather ||
+      !cs_real_ncclCommGetAsyncError || !cs_real_ncclCommAbort || !cs_real_ncclCommDestroy)
+    why = "CUDA driver or NCCL entry points missing";
+  else if (cs_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+    why = "no current CUDA context on the thread that created the world communicator";
+  if (why) {
+    cs_log(CS_LOG_WARN, "online exchange off: %s", why);
+    turn_off();
+    return;
+  }
+  on.parent = comm;
+  on.parent_id = info->id;
+  on.rank = info->rank;
+  on.n = info->size;
+  on.every = cs_cfg.online_every;
+  on.stride = on.every / 16 ? on.every / 16 : 1;
+  on.ctx = ctx;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  cfg.minCTAs = 1;
+  cfg.maxCTAs = 1;
+  cfg.commName = "collscope-online";
+  ncclComm_t own = NULL;
+  ncclResult_t r = cs_real_ncclCommSplit((ncclComm_t)comm, 0, info->rank, &own, &cfg);
+  if ((r == ncclSuccess || r == ncclInProgress) && own) r = wait_ready(own, cs_cfg.online_timeout_s);
+  else if (r == ncclSuccess) r = ncclInternalError;
+  if (r != ncclSuccess) {
+    cs_log(CS_LOG_WARN, "online exchange off: ncclCommSplit of the world communicator %s (%d)",
+           r == ncclInProgress ? "did not finish within COLLSCOPE_ONLINE_TIMEOUT" : "failed", (int)r);
+    if (own) cs_real_ncclCommAbort(own);
+    turn_off();
+    return;
+  }
+  on.own = own;
+  on.feed = calloc(FEED_CAP, sizeof *on.feed);
+  on.eval = cs_online_eval_new(on.n, NULL, on.rank == 0);
+  if (!on.feed || !on.eval || !alloc_buffers() || !start_thread()) {
+    cs_log(CS_LOG_WARN, "online exchange off: cannot allocate its buffers or start its thread");
+    cs_real_ncclCommAbort(own);
+    on.own = NULL;
+    turn_off();
+    return;
+  }
+  cs_log(CS_LOG_INFO, "online: exchange every %u collectives of communicator %016llx (%d ranks)", on.every,
+         (unsigned long long)info->id, on.n);
+  atomic_store(&on.state, ON_RUNNING);
+}
+
+void cs_online_after_op(struct cs_call *c, int status) {
+  if (CS_LIKELY(atomic_load_explicit(&on.state, memory_order_acquire) != ON_RUNNING)) return;
+  if (!c->rec || c->rec->comm_id != on.parent_id || status != 0 || cs_op_table[c->op].cls == CS_CLASS_P2P) return;
+  uint64_t n = atomic_fetch_add_explicit(&on.colls, 1, memory_order_relaxed) + 1;
+  if (n % on.every == 0) atomic_store_explicit(&on.trigger, n / on.every, memory_order_relaxed);
+}
+
+/* ---- feed (harvest thread) ---- */
+static void feed_push(const struct feed_item *it) {
+  uint32_t h = atomic_load_explicit(&on.head, memory_order_relaxed);
+  if (h - atomic_load_explicit(&on.tail, memory_order_acquire) >= FEED_CAP) {
+    atomic_fetch_add_explicit(&on.feed_lost, 1, memory_order_relaxed);
+    return;
+  }
+  on.feed[h % FEED_CAP] = *it;
+  atomic_store_explicit(&on.head, h + 1, memory_order_release);
+}
+
+static uint16_t u16(int x) { return x < 0 ? 0 : x > 65535 ? 65535 : (uint16_t)x; }
+
+void cs_online_note(const struct cs_record *r) {
+  if (CS_LIKELY(atomic_load_explicit(&on.state, memory_order_acquire) != ON_RUNNING)) return;
+  if (r->type != CS_REC_OP || r->status != 0 || r->op >= CS_OP_COUNT || cs_op_table[r->op].cls == CS_CLASS_P2P)
+    return;
+  bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_PROFILER;
+  double gap = -1;
+  if (timed) {
+    if (on.last_end) gap = r->start_ns > on.last_end ? (double)(r->start_ns - on.last_end) / 1e3 : 0;
+    if (r->end_ns > on.last_end) on.last_end = r->end_ns;
+  }
+  struct feed_item it;
+  if (timed && r->seq % on.stride == 0 && r->comm_size > 1) {
+    memset(&it, 0, sizeof it);
+    it.kind = 1;
+    it.u.op.comm = r->comm_id;
+    it.u.op.seq = r->seq;
+    it.u.op.dur_us = (float)((double)(r->end_ns - r->start_ns) / 1e3);
+    it.u.op.gap_us = (float)gap;
+    it.u.op.bytes = r->bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)r->bytes;
+    it.u.op.comm_size = u16(r->comm_size);
+    it.u.op.comm_rank = u16(r->comm_rank);
+    feed_push(&it);
+  }
+  if (r->sdc_checked) {
+    memset(&it, 0, sizeof it);
+    it.kind = 2;
+    struct cs_online_sdc *s = &it.u.sdc;
+    s->comm = r->comm_id;
+    s->seq = r->seq;
+    s->fp = r->fingerprint;
+    s->in_sum = r->in_sum;
+    s->in_abs = r->in_abs;
+    s->out_sum = r->out_sum;
+    s->count = r->count;
+    s->root = r->root;
+    s->comm_size = u16(r->comm_size);
+    s->comm_rank = u16(r->comm_rank);
+    s->op = r->op;
+    s->checked = r->sdc_checked;
+    s->dtype = (int8_t)r->dtype;
+    s->redop = (int8_t)(r->redop > 127 ? 127 : r->redop);
+    feed_push(&it);
+  }
+}
+
+/* ---- exchange thread ---- */
+static void drain_feed(void) {
+  uint32_t t = atomic_load_explicit(&on.tail, memory_order_relaxed);
+  uint32_t h = atomic_load_explicit(&on.head, memory_order_acquire);
+  for (; t != h; t++) {
+    const struct feed_item *it = &on.feed[t % FEED_CAP];
+    if (it->kind == 1) {
+      if (on.ops_n == OPS_BACKLOG) { on.ops_first = (on.ops_first + 1) % OPS_BACKLOG; on.ops_n--; on.backlog_lost++; }
+      on.ops[(on.ops_first + on.ops_n++) % OPS_BACKLOG] = it->u.op;
+    } else {
+      if (on.sdc_n == SDC_BACKLOG) { on.sdc_first = (on.sdc_first + 1) % SDC_BACKLOG; on.sdc_n--; on.backlog_lost++; }
+      on.sdc[(on.sdc_first + on.sdc_n++) % SDC_BACKLOG] = it->u.sdc;
+    }
+  }
+  atomic_store_explicit(&on.tail, t, memory_order_release);
+}
+
+static void build_summary(uint32_t exchange) {
+  struct cs_online_summary *s = on.hsend;
+  memset(s, 0, sizeof *s);
+  s->h.magic = CS_ONLINE_MAGIC;
+  s->h.version = CS_ONLINE_VERSION;
+  s->h.rank = on.rank;
+  s->h.exchange = exchange;
+  uint64_t d = atomic_load(&cs_st.drops) + atomic_load(&on.feed_lost) + on.backlog_lost;
+  s->h.drops = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
+  size_t hl = strnlen(cs_cfg.host, CS_ONLINE_HOST - 1);
+  memcpy(s->h.host, cs_cfg.host, hl);  /* truncated, NUL padded by the memset */
+  while (s->h.nops < CS_ONLINE_NOPS && on.ops_n) {
+    s->ops[s->h.nops++] = on.ops[on.ops_first];
+    on.ops_first = (on.ops_first + 1) % OPS_BACKLOG;
+    on.ops_n--;
+  }
+  while (s->h.nsdc < CS_ONLINE_NSDC && on.sdc_n) {
+    s->sdc[s->h.nsdc++] = on.sdc[on.sdc_first];
+    on.sdc_first = (on.sdc_first + 1) % SDC_BACKLOG;
+    on.sdc_n--;
+  }
+  s->h.op_backlog = on.ops_n;
+  s->h.sdc_backlog = on.sdc_n;
+}
+
+static _Atomic int sdc_aborting;
+bool cs_online_aborting(void) { return atomic_load(&sdc_aborting) != 0; }
+
+static void abort_one(void *comm, struct cs_comm *c, void *arg) {
+  (void)c; (void)arg;
+  cs_real_ncclCommAbort((ncclComm_t)comm);
+}
+
+static void act_on(const struct cs_online_findings *f, uint64_t exchange, double wait_us, double eval_us) {
+  if (on.rank == 0) {
+    for (size_t i = 0; i < f->nstragglers; i++) {
+      const struct cs_online_straggler *s = &f->stragglers[i];
+      cs_log(CS_LOG_WARN, "online: straggler rank %d (%s) on comm %016llx: last in %.0f%% of %zu sampled instances, "
+             "lateness %.0f us (median duration %.0f us), kind %s", s->rank, s->host, (unsigned long long)s->comm,
+             100 * s->share_last, s->instances, s->lateness_us, s->median_dur_us, cs_det_kind_name(s->kind));
+    }
+    for (size_t i = 0; i < f->nsdc; i++) {
+      const struct cs_online_sdc_finding *s = &f->sdc[i];
+      char who[320];
+      if (s->suspect_rank >= 0) snprintf(who, sizeof who, "suspect rank %d (%s)", s->suspect_rank, s->suspect_host);
+      else snprintf(who, sizeof who, "no single suspect (every rank received the same wrong result)");
+      char vals[160] = "";
+      if (s->check == CS_SDC_CHECK_SUM)
+        snprintf(vals, sizeof vals, " (output sum %.17g, expected %.17g, tolerance %.3g)", s->got, s->want, s->tol);
+      cs_log(CS_LOG_WARN, "online: SDC: %s seq %llu on comm %016llx, %llu bytes %s: %s check failed%s, %s",
+             s->op < CS_OP_COUNT ? cs_op_table[s->op].name : "op", (unsigned long long)s->seq,
+             (unsigned long long)s->comm, (unsigned long long)s->bytes, cs_dtype_name(s->dtype),
+             cs_sdc_check_name(s->check), vals, who);
+    }
+    if (f->bad_summaries)
+      cs_log(CS_LOG_WARN, "online: exchange %llu: %zu rank summaries rejected", (unsigned long long)exchange,
+             f->bad_summaries);
+    cs_log(CS_LOG_DEBUG, "online: exchange %llu: %zu instances, %zu checked collectives compared; "
+           "all-gather %.0f us, evaluation %.0f us", (unsigned long long)exchange, f->instances, f->sdc_compared,
+           wait_us, eval_us);
+  }
+  if (f->nsdc && cs_cfg.sdc_action == CS_SDC_ACTION_ABORT) {
+    cs_log(CS_LOG_WARN, "online: SDC detected (exchange %llu; rank 0 logs the details); COLLSCOPE_SDC_ACTION=abort: "
+           "aborting every NCCL communicator and exiting with status %d", (unsigned long long)exchange,
+           CS_SDC_ABORT_STATUS);
+    atomic_store(&sdc_aborting, 1);  /* an exit of the job's own meanwhile waits for this one */
+    atomic_store(&cs_st.ready, 0);   /* later calls pass through; nothing new is recorded */
+    cs_harvest_stop(2000);           /* write the dump and close the ring */
+    cs_comm_foreach(abort_one, NULL);
+    cs_real_ncclCommAbort(on.own);
+    _exit(CS_SDC_ABORT_STATUS);
+  }
+}
+
+/* Why the wait for an exchange ends early; NULL while it may go on. A pending exchange
+ * is never left behind: its kernel would hold every device-wide synchronization of the
+ * job (cudaDeviceSynchronize, cudaFree, cudaFreeHost) until the peers joined. */
+static const char *wait_verdict(int64_t deadline, unsigned *polls) {
+  int stop = atomic_load(&on.stop);
+  int64_t now = cs_now_ns(CLOCK_MONOTONIC);
+  if (stop == 1) return "stop requested";
+  if (stop == 2 && now > atomic_load(&on.drain_deadline)) return "at shutdown the other ranks did not join within 2 s";
+  if (now > deadline) return "not complete after COLLSCOPE_ONLINE_TIMEOUT (a rank stopped exchanging)";
+  if (++*polls % 8 == 0) { /* a peer that died shows up as an asynchronous error */
+    ncclResult_t st = ncclSuccess;
+    if (cs_real_ncclCommGetAsyncError(on.own, &st) != ncclSuccess || (st != ncclSuccess && st != ncclInProgress))
+      return "collscope's communicator reports an error (a peer left)";
+  }
+  return NULL;
+}
+
+static void nap_backoff(unsigned *nap) {
+  sleep_ms(*nap);
+  if (*nap < 20) *nap *= 2;
+}
+
+/* Give up on the exchange in flight: abort collscope's communicator (its kernel exits, the
+ * device is free again; in NCCL a local operation). */
+static void abandon(uint64_t exchange, const char *why) {
+  cs_log(stop_is_shutdown() ? CS_LOG_INFO : CS_LOG_WARN, "online exchange off: exchange %llu: %s",
+         (unsigned long long)exchange, why);
+  if (on.own) cs_real_ncclCommAbort(on.own);
+  on.own = NULL;
+}
+
+/* One exchange; false when the feature must stop (error, timeout or stop request). */
+static bool exchange_once(uint64_t exchange) {
+  drain_feed();
+  build_summary((uint32_t)exchange);
+  size_t all = (size_t)on.n * CS_ONLINE_BYTES;
+  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);
+  int64_t deadline = t0 + (int64_t)cs_cfg.online_timeout_s * 1000000000LL;
+  unsigned nap = 1, polls = 0;
+  const char *why = NULL;
+  cs_tls.depth++;
+  if (cs_drvx.cuMemcpyHtoDAsync(on.dsend, on.hsend, CS_ONLINE_BYTES, on.stream) != CUDA_SUCCESS) why = "cuMemcpyHtoDAsync failed";
+  ncclResult_t r = why ? ncclSuccess
+                       : cs_real_ncclAllGather((const void *)(uintptr_t)on.dsend, (void *)(uintptr_t)on.drecv,
+                                               CS_ONLINE_BYTES, ncclUint8, on.own, (cudaStream_t)on.stream);
+  /* a non-blocking communicator may return before the collective is on the stream (NCCL
+   * connects lazily at the first one): wait for it before the copy back is queued */
+  while (!why && r == ncclInProgress) {
+    ncclResult_t st = ncclInProgress;
+    if (cs_real_ncclCommGetAsyncError(on.own, &st) != ncclSuccess) st = ncclInternalError;
+    if (st != ncclInProgress) { r = st; break; }
+    if ((why = wait_verdict(deadline, &polls))) break;
+    nap_backoff(&nap);
+  }
+  cs_tls.depth--;
+  if (!why && r != ncclSuccess) why = "ncclAllGather failed";
+  if (!why && cs_drvx.cuMemcpyDtoHAsync(on.hrecv, on.drecv, all, on.stream) != CUDA_SUCCESS) why = "cuMemcpyDtoHAsync failed";
+  while (!why) {
+    CUresult q = cs_drvx.cuStreamQuery(on.stream);
+    if (q == CUDA_SUCCESS) break;
+    if (q != CUDA_ERROR_NOT_READY) { why = "its stream failed"; break; }
+    if ((why = wait_verdict(deadline, &polls))) break;
+    nap_backoff(&nap);
+  }
+  if (!why) {
+    ncclResult_t st = ncclSuccess;
+    if (cs_real_ncclCommGetAsyncError(on.own, &st) != ncclSuccess || st != ncclSuccess)
+      why = "collscope's communicator reports an error";
+  }
+  if (why) {
+    abandon(exchange, why);
+    return false;
+  }
+  struct cs_online_findings f;
+  int64_t t1 = cs_now_ns(CLOCK_MONOTONIC);
+  int rc = cs_online_eval_exchange(on.eval, on.hrecv, &f);
+  int64_t t2 = cs_now_ns(CLOCK_MONOTONIC);
+  if (rc == 0) act_on(&f, exchange, (double)(t1 - t0) / 1e3, (double)(t2 - t1) / 1e3);
+  return true;
+}
+
+static void *exchange_main(void *arg) {
+  (void)arg;
+  if (cs_drvx.cuCtxSetCurrent(on.ctx) != CUDA_SUCCESS) {
+    cs_log(CS_LOG_WARN, "online exchange off: cannot use the world communicator's CUDA context");
+    turn_off();
+    return NULL;
+  }
+  for (;;) {
+    int stop = atomic_load(&on.stop);
+    if (stop == 1) break;
+    drain_feed();
+    uint64_t due = atomic_load_explicit(&on.trigger, memory_order_relaxed);
+    if (stop == 2 && on.done >= due) break;
+    if (on.done < due) {
+      if (!exchange_once(on.done + 1)) {
+        turn_off();
+        break;
+      }
+      on.done++;
+      continue;
+    }
+    sleep_ms(20);
+  }
+  return NULL;
+}
+
+/* ---- shutdown ---- */
+/* Every rank ran the same number of world collectives, so the exchanges already due are
+ * due everywhere: give them DRAIN_MS to complete (the findings of the job's last steps),
+ * then stop. */
+static bool stop_thread(void) {
+  if (!on.th_running || pthread_equal(pthread_self(), on.th)) return false;
+  cs_flush(200); /* the harvest thread feeds what has completed */
+  atomic_store(&on.drain_deadline, cs_now_ns(CLOCK_MONOTONIC) + DRAIN_MS * 1000000LL);
+  atomic_store(&on.stop, 2);
+  pthread_join(on.th, NULL);
+  on.th_running = false;
+  return true;
+}
+
+void cs_online_comm_destroying(void *comm) {
+  if (!comm || comm != on.parent) return;
+  stop_thread();
+  atomic_store(&on.state, ON_OFF);
+  on.parent = NULL;
+  if (on.own) {
+    /* the thread abandons (aborts) any exchange it gives up on; should anything still be
+     * in flight on collscope's stream, a destroy would wait for it: abort instead */
+    if (cs_drvx.cuStreamQuery(on.stream) == CUDA_SUCCESS) cs_real_ncclCommDestroy(on.own);
+    else cs_real_ncclCommAbort(on.own);
+    on.own = NULL;
+  }
+}
+
+void cs_online_shutdown(void) {
+  stop_thread();
+  atomic_store(&on.state, ON_OFF);
+}
+
+void cs_online_atfork_child(void) {
+  /* the thread and the communicator belong to the parent */
+  on.th_running = false;
+  on.own = NULL;
+  on.parent = NULL;
+  atomic_store(&on.state, ON_OFF);
+}

@@ -1,0 +1,43 @@
+/* hooks/online.h: the job-wide online exchange (issue 4 stragglers, issue 5 SDC).
+ *
+ * Protocol (the same on every rank):
+ *  1. The first communicator whose size equals the job's world size (WORLD_SIZE,
+ *     SLURM_NTASKS, ...) and whose rank equals the process's global rank, created outside
+ *     a group by the process's main thread, blocking (several threads creating communicators at
+ *     once would make "first" differ between processes): right after its init returns, on the caller's thread, collscope calls
+ *     ncclCommSplit(world, 0, rank) non-blocking with one CTA and waits for the child at
+ *     most COLLSCOPE_ONLINE_TIMEOUT seconds (then aborts it and turns the feature off).
+ *     The user's communicator sees exactly one extra call, at the same place on every
+ *     rank, before the user gets it back.
+ *  2. The harvest thread feeds this module the finished records: every stride-th
+ *     collective instance of each communicator (stride = max(1, K/16)) and every record
+ *     with SDC check results.
+ *  3. When the world communicator's collective count reaches a multiple of K
+ *     (COLLSCOPE_ONLINE_EVERY, default 1000), collscope's own thread all-gathers a
+ *     2 KiB summary per rank (include/collscope/online.h) on the private communicator
+ *     and stream, polls for completion (never synchronizes) for at most
+ *     COLLSCOPE_ONLINE_TIMEOUT seconds, then evaluates: world rank 0 logs new
+ *     stragglers and SDC findings; every rank applies COLLSCOPE_SDC_ACTION=abort
+ *     (ncclCommAbort on every communicator, exit status CS_SDC_ABORT_STATUS).
+ *  4. Destroying the world communicator (or exit) stops the thread; a pending exchange
+ *     is aborted, never waited for.
+ * Hot path cost: one relaxed load and a modulo per collective on the world communicator.
+ * Requirements: one rank per process and the same COLLSCOPE_ONLINE on every rank (the
+ * launcher's environment), else the split waits for ranks that never call it (bounded
+ * by the timeout on real NCCL; the simulator's split is synchronous). */
+#ifndef COLLSCOPE_ONLINE_HOOK_H
+#define COLLSCOPE_ONLINE_HOOK_H
+#include "hooks.h"
+
+void cs_online_comm_created(void *comm, struct cs_comm *info);
+void cs_online_after_op(struct cs_call *c, int status);
+void cs_online_comm_destroying(void *comm);
+/* harvest thread: a record is final (timed, or given up) */
+void cs_online_note(const struct cs_record *r);
+/* process exit: stop the thread (the communicator is left to the process's end) */
+void cs_online_shutdown(void);
+void cs_online_atfork_child(void);
+/* true once COLLSCOPE_SDC_ACTION=abort is stopping the process (its exit status wins) */
+bool cs_online_aborting(void);
+
+#endif

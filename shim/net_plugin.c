@@ -1,0 +1,664 @@
+/* shim/net_plugin.c: libcollscope as NCCL's network plugin (NCCL_NET_PLUGIN=libcollscope.so).
+ * It exports ncclNetPlugin_v11, _v10 and _v9 and wraps the inner plugin named by
+ * COLLSCOPE_NET_INNER (a path, a library name, or <name> for libnccl-net-<name>.so), whose
+ * highest version among v11, v10, v9 is used whatever version NCCL calls us through. Every
+ * call is forwarded; isend/irecv are timed from the post to the test() that reports done.
+ *
+ * Fail open:
+ *  - no COLLSCOPE_NET_INNER, the inner library or its symbols missing, the inner pointing back
+ *    at collscope, or the inner's init failing: init returns an error (logged once), and NCCL
+ *    then uses its own IB/Socket transports (their symbols are hidden, nothing can wrap them);
+ *  - every inner result, request, size and handle byte is passed through unchanged;
+ *  - when a fixed pool (connections, listen comms, requests) is full the inner object is
+ *    handed to NCCL unwrapped; the wrapper recognises its own objects by address (they live in
+ *    static arrays), so unwrapped objects keep working, only untimed.
+ *
+ * Peer identity: listen() zero-fills the handle before the inner writes it; if the inner left
+ * the last 16 bytes zero, the wrapper writes its cs_net_id there (magic, the listener's global
+ * rank, a random 64-bit connection token). connect() takes it out, restores the zeros for the
+ * inner call and puts it back afterwards (NCCL retries connect with the same handle). The send
+ * side thus knows the peer rank; the receive side knows only the token. Both ends' link records
+ * carry the token, and `collscope report` joins them across dump files (each file's header has
+ * its host). Nothing is added to the job's own traffic.
+ *
+ * Hot path (isend/irecv/test): one clock read (vDSO), one CAS on a request bitmap word, relaxed
+ * atomic adds on the connection's own counters; no syscall, lock or allocation. The harvest
+ * thread turns the counters into CS_REC_LINK records (cs_net_collect) every COLLSCOPE_FLUSH_MS,
+ * at close and at exit. */
+#include "cs_internal.h"
+#include "collscope/nccl_net_abi.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+/* ---- the inner plugin ---------------------------------------------------------------- */
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int in_ver;                   /* 11, 10, 9; 0 = none */
+static const cs_net_v11_t *in11;
+static const cs_net_v10_t *in10;
+static const cs_net_v9_t *in9;
+static char in_name[128] = "collscope";
+/* An inner with irecvConsumed may be handed a receive request after test() reported it done,
+ * when the wrapper has already recycled its slot: such receives are passed through unwrapped
+ * (untimed; the send side still measures the link). NCCL 2.28 does not call irecvConsumed. */
+static int in_has_consumed;
+
+static _Atomic int in_global_done;   /* v9/v10 inner init, or the v11 inner ctx of v9/v10 callers */
+static pthread_mutex_t in_global_lock = PTHREAD_MUTEX_INITIALIZER;
+static cs_net_result_t in_global_res;
+static void *in_global_ctx;          /* v11 inner: the ctx used by v9/v10 callers */
+static uint64_t token_seed;
+static _Atomic uint64_t token_ctr;
+
+CS_EXPORT extern cs_net_v11_t ncclNetPlugin_v11;
+CS_EXPORT extern cs_net_v10_t ncclNetPlugin_v10;
+CS_EXPORT extern cs_net_v9_t ncclNetPlugin_v9;
+
+static void *open_inner(const char *v) {
+  void *h = dlopen(v, RTLD_NOW | RTLD_LOCAL);
+  if (!h && !strchr(v, '/')) {
+    char name[300];
+    snprintf(name, sizeof name, "libnccl-net-%s.so", v);
+    h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  }
+  return h;
+}
+
+static void atfork_child(void);
+
+static void load_inner(void) {
+  pthread_atfork(NULL, NULL, atfork_child);
+  const char *v = getenv("COLLSCOPE_NET_INNER");
+  if (getrandom(&token_seed, sizeof token_seed, GRND_NONBLOCK) != (ssize_t)sizeof token_seed)
+    token_seed = (uint64_t)cs_now_ns(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32);
+  if (!v || !*v) {
+    cs_log(CS_LOG_WARN, "net plugin: COLLSCOPE_NET_INNER is not set; NCCL's internal IB/Socket transports "
+                        "cannot be wrapped, so the collscope net plugin declines and NCCL uses its own");
+    return;
+  }
+  void *h = open_inner(v);
+  if (!h) {
+    cs_log(CS_LOG_WARN, "net plugin: cannot load COLLSCOPE_NET_INNER=%s (%s); NCCL uses its own transports", v,
+           dlerror());
+    return;
+  }
+  in11 = dlsym(h, "ncclNetPlugin_v11");
+  if (!in11) in10 = dlsym(h, "ncclNetPlugin_v10");
+  if (!in11 && !in10) in9 = dlsym(h, "ncclNetPlugin_v9");
+  const void *tbl = in11 ? (const void *)in11 : in10 ? (const void *)in10 : (const void *)in9;
+  if (!tbl) {
+    cs_log(CS_LOG_WARN, "net plugin: %s has no ncclNetPlugin_v11/v10/v9; NCCL uses its own transports", v);
+    dlclose(h);
+    return;
+  }
+  if (tbl == (const void *)&ncclNetPlugin_v11 || tbl == (const void *)&ncclNetPlugin_v10 ||
+      tbl == (const void *)&ncclNetPlugin_v9) {
+    cs_log(CS_LOG_WARN, "net plugin: COLLSCOPE_NET_INNER=%s is collscope itself; declining", v);
+    in11 = NULL, in10 = NULL, in9 = NULL;
+    return;
+  }
+  in_ver = in11 ? 11 : in10 ? 10 : 9;
+  in_has_consumed = (in11 ? in11->irecvConsumed : in10 ? in10->irecvConsumed : in9->irecvConsumed) != NULL;
+  const char *n = in11 ? in11->name : in10 ? in10->name : in9->name;
+  /* NCCL_NET=<name> selects a transport by name: keep the inner's */
+  snprintf(in_name, sizeof in_name, "%s", n ? n : "collscope");
+  cs_log(CS_LOG_INFO, "net plugin: wrapping %s (%s, ncclNetPlugin_v%d)", in_name, v, in_ver);
+}
+
+/* per-NCCL-communicator context of the v11 table */
+struct wctx {
+  void *inner;                       /* inner v11 ctx, else NULL */
+  struct cs_net_comm_config cfg;
+  int has_cfg;
+};
+static struct wctx global_ctx;       /* v9/v10 callers */
+
+static cs_net_result_t inner_global_init(cs_net_logger_t log, cs_net_prof_cb_t prof) {
+  if (atomic_load_explicit(&in_global_done, memory_order_acquire)) return in_global_res;
+  pthread_mutex_lock(&in_global_lock);
+  if (!atomic_load(&in_global_done)) {
+    if (in_ver == 11) in_global_res = in11->init(&in_global_ctx, 0, NULL, log, prof);
+    else if (in_ver == 10) in_global_res = in10->init(log, prof);
+    else in_global_res = in9->init(log);
+    atomic_store_explicit(&in_global_done, 1, memory_order_release);
+  }
+  pthread_mutex_unlock(&in_global_lock);
+  return in_global_res;
+}
+
+/* ---- connection, listen and request pools --------------------------------------------- */
+#define NCONN 1024
+#define NLISTEN 1024
+#define NREQ 8192
+#define NHIST 96              /* throughput buckets: 4 per octave of MB/s */
+
+struct wconn {
+  _Atomic int state;          /* 0 free, 1 claimed, 2 active, 3 closed (waiting for its last record) */
+  void *inner;
+  int dir;                    /* 0 send, 1 recv */
+  int peer_rank;              /* send side: from the handle; recv side -1 */
+  int dev;
+  uint64_t token;
+  _Atomic uint64_t bytes, msgs, busy_ns;
+  _Atomic int inflight, max_inflight;
+  _Atomic uint64_t hist[NHIST];   /* byte-weighted per-message throughput */
+  /* harvest thread only */
+  uint64_t l_bytes, l_msgs, l_busy, l_hist[NHIST];
+  int64_t l_emit_mono, l_emit_real;
+};
+struct wlisten {
+  _Atomic int used;
+  void *inner;
+  int dev;
+  uint64_t token;
+};
+struct wreq {
+  void *inner;
+  struct wconn *c;
+  int64_t t0;
+  uint64_t bytes;             /* isend: size; irecv: 0 (taken from sizes at done) */
+  int n;                      /* irecv: number of receives */
+};
+
+static struct wconn conns[NCONN];
+static struct wlisten listens[NLISTEN];
+static struct wreq reqs[NREQ];
+static _Atomic uint64_t req_bits[NREQ / 64];
+static _Atomic uint64_t untracked;  /* objects handed out unwrapped (pools full) */
+static _Atomic unsigned conn_hint;
+
+static inline struct wconn *as_conn(void *p) {
+  uintptr_t a = (uintptr_t)p, b = (uintptr_t)conns;
+  if (a < b || a >= b + sizeof conns || (a - b) % sizeof(struct wconn)) return NULL;
+  return (struct wconn *)p;
+}
+static inline void *unwrap_comm(void *p) {
+  struct wconn *c = as_conn(p);
+  return c ? c->inner : p;
+}
+static inline struct wlisten *as_listen(void *p) {
+  uintptr_t a = (uintptr_t)p, b = (uintptr_t)listens;
+  if (a < b || a >= b + sizeof listens || (a - b) % sizeof(struct wlisten)) return NULL;
+  return (struct wlisten *)p;
+}
+static inline struct wreq *as_req(void *p) {
+  uintptr_t a = (uintptr_t)p, b = (uintptr_t)reqs;
+  if (a < b || a >= b + sizeof reqs || (a - b) % sizeof(struct wreq)) return NULL;
+  return (struct wreq *)p;
+}
+
+static struct wconn *conn_new(void *inner, int dir, int peer, int dev, uint64_t token) {
+  unsigned h = atomic_fetch_add_explicit(&conn_hint, 1, memory_order_relaxed);
+  for (unsigned k = 0; k < NCONN; k++) {
+    struct wconn *c = &conns[(h + k) % NCONN];
+    int z = 0;
+    if (atomic_load_explicit(&c->state, memory_order_relaxed) != 0 ||
+        !atomic_compare_exchange_strong(&c->state, &z, 1))
+      continue;
+    c->inner = inner; c->dir = dir; c->peer_rank = peer; c->dev = dev; c->token = token;
+    atomic_store_explicit(&c->bytes, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->msgs, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->busy_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->inflight, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->max_inflight, 0, memory_order_relaxed);
+    for (int i = 0; i < NHIST; i++) atomic_store_explicit(&c->hist[i], 0, memory_order_relaxed);
+    c->l_bytes = c->l_msgs = c->l_busy = 0;
+    memset(c->l_hist, 0, sizeof c->l_hist);
+    c->l_emit_mono = cs_now_ns(CLOCK_MONOTONIC);
+    c->l_emit_real = cs_now_ns(CLOCK_REALTIME);
+    atomic_store_explicit(&c->state, 2, memory_order_release);
+    return c;
+  }
+  atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
+  cs_log_once(CS_LOG_WARN, "net plugin: more than %d open connections; further ones are not timed", NCONN);
+  return NULL;
+}
+
+static __thread unsigned req_hint;
+static struct wreq *req_new(void) {
+  unsigned w0 = req_hint;
+  for (unsigned k = 0; k < NREQ / 64; k++) {
+    unsigned w = (w0 + k) % (NREQ / 64);
+    uint64_t v = atomic_load_explicit(&req_bits[w], memory_order_relaxed);
+    while (~v) {
+      int b = __builtin_ctzll(~v);
+      if (atomic_compare_exchange_weak_explicit(&req_bits[w], &v, v | (1ull << b), memory_order_acquire,
+                                                memory_order_relaxed)) {
+        req_hint = w;
+        return &reqs[w * 64 + (unsigned)b];
+      }
+    }
+  }
+  return NULL;
+}
+static void req_free(struct wreq *r) {
+  size_t i = (size_t)(r - reqs);
+  atomic_fetch_and_explicit(&req_bits[i / 64], ~(1ull << (i % 64)), memory_order_release);
+}
+
+/* throughput bucket: 4 per octave of bytes/us (= MB/s); bucket b covers [2^(b/4)...) */
+static inline int rate_bucket(uint64_t bytes, int64_t ns) {
+  if (ns <= 0) ns = 1;
+  uint64_t r = bytes * 1000u / (uint64_t)ns;  /* MB/s; bytes < 2^44 in practice */
+  if (r == 0) return 0;
+  int m = 63 - __builtin_clzll(r);
+  int sub = m >= 2 ? (int)((r >> (m - 2)) & 3) : (int)((r << (2 - m)) & 3);
+  int b = 1 + m * 4 + sub;
+  return b < NHIST ? b : NHIST - 1;
+}
+/* Gbit/s at the middle of a bucket */
+static double bucket_gbps(int b) {
+  if (b <= 0) return 0;
+  int m = (b - 1) / 4, sub = (b - 1) % 4;
+  double lo = (double)(1ull << m) * (1.0 + sub / 4.0), hi = (double)(1ull << m) * (1.0 + (sub + 1) / 4.0);
+  return (lo + hi) / 2 * 8.0 / 1000.0;
+}
+
+static inline void conn_done(struct wconn *c, uint64_t bytes, int64_t dur) {
+  if (dur < 0) dur = 0;
+  atomic_fetch_add_explicit(&c->bytes, bytes, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->msgs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->busy_ns, (uint64_t)dur, memory_order_relaxed);
+  if (bytes) atomic_fetch_add_explicit(&c->hist[rate_bucket(bytes, dur)], bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&c->inflight, 1, memory_order_relaxed);
+}
+static inline void conn_posted(struct wconn *c) {
+  int f = atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed) + 1;
+  int m = atomic_load_explicit(&c->max_inflight, memory_order_relaxed);
+  while (f > m && !atomic_compare_exchange_weak_explicit(&c->max_inflight, &m, f, memory_order_relaxed,
+                                                          memory_order_relaxed)) {}
+}
+
+/* ---- common implementations -------------------------------------------------------------- */
+static cs_net_result_t w_init_common(void) {
+  cs_ensure_init();
+  pthread_once(&load_once, load_inner);
+  return in_ver ? CS_NET_OK : CS_NET_INTERNAL_ERROR;
+}
+
+static void patch_tables(void);
+
+static cs_net_result_t w_devices(int *ndev) {
+  return in_ver == 11 ? in11->devices(ndev) : in_ver == 10 ? in10->devices(ndev) : in9->devices(ndev);
+}
+
+static cs_net_result_t w_get_props11(int dev, struct cs_net_props_v11 *p) {
+  if (in_ver == 11) return in11->getProperties(dev, p);
+  struct cs_net_props_v9 q;
+  memset(&q, 0, sizeof q);
+  cs_net_result_t r = in_ver == 10 ? in10->getProperties(dev, &q) : in9->getProperties(dev, &q);
+  memcpy(p, &q, sizeof q);
+  p->maxMultiRequestSize = 1;
+  return r;
+}
+static cs_net_result_t w_get_props9(int dev, struct cs_net_props_v9 *p) {
+  if (in_ver != 11) return in_ver == 10 ? in10->getProperties(dev, p) : in9->getProperties(dev, p);
+  struct cs_net_props_v11 q;
+  memset(&q, 0, sizeof q);
+  cs_net_result_t r = in11->getProperties(dev, &q);
+  memcpy(p, &q, sizeof *p);
+  return r;
+}
+
+static uint64_t new_token(void) {
+  uint64_t z = token_seed + 0x9e3779b97f4a7c15ull * (atomic_fetch_add(&token_ctr, 1) + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return z ? z : 1;
+}
+
+static cs_net_result_t w_listen(struct wctx *x, int dev, void *handle, void **listenComm) {
+  memset(handle, 0, CS_NET_HANDLE_MAXSIZE);
+  void *lc = NULL;
+  cs_net_result_t r = in_ver == 11 ? in11->listen(x->inner, dev, handle, &lc)
+                      : in_ver == 10 ? in10->listen(dev, handle, &lc) : in9->listen(dev, handle, &lc);
+  if (r != CS_NET_OK || !lc) { *listenComm = lc; return r; }
+  uint64_t token = 0;
+  static const unsigned char zero[sizeof(struct cs_net_id)];
+  unsigned char *tail = (unsigned char *)handle + CS_NET_ID_OFFSET;
+  if (!memcmp(tail, zero, sizeof zero)) {
+    struct cs_net_id id = {CS_NET_ID_MAGIC, cs_cfg.rank, new_token()};
+    memcpy(tail, &id, sizeof id);
+    token = id.token;
+  } else {
+    cs_log_once(CS_LOG_INFO, "net plugin: the inner plugin's handle uses all %d bytes; peers are "
+                             "identified by the dump files' link tokens only where they fit", CS_NET_HANDLE_MAXSIZE);
+  }
+  for (int i = 0; i < NLISTEN; i++) {
+    int z = 0;
+    if (atomic_load_explicit(&listens[i].used, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_strong(&listens[i].used, &z, 1)) {
+      listens[i].inner = lc; listens[i].dev = dev; listens[i].token = token;
+      *listenComm = &listens[i];
+      return r;
+    }
+  }
+  atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
+  *listenComm = lc;
+  return r;
+}
+
+static cs_net_result_t w_connect(struct wctx *x, int dev, struct cs_net_comm_config *cfg, void *handle,
+                                 void **sendComm, void **devComm) {
+  struct cs_net_id id;
+  unsigned char *tail = (unsigned char *)handle + CS_NET_ID_OFFSET;
+  memcpy(&id, tail, sizeof id);
+  int ours = id.magic == CS_NET_ID_MAGIC;
+  if (ours) memset(tail, 0, sizeof id);   /* the inner sees exactly the bytes it wrote */
+  void *sc = NULL;
+  cs_net_result_t r;
+  if (in_ver == 11) r = in11->connect(x->inner, dev, handle, &sc, devComm);
+  else if (in_ver == 10) r = in10->connect(dev, cfg ? cfg : (x->has_cfg ? &x->cfg : NULL), handle, &sc, devComm);
+  else r = in9->connect(dev, handle, &sc, devComm);
+  if (ours) memcpy(tail, &id, sizeof id);  /* NCCL retries with the same handle */
+  if (r != CS_NET_OK || !sc) { *sendComm = sc; return r; }
+  struct wconn *c = conn_new(sc, 0, ours ? id.rank : -1, dev, ours ? id.token : 0);
+  *sendComm = c ? (void *)c : sc;
+  return r;
+}
+
+static cs_net_result_t w_accept(void *listenComm, void **recvComm, void **devComm) {
+  struct wlisten *l = as_listen(listenComm);
+  void *rc = NULL;
+  void *lc = l ? l->inner : listenComm;
+  cs_net_result_t r = in_ver == 11 ? in11->accept(lc, &rc, devComm)
+                      : in_ver == 10 ? in10->accept(lc, &rc, devComm) : in9->accept(lc, &rc, devComm);
+  if (r != CS_NET_OK || !rc) { *recvComm = rc; return r; }
+  struct wconn *c = conn_new(rc, 1, -1, l ? l->dev : -1, l ? l->token : 0);
+  *recvComm = c ? (void *)c : rc;
+  return r;
+}
+
+static cs_net_result_t w_reg_mr(void *comm, void *data, size_t size, int type, void **mh) {
+  void *ic = unwrap_comm(comm);
+  return in_ver == 11 ? in11->regMr(ic, data, size, type, mh)
+         : in_ver == 10 ? in10->regMr(ic, data, size, type, mh) : in9->regMr(ic, data, size, type, mh);
+}
+static cs_net_result_t w_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off, int fd,
+                                       void **mh) {
+  void *ic = unwrap_comm(comm);
+  return in_ver == 11 ? in11->regMrDmaBuf(ic, data, size, type, off, fd, mh)
+         : in_ver == 10 ? in10->regMrDmaBuf(ic, data, size, type, off, fd, mh)
+                        : in9->regMrDmaBuf(ic, data, size, type, off, fd, mh);
+}
+static cs_net_result_t w_dereg_mr(void *comm, void *mh) {
+  void *ic = unwrap_comm(comm);
+  return in_ver == 11 ? in11->deregMr(ic, mh) : in_ver == 10 ? in10->deregMr(ic, mh) : in9->deregMr(ic, mh);
+}
+
+static cs_net_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mh, void *ph, void **request) {
+  struct wconn *c = as_conn(sendComm);
+  void *ic = c ? c->inner : sendComm;
+  void *ir = NULL;
+  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);   /* the post: a plugin's copy or doorbell in isend is part of it */
+  cs_net_result_t r = in_ver == 11 ? in11->isend(ic, data, size, tag, mh, ph, &ir)
+                      : in_ver == 10 ? in10->isend(ic, data, size, tag, mh, ph, &ir)
+                                     : in9->isend(ic, data, size, tag, mh, &ir);
+  if (r != CS_NET_OK || !ir || !c) { *request = ir; return r; }
+  struct wreq *w = req_new();
+  if (!w) { atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed); *request = ir; return r; }
+  w->inner = ir; w->c = c; w->t0 = t0; w->bytes = size; w->n = 0;
+  conn_posted(c);
+  *request = w;
+  return r;
+}
+
+static cs_net_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhs, void **phs,
+                               void **request) {
+  struct wconn *c = as_conn(recvComm);
+  void *ic = c ? c->inner : recvComm;
+  void *ir = NULL;
+  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);
+  cs_net_result_t r = in_ver == 11 ? in11->irecv(ic, n, data, sizes, tags, mhs, phs, &ir)
+                      : in_ver == 10 ? in10->irecv(ic, n, data, sizes, tags, mhs, phs, &ir)
+                                     : in9->irecv(ic, n, data, sizes, tags, mhs, &ir);
+  if (r != CS_NET_OK || !ir || !c || in_has_consumed) { *request = ir; return r; }
+  struct wreq *w = req_new();
+  if (!w) { atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed); *request = ir; return r; }
+  w->inner = ir; w->c = c; w->t0 = t0; w->bytes = 0; w->n = n;
+  conn_posted(c);
+  *request = w;
+  return r;
+}
+
+static cs_net_result_t w_iflush(void *recvComm, int n, void **data, int *sizes, void **mhs, void **request) {
+  void *ic = unwrap_comm(recvComm);
+  return in_ver == 11 ? in11->iflush(ic, n, data, sizes, mhs, request)
+         : in_ver == 10 ? in10->iflush(ic, n, data, sizes, mhs, request) : in9->iflush(ic, n, data, sizes, mhs, request);
+}
+
+static cs_net_result_t w_test(void *request, int *done, int *sizes) {
+  struct wreq *w = as_req(request);
+  void *ir = w ? w->inner : request;
+  int local[8];
+  int *sz = sizes;
+  if (w && !sz && w->n > 0 && w->n <= 8) sz = local;  /* NCCL may pass NULL; we still want the sizes */
+  cs_net_result_t r = in_ver == 11 ? in11->test(ir, done, sz) : in_ver == 10 ? in10->test(ir, done, sz)
+                                                                             : in9->test(ir, done, sz);
+  if (!w) return r;
+  if (r != CS_NET_OK) {   /* the request is dead: stop tracking it */
+    atomic_fetch_sub_explicit(&w->c->inflight, 1, memory_order_relaxed);
+    req_free(w);
+    return r;
+  }
+  if (!*done) return r;
+  uint64_t bytes = w->bytes;
+  if (w->n > 0 && sz)
+    for (int i = 0; i < w->n; i++) bytes += sz[i] > 0 ? (uint64_t)sz[i] : 0;
+  conn_done(w->c, bytes, cs_now_ns(CLOCK_MONOTONIC) - w->t0);
+  req_free(w);
+  return r;
+}
+
+static cs_net_result_t close_conn(void *comm, int send) {
+  struct wconn *c = as_conn(comm);
+  void *ic = c ? c->inner : comm;
+  cs_net_result_t r;
+  if (send) r = in_ver == 11 ? in11->closeSend(ic) : in_ver == 10 ? in10->closeSend(ic) : in9->closeSend(ic);
+  else r = in_ver == 11 ? in11->closeRecv(ic) : in_ver == 10 ? in10->closeRecv(ic) : in9->closeRecv(ic);
+  /* the harvest thread writes its last record and frees it; with no harvest thread, free it now */
+  if (c) atomic_store_explicit(&c->state, atomic_load(&cs_st.ready) ? 3 : 0, memory_order_release);
+  return r;
+}
+static cs_net_result_t w_close_send(void *c) { return close_conn(c, 1); }
+static cs_net_result_t w_close_recv(void *c) { return close_conn(c, 0); }
+static cs_net_result_t w_close_listen(void *listenComm) {
+  struct wlisten *l = as_listen(listenComm);
+  void *lc = l ? l->inner : listenComm;
+  cs_net_result_t r = in_ver == 11 ? in11->closeListen(lc) : in_ver == 10 ? in10->closeListen(lc) : in9->closeListen(lc);
+  if (l) atomic_store_explicit(&l->used, 0, memory_order_release);
+  return r;
+}
+static cs_net_result_t w_get_device_mr(void *comm, void *mh, void **dptr) {
+  void *ic = unwrap_comm(comm);
+  return in_ver == 11 ? in11->getDeviceMr(ic, mh, dptr)
+         : in_ver == 10 ? in10->getDeviceMr(ic, mh, dptr) : in9->getDeviceMr(ic, mh, dptr);
+}
+static cs_net_result_t w_irecv_consumed(void *recvComm, int n, void *request) {
+  void *ic = unwrap_comm(recvComm);
+  struct wreq *w = as_req(request);
+  void *ir = w ? w->inner : request;
+  return in_ver == 11 ? in11->irecvConsumed(ic, n, ir)
+         : in_ver == 10 ? in10->irecvConsumed(ic, n, ir) : in9->irecvConsumed(ic, n, ir);
+}
+static cs_net_result_t w_make_vdevice(int *d, struct cs_net_vprops *p) {
+  return in_ver == 11 ? in11->makeVDevice(d, p) : in_ver == 10 ? in10->makeVDevice(d, p) : in9->makeVDevice(d, p);
+}
+
+/* ---- v11 entry points ---------------------------------------------------------------------- */
+static cs_net_result_t v11_init(void **ctx, uint64_t commId, struct cs_net_comm_config *cfg, cs_net_logger_t log,
+                                cs_net_prof_cb_t prof) {
+  cs_net_result_t r = w_init_common();
+  if (r != CS_NET_OK) return r;
+  struct wctx *x = calloc(1, sizeof *x);
+  if (!x) {
+    cs_log(CS_LOG_WARN, "net plugin: out of memory in init; declining");
+    return CS_NET_SYSTEM_ERROR;
+  }
+  if (cfg) { x->cfg = *cfg; x->has_cfg = 1; }
+  if (in_ver == 11) r = in11->init(&x->inner, commId, cfg, log, prof);
+  else r = inner_global_init(log, prof);
+  if (r != CS_NET_OK) {
+    cs_log_once(CS_LOG_WARN, "net plugin: the inner plugin %s failed to initialise (%d); NCCL uses its own transports",
+                in_name, r);
+    free(x);
+    return r;
+  }
+  patch_tables();
+  *ctx = x;
+  return r;
+}
+static cs_net_result_t v11_listen(void *ctx, int dev, void *handle, void **lc) {
+  return w_listen(ctx ? ctx : &global_ctx, dev, handle, lc);
+}
+static cs_net_result_t v11_connect(void *ctx, int dev, void *handle, void **sc, void **dc) {
+  return w_connect(ctx ? ctx : &global_ctx, dev, NULL, handle, sc, dc);
+}
+static cs_net_result_t v11_finalize(void *ctx) {
+  struct wctx *x = ctx;
+  cs_net_result_t r = CS_NET_OK;
+  if (x && in_ver == 11 && in11->finalize) r = in11->finalize(x->inner);
+  free(x);
+  return r;
+}
+static cs_net_result_t v11_set_attr(void *ctx, struct cs_net_attr_v11 *a) {
+  struct wctx *x = ctx;
+  if (in_ver == 11 && in11->setNetAttr) return in11->setNetAttr(x ? x->inner : NULL, a);
+  return CS_NET_OK;
+}
+
+/* ---- v10 / v9 entry points (one global context) -------------------------------------------- */
+static cs_net_result_t v10_init(cs_net_logger_t log, cs_net_prof_cb_t prof) {
+  cs_net_result_t r = w_init_common();
+  if (r != CS_NET_OK) return r;
+  r = inner_global_init(log, prof);
+  if (r != CS_NET_OK) {
+    cs_log_once(CS_LOG_WARN, "net plugin: the inner plugin %s failed to initialise (%d); NCCL uses its own transports",
+                in_name, r);
+    return r;
+  }
+  global_ctx.inner = in_ver == 11 ? in_global_ctx : NULL;
+  patch_tables();
+  return r;
+}
+static cs_net_result_t v9_init(cs_net_logger_t log) { return v10_init(log, NULL); }
+static cs_net_result_t vx_listen(int dev, void *handle, void **lc) { return w_listen(&global_ctx, dev, handle, lc); }
+static cs_net_result_t v10_connect(int dev, struct cs_net_comm_config *cfg, void *handle, void **sc, void **dc) {
+  return w_connect(&global_ctx, dev, cfg, handle, sc, dc);
+}
+static cs_net_result_t v9_connect(int dev, void *handle, void **sc, void **dc) {
+  return w_connect(&global_ctx, dev, NULL, handle, sc, dc);
+}
+static cs_net_result_t v9_isend(void *s, void *data, size_t size, int tag, void *mh, void **req) {
+  return w_isend(s, data, size, tag, mh, NULL, req);
+}
+static cs_net_result_t v9_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mhs, void **req) {
+  return w_irecv(rc, n, data, sizes, tags, mhs, NULL, req);
+}
+
+CS_EXPORT cs_net_v11_t ncclNetPlugin_v11 = {
+  "collscope", v11_init, w_devices, w_get_props11, v11_listen, v11_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
+  w_dereg_mr, w_isend, w_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
+  w_irecv_consumed, w_make_vdevice, v11_finalize, v11_set_attr,
+};
+CS_EXPORT cs_net_v10_t ncclNetPlugin_v10 = {
+  "collscope", v10_init, w_devices, w_get_props9, vx_listen, v10_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
+  w_dereg_mr, w_isend, w_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
+  w_irecv_consumed, w_make_vdevice,
+};
+CS_EXPORT cs_net_v9_t ncclNetPlugin_v9 = {
+  "collscope", v9_init, w_devices, w_get_props9, vx_listen, v9_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
+  w_dereg_mr, v9_isend, v9_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
+  w_irecv_consumed, w_make_vdevice,
+};
+
+/* Optional entry points NCCL tests for NULL: mirror the inner's (once, before init returns). */
+static pthread_once_t patch_once = PTHREAD_ONCE_INIT;
+static void do_patch(void) {
+#define HAS(f) (in_ver == 11 ? in11->f != NULL : in_ver == 10 ? in10->f != NULL : in9->f != NULL)
+#define OPT(f)                                                   \
+  if (!HAS(f)) { ncclNetPlugin_v11.f = NULL; ncclNetPlugin_v10.f = NULL; ncclNetPlugin_v9.f = NULL; }
+  OPT(regMrDmaBuf) OPT(iflush) OPT(getDeviceMr) OPT(irecvConsumed) OPT(makeVDevice)
+  if (in_ver == 11 && !in11->setNetAttr) ncclNetPlugin_v11.setNetAttr = NULL;
+#undef OPT
+#undef HAS
+  ncclNetPlugin_v11.name = in_name;
+  ncclNetPlugin_v10.name = in_name;
+  ncclNetPlugin_v9.name = in_name;
+}
+static void patch_tables(void) { pthread_once(&patch_once, do_patch); }
+
+/* A forked child has none of the parent's connections (NCCL's do not survive fork): its dump
+ * must not get the parent's figures. */
+static void atfork_child(void) {
+  for (int i = 0; i < NCONN; i++) atomic_store(&conns[i].state, 0);
+  for (int i = 0; i < NLISTEN; i++) atomic_store(&listens[i].used, 0);
+  for (int i = 0; i < NREQ / 64; i++) atomic_store(&req_bits[i], 0);
+}
+
+/* ---- harvest side ---------------------------------------------------------------------------- */
+static double hist_quantile(const uint64_t *h, uint64_t total, double q) {
+  if (!total) return 0;
+  uint64_t want = (uint64_t)((double)total * q), acc = 0;
+  for (int b = 0; b < NHIST; b++) {
+    acc += h[b];
+    if (acc > want) return bucket_gbps(b);
+  }
+  return bucket_gbps(NHIST - 1);
+}
+
+size_t cs_net_collect(bool final, void (*emit)(const struct cs_record *r)) {
+  size_t n = 0;
+  int64_t now = cs_now_ns(CLOCK_MONOTONIC), period = (int64_t)cs_cfg.flush_ms * 1000000LL;
+  for (int i = 0; i < NCONN; i++) {
+    struct wconn *c = &conns[i];
+    int st = atomic_load_explicit(&c->state, memory_order_acquire);
+    if (st < 2) continue;
+    uint64_t msgs = atomic_load_explicit(&c->msgs, memory_order_relaxed);
+    bool closed = st == 3;
+    if (!closed && !final && (msgs == c->l_msgs || now - c->l_emit_mono < period)) continue;
+    if (msgs != c->l_msgs || closed) {
+      uint64_t bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+      uint64_t busy = atomic_load_explicit(&c->busy_ns, memory_order_relaxed);
+      uint64_t h[NHIST], tot = 0;
+      for (int b = 0; b < NHIST; b++) {
+        uint64_t v = atomic_load_explicit(&c->hist[b], memory_order_relaxed);
+        h[b] = v - c->l_hist[b];
+        c->l_hist[b] = v;
+        tot += h[b];
+      }
+      struct cs_record r;
+      memset(&r, 0, sizeof r);
+      r.type = CS_REC_LINK;
+      r.timing = CS_TIMING_HOST;
+      r.event = closed;
+      r.root = c->dir;
+      r.peer = c->peer_rank;
+      r.comm_rank = cs_cfg.rank;
+      r.device = c->dev;
+      r.comm_id = c->token;
+      r.count = msgs - c->l_msgs;
+      r.bytes = bytes - c->l_bytes;
+      r.stream = busy - c->l_busy;
+      r.seq = (uint64_t)atomic_load_explicit(&c->max_inflight, memory_order_relaxed);
+      int64_t real = cs_now_ns(CLOCK_REALTIME);
+      r.start_ns = c->l_emit_real;
+      r.end_ns = real;
+      r.enqueue_ns = real;
+      r.in_sum = hist_quantile(h, tot, 0.5);
+      r.in_abs = hist_quantile(h, tot, 0.1);
+      r.out_sum = r.stream ? (double)r.bytes * 8.0 / (double)r.stream : 0;
+      c->l_msgs = msgs; c->l_bytes = bytes; c->l_busy = busy;
+      c->l_emit_mono = now; c->l_emit_real = real;
+      emit(&r);
+      n++;
+    }
+    if (closed) atomic_store_explicit(&c->state, 0, memory_order_release);
+  }
+  return n;
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""tests/online/test_online_sim.py CASE --cli COLLSCOPE --build BUILDDIR
+
+The online exchange end to end on the simulator: real-linked jobs under
+`collscope run --sim` with the shim preloaded and a small COLLSCOPE_ONLINE_EVERY.
+  straggler  8 ranks of dp_train on 4 hosts, rank 5 slowed: rank 0 logs it during the run
+             with its host, and logs no other rank
+  sdc        4 ranks of sdc_job, one delivered-data flip on rank 2: rank 0 logs the
+             collective (seq, op, bytes, dtype) and names rank 2 and its host
+  abort      the same with COLLSCOPE_SDC_ACTION=abort and a long job: every rank exits
+             with status 86 long before the job's end, with the reason logged
+  off        COLLSCOPE_ONLINE=0: no exchange, no extra communicator, same job output
+  failopen   no world size in the environment, or a bad COLLSCOPE_ONLINE_EVERY: the
+             job runs unchanged, one clear line at most"""
+import argparse, os, re, subprocess, sys, tempfile
+
+
+def run(cli, build, tmp, job, n, hosts, job_args, env_extra, timeout=180):
+    env = dict(os.environ, COLLSCOPE_DIR=os.path.join(tmp, "dumps"), COLLSCOPE_SHM_DIR=tmp)
+    env.update(env_extra)
+    app = {"dp_train": os.path.join(build, "tests", "apps", "dp_train"),
+           "sdc_job": os.path.join(build, "tests", "sdc", "sdc_job")}[job]
+    cmd = [cli, "run", "-n", str(n), "--hosts", hosts, "--sim", "--"] + [app] + job_args
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    return p.returncode, p.stdout
+
+
+def online_lines(out):
+    return [l for l in out.splitlines() if "online:" in l or "online exchange" in l]
+
+
+def check(cond, msg, out=None):
+    if not cond:
+        print("FAIL:", msg)
+        if out is not None:
+            print(out[-4000:])
+        sys.exit(1)
+
+
+def case_straggler(a, tmp):
+    env = {"COLLSCOPE_ONLINE_EVERY": "16", "COLLSCOPE_SIM_FAULTS": "slow:rank=5,us=3000", "COLLSCOPE_LOG": "warn"}
+    rc, out = run(a.cli, a.build, tmp, "dp_train", 8, "simhost[1-4]", ["--steps", "120", "--size", "256K"], env)
+    check(rc == 0, "job failed (%d)" % rc, out)
+    st = [l for l in online_lines(out) if "straggler" in l]
+    print("\n".join(st))
+    check(st, "no straggler logged", out)
+    check(all(re.search(r"straggler rank 5 \(simhost3\)", l) for l in st), "another rank was named", out)
+    m = re.search(r"last in (\d+)% of (\d+) sampled instances, lateness (\d+) us", st[0])
+    check(m and int(m.group(3)) >= 2000, "lateness not near the injected 3000 us", out)
+    pids = {re.match(r"collscope\[(\d+)\]", l).group(1) for l in st}
+    check(len(pids) == 1, "more than one rank logged findings: %s" % pids, out)
+
+
+def sdc_env(action):
+    return {"COLLSCOPE_ONLINE_EVERY": "8", "COLLSCOPE_SDC": "all", "COLLSCOPE_SDC_MIN_BYTES": "0",
+            "COLLSCOPE_SDC_ACTION": action, "COLLSCOPE_LOG": "warn",
+            "COLLSCOPE_SIM_FAULTS": "flip:rank=2,seq=13,elem=7,bit=30,at=out"}
+
+
+def case_sdc(a, tmp):
+    rc, out = run(a.cli, a.build, tmp, "sdc_job", 4, "simhost[1-2]", ["--steps", "40", "--count", "4096"],
+                  sdc_env("log"))
+    check(rc == 0, "job failed (%d)" % rc, out)
+    f = [l for l in online_lines(out) if "SDC" in l]
+    print("\n".join(f))
+    check(len(f) == 1, "expected exactly one SDC finding", out)
+    check(re.search(r"AllReduce seq 13 on comm [0-9a-f]{16}, 16384 bytes float32: fingerprint check failed, "
+                    r"suspect rank 2 \(simhost2\)", f[0]), "finding does not name the collective and rank 2", out)
+
+
+def case_abort(a, tmp):
+    steps = 4000
+    rc, out = run(a.cli, a.build, tmp, "sdc_job", 4, "simhost[1-2]", ["--steps", str(steps), "--count", "4096"],
+                  sdc_env("abort"))
+    print("\n".join(online_lines(out)))
+    check(rc == 86, "exit status %d, expected 86" % rc, out)
+    aborting = [l for l in online_lines(out) if "COLLSCOPE_SDC_ACTION=abort" in l]
+    check(len(aborting) >= 2, "the abort reason was not logged by the ranks", out)
+    check(re.search(r"suspect rank 2 \(simhost2\)", out), "rank 0 did not name the suspect", out)
+    # the dumps were written before the exit, and the job stopped early
+    d = os.path.join(tmp, "dumps")
+    seqs = []
+    for fn in os.listdir(d):
+        for line in open(os.path.join(d, fn)):
+            m = re.search(r'"seq":(\d+),"op":"AllReduce"', line)
+            if m:
+                seqs.append(int(m.group(1)))
+    check(seqs and max(seqs) < steps - 1, "the job was not stopped early (last seq %s)" % (max(seqs) if seqs else None))
+    print("stopped at seq %d of %d" % (max(seqs), steps))
+
+
+def case_off(a, tmp):
+    outs = []
+    for on in ("0", "1"):
+        env = {"COLLSCOPE_ONLINE": on, "COLLSCOPE_ONLINE_EVERY": "4", "COLLSCOPE_LOG": "info"}
+        rc, out = run(a.cli, a.build, os.path.join(tmp, on), "dp_train", 4, "simhost[1-2]",
+                      ["--steps", "20", "--size", "64K"], env)
+        check(rc == 0, "job failed (%d)" % rc, out)
+        outs.append(out)
+    check(not online_lines(outs[0]), "COLLSCOPE_ONLINE=0 still exchanged", outs[0])
+    check(any("online: exchange every 4 collectives" in l for l in online_lines(outs[1])), "no exchange with ONLINE=1",
+          outs[1])
+    # the job's own output (its result checksum) is the same with and without the exchange
+    job = lambda o: sorted(l for l in o.splitlines() if "checksum=" in l)
+    check(job(outs[0]) == job(outs[1]) and job(outs[0]), "job output differs with the exchange on")
+
+
+def case_failopen(a, tmp):
+    # no WORLD_SIZE/RANK: a single process job (mpirun-less); and a bad EVERY value
+    env = dict(os.environ, COLLSCOPE_DIR=os.path.join(tmp, "d1"), COLLSCOPE_LOG="info",
+               LD_PRELOAD=os.path.join(a.build, "shim", "libcollscope.so"),
+               LD_LIBRARY_PATH=os.path.join(a.build, "tests", "sim"))
+    for k in ("WORLD_SIZE", "RANK", "SLURM_NTASKS", "SLURM_PROCID"):
+        env.pop(k, None)
+    p = subprocess.run([os.path.join(a.build, "tests", "apps", "initall"), "--steps", "5"], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    check(p.returncode == 0, "initall failed", p.stdout)
+    check(not online_lines(p.stdout), "exchange set up without a world size", p.stdout)
+    rc, out = run(a.cli, a.build, tmp, "dp_train", 2, "simhost[1-2]", ["--steps", "10"],
+                  {"COLLSCOPE_ONLINE_EVERY": "zero", "COLLSCOPE_LOG": "warn"})
+    check(rc == 0, "job failed with a bad COLLSCOPE_ONLINE_EVERY", out)
+    bad = [l for l in out.splitlines() if "COLLSCOPE_ONLINE_EVERY" in l]
+    check(len(bad) == 2, "expected one line per rank naming COLLSCOPE_ONLINE_EVERY", out)
+    # ranks that disagree on K post exchanges the others do not join: each waits at most
+    # COLLSCOPE_ONLINE_TIMEOUT, then aborts collscope's communicator (never holding the
+    # job's device-wide syncs for longer) and the job finishes with unchanged results
+    wrap = os.path.join(tmp, "k.sh")
+    open(wrap, "w").write('#!/bin/sh\n[ "$RANK" = 0 ] && export COLLSCOPE_ONLINE_EVERY=3\nexec "$@"\n')
+    os.chmod(wrap, 0o755)
+    args = ["--steps", "40", "--size", "64K"]
+    rc0, out0 = run(a.cli, a.build, os.path.join(tmp, "k0"), "dp_train", 4, "simhost[1-2]", args,
+                    {"COLLSCOPE_ONLINE": "0"})
+    env = {"COLLSCOPE_ONLINE_EVERY": "1000", "COLLSCOPE_ONLINE_TIMEOUT": "2", "COLLSCOPE_LOG": "warn"}
+    app = os.path.join(a.build, "tests", "apps", "dp_train")
+    e = dict(os.environ, COLLSCOPE_DIR=os.path.join(tmp, "k1"), COLLSCOPE_SHM_DIR=tmp, **env)
+    p = subprocess.run([a.cli, "run", "-n", "4", "--hosts", "simhost[1-2]", "--sim", "--", wrap, app] + args, env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    res = lambda o: sorted(l for l in o.splitlines() if "checksum=" in l)
+    check(rc0 == 0 and p.returncode == 0 and res(out0) == res(p.stdout) and res(out0),
+          "job results changed when the ranks disagree on COLLSCOPE_ONLINE_EVERY", p.stdout)
+    off = [l for l in p.stdout.splitlines() if "online exchange off" in l]
+    print("\n".join(off))
+    check(off and all("exchange 1:" in l for l in off), "the unjoined exchange was not abandoned", p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--build", required=True)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        {"straggler": case_straggler, "sdc": case_sdc, "abort": case_abort, "off": case_off,
+         "failopen": case_failopen}[a.case](a, tmp)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
