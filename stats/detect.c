@@ -13,6 +13,9 @@ void cs_det_params_default(struct cs_det_params *p) {
   p->z = 6.0;
   p->persist = 6;
   p->offset_z = 5.0;
+  p->recent = 16;
+  p->recent_z = 8.0;
+  p->recent_share = 0.85;
   p->floor_us = 20.0;
   p->frac = 0.02;
   p->link_floor_us = 10000;
@@ -38,6 +41,11 @@ int cs_det_params_env(struct cs_det_params *p) {
   bad += env_num("COLLSCOPE_STRAGGLER_Z", &p->z, 0.0, 100.0);
   bad += env_num("COLLSCOPE_STRAGGLER_PERSIST", &ps, 1, 1e6);
   bad += env_num("COLLSCOPE_STRAGGLER_OFFSET_Z", &p->offset_z, 0.0, 1e6);
+  double rc = p->recent;
+  bad += env_num("COLLSCOPE_STRAGGLER_RECENT", &rc, 0, 1e6);
+  bad += env_num("COLLSCOPE_STRAGGLER_RECENT_Z", &p->recent_z, 0.0, 1e6);
+  bad += env_num("COLLSCOPE_STRAGGLER_RECENT_SHARE", &p->recent_share, 0.5, 1.0);
+  p->recent = (unsigned)rc;
   p->persist = (unsigned)ps;
   bad += env_num("COLLSCOPE_STRAGGLER_FLOOR_US", &p->floor_us, 0.0, 1e9);
   bad += env_num("COLLSCOPE_STRAGGLER_FRAC", &p->frac, 0.0, 100.0);
@@ -161,6 +169,7 @@ static bool eval_cand(const struct inst *in, size_t lo, size_t hi, int cand, con
 /* Per-rank sliding state of one communicator. */
 struct rstate {
   size_t n, pos;        /* instances in the window it has a timed op in; of those, a > 0 */
+  size_t rn, rpos;      /* the same over the last `recent` instances */
   unsigned streak;      /* consecutive instances the flag conditions held, ending at `at` */
   size_t at;
   bool flagged_now;
@@ -353,11 +362,22 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
 
     /* sliding window */
     bool any_flagged_now = false;
+    size_t recent = p.recent < p.window ? p.recent : p.window;
     for (size_t i = 0; i < nin; i++) {
       cnt[in[i].last]++;
       for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
         rs[ents[e].r].n++;
         rs[ents[e].r].pos += ents[e].a > 0;
+        rs[ents[e].r].rn++;
+        rs[ents[e].r].rpos += ents[e].a > 0;
+      }
+      size_t rlo = recent && i + 1 > recent ? i + 1 - recent : 0;
+      if (recent && rlo > 0) {
+        const struct inst *O = &in[rlo - 1];
+        for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
+          rs[ents[e].r].rn--;
+          rs[ents[e].r].rpos -= ents[e].a > 0;
+        }
       }
       size_t lo = i + 1 > p.window ? i + 1 - p.window : 0;
       if (lo > 0) {
@@ -394,6 +414,17 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
           }
           double thr = p.floor_us > p.frac * med ? p.floor_us : p.frac * med;
           ok = eval_offset(in, ents, lo, i + 1, r, thr, p.offset_z, scratch, &off);
+        }
+        /* recent rule: the same over the last `recent` instances only, stricter, so a
+         * slowdown that starts mid-job is seen before it fills half the window */
+        if (!ok && recent && i + 1 - rlo == recent && 4 * R->rn >= 3 * recent &&
+            (double)R->rpos >= p.recent_share * (double)R->rn) {
+          if (med < 0) {
+            for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+            med = median(scratch, w);
+          }
+          double thr = p.floor_us > p.frac * med ? p.floor_us : p.frac * med;
+          ok = eval_offset(in, ents, rlo, i + 1, r, thr, p.recent_z, scratch, &off);
         }
         if (!ok) continue;
         /* persistence: a burst of scheduling noise on a busy host is not a straggler */

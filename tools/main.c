@@ -147,6 +147,9 @@ static const struct {
                                              "1/comm size (default 6)"},
     {"COLLSCOPE_STRAGGLER_OFFSET_Z", "report, top", "or its median arrival offset must be this many robust "
                                                     "standard errors above 0 (default 5)"},
+    {"COLLSCOPE_STRAGGLER_RECENT", "report, top", "recent rule: the offset rule over the last N instances (16; 0 off)"},
+    {"COLLSCOPE_STRAGGLER_RECENT_Z", "report, top", "the recent rule's robust z (8)"},
+    {"COLLSCOPE_STRAGGLER_RECENT_SHARE", "report, top", "share of recent instances it must arrive after the median in (0.85)"},
     {"COLLSCOPE_STRAGGLER_PERSIST", "report, top", "consecutive instances the conditions must hold (default 6)"},
     {"COLLSCOPE_STRAGGLER_FLOOR_US", "report, top", "minimum median lateness/offset in us (default 20)"},
     {"COLLSCOPE_STRAGGLER_FRAC", "report, top", "minimum median lateness/offset as a fraction of the median "

@@ -16,6 +16,9 @@
  *   m >= max(floor_us, frac * median duration), and m is offset_z robust standard errors
  *   (1.2533 * 1.4826 * MAD / sqrt(n)) above 0, either in us or as a / the instance's median
  *   duration (with mixed sizes a fixed delay is steady in us, a proportional one relatively);
+ *  recent rule (a slowdown that starts mid-job, before it fills half the window): the
+ *   offset rule over the last `recent` instances only (the rank in >= 3/4 of them), with
+ *   a > 0 in >= recent_share of them and recent_z instead of offset_z;
  *  share-last rule (catches a rank that is late only now and then, by a lot):
  *   instances_in_window >= min_instances, and
  *   last_count / instances_in_window >= max(share, p0 + z * sqrt(p0 (1 - p0) / n)) with
@@ -72,6 +75,11 @@ struct cs_det_params {
                              conditions must hold before the rank is flagged */
   double offset_z;        /* COLLSCOPE_STRAGGLER_OFFSET_Z, default 5: robust z of the median
                              arrival offset (offset rule) */
+  unsigned recent;        /* COLLSCOPE_STRAGGLER_RECENT, default 16 (0: off): the recent rule's
+                             window, the last N instances */
+  double recent_z;        /* COLLSCOPE_STRAGGLER_RECENT_Z, default 8 */
+  double recent_share;    /* COLLSCOPE_STRAGGLER_RECENT_SHARE, default 0.85: share of the recent
+                             instances it arrived after the median rank in */
   double floor_us;        /* COLLSCOPE_STRAGGLER_FLOOR_US, default 20 */
   double frac;            /* COLLSCOPE_STRAGGLER_FRAC, default 0.02 (of the median duration) */
   double link_floor_us;   /* COLLSCOPE_LINK_FLOOR_US, default 10000: a <= 64 KiB collective this
