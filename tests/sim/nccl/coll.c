@@ -134,14 +134,14 @@ static int slow_us(struct ncclComm *c) {
 }
 
 static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops) {
-  /* the work item owns ops and may have run and freed them once enqueued */
+  /* the work item owns ops; they are freed with its last reference (read below only) */
   CUstream stream0 = (CUstream)ops[0].stream;
   unsigned long long last_seq = (unsigned long long)ops[nops - 1].seq;
   struct work *w = calloc(1, sizeof *w);
   if (!w) { free(ops); return ncclSystemError; }
   w->c = c; w->ops = ops; w->nops = nops;
   w->captured = simcuda_stream_capturing((CUstream)ops[0].stream) != 0;
-  atomic_store(&w->refs, 1);
+  atomic_store(&w->refs, 2);   /* the stream's and this function's until its join loop is done */
   void *ph_[64], **ph = nops <= 64 ? ph_ : calloc((size_t)nops, sizeof *ph); /* profiler handles */
   sn_prof_launch_start(c, ops, nops);
   for (int i = 0; ph && i < nops; i++) ph[i] = ops[i].prof_h;
@@ -168,6 +168,7 @@ static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops)
     atomic_fetch_add(&w->refs, 1);
     if (simcuda_enqueue((CUstream)ops[i].stream, work_join, w, work_unref) != CUDA_SUCCESS) work_unref(w);
   }
+  work_unref(w);   /* ops and w may be freed from here on */
   int us = slow_us(c);
   if (us > 0) {
     simcuda_stream_stall_after(stream0, (unsigned)us);
