@@ -80,21 +80,24 @@ static void demo_after_run(const char *dir) {
 }
 
 /* demo_straggler(): the same job again with rank 5's GPU slowed by 3 ms before each
- * collective (simulator fault slow:rank=5,us=3000), then the report's stragglers section:
- * collscope names rank 5, its host and kind compute. */
+ * collective (simulator fault slow:rank=5,us=3000): rank 0's online-exchange line during the
+ * run, then the report's stragglers section: collscope names rank 5, its host and kind
+ * compute. */
 static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app, long steps, char *size_s) {
   char sdir[PATH_MAX], env_dir[PATH_MAX + 32], steps_s[32];
   if (snprintf(sdir, sizeof sdir, "%s/straggler", absdir) >= (int)sizeof sdir || mkdirs(sdir) != 0) return;
   snprintf(env_dir, sizeof env_dir, "COLLSCOPE_DIR=%s", sdir);
   snprintf(steps_s, sizeof steps_s, "%ld", steps);
-  char *env[] = {env_dir, "COLLSCOPE_SIM_FAULTS=slow:rank=5,us=3000"};
+  char *env[] = {env_dir, "COLLSCOPE_SIM_FAULTS=slow:rank=5,us=3000", "COLLSCOPE_ONLINE_EVERY=16"};
   char *app_argv[] = {app, "--steps", steps_s, "--size", size_s, NULL};
   o->env = env;
-  o->nenv = 2;
+  o->nenv = 3;
   o->argv = app_argv;
   o->tag_output = 0;
   printf("\ncollscope demo: straggler -- the same job, %ld steps, with rank 5's GPU 3 ms late to every\n"
-         "  collective (COLLSCOPE_SIM_FAULTS=slow:rank=5,us=3000); dumps in %s\n", steps, sdir);
+         "  collective (COLLSCOPE_SIM_FAULTS=slow:rank=5,us=3000); dumps in %s\n"
+         "  during the run, rank 0 logs what the online exchange (every 16 collectives here,\n"
+         "  COLLSCOPE_ONLINE_EVERY=16) finds; afterwards the report reads the dumps:\n", steps, sdir);
   fflush(stdout);
   int rc = cli_run_launch(o);
   if (rc != 0) {

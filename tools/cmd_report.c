@@ -583,12 +583,13 @@ void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_pa
   fprintf(o, "\n# Stragglers: last arrival = shortest GPU duration of a collective instance;\n"
              "# offset = median(duration) - own duration (> 0: arrived after the median rank);\n"
              "# flagged over the last %u instances of a comm (at least %u), on %u consecutive instances,\n"
-             "# when its median offset is %.1f robust sigma above 0,\n"
+             "# when its median offset is %.1f robust sigma above 0 (or, over the last %u instances only,\n"
+             "# %.1f sigma and after the median rank in >= %.0f%% of them),\n"
              "# or when it is last more often than max(%.0f%%, chance + %.1f sigma) with median lateness when\n"
              "# last; either figure >= max(%.0f us, %.1f%% of the median duration); `after`: instances until\n"
              "# flagged; %zu evaluated\n",
-          p->window, p->min_instances, p->persist, p->offset_z, p->share * 100, p->z, p->floor_us, p->frac * 100,
-          det->instances);
+          p->window, p->min_instances, p->persist, p->offset_z, p->recent, p->recent_z, p->recent_share * 100,
+          p->share * 100, p->z, p->floor_us, p->frac * 100, det->instances);
   fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %s\n", "rank", "host", "comm", "share_last",
           "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind");
   char hex[17];
