@@ -2,6 +2,7 @@
  * Each subcommand lives in its own cmd_*.c and returns a process exit status. */
 #ifndef COLLSCOPE_TOOLS_CLI_H
 #define COLLSCOPE_TOOLS_CLI_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -29,6 +30,17 @@ void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_pa
 void cli_text_hangs(const struct cs_det_result *det, FILE *o);
 struct json_t *cli_json_stragglers(const struct cs_det_result *det);
 struct json_t *cli_json_hangs(const struct cs_det_result *det);
+
+/* tools/dump_args.c: the command line of report and trace (DIR, -o/--output FILE, and
+ * per flags --op NAME, --json). Returns -1 when the command goes on, else its exit status
+ * (0 after --help, CLI_EXIT_USAGE with a message and the usage on stderr). */
+struct cli_dump_args {
+  const char *dir, *outpath, *op;
+  bool json;
+};
+enum { CLI_DUMP_ARGS_OP = 1, CLI_DUMP_ARGS_JSON = 2 };
+int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
+                        struct cli_dump_args *out);
 
 /* Locations of collscope's own artefacts, found relative to the running
  * executable (build tree or install prefix) or from env overrides:

@@ -1056,43 +1056,11 @@ static const char *resolve_op(const struct cs_dumpset *set, const char *name) {
 }
 
 int cmd_report(int argc, char **argv) {
-  const char *dir = NULL, *op = NULL, *outpath = NULL;
-  bool json = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--json") == 0) {
-      json = true;
-    } else if (strcmp(a, "--op") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "collscope report: %s needs a value\n", a);
-        usage(stderr);
-        return 2;
-      }
-      if (strcmp(a, "--op") == 0) op = argv[++i];
-      else outpath = argv[++i];
-    } else if (strncmp(a, "--op=", 5) == 0) {
-      op = a + 5;
-    } else if (strncmp(a, "--output=", 9) == 0) {
-      outpath = a + 9;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "collscope report: unknown option %s\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!dir) {
-      dir = a;
-    } else {
-      fprintf(stderr, "collscope report: unexpected argument %s\n", a);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (!dir) {
-    usage(stderr);
-    return 2;
-  }
+  struct cli_dump_args args;
+  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON, usage, &args);
+  if (st >= 0) return st;
+  const char *dir = args.dir, *op = args.op, *outpath = args.outpath;
+  bool json = args.json;
 
   struct cs_dumpset *set = cs_dumpset_load_cli(dir);
   if (!set) return 1;

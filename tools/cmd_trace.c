@@ -336,37 +336,10 @@ static void usage(FILE *o) {
 }
 
 int cmd_trace(int argc, char **argv) {
-  const char *dir = NULL, *outpath = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "collscope trace: %s needs a value\n", a);
-        usage(stderr);
-        return 2;
-      }
-      outpath = argv[++i];
-    } else if (strncmp(a, "--output=", 9) == 0) {
-      outpath = a + 9;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      usage(stdout);
-      return 0;
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "collscope trace: unknown option %s\n", a);
-      usage(stderr);
-      return 2;
-    } else if (!dir) {
-      dir = a;
-    } else {
-      fprintf(stderr, "collscope trace: unexpected argument %s\n", a);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (!dir) {
-    usage(stderr);
-    return 2;
-  }
+  struct cli_dump_args args;
+  int st = cli_dump_args_parse("trace", argc, argv, 0, usage, &args);
+  if (st >= 0) return st;
+  const char *dir = args.dir, *outpath = args.outpath;
 
   struct cs_dumpset *set = cs_dumpset_load_cli(dir);
   if (!set) return 1;
