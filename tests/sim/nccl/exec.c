@@ -97,6 +97,18 @@ static void hop_flip(struct x *x, void *buf, size_t base, size_t n) {
   if (x->op->flip_hop) flip(x->op, x->es, buf, base, n);
 }
 
+/* The first hop of a reduction: this rank's own piece (elements e0..e0+pl) into the
+ * next rank's slot, after the link fault's delay on the first piece. -1 on abort. */
+static int send_own_piece(struct x *x, const void *mine, size_t e0, size_t pl, int first) {
+  if (first && x->delay_next) sleep_us(x->delay_next);
+  void *out = send_acquire(x->c, x->next);
+  if (!out) return -1;
+  sn_reduce(x->t, x->redop, x->scalar, out, NULL, mine, pl);
+  hop_flip(x, out, e0, pl);
+  send_commit(x->c, x->next, pl * x->es, 0);
+  return 0;
+}
+
 /* ---- ring phases, piece-major: for each piece i, walk the n-1 (or n) ring steps ----
  * chunk k (by ring position) starts at element off[k] and has len[k] elements. */
 static size_t piece_len(size_t len, size_t i, size_t P) {
@@ -118,12 +130,7 @@ static int ring_reduce_scatter(struct x *x, const size_t *off, const size_t *len
       size_t e0 = off[k] + i * x->P;
       const void *mine = own + e0 * x->es;
       if (s == 0) {
-        if (s == 0 && x->delay_next) sleep_us(i == 0 ? x->delay_next : 0);
-        void *out = send_acquire(x->c, x->next);
-        if (!out) return -1;
-        sn_reduce(x->t, x->redop, x->scalar, out, NULL, mine, pl);
-        hop_flip(x, out, e0, pl);
-        send_commit(x->c, x->next, pl * x->es, 0);
+        if (send_own_piece(x, mine, e0, pl, i == 0)) return -1;
         continue;
       }
       struct sn_slot_hdr *in = recv_acquire(x->c, x->prev);
@@ -288,12 +295,7 @@ static int do_reduce(struct x *x) {
     size_t pl = piece_len(cnt, i, x->P), e0 = i * x->P;
     const char *mine = (const char *)op->sendbuff + e0 * x->es;
     if (d == 1) {
-      if (i == 0 && x->delay_next) sleep_us(x->delay_next);
-      void *out = send_acquire(x->c, x->next);
-      if (!out) return -1;
-      sn_reduce(x->t, x->redop, x->scalar, out, NULL, mine, pl);
-      hop_flip(x, out, e0, pl);
-      send_commit(x->c, x->next, pl * x->es, 0);
+      if (send_own_piece(x, mine, e0, pl, i == 0)) return -1;
       continue;
     }
     struct sn_slot_hdr *in = recv_acquire(x->c, x->prev);
