@@ -200,11 +200,16 @@ void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, i
     r->group = cs_tls.group_id;
     r->enqueue_ns = cs_now_ns(CLOCK_REALTIME);
     r->timing = CS_TIMING_PENDING; /* decided at the group launch */
-  } else if (cs_prof_active() && cs_prof_op_eligible(op) && !stream_capturing(stream)) {
-    r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
-    r->timing = CS_TIMING_PENDING;
-    r->prof_want = 1;
   } else {
+    int pc = CS_PROF_NONE;
+    if (cs_prof_active() && cs_prof_op_eligible(op) && !stream_capturing(stream)) pc = cs_prof_claim();
+    if (pc == CS_PROF_ONLY) {
+      r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
+      r->timing = CS_TIMING_PENDING;
+      r->prof_want = 1;
+      return;
+    }
+    if (pc == CS_PROF_PROBE) r->prof_want = r->prof_probe = 1; /* both: events and the plugin */
     cs_timed_begin(r, stream);
   }
 }
@@ -240,7 +245,7 @@ void cs_op_end(struct cs_record *r, int status, int inprogress_code) {
     pending_add(r);
     return;
   }
-  if (r->prof_want) { /* no profiler event attached (or the call failed): enqueue time only */
+  if (r->prof_want && !r->prof_probe) { /* no profiler event attached (or the call failed): enqueue time only */
     if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
     cs_record_push(r);
     return;
@@ -269,8 +274,13 @@ void cs_group_launch_begin(void) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
     if ((r->prof_slot || (prof && cs_prof_op_eligible(r->op))) && !stream_capturing((void *)(uintptr_t)r->stream)) {
-      r->prof_want = 1; /* timed by NCCL's profiler plugin: no events on its stream */
-      continue;
+      /* claimed when NCCL started its event inside the call (prof_slot), or now */
+      int pc = r->prof_slot ? (r->prof_probe ? CS_PROF_PROBE : CS_PROF_ONLY) : cs_prof_claim();
+      if (pc == CS_PROF_ONLY) {
+        r->prof_want = 1; /* timed by NCCL's profiler plugin: no events on its stream */
+        continue;
+      }
+      if (pc == CS_PROF_PROBE) r->prof_want = r->prof_probe = 1; /* and the stream's events */
     }
     size_t k = group_stream_find(p, r->stream);
     if (k == p->ngstreams) {
@@ -300,7 +310,7 @@ void cs_group_launch_end(int status, int inprogress_code) {
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
-    if (r->prof_want) {
+    if (r->prof_want && !r->prof_probe) {
       if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
       if (!ok) r->status = status;
       continue;

@@ -103,12 +103,13 @@ void cs_config_load(void) {
   }
   cs_cfg.disabled = env_bool("COLLSCOPE_DISABLE", false);
   const char *t = env("COLLSCOPE_TIMING");
-  cs_cfg.timing_mode = t ? cs_timing_mode_parse(t) : CS_TMODE_EVENTS;
+  cs_cfg.timing_mode = cs_timing_mode_parse(t);
   if (cs_cfg.timing_mode < 0) {
     cs_log(CS_LOG_WARN, "ignoring COLLSCOPE_TIMING=%s (expected auto, events, profiler or off); using events", t);
     cs_cfg.timing_mode = CS_TMODE_EVENTS;
   }
   cs_cfg.timing = cs_cfg.timing_mode != CS_TMODE_OFF;
+  cs_cfg.prof_probes = (unsigned)env_long("COLLSCOPE_PROFILER_PROBES", 64, 0, 1L << 20);
   cs_cfg.queue_cap = (size_t)env_long("COLLSCOPE_QUEUE", 1L << 16, 1024, 1L << 24);
   cs_cfg.flush_ms = (unsigned)env_long("COLLSCOPE_FLUSH_MS", 1000, 10, 1000);
   cs_cfg.libcuda = env("COLLSCOPE_LIBCUDA");

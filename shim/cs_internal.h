@@ -19,6 +19,7 @@ struct cs_config {
   bool disabled;          /* COLLSCOPE_DISABLE=1: pure pass-through */
   bool timing;            /* COLLSCOPE_TIMING != off */
   int timing_mode;        /* COLLSCOPE_TIMING: CS_TMODE_* (shim/profiler.c) */
+  unsigned prof_probes;   /* COLLSCOPE_PROFILER_PROBES: auto mode's probation length (ops) */
   int log_level;          /* COLLSCOPE_LOG: quiet|warn|info|debug */
   char dir[4096];         /* COLLSCOPE_DIR or ./collscope-<job> */
   char job[256];
@@ -42,7 +43,7 @@ struct cs_config {
   unsigned online_timeout_s; /* COLLSCOPE_ONLINE_TIMEOUT: bound on the split and on each exchange */
 };
 enum { CS_SDC_OFF = 0, CS_SDC_ALL = 1, CS_SDC_SAMPLE = 2 };
-/* COLLSCOPE_TIMING=off|events(on)|auto|profiler; the default is events */
+/* COLLSCOPE_TIMING=off|events(on)|auto|profiler; the default is auto */
 enum { CS_TMODE_OFF = 0, CS_TMODE_EVENTS = 1, CS_TMODE_AUTO = 2, CS_TMODE_PROFILER = 3 };
 int cs_timing_mode_parse(const char *v);  /* -1 when not valid */
 enum { CS_SDC_ACTION_LOG = 0, CS_SDC_ACTION_ABORT = 1 };
@@ -127,9 +128,19 @@ uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);
 /* The op record of the NCCL call this thread is inside (set around the real call by the
  * NCCL_OP wrappers); profiler Coll/P2p events started on this thread attach to it. */
 extern __thread struct cs_record *cs_prof_cur;
-/* true when the plugin is initialised by NCCL and COLLSCOPE_TIMING is auto|profiler: ops it
- * can time get no CUDA events */
+/* true when the plugin may time ops: COLLSCOPE_TIMING=profiler, or auto once NCCL has
+ * initialised the plugin and its probation has not rejected it (cheap, hot path) */
 bool cs_prof_active(void);
+/* How an eligible op is timed (hot path; call once per op, after cs_prof_active):
+ * CS_PROF_ONLY   the plugin alone, no CUDA events;
+ * CS_PROF_PROBE  auto mode's probation: CUDA events AND the plugin, compared by the harvest
+ *                thread (cs_prof_probe_judge) until COLLSCOPE_PROFILER_PROBES ops agreed or
+ *                not -- the verdict then makes every later op ONLY or NONE;
+ * CS_PROF_NONE   CUDA events only. */
+enum { CS_PROF_NONE = 0, CS_PROF_ONLY = 1, CS_PROF_PROBE = 2 };
+int cs_prof_claim(void);
+/* harvest thread: a finished probation record (its event timing final) */
+void cs_prof_probe_judge(const struct cs_record *r);
 bool cs_prof_op_eligible(int op);
 /* the group records being launched by this thread's outermost ncclGroupEnd */
 void cs_prof_group_set(struct cs_record *recs, size_t n);

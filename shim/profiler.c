@@ -16,7 +16,11 @@
  * the hot path takes no lock and makes no syscall. A slot linked to a record is pinned
  * until the harvest thread has read it (cs_prof_collect / cs_prof_release).
  * Every callback returns ncclSuccess (fail open); init refuses (so NCCL runs without the
- * plugin) when collscope is disabled or COLLSCOPE_TIMING is events|off. */
+ * plugin) when collscope is disabled or COLLSCOPE_TIMING is events|off.
+ * COLLSCOPE_TIMING=auto (the default) trusts the plugin only after a probation: the first
+ * COLLSCOPE_PROFILER_PROBES eligible ops are timed by CUDA events AND the plugin, the
+ * harvest thread compares the two (cs_prof_probe_judge), and the verdict makes every later
+ * op plugin-timed (>= 90% agreed) or event-timed (one log line says why). */
 #include "cs_internal.h"
 #include "collscope/nccl_profiler_abi.h"
 #include <dlfcn.h>
@@ -44,6 +48,14 @@ static _Atomic uint32_t slot_cursor;
 static _Atomic int prof_inited;      /* NCCL initialised the plugin at least once */
 static _Atomic uint64_t prof_stats[3]; /* linked, unlinked, no slot (debug log at exit) */
 
+/* auto mode's probation (COLLSCOPE_PROFILER_PROBES): the first ops are timed both ways */
+static _Atomic int verdict;                 /* 0 on probation, 1 trusted, -1 rejected */
+static _Atomic uint32_t probes_issued;      /* hot path */
+static _Atomic uint32_t probes_settled;     /* harvest thread */
+static struct { unsigned judged, agreed, no_stamps, bad_span, bad_clock; double ratio_sum; } probe; /* harvest */
+#define PROBE_CLOCK_NS 1000000000LL /* the plugin's start may be this far off the start event */
+#define PROBE_SLACK_NS 20000LL      /* kernel span may exceed the event span by 25% + this */
+
 __thread struct cs_record *cs_prof_cur;
 static __thread struct cs_record *grp_recs;
 static __thread size_t grp_n, grp_next;
@@ -63,7 +75,7 @@ static inline struct prof_slot *h_slot(const void *h, unsigned kind, unsigned *c
 }
 
 int cs_timing_mode_parse(const char *v) {
-  if (!v || !*v) return CS_TMODE_EVENTS;
+  if (!v || !*v) return CS_TMODE_AUTO; /* the default */
   if (!strcmp(v, "off") || !strcmp(v, "0")) return CS_TMODE_OFF;
   if (!strcmp(v, "events") || !strcmp(v, "on") || !strcmp(v, "1")) return CS_TMODE_EVENTS;
   if (!strcmp(v, "auto")) return CS_TMODE_AUTO;
@@ -73,7 +85,25 @@ int cs_timing_mode_parse(const char *v) {
 
 bool cs_prof_active(void) {
   if (cs_cfg.timing_mode == CS_TMODE_PROFILER) return true;
-  return cs_cfg.timing_mode == CS_TMODE_AUTO && atomic_load_explicit(&prof_inited, memory_order_relaxed);
+  return cs_cfg.timing_mode == CS_TMODE_AUTO && atomic_load_explicit(&prof_inited, memory_order_relaxed) &&
+         atomic_load_explicit(&verdict, memory_order_relaxed) >= 0;
+}
+
+int cs_prof_claim(void) {
+  if (cs_cfg.timing_mode == CS_TMODE_PROFILER) return CS_PROF_ONLY;
+  int v = atomic_load_explicit(&verdict, memory_order_relaxed);
+  if (v) return v > 0 ? CS_PROF_ONLY : CS_PROF_NONE;
+  if (!cs_cfg.prof_probes) {
+    int z = 0;
+    if (atomic_compare_exchange_strong(&verdict, &z, 1))
+      cs_log(CS_LOG_INFO, "NCCL profiler timing trusted without probation (COLLSCOPE_PROFILER_PROBES=0)");
+    return CS_PROF_ONLY;
+  }
+  /* at most COLLSCOPE_PROFILER_PROBES probes in flight; the others keep the event path */
+  uint32_t issued = atomic_load_explicit(&probes_issued, memory_order_relaxed);
+  if (issued - atomic_load_explicit(&probes_settled, memory_order_relaxed) >= cs_cfg.prof_probes) return CS_PROF_NONE;
+  atomic_fetch_add_explicit(&probes_issued, 1, memory_order_relaxed);
+  return CS_PROF_PROBE;
 }
 
 /* ops NCCL reports as one Coll/P2p event of the same name (AlltoAll, Gather and Scatter
@@ -113,9 +143,13 @@ static bool rec_matches(const struct cs_record *r, const char *func, size_t coun
 static bool grouped_call_matches(struct cs_record *r, const char *func, size_t count) {
   if (!r->group || r->prof_want || r->prof_slot || !cs_prof_active() || !cs_prof_op_eligible(r->op)) return false;
   r->prof_want = 1;
-  if (rec_matches(r, func, count)) return true;
+  bool m = rec_matches(r, func, count);
   r->prof_want = 0;
-  return false;
+  int pc = m ? cs_prof_claim() : CS_PROF_NONE;
+  if (pc == CS_PROF_NONE) return false;
+  r->prof_want = 1;
+  r->prof_probe = pc == CS_PROF_PROBE; /* cs_group_launch_begin adds the stream's events */
+  return true;
 }
 
 /* the record this Coll/P2p event belongs to, or NULL */
@@ -303,19 +337,9 @@ static int64_t gpu_to_realtime(uint64_t t) {
   return (int64_t)t + (rt - mono);
 }
 
-bool cs_prof_collect(struct cs_record *r, bool final) {
-  if (!r->prof_want) return true;
-  if (r->timing != CS_TIMING_PENDING || !r->prof_slot) {
-    if (r->timing == CS_TIMING_PENDING) r->timing = CS_TIMING_HOST;
-    cs_prof_release(r);
-    return true;
-  }
-  struct prof_slot *s = &slots[(r->prof_slot - 1) & (PROF_SLOTS - 1)];
-  if (atomic_load_explicit(&s->gen, memory_order_acquire) != r->prof_gen) { /* cannot happen while pinned */
-    r->timing = CS_TIMING_HOST;
-    r->prof_slot = 0, r->prof_want = 0;
-    return true;
-  }
+/* Is the slot's op finished (Coll/P2p stopped and every channel's KernelCh stopped, or idle
+ * long enough)? On true, t0 and span hold the stamps (*t0 == UINT64_MAX: none arrived). */
+static bool slot_done(struct prof_slot *s, bool final, uint64_t *t0, uint64_t *span) {
   bool stopped = atomic_load_explicit(&s->stopped, memory_order_acquire);
   uint32_t ks = atomic_load_explicit(&s->kstopped, memory_order_acquire);
   uint32_t kb = atomic_load_explicit(&s->kstarted, memory_order_acquire);
@@ -325,16 +349,76 @@ bool cs_prof_collect(struct cs_record *r, bool final) {
     if (idle > PROF_IDLE_NS) done = true; /* fewer KernelCh events than channels (or none) */
   }
   if (!done && !final) return false;
-  uint64_t t0 = atomic_load_explicit(&s->tmin, memory_order_relaxed);
-  if (ks && t0 != UINT64_MAX) {
+  *t0 = ks ? atomic_load_explicit(&s->tmin, memory_order_relaxed) : UINT64_MAX;
+  *span = atomic_load_explicit(&s->span, memory_order_relaxed);
+  return true;
+}
+
+bool cs_prof_collect(struct cs_record *r, bool final) {
+  if (!r->prof_want) return true;
+  struct prof_slot *s = r->prof_slot ? &slots[(r->prof_slot - 1) & (PROF_SLOTS - 1)] : NULL;
+  if (s && atomic_load_explicit(&s->gen, memory_order_acquire) != r->prof_gen) s = NULL; /* cannot happen while pinned */
+  uint64_t t0 = UINT64_MAX, span = 0;
+  if (r->prof_probe) { /* probation: the events time the record; keep the plugin's span aside */
+    if (s && !slot_done(s, final, &t0, &span)) return false;
+    if (t0 != UINT64_MAX) {
+      r->prof_start_ns = gpu_to_realtime(t0);
+      r->prof_end_ns = r->prof_start_ns + (int64_t)span;
+      r->prof_probe = 2;
+    }
+    cs_prof_release(r);
+    return true;
+  }
+  if (r->timing != CS_TIMING_PENDING || !s) {
+    if (r->timing == CS_TIMING_PENDING) r->timing = CS_TIMING_HOST;
+    cs_prof_release(r);
+    return true;
+  }
+  if (!slot_done(s, final, &t0, &span)) return false;
+  if (t0 != UINT64_MAX) {
     r->start_ns = gpu_to_realtime(t0);
-    r->end_ns = r->start_ns + (int64_t)atomic_load_explicit(&s->span, memory_order_relaxed);
+    r->end_ns = r->start_ns + (int64_t)span;
     r->timing = CS_TIMING_PROFILER;
   } else {
     r->timing = CS_TIMING_HOST;
   }
   cs_prof_release(r);
   return true;
+}
+
+/* Probation verdict, harvest thread. A probe agrees when the plugin's kernel span starts
+ * within PROBE_CLOCK_NS of the CUDA start event and is no longer than the event span
+ * (+25% + PROBE_SLACK_NS): NCCL's kernel runs between the two events. After
+ * COLLSCOPE_PROFILER_PROBES compared probes, >= 90% agreeing makes the plugin the timer of
+ * every later eligible op; otherwise every op keeps CUDA events (one log line says why). */
+void cs_prof_probe_judge(const struct cs_record *r) {
+  atomic_fetch_add_explicit(&probes_settled, 1, memory_order_relaxed);
+  if (atomic_load_explicit(&verdict, memory_order_relaxed) != 0) return;
+  if (r->timing != CS_TIMING_GPU_EVENT || r->status != 0) return; /* nothing to compare with */
+  probe.judged++;
+  int64_t ed = r->end_ns - r->start_ns, pd = r->prof_end_ns - r->prof_start_ns;
+  if (r->prof_probe != 2) probe.no_stamps++;
+  else if (r->prof_start_ns < r->start_ns - PROBE_CLOCK_NS || r->prof_start_ns > r->end_ns + PROBE_CLOCK_NS)
+    probe.bad_clock++;
+  else if (pd < 0 || pd > ed + ed / 4 + PROBE_SLACK_NS)
+    probe.bad_span++;
+  else {
+    probe.agreed++;
+    probe.ratio_sum += ed > 0 ? (double)pd / (double)ed : 1.0;
+  }
+  if (probe.judged < cs_cfg.prof_probes) return;
+  if ((uint64_t)probe.agreed * 10 >= (uint64_t)probe.judged * 9) {
+    atomic_store(&verdict, 1);
+    cs_log(CS_LOG_INFO, "NCCL profiler timing trusted: %u of %u probe ops agreed with CUDA events (kernel span "
+           "%.2f of the event span on average); later collectives are timed by the plugin alone",
+           probe.agreed, probe.judged, probe.agreed ? probe.ratio_sum / probe.agreed : 0.0);
+  } else {
+    atomic_store(&verdict, -1);
+    cs_log(CS_LOG_WARN, "NCCL profiler timing rejected: of %u probe ops %u agreed with CUDA events, %u had no "
+           "kernel timer stamps, %u a kernel span longer than the event span, %u a clock over 1 s off; "
+           "collectives keep CUDA event timing", probe.judged, probe.agreed, probe.no_stamps, probe.bad_span,
+           probe.bad_clock);
+  }
 }
 
 /* ---- start-up: point NCCL at this library ---- */

@@ -45,7 +45,7 @@ static void release_events(struct cs_record *r) {
 }
 
 /* Returns true when the record is finished (timed or given up). */
-static bool try_complete(struct cs_record *r, bool final) {
+static bool try_complete_timing(struct cs_record *r, bool final) {
   if (r->sdc_slot && !cs_sdc_collect(r, final)) return false; /* SDC kernels still running */
   if (r->prof_want && !cs_prof_collect(r, final)) return false; /* NCCL profiler: kernels running */
   if (r->timing != CS_TIMING_PENDING) {
@@ -75,6 +75,15 @@ static bool try_complete(struct cs_record *r, bool final) {
     r->timing = CS_TIMING_HOST;
   }
   release_events(r);
+  return true;
+}
+
+static bool try_complete(struct cs_record *r, bool final) {
+  if (!try_complete_timing(r, final)) return false;
+  if (r->prof_probe) { /* COLLSCOPE_TIMING=auto probation: compare with the plugin's span */
+    cs_prof_probe_judge(r);
+    r->prof_probe = 0;
+  }
   return true;
 }
 

@@ -75,7 +75,9 @@ struct cs_record {
   /* silent-data-corruption checks (hooks/sdc.c); valid when sdc_checked != 0 */
   uint8_t sdc_checked;   /* bit 0: fingerprint and out_sum valid, bit 1: in_sum/in_abs valid */
   uint8_t sdc_ctx;       /* internal: 1 + hooks/sdc.c context index while results are pending */
-  uint16_t pad_;
+  uint8_t prof_probe;    /* internal: COLLSCOPE_TIMING=auto probation op, timed by CUDA events
+                          * AND the profiler plugin (1; 2 once the plugin's stamps are in) */
+  uint8_t pad_;
   uint32_t sdc_slot;     /* internal: 1 + result slot while pending, 0 when none */
   uint64_t fingerprint;  /* order-independent hash of the output bytes */
   double in_sum;         /* fp64 sum of this rank's input (before the op) */
@@ -91,6 +93,8 @@ struct cs_record {
   uint8_t prof_want;     /* internal: 1 while the op waits for the profiler to time it */
   uint32_t prof_slot;    /* internal: 1 + shim/profiler.c event slot, 0 when none */
   uint64_t prof_gen;     /* internal: that slot's generation */
+  int64_t prof_start_ns; /* internal: a probation op's profiler-timed span (CLOCK_REALTIME) */
+  int64_t prof_end_ns;
 };
 
 #endif

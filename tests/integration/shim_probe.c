@@ -138,6 +138,28 @@ static int scenario_mix(void) {
   return 0;
 }
 
+/* A training-loop shape: PROBE_STEPS (48) steps of an AllReduce and a Broadcast, each step
+ * synchronised and followed by 2 ms of "compute", so the harvest thread keeps up with the
+ * job (COLLSCOPE_TIMING=auto's probation decides while the job still runs). */
+static int scenario_steps(void) {
+  const size_t n = 4096;
+  int steps = getenv("PROBE_STEPS") ? atoi(getenv("PROBE_STEPS")) : 48;
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  ncclComm_t comm = world("steps");
+  float *a = dev_floats(n, (float)rank + 1), *b = dev_floats(n, 0);
+  for (int i = 0; i < steps; i++) {
+    CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s)); count(AR);
+    CHECK(ncclBroadcast(b, a, n, ncclFloat, i % nranks, comm, s)); count(BC);
+    CHECK(cudaStreamSynchronize(s));
+    usleep(2000);
+  }
+  printf("result %.6e\n", checksum(a, n) + checksum(b, n));
+  print_expect();
+  CHECK(ncclCommDestroy(comm));
+  return 0;
+}
+
 static int scenario_capture(void) {
   const size_t n = 256;
   cudaStream_t s;
@@ -252,6 +274,7 @@ int main(int argc, char **argv) {
   CHECK(cudaSetDevice(local_rank));
   if (!strcmp(sc, "mix")) return scenario_mix();
   if (!strcmp(sc, "capture")) return scenario_capture();
+  if (!strcmp(sc, "steps")) return scenario_steps();
   if (!strcmp(sc, "threads")) return scenario_threads();
   if (!strcmp(sc, "fork")) return scenario_fork();
   if (!strcmp(sc, "errors")) return scenario_errors();

@@ -92,6 +92,8 @@ int main(void) {
   CHECK(ncclProfiler_v5.init(&ctx, 1, &mask, "c", 1, 2, 0, NULL) != 0 && mask == 0 && !ctx);
   CHECK(!cs_prof_active());
   cs_cfg.timing_mode = CS_TMODE_AUTO;
+  cs_cfg.prof_probes = 0; /* no probation here: the plugin times ops from the first claim on
+                           * (the probation runs end to end in test_profiler_sim.py) */
   CHECK(ncclProfiler_v5.init(&ctx, 1, &mask, "c", 1, 2, 0, NULL) == 0 && ctx);
   CHECK(mask == (CS_NCCL_PROFILE_COLL | CS_NCCL_PROFILE_P2P | CS_NCCL_PROFILE_KERNEL_CH));
   CHECK(cs_prof_active());

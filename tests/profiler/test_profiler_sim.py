@@ -12,11 +12,20 @@ cases:
   capture    graph-captured ops stay "captured" in auto mode, the others are profiler-timed
   failopen   plugin never initialised (ABI=3: an NCCL without v4/v5; a user-set plugin path
              that does not load): auto keeps the CUDA event path; results unchanged
+  probation  the default (COLLSCOPE_TIMING unset = auto) with COLLSCOPE_PROFILER_PROBES=8: the
+             first ops are event-timed probes compared with the plugin's stamps, then the
+             plugin alone times every later op (a clean switch by seq); log says "trusted"
+  reject     the sim sends wrong kernel stamps (COLLSCOPE_SIM_PROFILER_FAULT=nokch|long|skew):
+             the probation rejects the plugin, every op keeps "gpu_event", one log line
+             names the reason; results unchanged
+The auto, v4 and capture cases set COLLSCOPE_PROFILER_PROBES=0 (trust at once) to check
+the plugin-timed records from the first op on.
 """
 import argparse
 import collections
 import glob
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -42,7 +51,8 @@ def run(args, scenario, env_extra, n=2):
     procs = []
     for r in range(n):
         env = dict(os.environ)
-        for k in ("LD_PRELOAD", "NCCL_PROFILER_PLUGIN", "COLLSCOPE_TIMING", "COLLSCOPE_SIM_PROFILER_ABI"):
+        for k in ("LD_PRELOAD", "NCCL_PROFILER_PLUGIN", "COLLSCOPE_TIMING", "COLLSCOPE_SIM_PROFILER_ABI",
+                  "COLLSCOPE_PROFILER_PROBES", "COLLSCOPE_SIM_PROFILER_FAULT", "COLLSCOPE_LOG"):
             env.pop(k, None)
         env.update({
             "RANK": str(r), "WORLD_SIZE": str(n), "LOCAL_RANK": str(r), "LOCAL_WORLD_SIZE": str(n),
@@ -112,7 +122,7 @@ def check_profiler_records(recs, label, v_expect_profiler=True):
 
 
 def case_auto(args, abi=None):
-    extra = {"COLLSCOPE_TIMING": "auto"}
+    extra = {"COLLSCOPE_TIMING": "auto", "COLLSCOPE_PROFILER_PROBES": "0"}
     if abi:
         extra["COLLSCOPE_SIM_PROFILER_ABI"] = abi
         extra["NCCL_DEBUG"] = "INFO"
@@ -135,7 +145,7 @@ def case_auto(args, abi=None):
 
 
 def case_capture(args):
-    _, pr = run(args, "capture", {"COLLSCOPE_TIMING": "auto"})
+    _, pr = run(args, "capture", {"COLLSCOPE_TIMING": "auto", "COLLSCOPE_PROFILER_PROBES": "0"})
     check(len(pr) == 2, "capture: dump files %d" % len(pr))
     n = check_profiler_records(pr, "capture")
     ncap = sum(1 for r in pr for x in ops(pr[r]) if x["captured"])
@@ -165,6 +175,64 @@ def case_failopen(args):
     print("failopen: ok")
 
 
+STEP_OPS = {"AllReduce", "Broadcast"}
+
+
+def by_seq(lines):
+    return sorted((x for x in ops(lines) if x["op"] in STEP_OPS and x["comm_size"] == 2), key=lambda x: x["seq"])
+
+
+def case_probation(args):
+    probes = 8
+    o_ev, ev = run(args, "steps", {"COLLSCOPE_TIMING": "events"})
+    outs, pr = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": str(probes), "COLLSCOPE_LOG": "info"})
+    check(len(pr) == 2, "probation: dump files %d" % len(pr))
+    for r in pr:
+        xs = by_seq(pr[r])
+        check(len(xs) == 96, "probation rank %d: %d step ops" % (r, len(xs)))
+        kinds = [x["timing"] for x in xs]
+        check(set(kinds) <= {"gpu_event", "profiler"}, "probation rank %d timings %s" % (r, set(kinds)))
+        n_ev, n_pr = kinds.count("gpu_event"), kinds.count("profiler")
+        check(n_ev >= probes, "probation rank %d: %d event-timed ops, want >= %d probes" % (r, n_ev, probes))
+        check(n_pr >= 40, "probation rank %d: only %d plugin-timed ops after the verdict" % (r, n_pr))
+        # one switch: every event-timed op comes before every plugin-timed op
+        check(kinds == sorted(kinds), "probation rank %d: timing not a clean switch: %s" % (r, "".join(k[0] for k in kinds)))
+        for x in xs:  # the plugin's facts on its own ops and on the probes
+            if x["timing"] == "profiler":
+                check(x.get("algo") == "Ring" and x.get("nchannels") == 2, "probation rank %d: no algo on %s" % (r, x))
+            check(0 < x["start_ns"] <= x["end_ns"] and x["end_ns"] - x["start_ns"] < 10**9, "probation span %s" % x)
+        n_probe = sum(1 for x in xs if x["timing"] == "gpu_event" and x.get("algo") == "Ring")
+        check(n_probe >= probes, "probation rank %d: %d probes (event-timed ops with algo)" % (r, n_probe))
+        log = outs[r][2]
+        check("NCCL profiler timing trusted: %d of %d probe ops agreed" % (probes, probes) in log,
+              "probation rank %d: no trusted line: %s" % (r, log[-800:]))
+        res = lambda out: [l for l in out.splitlines() if l.startswith(("result", "expect"))]
+        check(res(outs[r][1]) == res(o_ev[r][1]), "probation rank %d: results differ from events mode" % r)
+        print("probation rank %d: %d event-timed (probes and ops before the verdict), then %d plugin-timed"
+              % (r, n_ev, n_pr))
+
+
+def case_reject(args):
+    _, ev = run(args, "steps", {"COLLSCOPE_TIMING": "events", "PROBE_STEPS": "16"})
+    for fault, reason in (("nokch", r"(\d+) had no kernel timer stamps"), ("long", r"(\d+) a kernel span longer"),
+                          ("skew", r"(\d+) a clock over 1 s off")):
+        outs, pr = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": "8", "COLLSCOPE_SIM_PROFILER_FAULT": fault,
+                                       "PROBE_STEPS": "16"})
+        check(len(pr) == 2, "reject %s: dump files %d" % (fault, len(pr)))
+        for r in pr:
+            xs = by_seq(pr[r])
+            check(len(xs) == 32 and all(x["timing"] == "gpu_event" for x in xs),
+                  "reject %s rank %d: timings %s" % (fault, r, [x["timing"] for x in xs]))
+            log = outs[r][2]
+            m = re.search(reason, log)  # the fault's own reason counts most of the 8 probes
+            check(log.count("NCCL profiler timing rejected") == 1 and m and int(m.group(1)) >= 7,
+                  "reject %s rank %d: log %s" % (fault, r, log[-800:]))
+            a = collections.Counter(key(x) for x in ops(pr[r]))
+            b = collections.Counter(key(x) for x in ops(ev.get(r, [])))
+            check(a == b, "reject %s rank %d: records differ from the events mode" % (fault, r))
+        print("reject %s: every op event-timed, reason logged" % fault)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -181,6 +249,10 @@ def main():
         case_capture(args)
     elif args.case == "failopen":
         case_failopen(args)
+    elif args.case == "probation":
+        case_probation(args)
+    elif args.case == "reject":
+        case_reject(args)
     else:
         print("unknown case", args.case)
         return 2

@@ -14,6 +14,7 @@
  *    A fused (grouped) item gives every op the item's span.
  *  - Graph-captured ops get their Coll/P2p events at capture time and no KernelCh events
  *    on replay.
+ *  - COLLSCOPE_SIM_PROFILER_FAULT=nokch|long|skew sends wrong kernel stamps (below).
  * The sim reports algo "RING", proto "SIMPLE", nChannels 2 (collectives) / 1 (P2P). */
 #include "simnccl.h"
 #include "collscope/nccl_profiler_abi.h"
@@ -137,9 +138,31 @@ uint64_t sn_prof_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* COLLSCOPE_SIM_PROFILER_FAULT: wrong kernel timer stamps, to test a plugin's checks:
+ * nokch (no KernelCh events), long (each channel's span 5x + 20 ms: longer than the
+ * work really took), skew (both stamps 10 s late). */
+enum { PF_NONE, PF_NOKCH, PF_LONG, PF_SKEW };
+static int prof_fault(void) {
+  static _Atomic int f = -1;
+  int v = atomic_load(&f);
+  if (v < 0) {
+    const char *e = getenv("COLLSCOPE_SIM_PROFILER_FAULT");
+    v = !e ? PF_NONE : !strcmp(e, "nokch") ? PF_NOKCH : !strcmp(e, "long") ? PF_LONG
+        : !strcmp(e, "skew") ? PF_SKEW : PF_NONE;
+    atomic_store(&f, v);
+  }
+  return v;
+}
+
 /* Stream worker, after the item ran from t0 to t1: KernelCh events per op and channel. */
 void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t0, uint64_t t1) {
   if (!c->prof_on || !(c->prof_mask & CS_NCCL_PROFILE_KERNEL_CH)) return;
+  switch (prof_fault()) {
+  case PF_NOKCH: return;
+  case PF_LONG: t1 += 4 * (t1 - t0) + 20000000; break;
+  case PF_SKEW: t0 += 10000000000ull; t1 += 10000000000ull; break;
+  default: break;
+  }
   for (int i = 0; i < nops; i++) {
     if (!ops[i].prof_h) continue;
     for (int ch = 0; ch < nch_of(&ops[i]); ch++) {
