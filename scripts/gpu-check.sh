@@ -45,7 +45,7 @@ for app in dp_train fsdp pipeline multicomm threads initall; do
   diff <(grep -E '^(result|checksum|summary|PASS)' "$WORK/$app.bare" | sort) \
        <(grep -E '^(result|checksum|summary|PASS)' "$WORK/$app.shim" | sort) >/dev/null || check="FAIL output differs"
   nops=$(cat "$WORK/$app.dump"/*.jsonl 2>/dev/null | grep -c '"type":"op"')
-  ntimed=$(cat "$WORK/$app.dump"/*.jsonl 2>/dev/null | grep '"type":"op"' | grep -c '"timing":"gpu_event"')
+  ntimed=$(cat "$WORK/$app.dump"/*.jsonl 2>/dev/null | grep '"type":"op"' | grep -cE '"timing":"(gpu_event|profiler)"')
   [ "$nops" -gt 0 ] && [ "$nops" -eq "$ntimed" ] || check="$check; ops $nops timed $ntimed"
   [ "$check" = ok ] || status=1
   awk -v app="$app" -v n="$n" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v c="$check" -v ops="$nops" \
@@ -56,10 +56,11 @@ if [ "$status" -eq 0 ]; then "$CLI" report "$WORK/dp_train.dump" 2>&1 | head -30
 if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; then
   ART="$NCCL_TESTS_DIR/all_reduce_perf -b 8 -e 256M -f 4 -g $NGPU -w 5 -n 200 -c 1"
   $ART > "$WORK/art.bare" 2>&1
-  COLLSCOPE_DIR=$WORK/art.dump LD_PRELOAD=$SHIM $ART > "$WORK/art.shim" 2>&1
-  # COLLSCOPE_TIMING=auto: NCCL loads libcollscope as its profiler plugin (issue 7); the
-  # records must say "profiler" and the durations must agree with the event timing
-  COLLSCOPE_TIMING=auto COLLSCOPE_DIR=$WORK/art.auto LD_PRELOAD=$SHIM $ART > "$WORK/art.autoout" 2>&1
+  COLLSCOPE_TIMING=events COLLSCOPE_DIR=$WORK/art.dump LD_PRELOAD=$SHIM $ART > "$WORK/art.shim" 2>&1
+  # COLLSCOPE_TIMING=auto (the default): NCCL loads libcollscope as its profiler plugin
+  # (issue 7); after the probation the records must say "profiler" and the durations must
+  # agree with the event timing; COLLSCOPE_LOG=info shows the probation's verdict
+  COLLSCOPE_TIMING=auto COLLSCOPE_LOG=info COLLSCOPE_DIR=$WORK/art.auto LD_PRELOAD=$SHIM $ART > "$WORK/art.autoout" 2>&1
   printf '\nall_reduce_perf on %d GPU(s), out-of-place time (us)\n%12s %12s %12s %8s %12s %8s %8s\n' "$NGPU" size bare \
     events ratio auto ratio wrong
   join <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6, $9}' "$WORK/art.bare") \
@@ -80,7 +81,8 @@ if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; the
       sort -k2,2n
   done
   grep -q '"timing":"profiler"' "$WORK/art.auto"/*.jsonl && echo "auto: NCCL loaded the profiler plugin" ||
-    echo "auto: no profiler-timed records (plugin not loaded by this NCCL; events path kept)"
+    echo "auto: no profiler-timed records (plugin not loaded by this NCCL, or rejected; events path kept)"
+  grep -h "NCCL profiler timing" "$WORK/art.autoout" | sort | uniq -c
 fi
 # SDC check kernel on the GPU: bit-identical to its host twin, bandwidth vs DtoD copy (issue 5)
 if [ -x "$BUILD_DIR/tests/sdc/sdc_gpu_check" ]; then
