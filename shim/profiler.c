@@ -360,7 +360,8 @@ bool cs_prof_collect(struct cs_record *r, bool final) {
   if (s && atomic_load_explicit(&s->gen, memory_order_acquire) != r->prof_gen) s = NULL; /* cannot happen while pinned */
   uint64_t t0 = UINT64_MAX, span = 0;
   if (r->prof_probe) { /* probation: the events time the record; keep the plugin's span aside */
-    if (s && !slot_done(s, final, &t0, &span)) return false;
+    bool failed = r->timing != CS_TIMING_PENDING && r->timing != CS_TIMING_GPU_EVENT; /* call failed: no stop may come */
+    if (s && !failed && !slot_done(s, final, &t0, &span)) return false;
     if (t0 != UINT64_MAX) {
       r->prof_start_ns = gpu_to_realtime(t0);
       r->prof_end_ns = r->prof_start_ns + (int64_t)span;
