@@ -85,6 +85,7 @@ struct comm_row {
 struct summary {
   size_t files, ranks, hosts, ops, xfers, instances;
   size_t timed, captured, host_timed, errors, unknown_timing;
+  size_t timed_profiler, timed_host_span; /* of `timed`: NCCL profiler stamps, host clock; the rest CUDA events */
   uint64_t drops, timing_lost;
   size_t truncated_lines, malformed_lines, unknown_types, files_without_footer;
 };
@@ -302,7 +303,11 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
   for (size_t i = 0; i < n; i++) {
     if (is_error(v[i])) s->errors++;
     switch (v[i]->timing) {
-    case CSD_TIMING_GPU_EVENT: s->timed++; break;
+    case CSD_TIMING_GPU_EVENT:
+      s->timed++;
+      if (v[i]->timing_name && !strcmp(v[i]->timing_name, "profiler")) s->timed_profiler++;
+      else if (v[i]->timing_name && !strcmp(v[i]->timing_name, "host_span")) s->timed_host_span++;
+      break;
     case CSD_TIMING_CAPTURED: s->captured++; break;
     case CSD_TIMING_HOST: s->host_timed++; break;
     case CSD_TIMING_ERROR: break;
@@ -386,6 +391,8 @@ static void text_comms(const struct report *r, FILE *o) {
 static void text_notes(const struct report *r, FILE *o) {
   const struct summary *s = &r->sum;
   fprintf(o, "\n# Notes\n");
+  fprintf(o, "#   timed ops: %zu (CUDA events %zu, NCCL profiler kernel stamps %zu, host clock %zu)\n", s->timed,
+          s->timed - s->timed_profiler - s->timed_host_span, s->timed_profiler, s->timed_host_span);
   fprintf(o, "#   captured ops (graph capture, no timing): %zu\n", s->captured);
   fprintf(o, "#   host-timed ops (no GPU timing):          %zu\n", s->host_timed);
   fprintf(o, "#   error ops (call failed):                 %zu\n", s->errors);
@@ -421,6 +428,9 @@ static json_t *json_summary(const struct report *r) {
   json_object_set_new(o, "xfers", jcount(s->xfers));
   json_object_set_new(o, "instances", jcount(s->instances));
   json_object_set_new(o, "timed", jcount(s->timed));
+  json_object_set_new(o, "timed_gpu_event", jcount(s->timed - s->timed_profiler - s->timed_host_span));
+  json_object_set_new(o, "timed_profiler", jcount(s->timed_profiler));
+  json_object_set_new(o, "timed_host_span", jcount(s->timed_host_span));
   json_object_set_new(o, "captured", jcount(s->captured));
   json_object_set_new(o, "host_timed", jcount(s->host_timed));
   json_object_set_new(o, "errors", jcount(s->errors));

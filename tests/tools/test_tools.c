@@ -55,7 +55,7 @@ static const struct fx_op fx_ops[] = {
   {3, 1, "AllReduce", "float32", 262144, 1048576, 300, "gpu_event", -1, 0, 0},
   /* seq 2: AllGather 65536 halfs per rank -> 524288 bytes (count x 2 x nranks) */
   {0, 2, "AllGather", "float16", 65536, 524288, 50, "gpu_event", -1, 0, 0},
-  {1, 2, "AllGather", "float16", 65536, 524288, 60, "gpu_event", -1, 0, 0},
+  {1, 2, "AllGather", "float16", 65536, 524288, 60, "profiler", -1, 0, 0},
   {2, 2, "AllGather", "float16", 65536, 524288, 55, "gpu_event", -1, 0, 0},
   {3, 2, "AllGather", "float16", 65536, 524288, 52, "gpu_event", -1, 0, 0},
   /* seq 3: captured AllReduce 4 KiB (no timing) */
@@ -80,6 +80,10 @@ static const struct fx_op fx_ops[] = {
   {3, 6, "AllReduce", "float32", 750000, 3000000, 230, "gpu_event", -1, 0, 0},
 };
 #define NFX (sizeof fx_ops / sizeof fx_ops[0])
+/* timed records: CUDA events, NCCL profiler kernel stamps or the host clock */
+static bool fx_timed(const char *timing) {
+  return !strcmp(timing, "gpu_event") || !strcmp(timing, "profiler") || !strcmp(timing, "host_span");
+}
 #define NSEQ 7
 
 /* xfers: rank 0 a timed HtoD copy, rank 2 a host-timed DtoH copy. Rank 1 has 3 drops;
@@ -94,7 +98,7 @@ static void fx_path(char *buf, size_t n, const char *dir, int r) {
 }
 
 static void write_op_line(FILE *f, const struct fx_op *o) {
-  bool timed = strcmp(o->timing, "gpu_event") == 0;
+  bool timed = fx_timed(o->timing);
   long long enq = start_of(o->rank, o->seq) - 500;
   long long st = timed ? start_of(o->rank, o->seq) : 0;
   long long en = timed ? st + (long long)(o->dur_us * 1000) : 0;
@@ -598,7 +602,7 @@ static void test_report_json(void **state) {
       if (strcmp(fx_ops[j].op, fx_ops[i].op) || bucket_lo_of(fx_ops[j].bytes, &lo2) != k) continue;
       done[j] = true;
       b[n++] = fx_ops[j].bytes;
-      if (!strcmp(fx_ops[j].timing, "gpu_event")) d[nd++] = fx_ops[j].dur_us;
+      if (fx_timed(fx_ops[j].timing)) d[nd++] = fx_ops[j].dur_us;
     }
     nrows++;
     json_t *row = find_row(ops, fx_ops[i].op, lo);
@@ -663,7 +667,7 @@ static void test_report_json(void **state) {
     for (size_t i = 0; i < NFX; i++)
       if (fx_ops[i].rank == r) {
         bytes += fx_ops[i].bytes;
-        if (!strcmp(fx_ops[i].timing, "gpu_event")) ms += fx_ops[i].dur_us / 1000.0;
+        if (fx_timed(fx_ops[i].timing)) ms += fx_ops[i].dur_us / 1000.0;
       }
     assert_true(fabs(jnum(o, "gpu_time_ms") - ms) < 1e-9);
     assert_int_equal(jnum(o, "bytes"), bytes);
@@ -691,6 +695,19 @@ static void test_report_json(void **state) {
   assert_int_equal(jnum(s, "xfers"), 2);
   assert_int_equal(jnum(s, "captured"), 4);
   assert_int_equal(jnum(s, "host_timed"), 3);
+  { /* timed ops by source: the fixture's timing strings */
+    size_t ev = 0, pr = 0, hs = 0;
+    for (size_t i = 0; i < NFX; i++) {
+      ev += !strcmp(fx_ops[i].timing, "gpu_event");
+      pr += !strcmp(fx_ops[i].timing, "profiler");
+      hs += !strcmp(fx_ops[i].timing, "host_span");
+    }
+    assert_true(ev > 0 && pr == 1);
+    assert_int_equal(jnum(s, "timed_gpu_event"), ev);
+    assert_int_equal(jnum(s, "timed_profiler"), pr);
+    assert_int_equal(jnum(s, "timed_host_span"), hs);
+    assert_int_equal(jnum(s, "timed"), ev + pr + hs);
+  }
   assert_int_equal(jnum(s, "errors"), 1);
   assert_int_equal(jnum(s, "drops"), 3);
   assert_int_equal(jnum(s, "truncated_lines"), 0);
@@ -777,14 +794,14 @@ static void test_trace(void **state) {
 
   size_t want_x = 0, want_i = 0, want_flows = 0;
   for (size_t i = 0; i < NFX; i++) {
-    if (!strcmp(fx_ops[i].timing, "gpu_event")) want_x++;
+    if (fx_timed(fx_ops[i].timing)) want_x++;
     else want_i++;
   }
   want_x += 1;          /* rank 0 timed HtoD */
   want_i += 1 + NRANKS; /* rank 2 host DtoH, comm init per rank */
   for (int s = 0; s < NSEQ; s++) {
     size_t t = 0;
-    for (size_t i = 0; i < NFX; i++) t += fx_ops[i].seq == s && !strcmp(fx_ops[i].timing, "gpu_event");
+    for (size_t i = 0; i < NFX; i++) t += fx_ops[i].seq == s && fx_timed(fx_ops[i].timing);
     if (t >= 2) want_flows += t - 1;
   }
   assert_int_equal(want_flows, 15);
