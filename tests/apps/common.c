@@ -81,7 +81,8 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
     else if (!strcmp(o, "--tp")) a->tp = parse_count(name, o, v, 1, 4096);
     else if (!strcmp(o, "--ndev")) a->ndevs = parse_count(name, o, v, 1, 4096);
     else if (!strcmp(o, "--compute-us")) a->compute_us = parse_count(name, o, v, 0, 10000000);
-    else if (!strcmp(o, "--ops") && (!strcmp(v, "allreduce") || !strcmp(v, "mixed"))) a->mixed = !strcmp(v, "mixed");
+    else if (!strcmp(o, "--ops") && (!strcmp(v, "allreduce") || !strcmp(v, "mixed") || !strcmp(v, "pairwise")))
+      a->mixed = !strcmp(v, "mixed") ? APP_OPS_MIXED : !strcmp(v, "pairwise") ? APP_OPS_PAIRWISE : 0;
     else {
       fprintf(stderr, "%s: unknown option %s (see --help)\n", name, o);
       exit(2);

@@ -22,8 +22,11 @@ struct app {
   int layers, microbatches, tp, ndevs;
   int verbose;
   int compute_us;       /* --compute-us N: modelled GPU compute before each collective (a sleep) */
-  int mixed;            /* --ops mixed: dp_train cycles op kinds and sizes */
+  int mixed;            /* --ops: 0 allreduce, APP_OPS_MIXED / APP_OPS_PAIRWISE (dp_train) */
 };
+
+#define APP_OPS_MIXED 1      /* dp_train --ops mixed: cycles ring collectives and sizes */
+#define APP_OPS_PAIRWISE 2   /* dp_train --ops pairwise: AlltoAll + grouped Send/Recv */
 
 #define CUDACHECK(call)                                                                           \
   do {                                                                                            \
@@ -41,7 +44,7 @@ extern struct app *app_self;   /* for messages from app_die */
 void app_die(const char *file, int line, const char *what, const char *why) __attribute__((noreturn));
 
 /* Parse the common options (--steps N --size BYTES[K|M] --layers N --microbatches N
- * --tp N --ndev N --compute-us N --ops allreduce|mixed -v, --help; the last two are
+ * --tp N --ndev N --compute-us N --ops allreduce|mixed|pairwise -v, --help; the last two are
  * dp_train's), read RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
  * COLLSCOPE_HOSTNAME (defaults: one process), pick device LOCAL_RANK % device count.
  * `usage` is printed for --help. Makes stdout line buffered. */

@@ -12,7 +12,10 @@
  * costs the host no CPU), so the collectives' arrival times are set by it rather than by
  * the host's CPU scheduling.
  * --ops mixed: per step one AllReduce, AllGather, ReduceScatter and Broadcast (root
- * rotating), sizes cycling over 8 B .. 4 MiB (capped by --size), each checked exactly. */
+ * rotating), sizes cycling over 8 B .. 4 MiB (capped by --size), each checked exactly.
+ * --ops pairwise: per step one AlltoAll and one grouped Send/Recv exchange (rank r sends to
+ * r + shift and receives from r - shift, shift cycling over 1 .. W-1), both moving the same
+ * size per peer (the cycle of --ops mixed, one size per step), each checked exactly. */
 #include <string.h>
 #include <time.h>
 
@@ -21,11 +24,12 @@
 #define NBUCKETS 3
 
 static const char usage[] =
-    "usage: dp_train [--steps N] [--size BYTES] [--compute-us N] [--ops allreduce|mixed] [-v]\n"
+    "usage: dp_train [--steps N] [--size BYTES] [--compute-us N] [--ops allreduce|mixed|pairwise] [-v]\n"
     "  data-parallel loop: per step, fp32 sum-AllReduce of gradient buckets of BYTES,\n"
     "  BYTES/8 and BYTES/64 (default --size 1M, --steps 5), results checked exactly.\n"
     "  --compute-us N: each bucket's compute also sleeps N us on the stream.\n"
     "  --ops mixed: per step AllReduce, AllGather, ReduceScatter, Broadcast of 8 B..BYTES.\n"
+    "  --ops pairwise: per step AlltoAll and grouped Send/Recv (peer r+shift), 8 B..BYTES per peer.\n"
     "  Run under a launcher: collscope run -n N -- dp_train ...\n";
 
 struct bucket {
@@ -132,6 +136,65 @@ static int run_mixed(struct app *a, ncclComm_t comm, cudaStream_t s) {
   return rc;
 }
 
+/* --ops pairwise. Step `step` moves n = size/4 floats (size from the cycle below, capped by
+ * --size) per peer: AlltoAll block d of rank r's input, element i: (r+1) * grad_k(d*n+i, step, 0),
+ * so rank me's block s holds (s+1) * grad_k(me*n+i, step, 0); then a grouped Send/Recv whose
+ * message from rank r is (r+1) * grad_k(i, step, 1). */
+static int run_pairwise(struct app *a, ncclComm_t comm, cudaStream_t s) {
+  static const size_t sizes[] = {8, 4096, 256, 65536, 32, 1 << 20, 1024, 16384, 64, 4 << 20, 512, 262144};
+  const size_t nsizes = sizeof sizes / sizeof *sizes, W = (size_t)a->world;
+  size_t maxn = (a->size / sizeof(float) + 1) * W;
+  float *hin, *hout, *din, *dout;
+  CUDACHECK(cudaMallocHost((void **)&hin, maxn * sizeof(float)));
+  CUDACHECK(cudaMallocHost((void **)&hout, maxn * sizeof(float)));
+  CUDACHECK(cudaMalloc((void **)&din, maxn * sizeof(float)));
+  CUDACHECK(cudaMalloc((void **)&dout, maxn * sizeof(float)));
+  struct mixed_arg ma;
+  long ops = 0;
+  uint64_t h = APP_FNV_INIT;
+  for (int step = 0; step < a->steps; step++) {
+    size_t bytes = sizes[(size_t)step % nsizes];
+    if (bytes > a->size) bytes = a->size;
+    size_t n = bytes / sizeof(float) ? bytes / sizeof(float) : 1;
+    int shift = W > 1 ? 1 + step % (a->world - 1) : 0;
+    int to = (a->rank + shift) % a->world, from = (a->rank - shift + a->world) % a->world;
+    for (int k = 0; k < 2; k++) {
+      if (k == 1 && W == 1) continue;
+      size_t tot = k == 0 ? n * W : n;
+      ma = (struct mixed_arg){hin, tot, a->rank, step, k};
+      CUDACHECK(cudaLaunchHostFunc(s, fill_input, &ma));
+      CUDACHECK(cudaMemcpyAsync(din, hin, tot * sizeof(float), cudaMemcpyHostToDevice, s));
+      if (k == 0) {
+        NCCLCHECK(ncclAlltoAll(din, dout, n, ncclFloat32, comm, s));
+      } else {
+        NCCLCHECK(ncclGroupStart());
+        NCCLCHECK(ncclSend(din, n, ncclFloat32, to, comm, s));
+        NCCLCHECK(ncclRecv(dout, n, ncclFloat32, from, comm, s));
+        NCCLCHECK(ncclGroupEnd());
+      }
+      CUDACHECK(cudaMemcpyAsync(hout, dout, tot * sizeof(float), cudaMemcpyDeviceToHost, s));
+      CUDACHECK(cudaStreamSynchronize(s));
+      for (size_t i = 0; i < tot; i++) {
+        double want = k == 0 ? (double)(i / n + 1) * grad_k((size_t)a->rank * n + i % n, step, 0)
+                             : (double)(from + 1) * grad_k(i, step, 1);
+        if ((double)hout[i] != want) app_mismatch(a, k == 0 ? "alltoall" : "sendrecv", i, hout[i], want);
+      }
+      h = app_fnv(h, hout, tot * sizeof(float));
+      ops++;
+    }
+    if (a->verbose && a->rank == 0) printf("dp_train: step %d ok\n", step);
+  }
+  int rc = app_finish(a);
+  if (rc == 0 && a->rank == 0)
+    printf("summary dp_train world=%d steps=%d ops=pairwise transfers=%ld checksum=%016llx PASS\n", a->world, a->steps,
+           ops, (unsigned long long)h);
+  CUDACHECK(cudaFreeHost(hin));
+  CUDACHECK(cudaFreeHost(hout));
+  CUDACHECK(cudaFree(din));
+  CUDACHECK(cudaFree(dout));
+  return rc;
+}
+
 int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "dp_train", argc, argv, usage);
@@ -143,7 +206,7 @@ int main(int argc, char **argv) {
   cudaStream_t s;
   CUDACHECK(cudaStreamCreate(&s));
   if (a.mixed) {
-    int rc = run_mixed(&a, comm, s);
+    int rc = a.mixed == APP_OPS_PAIRWISE ? run_pairwise(&a, comm, s) : run_mixed(&a, comm, s);
     CUDACHECK(cudaStreamDestroy(s));
     NCCLCHECK(ncclCommDestroy(comm));
     return rc;

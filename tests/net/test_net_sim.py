@@ -2,12 +2,18 @@
 """tests/net/test_net_sim.py CASE --cli COLLSCOPE --apps DIR --shim LIBCOLLSCOPE --sim-dir DIR
 
 The NCCL_NET wrapper end to end on the simulator: 8 ranks of dp_train on 4 simulated hosts
-(collscope run --sim, the shim preloaded). The sim's libnccl.so.2 loads NCCL_NET_PLUGIN the
-way NCCL does and sends its inter-host ring hops through it; libcollscope wraps simnet
-(COLLSCOPE_NET_INNER=simnet). Cases:
+(collscope run --sim, the shim preloaded; ranks 2h, 2h+1 on simhost<h+1>, so the ring is
+0..7). The sim's libnccl.so.2 loads NCCL_NET_PLUGIN the way NCCL does and sends its inter-host
+traffic through it (ring hops, and pairwise transfers on a connection per ordered rank pair);
+libcollscope wraps simnet (COLLSCOPE_NET_INNER=simnet). Cases:
   slowlink   link:a=simhost2,b=simhost3 fault -> report's slow_links names that host pair only
+  p2plink    the same fault under dp_train --ops pairwise (AlltoAll + Send/Recv, no ring op):
+             12 host pairs, slow_links = simhost2 <-> simhost3 (both directions) only; send-side
+             link records for exactly the 48 inter-host rank pairs (most not ring neighbours),
+             their bytes equal to the payload the job sends each peer
   identical  results (dp_train's checksums) equal without a net plugin, with simnet, and with
-             the wrapper around simnet; link records only with the wrapper
+             the wrapper around simnet (allreduce, mixed, pairwise); link records only with the
+             wrapper
   failopen   wrapper without an inner / inner missing / inner init failing: job unchanged,
              one log line per process, no link records
   abi9       the sim drives the wrapper's ncclNetPlugin_v9 and _v10 tables"""
@@ -84,6 +90,66 @@ def check_slow(a, d, tag, need_straggler=False):
         tag, s["gbps_p50"], s["ref_gbps_p50"], s["ratio"]))
 
 
+# dp_train --ops pairwise's traffic (tests/apps/dp_train.c run_pairwise): payload bytes per
+# (src rank, dst rank) over `steps` steps of one AlltoAll and one Send/Recv to rank + shift,
+# n floats per peer each, n from SIZES (one per step) capped by --size
+SIZES = [8, 4096, 256, 65536, 32, 1 << 20, 1024, 16384, 64, 4 << 20, 512, 262144]
+
+
+def pairwise_bytes(world, steps, size):
+    out = {}
+    for step in range(steps):
+        n = max(1, min(SIZES[step % len(SIZES)], size) // 4)
+        shift = 1 + step % (world - 1)
+        for r in range(world):
+            for p in range(world):
+                if p != r:   # AlltoAll: n floats to every peer; Send/Recv: n floats to r + shift
+                    out[(r, p)] = out.get((r, p), 0) + 4 * n * (2 if p == (r + shift) % world else 1)
+    return out
+
+
+def check_p2plink(a, d):
+    hosts = {}
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        for line in open(f):
+            o = json.loads(line)
+            if o.get("type") == "header":
+                hosts[o["rank"]] = o["host"]
+    assert sorted(hosts) == list(range(8)), hosts
+    # the ring: hosts in order of their lowest rank, ranks ascending inside a host
+    ring = sorted(range(8), key=lambda r: (min(q for q in hosts if hosts[q] == hosts[r]), r))
+    neighbours = {(ring[i], ring[(i + 1) % 8]) for i in range(8)} | {(ring[(i + 1) % 8], ring[i]) for i in range(8)}
+    sent = {}
+    for l in links(d):
+        if l["dir"] == "send":
+            sent[(l["rank"], l["peer"])] = sent.get((l["rank"], l["peer"]), 0) + l["bytes"]
+    want = {k: v for k, v in pairwise_bytes(8, 20, 256 * 1024).items() if hosts[k[0]] != hosts[k[1]]}
+    assert len(want) == 48, want
+    assert sent == want, ("send-side link bytes per rank pair", sorted(sent.items()), sorted(want.items()))
+    far = sorted(k for k in sent if k not in neighbours)
+    assert len(far) == 48 - 8, far   # inter-host ring neighbours: 1-2, 3-4, 5-6, 7-0, each way
+    print("  p2plink: send-side link records for all %d inter-host rank pairs, %d of them not ring neighbours "
+          "(e.g. %d -> %d), bytes = the job's payload per pair" % (len(sent), len(far), far[0][0], far[0][1]))
+    r = report(a, d)
+    for l in r["links"]:
+        print("  p2plink: %s -> %s  %d bytes  p50 %.3f Gbit/s  p10 %.3f  side %s%s" % (
+            l["src_host"], l["dst_host"], l["bytes"], l["gbps_p50"], l["gbps_p10"], l["side"], "  SLOW" if l["slow"] else ""))
+    pairs = sorted((l["src_host"], l["dst_host"]) for l in r["links"])
+    assert pairs == sorted((x, y) for x in set(hosts.values()) for y in set(hosts.values()) if x != y), pairs
+    assert all(l["side"] == "send" for l in r["links"]), r["links"]
+    slow = sorted((s["src_host"], s["dst_host"]) for s in r["slow_links"])
+    assert slow == [("simhost2", "simhost3"), ("simhost3", "simhost2")], r["slow_links"]
+    text = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True).stdout
+    assert "slow link: simhost2 -> simhost3" in text and "slow link: simhost3 -> simhost2" in text, text
+    # simnet delivers every message of the pair 3000 us late: no message (256 KiB at most) can
+    # beat 256 KiB / 3 ms, so the wire delay is in the plugin's post-to-done times
+    cap = 262144 * 8 / 3000e-6 / 1e9
+    assert all(s["gbps_p50"] < cap for s in r["slow_links"]), (cap, r["slow_links"])
+    for s in r["slow_links"]:
+        print("  p2plink: slow pair %s -> %s at %.3f Gbit/s p50 vs median %.3f of the others (ratio %.4f)" % (
+            s["src_host"], s["dst_host"], s["gbps_p50"], s["ref_gbps_p50"], s["ratio"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -105,8 +171,12 @@ def main():
             r = report(a, d, {"COLLSCOPE_LINK_SLOW_FRAC": "0.2"})
             assert len(r["links"]) == 4 and r["slow_links"] == [], r["links"]
             print("  clean: 4 pairs, no slow link (p50 %s Gbit/s)" % ", ".join("%.2f" % l["gbps_p50"] for l in r["links"]))
+        elif a.case == "p2plink":
+            _, sums, d = run_job(a, tmp, "p2p", wrapped(a, {"COLLSCOPE_SIM_FAULTS": FAULT}), ops="pairwise", steps=20)
+            assert "ops=pairwise transfers=40 " in sums[0], sums
+            check_p2plink(a, d)
         elif a.case == "identical":
-            for ops in (None, "mixed"):
+            for ops in (None, "mixed", "pairwise"):
                 _, s0, d0 = run_job(a, tmp, "none-%s" % ops, {}, ops=ops)
                 _, s1, d1 = run_job(a, tmp, "simnet-%s" % ops, {"NCCL_NET_PLUGIN": "simnet"}, ops=ops)
                 _, s2, d2 = run_job(a, tmp, "wrapped-%s" % ops, wrapped(a), ops=ops)

@@ -23,6 +23,10 @@
 void sn_wait(_Atomic uint32_t *w, uint32_t val) {
   syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, NULL, NULL, 0);
 }
+void sn_wait_ns(_Atomic uint32_t *w, uint32_t val, long ns) {
+  struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, val, &ts, NULL, 0);
+}
 void sn_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0); }
 static void bump(_Atomic uint32_t *w) { atomic_fetch_add(w, 1); sn_wake(w); }
 

@@ -4,10 +4,16 @@
  * change rings the other side's doorbell futex. Algorithms (see README.md):
  * ring reduce-scatter + all-gather for AllReduce/ReduceScatter/AllGather, chains along the
  * ring for Reduce/Broadcast, pairwise transfers for Send/Recv/AlltoAll/Gather/Scatter.
- * With NCCL_NET_PLUGIN (netload.c), a ring edge between two hosts goes through the net
- * plugin instead: the four channel primitives below switch to it for that edge, the link
- * fault delay is then the plugin's (simnet models the wire), and each ring op ends by
- * completing its outstanding sends. Pairwise transfers always use shared memory. */
+ * With NCCL_NET_PLUGIN (netload.c), traffic between two hosts goes through the net plugin
+ * when both ends have a usable one, as in NCCL:
+ *  - a ring edge between two hosts: the four channel primitives below switch to the plugin
+ *    for that edge, and each ring op ends by completing its outstanding sends;
+ *  - a pairwise transfer between two hosts: p2p_run uses the pair's own plugin connection
+ *    (one per ordered pair, set up lazily at its first transfer, without blocking the other
+ *    transfers of the group), else the shm channel; same-host pairs always use shm.
+ * Link faults (COLLSCOPE_SIM_FAULTS `link:`): on a shm edge or pair exec.c sleeps before
+ * sending; on a net edge or pair the plugin models the wire (simnet applies the delay to
+ * each message), so exec.c adds none: one delay source per hop. */
 #include "simnccl.h"
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +41,8 @@ static unsigned edge_delay(struct ncclComm *c, int peer) {
 }
 
 /* ---- blocking channel primitives (return NULL/-1 on abort) ---- */
-/* only inside a ring algorithm (net->in_ring): pairwise transfers use the same primitives
- * on the shm channels to the same peers */
+/* only inside a ring algorithm (net->in_ring): pairwise transfers use the shm primitives
+ * for shm pairs and their own plugin connections for net pairs (p2p_run) */
 static inline int net_send(struct ncclComm *c, int peer) {
   return c->net && c->net->in_ring && c->net->send_on && peer == c->net->next;
 }
@@ -318,30 +324,105 @@ static int do_reduce(struct x *x) {
   return 0;
 }
 
-/* ---- pairwise transfers: progress every send/recv of the set until all are done ---- */
+/* ---- pairwise transfers: progress every send/recv of the set until all are done ----
+ * Each transfer's route is decided at its first pass: shared memory for a same-host pair or
+ * without a usable plugin, else the pair's plugin connection (set up lazily, netload.c; a
+ * set-up that fails puts the pair on shared memory at both ends). Every pass progresses every
+ * transfer that is not behind an earlier one on the same (direction, peer): set-up steps,
+ * shm slots, staged/posted isends, the posted irecv; nothing blocks on one transfer while
+ * another could move (the plugin's own test() may wait briefly: simnet waits up to 1 ms).
+ * On shm a message is cut into SN_SLOT_BYTES pieces, the last one flagged; on the net a
+ * piece shorter than SN_SLOT_BYTES (an empty one if need be) ends the message. */
 struct xfer {
   int send, peer;
   char *buf;
   size_t bytes, off;
-  int pushed_last, done, delayed;
+  int pushed_last, done, delayed, route;
   uint32_t final_head;
   struct sn_op *op;        /* for hop flips (element base = 0 within this transfer) */
   size_t elem_base, es;
 };
 
+/* the pair's route (SN_P2P_*); same host, or one rank: shared memory */
+static int xfer_route(struct ncclComm *c, struct xfer *t) {
+  if (t->route == SN_P2P_SHM || t->route == SN_P2P_NET || t->route == SN_P2P_BROKEN) return t->route;
+  if (!strcmp(c->shm->ranks[c->rank].host, c->shm->ranks[t->peer].host)) return t->route = SN_P2P_SHM;
+  return t->route = sn_net_p2p_route(c, t->peer, t->send);
+}
+
+static void stage_piece(struct xfer *t, void *out, size_t l) {
+  memcpy(out, t->buf + t->off, l);
+  if (t->op && t->op->flip_hop && t->es) flip(t->op, t->es, out, t->elem_base + t->off / t->es, l / t->es);
+  t->off += l;
+}
+
+/* one pass over a net-routed transfer: 1 if it moved, 0 if not, -1 on a plugin error */
+static int net_xfer(struct ncclComm *c, struct xfer *t) {
+  int progress = 0;
+  if (t->send) {
+    for (;;) {
+      while (!t->pushed_last) {
+        void *out = sn_net_p2p_send_acquire(c, t->peer);
+        if (!out) break;
+        size_t l = t->bytes - t->off;
+        if (l > SN_SLOT_BYTES) l = SN_SLOT_BYTES;
+        stage_piece(t, out, l);
+        t->pushed_last = l < SN_SLOT_BYTES;   /* a short (or empty) piece ends the message */
+        sn_net_p2p_send_commit(c, t->peer, l);
+        atomic_fetch_add_explicit(&c->sent_bytes[t->peer], l, memory_order_relaxed);
+        progress = 1;
+      }
+      uint32_t busy = 0;
+      int m = sn_net_p2p_send_progress(c, t->peer, &busy);
+      if (m < 0) return -1;
+      /* like NCCL's net transport: a send completes when the plugin reports its isends done */
+      if (t->pushed_last && busy == 0) { t->done = 1; return 1; }
+      if (m) progress = 1;
+      /* again only when a completion freed a staging slot for the next piece (a second test of
+       * a request that is not done would only wait in the plugin while other transfers could move) */
+      if (!m || t->pushed_last || !sn_net_p2p_send_acquire(c, t->peer)) break;
+    }
+    return progress;
+  }
+  for (;;) {
+    const void *data;
+    size_t l;
+    int r = sn_net_p2p_recv(c, t->peer, &data, &l);
+    if (r < 0) return -1;
+    if (r == 0) return progress;
+    int last = l < SN_SLOT_BYTES;
+    if (t->off + l > t->bytes) l = t->off < t->bytes ? t->bytes - t->off : 0;   /* truncate */
+    memcpy(t->buf + t->off, data, l);
+    t->off += l;
+    progress = 1;
+    if (last) { t->done = 1; return 1; }
+  }
+}
+
 static int p2p_run(struct ncclComm *c, struct xfer *v, int nv) {
   _Atomic uint32_t *bell = sn_doorbell(c, c->rank);
   for (;;) {
     uint32_t b = atomic_load(bell);
-    int progress = 0, all = 1;
+    int progress = 0, all = 1, poll = 0;   /* poll: a plugin call to repeat (no doorbell for it) */
     for (int i = 0; i < nv; i++) {
       struct xfer *t = &v[i];
       if (t->done) continue;
       all = 0;
+      int route = xfer_route(c, t);   /* set-ups of queued transfers progress too */
+      if (route == SN_P2P_BROKEN) return -1;
+      if (route == SN_P2P_RETRY) poll = 1;
+      if (route != SN_P2P_SHM && route != SN_P2P_NET) continue;
       int blocked = 0;   /* an earlier transfer on the same channel goes first */
       for (int j = 0; j < i && !blocked; j++)
         if (!v[j].done && v[j].send == t->send && v[j].peer == t->peer) blocked = 1;
       if (blocked) continue;
+      if (route == SN_P2P_NET) {   /* the plugin models the wire, link fault delay included */
+        int r = net_xfer(c, t);
+        if (r < 0) return -1;
+        progress |= r;
+        poll |= !t->done;
+        continue;
+      }
       if (t->send) {
         struct sn_chan_ctrl *ch = sn_chan(c, c->rank, t->peer);
         if (!t->delayed) { t->delayed = 1; sleep_us(edge_delay(c, t->peer)); }
@@ -350,11 +431,7 @@ static int p2p_run(struct ncclComm *c, struct xfer *v, int nv) {
           if (head - atomic_load_explicit(&ch->tail, memory_order_acquire) >= SN_SLOTS) break;
           size_t l = t->bytes - t->off;
           if (l > SN_SLOT_BYTES) l = SN_SLOT_BYTES;
-          void *out = sn_slot(ch, head) + 1;
-          memcpy(out, t->buf + t->off, l);
-          if (t->op && t->op->flip_hop && t->es)
-            flip(t->op, t->es, out, t->elem_base + t->off / t->es, l / t->es);
-          t->off += l;
+          stage_piece(t, sn_slot(ch, head) + 1, l);
           t->pushed_last = t->off == t->bytes;
           t->final_head = head + 1;
           send_commit(c, t->peer, l, t->pushed_last);
@@ -385,7 +462,8 @@ static int p2p_run(struct ncclComm *c, struct xfer *v, int nv) {
     if (all) return 0;
     if (!progress) {
       if (aborted(c)) return -1;
-      sn_wait(bell, b);
+      if (poll) sn_wait_ns(bell, b, 20000);   /* peers' shm traffic or set-up steps still wake us */
+      else sn_wait(bell, b);
     }
   }
 }

@@ -50,6 +50,13 @@ struct sn_shm {
     uint32_t pad;
     unsigned char handle[128];
   } net[SN_MAXRANKS];
+  /* NCCL_NET_PLUGIN pairwise connection set-up (netload.c), [src][dst], 0 = not yet */
+  struct sn_net_pair {
+    _Atomic uint32_t hready;   /* receiver dst: 1 handle valid, 2 no listen */
+    _Atomic uint32_t cready;   /* sender src: 1 connected, 2 not */
+    uint32_t pad[2];
+    unsigned char handle[128];
+  } net_pair[SN_MAXRANKS][SN_MAXRANKS];
 };
 static inline size_t sn_chan_bytes(void) {
   return sizeof(struct sn_chan_ctrl) + SN_SLOTS * (sizeof(struct sn_slot_hdr) + SN_SLOT_BYTES);
@@ -91,7 +98,8 @@ struct ncclComm {
   int nuserops;
   _Atomic uint64_t *sent_bytes;        /* per destination rank, for link stats */
   void *prof_ctx; int prof_mask, prof_on; /* profiler plugin (profiler.c) */
-  struct sn_net *net; int net_setup;   /* NCCL_NET_PLUGIN ring edges (netload.c) */
+  struct sn_net *net;                  /* NCCL_NET_PLUGIN (netload.c): NULL = no usable plugin */
+  int net_init, net_setup;             /* plugin state published / ring edges set up */
   uint64_t end_magic;
 };
 
@@ -143,6 +151,7 @@ int sn_comm_ok(struct ncclComm *c);
 ncclResult_t sn_comm_check(struct ncclComm *c, const char *opname);
 void sn_wake(_Atomic uint32_t *w);
 void sn_wait(_Atomic uint32_t *w, uint32_t val);
+void sn_wait_ns(_Atomic uint32_t *w, uint32_t val, long ns);   /* at most ns */
 _Atomic uint32_t *sn_doorbell(struct ncclComm *c, int rank);
 void sn_ring_bell(struct ncclComm *c, int rank);
 struct sn_chan_ctrl *sn_chan(struct ncclComm *c, int src, int dst);
@@ -180,14 +189,24 @@ void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops);
 void sn_prof_launch_stop(struct ncclComm *c, void **hs, int n);
 uint64_t sn_prof_now(void);
 void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t0, uint64_t t1);
-/* netload.c: NCCL_NET_PLUGIN; the ring edge to `next` / from `prev` may go through it */
+/* netload.c: NCCL_NET_PLUGIN; the ring edge to `next` / from `prev`, and pairwise transfers
+ * between hosts, may go through it */
+struct sn_p2p_dir {          /* one pairwise connection: this rank -> peer (send) or peer -> this rank */
+  int state;                 /* SN_P2P_* once resolved, else a set-up step (netload.c) */
+  void *comm, *mh, *lc;      /* plugin send/recv comm, its registration, listen comm (receiver) */
+  unsigned char *buf;        /* staging: SN_SLOTS send slots, or 1 receive slot */
+  void *req[SN_SLOTS];       /* send: isend per slot; receive: req[0] = the posted irecv */
+  size_t len[SN_SLOTS];
+  uint32_t head, posted, done;   /* send: pieces staged, posted (isend), completed */
+};
 struct sn_net {
   void *ctx, *scomm, *rcomm, *smh, *rmh;
   int next, prev, send_on, recv_on, recv_broken, failed;  /* failed: an isend/test error */
-  int in_ring;               /* exec.c: set while a ring algorithm runs (pairwise ones use shm) */
-  unsigned char *bufs;       /* SN_SLOTS send staging slots + 1 receive slot, SN_SLOT_BYTES + 64 each */
+  int in_ring;               /* exec.c: set while a ring algorithm runs */
+  unsigned char *bufs;       /* ring: SN_SLOTS send staging slots + 1 receive slot, SN_SLOT_BYTES + 64 each (lazy) */
   void *sreq[SN_SLOTS];      /* outstanding isend per staging slot */
   uint32_t shead;
+  struct sn_p2p_dir *p2p;    /* pairwise: [2 * peer] send to peer, [2 * peer + 1] receive from peer */
 };
 void sn_net_setup(struct ncclComm *c);       /* once per comm, first ring op, on the stream worker */
 void *sn_net_send_acquire(struct ncclComm *c);
@@ -195,6 +214,21 @@ int sn_net_send_commit(struct ncclComm *c, size_t len);
 struct sn_slot_hdr *sn_net_recv_acquire(struct ncclComm *c);
 int sn_net_drain(struct ncclComm *c);        /* complete outstanding sends (end of a ring op) */
 void sn_net_close(struct ncclComm *c);       /* comm destroy: close the plugin's connections */
+/* pairwise transfers (exec.c p2p_run); nothing here blocks beyond one plugin call */
+enum { SN_P2P_SHM = 100, SN_P2P_NET, SN_P2P_BROKEN, SN_P2P_WAIT, SN_P2P_RETRY };
+/* route of the pair this rank -> peer (send) or peer -> this rank: SN_P2P_SHM / _NET / _BROKEN
+ * (accept failed after the sender connected: the transfer cannot complete), or, while the
+ * lazy set-up is under way, SN_P2P_WAIT (waiting for the peer, which rings our doorbell) or
+ * SN_P2P_RETRY (a plugin call to retry: poll) */
+int sn_net_p2p_route(struct ncclComm *c, int peer, int send);
+void *sn_net_p2p_send_acquire(struct ncclComm *c, int peer);   /* a free staging slot, or NULL */
+void sn_net_p2p_send_commit(struct ncclComm *c, int peer, size_t len);
+/* post staged pieces, test the oldest posted ones; *busy = pieces not yet completed.
+ * Returns 1 if something moved, 0 if not, -1 on a plugin error */
+int sn_net_p2p_send_progress(struct ncclComm *c, int peer, uint32_t *busy);
+/* 1: a message arrived (*data, *len valid until the next call for this peer), 0: not yet,
+ * -1: plugin error */
+int sn_net_p2p_recv(struct ncclComm *c, int peer, const void **data, size_t *len);
 /* exec.c */
 void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops);
 #endif

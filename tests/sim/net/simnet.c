@@ -1,8 +1,8 @@
 /* tests/sim/net/simnet.c: libnccl-net-simnet.so, the simulator's network plugin. It exports
  * ncclNetPlugin_v11 (NCCL's net plugin ABI, include/collscope/nccl_net_abi.h) over a real
- * inter-process transport, so the simulated libnccl.so.2 carries its inter-host ring hops
- * through the same calls NCCL makes on a NIC, and libcollscope's NCCL_NET wrapper can sit in
- * between (tests/net).
+ * inter-process transport, so the simulated libnccl.so.2 carries its inter-host traffic (ring
+ * hops and pairwise transfers) through the same calls NCCL makes on a NIC, and libcollscope's
+ * NCCL_NET wrapper can sit in between (tests/net).
  *
  * Transport: one POSIX shm segment per connection, created by listen() and named in the
  * 56-byte handle. connect() maps it, claims it (one connection per listen handle, as NCCL

@@ -1,7 +1,11 @@
 /* tests/sim/nccl/tests/test_coll.c: bitwise correctness of every collective x datatype x
  * reduction op against a host reference computed in the documented ring order (README.md),
  * one process per rank on 1-4 simulated hosts, in-place and out-of-place, odd counts, and
- * a few large (chunked through the shm slots) cases. */
+ * a few large (chunked through the shm slots) cases; then Send/Recv between hosts: a group
+ * where every rank sends two messages to every other rank (sizes from 1 element to several
+ * slots, one exactly one slot), a chain of lone Send/Recv outside groups, with some ranks'
+ * net plugin failing (tests/net runs this program with NCCL_NET_PLUGIN set, where pairwise
+ * transfers between hosts go through the plugin). */
 #include "harness.h"
 
 enum { C_ALLREDUCE, C_REDUCE, C_REDUCESCATTER, C_ALLGATHER, C_BROADCAST, C_ALLTOALL, C_GATHER, C_SCATTER, C_N };
@@ -205,6 +209,135 @@ static void rank_main(struct rank_ctx *c) {
   cudaFree(dsend); cudaFree(drecv); cudaFree(dscalar);
 }
 
+/* ---- Send/Recv ----
+ * p2p_fail: COLLSCOPE_SIMNET_FAIL value set on odd ranks (NULL: none); only simnet reads it */
+struct p2pplan { const char *fail_odd; };
+static size_t p2p_count(int src, int dst, int m) {
+  static const size_t sizes[] = {1, 1023, 131072 /* one 512 KiB slot */, 300001, 7, 131073};
+  return sizes[(size_t)(src * 3 + dst * 5 + m) % (sizeof sizes / sizeof *sizes)];
+}
+#define P2P_MAXC 300001
+
+static void p2p_check(const char *what, int me, int from, int m, const float *got, size_t n, int salt) {
+  float *want = malloc(n * sizeof *want);
+  fill_input(SN_F32, want, n, from * 64 + me, salt + m);
+  if (memcmp(got, want, n * sizeof *want) != 0) {
+    size_t i = 0;
+    while (i < n && got[i] == want[i]) i++;
+    CHECK(0, "rank %d: %s message %d from %d (%zu elems): first mismatch at %zu (got %g want %g)", me, what, m, from, n, i,
+          (double)got[i], (double)want[i]);
+  }
+  free(want);
+}
+
+static void rank_p2p(struct rank_ctx *c) {
+  const struct p2pplan *pl = c->arg;
+  int n = c->nranks, me = c->rank;
+  if (pl->fail_odd && me % 2) setenv("COLLSCOPE_SIMNET_FAIL", pl->fail_odd, 1);
+  ncclComm_t comm;
+  NCCLOK(ncclCommInitRank(&comm, n, c->id, c->rank));
+  cudaStream_t st;
+  CUDAOK(cudaStreamCreate(&st));
+  float *dsend[64][2], *drecv[64][2], *host = malloc(P2P_MAXC * sizeof(float));
+  for (int round = 0; round < 2; round++) {
+    int salt = 100 + round * 10;
+    /* 1. one group: two messages to and from every other rank */
+    for (int p = 0; p < n; p++)
+      for (int m = 0; m < 2 && p != me; m++) {
+        size_t sc = p2p_count(me, p, m), rc = p2p_count(p, me, m);
+        CUDAOK(cudaMalloc((void **)&dsend[p][m], sc * sizeof(float)));
+        CUDAOK(cudaMalloc((void **)&drecv[p][m], rc * sizeof(float)));
+        fill_input(SN_F32, host, sc, me * 64 + p, salt + m);
+        CUDAOK(cudaMemcpy(dsend[p][m], host, sc * sizeof(float), cudaMemcpyHostToDevice));
+        CUDAOK(cudaMemset(drecv[p][m], 0xA5, rc * sizeof(float)));
+      }
+    NCCLOK(ncclGroupStart());
+    for (int k = 1; k < n; k++) {
+      int to = (me + k) % n, from = (me - k + n) % n;
+      for (int m = 0; m < 2; m++) {
+        NCCLOK(ncclSend(dsend[to][m], p2p_count(me, to, m), ncclFloat32, to, comm, st));
+        NCCLOK(ncclRecv(drecv[from][m], p2p_count(from, me, m), ncclFloat32, from, comm, st));
+      }
+    }
+    NCCLOK(ncclGroupEnd());
+    CUDAOK(cudaStreamSynchronize(st));
+    for (int p = 0; p < n; p++)
+      for (int m = 0; m < 2 && p != me; m++) {
+        size_t rc = p2p_count(p, me, m);
+        CUDAOK(cudaMemcpy(host, drecv[p][m], rc * sizeof(float), cudaMemcpyDeviceToHost));
+        p2p_check("grouped", me, p, m, host, rc, salt);
+        CUDAOK(cudaFree(dsend[p][m]));
+        CUDAOK(cudaFree(drecv[p][m]));
+      }
+    /* 2. lone Send/Recv (outside a group), rank r -> r + 1: even ranks send first, odd ones
+     * receive first (n even, so the chain closes) */
+    if (n % 2 == 0) {
+      int to = (me + 1) % n, from = (me - 1 + n) % n;
+      size_t cnt = P2P_MAXC - (size_t)round;
+      float *ds, *dr;
+      CUDAOK(cudaMalloc((void **)&ds, cnt * sizeof(float)));
+      CUDAOK(cudaMalloc((void **)&dr, cnt * sizeof(float)));
+      fill_input(SN_F32, host, cnt, me * 64 + to, salt + 5);
+      CUDAOK(cudaMemcpy(ds, host, cnt * sizeof(float), cudaMemcpyHostToDevice));
+      for (int step = 0; step < 2; step++) {
+        if ((me % 2 == 0) == (step == 0)) NCCLOK(ncclSend(ds, cnt, ncclFloat32, to, comm, st));
+        else NCCLOK(ncclRecv(dr, cnt, ncclFloat32, from, comm, st));
+        CUDAOK(cudaStreamSynchronize(st));
+      }
+      CUDAOK(cudaMemcpy(host, dr, cnt * sizeof(float), cudaMemcpyDeviceToHost));
+      p2p_check("lone", me, from, 5, host, cnt, salt);
+      CUDAOK(cudaFree(ds));
+      CUDAOK(cudaFree(dr));
+    }
+  }
+  NCCLOK(ncclCommDestroy(comm));
+  free(host);
+}
+
+/* abort while pairwise transfers wait: rank 0 waits for data from rank 1 (pair connected by a
+ * first exchange) and for the set-up with rank 3 (which never calls a transfer); the others
+ * abort after 300 ms, which must release rank 0's stream with ncclRemoteError */
+static void rank_p2p_abort(struct rank_ctx *c) {
+  int me = c->rank;
+  ncclComm_t comm;
+  NCCLOK(ncclCommInitRank(&comm, c->nranks, c->id, me));
+  cudaStream_t st;
+  CUDAOK(cudaStreamCreate(&st));
+  float *d;
+  CUDAOK(cudaMalloc((void **)&d, 2000 * sizeof(float)));
+  if (me < 2) {
+    NCCLOK(ncclGroupStart());
+    NCCLOK(ncclSend(d, 1000, ncclFloat32, 1 - me, comm, st));
+    NCCLOK(ncclRecv(d + 1000, 1000, ncclFloat32, 1 - me, comm, st));
+    NCCLOK(ncclGroupEnd());
+    CUDAOK(cudaStreamSynchronize(st));
+  }
+  if (me == 0) {
+    NCCLOK(ncclGroupStart());
+    NCCLOK(ncclRecv(d, 1000, ncclFloat32, 1, comm, st));
+    NCCLOK(ncclSend(d + 1000, 1000, ncclFloat32, 3, comm, st));
+    NCCLOK(ncclGroupEnd());
+    double t0 = now_s();
+    CUDAOK(cudaStreamSynchronize(st));   /* released by rank 1's abort */
+    ncclResult_t ae = ncclSuccess;
+    NCCLOK(ncclCommGetAsyncError(comm, &ae));
+    CHECK(ae == ncclRemoteError, "async error %d", ae);
+    CHECK(now_s() - t0 > 0.1, "rank 0's transfers ended before the abort (%.3fs)", now_s() - t0);
+  } else {
+    usleep(300000);   /* ranks 1-3 abort (rank 1's abort first, or all together) */
+  }
+  NCCLOK(ncclCommAbort(comm));
+  cudaFree(d);
+}
+
+static int run_p2p(const char *what, int n, const char *const *hosts, int nhosts, const char *fail_odd) {
+  struct p2pplan pl = {fail_odd};
+  double t0 = now_s();
+  int bad = run_ranks(n, hosts, nhosts, rank_p2p, &pl, NULL, 100);
+  printf("%-44s nranks %d: %s (%.2fs)\n", what, n, bad ? "FAIL" : "ok", now_s() - t0);
+  return bad;
+}
+
 static const int all_colls[] = {C_ALLREDUCE, C_REDUCE, C_REDUCESCATTER, C_ALLGATHER, C_BROADCAST, C_ALLTOALL, C_GATHER, C_SCATTER};
 static const int all_types[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
 static const int all_ops[] = {0, 1, 2, 3, 4, 5, 6};
@@ -259,6 +392,23 @@ int main(void) {
   const size_t cnt_b[] = {1500007};
   struct plan largeb = {3, cb, 1, tb, 1, ol, 1, cnt_b};
   bad += run("large bf16 Broadcast/AllGather/Reduce 1.5M", 2, h2, 2, &largeb);
+  /* large pairwise collectives: several slots per peer */
+  const int cp[] = {C_ALLTOALL, C_GATHER, C_SCATTER};
+  const size_t cnt_p[] = {300007};
+  struct plan largep = {3, cp, 1, tl, 1, ol, 1, cnt_p};
+  bad += run("large fp32 AlltoAll/Gather/Scatter 300K", 4, h2, 2, &largep);
+  /* Send/Recv between hosts */
+  bad += run_p2p("Send/Recv (2 hosts)", 4, h2, 2, NULL);
+  bad += run_p2p("Send/Recv (hosts h1 h1 h2)", 3, h3, 3, NULL);
+  bad += run_p2p("Send/Recv (4 hosts)", 8, h4, 4, NULL);
+  bad += run_p2p("Send/Recv, odd ranks' connect failing", 4, h2, 2, "connect");
+  bad += run_p2p("Send/Recv, odd ranks' plugin init failing", 4, h2, 2, "init");
+  {
+    double t0 = now_s();
+    int rc = run_ranks(4, h2, 2, rank_p2p_abort, NULL, NULL, 30);
+    printf("%-44s nranks 4: %s (%.2fs)\n", "Send/Recv waits released by an abort", rc ? "FAIL" : "ok", now_s() - t0);
+    bad += rc;
+  }
   printf("%s\n", bad ? "FAILED" : "all passed");
   return bad ? 1 : 0;
 }
