@@ -5,7 +5,10 @@
  * from a per-context ring with one CAS, and one cuLaunchKernel before the collective
  * (input sums) and one after it (output fingerprint + sums), both on the collective's
  * stream. Slow path, once per CUDA context: cuModuleLoadData of the embedded fatbin (on
- * the simulator: its host twin), device scratch and pinned result slots.
+ * the simulator: its host twin), device scratch and pinned result slots; the ticket
+ * counters are zeroed on a private non-blocking stream, so the set-up waits for that
+ * memset only, not for the work already queued on the application's streams (a plain
+ * cuMemsetD8 goes through the legacy stream, which joins every blocking stream).
  *
  * The extra driver entry points are resolved here (not in cuda_driver.h's all-or-nothing
  * list), so a driver without them only turns the checks off, never the timing. */
@@ -58,7 +61,9 @@ static struct {
   CUresult (*memalloc)(CUdeviceptr *, size_t);
   CUresult (*memallochost)(void **, size_t);
   CUresult (*hostdevptr)(CUdeviceptr *, void *, unsigned);
-  CUresult (*memsetd8)(CUdeviceptr, unsigned char, size_t);
+  CUresult (*memsetd8async)(CUdeviceptr, unsigned char, size_t, CUstream);
+  CUresult (*streamsync)(CUstream);
+  CUresult (*streamdestroy)(CUstream);
 } fx;
 static pthread_once_t fx_once = PTHREAD_ONCE_INIT;
 
@@ -105,8 +110,11 @@ static void fx_load(void) {
   *(void **)&fx.memalloc = sym(h, "cuMemAlloc_v2");
   *(void **)&fx.memallochost = sym(h, "cuMemAllocHost_v2");
   *(void **)&fx.hostdevptr = sym(h, "cuMemHostGetDevicePointer_v2");
-  *(void **)&fx.memsetd8 = sym(h, "cuMemsetD8_v2");
-  fx.ok = fx.modload && fx.getfn && fx.launch && fx.memalloc && fx.memallochost && fx.hostdevptr && fx.memsetd8;
+  *(void **)&fx.memsetd8async = sym(h, "cuMemsetD8Async");
+  *(void **)&fx.streamsync = sym(h, "cuStreamSynchronize");
+  *(void **)&fx.streamdestroy = sym(h, "cuStreamDestroy_v2");
+  fx.ok = fx.modload && fx.getfn && fx.launch && fx.memalloc && fx.memallochost && fx.hostdevptr &&
+          fx.memsetd8async && fx.streamsync && fx.streamdestroy && cs_drv.cuStreamCreate;
   if (!fx.ok) cs_log(CS_LOG_WARN, "%s lacks the module/launch entry points: SDC checks off", name);
 }
 
@@ -117,6 +125,7 @@ static void ctx_setup(struct sdc_ctx *x) {
   CUmodule mod;
   CUresult e;
   void *host = NULL;
+  CUstream zs = NULL;
   if ((e = fx.modload(&mod, cs_sdc_fatbin)) != CUDA_SUCCESS || (e = fx.getfn(&x->fn, mod, "sdc_reduce")) != CUDA_SUCCESS) {
     cs_log(CS_LOG_WARN, "cannot load the SDC check kernel (CUresult %d): SDC checks off on this context", (int)e);
     return;
@@ -125,11 +134,15 @@ static void ctx_setup(struct sdc_ctx *x) {
   size_t counters = (size_t)SDC_NSLOTS * 2 * sizeof(unsigned);
   size_t res = (size_t)SDC_NSLOTS * 2 * sizeof(struct cs_sdc_result);
   if ((e = fx.memalloc(&x->scratch, scratch + counters)) != CUDA_SUCCESS ||
-      (e = fx.memsetd8(x->scratch + scratch, 0, counters)) != CUDA_SUCCESS ||
+      (e = cs_drv.cuStreamCreate(&zs, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
+      (e = fx.memsetd8async(x->scratch + scratch, 0, counters, zs)) != CUDA_SUCCESS ||
+      (e = fx.streamsync(zs)) != CUDA_SUCCESS ||
       (e = fx.memallochost(&host, res)) != CUDA_SUCCESS || (e = fx.hostdevptr(&x->res_dev, host, 0)) != CUDA_SUCCESS) {
+    if (zs) fx.streamdestroy(zs);
     cs_log(CS_LOG_WARN, "cannot allocate SDC check memory (CUresult %d): SDC checks off on this context", (int)e);
     return;
   }
+  fx.streamdestroy(zs);
   memset(host, 0, res);
   x->counters = x->scratch + scratch;
   x->res = host;

@@ -13,6 +13,9 @@ Modes:
                      flipped rank; hop flips: the detection rate per bit class is printed
                      (sign/exponent bits must all be caught); no finding on other seqs.
   clean DATA STEPS   no faults, mixed ops and dtypes: 0 findings.
+  kstats             the simulator's kernel accounting (COLLSCOPE_SIM_KERNEL_STATS, used by
+                     bench/sdc_overhead.py): sdc_reduce launches per rank = 2 x the
+                     collectives the dump says were checked, for all / sample:4 / off.
 Prints a per-bit table; exit 0 on success."""
 import json
 import os
@@ -239,6 +242,44 @@ def policy(cli, job, wd):
     return ok
 
 
+def kstats(cli, job, wd):
+    """The accounting the overhead benchmark divides by: every checked AllReduce is two
+    sdc_reduce launches (input, output) on that rank's simulated GPU, an unchecked one
+    none; each rank process writes one file."""
+    ok = True
+    steps = 12
+    args = ["--steps", str(steps), "--op", "AllReduce", "--dtype", "float32", "--count", "4096"]
+    ks = os.path.join(wd, "kstats")
+    for sdc, want in (("all", steps), ("sample:4", 3), ("off", 0)):
+        shutil.rmtree(ks, ignore_errors=True)
+        os.makedirs(ks)
+        run(cli, job, wd, "", args, {"COLLSCOPE_SDC": sdc, "COLLSCOPE_SIM_KERNEL_STATS": ks})
+        recs = sdc_records(wd)
+        files = [json.load(open(os.path.join(ks, f))) for f in sorted(os.listdir(ks))]
+        if len(files) != NRANKS:
+            print("FAIL: %s: %d kstats files, want %d" % (sdc, len(files), NRANKS))
+            ok = False
+            continue
+        launches = []
+        for f in files:
+            k = [e for e in f["fns"] if e["kind"] == "kernel" and e["name"] == "sdc_reduce"]
+            n = sum(e["count"] for e in k)
+            ns = sum(e["ns"] for e in k)
+            launches.append(n)
+            if (n > 0) != (ns > 0) or ns > f["busy_ns"] or f["items"] < steps + n:
+                print("FAIL: %s pid %d: %d launches, %d ns of %d busy ns, %d items"
+                      % (sdc, f["pid"], n, ns, f["busy_ns"], f["items"]))
+                ok = False
+        checked = sorted(sum(1 for (s, r), v in recs.items() if r == rank and v["checked"] == 3)
+                         for rank in range(NRANKS))
+        if sorted(launches) != [2 * c for c in checked] or checked != [want] * NRANKS:
+            print("FAIL: %s: sdc_reduce launches per rank %s, checked collectives per rank %s, want %d each"
+                  % (sdc, sorted(launches), checked, want))
+            ok = False
+        print("kstats %s: launches per rank %s, checked %s" % (sdc, sorted(launches), checked))
+    return ok
+
+
 def main():
     cli, job, wd, mode = sys.argv[1:5]
     args = sys.argv[5:]
@@ -247,6 +288,8 @@ def main():
         ok = flips(cli, job, wd, args[0], (args[1:2] or ["AllReduce"])[0], 4096, args[2:])
     elif mode == "policy":
         ok = policy(cli, job, wd)
+    elif mode == "kstats":
+        ok = kstats(cli, job, wd)
     elif mode == "clean":
         ok = clean(cli, job, wd, args[0], int(args[1]), args[2:])
     else:

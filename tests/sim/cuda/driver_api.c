@@ -1111,3 +1111,14 @@ static CUresult free_async(CUdeviceptr d, CUstream h, int pt)
 }
 CUresult cuMemFreeAsync(CUdeviceptr d, CUstream h) { return free_async(d, h, 0); }
 CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream h) { return free_async(d, h, 1); }
+
+/* ------------------------------------------------------------------ accounting names */
+#define FNKEY(f) ((const void *)(uintptr_t)(f))
+void sim_api_kstats_labels(void)
+{
+    sim_kstats_label(FNKEY(copy1d_run), "memcpy");
+    sim_kstats_label(FNKEY(copy2d_run), "memcpy2d");
+    sim_kstats_label(FNKEY(memset_run), "memset");
+    sim_kstats_label(FNKEY(cb_run), "stream-callback");
+    sim_kstats_label(FNKEY(free_now), "free-async");
+}

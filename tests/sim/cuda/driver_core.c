@@ -134,9 +134,11 @@ static void fork_child(void)
     memset(tls_ptds, 0, sizeof tls_ptds);
     tls_ptds_epoch = g_epoch;
     for (int i = 0; i < g_ndev; i++) reg_add(&g_primary[i], OBJ_CTX);
+    sim_kstats_fork_child();
 }
 
 static void thread_exit(void *unused);
+static void hostfn_tramp(void *p);
 
 static void init_once_fn(void)
 {
@@ -154,6 +156,11 @@ static void init_once_fn(void)
     for (int i = 0; i < g_ndev; i++) reg_add(&g_primary[i], OBJ_CTX);
     pthread_key_create(&g_thread_key, thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    sim_kstats_init();
+    if (sim_kstats_on) {
+        sim_kstats_label((const void *)(uintptr_t)hostfn_tramp, "hostfn");
+        sim_api_kstats_labels();
+    }
 }
 
 void sim_init(void) { pthread_once(&init_once, init_once_fn); }
@@ -485,7 +492,7 @@ static void run_graph(struct CUstream_st *s, struct unit *g)
         if (kind == U_REC && !u->external) kind = U_NOP;   /* internal dependency only */
         stall_before(s, kind);
         switch (kind) {
-        case U_FN: u->fn(u->arg); break;
+        case U_FN: if (sim_kstats_on) sim_kstats_run(u); else u->fn(u->arg); break;
         case U_REC: event_complete(u->ev, g->gens[i]); break;
         case U_WAITEV: event_wait_gen(u->ev, g->gens[i]); break;
         default: break;
@@ -513,7 +520,7 @@ static void *stream_worker(void *p)
 
         if (it->u.kind != U_GRAPH) stall_before(s, it->u.kind);
         switch (it->u.kind) {
-        case U_FN: it->u.fn(it->u.arg); break;
+        case U_FN: if (sim_kstats_on) sim_kstats_run(&it->u); else it->u.fn(it->u.arg); break;
         case U_REC: event_complete(it->u.ev, it->u.gen); break;
         case U_WAITEV: event_wait_gen(it->u.ev, it->u.gen); break;
         case U_WAITSTREAM: stream_wait_seq(it->u.ws, it->u.wseq); break;
@@ -1350,6 +1357,7 @@ CUresult graph_add_host_node(CUgraphNode *out, CUgraph g, CUhostFn fn, void *arg
 /* ------------------------------------------------------------------ kernels */
 struct kcall {
     simkernel_fn fn;
+    const char *name;              /* the CUfunc's (kernel accounting) */
     unsigned grid[3], block[3];
     void **params;
     void *store;
@@ -1359,6 +1367,15 @@ static void kcall_run(void *p)
 {
     struct kcall *k = p;
     k->fn(k->params, k->grid, k->block);
+}
+
+int sim_kernel_item(const struct unit *u, const void **fn, const char **name)
+{
+    if (u->fn != kcall_run) return 0;
+    const struct kcall *k = u->arg;
+    *fn = (const void *)(uintptr_t)k->fn;
+    *name = k->name;
+    return 1;
 }
 
 static void kcall_free(void *p)
@@ -1376,6 +1393,7 @@ CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsign
     struct kcall *k = calloc(1, sizeof *k);
     if (!k) return CUDA_ERROR_OUT_OF_MEMORY;
     k->fn = f->fn;
+    k->name = f->name;
     memcpy(k->grid, grid, sizeof k->grid);
     memcpy(k->block, block, sizeof k->block);
 

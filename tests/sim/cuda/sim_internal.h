@@ -200,6 +200,17 @@ SIM_HIDDEN void alloc_free_device(int dev);
 SIM_HIDDEN CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
                                   struct CUstream_st *s, void **params, void **extra);
 
+/* kstats.c: COLLSCOPE_SIM_KERNEL_STATS accounting (off unless the variable is set) */
+SIM_HIDDEN extern int sim_kstats_on;
+SIM_HIDDEN void sim_kstats_init(void);
+SIM_HIDDEN void sim_kstats_fork_child(void);
+SIM_HIDDEN void sim_kstats_label(const void *fn, const char *name);
+SIM_HIDDEN void sim_kstats_run(const struct unit *u);
+/* driver_core.c: is this item a kernel launch (then its host function and name)? */
+SIM_HIDDEN int sim_kernel_item(const struct unit *u, const void **fn, const char **name);
+/* driver_api.c: names of its function items for the accounting */
+SIM_HIDDEN void sim_api_kstats_labels(void);
+
 SIM_HIDDEN const char *sim_cu_error_name(CUresult r);
 SIM_HIDDEN const char *sim_cu_error_string(CUresult r);
 
