@@ -335,9 +335,11 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
     cs_log(CS_LOG_WARN, "online: SDC detected (exchange %llu; rank 0 logs the details); COLLSCOPE_SDC_ACTION=abort: "
            "aborting every NCCL communicator and exiting with status %d", (unsigned long long)exchange,
            CS_SDC_ABORT_STATUS);
+    cs_park_begin();                 /* job threads entering NCCL now wait for the exit */
     atomic_store(&sdc_aborting, 1);  /* an exit of the job's own meanwhile waits for this one */
-    atomic_store(&cs_st.ready, 0);   /* later calls pass through; nothing new is recorded */
+    atomic_store(&cs_st.ready, 0);   /* nothing new is recorded */
     cs_harvest_stop(2000);           /* write the dump and close the ring */
+    sleep_ms(20);                    /* calls already inside NCCL return */
     cs_comm_foreach(abort_one, NULL);
     cs_real_ncclCommAbort(on.own);
     _exit(CS_SDC_ABORT_STATUS);

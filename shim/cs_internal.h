@@ -74,9 +74,18 @@ struct cs_state {
   _Atomic uint64_t timing_lost;/* ops that got host timing only because no event was free */
   _Atomic uint64_t ops_total;  /* records enqueued */
   _Atomic uint64_t comm_index; /* communicator creation counter */
+  _Atomic int park;            /* 1: the process is ending (COLLSCOPE_SDC_ACTION=abort) */
+  _Atomic int64_t park_since;  /* CLOCK_MONOTONIC ns when park was set */
   int pid;
 };
 extern struct cs_state cs_st;
+/* COLLSCOPE_SDC_ACTION=abort ends the process from collscope's thread, which aborts every
+ * communicator: from cs_park_begin on, a job thread entering any NCCL wrapper sleeps in
+ * cs_park instead (the aborting thread is exempt) until that thread's _exit; if the abort
+ * itself hangs, a parked thread exits the process after CS_PARK_MAX_S. */
+#define CS_PARK_MAX_S 30
+void cs_park_begin(void);
+void cs_park(void);
 
 /* Lazy init on the first intercepted call (cheap after the first time). */
 void cs_ensure_init(void);
@@ -91,6 +100,7 @@ struct cs_tls {
   uint64_t group_id;
   struct cs_pending *pending;/* ops queued in the current group */
   uint64_t last_uid_hash;    /* last ncclGetUniqueId result seen on this thread */
+  int park_exempt;           /* the thread that set cs_st.park (it aborts and exits) */
 };
 /* Global-dynamic TLS on purpose: initial-exec would put all of libcollscope's TLS in the
  * static block, and dlopen() of the library (NCCL loading it as a profiler plugin) then

@@ -17,6 +17,21 @@ __thread struct cs_tls cs_tls;
 static _Atomic int init_state; /* 0 = not yet, 1 = in progress, 2 = done */
 static _Atomic int exit_registered;
 
+void cs_park_begin(void) {
+  cs_tls.park_exempt = 1;
+  atomic_store(&cs_st.park_since, cs_now_ns(CLOCK_MONOTONIC));
+  atomic_store(&cs_st.park, 1);
+}
+
+void cs_park(void) {
+  if (cs_tls.park_exempt) return;
+  for (;;) {
+    usleep(10000);
+    if (cs_now_ns(CLOCK_MONOTONIC) - atomic_load(&cs_st.park_since) > CS_PARK_MAX_S * 1000000000LL)
+      _exit(CS_SDC_ABORT_STATUS);
+  }
+}
+
 static void at_exit(void) {
   if (cs_online_aborting()) {
     /* COLLSCOPE_SDC_ACTION=abort: the exchange thread is writing the dump and will exit
