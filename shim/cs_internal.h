@@ -151,6 +151,10 @@ enum { CS_PROF_NONE = 0, CS_PROF_ONLY = 1, CS_PROF_PROBE = 2 };
 int cs_prof_claim(void);
 /* harvest thread: a finished probation record (its event timing final) */
 void cs_prof_probe_judge(const struct cs_record *r);
+/* the plugin's standing for the dump footer: "trusted", "rejected", "probation" (no verdict
+ * yet), "not_loaded" (NCCL never initialised it), "forced" (COLLSCOPE_TIMING=profiler), or
+ * NULL (events/off); judged and agreed: the probation's compared and agreeing probes */
+const char *cs_prof_standing(unsigned *judged, unsigned *agreed);
 bool cs_prof_op_eligible(int op);
 /* the group records being launched by this thread's outermost ncclGroupEnd */
 void cs_prof_group_set(struct cs_record *recs, size_t n);

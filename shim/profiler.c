@@ -422,6 +422,17 @@ void cs_prof_probe_judge(const struct cs_record *r) {
   }
 }
 
+/* For the dump footer (harvest thread, at the end): the plugin's standing in this process. */
+const char *cs_prof_standing(unsigned *judged, unsigned *agreed) {
+  *judged = probe.judged;
+  *agreed = probe.agreed;
+  if (cs_cfg.timing_mode == CS_TMODE_PROFILER) return atomic_load(&prof_inited) ? "forced" : "not_loaded";
+  if (cs_cfg.timing_mode != CS_TMODE_AUTO) return NULL;
+  if (!atomic_load(&prof_inited)) return "not_loaded";
+  int v = atomic_load(&verdict);
+  return v > 0 ? "trusted" : v < 0 ? "rejected" : "probation";
+}
+
 /* ---- start-up: point NCCL at this library ---- */
 __attribute__((constructor)) static void cs_prof_constructor(void) {
   const char *dis = getenv("COLLSCOPE_DISABLE");

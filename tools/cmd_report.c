@@ -88,7 +88,12 @@ struct summary {
   size_t timed_profiler, timed_host_span; /* of `timed`: NCCL profiler stamps, host clock; the rest CUDA events */
   uint64_t drops, timing_lost;
   size_t truncated_lines, malformed_lines, unknown_types, files_without_footer;
+  /* NCCL profiler plugin standing per rank (footers): trusted, rejected, probation,
+   * not_loaded, forced; probes compared / agreed on the rejecting ranks */
+  size_t prof_ranks[5];
+  uint64_t rejected_probes, rejected_agreed;
 };
+static const char *const prof_standings[5] = {"trusted", "rejected", "probation", "not_loaded", "forced"};
 
 struct report {
   const struct cs_dumpset *set;
@@ -293,6 +298,11 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
     s->malformed_lines += f->malformed_lines;
     s->unknown_types += f->unknown_types;
     s->files_without_footer += !f->has_footer;
+    for (int k = 0; k < 5 && f->footer_profiler; k++)
+      if (!strcmp(f->footer_profiler, prof_standings[k])) {
+        s->prof_ranks[k]++;
+        if (k == 1) s->rejected_probes += f->footer_prof_probes, s->rejected_agreed += f->footer_prof_agreed;
+      }
   }
   if (nr) qsort(ranks, nr, sizeof *ranks, cmp_int);
   for (size_t k = 0; k < nr; k++)
@@ -393,6 +403,17 @@ static void text_notes(const struct report *r, FILE *o) {
   fprintf(o, "\n# Notes\n");
   fprintf(o, "#   timed ops: %zu (CUDA events %zu, NCCL profiler kernel stamps %zu, host clock %zu)\n", s->timed,
           s->timed - s->timed_profiler - s->timed_host_span, s->timed_profiler, s->timed_host_span);
+  size_t np = 0;
+  for (int k = 0; k < 5; k++) np += s->prof_ranks[k];
+  if (np) {
+    fprintf(o, "#   NCCL profiler plugin, ranks:             ");
+    for (int k = 0, first = 1; k < 5; k++)
+      if (s->prof_ranks[k]) fprintf(o, "%s%s %zu", first ? "" : ", ", prof_standings[k], s->prof_ranks[k]), first = 0;
+    if (s->prof_ranks[1])
+      fprintf(o, " (rejecting ranks: %llu of %llu probes agreed with CUDA events)", (unsigned long long)s->rejected_agreed,
+              (unsigned long long)s->rejected_probes);
+    fprintf(o, "\n");
+  }
   fprintf(o, "#   captured ops (graph capture, no timing): %zu\n", s->captured);
   fprintf(o, "#   host-timed ops (no GPU timing):          %zu\n", s->host_timed);
   fprintf(o, "#   error ops (call failed):                 %zu\n", s->errors);
@@ -432,6 +453,9 @@ static json_t *json_summary(const struct report *r) {
   json_object_set_new(o, "timed_profiler", jcount(s->timed_profiler));
   json_object_set_new(o, "timed_host_span", jcount(s->timed_host_span));
   json_object_set_new(o, "captured", jcount(s->captured));
+  json_t *pj = json_object();
+  for (int k = 0; k < 5; k++) json_object_set_new(pj, prof_standings[k], jcount(s->prof_ranks[k]));
+  json_object_set_new(o, "profiler_ranks", pj);
   json_object_set_new(o, "host_timed", jcount(s->host_timed));
   json_object_set_new(o, "errors", jcount(s->errors));
   json_object_set_new(o, "unknown_timing", jcount(s->unknown_timing));

@@ -526,7 +526,12 @@ static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
       uint64_t o = get_uint(&c, "ops", false, 0), x = get_uint(&c, "xfers", false, 0);
       uint64_t d = get_uint(&c, "drops", false, 0), tl = get_uint(&c, "timing_lost", false, 0);
       int64_t t = get_int(&c, "t_ns", false, 0);
+      const char *prof = get_str(&c, "profiler", false, NULL);
+      uint64_t pp = get_uint(&c, "prof_probes", false, 0), pa = get_uint(&c, "prof_agreed", false, 0);
       if (!c.bad) {
+        f->footer_profiler = prof;
+        f->footer_prof_probes = pp;
+        f->footer_prof_agreed = pa;
         f->has_footer = true;
         f->footer_ops = o;
         f->footer_xfers = x;

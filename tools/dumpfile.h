@@ -138,6 +138,9 @@ struct cs_dumpfile {
   bool has_footer;        /* false: the process did not exit cleanly (or is still running) */
   uint64_t footer_ops, footer_xfers, footer_drops;
   uint64_t footer_timing_lost;   /* optional footer field: ops whose GPU timing was lost */
+  const char *footer_profiler;   /* optional: NCCL profiler plugin standing (trusted, rejected,
+                                  * probation, not_loaded, forced), NULL when absent */
+  uint64_t footer_prof_probes, footer_prof_agreed;
   int64_t footer_t_ns;
   size_t lines;           /* physical lines read, including skipped ones */
   size_t truncated_lines, malformed_lines, unknown_types;

@@ -166,6 +166,10 @@ def case_failopen(args):
             a = collections.Counter(key(x) for x in ops(pr[r]))
             b = collections.Counter(key(x) for x in ops(ev.get(r, [])))
             check(a == b, "failopen %s rank %d: records differ" % (label, r))
+            foot = pr[r][-1]
+            want = None if label == "events" else "not_loaded"
+            check(foot["type"] == "footer" and foot.get("profiler") == want,
+                  "failopen %s rank %d: footer %s, want profiler=%s" % (label, r, foot, want))
     # profiler mode without a plugin: no CUDA events, enqueue time only
     _, pr = run(args, "mix", {"COLLSCOPE_TIMING": "profiler", "COLLSCOPE_SIM_PROFILER_ABI": "3"})
     for r in pr:
@@ -203,6 +207,11 @@ def case_probation(args):
             check(0 < x["start_ns"] <= x["end_ns"] and x["end_ns"] - x["start_ns"] < 10**9, "probation span %s" % x)
         n_probe = sum(1 for x in xs if x["timing"] == "gpu_event" and x.get("algo") == "Ring")
         check(n_probe >= probes, "probation rank %d: %d probes (event-timed ops with algo)" % (r, n_probe))
+        foot = pr[r][-1]
+        check(foot["type"] == "footer" and foot.get("profiler") == "trusted" and foot.get("prof_probes") == probes
+              and foot.get("prof_agreed") == probes, "probation rank %d: footer %s" % (r, foot))
+        foot_ev = ev[r][-1]
+        check(foot_ev["type"] == "footer" and "profiler" not in foot_ev, "events mode footer %s" % foot_ev)
         log = outs[r][2]
         check("NCCL profiler timing trusted: %d of %d probe ops agreed" % (probes, probes) in log,
               "probation rank %d: no trusted line: %s" % (r, log[-800:]))
@@ -223,6 +232,9 @@ def case_reject(args):
             xs = by_seq(pr[r])
             check(len(xs) == 32 and all(x["timing"] == "gpu_event" for x in xs),
                   "reject %s rank %d: timings %s" % (fault, r, [x["timing"] for x in xs]))
+            foot = pr[r][-1]
+            check(foot["type"] == "footer" and foot.get("profiler") == "rejected" and foot.get("prof_probes") == 8
+                  and foot.get("prof_agreed", 9) <= 1, "reject %s rank %d: footer %s" % (fault, r, foot))
             log = outs[r][2]
             m = re.search(reason, log)  # the fault's own reason counts most of the 8 probes
             check(log.count("NCCL profiler timing rejected") == 1 and m and int(m.group(1)) >= 7,

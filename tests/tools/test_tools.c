@@ -150,9 +150,13 @@ static void write_fixture(const char *dir, int schema) {
     if (r == 1) fprintf(f, "{\"type\":\"drops\",\"count\":3,\"t_ns\":%lld}\n", T0 + 9500000LL);
     if (r != 3)
       fprintf(f,
-              "{\"type\":\"footer\",\"ops\":7,\"xfers\":%d,\"drops\":%d,\"timing_lost\":%d,"
+              "{\"type\":\"footer\",\"ops\":7,\"xfers\":%d,\"drops\":%d,\"timing_lost\":%d,%s"
               "\"t_ns\":%lld}\n",
-              r == 0 || r == 2, r == 1 ? 3 : 0, r == 0 ? 2 : 0, T0 + 10000000LL);
+              r == 0 || r == 2, r == 1 ? 3 : 0, r == 0 ? 2 : 0,
+              r == 0   ? "\"profiler\":\"trusted\",\"prof_probes\":64,\"prof_agreed\":64,"
+              : r == 1 ? "\"profiler\":\"rejected\",\"prof_probes\":64,\"prof_agreed\":3,"
+                       : "",
+              T0 + 10000000LL);
     fclose(f);
   }
 }
@@ -338,6 +342,10 @@ static void test_load_fixture(void **state) {
     assert_int_equal(f->nops, NSEQ);
     assert_int_equal(f->ncomms, 1);
     assert_int_equal(f->has_footer, r != 3);
+    if (r == 0) assert_true(f->footer_profiler && !strcmp(f->footer_profiler, "trusted") && f->footer_prof_agreed == 64);
+    if (r == 1) assert_true(f->footer_profiler && !strcmp(f->footer_profiler, "rejected") &&
+                            f->footer_prof_probes == 64 && f->footer_prof_agreed == 3);
+    if (r >= 2) assert_null(f->footer_profiler);
     assert_int_equal(cs_dumpfile_drops(f), r == 1 ? 3 : 0);
     assert_int_equal(f->truncated_lines + f->malformed_lines + f->unknown_types, 0);
   }
@@ -712,6 +720,10 @@ static void test_report_json(void **state) {
   assert_int_equal(jnum(s, "drops"), 3);
   assert_int_equal(jnum(s, "truncated_lines"), 0);
   assert_int_equal(jnum(s, "files_without_footer"), 1);
+  json_t *pr = json_object_get(s, "profiler_ranks");
+  assert_int_equal(jnum(pr, "trusted"), 1);
+  assert_int_equal(jnum(pr, "rejected"), 1);
+  assert_int_equal(jnum(pr, "probation") + jnum(pr, "not_loaded") + jnum(pr, "forced"), 0);
   assert_int_equal(jnum(s, "timing_lost"), 2);
   json_t *sec = json_object_get(root, "sections");
   assert_true(json_is_array(sec));
@@ -756,6 +768,7 @@ static void test_report_text(void **state) {
     "# truncated lines skipped: 0",
     "# files without footer (unclean exit): 1",
     "# ops whose GPU timing was lost (footer): 2",
+    "# NCCL profiler plugin, ranks: trusted 1, rejected 1 (rejecting ranks: 3 of 64 probes agreed with CUDA events)",
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     if (!strstr(sq, rows[i])) fprintf(stderr, "missing row: %s\nin:\n%s\n", rows[i], out);
