@@ -73,6 +73,22 @@ static void CUDART_CB fill_input(void *p) {
   for (size_t i = 0; i < m->n; i++) m->host[i] = (float)(m->rank + 1) * grad_k(i, m->step, m->k);
 }
 
+/* End of --ops mixed|pairwise: rank 0's summary line ("ops=<kind> <unit>=N") and the
+ * staging buffers freed. */
+static int finish_steps(struct app *a, const char *kind_unit, long ops, uint64_t h, float *hin, float *hout,
+                        float *din, float *dout) {
+  int rc = app_finish(a);
+  const char *sp = strchr(kind_unit, ' ');
+  if (rc == 0 && a->rank == 0 && sp)
+    printf("summary dp_train world=%d steps=%d ops=%.*s %s=%ld checksum=%016llx PASS\n", a->world, a->steps,
+           (int)(sp - kind_unit), kind_unit, sp + 1, ops, (unsigned long long)h);
+  CUDACHECK(cudaFreeHost(hin));
+  CUDACHECK(cudaFreeHost(hout));
+  CUDACHECK(cudaFree(din));
+  CUDACHECK(cudaFree(dout));
+  return rc;
+}
+
 static int run_mixed(struct app *a, ncclComm_t comm, cudaStream_t s) {
   static const size_t sizes[] = {8, 4096, 256, 65536, 32, 1 << 20, 1024, 16384, 64, 4 << 20, 512, 262144};
   const size_t nsizes = sizeof sizes / sizeof *sizes, W = (size_t)a->world;
@@ -125,15 +141,7 @@ static int run_mixed(struct app *a, ncclComm_t comm, cudaStream_t s) {
     }
     if (a->verbose && a->rank == 0) printf("dp_train: step %d ok\n", step);
   }
-  int rc = app_finish(a);
-  if (rc == 0 && a->rank == 0)
-    printf("summary dp_train world=%d steps=%d ops=mixed collectives=%ld checksum=%016llx PASS\n", a->world, a->steps,
-           ops, (unsigned long long)h);
-  CUDACHECK(cudaFreeHost(hin));
-  CUDACHECK(cudaFreeHost(hout));
-  CUDACHECK(cudaFree(din));
-  CUDACHECK(cudaFree(dout));
-  return rc;
+  return finish_steps(a, "mixed collectives", ops, h, hin, hout, din, dout);
 }
 
 /* --ops pairwise. Step `step` moves n = size/4 floats (size from the cycle below, capped by
@@ -184,15 +192,7 @@ static int run_pairwise(struct app *a, ncclComm_t comm, cudaStream_t s) {
     }
     if (a->verbose && a->rank == 0) printf("dp_train: step %d ok\n", step);
   }
-  int rc = app_finish(a);
-  if (rc == 0 && a->rank == 0)
-    printf("summary dp_train world=%d steps=%d ops=pairwise transfers=%ld checksum=%016llx PASS\n", a->world, a->steps,
-           ops, (unsigned long long)h);
-  CUDACHECK(cudaFreeHost(hin));
-  CUDACHECK(cudaFreeHost(hout));
-  CUDACHECK(cudaFree(din));
-  CUDACHECK(cudaFree(dout));
-  return rc;
+  return finish_steps(a, "pairwise transfers", ops, h, hin, hout, din, dout);
 }
 
 int main(int argc, char **argv) {
