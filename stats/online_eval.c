@@ -3,8 +3,12 @@
  * collective instances (the detector's input, 64 instances' worth per rank; the oldest
  * half dropped when full) and the
  * checked collectives not yet reported by every member of their communicator (compared
- * once complete, given up after SDC_MAX_AGE exchanges). Deterministic for identical
- * input, so every rank reaches the same SDC verdict. */
+ * once complete). An incomplete one is given up after SDC_MAX_AGE exchanges only when
+ * every missing member has since reported a later checked collective of that communicator
+ * (so it will not report this one: it skipped the check); a member that reported nothing
+ * later is lagging (a busy harvest thread, a backlog) and is waited for, up to
+ * SDC_MAX_AGE_HARD exchanges. Deterministic for identical input, so every rank reaches
+ * the same SDC verdict. */
 #include "collscope/online.h"
 
 #include <math.h>
@@ -19,7 +23,8 @@
 #define OPS_CAP_MIN (1u << 16)
 #define OPS_CAP_MAX (1u << 20)
 #define SDC_CAP 4096u        /* checked collectives waiting for their other members */
-#define SDC_MAX_AGE 8u       /* exchanges an incomplete checked collective is kept */
+#define SDC_MAX_AGE 8u       /* exchanges an incomplete checked collective is kept at least */
+#define SDC_MAX_AGE_HARD 1024u /* ... and at most, while a missing member has reported nothing later */
 #define FLAG_CAP 4096u       /* (comm, rank) stragglers already reported */
 
 struct sdc_inst {
@@ -30,6 +35,14 @@ struct sdc_inst {
   int nseen;
   struct cs_sdc_member *m;       /* comm_size slots, comm_rank -1 = not yet seen */
   int *owner;                    /* world rank that sent member i */
+  UT_hash_handle hh;
+};
+
+/* per communicator: the highest seq each member (comm rank) has reported, + 1 (0: none) */
+struct sdc_mark {
+  uint64_t comm;
+  int comm_size;
+  uint64_t *next;
   UT_hash_handle hh;
 };
 
@@ -44,6 +57,7 @@ struct cs_online_eval {
   size_t nops, capops;
   struct sdc_inst *sdc;          /* uthash head */
   size_t nsdc;
+  struct sdc_mark *marks;        /* uthash head, per communicator */
   struct { uint64_t comm; int rank; } *flagged;
   size_t nflagged;
   /* the last call's findings */
@@ -84,6 +98,12 @@ void cs_online_eval_free(struct cs_online_eval *e) {
   if (!e) return;
   struct sdc_inst *s, *t;
   HASH_ITER(hh, e->sdc, s, t) sdc_drop(e, s);
+  struct sdc_mark *k, *kt;
+  HASH_ITER(hh, e->marks, k, kt) {
+    HASH_DEL(e->marks, k);
+    free(k->next);
+    free(k);
+  }
   free(e->host);
   free(e->clock);
   free(e->ops);
@@ -169,8 +189,36 @@ static int run_detector(struct cs_online_eval *e, struct cs_online_findings *out
 /* ---- SDC ---- */
 static double finite_or_nan(double x) { return isfinite(x) ? x : NAN; }
 
+/* the communicator's member marks (created at its first entry); NULL if out of memory */
+static struct sdc_mark *sdc_mark_of(struct cs_online_eval *e, uint64_t comm, int comm_size) {
+  struct sdc_mark *k;
+  HASH_FIND(hh, e->marks, &comm, sizeof comm, k);
+  if (k) return k->comm_size == comm_size ? k : NULL;
+  k = calloc(1, sizeof *k);
+  if (!k || !(k->next = calloc((size_t)comm_size, sizeof *k->next))) { free(k); return NULL; }
+  k->comm = comm;
+  k->comm_size = comm_size;
+  HASH_ADD(hh, e->marks, comm, sizeof k->comm, k);
+  return k;
+}
+
+/* May the incomplete instance be given up? Every missing member reported a later seq. */
+static bool sdc_abandoned(struct cs_online_eval *e, const struct sdc_inst *s) {
+  unsigned age = e->exchange - s->born;
+  if (age >= SDC_MAX_AGE_HARD) return true;
+  if (age < SDC_MAX_AGE) return false;
+  struct sdc_mark *k;
+  HASH_FIND(hh, e->marks, &s->key.comm, sizeof s->key.comm, k);
+  if (!k || k->comm_size != s->comm_size) return true;
+  for (int i = 0; i < s->comm_size; i++)
+    if (s->m[i].comm_rank < 0 && k->next[i] <= s->key.seq + 1) return false; /* lagging: wait */
+  return true;
+}
+
 static int sdc_add(struct cs_online_eval *e, int rank, const struct cs_online_sdc *c) {
   if (c->comm_size < 1 || c->comm_rank >= c->comm_size) return 0;
+  struct sdc_mark *k = sdc_mark_of(e, c->comm, c->comm_size);
+  if (k && c->seq + 1 > k->next[c->comm_rank]) k->next[c->comm_rank] = c->seq + 1;
   struct sdc_inst *s;
   struct { uint64_t comm, seq; } key = {c->comm, c->seq};
   HASH_FIND(hh, e->sdc, &key, sizeof key, s);
@@ -245,7 +293,7 @@ static int sdc_evaluate(struct cs_online_eval *e, struct cs_online_findings *out
   struct sdc_inst *s, *t;
   HASH_ITER(hh, e->sdc, s, t) {
     if (s->nseen == s->comm_size) done[n++] = s;
-    else if (e->exchange - s->born >= SDC_MAX_AGE) sdc_drop(e, s);
+    else if (sdc_abandoned(e, s)) sdc_drop(e, s);
   }
   qsort(done, n, sizeof *done, cmp_inst);
   int rc = 0;
