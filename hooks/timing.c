@@ -202,7 +202,7 @@ void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, i
     r->timing = CS_TIMING_PENDING; /* decided at the group launch */
   } else {
     int pc = CS_PROF_NONE;
-    if (cs_prof_active() && cs_prof_op_eligible(op) && !stream_capturing(stream)) pc = cs_prof_claim();
+    if (cs_prof_wanted(op) && !stream_capturing(stream)) pc = cs_prof_claim(op);
     if (pc == CS_PROF_ONLY) {
       r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
       r->timing = CS_TIMING_PENDING;
@@ -269,13 +269,13 @@ void cs_group_launch_begin(void) {
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
   p->ngstreams = 0;
-  bool prof = cs_prof_active();
+  bool prof = cs_prof_active(); /* cheap pre-check; cs_prof_wanted per record */
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
-    if ((r->prof_slot || (prof && cs_prof_op_eligible(r->op))) && !stream_capturing((void *)(uintptr_t)r->stream)) {
+    if ((r->prof_slot || (prof && cs_prof_wanted(r->op))) && !stream_capturing((void *)(uintptr_t)r->stream)) {
       /* claimed when NCCL started its event inside the call (prof_slot), or now */
-      int pc = r->prof_slot ? (r->prof_probe ? CS_PROF_PROBE : CS_PROF_ONLY) : cs_prof_claim();
+      int pc = r->prof_slot ? (r->prof_probe ? CS_PROF_PROBE : CS_PROF_ONLY) : cs_prof_claim(r->op);
       if (pc == CS_PROF_ONLY) {
         r->prof_want = 1; /* timed by NCCL's profiler plugin: no events on its stream */
         continue;

@@ -139,22 +139,29 @@ uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);
  * NCCL_OP wrappers); profiler Coll/P2p events started on this thread attach to it. */
 extern __thread struct cs_record *cs_prof_cur;
 /* true when the plugin may time ops: COLLSCOPE_TIMING=profiler, or auto once NCCL has
- * initialised the plugin and its probation has not rejected it (cheap, hot path) */
+ * initialised the plugin (cheap, hot path) */
 bool cs_prof_active(void);
-/* How an eligible op is timed (hot path; call once per op, after cs_prof_active):
+/* cs_prof_active, the op is eligible, and its type's probation has not rejected the plugin */
+bool cs_prof_wanted(int op);
+/* How an eligible op is timed (hot path; call once per op, after cs_prof_wanted):
  * CS_PROF_ONLY   the plugin alone, no CUDA events;
  * CS_PROF_PROBE  auto mode's probation: CUDA events AND the plugin, compared by the harvest
  *                thread (cs_prof_probe_judge) until COLLSCOPE_PROFILER_PROBES ops agreed or
  *                not -- the verdict then makes every later op ONLY or NONE;
  * CS_PROF_NONE   CUDA events only. */
 enum { CS_PROF_NONE = 0, CS_PROF_ONLY = 1, CS_PROF_PROBE = 2 };
-int cs_prof_claim(void);
+int cs_prof_claim(int op);
 /* harvest thread: a finished probation record (its event timing final) */
 void cs_prof_probe_judge(const struct cs_record *r);
-/* the plugin's standing for the dump footer: "trusted", "rejected", "probation" (no verdict
- * yet), "not_loaded" (NCCL never initialised it), "forced" (COLLSCOPE_TIMING=profiler), or
- * NULL (events/off); judged and agreed: the probation's compared and agreeing probes */
-const char *cs_prof_standing(unsigned *judged, unsigned *agreed);
+/* the plugin's standing for the dump footer: "trusted" / "rejected" (every op type with a
+ * verdict), "mixed" (some of each), "probation" (no verdict yet), "not_loaded" (NCCL never
+ * initialised it), "forced" (COLLSCOPE_TIMING=profiler), or NULL (events/off); st gets the
+ * probes compared and agreeing, and the op types trusted / rejected (comma lists) */
+struct cs_prof_standing {
+  unsigned judged, agreed;
+  char trusted[160], rejected[160];
+};
+const char *cs_prof_standing(struct cs_prof_standing *st);
 bool cs_prof_op_eligible(int op);
 /* the group records being launched by this thread's outermost ncclGroupEnd */
 void cs_prof_group_set(struct cs_record *recs, size_t n);

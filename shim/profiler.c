@@ -23,7 +23,9 @@
  * op plugin-timed (>= 90% agreed) or event-timed (one log line says why). */
 #include "cs_internal.h"
 #include "collscope/nccl_profiler_abi.h"
+#include <ctype.h>
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -48,11 +50,14 @@ static _Atomic uint32_t slot_cursor;
 static _Atomic int prof_inited;      /* NCCL initialised the plugin at least once */
 static _Atomic uint64_t prof_stats[3]; /* linked, unlinked, no slot (debug log at exit) */
 
-/* auto mode's probation (COLLSCOPE_PROFILER_PROBES): the first ops are timed both ways */
-static _Atomic int verdict;                 /* 0 on probation, 1 trusted, -1 rejected */
-static _Atomic uint32_t probes_issued;      /* hot path */
-static _Atomic uint32_t probes_settled;     /* harvest thread */
-static struct { unsigned judged, agreed, no_stamps, bad_span, bad_clock; double ratio_sum; } probe; /* harvest */
+/* auto mode's probation (COLLSCOPE_PROFILER_PROBES), per op type: the first ops of each
+ * type are timed both ways. Per type because NCCL may describe one type differently from
+ * what collscope expects (as it reports AllGather/Broadcast counts in bytes): that type
+ * alone then keeps CUDA events. */
+static _Atomic int verdict[CS_OP_COUNT];            /* 0 on probation, 1 trusted, -1 rejected */
+static _Atomic uint32_t probes_issued[CS_OP_COUNT]; /* hot path */
+static _Atomic uint32_t probes_settled[CS_OP_COUNT];/* harvest thread */
+static struct { unsigned judged, agreed, no_stamps, bad_span, bad_clock; double ratio_sum; } probe[CS_OP_COUNT];
 #define PROBE_CLOCK_NS 1000000000LL /* the plugin's start may be this far off the start event */
 #define PROBE_SLACK_NS 20000LL      /* kernel span may exceed the event span by 25% + this */
 
@@ -85,24 +90,31 @@ int cs_timing_mode_parse(const char *v) {
 
 bool cs_prof_active(void) {
   if (cs_cfg.timing_mode == CS_TMODE_PROFILER) return true;
-  return cs_cfg.timing_mode == CS_TMODE_AUTO && atomic_load_explicit(&prof_inited, memory_order_relaxed) &&
-         atomic_load_explicit(&verdict, memory_order_relaxed) >= 0;
+  return cs_cfg.timing_mode == CS_TMODE_AUTO && atomic_load_explicit(&prof_inited, memory_order_relaxed);
 }
 
-int cs_prof_claim(void) {
+bool cs_prof_wanted(int op) {
+  return cs_prof_active() && cs_prof_op_eligible(op) &&
+         (cs_cfg.timing_mode == CS_TMODE_PROFILER || atomic_load_explicit(&verdict[op], memory_order_relaxed) >= 0);
+}
+
+int cs_prof_claim(int op) {
   if (cs_cfg.timing_mode == CS_TMODE_PROFILER) return CS_PROF_ONLY;
-  int v = atomic_load_explicit(&verdict, memory_order_relaxed);
+  if (op < 0 || op >= CS_OP_COUNT) return CS_PROF_NONE;
+  int v = atomic_load_explicit(&verdict[op], memory_order_relaxed);
   if (v) return v > 0 ? CS_PROF_ONLY : CS_PROF_NONE;
   if (!cs_cfg.prof_probes) {
     int z = 0;
-    if (atomic_compare_exchange_strong(&verdict, &z, 1))
-      cs_log(CS_LOG_INFO, "NCCL profiler timing trusted without probation (COLLSCOPE_PROFILER_PROBES=0)");
+    if (atomic_compare_exchange_strong(&verdict[op], &z, 1))
+      cs_log(CS_LOG_INFO, "NCCL profiler timing of %s trusted without probation (COLLSCOPE_PROFILER_PROBES=0)",
+             cs_op_table[op].name);
     return CS_PROF_ONLY;
   }
-  /* at most COLLSCOPE_PROFILER_PROBES probes in flight; the others keep the event path */
-  uint32_t issued = atomic_load_explicit(&probes_issued, memory_order_relaxed);
-  if (issued - atomic_load_explicit(&probes_settled, memory_order_relaxed) >= cs_cfg.prof_probes) return CS_PROF_NONE;
-  atomic_fetch_add_explicit(&probes_issued, 1, memory_order_relaxed);
+  /* at most COLLSCOPE_PROFILER_PROBES probes of a type in flight; the others keep events */
+  uint32_t issued = atomic_load_explicit(&probes_issued[op], memory_order_relaxed);
+  if (issued - atomic_load_explicit(&probes_settled[op], memory_order_relaxed) >= cs_cfg.prof_probes)
+    return CS_PROF_NONE;
+  atomic_fetch_add_explicit(&probes_issued[op], 1, memory_order_relaxed);
   return CS_PROF_PROBE;
 }
 
@@ -119,11 +131,20 @@ void cs_prof_group_set(struct cs_record *recs, size_t n) {
   grp_next = 0;
 }
 
+/* a == name, ignoring case and underscores (NCCL's ncclAlgoToString says "COLLNET_DIRECT",
+ * "NVLS_TREE"; collscope's names are "CollNetDirect", "NVLSTree") */
+static bool name_eq(const char *a, const char *name) {
+  for (;; a++, name++) {
+    while (*a == '_') a++;
+    if (tolower((unsigned char)*a) != tolower((unsigned char)*name)) return false;
+    if (!*a) return true;
+  }
+}
 static uint8_t algo_code(const char *a) {
   static const char *const names[] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
   if (!a) return CS_ALGO_NONE;
   for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-    if (!strcasecmp(a, names[i])) return (uint8_t)(CS_ALGO_TREE + i);
+    if (name_eq(a, names[i])) return (uint8_t)(CS_ALGO_TREE + i);
   return CS_ALGO_OTHER;
 }
 static uint8_t proto_code(const char *p) {
@@ -134,18 +155,24 @@ static uint8_t proto_code(const char *p) {
   return CS_PROTO_OTHER;
 }
 
+/* NCCL (2.27-2.29, enqueue.cc) turns an AllGather's or Broadcast's count into bytes (and
+ * its datatype into ncclInt8) before the profiler sees the task: accept either. */
+static bool count_matches(const struct cs_record *r, size_t count) {
+  if (r->count == count) return true;
+  return (r->op == CS_OP_AllGather || r->op == CS_OP_Broadcast) && r->count * cs_dtype_size(r->dtype) == count;
+}
 static bool rec_matches(const struct cs_record *r, const char *func, size_t count) {
   return r->prof_want && !r->prof_slot && r->op < CS_OP_COUNT && func && !strcmp(cs_op_table[r->op].name, func) &&
-         r->count == count;
+         count_matches(r, count);
 }
 /* A grouped op whose Coll event NCCL starts inside the API call itself (rather than at the
  * group launch): the record is claimed for the profiler now (cs_group_launch_begin keeps it). */
 static bool grouped_call_matches(struct cs_record *r, const char *func, size_t count) {
-  if (!r->group || r->prof_want || r->prof_slot || !cs_prof_active() || !cs_prof_op_eligible(r->op)) return false;
+  if (!r->group || r->prof_want || r->prof_slot || !cs_prof_wanted(r->op)) return false;
   r->prof_want = 1;
   bool m = rec_matches(r, func, count);
   r->prof_want = 0;
-  int pc = m ? cs_prof_claim() : CS_PROF_NONE;
+  int pc = m ? cs_prof_claim(r->op) : CS_PROF_NONE;
   if (pc == CS_PROF_NONE) return false;
   r->prof_want = 1;
   r->prof_probe = pc == CS_PROF_PROBE; /* cs_group_launch_begin adds the stream's events */
@@ -393,44 +420,57 @@ bool cs_prof_collect(struct cs_record *r, bool final) {
  * COLLSCOPE_PROFILER_PROBES compared probes, >= 90% agreeing makes the plugin the timer of
  * every later eligible op; otherwise every op keeps CUDA events (one log line says why). */
 void cs_prof_probe_judge(const struct cs_record *r) {
-  atomic_fetch_add_explicit(&probes_settled, 1, memory_order_relaxed);
-  if (atomic_load_explicit(&verdict, memory_order_relaxed) != 0) return;
+  if (r->op >= CS_OP_COUNT) return;
+  int op = r->op;
+  atomic_fetch_add_explicit(&probes_settled[op], 1, memory_order_relaxed);
+  if (atomic_load_explicit(&verdict[op], memory_order_relaxed) != 0) return;
   if (r->timing != CS_TIMING_GPU_EVENT || r->status != 0) return; /* nothing to compare with */
-  probe.judged++;
+  __typeof__(probe[0]) *p = &probe[op];
+  p->judged++;
   int64_t ed = r->end_ns - r->start_ns, pd = r->prof_end_ns - r->prof_start_ns;
-  if (r->prof_probe != 2) probe.no_stamps++;
+  if (r->prof_probe != 2) p->no_stamps++;
   else if (r->prof_start_ns < r->start_ns - PROBE_CLOCK_NS || r->prof_start_ns > r->end_ns + PROBE_CLOCK_NS)
-    probe.bad_clock++;
+    p->bad_clock++;
   else if (pd < 0 || pd > ed + ed / 4 + PROBE_SLACK_NS)
-    probe.bad_span++;
+    p->bad_span++;
   else {
-    probe.agreed++;
-    probe.ratio_sum += ed > 0 ? (double)pd / (double)ed : 1.0;
+    p->agreed++;
+    p->ratio_sum += ed > 0 ? (double)pd / (double)ed : 1.0;
   }
-  if (probe.judged < cs_cfg.prof_probes) return;
-  if ((uint64_t)probe.agreed * 10 >= (uint64_t)probe.judged * 9) {
-    atomic_store(&verdict, 1);
-    cs_log(CS_LOG_INFO, "NCCL profiler timing trusted: %u of %u probe ops agreed with CUDA events (kernel span "
-           "%.2f of the event span on average); later collectives are timed by the plugin alone",
-           probe.agreed, probe.judged, probe.agreed ? probe.ratio_sum / probe.agreed : 0.0);
+  if (p->judged < cs_cfg.prof_probes) return;
+  const char *name = cs_op_table[op].name;
+  if ((uint64_t)p->agreed * 10 >= (uint64_t)p->judged * 9) {
+    atomic_store(&verdict[op], 1);
+    cs_log(CS_LOG_INFO, "NCCL profiler timing of %s trusted: %u of %u probe ops agreed with CUDA events (kernel "
+           "span %.2f of the event span on average); later %s calls are timed by the plugin alone", name, p->agreed,
+           p->judged, p->agreed ? p->ratio_sum / p->agreed : 0.0, name);
   } else {
-    atomic_store(&verdict, -1);
-    cs_log(CS_LOG_WARN, "NCCL profiler timing rejected: of %u probe ops %u agreed with CUDA events, %u had no "
-           "kernel timer stamps, %u a kernel span longer than the event span, %u a clock over 1 s off; "
-           "collectives keep CUDA event timing", probe.judged, probe.agreed, probe.no_stamps, probe.bad_span,
-           probe.bad_clock);
+    atomic_store(&verdict[op], -1);
+    cs_log(CS_LOG_WARN, "NCCL profiler timing of %s rejected: of %u probe ops %u agreed with CUDA events, %u had no "
+           "kernel timer stamps, %u a kernel span longer than the event span, %u a clock over 1 s off; %s keeps "
+           "CUDA event timing", name, p->judged, p->agreed, p->no_stamps, p->bad_span, p->bad_clock, name);
   }
 }
 
 /* For the dump footer (harvest thread, at the end): the plugin's standing in this process. */
-const char *cs_prof_standing(unsigned *judged, unsigned *agreed) {
-  *judged = probe.judged;
-  *agreed = probe.agreed;
+const char *cs_prof_standing(struct cs_prof_standing *st) {
+  memset(st, 0, sizeof *st);
   if (cs_cfg.timing_mode == CS_TMODE_PROFILER) return atomic_load(&prof_inited) ? "forced" : "not_loaded";
   if (cs_cfg.timing_mode != CS_TMODE_AUTO) return NULL;
   if (!atomic_load(&prof_inited)) return "not_loaded";
-  int v = atomic_load(&verdict);
-  return v > 0 ? "trusted" : v < 0 ? "rejected" : "probation";
+  unsigned ntrusted = 0, nrejected = 0;
+  for (int op = 0; op < CS_OP_COUNT; op++) {
+    st->judged += probe[op].judged;
+    st->agreed += probe[op].agreed;
+    int v = atomic_load(&verdict[op]);
+    if (!v) continue;
+    char *list = v > 0 ? st->trusted : st->rejected;
+    size_t len = strlen(list);
+    snprintf(list + len, sizeof st->trusted - len, "%s%s", len ? "," : "", cs_op_table[op].name);
+    if (v > 0) ntrusted++;
+    else nrejected++;
+  }
+  return ntrusted && nrejected ? "mixed" : ntrusted ? "trusted" : nrejected ? "rejected" : "probation";
 }
 
 /* ---- start-up: point NCCL at this library ---- */

@@ -339,12 +339,14 @@ void cs_dump_footer(void) {
   KEY("xfers"); put_u64(n_xfers);
   KEY("drops"); put_u64(atomic_load(&cs_st.drops));
   KEY("timing_lost"); put_u64(atomic_load(&cs_st.timing_lost));
-  unsigned judged = 0, agreed = 0;
-  const char *prof = cs_prof_standing(&judged, &agreed);
+  struct cs_prof_standing ps;
+  const char *prof = cs_prof_standing(&ps);
   if (prof) { /* NCCL profiler plugin timing (COLLSCOPE_TIMING=auto|profiler) */
     KEY("profiler"); put_str(prof);
-    KEY("prof_probes"); put_u64(judged);
-    KEY("prof_agreed"); put_u64(agreed);
+    KEY("prof_probes"); put_u64(ps.judged);
+    KEY("prof_agreed"); put_u64(ps.agreed);
+    if (ps.trusted[0]) { KEY("prof_trusted"); put_str(ps.trusted); }
+    if (ps.rejected[0]) { KEY("prof_rejected"); put_str(ps.rejected); }
   }
   KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
   PUTL("}\n");

@@ -88,12 +88,15 @@ struct summary {
   size_t timed_profiler, timed_host_span; /* of `timed`: NCCL profiler stamps, host clock; the rest CUDA events */
   uint64_t drops, timing_lost;
   size_t truncated_lines, malformed_lines, unknown_types, files_without_footer;
-  /* NCCL profiler plugin standing per rank (footers): trusted, rejected, probation,
-   * not_loaded, forced; probes compared / agreed on the rejecting ranks */
-  size_t prof_ranks[5];
+  /* NCCL profiler plugin standing per rank (footers): trusted, rejected, mixed, probation,
+   * not_loaded, forced; probes compared / agreed on the ranks that rejected some op type,
+   * and the op types rejected anywhere (first rank's list) */
+  size_t prof_ranks[6];
   uint64_t rejected_probes, rejected_agreed;
+  const char *rejected_ops;
 };
-static const char *const prof_standings[5] = {"trusted", "rejected", "probation", "not_loaded", "forced"};
+#define NPROF 6
+static const char *const prof_standings[NPROF] = {"trusted", "rejected", "mixed", "probation", "not_loaded", "forced"};
 
 struct report {
   const struct cs_dumpset *set;
@@ -298,10 +301,13 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
     s->malformed_lines += f->malformed_lines;
     s->unknown_types += f->unknown_types;
     s->files_without_footer += !f->has_footer;
-    for (int k = 0; k < 5 && f->footer_profiler; k++)
+    for (int k = 0; k < NPROF && f->footer_profiler; k++)
       if (!strcmp(f->footer_profiler, prof_standings[k])) {
         s->prof_ranks[k]++;
-        if (k == 1) s->rejected_probes += f->footer_prof_probes, s->rejected_agreed += f->footer_prof_agreed;
+        if (k == 1 || k == 2) {
+          s->rejected_probes += f->footer_prof_probes, s->rejected_agreed += f->footer_prof_agreed;
+          if (!s->rejected_ops && f->footer_prof_rejected && *f->footer_prof_rejected) s->rejected_ops = f->footer_prof_rejected;
+        }
       }
   }
   if (nr) qsort(ranks, nr, sizeof *ranks, cmp_int);
@@ -404,14 +410,15 @@ static void text_notes(const struct report *r, FILE *o) {
   fprintf(o, "#   timed ops: %zu (CUDA events %zu, NCCL profiler kernel stamps %zu, host clock %zu)\n", s->timed,
           s->timed - s->timed_profiler - s->timed_host_span, s->timed_profiler, s->timed_host_span);
   size_t np = 0;
-  for (int k = 0; k < 5; k++) np += s->prof_ranks[k];
+  for (int k = 0; k < NPROF; k++) np += s->prof_ranks[k];
   if (np) {
     fprintf(o, "#   NCCL profiler plugin, ranks:             ");
-    for (int k = 0, first = 1; k < 5; k++)
+    for (int k = 0, first = 1; k < NPROF; k++)
       if (s->prof_ranks[k]) fprintf(o, "%s%s %zu", first ? "" : ", ", prof_standings[k], s->prof_ranks[k]), first = 0;
-    if (s->prof_ranks[1])
-      fprintf(o, " (rejecting ranks: %llu of %llu probes agreed with CUDA events)", (unsigned long long)s->rejected_agreed,
-              (unsigned long long)s->rejected_probes);
+    if (s->prof_ranks[1] || s->prof_ranks[2])
+      fprintf(o, " (rejecting ranks: %llu of %llu probes agreed with CUDA events; rejected: %s)",
+              (unsigned long long)s->rejected_agreed, (unsigned long long)s->rejected_probes,
+              s->rejected_ops ? s->rejected_ops : "?");
     fprintf(o, "\n");
   }
   fprintf(o, "#   captured ops (graph capture, no timing): %zu\n", s->captured);
@@ -454,7 +461,7 @@ static json_t *json_summary(const struct report *r) {
   json_object_set_new(o, "timed_host_span", jcount(s->timed_host_span));
   json_object_set_new(o, "captured", jcount(s->captured));
   json_t *pj = json_object();
-  for (int k = 0; k < 5; k++) json_object_set_new(pj, prof_standings[k], jcount(s->prof_ranks[k]));
+  for (int k = 0; k < NPROF; k++) json_object_set_new(pj, prof_standings[k], jcount(s->prof_ranks[k]));
   json_object_set_new(o, "profiler_ranks", pj);
   json_object_set_new(o, "host_timed", jcount(s->host_timed));
   json_object_set_new(o, "errors", jcount(s->errors));

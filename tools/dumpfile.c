@@ -527,9 +527,12 @@ static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
       uint64_t d = get_uint(&c, "drops", false, 0), tl = get_uint(&c, "timing_lost", false, 0);
       int64_t t = get_int(&c, "t_ns", false, 0);
       const char *prof = get_str(&c, "profiler", false, NULL);
+      const char *ptr = get_str(&c, "prof_trusted", false, ""), *prj = get_str(&c, "prof_rejected", false, "");
       uint64_t pp = get_uint(&c, "prof_probes", false, 0), pa = get_uint(&c, "prof_agreed", false, 0);
       if (!c.bad) {
         f->footer_profiler = prof;
+        f->footer_prof_trusted = ptr;
+        f->footer_prof_rejected = prj;
         f->footer_prof_probes = pp;
         f->footer_prof_agreed = pa;
         f->has_footer = true;

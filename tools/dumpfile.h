@@ -139,7 +139,8 @@ struct cs_dumpfile {
   uint64_t footer_ops, footer_xfers, footer_drops;
   uint64_t footer_timing_lost;   /* optional footer field: ops whose GPU timing was lost */
   const char *footer_profiler;   /* optional: NCCL profiler plugin standing (trusted, rejected,
-                                  * probation, not_loaded, forced), NULL when absent */
+                                  * mixed, probation, not_loaded, forced), NULL when absent */
+  const char *footer_prof_trusted, *footer_prof_rejected; /* op types, comma lists ("" when none) */
   uint64_t footer_prof_probes, footer_prof_agreed;
   int64_t footer_t_ns;
   size_t lines;           /* physical lines read, including skipped ones */

@@ -35,6 +35,7 @@ static void rec_init(struct cs_record *r, enum cs_op op, size_t count) {
   r->prof_want = 1;
 }
 
+static const char *coll_algo = "Ring", *coll_proto = "LL128";
 static void *coll5(void *ctx, const char *func, size_t count, int nch) {
   cs_nccl_prof_descr_v5_t d;
   memset(&d, 0, sizeof d);
@@ -42,8 +43,8 @@ static void *coll5(void *ctx, const char *func, size_t count, int nch) {
   d.coll.func = func;
   d.coll.count = count;
   d.coll.nChannels = (uint8_t)nch;
-  d.coll.algo = "Ring";
-  d.coll.proto = "LL128";
+  d.coll.algo = coll_algo;
+  d.coll.proto = coll_proto;
   void *h = NULL;
   CHECK(ncclProfiler_v5.startEvent(ctx, &h, &d) == 0);
   return h;
@@ -223,7 +224,42 @@ int main(void) {
     CHECK(ncclProfiler_v5.startEvent(ctx, &hk, &dk) == 0 && hk == NULL);
   }
 
-  /* 6. unknown event types and NULL handles are accepted */
+  /* 6. NCCL's own spellings (ncclAlgoToString / ncclProtoToString), and an AllGather whose
+   * count NCCL reports in bytes (float32: 4 x the API count) */
+  {
+    static const struct { const char *algo, *proto; int want_algo, want_proto; } sp[] = {
+        {"TREE", "LL", CS_ALGO_TREE, CS_PROTO_LL},
+        {"RING", "SIMPLE", CS_ALGO_RING, CS_PROTO_SIMPLE},
+        {"COLLNET_DIRECT", "LL128", CS_ALGO_TREE + 2, CS_PROTO_LL128},
+        {"COLLNET_CHAIN", "SIMPLE", CS_ALGO_TREE + 3, CS_PROTO_SIMPLE},
+        {"NVLS", "SIMPLE", CS_ALGO_TREE + 4, CS_PROTO_SIMPLE},
+        {"NVLS_TREE", "SIMPLE", CS_ALGO_TREE + 5, CS_PROTO_SIMPLE},
+        {"PAT", "SIMPLE", CS_ALGO_TREE + 6, CS_PROTO_SIMPLE},
+        {"Unknown", "Unknown", CS_ALGO_OTHER, CS_PROTO_OTHER},
+    };
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+      struct cs_record x;
+      rec_init(&x, CS_OP_AllGather, 100);
+      x.dtype = 7; /* ncclFloat32 */
+      coll_algo = sp[i].algo, coll_proto = sp[i].proto;
+      cs_prof_cur = &x;
+      void *hx = coll5(ctx, "AllGather", 400, 1);
+      cs_prof_cur = NULL;
+      CHECK(hx && x.prof_slot && x.algo == sp[i].want_algo && x.proto == sp[i].want_proto);
+      ncclProfiler_v5.stopEvent(hx);
+      cs_prof_release(&x);
+    }
+    coll_algo = "Ring", coll_proto = "LL128";
+    struct cs_record y; /* a count that is neither the API count nor its bytes */
+    rec_init(&y, CS_OP_AllGather, 100);
+    y.dtype = 7;
+    cs_prof_cur = &y;
+    void *hy = coll5(ctx, "AllGather", 200, 1);
+    cs_prof_cur = NULL;
+    CHECK(!hy && !y.prof_slot);
+  }
+
+  /* 7. unknown event types and NULL handles are accepted */
   cs_nccl_prof_descr_v5_t d;
   memset(&d, 0, sizeof d);
   d.type = CS_NCCL_PROFILE_PROXY_OP;

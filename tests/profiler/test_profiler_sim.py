@@ -12,12 +12,14 @@ cases:
   capture    graph-captured ops stay "captured" in auto mode, the others are profiler-timed
   failopen   plugin never initialised (ABI=3: an NCCL without v4/v5; a user-set plugin path
              that does not load): auto keeps the CUDA event path; results unchanged
-  probation  the default (COLLSCOPE_TIMING unset = auto) with COLLSCOPE_PROFILER_PROBES=8: the
-             first ops are event-timed probes compared with the plugin's stamps, then the
-             plugin alone times every later op (a clean switch by seq); log says "trusted"
+  probation  the default (COLLSCOPE_TIMING unset = auto) with COLLSCOPE_PROFILER_PROBES=8: per
+             op type the first ops are event-timed probes compared with the plugin's stamps,
+             then the plugin alone times every later op of that type (a clean switch by
+             seq); log says "trusted"; the dump footer says so
   reject     the sim sends wrong kernel stamps (COLLSCOPE_SIM_PROFILER_FAULT=nokch|long|skew):
-             the probation rejects the plugin, every op keeps "gpu_event", one log line
-             names the reason; results unchanged
+             the probation rejects the plugin, every op keeps "gpu_event", one log line per
+             op type names the reason; results unchanged; nokch:Broadcast: only Broadcast
+             keeps events (footer "mixed")
 The auto, v4 and capture cases set COLLSCOPE_PROFILER_PROBES=0 (trust at once) to check
 the plugin-timed records from the first op on.
 """
@@ -187,6 +189,8 @@ def by_seq(lines):
 
 
 def case_probation(args):
+    """The default (auto), 8 probes per op type: AllReduce and Broadcast (counted in bytes by
+    NCCL) each switch cleanly from event-timed probes to plugin-timed records."""
     probes = 8
     o_ev, ev = run(args, "steps", {"COLLSCOPE_TIMING": "events"})
     outs, pr = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": str(probes), "COLLSCOPE_LOG": "info"})
@@ -194,31 +198,34 @@ def case_probation(args):
     for r in pr:
         xs = by_seq(pr[r])
         check(len(xs) == 96, "probation rank %d: %d step ops" % (r, len(xs)))
-        kinds = [x["timing"] for x in xs]
-        check(set(kinds) <= {"gpu_event", "profiler"}, "probation rank %d timings %s" % (r, set(kinds)))
-        n_ev, n_pr = kinds.count("gpu_event"), kinds.count("profiler")
-        check(n_ev >= probes, "probation rank %d: %d event-timed ops, want >= %d probes" % (r, n_ev, probes))
-        check(n_pr >= 40, "probation rank %d: only %d plugin-timed ops after the verdict" % (r, n_pr))
-        # one switch: every event-timed op comes before every plugin-timed op
-        check(kinds == sorted(kinds), "probation rank %d: timing not a clean switch: %s" % (r, "".join(k[0] for k in kinds)))
-        for x in xs:  # the plugin's facts on its own ops and on the probes
+        for opname in sorted(STEP_OPS):
+            ys = [x for x in xs if x["op"] == opname]
+            kinds = [x["timing"] for x in ys]
+            check(set(kinds) <= {"gpu_event", "profiler"}, "probation rank %d %s timings %s" % (r, opname, set(kinds)))
+            n_ev, n_pr = kinds.count("gpu_event"), kinds.count("profiler")
+            check(n_ev >= probes, "probation rank %d %s: %d event-timed, want >= %d probes" % (r, opname, n_ev, probes))
+            check(n_pr >= 20, "probation rank %d %s: only %d plugin-timed after the verdict" % (r, opname, n_pr))
+            # one switch per op type: every event-timed op comes before every plugin-timed one
+            check(kinds == sorted(kinds), "probation rank %d %s: not a clean switch: %s"
+                  % (r, opname, "".join(k[0] for k in kinds)))
+            n_probe = sum(1 for x in ys if x["timing"] == "gpu_event" and x.get("algo") == "Ring")
+            check(n_probe >= probes, "probation rank %d %s: %d probes (event-timed with algo)" % (r, opname, n_probe))
+            check(("NCCL profiler timing of %s trusted: %d of %d probe ops agreed" % (opname, probes, probes))
+                  in outs[r][2], "probation rank %d: no trusted line for %s: %s" % (r, opname, outs[r][2][-800:]))
+            print("probation rank %d %s: %d event-timed (probes, ops before the verdict), then %d plugin-timed"
+                  % (r, opname, n_ev, n_pr))
+        for x in xs:  # the plugin's facts on its own ops
             if x["timing"] == "profiler":
                 check(x.get("algo") == "Ring" and x.get("nchannels") == 2, "probation rank %d: no algo on %s" % (r, x))
             check(0 < x["start_ns"] <= x["end_ns"] and x["end_ns"] - x["start_ns"] < 10**9, "probation span %s" % x)
-        n_probe = sum(1 for x in xs if x["timing"] == "gpu_event" and x.get("algo") == "Ring")
-        check(n_probe >= probes, "probation rank %d: %d probes (event-timed ops with algo)" % (r, n_probe))
         foot = pr[r][-1]
-        check(foot["type"] == "footer" and foot.get("profiler") == "trusted" and foot.get("prof_probes") == probes
-              and foot.get("prof_agreed") == probes, "probation rank %d: footer %s" % (r, foot))
+        check(foot["type"] == "footer" and foot.get("profiler") == "trusted" and foot.get("prof_probes") == 2 * probes
+              and foot.get("prof_agreed") == 2 * probes and foot.get("prof_trusted") == "AllReduce,Broadcast"
+              and "prof_rejected" not in foot, "probation rank %d: footer %s" % (r, foot))
         foot_ev = ev[r][-1]
         check(foot_ev["type"] == "footer" and "profiler" not in foot_ev, "events mode footer %s" % foot_ev)
-        log = outs[r][2]
-        check("NCCL profiler timing trusted: %d of %d probe ops agreed" % (probes, probes) in log,
-              "probation rank %d: no trusted line: %s" % (r, log[-800:]))
         res = lambda out: [l for l in out.splitlines() if l.startswith(("result", "expect"))]
         check(res(outs[r][1]) == res(o_ev[r][1]), "probation rank %d: results differ from events mode" % r)
-        print("probation rank %d: %d event-timed (probes and ops before the verdict), then %d plugin-timed"
-              % (r, n_ev, n_pr))
 
 
 def case_reject(args):
@@ -233,16 +240,33 @@ def case_reject(args):
             check(len(xs) == 32 and all(x["timing"] == "gpu_event" for x in xs),
                   "reject %s rank %d: timings %s" % (fault, r, [x["timing"] for x in xs]))
             foot = pr[r][-1]
-            check(foot["type"] == "footer" and foot.get("profiler") == "rejected" and foot.get("prof_probes") == 8
-                  and foot.get("prof_agreed", 9) <= 1, "reject %s rank %d: footer %s" % (fault, r, foot))
+            check(foot["type"] == "footer" and foot.get("profiler") == "rejected" and foot.get("prof_probes") == 16
+                  and foot.get("prof_agreed", 9) <= 2 and foot.get("prof_rejected") == "AllReduce,Broadcast",
+                  "reject %s rank %d: footer %s" % (fault, r, foot))
             log = outs[r][2]
-            m = re.search(reason, log)  # the fault's own reason counts most of the 8 probes
-            check(log.count("NCCL profiler timing rejected") == 1 and m and int(m.group(1)) >= 7,
-                  "reject %s rank %d: log %s" % (fault, r, log[-800:]))
+            for opname in sorted(STEP_OPS):  # the fault's own reason counts most of the 8 probes
+                m = re.search(r"NCCL profiler timing of %s rejected: .*?" % opname + reason, log)
+                check(m and int(m.group(1)) >= 7, "reject %s rank %d %s: log %s" % (fault, r, opname, log[-800:]))
+            check(log.count("NCCL profiler timing of") == 2, "reject %s rank %d: lines %s" % (fault, r, log[-800:]))
             a = collections.Counter(key(x) for x in ops(pr[r]))
             b = collections.Counter(key(x) for x in ops(ev.get(r, [])))
             check(a == b, "reject %s rank %d: records differ from the events mode" % (fault, r))
         print("reject %s: every op event-timed, reason logged" % fault)
+    # one op type's stamps wrong: only that type keeps events. A probe without KernelCh
+    # events settles 200 ms after its stop, and the AllReduce probes queued behind it on the
+    # same stream wait for it: 150 steps (~0.4 s) leave time for both verdicts.
+    outs, pr = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": "8", "COLLSCOPE_SIM_PROFILER_FAULT": "nokch:Broadcast",
+                                   "PROBE_STEPS": "150"})
+    for r in pr:
+        xs = by_seq(pr[r])
+        bc = [x["timing"] for x in xs if x["op"] == "Broadcast"]
+        ar = [x["timing"] for x in xs if x["op"] == "AllReduce"]
+        check(bc and all(t == "gpu_event" for t in bc), "reject one type rank %d: Broadcast %s" % (r, bc))
+        check(ar.count("profiler") >= 4 and ar == sorted(ar), "reject one type rank %d: AllReduce %s" % (r, ar))
+        foot = pr[r][-1]
+        check(foot.get("profiler") == "mixed" and foot.get("prof_trusted") == "AllReduce"
+              and foot.get("prof_rejected") == "Broadcast", "reject one type rank %d: footer %s" % (r, foot))
+    print("reject nokch:Broadcast: Broadcast event-timed, AllReduce plugin-timed after its probation")
 
 
 def main():

@@ -15,7 +15,8 @@
  *  - Graph-captured ops get their Coll/P2p events at capture time and no KernelCh events
  *    on replay.
  *  - COLLSCOPE_SIM_PROFILER_FAULT=nokch|long|skew sends wrong kernel stamps (below).
- * The sim reports algo "RING", proto "SIMPLE", nChannels 2 (collectives) / 1 (P2P). */
+ * The sim reports algo "RING", proto "SIMPLE", nChannels 2 (collectives) / 1 (P2P), and,
+ * like NCCL, an AllGather's or Broadcast's count in bytes with datatype ncclInt8. */
 #include "simnccl.h"
 #include "collscope/nccl_profiler_abi.h"
 #include <dlfcn.h>
@@ -81,6 +82,13 @@ static const char *const funcs[] = {"AllReduce", "Broadcast", "Reduce", "AllGath
 static const char *const dtypes[] = {"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32", "ncclInt64", "ncclUint64",
                                      "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
                                      "ncclFloat8e5m2"};
+/* NCCL (enqueue.cc, 2.27-2.29) counts an AllGather's or Broadcast's task in bytes, with
+ * datatype ncclInt8, before the profiler sees it */
+static size_t coll_count(const struct sn_op *op, const char **dt) {
+  if (op->coll != SN_ALLGATHER && op->coll != SN_BROADCAST) return op->count;
+  *dt = dtypes[0];
+  return op->count * sn_type_size(op->dtype);
+}
 static int nch_of(const struct sn_op *op) { return op->coll == SN_SEND || op->coll == SN_RECV ? 1 : 2; }
 
 /* Start one Coll/P2p event per op (launch, calling thread). */
@@ -102,7 +110,7 @@ void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops) {
         d.p2p.datatype = dt; d.p2p.count = op->count; d.p2p.peer = op->root; d.p2p.nChannels = (uint8_t)nch_of(op);
       } else {
         d.coll.seqNumber = op->seq; d.coll.func = funcs[op->coll]; d.coll.sendBuff = op->sendbuff;
-        d.coll.recvBuff = op->recvbuff; d.coll.count = op->count; d.coll.root = op->root; d.coll.datatype = dt;
+        d.coll.recvBuff = op->recvbuff; d.coll.count = coll_count(op, &dt); d.coll.root = op->root; d.coll.datatype = dt;
         d.coll.nChannels = (uint8_t)nch_of(op); d.coll.nWarps = 16; d.coll.algo = "RING"; d.coll.proto = "SIMPLE";
       }
       prof5->startEvent(c->prof_ctx, &op->prof_h, &d);
@@ -116,7 +124,7 @@ void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops) {
         d.p2p.datatype = dt; d.p2p.count = op->count; d.p2p.peer = op->root; d.p2p.nChannels = (uint8_t)nch_of(op);
       } else {
         d.coll.seqNumber = op->seq; d.coll.func = funcs[op->coll]; d.coll.sendBuff = op->sendbuff;
-        d.coll.recvBuff = op->recvbuff; d.coll.count = op->count; d.coll.root = op->root; d.coll.datatype = dt;
+        d.coll.recvBuff = op->recvbuff; d.coll.count = coll_count(op, &dt); d.coll.root = op->root; d.coll.datatype = dt;
         d.coll.nChannels = (uint8_t)nch_of(op); d.coll.nWarps = 16; d.coll.algo = "RING"; d.coll.proto = "SIMPLE";
       }
       prof4->startEvent(c->prof_ctx, &op->prof_h, &d);
@@ -138,33 +146,41 @@ uint64_t sn_prof_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* COLLSCOPE_SIM_PROFILER_FAULT: wrong kernel timer stamps, to test a plugin's checks:
- * nokch (no KernelCh events), long (each channel's span 5x + 20 ms: longer than the
- * work really took), skew (both stamps 10 s late). */
+/* COLLSCOPE_SIM_PROFILER_FAULT=KIND[:FUNC]: wrong kernel timer stamps, to test a plugin's
+ * checks, for every op or only FUNC's (e.g. nokch:Broadcast): nokch (no KernelCh events),
+ * long (each channel's span 5x + 20 ms: longer than the work really took), skew (both
+ * stamps 10 s late). */
 enum { PF_NONE, PF_NOKCH, PF_LONG, PF_SKEW };
-static int prof_fault(void) {
+static int prof_fault(const struct sn_op *op) {
   static _Atomic int f = -1;
+  static char only[32];
   int v = atomic_load(&f);
   if (v < 0) {
     const char *e = getenv("COLLSCOPE_SIM_PROFILER_FAULT");
-    v = !e ? PF_NONE : !strcmp(e, "nokch") ? PF_NOKCH : !strcmp(e, "long") ? PF_LONG
-        : !strcmp(e, "skew") ? PF_SKEW : PF_NONE;
+    const char *colon = e ? strchr(e, ':') : NULL;
+    size_t n = e ? (colon ? (size_t)(colon - e) : strlen(e)) : 0;
+    v = !e ? PF_NONE : !strncmp(e, "nokch", n) && n == 5 ? PF_NOKCH : !strncmp(e, "long", n) && n == 4 ? PF_LONG
+        : !strncmp(e, "skew", n) && n == 4 ? PF_SKEW : PF_NONE;
+    if (colon) snprintf(only, sizeof only, "%s", colon + 1);
     atomic_store(&f, v);
   }
+  if (v != PF_NONE && only[0] && strcmp(only, funcs[op->coll])) return PF_NONE;
   return v;
 }
 
 /* Stream worker, after the item ran from t0 to t1: KernelCh events per op and channel. */
 void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t0, uint64_t t1) {
   if (!c->prof_on || !(c->prof_mask & CS_NCCL_PROFILE_KERNEL_CH)) return;
-  switch (prof_fault()) {
-  case PF_NOKCH: return;
-  case PF_LONG: t1 += 4 * (t1 - t0) + 20000000; break;
-  case PF_SKEW: t0 += 10000000000ull; t1 += 10000000000ull; break;
-  default: break;
-  }
+  const uint64_t item_t0 = t0, item_t1 = t1;
   for (int i = 0; i < nops; i++) {
     if (!ops[i].prof_h) continue;
+    t0 = item_t0, t1 = item_t1;
+    switch (prof_fault(&ops[i])) {
+    case PF_NOKCH: continue;
+    case PF_LONG: t1 += 4 * (t1 - t0) + 20000000; break;
+    case PF_SKEW: t0 += 10000000000ull; t1 += 10000000000ull; break;
+    default: break;
+    }
     for (int ch = 0; ch < nch_of(&ops[i]); ch++) {
       void *kh = NULL;
       cs_nccl_prof_state_args_t a;
