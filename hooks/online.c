@@ -23,6 +23,7 @@ enum { ON_UNSET = 0, ON_SETUP, ON_RUNNING, ON_OFF };
 #define OPS_BACKLOG 256u   /* sampled instances waiting for an exchange */
 #define SDC_BACKLOG 64u
 #define DRAIN_MS 2000      /* at shutdown: how long the exchanges already due may take */
+#define FINAL_MAX 4        /* at shutdown: exchanges after the due ones (see exchange_main) */
 
 struct feed_item {
   int kind;                /* 1 op, 2 sdc */
@@ -60,6 +61,7 @@ static struct {
   struct cs_online_sdc sdc[SDC_BACKLOG];
   uint32_t sdc_first, sdc_n;
   uint64_t backlog_lost;
+  uint32_t gathered_backlog;         /* the last exchange: most entries any rank still had queued */
 } on;
 
 static void sleep_ms(unsigned ms) {
@@ -419,6 +421,13 @@ static bool exchange_once(uint64_t exchange) {
     abandon(exchange, why);
     return false;
   }
+  on.gathered_backlog = 0; /* the same bytes on every rank: every rank decides alike */
+  for (int r = 0; r < on.n; r++) {
+    const struct cs_online_summary *g = (const struct cs_online_summary *)(on.hrecv + (size_t)r * CS_ONLINE_BYTES);
+    if (g->h.magic != CS_ONLINE_MAGIC) continue;
+    uint32_t b = g->h.sdc_backlog + g->h.op_backlog;
+    if (b > on.gathered_backlog) on.gathered_backlog = b;
+  }
   struct cs_online_findings f;
   int64_t t1 = cs_now_ns(CLOCK_MONOTONIC);
   int rc = cs_online_eval_exchange(on.eval, on.hrecv, &f);
@@ -434,18 +443,33 @@ static void *exchange_main(void *arg) {
     turn_off();
     return NULL;
   }
+  unsigned finals = 0;
   for (;;) {
     int stop = atomic_load(&on.stop);
     if (stop == 1) break;
     drain_feed();
     uint64_t due = atomic_load_explicit(&on.trigger, memory_order_relaxed);
-    if (stop == 2 && on.done >= due) break;
     if (on.done < due) {
       if (!exchange_once(on.done + 1)) {
         turn_off();
         break;
       }
       on.done++;
+      continue;
+    }
+    if (stop == 2) {
+      /* Shutdown, every due exchange done: one more for what the harvest thread fed since
+       * the last one (the job's last checked collectives), then more while any rank still
+       * had entries queued, at most FINAL_MAX. Every rank runs the same number: they all
+       * reach this point after the same world collectives, and decide from the same
+       * gathered bytes. */
+      if (finals >= FINAL_MAX || (finals > 0 && !on.gathered_backlog)) break;
+      if (!exchange_once(on.done + 1)) {
+        turn_off();
+        break;
+      }
+      on.done++;
+      finals++;
       continue;
     }
     sleep_ms(20);

@@ -130,7 +130,7 @@ def case_failopen(a, tmp):
     args = ["--steps", "40", "--size", "64K"]
     rc0, out0 = run(a.cli, a.build, os.path.join(tmp, "k0"), "dp_train", 4, "simhost[1-2]", args,
                     {"COLLSCOPE_ONLINE": "0"})
-    env = {"COLLSCOPE_ONLINE_EVERY": "1000", "COLLSCOPE_ONLINE_TIMEOUT": "2", "COLLSCOPE_LOG": "warn"}
+    env = {"COLLSCOPE_ONLINE_EVERY": "1000", "COLLSCOPE_ONLINE_TIMEOUT": "2", "COLLSCOPE_LOG": "info"}
     app = os.path.join(a.build, "tests", "apps", "dp_train")
     e = dict(os.environ, COLLSCOPE_DIR=os.path.join(tmp, "k1"), COLLSCOPE_SHM_DIR=tmp, **env)
     p = subprocess.run([a.cli, "run", "-n", "4", "--hosts", "simhost[1-2]", "--sim", "--", wrap, app] + args, env=e,
@@ -140,7 +140,13 @@ def case_failopen(a, tmp):
           "job results changed when the ranks disagree on COLLSCOPE_ONLINE_EVERY", p.stdout)
     off = [l for l in p.stdout.splitlines() if "online exchange off" in l]
     print("\n".join(off))
-    check(off and all("exchange 1:" in l for l in off), "the unjoined exchange was not abandoned", p.stdout)
+    # rank 0 posts exchange 1 after 3 world collectives and one every 3 after that; the
+    # others post none until their final ones at shutdown (at most 4): rank 0 always ends
+    # with an exchange nobody joins, abandoned within the timeout (during the run, WARN) or
+    # the 2 s drain (at shutdown, INFO)
+    check(off and all(re.search(r"exchange \d+: (not complete after COLLSCOPE_ONLINE_TIMEOUT|at shutdown the other "
+                                r"ranks did not join within 2 s)", l) for l in off),
+          "the unjoined exchange was not abandoned", p.stdout)
 
 
 def main():
