@@ -21,7 +21,9 @@ enum { ON_UNSET = 0, ON_SETUP, ON_RUNNING, ON_OFF };
 
 #define FEED_CAP 4096u     /* harvest -> exchange thread (single producer, single consumer) */
 #define OPS_BACKLOG 256u   /* sampled instances waiting for an exchange */
-#define SDC_BACKLOG 64u
+#define SDC_BACKLOG 4096u  /* checked collectives waiting for an exchange (20 ship per exchange):
+                            * a slow first exchange or a burst must not push out the one
+                            * the peers' entries are waiting for (288 KiB of BSS) */
 #define DRAIN_MS 2000      /* at shutdown: how long the exchanges already due may take */
 #define FINAL_MAX 4        /* at shutdown: exchanges after the due ones (see exchange_main) */
 
@@ -265,7 +267,13 @@ static void drain_feed(void) {
       if (on.ops_n == OPS_BACKLOG) { on.ops_first = (on.ops_first + 1) % OPS_BACKLOG; on.ops_n--; on.backlog_lost++; }
       on.ops[(on.ops_first + on.ops_n++) % OPS_BACKLOG] = it->u.op;
     } else {
-      if (on.sdc_n == SDC_BACKLOG) { on.sdc_first = (on.sdc_first + 1) % SDC_BACKLOG; on.sdc_n--; on.backlog_lost++; }
+      if (on.sdc_n == SDC_BACKLOG) {
+        on.sdc_first = (on.sdc_first + 1) % SDC_BACKLOG;
+        on.sdc_n--;
+        on.backlog_lost++;
+        cs_log_once(CS_LOG_WARN, "online: more than %u checked collectives waiting for an exchange; the oldest are "
+                    "dropped (a lower COLLSCOPE_ONLINE_EVERY or a sparser COLLSCOPE_SDC sample keeps up)", SDC_BACKLOG);
+      }
       on.sdc[(on.sdc_first + on.sdc_n++) % SDC_BACKLOG] = it->u.sdc;
     }
   }
@@ -460,10 +468,11 @@ static void *exchange_main(void *arg) {
     if (stop == 2) {
       /* Shutdown, every due exchange done: one more for what the harvest thread fed since
        * the last one (the job's last checked collectives), then more while any rank still
-       * had entries queued, at most FINAL_MAX. Every rank runs the same number: they all
-       * reach this point after the same world collectives, and decide from the same
-       * gathered bytes. */
-      if (finals >= FINAL_MAX || (finals > 0 && !on.gathered_backlog)) break;
+       * had entries queued, at most FINAL_MAX. Only for a job that exchanged at all (ran
+       * K world collectives): a short job's exit gains no all-gather, nor the 2 s wait
+       * for a peer that exits later. Every rank runs the same number: they all reach this
+       * point after the same world collectives, and decide from the same gathered bytes. */
+      if (on.done == 0 || finals >= FINAL_MAX || (finals > 0 && !on.gathered_backlog)) break;
       if (!exchange_once(on.done + 1)) {
         turn_off();
         break;
