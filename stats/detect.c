@@ -173,7 +173,6 @@ struct rstate {
   unsigned streak;      /* consecutive instances the flag conditions held, ending at `at` */
   size_t at;
   bool flagged_now;
-  bool ok_now;          /* a rule holds at this instance (before the minority check) */
   size_t sidx;          /* its entry in out->stragglers + 1, 0 none */
 };
 
@@ -402,8 +401,6 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
       if (need < p.share) need = p.share;
       struct cs_det_straggler s_last = {0};
       bool last_ok = (double)cnt[cand] >= need * (double)w && eval_cand(in, lo, i + 1, cand, &p, scratch, &s_last);
-      /* pass 1: which ranks a rule holds for now */
-      int nok = 0;
       for (int r = 0; r < csize; r++) {
         struct rstate *R = &rs[r];
         bool ok = last_ok && r == cand;
@@ -429,18 +426,7 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
           double thr = p.floor_us > p.frac * med ? p.floor_us : p.frac * med;
           ok = eval_offset(in, ents, rlo, i + 1, r, thr, p.recent_z, scratch, &off);
         }
-        R->ok_now = ok;
-        nok += ok;
-      }
-      /* Stragglers are a minority: when the rules hold for half the ranks or more (e.g.
-       * 3 of 4 "late" because one rank is always early), nobody is waiting on a few
-       * slow ranks, so nobody is flagged (a 2-rank communicator may flag its 1). */
-      int most = csize > 2 ? (csize - 1) / 2 : 1;
-      if (most < 1) most = 1;
-      /* pass 2: persistence and the findings */
-      for (int r = 0; r < csize; r++) {
-        struct rstate *R = &rs[r];
-        if (!R->ok_now || nok > most) continue;
+        if (!ok) continue;
         /* persistence: a burst of scheduling noise on a busy host is not a straggler */
         R->streak = R->streak && R->at + 1 == i ? R->streak + 1 : 1;
         R->at = i;
