@@ -769,8 +769,8 @@ static void test_report_text(void **state) {
     "# truncated lines skipped: 0",
     "# files without footer (unclean exit): 1",
     "# ops whose GPU timing was lost (footer): 2",
-    "# NCCL profiler plugin, ranks: trusted 1, rejected 1 (rejecting ranks: 3 of 64 probes agreed with CUDA events; "
-    "rejected: AllReduce)",
+    ("# NCCL profiler plugin, ranks: trusted 1, rejected 1 (rejecting ranks: 3 of 64 probes agreed with CUDA events; "
+     "rejected: AllReduce)"),
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     if (!strstr(sq, rows[i])) fprintf(stderr, "missing row: %s\nin:\n%s\n", rows[i], out);
