@@ -191,6 +191,7 @@ void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, i
     r->comm_size = c->size;
     r->comm_rank = c->rank;
     r->device = c->device;
+    r->comm_nb = c->nonblocking;
     r->seq = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);
   } else {
     r->seq = UINT64_MAX;
@@ -202,7 +203,7 @@ void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, i
     r->timing = CS_TIMING_PENDING; /* decided at the group launch */
   } else {
     int pc = CS_PROF_NONE;
-    if (cs_prof_wanted(op) && !stream_capturing(stream)) pc = cs_prof_claim(op);
+    if (!r->comm_nb && cs_prof_wanted(op) && !stream_capturing(stream)) pc = cs_prof_claim(op);
     if (pc == CS_PROF_ONLY) {
       r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
       r->timing = CS_TIMING_PENDING;
@@ -247,6 +248,7 @@ void cs_op_end(struct cs_record *r, int status, int inprogress_code) {
   }
   if (r->prof_want && !r->prof_probe) { /* no profiler event attached (or the call failed): enqueue time only */
     if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
+    if (ok && !r->prof_slot) cs_prof_unlinked(r->op);
     cs_record_push(r);
     return;
   }
@@ -273,7 +275,8 @@ void cs_group_launch_begin(void) {
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
-    if ((r->prof_slot || (prof && cs_prof_wanted(r->op))) && !stream_capturing((void *)(uintptr_t)r->stream)) {
+    if ((r->prof_slot || (prof && !r->comm_nb && cs_prof_wanted(r->op))) &&
+        !stream_capturing((void *)(uintptr_t)r->stream)) {
       /* claimed when NCCL started its event inside the call (prof_slot), or now */
       int pc = r->prof_slot ? (r->prof_probe ? CS_PROF_PROBE : CS_PROF_ONLY) : cs_prof_claim(r->op);
       if (pc == CS_PROF_ONLY) {
@@ -312,6 +315,7 @@ void cs_group_launch_end(int status, int inprogress_code) {
     if (r->timing != CS_TIMING_PENDING) continue;
     if (r->prof_want && !r->prof_probe) {
       if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
+      if (ok && !r->prof_slot) cs_prof_unlinked(r->op);
       if (!ok) r->status = status;
       continue;
     }

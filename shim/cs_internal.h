@@ -151,6 +151,10 @@ bool cs_prof_wanted(int op);
  * CS_PROF_NONE   CUDA events only. */
 enum { CS_PROF_NONE = 0, CS_PROF_ONLY = 1, CS_PROF_PROBE = 2 };
 int cs_prof_claim(int op);
+/* hot path, rare: an op the plugin was trusted to time got no event from NCCL (e.g. NCCL
+ * launched it from a CUDA host callback once CUDA graphs with NCCL work exist); after
+ * PROF_UNLINKED_MAX such ops the type goes back to CUDA events (one log line) */
+void cs_prof_unlinked(int op);
 /* harvest thread: a finished probation record (its event timing final) */
 void cs_prof_probe_judge(const struct cs_record *r);
 /* the plugin's standing for the dump footer: "trusted" / "rejected" (every op type with a

@@ -88,6 +88,18 @@ int cs_timing_mode_parse(const char *v) {
   return -1;
 }
 
+#define PROF_UNLINKED_MAX 8u
+static _Atomic uint32_t unlinked[CS_OP_COUNT];
+void cs_prof_unlinked(int op) {
+  if (op < 0 || op >= CS_OP_COUNT || cs_cfg.timing_mode != CS_TMODE_AUTO) return;
+  if (atomic_fetch_add_explicit(&unlinked[op], 1, memory_order_relaxed) + 1 != PROF_UNLINKED_MAX) return;
+  int one = 1;
+  if (atomic_compare_exchange_strong(&verdict[op], &one, -1))
+    cs_log(CS_LOG_WARN, "NCCL profiler timing of %s revoked: %u calls the plugin was trusted with got no NCCL "
+           "event (host timing only); %s goes back to CUDA event timing", cs_op_table[op].name, PROF_UNLINKED_MAX,
+           cs_op_table[op].name);
+}
+
 bool cs_prof_active(void) {
   if (cs_cfg.timing_mode == CS_TMODE_PROFILER) return true;
   return cs_cfg.timing_mode == CS_TMODE_AUTO && atomic_load_explicit(&prof_inited, memory_order_relaxed);

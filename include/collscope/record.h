@@ -77,7 +77,8 @@ struct cs_record {
   uint8_t sdc_ctx;       /* internal: 1 + hooks/sdc.c context index while results are pending */
   uint8_t prof_probe;    /* internal: COLLSCOPE_TIMING=auto probation op, timed by CUDA events
                           * AND the profiler plugin (1; 2 once the plugin's stamps are in) */
-  uint8_t pad_;
+  uint8_t comm_nb;       /* internal: its communicator is non-blocking (NCCL launches its
+                          * work on its own thread: the profiler plugin cannot be matched) */
   uint32_t sdc_slot;     /* internal: 1 + result slot while pending, 0 when none */
   uint64_t fingerprint;  /* order-independent hash of the output bytes */
   double in_sum;         /* fp64 sum of this rank's input (before the op) */

@@ -88,7 +88,12 @@ static ncclComm_t world(const char *tag) {
   ncclUniqueId id;
   ncclComm_t c;
   share_uid(&id, tag);
-  CHECK(ncclCommInitRank(&c, nranks, id, rank));
+  ncclResult_t r = ncclCommInitRank(&c, nranks, id, rank);
+  while (r == ncclInProgress) { /* NCCL_COMM_BLOCKING=0: a non-blocking communicator */
+    usleep(1000);
+    CHECK(ncclCommGetAsyncError(c, &r) != ncclSuccess);
+  }
+  CHECK(r);
   return c;
 }
 

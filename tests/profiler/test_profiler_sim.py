@@ -20,6 +20,10 @@ cases:
              the probation rejects the plugin, every op keeps "gpu_event", one log line per
              op type names the reason; results unchanged; nokch:Broadcast: only Broadcast
              keeps events (footer "mixed")
+  nonblocking  ops of a non-blocking communicator keep CUDA events (the same job on
+             blocking ones is plugin-timed)
+  revoke     after trust, NCCL stops sending AllReduce events (sim stop=40:AllReduce): 8
+             host-timed AllReduce records, then CUDA events again; one WARN line
 The auto, v4 and capture cases set COLLSCOPE_PROFILER_PROBES=0 (trust at once) to check
 the plugin-timed records from the first op on.
 """
@@ -54,7 +58,7 @@ def run(args, scenario, env_extra, n=2):
     for r in range(n):
         env = dict(os.environ)
         for k in ("LD_PRELOAD", "NCCL_PROFILER_PLUGIN", "COLLSCOPE_TIMING", "COLLSCOPE_SIM_PROFILER_ABI",
-                  "COLLSCOPE_PROFILER_PROBES", "COLLSCOPE_SIM_PROFILER_FAULT", "COLLSCOPE_LOG"):
+                  "COLLSCOPE_PROFILER_PROBES", "COLLSCOPE_SIM_PROFILER_FAULT", "COLLSCOPE_LOG", "NCCL_COMM_BLOCKING"):
             env.pop(k, None)
         env.update({
             "RANK": str(r), "WORLD_SIZE": str(n), "LOCAL_RANK": str(r), "LOCAL_WORLD_SIZE": str(n),
@@ -269,6 +273,46 @@ def case_reject(args):
     print("reject nokch:Broadcast: Broadcast event-timed, AllReduce plugin-timed after its probation")
 
 
+def case_nonblocking(args):
+    """Ops of a non-blocking communicator (NCCL_COMM_BLOCKING=0) keep CUDA events even with
+    the plugin trusted at once (PROBES=0): real NCCL launches their work on its own thread,
+    where a Coll event cannot be matched to the call."""
+    outs, pr = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": "0", "NCCL_COMM_BLOCKING": "0", "PROBE_STEPS": "12"})
+    check(len(pr) == 2, "nonblocking: dump files %d" % len(pr))
+    for r in pr:
+        xs = by_seq(pr[r])
+        check(len(xs) == 24 and all(x["timing"] == "gpu_event" and "algo" not in x for x in xs),
+              "nonblocking rank %d: %s" % (r, [x["timing"] for x in xs]))
+    _, pb = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": "0", "PROBE_STEPS": "12"})
+    for r in pb:  # the same job on blocking communicators: plugin-timed
+        xs = by_seq(pb[r])
+        check(len(xs) == 24 and all(x["timing"] == "profiler" for x in xs),
+              "blocking rank %d: %s" % (r, [x["timing"] for x in xs]))
+    print("nonblocking: 24 event-timed ops per rank; blocking: 24 plugin-timed")
+
+
+def case_revoke(args):
+    """After the probation trusted the plugin, NCCL stops sending AllReduce events (the sim's
+    stop=40:AllReduce: as when NCCL launches from a CUDA host callback): 8 AllReduce records
+    get host timing only, then AllReduce is back on CUDA events; Broadcast is untouched."""
+    outs, pr = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": "8", "COLLSCOPE_SIM_PROFILER_FAULT": "stop=40:AllReduce",
+                                   "PROBE_STEPS": "80"})
+    check(len(pr) == 2, "revoke: dump files %d" % len(pr))
+    for r in pr:
+        xs = by_seq(pr[r])
+        ar = "".join({"gpu_event": "e", "profiler": "p", "host": "h"}.get(x["timing"], "?")
+                     for x in xs if x["op"] == "AllReduce")
+        bc = [x["timing"] for x in xs if x["op"] == "Broadcast"]
+        check(re.fullmatch(r"e{8,}p+h{8}e+", ar) is not None, "revoke rank %d: AllReduce timings %s" % (r, ar))
+        check(bc == sorted(bc) and bc.count("profiler") >= 40, "revoke rank %d: Broadcast %s" % (r, bc))
+        log = outs[r][2]
+        check(log.count("NCCL profiler timing of AllReduce revoked: 8 calls") == 1, "revoke rank %d: %s" % (r, log[-600:]))
+        foot = pr[r][-1]
+        check(foot.get("profiler") == "mixed" and foot.get("prof_rejected") == "AllReduce"
+              and foot.get("prof_trusted") == "Broadcast", "revoke rank %d: footer %s" % (r, foot))
+        print("revoke rank %d: AllReduce %s" % (r, ar))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -289,6 +333,10 @@ def main():
         case_probation(args)
     elif args.case == "reject":
         case_reject(args)
+    elif args.case == "revoke":
+        case_revoke(args)
+    elif args.case == "nonblocking":
+        case_nonblocking(args)
     else:
         print("unknown case", args.case)
         return 2

@@ -91,6 +91,33 @@ static size_t coll_count(const struct sn_op *op, const char **dt) {
 }
 static int nch_of(const struct sn_op *op) { return op->coll == SN_SEND || op->coll == SN_RECV ? 1 : 2; }
 
+/* COLLSCOPE_SIM_PROFILER_FAULT=KIND[:FUNC]: wrong events, to test a plugin's checks, for
+ * every op or only FUNC's (e.g. nokch:Broadcast): nokch (no KernelCh events), long (each
+ * channel's span 5x + 20 ms: longer than the work really took), skew (both stamps 10 s
+ * late), stop=N (after N Coll/P2p events of this process no more: what a plugin sees when
+ * NCCL starts them on a CUDA host-callback thread, as it does once CUDA graphs with NCCL
+ * work exist). */
+enum { PF_NONE, PF_NOKCH, PF_LONG, PF_SKEW, PF_STOP };
+static long pf_stop_after;
+static _Atomic long pf_started;
+static int prof_fault(const struct sn_op *op) {
+  static _Atomic int f = -1;
+  static char only[32];
+  int v = atomic_load(&f);
+  if (v < 0) {
+    const char *e = getenv("COLLSCOPE_SIM_PROFILER_FAULT");
+    const char *colon = e ? strchr(e, ':') : NULL;
+    size_t n = e ? (colon ? (size_t)(colon - e) : strlen(e)) : 0;
+    v = !e ? PF_NONE : !strncmp(e, "nokch", n) && n == 5 ? PF_NOKCH : !strncmp(e, "long", n) && n == 4 ? PF_LONG
+        : !strncmp(e, "skew", n) && n == 4 ? PF_SKEW : !strncmp(e, "stop=", 5) ? PF_STOP : PF_NONE;
+    if (v == PF_STOP) pf_stop_after = strtol(e + 5, NULL, 10);
+    if (colon) snprintf(only, sizeof only, "%s", colon + 1);
+    atomic_store(&f, v);
+  }
+  if (v != PF_NONE && only[0] && strcmp(only, funcs[op->coll])) return PF_NONE;
+  return v;
+}
+
 /* Start one Coll/P2p event per op (launch, calling thread). */
 void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops) {
   for (int i = 0; i < nops; i++) ops[i].prof_h = NULL;
@@ -99,6 +126,7 @@ void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops) {
     struct sn_op *op = &ops[i];
     int p2p = op->coll == SN_SEND || op->coll == SN_RECV;
     if (!(c->prof_mask & (p2p ? CS_NCCL_PROFILE_P2P : CS_NCCL_PROFILE_COLL))) continue;
+    if (prof_fault(op) == PF_STOP && atomic_fetch_add(&pf_started, 1) >= pf_stop_after) continue;
     const char *dt = op->dtype >= 0 && op->dtype < (int)(sizeof dtypes / sizeof dtypes[0]) ? dtypes[op->dtype] : "?";
     if (prof5) {
       cs_nccl_prof_descr_v5_t d;
@@ -144,28 +172,6 @@ uint64_t sn_prof_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* COLLSCOPE_SIM_PROFILER_FAULT=KIND[:FUNC]: wrong kernel timer stamps, to test a plugin's
- * checks, for every op or only FUNC's (e.g. nokch:Broadcast): nokch (no KernelCh events),
- * long (each channel's span 5x + 20 ms: longer than the work really took), skew (both
- * stamps 10 s late). */
-enum { PF_NONE, PF_NOKCH, PF_LONG, PF_SKEW };
-static int prof_fault(const struct sn_op *op) {
-  static _Atomic int f = -1;
-  static char only[32];
-  int v = atomic_load(&f);
-  if (v < 0) {
-    const char *e = getenv("COLLSCOPE_SIM_PROFILER_FAULT");
-    const char *colon = e ? strchr(e, ':') : NULL;
-    size_t n = e ? (colon ? (size_t)(colon - e) : strlen(e)) : 0;
-    v = !e ? PF_NONE : !strncmp(e, "nokch", n) && n == 5 ? PF_NOKCH : !strncmp(e, "long", n) && n == 4 ? PF_LONG
-        : !strncmp(e, "skew", n) && n == 4 ? PF_SKEW : PF_NONE;
-    if (colon) snprintf(only, sizeof only, "%s", colon + 1);
-    atomic_store(&f, v);
-  }
-  if (v != PF_NONE && only[0] && strcmp(only, funcs[op->coll])) return PF_NONE;
-  return v;
 }
 
 /* Stream worker, after the item ran from t0 to t1: KernelCh events per op and channel. */
