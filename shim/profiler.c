@@ -88,16 +88,38 @@ int cs_timing_mode_parse(const char *v) {
   return -1;
 }
 
+/* NCCL's activation mask (its global ncclProfilerEventMask: init hands every plugin its
+ * address, and NCCL 2.27-2.29 reads it atomically at every enqueue). When every op type
+ * collscope has probed ended rejected or revoked, collscope clears it, so NCCL stops the
+ * per-op profiler work (kernel timestamps, proxy events) nobody uses any more. */
+static int *_Atomic nccl_mask;
+static void quiet_nccl_if_useless(void) {
+  if (cs_cfg.timing_mode != CS_TMODE_AUTO) return;
+  int *m = atomic_load(&nccl_mask);
+  if (!m) return;
+  int nrej = 0;
+  for (int op = 0; op < CS_OP_COUNT; op++) {
+    int v = atomic_load_explicit(&verdict[op], memory_order_relaxed);
+    if (v > 0) return;
+    if (v < 0) nrej++;
+    else if (atomic_load_explicit(&probes_issued[op], memory_order_relaxed)) return; /* on probation */
+  }
+  if (nrej && __atomic_exchange_n(m, 0, __ATOMIC_RELAXED))
+    cs_log(CS_LOG_INFO, "NCCL profiler: every op type probed was rejected; NCCL's profiler events are switched off");
+}
+
 #define PROF_UNLINKED_MAX 8u
 static _Atomic uint32_t unlinked[CS_OP_COUNT];
 void cs_prof_unlinked(int op) {
   if (op < 0 || op >= CS_OP_COUNT || cs_cfg.timing_mode != CS_TMODE_AUTO) return;
   if (atomic_fetch_add_explicit(&unlinked[op], 1, memory_order_relaxed) + 1 != PROF_UNLINKED_MAX) return;
   int one = 1;
-  if (atomic_compare_exchange_strong(&verdict[op], &one, -1))
+  if (atomic_compare_exchange_strong(&verdict[op], &one, -1)) {
     cs_log(CS_LOG_WARN, "NCCL profiler timing of %s revoked: %u calls the plugin was trusted with got no NCCL "
            "event (host timing only); %s goes back to CUDA event timing", cs_op_table[op].name, PROF_UNLINKED_MAX,
            cs_op_table[op].name);
+    quiet_nccl_if_useless();
+  }
 }
 
 bool cs_prof_active(void) {
@@ -304,6 +326,8 @@ static cs_nccl_result_t init_common(void **context, uint64_t comm, int *mask, in
   c->nranks = nranks;
   *context = c;
   *mask = CS_NCCL_PROFILE_COLL | CS_NCCL_PROFILE_P2P | CS_NCCL_PROFILE_KERNEL_CH;
+  atomic_store(&nccl_mask, mask);
+  quiet_nccl_if_useless(); /* a communicator created after the plugin was rejected everywhere */
   if (!atomic_exchange(&prof_inited, 1))
     cs_log(CS_LOG_INFO, "NCCL profiler plugin initialised: collectives are timed from NCCL's kernel timer stamps");
   return 0;
@@ -461,6 +485,7 @@ void cs_prof_probe_judge(const struct cs_record *r) {
     cs_log(CS_LOG_WARN, "NCCL profiler timing of %s rejected: of %u probe ops %u agreed with CUDA events, %u had no "
            "kernel timer stamps, %u a kernel span longer than the event span, %u a clock over 1 s off; %s keeps "
            "CUDA event timing", name, p->judged, p->agreed, p->no_stamps, p->bad_span, p->bad_clock, name);
+    quiet_nccl_if_useless();
   }
 }
 

@@ -237,7 +237,7 @@ def case_reject(args):
     for fault, reason in (("nokch", r"(\d+) had no kernel timer stamps"), ("long", r"(\d+) a kernel span longer"),
                           ("skew", r"(\d+) a clock over 1 s off")):
         outs, pr = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": "8", "COLLSCOPE_SIM_PROFILER_FAULT": fault,
-                                       "PROBE_STEPS": "16"})
+                                       "PROBE_STEPS": "16", "COLLSCOPE_LOG": "info"})
         check(len(pr) == 2, "reject %s: dump files %d" % (fault, len(pr)))
         for r in pr:
             xs = by_seq(pr[r])
@@ -252,10 +252,23 @@ def case_reject(args):
                 m = re.search(r"NCCL profiler timing of %s rejected: .*?" % opname + reason, log)
                 check(m and int(m.group(1)) >= 7, "reject %s rank %d %s: log %s" % (fault, r, opname, log[-800:]))
             check(log.count("NCCL profiler timing of") == 2, "reject %s rank %d: lines %s" % (fault, r, log[-800:]))
+            # every type probed was rejected: collscope clears NCCL's activation mask once
+            check(log.count("NCCL's profiler events are switched off") == 1,
+                  "reject %s rank %d: mask not cleared: %s" % (fault, r, log[-800:]))
             a = collections.Counter(key(x) for x in ops(pr[r]))
             b = collections.Counter(key(x) for x in ops(ev.get(r, [])))
             check(a == b, "reject %s rank %d: records differ from the events mode" % (fault, r))
         print("reject %s: every op event-timed, reason logged" % fault)
+    # all types rejected early in a longer job: collscope clears NCCL's activation mask, and
+    # NCCL (the sim reads the mask at every launch) sends no events for the later ops
+    outs, pr = run(args, "steps", {"COLLSCOPE_PROFILER_PROBES": "8", "COLLSCOPE_SIM_PROFILER_FAULT": "nokch",
+                                   "PROBE_STEPS": "300", "COLLSCOPE_LOG": "debug"})
+    for r in pr:
+        m = re.search(r"profiler: (\d+) ops linked, (\d+) events not matched", outs[r][2])
+        n = int(m.group(1)) + int(m.group(2)) if m else -1
+        check(m and 0 < n < 600 and "switched off" in outs[r][2],
+              "reject quiet rank %d: %d of 600 ops got NCCL events: %s" % (r, n, outs[r][2][-600:]))
+        print("reject quiet rank %d: NCCL sent events for %d of 600 ops, none after the switch-off" % (r, n))
     # one op type's stamps wrong: only that type keeps events. A probe without KernelCh
     # events settles 200 ms after its stop, and the AllReduce probes queued behind it on the
     # same stream wait for it: 150 steps (~0.4 s) leave time for both verdicts.
@@ -270,6 +283,7 @@ def case_reject(args):
         foot = pr[r][-1]
         check(foot.get("profiler") == "mixed" and foot.get("prof_trusted") == "AllReduce"
               and foot.get("prof_rejected") == "Broadcast", "reject one type rank %d: footer %s" % (r, foot))
+        check("switched off" not in outs[r][2], "reject one type rank %d: mask cleared with a type trusted" % r)
     print("reject nokch:Broadcast: Broadcast event-timed, AllReduce plugin-timed after its probation")
 
 

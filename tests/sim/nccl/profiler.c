@@ -52,6 +52,11 @@ static void load(void) {
   sn_info(-1, "PROFILER/Plugin: Loaded %s (v%d)", prof5 ? prof5->name : prof4->name, prof5 ? 5 : 4);
 }
 
+/* NCCL's ncclProfilerEventMask: one per process, its address handed to the plugin at every
+ * init, read atomically for every op (NCCL 2.27-2.29 enqueue.cc), so the plugin may change
+ * it at any time. */
+static int event_mask;
+
 void sn_prof_comm_init(struct ncclComm *c) {
   c->prof_ctx = NULL;
   c->prof_mask = 0;
@@ -59,14 +64,13 @@ void sn_prof_comm_init(struct ncclComm *c) {
   if (!prof5 && !prof4) return;
   uint64_t id = 0;
   for (const char *p = c->shm_name; *p; p++) id = (id ^ (unsigned char)*p) * 0x100000001b3ull;
-  int mask = 0;
   void *ctx = NULL;
   int nnodes = 1;
-  ncclResult_t r = prof5 ? prof5->init(&ctx, id, &mask, NULL, nnodes, c->nranks, c->rank, plugin_log)
-                         : prof4->init(&ctx, &mask, NULL, id, nnodes, c->nranks, c->rank, plugin_log);
+  ncclResult_t r = prof5 ? prof5->init(&ctx, id, &event_mask, NULL, nnodes, c->nranks, c->rank, plugin_log)
+                         : prof4->init(&ctx, &event_mask, NULL, id, nnodes, c->nranks, c->rank, plugin_log);
   if (r != ncclSuccess) { sn_info(c->dev, "PROFILER/Plugin: init failed (%d), not used", (int)r); return; }
   c->prof_ctx = ctx;
-  c->prof_mask = mask;
+  c->prof_mask = __atomic_load_n(&event_mask, __ATOMIC_RELAXED);
   c->prof_on = 1;
 }
 
@@ -122,10 +126,12 @@ static int prof_fault(const struct sn_op *op) {
 void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops) {
   for (int i = 0; i < nops; i++) ops[i].prof_h = NULL;
   if (!c->prof_on) return;
+  int mask = __atomic_load_n(&event_mask, __ATOMIC_RELAXED); /* per launch, as NCCL reads it per op */
+  for (int i = 0; i < nops; i++) ops[i].prof_mask = mask;
   for (int i = 0; i < nops; i++) {
     struct sn_op *op = &ops[i];
     int p2p = op->coll == SN_SEND || op->coll == SN_RECV;
-    if (!(c->prof_mask & (p2p ? CS_NCCL_PROFILE_P2P : CS_NCCL_PROFILE_COLL))) continue;
+    if (!(op->prof_mask & (p2p ? CS_NCCL_PROFILE_P2P : CS_NCCL_PROFILE_COLL))) continue;
     if (prof_fault(op) == PF_STOP && atomic_fetch_add(&pf_started, 1) >= pf_stop_after) continue;
     const char *dt = op->dtype >= 0 && op->dtype < (int)(sizeof dtypes / sizeof dtypes[0]) ? dtypes[op->dtype] : "?";
     if (prof5) {
@@ -176,10 +182,10 @@ uint64_t sn_prof_now(void) {
 
 /* Stream worker, after the item ran from t0 to t1: KernelCh events per op and channel. */
 void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t0, uint64_t t1) {
-  if (!c->prof_on || !(c->prof_mask & CS_NCCL_PROFILE_KERNEL_CH)) return;
+  if (!c->prof_on) return;
   const uint64_t item_t0 = t0, item_t1 = t1;
   for (int i = 0; i < nops; i++) {
-    if (!ops[i].prof_h) continue;
+    if (!ops[i].prof_h || !(ops[i].prof_mask & CS_NCCL_PROFILE_KERNEL_CH)) continue;
     t0 = item_t0, t1 = item_t1;
     switch (prof_fault(&ops[i])) {
     case PF_NOKCH: continue;

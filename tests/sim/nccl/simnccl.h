@@ -124,6 +124,7 @@ struct sn_op {
   uint64_t flip_elem;
   int flip_bit;
   void *prof_h;              /* profiler plugin Coll/P2p event handle (profiler.c) */
+  int prof_mask;                 /* the plugin's activation mask when it was enqueued */
 };
 
 /* ---------------- functions shared between the .c files --------------------------- */
