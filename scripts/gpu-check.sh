@@ -82,7 +82,7 @@ if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; the
   done
   grep -q '"timing":"profiler"' "$WORK/art.auto"/*.jsonl && echo "auto: NCCL loaded the profiler plugin" ||
     echo "auto: no profiler-timed records (plugin not loaded by this NCCL, or rejected; events path kept)"
-  grep -h "NCCL profiler timing" "$WORK/art.autoout" | sort | uniq -c
+  grep -h "NCCL profiler" "$WORK/art.autoout" | sed "s/^collscope\[[0-9]*\]: //" | sort | uniq -c
 fi
 # SDC check kernel on the GPU: bit-identical to its host twin, bandwidth vs DtoD copy (issue 5)
 if [ -x "$BUILD_DIR/tests/sdc/sdc_gpu_check" ]; then

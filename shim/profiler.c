@@ -17,10 +17,14 @@
  * until the harvest thread has read it (cs_prof_collect / cs_prof_release).
  * Every callback returns ncclSuccess (fail open); init refuses (so NCCL runs without the
  * plugin) when collscope is disabled or COLLSCOPE_TIMING is events|off.
- * COLLSCOPE_TIMING=auto (the default) trusts the plugin only after a probation: the first
- * COLLSCOPE_PROFILER_PROBES eligible ops are timed by CUDA events AND the plugin, the
- * harvest thread compares the two (cs_prof_probe_judge), and the verdict makes every later
- * op plugin-timed (>= 90% agreed) or event-timed (one log line says why). */
+ * COLLSCOPE_TIMING=auto (the default) trusts the plugin only after a probation, per op
+ * type: the first COLLSCOPE_PROFILER_PROBES eligible ops of a type are timed by CUDA events
+ * AND the plugin, the harvest thread compares the two (cs_prof_probe_judge), and the
+ * verdict makes every later op of that type plugin-timed (>= 90% agreed) or event-timed
+ * (one log line says why). A trusted type whose calls stop getting events is revoked
+ * (cs_prof_unlinked); when every type probed is rejected, NCCL's activation mask is
+ * cleared so NCCL stops its profiler work. Ops of non-blocking communicators never use the
+ * plugin (NCCL launches them on its own thread). */
 #include "cs_internal.h"
 #include "collscope/nccl_profiler_abi.h"
 #include <ctype.h>
