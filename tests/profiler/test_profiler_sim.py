@@ -335,25 +335,13 @@ def main():
     ap.add_argument("--probe", required=True)
     args = ap.parse_args()
     args.shim, args.sim_dir, args.probe = (os.path.abspath(p) for p in (args.shim, args.sim_dir, args.probe))
-    if args.case == "auto":
-        case_auto(args)
-    elif args.case == "v4":
-        case_auto(args, "4")
-    elif args.case == "capture":
-        case_capture(args)
-    elif args.case == "failopen":
-        case_failopen(args)
-    elif args.case == "probation":
-        case_probation(args)
-    elif args.case == "reject":
-        case_reject(args)
-    elif args.case == "revoke":
-        case_revoke(args)
-    elif args.case == "nonblocking":
-        case_nonblocking(args)
-    else:
+    cases = {"auto": case_auto, "v4": lambda a: case_auto(a, "4"), "capture": case_capture,
+             "failopen": case_failopen, "probation": case_probation, "reject": case_reject,
+             "revoke": case_revoke, "nonblocking": case_nonblocking}
+    if args.case not in cases:
         print("unknown case", args.case)
         return 2
+    cases[args.case](args)
     return 1 if FAILS else 0
 
 
