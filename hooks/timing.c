@@ -271,11 +271,10 @@ void cs_group_launch_begin(void) {
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
   p->ngstreams = 0;
-  bool prof = cs_prof_active(); /* cheap pre-check; cs_prof_wanted per record */
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
-    if ((r->prof_slot || (prof && !r->comm_nb && cs_prof_wanted(r->op))) &&
+    if ((r->prof_slot || (!r->comm_nb && cs_prof_wanted(r->op))) &&
         !stream_capturing((void *)(uintptr_t)r->stream)) {
       /* claimed when NCCL started its event inside the call (prof_slot), or now */
       int pc = r->prof_slot ? (r->prof_probe ? CS_PROF_PROBE : CS_PROF_ONLY) : cs_prof_claim(r->op);

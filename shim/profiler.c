@@ -457,8 +457,9 @@ bool cs_prof_collect(struct cs_record *r, bool final) {
 /* Probation verdict, harvest thread. A probe agrees when the plugin's kernel span starts
  * within PROBE_CLOCK_NS of the CUDA start event and is no longer than the event span
  * (+25% + PROBE_SLACK_NS): NCCL's kernel runs between the two events. After
- * COLLSCOPE_PROFILER_PROBES compared probes, >= 90% agreeing makes the plugin the timer of
- * every later eligible op; otherwise every op keeps CUDA events (one log line says why). */
+ * COLLSCOPE_PROFILER_PROBES compared probes of an op type, >= 90% agreeing makes the plugin
+ * the timer of every later op of that type; otherwise that type keeps CUDA events (one log
+ * line says why). */
 void cs_prof_probe_judge(const struct cs_record *r) {
   if (r->op >= CS_OP_COUNT) return;
   int op = r->op;
