@@ -305,8 +305,8 @@ static void build_summary(uint32_t exchange) {
   s->h.sdc_backlog = on.sdc_n;
 }
 
-static _Atomic int sdc_aborting;
-bool cs_online_aborting(void) { return atomic_load(&sdc_aborting) != 0; }
+/* the abort parks the job's threads (cs_park_begin): that flag is the one state */
+bool cs_online_aborting(void) { return atomic_load(&cs_st.park) != 0; }
 
 static void abort_one(void *comm, struct cs_comm *c, void *arg) {
   (void)c; (void)arg;
@@ -345,8 +345,8 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
     cs_log(CS_LOG_WARN, "online: SDC detected (exchange %llu; rank 0 logs the details); COLLSCOPE_SDC_ACTION=abort: "
            "aborting every NCCL communicator and exiting with status %d", (unsigned long long)exchange,
            CS_SDC_ABORT_STATUS);
-    cs_park_begin();                 /* job threads entering NCCL now wait for the exit */
-    atomic_store(&sdc_aborting, 1);  /* an exit of the job's own meanwhile waits for this one */
+    cs_park_begin();                 /* job threads entering NCCL now wait for the exit, and an
+                                      * exit of the job's own meanwhile waits for this one */
     atomic_store(&cs_st.ready, 0);   /* nothing new is recorded */
     cs_harvest_stop(2000);           /* write the dump and close the ring */
     sleep_ms(20);                    /* calls already inside NCCL return */
@@ -429,16 +429,10 @@ static bool exchange_once(uint64_t exchange) {
     abandon(exchange, why);
     return false;
   }
-  on.gathered_backlog = 0; /* the same bytes on every rank: every rank decides alike */
-  for (int r = 0; r < on.n; r++) {
-    const struct cs_online_summary *g = (const struct cs_online_summary *)(on.hrecv + (size_t)r * CS_ONLINE_BYTES);
-    if (g->h.magic != CS_ONLINE_MAGIC) continue;
-    uint32_t b = g->h.sdc_backlog + g->h.op_backlog;
-    if (b > on.gathered_backlog) on.gathered_backlog = b;
-  }
   struct cs_online_findings f;
   int64_t t1 = cs_now_ns(CLOCK_MONOTONIC);
   int rc = cs_online_eval_exchange(on.eval, on.hrecv, &f);
+  on.gathered_backlog = f.max_backlog; /* the same bytes on every rank: every rank decides alike */
   int64_t t2 = cs_now_ns(CLOCK_MONOTONIC);
   if (rc == 0) act_on(&f, exchange, (double)(t1 - t0) / 1e3, (double)(t2 - t1) / 1e3);
   return true;

@@ -323,6 +323,8 @@ int cs_online_eval_exchange(struct cs_online_eval *e, const void *gathered, stru
       out->bad_summaries++;
       continue;
     }
+    uint32_t backlog = s->h.sdc_backlog + s->h.op_backlog;
+    if (backlog > out->max_backlog) out->max_backlog = backlog;
     memcpy(e->host[r], s->h.host, CS_ONLINE_HOST);
     e->host[r][CS_ONLINE_HOST] = 0;
     if (e->stragglers)

@@ -103,6 +103,8 @@ struct cs_online_findings {
   size_t sdc_compared;          /* checked instances complete and compared in this exchange */
   size_t instances;             /* sampled instances the detector saw in this exchange */
   size_t bad_summaries;         /* gathered summaries rejected (magic, version, counts) */
+  uint32_t max_backlog;         /* most entries (sampled + checked) any valid summary's rank
+                                 * still had queued for later exchanges */
 };
 
 /* world_size ranks; params NULL: detector defaults. stragglers: false skips the detector

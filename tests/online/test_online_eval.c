@@ -209,10 +209,14 @@ static void test_bad_summaries_ignored(void **st) {
   g[1].h.magic = 0;          /* never filled (a rank that sent garbage) */
   g[3].h.rank = 0;           /* out of place */
   g[0].h.nsdc = CS_ONLINE_NSDC + 1;
+  g[1].h.sdc_backlog = 500;  /* a rejected summary's backlog does not count */
+  g[2].h.sdc_backlog = 5;
+  g[2].h.op_backlog = 2;
   struct cs_online_findings f;
   assert_int_equal(cs_online_eval_exchange(e, g, &f), 0);
   assert_int_equal(f.bad_summaries, 3);
   assert_int_equal(f.sdc_compared, 0);
+  assert_int_equal(f.max_backlog, 7);
   cs_online_eval_free(e);
 }
 
