@@ -21,8 +21,6 @@
 
 #define SDC_MAX_CTX 32
 #define SDC_NSLOTS 1024         /* checks in flight per context (32 MiB of device scratch) */
-#define SDC_GPU_BLOCKS 512       /* max blocks per launch (scratch is sized for it) */
-#define SDC_WORDS_PER_THREAD 8   /* words a thread handles before another block is added */
 #define SDC_COMM_TABLE 1024
 #define NCCL_IN_PROGRESS 7
 
@@ -40,7 +38,8 @@ struct sdc_ctx {
   _Atomic int ready;
   bool ok;              /* false: this context cannot run checks (logged once) */
   CUfunction fn;
-  CUdeviceptr scratch;  /* SDC_NSLOTS * 2 * SDC_GPU_BLOCKS parts */
+  unsigned sms;         /* the device's multiprocessors (0: unknown), for cs_sdc_grid */
+  CUdeviceptr scratch;  /* SDC_NSLOTS * 2 * CS_SDC_MAX_BLOCKS parts */
   CUdeviceptr counters; /* SDC_NSLOTS * 2 unsigned */
   struct cs_sdc_result *res;  /* pinned, SDC_NSLOTS * 2 */
   CUdeviceptr res_dev;        /* the same memory as the device sees it */
@@ -64,6 +63,8 @@ static struct {
   CUresult (*memsetd8async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*streamsync)(CUstream);
   CUresult (*streamdestroy)(CUstream);
+  CUresult (*devattr)(int *, CUdevice_attribute, CUdevice);   /* optional: grid size */
+  CUresult (*htod)(CUdeviceptr, const void *, size_t, CUstream);
 } fx;
 static pthread_once_t fx_once = PTHREAD_ONCE_INIT;
 
@@ -113,10 +114,71 @@ static void fx_load(void) {
   *(void **)&fx.memsetd8async = sym(h, "cuMemsetD8Async");
   *(void **)&fx.streamsync = sym(h, "cuStreamSynchronize");
   *(void **)&fx.streamdestroy = sym(h, "cuStreamDestroy_v2");
+  *(void **)&fx.devattr = sym(h, "cuDeviceGetAttribute");
+  *(void **)&fx.htod = sym(h, "cuMemcpyHtoDAsync_v2");
   fx.ok = fx.modload && fx.getfn && fx.launch && fx.memalloc && fx.memallochost && fx.hostdevptr &&
-          fx.memsetd8async && fx.streamsync && fx.streamdestroy && cs_drv.cuStreamCreate;
+          fx.memsetd8async && fx.streamsync && fx.streamdestroy && fx.htod && cs_drv.cuStreamCreate;
   if (!fx.ok) cs_log(CS_LOG_WARN, "%s lacks the module/launch entry points: SDC checks off", name);
 }
+
+#ifdef COLLSCOPE_SDC_FATBIN
+/* The self-test at set-up: the GPU kernel against its host twin (in this library) on a
+ * fixed pattern, bit for bit, before any collective is checked. A kernel that computes
+ * something else on this GPU (a compiler or architecture difference, a JIT from PTX)
+ * would raise false SDC findings -- and with COLLSCOPE_SDC_ACTION=abort stop the job --
+ * so a mismatch turns the checks off on the context. The cases cover the 16-byte loop
+ * (one and several blocks, unrolled and not), the unaligned first word, the 4- and
+ * 2-byte load paths, partial words, and the float, half and exact-integer decoders. */
+#define SDC_SELFTEST_BYTES 65536
+static const struct { int dtype; unsigned off, grid; uint64_t nbytes; } selftest[] = {
+    {CS_SDC_FLOAT32, 0, 1, SDC_SELFTEST_BYTES - 64 - 4}, {CS_SDC_BFLOAT16, 8, 5, 60006},
+    {CS_SDC_INT8, 4, 3, 50003},  {CS_SDC_FLOAT16, 2, 2, 20000}, {CS_SDC_FLOAT64, 16, 4, 40000},
+};
+#define SDC_SELFTEST_N (sizeof selftest / sizeof selftest[0])
+void collscope_simkernel_sdc_reduce(void **params, const unsigned grid[3], const unsigned block[3]);
+
+static bool same_bits_or_nan(double a, double b) { return !memcmp(&a, &b, sizeof a) || (a != a && b != b); }
+
+/* Launches on zs (not synchronized); returns the number launched. */
+static unsigned selftest_launch(struct sdc_ctx *x, CUdeviceptr pattern, CUstream zs) {
+  unsigned i;
+  for (i = 0; i < SDC_SELFTEST_N; i++) {
+    CUdeviceptr buf = pattern + selftest[i].off;
+    uint64_t nbytes = selftest[i].nbytes;
+    int dtype = selftest[i].dtype;
+    CUdeviceptr scratch = x->scratch + (CUdeviceptr)i * CS_SDC_MAX_BLOCKS * sizeof(struct cs_sdc_part);
+    CUdeviceptr counter = x->counters + (CUdeviceptr)i * sizeof(unsigned);
+    CUdeviceptr res = x->res_dev + (CUdeviceptr)i * sizeof(struct cs_sdc_result);
+    uint32_t tag = 0xc5000001u + i;
+    void *args[] = {&buf, &nbytes, &dtype, &scratch, &counter, &res, &tag};
+    if (fx.launch(x->fn, selftest[i].grid, 1, 1, CS_SDC_THREADS, 1, 1, 0, zs, args, NULL) != CUDA_SUCCESS) break;
+  }
+  return i;
+}
+
+/* After zs is synchronized: compare with the host twin; -1 = all agree, else the case. */
+static int selftest_compare(const struct sdc_ctx *x, const unsigned char *host_pattern) {
+  static struct cs_sdc_part scratch[CS_SDC_MAX_BLOCKS];   /* under ctx_lock */
+  for (unsigned i = 0; i < SDC_SELFTEST_N; i++) {
+    unsigned counter = 0;
+    struct cs_sdc_result want;
+    memset(&want, 0, sizeof want);
+    const unsigned char *buf = host_pattern + selftest[i].off;
+    uint64_t nbytes = selftest[i].nbytes;
+    int dtype = selftest[i].dtype;
+    void *sp = scratch, *cp = &counter, *rp = &want;
+    uint32_t tag = 0xc5000001u + i;
+    void *params[] = {&buf, &nbytes, &dtype, &sp, &cp, &rp, &tag};
+    unsigned g[3] = {selftest[i].grid, 1, 1}, b[3] = {CS_SDC_THREADS, 1, 1};
+    collscope_simkernel_sdc_reduce(params, g, b);
+    const struct cs_sdc_result *got = &x->res[i];
+    if (got->done != tag || got->fp != want.fp || got->isum != want.isum || !same_bits_or_nan(got->sum, want.sum) ||
+        !same_bits_or_nan(got->abs, want.abs))
+      return (int)i;
+  }
+  return -1;
+}
+#endif
 
 /* Slow path, once per context (ctx is current). */
 static void ctx_setup(struct sdc_ctx *x) {
@@ -130,24 +192,59 @@ static void ctx_setup(struct sdc_ctx *x) {
     cs_log(CS_LOG_WARN, "cannot load the SDC check kernel (CUresult %d): SDC checks off on this context", (int)e);
     return;
   }
-  size_t scratch = (size_t)SDC_NSLOTS * 2 * SDC_GPU_BLOCKS * sizeof(struct cs_sdc_part);
+  /* the grid is at most CS_SDC_BLOCKS_PER_SM per SM: without the SM count, the scratch's
+   * CS_SDC_MAX_BLOCKS (one wave on GPUs of up to 128 SMs) */
+  CUdevice dev;
+  int sms = 0;
+  if (!fx.devattr || cs_drv.cuCtxGetDevice(&dev) != CUDA_SUCCESS ||
+      fx.devattr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || sms < 0)
+    sms = 0;
+  x->sms = (unsigned)sms;
+  size_t scratch = (size_t)SDC_NSLOTS * 2 * CS_SDC_MAX_BLOCKS * sizeof(struct cs_sdc_part);
   size_t counters = (size_t)SDC_NSLOTS * 2 * sizeof(unsigned);
   size_t res = (size_t)SDC_NSLOTS * 2 * sizeof(struct cs_sdc_result);
-  if ((e = fx.memalloc(&x->scratch, scratch + counters)) != CUDA_SUCCESS ||
+  /* the self-test's pattern: every 16-bit lane's bit 14 clear, so the words are finite
+   * as fp64, fp32, bf16 and fp16 (bit 14 of a lane is an exponent's top bit or a
+   * mantissa bit in each); bytes of both signs */
+  static unsigned char pattern[SDC_SELFTEST_BYTES];   /* under ctx_lock */
+  for (size_t i = 0; i < SDC_SELFTEST_BYTES / 8; i++) {
+    uint64_t w = cs_sdc_mix(i, 0x5e1f) & 0xbfffbfffbfffbfffull;
+    memcpy(pattern + 8 * i, &w, 8);
+  }
+  CUdeviceptr dpattern = 0;
+  if ((e = fx.memalloc(&x->scratch, scratch + counters + SDC_SELFTEST_BYTES)) != CUDA_SUCCESS ||
       (e = cs_drv.cuStreamCreate(&zs, CU_STREAM_NON_BLOCKING)) != CUDA_SUCCESS ||
       (e = fx.memsetd8async(x->scratch + scratch, 0, counters, zs)) != CUDA_SUCCESS ||
-      (e = fx.streamsync(zs)) != CUDA_SUCCESS ||
+      (e = fx.htod(dpattern = x->scratch + scratch + counters, pattern, SDC_SELFTEST_BYTES, zs)) != CUDA_SUCCESS ||
       (e = fx.memallochost(&host, res)) != CUDA_SUCCESS || (e = fx.hostdevptr(&x->res_dev, host, 0)) != CUDA_SUCCESS) {
-    if (zs) fx.streamdestroy(zs);
+    if (zs) {
+      fx.streamsync(zs);
+      fx.streamdestroy(zs);
+    }
     cs_log(CS_LOG_WARN, "cannot allocate SDC check memory (CUresult %d): SDC checks off on this context", (int)e);
     return;
   }
-  fx.streamdestroy(zs);
   memset(host, 0, res);
   x->counters = x->scratch + scratch;
   x->res = host;
+  unsigned launched = selftest_launch(x, dpattern, zs);
+  e = fx.streamsync(zs);
+  fx.streamdestroy(zs);
+  int bad = launched == SDC_SELFTEST_N && e == CUDA_SUCCESS ? selftest_compare(x, pattern) : -2;
+  if (bad != -1) {
+    if (bad == -2)
+      cs_log(CS_LOG_WARN, "SDC kernel self-test could not run (%u of %u launches, CUresult %d): SDC checks off on this context",
+             launched, (unsigned)SDC_SELFTEST_N, (int)e);
+    else
+      cs_log(CS_LOG_WARN, "SDC kernel self-test failed: the GPU kernel and its host reference disagree (case %d, %s, "
+             "%llu bytes): SDC checks off on this context", bad, cs_dtype_name(selftest[bad].dtype),
+             (unsigned long long)selftest[bad].nbytes);
+    return;   /* the device memory is kept: a launch may still be running after a failed sync */
+  }
+  memset(host, 0, res);
   x->ok = true;
-  cs_log(CS_LOG_INFO, "SDC checks ready on context %p", (void *)atomic_load(&x->ctx));
+  cs_log(CS_LOG_INFO, "SDC checks ready on context %p (%u SMs; kernel self-test passed, %u cases)",
+         (void *)atomic_load(&x->ctx), x->sms, (unsigned)SDC_SELFTEST_N);
 #endif
 }
 
@@ -231,16 +328,13 @@ static bool launch(struct sdc_ctx *x, unsigned slot, int which, const void *buf,
   unsigned k = slot * 2 + (unsigned)which;
   uint32_t tag = atomic_fetch_add_explicit(&tags, 1, memory_order_relaxed) + 1;
   if (!tag) tag = atomic_fetch_add_explicit(&tags, 1, memory_order_relaxed) + 1;
-  CUdeviceptr scratch = x->scratch + (CUdeviceptr)k * SDC_GPU_BLOCKS * sizeof(struct cs_sdc_part);
+  CUdeviceptr scratch = x->scratch + (CUdeviceptr)k * CS_SDC_MAX_BLOCKS * sizeof(struct cs_sdc_part);
   CUdeviceptr counter = x->counters + (CUdeviceptr)k * sizeof(unsigned);
   CUdeviceptr res = x->res_dev + (CUdeviceptr)k * sizeof(struct cs_sdc_result);
-  uint64_t words = (nbytes + 7) / 8, per_block = (uint64_t)CS_SDC_THREADS * SDC_WORDS_PER_THREAD;
-  uint64_t blocks = (words + per_block - 1) / per_block;
-  if (blocks > SDC_GPU_BLOCKS) blocks = SDC_GPU_BLOCKS;
-  if (blocks < 1) blocks = 1;
+  unsigned blocks = cs_sdc_grid(nbytes, x->sms);
   void *args[] = {&buf, &nbytes, &dtype, &scratch, &counter, &res, &tag};
   x->meta[slot].launched[which] = 0;
-  if (fx.launch(x->fn, (unsigned)blocks, 1, 1, CS_SDC_THREADS, 1, 1, 0, (CUstream)stream, args, NULL) != CUDA_SUCCESS) {
+  if (fx.launch(x->fn, blocks, 1, 1, CS_SDC_THREADS, 1, 1, 0, (CUstream)stream, args, NULL) != CUDA_SUCCESS) {
     cs_log_once(CS_LOG_WARN, "cuLaunchKernel of the SDC check failed: that collective is not checked");
     return false;
   }

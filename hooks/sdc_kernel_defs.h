@@ -11,8 +11,10 @@
 #define CS_SDC_HD static inline
 #endif
 
-#define CS_SDC_THREADS 256   /* threads per block (power of two) */
-#define CS_SDC_MAX_BLOCKS 64 /* blocks per launch: scratch per slot = 64 partials */
+#define CS_SDC_THREADS 256        /* threads per block (power of two) */
+#define CS_SDC_MAX_BLOCKS 512     /* blocks per launch: the scratch holds one partial per block */
+#define CS_SDC_BLOCKS_PER_SM 4    /* __launch_bounds__ minimum: 4 x 256 threads resident per SM */
+#define CS_SDC_BYTES_PER_THREAD 256 /* bytes a thread reads before the grid grows by a block */
 
 /* ncclDataType_t values */
 enum {
@@ -31,15 +33,32 @@ CS_SDC_HD unsigned cs_sdc_dtype_size(int dt) {
   }
 }
 
+/* The launch grid for a buffer of nbytes on a device with `sms` multiprocessors (0:
+ * unknown): one block per 64 KiB (256 threads x 256 bytes), at most CS_SDC_BLOCKS_PER_SM
+ * per SM (all resident at once: one wave) and CS_SDC_MAX_BLOCKS. hooks/sdc.c, the GPU
+ * check and the kernel lab all use this rule. */
+CS_SDC_HD unsigned cs_sdc_grid(uint64_t nbytes, unsigned sms) {
+  uint64_t per_block = (uint64_t)CS_SDC_THREADS * CS_SDC_BYTES_PER_THREAD;
+  uint64_t b = (nbytes + per_block - 1) / per_block;
+  uint64_t cap = sms ? (uint64_t)sms * CS_SDC_BLOCKS_PER_SM : CS_SDC_MAX_BLOCKS;
+  if (cap > CS_SDC_MAX_BLOCKS) cap = CS_SDC_MAX_BLOCKS;
+  if (b > cap) b = cap;
+  return b < 1 ? 1u : (unsigned)b;
+}
+
 /* Position-mixed word: splitmix64's finalizer over word + index * golden ratio. A flip
  * of any bit of any word changes the word's term, and so the (wrapping) total, except
- * with probability ~2^-64. */
-CS_SDC_HD uint64_t cs_sdc_mix(uint64_t w, uint64_t idx) {
-  uint64_t z = w + (idx + 1) * 0x9e3779b97f4a7c15ull;
+ * with probability ~2^-64. cs_sdc_mix_key takes the index term (idx + 1) * golden
+ * already computed, so a loop over consecutive words adds the constant instead of
+ * multiplying (wrapping arithmetic: the same value). */
+#define CS_SDC_GOLDEN 0x9e3779b97f4a7c15ull
+CS_SDC_HD uint64_t cs_sdc_mix_key(uint64_t w, uint64_t key) {
+  uint64_t z = w + key;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
+CS_SDC_HD uint64_t cs_sdc_mix(uint64_t w, uint64_t idx) { return cs_sdc_mix_key(w, (idx + 1) * CS_SDC_GOLDEN); }
 
 /* per-block partial (device scratch) */
 struct cs_sdc_part {

@@ -19,8 +19,17 @@
  *  abs  = fp64 sum of |elements|;
  *  isum = wrapping 64-bit sum of integer elements (sign-extended), 0 for floats;
  * then sets res->done = tag (after a system fence). Per-block partials go to `scratch`;
- * the last block to finish (atomic ticket in *counter) adds them in block order and
- * resets *counter to 0 for the next launch. */
+ * the last block to finish (atomic ticket in *counter) adds them (each thread a strided
+ * share, then the block's tree) and resets *counter to 0 for the next launch.
+ *
+ * Memory access (the kernel is bandwidth-bound on the GPU): when buf is 8-byte aligned,
+ * the body is read in 16-byte aligned chunks (two words each), four chunks in flight per
+ * thread, grid-stride; the unaligned first word (buf % 16 == 8), the last whole word and
+ * the zero-padded partial word are thread 0's. A buffer that is not 8-byte aligned is
+ * read word by word with the widest aligned loads its address allows (4, 2 or 1 bytes).
+ * Every thread accumulates in registers; integer datatypes of 1 and 4 bytes are summed
+ * exactly in 64-bit integers (no fp64 conversion per element). The host twin's loads
+ * trap on a misaligned address, as the GPU's would fault, so the simulator catches one. */
 #include "sdc_kernel_defs.h"
 
 #ifdef __CUDACC__
@@ -31,7 +40,23 @@
 #define CS_FENCE() __threadfence()
 #define CS_FENCE_SYSTEM() __threadfence_system()
 #define CS_TICKET(p) atomicAdd((p), 1u)
-#define CS_LOAD64(p) (*(const volatile uint64_t *)(p))
+#define CS_FABS(d) fabs(d)
+#define CS_LOAD128(p, lo, hi)                                        \
+  do {                                                               \
+    ulonglong2 q_ = __ldg((const ulonglong2 *)(p));                  \
+    (lo) = q_.x;                                                     \
+    (hi) = q_.y;                                                     \
+  } while (0)
+#define CS_LOAD64(p) ((uint64_t)__ldg((const unsigned long long *)(p)))
+#define CS_LOAD32(p) ((uint32_t)__ldg((const unsigned int *)(p)))
+#define CS_LOAD16(p) ((uint32_t)__ldg((const unsigned short *)(p)))
+/* fp16 -> fp32: exact (cvt.f32.f16) */
+CS_KDEV float half_to_float(uint32_t h) {
+  float f;
+  unsigned short hs = (unsigned short)h;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(hs));
+  return f;
+}
 #else
 #define CS_KDEV static inline __attribute__((always_inline))
 #define CS_KSHARED
@@ -47,12 +72,42 @@ static int cs_fence_word;
 #endif
 #define CS_FENCE_SYSTEM() CS_FENCE()
 #define CS_TICKET(p) __atomic_fetch_add((p), 1u, __ATOMIC_ACQ_REL)
-#define CS_LOAD64(p) cs_load64_host(p)
 #include <string.h>
-static inline uint64_t cs_load64_host(const unsigned char *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
+#define CS_FABS(d) __builtin_fabs(d)
+/* the GPU faults on a misaligned load (and kills the job's context): so does the twin */
+#define CS_HOST_LOAD(p, n, v)                            \
+  do {                                                   \
+    if ((uintptr_t)(p) & ((n) - 1)) __builtin_trap();    \
+    memcpy(&(v), (p), (n));                              \
+  } while (0)
+#define CS_LOAD128(p, lo, hi)                            \
+  do {                                                   \
+    uint64_t q_[2];                                      \
+    CS_HOST_LOAD(p, 16, q_);                             \
+    (lo) = q_[0];                                        \
+    (hi) = q_[1];                                        \
+  } while (0)
+static inline uint64_t cs_load64_host(const unsigned char *p) { uint64_t v; CS_HOST_LOAD(p, 8, v); return v; }
+static inline uint32_t cs_load32_host(const unsigned char *p) { uint32_t v; CS_HOST_LOAD(p, 4, v); return v; }
+static inline uint32_t cs_load16_host(const unsigned char *p) { uint16_t v; CS_HOST_LOAD(p, 2, v); return v; }
+#define CS_LOAD64(p) cs_load64_host(p)
+#define CS_LOAD32(p) cs_load32_host(p)
+#define CS_LOAD16(p) cs_load16_host(p)
+/* fp16 -> fp32, exact (every fp16 value is a float); NaN stays NaN */
+static inline float half_to_float(uint32_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, e = h >> 10 & 0x1fu, m = h & 0x3ffu, bits;
+  float f;
+  if (e == 0) {
+    f = (float)m * 0x1p-24f;   /* zero and subnormals: exact */
+    memcpy(&bits, &f, 4);
+    bits |= sign;
+  } else if (e == 31) {
+    bits = sign | 0x7f800000u | m << 13;
+  } else {
+    bits = sign | (e + 112) << 23 | m << 13;
+  }
+  memcpy(&f, &bits, 4);
+  return f;
 }
 #endif
 
@@ -96,98 +151,217 @@ CS_KDEV double small_float(uint32_t v, int ebits, int mbits, int bias) {
   return sign ? -r : r;
 }
 
-CS_KDEV void add_elem(struct cs_sdc_part *p, int dtype, uint64_t v) {
-  double d;
+/* One thread's running totals, in registers. Integer datatypes of 1 and 4 bytes keep
+ * exact 64-bit sums (isum, iabs) and convert once at the end; the other datatypes add
+ * each element to the fp64 sums. */
+struct cs_sdc_acc {
+  uint64_t fp, isum, iabs;
+  double sum, abs;
+};
+
+CS_KDEV int int_exact(int dt) {
+  return dt == CS_SDC_INT8 || dt == CS_SDC_UINT8 || dt == CS_SDC_INT32 || dt == CS_SDC_UINT32;
+}
+
+/* fabs, not (d < 0 ? -d : d): the GPU folds it into the add as an operand modifier, and
+ * the two differ only for -0.0 (which adds nothing) and a NaN's sign */
+CS_KDEV void acc_double(struct cs_sdc_acc *a, double d) {
+  a->sum = a->sum + d;
+  a->abs = a->abs + CS_FABS(d);
+}
+
+/* one element (its bits in the low es bytes of v) */
+CS_KDEV void acc_elem(struct cs_sdc_acc *a, int dtype, uint64_t v) {
   switch (dtype) {
-  case CS_SDC_INT8: { int64_t s = (int8_t)(uint8_t)v; p->isum += (uint64_t)s; d = (double)s; break; }
-  case CS_SDC_UINT8: p->isum += v & 0xff; d = (double)(v & 0xff); break;
-  case CS_SDC_INT32: { int64_t s = (int32_t)(uint32_t)v; p->isum += (uint64_t)s; d = (double)s; break; }
-  case CS_SDC_UINT32: p->isum += v & 0xffffffffu; d = (double)(v & 0xffffffffu); break;
-  case CS_SDC_INT64: p->isum += v; d = (double)(int64_t)v; break;
-  case CS_SDC_UINT64: p->isum += v; d = (double)v; break;
-  case CS_SDC_FLOAT16: {
-    uint32_t h = (uint32_t)v & 0xffffu;
-    if ((h & 0x7c00u) == 0x7c00u) d = (h & 0x3ffu) ? bits_to_f64(0x7ff8000000000000ull)
-                                                 : ((h & 0x8000u) ? -1.0 / 0.0 : 1.0 / 0.0);
-    else d = small_float(h, 5, 10, 15);
-    break;
-  }
-  case CS_SDC_FLOAT32: d = bits_to_f32((uint32_t)v); break;
-  case CS_SDC_FLOAT64: d = bits_to_f64(v); break;
-  case CS_SDC_BFLOAT16: d = bits_to_f32(((uint32_t)v & 0xffffu) << 16); break;
+  case CS_SDC_INT8: { int64_t s = (int8_t)(uint8_t)v; a->isum += (uint64_t)s; a->iabs += (uint64_t)(s < 0 ? -s : s); break; }
+  case CS_SDC_UINT8: a->isum += v & 0xff; a->iabs += v & 0xff; break;
+  case CS_SDC_INT32: { int64_t s = (int32_t)(uint32_t)v; a->isum += (uint64_t)s; a->iabs += (uint64_t)(s < 0 ? -s : s); break; }
+  case CS_SDC_UINT32: a->isum += v & 0xffffffffu; a->iabs += v & 0xffffffffu; break;
+  case CS_SDC_INT64: a->isum += v; acc_double(a, (double)(int64_t)v); break;
+  case CS_SDC_UINT64: a->isum += v; acc_double(a, (double)v); break;
+  case CS_SDC_FLOAT16: acc_double(a, (double)half_to_float((uint32_t)v & 0xffffu)); break;
+  case CS_SDC_FLOAT32: acc_double(a, bits_to_f32((uint32_t)v)); break;
+  case CS_SDC_FLOAT64: acc_double(a, bits_to_f64(v)); break;
+  case CS_SDC_BFLOAT16: acc_double(a, bits_to_f32(((uint32_t)v & 0xffffu) << 16)); break;
   case CS_SDC_FP8E4M3: {
     uint32_t b = (uint32_t)v & 0xffu;
-    d = ((b & 0x7fu) == 0x7fu) ? bits_to_f64(0x7ff8000000000000ull) : small_float(b, 4, 3, 7);
+    acc_double(a, ((b & 0x7fu) == 0x7fu) ? bits_to_f64(0x7ff8000000000000ull) : small_float(b, 4, 3, 7));
     break;
   }
   case CS_SDC_FP8E5M2: {
     uint32_t b = (uint32_t)v & 0xffu;
+    double d;
     if ((b & 0x7cu) == 0x7cu) d = (b & 3u) ? bits_to_f64(0x7ff8000000000000ull)
                                           : ((b & 0x80u) ? -1.0 / 0.0 : 1.0 / 0.0);
     else d = small_float(b, 5, 2, 15);
+    acc_double(a, d);
     break;
   }
-  default: d = 0.0; break;
+  default: break;
   }
-  p->sum = p->sum + d;
-  p->abs = p->abs + (d < 0 ? -d : d);
 }
 
-/* word w of the buffer, little endian, zero padded past nbytes */
-CS_KDEV uint64_t load_word(const unsigned char *buf, uint64_t nbytes, int aligned, uint64_t w) {
+/* sum of the 8 bytes of x (unsigned): pairs into 16-bit lanes, then one multiply adds
+ * the lanes into the top one (each partial sum < 2^16, so no carry crosses a lane) */
+CS_KDEV uint64_t byte_sum(uint64_t x) {
+  uint64_t l = (x & 0x00ff00ff00ff00ffull) + (x >> 8 & 0x00ff00ff00ff00ffull);
+  return l * 0x0001000100010001ull >> 48;
+}
+
+/* a whole word: its fingerprint term (key = (index + 1) * golden) and its elements */
+CS_KDEV void acc_word(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t key) {
+  a->fp += cs_sdc_mix_key(v, key);
+  if (dtype == CS_SDC_UINT8) {
+    uint64_t s = byte_sum(v);
+    a->isum += s;
+    a->iabs += s;
+  } else if (dtype == CS_SDC_INT8) {
+    /* signed bytes: a negative byte b counts b - 256, its magnitude 256 - b */
+    uint64_t negs = v >> 7 & 0x0101010101010101ull;
+    uint64_t nneg = negs * 0x0101010101010101ull >> 56;
+    uint64_t all = byte_sum(v), neg = byte_sum(v & negs * 0xffu);
+    a->isum += all - 256 * nneg;
+    a->iabs += all - 2 * neg + 256 * nneg;
+  } else if (dtype == CS_SDC_BFLOAT16 || dtype == CS_SDC_FLOAT16) {
+    /* the four halves from the word's two 32-bit halves (one operation each, in element
+     * order, so the sums are those of the element loop) */
+    uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+    if (dtype == CS_SDC_BFLOAT16) {
+      acc_double(a, bits_to_f32(lo << 16));
+      acc_double(a, bits_to_f32(lo & 0xffff0000u));
+      acc_double(a, bits_to_f32(hi << 16));
+      acc_double(a, bits_to_f32(hi & 0xffff0000u));
+    } else {
+      acc_double(a, (double)half_to_float(lo & 0xffffu));
+      acc_double(a, (double)half_to_float(lo >> 16));
+      acc_double(a, (double)half_to_float(hi & 0xffffu));
+      acc_double(a, (double)half_to_float(hi >> 16));
+    }
+  } else {
+    unsigned es = cs_sdc_dtype_size(dtype);
+    if (!es) return;
+    for (unsigned j = 0; j < 8 / es; j++)
+      acc_elem(a, dtype, es == 8 ? v : v >> (j * es * 8) & ((1ull << (es * 8)) - 1));
+  }
+}
+
+/* the last, partial word: `left` (< 8) bytes, zero padded; whole elements only */
+CS_KDEV void acc_partial_word(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t key, uint64_t left) {
+  a->fp += cs_sdc_mix_key(v, key);
+  unsigned es = cs_sdc_dtype_size(dtype);
+  if (!es) return;
+  for (unsigned j = 0; j < 8 / es && (uint64_t)j * es < left; j++)
+    acc_elem(a, dtype, es == 8 ? v : v >> (j * es * 8) & ((1ull << (es * 8)) - 1));
+}
+
+/* word w of a buffer that is not 8-byte aligned (little endian, zero padded past nbytes),
+ * with the widest loads the address allows: `grain` = 4, 2 or 1 */
+CS_KDEV uint64_t load_word_unaligned(const unsigned char *buf, uint64_t nbytes, unsigned grain, uint64_t w) {
   const unsigned char *q = buf + w * 8;
-  if (aligned && w * 8 + 8 <= nbytes) return CS_LOAD64(q);
-  uint64_t v = 0, n = nbytes - w * 8 < 8 ? nbytes - w * 8 : 8;
+  uint64_t n = nbytes - w * 8 < 8 ? nbytes - w * 8 : 8, v = 0;
+  if (n == 8 && grain == 4) return (uint64_t)CS_LOAD32(q) | (uint64_t)CS_LOAD32(q + 4) << 32;
+  if (n == 8 && grain == 2)
+    return (uint64_t)CS_LOAD16(q) | (uint64_t)CS_LOAD16(q + 2) << 16 | (uint64_t)CS_LOAD16(q + 4) << 32 |
+           (uint64_t)CS_LOAD16(q + 6) << 48;
   for (uint64_t i = 0; i < n; i++) v |= (uint64_t)q[i] << (8 * i);
   return v;
 }
 
-CS_KDEV void add_word(struct cs_sdc_part *p, uint64_t v, uint64_t w, uint64_t nbytes, int dtype, unsigned es) {
-  p->fp += cs_sdc_mix(v, w);
-  if (!es) return;
-  uint64_t left = nbytes - w * 8;
-  unsigned per = 8 / es;
-  for (unsigned j = 0; j < per && (uint64_t)j * es < left; j++)
-    add_elem(p, dtype, es == 8 ? v : (v >> (j * es * 8)) & ((1ull << (es * 8)) - 1));
-}
-
-/* One thread's share: words gtid, gtid + stride, ... in this order. Four loads are
- * issued before their words are used, so enough bytes are in flight to cover the
- * memory latency (the order of the additions is unchanged). */
-CS_KDEV void partial_loop(struct cs_sdc_part *p, const unsigned char *buf, uint64_t nbytes, int dtype,
-                          uint64_t gtid, uint64_t stride) {
-  uint64_t nwords = (nbytes + 7) / 8;
-  unsigned es = cs_sdc_dtype_size(dtype);
-  int aligned = ((uintptr_t)buf & 7u) == 0;
-  uint64_t w = gtid;
-  for (; w + 3 * stride < nwords; w += 4 * stride) {
-    uint64_t v0 = load_word(buf, nbytes, aligned, w), v1 = load_word(buf, nbytes, aligned, w + stride);
-    uint64_t v2 = load_word(buf, nbytes, aligned, w + 2 * stride), v3 = load_word(buf, nbytes, aligned, w + 3 * stride);
-    add_word(p, v0, w, nbytes, dtype, es);
-    add_word(p, v1, w + stride, nbytes, dtype, es);
-    add_word(p, v2, w + 2 * stride, nbytes, dtype, es);
-    add_word(p, v3, w + 3 * stride, nbytes, dtype, es);
+/* one thread's share, for a datatype known at compile time (the caller's switch) */
+CS_KDEV struct cs_sdc_part thread_share(const unsigned char *buf, uint64_t nbytes, int dtype, uint64_t gtid,
+                                        uint64_t stride) {
+  struct cs_sdc_acc a = {0, 0, 0, 0.0, 0.0};
+  uint64_t nfull = nbytes / 8, left = nbytes % 8;
+  if ((uintptr_t)buf & 7u) {
+    /* not 8-byte aligned: word by word, grid-stride */
+    unsigned grain = ((uintptr_t)buf & 3u) == 0 ? 4u : ((uintptr_t)buf & 1u) == 0 ? 2u : 1u;
+    for (uint64_t w = gtid; w < nfull; w += stride)
+      acc_word(&a, dtype, load_word_unaligned(buf, nbytes, grain, w), (w + 1) * CS_SDC_GOLDEN);
+    if (gtid == 0 && left)
+      acc_partial_word(&a, dtype, load_word_unaligned(buf, nbytes, 1, nfull), (nfull + 1) * CS_SDC_GOLDEN, left);
+  } else {
+    /* words [head, head + 2 * nchunks) in 16-byte aligned chunks; chunk c holds words
+     * head + 2c and head + 2c + 1 */
+    uint64_t head = ((uintptr_t)buf & 15u) && nfull ? 1 : 0;
+    uint64_t nchunks = (nfull - head) / 2;
+    const unsigned char *body = buf + 8 * head;
+    uint64_t c = gtid;
+    /* key of word head + 2c: (head + 2c + 1) * golden; the loop adds 2 * stride * golden
+     * per step instead of multiplying */
+    uint64_t key = (head + 2 * c + 1) * CS_SDC_GOLDEN, kstep = 2 * stride * CS_SDC_GOLDEN;
+    for (; c + 3 * stride < nchunks; c += 4 * stride) {
+      uint64_t x0, y0, x1, y1, x2, y2, x3, y3;
+      CS_LOAD128(body + 16 * c, x0, y0);
+      CS_LOAD128(body + 16 * (c + stride), x1, y1);
+      CS_LOAD128(body + 16 * (c + 2 * stride), x2, y2);
+      CS_LOAD128(body + 16 * (c + 3 * stride), x3, y3);
+      acc_word(&a, dtype, x0, key);
+      acc_word(&a, dtype, y0, key + CS_SDC_GOLDEN);
+      key += kstep;
+      acc_word(&a, dtype, x1, key);
+      acc_word(&a, dtype, y1, key + CS_SDC_GOLDEN);
+      key += kstep;
+      acc_word(&a, dtype, x2, key);
+      acc_word(&a, dtype, y2, key + CS_SDC_GOLDEN);
+      key += kstep;
+      acc_word(&a, dtype, x3, key);
+      acc_word(&a, dtype, y3, key + CS_SDC_GOLDEN);
+      key += kstep;
+    }
+    for (; c < nchunks; c += stride) {
+      uint64_t x, y;
+      CS_LOAD128(body + 16 * c, x, y);
+      acc_word(&a, dtype, x, key);
+      acc_word(&a, dtype, y, key + CS_SDC_GOLDEN);
+      key += kstep;
+    }
+    if (gtid == 0) {
+      /* the words outside the chunks: the first (unaligned), the last whole one, the
+       * zero-padded partial one */
+      if (head) acc_word(&a, dtype, CS_LOAD64(buf), CS_SDC_GOLDEN);
+      for (uint64_t w = head + 2 * nchunks; w < nfull; w++)
+        acc_word(&a, dtype, CS_LOAD64(buf + 8 * w), (w + 1) * CS_SDC_GOLDEN);
+      if (left) {
+        uint64_t v = 0;
+        for (uint64_t i = 0; i < left; i++) v |= (uint64_t)buf[8 * nfull + i] << (8 * i);
+        acc_partial_word(&a, dtype, v, (nfull + 1) * CS_SDC_GOLDEN, left);
+      }
+    }
   }
-  for (; w < nwords; w += stride) add_word(p, load_word(buf, nbytes, aligned, w), w, nbytes, dtype, es);
+  struct cs_sdc_part p;
+  p.fp = a.fp;
+  p.isum = a.isum;
+  if (int_exact(dtype)) {
+    int sgn = dtype == CS_SDC_INT8 || dtype == CS_SDC_INT32;
+    p.sum = sgn ? (double)(int64_t)a.isum : (double)a.isum;
+    p.abs = (double)a.iabs;
+  } else {
+    p.sum = a.sum;
+    p.abs = a.abs;
+  }
+  return p;
 }
 
 /* one copy of the loop per datatype, so the decoding is resolved at compile time */
-#define CS_SDC_CASE(dt) case dt: partial_loop(p, buf, nbytes, dt, gtid, stride); break;
-static
-#ifdef __CUDACC__
-__device__ __noinline__
-#endif
-void thread_partial(struct cs_sdc_part *p, const unsigned char *buf, uint64_t nbytes, int dtype, uint64_t gtid,
-                    uint64_t stride) {
-  part_zero(p);
+#define CS_SDC_CASE(dt) case dt: return thread_share(buf, nbytes, dt, gtid, stride);
+CS_KDEV struct cs_sdc_part thread_partial(const unsigned char *buf, uint64_t nbytes, int dtype, uint64_t gtid,
+                                          uint64_t stride) {
   switch (dtype) {
     CS_SDC_CASE(CS_SDC_INT8) CS_SDC_CASE(CS_SDC_UINT8) CS_SDC_CASE(CS_SDC_INT32) CS_SDC_CASE(CS_SDC_UINT32)
     CS_SDC_CASE(CS_SDC_INT64) CS_SDC_CASE(CS_SDC_UINT64) CS_SDC_CASE(CS_SDC_FLOAT16) CS_SDC_CASE(CS_SDC_FLOAT32)
     CS_SDC_CASE(CS_SDC_FLOAT64) CS_SDC_CASE(CS_SDC_BFLOAT16) CS_SDC_CASE(CS_SDC_FP8E4M3)
     CS_SDC_CASE(CS_SDC_FP8E5M2)
-  default: partial_loop(p, buf, nbytes, -1, gtid, stride); break;   /* fingerprint only */
+  default: return thread_share(buf, nbytes, -1, gtid, stride);   /* fingerprint only */
   }
 }
+
+/* sh[0] = sh[0] + ... + sh[nt - 1], as a tree (nt a power of two) */
+#define CS_BLOCK_TREE(sh)                                  \
+  for (unsigned s_ = cs_nt / 2; s_ > 0; s_ >>= 1) {        \
+    CS_THREADS(t)                                          \
+      if (t < s_) part_add(&(sh)[t], &(sh)[t + s_]);       \
+    CS_SYNC                                                \
+  }
 
 /* The body of one block. */
 CS_KDEV void sdc_reduce_block(unsigned cs_b, unsigned cs_nb, unsigned cs_nt, const unsigned char *buf,
@@ -196,13 +370,9 @@ CS_KDEV void sdc_reduce_block(unsigned cs_b, unsigned cs_nb, unsigned cs_nt, con
   CS_KSHARED struct cs_sdc_part sh[CS_SDC_THREADS];
   CS_KSHARED unsigned last;
   CS_THREADS(t)
-    thread_partial(&sh[t], buf, nbytes, dtype, (uint64_t)cs_b * cs_nt + t, (uint64_t)cs_nb * cs_nt);
+    sh[t] = thread_partial(buf, nbytes, dtype, (uint64_t)cs_b * cs_nt + t, (uint64_t)cs_nb * cs_nt);
   CS_SYNC
-  for (unsigned s = cs_nt / 2; s > 0; s >>= 1) {
-    CS_THREADS(t)
-      if (t < s) part_add(&sh[t], &sh[t + s]);
-    CS_SYNC
-  }
+  CS_BLOCK_TREE(sh)
   CS_THREADS(t)
     if (t == 0) {
       scratch[cs_b] = sh[0];
@@ -210,24 +380,30 @@ CS_KDEV void sdc_reduce_block(unsigned cs_b, unsigned cs_nb, unsigned cs_nt, con
       last = CS_TICKET(counter) == cs_nb - 1;
     }
   CS_SYNC
+  if (!last) return;   /* block-uniform (shared) */
+  /* the last block: every thread adds partials t, t + nt, ... (in that order), then the tree */
   CS_THREADS(t)
-    if (t == 0 && last) {
-      CS_FENCE();
-      struct cs_sdc_part tot;
-      part_zero(&tot);
-      for (unsigned i = 0; i < cs_nb; i++) {
-        struct cs_sdc_part x;
-        const volatile struct cs_sdc_part *src = &scratch[i];
-        x.fp = src->fp;
-        x.isum = src->isum;
-        x.sum = src->sum;
-        x.abs = src->abs;
-        part_add(&tot, &x);
-      }
-      res->fp = tot.fp;
-      res->isum = tot.isum;
-      res->sum = tot.sum;
-      res->abs = tot.abs;
+    CS_FENCE();
+    struct cs_sdc_part x;
+    part_zero(&x);
+    for (unsigned i = t; i < cs_nb; i += cs_nt) {
+      struct cs_sdc_part y;
+      const volatile struct cs_sdc_part *src = &scratch[i];
+      y.fp = src->fp;
+      y.isum = src->isum;
+      y.sum = src->sum;
+      y.abs = src->abs;
+      part_add(&x, &y);
+    }
+    sh[t] = x;
+  CS_SYNC
+  CS_BLOCK_TREE(sh)
+  CS_THREADS(t)
+    if (t == 0) {
+      res->fp = sh[0].fp;
+      res->isum = sh[0].isum;
+      res->sum = sh[0].sum;
+      res->abs = sh[0].abs;
       *counter = 0;
       CS_FENCE_SYSTEM();
       *(volatile uint32_t *)&res->done = tag;
@@ -236,7 +412,7 @@ CS_KDEV void sdc_reduce_block(unsigned cs_b, unsigned cs_nb, unsigned cs_nt, con
 }
 
 #ifdef __CUDACC__
-extern "C" __global__ void __launch_bounds__(CS_SDC_THREADS)
+extern "C" __global__ void __launch_bounds__(CS_SDC_THREADS, CS_SDC_BLOCKS_PER_SM)
 sdc_reduce(const unsigned char *buf, uint64_t nbytes, int dtype, struct cs_sdc_part *scratch,
            unsigned *counter, struct cs_sdc_result *res, uint32_t tag) {
   sdc_reduce_block(blockIdx.x, gridDim.x, blockDim.x, buf, nbytes, dtype, scratch, counter, res, tag);

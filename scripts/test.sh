@@ -18,7 +18,7 @@ run "meson test (gcc)" meson test -C build --print-errorlogs --num-processes 2
 run "clang build (-Werror)" bash -c '[ -f build-clang/build.ninja ] || CC=clang meson setup build-clang >/dev/null; meson compile -C build-clang >/dev/null'
 run "fuzz (clang: libFuzzer+ASan+UBSan, ~10 s a parser)" meson test -C build-clang --print-errorlogs --num-processes 2 --suite fuzz
 if [ "${COLLSCOPE_SKIP_SANITIZERS:-0}" != 1 ]; then
-  run "asan+ubsan build and tests" bash -c '[ -f build-asan/build.ninja ] || meson setup build-asan -Dsim=false -Db_sanitize=address,undefined -Db_lundef=false >/dev/null; meson compile -C build-asan >/dev/null && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --print-errorlogs --num-processes 2 --suite unit --suite tools --suite stats --suite profiler --suite net'
+  run "asan+ubsan build and tests" bash -c '[ -f build-asan/build.ninja ] || meson setup build-asan -Dsim=false -Db_sanitize=address,undefined -Db_lundef=false >/dev/null; meson compile -C build-asan >/dev/null && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 meson test -C build-asan --print-errorlogs --num-processes 2 --suite unit --suite tools --suite stats --suite profiler --suite net --suite sdc'
   run "tsan build and tests" bash -c '[ -f build-tsan/build.ninja ] || meson setup build-tsan -Dsim=false -Db_sanitize=thread -Db_lundef=false >/dev/null; meson compile -C build-tsan >/dev/null && TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --num-processes 2 --suite unit --suite stats --suite profiler --suite net'
 fi
 echo

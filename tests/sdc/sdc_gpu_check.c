@@ -3,9 +3,9 @@
  *
  *   sdc_gpu_check [--quick]
  *
- * 1. For every datatype, several lengths and misalignments, and the grids hooks/sdc.c
- *    uses: GPU result == host twin result, bit for bit (fingerprint, integer sum, fp64
- *    sum and |sum|), done tag written, counter reset.
+ * 1. For every datatype, several lengths and misalignments, and the grid hooks/sdc.c
+ *    uses (cs_sdc_grid): GPU result == host twin result, bit for bit (fingerprint,
+ *    integer sum, fp64 sum and |sum|), done tag written, counter reset.
  * 2. Bandwidth: the kernel over 1 GiB (fp32 and bf16) at several grid sizes, against
  *    cuMemcpyDtoD (2 x bytes / time) and a read-only reference (the same kernel's loads,
  *    measured as bytes / time of a plain 64-bit sum kernel is not available here, so D2D
@@ -67,10 +67,6 @@ static struct cs_sdc_result host(const void *buf, uint64_t nbytes, int dtype, un
   return r;
 }
 
-static unsigned grid_for(uint64_t nbytes) {   /* hooks/sdc.c's rule */
-  uint64_t words = (nbytes + 7) / 8, per = (uint64_t)CS_SDC_THREADS * 8, b = (words + per - 1) / per;
-  return b < 1 ? 1 : b > 512 ? 512 : (unsigned)b;
-}
 
 int main(int argc, char **argv) {
   int quick = argc > 1 && !strcmp(argv[1], "--quick");
@@ -82,7 +78,9 @@ int main(int argc, char **argv) {
   CK(cuCtxSetCurrent(ctx));
   char name[256];
   CK(cuDeviceGetName(name, sizeof name, dev));
-  printf("device: %s\n", name);
+  int sms = 0;
+  CK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  printf("device: %s, %d SMs\n", name, sms);
   CUmodule mod;
   CK(cuModuleLoadData(&mod, cs_sdc_fatbin));
   CK(cuModuleGetFunction(&fn, mod, "sdc_reduce"));
@@ -99,18 +97,22 @@ int main(int argc, char **argv) {
   unsigned char *hb = malloc(maxb + 64);
   CUdeviceptr db;
   CK(cuMemAlloc(&db, maxb + 64));
-  static const uint64_t lens[] = {1, 7, 8, 100, 4099, 65536, 1000003, 8u << 20};
+  static const uint64_t lens[] = {1, 7, 8, 24, 100, 4099, 65536, 1000003, 8u << 20};
+  /* offsets from the 256-byte aligned allocation: 16-byte aligned, 8 (an unaligned first
+   * word), 4 and 2 (narrower loads), 1 (byte loads) */
+  static const unsigned offs[] = {0, 8, 24, 4, 2, 1};
   int mism = 0, cases = 0;
   for (int dt = 0; dt < 12; dt++)
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
-      for (unsigned off = 0; off < 9; off += 4) {
+      for (size_t oi = 0; oi < sizeof offs / sizeof offs[0]; oi++) {
+        unsigned off = offs[oi];
         uint64_t n = lens[li] > maxb ? maxb : lens[li];
-        for (uint64_t i = 0; i < n + 16; i++) hb[i] = (unsigned char)rng();
-        if (dt == CS_SDC_FLOAT32) for (uint64_t i = 0; i + 4 <= n + 16; i += 4) { float f = (float)((double)(rng() >> 11) * 0x1p-53 - 0.5); memcpy(hb + i, &f, 4); }
-        if (dt == CS_SDC_FLOAT64) for (uint64_t i = 0; i + 8 <= n + 16; i += 8) { double f = (double)(rng() >> 11) * 0x1p-53 - 0.5; memcpy(hb + i, &f, 8); }
-        CK(cuMemcpyHtoD(db, hb, n + 16));
+        for (uint64_t i = 0; i < n + 32; i++) hb[i] = (unsigned char)rng();
+        if (dt == CS_SDC_FLOAT32) for (uint64_t i = 0; i + 4 <= n + 32; i += 4) { float f = (float)((double)(rng() >> 11) * 0x1p-53 - 0.5); memcpy(hb + i, &f, 4); }
+        if (dt == CS_SDC_FLOAT64) for (uint64_t i = 0; i + 8 <= n + 32; i += 8) { double f = (double)(rng() >> 11) * 0x1p-53 - 0.5; memcpy(hb + i, &f, 8); }
+        CK(cuMemcpyHtoD(db, hb, n + 32));
         CK(cuCtxSynchronize());   /* a pageable HtoD may return before its DMA is done */
-        unsigned g = grid_for(n);
+        unsigned g = cs_sdc_grid(n, (unsigned)sms);
         struct cs_sdc_result a = gpu(db + off, n, dt, g, s), b = host(hb + off, n, dt, g);
         cases++;
         /* NaN results: the sign/payload of a propagated NaN is not portable (the dump
@@ -146,7 +148,8 @@ int main(int argc, char **argv) {
   CK(cuEventElapsedTime(&ms, e0, e1));
   double d2d = 2.0 * (double)big * reps / (ms / 1e3) / 1e9;
   printf("cuMemcpyDtoD %zu MiB: %.0f GB/s (read+write)\n", big >> 20, d2d);
-  static const unsigned grids[] = {132, 264, 396, 512, 528, 792, 1056};
+  /* the production grid first, then others (the scratch holds 4096 partials) */
+  const unsigned grids[] = {cs_sdc_grid(big, (unsigned)sms), 132, 264, 396, 528, 792, 1056};
   for (int dt = CS_SDC_FLOAT32; dt <= CS_SDC_BFLOAT16; dt += CS_SDC_BFLOAT16 - CS_SDC_FLOAT32)
     for (size_t gi = 0; gi < sizeof grids / sizeof grids[0]; gi++) {
       unsigned g = grids[gi];

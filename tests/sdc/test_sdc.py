@@ -45,7 +45,7 @@ def bit_class(dtype, b):
     return "mantissa-high" if b >= mant // 2 else "mantissa-low"
 
 
-def run(cli, job, wd, faults, job_args, env_extra=None):
+def run(cli, job, wd, faults, job_args, env_extra=None, log=None):
     d = os.path.join(wd, "dump")
     shutil.rmtree(d, ignore_errors=True)
     env = dict(os.environ)
@@ -57,6 +57,8 @@ def run(cli, job, wd, faults, job_args, env_extra=None):
     if p.returncode != 0:
         sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
         raise SystemExit("job failed: rc=%d" % p.returncode)
+    if log is not None:
+        log.append(p.stderr)
     rep = subprocess.run([cli, "report", d, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if rep.returncode != 0:
         sys.stderr.write(rep.stderr)
@@ -245,7 +247,8 @@ def policy(cli, job, wd):
 def kstats(cli, job, wd):
     """The accounting the overhead benchmark divides by: every checked AllReduce is two
     sdc_reduce launches (input, output) on that rank's simulated GPU, an unchecked one
-    none; each rank process writes one file."""
+    none, plus the self-test's launches once per context when checks are on; each rank
+    process writes one file."""
     ok = True
     steps = 12
     args = ["--steps", str(steps), "--op", "AllReduce", "--dtype", "float32", "--count", "4096"]
@@ -272,11 +275,44 @@ def kstats(cli, job, wd):
                 ok = False
         checked = sorted(sum(1 for (s, r), v in recs.items() if r == rank and v["checked"] == 3)
                          for rank in range(NRANKS))
-        if sorted(launches) != [2 * c for c in checked] or checked != [want] * NRANKS:
+        setup = SELFTEST_LAUNCHES if sdc != "off" else 0
+        if sorted(launches) != [2 * c + setup for c in checked] or checked != [want] * NRANKS:
             print("FAIL: %s: sdc_reduce launches per rank %s, checked collectives per rank %s, want %d each"
                   % (sdc, sorted(launches), checked, want))
             ok = False
         print("kstats %s: launches per rank %s, checked %s" % (sdc, sorted(launches), checked))
+    return ok
+
+
+SELFTEST_LAUNCHES = 5   # hooks/sdc.c: the kernel self-test's cases, once per context
+
+
+def selftest(cli, job, wd):
+    """The kernel self-test at set-up: passes on the simulator's GPU (whose kernel is the
+    host twin itself), and a GPU kernel that reads one bit wrong during it
+    (COLLSCOPE_SIM_KERNEL_FAULT) turns the checks off on that rank -- one WARN line, no
+    checked collectives, the job's exit status and results unchanged."""
+    ok = True
+    args = ["--steps", "6", "--op", "AllReduce", "--dtype", "float32", "--count", "4096"]
+    log = []
+    run(cli, job, wd, "", args, {"COLLSCOPE_LOG": "info"}, log)
+    passed = log[0].count("kernel self-test passed")
+    checked = sum(1 for v in sdc_records(wd).values() if v["checked"] == 3)
+    if passed != NRANKS or checked != 6 * NRANKS:
+        print("FAIL: clean: %d ranks passed the self-test, %d checked collectives (want %d, %d)"
+              % (passed, checked, NRANKS, 6 * NRANKS))
+        ok = False
+    for launch in range(1, SELFTEST_LAUNCHES + 1):
+        log = []
+        rep = run(cli, job, wd, "", args, {"COLLSCOPE_SIM_KERNEL_FAULT": "sdc_reduce:%d" % launch}, log)
+        failed = log[0].count("SDC kernel self-test failed")
+        recs = sdc_records(wd)
+        if failed != NRANKS or recs or rep.get("sdc"):
+            print("FAIL: fault in self-test launch %d: %d ranks turned the checks off (want %d), %d checked records, "
+                  "%d findings" % (launch, failed, NRANKS, len(recs), len(rep.get("sdc") or [])))
+            ok = False
+        print("selftest: a read fault in launch %d: checks off on %d ranks, %d checked records"
+              % (launch, failed, len(recs)))
     return ok
 
 
@@ -288,6 +324,8 @@ def main():
         ok = flips(cli, job, wd, args[0], (args[1:2] or ["AllReduce"])[0], 4096, args[2:])
     elif mode == "policy":
         ok = policy(cli, job, wd)
+    elif mode == "selftest":
+        ok = selftest(cli, job, wd)
     elif mode == "kstats":
         ok = kstats(cli, job, wd)
     elif mode == "clean":

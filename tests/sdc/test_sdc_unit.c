@@ -73,9 +73,11 @@ static void test_fingerprint(void) {
   static unsigned char buf[70000];
   for (size_t i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)rng();
   static const unsigned grids[] = {1, 2, 7, 64, 512}, blocks[] = {1, 32, 256};
-  static const uint64_t lens[] = {1, 7, 8, 9, 100, 4096, 65536 + 13};
+  static const uint64_t lens[] = {1, 7, 8, 9, 15, 16, 17, 24, 31, 33, 100, 4096, 65536 + 13};
+  /* every address residue mod 16: 16-byte chunks with and without an unaligned first
+   * word, and the 4-, 2- and 1-byte load paths of unaligned buffers */
   for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
-    for (unsigned off = 0; off < 3; off++) {
+    for (unsigned off = 0; off < 16; off++) {
       uint64_t want = ref_fp(buf + off, lens[li]);
       uint64_t isum = 0;
       for (uint64_t i = 0; i < lens[li]; i++) isum += (uint64_t)(int64_t)(int8_t)buf[off + i];
@@ -102,6 +104,61 @@ static void test_fingerprint(void) {
   struct cs_sdc_result r1 = kernel(d, 64000, CS_SDC_FLOAT64, 8, 256), r2 = kernel(d, 64000, CS_SDC_FLOAT64, 8, 256);
   CHECK(fabs(r1.sum - s) < 1e-12 * a && fabs(r1.abs - a) < 1e-12 * a, "fp64 sum %g vs %g", r1.sum, s);
   CHECK(memcmp(&r1, &r2, sizeof r1) == 0, "not deterministic");
+}
+
+/* Integer datatypes of 1 and 4 bytes are summed exactly in 64-bit integers (int8 a word
+ * at a time): isum, sum and |sum| against a serial loop, for every residue and grid. */
+static void test_int_sums(void) {
+  static unsigned char buf[20000];
+  static const int dts[] = {CS_SDC_INT8, CS_SDC_UINT8, CS_SDC_INT32, CS_SDC_UINT32};
+  static const unsigned grids[] = {1, 3, 64};
+  static const uint64_t nel[] = {1, 2, 3, 5, 7, 8, 9, 17, 31, 33, 1001, 4096};   /* elements */
+  for (size_t di = 0; di < 4; di++) {
+    int dt = dts[di];
+    unsigned es = cs_sdc_dtype_size(dt);
+    for (int fill = 0; fill < 3; fill++) {
+      /* random bytes, all-negative extremes (0x80 / INT32_MIN), all 0xff */
+      for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = fill == 0 ? (unsigned char)rng() : fill == 1 ? (i % es == es - 1 ? 0x80 : 0) : 0xff;
+      for (unsigned off = 0; off < 16; off += es)
+        for (size_t ni = 0; ni < sizeof nel / sizeof nel[0]; ni++) {
+          uint64_t len = nel[ni] * es;
+          uint64_t isum = 0;
+          double sum = 0, abs = 0;
+          for (uint64_t i = 0; i < len; i += es) {
+            const unsigned char *q = buf + off + i;
+            int64_t v = es == 1 ? (dt == CS_SDC_INT8 ? (int8_t)q[0] : q[0])
+                                : (dt == CS_SDC_INT32 ? (int32_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 |
+                                                                  (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24)
+                                                      : (int64_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 |
+                                                                  (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24));
+            isum += (uint64_t)v;
+            sum += (double)v;   /* exact: every partial sum is far below 2^53 */
+            abs += (double)(v < 0 ? -v : v);
+          }
+          for (size_t g = 0; g < 3; g++) {
+            struct cs_sdc_result r = kernel(buf + off, len, dt, grids[g], 256);
+            CHECK(r.isum == isum && r.sum == sum && r.abs == abs,
+                  "dt %d fill %d off %u len %llu grid %u: isum %llu/%llu sum %.17g/%.17g abs %.17g/%.17g", dt, fill,
+                  off, (unsigned long long)len, grids[g], (unsigned long long)r.isum, (unsigned long long)isum, r.sum,
+                  sum, r.abs, abs);
+          }
+        }
+    }
+  }
+}
+
+/* every fp16 encoding decodes exactly (NaN to NaN) */
+static void test_fp16_all(void) {
+  for (uint32_t h = 0; h < 0x10000; h++) {
+    uint64_t w = h;
+    struct cs_sdc_result r = kernel(&w, 2, CS_SDC_FLOAT16, 1, 1);
+    uint32_t e = h >> 10 & 31, m = h & 1023;
+    double want = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+    if (h & 0x8000) want = -want;
+    CHECK(isnan(want) ? isnan(r.sum) && isnan(r.abs) : r.sum == want && r.abs == fabs(want),
+          "fp16 %04x: %.17g want %.17g", h, r.sum, want);
+  }
 }
 
 static void test_decode(void) {
@@ -341,6 +398,8 @@ static void test_clean(long total) {
 int main(int argc, char **argv) {
   long total = argc > 1 ? atol(argv[1]) : 100000;
   test_fingerprint();
+  test_int_sums();
+  test_fp16_all();
   test_decode();
   test_rules();
   test_clean(total);

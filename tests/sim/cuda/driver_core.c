@@ -18,6 +18,7 @@
 #include "sim_internal.h"
 
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1363,10 +1364,34 @@ struct kcall {
     void *store;
 };
 
+/* COLLSCOPE_SIM_KERNEL_FAULT=<kernel>:<n>: the n-th launch (1-based, per process) of
+ * <kernel> reads bit 0 of its first argument's first byte flipped -- a transient fault
+ * of that one kernel's read (the memory is restored when it returns). For testing what
+ * collscope does when a GPU kernel computes a wrong result. */
+static struct { pthread_once_t once; char name[64]; unsigned long n; atomic_ulong seen; } kfault = {
+    .once = PTHREAD_ONCE_INIT };
+
+static void kfault_parse(void)
+{
+    const char *e = getenv("COLLSCOPE_SIM_KERNEL_FAULT"), *c = e ? strrchr(e, ':') : NULL;
+    if (!c || (size_t)(c - e) >= sizeof kfault.name) return;
+    memcpy(kfault.name, e, (size_t)(c - e));
+    kfault.name[c - e] = 0;
+    kfault.n = strtoul(c + 1, NULL, 10);
+}
+
 static void kcall_run(void *p)
 {
     struct kcall *k = p;
+    unsigned char *flip = NULL;
+    pthread_once(&kfault.once, kfault_parse);
+    if (kfault.n && k->name && !strcmp(k->name, kfault.name) && k->params && k->params[0] &&
+        atomic_fetch_add(&kfault.seen, 1ul) + 1ul == kfault.n) {
+        flip = *(unsigned char **)k->params[0];
+        if (flip) *flip ^= 1;
+    }
     k->fn(k->params, k->grid, k->block);
+    if (flip) *flip ^= 1;
 }
 
 int sim_kernel_item(const struct unit *u, const void **fn, const char **name)
