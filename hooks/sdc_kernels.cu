@@ -28,7 +28,8 @@
  * the zero-padded partial word are thread 0's. A buffer that is not 8-byte aligned is
  * read word by word with the widest aligned loads its address allows (4, 2 or 1 bytes).
  * Every thread accumulates in registers; integer datatypes of 1 and 4 bytes are summed
- * exactly in 64-bit integers (no fp64 conversion per element). The host twin's loads
+ * exactly in 64-bit integers (no fp64 conversion per element; 1-byte ones four at a time
+ * with dp4a, which the host twin emulates). The host twin's loads
  * trap on a misaligned address, as the GPU's would fault, so the simulator catches one. */
 #include "sdc_kernel_defs.h"
 
@@ -41,6 +42,9 @@
 #define CS_FENCE_SYSTEM() __threadfence_system()
 #define CS_TICKET(p) atomicAdd((p), 1u)
 #define CS_FABS(d) fabs(d)
+/* c + the four byte products of a and b (dp4a: signed bytes, or unsigned) */
+#define CS_DP4A_S(a, b, c) __dp4a((int)(a), (int)(b), (int)(c))
+#define CS_DP4A_U(a, b, c) ((uint32_t)__dp4a((unsigned)(a), (unsigned)(b), (unsigned)(c)))
 #define CS_LOAD128(p, lo, hi)                                        \
   do {                                                               \
     ulonglong2 q_ = __ldg((const ulonglong2 *)(p));                  \
@@ -74,6 +78,18 @@ static int cs_fence_word;
 #define CS_TICKET(p) __atomic_fetch_add((p), 1u, __ATOMIC_ACQ_REL)
 #include <string.h>
 #define CS_FABS(d) __builtin_fabs(d)
+/* dp4a's arithmetic: 32-bit, wrapping */
+static inline int32_t cs_dp4a_s(uint32_t a, uint32_t b, int32_t c) {
+  uint32_t r = (uint32_t)c;
+  for (int i = 0; i < 32; i += 8) r += (uint32_t)((int32_t)(int8_t)(uint8_t)(a >> i) * (int32_t)(int8_t)(uint8_t)(b >> i));
+  return (int32_t)r;
+}
+static inline uint32_t cs_dp4a_u(uint32_t a, uint32_t b, uint32_t c) {
+  for (int i = 0; i < 32; i += 8) c += (a >> i & 0xffu) * (b >> i & 0xffu);
+  return c;
+}
+#define CS_DP4A_S(a, b, c) cs_dp4a_s((a), (b), (c))
+#define CS_DP4A_U(a, b, c) cs_dp4a_u((a), (b), (c))
 /* the GPU faults on a misaligned load (and kills the job's context): so does the twin */
 #define CS_HOST_LOAD(p, n, v)                            \
   do {                                                   \
@@ -201,27 +217,26 @@ CS_KDEV void acc_elem(struct cs_sdc_acc *a, int dtype, uint64_t v) {
   }
 }
 
-/* sum of the 8 bytes of x (unsigned): pairs into 16-bit lanes, then one multiply adds
- * the lanes into the top one (each partial sum < 2^16, so no carry crosses a lane) */
-CS_KDEV uint64_t byte_sum(uint64_t x) {
-  uint64_t l = (x & 0x00ff00ff00ff00ffull) + (x >> 8 & 0x00ff00ff00ff00ffull);
-  return l * 0x0001000100010001ull >> 48;
-}
+/* |b| of each signed byte of x as a dp4a multiplier: 1, or -1 (0xff) where b < 0 */
+CS_KDEV uint32_t byte_signs(uint32_t x) { return 0x01010101u | (x >> 7 & 0x01010101u) * 0xfeu; }
 
 /* a whole word: its fingerprint term (key = (index + 1) * golden) and its elements */
 CS_KDEV void acc_word(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t key) {
   a->fp += cs_sdc_mix_key(v, key);
-  if (dtype == CS_SDC_UINT8) {
-    uint64_t s = byte_sum(v);
-    a->isum += s;
-    a->iabs += s;
-  } else if (dtype == CS_SDC_INT8) {
-    /* signed bytes: a negative byte b counts b - 256, its magnitude 256 - b */
-    uint64_t negs = v >> 7 & 0x0101010101010101ull;
-    uint64_t nneg = negs * 0x0101010101010101ull >> 56;
-    uint64_t all = byte_sum(v), neg = byte_sum(v & negs * 0xffu);
-    a->isum += all - 256 * nneg;
-    a->iabs += all - 2 * neg + 256 * nneg;
+  if (dtype == CS_SDC_UINT8 || dtype == CS_SDC_INT8) {
+    /* the word's 8 bytes by two dp4a each: sum (x . 1) and, signed, |sum| (x . sign(x));
+     * at most 8 x 255 in magnitude, so 32 bits are exact */
+    uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+    if (dtype == CS_SDC_UINT8) {
+      uint32_t s = CS_DP4A_U(hi, 0x01010101u, CS_DP4A_U(lo, 0x01010101u, 0u));
+      a->isum += s;
+      a->iabs += s;
+    } else {
+      int32_t s = CS_DP4A_S(hi, 0x01010101u, CS_DP4A_S(lo, 0x01010101u, 0));
+      int32_t m = CS_DP4A_S(hi, byte_signs(hi), CS_DP4A_S(lo, byte_signs(lo), 0));
+      a->isum += (uint64_t)(int64_t)s;
+      a->iabs += (uint64_t)m;
+    }
   } else if (dtype == CS_SDC_BFLOAT16 || dtype == CS_SDC_FLOAT16) {
     /* the four halves from the word's two 32-bit halves (one operation each, in element
      * order, so the sums are those of the element loop) */
