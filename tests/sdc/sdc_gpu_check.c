@@ -3,7 +3,7 @@
  *
  *   sdc_gpu_check [--quick]
  *
- * 1. For every datatype, several lengths and misalignments, and the grid hooks/sdc.c
+ * 1. For every datatype (and -1, fingerprint only), several lengths and misalignments, and the grid hooks/sdc.c
  *    uses (cs_sdc_grid): GPU result == host twin result, bit for bit (fingerprint,
  *    integer sum, fp64 sum and |sum|), done tag written, counter reset.
  * 2. Bandwidth: the kernel over 1 GiB (fp32 and bf16) at several grid sizes, against
@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
    * word), 4 and 2 (narrower loads), 1 (byte loads) */
   static const unsigned offs[] = {0, 8, 24, 4, 2, 1};
   int mism = 0, cases = 0;
-  for (int dt = 0; dt < 12; dt++)
+  for (int dt = -1; dt < 12; dt++)   /* -1: the fingerprint alone (fp8's launches) */
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
       for (size_t oi = 0; oi < sizeof offs / sizeof offs[0]; oi++) {
         unsigned off = offs[oi];
