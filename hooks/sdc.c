@@ -5,10 +5,11 @@
  * from a per-context ring with one CAS, and one cuLaunchKernel before the collective
  * (input sums) and one after it (output fingerprint + sums), both on the collective's
  * stream. Slow path, once per CUDA context: cuModuleLoadData of the embedded fatbin (on
- * the simulator: its host twin), device scratch and pinned result slots; the ticket
- * counters are zeroed on a private non-blocking stream, so the set-up waits for that
- * memset only, not for the work already queued on the application's streams (a plain
- * cuMemsetD8 goes through the legacy stream, which joins every blocking stream).
+ * the simulator: its host twin), device scratch and pinned result slots, and the kernel
+ * self-test (the GPU kernel against its host twin); the ticket counters are zeroed, and
+ * the self-test runs, on a private non-blocking stream, so the set-up waits (at most 2 s)
+ * for that work only, not for the work already queued on the application's streams (a
+ * plain cuMemsetD8 goes through the legacy stream, which joins every blocking stream).
  *
  * The extra driver entry points are resolved here (not in cuda_driver.h's all-or-nothing
  * list), so a driver without them only turns the checks off, never the timing. */
@@ -19,6 +20,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #define SDC_MAX_CTX 32
 #define SDC_NSLOTS 1024         /* checks in flight per context (32 MiB of device scratch) */
@@ -62,7 +64,7 @@ static struct {
   CUresult (*memallochost)(void **, size_t);
   CUresult (*hostdevptr)(CUdeviceptr *, void *, unsigned);
   CUresult (*memsetd8async)(CUdeviceptr, unsigned char, size_t, CUstream);
-  CUresult (*streamsync)(CUstream);
+  CUresult (*streamquery)(CUstream);
   CUresult (*streamdestroy)(CUstream);
   CUresult (*devattr)(int *, CUdevice_attribute, CUdevice);   /* optional: grid size */
   CUresult (*htod)(CUdeviceptr, const void *, size_t, CUstream);
@@ -113,12 +115,12 @@ static void fx_load(void) {
   *(void **)&fx.memallochost = sym(h, "cuMemAllocHost_v2");
   *(void **)&fx.hostdevptr = sym(h, "cuMemHostGetDevicePointer_v2");
   *(void **)&fx.memsetd8async = sym(h, "cuMemsetD8Async");
-  *(void **)&fx.streamsync = sym(h, "cuStreamSynchronize");
+  *(void **)&fx.streamquery = sym(h, "cuStreamQuery");
   *(void **)&fx.streamdestroy = sym(h, "cuStreamDestroy_v2");
   *(void **)&fx.devattr = sym(h, "cuDeviceGetAttribute");
   *(void **)&fx.htod = sym(h, "cuMemcpyHtoDAsync_v2");
   fx.ok = fx.modload && fx.getfn && fx.launch && fx.memalloc && fx.memallochost && fx.hostdevptr &&
-          fx.memsetd8async && fx.streamsync && fx.streamdestroy && fx.htod && cs_drv.cuStreamCreate;
+          fx.memsetd8async && fx.streamquery && fx.streamdestroy && fx.htod && cs_drv.cuStreamCreate;
   if (!fx.ok) cs_log(CS_LOG_WARN, "%s lacks the module/launch entry points: SDC checks off", name);
 }
 
@@ -181,6 +183,27 @@ static int selftest_compare(const struct sdc_ctx *x, const unsigned char *host_p
 }
 #endif
 
+/* Waits for collscope's own set-up work on zs, at most SDC_SETUP_WAIT_MS. The set-up runs
+ * on the job's thread inside its first checked collective; a device whose SMs are all
+ * held by the job's kernels could keep the self-test's kernels waiting, and a job whose
+ * kernels wait for that very thread would then never finish: bounded, never a hang. */
+#ifdef COLLSCOPE_SDC_FATBIN
+#define SDC_SETUP_WAIT_MS 2000
+static CUresult wait_bounded(CUstream zs) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    CUresult e = fx.streamquery(zs);
+    if (e != CUDA_ERROR_NOT_READY) return e;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L >= SDC_SETUP_WAIT_MS)
+      return CUDA_ERROR_TIMEOUT;
+    struct timespec nap = {0, 50000};
+    nanosleep(&nap, NULL);
+  }
+}
+#endif
+
 /* Slow path, once per context (ctx is current). */
 static void ctx_setup(struct sdc_ctx *x) {
   x->ok = false;
@@ -219,7 +242,7 @@ static void ctx_setup(struct sdc_ctx *x) {
       (e = fx.htod(dpattern = x->scratch + scratch + counters, pattern, SDC_SELFTEST_BYTES, zs)) != CUDA_SUCCESS ||
       (e = fx.memallochost(&host, res)) != CUDA_SUCCESS || (e = fx.hostdevptr(&x->res_dev, host, 0)) != CUDA_SUCCESS) {
     if (zs) {
-      fx.streamsync(zs);
+      wait_bounded(zs);
       fx.streamdestroy(zs);
     }
     cs_log(CS_LOG_WARN, "cannot allocate SDC check memory (CUresult %d): SDC checks off on this context", (int)e);
@@ -229,11 +252,14 @@ static void ctx_setup(struct sdc_ctx *x) {
   x->counters = x->scratch + scratch;
   x->res = host;
   unsigned launched = selftest_launch(x, dpattern, zs);
-  e = fx.streamsync(zs);
-  fx.streamdestroy(zs);
+  e = wait_bounded(zs);
+  fx.streamdestroy(zs);   /* work still queued completes first */
   int bad = launched == SDC_SELFTEST_N && e == CUDA_SUCCESS ? selftest_compare(x, pattern) : -2;
   if (bad != -1) {
-    if (bad == -2)
+    if (e == CUDA_ERROR_TIMEOUT)
+      cs_log(CS_LOG_WARN, "SDC set-up and kernel self-test did not finish within %d ms (the GPU is busy with other "
+             "work): SDC checks off on this context", SDC_SETUP_WAIT_MS);
+    else if (bad == -2)
       cs_log(CS_LOG_WARN, "SDC kernel self-test could not run (%u of %u launches, CUresult %d): SDC checks off on this context",
              launched, (unsigned)SDC_SELFTEST_N, (int)e);
     else

@@ -1364,20 +1364,31 @@ struct kcall {
     void *store;
 };
 
-/* COLLSCOPE_SIM_KERNEL_FAULT=<kernel>:<n>: the n-th launch (1-based, per process) of
- * <kernel> reads bit 0 of its first argument's first byte flipped -- a transient fault
- * of that one kernel's read (the memory is restored when it returns). For testing what
- * collscope does when a GPU kernel computes a wrong result. */
-static struct { pthread_once_t once; char name[64]; unsigned long n; atomic_ulong seen; } kfault = {
-    .once = PTHREAD_ONCE_INIT };
+/* COLLSCOPE_SIM_KERNEL_FAULT=<kernel>:<n>[:delay=MS]: the n-th launch (1-based, per
+ * process) of <kernel> reads bit 0 of its first argument's first byte flipped -- a
+ * transient fault of that one kernel's read (the memory is restored when it returns);
+ * with delay=MS it instead starts MS ms late, as on a GPU whose SMs are all busy. For
+ * testing what collscope does when a GPU kernel computes a wrong result, or is slow. */
+static struct {
+    pthread_once_t once;
+    char name[64];
+    unsigned long n, delay_ms;
+    atomic_ulong seen;
+} kfault = { .once = PTHREAD_ONCE_INIT };
 
 static void kfault_parse(void)
 {
-    const char *e = getenv("COLLSCOPE_SIM_KERNEL_FAULT"), *c = e ? strrchr(e, ':') : NULL;
+    const char *e = getenv("COLLSCOPE_SIM_KERNEL_FAULT"), *c = e ? strchr(e, ':') : NULL;
     if (!c || (size_t)(c - e) >= sizeof kfault.name) return;
     memcpy(kfault.name, e, (size_t)(c - e));
     kfault.name[c - e] = 0;
-    kfault.n = strtoul(c + 1, NULL, 10);
+    char *end;
+    kfault.n = strtoul(c + 1, &end, 10);
+    if (!strncmp(end, ":delay=", 7)) kfault.delay_ms = strtoul(end + 7, NULL, 10);
+    else if (*end) {
+        fprintf(stderr, "simcuda: COLLSCOPE_SIM_KERNEL_FAULT=%s: expected <kernel>:<n>[:delay=MS]\n", e);
+        kfault.n = 0;
+    }
 }
 
 static void kcall_run(void *p)
@@ -1387,8 +1398,13 @@ static void kcall_run(void *p)
     pthread_once(&kfault.once, kfault_parse);
     if (kfault.n && k->name && !strcmp(k->name, kfault.name) && k->params && k->params[0] &&
         atomic_fetch_add(&kfault.seen, 1ul) + 1ul == kfault.n) {
-        flip = *(unsigned char **)k->params[0];
-        if (flip) *flip ^= 1;
+        if (kfault.delay_ms) {
+            struct timespec ts = { (time_t)(kfault.delay_ms / 1000), (long)(kfault.delay_ms % 1000) * 1000000L };
+            nanosleep(&ts, NULL);
+        } else {
+            flip = *(unsigned char **)k->params[0];
+            if (flip) *flip ^= 1;
+        }
     }
     k->fn(k->params, k->grid, k->block);
     if (flip) *flip ^= 1;
