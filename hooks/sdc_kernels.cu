@@ -42,6 +42,7 @@
 #define CS_FENCE_SYSTEM() __threadfence_system()
 #define CS_TICKET(p) atomicAdd((p), 1u)
 #define CS_FABS(d) fabs(d)
+#define CS_UNROLL _Pragma("unroll")
 /* c + the four byte products of a and b (dp4a: signed bytes, or unsigned) */
 #define CS_DP4A_S(a, b, c) __dp4a((int)(a), (int)(b), (int)(c))
 #define CS_DP4A_U(a, b, c) ((uint32_t)__dp4a((unsigned)(a), (unsigned)(b), (unsigned)(c)))
@@ -78,6 +79,7 @@ static int cs_fence_word;
 #define CS_TICKET(p) __atomic_fetch_add((p), 1u, __ATOMIC_ACQ_REL)
 #include <string.h>
 #define CS_FABS(d) __builtin_fabs(d)
+#define CS_UNROLL
 /* dp4a's arithmetic: 32-bit, wrapping */
 static inline int32_t cs_dp4a_s(uint32_t a, uint32_t b, int32_t c) {
   uint32_t r = (uint32_t)c;
@@ -305,23 +307,13 @@ CS_KDEV struct cs_sdc_part thread_share(const unsigned char *buf, uint64_t nbyte
      * per step instead of multiplying */
     uint64_t key = (head + 2 * c + 1) * CS_SDC_GOLDEN, kstep = 2 * stride * CS_SDC_GOLDEN;
     for (; c + 3 * stride < nchunks; c += 4 * stride) {
-      uint64_t x0, y0, x1, y1, x2, y2, x3, y3;
-      CS_LOAD128(body + 16 * c, x0, y0);
-      CS_LOAD128(body + 16 * (c + stride), x1, y1);
-      CS_LOAD128(body + 16 * (c + 2 * stride), x2, y2);
-      CS_LOAD128(body + 16 * (c + 3 * stride), x3, y3);
-      acc_word(&a, dtype, x0, key);
-      acc_word(&a, dtype, y0, key + CS_SDC_GOLDEN);
-      key += kstep;
-      acc_word(&a, dtype, x1, key);
-      acc_word(&a, dtype, y1, key + CS_SDC_GOLDEN);
-      key += kstep;
-      acc_word(&a, dtype, x2, key);
-      acc_word(&a, dtype, y2, key + CS_SDC_GOLDEN);
-      key += kstep;
-      acc_word(&a, dtype, x3, key);
-      acc_word(&a, dtype, y3, key + CS_SDC_GOLDEN);
-      key += kstep;
+      uint64_t x[4], y[4];   /* all four loads issued before their words are used */
+      CS_UNROLL for (int k = 0; k < 4; k++) CS_LOAD128(body + 16 * (c + k * stride), x[k], y[k]);
+      CS_UNROLL for (int k = 0; k < 4; k++) {
+        acc_word(&a, dtype, x[k], key);
+        acc_word(&a, dtype, y[k], key + CS_SDC_GOLDEN);
+        key += kstep;
+      }
     }
     for (; c < nchunks; c += stride) {
       uint64_t x, y;
