@@ -40,6 +40,7 @@ struct sdc_ctx {
   _Atomic(CUcontext) ctx;
   _Atomic int ready;
   bool ok;              /* false: this context cannot run checks (logged once) */
+  const char *why;      /* !ok: setup_failed, selftest_failed, selftest_timeout */
   CUfunction fn;
   unsigned sms;         /* the device's multiprocessors (0: unknown), for cs_sdc_grid */
   CUdeviceptr scratch;  /* SDC_NSLOTS * 2 * CS_SDC_MAX_BLOCKS parts */
@@ -104,7 +105,9 @@ static void *sym(void *h, const char *name) {
   return p;
 }
 
-static void fx_load(void) {
+static _Atomic bool fx_tried;   /* fx_load ran (fx.ok then says whether it found all) */
+
+static void fx_resolve(void) {
   const char *name = cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1";
   void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (!h) return;
@@ -122,6 +125,11 @@ static void fx_load(void) {
   fx.ok = fx.modload && fx.getfn && fx.launch && fx.memalloc && fx.memallochost && fx.hostdevptr &&
           fx.memsetd8async && fx.streamquery && fx.streamdestroy && fx.htod && cs_drv.cuStreamCreate;
   if (!fx.ok) cs_log(CS_LOG_WARN, "%s lacks the module/launch entry points: SDC checks off", name);
+}
+
+static void fx_load(void) {
+  fx_resolve();
+  atomic_store_explicit(&fx_tried, true, memory_order_release);
 }
 
 #ifdef COLLSCOPE_SDC_FATBIN
@@ -207,6 +215,7 @@ static CUresult wait_bounded(CUstream zs) {
 /* Slow path, once per context (ctx is current). */
 static void ctx_setup(struct sdc_ctx *x) {
   x->ok = false;
+  x->why = "setup_failed";
 #ifdef COLLSCOPE_SDC_FATBIN
   CUmodule mod;
   CUresult e;
@@ -256,6 +265,7 @@ static void ctx_setup(struct sdc_ctx *x) {
   fx.streamdestroy(zs);   /* work still queued completes first */
   int bad = launched == SDC_SELFTEST_N && e == CUDA_SUCCESS ? selftest_compare(x, pattern) : -2;
   if (bad != -1) {
+    x->why = e == CUDA_ERROR_TIMEOUT ? "selftest_timeout" : bad >= 0 ? "selftest_failed" : "setup_failed";
     if (e == CUDA_ERROR_TIMEOUT)
       cs_log(CS_LOG_WARN, "SDC set-up and kernel self-test did not finish within %d ms (the GPU is busy with other "
              "work): SDC checks off on this context", SDC_SETUP_WAIT_MS);
@@ -507,7 +517,17 @@ bool cs_sdc_collect(struct cs_record *r, bool final) {
   return true;
 }
 
-void cs_sdc_counters(uint64_t *launched, uint64_t *no_slot) {
+const char *cs_sdc_standing(uint64_t *launched, uint64_t *no_slot) {
   *launched = atomic_load(&n_launched);
   *no_slot = atomic_load(&n_no_slot);
+  if (cs_cfg.sdc_mode == CS_SDC_OFF) return NULL;
+#ifndef COLLSCOPE_SDC_FATBIN
+  return "compiled_out";
+#else
+  int n = atomic_load_explicit(&nctx, memory_order_acquire);
+  for (int i = 0; i < n; i++)
+    if (atomic_load_explicit(&ctxs[i].ready, memory_order_acquire) && !ctxs[i].ok) return ctxs[i].why;
+  if (n) return "ready";
+  return atomic_load_explicit(&fx_tried, memory_order_acquire) && !fx.ok ? "no_driver" : "unused";
+#endif
 }

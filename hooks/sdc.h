@@ -16,7 +16,11 @@ void cs_sdc_group_launched(int status);
 /* Harvest thread: true when r's SDC results are in r (or given up: final, or failed op);
  * false while the kernels have not finished. No-op (true) for records without a slot. */
 bool cs_sdc_collect(struct cs_record *r, bool final);
-/* Counters for tests and the log: checks launched, skipped for want of a free slot. */
-void cs_sdc_counters(uint64_t *launched, uint64_t *no_slot);
+/* The process's SDC standing for the dump footer: NULL when COLLSCOPE_SDC=off, else
+ * "ready" (every context set up and its kernel self-test passed), "unused" (no checked
+ * collective yet), "compiled_out", "no_driver", or the first failed context's reason:
+ * "setup_failed", "selftest_failed", "selftest_timeout"; with the kernel launches made
+ * for checks and the checks skipped for want of a free result slot. */
+const char *cs_sdc_standing(uint64_t *launched, uint64_t *no_slot);
 
 #endif

@@ -4,6 +4,7 @@
  * hundreds of thousands of records per second. */
 #include "dump_writer.h"
 #include "hooks/cuda_driver.h"
+#include "hooks/sdc.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -347,6 +348,13 @@ void cs_dump_footer(void) {
     KEY("prof_agreed"); put_u64(ps.agreed);
     if (ps.trusted[0]) { KEY("prof_trusted"); put_str(ps.trusted); }
     if (ps.rejected[0]) { KEY("prof_rejected"); put_str(ps.rejected); }
+  }
+  uint64_t sdc_launches, sdc_no_slot;
+  const char *sdc = cs_sdc_standing(&sdc_launches, &sdc_no_slot);
+  if (sdc) { /* COLLSCOPE_SDC on: did the checks run on this rank (hooks/sdc.h) */
+    KEY("sdc"); put_str(sdc);
+    KEY("sdc_launches"); put_u64(sdc_launches);
+    KEY("sdc_no_slot"); put_u64(sdc_no_slot);
   }
   KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
   PUTL("}\n");

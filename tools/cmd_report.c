@@ -94,9 +94,16 @@ struct summary {
   size_t prof_ranks[6];
   uint64_t rejected_probes, rejected_agreed;
   const char *rejected_ops;
+  /* SDC standing per rank (footers, hooks/sdc.h), an unknown one counted as "other"; checks
+   * skipped for want of a result slot */
+  size_t sdc_ranks[8];
+  uint64_t sdc_no_slot;
 };
 #define NPROF 6
 static const char *const prof_standings[NPROF] = {"trusted", "rejected", "mixed", "probation", "not_loaded", "forced"};
+#define NSDC 8
+static const char *const sdc_standings[NSDC] = {"ready", "unused", "compiled_out", "no_driver", "setup_failed",
+                                                "selftest_failed", "selftest_timeout", "other"};
 
 struct report {
   const struct cs_dumpset *set;
@@ -310,6 +317,14 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
         }
       }
   }
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    if (!f->footer_sdc) continue;
+    int k = 0;
+    while (k < NSDC - 1 && strcmp(f->footer_sdc, sdc_standings[k])) k++;
+    s->sdc_ranks[k]++;
+    s->sdc_no_slot += f->footer_sdc_no_slot;
+  }
   if (nr) qsort(ranks, nr, sizeof *ranks, cmp_int);
   for (size_t k = 0; k < nr; k++)
     if (k == 0 || ranks[k] != ranks[k - 1]) s->ranks++;
@@ -421,6 +436,19 @@ static void text_notes(const struct report *r, FILE *o) {
               s->rejected_ops ? s->rejected_ops : "?");
     fprintf(o, "\n");
   }
+  size_t nsdc = 0;
+  for (int k = 0; k < NSDC; k++) nsdc += s->sdc_ranks[k];
+  if (nsdc) {
+    fprintf(o, "#   SDC checks, ranks:                       ");
+    for (int k = 0, first = 1; k < NSDC; k++)
+      if (s->sdc_ranks[k]) fprintf(o, "%s%s %zu", first ? "" : ", ", sdc_standings[k], s->sdc_ranks[k]), first = 0;
+    if (nsdc > s->sdc_ranks[0] + s->sdc_ranks[1])
+      fprintf(o, " -- checks off on %zu rank(s), whose collectives went unchecked (their logs say why)",
+              nsdc - s->sdc_ranks[0] - s->sdc_ranks[1]);
+    if (s->sdc_no_slot)
+      fprintf(o, "; %llu checks skipped, no free result slot", (unsigned long long)s->sdc_no_slot);
+    fprintf(o, "\n");
+  }
   fprintf(o, "#   captured ops (graph capture, no timing): %zu\n", s->captured);
   fprintf(o, "#   host-timed ops (no GPU timing):          %zu\n", s->host_timed);
   fprintf(o, "#   error ops (call failed):                 %zu\n", s->errors);
@@ -463,6 +491,10 @@ static json_t *json_summary(const struct report *r) {
   json_t *pj = json_object();
   for (int k = 0; k < NPROF; k++) json_object_set_new(pj, prof_standings[k], jcount(s->prof_ranks[k]));
   json_object_set_new(o, "profiler_ranks", pj);
+  json_t *sj = json_object();
+  for (int k = 0; k < NSDC; k++) json_object_set_new(sj, sdc_standings[k], jcount(s->sdc_ranks[k]));
+  json_object_set_new(o, "sdc_ranks", sj);
+  json_object_set_new(o, "sdc_no_slot", jbytes(s->sdc_no_slot));
   json_object_set_new(o, "host_timed", jcount(s->host_timed));
   json_object_set_new(o, "errors", jcount(s->errors));
   json_object_set_new(o, "unknown_timing", jcount(s->unknown_timing));

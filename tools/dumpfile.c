@@ -529,7 +529,12 @@ static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
       const char *prof = get_str(&c, "profiler", false, NULL);
       const char *ptr = get_str(&c, "prof_trusted", false, ""), *prj = get_str(&c, "prof_rejected", false, "");
       uint64_t pp = get_uint(&c, "prof_probes", false, 0), pa = get_uint(&c, "prof_agreed", false, 0);
+      const char *sdc = get_str(&c, "sdc", false, NULL);
+      uint64_t sl = get_uint(&c, "sdc_launches", false, 0), sn = get_uint(&c, "sdc_no_slot", false, 0);
       if (!c.bad) {
+        f->footer_sdc = sdc;
+        f->footer_sdc_launches = sl;
+        f->footer_sdc_no_slot = sn;
         f->footer_profiler = prof;
         f->footer_prof_trusted = ptr;
         f->footer_prof_rejected = prj;

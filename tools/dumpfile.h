@@ -142,6 +142,9 @@ struct cs_dumpfile {
                                   * mixed, probation, not_loaded, forced), NULL when absent */
   const char *footer_prof_trusted, *footer_prof_rejected; /* op types, comma lists ("" when none) */
   uint64_t footer_prof_probes, footer_prof_agreed;
+  const char *footer_sdc;        /* optional: SDC standing (ready, unused, compiled_out, no_driver,
+                                  * setup_failed, selftest_failed, selftest_timeout), NULL when absent */
+  uint64_t footer_sdc_launches, footer_sdc_no_slot;
   int64_t footer_t_ns;
   size_t lines;           /* physical lines read, including skipped ones */
   size_t truncated_lines, malformed_lines, unknown_types;

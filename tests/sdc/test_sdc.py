@@ -295,6 +295,11 @@ def kstats(cli, job, wd):
 SELFTEST_LAUNCHES = 5   # hooks/sdc.c: the kernel self-test's cases, once per context
 
 
+def sdc_ranks(rep):
+    """summary.sdc_ranks without the zero counts: the ranks' footers' SDC standing"""
+    return {k: v for k, v in rep["summary"]["sdc_ranks"].items() if v}
+
+
 def selftest(cli, job, wd):
     """The kernel self-test at set-up: passes on the simulator's GPU (whose kernel is the
     host twin itself), and a GPU kernel that reads one bit wrong during it
@@ -303,19 +308,23 @@ def selftest(cli, job, wd):
     ok = True
     args = ["--steps", "6", "--op", "AllReduce", "--dtype", "float32", "--count", "4096"]
     log = []
-    run(cli, job, wd, "", args, {"COLLSCOPE_LOG": "info"}, log)
+    rep = run(cli, job, wd, "", args, {"COLLSCOPE_LOG": "info"}, log)
     passed = log[0].count("kernel self-test passed")
     checked = sum(1 for v in sdc_records(wd).values() if v["checked"] == 3)
-    if passed != NRANKS or checked != 6 * NRANKS:
-        print("FAIL: clean: %d ranks passed the self-test, %d checked collectives (want %d, %d)"
-              % (passed, checked, NRANKS, 6 * NRANKS))
+    if passed != NRANKS or checked != 6 * NRANKS or sdc_ranks(rep) != {"ready": NRANKS}:
+        print("FAIL: clean: %d ranks passed the self-test, %d checked collectives, standing %s (want %d, %d, ready)"
+              % (passed, checked, sdc_ranks(rep), NRANKS, 6 * NRANKS))
+        ok = False
+    rep = run(cli, job, wd, "", args, {"COLLSCOPE_SDC": "off"})
+    if sdc_ranks(rep):
+        print("FAIL: COLLSCOPE_SDC=off: footers say %s" % sdc_ranks(rep))
         ok = False
     for launch in range(1, SELFTEST_LAUNCHES + 1):
         log = []
         rep = run(cli, job, wd, "", args, {"COLLSCOPE_SIM_KERNEL_FAULT": "sdc_reduce:%d" % launch}, log)
         failed = log[0].count("SDC kernel self-test failed")
         recs = sdc_records(wd)
-        if failed != NRANKS or recs or rep.get("sdc"):
+        if failed != NRANKS or recs or rep.get("sdc") or sdc_ranks(rep) != {"selftest_failed": NRANKS}:
             print("FAIL: fault in self-test launch %d: %d ranks turned the checks off (want %d), %d checked records, "
                   "%d findings" % (launch, failed, NRANKS, len(recs), len(rep.get("sdc") or [])))
             ok = False
@@ -327,7 +336,7 @@ def selftest(cli, job, wd):
     rep = run(cli, job, wd, "", args, {"COLLSCOPE_SIM_KERNEL_FAULT": "sdc_reduce:3:delay=3000"}, log)
     late = log[0].count("did not finish within 2000 ms")
     recs = sdc_records(wd)
-    if late != NRANKS or recs or rep.get("sdc"):
+    if late != NRANKS or recs or rep.get("sdc") or sdc_ranks(rep) != {"selftest_timeout": NRANKS}:
         print("FAIL: a self-test kernel 3 s late: %d ranks gave up (want %d), %d checked records" % (late, NRANKS, len(recs)))
         ok = False
     print("selftest: a self-test kernel 3 s late: %d ranks gave up waiting, %d checked records, job %.1f s"
