@@ -274,7 +274,8 @@ static void ctx_setup(struct sdc_ctx *x) {
              launched, (unsigned)SDC_SELFTEST_N, (int)e);
     else
       cs_log(CS_LOG_WARN, "SDC kernel self-test failed: the GPU kernel and its host reference disagree (case %d, %s, "
-             "%llu bytes): SDC checks off on this context", bad, cs_dtype_name(selftest[bad].dtype),
+             "%llu bytes): SDC checks off on this context. A wrong result on a fixed input: if other ranks' "
+             "GPUs passed, suspect this one", bad, cs_dtype_name(selftest[bad].dtype),
              (unsigned long long)selftest[bad].nbytes);
     return;   /* the device memory is kept: a launch may still be running after a failed sync */
   }

@@ -98,6 +98,10 @@ struct summary {
    * skipped for want of a result slot */
   size_t sdc_ranks[8];
   uint64_t sdc_no_slot;
+  /* the files whose self-test failed: a wrong result on a fixed input, while other
+   * ranks' GPUs passed, points at that GPU */
+  const struct cs_dumpfile **selftest_failed;
+  size_t nselftest_failed;
 };
 #define NPROF 6
 static const char *const prof_standings[NPROF] = {"trusted", "rejected", "mixed", "probation", "not_loaded", "forced"};
@@ -324,6 +328,10 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
     while (k < NSDC - 1 && strcmp(f->footer_sdc, sdc_standings[k])) k++;
     s->sdc_ranks[k]++;
     s->sdc_no_slot += f->footer_sdc_no_slot;
+    if (!strcmp(f->footer_sdc, "selftest_failed")) {
+      if (!s->selftest_failed) s->selftest_failed = xcalloc(set->nfiles, sizeof *s->selftest_failed);
+      s->selftest_failed[s->nselftest_failed++] = f;
+    }
   }
   if (nr) qsort(ranks, nr, sizeof *ranks, cmp_int);
   for (size_t k = 0; k < nr; k++)
@@ -448,6 +456,12 @@ static void text_notes(const struct report *r, FILE *o) {
     if (s->sdc_no_slot)
       fprintf(o, "; %llu checks skipped, no free result slot", (unsigned long long)s->sdc_no_slot);
     fprintf(o, "\n");
+    if (s->nselftest_failed) {
+      fprintf(o, "#   SDC kernel self-test failed (a wrong result on a fixed input) on rank(s):");
+      for (size_t i = 0; i < s->nselftest_failed; i++)
+        fprintf(o, "%s %d (%s)", i ? "," : "", s->selftest_failed[i]->hdr.rank, s->selftest_failed[i]->hdr.host);
+      fprintf(o, "%s\n", s->sdc_ranks[0] ? " -- other ranks passed: suspect these GPUs" : "");
+    }
   }
   fprintf(o, "#   captured ops (graph capture, no timing): %zu\n", s->captured);
   fprintf(o, "#   host-timed ops (no GPU timing):          %zu\n", s->host_timed);
@@ -495,6 +509,14 @@ static json_t *json_summary(const struct report *r) {
   for (int k = 0; k < NSDC; k++) json_object_set_new(sj, sdc_standings[k], jcount(s->sdc_ranks[k]));
   json_object_set_new(o, "sdc_ranks", sj);
   json_object_set_new(o, "sdc_no_slot", jbytes(s->sdc_no_slot));
+  json_t *stf = json_array();
+  for (size_t i = 0; i < s->nselftest_failed; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "rank", json_integer(s->selftest_failed[i]->hdr.rank));
+    json_object_set_new(e, "host", json_string(s->selftest_failed[i]->hdr.host));
+    json_array_append_new(stf, e);
+  }
+  json_object_set_new(o, "sdc_selftest_failed", stf);
   json_object_set_new(o, "host_timed", jcount(s->host_timed));
   json_object_set_new(o, "errors", jcount(s->errors));
   json_object_set_new(o, "unknown_timing", jcount(s->unknown_timing));
@@ -980,8 +1002,13 @@ static void text_sdc(const struct report *r, FILE *o) {
   struct sdc_report s;
   sdc_analyse(r, &s);
   if (!s.compared) {
-    fprintf(o, "\nSDC checks: none in these dumps (COLLSCOPE_SDC=off, sampled out, or below "
-               "COLLSCOPE_SDC_MIN_BYTES)\n");
+    size_t on = 0, off = 0;
+    for (int k = 0; k < NSDC; k++) *(k < 2 ? &on : &off) += r->sum.sdc_ranks[k];
+    if (off && !on)
+      fprintf(o, "\nSDC checks: none in these dumps -- the checks were off on every rank (see the notes)\n");
+    else
+      fprintf(o, "\nSDC checks: none in these dumps (COLLSCOPE_SDC=off, sampled out, below "
+                 "COLLSCOPE_SDC_MIN_BYTES%s)\n", off ? ", or the checks were off on some ranks: see the notes" : "");
     free(s.items);
     return;
   }
@@ -1190,6 +1217,7 @@ int cmd_report(int argc, char **argv) {
   free(r.rows);
   free(r.ranks);
   free(r.comms);
+  free(r.sum.selftest_failed);
   cs_det_result_free(&r.det);
   free(r.links);
   cs_dumpset_free(set);

@@ -324,12 +324,29 @@ def selftest(cli, job, wd):
         rep = run(cli, job, wd, "", args, {"COLLSCOPE_SIM_KERNEL_FAULT": "sdc_reduce:%d" % launch}, log)
         failed = log[0].count("SDC kernel self-test failed")
         recs = sdc_records(wd)
-        if failed != NRANKS or recs or rep.get("sdc") or sdc_ranks(rep) != {"selftest_failed": NRANKS}:
+        named = sorted(e["rank"] for e in rep["summary"]["sdc_selftest_failed"])
+        if failed != NRANKS or recs or rep.get("sdc") or sdc_ranks(rep) != {"selftest_failed": NRANKS} or \
+                named != list(range(NRANKS)):
             print("FAIL: fault in self-test launch %d: %d ranks turned the checks off (want %d), %d checked records, "
                   "%d findings" % (launch, failed, NRANKS, len(recs), len(rep.get("sdc") or [])))
             ok = False
         print("selftest: a read fault in launch %d: checks off on %d ranks, %d checked records"
               % (launch, failed, len(recs)))
+    # one host's GPUs get it wrong, the other's pass: the report names the failing ranks as
+    # suspects (their hosts), the passing ranks keep checking
+    log = []
+    rep = run(cli, job, wd, "", args, {"COLLSCOPE_SIM_KERNEL_FAULT": "sdc_reduce:2@simhost2"}, log)
+    named = sorted((e["rank"], e["host"]) for e in rep["summary"]["sdc_selftest_failed"])
+    checked = sorted({r for (s, r), v in sdc_records(wd).items() if v["checked"] == 3})
+    bad_host = sorted(r for r, h in named)
+    if sdc_ranks(rep) != {"ready": NRANKS // 2, "selftest_failed": NRANKS // 2} or \
+            any(h != "simhost2" for r, h in named) or sorted(set(checked) | set(bad_host)) != list(range(NRANKS)) or \
+            set(checked) & set(bad_host) or rep.get("sdc"):
+        print("FAIL: a fault on simhost2 only: standing %s, self-test failed on %s, checking ranks %s"
+              % (sdc_ranks(rep), named, checked))
+        ok = False
+    print("selftest: a read fault on simhost2's GPUs: standing %s, suspects %s, ranks still checking %s"
+          % (sdc_ranks(rep), named, checked))
     # a GPU too busy to run the self-test within the set-up's 2 s bound: checks off, no hang
     log = []
     t0 = time.time()

@@ -1364,11 +1364,12 @@ struct kcall {
     void *store;
 };
 
-/* COLLSCOPE_SIM_KERNEL_FAULT=<kernel>:<n>[:delay=MS]: the n-th launch (1-based, per
- * process) of <kernel> reads bit 0 of its first argument's first byte flipped -- a
+/* COLLSCOPE_SIM_KERNEL_FAULT=<kernel>:<n>[:delay=MS][@HOST]: the n-th launch (1-based,
+ * per process) of <kernel> reads bit 0 of its first argument's first byte flipped -- a
  * transient fault of that one kernel's read (the memory is restored when it returns);
- * with delay=MS it instead starts MS ms late, as on a GPU whose SMs are all busy. For
- * testing what collscope does when a GPU kernel computes a wrong result, or is slow. */
+ * with delay=MS it instead starts MS ms late, as on a GPU whose SMs are all busy; with
+ * @HOST only in the processes of that simulated host. For testing what collscope does
+ * when a GPU kernel computes a wrong result, or is slow. */
 static struct {
     pthread_once_t once;
     char name[64];
@@ -1384,9 +1385,11 @@ static void kfault_parse(void)
     kfault.name[c - e] = 0;
     char *end;
     kfault.n = strtoul(c + 1, &end, 10);
-    if (!strncmp(end, ":delay=", 7)) kfault.delay_ms = strtoul(end + 7, NULL, 10);
-    else if (*end) {
-        fprintf(stderr, "simcuda: COLLSCOPE_SIM_KERNEL_FAULT=%s: expected <kernel>:<n>[:delay=MS]\n", e);
+    if (!strncmp(end, ":delay=", 7)) kfault.delay_ms = strtoul(end + 7, &end, 10);
+    if (*end == '@') {
+        if (strcmp(end + 1, simcuda_hostname())) kfault.n = 0;   /* another host's fault */
+    } else if (*end) {
+        fprintf(stderr, "simcuda: COLLSCOPE_SIM_KERNEL_FAULT=%s: expected <kernel>:<n>[:delay=MS][@HOST]\n", e);
         kfault.n = 0;
     }
 }
