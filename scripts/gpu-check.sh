@@ -4,7 +4,10 @@
 # the GPUs present) with and without the shim, checks that results are identical and
 # that every rank wrote a dump whose op count matches the job's own count, then, if
 # NCCL_TESTS_DIR points at built nccl-tests, runs all_reduce_perf 8 B..256 MiB with and
-# without the shim and prints one table of latency ratios. Never touches GPU settings.
+# without the shim and prints one table of latency ratios, then the SDC kernel's checks
+# (bit-identity with its host twin, bandwidth against the read ceiling). Never touches GPU
+# settings.
+#   scripts/gpu-check.sh [sdc]    sdc: only the SDC kernel part (the shortest device run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -23,8 +26,12 @@ NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "gpu-check: $NGPU GPU(s): $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 WORK=$(mktemp -d /tmp/collscope-gpu-XXXXXX)
 status=0
-printf '\n%-34s %6s %10s %10s %8s %s\n' "job" "ranks" "bare s" "shim s" "ratio" "check"
-for app in dp_train fsdp pipeline multicomm threads initall; do
+ONLY=${1:-all}
+case $ONLY in all|sdc) ;; *) echo "usage: $0 [sdc]"; exit 2 ;; esac
+APP_LIST="dp_train fsdp pipeline multicomm threads initall"
+[ "$ONLY" = sdc ] && APP_LIST=""
+[ -n "$APP_LIST" ] && printf '\n%-34s %6s %10s %10s %8s %s\n' "job" "ranks" "bare s" "shim s" "ratio" "check"
+for app in $APP_LIST; do
   exe=$APPS/$app
   [ -x "$exe" ] || continue
   n=$NGPU
@@ -51,9 +58,12 @@ for app in dp_train fsdp pipeline multicomm threads initall; do
   awk -v app="$app" -v n="$n" -v t0="$t0" -v t1="$t1" -v t2="$t2" -v c="$check" -v ops="$nops" \
     'BEGIN { printf "%-34s %6s %10.2f %10.2f %8.3f %s (%s ops)\n", app, n, t1 - t0, t2 - t1, (t2 - t1) / (t1 - t0), c, ops }'
 done
-if [ "$status" -eq 0 ]; then "$CLI" report "$WORK/dp_train.dump" 2>&1 | head -30; fi
+if [ "$status" -eq 0 ] && [ -n "$APP_LIST" ]; then "$CLI" report "$WORK/dp_train.dump" 2>&1 | head -30; fi
+# the SDC kernel's self-test ran on this GPU in every job that checked a collective
+[ -n "$APP_LIST" ] && echo "SDC standing in the jobs' dump footers (hooks/sdc.h): $(cat "$WORK"/*.dump/*.jsonl 2>/dev/null |
+  grep -o '"sdc":"[a-z_]*"' | sort | uniq -c | tr -s ' \n' ' ')"
 
-if [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; then
+if [ "$ONLY" = all ] && [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; then
   ART="$NCCL_TESTS_DIR/all_reduce_perf -b 8 -e 256M -f 4 -g $NGPU -w 5 -n 200 -c 1"
   $ART > "$WORK/art.bare" 2>&1
   COLLSCOPE_TIMING=events COLLSCOPE_DIR=$WORK/art.dump LD_PRELOAD=$SHIM $ART > "$WORK/art.shim" 2>&1
