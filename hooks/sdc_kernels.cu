@@ -79,7 +79,7 @@ static int cs_fence_word;
 #define CS_TICKET(p) __atomic_fetch_add((p), 1u, __ATOMIC_ACQ_REL)
 #include <string.h>
 #define CS_FABS(d) __builtin_fabs(d)
-#define CS_UNROLL
+#define CS_UNROLL _Pragma("GCC unroll 4")
 /* dp4a's arithmetic: 32-bit, wrapping */
 static inline int32_t cs_dp4a_s(uint32_t a, uint32_t b, int32_t c) {
   uint32_t r = (uint32_t)c;
