@@ -427,29 +427,32 @@ static void text_comms(const struct report *r, FILE *o) {
   if (!r->ncomms) fprintf(o, "  (no communicators)\n");
 }
 
+/* A notes line "<label> name n, name n" over the non-zero counts (no line when all are
+ * zero, and then 0 is returned); the caller ends the line. Returns the total. */
+static size_t note_counts(FILE *o, const char *label, const char *const *names, const size_t *n, int k_max) {
+  size_t total = 0;
+  for (int k = 0; k < k_max; k++) total += n[k];
+  if (!total) return 0;
+  fprintf(o, "#   %-41s", label);
+  for (int k = 0, first = 1; k < k_max; k++)
+    if (n[k]) fprintf(o, "%s%s %zu", first ? "" : ", ", names[k], n[k]), first = 0;
+  return total;
+}
+
 static void text_notes(const struct report *r, FILE *o) {
   const struct summary *s = &r->sum;
   fprintf(o, "\n# Notes\n");
   fprintf(o, "#   timed ops: %zu (CUDA events %zu, NCCL profiler kernel stamps %zu, host clock %zu)\n", s->timed,
           s->timed - s->timed_profiler - s->timed_host_span, s->timed_profiler, s->timed_host_span);
-  size_t np = 0;
-  for (int k = 0; k < NPROF; k++) np += s->prof_ranks[k];
-  if (np) {
-    fprintf(o, "#   NCCL profiler plugin, ranks:             ");
-    for (int k = 0, first = 1; k < NPROF; k++)
-      if (s->prof_ranks[k]) fprintf(o, "%s%s %zu", first ? "" : ", ", prof_standings[k], s->prof_ranks[k]), first = 0;
+  if (note_counts(o, "NCCL profiler plugin, ranks:", prof_standings, s->prof_ranks, NPROF)) {
     if (s->prof_ranks[1] || s->prof_ranks[2])
       fprintf(o, " (rejecting ranks: %llu of %llu probes agreed with CUDA events; rejected: %s)",
               (unsigned long long)s->rejected_agreed, (unsigned long long)s->rejected_probes,
               s->rejected_ops ? s->rejected_ops : "?");
     fprintf(o, "\n");
   }
-  size_t nsdc = 0;
-  for (int k = 0; k < NSDC; k++) nsdc += s->sdc_ranks[k];
+  size_t nsdc = note_counts(o, "SDC checks, ranks:", sdc_standings, s->sdc_ranks, NSDC);
   if (nsdc) {
-    fprintf(o, "#   SDC checks, ranks:                       ");
-    for (int k = 0, first = 1; k < NSDC; k++)
-      if (s->sdc_ranks[k]) fprintf(o, "%s%s %zu", first ? "" : ", ", sdc_standings[k], s->sdc_ranks[k]), first = 0;
     if (nsdc > s->sdc_ranks[0] + s->sdc_ranks[1])
       fprintf(o, " -- checks off on %zu rank(s), whose collectives went unchecked (their logs say why)",
               nsdc - s->sdc_ranks[0] - s->sdc_ranks[1]);
