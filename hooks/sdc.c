@@ -138,12 +138,15 @@ static void fx_load(void) {
  * something else on this GPU (a compiler or architecture difference, a JIT from PTX)
  * would raise false SDC findings -- and with COLLSCOPE_SDC_ACTION=abort stop the job --
  * so a mismatch turns the checks off on the context. The cases cover the 16-byte loop
- * (one and several blocks, unrolled and not), the unaligned first word, the 4- and
- * 2-byte load paths, partial words, and the float, half and exact-integer decoders. */
+ * (one and several blocks, unrolled and not), the unaligned first word, the 4-, 2- and
+ * 1-byte load paths, partial words, the float, half and exact-integer decoders, and the
+ * fingerprint-only kernel. */
 #define SDC_SELFTEST_BYTES 65536
 static const struct { int dtype; unsigned off, grid; uint64_t nbytes; } selftest[] = {
     {CS_SDC_FLOAT32, 0, 1, SDC_SELFTEST_BYTES - 64 - 4}, {CS_SDC_BFLOAT16, 8, 5, 60006},
     {CS_SDC_INT8, 4, 3, 50003},  {CS_SDC_FLOAT16, 2, 2, 20000}, {CS_SDC_FLOAT64, 16, 4, 40000},
+    {CS_SDC_INT32, 24, 1, 40004}, {CS_SDC_UINT8, 1, 3, 10001},
+    {-1, 0, 2, 30000},   /* the fingerprint alone: what fp8 collectives launch */
 };
 #define SDC_SELFTEST_N (sizeof selftest / sizeof selftest[0])
 void collscope_simkernel_sdc_reduce(void **params, const unsigned grid[3], const unsigned block[3]);
@@ -275,7 +278,8 @@ static void ctx_setup(struct sdc_ctx *x) {
     else
       cs_log(CS_LOG_WARN, "SDC kernel self-test failed: the GPU kernel and its host reference disagree (case %d, %s, "
              "%llu bytes): SDC checks off on this context. A wrong result on a fixed input: if other ranks' "
-             "GPUs passed, suspect this one", bad, cs_dtype_name(selftest[bad].dtype),
+             "GPUs passed, suspect this one", bad,
+             selftest[bad].dtype < 0 ? "fingerprint only" : cs_dtype_name(selftest[bad].dtype),
              (unsigned long long)selftest[bad].nbytes);
     return;   /* the device memory is kept: a launch may still be running after a failed sync */
   }
