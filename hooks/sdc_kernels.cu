@@ -7,8 +7,8 @@
  *    collscope_simkernel_sdc_reduce(), which the simulator's cuLaunchKernel runs.
  * The kernel is written as phases over "all threads of a block" (CS_THREADS ... CS_SYNC):
  * on the GPU a phase is the body of every thread followed by __syncthreads(), on the host
- * a loop over the block's threads. The arithmetic (including the fp64 tree reduction and
- * the final in-order sum over blocks) is identical, so for the same grid and block the
+ * a loop over the block's threads. The arithmetic (including the fp64 tree reductions and
+ * the last block's sum over the block partials) is identical, so for the same grid and block the
  * GPU and the host produce the same bits (no FMA contraction: nvcc -fmad=false and
  * -ffp-contract=off on the host).
  *
@@ -29,8 +29,9 @@
  * read word by word with the widest aligned loads its address allows (4, 2 or 1 bytes).
  * Every thread accumulates in registers; integer datatypes of 1 and 4 bytes are summed
  * exactly in 64-bit integers (no fp64 conversion per element; 1-byte ones four at a time
- * with dp4a, which the host twin emulates). The host twin's loads
- * trap on a misaligned address, as the GPU's would fault, so the simulator catches one. */
+ * with dp4a, which the host twin emulates). The host twin's loads trap on a misaligned
+ * address, as the GPU's would fault, so the simulator catches one. hooks/sdc.c runs this
+ * kernel against its host twin at set-up on every context (the self-test). */
 #include "sdc_kernel_defs.h"
 
 #ifdef __CUDACC__
