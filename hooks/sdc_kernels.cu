@@ -63,6 +63,12 @@ CS_KDEV float half_to_float(uint32_t h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(hs));
   return f;
 }
+/* both fp16 halves of x (low one first) -> fp32, exact; the halves are taken as the
+ * conversion's operands (no shift or mask) */
+CS_KDEV void half2_to_float2(uint32_t x, float *f0, float *f1) {
+  asm("{ .reg .f16 l, h;\n\t mov.b32 {l, h}, %2;\n\t cvt.f32.f16 %0, l;\n\t cvt.f32.f16 %1, h; }"
+      : "=f"(*f0), "=f"(*f1) : "r"(x));
+}
 #else
 #define CS_KDEV static inline __attribute__((always_inline))
 #define CS_KSHARED
@@ -127,6 +133,10 @@ static inline float half_to_float(uint32_t h) {
   }
   memcpy(&f, &bits, 4);
   return f;
+}
+static inline void half2_to_float2(uint32_t x, float *f0, float *f1) {
+  *f0 = half_to_float(x & 0xffffu);
+  *f1 = half_to_float(x >> 16);
 }
 #endif
 
@@ -250,10 +260,13 @@ CS_KDEV void acc_word(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t key)
       acc_double(a, bits_to_f32(hi << 16));
       acc_double(a, bits_to_f32(hi & 0xffff0000u));
     } else {
-      acc_double(a, (double)half_to_float(lo & 0xffffu));
-      acc_double(a, (double)half_to_float(lo >> 16));
-      acc_double(a, (double)half_to_float(hi & 0xffffu));
-      acc_double(a, (double)half_to_float(hi >> 16));
+      float f0, f1, f2, f3;
+      half2_to_float2(lo, &f0, &f1);
+      half2_to_float2(hi, &f2, &f3);
+      acc_double(a, (double)f0);
+      acc_double(a, (double)f1);
+      acc_double(a, (double)f2);
+      acc_double(a, (double)f3);
     }
   } else {
     unsigned es = cs_sdc_dtype_size(dtype);

@@ -148,17 +148,46 @@ static void test_int_sums(void) {
   }
 }
 
-/* every fp16 encoding decodes exactly (NaN to NaN) */
-static void test_fp16_all(void) {
+static double fp16_value(uint32_t h) {
+  uint32_t e = h >> 10 & 31, m = h & 1023;
+  double v = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+  return h & 0x8000 ? -v : v;
+}
+static double bf16_value(uint32_t b) {
+  uint32_t u = b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* every fp16 and bf16 encoding decodes exactly (NaN to NaN): alone (the partial-word
+ * path) and four to a word (the whole-word path, which takes the halves differently),
+ * each word's sum and |sum| against a serial fp64 sum in element order */
+static void test_halves_all(void) {
   for (uint32_t h = 0; h < 0x10000; h++) {
     uint64_t w = h;
     struct cs_sdc_result r = kernel(&w, 2, CS_SDC_FLOAT16, 1, 1);
-    uint32_t e = h >> 10 & 31, m = h & 1023;
-    double want = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
-    if (h & 0x8000) want = -want;
+    double want = fp16_value(h);
     CHECK(isnan(want) ? isnan(r.sum) && isnan(r.abs) : r.sum == want && r.abs == fabs(want),
           "fp16 %04x: %.17g want %.17g", h, r.sum, want);
   }
+  for (int bf = 0; bf < 2; bf++)
+    for (uint32_t h = 0; h < 0x10000; h += 4) {
+      /* a stride that spreads each word's four encodings over the whole range */
+      uint32_t e[4] = {h & 0xffffu, (h * 7u + 1u) & 0xffffu, (h * 13u + 2u) & 0xffffu, (h * 31u + 3u) & 0xffffu};
+      uint64_t w = 0;
+      double sum = 0, abs = 0;
+      for (int j = 0; j < 4; j++) {
+        w |= (uint64_t)e[j] << (16 * j);
+        double v = bf ? bf16_value(e[j]) : fp16_value(e[j]);
+        sum += v;
+        abs += fabs(v);
+      }
+      struct cs_sdc_result r = kernel(&w, 8, bf ? CS_SDC_BFLOAT16 : CS_SDC_FLOAT16, 1, 1);
+      CHECK((isnan(sum) ? isnan(r.sum) : r.sum == sum) && (isnan(abs) ? isnan(r.abs) : r.abs == abs),
+            "%s word %016llx: sum %.17g want %.17g, abs %.17g want %.17g", bf ? "bf16" : "fp16",
+            (unsigned long long)w, r.sum, sum, r.abs, abs);
+    }
 }
 
 static void test_decode(void) {
@@ -399,7 +428,7 @@ int main(int argc, char **argv) {
   long total = argc > 1 ? atol(argv[1]) : 100000;
   test_fingerprint();
   test_int_sums();
-  test_fp16_all();
+  test_halves_all();
   test_decode();
   test_rules();
   test_clean(total);
