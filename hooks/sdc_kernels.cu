@@ -230,6 +230,14 @@ CS_KDEV void acc_elem(struct cs_sdc_acc *a, int dtype, uint64_t v) {
   }
 }
 
+/* the elements in the first `bytes` (<= 8) bytes of word v, in order */
+CS_KDEV void acc_elems(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t bytes) {
+  unsigned es = cs_sdc_dtype_size(dtype);
+  if (!es) return;
+  for (unsigned j = 0; j < 8 / es && (uint64_t)j * es < bytes; j++)
+    acc_elem(a, dtype, es == 8 ? v : v >> (j * es * 8) & ((1ull << (es * 8)) - 1));
+}
+
 /* |b| of each signed byte of x as a dp4a multiplier: 1, or -1 (0xff) where b < 0 */
 CS_KDEV uint32_t byte_signs(uint32_t x) { return 0x01010101u | (x >> 7 & 0x01010101u) * 0xfeu; }
 
@@ -269,25 +277,20 @@ CS_KDEV void acc_word(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t key)
       acc_double(a, (double)f3);
     }
   } else {
-    unsigned es = cs_sdc_dtype_size(dtype);
-    if (!es) return;
-    for (unsigned j = 0; j < 8 / es; j++)
-      acc_elem(a, dtype, es == 8 ? v : v >> (j * es * 8) & ((1ull << (es * 8)) - 1));
+    acc_elems(a, dtype, v, 8);
   }
 }
 
 /* the last, partial word: `left` (< 8) bytes, zero padded; whole elements only */
 CS_KDEV void acc_partial_word(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t key, uint64_t left) {
   a->fp += cs_sdc_mix_key(v, key);
-  unsigned es = cs_sdc_dtype_size(dtype);
-  if (!es) return;
-  for (unsigned j = 0; j < 8 / es && (uint64_t)j * es < left; j++)
-    acc_elem(a, dtype, es == 8 ? v : v >> (j * es * 8) & ((1ull << (es * 8)) - 1));
+  acc_elems(a, dtype, v, left);
 }
 
-/* word w of a buffer that is not 8-byte aligned (little endian, zero padded past nbytes),
- * with the widest loads the address allows: `grain` = 4, 2 or 1 */
-CS_KDEV uint64_t load_word_unaligned(const unsigned char *buf, uint64_t nbytes, unsigned grain, uint64_t w) {
+/* word w of the buffer (little endian, zero padded past nbytes) with loads of `grain` =
+ * 4, 2 or 1 bytes: the words of a buffer that is not 8-byte aligned (the widest loads
+ * its address allows), and any buffer's partial last word (grain 1) */
+CS_KDEV uint64_t load_word_narrow(const unsigned char *buf, uint64_t nbytes, unsigned grain, uint64_t w) {
   const unsigned char *q = buf + w * 8;
   uint64_t n = nbytes - w * 8 < 8 ? nbytes - w * 8 : 8, v = 0;
   if (n == 8 && grain == 4) return (uint64_t)CS_LOAD32(q) | (uint64_t)CS_LOAD32(q + 4) << 32;
@@ -307,9 +310,7 @@ CS_KDEV struct cs_sdc_part thread_share(const unsigned char *buf, uint64_t nbyte
     /* not 8-byte aligned: word by word, grid-stride */
     unsigned grain = ((uintptr_t)buf & 3u) == 0 ? 4u : ((uintptr_t)buf & 1u) == 0 ? 2u : 1u;
     for (uint64_t w = gtid; w < nfull; w += stride)
-      acc_word(&a, dtype, load_word_unaligned(buf, nbytes, grain, w), (w + 1) * CS_SDC_GOLDEN);
-    if (gtid == 0 && left)
-      acc_partial_word(&a, dtype, load_word_unaligned(buf, nbytes, 1, nfull), (nfull + 1) * CS_SDC_GOLDEN, left);
+      acc_word(&a, dtype, load_word_narrow(buf, nbytes, grain, w), (w + 1) * CS_SDC_GOLDEN);
   } else {
     /* words [head, head + 2 * nchunks) in 16-byte aligned chunks; chunk c holds words
      * head + 2c and head + 2c + 1 */
@@ -337,18 +338,14 @@ CS_KDEV struct cs_sdc_part thread_share(const unsigned char *buf, uint64_t nbyte
       key += kstep;
     }
     if (gtid == 0) {
-      /* the words outside the chunks: the first (unaligned), the last whole one, the
-       * zero-padded partial one */
+      /* the whole words outside the chunks: the first (unaligned), the last one */
       if (head) acc_word(&a, dtype, CS_LOAD64(buf), CS_SDC_GOLDEN);
       for (uint64_t w = head + 2 * nchunks; w < nfull; w++)
         acc_word(&a, dtype, CS_LOAD64(buf + 8 * w), (w + 1) * CS_SDC_GOLDEN);
-      if (left) {
-        uint64_t v = 0;
-        for (uint64_t i = 0; i < left; i++) v |= (uint64_t)buf[8 * nfull + i] << (8 * i);
-        acc_partial_word(&a, dtype, v, (nfull + 1) * CS_SDC_GOLDEN, left);
-      }
     }
   }
+  if (gtid == 0 && left)   /* the zero-padded partial word */
+    acc_partial_word(&a, dtype, load_word_narrow(buf, nbytes, 1, nfull), (nfull + 1) * CS_SDC_GOLDEN, left);
   struct cs_sdc_part p;
   p.fp = a.fp;
   p.isum = a.isum;
