@@ -132,6 +132,16 @@ static void fx_load(void) {
   atomic_store_explicit(&fx_tried, true, memory_order_release);
 }
 
+/* One kernel launch into result slot k (its scratch, ticket counter and pinned result). */
+static CUresult kernel_launch(const struct sdc_ctx *x, unsigned k, CUdeviceptr buf, uint64_t nbytes, int dtype,
+                              unsigned grid, CUstream stream, uint32_t tag) {
+  CUdeviceptr scratch = x->scratch + (CUdeviceptr)k * CS_SDC_MAX_BLOCKS * sizeof(struct cs_sdc_part);
+  CUdeviceptr counter = x->counters + (CUdeviceptr)k * sizeof(unsigned);
+  CUdeviceptr res = x->res_dev + (CUdeviceptr)k * sizeof(struct cs_sdc_result);
+  void *args[] = {&buf, &nbytes, &dtype, &scratch, &counter, &res, &tag};
+  return fx.launch(x->fn, grid, 1, 1, CS_SDC_THREADS, 1, 1, 0, stream, args, NULL);
+}
+
 #ifdef COLLSCOPE_SDC_FATBIN
 /* The self-test at set-up: the GPU kernel against its host twin (in this library) on a
  * fixed pattern, bit for bit, before any collective is checked. A kernel that computes
@@ -156,17 +166,10 @@ static bool same_bits_or_nan(double a, double b) { return !memcmp(&a, &b, sizeof
 /* Launches on zs (not synchronized); returns the number launched. */
 static unsigned selftest_launch(struct sdc_ctx *x, CUdeviceptr pattern, CUstream zs) {
   unsigned i;
-  for (i = 0; i < SDC_SELFTEST_N; i++) {
-    CUdeviceptr buf = pattern + selftest[i].off;
-    uint64_t nbytes = selftest[i].nbytes;
-    int dtype = selftest[i].dtype;
-    CUdeviceptr scratch = x->scratch + (CUdeviceptr)i * CS_SDC_MAX_BLOCKS * sizeof(struct cs_sdc_part);
-    CUdeviceptr counter = x->counters + (CUdeviceptr)i * sizeof(unsigned);
-    CUdeviceptr res = x->res_dev + (CUdeviceptr)i * sizeof(struct cs_sdc_result);
-    uint32_t tag = 0xc5000001u + i;
-    void *args[] = {&buf, &nbytes, &dtype, &scratch, &counter, &res, &tag};
-    if (fx.launch(x->fn, selftest[i].grid, 1, 1, CS_SDC_THREADS, 1, 1, 0, zs, args, NULL) != CUDA_SUCCESS) break;
-  }
+  for (i = 0; i < SDC_SELFTEST_N; i++)
+    if (kernel_launch(x, i, pattern + selftest[i].off, selftest[i].nbytes, selftest[i].dtype, selftest[i].grid, zs,
+                      0xc5000001u + i) != CUDA_SUCCESS)
+      break;
   return i;
 }
 
@@ -375,14 +378,10 @@ static bool launch(struct sdc_ctx *x, unsigned slot, int which, const void *buf,
   unsigned k = slot * 2 + (unsigned)which;
   uint32_t tag = atomic_fetch_add_explicit(&tags, 1, memory_order_relaxed) + 1;
   if (!tag) tag = atomic_fetch_add_explicit(&tags, 1, memory_order_relaxed) + 1;
-  CUdeviceptr scratch = x->scratch + (CUdeviceptr)k * CS_SDC_MAX_BLOCKS * sizeof(struct cs_sdc_part);
-  CUdeviceptr counter = x->counters + (CUdeviceptr)k * sizeof(unsigned);
-  CUdeviceptr res = x->res_dev + (CUdeviceptr)k * sizeof(struct cs_sdc_result);
-  unsigned blocks = cs_sdc_grid(nbytes, x->sms);
   int kdtype = fp8(dtype) ? -1 : dtype;   /* fp8: the fingerprint is all that is compared */
-  void *args[] = {&buf, &nbytes, &kdtype, &scratch, &counter, &res, &tag};
   x->meta[slot].launched[which] = 0;
-  if (fx.launch(x->fn, blocks, 1, 1, CS_SDC_THREADS, 1, 1, 0, (CUstream)stream, args, NULL) != CUDA_SUCCESS) {
+  if (kernel_launch(x, k, (CUdeviceptr)(uintptr_t)buf, nbytes, kdtype, cs_sdc_grid(nbytes, x->sms), (CUstream)stream,
+                    tag) != CUDA_SUCCESS) {
     cs_log_once(CS_LOG_WARN, "cuLaunchKernel of the SDC check failed: that collective is not checked");
     return false;
   }
