@@ -108,6 +108,12 @@ static const char *const prof_standings[NPROF] = {"trusted", "rejected", "mixed"
 #define NSDC 8
 static const char *const sdc_standings[NSDC] = {"ready", "unused", "compiled_out", "no_driver", "setup_failed",
                                                 "selftest_failed", "selftest_timeout", "other"};
+/* ranks whose checks were off: every standing but ready and unused (the first two) */
+static size_t sdc_off_ranks(const struct summary *s) {
+  size_t n = 0;
+  for (int k = 2; k < NSDC; k++) n += s->sdc_ranks[k];
+  return n;
+}
 
 struct report {
   const struct cs_dumpset *set;
@@ -451,11 +457,10 @@ static void text_notes(const struct report *r, FILE *o) {
               s->rejected_ops ? s->rejected_ops : "?");
     fprintf(o, "\n");
   }
-  size_t nsdc = note_counts(o, "SDC checks, ranks:", sdc_standings, s->sdc_ranks, NSDC);
-  if (nsdc) {
-    if (nsdc > s->sdc_ranks[0] + s->sdc_ranks[1])
+  if (note_counts(o, "SDC checks, ranks:", sdc_standings, s->sdc_ranks, NSDC)) {
+    if (sdc_off_ranks(s))
       fprintf(o, " -- checks off on %zu rank(s), whose collectives went unchecked (their logs say why)",
-              nsdc - s->sdc_ranks[0] - s->sdc_ranks[1]);
+              sdc_off_ranks(s));
     if (s->sdc_no_slot)
       fprintf(o, "; %llu checks skipped, no free result slot", (unsigned long long)s->sdc_no_slot);
     fprintf(o, "\n");
@@ -1005,8 +1010,7 @@ static void text_sdc(const struct report *r, FILE *o) {
   struct sdc_report s;
   sdc_analyse(r, &s);
   if (!s.compared) {
-    size_t on = 0, off = 0;
-    for (int k = 0; k < NSDC; k++) *(k < 2 ? &on : &off) += r->sum.sdc_ranks[k];
+    size_t off = sdc_off_ranks(&r->sum), on = r->sum.sdc_ranks[0] + r->sum.sdc_ranks[1];
     if (off && !on)
       fprintf(o, "\nSDC checks: none in these dumps -- the checks were off on every rank (see the notes)\n");
     else
