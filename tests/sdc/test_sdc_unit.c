@@ -153,8 +153,8 @@ static double fp16_value(uint32_t h) {
   double v = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
   return h & 0x8000 ? -v : v;
 }
-static double bf16_value(uint32_t b) {
-  uint32_t u = b << 16;
+static double bf2d(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
   float f;
   memcpy(&f, &u, 4);
   return f;
@@ -179,7 +179,7 @@ static void test_halves_all(void) {
       double sum = 0, abs = 0;
       for (int j = 0; j < 4; j++) {
         w |= (uint64_t)e[j] << (16 * j);
-        double v = bf ? bf16_value(e[j]) : fp16_value(e[j]);
+        double v = bf ? bf2d((uint16_t)e[j]) : fp16_value(e[j]);
         sum += v;
         abs += fabs(v);
       }
@@ -284,13 +284,6 @@ static uint16_t f2bf(double x) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
-static double bf2d(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 /* element value as double / store with rounding to the type */
 static double ld(int dt, const void *p, size_t i) {
   switch (dt) {
