@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "hooks/sdc_kernels.cu" /* the production kernel (sdc_reduce) and its helpers */
+#include "collscope/schema.h"    /* cs_dtype_name */
 
 #define LAB_THREADS 256
 #define CKR(x)                                                                      \
@@ -250,8 +251,6 @@ int main(int argc, char **argv) {
     }
     CKR(cudaMemcpy(d_buf, h.data(), nbytes, cudaMemcpyHostToDevice));
   }
-  static const char *names[] = {"int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
-                                "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
   unsigned gp = cs_sdc_grid(nbytes, (unsigned)sms);
   printf("\nproduction by datatype (random bytes), grid %u x %d, read_xor %.1f GB/s\n", gp, CS_SDC_THREADS, xor_ref);
   for (int dt = 0; dt < 12; dt++) {
@@ -262,7 +261,7 @@ int main(int argc, char **argv) {
     });
     CKR(cudaDeviceSynchronize());
     double gbs = nbytes / (ms * 1e6);
-    printf("sdc_reduce %-9s %8.1f GB/s %6.1f%% of read_xor (goal >= 85%%): %s\n", names[dt], gbs, 100.0 * gbs / xor_ref,
+    printf("sdc_reduce %-9s %8.1f GB/s %6.1f%% of read_xor (goal >= 85%%): %s\n", cs_dtype_name(dt), gbs, 100.0 * gbs / xor_ref,
            gbs >= 0.85 * xor_ref ? "met" : "NOT met");
   }
   return fails ? 1 : 0;
