@@ -46,17 +46,20 @@ CS_SDC_HD unsigned cs_sdc_grid(uint64_t nbytes, unsigned sms) {
   return b < 1 ? 1u : (unsigned)b;
 }
 
-/* Position-mixed word: splitmix64's finalizer over word + index * golden ratio. A flip
- * of any bit of any word changes the word's term, and so the (wrapping) total, except
- * with probability ~2^-64. cs_sdc_mix_key takes the index term (idx + 1) * golden
+/* Position-mixed word: MurmurHash3's 64-bit finalizer (fmix64) over word + index *
+ * golden ratio. Every step is a bijection, so a flip of any bit of any word changes the
+ * word's term, and so the (wrapping) total; several changed words cancel with
+ * probability ~2^-64. cs_sdc_mix_key takes the index term (idx + 1) * golden
  * already computed, so a loop over consecutive words adds the constant instead of
- * multiplying (wrapping arithmetic: the same value). */
+ * multiplying (wrapping arithmetic: the same value). fmix64's shifts of 33 cost one
+ * 32-bit shift and one xor on the GPU (the high half of z >> 33 is zero); the shifts of
+ * 27-31 of splitmix64's finalizer, which this used before, cost two of each. */
 #define CS_SDC_GOLDEN 0x9e3779b97f4a7c15ull
 CS_SDC_HD uint64_t cs_sdc_mix_key(uint64_t w, uint64_t key) {
   uint64_t z = w + key;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdull;
+  z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ull;
+  return z ^ (z >> 33);
 }
 CS_SDC_HD uint64_t cs_sdc_mix(uint64_t w, uint64_t idx) { return cs_sdc_mix_key(w, (idx + 1) * CS_SDC_GOLDEN); }
 

@@ -15,7 +15,8 @@
  * One launch reads `nbytes` bytes at `buf` and produces, in the pinned host slot `res`:
  *  fp   = sum over 8-byte words w (little endian, the last one zero padded) of
  *         cs_sdc_mix(w, word index), wrapping: order independent, so any split agrees;
- *  sum  = fp64 sum of the elements decoded per datatype (NaN/Inf propagate);
+ *  sum  = fp64 sum of the elements decoded per datatype (NaN/Inf propagate), 0 for
+ *         dtype -1 (the fingerprint only);
  *  abs  = fp64 sum of |elements|;
  *  isum = wrapping 64-bit sum of integer elements (sign-extended), 0 for floats;
  * then sets res->done = tag (after a system fence). Per-block partials go to `scratch`;
@@ -164,27 +165,12 @@ CS_KDEV double bits_to_f32(uint32_t v) {
   x.u = v;
   return (double)x.f;
 }
-/* A small float (sign, E exponent bits, M mantissa bits, IEEE-like) -> double. e4m3 has
- * no infinity and only S.1111.111 as NaN (handled by the caller). */
-CS_KDEV double small_float(uint32_t v, int ebits, int mbits, int bias) {
-  uint32_t sign = v >> (ebits + mbits) & 1u;
-  uint32_t e = v >> mbits & ((1u << ebits) - 1u);
-  uint32_t m = v & ((1u << mbits) - 1u);
-  double r;
-  if (e == 0) {
-    r = (double)m * bits_to_f64((uint64_t)(1023 + 1 - bias - mbits) << 52); /* m * 2^(1-bias-mbits) */
-  } else {
-    /* (1 + m/2^mbits) * 2^(e-bias), built directly as a double */
-    r = bits_to_f64((uint64_t)(1023 + (int)e - bias) << 52 | (uint64_t)m << (52 - mbits));
-  }
-  return sign ? -r : r;
-}
-
 /* One thread's running totals, in registers. Integer datatypes of 1 and 4 bytes keep
  * exact 64-bit sums (isum, iabs) and convert once at the end; the other datatypes add
  * each element to the fp64 sums. */
 struct cs_sdc_acc {
-  uint64_t fp, isum, iabs;
+  uint64_t fp, isum, iabs;   /* iabs: signed integer datatypes only (unsigned: = isum) */
+  uint32_t ineg;             /* int32 words: negative elements added zero-extended to isum */
   double sum, abs;
 };
 
@@ -203,29 +189,15 @@ CS_KDEV void acc_double(struct cs_sdc_acc *a, double d) {
 CS_KDEV void acc_elem(struct cs_sdc_acc *a, int dtype, uint64_t v) {
   switch (dtype) {
   case CS_SDC_INT8: { int64_t s = (int8_t)(uint8_t)v; a->isum += (uint64_t)s; a->iabs += (uint64_t)(s < 0 ? -s : s); break; }
-  case CS_SDC_UINT8: a->isum += v & 0xff; a->iabs += v & 0xff; break;
+  case CS_SDC_UINT8: a->isum += v & 0xff; break;
   case CS_SDC_INT32: { int64_t s = (int32_t)(uint32_t)v; a->isum += (uint64_t)s; a->iabs += (uint64_t)(s < 0 ? -s : s); break; }
-  case CS_SDC_UINT32: a->isum += v & 0xffffffffu; a->iabs += v & 0xffffffffu; break;
+  case CS_SDC_UINT32: a->isum += v & 0xffffffffu; break;
   case CS_SDC_INT64: a->isum += v; acc_double(a, (double)(int64_t)v); break;
   case CS_SDC_UINT64: a->isum += v; acc_double(a, (double)v); break;
   case CS_SDC_FLOAT16: acc_double(a, (double)half_to_float((uint32_t)v & 0xffffu)); break;
   case CS_SDC_FLOAT32: acc_double(a, bits_to_f32((uint32_t)v)); break;
   case CS_SDC_FLOAT64: acc_double(a, bits_to_f64(v)); break;
   case CS_SDC_BFLOAT16: acc_double(a, bits_to_f32(((uint32_t)v & 0xffffu) << 16)); break;
-  case CS_SDC_FP8E4M3: {
-    uint32_t b = (uint32_t)v & 0xffu;
-    acc_double(a, ((b & 0x7fu) == 0x7fu) ? bits_to_f64(0x7ff8000000000000ull) : small_float(b, 4, 3, 7));
-    break;
-  }
-  case CS_SDC_FP8E5M2: {
-    uint32_t b = (uint32_t)v & 0xffu;
-    double d;
-    if ((b & 0x7cu) == 0x7cu) d = (b & 3u) ? bits_to_f64(0x7ff8000000000000ull)
-                                          : ((b & 0x80u) ? -1.0 / 0.0 : 1.0 / 0.0);
-    else d = small_float(b, 5, 2, 15);
-    acc_double(a, d);
-    break;
-  }
   default: break;
   }
 }
@@ -249,14 +221,23 @@ CS_KDEV void acc_word(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t key)
      * at most 8 x 255 in magnitude, so 32 bits are exact */
     uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
     if (dtype == CS_SDC_UINT8) {
-      uint32_t s = CS_DP4A_U(hi, 0x01010101u, CS_DP4A_U(lo, 0x01010101u, 0u));
-      a->isum += s;
-      a->iabs += s;
+      a->isum += CS_DP4A_U(hi, 0x01010101u, CS_DP4A_U(lo, 0x01010101u, 0u));
     } else {
       int32_t s = CS_DP4A_S(hi, 0x01010101u, CS_DP4A_S(lo, 0x01010101u, 0));
       int32_t m = CS_DP4A_S(hi, byte_signs(hi), CS_DP4A_S(lo, byte_signs(lo), 0));
       a->isum += (uint64_t)(int64_t)s;
       a->iabs += (uint64_t)m;
+    }
+  } else if (dtype == CS_SDC_INT32 || dtype == CS_SDC_UINT32) {
+    /* both elements zero-extended in one 64-bit add; for int32 the negative ones are
+     * counted (a sign-extended sum is the zero-extended one - 2^32 x that count, mod
+     * 2^64: thread_share subtracts it) and |x| is taken in 32 bits (|INT32_MIN| = 2^31
+     * fits unsigned) */
+    uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
+    a->isum += (uint64_t)lo + hi;
+    if (dtype == CS_SDC_INT32) {
+      a->ineg += (lo >> 31) + (hi >> 31);
+      a->iabs += (uint64_t)(lo >> 31 ? 0u - lo : lo) + (hi >> 31 ? 0u - hi : hi);
     }
   } else if (dtype == CS_SDC_BFLOAT16 || dtype == CS_SDC_FLOAT16) {
     /* the four halves from the word's two 32-bit halves (one operation each, in element
@@ -304,7 +285,7 @@ CS_KDEV uint64_t load_word_narrow(const unsigned char *buf, uint64_t nbytes, uns
 /* one thread's share, for a datatype known at compile time (the caller's switch) */
 CS_KDEV struct cs_sdc_part thread_share(const unsigned char *buf, uint64_t nbytes, int dtype, uint64_t gtid,
                                         uint64_t stride) {
-  struct cs_sdc_acc a = {0, 0, 0, 0.0, 0.0};
+  struct cs_sdc_acc a = {0, 0, 0, 0, 0.0, 0.0};
   uint64_t nfull = nbytes / 8, left = nbytes % 8;
   if ((uintptr_t)buf & 7u) {
     /* not 8-byte aligned: word by word, grid-stride */
@@ -348,11 +329,11 @@ CS_KDEV struct cs_sdc_part thread_share(const unsigned char *buf, uint64_t nbyte
     acc_partial_word(&a, dtype, load_word_narrow(buf, nbytes, 1, nfull), (nfull + 1) * CS_SDC_GOLDEN, left);
   struct cs_sdc_part p;
   p.fp = a.fp;
-  p.isum = a.isum;
+  p.isum = a.isum - ((uint64_t)a.ineg << 32);   /* mod 2^64: a wrapped ineg is the same */
   if (int_exact(dtype)) {
     int sgn = dtype == CS_SDC_INT8 || dtype == CS_SDC_INT32;
-    p.sum = sgn ? (double)(int64_t)a.isum : (double)a.isum;
-    p.abs = (double)a.iabs;
+    p.sum = sgn ? (double)(int64_t)p.isum : (double)p.isum;
+    p.abs = sgn ? (double)a.iabs : p.sum;
   } else {
     p.sum = a.sum;
     p.abs = a.abs;
@@ -367,9 +348,8 @@ CS_KDEV struct cs_sdc_part thread_partial(const unsigned char *buf, uint64_t nby
   switch (dtype) {
     CS_SDC_CASE(CS_SDC_INT8) CS_SDC_CASE(CS_SDC_UINT8) CS_SDC_CASE(CS_SDC_INT32) CS_SDC_CASE(CS_SDC_UINT32)
     CS_SDC_CASE(CS_SDC_INT64) CS_SDC_CASE(CS_SDC_UINT64) CS_SDC_CASE(CS_SDC_FLOAT16) CS_SDC_CASE(CS_SDC_FLOAT32)
-    CS_SDC_CASE(CS_SDC_FLOAT64) CS_SDC_CASE(CS_SDC_BFLOAT16) CS_SDC_CASE(CS_SDC_FP8E4M3)
-    CS_SDC_CASE(CS_SDC_FP8E5M2)
-  default: return thread_share(buf, nbytes, -1, gtid, stride);   /* fingerprint only */
+    CS_SDC_CASE(CS_SDC_FLOAT64) CS_SDC_CASE(CS_SDC_BFLOAT16)
+  default:   /* -1: what hooks/sdc.c launches for fp8, which has no sum rule */ return thread_share(buf, nbytes, -1, gtid, stride);
   }
 }
 

@@ -194,8 +194,6 @@ static void test_decode(void) {
   struct { int dt; uint64_t bits; double want; } v[] = {
       {CS_SDC_FLOAT16, 0x3c00, 1.0},       {CS_SDC_FLOAT16, 0x7bff, 65504.0},   {CS_SDC_FLOAT16, 0x0001, 0x1p-24},
       {CS_SDC_FLOAT16, 0xc000, -2.0},      {CS_SDC_BFLOAT16, 0x3f80, 1.0},      {CS_SDC_BFLOAT16, 0xc040, -3.0},
-      {CS_SDC_FP8E4M3, 0x38, 1.0},         {CS_SDC_FP8E4M3, 0x7e, 448.0},       {CS_SDC_FP8E4M3, 0x01, 0x1p-9},
-      {CS_SDC_FP8E5M2, 0x3c, 1.0},         {CS_SDC_FP8E5M2, 0x7b, 57344.0},     {CS_SDC_FP8E5M2, 0x01, 0x1p-16},
       {CS_SDC_INT8, 0xff, -1.0},           {CS_SDC_UINT8, 0xff, 255.0},         {CS_SDC_INT32, 0xfffffffe, -2.0},
       {CS_SDC_FLOAT32, 0x40490fdb, 3.1415927410125732},
   };
@@ -207,8 +205,15 @@ static void test_decode(void) {
   uint64_t inf = 0x7c00, nan = 0x7e00;
   CHECK(isinf(kernel(&inf, 2, CS_SDC_FLOAT16, 1, 1).sum), "fp16 inf");
   CHECK(isnan(kernel(&nan, 2, CS_SDC_FLOAT16, 1, 1).sum), "fp16 nan");
-  uint64_t e4nan = 0x7f;
-  CHECK(isnan(kernel(&e4nan, 1, CS_SDC_FP8E4M3, 1, 1).sum), "e4m3 nan");
+  /* fp8 has no sum rule (hooks/sdc.c launches it as -1): the kernel takes its words for
+   * the fingerprint alone, as any datatype it does not decode */
+  uint64_t w8[3] = {0x3c387e7f01fe80ffull, 0x0102030405060708ull, 0xfcfdfeff7b7c7d7eull};
+  struct cs_sdc_result fo = kernel(w8, sizeof w8, -1, 2, 32);
+  CHECK(fo.fp != 0 && fo.sum == 0 && fo.abs == 0 && fo.isum == 0, "fingerprint only: sums not 0");
+  for (int dt = CS_SDC_FP8E4M3; dt <= CS_SDC_FP8E5M2 + 1; dt++) {
+    struct cs_sdc_result r = kernel(w8, sizeof w8, dt, 2, 32);
+    CHECK(r.fp == fo.fp && r.sum == 0 && r.abs == 0 && r.isum == 0, "dt %d: not the fingerprint alone", dt);
+  }
 }
 
 static void test_rules(void) {
