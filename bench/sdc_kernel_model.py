@@ -15,10 +15,20 @@ instructions per 16-byte chunk with this model of one SM sub-partition (SMSP):
   - abs.f64 folds into the add.
 The bound is the largest of issue, integer work (two pipes share it) and fp64 work, in
 cycles per 512-byte warp chunk. The budget is the cycles one SMSP has per warp chunk when
-the GPU reads at 85% of --gbs: --sms x 4 SMSPs at --ghz."""
+the GPU reads at 85% of --gbs: --sms x 4 SMSPs at --ghz.
+
+With --nvdisasm PATH it counts the compiler's own machine code instead: nvcc -cubin,
+nvdisasm, the loop with four LDG.E.128, each SASS instruction on its pipe (16 lanes,
+2 cycles per warp instruction: ALU = LOP3/IADD3/SHF/ISETP/SEL/LEA, FMA = IMAD*/IDP/HADD2,
+FP64 = DADD; conversions to fp64 8 cycles, counted with FP64 as if they shared it). A
+disassembler older than nvcc (Debian bookworm's non-free nvidia-cuda-toolkit 11.8 has
+one; `apt-get download nvidia-cuda-toolkit && dpkg -x` it) reads CUDA 13's cubin once
+--elf-compat writes its ELF header in the older layout (ABI 7, flags sm | sm << 16 |
+0x500); the code itself is not touched."""
 import argparse
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -81,6 +91,81 @@ def cost(loop):
     return issue / chunks, integer / chunks, f64 / chunks, conv / chunks
 
 
+SASS_PIPES = [("conv", ("F2F.F64", "I2F.F64", "F2I.F64", "F2F.F32.F64", "I2F.U64", "I2F.S64")),
+              ("fp64", ("DADD", "DMUL", "DFMA")),
+              ("fma", ("IMAD", "IDP", "HADD2", "HFMA2", "FADD", "FMUL", "FFMA", "MOV")),
+              ("alu", ("LOP3", "IADD3", "SHF", "ISETP", "SEL", "LEA", "IABS", "PRMT", "FSEL", "IMNMX"))]
+
+
+def sass_pipe(op):
+    for pipe, prefixes in SASS_PIPES:
+        if op.startswith(prefixes):
+            return pipe
+    return "other"   # LDG, BRA, uniform datapath
+
+
+def sass_loops(sass):
+    """{kernel: the instructions (predicates dropped) of its loop with four 16-byte loads}"""
+    loops = {}
+    for part in re.split(r"\n\s+\.global\s+", sass)[1:]:
+        name, labels, ins = part.split()[0], {}, []
+        for line in part.split("\n"):
+            m = re.match(r"\s*(\.L_x_\d+):", line)
+            if m:
+                labels[m.group(1)] = len(ins)
+            m = re.match(r"\s*/\*[0-9a-f]+\*/\s+(.*?)\s*;", line)
+            if m:
+                ins.append(re.sub(r"^@!?U?P\w+\s+", "", m.group(1)))
+        for i, x in enumerate(ins):
+            m = re.search(r"BRA\s+`\((\.L_x_\d+)\)", x)
+            if m and labels.get(m.group(1), i + 1) <= i:
+                body = ins[labels[m.group(1)]:i + 1]
+                if sum("LDG.E.128" in y for y in body) == 4:
+                    loops[name] = body
+    return loops
+
+
+def elf_compat(path, arch):
+    """the cubin's ELF header in the layout of CUDA <= 12 (see the module comment)"""
+    sm = int(arch.split("_")[1])
+    b = bytearray(open(path, "rb").read())
+    b[8] = 7
+    struct.pack_into("<I", b, 0x30, sm | sm << 16 | 0x500)
+    open(path, "wb").write(b)
+
+
+def sass_model(a, root, d, cu, budget):
+    cubin = os.path.join(d, "model.cubin")
+    run([a.nvcc, "-cubin", "-fmad=false", "-O3", "-I" + root, "-arch=" + a.arch, "-o", cubin, cu], "nvcc")
+    if a.elf_compat:
+        elf_compat(cubin, a.arch)
+    loops = sass_loops(run([a.nvdisasm, "-c", cubin], "nvdisasm"))
+    print("SDC kernel main loop, %s SASS (nvcc -cubin, %s), per 512-byte warp chunk, SMSP cycles" % (a.arch, a.nvdisasm))
+    print("budget at 85%% of %.0f GB/s, %d SMs x 4 SMSPs, %.2f GHz: %.0f" % (a.gbs, a.sms, a.ghz, budget))
+    print("%-12s %6s %6s %6s %9s %7s %9s" % ("kernel", "issue", "ALU", "FMA", "FP64+cvt", "bound", "of budget"))
+    for name, _ in KERNELS:
+        body = loops.get("k_" + name)
+        if not body:
+            print("%-12s main loop not found" % name)
+            continue
+        n = {p: 0 for p, _ in SASS_PIPES}
+        for x in body:
+            p = sass_pipe(x.split()[0])
+            if p in n:
+                n[p] += 1
+        issue, alu, fma, f64 = len(body) / 4, 2 * n["alu"] / 4, 2 * n["fma"] / 4, (2 * n["fp64"] + 8 * n["conv"]) / 4
+        bound = max(issue, alu, fma, f64)
+        print("%-12s %6.1f %6.1f %6.1f %9.1f %7.1f %8.0f%%" % (name, issue, alu, fma, f64, bound, 100 * bound / budget))
+
+
+def run(cmd, what):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout + p.stderr)
+        raise SystemExit("sdc_kernel_model: %s failed" % what)
+    return p.stdout
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--nvcc", default=os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "nvcc"))
@@ -88,19 +173,20 @@ def main():
     ap.add_argument("--gbs", type=float, default=4300.0, help="HBM read bandwidth, GB/s (H200 measured ~4.3 TB/s)")
     ap.add_argument("--ghz", type=float, default=1.83, help="SM clock under load")
     ap.add_argument("--sms", type=int, default=132)
+    ap.add_argument("--nvdisasm", help="count the SASS this nvdisasm shows instead of the PTX")
+    ap.add_argument("--elf-compat", action="store_true", help="for an nvdisasm older than nvcc")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    budget = 512.0 / (0.85 * a.gbs * 1e9 / (a.sms * 4) / (a.ghz * 1e9))
     with tempfile.TemporaryDirectory() as d:
         cu, ptx = os.path.join(d, "model.cu"), os.path.join(d, "model.ptx")
         with open(cu, "w") as f:
             f.write(harness())
-        p = subprocess.run([a.nvcc, "-ptx", "-fmad=false", "-O3", "-I" + root, "-arch=" + a.arch, "-o", ptx, cu],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if p.returncode != 0:
-            sys.stderr.write(p.stdout)
-            raise SystemExit("sdc_kernel_model: nvcc failed")
+        if a.nvdisasm:
+            sass_model(a, root, d, cu, budget)
+            return
+        run([a.nvcc, "-ptx", "-fmad=false", "-O3", "-I" + root, "-arch=" + a.arch, "-o", ptx, cu], "nvcc")
         text = open(ptx).read()
-    budget = 512.0 / (0.85 * a.gbs * 1e9 / (a.sms * 4) / (a.ghz * 1e9))
     print("SDC kernel main loop, %s, per 16-byte chunk per thread = one 512-byte warp chunk (estimate)" % a.arch)
     print("budget at 85%% of %.0f GB/s, %d SMs x 4 SMSPs, %.2f GHz: %.0f SMSP cycles per warp chunk"
           % (a.gbs, a.sms, a.ghz, budget))
@@ -115,7 +201,6 @@ def main():
         bound = max(issue, integer, 2 * f64 + 8 * conv)
         print("%-12s %7.1f %8.1f %6.1f %6.1f %7.1f %7.0f%%" % (name, issue, integer, f64, conv, bound,
                                                              100 * bound / budget))
-
 
 if __name__ == "__main__":
     main()
