@@ -170,7 +170,7 @@ CS_KDEV double bits_to_f32(uint32_t v) {
  * each element to the fp64 sums. */
 struct cs_sdc_acc {
   uint64_t fp, isum, iabs;   /* iabs: signed integer datatypes only (unsigned: = isum) */
-  uint32_t ineg;             /* int32 words: negative elements added zero-extended to isum */
+  uint32_t ineg;             /* int32: negative elements, added zero-extended to isum */
   double sum, abs;
 };
 
@@ -190,7 +190,16 @@ CS_KDEV void acc_elem(struct cs_sdc_acc *a, int dtype, uint64_t v) {
   switch (dtype) {
   case CS_SDC_INT8: { int64_t s = (int8_t)(uint8_t)v; a->isum += (uint64_t)s; a->iabs += (uint64_t)(s < 0 ? -s : s); break; }
   case CS_SDC_UINT8: a->isum += v & 0xff; break;
-  case CS_SDC_INT32: { int64_t s = (int32_t)(uint32_t)v; a->isum += (uint64_t)s; a->iabs += (uint64_t)(s < 0 ? -s : s); break; }
+  case CS_SDC_INT32: {
+    /* zero-extended, the negative ones counted: a sign-extended sum is the zero-extended
+     * one - 2^32 x that count, mod 2^64 (thread_share subtracts it); |x| in 32 bits
+     * (|INT32_MIN| = 2^31 fits unsigned) */
+    uint32_t x = (uint32_t)v;
+    a->isum += x;
+    a->ineg += x >> 31;
+    a->iabs += x >> 31 ? 0u - x : x;
+    break;
+  }
   case CS_SDC_UINT32: a->isum += v & 0xffffffffu; break;
   case CS_SDC_INT64: a->isum += v; acc_double(a, (double)(int64_t)v); break;
   case CS_SDC_UINT64: a->isum += v; acc_double(a, (double)v); break;
@@ -227,17 +236,6 @@ CS_KDEV void acc_word(struct cs_sdc_acc *a, int dtype, uint64_t v, uint64_t key)
       int32_t m = CS_DP4A_S(hi, byte_signs(hi), CS_DP4A_S(lo, byte_signs(lo), 0));
       a->isum += (uint64_t)(int64_t)s;
       a->iabs += (uint64_t)m;
-    }
-  } else if (dtype == CS_SDC_INT32 || dtype == CS_SDC_UINT32) {
-    /* both elements zero-extended in one 64-bit add; for int32 the negative ones are
-     * counted (a sign-extended sum is the zero-extended one - 2^32 x that count, mod
-     * 2^64: thread_share subtracts it) and |x| is taken in 32 bits (|INT32_MIN| = 2^31
-     * fits unsigned) */
-    uint32_t lo = (uint32_t)v, hi = (uint32_t)(v >> 32);
-    a->isum += (uint64_t)lo + hi;
-    if (dtype == CS_SDC_INT32) {
-      a->ineg += (lo >> 31) + (hi >> 31);
-      a->iabs += (uint64_t)(lo >> 31 ? 0u - lo : lo) + (hi >> 31 ? 0u - hi : hi);
     }
   } else if (dtype == CS_SDC_BFLOAT16 || dtype == CS_SDC_FLOAT16) {
     /* the four halves from the word's two 32-bit halves (one operation each, in element
