@@ -89,9 +89,9 @@ struct summary {
   uint64_t drops, timing_lost;
   size_t truncated_lines, malformed_lines, unknown_types, files_without_footer;
   /* NCCL profiler plugin standing per rank (footers): trusted, rejected, mixed, probation,
-   * not_loaded, forced; probes compared / agreed on the ranks that rejected some op type,
-   * and the op types rejected anywhere (first rank's list) */
-  size_t prof_ranks[6];
+   * not_loaded, forced, an unknown one counted as "other"; probes compared / agreed on the
+   * ranks that rejected some op type, and the op types rejected anywhere (first rank's list) */
+  size_t prof_ranks[7];
   uint64_t rejected_probes, rejected_agreed;
   const char *rejected_ops;
   /* SDC standing per rank (footers, hooks/sdc.h), an unknown one counted as "other"; checks
@@ -103,11 +103,18 @@ struct summary {
   const struct cs_dumpfile **selftest_failed;
   size_t nselftest_failed;
 };
-#define NPROF 6
-static const char *const prof_standings[NPROF] = {"trusted", "rejected", "mixed", "probation", "not_loaded", "forced"};
+#define NPROF 7
+static const char *const prof_standings[NPROF] = {"trusted", "rejected", "mixed", "probation", "not_loaded", "forced",
+                                                  "other"};
 #define NSDC 8
 static const char *const sdc_standings[NSDC] = {"ready", "unused", "compiled_out", "no_driver", "setup_failed",
                                                 "selftest_failed", "selftest_timeout", "other"};
+/* the index of footer standing v in names[0..n-1], the last ("other") when unknown */
+static int standing_index(const char *const *names, int n, const char *v) {
+  int k = 0;
+  while (k < n - 1 && strcmp(v, names[k])) k++;
+  return k;
+}
 /* ranks whose checks were off: every standing but ready and unused (the first two) */
 static size_t sdc_off_ranks(const struct summary *s) {
   size_t n = 0;
@@ -318,21 +325,19 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
     s->malformed_lines += f->malformed_lines;
     s->unknown_types += f->unknown_types;
     s->files_without_footer += !f->has_footer;
-    for (int k = 0; k < NPROF && f->footer_profiler; k++)
-      if (!strcmp(f->footer_profiler, prof_standings[k])) {
-        s->prof_ranks[k]++;
-        if (k == 1 || k == 2) {
-          s->rejected_probes += f->footer_prof_probes, s->rejected_agreed += f->footer_prof_agreed;
-          if (!s->rejected_ops && f->footer_prof_rejected && *f->footer_prof_rejected) s->rejected_ops = f->footer_prof_rejected;
-        }
+    if (f->footer_profiler) {
+      int k = standing_index(prof_standings, NPROF, f->footer_profiler);
+      s->prof_ranks[k]++;
+      if (k == 1 || k == 2) {
+        s->rejected_probes += f->footer_prof_probes, s->rejected_agreed += f->footer_prof_agreed;
+        if (!s->rejected_ops && f->footer_prof_rejected && *f->footer_prof_rejected) s->rejected_ops = f->footer_prof_rejected;
       }
+    }
   }
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];
     if (!f->footer_sdc) continue;
-    int k = 0;
-    while (k < NSDC - 1 && strcmp(f->footer_sdc, sdc_standings[k])) k++;
-    s->sdc_ranks[k]++;
+    s->sdc_ranks[standing_index(sdc_standings, NSDC, f->footer_sdc)]++;
     s->sdc_no_slot += f->footer_sdc_no_slot;
     if (!strcmp(f->footer_sdc, "selftest_failed")) {
       if (!s->selftest_failed) s->selftest_failed = xcalloc(set->nfiles, sizeof *s->selftest_failed);

@@ -155,6 +155,7 @@ static void write_fixture(const char *dir, int schema) {
               r == 0 || r == 2, r == 1 ? 3 : 0, r == 0 ? 2 : 0,
               r == 0   ? "\"profiler\":\"trusted\",\"prof_probes\":64,\"prof_agreed\":64,"
               : r == 1 ? "\"profiler\":\"rejected\",\"prof_probes\":64,\"prof_agreed\":3,\"prof_rejected\":\"AllReduce\","
+              : r == 2 ? "\"profiler\":\"a_later_standing\","   /* from a newer shim: counted as other */
                        : "",
               T0 + 10000000LL);
     fclose(f);
@@ -346,7 +347,8 @@ static void test_load_fixture(void **state) {
     if (r == 1) assert_true(f->footer_profiler && !strcmp(f->footer_profiler, "rejected") &&
                             f->footer_prof_probes == 64 && f->footer_prof_agreed == 3 &&
                             !strcmp(f->footer_prof_rejected, "AllReduce") && !strcmp(f->footer_prof_trusted, ""));
-    if (r >= 2) assert_null(f->footer_profiler);
+    if (r == 2) assert_true(f->footer_profiler && !strcmp(f->footer_profiler, "a_later_standing"));
+    if (r == 3) assert_null(f->footer_profiler);
     assert_int_equal(cs_dumpfile_drops(f), r == 1 ? 3 : 0);
     assert_int_equal(f->truncated_lines + f->malformed_lines + f->unknown_types, 0);
   }
@@ -725,6 +727,7 @@ static void test_report_json(void **state) {
   assert_int_equal(jnum(pr, "trusted"), 1);
   assert_int_equal(jnum(pr, "rejected"), 1);
   assert_int_equal(jnum(pr, "mixed") + jnum(pr, "probation") + jnum(pr, "not_loaded") + jnum(pr, "forced"), 0);
+  assert_int_equal(jnum(pr, "other"), 1);
   assert_int_equal(jnum(s, "timing_lost"), 2);
   json_t *sec = json_object_get(root, "sections");
   assert_true(json_is_array(sec));
@@ -769,7 +772,7 @@ static void test_report_text(void **state) {
     "# truncated lines skipped: 0",
     "# files without footer (unclean exit): 1",
     "# ops whose GPU timing was lost (footer): 2",
-    ("# NCCL profiler plugin, ranks: trusted 1, rejected 1 (rejecting ranks: 3 of 64 probes agreed with CUDA events; "
+    ("# NCCL profiler plugin, ranks: trusted 1, rejected 1, other 1 (rejecting ranks: 3 of 64 probes agreed with CUDA events; "
      "rejected: AllReduce)"),
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
