@@ -69,6 +69,38 @@ static uint64_t ref_fp(const unsigned char *p, uint64_t n) {
   return fp;
 }
 
+/* The word mix must not be (close to) linear: a linear term would miss two words swapped,
+ * and a bit set in one word and cleared in another. Over random words, every single-bit
+ * change of the input flips about half the output bits, each output bit about half the
+ * time (a weak mix, e.g. a bare multiply, leaves the low bits untouched). */
+static void test_mix(void) {
+  for (int i = 0; i < 20000; i++) {
+    uint64_t a = rng(), b = rng(), w = rng() % 100000, u = w + 1 + rng() % 1000;
+    unsigned bit = (unsigned)(rng() % 64);
+    uint64_t m = 1ull << bit;
+    CHECK(cs_sdc_mix(a, w) + cs_sdc_mix(b, u) != cs_sdc_mix(b, w) + cs_sdc_mix(a, u) || a == b,
+          "words %llu and %llu swapped: same total", (unsigned long long)w, (unsigned long long)u);
+    a |= m, b &= ~m;
+    CHECK(cs_sdc_mix(a, w) + cs_sdc_mix(b, u) != cs_sdc_mix(a ^ m, w) + cs_sdc_mix(b ^ m, u),
+          "bit %u moved between words: same total", bit);
+  }
+  enum { N = 4000 };
+  static unsigned out_flips[64];
+  double total = 0;
+  for (int i = 0; i < N; i++) {
+    uint64_t v = rng(), w = rng() % 1000000, h = cs_sdc_mix(v, w);
+    unsigned bit = (unsigned)(i % 64);
+    uint64_t d = h ^ cs_sdc_mix(v ^ 1ull << bit, w);
+    total += __builtin_popcountll(d);
+    for (int k = 0; k < 64; k++) out_flips[k] += d >> k & 1;
+  }
+  double mean = total / N;
+  CHECK(mean > 31 && mean < 33, "mix: a one-bit input change flips %.2f output bits on average (want ~32)", mean);
+  for (int k = 0; k < 64; k++)   /* binomial(4000, 1/2): sd ~32 */
+    CHECK(out_flips[k] > N / 2 - 200 && out_flips[k] < N / 2 + 200, "mix: output bit %d flipped %u of %d times", k,
+          out_flips[k], N);
+}
+
 static void test_fingerprint(void) {
   static unsigned char buf[70000];
   for (size_t i = 0; i < sizeof buf; i++) buf[i] = (unsigned char)rng();
@@ -424,6 +456,7 @@ static void test_clean(long total) {
 
 int main(int argc, char **argv) {
   long total = argc > 1 ? atol(argv[1]) : 100000;
+  test_mix();
   test_fingerprint();
   test_int_sums();
   test_halves_all();
