@@ -26,7 +26,8 @@ static size_t blen;
 static bool header_done;
 static uint64_t n_ops, n_xfers;
 
-struct site_entry { uint64_t addr; char text[192]; UT_hash_handle hh; };
+/* a call site's text, formatted once; plain: no character needs a JSON escape */
+struct site_entry { uint64_t addr; char text[192]; size_t len; bool plain; UT_hash_handle hh; };
 static struct site_entry *sites;
 static unsigned nsites;
 
@@ -42,9 +43,24 @@ static inline void put(const char *s, size_t n) {
 static void puts_(const char *s) { put(s, strlen(s)); }
 /* string literals: length known at compile time */
 #define PUTL(lit) put(lit, sizeof(lit) - 1)
+/* decimal, two digits per division (timestamps have 19 digits) */
 static void put_u64(uint64_t v) {
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                              "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                              "8081828384858687888990919293949596979899";
   char t[24]; int i = 24;
-  do { t[--i] = (char)('0' + v % 10); v /= 10; } while (v);
+  while (v >= 100) {
+    unsigned d = (unsigned)(v % 100);
+    v /= 100;
+    t[--i] = pairs[2 * d + 1];
+    t[--i] = pairs[2 * d];
+  }
+  if (v >= 10) {
+    t[--i] = pairs[2 * v + 1];
+    t[--i] = pairs[2 * v];
+  } else {
+    t[--i] = (char)('0' + v);
+  }
   put(t + i, (size_t)(24 - i));
 }
 static void put_i64(int64_t v) {
@@ -63,13 +79,22 @@ static void put_id(uint64_t v) { /* fixed 16 hex digits */
   for (int i = 16; i >= 1; i--) { t[i] = hx[v & 15]; v >>= 4; }
   put(t, 18);
 }
+/* the length of s's leading run of characters that need no JSON escape */
+static size_t plain_run(const char *s) {
+  size_t n = 0;
+  while ((unsigned char)s[n] >= 0x20 && s[n] != '"' && s[n] != '\\') n++;
+  return n;
+}
 static void put_str(const char *s) {
   put("\"", 1);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
+  for (;;) {
+    size_t n = plain_run(s);   /* copied in one piece */
+    put(s, n);
+    unsigned char c = (unsigned char)s[n];
+    if (!c) break;
     if (c == '"' || c == '\\') { char e[2] = {'\\', (char)c}; put(e, 2); }
-    else if (c < 0x20) { char e[8]; snprintf(e, sizeof(e), "\\u%04x", c); put(e, 6); }
-    else put((const char *)&c, 1);
+    else { char e[8]; snprintf(e, sizeof(e), "\\u%04x", c); put(e, 6); }
+    s += n + 1;
   }
   put("\"", 1);
 }
@@ -78,6 +103,13 @@ static void put_us(int64_t ns) { /* ns -> microseconds with 3 decimals */
   put_u64((uint64_t)(ns / 1000));
   char t[4] = {'.', (char)('0' + (ns / 100) % 10), (char)('0' + (ns / 10) % 10), (char)('0' + ns % 10)};
   put(t, 4);
+}
+/* a name from collscope's own tables (ops, datatypes, timing kinds...): none has a
+ * character that needs an escape, so it is copied without the scan */
+static void put_name(const char *s) {
+  put("\"", 1);
+  puts_(s);
+  put("\"", 1);
 }
 #define KEY(k) PUTL(",\"" k "\":")
 
@@ -90,14 +122,16 @@ static const char *cs_proto_name(int p) {
   return p >= 0 && p <= CS_PROTO_OTHER ? n[p] : "other";
 }
 
-static const char *site_text(uint64_t addr) {
-  if (!addr) return "";
+/* the site's entry: from the cache, or formatted now (into the cache while it has room) */
+static const struct site_entry *site_of(uint64_t addr) {
+  static struct site_entry none = {.plain = true}, spare;
+  if (!addr) return &none;
   struct site_entry *e;
   HASH_FIND(hh, sites, &addr, sizeof(addr), e);
-  if (e) return e->text;
-  static char tmp[192];
-  char *out = tmp;
-  if (nsites < 65536 && (e = calloc(1, sizeof(*e)))) out = e->text;
+  if (e) return e;
+  if (nsites >= 65536 || !(e = calloc(1, sizeof(*e)))) e = &spare;
+  char *out = e->text;
+  const size_t cap = sizeof e->text;
   Dl_info di;
   const char *mod = "?";
   uint64_t off = addr;
@@ -111,15 +145,27 @@ static const char *site_text(uint64_t addr) {
   unw_accessors_t *acc = unw_get_accessors(unw_local_addr_space);
   if (acc && acc->get_proc_name &&
       acc->get_proc_name(unw_local_addr_space, (unw_word_t)addr, sym, sizeof(sym), &soff, NULL) == 0)
-    snprintf(out, sizeof(tmp), "%s!%s+0x%lx", mod, sym, (unsigned long)soff);
+    snprintf(out, cap, "%s!%s+0x%lx", mod, sym, (unsigned long)soff);
   else
-    snprintf(out, sizeof(tmp), "%s+0x%lx", mod, (unsigned long)off);
-  if (out != tmp) {
+    snprintf(out, cap, "%s+0x%lx", mod, (unsigned long)off);
+  e->len = strlen(out);
+  e->plain = plain_run(out) == e->len;
+  if (e != &spare) {
     e->addr = addr;
     HASH_ADD(hh, sites, addr, sizeof(e->addr), e);
     nsites++;
   }
-  return out;
+  return e;
+}
+static void put_site(uint64_t addr) {
+  const struct site_entry *e = site_of(addr);
+  if (!e->plain) {
+    put_str(e->text);
+    return;
+  }
+  put("\"", 1);
+  put(e->text, e->len);
+  put("\"", 1);
 }
 
 static int mkdir_p(const char *dir) {
@@ -239,7 +285,7 @@ void cs_dump_record(const struct cs_record *r) {
   bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN || r->timing == CS_TIMING_PROFILER;
   switch (r->type) {
   case CS_REC_COMM:
-    PUTL("{\"type\":\"comm\",\"event\":"); put_str(comm_event_name(r->event));
+    PUTL("{\"type\":\"comm\",\"event\":"); put_name(comm_event_name(r->event));
     KEY("comm"); put_id(r->comm_id);
     KEY("size"); put_i64(r->comm_size);
     KEY("rank"); put_i64(r->comm_rank);
@@ -255,16 +301,16 @@ void cs_dump_record(const struct cs_record *r) {
     KEY("comm_rank"); put_i64(r->comm_rank);
     KEY("rank"); put_i64(cs_cfg.rank);
     KEY("seq"); if (r->seq == UINT64_MAX) PUTL("-1"); else put_u64(r->seq);
-    KEY("op"); put_str(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
-    KEY("dtype"); put_str(cs_dtype_name(r->dtype));
+    KEY("op"); put_name(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
+    KEY("dtype"); put_name(cs_dtype_name(r->dtype));
     KEY("count"); put_u64(r->count);
     KEY("bytes"); put_u64(r->bytes);
-    KEY("redop"); if (r->redop >= 0) put_str(cs_redop_name(r->redop)); else PUTL("null");
+    KEY("redop"); if (r->redop >= 0) put_name(cs_redop_name(r->redop)); else PUTL("null");
     KEY("root"); put_i64(r->root);
     KEY("peer"); put_i64(r->peer);
     break;
   case CS_REC_LINK: {  /* NCCL_NET wrapper: one connection over [t0_ns, t_ns] (DESIGN.md) */
-    PUTL("{\"type\":\"link\",\"dir\":"); put_str(r->root ? "recv" : "send");
+    PUTL("{\"type\":\"link\",\"dir\":"); put_name(r->root ? "recv" : "send");
     KEY("rank"); put_i64(cs_cfg.rank);
     KEY("peer"); put_i64(r->peer);
     KEY("conn"); put_id(r->comm_id);
@@ -284,8 +330,8 @@ void cs_dump_record(const struct cs_record *r) {
   }
   case CS_REC_XFER:
     n_xfers++;
-    PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_str(cs_cudart_api_name(r->api));
-    KEY("kind"); put_str(xfer_kind_name(r->event));
+    PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_name(cs_cudart_api_name(r->api));
+    KEY("kind"); put_name(xfer_kind_name(r->event));
     KEY("bytes"); put_u64(r->bytes);
     KEY("async"); puts_(r->async ? "true" : "false");
     break;
@@ -298,13 +344,13 @@ void cs_dump_record(const struct cs_record *r) {
   KEY("start_ns"); put_i64(timed ? r->start_ns : 0);
   KEY("end_ns"); put_i64(timed ? r->end_ns : 0);
   KEY("dur_us"); put_us(timed ? r->end_ns - r->start_ns : 0);
-  KEY("timing"); put_str(cs_timing_name(r->timing));
+  KEY("timing"); put_name(cs_timing_name(r->timing));
   KEY("captured"); puts_(r->captured ? "true" : "false");
-  KEY("site"); put_str(site_text(r->site));
+  KEY("site"); put_site(r->site);
   KEY("status"); put_i64(r->status);
   if (r->type == CS_REC_OP && r->sdc_checked) put_sdc(r);
-  if (r->type == CS_REC_OP && r->algo) { KEY("algo"); put_str(cs_algo_name(r->algo)); }
-  if (r->type == CS_REC_OP && r->proto) { KEY("proto"); put_str(cs_proto_name(r->proto)); }
+  if (r->type == CS_REC_OP && r->algo) { KEY("algo"); put_name(cs_algo_name(r->algo)); }
+  if (r->type == CS_REC_OP && r->proto) { KEY("proto"); put_name(cs_proto_name(r->proto)); }
   if (r->type == CS_REC_OP && r->nchannels) { KEY("nchannels"); put_u64(r->nchannels); }
   PUTL("}\n");
 }
@@ -317,7 +363,7 @@ void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
   KEY("comm_rank"); put_i64(r->comm_rank);
   KEY("rank"); put_i64(cs_cfg.rank);
   KEY("seq"); if (r->seq == UINT64_MAX) PUTL("-1"); else put_u64(r->seq);
-  KEY("op"); put_str(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
+  KEY("op"); put_name(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
   KEY("enqueue_ns"); put_i64(r->enqueue_ns);
   KEY("age_ms"); put_i64((now_ns - r->enqueue_ns) / 1000000);
   KEY("started"); puts_(started ? "true" : "false");

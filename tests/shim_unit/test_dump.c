@@ -14,7 +14,8 @@
 #include "shim/cs_internal.h"
 #include "stats/dump_writer.h"
 
-static json_t *lines[16];
+#define MAX_LINES 32
+static json_t *lines[MAX_LINES];
 static int nlines;
 
 static void read_back(const char *path) {
@@ -22,7 +23,7 @@ static void read_back(const char *path) {
   assert_non_null(f);
   char buf[8192];
   nlines = 0;
-  while (fgets(buf, sizeof(buf), f) && nlines < 16) {
+  while (fgets(buf, sizeof(buf), f) && nlines < MAX_LINES) {
     json_error_t err;
     lines[nlines] = json_loads(buf, 0, &err);
     if (!lines[nlines]) fail_msg("line %d not JSON: %s: %s", nlines + 1, err.text, buf);
@@ -36,7 +37,8 @@ static void records_roundtrip(void **state) {
   char dir[] = "/tmp/cs-dump-test-XXXXXX";
   assert_non_null(mkdtemp(dir));
   setenv("COLLSCOPE_DIR", dir, 1);
-  setenv("COLLSCOPE_HOSTNAME", "node\"1\\x", 1);
+  /* every kind of escape, a plain run between them, and one as the last character */
+  setenv("COLLSCOPE_HOSTNAME", "node\"1\\x\001\tplain run\037\"", 1);
   setenv("RANK", "5", 1);
   cs_config_load();
   assert_true(cs_dump_open());
@@ -58,6 +60,15 @@ static void records_roundtrip(void **state) {
   r.timing = CS_TIMING_CAPTURED; r.captured = 1; r.op = CS_OP_Recv; r.peer = 3;
   cs_dump_record(&r);
 
+  /* decimal formatting at every digit-count boundary (seq) */
+  static const uint64_t seqs[] = {0, 9, 10, 11, 99, 100, 101, 999, 1000, 1001, 99999, 100000, 1234567890123456789ULL,
+                                  9223372036854775807ULL};
+  enum { NSEQ = sizeof seqs / sizeof seqs[0] };
+  for (int i = 0; i < NSEQ; i++) {
+    r.seq = seqs[i];
+    cs_dump_record(&r);
+  }
+
   memset(&r, 0, sizeof(r));
   r.type = CS_REC_XFER; r.op = CS_OP_Memcpy; r.event = CS_XFER_DTOH; r.bytes = 4096; r.async = 1;
   r.timing = CS_TIMING_HOST; r.status = 0;
@@ -70,9 +81,9 @@ static void records_roundtrip(void **state) {
   assert_int_equal(stat(cs_dump_path(), &st), 0);
   assert_int_equal(st.st_mode & 0777, 0600);
   read_back(cs_dump_path());
-  assert_int_equal(nlines, 7);
+  assert_int_equal(nlines, 7 + NSEQ);
   assert_string_equal(json_string_value(json_object_get(lines[0], "type")), "header");
-  assert_string_equal(json_string_value(json_object_get(lines[0], "host")), "node\"1\\x");
+  assert_string_equal(json_string_value(json_object_get(lines[0], "host")), "node\"1\\x\001\tplain run\037\"");
   assert_int_equal(json_integer_value(json_object_get(lines[0], "rank")), 5);
 
   json_t *c = lines[1];
@@ -98,13 +109,15 @@ static void records_roundtrip(void **state) {
   assert_true(json_is_true(json_object_get(cap, "captured")));
   assert_int_equal(json_integer_value(json_object_get(cap, "start_ns")), 0);
 
-  json_t *x = lines[4];
+  for (int i = 0; i < NSEQ; i++)
+    assert_int_equal((uint64_t)json_integer_value(json_object_get(lines[4 + i], "seq")), seqs[i]);
+  json_t *x = lines[4 + NSEQ];
   assert_string_equal(json_string_value(json_object_get(x, "type")), "xfer");
   assert_string_equal(json_string_value(json_object_get(x, "kind")), "DtoH");
   assert_true(json_is_true(json_object_get(x, "async")));
-  assert_int_equal(json_integer_value(json_object_get(lines[5], "count")), 3);
-  assert_string_equal(json_string_value(json_object_get(lines[6], "type")), "footer");
-  assert_int_equal(json_integer_value(json_object_get(lines[6], "ops")), 2);
+  assert_int_equal(json_integer_value(json_object_get(lines[5 + NSEQ], "count")), 3);
+  assert_string_equal(json_string_value(json_object_get(lines[6 + NSEQ], "type")), "footer");
+  assert_int_equal(json_integer_value(json_object_get(lines[6 + NSEQ], "ops")), 2 + NSEQ);
   for (int i = 0; i < nlines; i++) json_decref(lines[i]);
   char cmd[128];
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
