@@ -202,5 +202,6 @@ def main():
         print("%-12s %7.1f %8.1f %6.1f %6.1f %7.1f %7.0f%%" % (name, issue, integer, f64, conv, bound,
                                                              100 * bound / budget))
 
+
 if __name__ == "__main__":
     main()
