@@ -24,7 +24,10 @@ FP64 = DADD; conversions to fp64 8 cycles, counted with FP64 as if they shared i
 disassembler older than nvcc (Debian bookworm's non-free nvidia-cuda-toolkit 11.8 has
 one; `apt-get download nvidia-cuda-toolkit && dpkg -x` it) reads CUDA 13's cubin once
 --elf-compat writes its ELF header in the older layout (ABI 7, flags sm | sm << 16 |
-0x500); the code itself is not touched."""
+0x500); the code itself is not touched.
+
+--check (the sdc test suite, PTX only): exit 1 unless every datatype's loop with four
+16-byte loads is there, i.e. the kernel still reads in vector chunks."""
 import argparse
 import os
 import re
@@ -175,6 +178,7 @@ def main():
     ap.add_argument("--sms", type=int, default=132)
     ap.add_argument("--nvdisasm", help="count the SASS this nvdisasm shows instead of the PTX")
     ap.add_argument("--elf-compat", action="store_true", help="for an nvdisasm older than nvcc")
+    ap.add_argument("--check", action="store_true", help="exit 1 if a datatype's 4 x 16-byte load loop is missing")
     a = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     budget = 512.0 / (0.85 * a.gbs * 1e9 / (a.sms * 4) / (a.ghz * 1e9))
@@ -191,16 +195,20 @@ def main():
     print("budget at 85%% of %.0f GB/s, %d SMs x 4 SMSPs, %.2f GHz: %.0f SMSP cycles per warp chunk"
           % (a.gbs, a.sms, a.ghz, budget))
     print("%-12s %7s %8s %6s %6s %7s %8s" % ("kernel", "issue", "integer", "dadd", "cvt64", "bound", "of budget"))
+    missing = []
     for name, _ in KERNELS:
         m = re.search(r"\.entry k_%s\(.*?\n}\n" % name, text, re.S)
         loop = main_loop(m.group(0)) if m else None
         if not loop:
             print("%-12s main loop not found" % name)
+            missing.append(name)
             continue
         issue, integer, f64, conv = cost(loop)
         bound = max(issue, integer, 2 * f64 + 8 * conv)
         print("%-12s %7.1f %8.1f %6.1f %6.1f %7.1f %7.0f%%" % (name, issue, integer, f64, conv, bound,
                                                              100 * bound / budget))
+    if a.check and missing:
+        raise SystemExit("sdc_kernel_model: no 4 x 16-byte load loop for %s" % ", ".join(missing))
 
 
 if __name__ == "__main__":
