@@ -347,7 +347,8 @@ CS_KDEV struct cs_sdc_part thread_partial(const unsigned char *buf, uint64_t nby
     CS_SDC_CASE(CS_SDC_INT8) CS_SDC_CASE(CS_SDC_UINT8) CS_SDC_CASE(CS_SDC_INT32) CS_SDC_CASE(CS_SDC_UINT32)
     CS_SDC_CASE(CS_SDC_INT64) CS_SDC_CASE(CS_SDC_UINT64) CS_SDC_CASE(CS_SDC_FLOAT16) CS_SDC_CASE(CS_SDC_FLOAT32)
     CS_SDC_CASE(CS_SDC_FLOAT64) CS_SDC_CASE(CS_SDC_BFLOAT16)
-  default:   /* -1: what hooks/sdc.c launches for fp8, which has no sum rule */ return thread_share(buf, nbytes, -1, gtid, stride);
+  default:   /* -1: what hooks/sdc.c launches for fp8, which has no sum rule */
+    return thread_share(buf, nbytes, -1, gtid, stride);
   }
 }
 
