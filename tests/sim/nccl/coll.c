@@ -335,6 +335,38 @@ SN_ALIAS(ncclGroupSimulateEnd)
 static const char *opnames[] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                 "AlltoAll", "Gather", "Scatter", "Send", "Recv"};
 
+/* NCCL_CHECK_POINTERS=1: CudaPtrCheck (argcheck.cc:10-26) on the buffers ArgsCheck names
+ * (argcheck.cc:71-84): Send/Recv only with count > 0; a collective's sendbuff except a
+ * Broadcast's off the root, its recvbuff except a Reduce's off the root, whatever the count.
+ * Not a device or pinned or managed allocation (cudaPointerGetAttributes: no device
+ * pointer), or device memory of another device: ncclInvalidArgument. */
+static ncclResult_t ptr_check_cuda(const void *p, struct ncclComm *c, const char *ptrname, const char *opname) {
+  int dev = -1;
+  int kind = p ? simcuda_ptr_kind(p, &dev) : 0;
+  if (kind == 0) {
+    sn_warn(c->dev, "%s : %s %p is not a valid pointer", opname, ptrname, p);
+    return ncclInvalidArgument;
+  }
+  if (kind == 1 && dev != c->dev) {
+    sn_warn(c->dev, "%s : %s allocated on device %d mismatchs with NCCL device %d", opname, ptrname, dev, c->dev);
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+static ncclResult_t check_pointers(struct ncclComm *c, const struct sn_op *o, const char *opname) {
+  ncclResult_t r;
+  if (o->coll == SN_SEND || o->coll == SN_RECV) {
+    if (o->count > 0)
+      return ptr_check_cuda(o->coll == SN_SEND ? o->sendbuff : o->recvbuff, c, "buff", opname);
+    return ncclSuccess;
+  }
+  if (o->coll != SN_BROADCAST || c->rank == o->root)
+    if ((r = ptr_check_cuda(o->sendbuff, c, "sendbuff", opname))) return r;
+  if (o->coll != SN_REDUCE || c->rank == o->root)
+    if ((r = ptr_check_cuda(o->recvbuff, c, "recvbuff", opname))) return r;
+  return ncclSuccess;
+}
+
 static ncclResult_t enqueue(int coll, const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t dt,
                             ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   const char *name = opnames[coll];
@@ -387,19 +419,10 @@ static ncclResult_t enqueue(int coll, const void *sendbuff, void *recvbuff, size
     }
   }
   pthread_mutex_unlock(&comm->lock);
-  /* NCCL checks pointers only with NCCL_CHECK_POINTERS=1; a NULL buffer would fault on a
-   * GPU, here it would crash the stream worker, so NULL with count > 0 is rejected always */
-  if (count > 0) {
-    int need_send = 1, need_recv = 1;
-    if (coll == SN_BROADCAST || coll == SN_SCATTER) need_send = comm->rank == root;
-    if (coll == SN_REDUCE || coll == SN_GATHER) need_recv = comm->rank == root;
-    if (coll == SN_SEND) need_recv = 0;
-    if (coll == SN_RECV) need_send = 0;
-    if ((need_send && !sendbuff) || (need_recv && !recvbuff)) {
-      sn_warn(comm->dev, "%s : %s argument is NULL", name, need_send && !sendbuff ? "sendbuff" : "recvbuff");
-      r = ncclInvalidArgument; goto fail;
-    }
-  }
+  /* NCCL checks buffers at the call only with NCCL_CHECK_POINTERS=1 (argcheck.cc:71-84, before
+   * a zero count is discarded); otherwise a NULL buffer is enqueued and faults on the device,
+   * which exec.c models (sn_exec_ops) */
+  if (comm->check_pointers && (r = check_pointers(comm, &o, name))) goto fail;
   /* fault matching: seq counts this rank's collective + P2P calls on this comm */
   sn_faults_init();
   pthread_mutex_lock(&comm->lock);
@@ -429,7 +452,9 @@ static ncclResult_t enqueue(int coll, const void *sendbuff, void *recvbuff, size
       if (f->at_hop) o.flip_hop = 1; else o.flip_out = 1;
     }
   }
-  if (count == 0 && !o.hang) return ncclSuccess;   /* NCCL: zero-count ops are no-ops */
+  /* an empty collective is discarded (enqueue.cc:2554-2555); an empty Send/Recv stays a task
+   * that needs its peer (enqueue.cc:2550-2551 p2pTaskAppend; one step, enqueue.cc:983-985) */
+  if (count == 0 && !o.hang && coll != SN_SEND && coll != SN_RECV) return ncclSuccess;
   r = sn_submit(comm, &o);
   if (r) goto fail;
   return ncclSuccess;

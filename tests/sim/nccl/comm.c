@@ -142,6 +142,7 @@ SN_API ncclResult_t pncclGetUniqueId(ncclUniqueId *out) {
 SN_ALIAS(ncclGetUniqueId)
 
 /* ---------------------------------------------------------------- config */
+#define SN_NCCL_MAXCHANNELS 64   /* NCCL 2.28.9 src/include/device.h:86 MAXCHANNELS */
 static ncclResult_t parse_config(const ncclConfig_t *in, ncclConfig_t *out) {
   ncclConfig_t def = NCCL_CONFIG_INITIALIZER;
   *out = def;
@@ -154,6 +155,20 @@ static ncclResult_t parse_config(const ncclConfig_t *in, ncclConfig_t *out) {
     if (tmp.magic != 0xcafebeef) {
       sn_warn(-1, "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
       return ncclInvalidArgument;
+    }
+    /* fields newer than the caller's header version keep their defaults (init.cc:1826-1849) */
+    if (tmp.version < NCCL_VERSION(2, 14, 0)) tmp.blocking = def.blocking;
+    if (tmp.version < NCCL_VERSION(2, 17, 0)) {
+      tmp.cgaClusterSize = def.cgaClusterSize; tmp.minCTAs = def.minCTAs;
+      tmp.maxCTAs = def.maxCTAs; tmp.netName = def.netName;
+    }
+    if (tmp.version < NCCL_VERSION(2, 25, 0)) tmp.trafficClass = def.trafficClass;
+    if (tmp.version < NCCL_VERSION(2, 27, 0)) {
+      tmp.collnetEnable = def.collnetEnable; tmp.CTAPolicy = def.CTAPolicy;
+      tmp.shrinkShare = def.shrinkShare; tmp.nvlsCTAs = def.nvlsCTAs;
+    }
+    if (tmp.version < NCCL_VERSION(2, 28, 0)) {
+      tmp.nChannelsPerNetPeer = def.nChannelsPerNetPeer; tmp.nvlinkCentricSched = def.nvlinkCentricSched;
     }
     *out = tmp;
   }
@@ -175,6 +190,33 @@ static ncclResult_t parse_config(const ncclConfig_t *in, ncclConfig_t *out) {
     sn_warn(-1, "Invalid config splitShare attribute value %d", out->splitShare);
     return ncclInvalidArgument;
   }
+  /* init.cc:1880-1914 (parseCommConfig) */
+  if (out->collnetEnable != NCCL_CONFIG_UNDEF_INT && (out->collnetEnable < 0 || out->collnetEnable > 1)) {
+    sn_warn(-1, "Invalid config collnetEnable attribute value %d", out->collnetEnable);
+    return ncclInvalidArgument;
+  }
+  if (out->CTAPolicy != NCCL_CONFIG_UNDEF_INT &&
+      (out->CTAPolicy < NCCL_CTA_POLICY_DEFAULT || out->CTAPolicy > NCCL_CTA_POLICY_ZERO)) {
+    sn_warn(-1, "Invalid config policy attribute value %d", out->CTAPolicy);
+    return ncclInvalidArgument;
+  }
+  if (out->shrinkShare != NCCL_CONFIG_UNDEF_INT && out->shrinkShare != 0 && out->shrinkShare != 1) {
+    sn_warn(-1, "Invalid config shrinkShare attribute value %d", out->shrinkShare);
+    return ncclInvalidArgument;
+  }
+  if (out->nvlsCTAs != NCCL_CONFIG_UNDEF_INT && out->nvlsCTAs <= 0) {
+    sn_warn(-1, "Invalid config nvlsCTAs attribute value %d", out->nvlsCTAs);
+    return ncclInvalidArgument;
+  }
+  if (out->nChannelsPerNetPeer != NCCL_CONFIG_UNDEF_INT &&
+      (out->nChannelsPerNetPeer <= 0 || out->nChannelsPerNetPeer > SN_NCCL_MAXCHANNELS)) {
+    sn_warn(-1, "Invalid config nChannelsPerNetPeer attribute value %d", out->nChannelsPerNetPeer);
+    return ncclInvalidArgument;
+  }
+  if (out->nvlinkCentricSched != NCCL_CONFIG_UNDEF_INT && out->nvlinkCentricSched != 0 && out->nvlinkCentricSched != 1) {
+    sn_warn(-1, "Invalid config nvlinkCentricSched attribute value %d", out->nvlinkCentricSched);
+    return ncclInvalidArgument;
+  }
   if (out->blocking == NCCL_CONFIG_UNDEF_INT) {
     const char *e = getenv("NCCL_COMM_BLOCKING");
     out->blocking = e ? atoi(e) != 0 : 1;
@@ -187,6 +229,15 @@ static _Atomic int comm_counter;
 static pthread_once_t version_once = PTHREAD_ONCE_INIT;
 static void show_version(void) { sn_info(simcuda_current_device(), "NCCL version 2.28.9+cuda13.0"); }
 
+/* NCCL_CHECK_POINTERS: an NCCL_PARAM (read once per process, init.cc:55), copied into each
+ * comm at init as "== 1" (init.cc:452) */
+static pthread_once_t check_ptr_once = PTHREAD_ONCE_INIT;
+static int check_ptr_param;
+static void check_ptr_read(void) {
+  const char *e = getenv("NCCL_CHECK_POINTERS");
+  check_ptr_param = e && *e ? (int)strtoll(e, NULL, 0) : 0;
+}
+
 static struct ncclComm *comm_new(int nranks, int rank, int dev, const char *name, const ncclConfig_t *cfg) {
   struct ncclComm *c = calloc(1, sizeof *c);
   if (!c) return NULL;
@@ -198,6 +249,8 @@ static struct ncclComm *comm_new(int nranks, int rank, int dev, const char *name
   c->fault_rank = (r && *r) ? atoi(r) : rank;
   c->config = *cfg;
   c->blocking = cfg->blocking != 0;
+  pthread_once(&check_ptr_once, check_ptr_read);
+  c->check_pointers = check_ptr_param == 1;
   atomic_store(&c->async_err, ncclInProgress);
   pthread_mutex_init(&c->lock, NULL);
   c->ring = calloc((size_t)nranks, sizeof(int));
@@ -231,6 +284,55 @@ static uint64_t bus_id_int(int dev) {
     v = v << 4 | (uint64_t)d;
   }
   return v;
+}
+
+/* The ring NCCL 2.28.9 builds (README "Ring", with source lines): hosts in the order of their
+ * lowest rank (init.cc nodesFirstRank); inside a host the GPUs in PCI bus id order
+ * (xml.cc keeps PCI children sorted, search.cc tries FORCED_ORDER_PCI first and stores each
+ * GPU's rank in graph->intra); the hosts' sequences joined end to start (connect.cc
+ * connectRings), and the ring read from rank 0 onwards (rings.cc ncclBuildRings, init.cc
+ * setupChannel: ring->index is the distance from rank 0). Ranks sharing one GPU
+ * (NCCL_MULTI_RANK_GPU_ENABLE) keep rank order. ring[p] = rank at position p, pos[r] = p. */
+static int ring_build(const struct sn_shm *h, int n, int *ring, int *pos) {
+  char *done = calloc((size_t)n, 1);
+  if (!done) return -1;
+  int k = 0;
+  for (int r = 0; r < n; r++) {
+    if (done[r]) continue;
+    /* host of rank r (its lowest rank): insertion sort of its ranks by (bus id, rank) */
+    int first = k;
+    for (int q = r; q < n; q++) {
+      if (done[q] || strcmp(h->ranks[q].host, h->ranks[r].host)) continue;
+      done[q] = 1;
+      int i = k++;
+      while (i > first && h->ranks[ring[i - 1]].busid > h->ranks[q].busid) { ring[i] = ring[i - 1]; i--; }
+      ring[i] = q;
+    }
+  }
+  free(done);
+  int z = 0;
+  while (ring[z] != 0) z++;
+  /* rotate so that rank 0 is at position 0 */
+  int *tmp = malloc((size_t)n * sizeof *tmp);
+  if (!tmp) return -1;
+  for (int p = 0; p < n; p++) tmp[p] = ring[(p + z) % n];
+  for (int p = 0; p < n; p++) { ring[p] = tmp[p]; pos[ring[p]] = p; }
+  free(tmp);
+  return 0;
+}
+
+/* "Channel 00/02 : 0 3 2 1" as rings.cc:9-26 (dumpLine) prints it from ncclBuildRings on rank
+ * 0 (rings.cc:46): " %*d" per rank, the width of nranks-1, the line cut at 127 characters
+ * with its end replaced by "..." */
+static void ring_print(const struct ncclComm *c, int ch, int nch) {
+  enum { LINE = 128 };
+  char line[LINE];
+  int width = snprintf(NULL, 0, "%d", c->nranks - 1);
+  int n = snprintf(line, LINE, "Channel %02d/%02d :", ch, nch);
+  for (int i = 0; i < c->nranks && n < LINE - 1; i++)
+    n += snprintf(line + n, (size_t)(LINE - n), " %*d", width, c->ring[i]);
+  if (n >= LINE) snprintf(line + LINE - 4, 4, "...");
+  sn_info(c->dev, "%s", line);
 }
 
 static void poison(struct sn_shm *h, ncclResult_t r) {
@@ -284,17 +386,7 @@ static ncclResult_t comm_join(struct ncclComm *c) {
     if (atomic_load(&h->joined) >= (uint32_t)n) break;
     sn_wait(&h->board_bell, b);
   }
-  /* ring: hosts numbered by their lowest rank, ranks ascending inside a host */
-  int k = 0;
-  char *done = calloc((size_t)n, 1);
-  if (!done) return ncclSystemError;
-  for (int r = 0; r < n; r++) {
-    if (done[r]) continue;
-    for (int q = r; q < n; q++)
-      if (!done[q] && !strcmp(h->ranks[q].host, h->ranks[r].host)) { done[q] = 1; c->ring[k++] = q; }
-  }
-  free(done);
-  for (int p2 = 0; p2 < n; p2++) c->pos[c->ring[p2]] = p2;
+  if (ring_build(h, n, c->ring, c->pos) != 0) return ncclSystemError;
   const char *multi = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
   if (!(multi && atoi(multi))) {
     for (int i = 0; i < n; i++)
@@ -305,12 +397,8 @@ static ncclResult_t comm_join(struct ncclComm *c) {
           return ncclInvalidUsage;
         }
   }
-  if (c->rank == 0 && sn_debug_level >= 2) {
-    char line[SN_MAXRANKS * 5 + 8];
-    int off = 0;
-    for (int p2 = 0; p2 < n; p2++) off += snprintf(line + off, sizeof line - (size_t)off, "%4d", c->ring[p2]);
-    for (int ch = 0; ch < 2; ch++) sn_info(c->dev, "Channel %02d/%02d : %s", ch, 2, line);
-  }
+  if (c->rank == 0 && sn_debug_level >= 2)
+    for (int ch = 0; ch < 2; ch++) ring_print(c, ch, 2);
   sn_info(c->dev, "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %llx - Init COMPLETE",
           (void *)c, c->rank, n, c->dev, c->dev, (unsigned long long)me->busid);
   sn_linkstats_register();
@@ -350,26 +438,37 @@ static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueI
                               const ncclConfig_t *config, int dev, const char *fn) {
   sn_debug_init();
   pthread_once(&version_once, show_version);
-  if (ptr_check(newcomm, fn, "newcomm")) return ncclInvalidArgument;
-  ncclConfig_t cfg;
-  ncclResult_t r = parse_config(config, &cfg);
-  if (r) return r;
-  if (nranks < 1 || rank < 0 || rank >= nranks) {
-    sn_warn(dev, "Invalid rank requested : %d/%d", rank, nranks);
+  /* NCCL's order (init.cc ncclCommInitRankDev): nId <= 0 || nId > nranks returns at once and
+   * leaves *newcomm alone (init.cc:1965, nId is 1 here, so nranks < 1 lands there); every later
+   * failure goes to its fail label, which sets *newcomm = NULL (init.cc:2040): a bad rank
+   * (init.cc:1986), a bad config (init.cc:1998); the simulator's own refusals do the same. */
+  if (nranks < 1) {
+    sn_warn(dev, "improper usage of ncclCommInitRank: nId = %d, nranks=%d", 1, nranks);
     return ncclInvalidArgument;
   }
+  if (ptr_check(newcomm, fn, "newcomm")) return ncclInvalidArgument;
+  if (rank < 0 || rank >= nranks) {
+    sn_warn(dev, "Invalid rank requested : %d/%d", rank, nranks);
+    *newcomm = NULL;
+    return ncclInvalidArgument;
+  }
+  ncclConfig_t cfg;
+  ncclResult_t r = parse_config(config, &cfg);
+  if (r) { *newcomm = NULL; return r; }
   if (nranks > SN_MAXRANKS) {
     sn_warn(dev, "simulator limit: nranks %d > %d", nranks, SN_MAXRANKS);
+    *newcomm = NULL;
     return ncclInvalidUsage;
   }
   struct sn_id id;
   memcpy(&id, uid->internal, sizeof id);
   if (id.magic != SN_ID_MAGIC || !memchr(id.name, 0, sizeof id.name) || id.name[0] != '/') {
     sn_warn(dev, "%s : ncclUniqueId was not produced by ncclGetUniqueId", fn);
+    *newcomm = NULL;
     return ncclInvalidArgument;
   }
   struct ncclComm *c = comm_new(nranks, rank, dev, id.name, &cfg);
-  if (!c) return ncclSystemError;
+  if (!c) { *newcomm = NULL; return ncclSystemError; }
   *newcomm = c;
   struct sn_job *j = calloc(1, sizeof *j);
   if (!j) { comm_free(c); *newcomm = NULL; return ncclSystemError; }
@@ -574,9 +673,11 @@ static void comm_leave(struct ncclComm *c, int unlink_now) {
 
 SN_API ncclResult_t pncclCommFinalize(ncclComm_t comm) {
   ncclResult_t r;
+  if (comm == NULL) return ncclSuccess;   /* init.cc:2271 goto exit with ncclSuccess */
   if ((r = sn_comm_check(comm, "ncclCommFinalize"))) return r;
   (void)sn_comm_ensure_ready(comm);
-  if (comm->finalized) { sn_warn(comm->dev, "ncclCommFinalize: comm %p already finalized", (void *)comm); return ncclInvalidUsage; }
+  /* init.cc:2276-2280 "prevent double finalize": ncclInvalidArgument, no WARN */
+  if (comm->finalized) return ncclInvalidArgument;
   sn_comm_wait_idle(comm);
   comm->finalized = 1;
   return ncclSuccess;

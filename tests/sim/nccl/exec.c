@@ -351,6 +351,7 @@ static int xfer_route(struct ncclComm *c, struct xfer *t) {
 }
 
 static void stage_piece(struct xfer *t, void *out, size_t l) {
+  if (l == 0) return;   /* an empty Send: t->buf may be NULL */
   memcpy(out, t->buf + t->off, l);
   if (t->op && t->op->flip_hop && t->es) flip(t->op, t->es, out, t->elem_base + t->off / t->es, l / t->es);
   t->off += l;
@@ -392,7 +393,7 @@ static int net_xfer(struct ncclComm *c, struct xfer *t) {
     if (r == 0) return progress;
     int last = l < SN_SLOT_BYTES;
     if (t->off + l > t->bytes) l = t->off < t->bytes ? t->bytes - t->off : 0;   /* truncate */
-    memcpy(t->buf + t->off, data, l);
+    if (l) memcpy(t->buf + t->off, data, l);
     t->off += l;
     progress = 1;
     if (last) { t->done = 1; return 1; }
@@ -450,7 +451,7 @@ static int p2p_run(struct ncclComm *c, struct xfer *v, int nv) {
           struct sn_slot_hdr *s = sn_slot(ch, tail);
           size_t l = s->len;
           if (t->off + l > t->bytes) l = t->off < t->bytes ? t->bytes - t->off : 0;   /* truncate */
-          memcpy(t->buf + t->off, s + 1, l);
+          if (l) memcpy(t->buf + t->off, s + 1, l);
           t->off += l;
           int last = (int)s->last;
           recv_release(c, t->peer);
@@ -547,7 +548,33 @@ static void hang_until_abort(struct ncclComm *c) {
   }
 }
 
+/* A NULL buffer that an op of this item would touch: on a GPU the kernel takes an illegal
+ * address fault, the launch dies as a whole and the context is lost. Here: one WARN, the comm's
+ * async error becomes ncclUnhandledCudaError (what NCCL returns for a failed CUDA call), and
+ * neither this item nor any later one of the comm moves data on this rank (peers wait for it,
+ * as for a dead GPU, until an abort). */
+static int null_buffer_fault(struct ncclComm *c, struct sn_op *ops, int nops) {
+  if (atomic_load(&c->faulted)) return 1;
+  for (int i = 0; i < nops; i++) {
+    struct sn_op *op = &ops[i];
+    if (op->count == 0) continue;
+    const char *which = NULL;
+    if (sn_op_uses_send(op, c->rank) && !op->sendbuff) which = "sendbuff";
+    else if (sn_op_uses_recv(op, c->rank) && !op->recvbuff) which = "recvbuff";
+    if (!which) continue;
+    atomic_store(&c->faulted, 1);
+    int z = ncclSuccess;
+    atomic_compare_exchange_strong(&c->async_err, &z, ncclUnhandledCudaError);
+    sn_warn(c->dev, "Cuda failure 700 'an illegal memory access was encountered' (comm %p rank %d: "
+            "%s of seq %llu is NULL, count %zu)", (void *)c, c->rank, which, (unsigned long long)op->seq,
+            op->count);
+    return 1;
+  }
+  return 0;
+}
+
 void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops) {
+  if (null_buffer_fault(c, ops, nops)) return;
   int failed = aborted(c);
   struct xfer *v = NULL;
   int nv = 0, cap = 0;

@@ -100,6 +100,8 @@ struct ncclComm {
   void *prof_ctx; int prof_mask, prof_on; /* profiler plugin (profiler.c) */
   struct sn_net *net;                  /* NCCL_NET_PLUGIN (netload.c): NULL = no usable plugin */
   int net_init, net_setup;             /* plugin state published / ring edges set up */
+  int check_pointers;                  /* NCCL_CHECK_POINTERS=1 at init (checks at the call) */
+  _Atomic int faulted;                 /* a work item touched a NULL buffer: later items do nothing */
   uint64_t end_magic;
 };
 
@@ -126,6 +128,19 @@ struct sn_op {
   void *prof_h;              /* profiler plugin Coll/P2p event handle (profiler.c) */
   int prof_mask;                 /* the plugin's activation mask when it was enqueued */
 };
+
+/* The buffers an op reads or writes on this rank when count > 0 (what a kernel would touch):
+ * the root's sendbuff only for Broadcast/Scatter, the root's recvbuff only for Reduce/Gather. */
+static inline int sn_op_uses_send(const struct sn_op *op, int rank) {
+  if (op->coll == SN_RECV) return 0;
+  if (op->coll == SN_BROADCAST || op->coll == SN_SCATTER) return rank == op->root;
+  return 1;
+}
+static inline int sn_op_uses_recv(const struct sn_op *op, int rank) {
+  if (op->coll == SN_SEND) return 0;
+  if (op->coll == SN_REDUCE || op->coll == SN_GATHER) return rank == op->root;
+  return 1;
+}
 
 /* ---------------- functions shared between the .c files --------------------------- */
 /* debug.c */

@@ -127,4 +127,28 @@ static inline void ref_chain(int t, int op, const void *scalar, void *dst, void 
   for (int j = 1; j < norder; j++) sn_reduce(t, op, scalar, d, d, (const char *)in[order[j]] + off * es, n);
   sn_post(t, op, d, n, nranks);
 }
+/* capture what the children write on fdno (1 or 2) while body runs; the caller frees it */
+static inline char *capture(int fdno, int (*body)(void *), void *arg, int *rc) {
+  char path[] = "/tmp/simnccl-capXXXXXX";
+  int fd = mkstemp(path);
+  fflush(stdout); fflush(stderr);
+  int saved = dup(fdno);
+  dup2(fd, fdno);
+  *rc = body(arg);
+  fflush(stdout); fflush(stderr);
+  dup2(saved, fdno);
+  close(saved);
+  off_t len = lseek(fd, 0, SEEK_END);
+  char *buf = calloc((size_t)len + 1, 1);
+  if (pread(fd, buf, (size_t)len, 0) < 0) buf[0] = 0;
+  close(fd);
+  unlink(path);
+  return buf;
+}
+
+static inline int count_substr(const char *s, const char *sub) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, sub)); p++) n++;
+  return n;
+}
 #endif

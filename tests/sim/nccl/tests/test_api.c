@@ -64,9 +64,8 @@ static void test_errors(void) {
   CHECK(ncclAllReduce(d, d, 4, ncclFloat, (ncclRedOp_t)-1, c, 0) == ncclInvalidArgument, "negative op");
   CHECK(ncclBroadcast(d, d, 4, ncclFloat, 1, c, 0) == ncclInvalidArgument, "root out of range");
   CHECK(ncclSend(d, 4, ncclFloat, 3, c, 0) == ncclInvalidArgument, "peer out of range");
-  CHECK(ncclAllReduce(NULL, d, 4, ncclFloat, ncclSum, c, 0) == ncclInvalidArgument, "NULL sendbuff");
   CHECK(ncclAllReduce(NULL, NULL, 0, ncclFloat, ncclSum, c, 0) == ncclSuccess, "count 0 no-op");
-  CHECK(ncclReduce(d, NULL, 4, ncclFloat, ncclSum, 0, c, 0) == ncclInvalidArgument, "NULL recvbuff at root");
+  /* NULL buffers with count > 0: test_fidelity (accepted, then an asynchronous fault) */
   /* an error inside a group fails the group and drops its ops */
   NCCLOK(ncclGroupStart());
   NCCLOK(ncclAllReduce(d, d, 4, ncclFloat, ncclSum, c, 0));
