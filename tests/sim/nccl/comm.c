@@ -156,7 +156,7 @@ static ncclResult_t parse_config(const ncclConfig_t *in, ncclConfig_t *out) {
       sn_warn(-1, "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
       return ncclInvalidArgument;
     }
-    /* fields newer than the caller's header version keep their defaults (init.cc:1826-1849) */
+    /* fields newer than the caller's header version keep their defaults (init.cc:1825-1849) */
     if (tmp.version < NCCL_VERSION(2, 14, 0)) tmp.blocking = def.blocking;
     if (tmp.version < NCCL_VERSION(2, 17, 0)) {
       tmp.cgaClusterSize = def.cgaClusterSize; tmp.minCTAs = def.minCTAs;
@@ -190,7 +190,7 @@ static ncclResult_t parse_config(const ncclConfig_t *in, ncclConfig_t *out) {
     sn_warn(-1, "Invalid config splitShare attribute value %d", out->splitShare);
     return ncclInvalidArgument;
   }
-  /* init.cc:1880-1914 (parseCommConfig) */
+  /* init.cc:1880-1916 (parseCommConfig) */
   if (out->collnetEnable != NCCL_CONFIG_UNDEF_INT && (out->collnetEnable < 0 || out->collnetEnable > 1)) {
     sn_warn(-1, "Invalid config collnetEnable attribute value %d", out->collnetEnable);
     return ncclInvalidArgument;

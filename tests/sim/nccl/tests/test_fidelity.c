@@ -1,5 +1,6 @@
 /* tests/sim/nccl/tests/test_fidelity.c: the simulator behaves as NCCL 2.28.9's source says
- * (file:line of the v2.28.9-1 tag in each comment; README.md "Fidelity" has the table):
+ * (file:line of the v2.28.9-1 tag in each comment; README.md "Checked against the NCCL
+ * 2.28.9 source" has the table):
  *  - ring order inside a host (GPUs in PCI bus id order, not rank order) for a reversed
  *    device mapping on one host and on two hosts, and for a split whose key reverses the
  *    ranks: the NCCL_DEBUG=INFO ring line and bitwise fp32 AllReduce / ReduceScatter results;
@@ -26,10 +27,10 @@ static int cmp_str(const char *a, const char *b) { return strcmp(a, b); }
 /* NCCL 2.28.9's ring, written from its source independently of the simulator:
  * hosts in the order of their lowest rank (init.cc:1099-1109 nodesFirstRank); inside a host
  * the GPUs in PCI bus id order (xml.cc:705-722 keeps PCI children sorted by bus id;
- * search.cc:797 tries FORCED_ORDER_PCI first, search.cc:646-648 takes GPU step+1, and
+ * search.cc:797 tries FORCED_ORDER_PCI first, search.cc:640-642 takes GPU step+1, and
  * search.cc:596 stores each GPU's rank in graph->intra); host i's last GPU sends to host
- * i+1's first (connect.cc:47-50 ringRecv/ringSend, connect.cc:103-108 connectRings); the
- * sequence read from rank 0 (rings.cc:42-46, init.cc:686-692 ring->index from rank 0).
+ * i+1's first (connect.cc:47-50 ringRecv/ringSend, connect.cc:102-110 connectRings); the
+ * sequence read from rank 0 (rings.cc:41-48, init.cc:684-693 ring->index from rank 0).
  * The bus id comes from cudaDeviceGetPCIBusId ("dddd:bb:00.0": string order = bus order). */
 static void nccl_ring(int n, const char *const *host, const int *dev, int *ring, int *pos) {
   char bus[8][32];
@@ -198,13 +199,13 @@ static void test_init_errors(struct rank_ctx *rc) {
   ncclUniqueId id;
   NCCLOK(ncclGetUniqueId(&id));
   ncclComm_t sentinel = (ncclComm_t)(uintptr_t)0x1234, c;
-  /* rank >= nranks, rank < 0: init.cc:1986-1989 goto fail, which sets *newcomm = NULL
+  /* rank >= nranks, rank < 0: init.cc:1986-1990 goto fail, which sets *newcomm = NULL
    * (init.cc:2040) */
   c = sentinel;
   CHECK(ncclCommInitRank(&c, 2, id, 2) == ncclInvalidArgument && c == NULL, "rank >= nranks: comm %p", (void *)c);
   c = sentinel;
   CHECK(ncclCommInitRank(&c, 2, id, -1) == ncclInvalidArgument && c == NULL, "rank < 0: comm %p", (void *)c);
-  /* nranks 0: ncclCommInitRank passes nId = 1 (init.cc:2054), and nId > nranks returns at once
+  /* nranks 0: ncclCommInitRank passes nId = 1 (init.cc:2055), and nId > nranks returns at once
    * (init.cc:1965-1968), before anything touches *newcomm */
   c = sentinel;
   CHECK(ncclCommInitRank(&c, 0, id, 0) == ncclInvalidArgument && c == sentinel, "nranks 0: comm %p", (void *)c);
@@ -215,24 +216,24 @@ static void test_init_errors(struct rank_ctx *rc) {
   CHECK(ncclCommInitRankConfig(&c, 1, id, 0, &bad) == ncclInvalidArgument && c == NULL, "bad config: comm %p", (void *)c);
 }
 
-/* ncclConfig_t: init.cc:1880-1914 (parseCommConfig) rejects each out-of-range field; a
- * field newer than the config's version is reset to its default first (init.cc:1840-1849) */
+/* ncclConfig_t: init.cc:1880-1916 (parseCommConfig) rejects each out-of-range field; a
+ * field newer than the config's version is reset to its default first (init.cc:1825-1849) */
 static void test_config(struct rank_ctx *rc) {
   (void)rc;
   struct { const char *what; int field, value; ncclResult_t want; } cases[] = {
     {"CTAPolicy -1 (UNDEF: default)", 0, NCCL_CONFIG_UNDEF_INT, ncclSuccess},
-    {"CTAPolicy 3", 0, 3, ncclInvalidArgument},           /* init.cc:1886-1891 */
+    {"CTAPolicy 3", 0, 3, ncclInvalidArgument},           /* init.cc:1887-1892 */
     {"CTAPolicy -2", 0, -2, ncclInvalidArgument},
     {"CTAPolicy ZERO", 0, NCCL_CTA_POLICY_ZERO, ncclSuccess},
-    {"nvlsCTAs 0", 1, 0, ncclInvalidArgument},             /* init.cc:1899-1903 */
+    {"nvlsCTAs 0", 1, 0, ncclInvalidArgument},             /* init.cc:1900-1904 */
     {"nvlsCTAs 1", 1, 1, ncclSuccess},
-    {"collnetEnable 2", 2, 2, ncclInvalidArgument},        /* init.cc:1880-1884 */
+    {"collnetEnable 2", 2, 2, ncclInvalidArgument},        /* init.cc:1881-1885 */
     {"collnetEnable 1", 2, 1, ncclSuccess},
-    {"shrinkShare 2", 3, 2, ncclInvalidArgument},          /* init.cc:1893-1897 */
-    {"nChannelsPerNetPeer 0", 4, 0, ncclInvalidArgument},  /* init.cc:1905-1909, MAXCHANNELS 64 */
+    {"shrinkShare 2", 3, 2, ncclInvalidArgument},          /* init.cc:1894-1898 */
+    {"nChannelsPerNetPeer 0", 4, 0, ncclInvalidArgument},  /* init.cc:1906-1910, device.h:86 */
     {"nChannelsPerNetPeer 65", 4, 65, ncclInvalidArgument},
     {"nChannelsPerNetPeer 64", 4, 64, ncclSuccess},
-    {"nvlinkCentricSched 2", 5, 2, ncclInvalidArgument},   /* init.cc:1911-1915 */
+    {"nvlinkCentricSched 2", 5, 2, ncclInvalidArgument},   /* init.cc:1912-1916 */
     {"nvlinkCentricSched 1", 5, 1, ncclSuccess},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
