@@ -249,6 +249,9 @@ static int scenario_fork(void) {
 }
 
 static int scenario_errors(void) {
+  /* NCCL checks buffers at the call only with pointer checks on; without them the NULL
+   * sendbuff below would succeed and fault later on the device */
+  setenv("NCCL_CHECK_POINTERS", "1", 1);
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));
   ncclComm_t comm = world("err");
