@@ -6,7 +6,8 @@
  *    ranks: the NCCL_DEBUG=INFO ring line and bitwise fp32 AllReduce / ReduceScatter results;
  *  - ncclCommInitRank failures and *newcomm, ncclCommFinalize twice / NULL, ncclConfig_t
  *    field validation;
- *  - a NULL buffer with count > 0: accepted at the call, an asynchronous fault later; checked
+ *  - a NULL buffer with count > 0: accepted at the call, an asynchronous fault later (its
+ *    peers wait until an abort); checked
  *    at the call with NCCL_CHECK_POINTERS=1;
  *  - a 0-count Send is a task that needs its peer. */
 #include "harness.h"
@@ -309,6 +310,37 @@ static void r_null_default(struct rank_ctx *rc) {
   NCCLOK(ncclCommAbort(c));
 }
 
+/* two ranks, rank 0's sendbuff NULL: rank 0's item faults, rank 1 waits for it as for a dead
+ * GPU (bounded wait: its stream stays busy) until rank 0 aborts; then rank 1's item ends with
+ * ncclRemoteError */
+static volatile int *fault_flag;   /* MAP_SHARED: rank 0 -> rank 1 "aborted" */
+static void r_null_peer(struct rank_ctx *c) {
+  ncclComm_t comm;
+  NCCLOK(ncclCommInitRank(&comm, c->nranks, c->id, c->rank));
+  cudaStream_t st;
+  CUDAOK(cudaStreamCreate(&st));
+  float *d;
+  CUDAOK(cudaMalloc((void **)&d, 64));
+  NCCLOK(ncclAllReduce(c->rank == 0 ? NULL : d, d, 4, ncclFloat, ncclSum, comm, st));
+  ncclResult_t ae = ncclSuccess;
+  if (c->rank == 0) {
+    CUDAOK(cudaStreamSynchronize(st));
+    NCCLOK(ncclCommGetAsyncError(comm, &ae));
+    CHECK(ae == ncclUnhandledCudaError, "rank 0 async %d", (int)ae);
+    usleep(300000);
+    NCCLOK(ncclCommAbort(comm));
+    *fault_flag = 1;
+  } else {
+    usleep(300000);
+    CHECK(cudaStreamQuery(st) == cudaErrorNotReady, "rank 1 finished without rank 0's data");
+    while (!*fault_flag) usleep(1000);
+    CUDAOK(cudaStreamSynchronize(st));
+    NCCLOK(ncclCommGetAsyncError(comm, &ae));
+    CHECK(ae == ncclRemoteError, "rank 1 async %d", (int)ae);
+    NCCLOK(ncclCommAbort(comm));
+  }
+}
+
 /* NCCL_CHECK_POINTERS=1: CudaPtrCheck at the call (argcheck.cc:10-26, 71-84) */
 static void r_null_checked(struct rank_ctx *rc) {
   ncclComm_t c = NULL;
@@ -409,6 +441,8 @@ int main(void) {
   bad += step("ncclConfig_t validation", run_ranks(1, NULL, 1, test_config, NULL, NULL, 30));
   bad += step("ncclCommFinalize NULL / twice", run_ranks(1, NULL, 1, test_finalize, NULL, NULL, 30));
   bad += step("NULL buffer, default: accepted, asynchronous fault", run_ranks(1, NULL, 1, r_null_default, NULL, NULL, 30));
+  fault_flag = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  bad += step("NULL buffer on one rank: its peer waits until the abort", run_ranks(2, NULL, 1, r_null_peer, NULL, NULL, 30));
   static const char *const chk[] = {"NCCL_CHECK_POINTERS=1", NULL};
   bad += step("NULL buffer, NCCL_CHECK_POINTERS=1: checked at the call", run_ranks(1, NULL, 1, r_null_checked, NULL, chk, 30));
   p2p_flag = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
