@@ -7,8 +7,7 @@
  *  - ncclCommInitRank failures and *newcomm, ncclCommFinalize twice / NULL, ncclConfig_t
  *    field validation;
  *  - a NULL buffer with count > 0: accepted at the call, an asynchronous fault later (its
- *    peers wait until an abort); checked
- *    at the call with NCCL_CHECK_POINTERS=1;
+ *    peers wait until an abort); checked at the call with NCCL_CHECK_POINTERS=1;
  *  - a 0-count Send is a task that needs its peer. */
 #include "harness.h"
 #include <sys/mman.h>
