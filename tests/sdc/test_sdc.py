@@ -22,9 +22,10 @@ Modes:
                      rank 3 the only SDC finding, the failed call's record has seq -1.
   failcall-sample    COLLSCOPE_SDC=sample:4 with that failed call (redop, eligible for a
                      check) on rank 1 at step 5: every rank checks the same seqs.
-  straggler          slow:rank=2,us=3000, 80 AllReduces: rank 2 is the only straggler with
-                     COLLSCOPE_SDC=off and with all (each collective then checked), and its
-                     collectives' measured durations do not include the check kernels.
+  straggler [--group] slow:rank=2,us=3000, 80 AllReduces (--group: each in a group): rank 2
+                     is the only straggler with COLLSCOPE_SDC=off and with all (each
+                     collective then checked), and its collectives' measured durations do
+                     not include the check kernels.
 Prints a per-bit table; exit 0 on success."""
 import json
 import os
@@ -454,14 +455,14 @@ def median(v):
     return v[len(v) // 2] if v else 0.0
 
 
-def straggler(cli, job, wd):
+def straggler(cli, job, wd, extra=()):
     """The slowed rank arrives last at every collective, so its measured durations are the
     shortest: only if the collective's end event sits where NCCL's work ends. Before, a
     checked collective's end event came after collscope's output check, and the simulated
     stall (which follows the collective's work and the event right after it) fell inside
     rank 2's measured collective: not flagged with COLLSCOPE_SDC=all."""
     ok = True
-    args = ["--steps", str(STRAGGLER_STEPS), "--op", "AllReduce", "--dtype", "float32", "--count", "4096"]
+    args = ["--steps", str(STRAGGLER_STEPS), "--op", "AllReduce", "--dtype", "float32", "--count", "4096"] + list(extra)
     res = {}
     for sdc in ("off", "all"):
         rep = run(cli, job, wd, SLOW, args, {"COLLSCOPE_SDC": sdc})
@@ -469,8 +470,8 @@ def straggler(cli, job, wd):
         dur = {r: median([x["dur_us"] for x in recs if x["rank"] == r]) for r in range(NRANKS)}
         res[sdc] = stragglers(rep)
         checked = rep["sdc_checks"]["compared"]
-        print("straggler COLLSCOPE_SDC=%s: stragglers (rank, first flagged instance) %s; median dur_us per rank %s; "
-              "%d compared" % (sdc, res[sdc], {r: round(d, 1) for r, d in dur.items()}, checked))
+        print("straggler%s COLLSCOPE_SDC=%s: stragglers (rank, first flagged instance) %s; median dur_us per rank %s; "
+              "%d compared" % ("".join(" " + x for x in extra), sdc, res[sdc], {r: round(d, 1) for r, d in dur.items()}, checked))
         if [r for r, _ in res[sdc]] != [2]:
             print("FAIL: COLLSCOPE_SDC=%s: stragglers %s, want rank 2 only" % (sdc, rep["stragglers"]))
             ok = False
@@ -500,7 +501,7 @@ def main():
     elif mode == "failcall-sample":
         ok = failcall_sample(cli, job, wd)
     elif mode == "straggler":
-        ok = straggler(cli, job, wd)
+        ok = straggler(cli, job, wd, args)
     elif mode == "clean":
         ok = clean(cli, job, wd, args[0], int(args[1]), args[2:])
     else:
