@@ -330,8 +330,10 @@ static bool eligible_op(int op) {
 }
 
 /* sample:N -- the k-th eligible collective of a communicator is checked when k % N == 0;
- * every rank sees the same eligible sequence, so all check the same ones. */
-static bool sampled(uint64_t comm_id) {
+ * every rank sees the same eligible sequence, so all check the same ones. The counter is
+ * advanced before the call; a call NCCL rejects gives its count back (sample_give_back),
+ * as it gives back its seq: it is no collective instance, its peers never made it. */
+static bool sampled(struct cs_call *c, uint64_t comm_id) {
   if (cs_cfg.sdc_mode == CS_SDC_ALL || cs_cfg.sdc_sample <= 1) return true;
   uint64_t key = comm_id ? comm_id : 1;
   for (unsigned i = 0; i < SDC_COMM_TABLE; i++) {
@@ -344,9 +346,22 @@ static bool sampled(uint64_t comm_id) {
       k = key;
     }
     if (k != key) continue;
-    return atomic_fetch_add_explicit(&comm_ctr[h].n, 1, memory_order_relaxed) % cs_cfg.sdc_sample == 0;
+    uint64_t n = atomic_fetch_add_explicit(&comm_ctr[h].n, 1, memory_order_relaxed);
+    c->sdc_ctr = h + 1;
+    c->sdc_ctr_at = n;
+    return n % cs_cfg.sdc_sample == 0;
   }
   return false;
+}
+
+/* The call failed: undo its advance of the sample:N counter, unless another thread
+ * advanced it since (then the counters of this rank drift by one, as its seq would). */
+static void sample_give_back(struct cs_call *c) {
+  if (!c->sdc_ctr) return;
+  uint64_t next = c->sdc_ctr_at + 1;
+  atomic_compare_exchange_strong_explicit(&comm_ctr[c->sdc_ctr - 1].n, &next, c->sdc_ctr_at, memory_order_relaxed,
+                                          memory_order_relaxed);
+  c->sdc_ctr = 0;
 }
 
 /* The buffer each launch reads: which = 0 input (before), 1 output (after). */
@@ -404,7 +419,7 @@ void cs_sdc_before_op(struct cs_call *c) {
    * (cs_sdc_group_launched; without that call the record gets its input sums only) */
   if (r->captured || r->seq == UINT64_MAX || r->comm_size < 1) return;
   if (!c->count || !cs_dtype_size(c->dtype) || r->bytes < cs_cfg.sdc_min_bytes) return;
-  if (!sampled(r->comm_id)) return;
+  if (!sampled(c, r->comm_id)) return;
   int xi;
   struct sdc_ctx *x = ctx_get(&xi);
   if (!x) return;
@@ -439,6 +454,7 @@ void cs_sdc_before_op(struct cs_call *c) {
 
 void cs_sdc_after_op(struct cs_call *c, int status) {
   struct cs_record *r = c->rec;
+  if (status != 0 && status != NCCL_IN_PROGRESS) sample_give_back(c);
   if (!r->sdc_slot) return;
   struct sdc_ctx *x = &ctxs[r->sdc_ctx - 1];
   unsigned slot = r->sdc_slot - 1;

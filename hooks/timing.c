@@ -172,8 +172,8 @@ void cs_timed_end(struct cs_record *r, void *stream, bool ok) {
   cs_record_push(r);
 }
 
-void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype, int redop,
-                 int root, int peer, void *stream, void *site) {
+struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype, int redop,
+                            int root, int peer, void *stream, void *site) {
   memset(r, 0, sizeof(*r));
   r->type = CS_REC_OP;
   r->op = (uint8_t)op;
@@ -192,7 +192,7 @@ void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, i
     r->comm_rank = c->rank;
     r->device = c->device;
     r->comm_nb = c->nonblocking;
-    r->seq = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);
+    r->seq = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed); /* tentative: see seq_give_back */
   } else {
     r->seq = UINT64_MAX;
   }
@@ -208,11 +208,12 @@ void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, i
       r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
       r->timing = CS_TIMING_PENDING;
       r->prof_want = 1;
-      return;
+      return c;
     }
     if (pc == CS_PROF_PROBE) r->prof_want = r->prof_probe = 1; /* both: events and the plugin */
     cs_timed_begin(r, stream);
   }
+  return c;
 }
 
 static void pending_add(const struct cs_record *r) {
@@ -238,21 +239,40 @@ drop:
   atomic_fetch_add_explicit(&cs_st.drops, 1, memory_order_relaxed);
 }
 
-void cs_op_end(struct cs_record *r, int status, int inprogress_code) {
+/* A call NCCL rejected is no collective instance: the seq it took before the call goes
+ * back to the communicator, so this rank's next call gets the number its peers give the
+ * same collective. Only possible while no other thread took a later one (NCCL does not
+ * allow concurrent calls on one communicator; if a job does it anyway, the gap stays and
+ * is logged). Lock-free: one CAS, on the failure path only. */
+static void seq_give_back(struct cs_record *r, struct cs_comm *c) {
+  if (r->seq == UINT64_MAX) return;
+  uint64_t next = r->seq + 1;
+  if (c && !atomic_compare_exchange_strong_explicit(&c->seq, &next, r->seq, memory_order_relaxed,
+                                                    memory_order_relaxed))
+    cs_log_once(CS_LOG_WARN, "a failed NCCL call could not return its sequence number (another thread used its "
+                "communicator meanwhile): this rank's later instances of that communicator may not match its peers'");
+  r->seq = UINT64_MAX;
+}
+
+void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inprogress_code) {
   bool ok = status == 0 || status == inprogress_code;
   r->status = status;
+  if (!ok) seq_give_back(r, c);
   if (r->group) {
     if (!ok) r->timing = CS_TIMING_ERROR;
-    pending_add(r);
     return;
   }
   if (r->prof_want && !r->prof_probe) { /* no profiler event attached (or the call failed): enqueue time only */
     if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
     if (ok && !r->prof_slot) cs_prof_unlinked(r->op);
-    cs_record_push(r);
     return;
   }
-  cs_timed_end(r, (void *)(uintptr_t)r->stream, ok);
+  stream_end(r, (void *)(uintptr_t)r->stream, ok);
+}
+
+void cs_op_end(struct cs_record *r) {
+  if (r->group) pending_add(r);
+  else cs_record_push(r);
 }
 
 void cs_group_started(void) {
@@ -302,12 +322,18 @@ void cs_group_launch_begin(void) {
   cs_prof_group_set(p->recs, p->n);
 }
 
-void cs_group_launch_end(int status, int inprogress_code) {
+void cs_group_launch_returned(int status, int inprogress_code) {
   bool ok = status == 0 || status == inprogress_code;
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
   cs_prof_group_set(NULL, 0);
   for (size_t k = 0; k < p->ngstreams; k++) stream_end(&p->gstreams[k].ev, (void *)(uintptr_t)p->gstreams[k].stream, ok);
+}
+
+void cs_group_launch_end(int status, int inprogress_code) {
+  bool ok = status == 0 || status == inprogress_code;
+  struct cs_pending *p = cs_tls.pending;
+  if (!p) return;
   /* the last record of each stream owns (returns) that stream's events */
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];

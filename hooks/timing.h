@@ -9,15 +9,27 @@
 void cs_timed_begin(struct cs_record *r, void *stream);
 void cs_timed_end(struct cs_record *r, void *stream, bool ok);
 
-/* NCCL op wrapper helpers: fill the record from the call's arguments; then either time
- * it now (outside a group) or queue it for the group launch. */
-void cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype,
-                 int redop, int root, int peer, void *stream, void *site);
-void cs_op_end(struct cs_record *r, int status, int inprogress_code);
+/* NCCL op wrapper helpers, in this order around the real call:
+ *  cs_op_begin    fill the record from the call's arguments, take the communicator's next
+ *                 seq (tentatively) and, outside a group, record the start event; returns
+ *                 the communicator's entry (NULL when unknown), for cs_op_returned;
+ *  cs_op_returned the call returned `status`: a call NCCL rejected (neither ncclSuccess nor
+ *                 ncclInProgress) gives its seq back and keeps seq UINT64_MAX (it is no
+ *                 collective instance); outside a group the end event is recorded now, so
+ *                 the op's timing ends where NCCL's work ends, before any work collscope's
+ *                 after-op hooks add to the stream (the SDC output check);
+ *  cs_op_end      after those hooks: push the record, or queue it for the group launch. */
+struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype,
+                            int redop, int root, int peer, void *stream, void *site);
+void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inprogress_code);
+void cs_op_end(struct cs_record *r);
 
 /* Outermost group launch: events before/after the real ncclGroupEnd on every stream
- * used by the group's ops. */
+ * used by the group's ops. cs_group_launch_returned records the end events right after
+ * the real ncclGroupEnd returned (before the deferred SDC output checks are launched);
+ * cs_group_launch_end then hands the group's records to the harvest thread. */
 void cs_group_launch_begin(void);
+void cs_group_launch_returned(int status, int inprogress_code);
 void cs_group_launch_end(int status, int inprogress_code);
 void cs_group_started(void);   /* after a successful real ncclGroupStart */
 

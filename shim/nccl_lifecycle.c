@@ -199,7 +199,10 @@ CS_EXPORT ncclResult_t ncclGroupEnd(void) {
   ncclResult_t r = cs_real_ncclGroupEnd();
   cs_tls.depth--;
   cs_tls.group_depth--;
-  if (outermost) cs_sdc_group_launched((int)r);
-  if (outermost) cs_group_launch_end((int)r, (int)ncclInProgress);
+  if (outermost) {
+    cs_group_launch_returned((int)r, (int)ncclInProgress); /* end events before the SDC checks */
+    cs_sdc_group_launched((int)r);
+    cs_group_launch_end((int)r, (int)ncclInProgress);
+  }
   return r;
 }

@@ -81,15 +81,17 @@ void cs_missing_real(const char *name) {
     return r_;                                    \
   }
 /* timed collectives and P2P: record, run the hooks (which may route the call to
- * another communicator and translate its root), call the real function */
+ * another communicator and translate its root), call the real function, end the record's
+ * timing (and, if NCCL rejected the call, give its seq back), run the after-op hooks,
+ * push the record */
 #define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv)          \
   CS_EXPORT ncclResult_t name params {                                                     \
     CS_RESOLVE(name, ncclSystemError);                                                     \
     if (cs_tls.depth || CS_UNLIKELY(!cs_active())) return cs_real_##name args;            \
     int cs_noroot_ = -1;                                                                   \
     struct cs_record rec_;                                                                 \
-    cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), root, peer, stream,   \
-                __builtin_return_address(0));                                              \
+    struct cs_comm *cs_ce_ = cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), \
+                                         root, peer, stream, __builtin_return_address(0)); \
     struct cs_call call_ = {csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, \
                             comm, stream, &rec_};                                          \
     cs_tls.depth++;                                                                        \
@@ -100,9 +102,10 @@ void cs_missing_real(const char *name) {
     cs_prof_cur = &rec_; /* NCCL's profiler Coll/P2p event of this call attaches here */  \
     ncclResult_t r_ = cs_real_##name args;                                                 \
     cs_prof_cur = NULL;                                                                    \
-    cs_hooks_after_op(&call_, (int)r_);                                                    \
+    cs_op_returned(&rec_, cs_ce_, (int)r_, (int)ncclInProgress); /* end event, seq */     \
+    cs_hooks_after_op(&call_, (int)r_);  /* may add work (SDC check) after the end event */ \
     cs_tls.depth--;                                                                        \
-    cs_op_end(&rec_, (int)r_, (int)ncclInProgress);                                        \
+    cs_op_end(&rec_);                                                                      \
     return r_;                                                                             \
   }
 #include "nccl_api.def"

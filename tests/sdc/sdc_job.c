@@ -5,6 +5,12 @@
  *
  *   sdc_job --steps K [--op NAME|mix] [--dtype NAME|mix] [--redop sum|avg|prod|max|min]
  *           [--count N] [--data random|wide|special] [--inplace] [--seed S]
+ *           [--bad-call RANK:STEP[:dtype|redop]]
+ *
+ * --bad-call: before step STEP, rank RANK alone makes one extra ncclAllReduce that NCCL
+ * rejects (ncclInvalidArgument: a datatype or reduction operation out of range; redop
+ * passes collscope's SDC eligibility, dtype does not) and carries on, as a job that
+ * tolerates a failed call does. Its peers make no such call.
  *
  * mix: step k uses op/dtype number k of a fixed cycle, the same on every rank.
  * Data: random -- floats uniform in [-1, 1), integers over their whole range;
@@ -94,6 +100,7 @@ static double now_ms(void) {
 int main(int argc, char **argv) {
   const char *opn = "AllReduce", *dtn = "float32", *redn = "sum", *data = "random";
   size_t count = 4096;
+  int bad_rank = -1, bad_step = -1, bad_redop = 0;   /* --bad-call */
   int inplace = 0, reuse = 0, group = 0;   /* --group: each collective in ncclGroupStart/End */   /* --reuse: fill once, no per-step sync (benchmark loop) */
   uint64_t seed = 1;
   char **rest = calloc((size_t)argc + 1, sizeof(char *));
@@ -110,6 +117,15 @@ int main(int argc, char **argv) {
     else if (v && !strcmp(o, "--data")) data = argv[++i];
     else if (v && !strcmp(o, "--count")) count = strtoull(argv[++i], NULL, 0);
     else if (v && !strcmp(o, "--seed")) seed = strtoull(argv[++i], NULL, 0);
+    else if (v && !strcmp(o, "--bad-call")) {
+      char kind[16] = "dtype";
+      if (sscanf(argv[++i], "%d:%d:%15s", &bad_rank, &bad_step, kind) < 2 ||
+          (strcmp(kind, "dtype") && strcmp(kind, "redop"))) {
+        fprintf(stderr, "sdc_job: --bad-call RANK:STEP[:dtype|redop]\n");
+        exit(2);
+      }
+      bad_redop = !strcmp(kind, "redop");
+    }
     else rest[nrest++] = argv[i];
   }
   struct app a;
@@ -163,6 +179,14 @@ int main(int argc, char **argv) {
     }
     ncclDataType_t t = (ncclDataType_t)dt;
     ncclRedOp_t r = (ncclRedOp_t)red;
+    if (k == bad_step && a.rank == bad_rank) {
+      ncclResult_t e = bad_redop ? ncclAllReduce(in, out, count, ncclFloat32, (ncclRedOp_t)(ncclNumOps + 7), comm, s)
+                                 : ncclAllReduce(in, out, count, (ncclDataType_t)ncclNumTypes, ncclSum, comm, s);
+      if (e != ncclInvalidArgument) {
+        fprintf(stderr, "sdc_job: the bad call returned %d, want ncclInvalidArgument\n", (int)e);
+        exit(1);
+      }
+    }
     if (group) NCCLCHECK(ncclGroupStart());
     switch (op) {
     case 0: NCCLCHECK(ncclAllReduce(in, out, count, t, r, comm, s)); break;

@@ -16,6 +16,16 @@ Modes:
   kstats             the simulator's kernel accounting (COLLSCOPE_SIM_KERNEL_STATS, used by
                      bench/sdc_overhead.py): sdc_reduce launches per rank = 2 x the
                      collectives the dump says were checked, for all / sample:4 / off.
+  failcall KIND      rank 1 makes one extra call NCCL rejects (--bad-call, KIND dtype or
+                     redop) at step 20 of 80; rank 2 is slowed (slow:us=3000), rank 3's
+                     output at seq 50 flipped: rank 2 is the only straggler, seq 50 naming
+                     rank 3 the only SDC finding, the failed call's record has seq -1.
+  failcall-sample    COLLSCOPE_SDC=sample:4 with that failed call (redop, eligible for a
+                     check) on rank 1 at step 5: every rank checks the same seqs.
+  straggler [--group] slow:rank=2,us=3000, 80 AllReduces (--group: each in a group): rank 2
+                     is the only straggler with COLLSCOPE_SDC=off and with all (each
+                     collective then checked), and its collectives' measured durations do
+                     not include the check kernels.
 Prints a per-bit table; exit 0 on success."""
 import json
 import os
@@ -361,6 +371,119 @@ def selftest(cli, job, wd):
     return ok
 
 
+def op_records(wd):
+    """every op record of the last dump"""
+    d = os.path.join(wd, "dump")
+    out = []
+    for name in os.listdir(d):
+        for line in open(os.path.join(d, name)):
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if r.get("type") == "op":
+                out.append(r)
+    return out
+
+
+def stragglers(rep):
+    return [(x["rank"], x["first_flag_instance"]) for x in rep["stragglers"] if x["rank"] >= 0]
+
+
+STRAGGLER_STEPS = 80
+SLOW = "slow:rank=2,us=3000"
+NCCL_INVALID_ARGUMENT = 4
+
+
+def failcall(cli, job, wd, kind):
+    """A call NCCL rejects on one rank is no collective instance: the ranks' later calls
+    still pair up, so the slowed rank stays the only straggler and the one flipped output
+    the only SDC finding (before: every checked collective after the failed call differed
+    on rank 1, and the straggler windows mixed different collectives)."""
+    ok = True
+    bad_rank, bad_step, flip_rank, flip_seq = 1, 20, 3, 50
+    args = ["--steps", str(STRAGGLER_STEPS), "--op", "AllReduce", "--dtype", "float32", "--count", "4096",
+            "--bad-call", "%d:%d:%s" % (bad_rank, bad_step, kind)]
+    faults = "%s;flip:rank=%d,seq=%d,elem=77,bit=30,at=out" % (SLOW, flip_rank, flip_seq)
+    rep = run(cli, job, wd, faults, args)
+    recs = op_records(wd)
+    failed = [r for r in recs if r["status"] != 0]
+    want_failed = [(bad_rank, -1, NCCL_INVALID_ARGUMENT, "error")]
+    got_failed = [(r["rank"], r["seq"], r["status"], r["timing"]) for r in failed]
+    if got_failed != want_failed:
+        print("FAIL: failed-call records %s, want %s" % (got_failed, want_failed))
+        ok = False
+    seqs = {r: sorted(x["seq"] for x in recs if x["rank"] == r and x["status"] == 0) for r in range(NRANKS)}
+    if any(v != list(range(STRAGGLER_STEPS)) for v in seqs.values()):
+        print("FAIL: successful calls' seqs per rank are not 0..%d: %s"
+              % (STRAGGLER_STEPS - 1, {r: (v[:3], v[-3:], len(v)) for r, v in seqs.items()}))
+        ok = False
+    findings = [(f["seq"], f["check"], f["suspect_rank"]) for f in rep["sdc"]]
+    print("failcall %s: failed-call records %s; SDC findings %s (%d compared); stragglers %s"
+          % (kind, got_failed, findings[:6], rep["sdc_checks"]["compared"], stragglers(rep)))
+    if findings != [(flip_seq, "fingerprint", flip_rank)]:
+        print("FAIL: SDC findings %s, want only seq %d fingerprint naming rank %d"
+              % (findings[:10], flip_seq, flip_rank))
+        ok = False
+    if rep["sdc_checks"]["compared"] != STRAGGLER_STEPS:
+        print("FAIL: %d collectives compared, want %d" % (rep["sdc_checks"]["compared"], STRAGGLER_STEPS))
+        ok = False
+    if [r for r, _ in stragglers(rep)] != [2]:
+        print("FAIL: stragglers %s, want rank 2 only" % rep["stragglers"])
+        ok = False
+    return ok
+
+
+def failcall_sample(cli, job, wd):
+    """sample:N counts eligible collectives per communicator before the call: a call that
+    NCCL rejects gives its count back, so the failing rank checks the same seqs as its peers."""
+    ok = True
+    args = ["--steps", "20", "--op", "AllReduce", "--dtype", "float32", "--count", "4096", "--bad-call", "1:5:redop"]
+    run(cli, job, wd, "", args, {"COLLSCOPE_SDC": "sample:4"})
+    recs = sdc_records(wd)
+    got = {r: sorted(s for (s, rank) in recs if rank == r and recs[(s, rank)]["checked"] == 3) for r in range(NRANKS)}
+    print("failcall-sample: checked seqs per rank %s" % got)
+    for r, seqs in got.items():
+        if seqs != [0, 4, 8, 12, 16]:
+            print("FAIL: rank %d checked seqs %s, want [0, 4, 8, 12, 16]" % (r, seqs))
+            ok = False
+    return ok
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else 0.0
+
+
+def straggler(cli, job, wd, extra=()):
+    """The slowed rank arrives last at every collective, so its measured durations are the
+    shortest: only if the collective's end event sits where NCCL's work ends. Before, a
+    checked collective's end event came after collscope's output check, and the simulated
+    stall (which follows the collective's work and the event right after it) fell inside
+    rank 2's measured collective: not flagged with COLLSCOPE_SDC=all."""
+    ok = True
+    args = ["--steps", str(STRAGGLER_STEPS), "--op", "AllReduce", "--dtype", "float32", "--count", "4096"] + list(extra)
+    res = {}
+    for sdc in ("off", "all"):
+        rep = run(cli, job, wd, SLOW, args, {"COLLSCOPE_SDC": sdc})
+        recs = [r for r in op_records(wd) if r["timing"] == "gpu_event" and r["seq"] >= 1]
+        dur = {r: median([x["dur_us"] for x in recs if x["rank"] == r]) for r in range(NRANKS)}
+        res[sdc] = stragglers(rep)
+        checked = rep["sdc_checks"]["compared"]
+        print("straggler%s COLLSCOPE_SDC=%s: stragglers (rank, first flagged instance) %s; median dur_us per rank %s; "
+              "%d compared" % ("".join(" " + x for x in extra), sdc, res[sdc], {r: round(d, 1) for r, d in dur.items()}, checked))
+        if [r for r, _ in res[sdc]] != [2]:
+            print("FAIL: COLLSCOPE_SDC=%s: stragglers %s, want rank 2 only" % (sdc, rep["stragglers"]))
+            ok = False
+        if dur[2] >= min(d for r, d in dur.items() if r != 2):
+            print("FAIL: COLLSCOPE_SDC=%s: the slowed rank's median duration is not the shortest" % sdc)
+            ok = False
+        if sdc == "all" and checked != STRAGGLER_STEPS:
+            print("FAIL: %d collectives compared, want %d" % (checked, STRAGGLER_STEPS))
+            ok = False
+    return ok
+
+
 def main():
     cli, job, wd, mode = sys.argv[1:5]
     args = sys.argv[5:]
@@ -373,6 +496,12 @@ def main():
         ok = selftest(cli, job, wd)
     elif mode == "kstats":
         ok = kstats(cli, job, wd)
+    elif mode == "failcall":
+        ok = failcall(cli, job, wd, args[0])
+    elif mode == "failcall-sample":
+        ok = failcall_sample(cli, job, wd)
+    elif mode == "straggler":
+        ok = straggler(cli, job, wd, args)
     elif mode == "clean":
         ok = clean(cli, job, wd, args[0], int(args[1]), args[2:])
     else:

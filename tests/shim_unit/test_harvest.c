@@ -31,16 +31,20 @@ static void *worker(void *arg) {
     struct cs_record r;
     if (i % 10 == 0) { /* a group of two ops */
       cs_group_started();
-      cs_op_begin(&r, CS_OP_Send, comm, 16, 7, -1, -1, 1, stream, NULL);
-      cs_op_end(&r, 0, 7);
-      cs_op_begin(&r, CS_OP_Recv, comm, 16, 7, -1, -1, 1, stream, NULL);
-      cs_op_end(&r, 0, 7);
+      struct cs_comm *c = cs_op_begin(&r, CS_OP_Send, comm, 16, 7, -1, -1, 1, stream, NULL);
+      cs_op_returned(&r, c, 0, 7);
+      cs_op_end(&r);
+      c = cs_op_begin(&r, CS_OP_Recv, comm, 16, 7, -1, -1, 1, stream, NULL);
+      cs_op_returned(&r, c, 0, 7);
+      cs_op_end(&r);
       cs_group_launch_begin();
       cs_tls.group_depth--;
+      cs_group_launch_returned(0, 7);
       cs_group_launch_end(0, 7);
     } else {
-      cs_op_begin(&r, CS_OP_AllReduce, comm, 1024, 7, 0, -1, -1, stream, NULL);
-      cs_op_end(&r, 0, 7);
+      struct cs_comm *c = cs_op_begin(&r, CS_OP_AllReduce, comm, 1024, 7, 0, -1, -1, stream, NULL);
+      cs_op_returned(&r, c, 0, 7);
+      cs_op_end(&r);
     }
   }
   return NULL;
