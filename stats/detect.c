@@ -233,25 +233,385 @@ static void rank_figures(const struct inst *in, const struct ent *ents, size_t l
   *pgap = g ? median(scratch, g) : -1;
 }
 
+/* ---------------------------------------------------------------- one communicator */
+
+/* The state of one communicator while its instances are fed in seq order. Only the last
+ * window + 1 instances (and their entries) are kept: in[] is compacted when it reaches
+ * 2 * (window + 1), so memory is bounded by comm size x window. `base` is the absolute
+ * index (0-based count of the comm's instances) of in[0]. */
+struct cstate {
+  uint64_t comm;
+  int csize;
+  bool invalid;              /* comm size out of range: the comm is ignored */
+  struct member *mem;
+  size_t *cnt;
+  struct rstate *rs;
+  int64_t *done_max, *entered_max;
+  double *durs, *gaps, *scratch;
+  bool any_pending, any_flagged_now;
+  int64_t oldest;
+  struct inst *in; size_t nin, capin, base, total;
+  struct ent *ents; size_t nents, capents;
+  struct cs_det_straggler *str; size_t nstr, capstr;
+};
+
+static void cstate_free(struct cstate *C) {
+  free(C->mem); free(C->cnt); free(C->rs); free(C->done_max); free(C->entered_max);
+  free(C->durs); free(C->gaps); free(C->scratch); free(C->in); free(C->ents); free(C->str);
+  memset(C, 0, sizeof *C);
+}
+
+/* grow the per-rank arrays to csize ranks; 0, or -1 out of memory */
+static int cstate_size(struct cstate *C, int csize, const struct cs_det_params *p) {
+  if (csize <= C->csize) return 0;
+  size_t n = (size_t)csize, o = (size_t)C->csize;
+#define RESIZE(ptr, cnt_)                                                     \
+  do {                                                                        \
+    void *np_ = realloc((ptr), (cnt_) * sizeof *(ptr));                       \
+    if (!np_) return -1;                                                      \
+    (ptr) = np_;                                                              \
+  } while (0)
+  RESIZE(C->mem, n); RESIZE(C->cnt, n); RESIZE(C->rs, n); RESIZE(C->done_max, n); RESIZE(C->entered_max, n);
+  RESIZE(C->durs, n); RESIZE(C->gaps, n); RESIZE(C->scratch, 2 * (size_t)p->window + n + 1);
+#undef RESIZE
+  for (size_t r = o; r < n; r++) {
+    C->mem[r].rank = -1;
+    C->mem[r].host = NULL;
+    C->done_max[r] = C->entered_max[r] = -1;
+    C->cnt[r] = 0;
+    memset(&C->rs[r], 0, sizeof C->rs[r]);
+  }
+  C->csize = csize;
+  return 0;
+}
+
+/* drop the instances before the last window + 1 (the window loop reaches back one more) */
+static void cstate_compact(struct cstate *C, const struct cs_det_params *p) {
+  size_t keep = (size_t)p->window + 1;
+  if (C->nin < 2 * keep) return;
+  size_t drop = C->nin - keep, e0 = C->in[drop].e0;
+  memmove(C->in, C->in + drop, keep * sizeof *C->in);
+  memmove(C->ents, C->ents + e0, (C->nents - e0) * sizeof *C->ents);
+  for (size_t i = 0; i < keep; i++) C->in[i].e0 -= e0;
+  C->nents -= e0;
+  C->nin = keep;
+  C->base += drop;
+}
+
+/* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
+ * the members' identities. 0, or -1 out of memory. */
+static int cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
+                       size_t n) {
+  int csize = C->csize;
+  size_t nd = 0;
+  uint64_t ibytes = 0;
+  int lastr = -1;
+  double mind = 0, gl = -1;
+  for (size_t k = 0; k < n; k++) {
+    const struct cs_det_member *o = &m[k];
+    if (o->comm_rank >= 0 && o->comm_rank < csize) {
+      struct member *mm = &C->mem[o->comm_rank];
+      if (mm->rank < 0) mm->rank = o->rank;
+      if (!mm->host) mm->host = o->host;
+      if (seq >= 0) {
+        if (o->state == CS_DET_DONE || o->state == CS_DET_UNTIMED) {
+          if (seq > C->done_max[o->comm_rank]) C->done_max[o->comm_rank] = seq;
+          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+        } else if (o->state == CS_DET_PENDING) {
+          C->any_pending = true;
+          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+          if (o->enqueue_ns && (!C->oldest || o->enqueue_ns < C->oldest)) C->oldest = o->enqueue_ns;
+        }
+      }
+    }
+    if (seq < 0 || o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
+    if (o->comm_rank < 0 || o->comm_rank >= csize || nd >= (size_t)csize) continue;
+    if (nd && C->ents[C->nents - 1].r == o->comm_rank) continue;   /* one op per rank and instance */
+    if (o->bytes > ibytes) ibytes = o->bytes;
+    double d = (double)(o->end_ns - o->start_ns) / 1e3;
+    if (nd == 0 || d < mind) { mind = d; lastr = o->comm_rank; gl = o->gap_us; }
+    C->durs[nd++] = d;
+    GROW(C->ents, C->nents, C->capents);
+    C->ents[C->nents++] = (struct ent){o->comm_rank, d, o->gap_us};
+  }
+  if (!(nd >= 2 && lastr >= 0 && lastr < csize)) {
+    C->nents -= nd;
+    return 0;
+  }
+  size_t e0 = C->nents - nd, ng = 0;
+  for (size_t e = e0; e < C->nents; e++)   /* peers' gaps */
+    if (C->ents[e].r != lastr && C->ents[e].gap >= 0) C->gaps[ng++] = C->ents[e].gap;
+  GROW(C->in, C->nin, C->capin);
+  struct inst *I = &C->in[C->nin++];
+  I->med = median(C->durs, nd);
+  I->last = lastr;
+  I->lateness = I->med - mind;
+  I->gap_last = gl;
+  I->gap_peers = ng ? median(C->gaps, ng) : -1;
+  I->seq = seq;
+  I->bytes = ibytes;
+  I->e0 = e0;
+  I->ne = nd;
+  double mid = median_mid(C->durs, nd);
+  for (size_t e = e0; e < C->nents; e++) C->ents[e].a = mid - C->ents[e].a;
+
+  /* the sliding window, ending at this instance: absolute index ai, buffer index i */
+  struct inst *in = C->in;
+  struct ent *ents = C->ents;
+  struct rstate *rs = C->rs;
+  size_t *cnt = C->cnt;
+  double *scratch = C->scratch;
+  size_t i = C->nin - 1, ai = C->base + i;
+  C->total = ai + 1;
+  size_t recent = p->recent < p->window ? p->recent : p->window;
+  cnt[in[i].last]++;
+  for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
+    rs[ents[e].r].n++;
+    rs[ents[e].r].pos += ents[e].a > 0;
+    rs[ents[e].r].rn++;
+    rs[ents[e].r].rpos += ents[e].a > 0;
+  }
+  size_t arlo = recent && ai + 1 > recent ? ai + 1 - recent : 0;
+  if (recent && arlo > 0) {
+    const struct inst *O = &in[arlo - 1 - C->base];
+    for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
+      rs[ents[e].r].rn--;
+      rs[ents[e].r].rpos -= ents[e].a > 0;
+    }
+  }
+  size_t alo = ai + 1 > p->window ? ai + 1 - p->window : 0;
+  if (alo > 0) {
+    const struct inst *O = &in[alo - 1 - C->base];
+    cnt[O->last]--;
+    for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
+      rs[ents[e].r].n--;
+      rs[ents[e].r].pos -= ents[e].a > 0;
+    }
+  }
+  size_t lo = alo - C->base, rlo = arlo > C->base ? arlo - C->base : 0;
+  size_t w = i + 1 - lo;
+  C->any_flagged_now = false;
+  for (int r = 0; r < csize; r++) rs[r].flagged_now = false;
+  if (w < p->min_instances) goto done;
+  double med = -1;  /* median duration over the window, computed on demand */
+  /* share-last rule: the rank last most often */
+  int cand = 0;
+  for (int r = 1; r < csize; r++)
+    if (cnt[r] > cnt[cand]) cand = r;
+  double p0 = 1.0 / (double)csize, need = p0 + p->z * det_sqrt(p0 * (1 - p0) / (double)w);
+  if (need < p->share) need = p->share;
+  struct cs_det_straggler s_last = {0};
+  bool last_ok = (double)cnt[cand] >= need * (double)w && eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
+  for (int r = 0; r < csize; r++) {
+    struct rstate *R = &rs[r];
+    bool ok = last_ok && r == cand;
+    double off = 0;
+    /* offset rule; cheap pre-check first: after the median in clearly more than half
+     * of its instances (sign test, z >= 2) */
+    if (!ok && R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= det_sqrt((double)R->n)) {
+      if (med < 0) {
+        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+        med = median(scratch, w);
+      }
+      double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
+      ok = eval_offset(in, ents, lo, i + 1, r, thr, p->offset_z, scratch, &off);
+    }
+    /* recent rule: the same over the last `recent` instances only, stricter, so a
+     * slowdown that starts mid-job is seen before it fills half the window */
+    if (!ok && recent && ai + 1 - arlo == recent && 4 * R->rn >= 3 * recent &&
+        (double)R->rpos >= p->recent_share * (double)R->rn) {
+      if (med < 0) {
+        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+        med = median(scratch, w);
+      }
+      double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
+      ok = eval_offset(in, ents, rlo, i + 1, r, thr, p->recent_z, scratch, &off);
+    }
+    if (!ok) continue;
+    /* persistence: a burst of scheduling noise on a busy host is not a straggler */
+    R->streak = R->streak && R->at + 1 == ai ? R->streak + 1 : 1;
+    R->at = ai;
+    if (R->streak < p->persist) continue;
+    R->flagged_now = C->any_flagged_now = true;
+    struct cs_det_straggler s;
+    if (last_ok && r == cand) {
+      s = s_last;
+    } else {
+      memset(&s, 0, sizeof s);
+      s.window_instances = w;
+      s.last = cnt[r];
+      s.share_last = (double)cnt[r] / (double)w;
+      size_t k = 0;
+      for (size_t j = lo; j <= i; j++)
+        if (in[j].last == r) scratch[k++] = in[j].lateness;
+      s.lateness_us = median(scratch, k);
+      if (med < 0) {
+        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+        med = median(scratch, w);
+      }
+      s.median_dur_us = med;
+    }
+    double o2, g2, pg2;
+    rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
+    s.offset_us = o2;
+    s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
+    /* offset rule: gaps over the whole window (a share-last flag keeps eval_cand's,
+     * over its last-arrivals) */
+    if (!(last_ok && r == cand)) {
+      double late = o2 > s.lateness_us ? o2 : s.lateness_us;
+      s.gap_us = g2;
+      s.peer_gap_us = pg2;
+      s.kind = (g2 >= 0 && pg2 >= 0 && g2 - pg2 < 0.5 * late) ? CS_DET_LINK : CS_DET_COMPUTE;
+    }
+    s.comm = C->comm;
+    s.comm_size = csize;
+    s.comm_rank = r;
+    s.rank = C->mem[r].rank;
+    s.host = C->mem[r].host;
+    if (!R->sidx) {
+      GROW(C->str, C->nstr, C->capstr);
+      R->sidx = ++C->nstr;
+      s.first_flag_instance = ai + 1;
+      s.first_flag_seq = in[i].seq;
+    } else {
+      s.first_flag_instance = C->str[R->sidx - 1].first_flag_instance;
+      s.first_flag_seq = C->str[R->sidx - 1].first_flag_seq;
+    }
+    C->str[R->sidx - 1] = s;
+  }
+done:
+  cstate_compact(C, p);
+  return 0;
+oom:
+  return -1;
+}
+
+/* The comm's results after its last instance: stragglers, a slow-link entry, per-rank
+ * figures over the final window, the hang. 0, or -1 out of memory. */
+static int cstate_finish(struct cstate *C, const struct cs_det_params *p, int hang_mode, struct cs_det_result *out,
+                         size_t *capS, size_t *capH, size_t *capR) {
+  int csize = C->csize;
+  struct inst *in = C->in;
+  struct ent *ents = C->ents;
+  double *scratch = C->scratch;
+  size_t nin = C->nin;
+  out->instances += C->total;
+  for (size_t k = 0; k < C->nstr; k++) {
+    GROW(out->stragglers, out->nstragglers, *capS);
+    out->stragglers[out->nstragglers++] = C->str[k];
+  }
+  /* the final window, in buffer indices */
+  size_t lo = nin > p->window ? nin - p->window : 0;
+  /* slow link: no rank flagged now, everyone equally slow on small messages */
+  if (!C->any_flagged_now && nin - lo >= p->min_instances) {
+    size_t ns = 0, nl = 0;
+    for (size_t i = lo; i < nin; i++)
+      if (in[i].bytes <= 65536) scratch[ns++] = in[i].med;
+    double small = median(scratch, ns);
+    for (size_t i = lo; i < nin; i++) scratch[nl++] = in[i].med > 0 ? in[i].lateness / in[i].med : 0;
+    double rel = median(scratch, nl);
+    if (ns >= 2 && small >= p->link_floor_us && rel < 0.1) {
+      GROW(out->stragglers, out->nstragglers, *capS);
+      struct cs_det_straggler *s = &out->stragglers[out->nstragglers++];
+      memset(s, 0, sizeof *s);
+      s->comm = C->comm;
+      s->comm_size = csize;
+      s->comm_rank = s->rank = -1;
+      s->kind = CS_DET_LINK;
+      s->window_instances = nin - lo;
+      size_t mx = 0;
+      for (int r = 0; r < csize; r++) {
+        size_t c = 0;
+        for (size_t i = lo; i < nin; i++) c += in[i].last == r;
+        if (c > mx) mx = c;
+      }
+      s->last = mx;
+      s->share_last = (double)mx / (double)(nin - lo);
+      s->lateness_us = rel * small;
+      s->median_dur_us = small;
+      s->gap_us = s->peer_gap_us = -1;
+      s->first_flag_instance = C->total;
+      s->first_flag_seq = in[nin - 1].seq;
+    }
+  }
+  for (int r = 0; r < csize; r++) {
+    GROW(out->ranks, out->nranks, *capR);
+    struct cs_det_rankstat *st = &out->ranks[out->nranks++];
+    memset(st, 0, sizeof *st);
+    st->comm = C->comm;
+    st->comm_rank = r;
+    st->rank = C->mem[r].rank;
+    st->host = C->mem[r].host;
+    st->instances = nin - lo;
+    size_t k = 0;
+    for (size_t i = lo; i < nin; i++)
+      if (in[i].last == r) scratch[k++] = in[i].lateness;
+    st->last = k;
+    st->lateness_us = median(scratch, k);
+    k = 0;
+    for (size_t i = lo; i < nin; i++)
+      for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
+        if (ents[e].r == r) { scratch[k++] = ents[e].a; break; }
+    st->offset_us = median_mid(scratch, k);
+    st->straggler = C->rs[r].flagged_now;
+  }
+
+  /* hang */
+  if (hang_mode != CS_DET_HANG_OFF && C->any_pending) {
+    int64_t reached = INT64_MAX;
+    bool seen_only = hang_mode == CS_DET_HANG_SEEN;
+    struct member *mem = C->mem;
+    for (int r = 0; r < csize; r++)
+      if (C->done_max[r] < reached && !(seen_only && mem[r].rank < 0 && !mem[r].host)) reached = C->done_max[r];
+    GROW(out->hangs, out->nhangs, *capH);
+    struct cs_det_hang *h = &out->hangs[out->nhangs++];
+    memset(h, 0, sizeof *h);
+    h->comm = C->comm;
+    h->comm_size = csize;
+    h->reached = reached;
+    h->seq = reached + 1;
+    h->oldest_enqueue_ns = C->oldest;
+    h->missing = calloc((size_t)csize, sizeof *h->missing);
+    h->stuck = calloc((size_t)csize, sizeof *h->stuck);
+    h->missing_hosts = calloc((size_t)csize, sizeof *h->missing_hosts);
+    h->stuck_hosts = calloc((size_t)csize, sizeof *h->stuck_hosts);
+    if (!h->missing || !h->stuck || !h->missing_hosts || !h->stuck_hosts) goto oom;
+    for (int r = 0; r < csize; r++) {
+      if (seen_only && mem[r].rank < 0 && !mem[r].host) continue;
+      if (C->entered_max[r] < h->seq) {
+        h->missing_hosts[h->nmissing] = mem[r].host ? mem[r].host : "?";
+        h->missing[h->nmissing++] = mem[r].rank;
+      } else if (C->done_max[r] < h->seq) {
+        h->stuck_hosts[h->nstuck] = mem[r].host ? mem[r].host : "?";
+        h->stuck[h->nstuck++] = mem[r].rank;
+      }
+    }
+  }
+  return 0;
+oom:
+  return -1;
+}
+
+static void params_fix(struct cs_det_params *p, const struct cs_det_params *pp) {
+  if (pp) *p = *pp;
+  else cs_det_params_default(p);
+  if (p->window < 2) p->window = 2;
+  if (p->min_instances < 2) p->min_instances = 2;
+  if (p->persist < 1) p->persist = 1;
+}
+
+/* ---------------------------------------------------------------- whole set */
+
 int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *pp, int hang_mode,
               struct cs_det_result *out) {
   memset(out, 0, sizeof *out);
   struct cs_det_params p;
-  if (pp) p = *pp;
-  else cs_det_params_default(&p);
-  if (p.window < 2) p.window = 2;
-  if (p.min_instances < 2) p.min_instances = 2;
-  if (p.persist < 1) p.persist = 1;
+  params_fix(&p, pp);
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
   double *gap = malloc((n ? n : 1) * sizeof *gap);
-  double *scratch = NULL, *durs = NULL, *gaps = NULL;
-  struct inst *in = NULL;
-  struct ent *ents = NULL;
-  size_t nin = 0, capin = 0, nents = 0, capents = 0, capS = 0, capH = 0, capR = 0;
-  struct member *mem = NULL;
-  struct rstate *rs = NULL;
-  size_t *cnt = NULL;
-  int64_t *done_max = NULL, *entered_max = NULL;
+  struct cs_det_member *mb = NULL;
+  size_t capmb = 0, capS = 0, capH = 0, capR = 0;
+  struct cstate C = {0};
   if (!idx || !gap) goto oom;
 
   /* compute gaps: per process, this op's start - the previous op's end */
@@ -282,299 +642,118 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
       c1++;
     }
     if (csize <= 0 || csize > (1 << 20)) { c0 = c1; continue; }
-    free(mem); free(cnt); free(done_max); free(entered_max); free(durs); free(gaps); free(rs); free(scratch);
-    mem = calloc((size_t)csize, sizeof *mem);
-    cnt = calloc((size_t)csize, sizeof *cnt);
-    rs = calloc((size_t)csize, sizeof *rs);
-    done_max = malloc((size_t)csize * sizeof *done_max);
-    entered_max = malloc((size_t)csize * sizeof *entered_max);
-    durs = malloc((size_t)csize * sizeof *durs);
-    gaps = malloc((size_t)csize * sizeof *gaps);
-    scratch = malloc((2 * (size_t)p.window + (size_t)csize + 1) * sizeof *scratch);
-    if (!mem || !cnt || !rs || !done_max || !entered_max || !durs || !gaps || !scratch) goto oom;
-    for (int r = 0; r < csize; r++) { mem[r].rank = -1; mem[r].host = NULL; done_max[r] = entered_max[r] = -1; }
-    bool any_pending = false;
-    int64_t oldest = 0;
-
-    /* instances of this comm */
-    nin = 0;
-    nents = 0;
+    cstate_free(&C);
+    C.comm = comm;
+    if (cstate_size(&C, csize, &p)) goto oom;
     for (size_t s0 = c0; s0 < c1;) {
       size_t s1 = s0;
       int64_t seq = ops[idx[s0]].seq;
       while (s1 < c1 && ops[idx[s1]].seq == seq) s1++;
-      size_t nd = 0;
-      uint64_t ibytes = 0;
-      int lastr = -1;
-      double mind = 0, gl = -1;
-      for (size_t k = s0; k < s1; k++) {
-        const struct cs_det_op *o = &ops[idx[k]];
-        if (o->comm_rank >= 0 && o->comm_rank < csize) {
-          struct member *mm = &mem[o->comm_rank];
-          if (mm->rank < 0) mm->rank = o->rank;
-          if (!mm->host) mm->host = o->host;
-          if (seq >= 0) {
-            if (o->state == CS_DET_DONE || o->state == CS_DET_UNTIMED) {
-              if (seq > done_max[o->comm_rank]) done_max[o->comm_rank] = seq;
-              if (seq > entered_max[o->comm_rank]) entered_max[o->comm_rank] = seq;
-            } else if (o->state == CS_DET_PENDING) {
-              any_pending = true;
-              if (seq > entered_max[o->comm_rank]) entered_max[o->comm_rank] = seq;
-              if (o->enqueue_ns && (!oldest || o->enqueue_ns < oldest)) oldest = o->enqueue_ns;
-            }
-          }
-        }
-        if (seq < 0 || o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
-        if (o->comm_rank < 0 || o->comm_rank >= csize || nd >= (size_t)csize) continue;
-        if (nd && ents[nents - 1].r == o->comm_rank) continue;   /* one op per rank and instance */
-        if (o->bytes > ibytes) ibytes = o->bytes;
-        double d = (double)(o->end_ns - o->start_ns) / 1e3;
-        if (nd == 0 || d < mind) { mind = d; lastr = o->comm_rank; gl = gap[idx[k]]; }
-        durs[nd++] = d;
-        GROW(ents, nents, capents);
-        ents[nents++] = (struct ent){o->comm_rank, d, gap[idx[k]]};
+      size_t k = 0;
+      for (size_t j = s0; j < s1; j++, k++) {
+        GROW(mb, k, capmb);
+        const struct cs_det_op *o = &ops[idx[j]];
+        mb[k] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = o->rank,
+                                       .host = o->host, .start_ns = o->start_ns, .end_ns = o->end_ns,
+                                       .enqueue_ns = o->enqueue_ns, .state = o->state, .p2p = o->p2p,
+                                       .bytes = o->bytes, .gap_us = gap[idx[j]]};
       }
-      if (nd >= 2 && lastr >= 0 && lastr < csize) {
-        size_t e0 = nents - nd;
-        /* peers' gaps */
-        size_t ng = 0;
-        for (size_t e = e0; e < nents; e++)
-          if (ents[e].r != lastr && ents[e].gap >= 0) gaps[ng++] = ents[e].gap;
-        GROW(in, nin, capin);
-        struct inst *I = &in[nin++];
-        I->med = median(durs, nd);
-        I->last = lastr;
-        I->lateness = I->med - mind;
-        I->gap_last = gl;
-        I->gap_peers = ng ? median(gaps, ng) : -1;
-        I->seq = seq;
-        I->bytes = ibytes;
-        I->e0 = e0;
-        I->ne = nd;
-        double mid = median_mid(durs, nd);
-        for (size_t e = e0; e < nents; e++) ents[e].a = mid - ents[e].a;
-      } else {
-        nents -= nd;
-      }
+      if (cstate_feed(&C, &p, seq, mb, k)) goto oom;
       s0 = s1;
     }
-    out->instances += nin;
-
-    /* sliding window */
-    bool any_flagged_now = false;
-    size_t recent = p.recent < p.window ? p.recent : p.window;
-    for (size_t i = 0; i < nin; i++) {
-      cnt[in[i].last]++;
-      for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
-        rs[ents[e].r].n++;
-        rs[ents[e].r].pos += ents[e].a > 0;
-        rs[ents[e].r].rn++;
-        rs[ents[e].r].rpos += ents[e].a > 0;
-      }
-      size_t rlo = recent && i + 1 > recent ? i + 1 - recent : 0;
-      if (recent && rlo > 0) {
-        const struct inst *O = &in[rlo - 1];
-        for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
-          rs[ents[e].r].rn--;
-          rs[ents[e].r].rpos -= ents[e].a > 0;
-        }
-      }
-      size_t lo = i + 1 > p.window ? i + 1 - p.window : 0;
-      if (lo > 0) {
-        const struct inst *O = &in[lo - 1];
-        cnt[O->last]--;
-        for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
-          rs[ents[e].r].n--;
-          rs[ents[e].r].pos -= ents[e].a > 0;
-        }
-      }
-      size_t w = i + 1 - lo;
-      any_flagged_now = false;
-      for (int r = 0; r < csize; r++) rs[r].flagged_now = false;
-      if (w < p.min_instances) continue;
-      double med = -1;  /* median duration over the window, computed on demand */
-      /* share-last rule: the rank last most often */
-      int cand = 0;
-      for (int r = 1; r < csize; r++)
-        if (cnt[r] > cnt[cand]) cand = r;
-      double p0 = 1.0 / (double)csize, need = p0 + p.z * det_sqrt(p0 * (1 - p0) / (double)w);
-      if (need < p.share) need = p.share;
-      struct cs_det_straggler s_last = {0};
-      bool last_ok = (double)cnt[cand] >= need * (double)w && eval_cand(in, lo, i + 1, cand, &p, scratch, &s_last);
-      for (int r = 0; r < csize; r++) {
-        struct rstate *R = &rs[r];
-        bool ok = last_ok && r == cand;
-        double off = 0;
-        /* offset rule; cheap pre-check first: after the median in clearly more than half
-         * of its instances (sign test, z >= 2) */
-        if (!ok && R->n >= p.min_instances && (double)R->pos - 0.5 * (double)R->n >= det_sqrt((double)R->n)) {
-          if (med < 0) {
-            for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
-            med = median(scratch, w);
-          }
-          double thr = p.floor_us > p.frac * med ? p.floor_us : p.frac * med;
-          ok = eval_offset(in, ents, lo, i + 1, r, thr, p.offset_z, scratch, &off);
-        }
-        /* recent rule: the same over the last `recent` instances only, stricter, so a
-         * slowdown that starts mid-job is seen before it fills half the window */
-        if (!ok && recent && i + 1 - rlo == recent && 4 * R->rn >= 3 * recent &&
-            (double)R->rpos >= p.recent_share * (double)R->rn) {
-          if (med < 0) {
-            for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
-            med = median(scratch, w);
-          }
-          double thr = p.floor_us > p.frac * med ? p.floor_us : p.frac * med;
-          ok = eval_offset(in, ents, rlo, i + 1, r, thr, p.recent_z, scratch, &off);
-        }
-        if (!ok) continue;
-        /* persistence: a burst of scheduling noise on a busy host is not a straggler */
-        R->streak = R->streak && R->at + 1 == i ? R->streak + 1 : 1;
-        R->at = i;
-        if (R->streak < p.persist) continue;
-        R->flagged_now = any_flagged_now = true;
-        struct cs_det_straggler s;
-        if (last_ok && r == cand) {
-          s = s_last;
-        } else {
-          memset(&s, 0, sizeof s);
-          s.window_instances = w;
-          s.last = cnt[r];
-          s.share_last = (double)cnt[r] / (double)w;
-          size_t k = 0;
-          for (size_t j = lo; j <= i; j++)
-            if (in[j].last == r) scratch[k++] = in[j].lateness;
-          s.lateness_us = median(scratch, k);
-          if (med < 0) {
-            for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
-            med = median(scratch, w);
-          }
-          s.median_dur_us = med;
-        }
-        double o2, g2, pg2;
-        rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
-        s.offset_us = o2;
-        s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
-        /* offset rule: gaps over the whole window (a share-last flag keeps eval_cand's,
-         * over its last-arrivals) */
-        if (!(last_ok && r == cand)) {
-          double late = o2 > s.lateness_us ? o2 : s.lateness_us;
-          s.gap_us = g2;
-          s.peer_gap_us = pg2;
-          s.kind = (g2 >= 0 && pg2 >= 0 && g2 - pg2 < 0.5 * late) ? CS_DET_LINK : CS_DET_COMPUTE;
-        }
-        s.comm = comm;
-        s.comm_size = csize;
-        s.comm_rank = r;
-        s.rank = mem[r].rank;
-        s.host = mem[r].host;
-        if (!R->sidx) {
-          GROW(out->stragglers, out->nstragglers, capS);
-          R->sidx = ++out->nstragglers;
-          s.first_flag_instance = i + 1;
-          s.first_flag_seq = in[i].seq;
-        } else {
-          s.first_flag_instance = out->stragglers[R->sidx - 1].first_flag_instance;
-          s.first_flag_seq = out->stragglers[R->sidx - 1].first_flag_seq;
-        }
-        out->stragglers[R->sidx - 1] = s;
-      }
-    }
-    /* per-rank figures over the final window */
-    size_t lo = nin > p.window ? nin - p.window : 0;
-    /* slow link: no rank flagged now, everyone equally slow on small messages */
-    if (!any_flagged_now && nin - lo >= p.min_instances) {
-      size_t ns = 0, nl = 0;
-      for (size_t i = lo; i < nin; i++)
-        if (in[i].bytes <= 65536) scratch[ns++] = in[i].med;
-      double small = median(scratch, ns);
-      for (size_t i = lo; i < nin; i++) scratch[nl++] = in[i].med > 0 ? in[i].lateness / in[i].med : 0;
-      double rel = median(scratch, nl);
-      if (ns >= 2 && small >= p.link_floor_us && rel < 0.1) {
-        GROW(out->stragglers, out->nstragglers, capS);
-        struct cs_det_straggler *s = &out->stragglers[out->nstragglers++];
-        memset(s, 0, sizeof *s);
-        s->comm = comm;
-        s->comm_size = csize;
-        s->comm_rank = s->rank = -1;
-        s->kind = CS_DET_LINK;
-        s->window_instances = nin - lo;
-        size_t mx = 0;
-        for (int r = 0; r < csize; r++) {
-          size_t c = 0;
-          for (size_t i = lo; i < nin; i++) c += in[i].last == r;
-          if (c > mx) mx = c;
-        }
-        s->last = mx;
-        s->share_last = (double)mx / (double)(nin - lo);
-        s->lateness_us = rel * small;
-        s->median_dur_us = small;
-        s->gap_us = s->peer_gap_us = -1;
-        s->first_flag_instance = nin;
-        s->first_flag_seq = in[nin - 1].seq;
-      }
-    }
-    for (int r = 0; r < csize; r++) {
-      GROW(out->ranks, out->nranks, capR);
-      struct cs_det_rankstat *st = &out->ranks[out->nranks++];
-      memset(st, 0, sizeof *st);
-      st->comm = comm;
-      st->comm_rank = r;
-      st->rank = mem[r].rank;
-      st->host = mem[r].host;
-      st->instances = nin - lo;
-      size_t k = 0;
-      for (size_t i = lo; i < nin; i++)
-        if (in[i].last == r) scratch[k++] = in[i].lateness;
-      st->last = k;
-      st->lateness_us = median(scratch, k);
-      k = 0;
-      for (size_t i = lo; i < nin; i++)
-        for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
-          if (ents[e].r == r) { scratch[k++] = ents[e].a; break; }
-      st->offset_us = median_mid(scratch, k);
-      st->straggler = rs[r].flagged_now;
-    }
-
-    /* hang */
-    if (hang_mode != CS_DET_HANG_OFF && any_pending) {
-      int64_t reached = INT64_MAX;
-      bool seen_only = hang_mode == CS_DET_HANG_SEEN;
-      for (int r = 0; r < csize; r++)
-        if (done_max[r] < reached && !(seen_only && mem[r].rank < 0 && !mem[r].host)) reached = done_max[r];
-      GROW(out->hangs, out->nhangs, capH);
-      struct cs_det_hang *h = &out->hangs[out->nhangs++];
-      memset(h, 0, sizeof *h);
-      h->comm = comm;
-      h->comm_size = csize;
-      h->reached = reached;
-      h->seq = reached + 1;
-      h->oldest_enqueue_ns = oldest;
-      h->missing = calloc((size_t)csize, sizeof *h->missing);
-      h->stuck = calloc((size_t)csize, sizeof *h->stuck);
-      h->missing_hosts = calloc((size_t)csize, sizeof *h->missing_hosts);
-      h->stuck_hosts = calloc((size_t)csize, sizeof *h->stuck_hosts);
-      if (!h->missing || !h->stuck || !h->missing_hosts || !h->stuck_hosts) goto oom;
-      for (int r = 0; r < csize; r++) {
-        if (seen_only && mem[r].rank < 0 && !mem[r].host) continue;
-        if (entered_max[r] < h->seq) {
-          h->missing_hosts[h->nmissing] = mem[r].host ? mem[r].host : "?";
-          h->missing[h->nmissing++] = mem[r].rank;
-        } else if (done_max[r] < h->seq) {
-          h->stuck_hosts[h->nstuck] = mem[r].host ? mem[r].host : "?";
-          h->stuck[h->nstuck++] = mem[r].rank;
-        }
-      }
-    }
+    if (cstate_finish(&C, &p, hang_mode, out, &capS, &capH, &capR)) goto oom;
     c0 = c1;
   }
-  free(idx); free(gap); free(scratch); free(in); free(ents); free(mem); free(cnt); free(rs);
-  free(done_max); free(entered_max); free(durs); free(gaps);
+  free(idx); free(gap); free(mb);
+  cstate_free(&C);
   return 0;
 oom:
-  free(idx); free(gap); free(scratch); free(in); free(ents); free(mem); free(cnt); free(rs);
-  free(done_max); free(entered_max); free(durs); free(gaps);
+  free(idx); free(gap); free(mb);
+  cstate_free(&C);
   cs_det_result_free(out);
   return -1;
+}
+
+/* ---------------------------------------------------------------- streaming */
+
+struct cs_det_stream {
+  struct cs_det_params p;
+  int hang_mode;
+  struct cstate *c;          /* sorted by comm */
+  size_t nc, capc;
+  size_t hit;                /* the last comm looked up */
+  bool oom;
+};
+
+struct cs_det_stream *cs_det_stream_new(const struct cs_det_params *p, int hang_mode) {
+  struct cs_det_stream *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  params_fix(&s->p, p);
+  s->hang_mode = hang_mode;
+  return s;
+}
+
+static struct cstate *stream_comm(struct cs_det_stream *s, uint64_t comm) {
+  if (s->hit < s->nc && s->c[s->hit].comm == comm) return &s->c[s->hit];
+  size_t lo = 0, hi = s->nc;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (s->c[mid].comm < comm) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == s->nc || s->c[lo].comm != comm) {
+    if (s->nc == s->capc) {
+      size_t nc = s->capc ? 2 * s->capc : 16;
+      void *np = realloc(s->c, nc * sizeof *s->c);
+      if (!np) return NULL;
+      s->c = np;
+      s->capc = nc;
+    }
+    memmove(s->c + lo + 1, s->c + lo, (s->nc - lo) * sizeof *s->c);
+    memset(&s->c[lo], 0, sizeof s->c[lo]);
+    s->c[lo].comm = comm;
+    s->nc++;
+  }
+  s->hit = lo;
+  return &s->c[lo];
+}
+
+int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, const struct cs_det_member *m,
+                           size_t n) {
+  if (s->oom) return -1;
+  struct cstate *C = stream_comm(s, comm);
+  if (!C) return s->oom = true, -1;
+  if (C->invalid) return 0;
+  int csize = C->csize;
+  for (size_t k = 0; k < n; k++) {
+    if (m[k].comm_size > csize) csize = m[k].comm_size;
+    if (m[k].comm_rank + 1 > csize) csize = m[k].comm_rank + 1;
+  }
+  if (csize > (1 << 20)) {
+    C->invalid = true;
+    return 0;
+  }
+  if (csize <= 0) return 0;
+  if (cstate_size(C, csize, &s->p) || cstate_feed(C, &s->p, seq, m, n)) return s->oom = true, -1;
+  return 0;
+}
+
+int cs_det_stream_finish(struct cs_det_stream *s, struct cs_det_result *out) {
+  memset(out, 0, sizeof *out);
+  size_t capS = 0, capH = 0, capR = 0;
+  int rc = s->oom ? -1 : 0;
+  for (size_t i = 0; i < s->nc && !rc; i++)
+    if (!s->c[i].invalid && s->c[i].csize > 0 && cstate_finish(&s->c[i], &s->p, s->hang_mode, out, &capS, &capH, &capR))
+      rc = -1;
+  if (rc) cs_det_result_free(out);
+  return rc;
+}
+
+void cs_det_stream_free(struct cs_det_stream *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->nc; i++) cstate_free(&s->c[i]);
+  free(s->c);
+  free(s);
 }
 
 void cs_det_result_free(struct cs_det_result *r) {

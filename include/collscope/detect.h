@@ -1,6 +1,7 @@
 /* include/collscope/detect.h: collscope's ONE straggler and hang detector, used by
  * `collscope report` (dump files), `collscope top` / `collscope salvage` (shm rings) and
- * the shim. Pure C, no I/O, no allocation outside cs_detect()/cs_det_result_free().
+ * the shim. Pure C, no I/O, no allocation outside cs_detect(), the cs_det_stream_*() calls and
+ * cs_det_result_free().
  *
  * Straggler (per communicator, per collective instance = (comm, seq) seen by >= 2 ranks
  * with GPU timing): the rank that arrived last has the SHORTEST GPU duration (its peers
@@ -152,5 +153,32 @@ enum { CS_DET_HANG_OFF = 0, CS_DET_HANG_PENDING = 1, CS_DET_HANG_SEEN = 2 };
 int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *p, int hang_mode,
               struct cs_det_result *out);
 void cs_det_result_free(struct cs_det_result *r);
+
+/* The same detector fed one collective instance at a time (the dump readers, which never
+ * hold all records): per communicator, instances must come in increasing seq order, each
+ * with its members sorted by comm_rank (one per rank; the first of a comm_rank counts).
+ * Only the last `window` + 1 instances of each communicator are kept, so memory is bounded
+ * by communicators x comm size x window. An instance with seq < 0 only records who its
+ * members are. The results equal cs_detect()'s over the same records, with two exceptions
+ * of unusual input: the comm size is the largest seen so far (cs_detect uses the largest of
+ * the whole set), and gap_us is whatever the caller computed (cs_detect: from the previous
+ * timed op of the same process in start order). */
+struct cs_det_member {
+  int comm_rank, comm_size, rank;
+  const char *host;
+  int64_t start_ns, end_ns, enqueue_ns;
+  int state;             /* enum cs_det_state */
+  bool p2p;
+  uint64_t bytes;
+  double gap_us;         /* compute gap before this op, -1 unknown */
+};
+struct cs_det_stream;
+struct cs_det_stream *cs_det_stream_new(const struct cs_det_params *p, int hang_mode);  /* NULL: out of memory */
+/* 0, or -1 out of memory (the stream then only refuses) */
+int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, const struct cs_det_member *m,
+                           size_t n);
+/* Results in communicator order, as cs_detect's. 0, or -1 out of memory (out empty). */
+int cs_det_stream_finish(struct cs_det_stream *s, struct cs_det_result *out);
+void cs_det_stream_free(struct cs_det_stream *s);
 
 #endif
