@@ -1,0 +1,96 @@
+/* tests/tools/test_instwalk.c: the per-communicator k-way merge (tools/instwalk.c) against
+ * grouping everything at once: files pushed a random piece at a time, communicators that
+ * not every file is in, a file that stops early, duplicates and a record out of order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "instwalk.h"
+
+enum { NF = 6, NSEQ = 400 };
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+
+/* expected members per (comm index, seq): a bit per file */
+static unsigned want[2][NSEQ];
+static unsigned got[2][NSEQ];
+static int64_t last_seq[2] = {-1, -1};
+static size_t emitted, max_held, dup_members;
+static struct cs_walk *walk;
+
+static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
+  (void)ctx;
+  int c = comm == 0xb;
+  assert_true(seq > last_seq[c]);   /* in seq order per communicator */
+  last_seq[c] = seq;
+  assert_true(seq < NSEQ);
+  for (size_t i = 0; i < n; i++) {
+    assert_true(m[i].comm == comm && m[i].seq == seq);
+    if (i) assert_true(m[i - 1].comm_rank < m[i].comm_rank ||
+                       (m[i - 1].comm_rank == m[i].comm_rank && m[i - 1].file <= m[i].file));
+    got[c][seq] |= 1u << m[i].file;
+    dup_members += c == 0 && seq == 10 && m[i].file == 1;
+  }
+  emitted++;
+  if (cs_walk_held(walk) > max_held) max_held = cs_walk_held(walk);
+}
+
+static void merge_equals_grouping(void **state) {
+  (void)state;
+  /* file f: comm a (all files) every seq; comm b (files 0..2) every seq; file 5 stops at 250 */
+  struct cs_walk_rec *recs[NF];
+  size_t nrec[NF] = {0}, pos[NF] = {0};
+  for (int f = 0; f < NF; f++) {
+    recs[f] = calloc(2 * NSEQ + 4, sizeof *recs[f]);
+    for (int s = 0; s < NSEQ; s++) {
+      if (f == 5 && s >= 250) break;
+      for (int c = 0; c < 2; c++) {
+        if (c == 1 && f > 2) continue;
+        struct cs_walk_rec *r = &recs[f][nrec[f]++];
+        r->comm = c ? 0xb : 0xa;
+        r->seq = s;
+        r->comm_rank = c ? f : NF - 1 - f;
+        r->file = (uint32_t)f;
+        want[c][s] |= 1u << f;
+        if (f == 1 && c == 0 && s == 10) recs[f][nrec[f]++] = *r;   /* a duplicate: both are members */
+      }
+    }
+  }
+  /* file 2 repeats an old seq at the end: late */
+  recs[2][nrec[2]++] = (struct cs_walk_rec){.comm = 0xa, .seq = 3, .comm_rank = NF - 3, .file = 2};
+  walk = cs_walk_new(NF, on_instance, NULL);
+  assert_non_null(walk);
+  for (int f = 0; f < NF; f++) {   /* the files' comm records */
+    assert_true(cs_walk_join(walk, (uint32_t)f, 0xa));
+    if (f <= 2) assert_true(cs_walk_join(walk, (uint32_t)f, 0xb));
+  }
+  for (bool left = true; left;) {   /* rounds: every file pushes a random piece */
+    left = false;
+    for (int f = 0; f < NF; f++) {
+      size_t k = next() % 30;
+      while (k-- && pos[f] < nrec[f]) assert_true(cs_walk_push(walk, &recs[f][pos[f]++]));
+      if (pos[f] == nrec[f]) cs_walk_file_done(walk, (uint32_t)f);
+      else left = true;
+    }
+    assert_true(cs_walk_advance(walk));
+  }
+  assert_true(cs_walk_advance(walk));
+  for (int c = 0; c < 2; c++)
+    for (int s = 0; s < NSEQ; s++) assert_int_equal(got[c][s], want[c][s]);
+  assert_int_equal(emitted, 2 * NSEQ);
+  assert_int_equal(dup_members, 2);
+  assert_int_equal(cs_walk_late(walk), 1);   /* file 2's repeated seq 3 */
+  assert_int_equal(cs_walk_held(walk), 0);
+  assert_true(max_held < 6 * 2 * 30 * 3);      /* bounded by files x piece, not by records */
+  cs_walk_free(walk);
+  for (int f = 0; f < NF; f++) free(recs[f]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(merge_equals_grouping)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,183 @@
+/* tools/instwalk.c: per-communicator k-way merge of the files' record queues (instwalk.h). */
+#include "instwalk.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct queue {            /* one file's queued records of one comm: a ring */
+  struct cs_walk_rec *v;
+  size_t head, n, cap;
+  uint32_t file;
+};
+struct wcomm {
+  uint64_t comm;
+  struct queue *q; size_t nq, capq;
+  bool emitted;           /* last_seq is valid */
+  int64_t last_seq;       /* the last instance given out */
+};
+struct fileslot { size_t comm, queue; };   /* where a file's records of a comm go */
+struct wfile {
+  struct fileslot *s; size_t ns, caps;
+  uint64_t *comm_ids;     /* parallel to s */
+  bool done;
+};
+struct cs_walk {
+  struct wcomm *c; size_t nc, capc;
+  struct wfile *f; size_t nf;
+  cs_walk_emit emit;
+  void *ctx;
+  struct cs_walk_rec *m; size_t capm;   /* members of the instance being given out */
+  size_t late, held;
+};
+
+struct cs_walk *cs_walk_new(size_t nfiles, cs_walk_emit emit, void *ctx) {
+  struct cs_walk *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->f = calloc(nfiles ? nfiles : 1, sizeof *w->f);
+  if (!w->f) { free(w); return NULL; }
+  w->nf = nfiles;
+  w->emit = emit;
+  w->ctx = ctx;
+  return w;
+}
+
+static bool grow(void **v, size_t *cap, size_t n, size_t sz) {
+  if (n < *cap) return true;
+  size_t nc = *cap ? 2 * *cap : 8;
+  void *p = realloc(*v, nc * sz);
+  if (!p) return false;
+  *v = p;
+  *cap = nc;
+  return true;
+}
+
+/* the queue of (file, comm), created on first use */
+static struct queue *queue_of(struct cs_walk *w, uint32_t file, uint64_t comm, struct wcomm **cp) {
+  struct wfile *f = &w->f[file];
+  for (size_t i = f->ns; i-- > 0;)
+    if (f->comm_ids[i] == comm) {
+      *cp = &w->c[f->s[i].comm];
+      return &(*cp)->q[f->s[i].queue];
+    }
+  size_t ci = 0;
+  while (ci < w->nc && w->c[ci].comm != comm) ci++;
+  if (ci == w->nc) {
+    if (!grow((void **)&w->c, &w->capc, w->nc, sizeof *w->c)) return NULL;
+    memset(&w->c[w->nc], 0, sizeof w->c[0]);
+    w->c[w->nc++].comm = comm;
+  }
+  struct wcomm *c = &w->c[ci];
+  if (!grow((void **)&c->q, &c->capq, c->nq, sizeof *c->q)) return NULL;
+  size_t cap = f->caps;
+  if (!grow((void **)&f->s, &cap, f->ns, sizeof *f->s) || !grow((void **)&f->comm_ids, &f->caps, f->ns, sizeof *f->comm_ids))
+    return NULL;
+  memset(&c->q[c->nq], 0, sizeof c->q[0]);
+  c->q[c->nq].file = file;
+  f->s[f->ns] = (struct fileslot){ci, c->nq};
+  f->comm_ids[f->ns++] = comm;
+  *cp = c;
+  return &c->q[c->nq++];
+}
+
+bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r) {
+  if (r->file >= w->nf || r->seq < 0) return true;
+  struct wcomm *c;
+  struct queue *q = queue_of(w, r->file, r->comm, &c);
+  if (!q) return false;
+  if (c->emitted && r->seq <= c->last_seq) {
+    w->late++;
+    return true;
+  }
+  if (q->n == q->cap) {   /* grow the ring, unrolled to start at 0 */
+    size_t nc = q->cap ? 2 * q->cap : 64;
+    struct cs_walk_rec *v = malloc(nc * sizeof *v);
+    if (!v) return false;
+    for (size_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) % q->cap];
+    free(q->v);
+    q->v = v;
+    q->head = 0;
+    q->cap = nc;
+  }
+  q->v[(q->head + q->n++) % q->cap] = *r;
+  w->held++;
+  return true;
+}
+
+bool cs_walk_join(struct cs_walk *w, uint32_t file, uint64_t comm) {
+  struct wcomm *c;
+  return file >= w->nf || queue_of(w, file, comm, &c) != NULL;
+}
+
+void cs_walk_file_done(struct cs_walk *w, uint32_t file) {
+  if (file < w->nf) w->f[file].done = true;
+}
+
+static int cmp_member(const void *a, const void *b) {
+  const struct cs_walk_rec *x = a, *y = b;
+  if (x->comm_rank != y->comm_rank) return x->comm_rank < y->comm_rank ? -1 : 1;
+  return x->file < y->file ? -1 : x->file > y->file;
+}
+
+static bool advance_comm(struct cs_walk *w, struct wcomm *c) {
+  for (;;) {
+    bool any = false;
+    int64_t min = 0;
+    for (size_t i = 0; i < c->nq; i++) {
+      struct queue *q = &c->q[i];
+      if (!q->n) {
+        if (!w->f[q->file].done) return true;   /* that file may still have the next seq */
+        continue;
+      }
+      int64_t s = q->v[q->head].seq;
+      if (!any || s < min) min = s, any = true;
+    }
+    if (!any) return true;
+    size_t n = 0;
+    for (size_t i = 0; i < c->nq; i++) {
+      struct queue *q = &c->q[i];
+      while (q->n && q->v[q->head].seq == min) {
+        if (!grow((void **)&w->m, &w->capm, n, sizeof *w->m)) return false;
+        w->m[n++] = q->v[q->head];
+        q->head = (q->head + 1) % q->cap;
+        q->n--;
+        w->held--;
+      }
+    }
+    /* stable for one file's records of the same rank: qsort is not, so order by file
+     * position too (members of one file are contiguous and already in order) */
+    for (size_t i = 1; i < n; i++) {   /* insertion sort: n is a comm's size, nearly sorted */
+      struct cs_walk_rec t = w->m[i];
+      size_t j = i;
+      while (j > 0 && cmp_member(&w->m[j - 1], &t) > 0) { w->m[j] = w->m[j - 1]; j--; }
+      w->m[j] = t;
+    }
+    c->emitted = true;
+    c->last_seq = min;
+    w->emit(w->ctx, c->comm, min, w->m, n);
+  }
+}
+
+bool cs_walk_advance(struct cs_walk *w) {
+  for (size_t i = 0; i < w->nc; i++)
+    if (!advance_comm(w, &w->c[i])) return false;
+  return true;
+}
+
+size_t cs_walk_late(const struct cs_walk *w) { return w->late; }
+size_t cs_walk_held(const struct cs_walk *w) { return w->held; }
+
+void cs_walk_free(struct cs_walk *w) {
+  if (!w) return;
+  for (size_t i = 0; i < w->nc; i++) {
+    for (size_t k = 0; k < w->c[i].nq; k++) free(w->c[i].q[k].v);
+    free(w->c[i].q);
+  }
+  for (size_t i = 0; i < w->nf; i++) {
+    free(w->f[i].s);
+    free(w->f[i].comm_ids);
+  }
+  free(w->c);
+  free(w->f);
+  free(w->m);
+  free(w);
+}
