@@ -5,6 +5,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,6 +19,8 @@
 #include <uthash.h>
 
 #include "collscope/schema.h"
+#include "opscan.h"
+#include "readpool.h"
 
 /* ---------- memory ---------- */
 
@@ -50,20 +55,26 @@ struct pool_ent {
 };
 struct cs_strpool {
   struct pool_ent *head;
+  pthread_mutex_t lock;   /* files are read by several threads */
 };
 
-static const char *intern(struct cs_strpool *p, const char *s) {
+/* the interned copy of s[0..len) (s need not be NUL-terminated) */
+static const char *intern_n(struct cs_strpool *p, const char *s, size_t len) {
   struct pool_ent *e = NULL;
-  HASH_FIND_STR(p->head, s, e);
-  if (e) return e->s;
-  size_t len = strlen(s);
-  e = malloc(sizeof *e + len + 1);
-  if (!e) oom();
-  memset(&e->hh, 0, sizeof e->hh);
-  memcpy(e->s, s, len + 1);
-  HASH_ADD_KEYPTR(hh, p->head, e->s, len, e);
+  pthread_mutex_lock(&p->lock);
+  HASH_FIND(hh, p->head, s, len, e);
+  if (!e) {
+    e = malloc(sizeof *e + len + 1);
+    if (!e) oom();
+    memset(&e->hh, 0, sizeof e->hh);
+    memcpy(e->s, s, len);
+    e->s[len] = 0;
+    HASH_ADD_KEYPTR(hh, p->head, e->s, len, e);
+  }
+  pthread_mutex_unlock(&p->lock);
   return e->s;
 }
+static const char *intern(struct cs_strpool *p, const char *s) { return intern_n(p, s, strlen(s)); }
 
 static void pool_free(struct cs_strpool *p) {
   if (!p) return;
@@ -72,6 +83,7 @@ static void pool_free(struct cs_strpool *p) {
     HASH_DEL(p->head, e);
     free(e);
   }
+  pthread_mutex_destroy(&p->lock);
   free(p);
 }
 
@@ -122,6 +134,56 @@ uint64_t cs_dumpfile_drops(const struct cs_dumpfile *f) {
 const char *cs_comm_hex(uint64_t comm, char buf[17]) {
   snprintf(buf, 17, "%016" PRIx64, comm);
   return buf;
+}
+
+/* ---------- one file's reader ---------- */
+
+/* A few recent strings of one field, so the fast path interns without the pool's lock. */
+#define ICACHE_N 8
+struct icache {
+  struct { const char *s; size_t n; int op; enum csd_timing timing; } e[ICACHE_N];
+  unsigned next;
+};
+
+/* Reading one file: its line counter and header state, its errors (moved to the set in
+ * file order once every file is read, so the order does not depend on the threads), and
+ * where its op records go. */
+struct freader {
+  struct cs_dumpset *set;
+  struct cs_dumpfile *f;
+  size_t index;           /* in the set, before the final sort */
+  size_t lineno;
+  bool ok, have_header, first_op_rank_set;
+  int first_op_rank;
+  char **errors; size_t nerrors, errors_cap;
+  const struct cs_stream_ops *sink;   /* NULL: ops are kept in f->ops */
+  unsigned worker;
+  struct icache c_op, c_dtype, c_redop, c_timing, c_site;
+  /* streaming: the file's read buffer */
+  int fd;
+  char *buf; size_t blen, bcap;
+  bool eof, skipping;     /* skipping: inside a line longer than the buffer */
+};
+
+__attribute__((format(printf, 2, 3)))
+static void rd_error(struct freader *fr, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *msg = NULL;
+  if (vasprintf(&msg, fmt, ap) < 0) oom();
+  va_end(ap);
+  grow((void **)&fr->errors, &fr->errors_cap, fr->nerrors, sizeof *fr->errors);
+  fr->errors[fr->nerrors++] = msg;
+}
+
+static void rd_flush_errors(struct freader *fr) {
+  for (size_t i = 0; i < fr->nerrors; i++) {
+    grow((void **)&fr->set->errors, &fr->set->errors_cap, fr->set->nerrors, sizeof *fr->set->errors);
+    fr->set->errors[fr->set->nerrors++] = fr->errors[i];
+  }
+  free(fr->errors);
+  fr->errors = NULL;
+  fr->nerrors = fr->errors_cap = 0;
 }
 
 /* ---------- typed field access with "first error wins" ---------- */
@@ -386,188 +448,278 @@ static const char *json_type_word(json_t *v) {
   }
 }
 
+/* One op record read: kept in the file, or handed to the stream's sink. */
+static void deliver_op(struct freader *fr, struct cs_op_rec *r) {
+  struct cs_dumpfile *f = fr->f;
+  r->line = (uint32_t)fr->lineno;
+  r->file = (uint32_t)fr->index;
+  if (!fr->first_op_rank_set) {
+    fr->first_op_rank = r->rank;
+    fr->first_op_rank_set = true;
+  }
+  if (fr->sink) {
+    fr->sink->op(fr->sink->ctx, fr->worker, fr->index, f, r);
+    return;
+  }
+  grow((void **)&f->ops, &f->op_cap, f->nops, sizeof *f->ops);
+  f->ops[f->nops++] = *r;
+}
+
+/* the interned string of a field through the reader's cache (no lock on a hit) */
+static const char *cached(struct freader *fr, struct icache *c, struct cs_slice v, int *op, enum csd_timing *tm) {
+  unsigned i = 0;
+  for (; i < ICACHE_N; i++)
+    if (c->e[i].s && c->e[i].n == v.n && memcmp(c->e[i].s, v.s, v.n) == 0) break;
+  if (i == ICACHE_N) {
+    i = c->next++ % ICACHE_N;
+    c->e[i].s = intern_n(fr->set->pool, v.s, v.n);
+    c->e[i].n = v.n;
+    c->e[i].op = cs_op_from_name(c->e[i].s);
+    c->e[i].timing = timing_from_name(c->e[i].s);
+  }
+  if (op) *op = c->e[i].op;
+  if (tm) *tm = c->e[i].timing;
+  return c->e[i].s;
+}
+
+/* The fast path (DESIGN.md "Reading dumps"): an op line in the writer's own layout, read by
+ * tools/opscan.c with the values parse_op() would give; false: read it with jansson. */
+static bool fast_op(struct freader *fr, const char *buf, size_t len) {
+  struct cs_opscan s;
+  if (!cs_opscan(buf, len, &s)) return false;
+  struct cs_op_rec r;
+  memset(&r, 0, sizeof r);
+  r.comm = s.comm;
+  r.comm_size = clamp_int(s.comm_size);
+  r.comm_rank = clamp_int(s.comm_rank);
+  r.rank = clamp_int(s.rank);
+  r.seq = s.seq;
+  r.op_name = cached(fr, &fr->c_op, s.op, &r.op, NULL);
+  r.dtype = cached(fr, &fr->c_dtype, s.dtype, NULL, NULL);
+  r.count = s.count;
+  r.bytes = s.bytes;
+  r.redop = s.redop.s ? cached(fr, &fr->c_redop, s.redop, NULL, NULL) : NULL;
+  r.root = clamp_int(s.root);
+  r.peer = clamp_int(s.peer);
+  r.stream = s.stream;
+  r.group = s.group;
+  r.enqueue_ns = s.enqueue_ns;
+  r.start_ns = s.start_ns;
+  r.end_ns = s.end_ns;
+  r.dur_us = s.dur_us;
+  r.timing_name = cached(fr, &fr->c_timing, s.timing, NULL, &r.timing);
+  r.captured = s.captured;
+  r.site = cached(fr, &fr->c_site, s.site, NULL, NULL);
+  r.status = clamp_int(s.status);
+  r.sdc_checked = s.sdc_checked;
+  r.sdc_fp = s.sdc_fp;
+  r.sdc_in_sum = s.sdc_in_sum;
+  r.sdc_in_abs = s.sdc_in_abs;
+  r.sdc_out_sum = s.sdc_out_sum;
+  deliver_op(fr, &r);
+  return true;
+}
+
+static void rd_start(struct freader *fr, struct cs_dumpset *set, struct cs_dumpfile *f, size_t index) {
+  memset(fr, 0, sizeof *fr);
+  fr->set = set;
+  fr->f = f;
+  fr->index = index;
+  fr->ok = true;
+  fr->fd = -1;
+  f->read_index = index;
+  header_from_name(set, f);
+}
+
+static void rd_finish(struct freader *fr) {
+  struct cs_dumpfile *f = fr->f;
+  if (!fr->have_header && f->hdr.rank < 0 && fr->first_op_rank_set) f->hdr.rank = fr->first_op_rank;
+}
+
+/* One line of the file, with its newline if it has one (buf[len0] need not exist). */
+static void rd_line(struct freader *fr, char *buf, size_t len0) {
+  if (!fr->ok) return;   /* an unsupported schema ends the file */
+  struct cs_dumpset *set = fr->set;
+  struct cs_dumpfile *f = fr->f;
+  size_t lineno = ++fr->lineno;
+  f->lines++;
+  ssize_t len = (ssize_t)len0;
+  bool has_nl = len > 0 && buf[len - 1] == '\n';
+  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
+  if (len == 0 && has_nl) return;   /* blank line: ignore */
+  if (lineno > 1 && fast_op(fr, buf, (size_t)len)) return;
+
+  json_error_t jerr;
+  json_t *obj = json_loadb(buf, (size_t)len, 0, &jerr);
+  if (!obj) {
+    if (!has_nl) {
+      f->truncated_lines++;   /* the writer died mid-line: expected, not an error */
+    } else {
+      f->malformed_lines++;
+      rd_error(fr, "%s:%zu: invalid JSON: %s (column %d)", f->path, lineno, jerr.text,
+                jerr.column);
+    }
+    return;
+  }
+  struct lctx c = {.set = set, .f = f, .obj = obj, .type = "?"};
+  if (!json_is_object(obj)) {
+    fail(&c, "line is %s, not a JSON object", json_type_word(obj));
+  } else {
+    json_t *t = json_object_get(obj, "type");
+    if (!json_is_string(t)) fail(&c, "missing string field \"type\"");
+    else c.type = json_string_value(t);
+  }
+
+  if (!c.bad && strcmp(c.type, "header") == 0) {
+    if (lineno != 1 || fr->have_header) {
+      fail(&c, "unexpected header record (the header must be line 1)");
+    } else {
+      struct cs_header h = f->hdr;
+      if (parse_header(&c, &h)) {
+        if (h.schema > COLLSCOPE_SCHEMA_VERSION || h.schema < 1) {
+          rd_error(fr,
+                    "%s:1: dump schema version %d is not supported by this collscope "
+                    "(supports version %d%s)",
+                    f->path, h.schema, COLLSCOPE_SCHEMA_VERSION,
+                    h.schema > COLLSCOPE_SCHEMA_VERSION ? "; use a newer collscope" : "");
+          json_decref(obj);
+          fr->ok = false;
+          return;
+        }
+        f->hdr = h;
+        fr->have_header = true;
+      }
+    }
+  } else if (!c.bad && lineno == 1) {
+    /* No header: report it, keep going with the name-derived identity, still use the line. */
+    rd_error(fr, "%s:1: first line is a \"%s\" record, not the header", f->path, c.type);
+  }
+
+  if (c.bad) {
+    /* fallthrough to error below */
+  } else if (strcmp(c.type, "header") == 0) {
+    /* handled above */
+  } else if (strcmp(c.type, "op") == 0) {
+    struct cs_op_rec r;
+    if (parse_op(&c, &r)) deliver_op(fr, &r);
+  } else if (strcmp(c.type, "xfer") == 0) {
+    struct cs_xfer_rec r;
+    if (parse_xfer(&c, &r)) {
+      r.line = (uint32_t)lineno;
+      grow((void **)&f->xfers, &f->xfer_cap, f->nxfers, sizeof *f->xfers);
+      f->xfers[f->nxfers++] = r;
+    }
+  } else if (strcmp(c.type, "comm") == 0) {
+    struct cs_comm_rec r;
+    if (parse_comm(&c, &r)) {
+      r.line = (uint32_t)lineno;
+      grow((void **)&f->comms, &f->comm_cap, f->ncomms, sizeof *f->comms);
+      f->comms[f->ncomms++] = r;
+    }
+  } else if (strcmp(c.type, "hang") == 0) {
+    struct cs_hang_rec r = {0};
+    r.comm = get_hex(&c, "comm", true, NULL);
+    r.comm_size = clamp_int(get_int(&c, "comm_size", false, 0));
+    r.comm_rank = clamp_int(get_int(&c, "comm_rank", true, -1));
+    r.rank = clamp_int(get_int(&c, "rank", false, f->hdr.rank));
+    r.seq = get_int(&c, "seq", true, 0);
+    r.op_name = get_str(&c, "op", false, intern(set->pool, "?"));
+    r.enqueue_ns = get_int(&c, "enqueue_ns", false, 0);
+    r.t_ns = get_int(&c, "t_ns", false, 0);
+    r.age_s = (double)get_int(&c, "age_ms", false, 0) / 1e3;
+    r.started = get_bool(&c, "started", false, false);
+    if (!c.bad) {
+      r.line = (uint32_t)lineno;
+      grow((void **)&f->hangs, &f->hang_cap, f->nhangs, sizeof *f->hangs);
+      f->hangs[f->nhangs++] = r;
+    }
+  } else if (strcmp(c.type, "link") == 0) {   /* NCCL_NET wrapper */
+    struct cs_link_rec r = {0};
+    const char *dir = get_str(&c, "dir", true, "");
+    r.send = dir && strcmp(dir, "send") == 0;
+    if (!c.bad && !r.send && strcmp(dir, "recv") != 0) fail(&c, "field \"dir\" is neither \"send\" nor \"recv\"");
+    r.rank = clamp_int(get_int(&c, "rank", false, f->hdr.rank));
+    r.peer = clamp_int(get_int(&c, "peer", false, -1));
+    r.conn = get_hex(&c, "conn", false, NULL);
+    r.dev = clamp_int(get_int(&c, "dev", false, -1));
+    r.bytes = get_uint(&c, "bytes", true, 0);
+    r.msgs = get_uint(&c, "msgs", false, 0);
+    r.busy_us = get_num(&c, "busy_us", false, 0);
+    r.gbps_p50 = get_num(&c, "gbps_p50", false, 0);
+    r.gbps_p10 = get_num(&c, "gbps_p10", false, 0);
+    r.gbps_mean = get_num(&c, "gbps_mean", false, 0);
+    r.max_inflight = get_uint(&c, "max_inflight", false, 0);
+    r.t0_ns = get_int(&c, "t0_ns", false, 0);
+    r.t_ns = get_int(&c, "t_ns", false, 0);
+    r.closed = get_bool(&c, "closed", false, false);
+    if (!c.bad) {
+      r.line = (uint32_t)lineno;
+      grow((void **)&f->links, &f->link_cap, f->nlinks, sizeof *f->links);
+      f->links[f->nlinks++] = r;
+    }
+  } else if (strcmp(c.type, "drops") == 0) {
+    uint64_t n = get_uint(&c, "count", true, 0);
+    if (!c.bad) f->drops_records += n;
+  } else if (strcmp(c.type, "footer") == 0) {
+    uint64_t o = get_uint(&c, "ops", false, 0), x = get_uint(&c, "xfers", false, 0);
+    uint64_t d = get_uint(&c, "drops", false, 0), tl = get_uint(&c, "timing_lost", false, 0);
+    int64_t t = get_int(&c, "t_ns", false, 0);
+    const char *prof = get_str(&c, "profiler", false, NULL);
+    const char *ptr = get_str(&c, "prof_trusted", false, ""), *prj = get_str(&c, "prof_rejected", false, "");
+    uint64_t pp = get_uint(&c, "prof_probes", false, 0), pa = get_uint(&c, "prof_agreed", false, 0);
+    const char *sdc = get_str(&c, "sdc", false, NULL);
+    uint64_t sl = get_uint(&c, "sdc_launches", false, 0), sn = get_uint(&c, "sdc_no_slot", false, 0);
+    if (!c.bad) {
+      f->footer_sdc = sdc;
+      f->footer_sdc_launches = sl;
+      f->footer_sdc_no_slot = sn;
+      f->footer_profiler = prof;
+      f->footer_prof_trusted = ptr;
+      f->footer_prof_rejected = prj;
+      f->footer_prof_probes = pp;
+      f->footer_prof_agreed = pa;
+      f->has_footer = true;
+      f->footer_ops = o;
+      f->footer_xfers = x;
+      f->footer_drops = d;
+      f->footer_timing_lost = tl;
+      f->footer_t_ns = t;
+    }
+  } else {
+    f->unknown_types++;
+  }
+  if (c.bad) {
+    if (!has_nl) {
+      f->truncated_lines++;   /* cannot happen for a cut object, kept for safety */
+    } else {
+      f->malformed_lines++;
+      rd_error(fr, "%s:%zu: %s", f->path, lineno, c.err);
+    }
+  }
+  json_decref(obj);
+}
+
 /* Reads one file into f. Returns false when the file is unusable as a whole (I/O error,
- * unsupported schema); the message is already in set->errors. */
-static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
+ * unsupported schema); the message is in fr's errors. */
+static bool load_file(struct freader *fr) {
+  struct cs_dumpfile *f = fr->f;
   FILE *fp = fopen(f->path, "re");
   if (!fp) {
-    add_error(set, "%s: cannot open: %s", f->path, strerror(errno));
+    rd_error(fr, "%s: cannot open: %s", f->path, strerror(errno));
     return false;
   }
-  header_from_name(set, f);
   char *buf = NULL;
   size_t cap = 0;
   ssize_t len;
-  size_t lineno = 0;
-  bool ok = true, have_header = false;
-  while ((len = getline(&buf, &cap, fp)) >= 0) {
-    lineno++;
-    f->lines++;
-    bool has_nl = len > 0 && buf[len - 1] == '\n';
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
-    if (len == 0 && has_nl) continue;   /* blank line: ignore */
-
-    json_error_t jerr;
-    json_t *obj = json_loadb(buf, (size_t)len, 0, &jerr);
-    if (!obj) {
-      if (!has_nl) {
-        f->truncated_lines++;   /* the writer died mid-line: expected, not an error */
-      } else {
-        f->malformed_lines++;
-        add_error(set, "%s:%zu: invalid JSON: %s (column %d)", f->path, lineno, jerr.text,
-                  jerr.column);
-      }
-      continue;
-    }
-    struct lctx c = {.set = set, .f = f, .obj = obj, .type = "?"};
-    if (!json_is_object(obj)) {
-      fail(&c, "line is %s, not a JSON object", json_type_word(obj));
-    } else {
-      json_t *t = json_object_get(obj, "type");
-      if (!json_is_string(t)) fail(&c, "missing string field \"type\"");
-      else c.type = json_string_value(t);
-    }
-
-    if (!c.bad && strcmp(c.type, "header") == 0) {
-      if (lineno != 1 || have_header) {
-        fail(&c, "unexpected header record (the header must be line 1)");
-      } else {
-        struct cs_header h = f->hdr;
-        if (parse_header(&c, &h)) {
-          if (h.schema > COLLSCOPE_SCHEMA_VERSION || h.schema < 1) {
-            add_error(set,
-                      "%s:1: dump schema version %d is not supported by this collscope "
-                      "(supports version %d%s)",
-                      f->path, h.schema, COLLSCOPE_SCHEMA_VERSION,
-                      h.schema > COLLSCOPE_SCHEMA_VERSION ? "; use a newer collscope" : "");
-            json_decref(obj);
-            ok = false;
-            break;
-          }
-          f->hdr = h;
-          have_header = true;
-        }
-      }
-    } else if (!c.bad && lineno == 1) {
-      /* No header: report it, keep going with the name-derived identity, still use the line. */
-      add_error(set, "%s:1: first line is a \"%s\" record, not the header", f->path, c.type);
-    }
-
-    if (c.bad) {
-      /* fallthrough to error below */
-    } else if (strcmp(c.type, "header") == 0) {
-      /* handled above */
-    } else if (strcmp(c.type, "op") == 0) {
-      struct cs_op_rec r;
-      if (parse_op(&c, &r)) {
-        r.line = (uint32_t)lineno;
-        grow((void **)&f->ops, &f->op_cap, f->nops, sizeof *f->ops);
-        f->ops[f->nops++] = r;
-      }
-    } else if (strcmp(c.type, "xfer") == 0) {
-      struct cs_xfer_rec r;
-      if (parse_xfer(&c, &r)) {
-        r.line = (uint32_t)lineno;
-        grow((void **)&f->xfers, &f->xfer_cap, f->nxfers, sizeof *f->xfers);
-        f->xfers[f->nxfers++] = r;
-      }
-    } else if (strcmp(c.type, "comm") == 0) {
-      struct cs_comm_rec r;
-      if (parse_comm(&c, &r)) {
-        r.line = (uint32_t)lineno;
-        grow((void **)&f->comms, &f->comm_cap, f->ncomms, sizeof *f->comms);
-        f->comms[f->ncomms++] = r;
-      }
-    } else if (strcmp(c.type, "hang") == 0) {
-      struct cs_hang_rec r = {0};
-      r.comm = get_hex(&c, "comm", true, NULL);
-      r.comm_size = clamp_int(get_int(&c, "comm_size", false, 0));
-      r.comm_rank = clamp_int(get_int(&c, "comm_rank", true, -1));
-      r.rank = clamp_int(get_int(&c, "rank", false, f->hdr.rank));
-      r.seq = get_int(&c, "seq", true, 0);
-      r.op_name = get_str(&c, "op", false, intern(set->pool, "?"));
-      r.enqueue_ns = get_int(&c, "enqueue_ns", false, 0);
-      r.t_ns = get_int(&c, "t_ns", false, 0);
-      r.age_s = (double)get_int(&c, "age_ms", false, 0) / 1e3;
-      r.started = get_bool(&c, "started", false, false);
-      if (!c.bad) {
-        r.line = (uint32_t)lineno;
-        grow((void **)&f->hangs, &f->hang_cap, f->nhangs, sizeof *f->hangs);
-        f->hangs[f->nhangs++] = r;
-      }
-    } else if (strcmp(c.type, "link") == 0) {   /* NCCL_NET wrapper */
-      struct cs_link_rec r = {0};
-      const char *dir = get_str(&c, "dir", true, "");
-      r.send = dir && strcmp(dir, "send") == 0;
-      if (!c.bad && !r.send && strcmp(dir, "recv") != 0) fail(&c, "field \"dir\" is neither \"send\" nor \"recv\"");
-      r.rank = clamp_int(get_int(&c, "rank", false, f->hdr.rank));
-      r.peer = clamp_int(get_int(&c, "peer", false, -1));
-      r.conn = get_hex(&c, "conn", false, NULL);
-      r.dev = clamp_int(get_int(&c, "dev", false, -1));
-      r.bytes = get_uint(&c, "bytes", true, 0);
-      r.msgs = get_uint(&c, "msgs", false, 0);
-      r.busy_us = get_num(&c, "busy_us", false, 0);
-      r.gbps_p50 = get_num(&c, "gbps_p50", false, 0);
-      r.gbps_p10 = get_num(&c, "gbps_p10", false, 0);
-      r.gbps_mean = get_num(&c, "gbps_mean", false, 0);
-      r.max_inflight = get_uint(&c, "max_inflight", false, 0);
-      r.t0_ns = get_int(&c, "t0_ns", false, 0);
-      r.t_ns = get_int(&c, "t_ns", false, 0);
-      r.closed = get_bool(&c, "closed", false, false);
-      if (!c.bad) {
-        r.line = (uint32_t)lineno;
-        grow((void **)&f->links, &f->link_cap, f->nlinks, sizeof *f->links);
-        f->links[f->nlinks++] = r;
-      }
-    } else if (strcmp(c.type, "drops") == 0) {
-      uint64_t n = get_uint(&c, "count", true, 0);
-      if (!c.bad) f->drops_records += n;
-    } else if (strcmp(c.type, "footer") == 0) {
-      uint64_t o = get_uint(&c, "ops", false, 0), x = get_uint(&c, "xfers", false, 0);
-      uint64_t d = get_uint(&c, "drops", false, 0), tl = get_uint(&c, "timing_lost", false, 0);
-      int64_t t = get_int(&c, "t_ns", false, 0);
-      const char *prof = get_str(&c, "profiler", false, NULL);
-      const char *ptr = get_str(&c, "prof_trusted", false, ""), *prj = get_str(&c, "prof_rejected", false, "");
-      uint64_t pp = get_uint(&c, "prof_probes", false, 0), pa = get_uint(&c, "prof_agreed", false, 0);
-      const char *sdc = get_str(&c, "sdc", false, NULL);
-      uint64_t sl = get_uint(&c, "sdc_launches", false, 0), sn = get_uint(&c, "sdc_no_slot", false, 0);
-      if (!c.bad) {
-        f->footer_sdc = sdc;
-        f->footer_sdc_launches = sl;
-        f->footer_sdc_no_slot = sn;
-        f->footer_profiler = prof;
-        f->footer_prof_trusted = ptr;
-        f->footer_prof_rejected = prj;
-        f->footer_prof_probes = pp;
-        f->footer_prof_agreed = pa;
-        f->has_footer = true;
-        f->footer_ops = o;
-        f->footer_xfers = x;
-        f->footer_drops = d;
-        f->footer_timing_lost = tl;
-        f->footer_t_ns = t;
-      }
-    } else {
-      f->unknown_types++;
-    }
-    if (c.bad) {
-      if (!has_nl) {
-        f->truncated_lines++;   /* cannot happen for a cut object, kept for safety */
-      } else {
-        f->malformed_lines++;
-        add_error(set, "%s:%zu: %s", f->path, lineno, c.err);
-      }
-    }
-    json_decref(obj);
-  }
-  if (ok && ferror(fp)) {
-    add_error(set, "%s: read error: %s", f->path, strerror(errno));
-    ok = false;
+  while (fr->ok && (len = getline(&buf, &cap, fp)) >= 0) rd_line(fr, buf, (size_t)len);
+  if (fr->ok && ferror(fp)) {
+    rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
+    fr->ok = false;
   }
   free(buf);
   fclose(fp);
-  if (!have_header && f->hdr.rank < 0 && f->nops > 0) f->hdr.rank = f->ops[0].rank;
-  return ok;
+  rd_finish(fr);
+  return fr->ok;
 }
 
 static int cmp_names(const void *a, const void *b) {
@@ -593,11 +745,14 @@ static void add_file(struct cs_dumpset *set, size_t *cap, const char *path) {
   f->name = slash ? slash + 1 : f->path;
 }
 
-struct cs_dumpset *cs_dumpset_load(const char *path) {
+/* A new set with the files of PATH (a directory's *.jsonl in name order, or one file), not
+ * read yet; fatal (with the error) when there are none. */
+static struct cs_dumpset *discover(const char *path) {
   struct cs_dumpset *set = calloc(1, sizeof *set);
   if (!set) oom();
   set->pool = calloc(1, sizeof *set->pool);
   if (!set->pool) oom();
+  pthread_mutex_init(&set->pool->lock, NULL);
   set->path = xstrdup(path);
   size_t cap = 0;
 
@@ -645,10 +800,15 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
   } else {
     add_file(set, &cap, path);
   }
+  return set;
+}
 
-  for (size_t i = 0; i < set->nfiles; i++)
-    if (!load_file(set, &set->files[i])) set->fatal = true;
-
+/* Every file read: errors in file order, files sorted, record file indices set. */
+static void finish_set(struct cs_dumpset *set, struct freader *fr) {
+  for (size_t i = 0; i < set->nfiles; i++) {
+    if (!fr[i].ok) set->fatal = true;
+    rd_flush_errors(&fr[i]);
+  }
   if (set->nfiles) qsort(set->files, set->nfiles, sizeof *set->files, cmp_files);
   for (size_t i = 0; i < set->nfiles; i++) {
     struct cs_dumpfile *f = &set->files[i];
@@ -658,6 +818,140 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
     for (size_t k = 0; k < f->nhangs; k++) f->hangs[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nlinks; k++) f->links[k].file = (uint32_t)i;
   }
+}
+
+struct load_job { struct freader *fr; };
+static void load_one(void *ctx, size_t i, unsigned worker) {
+  (void)worker;
+  struct load_job *j = ctx;
+  load_file(&j->fr[i]);
+}
+
+struct cs_dumpset *cs_dumpset_load(const char *path) {
+  struct cs_dumpset *set = discover(path);
+  if (set->fatal) return set;
+  struct freader *fr = calloc(set->nfiles, sizeof *fr);
+  if (!fr) oom();
+  for (size_t i = 0; i < set->nfiles; i++) rd_start(&fr[i], set, &set->files[i], i);
+  struct load_job j = {fr};
+  cs_pool_run(cs_pool_default_jobs(), set->nfiles, load_one, &j);
+  finish_set(set, fr);
+  free(fr);
+  return set;
+}
+
+/* ---------- streaming: every file a piece at a time, in rounds ---------- */
+
+#define RD_LINE_MAX (64u << 10)   /* a longer line is skipped as malformed */
+
+/* Read the file's next piece (about `chunk` bytes) and every complete line in it. */
+static void rd_piece(struct freader *fr, size_t chunk) {
+  struct cs_dumpfile *f = fr->f;
+  if (fr->eof) return;
+  if (fr->fd < 0) {
+    fr->fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fr->fd < 0) {
+      rd_error(fr, "%s: cannot open: %s", f->path, strerror(errno));
+      fr->ok = false;
+      fr->eof = true;
+      return;
+    }
+  }
+  size_t need = chunk + RD_LINE_MAX + 1;
+  if (fr->bcap < need) {
+    fr->buf = xrealloc(fr->buf, need);
+    fr->bcap = need;
+  }
+  size_t want = fr->blen + chunk < fr->bcap - 1 ? fr->blen + chunk : fr->bcap - 1;
+  bool at_end = false;
+  while (fr->blen < want) {
+    ssize_t n = read(fr->fd, fr->buf + fr->blen, want - fr->blen);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
+      fr->ok = false;
+      at_end = true;
+      break;
+    }
+    if (n == 0) { at_end = true; break; }
+    fr->blen += (size_t)n;
+  }
+  size_t pos = 0;
+  while (pos < fr->blen && fr->ok) {
+    char *nl = memchr(fr->buf + pos, '\n', fr->blen - pos);
+    if (!nl) break;
+    size_t len = (size_t)(nl - (fr->buf + pos)) + 1;
+    if (fr->skipping) fr->skipping = false;   /* the rest of an overlong line */
+    else rd_line(fr, fr->buf + pos, len);
+    pos += len;
+  }
+  if (!fr->ok) at_end = true;
+  size_t rest = fr->blen - pos;
+  if (rest > RD_LINE_MAX) {   /* a line this long is no record of the writer's */
+    if (!fr->skipping) {
+      fr->lineno++;
+      f->lines++;
+      f->malformed_lines++;
+      rd_error(fr, "%s:%zu: line longer than %u bytes, skipped", f->path, fr->lineno, RD_LINE_MAX);
+    }
+    fr->skipping = true;
+    pos = fr->blen;
+    rest = 0;
+  }
+  memmove(fr->buf, fr->buf + pos, rest);
+  fr->blen = rest;
+  if (at_end) {
+    if (fr->blen && !fr->skipping && fr->ok) rd_line(fr, fr->buf, fr->blen);   /* cut off: no newline */
+    fr->blen = 0;
+    fr->eof = true;
+    close(fr->fd);
+    fr->fd = -1;
+    free(fr->buf);
+    fr->buf = NULL;
+    fr->bcap = 0;
+    rd_finish(fr);
+  }
+}
+
+struct stream_job { struct freader *fr; size_t *live; size_t chunk; };
+static void stream_one(void *ctx, size_t i, unsigned worker) {
+  struct stream_job *j = ctx;
+  struct freader *fr = &j->fr[j->live[i]];
+  fr->worker = worker;
+  rd_piece(fr, j->chunk);
+}
+
+struct cs_dumpset *cs_dumpset_stream(const char *path, const struct cs_stream_ops *ops) {
+  struct cs_dumpset *set = discover(path);
+  if (set->fatal) return set;
+  size_t n = set->nfiles;
+  struct freader *fr = calloc(n, sizeof *fr);
+  size_t *live = calloc(n, sizeof *live);
+  bool *done = calloc(n, sizeof *done);
+  if (!fr || !live || !done) oom();
+  for (size_t i = 0; i < n; i++) {
+    rd_start(&fr[i], set, &set->files[i], i);
+    fr[i].sink = ops;
+  }
+  /* the text read per round over all files is bounded by `budget` */
+  size_t budget = ops->budget ? ops->budget : (size_t)64 << 20;
+  size_t chunk = budget / n;
+  if (chunk < ((size_t)16 << 10)) chunk = (size_t)16 << 10;
+  if (chunk > ((size_t)1 << 20)) chunk = (size_t)1 << 20;
+  struct stream_job j = {fr, live, chunk};
+  for (;;) {
+    size_t nl = 0;
+    for (size_t i = 0; i < n; i++)
+      if (!fr[i].eof) live[nl++] = i;
+    if (!nl) break;
+    cs_pool_run(ops->jobs ? ops->jobs : cs_pool_default_jobs(), nl, stream_one, &j);
+    for (size_t i = 0; i < n; i++) done[i] = fr[i].eof;
+    if (ops->round) ops->round(ops->ctx, done, n);
+  }
+  finish_set(set, fr);
+  free(fr);
+  free(live);
+  free(done);
   return set;
 }
 

@@ -128,6 +128,8 @@ struct cs_link_rec {
 
 struct cs_dumpfile {
   char *path;             /* as opened (DIR/NAME) */
+  size_t read_index;      /* its place while reading (name order): the `file` of the op records
+                           * that cs_dumpset_stream() hands out */
   const char *name;       /* basename, points into path */
   struct cs_header hdr;
   struct cs_op_rec *ops;     size_t nops;
@@ -168,6 +170,21 @@ struct cs_dumpset {
  * Never returns NULL (out of memory exits the process with a message); check ->fatal and
  * ->errors. */
 struct cs_dumpset *cs_dumpset_load(const char *path);
+/* Streaming (DESIGN.md "Reading dumps"): the same reading, but op records are handed to
+ * ops->op (from the reading threads, each file's records in file order, r->file = the file's
+ * read_index) instead of kept, so memory does not grow with the records. Files are read in
+ * rounds, a piece of every file per round (ops->budget bytes over all files, default 64 MiB),
+ * by ops->jobs threads (0: one per core); after each round ops->round runs on the calling
+ * thread with done[read_index] = the file is read to its end. Returns the set as
+ * cs_dumpset_load() does, with every file's ops empty. */
+struct cs_stream_ops {
+  void *ctx;
+  unsigned jobs;
+  size_t budget;
+  void (*op)(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *r);
+  void (*round)(void *ctx, const bool *done, size_t nfiles);
+};
+struct cs_dumpset *cs_dumpset_stream(const char *path, const struct cs_stream_ops *ops);
 /* For the CLI commands: load, print every error on stderr, and return NULL (set freed)
  * when nothing usable was loaded (the command then exits 1). */
 struct cs_dumpset *cs_dumpset_load_cli(const char *path);
