@@ -60,6 +60,17 @@ bool cs_hist_add(struct cs_hist *h, double v) {
   return true;
 }
 
+bool cs_hist_add_n(struct cs_hist *h, double v, uint64_t n) {
+  if (!n) return true;
+  bool ok = cs_hist_add(h, v);   /* the first sets the extremes and the bucket */
+  uint64_t more = n - 1;
+  h->n += more;
+  if (!(v > 0)) h->nonpos += more;
+  else if (h->counts) h->counts[cs_hist_bucket(v)] += more;
+  if (!isnan(v)) h->sum += v * (double)more;
+  return ok;
+}
+
 bool cs_hist_merge(struct cs_hist *into, const struct cs_hist *from) {
   if (!from->n) return true;
   if (from->counts && !ensure_counts(into)) return false;

@@ -37,6 +37,7 @@ struct json_t *cli_json_hangs(const struct cs_det_result *det);
 struct cli_dump_args {
   const char *dir, *outpath, *op;
   bool json;
+  unsigned jobs;          /* -j N / --jobs N: reading threads, 0 = one per core */
 };
 enum { CLI_DUMP_ARGS_OP = 1, CLI_DUMP_ARGS_JSON = 2 };
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),

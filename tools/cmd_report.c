@@ -53,6 +53,8 @@
 #include "collscope/schema.h"
 #include "collscope/sdc.h"
 #include "dumpfile.h"
+#include "readpool.h"
+#include "report_agg.h"
 
 /* ---------- model ---------- */
 
@@ -134,6 +136,7 @@ struct report {
   struct cs_link_pair *links; size_t nlinks;   /* NCCL_NET wrapper pairs (stats/links.c) */
   struct cs_link_params linkp;
   size_t link_records;
+  struct report_agg *agg;     /* streamed (cmd_report): the op figures, instead of set's ops */
 };
 
 /* ---------- helpers ---------- */
@@ -147,162 +150,15 @@ static void *xcalloc(size_t n, size_t sz) {
   return p;
 }
 
-/* 0-based index of the nearest-rank p-th percentile of n sorted values (n > 0). */
-static size_t nearest_rank_index(size_t n, unsigned p) {
-  size_t r = (p * n + 99) / 100;   /* ceil(p*n/100), exact in integers */
-  if (r < 1) r = 1;
-  if (r > n) r = n;
-  return r - 1;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int bucket_of(uint64_t bytes) {
-  return bytes ? 63 - __builtin_clzll(bytes) : -1;
-}
-
-static bool counts_op(const struct report *r, const struct cs_op_rec *o) {
-  return !r->op_filter || strcmp(o->op_name, r->op_filter) == 0;
-}
-
 static bool is_error(const struct cs_op_rec *o) {
   return o->timing == CSD_TIMING_ERROR || o->status != 0;
 }
 
-/* Op order in tables: schema.h order, then unknown names alphabetically. */
-static int cmp_opname(int op_a, const char *a, int op_b, const char *b) {
-  int ka = op_a >= 0 ? op_a : CS_OP_COUNT, kb = op_b >= 0 ? op_b : CS_OP_COUNT;
-  if (ka != kb) return ka < kb ? -1 : 1;
-  return ka == CS_OP_COUNT ? strcmp(a, b) : 0;
-}
-
-static int cmp_row_key(const void *pa, const void *pb) {
-  const struct cs_op_rec *a = *(const struct cs_op_rec *const *)pa;
-  const struct cs_op_rec *b = *(const struct cs_op_rec *const *)pb;
-  int c = cmp_opname(a->op, a->op_name, b->op, b->op_name);
-  if (c) return c;
-  if (a->comm_size != b->comm_size) return a->comm_size < b->comm_size ? -1 : 1;
-  int ba = bucket_of(a->bytes), bb = bucket_of(b->bytes);
-  if (ba != bb) return ba < bb ? -1 : 1;
-  if (a->bytes != b->bytes) return a->bytes < b->bytes ? -1 : 1;
-  return 0;
-}
-
-static int cmp_comm_key(const void *pa, const void *pb) {
-  const struct cs_op_rec *a = *(const struct cs_op_rec *const *)pa;
-  const struct cs_op_rec *b = *(const struct cs_op_rec *const *)pb;
-  if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
-  if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
-  if (a->comm_rank != b->comm_rank) return a->comm_rank < b->comm_rank ? -1 : 1;
-  return 0;
-}
-
 /* ---------- building ---------- */
-
-static const struct cs_op_rec **collect_ops(const struct report *r, size_t *n) {
-  size_t total = 0;
-  for (size_t i = 0; i < r->set->nfiles; i++) total += r->set->files[i].nops;
-  const struct cs_op_rec **v = xcalloc(total, sizeof *v);
-  size_t k = 0;
-  for (size_t i = 0; i < r->set->nfiles; i++)
-    for (size_t j = 0; j < r->set->files[i].nops; j++)
-      if (counts_op(r, &r->set->files[i].ops[j])) v[k++] = &r->set->files[i].ops[j];
-  *n = k;
-  return v;
-}
-
-static void build_rows(struct report *r, const struct cs_op_rec **v, size_t n) {
-  if (n) qsort(v, n, sizeof *v, cmp_row_key);
-  r->rows = xcalloc(n, sizeof *r->rows);
-  double *d = xcalloc(n, sizeof *d);
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    while (j < n && cmp_opname(v[i]->op, v[i]->op_name, v[j]->op, v[j]->op_name) == 0 &&
-           v[j]->comm_size == v[i]->comm_size && bucket_of(v[j]->bytes) == bucket_of(v[i]->bytes))
-      j++;
-    struct op_row *row = &r->rows[r->nrows++];
-    row->op_name = v[i]->op_name;
-    row->op = v[i]->op;
-    row->comm_size = v[i]->comm_size;
-    row->bucket = bucket_of(v[i]->bytes);
-    row->bucket_lo = row->bucket < 0 ? 0 : (uint64_t)1 << row->bucket;
-    row->bucket_hi = row->bucket < 0 ? 0 : row->bucket == 63 ? UINT64_MAX
-                                                             : ((uint64_t)1 << (row->bucket + 1)) - 1;
-    row->count = j - i;
-    row->bytes_min = v[i]->bytes;   /* group is sorted by bytes */
-    row->bytes_max = v[j - 1]->bytes;
-    row->bytes = v[i + nearest_rank_index(row->count, 50)]->bytes;
-    size_t nd = 0;
-    for (size_t k = i; k < j; k++)
-      if (v[k]->timing == CSD_TIMING_GPU_EVENT) d[nd++] = v[k]->dur_us;
-    row->timed = nd;
-    if (nd) {
-      if (nd) qsort(d, nd, sizeof *d, cmp_double);
-      row->p50 = d[nearest_rank_index(nd, 50)];
-      row->p99 = d[nearest_rank_index(nd, 99)];
-      row->max = d[nd - 1];
-      if (row->p50 > 0) {
-        row->algbw = (double)row->bytes / (row->p50 * 1e3);
-        row->busbw = row->algbw * (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
-      }
-    }
-    i = j;
-  }
-  free(d);
-}
 
 static int cmp_int(const void *a, const void *b) {
   int x = *(const int *)a, y = *(const int *)b;
   return x < y ? -1 : x > y;
-}
-
-static void build_comms(struct report *r, const struct cs_op_rec **v, size_t n) {
-  if (n) qsort(v, n, sizeof *v, cmp_comm_key);
-  r->comms = xcalloc(n, sizeof *r->comms);
-  int *cr = xcalloc(n, sizeof *cr);
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    while (j < n && v[j]->comm == v[i]->comm) j++;
-    struct comm_row *c = &r->comms[r->ncomms++];
-    c->comm = v[i]->comm;
-    c->ops = j - i;
-    for (size_t k = i; k < j; k++) {
-      if (v[k]->comm_size > c->size) c->size = v[k]->comm_size;
-      c->bytes += v[k]->bytes;
-      if (v[k]->timing == CSD_TIMING_GPU_EVENT) c->gpu_ms += v[k]->dur_us / 1e3;
-      if (v[k]->seq >= 0 && (k == i || v[k]->seq != v[k - 1]->seq)) c->instances++;
-      cr[k - i] = v[k]->comm_rank;
-    }
-    size_t m = j - i;
-    if (m) qsort(cr, m, sizeof *cr, cmp_int);
-    for (size_t k = 0; k < m; k++)
-      if (k == 0 || cr[k] != cr[k - 1]) c->ranks++;
-    i = j;
-  }
-  free(cr);
-}
-
-static void build_ranks(struct report *r) {
-  const struct cs_dumpset *set = r->set;
-  r->ranks = xcalloc(set->nfiles, sizeof *r->ranks);
-  r->nranks = set->nfiles;
-  for (size_t i = 0; i < set->nfiles; i++) {
-    const struct cs_dumpfile *f = &set->files[i];
-    struct rank_row *rr = &r->ranks[i];
-    rr->f = f;
-    rr->xfers = r->op_filter ? 0 : f->nxfers;
-    rr->drops = cs_dumpfile_drops(f);
-    for (size_t k = 0; k < f->nops; k++) {
-      const struct cs_op_rec *o = &f->ops[k];
-      if (!counts_op(r, o)) continue;
-      rr->ops++;
-      rr->bytes += o->bytes;
-      if (o->timing == CSD_TIMING_GPU_EVENT) rr->gpu_ms += o->dur_us / 1e3;
-    }
-  }
 }
 
 static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n) {
@@ -350,6 +206,12 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
   free(hosts);
   free(ranks);
   s->ops = n;
+  if (r->agg) {   /* streamed: counted while reading */
+    const struct agg_counts *c = &r->agg->counts;
+    s->ops = c->ops, s->errors = c->errors, s->timed = c->timed, s->timed_profiler = c->timed_profiler;
+    s->timed_host_span = c->timed_host_span, s->captured = c->captured, s->host_timed = c->host_timed;
+    s->unknown_timing = c->unknown_timing;
+  }
   for (size_t i = 0; i < n; i++) {
     if (is_error(v[i])) s->errors++;
     switch (v[i]->timing) {
@@ -365,6 +227,54 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
     }
   }
   for (size_t i = 0; i < r->ncomms; i++) s->instances += r->comms[i].instances;
+}
+
+/* ---------- building from the stream (tools/report_agg.c) ---------- */
+
+static void build_from_agg(struct report *r) {
+  struct report_agg *a = r->agg;
+  r->rows = xcalloc(a->nrows, sizeof *r->rows);
+  for (size_t i = 0; i < a->nrows; i++) {
+    struct agg_row *ar = &a->rows[i];
+    struct op_row *row = &r->rows[r->nrows++];
+    row->op_name = ar->op_name;
+    row->op = ar->op;
+    row->comm_size = ar->comm_size;
+    row->bucket = ar->bucket;
+    row->bucket_lo = row->bucket < 0 ? 0 : (uint64_t)1 << row->bucket;
+    row->bucket_hi = row->bucket < 0 ? 0 : row->bucket == 63 ? UINT64_MAX
+                                                             : ((uint64_t)1 << (row->bucket + 1)) - 1;
+    row->count = ar->count;
+    row->bytes_min = ar->bytes_min;
+    row->bytes_max = ar->bytes_max;
+    row->bytes = report_agg_row_bytes(ar);
+    row->timed = ar->dur.n;
+    if (row->timed) {
+      row->p50 = report_agg_row_pct(ar, 50);
+      row->p99 = report_agg_row_pct(ar, 99);
+      row->max = ar->dur.max;
+      if (row->p50 > 0) {
+        row->algbw = (double)row->bytes / (row->p50 * 1e3);
+        row->busbw = row->algbw * (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
+      }
+    }
+  }
+  r->comms = xcalloc(a->ncomms, sizeof *r->comms);
+  for (size_t i = 0; i < a->ncomms; i++)
+    r->comms[r->ncomms++] = (struct comm_row){a->comms[i].comm, a->comms[i].size, a->comms[i].ranks, a->comms[i].ops,
+                                              a->comms[i].instances, a->comms[i].bytes, a->comms[i].gpu_ms};
+  const struct cs_dumpset *set = r->set;
+  r->ranks = xcalloc(set->nfiles, sizeof *r->ranks);
+  r->nranks = set->nfiles;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    const struct agg_file *af = &a->files[f->read_index];
+    r->ranks[i] = (struct rank_row){f, af->ops, r->op_filter ? 0 : f->nxfers, af->gpu_ms, af->bytes,
+                                    cs_dumpfile_drops(f)};
+  }
+  build_summary(r, NULL, 0);
+  r->det = a->det;   /* moved */
+  memset(&a->det, 0, sizeof a->det);
 }
 
 /* ---------- text sections ---------- */
@@ -481,6 +391,8 @@ static void text_notes(const struct report *r, FILE *o) {
   fprintf(o, "#   error ops (call failed):                 %zu\n", s->errors);
   if (s->unknown_timing)
     fprintf(o, "#   ops with unknown timing kind:            %zu\n", s->unknown_timing);
+  if (r->agg && r->agg->late_records)
+    fprintf(o, "#   ops out of seq order (not in instances): %zu\n", r->agg->late_records);
   fprintf(o, "#   dropped records:                         %llu\n", (unsigned long long)s->drops);
   if (s->timing_lost)
     fprintf(o, "#   ops whose GPU timing was lost (footer):  %llu\n", (unsigned long long)s->timing_lost);
@@ -957,6 +869,19 @@ static int sdc_redop(const char *name) {
 
 static void sdc_analyse(const struct report *r, struct sdc_report *out) {
   memset(out, 0, sizeof *out);
+  if (r->agg) {   /* streamed: compared as the instances completed */
+    const struct agg_sdc *a = &r->agg->sdc;
+    out->compared = a->compared, out->fp_checked = a->fp_checked, out->sum_checked = a->sum_checked;
+    out->skipped_nonfinite = a->skipped_nonfinite, out->skipped_incomplete = a->skipped_incomplete;
+    out->items = xcalloc(a->nitems, sizeof *out->items);
+    out->nitems = out->cap = a->nitems;
+    for (size_t i = 0; i < a->nitems; i++) {
+      const struct agg_sdc_item *it = &a->items[i];
+      out->items[i] = (struct sdc_item){it->comm, it->seq, it->op, it->dtype, it->host, it->bytes, it->check,
+                                        it->suspect_comm_rank, it->suspect_rank, it->got, it->want, it->tol};
+    }
+    return;
+  }
   struct cs_instances inst;
   cs_group_instances(r->set, &inst);
   struct cs_sdc_member *mem = NULL;
@@ -1149,21 +1074,19 @@ static int write_json(const struct report *r, FILE *o) {
 /* ---------- command ---------- */
 
 static void usage(FILE *o) {
-  fputs("usage: collscope report DIR [--json] [--op NAME] [-o FILE]\n"
+  fputs("usage: collscope report DIR [--json] [--op NAME] [-o FILE] [-j N]\n"
         "  DIR         directory of collscope dump files (*.jsonl), or one dump file\n"
         "  --json      print one JSON object instead of tables\n"
         "  --op NAME   only op records named NAME (AllReduce, AllGather, Send, ...)\n"
-        "  -o FILE     write to FILE instead of standard output\n",
+        "  -o FILE     write to FILE instead of standard output\n"
+        "  -j N        read the files with N threads (default: one per core)\n",
         o);
 }
 
-/* Canonical op name for --op: a schema.h name (any case), else a name some record uses. */
-static const char *resolve_op(const struct cs_dumpset *set, const char *name) {
+/* The schema.h name for --op (any case), or NULL: then records must use NAME exactly. */
+static const char *canonical_op(const char *name) {
   for (int i = 0; i < CS_OP_COUNT; i++)
     if (strcasecmp(cs_op_table[i].name, name) == 0) return cs_op_table[i].name;
-  for (size_t i = 0; i < set->nfiles; i++)
-    for (size_t k = 0; k < set->files[i].nops; k++)
-      if (strcmp(set->files[i].ops[k].op_name, name) == 0) return set->files[i].ops[k].op_name;
   return NULL;
 }
 
@@ -1174,31 +1097,34 @@ int cmd_report(int argc, char **argv) {
   const char *dir = args.dir, *op = args.op, *outpath = args.outpath;
   bool json = args.json;
 
-  struct cs_dumpset *set = cs_dumpset_load_cli(dir);
-  if (!set) return 1;
-  struct report r = {.set = set};
+  struct report r = {0};
+  cs_det_params_default(&r.detp);
+  if (cs_det_params_env(&r.detp))
+    fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_STRAGGLER_* value (collscope help)\n");
+  /* streamed: the op records are read into tables, instances and findings as they go by
+   * (tools/report_agg.c), never held all at once */
+  const char *canon = op ? canonical_op(op) : NULL;
+  struct report_agg agg;
+  struct cs_dumpset *set = report_agg_run(dir, canon ? canon : op, args.jobs ? args.jobs : cs_pool_default_jobs(),
+                                          &r.detp, &agg);
+  if (!set) {
+    report_agg_free(&agg);
+    return 1;
+  }
+  r.set = set;
+  r.agg = &agg;
   if (op) {
-    r.op_filter = resolve_op(set, op);
+    r.op_filter = canon ? canon : agg.filter_matched ? op : NULL;
     if (!r.op_filter) {
       fprintf(stderr, "collscope report: unknown op \"%s\" (known:", op);
       for (int i = 0; i < CS_OP_COUNT; i++) fprintf(stderr, " %s", cs_op_table[i].name);
       fprintf(stderr, ")\n");
+      report_agg_free(&agg);
       cs_dumpset_free(set);
       return 2;
     }
   }
-
-  size_t n;
-  const struct cs_op_rec **v = collect_ops(&r, &n);
-  build_rows(&r, v, n);
-  build_comms(&r, v, n);
-  build_ranks(&r);
-  build_summary(&r, v, n);
-  free(v);
-  cs_det_params_default(&r.detp);
-  if (cs_det_params_env(&r.detp))
-    fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_STRAGGLER_* value (collscope help)\n");
-  if (cli_detect_dumpset(set, &r.detp, &r.det) != 0) fputs("collscope report: detection out of memory\n", stderr);
+  build_from_agg(&r);
   cs_link_params_default(&r.linkp);
   if (cs_link_params_env(&r.linkp))
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_LINK_SLOW_FRAC / COLLSCOPE_LINK_MIN_BYTES value\n");
@@ -1232,6 +1158,7 @@ int cmd_report(int argc, char **argv) {
   free(r.sum.selftest_failed);
   cs_det_result_free(&r.det);
   free(r.links);
+  report_agg_free(&agg);
   cs_dumpset_free(set);
   return rc;
 }

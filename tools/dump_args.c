@@ -1,8 +1,9 @@
 /* tools/dump_args.c: the command line shared by the subcommands that read a dump
- * directory (report, trace): DIR, -o/--output FILE, and where the command takes them,
+ * directory (report, trace): DIR, -o/--output FILE, -j/--jobs N, and where the command takes them,
  * --op NAME and --json. One parser, so both say the same things the same way. */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
@@ -22,6 +23,16 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
       }
       if (is_op) out->op = argv[++i];
       else out->outpath = argv[++i];
+    } else if (strcmp(a, "-j") == 0 || strcmp(a, "--jobs") == 0 || strncmp(a, "--jobs=", 7) == 0) {
+      const char *eq = strchr(a, '='), *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+      char *end = NULL;
+      long n = v ? strtol(v, &end, 10) : 0;
+      if (!v || !*v || *end || n < 1 || n > 1024) {
+        fprintf(stderr, "collscope %s: %s needs a thread count from 1 to 1024\n", cmd, a);
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+      }
+      out->jobs = (unsigned)n;
     } else if (with_op && strncmp(a, "--op=", 5) == 0) {
       out->op = a + 5;
     } else if (strncmp(a, "--output=", 9) == 0) {

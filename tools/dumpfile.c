@@ -939,6 +939,7 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const struct cs_stream_op
   if (chunk < ((size_t)16 << 10)) chunk = (size_t)16 << 10;
   if (chunk > ((size_t)1 << 20)) chunk = (size_t)1 << 20;
   struct stream_job j = {fr, live, chunk};
+  if (ops->begin) ops->begin(ops->ctx, n);
   for (;;) {
     size_t nl = 0;
     for (size_t i = 0; i < n; i++)

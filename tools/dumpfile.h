@@ -174,13 +174,15 @@ struct cs_dumpset *cs_dumpset_load(const char *path);
  * ops->op (from the reading threads, each file's records in file order, r->file = the file's
  * read_index) instead of kept, so memory does not grow with the records. Files are read in
  * rounds, a piece of every file per round (ops->budget bytes over all files, default 64 MiB),
- * by ops->jobs threads (0: one per core); after each round ops->round runs on the calling
+ * by ops->jobs threads (0: one per core); ops->begin is called once the files are listed
+ * (not when the set is unusable from the start); after each round ops->round runs on the calling
  * thread with done[read_index] = the file is read to its end. Returns the set as
  * cs_dumpset_load() does, with every file's ops empty. */
 struct cs_stream_ops {
   void *ctx;
   unsigned jobs;
   size_t budget;
+  void (*begin)(void *ctx, size_t nfiles);   /* the files are listed, none read yet */
   void (*op)(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *r);
   void (*round)(void *ctx, const bool *done, size_t nfiles);
 };

@@ -20,6 +20,7 @@ struct cs_walk_rec {
   uint64_t comm;
   int64_t seq;
   int comm_rank, comm_size, rank, op, root, status, det_state;
+  int rec_rank;            /* the record's own "rank" (rank: the file's when that is -1) */
   uint32_t file;
   bool counts;             /* passes the report's --op filter */
   bool p2p;
@@ -28,7 +29,7 @@ struct cs_walk_rec {
   uint64_t bytes;
   int64_t start_ns, end_ns, enqueue_ns;
   double gap_us;
-  unsigned sdc_checked;
+  unsigned sdc_checked;    /* as recorded (also on a failed call) */
   uint64_t sdc_fp;
   double sdc_in_sum, sdc_in_abs, sdc_out_sum;
 };

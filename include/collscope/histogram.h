@@ -36,6 +36,8 @@ void cs_hist_init(struct cs_hist *h);
 /* Returns false only when the bucket array cannot be allocated (the value is then still
  * counted in n, min, max and sum, and percentiles fall back to min/max). */
 bool cs_hist_add(struct cs_hist *h, double v);
+/* the value v, n times (as n calls of cs_hist_add) */
+bool cs_hist_add_n(struct cs_hist *h, double v, uint64_t n);
 /* into += from; false when out of memory (into unchanged then) */
 bool cs_hist_merge(struct cs_hist *into, const struct cs_hist *from);
 /* Nearest-rank p-th percentile, 0 < p <= 100; 0 when the histogram is empty. */

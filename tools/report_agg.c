@@ -1,0 +1,574 @@
+/* tools/report_agg.c: the report's figures gathered while the dumps stream (report_agg.h). */
+#include "report_agg.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "collscope/schema.h"
+#include "collscope/sdc.h"
+#include "instwalk.h"
+
+static void *xcalloc(size_t n, size_t sz) {
+  void *p = calloc(n ? n : 1, sz);
+  if (!p) {
+    fputs("collscope: out of memory\n", stderr);
+    exit(1);
+  }
+  return p;
+}
+static void *xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n ? n : 1);
+  if (!q) {
+    fputs("collscope: out of memory\n", stderr);
+    exit(1);
+  }
+  return q;
+}
+#define XGROW(v, n, cap)                                                \
+  do {                                                                  \
+    if ((n) == (cap)) {                                                 \
+      (cap) = (cap) ? 2 * (cap) : 16;                                   \
+      (v) = xrealloc((v), (cap) * sizeof *(v));                         \
+    }                                                                   \
+  } while (0)
+
+struct row_key { const char *op_name; int comm_size, bucket; };
+struct row_ent { struct row_key k; struct agg_row r; UT_hash_handle hh; };
+struct comm_ent { uint64_t comm; struct agg_comm c; UT_hash_handle hh; };
+struct crank_key { uint64_t comm; int comm_rank; };
+struct crank_ent { struct crank_key k; UT_hash_handle hh; };
+struct inst_ent { uint64_t comm; size_t n; UT_hash_handle hh; };
+
+struct worker {              /* one reading thread's tables */
+  struct row_ent *rows;
+  struct comm_ent *comms;
+  struct crank_ent *cranks;
+  struct agg_counts counts;
+  bool matched;
+};
+
+struct fstate {              /* one file's state across rounds */
+  struct cs_walk_rec *buf; size_t n, cap;        /* this round's records (seq >= 0) */
+  struct cs_det_member *ids; uint64_t *id_comms; size_t nid, capid, capidc;   /* seq < 0 */
+  bool has_prev;
+  int64_t prev_end;
+};
+
+struct report_agg_priv {
+  struct report_agg *agg;
+  struct worker *w; unsigned nw;
+  struct fstate *fs; size_t nf;
+  struct cs_walk *walk;
+  struct cs_det_stream *det;
+  struct inst_ent *inst;     /* instances per comm (with a member passing the filter) */
+  struct cs_sdc_member *mem; size_t memcap;
+  struct cs_det_member *dm; size_t dmcap;
+  bool oom;
+};
+
+static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : -1; }
+static bool is_error(const struct cs_op_rec *o) { return o->timing == CSD_TIMING_ERROR || o->status != 0; }
+
+static int sdc_dtype(const char *name) {
+  for (int i = 0; name && i < CS_DTYPE_COUNT; i++)
+    if (strcmp(cs_dtype_table[i].name, name) == 0) return i;
+  return -1;
+}
+static int sdc_redop(const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < 5; i++)
+    if (strcmp(cs_redop_name(i), name) == 0) return i;
+  return 5;   /* premulsum or a newer name: no sum rule */
+}
+
+/* keep durations while the row is small enough for exact percentiles */
+static void row_exact(struct agg_row *r, const double *v, size_t n) {
+  if (r->exact_lost || !n) return;
+  if (r->nexact + n > AGG_EXACT) {
+    free(r->exact);
+    r->exact = NULL;
+    r->nexact = 0;
+    r->exact_lost = true;
+    return;
+  }
+  if (!r->exact) r->exact = xcalloc(AGG_EXACT, sizeof *r->exact);
+  memcpy(r->exact + r->nexact, v, n * sizeof *v);
+  r->nexact += n;
+}
+
+static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n);
+
+/* the files are listed: per-file state */
+static void on_begin(void *ctx, size_t nf) {
+  struct report_agg_priv *P = ctx;
+  P->nf = nf;
+  P->fs = xcalloc(nf, sizeof *P->fs);
+  P->agg->files = xcalloc(nf, sizeof *P->agg->files);
+  P->walk = cs_walk_new(nf, on_instance, P);
+  if (!P->walk) {
+    fputs("collscope: out of memory\n", stderr);
+    exit(1);
+  }
+}
+
+/* ---------- per record (reading threads) ---------- */
+
+static void row_size(struct agg_row *r, uint64_t v, size_t n) {
+  if (r->sizes_overflow) {
+    cs_hist_add_n(&r->bytes_hist, (double)v, n);
+    return;
+  }
+  for (size_t i = 0; i < r->nsizes; i++)
+    if (r->sizes[i].v == v) {
+      r->sizes[i].n += n;
+      return;
+    }
+  if (r->nsizes < AGG_SIZES) {
+    r->sizes[r->nsizes].v = v;
+    r->sizes[r->nsizes++].n = n;
+    return;
+  }
+  r->sizes_overflow = true;   /* too many sizes: every one into the histogram from now on */
+  for (size_t i = 0; i < r->nsizes; i++) cs_hist_add_n(&r->bytes_hist, (double)r->sizes[i].v, r->sizes[i].n);
+  r->nsizes = 0;
+  cs_hist_add_n(&r->bytes_hist, (double)v, n);
+}
+
+static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o) {
+  struct report_agg_priv *P = ctx;
+  struct worker *W = &P->w[worker < P->nw ? worker : 0];
+  struct fstate *F = &P->fs[file];
+  const char *filter = P->agg->op_filter;
+  bool counts = !filter || strcmp(o->op_name, filter) == 0;
+  W->matched |= filter && counts;
+  bool err = is_error(o);
+  int state = err ? CS_DET_FAILED : o->timing == CSD_TIMING_GPU_EVENT ? CS_DET_DONE : CS_DET_UNTIMED;
+  double gap = -1;   /* this process's compute gap: start - its previous timed op's end */
+  if (state == CS_DET_DONE) {
+    if (F->has_prev) {
+      int64_t g = o->start_ns - F->prev_end;
+      gap = g > 0 ? (double)g / 1e3 : 0;
+    }
+    F->has_prev = true;
+    F->prev_end = o->end_ns;
+  }
+  int rank = o->rank >= 0 ? o->rank : f->hdr.rank;
+  if (o->seq >= 0) {
+    XGROW(F->buf, F->n, F->cap);
+    F->buf[F->n++] = (struct cs_walk_rec){
+      .comm = o->comm, .seq = o->seq, .comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = rank,
+      .op = o->op, .root = o->root, .status = o->status, .det_state = state, .file = (uint32_t)file,
+      .counts = counts, .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P, .op_name = o->op_name,
+      .dtype = o->dtype, .redop = o->redop, .host = f->hdr.host, .count = o->count, .bytes = o->bytes,
+      .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .gap_us = gap,
+      .sdc_checked = o->sdc_checked, .rec_rank = o->rank, .sdc_fp = o->sdc_fp, .sdc_in_sum = o->sdc_in_sum,
+      .sdc_in_abs = o->sdc_in_abs, .sdc_out_sum = o->sdc_out_sum};
+  } else {
+    if (F->nid == F->capid) {
+      F->capid = F->capid ? 2 * F->capid : 16;
+      F->ids = xrealloc(F->ids, F->capid * sizeof *F->ids);
+      F->id_comms = xrealloc(F->id_comms, F->capid * sizeof *F->id_comms);
+    }
+    F->id_comms[F->nid] = o->comm;
+    F->ids[F->nid++] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = rank,
+                                              .host = f->hdr.host, .state = state, .gap_us = -1};
+  }
+  if (!counts) return;
+
+  struct agg_counts *c = &W->counts;
+  c->ops++;
+  if (err) c->errors++;
+  switch (o->timing) {
+  case CSD_TIMING_GPU_EVENT:
+    c->timed++;
+    if (o->timing_name && !strcmp(o->timing_name, "profiler")) c->timed_profiler++;
+    else if (o->timing_name && !strcmp(o->timing_name, "host_span")) c->timed_host_span++;
+    break;
+  case CSD_TIMING_CAPTURED: c->captured++; break;
+  case CSD_TIMING_HOST: c->host_timed++; break;
+  case CSD_TIMING_ERROR: break;
+  default: c->unknown_timing++; break;
+  }
+  bool timed = o->timing == CSD_TIMING_GPU_EVENT;
+
+  struct row_key k;
+  memset(&k, 0, sizeof k);
+  k.op_name = o->op_name;
+  k.comm_size = o->comm_size;
+  k.bucket = bucket_of(o->bytes);
+  struct row_ent *re;
+  HASH_FIND(hh, W->rows, &k, sizeof k, re);
+  if (!re) {
+    re = xcalloc(1, sizeof *re);
+    re->k = k;
+    re->r.op_name = o->op_name;
+    re->r.op = o->op;
+    re->r.comm_size = o->comm_size;
+    re->r.bucket = k.bucket;
+    re->r.bytes_min = re->r.bytes_max = o->bytes;
+    HASH_ADD(hh, W->rows, k, sizeof k, re);
+  }
+  struct agg_row *r = &re->r;
+  r->count++;
+  if (o->bytes < r->bytes_min) r->bytes_min = o->bytes;
+  if (o->bytes > r->bytes_max) r->bytes_max = o->bytes;
+  row_size(r, o->bytes, 1);
+  if (timed) {
+    if (!cs_hist_add(&r->dur, o->dur_us)) P->oom = true;
+    row_exact(r, &o->dur_us, 1);
+  }
+
+  struct comm_ent *ce;
+  HASH_FIND(hh, W->comms, &o->comm, sizeof o->comm, ce);
+  if (!ce) {
+    ce = xcalloc(1, sizeof *ce);
+    ce->comm = ce->c.comm = o->comm;
+    HASH_ADD(hh, W->comms, comm, sizeof ce->comm, ce);
+  }
+  ce->c.ops++;
+  if (o->comm_size > ce->c.size) ce->c.size = o->comm_size;
+  ce->c.bytes += o->bytes;
+  if (timed) ce->c.gpu_ms += o->dur_us / 1e3;
+  struct crank_key ck;
+  memset(&ck, 0, sizeof ck);
+  ck.comm = o->comm;
+  ck.comm_rank = o->comm_rank;
+  struct crank_ent *cr;
+  HASH_FIND(hh, W->cranks, &ck, sizeof ck, cr);
+  if (!cr) {
+    cr = xcalloc(1, sizeof *cr);
+    cr->k = ck;
+    HASH_ADD(hh, W->cranks, k, sizeof ck, cr);
+  }
+
+  struct agg_file *af = &P->agg->files[file];
+  af->ops++;
+  af->bytes += o->bytes;
+  if (timed) af->gpu_ms += o->dur_us / 1e3;
+}
+
+/* ---------- per instance (main thread, after each round) ---------- */
+
+static void sdc_instance(struct report_agg_priv *P, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
+  const char *filter = P->agg->op_filter;
+  bool mixed = false, any = false;
+  for (size_t k = 0; k < n; k++) {
+    mixed |= m[k].op_name != m[0].op_name;   /* interned */
+    any |= m[k].sdc_checked != 0;
+  }
+  if (!any || mixed || (filter && strcmp(m[0].op_name, filter) != 0)) return;
+  if (n > P->memcap) {
+    P->memcap = 2 * n;
+    P->mem = xrealloc(P->mem, P->memcap * sizeof *P->mem);
+  }
+  int csize = 0;
+  size_t nm = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (m[k].comm_size > csize) csize = m[k].comm_size;
+    if (nm && P->mem[nm - 1].comm_rank == m[k].comm_rank) continue;   /* duplicate rank: keep the first */
+    P->mem[nm++] = (struct cs_sdc_member){m[k].comm_rank, m[k].status == 0 ? m[k].sdc_checked : 0, m[k].sdc_fp, m[k].sdc_in_sum,
+                                          m[k].sdc_in_abs, m[k].sdc_out_sum};
+  }
+  const struct cs_walk_rec *o0 = &m[0];
+  struct cs_sdc_instance si = {o0->op, sdc_dtype(o0->dtype), sdc_redop(o0->redop), o0->root, csize,
+                               (uint64_t)(o0->count > 0 ? o0->count : 0), nm, P->mem};
+  struct cs_sdc_finding f[64];
+  struct cs_sdc_outcome oc;
+  size_t nf = cs_sdc_compare(&si, f, 64, &oc);
+  struct agg_sdc *out = &P->agg->sdc;
+  out->compared++;
+  out->fp_checked += (size_t)oc.fp_checked;
+  out->sum_checked += (size_t)oc.sum_checked;
+  out->skipped_nonfinite += (size_t)oc.sum_skipped_nonfinite;
+  out->skipped_incomplete += (size_t)oc.sum_skipped_incomplete;
+  for (size_t k = 0; k < nf && k < 64; k++) {
+    XGROW(out->items, out->nitems, out->cap);
+    struct agg_sdc_item *it = &out->items[out->nitems++];
+    *it = (struct agg_sdc_item){comm, seq, o0->op_name, o0->dtype, NULL, o0->bytes, f[k].check,
+                                f[k].suspect, -1, f[k].got, f[k].want, f[k].tol};
+    for (size_t j = 0; j < n && f[k].suspect >= 0; j++)
+      if (m[j].comm_rank == f[k].suspect) {
+        it->suspect_rank = m[j].rec_rank;
+        it->host = m[j].host;
+        break;
+      }
+  }
+}
+
+static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
+  struct report_agg_priv *P = ctx;
+  bool counted = false;
+  for (size_t k = 0; k < n && !counted; k++) counted = m[k].counts;
+  if (counted) {
+    struct inst_ent *ie;
+    HASH_FIND(hh, P->inst, &comm, sizeof comm, ie);
+    if (!ie) {
+      ie = xcalloc(1, sizeof *ie);
+      ie->comm = comm;
+      HASH_ADD(hh, P->inst, comm, sizeof comm, ie);
+    }
+    ie->n++;
+  }
+  if (n > P->dmcap) {
+    P->dmcap = 2 * n;
+    P->dm = xrealloc(P->dm, P->dmcap * sizeof *P->dm);
+  }
+  for (size_t k = 0; k < n; k++)
+    P->dm[k] = (struct cs_det_member){.comm_rank = m[k].comm_rank, .comm_size = m[k].comm_size, .rank = m[k].rank,
+                                      .host = m[k].host, .start_ns = m[k].start_ns, .end_ns = m[k].end_ns,
+                                      .enqueue_ns = m[k].enqueue_ns, .state = m[k].det_state, .p2p = m[k].p2p,
+                                      .bytes = m[k].bytes, .gap_us = m[k].gap_us};
+  if (P->det && cs_det_stream_instance(P->det, comm, seq, P->dm, n)) P->oom = true;
+  sdc_instance(P, comm, seq, m, n);
+}
+
+static void on_round(void *ctx, const bool *done, size_t nfiles) {
+  struct report_agg_priv *P = ctx;
+  for (size_t i = 0; i < nfiles && i < P->nf; i++) {
+    struct fstate *F = &P->fs[i];
+    for (size_t k = 0; k < F->nid; k++)
+      if (P->det && cs_det_stream_instance(P->det, F->id_comms[k], -1, &F->ids[k], 1)) P->oom = true;
+    F->nid = 0;
+    for (size_t k = 0; k < F->n; k++)
+      if (!cs_walk_push(P->walk, &F->buf[k])) P->oom = true;
+    F->n = 0;
+    if (done[i]) {
+      cs_walk_file_done(P->walk, (uint32_t)i);
+      free(F->buf);
+      free(F->ids);
+      free(F->id_comms);
+      memset(F, 0, sizeof *F);
+    }
+  }
+  size_t held = cs_walk_held(P->walk);
+  if (held > P->agg->max_held) P->agg->max_held = held;
+  if (!cs_walk_advance(P->walk)) P->oom = true;
+}
+
+/* ---------- the end: merge the threads' tables ---------- */
+
+static int cmp_row(const void *pa, const void *pb) {
+  const struct agg_row *a = pa, *b = pb;
+  int ka = a->op >= 0 ? a->op : CS_OP_COUNT, kb = b->op >= 0 ? b->op : CS_OP_COUNT;
+  if (ka != kb) return ka < kb ? -1 : 1;
+  if (ka == CS_OP_COUNT) {
+    int c = strcmp(a->op_name, b->op_name);
+    if (c) return c;
+  }
+  if (a->comm_size != b->comm_size) return a->comm_size < b->comm_size ? -1 : 1;
+  return a->bucket < b->bucket ? -1 : a->bucket > b->bucket;
+}
+static int cmp_comm(const void *pa, const void *pb) {
+  const struct agg_comm *a = pa, *b = pb;
+  return a->comm < b->comm ? -1 : a->comm > b->comm;
+}
+
+static void merge_row(struct agg_row *into, struct agg_row *from) {
+  into->count += from->count;
+  if (from->bytes_min < into->bytes_min) into->bytes_min = from->bytes_min;
+  if (from->bytes_max > into->bytes_max) into->bytes_max = from->bytes_max;
+  if (from->sizes_overflow) {
+    if (!into->sizes_overflow) {
+      into->sizes_overflow = true;
+      for (size_t i = 0; i < into->nsizes; i++) cs_hist_add_n(&into->bytes_hist, (double)into->sizes[i].v, into->sizes[i].n);
+      into->nsizes = 0;
+    }
+    cs_hist_merge(&into->bytes_hist, &from->bytes_hist);
+  } else {
+    for (size_t i = 0; i < from->nsizes; i++) row_size(into, from->sizes[i].v, from->sizes[i].n);
+  }
+  cs_hist_merge(&into->dur, &from->dur);
+  if (from->exact_lost) row_exact(into, NULL, AGG_EXACT + 1);
+  else row_exact(into, from->exact, from->nexact);
+  free(from->exact);
+  cs_hist_free(&from->dur);
+  cs_hist_free(&from->bytes_hist);
+}
+
+static int cmp_size(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+double report_agg_row_pct(struct agg_row *r, double p) {
+  if (r->exact_lost || r->nexact != r->dur.n || !r->nexact) return cs_hist_percentile(&r->dur, p);
+  qsort(r->exact, r->nexact, sizeof *r->exact, cmp_double);
+  size_t k = (size_t)ceil(p * (double)r->nexact / 100.0);
+  if (k < 1) k = 1;
+  if (k > r->nexact) k = r->nexact;
+  return r->exact[k - 1];
+}
+
+uint64_t report_agg_row_bytes(const struct agg_row *r) {
+  if (r->sizes_overflow) return (uint64_t)llround(cs_hist_percentile(&r->bytes_hist, 50));
+  uint64_t v[AGG_SIZES][2];
+  for (size_t i = 0; i < r->nsizes; i++) v[i][0] = r->sizes[i].v, v[i][1] = r->sizes[i].n;
+  qsort(v, r->nsizes, sizeof v[0], cmp_size);
+  size_t want = (r->count + 1) / 2, seen = 0;   /* ceil(50 * n / 100) */
+  if (want < 1) want = 1;
+  for (size_t i = 0; i < r->nsizes; i++) {
+    seen += v[i][1];
+    if (seen >= want) return v[i][0];
+  }
+  return r->bytes_max;
+}
+
+static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
+  struct report_agg *agg = P->agg;
+  /* the shim's hang records: pending ops (their order does not matter to the detector) */
+  for (size_t i = 0; i < set->nfiles && P->det; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    for (size_t j = 0; j < f->nhangs; j++) {
+      const struct cs_hang_rec *h = &f->hangs[j];
+      struct cs_det_member d = {.comm_rank = h->comm_rank, .comm_size = h->comm_size,
+                                .rank = h->rank >= 0 ? h->rank : f->hdr.rank, .host = f->hdr.host,
+                                .enqueue_ns = h->enqueue_ns, .state = CS_DET_PENDING, .gap_us = -1};
+      if (cs_det_stream_instance(P->det, h->comm, h->seq, &d, 1)) P->oom = true;
+    }
+  }
+  if (!P->det || cs_det_stream_finish(P->det, &agg->det) != 0) {
+    fputs("collscope report: detection out of memory\n", stderr);
+    memset(&agg->det, 0, sizeof agg->det);
+  }
+  agg->late_records = cs_walk_late(P->walk);
+
+  struct row_ent *rows = NULL;
+  struct comm_ent *comms = NULL;
+  struct crank_ent *cranks = NULL;
+  for (unsigned w = 0; w < P->nw; w++) {
+    struct worker *W = &P->w[w];
+    agg->filter_matched |= W->matched;
+    struct agg_counts *c = &agg->counts, *d = &W->counts;
+    c->ops += d->ops, c->errors += d->errors, c->timed += d->timed, c->timed_profiler += d->timed_profiler;
+    c->timed_host_span += d->timed_host_span, c->captured += d->captured, c->host_timed += d->host_timed;
+    c->unknown_timing += d->unknown_timing;
+    struct row_ent *e, *t;
+    HASH_ITER(hh, W->rows, e, t) {
+      HASH_DEL(W->rows, e);
+      struct row_ent *into;
+      HASH_FIND(hh, rows, &e->k, sizeof e->k, into);
+      if (into) {
+        merge_row(&into->r, &e->r);
+        free(e);
+      } else {
+        HASH_ADD(hh, rows, k, sizeof e->k, e);
+      }
+    }
+    struct comm_ent *ce, *ct;
+    HASH_ITER(hh, W->comms, ce, ct) {
+      HASH_DEL(W->comms, ce);
+      struct comm_ent *into;
+      HASH_FIND(hh, comms, &ce->comm, sizeof ce->comm, into);
+      if (into) {
+        into->c.ops += ce->c.ops;
+        into->c.bytes += ce->c.bytes;
+        into->c.gpu_ms += ce->c.gpu_ms;
+        if (ce->c.size > into->c.size) into->c.size = ce->c.size;
+        free(ce);
+      } else {
+        HASH_ADD(hh, comms, comm, sizeof ce->comm, ce);
+      }
+    }
+    struct crank_ent *re, *rt;
+    HASH_ITER(hh, W->cranks, re, rt) {
+      HASH_DEL(W->cranks, re);
+      struct crank_ent *into;
+      HASH_FIND(hh, cranks, &re->k, sizeof re->k, into);
+      if (into) free(re);
+      else HASH_ADD(hh, cranks, k, sizeof re->k, re);
+    }
+  }
+  agg->nrows = HASH_COUNT(rows);
+  agg->rows = xcalloc(agg->nrows, sizeof *agg->rows);
+  size_t k = 0;
+  struct row_ent *e, *t;
+  HASH_ITER(hh, rows, e, t) {
+    HASH_DEL(rows, e);
+    agg->rows[k++] = e->r;
+    free(e);
+  }
+  if (agg->nrows) qsort(agg->rows, agg->nrows, sizeof *agg->rows, cmp_row);
+  agg->ncomms = HASH_COUNT(comms);
+  agg->comms = xcalloc(agg->ncomms, sizeof *agg->comms);
+  k = 0;
+  struct comm_ent *ce, *ct;
+  HASH_ITER(hh, comms, ce, ct) {
+    HASH_DEL(comms, ce);
+    agg->comms[k++] = ce->c;
+    free(ce);
+  }
+  if (agg->ncomms) qsort(agg->comms, agg->ncomms, sizeof *agg->comms, cmp_comm);
+  struct crank_ent *re, *rt;
+  HASH_ITER(hh, cranks, re, rt) {
+    HASH_DEL(cranks, re);
+    struct agg_comm key = {.comm = re->k.comm};
+    struct agg_comm *c = agg->ncomms ? bsearch(&key, agg->comms, agg->ncomms, sizeof key, cmp_comm) : NULL;
+    if (c) c->ranks++;
+    free(re);
+  }
+  struct inst_ent *ie, *it;
+  HASH_ITER(hh, P->inst, ie, it) {
+    HASH_DEL(P->inst, ie);
+    struct agg_comm key = {.comm = ie->comm};
+    struct agg_comm *c = agg->ncomms ? bsearch(&key, agg->comms, agg->ncomms, sizeof key, cmp_comm) : NULL;
+    if (c) c->instances += ie->n;
+    free(ie);
+  }
+}
+
+struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsigned jobs,
+                                  const struct cs_det_params *detp, struct report_agg *agg) {
+  memset(agg, 0, sizeof *agg);
+  agg->op_filter = op_filter;
+  struct report_agg_priv *P = xcalloc(1, sizeof *P);
+  agg->priv = P;
+  P->agg = agg;
+  P->nw = jobs ? jobs : 1;
+  P->w = xcalloc(P->nw, sizeof *P->w);
+  P->det = cs_det_stream_new(detp, CS_DET_HANG_PENDING);
+  struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .begin = on_begin, .op = on_op, .round = on_round};
+  struct cs_dumpset *set = cs_dumpset_stream(path, &ops);
+  cs_dumpset_print_errors(set, stderr);
+  if (set->fatal) {
+    cs_dumpset_free(set);
+    return NULL;
+  }
+  finish(P, set);
+  if (P->oom) fputs("collscope report: out of memory in an analysis; its section may be incomplete\n", stderr);
+  return set;
+}
+
+void report_agg_free(struct report_agg *agg) {
+  struct report_agg_priv *P = agg->priv;
+  for (size_t i = 0; i < agg->nrows; i++) {
+    cs_hist_free(&agg->rows[i].dur);
+    cs_hist_free(&agg->rows[i].bytes_hist);
+    free(agg->rows[i].exact);
+  }
+  free(agg->rows);
+  free(agg->comms);
+  free(agg->files);
+  free(agg->sdc.items);
+  cs_det_result_free(&agg->det);
+  if (P) {
+    for (size_t i = 0; i < P->nf; i++) {
+      free(P->fs[i].buf);
+      free(P->fs[i].ids);
+      free(P->fs[i].id_comms);
+    }
+    free(P->fs);
+    free(P->w);
+    cs_walk_free(P->walk);
+    cs_det_stream_free(P->det);
+    free(P->mem);
+    free(P->dm);
+    free(P);
+  }
+  memset(agg, 0, sizeof *agg);
+}

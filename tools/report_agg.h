@@ -1,0 +1,95 @@
+/* tools/report_agg.h: what `collscope report` needs from the op records, gathered while the
+ * dumps stream by (tools/dumpfile.c cs_dumpset_stream), in memory bounded by ranks x
+ * communicators x the detector's window instead of by records (DESIGN.md "Reading dumps"):
+ *  - per (op, comm size, size bucket) row: exact counts and byte range, durations in a
+ *    fixed-error histogram (include/collscope/histogram.h; exact while the row has <= AGG_EXACT
+ *    timed records), the row's median size exact
+ *    while it has <= AGG_SIZES distinct sizes (else from a histogram of sizes, 0.5 %);
+ *  - per file: ops, bytes, GPU time; per communicator: ops, bytes, GPU time, ranks seen,
+ *    instances; the summary's timing counts;
+ *  - stragglers and hangs: instances walked in seq order across files (tools/instwalk.c)
+ *    into the streaming detector (cs_det_stream_*);
+ *  - SDC: each instance with a checked member compared as it completes; only findings kept.
+ * Per-reading-thread tables are merged at the end; per-file state needs no lock (a file is
+ * read by one thread per round, rounds do not overlap). */
+#ifndef COLLSCOPE_TOOLS_REPORT_AGG_H
+#define COLLSCOPE_TOOLS_REPORT_AGG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collscope/detect.h"
+#include "collscope/histogram.h"
+#include "dumpfile.h"
+
+#define AGG_SIZES 64
+#define AGG_EXACT 1024   /* a row with at most this many timed records keeps them: exact percentiles */
+
+struct agg_row {
+  const char *op_name;
+  int op, comm_size, bucket;
+  size_t count;
+  uint64_t bytes_min, bytes_max;
+  struct { uint64_t v; size_t n; } sizes[AGG_SIZES];
+  size_t nsizes;
+  bool sizes_overflow;     /* more distinct sizes: the median size comes from bytes_hist */
+  struct cs_hist bytes_hist, dur;   /* dur: "gpu_event" records only (timed = dur.n) */
+  double *exact; size_t nexact;     /* the durations themselves while dur.n <= AGG_EXACT */
+  bool exact_lost;
+};
+/* the row's nearest-rank percentiles: exact while it has <= AGG_EXACT timed records, else
+ * from the histogram (within 0.5 %); and its nearest-rank median size */
+double report_agg_row_pct(struct agg_row *r, double p);
+uint64_t report_agg_row_bytes(const struct agg_row *r);
+
+struct agg_comm {
+  uint64_t comm;
+  int size;
+  size_t ops, ranks, instances;
+  uint64_t bytes;
+  double gpu_ms;
+};
+
+struct agg_file { size_t ops; uint64_t bytes; double gpu_ms; };
+
+struct agg_counts {
+  size_t ops, errors, timed, timed_profiler, timed_host_span, captured, host_timed, unknown_timing;
+};
+
+/* one SDC finding, as cmd_report.c prints it */
+struct agg_sdc_item {
+  uint64_t comm;
+  int64_t seq;
+  const char *op, *dtype, *host;
+  uint64_t bytes;
+  int check, suspect_comm_rank, suspect_rank;
+  double got, want, tol;
+};
+struct agg_sdc {
+  size_t compared, fp_checked, sum_checked, skipped_nonfinite, skipped_incomplete;
+  struct agg_sdc_item *items;
+  size_t nitems, cap;
+};
+
+struct report_agg {
+  const char *op_filter;   /* as given: a schema.h name, or any other name records may use */
+  bool filter_matched;     /* some record has that name */
+  /* results, valid after report_agg_finish() */
+  struct agg_row *rows; size_t nrows;          /* sorted: op (schema order, then name), size, bucket */
+  struct agg_comm *comms; size_t ncomms;       /* sorted by comm id */
+  struct agg_file *files;                      /* by the file's read_index */
+  struct agg_counts counts;
+  struct cs_det_result det;
+  struct agg_sdc sdc;
+  size_t late_records;     /* op records out of seq order, left out of the per-instance analyses */
+  size_t max_held;         /* the most op records held at once (the walker's queues) */
+  struct report_agg_priv *priv;
+};
+
+/* A report over PATH, streamed. Returns the set (NULL when unusable, errors printed) and
+ * fills agg; jobs 0 = one per core. */
+struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsigned jobs,
+                                  const struct cs_det_params *detp, struct report_agg *agg);
+void report_agg_free(struct report_agg *agg);
+
+#endif
