@@ -70,22 +70,46 @@ static double det_sqrt(double x) {
   return g;
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+/* the k-th smallest of v[0..n) (0-based; reorders v): quickselect, median-of-three pivot */
+static double select_k(double *v, size_t n, size_t k) {
+  size_t lo = 0, hi = n - 1;
+  while (hi > lo) {
+    size_t mid = lo + (hi - lo) / 2;
+    double a = v[lo], b = v[mid], c = v[hi];
+    double pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+    size_t i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i <= j) {
+        double t = v[i]; v[i] = v[j]; v[j] = t;
+        i++;
+        if (j == 0) break;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return v[k];
+  }
+  return v[k];
 }
-/* median of v[0..n) (sorts v); lower middle for even n */
+/* median of v[0..n) (reorders v); lower middle for even n */
 static double median(double *v, size_t n) {
   if (!n) return 0;
-  if (n) qsort(v, n, sizeof *v, cmp_d);
-  return v[(n - 1) / 2];
+  return select_k(v, n, (n - 1) / 2);
 }
 
-/* the true median (mean of the two middle values for even n; sorts v) */
+/* the true median (mean of the two middle values for even n; reorders v) */
 static double median_mid(double *v, size_t n) {
   if (!n) return 0;
-  qsort(v, n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  double lo = select_k(v, n, (n - 1) / 2);
+  if (n % 2) return lo;
+  /* after the select, v[n/2 ..] are all >= lo: the upper middle is their minimum */
+  double hi = v[n / 2];
+  for (size_t i = n / 2 + 1; i < n; i++)
+    if (v[i] < hi) hi = v[i];
+  return 0.5 * (lo + hi);
 }
 
 static int cmp_inst(const void *a, const void *b, void *ctx) {
