@@ -1105,7 +1105,7 @@ int cmd_report(int argc, char **argv) {
    * (tools/report_agg.c), never held all at once */
   const char *canon = op ? canonical_op(op) : NULL;
   struct report_agg agg;
-  struct cs_dumpset *set = report_agg_run(dir, canon ? canon : op, args.jobs ? args.jobs : cs_pool_default_jobs(),
+  struct cs_dumpset *set = report_agg_run(dir, canon ? canon : op, args.jobs ? args.jobs : cs_pool_default_jobs(), 0,
                                           &r.detp, &agg);
   if (!set) {
     report_agg_free(&agg);

@@ -522,7 +522,7 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   }
 }
 
-struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsigned jobs,
+struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsigned jobs, size_t budget,
                                   const struct cs_det_params *detp, struct report_agg *agg) {
   memset(agg, 0, sizeof *agg);
   agg->op_filter = op_filter;
@@ -532,7 +532,8 @@ struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsig
   P->nw = jobs ? jobs : 1;
   P->w = xcalloc(P->nw, sizeof *P->w);
   P->det = cs_det_stream_new(detp, CS_DET_HANG_PENDING);
-  struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .begin = on_begin, .op = on_op, .round = on_round};
+  struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .budget = budget, .begin = on_begin, .op = on_op,
+                              .round = on_round};
   struct cs_dumpset *set = cs_dumpset_stream(path, &ops);
   cs_dumpset_print_errors(set, stderr);
   if (set->fatal) {

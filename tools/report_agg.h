@@ -87,8 +87,9 @@ struct report_agg {
 };
 
 /* A report over PATH, streamed. Returns the set (NULL when unusable, errors printed) and
- * fills agg; jobs 0 = one per core. */
-struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsigned jobs,
+ * fills agg; jobs 0 = one per core; budget: bytes read per round over all files (0: the
+ * default, see cs_stream_ops). */
+struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsigned jobs, size_t budget,
                                   const struct cs_det_params *detp, struct report_agg *agg);
 void report_agg_free(struct report_agg *agg);
 

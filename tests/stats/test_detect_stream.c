@@ -111,10 +111,23 @@ static void stream_equals_batch(void **state) {
   assert_int_equal(batch.nhangs, 1);
   assert_int_equal(str.instances, batch.instances);
   assert_int_equal(str.nstragglers, batch.nstragglers);
-  for (size_t i = 0; i < batch.nstragglers; i++)
-    assert_memory_equal(&str.stragglers[i], &batch.stragglers[i], sizeof batch.stragglers[i]);
+  for (size_t i = 0; i < batch.nstragglers; i++) {
+    const struct cs_det_straggler *a = &str.stragglers[i], *b = &batch.stragglers[i];
+    assert_true(a->comm == b->comm && a->comm_size == b->comm_size && a->comm_rank == b->comm_rank &&
+                a->rank == b->rank && a->host == b->host && a->kind == b->kind &&
+                a->window_instances == b->window_instances && a->last == b->last);
+    assert_true(a->share_last == b->share_last && a->lateness_us == b->lateness_us && a->offset_us == b->offset_us &&
+                a->later_share == b->later_share && a->median_dur_us == b->median_dur_us && a->gap_us == b->gap_us &&
+                a->peer_gap_us == b->peer_gap_us && a->first_flag_instance == b->first_flag_instance &&
+                a->first_flag_seq == b->first_flag_seq);
+  }
   assert_int_equal(str.nranks, batch.nranks);
-  for (size_t i = 0; i < batch.nranks; i++) assert_memory_equal(&str.ranks[i], &batch.ranks[i], sizeof batch.ranks[i]);
+  for (size_t i = 0; i < batch.nranks; i++) {
+    const struct cs_det_rankstat *a = &str.ranks[i], *b = &batch.ranks[i];
+    assert_true(a->comm == b->comm && a->comm_rank == b->comm_rank && a->rank == b->rank && a->host == b->host &&
+                a->instances == b->instances && a->last == b->last && a->lateness_us == b->lateness_us &&
+                a->offset_us == b->offset_us && a->straggler == b->straggler);
+  }
   assert_int_equal(str.nhangs, batch.nhangs);
   const struct cs_det_hang *a = &str.hangs[0], *b = &batch.hangs[0];
   assert_true(a->comm == b->comm && a->reached == b->reached && a->seq == b->seq && a->nstuck == b->nstuck &&
