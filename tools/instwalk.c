@@ -92,13 +92,13 @@ bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r) {
     size_t nc = q->cap ? 2 * q->cap : 64;
     struct cs_walk_rec *v = malloc(nc * sizeof *v);
     if (!v) return false;
-    for (size_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) % q->cap];
+    for (size_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) & (q->cap - 1)];
     free(q->v);
     q->v = v;
     q->head = 0;
     q->cap = nc;
   }
-  q->v[(q->head + q->n++) % q->cap] = *r;
+  q->v[(q->head + q->n++) & (q->cap - 1)] = *r;   /* cap: a power of two */
   w->held++;
   return true;
 }
@@ -138,7 +138,7 @@ static bool advance_comm(struct cs_walk *w, struct wcomm *c) {
       while (q->n && q->v[q->head].seq == min) {
         if (!grow((void **)&w->m, &w->capm, n, sizeof *w->m)) return false;
         w->m[n++] = q->v[q->head];
-        q->head = (q->head + 1) % q->cap;
+        q->head = (q->head + 1) & (q->cap - 1);
         q->n--;
         w->held--;
       }
