@@ -11,7 +11,6 @@
  * agree on every instance: one common start, a per-rank arrival jitter, and rank 5 arriving
  * late in every other world instance (a straggler for the detector to find). Every 50th world
  * instance carries an SDC check result with one fingerprint on every rank. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
