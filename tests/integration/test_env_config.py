@@ -169,6 +169,9 @@ def test_badvalues(args):
         check(f1, "rank %d: no footer with bad values" % r)
         check(sorted(f0) == sorted(f1), "rank %d: footer keys %s with bad values, %s unset (a bad value "
               "must behave as unset)" % (r, sorted(f1), sorted(f0)))
+        # COLLSCOPE_TIMING=bogus is auto: NCCL loaded collscope's profiler plugin as when unset
+        check(f0.get("profiler") == f1.get("profiler"), "rank %d: profiler plugin '%s' with bad values, '%s' "
+              "unset" % (r, f1.get("profiler"), f0.get("profiler")))
     shutil.rmtree(w0, ignore_errors=True)
     shutil.rmtree(w, ignore_errors=True)
 
