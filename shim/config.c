@@ -109,7 +109,11 @@ static int env_word(const char *name, int (*parse)(const char *), const char *ex
   int x = v ? parse(v) : -1;
   if (x >= 0) return x;
   if (v) bad_value(name, v, expected);
-  return parse(env_default(name));
+  x = parse(env_default(name));
+  if (x >= 0) return x;
+  cs_log(CS_LOG_WARN, "built-in default of %s (%s) is not valid; using the first of %s", name, env_default(name),
+         expected);
+  return 0;
 }
 
 static int parse_log_level(const char *v) {
@@ -130,6 +134,7 @@ static int parse_sdc_action(const char *v) {
 
 /* COLLSCOPE_SDC=off|all|sample:N: the mode, and N in *sample (sample:1 is all) */
 static int parse_sdc(const char *v, unsigned *sample) {
+  *sample = 1;
   if (!strcmp(v, "off") || !strcmp(v, "0")) return CS_SDC_OFF;
   if (!strcmp(v, "all") || !strcmp(v, "on") || !strcmp(v, "1")) return CS_SDC_ALL;
   long n;
@@ -140,7 +145,7 @@ static int parse_sdc(const char *v, unsigned *sample) {
 
 static void cs_sdc_config_load(void) {
   const char *v = env("COLLSCOPE_SDC");
-  unsigned sample = 0;
+  unsigned sample = 1;
   int mode = v ? parse_sdc(v, &sample) : -1;
   if (mode < 0) {
     if (v) bad_value("COLLSCOPE_SDC", v, "off, all or sample:N with N in [1, 1000000]");
