@@ -183,8 +183,8 @@ static int first_int_env(const char *const *names) {
 
 /* A name that becomes part of a file name (host, job): [A-Za-z0-9._-] kept, any other byte
  * (a '/' too) becomes '_', a leading '.' becomes '_', at most max bytes, never empty.
- * Logs one line when the name had to change. */
-static void set_file_name_part(char *dst, size_t max, const char *src, const char *what) {
+ * Logs one line (at log_level) when the name had to change. */
+static void set_file_name_part(char *dst, size_t max, const char *src, const char *what, int log_level) {
   size_t n = 0;
   bool changed = false;
   for (; src[n] && n < max; n++) {
@@ -199,7 +199,7 @@ static void set_file_name_part(char *dst, size_t max, const char *src, const cha
   dst[n] = '\0';
   if (changed) {
     char b[80];
-    cs_log(CS_LOG_WARN, "%s %s is not a safe file name part ([A-Za-z0-9._-], no leading '.', at most %zu bytes); "
+    cs_log(log_level, "%s %s is not a safe file name part ([A-Za-z0-9._-], no leading '.', at most %zu bytes); "
            "using %s", what, shown(src, b, sizeof b), max, dst);
   }
 }
@@ -240,14 +240,15 @@ void cs_config_load(void) {
     if (gethostname(sys_host, sizeof sys_host - 1) == 0 && sys_host[0]) h = sys_host;
     else h = "unknown";
   }
-  set_file_name_part(cs_cfg.host, CS_HOST_MAX, h, env("COLLSCOPE_HOSTNAME") ? "COLLSCOPE_HOSTNAME" : "host name");
+  set_file_name_part(cs_cfg.host, CS_HOST_MAX, h, env("COLLSCOPE_HOSTNAME") ? "COLLSCOPE_HOSTNAME" : "host name",
+                     CS_LOG_WARN);
 
   const char *job = env("SLURM_JOB_ID");
   const char *job_var = "SLURM_JOB_ID";
   if (!job) job = env("TORCHELASTIC_RUN_ID"), job_var = "TORCHELASTIC_RUN_ID";
   if (!job) job = env("COLLSCOPE_JOB_ID"), job_var = "COLLSCOPE_JOB_ID";
-  /* a job id becomes part of a path too */
-  if (job) set_file_name_part(cs_cfg.job, sizeof cs_cfg.job - 1, job, job_var);
+  /* a job id becomes part of a path too (launchers' ids may hold other characters: info) */
+  if (job) set_file_name_part(cs_cfg.job, sizeof cs_cfg.job - 1, job, job_var, CS_LOG_INFO);
   else snprintf(cs_cfg.job, sizeof(cs_cfg.job), "local-%d", (int)getppid());
 
   const char *dir = env("COLLSCOPE_DIR");
