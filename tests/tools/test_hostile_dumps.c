@@ -438,6 +438,42 @@ static void test_output_planted_link(void **state) {
   }
 }
 
+/* ---------- the detector on sparse, oversized communicators ---------- */
+
+/* Four ranks hold comm_ranks 0, 2, 4, 6 of a communicator claiming 2^20 ranks; comm_rank 6
+ * (global rank 3) arrives 3 ms late every time, so its GPU span is the shortest. The detector
+ * numbers the ranks it sees, and the report gives the real comm_rank and size back. */
+static void test_sparse_comm_straggler(void **state) {
+  const char *dir = *state;
+  for (int r = 0; r < 4; r++) {
+    char name[128];
+    snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.jsonl", r, 700 + r);
+    FILE *f = open_dump(dir, name);
+    put_header(f, "nodeA", r, 700 + r, "j", false);
+    for (int s = 0; s < 60; s++) {
+      long long t0 = 1700000000000000000LL + s * 100000000LL, st = t0 + (r == 3 ? 3000000 : r * 1000);
+      long long en = t0 + 5000000 + (s % 3) * 1000;
+      fprintf(f,
+              "{\"type\":\"op\",\"comm\":\"00000000000000c5\",\"comm_size\":%d,\"comm_rank\":%d,\"rank\":%d,"
+              "\"seq\":%d,\"op\":\"AllReduce\",\"bytes\":1048576,\"enqueue_ns\":%lld,\"start_ns\":%lld,"
+              "\"end_ns\":%lld,\"dur_us\":%.3f,\"timing\":\"gpu_event\"}\n",
+              1 << 20, 2 * r, r, s, st - 100, st, en, (double)(en - st) / 1e3);
+    }
+    put_footer(f, 60);
+    fclose(f);
+  }
+  json_t *root = report_json(dir, NULL, 0);
+  json_t *st = json_object_get(root, "stragglers");
+  assert_int_equal(json_array_size(st), 1);
+  json_t *s0 = json_array_get(st, 0);
+  assert_int_equal(jint(s0, "rank"), 3);
+  assert_int_equal(jint(s0, "comm_rank"), 6);
+  json_t *comms = json_object_get(root, "comms");
+  assert_int_equal(jint(json_array_get(comms, 0), "size"), 1 << 20);
+  assert_int_equal(jint(json_array_get(comms, 0), "ranks"), 4);
+  json_decref(root);
+}
+
 /* ---------- memory bound ---------- */
 
 /* Peak RSS (KiB) of a child that runs `collscope report DIR` with its output discarded. */
@@ -476,8 +512,8 @@ static long long dir_bytes(const char *dir) {
   return n;
 }
 
-/* README "Dump files": peak memory <= 64 x input bytes + 16 MiB over the command's own
- * start-up, measured as the peak of a run on a one-op dump. The hostile input: 20 ops on 20
+/* README "How report and trace read dumps": peak memory <= 64 x input bytes + 4 KiB per
+ * file + 16 MiB (one file here) over the command's own start-up, measured as the peak of a run on a one-op dump. The hostile input: 20 ops on 20
  * communicators claiming 2^20 ranks and ranks up to 2^30, hang records naming the same, a
  * link record naming peer 2^31-1, 50000 one-byte bad lines and a line 8 times the cap. */
 static void test_memory_bound(void **state) {
@@ -524,6 +560,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_long_line_skipped, setup, teardown),
     cmocka_unit_test_setup_teardown(test_control_chars_escaped, setup, teardown),
     cmocka_unit_test_setup_teardown(test_output_planted_link, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_sparse_comm_straggler, setup, teardown),
     cmocka_unit_test_setup_teardown(test_memory_bound, setup, teardown),
   };
   return cmocka_run_group_tests_name("tools-hostile", tests, NULL, NULL);
