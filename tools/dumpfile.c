@@ -81,6 +81,11 @@ __attribute__((format(printf, 2, 3)))
 static void add_error(struct cs_dumpset *set, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  if (set->nerrors >= CS_DUMP_MAX_ERRORS) {   /* a file of bad lines costs no memory per line */
+    va_end(ap);
+    set->errors_omitted++;
+    return;
+  }
   char *msg = NULL;
   if (vasprintf(&msg, fmt, ap) < 0) oom();
   va_end(ap);
@@ -89,7 +94,38 @@ static void add_error(struct cs_dumpset *set, const char *fmt, ...) {
 }
 
 void cs_dumpset_print_errors(const struct cs_dumpset *set, FILE *f) {
-  for (size_t i = 0; i < set->nerrors; i++) fprintf(f, "collscope: %s\n", set->errors[i]);
+  char buf[1024];
+  for (size_t i = 0; i < set->nerrors; i++) fprintf(f, "collscope: %s\n", cs_text_safe(set->errors[i], buf, sizeof buf));
+  if (set->errors_omitted)
+    fprintf(f, "collscope: %zu more problems in %s not listed (counted in the report's notes)\n",
+            set->errors_omitted, cs_text_safe(set->path, buf, sizeof buf));
+}
+
+const char *cs_text_safe(const char *s, char *buf, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  bool clean = true;
+  for (size_t i = 0; p[i] && clean; i++)
+    clean = p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\' && !(p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] < 0xa0);
+  if (clean || n == 0) return s;
+  size_t k = 0;
+  for (size_t i = 0; p[i]; i++) {
+    char esc[8];
+    size_t m;
+    if (p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] < 0xa0) {   /* C1 control, U+0080..U+009F */
+      m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", p[++i]);
+    } else if (p[i] < 0x20 || p[i] == 0x7f) {
+      m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", p[i]);
+    } else if (p[i] == '\\') {
+      m = 2, esc[0] = esc[1] = '\\';
+    } else {
+      m = 1, esc[0] = (char)p[i];
+    }
+    if (k + m + 1 > n) break;
+    memcpy(buf + k, esc, m);
+    k += m;
+  }
+  buf[k] = 0;
+  return buf;
 }
 
 /* ---------- small public helpers ---------- */
@@ -242,6 +278,7 @@ static bool parse_header(struct lctx *c, struct cs_header *h) {
   h->job = get_str(c, "job", false, intern(p, ""));
   h->pci_bus_id = get_str(c, "pci_bus_id", false, intern(p, ""));
   h->exe = get_str(c, "exe", false, intern(p, ""));
+  h->salvaged = json_object_get(c->obj, "salvaged_from") != NULL;
   h->nccl_version = get_int(c, "nccl_version", false, 0);
   h->cuda_driver_version = get_int(c, "cuda_driver_version", false, 0);
   json_t *clk = json_object_get(c->obj, "clock");
@@ -307,7 +344,8 @@ static bool parse_op(struct lctx *c, struct cs_op_rec *r) {
   r->site = get_str(c, "site", false, intern(p, ""));
   r->status = clamp_int(get_int(c, "status", false, 0));
   parse_op_sdc(c, r);
-  if (!c->bad && r->comm_size < 1) fail(c, "op record: comm_size %d < 1", r->comm_size);
+  /* comm_size < 1 (the writer's -1): a call on no known communicator, e.g. a NULL comm that
+   * NCCL rejected; the record is read and counted like any other (its seq is -1) */
   return !c->bad;
 }
 
@@ -386,6 +424,24 @@ static const char *json_type_word(json_t *v) {
   }
 }
 
+/* One line of fp into buf (CS_DUMP_LINE_MAX + 1 bytes), newline excluded and NUL-terminated.
+ * Returns its length, or -1 at end of file. A longer line is consumed to its end without
+ * being stored: *too_long is set and the return value is 0. */
+static ssize_t read_line(FILE *fp, char *buf, bool *has_nl, bool *too_long) {
+  size_t len = 0;
+  int ch = EOF;
+  *has_nl = *too_long = false;
+  while ((ch = getc_unlocked(fp)) != EOF && ch != '\n') {
+    if (len < CS_DUMP_LINE_MAX) buf[len++] = (char)ch;
+    else *too_long = true;
+  }
+  if (ch == EOF && len == 0 && !*too_long) return -1;
+  *has_nl = ch == '\n';
+  if (*too_long) len = 0;
+  buf[len] = 0;
+  return (ssize_t)len;
+}
+
 /* Reads one file into f. Returns false when the file is unusable as a whole (I/O error,
  * unsupported schema); the message is already in set->errors. */
 static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
@@ -395,16 +451,19 @@ static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
     return false;
   }
   header_from_name(set, f);
-  char *buf = NULL;
-  size_t cap = 0;
+  char *buf = xrealloc(NULL, CS_DUMP_LINE_MAX + 1);
   ssize_t len;
   size_t lineno = 0;
-  bool ok = true, have_header = false;
-  while ((len = getline(&buf, &cap, fp)) >= 0) {
+  bool ok = true, have_header = false, has_nl, too_long;
+  while ((len = read_line(fp, buf, &has_nl, &too_long)) >= 0) {
     lineno++;
     f->lines++;
-    bool has_nl = len > 0 && buf[len - 1] == '\n';
-    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
+    if (too_long) {
+      f->malformed_lines++;
+      add_error(set, "%s:%zu: line longer than %d bytes, skipped", f->path, lineno, CS_DUMP_LINE_MAX);
+      continue;
+    }
+    while (len > 0 && buf[len - 1] == '\r') buf[--len] = 0;
     if (len == 0 && has_nl) continue;   /* blank line: ignore */
 
     json_error_t jerr;
@@ -567,6 +626,11 @@ static bool load_file(struct cs_dumpset *set, struct cs_dumpfile *f) {
   free(buf);
   fclose(fp);
   if (!have_header && f->hdr.rank < 0 && f->nops > 0) f->hdr.rank = f->ops[0].rank;
+  if (f->has_footer) {   /* what the writer says it wrote, against what the file holds */
+    uint64_t lo = f->footer_ops > f->nops ? f->footer_ops - f->nops : 0;
+    uint64_t lx = f->footer_xfers > f->nxfers ? f->footer_xfers - f->nxfers : 0;
+    f->lost = lo + lx < lo ? UINT64_MAX : lo + lx;   /* saturated: a hostile footer */
+  }
   return ok;
 }
 
@@ -593,12 +657,185 @@ static void add_file(struct cs_dumpset *set, size_t *cap, const char *path) {
   f->name = slash ? slash + 1 : f->path;
 }
 
-struct cs_dumpset *cs_dumpset_load(const char *path) {
+static void free_file(struct cs_dumpfile *f) {
+  free(f->path);
+  free(f->ops);
+  free(f->xfers);
+  free(f->comms);
+  free(f->hangs);
+  free(f->links);
+}
+
+/* ---------- one job per set ---------- */
+
+struct job_count {
+  const char *job;   /* interned */
+  size_t files;
+};
+
+/* Keeps the files of `job` (NULL: the only job found). Returns false (message added) when the
+ * set holds several jobs and none was picked, or the picked one is absent. */
+static bool select_job(struct cs_dumpset *set, const char *job) {
+  struct job_count *jobs = xrealloc(NULL, (set->nfiles + 1) * sizeof *jobs);
+  size_t nj = 0, unnamed = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const char *j = set->files[i].hdr.job;
+    if (!*j) {
+      unnamed++;
+      continue;
+    }
+    size_t k = 0;
+    while (k < nj && jobs[k].job != j) k++;   /* interned */
+    if (k == nj) jobs[nj++] = (struct job_count){j, 0};
+    jobs[k].files++;
+  }
+  bool ok = true;
+  const char *keep = NULL;
+  if (job) {
+    keep = intern(set->pool, job);
+  } else if (nj == 1) {
+    keep = jobs[0].job;
+  } else if (nj > 1) {
+    char *list = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&list, &len);
+    if (!m) oom();
+    char b[256];
+    for (size_t k = 0; k < nj; k++)
+      fprintf(m, "%s%s (%zu file%s)", k ? ", " : "", cs_text_safe(jobs[k].job, b, sizeof b), jobs[k].files,
+              jobs[k].files == 1 ? "" : "s");
+    if (unnamed) fprintf(m, ", %zu file%s without a job id", unnamed, unnamed == 1 ? "" : "s");
+    fclose(m);
+    add_error(set, "%s: dumps of %zu jobs, not mixed: %s; pick one with --job ID", set->path, nj, list);
+    free(list);
+    ok = false;
+  }
+  set->job = keep ? keep : intern(set->pool, "");
+  if (ok && keep) {
+    size_t w = 0;
+    for (size_t i = 0; i < set->nfiles; i++) {
+      struct cs_dumpfile *f = &set->files[i];
+      bool mine = f->hdr.job == keep || (!job && !*f->hdr.job);
+      if (mine) {
+        set->files[w++] = *f;
+      } else {
+        free_file(f);
+        set->other_job_files++;
+      }
+    }
+    set->nfiles = w;
+    if (!w) {
+      char b[256];
+      add_error(set, "%s: no dumps of job %s", set->path, cs_text_safe(keep, b, sizeof b));
+      ok = false;
+    } else if (set->other_job_files) {
+      char b[256];
+      add_error(set, "%s: %zu file%s of other jobs (or without a job id) left out, reporting job %s", set->path,
+                set->other_job_files, set->other_job_files == 1 ? "" : "s", cs_text_safe(keep, b, sizeof b));
+    }
+  }
+  free(jobs);
+  return ok;
+}
+
+/* ---------- a salvage file next to its process's own dump ---------- */
+
+/* A record's identity within one process: ops by (comm, seq) (seq counts every call per
+ * communicator), unnumbered ops, xfers and comm events by their times and ids. */
+struct rec_key {
+  uint64_t kind, a, b, c;
+};
+static int cmp_key(const void *x, const void *y) {
+  const struct rec_key *p = x, *q = y;
+  if (p->kind != q->kind) return p->kind < q->kind ? -1 : 1;
+  if (p->a != q->a) return p->a < q->a ? -1 : 1;
+  if (p->b != q->b) return p->b < q->b ? -1 : 1;
+  return p->c < q->c ? -1 : p->c > q->c;
+}
+static struct rec_key op_key(const struct cs_op_rec *o) {
+  if (o->seq >= 0) return (struct rec_key){0, o->comm, (uint64_t)o->seq, 0};
+  return (struct rec_key){1, o->comm, (uint64_t)o->enqueue_ns, (uint64_t)o->op};
+}
+static struct rec_key xfer_key(const struct cs_xfer_rec *x) {
+  return (struct rec_key){2, (uint64_t)x->enqueue_ns, x->stream, x->bytes};
+}
+static struct rec_key comm_key(const struct cs_comm_rec *c) {
+  return (struct rec_key){3, c->comm, (uint64_t)c->t_ns, (uint64_t)(uintptr_t)c->event};
+}
+static struct rec_key hang_key(const struct cs_hang_rec *h) {
+  return (struct rec_key){4, h->comm, (uint64_t)h->seq, 0};
+}
+static bool have_key(const struct rec_key *v, size_t n, struct rec_key k) {
+  return n && bsearch(&k, v, n, sizeof *v, cmp_key) != NULL;
+}
+
+/* Moves the records of salvage file s that dump file d lacks into d; s is then empty. */
+static void merge_salvage(struct cs_dumpfile *d, struct cs_dumpfile *s) {
+  size_t n = d->nops + d->nxfers + d->ncomms + d->nhangs, k = 0;
+  struct rec_key *v = xrealloc(NULL, (n ? n : 1) * sizeof *v);
+  for (size_t i = 0; i < d->nops; i++) v[k++] = op_key(&d->ops[i]);
+  for (size_t i = 0; i < d->nxfers; i++) v[k++] = xfer_key(&d->xfers[i]);
+  for (size_t i = 0; i < d->ncomms; i++) v[k++] = comm_key(&d->comms[i]);
+  for (size_t i = 0; i < d->nhangs; i++) v[k++] = hang_key(&d->hangs[i]);
+  if (n) qsort(v, n, sizeof *v, cmp_key);
+#define MERGE(arr, cnt, cap, keyf)                                   \
+  for (size_t i = 0; i < s->cnt; i++) {                              \
+    if (have_key(v, n, keyf(&s->arr[i]))) {                          \
+      d->dup_salvage++;                                              \
+      continue;                                                      \
+    }                                                                \
+    grow((void **)&d->arr, &d->cap, d->cnt, sizeof *d->arr);         \
+    d->arr[d->cnt++] = s->arr[i];                                    \
+    d->merged_salvage++;                                             \
+  }
+  MERGE(ops, nops, op_cap, op_key)
+  MERGE(xfers, nxfers, xfer_cap, xfer_key)
+  MERGE(comms, ncomms, comm_cap, comm_key)
+  MERGE(hangs, nhangs, hang_cap, hang_key)
+#undef MERGE
+  d->truncated_lines += s->truncated_lines;
+  d->malformed_lines += s->malformed_lines;
+  d->unknown_types += s->unknown_types;
+  d->lines += s->lines;
+  free(v);
+}
+
+static bool is_salvage(const struct cs_dumpfile *f) {
+  size_t l = strlen(f->name);
+  return f->hdr.salvaged || (l > 14 && strcmp(f->name + l - 14, ".salvage.jsonl") == 0);
+}
+
+/* Each salvage file whose process (host, pid) also left its own dump is merged into it. */
+static void merge_salvaged(struct cs_dumpset *set) {
+  size_t w = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    struct cs_dumpfile *s = &set->files[i];
+    struct cs_dumpfile *d = NULL;
+    if (is_salvage(s) && s->hdr.pid > 0)
+      for (size_t j = 0; j < set->nfiles && !d; j++) {
+        struct cs_dumpfile *c = &set->files[j];
+        if (c->path && !is_salvage(c) && c->hdr.pid == s->hdr.pid && c->hdr.host == s->hdr.host) d = c;
+      }
+    if (d) {
+      merge_salvage(d, s);
+      free_file(s);
+      s->path = NULL;   /* gone: its records live in d */
+    }
+  }
+  for (size_t i = 0; i < set->nfiles; i++)
+    if (set->files[i].path) set->files[w++] = set->files[i];
+  set->nfiles = w;
+}
+
+struct cs_dumpset *cs_dumpset_load(const char *path) { return cs_dumpset_load_job(path, NULL); }
+
+struct cs_dumpset *cs_dumpset_load_job(const char *path, const char *job) {
   struct cs_dumpset *set = calloc(1, sizeof *set);
   if (!set) oom();
   set->pool = calloc(1, sizeof *set->pool);
   if (!set->pool) oom();
   set->path = xstrdup(path);
+  set->job = intern(set->pool, "");
   size_t cap = 0;
 
   struct stat st;
@@ -648,6 +885,8 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
 
   for (size_t i = 0; i < set->nfiles; i++)
     if (!load_file(set, &set->files[i])) set->fatal = true;
+  if (!select_job(set, job)) set->fatal = true;
+  merge_salvaged(set);
 
   if (set->nfiles) qsort(set->files, set->nfiles, sizeof *set->files, cmp_files);
   for (size_t i = 0; i < set->nfiles; i++) {
@@ -661,8 +900,8 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
   return set;
 }
 
-struct cs_dumpset *cs_dumpset_load_cli(const char *path) {
-  struct cs_dumpset *set = cs_dumpset_load(path);
+struct cs_dumpset *cs_dumpset_load_cli(const char *path, const char *job) {
+  struct cs_dumpset *set = cs_dumpset_load_job(path, job);
   cs_dumpset_print_errors(set, stderr);
   if (set->fatal) {
     cs_dumpset_free(set);
@@ -673,15 +912,7 @@ struct cs_dumpset *cs_dumpset_load_cli(const char *path) {
 
 void cs_dumpset_free(struct cs_dumpset *set) {
   if (!set) return;
-  for (size_t i = 0; i < set->nfiles; i++) {
-    struct cs_dumpfile *f = &set->files[i];
-    free(f->path);
-    free(f->ops);
-    free(f->xfers);
-    free(f->comms);
-    free(f->hangs);
-    free(f->links);
-  }
+  for (size_t i = 0; i < set->nfiles; i++) free_file(&set->files[i]);
   free(set->files);
   for (size_t i = 0; i < set->nerrors; i++) free(set->errors[i]);
   free(set->errors);
