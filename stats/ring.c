@@ -317,12 +317,13 @@ bool cs_ring_open(void) {
   if (cs_cfg.rank >= 0) snprintf(rank, sizeof rank, "%d", cs_cfg.rank);
   else snprintf(rank, sizeof rank, "x");
   unsigned uid = (unsigned)geteuid();
-  if (snprintf(base, sizeof base, "%s/collscope-%u-%s-r%s.ring", cs_ring_dir(), uid, cs_cfg.job, rank) >=
+  /* the job as the header holds it (127 bytes): readers require the name to carry it */
+  if (snprintf(base, sizeof base, "%s/collscope-%u-%.127s-r%s.ring", cs_ring_dir(), uid, cs_cfg.job, rank) >=
       (int)sizeof base - 16) {
     cs_log(CS_LOG_WARN, "stats ring: directory name too long; no live view for this process");
     return false;
   }
-  snprintf(tmp, sizeof tmp, "%s/.collscope-%u-%s-r%s-p%d.tmp", cs_ring_dir(), uid, cs_cfg.job, rank, (int)getpid());
+  snprintf(tmp, sizeof tmp, "%s/.collscope-%u-%.127s-r%s-p%d.tmp", cs_ring_dir(), uid, cs_cfg.job, rank, (int)getpid());
   struct cs_ring_hdr *h = build(tmp, cap, len);
   if (!h) {
     cs_log(CS_LOG_WARN, "cannot create stats ring %s: %s; no live view for this process", tmp, strerror(errno));

@@ -260,6 +260,21 @@ static void test_reclaim_logged_and_half_written_kept(void **st) {
   unlink(name);
 }
 
+/* A job id longer than the header's field: the name carries what the header holds, so the
+ * reader's name/job check accepts the ring. */
+static void test_long_job(void **st) {
+  (void)st;
+  char job[201];
+  memset(job, 'j', 200);
+  job[200] = 0;
+  setup_cfg(16, job);
+  assert_true(cs_ring_open());
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, cs_ring_path()), 0);
+  cs_ring_reader_close(&rd);
+  cs_ring_close(true);
+}
+
 /* A hand-made ring file: the header as a writer of uid `uid` and job `job` would make it. */
 static void hand_ring(const char *path, const char *job, uint64_t cap, uint64_t slots_in_file, uint64_t head) {
   size_t len = sizeof(struct cs_ring_hdr) + slots_in_file * sizeof(struct cs_ring_slot);
@@ -440,6 +455,7 @@ int main(void) {
       cmocka_unit_test(test_pid_reuse),
       cmocka_unit_test(test_reclaim_logged_and_half_written_kept),
       cmocka_unit_test(test_reader_checks),
+      cmocka_unit_test(test_long_job),
       cmocka_unit_test(test_capacity_changed_after_open),
       cmocka_unit_test(test_stress),
   };
