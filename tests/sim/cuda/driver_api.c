@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* every function this file defines outside `static` is driver API: exported */
+SIMCUDA_API_BEGIN
+
 #define GIB (1024ull * 1024ull * 1024ull)
 #define SIM_TOTAL_MEM (80ull * GIB)
 #define SIM_NAME "NVIDIA H100 80GB HBM3 (collscope-sim)"
@@ -1037,6 +1040,14 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, uns
                              unsigned int by, unsigned int bz, unsigned int shmem, CUstream h, void **params, void **extra)
 { (void)shmem; return launch(f, gx, gy, gz, bx, by, bz, h, params, extra, 1); }
 
+/* every block of a simulated kernel runs in one host call, so co-residency always holds */
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                   unsigned int by, unsigned int bz, unsigned int shmem, CUstream h, void **params)
+{ (void)shmem; return launch(f, gx, gy, gz, bx, by, bz, h, params, NULL, 0); }
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                        unsigned int by, unsigned int bz, unsigned int shmem, CUstream h, void **params)
+{ (void)shmem; return launch(f, gx, gy, gz, bx, by, bz, h, params, NULL, 1); }
+
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
@@ -1084,6 +1095,21 @@ CUresult cuGraphAddHostNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
     return graph_add_host_node(out, g, p->fn, p->userData);
 }
 
+CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                              const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    (void)deps; (void)ndeps;   /* as for host nodes: insertion order respects every dependency */
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    struct CUfunc_st *f = (struct CUfunc_st *)p->func;
+    if (!reg_ok(f, OBJ_FUNC)) return CUDA_ERROR_INVALID_VALUE;
+    if (!p->gridDimX || !p->gridDimY || !p->gridDimZ || !p->blockDimX || !p->blockDimY || !p->blockDimZ ||
+        (unsigned long long)p->blockDimX * p->blockDimY * p->blockDimZ > 1024 || (p->kernelParams && p->extra))
+        return CUDA_ERROR_INVALID_VALUE;
+    const unsigned grid[3] = { p->gridDimX, p->gridDimY, p->gridDimZ };
+    const unsigned block[3] = { p->blockDimX, p->blockDimY, p->blockDimZ };
+    return graph_add_kernel_node(out, g, f, grid, block, p->kernelParams, p->extra);
+}
+
 /* ------------------------------------------------------------------ stream-ordered allocation */
 /* The allocation happens at once (nothing can use it before the stream reaches this point
  * anyway); the free is a stream item, so it happens after the work queued before it. */
@@ -1122,3 +1148,4 @@ void sim_api_kstats_labels(void)
     sim_kstats_label(FNKEY(cb_run), "stream-callback");
     sim_kstats_label(FNKEY(free_now), "free-async");
 }
+SIMCUDA_API_END

@@ -1431,8 +1431,9 @@ static void kcall_free(void *p)
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
-                       struct CUstream_st *s, void **params, void **extra)
+/* the stream/graph unit body of one launch of f: arguments copied as described in simcuda.h */
+static CUresult kcall_build(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
+                            void **params, void **extra, struct kcall **out)
 {
     struct kcall *k = calloc(1, sizeof *k);
     if (!k) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1483,8 +1484,33 @@ CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsign
     } else {
         k->params = params;   /* no argument sizes known: the caller's array is used as is */
     }
+    *out = k;
+    return CUDA_SUCCESS;
+}
+
+CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
+                       struct CUstream_st *s, void **params, void **extra)
+{
+    struct kcall *k;
+    CUresult r = kcall_build(f, grid, block, params, extra, &k);
+    if (r != CUDA_SUCCESS) return r;
     struct unit u = { .kind = U_FN, .fn = kcall_run, .arg = k, .free_arg = kcall_free };
-    CUresult r = stream_submit(s, &u, NULL);
+    r = stream_submit(s, &u, NULL);
     if (r != CUDA_SUCCESS) kcall_free(k);
     return r;
+}
+
+/* a kernel node: the launch unit appended to the graph (it runs in insertion order) */
+CUresult graph_add_kernel_node(CUgraphNode *out, CUgraph g, struct CUfunc_st *f, const unsigned grid[3],
+                               const unsigned block[3], void **params, void **extra)
+{
+    if (!out || !reg_ok(g, OBJ_GRAPH)) return CUDA_ERROR_INVALID_VALUE;
+    struct kcall *k;
+    CUresult r = kcall_build(f, grid, block, params, extra, &k);
+    if (r != CUDA_SUCCESS) return r;
+    struct unit u = { .kind = U_FN, .fn = kcall_run, .arg = k, .free_arg = kcall_free };
+    pthread_mutex_lock(&g_lock);
+    *out = nodelist_append(g->nl, &u);
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
 }

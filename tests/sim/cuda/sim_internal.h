@@ -188,6 +188,8 @@ SIM_HIDDEN CUresult graph_exec_destroy(CUgraphExec e);
 SIM_HIDDEN CUresult graph_launch(CUgraphExec e, struct CUstream_st *s);
 SIM_HIDDEN CUresult graph_nodes(CUgraph g, CUgraphNode *nodes, size_t *n);
 SIM_HIDDEN CUresult graph_add_host_node(CUgraphNode *out, CUgraph g, CUhostFn fn, void *arg);
+SIM_HIDDEN CUresult graph_add_kernel_node(CUgraphNode *out, CUgraph g, struct CUfunc_st *f, const unsigned grid[3],
+                                         const unsigned block[3], void **params, void **extra);
 
 /* memory */
 SIM_HIDDEN int alloc_find(const void *p, struct sim_alloc *out);
