@@ -650,6 +650,40 @@ EXPORT cudaError_t cudaStreamAttachMemAsync(cudaStream_t s, void *p, size_t n, u
 EXPORT cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t s, void *p, size_t n, unsigned int flags)
 { (void)p; (void)n; (void)flags; INIT(); return stream_ok(s, 1); }
 
+/* ------------------------------------------------------------------ IPC handles (the driver's, ipc.c) */
+EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
+{
+    if (!h) return R(cudaErrorInvalidValue);
+    INIT();
+    return RC(DRV(cuIpcGetMemHandle)((CUipcMemHandle *)h, (CUdeviceptr)p));
+}
+EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags)
+{
+    if (!p) return R(cudaErrorInvalidValue);
+    INIT();
+    CUipcMemHandle ch;
+    memcpy(&ch, &h, sizeof ch);
+    CUdeviceptr d = 0;
+    CUresult r = DRV(cuIpcOpenMemHandle)(&d, ch, flags);
+    if (r == CUDA_SUCCESS) *p = (void *)d;
+    return RC(r);
+}
+EXPORT cudaError_t cudaIpcCloseMemHandle(void *p) { INIT(); return RC(DRV(cuIpcCloseMemHandle)((CUdeviceptr)p)); }
+EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *h, cudaEvent_t e)
+{
+    if (!h) return R(cudaErrorInvalidValue);
+    INIT();
+    return RC(DRV(cuIpcGetEventHandle)((CUipcEventHandle *)h, e));
+}
+EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *e, cudaIpcEventHandle_t h)
+{
+    if (!e) return R(cudaErrorInvalidValue);
+    INIT();
+    CUipcEventHandle ch;
+    memcpy(&ch, &h, sizeof ch);
+    return RC(DRV(cuIpcOpenEventHandle)(e, ch));
+}
+
 /* ------------------------------------------------------------------ streams */
 EXPORT cudaError_t cudaStreamCreate(cudaStream_t *s)
 {
