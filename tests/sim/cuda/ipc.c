@@ -116,7 +116,8 @@ CUresult cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHandle h, unsigned int fl
     struct ipc_mem_handle m;
     if (!dptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return CUDA_ERROR_INVALID_VALUE;
     memcpy(&m, h.reserved, sizeof m);
-    if (m.magic != IPC_MAGIC || m.version != 1 || m.pid <= 0 || m.fd < 0 || m.size == 0 || m.size > (80ull << 30))   /* one simulated device */
+    if (m.magic != IPC_MAGIC || m.version != 1 || m.pid <= 0 || m.fd < 0 || m.size == 0 ||
+        m.size > (80ull << 30))   /* larger than a simulated device */
         return CUDA_ERROR_INVALID_HANDLE;
     if (m.pid == (int32_t)getpid()) return CUDA_ERROR_INVALID_CONTEXT;
     if (m.host != host_hash()) return CUDA_ERROR_INVALID_HANDLE;   /* another simulated host */
@@ -182,8 +183,7 @@ void ipc_event_unmap(struct sim_ipc_event *p, int fd)
 CUresult cuIpcGetEventHandle(CUipcEventHandle *h, CUevent e)
 {
     if (!h || !e) return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = cuEventQuery(e);   /* validates the handle (and answers for a captured event) */
-    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY) return r;
+    if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     if (!(e->flags & CU_EVENT_INTERPROCESS) || e->remote) return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&ipc_mu);
     if (!e->ipc) {
