@@ -48,6 +48,7 @@ int main()
   EXPECT(ncclLsaBarrierCreateRequirement(world, 1, (ncclLsaBarrierHandle_t *)dc, &rr) == ncclInvalidUsage);
   EXPECT(ncclGinBarrierCreateRequirement(comms[0], world, 1, (ncclGinBarrierHandle_t *)dc, &rr) == ncclInvalidUsage);
   EXPECT(ncclLLA2ACreateRequirement(1, 1, (ncclLLA2AHandle_t *)dc, &rr) == ncclInvalidUsage);
+  EXPECT(ncclLLA2ACalcSlots(10, 12) == 20);   /* ll_a2a.cc: maxElts * divUp(maxEltSize, 8) */
   EXPECT(std::strstr(ncclGetLastError(comms[0]), "device API is not simulated") != nullptr);
 
   std::fflush(stdout);

@@ -3,8 +3,9 @@
  * so a program that uses them gets a clean error instead of a symbol lookup failure:
  * every function that needs device state returns ncclInvalidUsage (or, returning a team
  * or a rank, the value NCCL itself returns when its device runtime fails to initialise:
- * a zero team, rank -1) and logs one NCCL WARN line. ncclTeamWorld and ncclTeamRankToWorld
- * need no device state and compute what NCCL computes (src/nccl_device/core.cc).
+ * a zero team, rank -1) and logs one NCCL WARN line. ncclTeamWorld, ncclTeamRankToWorld
+ * and ncclLLA2ACalcSlots need no device state and compute what NCCL computes
+ * (src/nccl_device/core.cc, ll_a2a.cc).
  * The headers are C++; the declarations below repeat their C signatures. */
 #include "simnccl.h"
 
@@ -29,6 +30,7 @@ SN_API ncclResult_t pncclGinBarrierCreateRequirement(ncclComm_t comm, ncclTeam_t
                                                      ncclGinBarrierHandle_t *outHandle, ncclDevResourceRequirements_t *outReq);
 SN_API ncclResult_t pncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA2AHandle_t *outHandle,
                                                 ncclDevResourceRequirements_t *outReq);
+SN_API int pncclLLA2ACalcSlots(int maxElts, int maxEltSize);
 
 static void not_simulated(const char *fn)
 {
@@ -114,3 +116,10 @@ SN_API ncclResult_t pncclLLA2ACreateRequirement(int nBlocks, int nSlots, ncclLLA
   return ncclInvalidUsage;
 }
 SN_ALIAS(ncclLLA2ACreateRequirement)
+
+/* ll_a2a.cc: maxElts * divUp(maxEltSize, 8) */
+SN_API int pncclLLA2ACalcSlots(int maxElts, int maxEltSize) {
+  long long slots = (long long)maxElts * (((long long)maxEltSize + 7) / 8);
+  return slots > __INT_MAX__ || slots < -__INT_MAX__ ? -1 : (int)slots;
+}
+SN_ALIAS(ncclLLA2ACalcSlots)
