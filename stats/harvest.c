@@ -27,7 +27,6 @@ static _Atomic uint64_t flush_req, flush_done;
 
 static struct cs_record *pend;
 static size_t npend, cappend;
-static uint64_t drops_written;
 
 bool cs_record_push(const struct cs_record *r) {
   if (CS_LIKELY(rq_ok && cs_queue_push(&rq, r))) {
@@ -186,11 +185,7 @@ static size_t harvest_pass(bool final) {
   npend = keep;
   if (!final) hang_check();
   cs_net_collect(final, link_emit);  /* NCCL_NET wrapper */
-  uint64_t d = atomic_load(&cs_st.drops);
-  if (d != drops_written) {
-    cs_dump_drops(d - drops_written);
-    drops_written = d;
-  }
+  cs_dump_drops_sync();
   return drained + done;
 }
 
@@ -286,7 +281,6 @@ void cs_harvest_atfork_child(void) {
   npend = 0;
   cappend = 0;
   pend = NULL;
-  drops_written = 0;
   nhang_seen = 0;
   cs_ring_atfork_child();
   atomic_store(&flush_req, 0);
