@@ -5,11 +5,14 @@
  * (the page outlives the process). With OPCOUNT_GATE=1, SIGTERM/SIGINT/SIGHUP are blocked
  * in every thread (the mask is set before any thread exists) and unblocked on the main
  * thread only between two calls, so a termination signal lands where the count is exact.
+ * OPCOUNT_PACE_US=N: a sleep of N us after each call (a run of --steps calls lasts at
+ * least steps x N us, however loaded the machine).
  * Rank 0 prints "opcount world=W ops=N" at the end. */
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../apps/common.h"
@@ -40,6 +43,9 @@ int main(int argc, char **argv) {
   sigaddset(&term, SIGHUP);
   const char *g = getenv("OPCOUNT_GATE");
   int gate = g && !strcmp(g, "1");
+  const char *pace_s = getenv("OPCOUNT_PACE_US");
+  long pace = pace_s ? atol(pace_s) : 0;
+  struct timespec pace_ts = {pace / 1000000, (pace % 1000000) * 1000L};
   if (gate) sigprocmask(SIG_BLOCK, &term, NULL);
 
   struct app a;
@@ -63,6 +69,7 @@ int main(int argc, char **argv) {
     NCCLCHECK(ncclAllReduce(d, d, n, ncclFloat32, ncclSum, comm, s));
     ops++;
     if (counter) *counter = ops;
+    if (pace > 0) nanosleep(&pace_ts, NULL);
     if (i % 64 == 63) CUDACHECK(cudaStreamSynchronize(s));
   }
   CUDACHECK(cudaStreamSynchronize(s));
