@@ -262,6 +262,8 @@ static void *harvest_main(void *arg) {
     idle_wait(idle_us);
     if (atomic_load(&final_state) == FINAL_ASKED) {
       finish(CS_TERM_PENDING_MS);
+      /* the footer is written: stay joinable, idle, until cs_harvest_stop (if ever) */
+      while (!atomic_load(&stop_req)) idle_wait(100000);
       break;
     }
   }
