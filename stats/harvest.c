@@ -4,7 +4,7 @@
  * to their pool, and flushes the file at least every COLLSCOPE_FLUSH_MS. Records whose
  * stream never completes stay pending; nothing here can block the job.
  *
- * Termination signals (shim/term_signal.c): the handler asks this thread, through a pipe
+ * Termination signals (shim/init.c): the handler asks this thread, through a pipe
  * (write(2) and poll(2) are async-signal-safe), to write everything queued and the footer,
  * and waits for a byte on a second pipe, a bounded time. */
 #include "dump_writer.h"
