@@ -10,8 +10,8 @@ The dump file end to end on the simulator: 4 ranks of opcount_job under `collsco
            wrote records again after the space came back. Needs mount(2) (root); exit 77
            (skipped) where mounting is not permitted.
   sigterm: SIGTERM to the launcher mid-job (termination signals reach each rank between two
-           calls: OPCOUNT_GATE=1); every dump has a footer and op records + footer drops ==
-           ops the job ran.
+           calls: OPCOUNT_GATE=1, unless the environment sets 0); every dump has a footer
+           and op records + footer drops == ops the job ran, and the launcher exits 128+15.
 Prints the measured figures."""
 import argparse, errno, glob, json, os, shutil, signal, subprocess, sys, tempfile, time
 
@@ -179,7 +179,8 @@ def case_sigterm(cli, job, tmp):
     dumps = os.path.join(tmp, "dumps")
     counts = os.path.join(tmp, "counts")
     os.makedirs(counts)
-    p = start_job(cli, job, dumps, counts, steps=1000000, env_extra={"OPCOUNT_GATE": os.environ.get("OPCOUNT_GATE", "1")})
+    gate = os.environ.get("OPCOUNT_GATE", "1")  # 0: signals land anywhere in the job
+    p = start_job(cli, job, dumps, counts, steps=1000000, env_extra={"OPCOUNT_GATE": gate})
     if not check(wait_for(lambda: min(counters(counts).values()) >= 2000, 60, p), "every rank ran 2000 ops"):
         p.kill()
         print(p.communicate()[0])
@@ -190,9 +191,7 @@ def case_sigterm(cli, job, tmp):
     out = p.communicate(timeout=60)[0]
     took = time.time() - t0
     print("launcher exit %d after %.2f s" % (p.returncode, took))
-    check(p.returncode != 0, "the job's termination shows in the launcher's exit code")
-    check("terminated" in out.lower() or "signal 15" in out or p.returncode == 128 + signal.SIGTERM,
-          "ranks died of SIGTERM (the job's fate unchanged):\n" + out)
+    check(p.returncode == 128 + signal.SIGTERM, "the ranks died of SIGTERM (the job's fate unchanged):\n" + out)
     ran = counters(counts)
     d = dumps_by_rank(dumps)
     check(len(d) == RANKS, "one dump per rank: %d" % len(d))
