@@ -112,11 +112,14 @@ def fill(path):
 def case_enospc(cli, job, tmp):
     mnt = os.path.join(tmp, "mnt")
     os.makedirs(mnt)
-    m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", mnt],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if m.returncode != 0:
-        print("SKIP: cannot mount a tmpfs here (%s); the unit test shim-unit-dump covers write failures"
-              % m.stdout.strip())
+    try:
+        m = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,mode=0700", "tmpfs", mnt],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        why = m.stdout.strip() if m.returncode != 0 else None
+    except OSError as e:
+        why = str(e)
+    if why is not None:
+        print("SKIP: cannot mount a tmpfs here (%s); the unit test shim-unit-dump covers write failures" % why)
         return 77
     try:
         dumps = os.path.join(mnt, "dumps")
