@@ -142,15 +142,17 @@ static __attribute__((noreturn)) void term_child(const char *dir, enum job_handl
   c->id = 0xaaaa; c->size = 2; c->rank = 0;
   for (int i = 0; i < n; i++) {
     struct cs_record r;
-    cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)(0x1000 + i % 2), NULL);
-    cs_op_end(&r, 0, 7);
+    struct cs_comm *cc = cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)(0x1000 + i % 2), NULL);
+    cs_op_returned(&r, cc, 0, 7);
+    cs_op_end(&r);
   }
   raise(sig);
   /* only an ignored signal gets here: recording goes on, exit writes the footer */
   for (int i = 0; i < n; i++) {
     struct cs_record r;
-    cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)0x1000, NULL);
-    cs_op_end(&r, 0, 7);
+    struct cs_comm *cc = cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)0x1000, NULL);
+    cs_op_returned(&r, cc, 0, 7);
+    cs_op_end(&r);
   }
   exit(0);
 }
