@@ -20,6 +20,8 @@ void cs_hooks_comm_created(void *comm, struct cs_comm *info) {
   cs_online_comm_created(comm, info);
 }
 
+void cs_hooks_comm_unrecorded(void *comm, struct cs_comm *info) { cs_online_comm_unrecorded(comm, info); }
+
 void cs_hooks_comm_destroying(void *comm) {
   cs_online_comm_destroying(comm);
   cs_topo_route_comm_destroying(comm);

@@ -33,6 +33,10 @@ void cs_hooks_before_op(struct cs_call *c);            /* before the real call *
 void cs_hooks_after_op(struct cs_call *c, int status); /* after it returned */
 /* A communicator was created (after collscope registered it) / is about to go. */
 void cs_hooks_comm_created(void *comm, struct cs_comm *info);
+/* A communicator was created while this process records nothing (recording off, or the
+ * table full): info has only size, rank and nonblocking. Hooks whose communication all
+ * ranks must take part in still take part. */
+void cs_hooks_comm_unrecorded(void *comm, struct cs_comm *info);
 void cs_hooks_comm_destroying(void *comm);
 
 #endif

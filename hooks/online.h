@@ -5,8 +5,13 @@
  *     SLURM_NTASKS, ...) and whose rank equals the process's global rank, created outside
  *     a group by the process's main thread, blocking (several threads creating communicators at
  *     once would make "first" differ between processes): right after its init returns, on the caller's thread, collscope calls
- *     ncclCommSplit(world, 0, rank) non-blocking with one CTA and waits for the child at
- *     most COLLSCOPE_ONLINE_TIMEOUT seconds (then aborts it and turns the feature off).
+ *     ncclCommSplit(world, 0, rank) with a non-blocking child config and one CTA. The
+ *     split of a blocking parent completes only when every rank has called it, so it
+ *     runs on a thread of its own and the caller waits at most COLLSCOPE_ONLINE_TIMEOUT
+ *     seconds (then turns the feature off and leaves the split pending). A rank that
+ *     finds the world communicator but cannot take part (recording off, no CUDA
+ *     context, NCCL entry points missing) calls the split with NCCL_SPLIT_NOCOLOR: the
+ *     others get a child smaller than the world and turn the feature off at once.
  *     The user's communicator sees exactly one extra call, at the same place on every
  *     rank, before the user gets it back.
  *  2. The harvest thread feeds this module the finished records: every stride-th
@@ -22,14 +27,18 @@
  *  4. Destroying the world communicator (or exit) stops the thread; a pending exchange
  *     is aborted, never waited for.
  * Hot path cost: one relaxed load and a modulo per collective on the world communicator.
- * Requirements: one rank per process and the same COLLSCOPE_ONLINE on every rank (the
- * launcher's environment), else the split waits for ranks that never call it (bounded
- * by the timeout on real NCCL; the simulator's split is synchronous). */
+ * Requirements: one rank per process, collscope preloaded and the same COLLSCOPE_ONLINE
+ * and COLLSCOPE_DISABLE on every rank (the launcher's environment). Otherwise the ranks
+ * with the feature on wait COLLSCOPE_ONLINE_TIMEOUT for the split, once, and the job
+ * goes on; their split stays pending on the world communicator, so a later
+ * ncclCommSplit of that communicator by the job itself could pair with it. */
 #ifndef COLLSCOPE_ONLINE_HOOK_H
 #define COLLSCOPE_ONLINE_HOOK_H
 #include "hooks.h"
 
 void cs_online_comm_created(void *comm, struct cs_comm *info);
+/* a communicator of a process whose recording is off (info: size, rank, nonblocking) */
+void cs_online_comm_unrecorded(void *comm, struct cs_comm *info);
 void cs_online_after_op(struct cs_call *c, int status);
 void cs_online_comm_destroying(void *comm);
 /* harvest thread: a record is final (timed, or given up) */

@@ -1,5 +1,7 @@
 /* shim/config.c: reads collscope's environment once (COLLSCOPE_*, launcher rank/job
- * variables) and owns the one-line logger. Bad values are logged and defaulted. */
+ * variables) and owns the one-line logger. Defaults come from the table of variables
+ * (include/collscope/env_vars.def); a bad value is logged in one line (variable, value,
+ * default used) and defaulted. */
 #include "cs_internal.h"
 #include <errno.h>
 #include <stdarg.h>
@@ -25,127 +27,235 @@ void cs_log(int level, const char *fmt, ...) {
   (void)w;
 }
 
+/* ---- the defaults: from the one table of variables (include/collscope/env_vars.def) */
+static const struct {
+  const char *name, *def;
+} env_defaults[] = {
+#define CS_ENV_VAR(name, def, who, meaning) {name, def},
+#include "collscope/env_vars.def"
+#undef CS_ENV_VAR
+};
+
+static const char *env_default(const char *name) {
+  for (size_t i = 0; i < sizeof env_defaults / sizeof env_defaults[0]; i++)
+    if (!strcmp(env_defaults[i].name, name)) return env_defaults[i].def;
+  return "unset";
+}
+
 static const char *env(const char *name) {
   const char *v = getenv(name);
   return (v && *v) ? v : NULL;
 }
 
-static long env_long(const char *name, long def, long lo, long hi) {
-  const char *v = env(name);
-  if (!v) return def;
+/* A value from the environment, fit for one log line: at most 64 bytes shown, control and
+ * non-ASCII bytes as '?' (a value may hold newlines or escape sequences). */
+static const char *shown(const char *v, char *buf, size_t len) {
+  size_t n = 0;
+  for (; v[n] && n + 4 < len && n < 64; n++) buf[n] = (v[n] >= 0x20 && v[n] < 0x7f) ? v[n] : '?';
+  if (v[n]) buf[n++] = '.', buf[n++] = '.', buf[n++] = '.';
+  buf[n] = '\0';
+  return buf;
+}
+
+/* The one line for a value that is not used: the variable, the value, what was expected and
+ * the default used instead. */
+static void bad_value(const char *name, const char *v, const char *expected) {
+  char b[80];
+  cs_log(CS_LOG_WARN, "ignoring %s=%s (expected %s); using the default %s", name, shown(v, b, sizeof b), expected,
+         env_default(name));
+}
+
+static bool parse_long(const char *v, long lo, long hi, long *out) {
   char *end;
   errno = 0;
   long x = strtol(v, &end, 10);
-  if (errno || *end || x < lo || x > hi) {
-    cs_log(CS_LOG_WARN, "ignoring %s=%s (expected an integer in [%ld, %ld]); using %ld", name, v, lo, hi, def);
-    return def;
-  }
-  return x;
+  if (errno || end == v || *end || x < lo || x > hi) return false;
+  *out = x;
+  return true;
 }
 
-static bool env_bool(const char *name, bool def) {
+static long env_long(const char *name, long lo, long hi) {
   const char *v = env(name);
-  if (!v) return def;
-  if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) return true;
-  if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off")) return false;
-  cs_log(CS_LOG_WARN, "ignoring %s=%s (expected 0/1); using %d", name, v, (int)def);
-  return def;
+  long x;
+  if (v && parse_long(v, lo, hi, &x)) return x;
+  if (v) {
+    char exp[80];
+    snprintf(exp, sizeof exp, "an integer in [%ld, %ld]", lo, hi);
+    bad_value(name, v, exp);
+  }
+  if (parse_long(env_default(name), lo, hi, &x)) return x;
+  cs_log(CS_LOG_WARN, "built-in default of %s (%s) is not valid; using %ld", name, env_default(name), lo);
+  return lo;
 }
 
-/* COLLSCOPE_SDC=off|all|sample:N, COLLSCOPE_SDC_MIN_BYTES, COLLSCOPE_SDC_ACTION=log|abort */
-#define CS_SDC_DEFAULT_SAMPLE 2048u   /* ~0.5% on the simulator's bandwidth-bound runs (bench_sdc) */
-#define CS_SDC_DEFAULT_MIN_BYTES (1L << 20)
+static int parse_bool(const char *v) {
+  if (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on")) return 1;
+  if (!strcmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off")) return 0;
+  return -1;
+}
+
+static bool env_bool(const char *name) {
+  const char *v = env(name);
+  int b = v ? parse_bool(v) : -1;
+  if (b >= 0) return b;
+  if (v) bad_value(name, v, "0 or 1");
+  return parse_bool(env_default(name)) == 1;
+}
+
+/* A word variable: its value, or (logged when set but not understood) the table's default.
+ * parse returns -1 for a word it does not know. */
+static int env_word(const char *name, int (*parse)(const char *), const char *expected) {
+  const char *v = env(name);
+  int x = v ? parse(v) : -1;
+  if (x >= 0) return x;
+  if (v) bad_value(name, v, expected);
+  x = parse(env_default(name));
+  if (x >= 0) return x;
+  cs_log(CS_LOG_WARN, "built-in default of %s (%s) is not valid; using the first of %s", name, env_default(name),
+         expected);
+  return 0;
+}
+
+static int parse_log_level(const char *v) {
+  if (!strcmp(v, "quiet")) return CS_LOG_QUIET;
+  if (!strcmp(v, "warn")) return CS_LOG_WARN;
+  if (!strcmp(v, "info")) return CS_LOG_INFO;
+  if (!strcmp(v, "debug")) return CS_LOG_DEBUG;
+  return -1;
+}
+
+static int parse_timing(const char *v) { return cs_timing_mode_parse(v); }
+
+static int parse_sdc_action(const char *v) {
+  if (!strcmp(v, "log")) return CS_SDC_ACTION_LOG;
+  if (!strcmp(v, "abort")) return CS_SDC_ACTION_ABORT;
+  return -1;
+}
+
+/* COLLSCOPE_SDC=off|all|sample:N: the mode, and N in *sample (sample:1 is all) */
+static int parse_sdc(const char *v, unsigned *sample) {
+  *sample = 1;
+  if (!strcmp(v, "off") || !strcmp(v, "0")) return CS_SDC_OFF;
+  if (!strcmp(v, "all") || !strcmp(v, "on") || !strcmp(v, "1")) return CS_SDC_ALL;
+  long n;
+  if (strncmp(v, "sample:", 7) || !parse_long(v + 7, 1, 1000000, &n)) return -1;
+  *sample = (unsigned)n;
+  return n == 1 ? CS_SDC_ALL : CS_SDC_SAMPLE;
+}
+
 static void cs_sdc_config_load(void) {
   const char *v = env("COLLSCOPE_SDC");
-  cs_cfg.sdc_mode = CS_SDC_SAMPLE;
-  cs_cfg.sdc_sample = CS_SDC_DEFAULT_SAMPLE;
-  if (v) {
-    char *end;
-    unsigned long n;
-    if (!strcmp(v, "off") || !strcmp(v, "0")) cs_cfg.sdc_mode = CS_SDC_OFF;
-    else if (!strcmp(v, "all") || !strcmp(v, "on") || !strcmp(v, "1")) cs_cfg.sdc_mode = CS_SDC_ALL;
-    else if (!strncmp(v, "sample:", 7) && (errno = 0, n = strtoul(v + 7, &end, 10), !errno && !*end && n >= 1 &&
-                                            n <= 1000000))
-      cs_cfg.sdc_sample = (unsigned)n, cs_cfg.sdc_mode = n == 1 ? CS_SDC_ALL : CS_SDC_SAMPLE;
-    else
-      cs_log(CS_LOG_WARN, "ignoring COLLSCOPE_SDC=%s (expected off, all or sample:N); using sample:%u", v,
-             CS_SDC_DEFAULT_SAMPLE);
+  unsigned sample = 1;
+  int mode = v ? parse_sdc(v, &sample) : -1;
+  if (mode < 0) {
+    if (v) bad_value("COLLSCOPE_SDC", v, "off, all or sample:N with N in [1, 1000000]");
+    mode = parse_sdc(env_default("COLLSCOPE_SDC"), &sample);
   }
-  cs_cfg.sdc_min_bytes = (uint64_t)env_long("COLLSCOPE_SDC_MIN_BYTES", CS_SDC_DEFAULT_MIN_BYTES, 0, 1L << 50);
-  const char *a = env("COLLSCOPE_SDC_ACTION");
-  cs_cfg.sdc_action = CS_SDC_ACTION_LOG;
-  if (a && !strcmp(a, "abort")) cs_cfg.sdc_action = CS_SDC_ACTION_ABORT;
-  else if (a && strcmp(a, "log")) cs_log(CS_LOG_WARN, "ignoring COLLSCOPE_SDC_ACTION=%s (expected log or abort)", a);
+  cs_cfg.sdc_mode = mode < 0 ? CS_SDC_OFF : mode;
+  cs_cfg.sdc_sample = sample;
+  cs_cfg.sdc_min_bytes = (uint64_t)env_long("COLLSCOPE_SDC_MIN_BYTES", 0, 1L << 50);
+  cs_cfg.sdc_action = env_word("COLLSCOPE_SDC_ACTION", parse_sdc_action, "log or abort");
 }
 
-static int first_int_env(const char *const *names, int def) {
-  for (int i = 0; names[i]; i++) {
+/* The first of names that holds a rank-like integer; a set one that does not is logged. */
+static int first_int_env(const char *const *names) {
+  const char *bad = NULL, *bad_v = NULL;
+  int found = -1;
+  const char *found_name = NULL;
+  for (int i = 0; names[i] && !found_name; i++) {
     const char *v = env(names[i]);
+    long x;
     if (!v) continue;
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*end == 0 && x >= 0 && x < (1L << 30)) return (int)x;
+    if (parse_long(v, 0, (1L << 30) - 1, &x)) found = (int)x, found_name = names[i];
+    else if (!bad) bad = names[i], bad_v = v;
   }
-  return def;
+  if (bad) {
+    char b[80];
+    if (found_name)
+      cs_log(CS_LOG_WARN, "ignoring %s=%s (expected an integer in [0, %ld]); using %s=%d", bad,
+             shown(bad_v, b, sizeof b), (1L << 30) - 1, found_name, found);
+    else
+      cs_log(CS_LOG_WARN, "ignoring %s=%s (expected an integer in [0, %ld]); using the default -1", bad,
+             shown(bad_v, b, sizeof b), (1L << 30) - 1);
+  }
+  return found;
 }
 
-static void copy_str(char *dst, size_t len, const char *src) {
-  snprintf(dst, len, "%s", src);
+/* A name that becomes part of a file name (host, job): [A-Za-z0-9._-] kept, any other byte
+ * (a '/' too) becomes '_', a leading '.' becomes '_', at most max bytes, never empty.
+ * Logs one line (at log_level) when the name had to change. */
+static void set_file_name_part(char *dst, size_t max, const char *src, const char *what, int log_level) {
+  size_t n = 0;
+  bool changed = false;
+  for (; src[n] && n < max; n++) {
+    char c = src[n];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+              c == '_' || (c == '.' && n > 0);
+    dst[n] = ok ? c : '_';
+    changed |= !ok;
+  }
+  changed |= src[n] != '\0';
+  if (n == 0) dst[n++] = '_', changed = true;
+  dst[n] = '\0';
+  if (changed) {
+    char b[80];
+    cs_log(log_level, "%s %s is not a safe file name part ([A-Za-z0-9._-], no leading '.', at most %zu bytes); "
+           "using %s", what, shown(src, b, sizeof b), max, dst);
+  }
 }
+
+#define CS_HOST_MAX 127 /* bytes of a host name kept (the stats ring's host field holds 127) */
 
 void cs_config_load(void) {
-  const char *lv = env("COLLSCOPE_LOG");
-  cs_cfg.log_level = CS_LOG_WARN;
-  if (lv) {
-    if (!strcmp(lv, "quiet")) cs_cfg.log_level = CS_LOG_QUIET;
-    else if (!strcmp(lv, "info")) cs_cfg.log_level = CS_LOG_INFO;
-    else if (!strcmp(lv, "debug")) cs_cfg.log_level = CS_LOG_DEBUG;
-  }
-  cs_cfg.disabled = env_bool("COLLSCOPE_DISABLE", false);
-  const char *t = env("COLLSCOPE_TIMING");
-  cs_cfg.timing_mode = cs_timing_mode_parse(t);
-  if (cs_cfg.timing_mode < 0) {
-    cs_log(CS_LOG_WARN, "ignoring COLLSCOPE_TIMING=%s (expected auto, events, profiler or off); using events", t);
-    cs_cfg.timing_mode = CS_TMODE_EVENTS;
-  }
+  cs_cfg.log_level = CS_LOG_WARN; /* so that a bad COLLSCOPE_LOG is reported */
+  cs_cfg.log_level = env_word("COLLSCOPE_LOG", parse_log_level, "quiet, warn, info or debug");
+  cs_cfg.disabled = env_bool("COLLSCOPE_DISABLE");
+  cs_cfg.timing_mode = env_word("COLLSCOPE_TIMING", parse_timing, "auto, events, profiler or off");
   cs_cfg.timing = cs_cfg.timing_mode != CS_TMODE_OFF;
-  cs_cfg.prof_probes = (unsigned)env_long("COLLSCOPE_PROFILER_PROBES", 64, 0, 1L << 20);
-  cs_cfg.queue_cap = (size_t)env_long("COLLSCOPE_QUEUE", 1L << 16, 1024, 1L << 24);
-  cs_cfg.flush_ms = (unsigned)env_long("COLLSCOPE_FLUSH_MS", 1000, 10, 1000);
+  cs_cfg.prof_probes = (unsigned)env_long("COLLSCOPE_PROFILER_PROBES", 0, 1L << 20);
+  cs_cfg.queue_cap = (size_t)env_long("COLLSCOPE_QUEUE", 1024, 1L << 24);
+  cs_cfg.flush_ms = (unsigned)env_long("COLLSCOPE_FLUSH_MS", 10, 1000);
   cs_cfg.libcuda = env("COLLSCOPE_LIBCUDA");
   cs_cfg.libnccl = env("COLLSCOPE_LIBNCCL");
-  cs_cfg.ring_cap = (size_t)env_long("COLLSCOPE_RING", 16384, 0, 1L << 22);
-  cs_cfg.keep_shm = env_bool("COLLSCOPE_KEEP_SHM", false);
-  cs_cfg.hang_timeout_s = (unsigned)env_long("COLLSCOPE_HANG_TIMEOUT", 300, 0, 1L << 20);
+  cs_cfg.ring_cap = (size_t)env_long("COLLSCOPE_RING", 0, 1L << 22);
+  cs_cfg.keep_shm = env_bool("COLLSCOPE_KEEP_SHM");
+  cs_cfg.hang_timeout_s = (unsigned)env_long("COLLSCOPE_HANG_TIMEOUT", 0, 1L << 20);
   cs_sdc_config_load();
-  cs_cfg.online = env_bool("COLLSCOPE_ONLINE", true);
-  cs_cfg.online_every = (unsigned)env_long("COLLSCOPE_ONLINE_EVERY", 1000, 1, 1L << 30);
-  cs_cfg.online_timeout_s = (unsigned)env_long("COLLSCOPE_ONLINE_TIMEOUT", 300, 1, 1L << 20);
+  cs_cfg.online = env_bool("COLLSCOPE_ONLINE");
+  cs_cfg.online_every = (unsigned)env_long("COLLSCOPE_ONLINE_EVERY", 1, 1L << 30);
+  cs_cfg.online_timeout_s = (unsigned)env_long("COLLSCOPE_ONLINE_TIMEOUT", 1, 1L << 20);
 
   static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", NULL};
   static const char *const local_vars[] = {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK",
                                            "MPI_LOCALRANKID", NULL};
   static const char *const size_vars[] = {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", NULL};
-  cs_cfg.rank = first_int_env(rank_vars, -1);
-  cs_cfg.local_rank = first_int_env(local_vars, -1);
-  cs_cfg.world_size = first_int_env(size_vars, -1);
+  cs_cfg.rank = first_int_env(rank_vars);
+  cs_cfg.local_rank = first_int_env(local_vars);
+  cs_cfg.world_size = first_int_env(size_vars);
 
+  /* the host name becomes part of the dump file's name: never a path */
   const char *h = env("COLLSCOPE_HOSTNAME");
-  if (h) copy_str(cs_cfg.host, sizeof(cs_cfg.host), h);
-  else if (gethostname(cs_cfg.host, sizeof(cs_cfg.host) - 1) != 0) copy_str(cs_cfg.host, sizeof(cs_cfg.host), "unknown");
+  char sys_host[256] = "";
+  if (!h) {
+    if (gethostname(sys_host, sizeof sys_host - 1) == 0 && sys_host[0]) h = sys_host;
+    else h = "unknown";
+  }
+  set_file_name_part(cs_cfg.host, CS_HOST_MAX, h, env("COLLSCOPE_HOSTNAME") ? "COLLSCOPE_HOSTNAME" : "host name",
+                     CS_LOG_WARN);
 
   const char *job = env("SLURM_JOB_ID");
-  if (!job) job = env("TORCHELASTIC_RUN_ID");
-  if (!job) job = env("COLLSCOPE_JOB_ID");
-  if (job) copy_str(cs_cfg.job, sizeof(cs_cfg.job), job);
+  const char *job_var = "SLURM_JOB_ID";
+  if (!job) job = env("TORCHELASTIC_RUN_ID"), job_var = "TORCHELASTIC_RUN_ID";
+  if (!job) job = env("COLLSCOPE_JOB_ID"), job_var = "COLLSCOPE_JOB_ID";
+  /* a job id becomes part of a path too (launchers' ids may hold other characters: info) */
+  if (job) set_file_name_part(cs_cfg.job, sizeof cs_cfg.job - 1, job, job_var, CS_LOG_INFO);
   else snprintf(cs_cfg.job, sizeof(cs_cfg.job), "local-%d", (int)getppid());
-  /* a job id becomes part of a path: keep it to a safe alphabet */
-  for (char *c = cs_cfg.job; *c; c++)
-    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
-          *c == '_' || *c == '.'))
-      *c = '_';
 
   const char *dir = env("COLLSCOPE_DIR");
-  if (dir) copy_str(cs_cfg.dir, sizeof(cs_cfg.dir), dir);
+  if (dir && strlen(dir) >= sizeof cs_cfg.dir) {
+    bad_value("COLLSCOPE_DIR", dir, "a path shorter than 4096 bytes");
+    dir = NULL;
+  }
+  if (dir) snprintf(cs_cfg.dir, sizeof(cs_cfg.dir), "%s", dir);
   else snprintf(cs_cfg.dir, sizeof(cs_cfg.dir), "./collscope-%s", cs_cfg.job);
 }

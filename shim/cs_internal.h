@@ -112,6 +112,11 @@ bool cs_record_push(const struct cs_record *r);  /* counts a drop when full */
 bool cs_harvest_start(void);
 void cs_harvest_stop(unsigned timeout_ms);
 void cs_harvest_atfork_child(void);
+/* From a signal handler (async-signal-safe): have the harvest thread write what is queued
+ * and the footer, giving in-flight GPU work CS_TERM_PENDING_MS, and wait at most timeout_ms
+ * for it. True when the footer is written. */
+#define CS_TERM_PENDING_MS 1000
+bool cs_harvest_final_from_signal(unsigned timeout_ms);
 
 /* ---- communicator table (stats/comm_table.c), lock-free lookup ---- */
 struct cs_comm {

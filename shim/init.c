@@ -1,14 +1,18 @@
 /* shim/init.c: process life cycle of collscope. The constructor only reads the
  * environment; the first intercepted call does the real set-up (dump file, queue,
- * harvest thread); exit flushes; fork gives the child a clean slate. Every failure
- * leaves the job in pure pass-through. */
+ * harvest thread, termination signal handlers); exit and termination signals flush; fork
+ * gives the child a clean slate. Every failure leaves the job in pure pass-through. */
 #include "cs_internal.h"
 #include "hooks/cuda_driver.h"
 #include "hooks/online.h"
 #include "hooks/timing.h"
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct cs_state cs_st;
@@ -47,6 +51,52 @@ static void at_exit(void) {
   }
 }
 
+/* ---- termination signals ----
+ * SIGTERM, SIGINT and SIGHUP (what Slurm, torchrun and a terminal send first) would end the
+ * job before the harvest thread wrote its last records and the footer. collscope's handler
+ * (async-signal-safe throughout) stops recording, has the harvest thread write everything
+ * queued and the footer (at most CS_TERM_FLUSH_MS), puts the job's previous disposition
+ * back and sends the signal again with its original siginfo: when the handler returns, the
+ * job's own handler or the default action runs as it would have without collscope, so the
+ * job's exit status is unchanged. Installed once per process at set-up, over SIG_DFL or a
+ * handler, never over SIG_IGN. A handler the job installs later replaces collscope's: that
+ * signal is then the job's alone (the footer is written only if the job exits via exit()). */
+#define CS_TERM_FLUSH_MS 2000
+static const int term_sigs[] = {SIGTERM, SIGINT, SIGHUP};
+#define N_TERM ((int)(sizeof term_sigs / sizeof term_sigs[0]))
+static struct sigaction term_prev[N_TERM];
+static _Atomic int term_installed;
+
+static void on_term_signal(int sig, siginfo_t *si, void *uc) {
+  (void)uc;
+  int saved_errno = errno;
+  atomic_store(&cs_st.ready, 0); /* calls from here on pass through */
+  cs_harvest_final_from_signal(CS_TERM_FLUSH_MS);
+  for (int k = 0; k < N_TERM; k++)
+    if (term_sigs[k] == sig) sigaction(sig, &term_prev[k], NULL);
+  /* pending until this handler returns (sig is blocked while it runs) */
+  if (!si || syscall(SYS_rt_tgsigqueueinfo, (long)getpid(), (long)syscall(SYS_gettid), (long)sig, si) != 0)
+    raise(sig);
+  errno = saved_errno;
+}
+
+static void install_term_handlers(void) {
+  if (atomic_exchange(&term_installed, 1)) return; /* a forked child keeps the parent's */
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_term_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  for (int k = 0; k < N_TERM; k++) sigaddset(&sa.sa_mask, term_sigs[k]);
+  for (int k = 0; k < N_TERM; k++) {
+    struct sigaction cur;
+    if (sigaction(term_sigs[k], NULL, &cur) != 0) continue;
+    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN) continue; /* nohup & co. */
+    term_prev[k] = cur;  /* in place before the handler can run */
+    if (sigaction(term_sigs[k], &sa, &cur) == 0) term_prev[k] = cur;
+  }
+}
+
 static void do_init(void) {
   cs_st.pid = getpid();
   if (cs_cfg.disabled) return;
@@ -54,6 +104,7 @@ static void do_init(void) {
   if (!cs_harvest_start()) return;
   if (!atomic_exchange(&exit_registered, 1)) atexit(at_exit);
   atomic_store_explicit(&cs_st.ready, 1, memory_order_release);
+  install_term_handlers();
 }
 
 void cs_ensure_init(void) {

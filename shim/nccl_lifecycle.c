@@ -25,11 +25,35 @@ static void comm_record(struct cs_comm *c, int event) {
 }
 
 /* Register a new communicator; size/rank/device asked from the real NCCL. */
+/* A communicator collscope does not record: the hooks that all ranks must run alike
+ * still see it (size and rank only; a non-blocking one is not queried, that would wait
+ * for its init). Nothing at all with COLLSCOPE_DISABLE=1. */
+static void comm_unrecorded(ncclComm_t comm, ncclResult_t r) {
+  if (cs_cfg.disabled) return;
+  struct cs_comm c;
+  memset(&c, 0, sizeof c);
+  c.nonblocking = r == ncclInProgress;
+  c.size = c.rank = -1;
+  int v;
+  cs_tls.depth++;
+  if (!c.nonblocking && cs_real_ncclCommCount && cs_real_ncclCommUserRank) {
+    if (cs_real_ncclCommCount(comm, &v) == ncclSuccess) c.size = v;
+    if (cs_real_ncclCommUserRank(comm, &v) == ncclSuccess) c.rank = v;
+  }
+  cs_hooks_comm_unrecorded(comm, &c);
+  cs_tls.depth--;
+}
+
 static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r) {
-  if (!comm || !cs_active()) return;
+  if (!comm) return;
+  if (!cs_active()) {
+    comm_unrecorded(comm, r);
+    return;
+  }
   struct cs_comm *c = cs_comm_insert(comm);
   if (!c) {
     cs_log_once(CS_LOG_WARN, "communicator table full: ops of further communicators are recorded without comm info");
+    comm_unrecorded(comm, r);
     return;
   }
   int v;

@@ -521,6 +521,7 @@ __attribute__((constructor)) static void cs_prof_constructor(void) {
   if (dis && (!strcmp(dis, "1") || !strcasecmp(dis, "true") || !strcasecmp(dis, "yes") || !strcasecmp(dis, "on")))
     return;
   int mode = cs_timing_mode_parse(getenv("COLLSCOPE_TIMING"));
+  if (mode < 0) mode = cs_timing_mode_parse(NULL); /* a bad value means the default (config.c logs it) */
   if (mode != CS_TMODE_AUTO && mode != CS_TMODE_PROFILER) return;
   const char *cur = getenv("NCCL_PROFILER_PLUGIN");
   if (cur && *cur) return; /* the user's choice wins */

@@ -1,7 +1,13 @@
 /* stats/dump_writer.c: formats records as JSON Lines (DESIGN.md "Dump files") into a
  * buffer and writes whole lines to the per-process file. Formatting is hand-rolled
  * (integers, hex, fixed-point microseconds) because it runs for every op at up to
- * hundreds of thousands of records per second. */
+ * hundreds of thousands of records per second.
+ *
+ * Write errors (a full disk): the file keeps ending at its last whole line (a partial
+ * write is cut back with ftruncate, or, if that fails, a continuation file is started),
+ * every record of the failed buffer is counted as dropped (cs_st.drops, footer
+ * `write_drops`), and every later flush tries again, so writing resumes when space
+ * returns. A lost header is written again before the next record. */
 #include "dump_writer.h"
 #include "hooks/cuda_driver.h"
 #include "hooks/sdc.h"
@@ -18,13 +24,34 @@
 #include <uthash.h>
 
 #define BUF_CAP (1u << 20)
+/* a line starts only with this much room left; a longer line is dropped (and counted) */
+#define LINE_ROOM (64u << 10)
+
+struct cs_dump_io cs_dump_io = {write, ftruncate};
 
 static int fd = -1;
 static char path[8192];
 static char *buf;
 static size_t blen;
-static bool header_done;
-static uint64_t n_ops, n_xfers;
+static bool header_done;   /* the header is in the buffer or on the file */
+
+/* the line being formatted: where it starts, and whether it ran out of room */
+static size_t line_start;
+static bool line_overflow;
+/* what the buffer holds (lines not yet written) */
+static uint64_t buf_ops, buf_xfers, buf_recs, buf_drop_counts;
+static bool buf_header;
+/* what reached the file */
+static off_t good_off;             /* the file's length after the last whole write */
+static uint64_t n_ops, n_xfers;    /* op / xfer records on the file */
+/* losses */
+static uint64_t ops_lost, write_drops; /* records (ops among them) lost to write errors */
+static uint64_t drops_noted;       /* drops covered by "drops" lines buffered or on the file */
+static bool failing;               /* the last write failed (one log line per episode) */
+static bool need_new_file;         /* the file could not be cut back: continue in a new one */
+static int file_attempt;           /* the name suffix used by the current file */
+
+enum line_kind { LINE_HEADER, LINE_OP, LINE_XFER, LINE_RECORD, LINE_DROPS, LINE_FOOTER };
 
 /* a call site's text, formatted once; plain: no character needs a JSON escape */
 struct site_entry { uint64_t addr; char text[192]; size_t len; bool plain; UT_hash_handle hh; };
@@ -33,12 +60,41 @@ static unsigned nsites;
 
 /* ---- tiny formatter ---- */
 static inline void put(const char *s, size_t n) {
-  if (CS_UNLIKELY(blen + n > BUF_CAP)) {
-    cs_dump_flush();
-    if (n > BUF_CAP) return;
+  if (CS_UNLIKELY(blen + n > BUF_CAP)) { /* only a line longer than LINE_ROOM gets here */
+    line_overflow = true;
+    return;
   }
   memcpy(buf + blen, s, n);
   blen += n;
+}
+
+/* Every line is formatted between line_begin and line_end, so the buffer only ever holds
+ * whole lines when it is written. */
+static void line_begin(void) {
+  if (CS_UNLIKELY(blen > BUF_CAP - LINE_ROOM)) cs_dump_flush();
+  line_start = blen;
+  line_overflow = false;
+}
+static void line_end(enum line_kind kind, uint64_t drops_count) {
+  if (CS_UNLIKELY(line_overflow)) { /* cannot happen with collscope's bounded fields */
+    blen = line_start;
+    if (kind == LINE_OP || kind == LINE_XFER || kind == LINE_RECORD) {
+      write_drops++;
+      ops_lost += kind == LINE_OP;
+      atomic_fetch_add(&cs_st.drops, 1);
+    } else if (kind == LINE_HEADER) {
+      header_done = false;
+    }
+    return;
+  }
+  switch (kind) {
+  case LINE_HEADER: buf_header = true; break;
+  case LINE_OP: buf_ops++; buf_recs++; break;
+  case LINE_XFER: buf_xfers++; buf_recs++; break;
+  case LINE_RECORD: buf_recs++; break;
+  case LINE_DROPS: buf_drop_counts += drops_count; drops_noted += drops_count; break;
+  case LINE_FOOTER: break;
+  }
 }
 static void puts_(const char *s) { put(s, strlen(s)); }
 /* string literals: length known at compile time */
@@ -183,6 +239,36 @@ static int mkdir_p(const char *dir) {
   return 0;
 }
 
+static void reset_counts(void) {
+  blen = 0;
+  header_done = buf_header = false;
+  buf_ops = buf_xfers = buf_recs = buf_drop_counts = 0;
+  good_off = 0;
+  failing = need_new_file = false;
+}
+
+/* Create the file, trying name suffixes from `attempt` on; false with errno set. */
+static bool create_file(int attempt) {
+  char rank[16];
+  if (cs_cfg.rank >= 0) snprintf(rank, sizeof(rank), "%d", cs_cfg.rank);
+  else snprintf(rank, sizeof(rank), "x");
+  for (; attempt < 100; attempt++) {
+    if (attempt == 0)
+      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.jsonl", cs_cfg.dir, cs_cfg.host, rank, (int)getpid());
+    else
+      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.%d.jsonl", cs_cfg.dir, cs_cfg.host, rank,
+               (int)getpid(), attempt);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
+    if (fd >= 0) {
+      file_attempt = attempt;
+      return true;
+    }
+    if (errno != EEXIST) return false;
+  }
+  errno = EEXIST;
+  return false;
+}
+
 bool cs_dump_open(void) {
   if (!buf && !(buf = malloc(BUF_CAP))) return false;
   if (mkdir_p(cs_cfg.dir) != 0) {
@@ -190,26 +276,12 @@ bool cs_dump_open(void) {
            strerror(errno));
     return false;
   }
-  char rank[16];
-  if (cs_cfg.rank >= 0) snprintf(rank, sizeof(rank), "%d", cs_cfg.rank);
-  else snprintf(rank, sizeof(rank), "x");
-  for (int attempt = 0; attempt < 100; attempt++) {
-    if (attempt == 0)
-      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.jsonl", cs_cfg.dir, cs_cfg.host, rank, (int)getpid());
-    else
-      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.%d.jsonl", cs_cfg.dir, cs_cfg.host, rank,
-               (int)getpid(), attempt);
-    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
-    if (fd >= 0) break;
-    if (errno != EEXIST) break;
-  }
-  if (fd < 0) {
+  if (!create_file(0)) {
     cs_log(CS_LOG_WARN, "cannot create dump file %s: %s; recording off, job runs untouched", path, strerror(errno));
     return false;
   }
-  blen = 0;
-  header_done = false;
-  n_ops = n_xfers = 0;
+  reset_counts();
+  n_ops = n_xfers = ops_lost = write_drops = drops_noted = 0;
   cs_log(CS_LOG_INFO, "writing %s", path);
   return true;
 }
@@ -228,6 +300,7 @@ static void write_header(int device) {
   char exe[1024] = "";
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   exe[n > 0 ? n : 0] = 0;
+  line_begin();
   PUTL("{\"type\":\"header\",\"schema\":"); put_u64(COLLSCOPE_SCHEMA_VERSION);
   KEY("collscope"); put_str("0.1.0");
   KEY("host"); put_str(cs_cfg.host);
@@ -245,6 +318,7 @@ static void write_header(int device) {
   KEY("exe"); put_str(exe);
   PUTL("}\n");
   header_done = true;
+  line_end(LINE_HEADER, 0);
 }
 
 static void ensure_header(int device) {
@@ -283,6 +357,7 @@ void cs_dump_record(const struct cs_record *r) {
   if (fd < 0) return;
   ensure_header(r->device);
   bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN || r->timing == CS_TIMING_PROFILER;
+  line_begin();
   switch (r->type) {
   case CS_REC_COMM:
     PUTL("{\"type\":\"comm\",\"event\":"); put_name(comm_event_name(r->event));
@@ -293,9 +368,9 @@ void cs_dump_record(const struct cs_record *r) {
     KEY("parent"); if (r->parent_id) put_id(r->parent_id); else PUTL("null");
     KEY("t_ns"); put_i64(r->enqueue_ns);
     PUTL("}\n");
+    line_end(LINE_RECORD, 0);
     return;
   case CS_REC_OP:
-    n_ops++;
     PUTL("{\"type\":\"op\",\"comm\":"); put_id(r->comm_id);
     KEY("comm_size"); put_i64(r->comm_size);
     KEY("comm_rank"); put_i64(r->comm_rank);
@@ -326,10 +401,10 @@ void cs_dump_record(const struct cs_record *r) {
     KEY("t_ns"); put_i64(r->end_ns);
     KEY("closed"); puts_(r->event ? "true" : "false");
     PUTL("}\n");
+    line_end(LINE_RECORD, 0);
     return;
   }
   case CS_REC_XFER:
-    n_xfers++;
     PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_name(cs_cudart_api_name(r->api));
     KEY("kind"); put_name(xfer_kind_name(r->event));
     KEY("bytes"); put_u64(r->bytes);
@@ -353,11 +428,13 @@ void cs_dump_record(const struct cs_record *r) {
   if (r->type == CS_REC_OP && r->proto) { KEY("proto"); put_name(cs_proto_name(r->proto)); }
   if (r->type == CS_REC_OP && r->nchannels) { KEY("nchannels"); put_u64(r->nchannels); }
   PUTL("}\n");
+  line_end(r->type == CS_REC_OP ? LINE_OP : LINE_XFER, 0);
 }
 
 void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
   if (fd < 0) return;
   ensure_header(r->device);
+  line_begin();
   PUTL("{\"type\":\"hang\",\"comm\":"); put_id(r->comm_id);
   KEY("comm_size"); put_i64(r->comm_size);
   KEY("comm_rank"); put_i64(r->comm_rank);
@@ -369,22 +446,36 @@ void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
   KEY("started"); puts_(started ? "true" : "false");
   KEY("t_ns"); put_i64(now_ns);
   PUTL("}\n");
+  line_end(LINE_RECORD, 0);
 }
 
 void cs_dump_drops(uint64_t count) {
   if (fd < 0) return;
   ensure_header(-1);
+  line_begin();
   PUTL("{\"type\":\"drops\",\"count\":"); put_u64(count);
   KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
   PUTL("}\n");
+  line_end(LINE_DROPS, count);
+}
+
+void cs_dump_drops_sync(void) {
+  uint64_t d = atomic_load(&cs_st.drops);
+  if (d > drops_noted) cs_dump_drops(d - drops_noted);
 }
 
 void cs_dump_footer(void) {
   if (fd < 0) return;
+  /* write what is buffered first, so the footer counts its fate, and note new drops */
+  cs_dump_flush();
+  cs_dump_drops_sync();
   ensure_header(-1);
-  PUTL("{\"type\":\"footer\",\"ops\":"); put_u64(n_ops);
-  KEY("xfers"); put_u64(n_xfers);
+  line_begin();
+  PUTL("{\"type\":\"footer\",\"ops\":"); put_u64(n_ops + buf_ops);
+  KEY("xfers"); put_u64(n_xfers + buf_xfers);
   KEY("drops"); put_u64(atomic_load(&cs_st.drops));
+  KEY("write_drops"); put_u64(write_drops);
+  KEY("ops_recorded"); put_u64(n_ops + buf_ops + ops_lost);
   KEY("timing_lost"); put_u64(atomic_load(&cs_st.timing_lost));
   struct cs_prof_standing ps;
   const char *prof = cs_prof_standing(&ps);
@@ -404,21 +495,90 @@ void cs_dump_footer(void) {
   }
   KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
   PUTL("}\n");
+  line_end(LINE_FOOTER, 0);
+}
+
+/* The buffer could not be written: count its records as dropped, and let its lines about
+ * the file (header, drops) be written again later. */
+static void lose_buffer(int err) {
+  write_drops += buf_recs;
+  ops_lost += buf_ops;
+  atomic_fetch_add(&cs_st.drops, buf_recs);
+  drops_noted -= buf_drop_counts;
+  if (buf_header) header_done = false;
+  if (!failing)
+    cs_log(CS_LOG_WARN, "write to %s failed: %s; records are counted as dropped until writing works again", path,
+           strerror(err));
+  failing = true;
+  blen = 0;
+  buf_ops = buf_xfers = buf_recs = buf_drop_counts = 0;
+  buf_header = false;
+}
+
+/* After a failed write the file must end at its last whole line again. */
+static void cut_back(void) {
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_size == good_off) return;
+  if (cs_dump_io.ftruncate(fd, good_off) == 0) return;
+  cs_log(CS_LOG_WARN, "cannot cut %s back to its last whole line: %s; continuing in a new file", path,
+         strerror(errno));
+  need_new_file = true;
+  header_done = false; /* the new file starts with its own header */
+}
+
+/* A continuation file (the same name with the next free suffix), with its own header. */
+static bool open_continuation(void) {
+  char old[sizeof path];
+  memcpy(old, path, sizeof path);
+  int old_fd = fd;
+  if (!create_file(file_attempt + 1)) {
+    memcpy(path, old, sizeof path);
+    fd = old_fd;
+    return false;
+  }
+  close(old_fd);
+  need_new_file = false;
+  good_off = 0;
+  cs_log(CS_LOG_WARN, "continuing %s in %s", old, path);
+  return true;
 }
 
 void cs_dump_flush(void) {
   if (fd < 0 || blen == 0) return;
+  if (need_new_file) {
+    if (!open_continuation()) {
+      lose_buffer(errno);
+      return;
+    }
+    if (!buf_header) { /* the buffer's lines go after a new header */
+      lose_buffer(EIO);
+      return;
+    }
+  }
   size_t off = 0;
+  int err = 0;
   while (off < blen) {
-    ssize_t w = write(fd, buf + off, blen - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      cs_log_once(CS_LOG_WARN, "write to %s failed: %s; further records are lost", path, strerror(errno));
+    ssize_t w = cs_dump_io.write(fd, buf + off, blen - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      err = w < 0 ? errno : ENOSPC;
       break;
     }
     off += (size_t)w;
   }
+  if (err) {
+    cut_back();
+    lose_buffer(err);
+    return;
+  }
+  if (failing) cs_log(CS_LOG_WARN, "writing %s again (%llu records lost so far)", path, (unsigned long long)write_drops);
+  failing = false;
+  good_off += (off_t)blen;
+  n_ops += buf_ops;
+  n_xfers += buf_xfers;
   blen = 0;
+  buf_ops = buf_xfers = buf_recs = buf_drop_counts = 0;
+  buf_header = false;
 }
 
 void cs_dump_close(void) {
@@ -431,6 +591,6 @@ void cs_dump_atfork_child(void) {
   /* the parent's buffered lines are the parent's to write */
   if (fd >= 0) close(fd);
   fd = -1;
-  blen = 0;
-  header_done = false;
+  reset_counts();
+  n_ops = n_xfers = ops_lost = write_drops = drops_noted = 0;
 }

@@ -1,17 +1,33 @@
 /* stats/dump_writer.h: the per-process JSONL dump file (schema in DESIGN.md). Only the
- * harvest thread calls these, so there is no locking. Lines are only ever written whole. */
+ * harvest thread calls these, so there is no locking. Lines are only ever written whole;
+ * a record that cannot be written is counted in cs_st.drops. */
 #ifndef COLLSCOPE_DUMP_WRITER_H
 #define COLLSCOPE_DUMP_WRITER_H
 #include "shim/cs_internal.h"
+#include <sys/types.h>
+
+/* The file system calls the writer makes on its file: write(2) and ftruncate(2). A seam
+ * for tests (tests/shim_unit/test_dump.c makes writes fail); nothing else sets it. */
+struct cs_dump_io {
+  ssize_t (*write)(int fd, const void *buf, size_t n);
+  int (*ftruncate)(int fd, off_t length);
+};
+extern struct cs_dump_io cs_dump_io;
 
 /* Create the directory (mkdir -p) and the file (0600, O_EXCL|O_NOFOLLOW). */
 bool cs_dump_open(void);
 void cs_dump_record(const struct cs_record *r);
 void cs_dump_drops(uint64_t count);
+/* a "drops" line for the drops (cs_st.drops) no line covers yet, if any */
+void cs_dump_drops_sync(void);
 /* an op not complete after COLLSCOPE_HANG_TIMEOUT (DESIGN.md "hang" record) */
 void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started);
+/* flushes, then the footer: ops/xfers (records on the file), drops (all, write_drops among
+ * them), ops_recorded (op records written or lost to write errors), ... */
 void cs_dump_footer(void);
-void cs_dump_flush(void);           /* write(2) buffered whole lines */
+/* write(2) the buffered whole lines; on an error the file is cut back to its last whole
+ * line and the buffer's records are counted as dropped (the next flush tries again) */
+void cs_dump_flush(void);
 void cs_dump_close(void);
 const char *cs_dump_path(void);
 void cs_dump_atfork_child(void);

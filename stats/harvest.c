@@ -2,7 +2,11 @@
  * blocking) for each record's end event, converts GPU event times to the host realtime
  * clock, hands finished records to the dump writer in completion order, returns events
  * to their pool, and flushes the file at least every COLLSCOPE_FLUSH_MS. Records whose
- * stream never completes stay pending; nothing here can block the job. */
+ * stream never completes stay pending; nothing here can block the job.
+ *
+ * Termination signals (shim/init.c): the handler asks this thread, through a pipe
+ * (write(2) and poll(2) are async-signal-safe), to write everything queued and the footer,
+ * and waits for a byte on a second pipe, a bounded time. */
 #include "dump_writer.h"
 #include "hooks/cuda_driver.h"
 #include "hooks/timing.h"
@@ -10,10 +14,14 @@
 #include "hooks/sdc.h"
 #include "queue.h"
 #include "ring.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PENDING_MAX (1u << 22)
@@ -25,9 +33,17 @@ static bool th_running;
 static _Atomic int stop_req;
 static _Atomic uint64_t flush_req, flush_done;
 
+/* the final flush: FINAL_NONE, then FINAL_ASKED (by a signal handler), FINAL_DONE (the
+ * footer is written, by this thread or by cs_harvest_stop) */
+enum { FINAL_NONE, FINAL_ASKED, FINAL_DONE };
+static _Atomic int final_state;
+static _Atomic int th_live;          /* the thread runs and no one is stopping it */
+static _Atomic long stopping_tid;    /* the thread inside cs_harvest_stop */
+static int wake_fd[2] = {-1, -1};    /* signal handler -> harvest thread */
+static int done_fd[2] = {-1, -1};    /* footer written -> signal handler */
+
 static struct cs_record *pend;
 static size_t npend, cappend;
-static uint64_t drops_written;
 
 bool cs_record_push(const struct cs_record *r) {
   if (CS_LIKELY(rq_ok && cs_queue_push(&rq, r))) {
@@ -186,12 +202,41 @@ static size_t harvest_pass(bool final) {
   npend = keep;
   if (!final) hang_check();
   cs_net_collect(final, link_emit);  /* NCCL_NET wrapper */
-  uint64_t d = atomic_load(&cs_st.drops);
-  if (d != drops_written) {
-    cs_dump_drops(d - drops_written);
-    drops_written = d;
-  }
+  cs_dump_drops_sync();
   return drained + done;
+}
+
+/* Bounded time for in-flight GPU work, then everything is written with the footer. */
+static void finish(unsigned timeout_ms) {
+  int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000LL;
+  do {
+    harvest_pass(false);
+    if (npend == 0 && cs_queue_size_approx(&rq) == 0) break;
+    usleep(1000);
+  } while (cs_now_ns(CLOCK_MONOTONIC) < deadline);
+  harvest_pass(true);
+  cs_dump_footer();
+  cs_dump_close();
+  cs_ring_close(true);
+  atomic_store(&final_state, FINAL_DONE);
+  if (done_fd[1] >= 0) {
+    char c = 1;
+    if (write(done_fd[1], &c, 1) < 0) { /* the pipe is empty and its reader ours: cannot fail */ }
+  }
+}
+
+/* Sleep up to us microseconds, or until a signal handler writes to wake_fd. */
+static void idle_wait(unsigned us) {
+  if (wake_fd[0] < 0) {
+    usleep(us);
+    return;
+  }
+  struct pollfd p = {.fd = wake_fd[0], .events = POLLIN};
+  struct timespec ts = {0, (long)us * 1000L};
+  if (ppoll(&p, 1, &ts, NULL) > 0) {
+    char drain[16];
+    while (read(wake_fd[0], drain, sizeof drain) > 0) {}
+  }
 }
 
 static void *harvest_main(void *arg) {
@@ -214,9 +259,46 @@ static void *harvest_main(void *arg) {
      * ops/s, 10 ms is 5,000 of its 65,536 records); 1 ms when it fills up. */
     if (cs_queue_size_approx(&rq) > cs_cfg.queue_cap / 4) idle_us = 1000;
     else if (idle_us < 10000) idle_us *= 2;
-    usleep(idle_us);
+    idle_wait(idle_us);
+    if (atomic_load(&final_state) == FINAL_ASKED) {
+      finish(CS_TERM_PENDING_MS);
+      /* the footer is written: stay joinable, idle, until cs_harvest_stop (if ever) */
+      while (!atomic_load(&stop_req)) idle_wait(100000);
+      break;
+    }
   }
   return NULL;
+}
+
+static void close_pipes(void) {
+  for (int i = 0; i < 2; i++) {
+    if (wake_fd[i] >= 0) close(wake_fd[i]);
+    if (done_fd[i] >= 0) close(done_fd[i]);
+    wake_fd[i] = done_fd[i] = -1;
+  }
+}
+
+bool cs_harvest_final_from_signal(unsigned timeout_ms) {
+  long tid = (long)syscall(SYS_gettid);
+  int expect = FINAL_NONE;
+  if (atomic_load(&th_live) && atomic_compare_exchange_strong(&final_state, &expect, FINAL_ASKED)) {
+    char c = 1;
+    if (write(wake_fd[1], &c, 1) < 0) { /* full: the thread is being woken anyway */ }
+  }
+  /* nothing to wait for: no thread, or this very thread is the one finishing */
+  if (done_fd[0] < 0 || atomic_load(&stopping_tid) == tid ||
+      (atomic_load(&final_state) == FINAL_NONE && !atomic_load(&stopping_tid)))
+    return atomic_load(&final_state) == FINAL_DONE;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    if (atomic_load(&final_state) == FINAL_DONE) return true;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    long spent = (t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L;
+    if (spent >= (long)timeout_ms) return false;
+    struct pollfd p = {.fd = done_fd[0], .events = POLLIN};
+    if (poll(&p, 1, (int)((long)timeout_ms - spent)) < 0 && errno != EINTR) return false;
+  }
 }
 
 bool cs_harvest_start(void) {
@@ -229,6 +311,12 @@ bool cs_harvest_start(void) {
   }
   if (!cs_dump_open()) return false;
   atomic_store(&stop_req, 0);
+  atomic_store(&final_state, FINAL_NONE);
+  if (wake_fd[0] < 0 && (pipe2(wake_fd, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_fd, O_CLOEXEC | O_NONBLOCK) != 0)) {
+    cs_log(CS_LOG_WARN, "cannot create the signal pipes: %s; a termination signal will not flush the dump",
+           strerror(errno));
+    close_pipes();
+  }
   pthread_attr_t a;
   pthread_attr_init(&a);
   pthread_attr_setstacksize(&a, 1 << 20);
@@ -246,11 +334,12 @@ bool cs_harvest_start(void) {
   }
   pthread_setname_np(th, "collscope");
   th_running = true;
+  atomic_store(&th_live, wake_fd[0] >= 0);
   return true;
 }
 
 void cs_flush(unsigned timeout_ms) {
-  if (!th_running) return;
+  if (!th_running || atomic_load(&final_state) != FINAL_NONE) return;
   uint64_t ticket = atomic_fetch_add(&flush_req, 1) + 1;
   for (unsigned waited = 0; waited < timeout_ms * 10; waited++) {
     if (atomic_load(&flush_done) >= ticket) return;
@@ -260,21 +349,14 @@ void cs_flush(unsigned timeout_ms) {
 
 void cs_harvest_stop(unsigned timeout_ms) {
   if (!th_running) return;
+  atomic_store(&stopping_tid, (long)syscall(SYS_gettid));
+  atomic_store(&th_live, 0);
   atomic_store(&stop_req, 1);
   pthread_join(th, NULL);
   th_running = false;
+  if (atomic_load(&final_state) == FINAL_DONE) return; /* a termination signal did it all */
   cs_ring_adopt(); /* the writer thread is gone: this one finishes the ring */
-  /* give in-flight GPU work a bounded time to finish, then write what is left */
-  int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000LL;
-  do {
-    harvest_pass(false);
-    if (npend == 0 && cs_queue_size_approx(&rq) == 0) break;
-    usleep(1000);
-  } while (cs_now_ns(CLOCK_MONOTONIC) < deadline);
-  harvest_pass(true);
-  cs_dump_footer();
-  cs_dump_close();
-  cs_ring_close(true);
+  finish(timeout_ms);
 }
 
 void cs_harvest_atfork_child(void) {
@@ -282,11 +364,14 @@ void cs_harvest_atfork_child(void) {
    * half-written cells. Start over with fresh state (the old memory is leaked on
    * purpose: another thread of the parent may have been inside it). */
   th_running = false;
+  atomic_store(&th_live, 0);
+  atomic_store(&stopping_tid, 0);
+  atomic_store(&final_state, FINAL_NONE);
+  close_pipes(); /* shared with the parent: its harvest thread must not hear this process */
   rq_ok = false;
   npend = 0;
   cappend = 0;
   pend = NULL;
-  drops_written = 0;
   nhang_seen = 0;
   cs_ring_atfork_child();
   atomic_store(&flush_req, 0);

@@ -18,59 +18,143 @@ const char *cs_ring_dir(void) {
   return d && *d ? d : "/dev/shm";
 }
 
-bool cs_ring_name_ours(const char *name) {
-  char pre[48];
-  snprintf(pre, sizeof pre, "collscope-%u-", (unsigned)getuid());
+/* "collscope-<uid>-...ring": the uid, and where the rest (<job>-r...) starts. */
+static bool parse_name(const char *name, unsigned long *uid, const char **rest) {
+  static const char pre[] = "collscope-";
+  if (strncmp(name, pre, sizeof pre - 1) != 0) return false;
+  const char *p = name + sizeof pre - 1;
+  unsigned long v = 0;
+  if (*p < '0' || *p > '9') return false;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    v = v * 10 + (unsigned long)(*p - '0');
+    if (v > UINT32_MAX) return false;
+  }
   size_t l = strlen(name);
-  return strncmp(name, pre, strlen(pre)) == 0 && l > 5 && strcmp(name + l - 5, ".ring") == 0;
+  if (*p != '-' || l < 5 || strcmp(name + l - 5, ".ring") != 0) return false;
+  *uid = v;
+  *rest = p + 1;
+  return true;
 }
 
-bool cs_ring_writer_dead(const struct cs_ring_hdr *h) {
-  if (h->pid <= 0) return true;
-  if (kill(h->pid, 0) != 0) return errno == ESRCH;
-  /* a zombie (killed, not yet reaped) is dead too */
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)h->pid);
+bool cs_ring_name_ours(const char *name) {
+  unsigned long uid;
+  const char *rest;
+  uid_t me = geteuid();
+  return parse_name(name, &uid, &rest) && (me == 0 || uid == (unsigned long)me);
+}
+
+static const char *skip_digits(const char *p) {
+  if (*p < '0' || *p > '9') return NULL;
+  while (*p >= '0' && *p <= '9') p++;
+  return p;
+}
+
+bool cs_ring_name_job(const char *name, const char *job) {
+  unsigned long uid;
+  const char *p;
+  size_t jl = strlen(job);
+  if (!parse_name(name, &uid, &p) || jl == 0 || strncmp(p, job, jl) != 0 || strncmp(p + jl, "-r", 2) != 0)
+    return false;
+  p += jl + 2;
+  p = *p == 'x' ? p + 1 : skip_digits(p);
+  if (p && p[0] == '-' && p[1] == 'p') p = skip_digits(p + 2);
+  return p && strcmp(p, ".ring") == 0;
+}
+
+/* State letter and start time (field 22, clock ticks after boot) of a process. */
+static bool proc_stat(int pid, char *state, uint64_t *start) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
   if (n <= 0) return false;
   buf[n] = 0;
-  const char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+  const char *p = strrchr(buf, ')');
+  if (!p || p[1] != ' ' || !p[2]) return false;
+  *state = p[2];
+  p += 2; /* field 3 */
+  for (int field = 3; field < 22; field++) {
+    p = strchr(p, ' ');
+    if (!p) return false;
+    p++;
+  }
+  char *e;
+  errno = 0;
+  unsigned long long v = strtoull(p, &e, 10);
+  if (e == p || errno) return false;
+  *start = v;
+  return true;
+}
+
+bool cs_ring_writer_dead(const struct cs_ring_hdr *h) {
+  int pid = *(const volatile int32_t *)&h->pid;
+  uint64_t born = *(const volatile uint64_t *)&h->start_time;
+  if (pid <= 0) return true;
+  if (kill(pid, 0) != 0 && errno == ESRCH) return true;
+  char state;
+  uint64_t start;
+  if (!proc_stat(pid, &state, &start)) return false; /* cannot tell: alive */
+  if (state == 'Z' || state == 'X') return true;     /* killed, not yet reaped */
+  return born != 0 && start != born;                 /* the pid now belongs to another process */
+}
+
+static int open_fail(struct cs_ring_reader *r, int fd, int err, const char *why) {
+  if (fd >= 0) close(fd);
+  r->why = why;
+  errno = err;
+  return -1;
 }
 
 int cs_ring_reader_open(struct cs_ring_reader *r, const char *path) {
   memset(r, 0, sizeof *r);
   snprintf(r->path, sizeof r->path, "%s", path);
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return -1;
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  unsigned long name_uid;
+  const char *rest;
+  if (!parse_name(base, &name_uid, &rest))
+    return open_fail(r, -1, EINVAL, "not a ring name (collscope-<uid>-<job>-r<rank>.ring)");
+  /* O_NONBLOCK: a FIFO planted under a ring name must not block the reader */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return open_fail(r, -1, errno, errno == ELOOP ? "a symbolic link" : strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size < sizeof(struct cs_ring_hdr)) {
-    close(fd);
-    errno = EAGAIN;
-    return -1;
-  }
-  void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+  if (fstat(fd, &st) != 0) return open_fail(r, fd, errno, strerror(errno));
+  if (!S_ISREG(st.st_mode)) return open_fail(r, fd, EPERM, "not a regular file");
+  if ((unsigned long)st.st_uid != name_uid) return open_fail(r, fd, EPERM, "its owner is not the uid in its name");
+  uid_t me = geteuid();
+  if (me != 0 && st.st_uid != me) return open_fail(r, fd, EPERM, "owned by another user");
+  if (st.st_size < (off_t)sizeof(struct cs_ring_hdr)) return open_fail(r, fd, EPROTO, "smaller than a ring header");
+  struct cs_ring_hdr h; /* a private copy: the checks below hold for it, whatever the file does next */
+  if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) return open_fail(r, fd, EPROTO, "short read of its header");
+  if (atomic_load_explicit(&h.init, memory_order_relaxed) != CS_RING_INIT_MAGIC)
+    return open_fail(r, fd, EAGAIN, "not initialised");
+  if (h.magic != CS_RING_MAGIC) return open_fail(r, fd, EPROTO, "bad magic");
+  if (h.version != CS_RING_VERSION) return open_fail(r, fd, EPROTO, "another ring version");
+  if (h.rec_size != sizeof(struct cs_record)) return open_fail(r, fd, EPROTO, "another record size");
+  if (h.capacity == 0 || (h.capacity & (h.capacity - 1)) != 0 || h.capacity > CS_RING_MAX_CAPACITY)
+    return open_fail(r, fd, EPROTO, "capacity is not a power of two up to 2^22");
+  uint64_t bytes;
+  if (__builtin_mul_overflow(h.capacity, (uint64_t)sizeof(struct cs_ring_slot), &bytes) ||
+      __builtin_add_overflow(bytes, (uint64_t)sizeof(struct cs_ring_hdr), &bytes) || bytes > SIZE_MAX)
+    return open_fail(r, fd, EPROTO, "capacity overflows");
+  if (bytes != (uint64_t)st.st_size) return open_fail(r, fd, EPROTO, "file size does not match its capacity");
+  if ((unsigned long)h.uid != name_uid) return open_fail(r, fd, EPERM, "header uid is not the uid in its name");
+  if (!memchr(h.host, 0, sizeof h.host) || !memchr(h.job, 0, sizeof h.job))
+    return open_fail(r, fd, EPROTO, "host or job not terminated");
+  if (!cs_ring_name_job(base, h.job)) return open_fail(r, fd, EPERM, "its name does not carry its header's job");
+  void *p = mmap(NULL, (size_t)bytes, PROT_READ, MAP_SHARED, fd, 0);
+  int e = errno;
   close(fd);
-  if (p == MAP_FAILED) return -1;
-  const struct cs_ring_hdr *h = p;
-  int err = 0;
-  if (atomic_load_explicit(&((struct cs_ring_hdr *)p)->init, memory_order_acquire) != CS_RING_INIT_MAGIC)
-    err = EAGAIN;
-  else if (h->magic != CS_RING_MAGIC || h->version != CS_RING_VERSION || h->rec_size != sizeof(struct cs_record) ||
-           h->capacity == 0 || (h->capacity & (h->capacity - 1)) || cs_ring_bytes(h->capacity) > (size_t)st.st_size)
-    err = EPROTO;
-  if (err) {
-    munmap(p, (size_t)st.st_size);
-    errno = err;
-    return -1;
-  }
-  r->h = h;
-  r->map_len = (size_t)st.st_size;
+  if (p == MAP_FAILED) return open_fail(r, -1, e, strerror(e));
+  r->h = p;
+  r->map_len = (size_t)bytes;
+  r->capacity = h.capacity;
+  r->dev = (uint64_t)st.st_dev;
+  r->ino = (uint64_t)st.st_ino;
   uint64_t head = atomic_load_explicit(&((struct cs_ring_hdr *)p)->head, memory_order_acquire);
-  r->cursor = head > h->capacity ? head - h->capacity : 0;
+  r->cursor = head > r->capacity ? head - r->capacity : 0;
   return 0;
 }
 
@@ -83,9 +167,10 @@ size_t cs_ring_read(struct cs_ring_reader *r, struct cs_record *out, size_t max)
   if (!r->h) return 0;
   struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->h;
   struct cs_ring_slot *slots = cs_ring_slots(h);
-  uint64_t cap = h->capacity, got = 0;
+  uint64_t cap = r->capacity, got = 0;
   uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
-  while (got < max && r->cursor < head) {
+  /* bounded even when a hostile writer keeps moving head */
+  for (uint64_t budget = cap + max; budget && got < max && r->cursor < head; budget--) {
     if (head - r->cursor > cap) { /* fell behind: those are gone */
       r->lost += head - cap - r->cursor;
       r->cursor = head - cap;
@@ -122,48 +207,103 @@ size_t cs_ring_read(struct cs_ring_reader *r, struct cs_record *out, size_t max)
 static struct cs_ring_hdr *W;
 static size_t wlen;
 static char wpath[512];
+static dev_t wdev;
+static ino_t wino;
 static pthread_t owner;
 static _Atomic int owner_set;
 static uint64_t whead;
 
 const char *cs_ring_path(void) { return W ? wpath : ""; }
 
-static int create_at(const char *path, size_t len) {
-  int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return -1;
-  if (ftruncate(fd, (off_t)len) != 0) {
-    int e = errno;
-    close(fd);
-    unlink(path);
-    errno = e;
-    return -1;
+/* A segment already under a ring name: reclaim it when its writer is dead (pid gone, a
+ * zombie, or the pid reused by a process with another start time). A name that is not a
+ * complete ring of ours is never taken: the caller then uses its -p<pid> name. Two
+ * creators may judge the same stale ring at once: the winner moves it aside and checks that
+ * what it moved is what it judged, so a ring that replaced it in between is put back.
+ * Returns true when the name is free now. */
+static bool reclaim_stale(const char *path) {
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT;
+  struct stat st;
+  struct cs_ring_hdr h;
+  bool dead = false;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+      st.st_size >= (off_t)sizeof h && pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == CS_RING_MAGIC &&
+      atomic_load_explicit(&h.init, memory_order_relaxed) == CS_RING_INIT_MAGIC)
+    dead = cs_ring_writer_dead(&h);
+  close(fd);
+  if (!dead) return false;
+  char aside[640];
+  snprintf(aside, sizeof aside, "%s/.collscope-%u-reclaim-p%d.tmp", cs_ring_dir(), (unsigned)geteuid(), (int)getpid());
+  if (rename(path, aside) != 0) return errno == ENOENT;
+  struct stat moved;
+  if (lstat(aside, &moved) == 0 && moved.st_dev == st.st_dev && moved.st_ino == st.st_ino) {
+    unlink(aside);
+    cs_log(CS_LOG_WARN, "reclaimed stale stats ring %s (writer pid %d is gone)", path, (int)h.pid);
+    return true;
   }
-  return fd;
+  if (link(aside, path) != 0)
+    cs_log(CS_LOG_WARN, "stats ring %s: a live ring took the name while a stale one was reclaimed and could "
+                        "not be put back (%s); that process has no live view", path, strerror(errno));
+  unlink(aside);
+  return false;
 }
 
-/* An existing segment: reclaim it when its writer is dead (or it is not a ring at all and
- * belongs to us). Returns true when it was removed. */
-static bool reclaim_stale(const char *path) {
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
+/* The whole ring, built in a private temporary: header first, `init` last. */
+static struct cs_ring_hdr *build(const char *tmp, uint64_t cap, size_t len) {
+  int fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST && unlink(tmp) == 0) /* left by a dead process that had our pid */
+    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return NULL;
   struct stat st;
-  bool dead = false;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == getuid()) {
-    if ((size_t)st.st_size < sizeof(struct cs_ring_hdr)) {
-      dead = true; /* creator died before sizing it */
-    } else {
-      void *p = mmap(NULL, sizeof(struct cs_ring_hdr), PROT_READ, MAP_SHARED, fd, 0);
-      if (p != MAP_FAILED) {
-        const struct cs_ring_hdr *h = p;
-        dead = h->magic != CS_RING_MAGIC || cs_ring_writer_dead(h);
-        munmap(p, sizeof(struct cs_ring_hdr));
-      }
-    }
-  }
+  void *p = MAP_FAILED;
+  if (ftruncate(fd, (off_t)len) == 0 && fstat(fd, &st) == 0)
+    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
   close(fd);
-  if (dead && unlink(path) == 0) {
-    cs_log(CS_LOG_INFO, "reclaimed stale stats ring %s", path);
-    return true;
+  if (p == MAP_FAILED) {
+    unlink(tmp);
+    errno = e;
+    return NULL;
+  }
+  wdev = st.st_dev;
+  wino = st.st_ino;
+  struct cs_ring_hdr *h = p; /* zero-filled by ftruncate */
+  h->magic = CS_RING_MAGIC;
+  h->version = CS_RING_VERSION;
+  h->rec_size = sizeof(struct cs_record);
+  h->capacity = cap;
+  h->pid = getpid();
+  char state;
+  if (!proc_stat(getpid(), &state, &h->start_time)) h->start_time = 0;
+  h->rank = cs_cfg.rank;
+  h->local_rank = cs_cfg.local_rank;
+  h->world_size = cs_cfg.world_size;
+  h->device = -1;
+  h->uid = (uint32_t)geteuid();
+  h->created_ns = cs_now_ns(CLOCK_REALTIME);
+  snprintf(h->host, sizeof h->host, "%.127s", cs_cfg.host);
+  snprintf(h->job, sizeof h->job, "%.127s", cs_cfg.job);
+  atomic_store_explicit(&h->init, CS_RING_INIT_MAGIC, memory_order_release); /* last */
+  return h;
+}
+
+/* Give the finished temporary its ring name: the rank's name, reclaimed when its writer is
+ * dead, else the rank's name with -p<pid>. */
+static bool publish_name(const char *tmp, const char *base) {
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (link(tmp, base) == 0) {
+      snprintf(wpath, sizeof wpath, "%s", base);
+      return true;
+    }
+    if (errno != EEXIST || !reclaim_stale(base)) break;
+  }
+  size_t bl = strlen(base) - strlen(".ring");
+  snprintf(wpath, sizeof wpath, "%.*s-p%d.ring", (int)bl, base, (int)getpid());
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (link(tmp, wpath) == 0) return true;
+    if (errno != EEXIST) return rename(tmp, wpath) == 0; /* no hard links here: our pid's name is ours */
+    if (!reclaim_stale(wpath)) break;
   }
   return false;
 }
@@ -171,48 +311,32 @@ static bool reclaim_stale(const char *path) {
 bool cs_ring_open(void) {
   if (W || cs_cfg.ring_cap == 0) return W != NULL;
   uint64_t cap = 1;
-  while (cap < cs_cfg.ring_cap) cap <<= 1;
+  while (cap < cs_cfg.ring_cap && cap < CS_RING_MAX_CAPACITY) cap <<= 1;
   size_t len = cs_ring_bytes(cap);
-  char rank[16];
+  char rank[16], base[512], tmp[640];
   if (cs_cfg.rank >= 0) snprintf(rank, sizeof rank, "%d", cs_cfg.rank);
   else snprintf(rank, sizeof rank, "x");
-  int fd = -1;
-  for (int attempt = 0; attempt < 3 && fd < 0; attempt++) {
-    if (attempt < 2)
-      snprintf(wpath, sizeof wpath, "%s/collscope-%u-%s-r%s.ring", cs_ring_dir(), (unsigned)getuid(), cs_cfg.job,
-               rank);
-    else
-      snprintf(wpath, sizeof wpath, "%s/collscope-%u-%s-r%s-p%d.ring", cs_ring_dir(), (unsigned)getuid(),
-               cs_cfg.job, rank, (int)getpid());
-    fd = create_at(wpath, len);
-    if (fd < 0 && errno == EEXIST && attempt == 0 && !reclaim_stale(wpath)) attempt++; /* alive: use -p<pid> */
-  }
-  if (fd < 0) {
-    cs_log(CS_LOG_WARN, "cannot create stats ring %s: %s; no live view for this process", wpath, strerror(errno));
+  unsigned uid = (unsigned)geteuid();
+  /* the job as the header holds it (127 bytes): readers require the name to carry it */
+  if (snprintf(base, sizeof base, "%s/collscope-%u-%.127s-r%s.ring", cs_ring_dir(), uid, cs_cfg.job, rank) >=
+      (int)sizeof base - 16) {
+    cs_log(CS_LOG_WARN, "stats ring: directory name too long; no live view for this process");
     return false;
   }
-  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
-    cs_log(CS_LOG_WARN, "cannot map stats ring %s: %s", wpath, strerror(errno));
-    unlink(wpath);
+  snprintf(tmp, sizeof tmp, "%s/.collscope-%u-%.127s-r%s-p%d.tmp", cs_ring_dir(), uid, cs_cfg.job, rank, (int)getpid());
+  struct cs_ring_hdr *h = build(tmp, cap, len);
+  if (!h) {
+    cs_log(CS_LOG_WARN, "cannot create stats ring %s: %s; no live view for this process", tmp, strerror(errno));
     return false;
   }
-  struct cs_ring_hdr *h = p; /* zero-filled by ftruncate */
-  h->magic = CS_RING_MAGIC;
-  h->version = CS_RING_VERSION;
-  h->rec_size = sizeof(struct cs_record);
-  h->capacity = cap;
-  h->pid = getpid();
-  h->rank = cs_cfg.rank;
-  h->local_rank = cs_cfg.local_rank;
-  h->world_size = cs_cfg.world_size;
-  h->device = -1;
-  h->uid = (uint32_t)getuid();
-  h->created_ns = cs_now_ns(CLOCK_REALTIME);
-  snprintf(h->host, sizeof h->host, "%.127s", cs_cfg.host);
-  snprintf(h->job, sizeof h->job, "%.127s", cs_cfg.job);
-  atomic_store_explicit(&h->init, CS_RING_INIT_MAGIC, memory_order_release); /* last */
+  bool named = publish_name(tmp, base);
+  int e = errno;
+  unlink(tmp);
+  if (!named) {
+    cs_log(CS_LOG_WARN, "cannot name stats ring %s: %s; no live view for this process", wpath, strerror(e));
+    munmap(h, len);
+    return false;
+  }
   W = h;
   wlen = len;
   whead = 0;
@@ -274,7 +398,10 @@ void cs_ring_close(bool clean_exit) {
   if (clean_exit) atomic_store_explicit(&W->closed, 1, memory_order_release);
   munmap(W, wlen);
   W = NULL;
-  if (clean_exit && !cs_cfg.keep_shm) unlink(wpath);
+  /* only our own ring: never a file that took the name since */
+  struct stat st;
+  if (clean_exit && !cs_cfg.keep_shm && lstat(wpath, &st) == 0 && st.st_dev == wdev && st.st_ino == wino)
+    unlink(wpath);
 }
 
 void cs_ring_atfork_child(void) {

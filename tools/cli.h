@@ -31,17 +31,25 @@ void cli_text_hangs(const struct cs_det_result *det, FILE *o);
 struct json_t *cli_json_stragglers(const struct cs_det_result *det);
 struct json_t *cli_json_hangs(const struct cs_det_result *det);
 
-/* tools/dump_args.c: the command line of report and trace (DIR, -o/--output FILE, and
- * per flags --op NAME, --json). Returns -1 when the command goes on, else its exit status
- * (0 after --help, CLI_EXIT_USAGE with a message and the usage on stderr). */
+/* tools/dump_args.c: the command line of report and trace (DIR, -o/--output FILE,
+ * --job ID, and per flags --op NAME, --json). Returns -1 when the command goes on, else its
+ * exit status (0 after --help, CLI_EXIT_USAGE with a message and the usage on stderr). */
 struct cli_dump_args {
-  const char *dir, *outpath, *op;
+  const char *dir, *outpath, *op, *job;
   bool json;
-  unsigned jobs;          /* -j N / --jobs N: reading threads, 0 = one per core */
+  unsigned jobs;          /* -j N: reading threads, 0 = one per core */
 };
 enum { CLI_DUMP_ARGS_OP = 1, CLI_DUMP_ARGS_JSON = 2 };
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                         struct cli_dump_args *out);
+
+/* tools/dump_args.c: an output file written whole or not at all. cli_out_open() returns
+ * stdout for NULL or "-", else a new temporary next to path (mkstemp: O_EXCL, never a
+ * planted file or link) whose name is kept in *tmp; NULL with a message on failure.
+ * cli_out_close() flushes, closes and renames it onto path (rc == 0), or removes it;
+ * returns 0, or 1 with a message. */
+FILE *cli_out_open(const char *cmd, const char *path, char **tmp);
+int cli_out_close(const char *cmd, FILE *o, char *tmp, const char *path, int rc);
 
 /* Locations of collscope's own artefacts, found relative to the running
  * executable (build tree or install prefix) or from env overrides:

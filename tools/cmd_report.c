@@ -73,7 +73,7 @@ struct rank_row {
   const struct cs_dumpfile *f;
   size_t ops, xfers;
   double gpu_ms;
-  uint64_t bytes, drops;
+  uint64_t bytes, drops, lost;
 };
 
 struct comm_row {
@@ -89,6 +89,9 @@ struct summary {
   size_t timed, captured, host_timed, errors, unknown_timing;
   size_t timed_profiler, timed_host_span; /* of `timed`: NCCL profiler stamps, host clock; the rest CUDA events */
   uint64_t drops, timing_lost;
+  uint64_t lost;          /* footer op + xfer counts minus the records read, over all files */
+  size_t lost_files;      /* files with lost > 0 */
+  size_t salvage_merged, salvage_dups, salvage_files;   /* salvage files merged into their dumps */
   size_t truncated_lines, malformed_lines, unknown_types, files_without_footer;
   /* NCCL profiler plugin standing per rank (footers): trusted, rejected, mixed, probation,
    * not_loaded, forced, an unknown one counted as "other"; probes compared / agreed on the
@@ -177,6 +180,11 @@ static void build_summary(struct report *r, const struct cs_op_rec **v, size_t n
     s->xfers += r->op_filter ? 0 : f->nxfers;
     s->drops += cs_dumpfile_drops(f);
     s->timing_lost += f->footer_timing_lost;
+    s->lost = s->lost + f->lost < s->lost ? UINT64_MAX : s->lost + f->lost;
+    s->lost_files += f->lost > 0;
+    s->salvage_merged += f->merged_salvage;
+    s->salvage_dups += f->dup_salvage;
+    s->salvage_files += f->merged_salvage + f->dup_salvage > 0;
     s->truncated_lines += f->truncated_lines;
     s->malformed_lines += f->malformed_lines;
     s->unknown_types += f->unknown_types;
@@ -269,8 +277,14 @@ static void build_from_agg(struct report *r) {
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];
     const struct agg_file *af = &a->files[f->read_index];
-    r->ranks[i] = (struct rank_row){f, af->ops, r->op_filter ? 0 : f->nxfers, af->gpu_ms, af->bytes,
-                                    cs_dumpfile_drops(f)};
+    struct rank_row *rr = &r->ranks[i];
+    rr->f = f;
+    rr->ops = af->ops;
+    rr->xfers = r->op_filter ? 0 : f->nxfers;
+    rr->gpu_ms = af->gpu_ms;
+    rr->bytes = af->bytes;
+    rr->drops = cs_dumpfile_drops(f);
+    rr->lost = f->lost;
   }
   build_summary(r, NULL, 0);
   r->det = a->det;   /* moved */
@@ -281,8 +295,10 @@ static void build_from_agg(struct report *r) {
 
 static void text_summary(const struct report *r, FILE *o) {
   const struct summary *s = &r->sum;
-  fprintf(o, "# collscope report: %s%s%s\n", r->set->path, r->op_filter ? "  op " : "",
-          r->op_filter ? r->op_filter : "");
+  char b1[512], b2[128], b3[256];
+  fprintf(o, "# collscope report: %s%s%s%s%s\n", cs_text_safe(r->set->path, b1, sizeof b1),
+          r->op_filter ? "  op " : "", r->op_filter ? cs_text_safe(r->op_filter, b2, sizeof b2) : "",
+          *r->set->job ? "  job " : "", cs_text_safe(r->set->job, b3, sizeof b3));
   fprintf(o, "# files %zu  ranks %zu  hosts %zu  op records %zu  xfer records %zu  instances %zu\n",
           s->files, s->ranks, s->hosts, s->ops, s->xfers, s->instances);
 }
@@ -293,9 +309,10 @@ static void text_ops(const struct report *r, FILE *o) {
   fprintf(o, "# %13s %6s %12s %12s %7s %7s %10s %10s %10s %11s %11s\n", "op", "nranks", "size(B)",
           "bucket_lo", "count", "timed", "p50(us)", "p99(us)", "max(us)", "algbw(GB/s)",
           "busbw(GB/s)");
+  char b[128];
   for (size_t i = 0; i < r->nrows; i++) {
     const struct op_row *w = &r->rows[i];
-    fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu", w->op_name, w->comm_size,
+    fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu", cs_text_safe(w->op_name, b, sizeof b), w->comm_size,
             (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed);
     if (w->timed)
       fprintf(o, " %10.2f %10.2f %10.2f", w->p50, w->p99, w->max);
@@ -311,8 +328,9 @@ static void text_ops(const struct report *r, FILE *o) {
 
 static int host_width(const struct report *r) {
   int w = 4;
+  char b[128];
   for (size_t i = 0; i < r->nranks; i++) {
-    int l = (int)strlen(r->ranks[i].f->hdr.host);
+    int l = (int)strlen(cs_text_safe(r->ranks[i].f->hdr.host, b, sizeof b));
     if (l > w) w = l;
   }
   return w > 40 ? 40 : w;
@@ -321,17 +339,20 @@ static int host_width(const struct report *r) {
 static void text_ranks(const struct report *r, FILE *o) {
   int hw = host_width(r);
   fprintf(o, "\n# Ranks\n");
-  fprintf(o, "# %5s  %-*s %8s %8s %6s %6s %13s %14s %6s  %s\n", "rank", hw, "host", "pid", "records",
-          "ops", "xfers", "gpu_time(ms)", "bytes", "drops", "exit");
+  fprintf(o, "# %5s  %-*s %8s %8s %6s %6s %13s %14s %6s %6s  %s\n", "rank", hw, "host", "pid", "records",
+          "ops", "xfers", "gpu_time(ms)", "bytes", "drops", "lost", "exit");
+  char b[128];
   for (size_t i = 0; i < r->nranks; i++) {
     const struct rank_row *w = &r->ranks[i];
     char rank[16];
     if (w->f->hdr.rank >= 0) snprintf(rank, sizeof rank, "%d", w->f->hdr.rank);
     else snprintf(rank, sizeof rank, "?");
-    fprintf(o, "  %5s  %-*s %8lld %8zu %6zu %6zu %13.3f %14llu %6llu  %s\n", rank, hw,
-            w->f->hdr.host, w->f->hdr.pid, w->ops + w->xfers, w->ops, w->xfers, w->gpu_ms,
-            (unsigned long long)w->bytes, (unsigned long long)w->drops,
-            w->f->has_footer ? "clean" : "no-footer");
+    /* exit: no-footer (the process did not exit cleanly), lost (its footer counts records the
+     * file does not hold), else clean */
+    fprintf(o, "  %5s  %-*s %8lld %8zu %6zu %6zu %13.3f %14llu %6llu %6llu  %s\n", rank, hw,
+            cs_text_safe(w->f->hdr.host, b, sizeof b), w->f->hdr.pid, w->ops + w->xfers, w->ops, w->xfers,
+            w->gpu_ms, (unsigned long long)w->bytes, (unsigned long long)w->drops, (unsigned long long)w->lost,
+            !w->f->has_footer ? "no-footer" : w->lost ? "lost" : "clean");
   }
 }
 
@@ -362,6 +383,7 @@ static size_t note_counts(FILE *o, const char *label, const char *const *names, 
 
 static void text_notes(const struct report *r, FILE *o) {
   const struct summary *s = &r->sum;
+  char b[256];
   fprintf(o, "\n# Notes\n");
   fprintf(o, "#   timed ops: %zu (CUDA events %zu, NCCL profiler kernel stamps %zu, host clock %zu)\n", s->timed,
           s->timed - s->timed_profiler - s->timed_host_span, s->timed_profiler, s->timed_host_span);
@@ -369,7 +391,7 @@ static void text_notes(const struct report *r, FILE *o) {
     if (s->prof_ranks[1] || s->prof_ranks[2])
       fprintf(o, " (rejecting ranks: %llu of %llu probes agreed with CUDA events; rejected: %s)",
               (unsigned long long)s->rejected_agreed, (unsigned long long)s->rejected_probes,
-              s->rejected_ops ? s->rejected_ops : "?");
+              s->rejected_ops ? cs_text_safe(s->rejected_ops, b, sizeof b) : "?");
     fprintf(o, "\n");
   }
   if (note_counts(o, "SDC checks, ranks:", sdc_standings, s->sdc_ranks, NSDC)) {
@@ -382,7 +404,8 @@ static void text_notes(const struct report *r, FILE *o) {
     if (s->nselftest_failed) {
       fprintf(o, "#   SDC kernel self-test failed (a wrong result on a fixed input) on rank(s):");
       for (size_t i = 0; i < s->nselftest_failed; i++)
-        fprintf(o, "%s %d (%s)", i ? "," : "", s->selftest_failed[i]->hdr.rank, s->selftest_failed[i]->hdr.host);
+        fprintf(o, "%s %d (%s)", i ? "," : "", s->selftest_failed[i]->hdr.rank,
+                cs_text_safe(s->selftest_failed[i]->hdr.host, b, sizeof b));
       fprintf(o, "%s\n", s->sdc_ranks[0] ? " -- other ranks passed: suspect these GPUs" : "");
     }
   }
@@ -394,12 +417,22 @@ static void text_notes(const struct report *r, FILE *o) {
   if (r->agg && r->agg->late_records)
     fprintf(o, "#   ops out of seq order (not in instances): %zu\n", r->agg->late_records);
   fprintf(o, "#   dropped records:                         %llu\n", (unsigned long long)s->drops);
+  fprintf(o, "#   lost records (footer count > read):      %llu", (unsigned long long)s->lost);
+  if (s->lost) fprintf(o, " on %zu rank(s) -- see the ranks' lost column", s->lost_files);
+  fputc('\n', o);
   if (s->timing_lost)
     fprintf(o, "#   ops whose GPU timing was lost (footer):  %llu\n", (unsigned long long)s->timing_lost);
   fprintf(o, "#   truncated lines skipped:                 %zu\n", s->truncated_lines);
   fprintf(o, "#   malformed lines skipped:                 %zu\n", s->malformed_lines);
   fprintf(o, "#   unknown record types skipped:            %zu\n", s->unknown_types);
   fprintf(o, "#   files without footer (unclean exit):     %zu\n", s->files_without_footer);
+  if (s->salvage_files)
+    fprintf(o, "#   salvage files merged into their dumps:   %zu (%zu records added, %zu already in the dump)\n",
+            s->salvage_files, s->salvage_merged, s->salvage_dups);
+  if (r->set->other_job_files)
+    fprintf(o, "#   files of other jobs left out:            %zu\n", r->set->other_job_files);
+  if (r->set->errors_omitted)
+    fprintf(o, "#   problems not listed on stderr:           %zu\n", r->set->errors_omitted);
 }
 
 /* ---------- JSON sections ---------- */
@@ -446,6 +479,12 @@ static json_t *json_summary(const struct report *r) {
   json_object_set_new(o, "errors", jcount(s->errors));
   json_object_set_new(o, "unknown_timing", jcount(s->unknown_timing));
   json_object_set_new(o, "drops", jbytes(s->drops));
+  json_object_set_new(o, "lost", jbytes(s->lost));
+  json_object_set_new(o, "lost_files", jcount(s->lost_files));
+  json_object_set_new(o, "salvage_merged", jcount(s->salvage_merged));
+  json_object_set_new(o, "salvage_duplicates", jcount(s->salvage_dups));
+  json_object_set_new(o, "job", json_string(r->set->job));
+  json_object_set_new(o, "other_job_files", jcount(r->set->other_job_files));
   json_object_set_new(o, "timing_lost", jbytes(s->timing_lost));
   json_object_set_new(o, "truncated_lines", jcount(s->truncated_lines));
   json_object_set_new(o, "malformed_lines", jcount(s->malformed_lines));
@@ -501,9 +540,11 @@ static json_t *json_ranks(const struct report *r) {
     json_object_set_new(o, "gpu_time_ms", json_real(w->gpu_ms));
     json_object_set_new(o, "bytes", jbytes(w->bytes));
     json_object_set_new(o, "drops", jbytes(w->drops));
+    json_object_set_new(o, "lost", jbytes(w->lost));
     json_object_set_new(o, "truncated_lines", jcount(w->f->truncated_lines));
     json_object_set_new(o, "malformed_lines", jcount(w->f->malformed_lines));
-    json_object_set_new(o, "clean_exit", json_boolean(w->f->has_footer));
+    json_object_set_new(o, "footer", json_boolean(w->f->has_footer));
+    json_object_set_new(o, "clean_exit", json_boolean(w->f->has_footer && !w->lost));
     json_array_append_new(a, o);
   }
   return a;
@@ -528,6 +569,67 @@ static json_t *json_comms(const struct report *r) {
 }
 
 /* ---------- stragglers and hangs (include/collscope/detect.h) ---------- */
+
+/* Per communicator, the comm_ranks its records name, ascending: the detector works on their
+ * index (dense, 0..seen-1), so its per-communicator state is sized by the ranks actually seen,
+ * never by a comm_size or comm_rank read from a file; results get the real ones back. */
+struct comm_ranks {
+  uint64_t comm;
+  int declared;             /* the largest comm_size a record gives */
+  size_t off, n;            /* its ranks: real[off .. off + n) */
+};
+struct rank_ids {
+  struct comm_ranks *c; size_t nc;
+  int *real;
+};
+struct comm_rank_pair { uint64_t comm; int rank, size; };
+static int cmp_comm_rank(const void *a, const void *b) {
+  const struct comm_rank_pair *x = a, *y = b;
+  if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+static int cmp_int(const void *a, const void *b);
+static void rank_ids_build(struct rank_ids *m, const struct cs_det_op *v, size_t n) {
+  struct comm_rank_pair *p = xcalloc(n, sizeof *p);
+  for (size_t i = 0; i < n; i++) p[i] = (struct comm_rank_pair){v[i].comm, v[i].comm_rank, v[i].comm_size};
+  if (n) qsort(p, n, sizeof *p, cmp_comm_rank);
+  m->c = xcalloc(n, sizeof *m->c);
+  m->real = xcalloc(n, sizeof *m->real);
+  m->nc = 0;
+  size_t nr = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i == 0 || p[i].comm != p[i - 1].comm) m->c[m->nc++] = (struct comm_ranks){p[i].comm, p[i].size, nr, 0};
+    struct comm_ranks *c = &m->c[m->nc - 1];
+    if (p[i].size > c->declared) c->declared = p[i].size;
+    if (p[i].rank < 0 || (c->n && m->real[nr - 1] == p[i].rank)) continue;
+    m->real[nr++] = p[i].rank;
+    c->n++;
+  }
+  free(p);
+}
+static const struct comm_ranks *rank_ids_comm(const struct rank_ids *m, uint64_t comm) {
+  size_t lo = 0, hi = m->nc;
+  while (lo < hi) {
+    size_t k = (lo + hi) / 2;
+    if (m->c[k].comm < comm) lo = k + 1;
+    else hi = k;
+  }
+  return lo < m->nc && m->c[lo].comm == comm ? &m->c[lo] : NULL;
+}
+/* dense index of comm_rank r, -1 when negative */
+static int rank_ids_dense(const struct rank_ids *m, const struct comm_ranks *c, int r) {
+  if (r < 0 || !c) return -1;
+  const int *p = bsearch(&r, m->real + c->off, c->n, sizeof *p, cmp_int);
+  return p ? (int)(p - (m->real + c->off)) : -1;
+}
+static int rank_ids_real(const struct rank_ids *m, uint64_t comm, int dense) {
+  const struct comm_ranks *c = rank_ids_comm(m, comm);
+  return c && dense >= 0 && (size_t)dense < c->n ? m->real[c->off + (size_t)dense] : dense;
+}
+static int rank_ids_declared(const struct rank_ids *m, uint64_t comm, int dense_size) {
+  const struct comm_ranks *c = rank_ids_comm(m, comm);
+  return c && c->declared > dense_size ? c->declared : dense_size;
+}
 
 /* Every op record of the set (all comms, no --op filter) plus the shim's "hang" records
  * as detector input. */
@@ -568,7 +670,27 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
       d->state = CS_DET_PENDING;
     }
   }
+  struct rank_ids ids;
+  rank_ids_build(&ids, v, k);
+  for (size_t i = 0; i < k; i++) {
+    const struct comm_ranks *c = rank_ids_comm(&ids, v[i].comm);
+    v[i].comm_rank = rank_ids_dense(&ids, c, v[i].comm_rank);
+    v[i].comm_size = c ? (int)c->n : 0;
+  }
   int rc = cs_detect(v, k, p, CS_DET_HANG_PENDING, out);
+  if (rc == 0) {
+    for (size_t i = 0; i < out->nstragglers; i++) {
+      struct cs_det_straggler *s = &out->stragglers[i];
+      if (s->comm_rank >= 0) s->comm_rank = rank_ids_real(&ids, s->comm, s->comm_rank);
+      s->comm_size = rank_ids_declared(&ids, s->comm, s->comm_size);
+    }
+    for (size_t i = 0; i < out->nranks; i++)
+      out->ranks[i].comm_rank = rank_ids_real(&ids, out->ranks[i].comm, out->ranks[i].comm_rank);
+    for (size_t i = 0; i < out->nhangs; i++)
+      out->hangs[i].comm_size = rank_ids_declared(&ids, out->hangs[i].comm, out->hangs[i].comm_size);
+  }
+  free(ids.c);
+  free(ids.real);
   free(v);
   return rc;
 }
@@ -577,10 +699,12 @@ static const struct cs_link_pair *slowest_pair(const struct report *r);
 static void text_stragglers(const struct report *r, FILE *o) {
   cli_text_stragglers(&r->det, &r->detp, o);
   const struct cs_link_pair *q = slowest_pair(r);
+  char b1[128], b2[128];
   for (size_t i = 0; i < r->det.nstragglers; i++)
     if (r->det.stragglers[i].kind == CS_DET_LINK && r->det.stragglers[i].rank < 0) {
       if (q) fprintf(o, "  link entries: slow host pair %s -> %s (%.3g Gbit/s p50 vs %.3g for the other pairs; see links)\n",
-                     q->src_host, q->dst_host, q->gbps_p50, q->ref_gbps_p50);
+                     cs_text_safe(q->src_host, b1, sizeof b1), cs_text_safe(q->dst_host, b2, sizeof b2),
+                     q->gbps_p50, q->ref_gbps_p50);
       else fprintf(o, "  link entries: no NCCL_NET link records name a slow host pair\n");
       break;
     }
@@ -612,11 +736,11 @@ void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_pa
           p->share * 100, p->z, p->floor_us, p->frac * 100, det->instances);
   fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %s\n", "rank", "host", "comm", "share_last",
           "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind");
-  char hex[17];
+  char hex[17], b[128];
   for (size_t i = 0; i < det->nstragglers; i++) {
     const struct cs_det_straggler *s = &det->stragglers[i];
     fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %s\n", s->rank,
-            s->host ? s->host : s->kind == CS_DET_LINK ? "(network)" : "?", cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
+            s->host ? cs_text_safe(s->host, b, sizeof b) : s->kind == CS_DET_LINK ? "(network)" : "?", cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
             s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind));
   }
   if (!det->nstragglers) fprintf(o, "  (none)\n");
@@ -631,10 +755,12 @@ void cli_text_hangs(const struct cs_det_result *det, FILE *o) {
     const struct cs_det_hang *h = &det->hangs[i];
     fprintf(o, "  comm %s size %d: reached seq %lld, stuck at seq %lld\n", cs_comm_hex(h->comm, hex),
             h->comm_size, (long long)h->reached, (long long)h->seq);
+    char b[128];
     fprintf(o, "    missing (not entered):");
-    for (size_t k = 0; k < h->nmissing; k++) fprintf(o, " %d@%s", h->missing[k], h->missing_hosts[k]);
+    for (size_t k = 0; k < h->nmissing; k++)
+      fprintf(o, " %d@%s", h->missing[k], cs_text_safe(h->missing_hosts[k], b, sizeof b));
     fprintf(o, "%s\n    stuck (entered, not complete):", h->nmissing ? "" : " none");
-    for (size_t k = 0; k < h->nstuck; k++) fprintf(o, " %d@%s", h->stuck[k], h->stuck_hosts[k]);
+    for (size_t k = 0; k < h->nstuck; k++) fprintf(o, " %d@%s", h->stuck[k], cs_text_safe(h->stuck_hosts[k], b, sizeof b));
     fprintf(o, "%s\n", h->nstuck ? "" : " none");
   }
   if (!det->nhangs) fprintf(o, "  (none)\n");
@@ -715,19 +841,24 @@ static const struct conn_end *other_end(const struct conn_end *v, size_t n, uint
   return NULL;
 }
 
+/* the host of global rank r (the first file that names it), by binary search over the
+ * files, which are sorted by rank: no table sized by a rank number read from a file */
+static const char *host_of_rank(const struct cs_dumpset *set, int r) {
+  size_t lo = 0, hi = set->nfiles;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if ((unsigned)set->files[m].hdr.rank < (unsigned)r) lo = m + 1;   /* -1 sorts last */
+    else hi = m;
+  }
+  return lo < set->nfiles && set->files[lo].hdr.rank == r ? set->files[lo].hdr.host : NULL;
+}
+
 static void build_links(struct report *r) {
   const struct cs_dumpset *set = r->set;
   size_t n = 0;
-  int maxrank = -1;
-  for (size_t i = 0; i < set->nfiles; i++) {
-    n += set->files[i].nlinks;
-    if (set->files[i].hdr.rank > maxrank) maxrank = set->files[i].hdr.rank;
-  }
+  for (size_t i = 0; i < set->nfiles; i++) n += set->files[i].nlinks;
   r->link_records = n;
   if (!n) return;
-  const char **host_of = xcalloc((size_t)maxrank + 2, sizeof *host_of);
-  for (size_t i = 0; i < set->nfiles; i++)
-    if (set->files[i].hdr.rank >= 0) host_of[set->files[i].hdr.rank] = set->files[i].hdr.host;
   struct conn_end *ends = xcalloc(n, sizeof *ends);
   struct cs_link_obs *obs = xcalloc(n, sizeof *obs);
   size_t k = 0;
@@ -747,7 +878,7 @@ static void build_links(struct report *r) {
       int me = l->rank >= 0 ? l->rank : f->hdr.rank;
       const char *ohost = e ? e->host : NULL;
       int orank = e ? e->rank : l->peer;
-      if (!ohost && l->send && l->peer >= 0 && l->peer <= maxrank) ohost = host_of[l->peer];
+      if (!ohost && l->send && l->peer >= 0) ohost = host_of_rank(set, l->peer);
       o->send = l->send;
       o->src_host = l->send ? f->hdr.host : ohost;
       o->dst_host = l->send ? ohost : f->hdr.host;
@@ -764,7 +895,6 @@ static void build_links(struct report *r) {
     fputs("collscope report: links out of memory\n", stderr);
   free(obs);
   free(ends);
-  free(host_of);
 }
 
 static const struct cs_link_pair *slowest_pair(const struct report *r) {
@@ -786,18 +916,20 @@ static void text_links(const struct report *r, FILE *o) {
           r->linkp.slow_frac, (unsigned long long)r->linkp.min_bytes);
   fprintf(o, "# %-16s %-16s %14s %10s %12s %12s %5s  %s\n", "src_host", "dst_host", "bytes", "msgs", "gbps_p50",
           "gbps_p10", "side", "slow");
+  char b1[128], b2[128];
   for (size_t i = 0; i < r->nlinks; i++) {
     const struct cs_link_pair *q = &r->links[i];
-    fprintf(o, "  %-16s %-16s %14llu %10llu %12.3f %12.3f %5s  %s\n", q->src_host ? q->src_host : "?",
-            q->dst_host ? q->dst_host : "?", (unsigned long long)q->bytes, (unsigned long long)q->msgs, q->gbps_p50,
+    fprintf(o, "  %-16s %-16s %14llu %10llu %12.3f %12.3f %5s  %s\n",
+            q->src_host ? cs_text_safe(q->src_host, b1, sizeof b1) : "?",
+            q->dst_host ? cs_text_safe(q->dst_host, b2, sizeof b2) : "?", (unsigned long long)q->bytes, (unsigned long long)q->msgs, q->gbps_p50,
             q->gbps_p10, q->from_send ? "send" : "recv", q->slow ? "SLOW" : "");
   }
   size_t nslow = 0;
   for (size_t i = 0; i < r->nlinks; i++)
     if (r->links[i].slow) {
       const struct cs_link_pair *q = &r->links[i];
-      fprintf(o, "  slow link: %s -> %s at %.3g Gbit/s p50, %.3g x the other pairs' median (%.3g)\n", q->src_host,
-              q->dst_host, q->gbps_p50, q->ref_gbps_p50 > 0 ? q->gbps_p50 / q->ref_gbps_p50 : 0, q->ref_gbps_p50);
+      fprintf(o, "  slow link: %s -> %s at %.3g Gbit/s p50, %.3g x the other pairs' median (%.3g)\n",
+              cs_text_safe(q->src_host, b1, sizeof b1), cs_text_safe(q->dst_host, b2, sizeof b2), q->gbps_p50, q->ref_gbps_p50 > 0 ? q->gbps_p50 / q->ref_gbps_p50 : 0, q->ref_gbps_p50);
       nslow++;
     }
   if (!nslow) fprintf(o, "  no slow link\n");
@@ -956,15 +1088,16 @@ static void text_sdc(const struct report *r, FILE *o) {
   if (s.nitems)
     fprintf(o, "  %-16s %8s %-14s %-10s %12s %-12s %-8s %s\n", "comm", "seq", "op", "dtype", "bytes", "check",
             "suspect", "host");
-  char hex[17], rk[24];
+  char hex[17], rk[24], b1[128], b2[128], b3[128];
   for (size_t i = 0; i < s.nitems; i++) {
     const struct sdc_item *it = &s.items[i];
     if (it->suspect_rank >= 0) snprintf(rk, sizeof rk, "rank %d", it->suspect_rank);
     else if (it->suspect_comm_rank >= 0) snprintf(rk, sizeof rk, "crank %d", it->suspect_comm_rank);
     else snprintf(rk, sizeof rk, "-");
     fprintf(o, "  %-16s %8lld %-14s %-10s %12llu %-12s %-8s %s", cs_comm_hex(it->comm, hex), (long long)it->seq,
-            it->op, it->dtype, (unsigned long long)it->bytes, cs_sdc_check_name(it->check), rk,
-            it->host ? it->host : "-");
+            cs_text_safe(it->op, b1, sizeof b1), cs_text_safe(it->dtype ? it->dtype : "", b2, sizeof b2),
+            (unsigned long long)it->bytes, cs_sdc_check_name(it->check), rk,
+            it->host ? cs_text_safe(it->host, b3, sizeof b3) : "-");
     if (it->check == CS_SDC_CHECK_SUM) fprintf(o, "  (got %.17g, want %.17g, tol %.3g)", it->got, it->want, it->tol);
     fputc('\n', o);
   }
@@ -1074,8 +1207,9 @@ static int write_json(const struct report *r, FILE *o) {
 /* ---------- command ---------- */
 
 static void usage(FILE *o) {
-  fputs("usage: collscope report DIR [--json] [--op NAME] [-o FILE] [-j N]\n"
+  fputs("usage: collscope report DIR [--json] [--op NAME] [--job ID] [-o FILE] [-j N]\n"
         "  DIR         directory of collscope dump files (*.jsonl), or one dump file\n"
+        "  --job ID    only the dumps of job ID (needed when DIR holds several jobs)\n"
         "  --json      print one JSON object instead of tables\n"
         "  --op NAME   only op records named NAME (AllReduce, AllGather, Send, ...)\n"
         "  -o FILE     write to FILE instead of standard output\n"
@@ -1105,7 +1239,7 @@ int cmd_report(int argc, char **argv) {
    * (tools/report_agg.c), never held all at once */
   const char *canon = op ? canonical_op(op) : NULL;
   struct report_agg agg;
-  struct cs_dumpset *set = report_agg_run(dir, canon ? canon : op, args.jobs ? args.jobs : cs_pool_default_jobs(), 0,
+  struct cs_dumpset *set = report_agg_run(dir, args.job, canon ? canon : op, args.jobs ? args.jobs : cs_pool_default_jobs(), 0,
                                           &r.detp, &agg);
   if (!set) {
     report_agg_free(&agg);
@@ -1130,27 +1264,18 @@ int cmd_report(int argc, char **argv) {
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_LINK_SLOW_FRAC / COLLSCOPE_LINK_MIN_BYTES value\n");
   build_links(&r);
 
-  FILE *o = stdout;
-  if (outpath && strcmp(outpath, "-") != 0) {
-    o = fopen(outpath, "we");
-    if (!o) {
-      fprintf(stderr, "collscope report: cannot write %s: %s\n", outpath, strerror(errno));
-      o = NULL;
-    }
-  }
-  int rc = 0;
+  char *tmp = NULL;
+  FILE *o = cli_out_open("report", outpath, &tmp);
+  int rc = 1;
   if (o) {
+    rc = 0;
     if (json) {
       if (write_json(&r, o) != 0) rc = 1;
     } else {
       for (size_t i = 0; i < NSECTIONS; i++)
         if (sections[i].text) sections[i].text(&r, o);
     }
-    if (fflush(o) != 0 || ferror(o)) rc = 1;
-    if (o != stdout && fclose(o) != 0) rc = 1;
-    if (rc) fprintf(stderr, "collscope report: write error: %s\n", strerror(errno));
-  } else {
-    rc = 1;
+    rc = cli_out_close("report", o, tmp, outpath, rc);
   }
   free(r.rows);
   free(r.ranks);

@@ -1,12 +1,13 @@
 /* tools/cmd_top.c: `collscope top [--once] [--json] [--interval S] [--dir SHMDIR]`.
  *
- * Live view of every collscope process of this user on this host, read from their
- * shared-memory stats rings (include/collscope/ring.h; read-only mappings, the writers are
- * never blocked). One row per process: rank, pid, device, comm, current seq, ops/s, busbw,
- * time since the last completion, lateness score, flags (STRAGGLER, HUNG, DROPS, EXITED,
- * DEAD). Stragglers and hangs come from stats/detect.c over the records of all rings, the
- * same detector `collscope report` runs over dump files. Exit status 0, 1 when no ring was
- * found with --once/--json, 2 usage. */
+ * Live view of every collscope process of this user (root: of every user) on this host,
+ * read from their shared-memory stats rings (include/collscope/ring.h; read-only mappings,
+ * the writers are never blocked; a ring that fails the reader's checks is skipped with one
+ * line). One row per process: job, rank, pid, device, comm, current seq, ops/s, busbw, time
+ * since the last completion, lateness score, flags (STRAGGLER, HUNG, DROPS, EXITED, DEAD).
+ * Stragglers and hangs come from stats/detect.c, run over each job's rings on their own, so
+ * every flag belongs to a (job, rank): the same detector `collscope report` runs over dump
+ * files. Exit status 0, 1 when no ring was found with --once/--json, 2 usage. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -26,12 +27,12 @@
 #include "collscope/ring.h"
 #include "collscope/schema.h"
 #include "dumpfile.h"
+#include "ring_view.h"
 
 struct proc {
-  struct cs_ring_reader rd;
-  struct cs_record *recs;
-  size_t nrecs;
-  char host[128];
+  struct ring_view v;
+  const struct cs_ring_hdr *h; /* v.rd.h */
+  int rank, pid;               /* read once: sorting and matching need values that hold still */
   /* figures */
   uint64_t comm;          /* busiest comm (most ops in the ring) */
   int64_t seq;            /* its highest completed seq, -1 none */
@@ -49,49 +50,57 @@ static int64_t now_rt(void) {
 
 static int cmp_proc(const void *a, const void *b) {
   const struct proc *x = a, *y = b;
-  if (x->rd.h->rank != y->rd.h->rank) return x->rd.h->rank < y->rd.h->rank ? -1 : 1;
-  return x->rd.h->pid < y->rd.h->pid ? -1 : x->rd.h->pid > y->rd.h->pid;
+  int j = strcmp(x->v.job_id, y->v.job_id);
+  if (j) return j;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-/* Open every ring in dir and read what it holds. */
-static size_t load_procs(const char *dir, struct proc **out) {
+/* Open every ring in dir and read what it holds; rings that fail the reader's checks go to
+ * *skip (one line each). */
+static size_t load_procs(const char *dir, struct proc **out, char **skip, size_t *skip_len) {
   *out = NULL;
   DIR *d = opendir(dir);
   if (!d) return 0;
   size_t n = 0, cap = 0;
   struct proc *v = NULL;
   struct dirent *e;
+  FILE *sk = open_memstream(skip, skip_len);
   while ((e = readdir(d))) {
     if (!cs_ring_name_ours(e->d_name)) continue;
     char path[512];
     if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) continue;
-    struct proc p = {0};
-    if (cs_ring_reader_open(&p.rd, path) != 0) continue;
-    size_t cap_r = (size_t)p.rd.h->capacity;
-    p.recs = malloc(cap_r * sizeof *p.recs);
-    if (!p.recs) { cs_ring_reader_close(&p.rd); continue; }
-    p.nrecs = cs_ring_read(&p.rd, p.recs, cap_r);
-    snprintf(p.host, sizeof p.host, "%.*s", (int)sizeof p.rd.h->host, p.rd.h->host);
+    struct proc p;
+    memset(&p, 0, sizeof p);
+    if (ring_view_load(&p.v, path, "top", sk) != 0) continue;
+    p.h = p.v.rd.h;
+    p.rank = *(const volatile int32_t *)&p.h->rank;
+    p.pid = *(const volatile int32_t *)&p.h->pid;
     if (n == cap) {
       cap = cap ? cap * 2 : 16;
       struct proc *nv = realloc(v, cap * sizeof *v);
-      if (!nv) { free(p.recs); cs_ring_reader_close(&p.rd); break; }
+      if (!nv) { ring_view_free(&p.v); break; }
       v = nv;
     }
     v[n++] = p;
   }
   closedir(d);
+  if (sk) fclose(sk);
   if (n) qsort(v, n, sizeof *v, cmp_proc);
   *out = v;
   return n;
 }
 
 static void free_procs(struct proc *v, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    free(v[i].recs);
-    cs_ring_reader_close(&v[i].rd);
-  }
+  for (size_t i = 0; i < n; i++) ring_view_free(&v[i].v);
   free(v);
+}
+
+/* (a - b) in seconds, without overflow whatever the ring holds */
+static double secs_between(int64_t a, int64_t b) { return ((double)a - (double)b) / 1e9; }
+
+static bool sane_span(const struct cs_record *r) {
+  return r->start_ns > 0 && r->end_ns >= r->start_ns && r->end_ns < INT64_MAX / 2;
 }
 
 static double hang_timeout_s(void) {
@@ -100,29 +109,33 @@ static double hang_timeout_s(void) {
   return x > 0 ? x : 300;
 }
 
-static void analyse(struct proc *v, size_t n, const struct cs_det_params *dp, struct cs_det_result *det) {
+/* Figures of the processes v[0..n) (one job's) and the detector over their records; flags
+ * are matched by rank within the job only. */
+static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp, struct cs_det_result *det) {
   int64_t now = now_rt();
   size_t tot = 0;
-  for (size_t i = 0; i < n; i++) tot += v[i].nrecs;
+  for (size_t i = 0; i < n; i++) tot += v[i].v.nrecs;
   struct cs_det_op *ops = calloc(tot ? tot : 1, sizeof *ops);
+  memset(det, 0, sizeof *det);
+  if (!ops) return;
   size_t k = 0;
   double tmo = hang_timeout_s();
   for (size_t i = 0; i < n; i++) {
     struct proc *p = &v[i];
-    const struct cs_ring_hdr *h = p->rd.h;
+    const struct cs_ring_hdr *h = p->h;
     p->dead = cs_ring_writer_dead(h);
     p->closed = atomic_load_explicit(&((struct cs_ring_hdr *)(uintptr_t)h)->closed, memory_order_acquire);
     p->drops = atomic_load_explicit(&((struct cs_ring_hdr *)(uintptr_t)h)->drops, memory_order_relaxed);
     p->pending = atomic_load_explicit(&((struct cs_ring_hdr *)(uintptr_t)h)->pending, memory_order_relaxed);
     int64_t oldest = atomic_load_explicit(&((struct cs_ring_hdr *)(uintptr_t)h)->oldest_pending_ns, memory_order_relaxed);
     p->hung = atomic_load_explicit(&((struct cs_ring_hdr *)(uintptr_t)h)->hung, memory_order_relaxed) > 0 ||
-              (!p->closed && p->pending && oldest && (double)(now - oldest) / 1e9 >= tmo);
+              (!p->closed && p->pending && oldest && secs_between(now, oldest) >= tmo);
     /* busiest comm */
     uint64_t best = 0;
     size_t bestn = 0;
     for (uint32_t c = 0; c < atomic_load(&((struct cs_ring_hdr *)(uintptr_t)h)->ncomms) && c < CS_RING_MAX_COMMS; c++) {
       size_t cnt = 0;
-      for (size_t j = 0; j < p->nrecs; j++) cnt += p->recs[j].type == CS_REC_OP && p->recs[j].comm_id == h->comms[c].id;
+      for (size_t j = 0; j < p->v.nrecs; j++) cnt += p->v.recs[j].type == CS_REC_OP && p->v.recs[j].comm_id == h->comms[c].id;
       if (cnt > bestn || !best) { best = h->comms[c].id; bestn = cnt; }
     }
     p->comm = best;
@@ -131,21 +144,22 @@ static void analyse(struct proc *v, size_t n, const struct cs_det_params *dp, st
     size_t recent = 0;
     double bw[4096];
     size_t nbw = 0;
-    for (size_t j = 0; j < p->nrecs; j++) {
-      const struct cs_record *r = &p->recs[j];
+    for (size_t j = 0; j < p->v.nrecs; j++) {
+      const struct cs_record *r = &p->v.recs[j];
       if (r->type == CS_REC_HANG) {
         p->hung = true;
         struct cs_det_op *d = &ops[k++];
         d->comm = r->comm_id; d->seq = (int64_t)r->seq; d->comm_size = r->comm_size; d->comm_rank = r->comm_rank;
-        d->rank = h->rank; d->host = p->host; d->enqueue_ns = r->enqueue_ns; d->state = CS_DET_PENDING;
+        d->rank = p->rank; d->host = p->v.host; d->enqueue_ns = r->enqueue_ns; d->state = CS_DET_PENDING;
         continue;
       }
       if (r->type != CS_REC_OP) continue;
-      bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_PROFILER;
+      /* times are the file's: a span is used only when it is a plain one */
+      bool timed = (r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_PROFILER) && sane_span(r);
       int64_t t = timed ? r->end_ns : r->enqueue_ns;
       if (r->comm_id == best && r->status == 0 && r->seq != UINT64_MAX && (int64_t)r->seq > p->seq) p->seq = (int64_t)r->seq;
       if (t > last) last = t;
-      if (now - t <= 1000000000LL) {
+      if (secs_between(now, t) <= 1.0) {
         recent++;
         if (timed && r->end_ns > r->start_ns && r->op < CS_OP_COUNT && nbw < 4096)
           bw[nbw++] = (double)r->bytes / ((double)(r->end_ns - r->start_ns)) *
@@ -154,14 +168,14 @@ static void analyse(struct proc *v, size_t n, const struct cs_det_params *dp, st
       if (r->seq == UINT64_MAX) continue;
       struct cs_det_op *d = &ops[k++];
       d->comm = r->comm_id; d->seq = (int64_t)r->seq; d->comm_size = r->comm_size; d->comm_rank = r->comm_rank;
-      d->rank = h->rank; d->host = p->host; d->start_ns = r->start_ns; d->end_ns = r->end_ns;
+      d->rank = p->rank; d->host = p->v.host; d->start_ns = r->start_ns; d->end_ns = r->end_ns;
       d->enqueue_ns = r->enqueue_ns;
       d->state = r->status != 0 || r->timing == CS_TIMING_ERROR ? CS_DET_FAILED : timed ? CS_DET_DONE : CS_DET_UNTIMED;
       d->p2p = r->op < CS_OP_COUNT && cs_op_table[r->op].cls == CS_CLASS_P2P;
       d->bytes = r->bytes;
     }
     p->ops_per_s = (double)recent;
-    p->since_last_s = last ? (double)(now - last) / 1e9 : -1;
+    p->since_last_s = last ? secs_between(now, last) : -1;
     if (nbw) {
       for (size_t a = 1; a < nbw; a++)
         for (size_t b = a; b > 0 && bw[b - 1] > bw[b]; b--) { double t = bw[b]; bw[b] = bw[b - 1]; bw[b - 1] = t; }
@@ -173,23 +187,85 @@ static void analyse(struct proc *v, size_t n, const struct cs_det_params *dp, st
     struct proc *p = &v[i];
     for (size_t r = 0; r < det->nranks; r++) {
       const struct cs_det_rankstat *rs = &det->ranks[r];
-      if (rs->comm != p->comm || rs->rank != p->rd.h->rank) continue;
+      if (rs->comm != p->comm || rs->rank != p->rank) continue;
       p->lateness_us = rs->lateness_us;
       p->offset_us = rs->offset_us;
       p->share_last = rs->instances ? (double)rs->last / (double)rs->instances : 0;
     }
     for (size_t s = 0; s < det->nstragglers; s++)
-      if (det->stragglers[s].rank >= 0 && det->stragglers[s].rank == p->rd.h->rank) p->straggler = true;
+      if (det->stragglers[s].rank >= 0 && det->stragglers[s].rank == p->rank) p->straggler = true;
   }
   free(ops);
 }
 
-static void flags_text(const struct proc *p, char *buf, size_t len) {
-  snprintf(buf, len, "%s%s%s%s%s", p->straggler ? "STRAGGLER " : "", p->hung ? "HUNG " : "",
-           p->drops || p->rd.lost ? "DROPS " : "", p->closed ? "EXITED " : "", !p->closed && p->dead ? "DEAD " : "");
+/* One snapshot's detector results: one per job, and their entries side by side for output
+ * (shallow copies; the per-job results own them) with the job each belongs to. */
+struct findings {
+  struct cs_det_result *per_job;
+  size_t njobs;
+  struct cs_det_result all;
+  const char **straggler_job, **hang_job;
+};
+
+static void analyse(struct proc *v, size_t n, const struct cs_det_params *dp, struct findings *f) {
+  memset(f, 0, sizeof *f);
+  f->per_job = calloc(n ? n : 1, sizeof *f->per_job);
+  const char **job_of = calloc(n ? n : 1, sizeof *job_of);
+  if (!f->per_job || !job_of) { free(job_of); return; }
+  size_t ns = 0, nh = 0;
+  for (size_t i = 0; i < n;) { /* v is sorted by job */
+    size_t j = i + 1;
+    while (j < n && strcmp(v[j].v.job_id, v[i].v.job_id) == 0) j++;
+    struct cs_det_result *d = &f->per_job[f->njobs];
+    analyse_job(v + i, j - i, dp, d);
+    job_of[f->njobs++] = v[i].v.job;
+    ns += d->nstragglers;
+    nh += d->nhangs;
+    f->all.instances += d->instances;
+    i = j;
+  }
+  f->all.stragglers = calloc(ns ? ns : 1, sizeof *f->all.stragglers);
+  f->all.hangs = calloc(nh ? nh : 1, sizeof *f->all.hangs);
+  f->straggler_job = calloc(ns ? ns : 1, sizeof *f->straggler_job);
+  f->hang_job = calloc(nh ? nh : 1, sizeof *f->hang_job);
+  if (f->all.stragglers && f->all.hangs && f->straggler_job && f->hang_job) {
+    for (size_t j = 0; j < f->njobs; j++) {
+      const struct cs_det_result *d = &f->per_job[j];
+      for (size_t s = 0; s < d->nstragglers; s++) {
+        f->straggler_job[f->all.nstragglers] = job_of[j];
+        f->all.stragglers[f->all.nstragglers++] = d->stragglers[s];
+      }
+      for (size_t h = 0; h < d->nhangs; h++) {
+        f->hang_job[f->all.nhangs] = job_of[j];
+        f->all.hangs[f->all.nhangs++] = d->hangs[h];
+      }
+    }
+  }
+  free(job_of);
 }
 
-static json_t *to_json(const struct proc *v, size_t n, const struct cs_det_result *det, const char *dir) {
+static void free_findings(struct findings *f) {
+  for (size_t j = 0; j < f->njobs; j++) cs_det_result_free(&f->per_job[j]);
+  free(f->per_job);
+  free(f->all.stragglers);
+  free(f->all.hangs);
+  free(f->straggler_job);
+  free(f->hang_job);
+}
+
+static void flags_text(const struct proc *p, char *buf, size_t len) {
+  snprintf(buf, len, "%s%s%s%s%s", p->straggler ? "STRAGGLER " : "", p->hung ? "HUNG " : "",
+           p->drops || p->v.rd.lost ? "DROPS " : "", p->closed ? "EXITED " : "", !p->closed && p->dead ? "DEAD " : "");
+}
+
+/* the job of each entry of a findings array, added to its JSON object */
+static json_t *with_jobs(json_t *a, const char **jobs) {
+  for (size_t i = 0; i < json_array_size(a); i++) json_object_set_new(json_array_get(a, i), "job", json_string(jobs[i]));
+  return a;
+}
+
+static json_t *to_json(const struct proc *v, size_t n, const struct findings *f, const char *skipped,
+                       const char *dir) {
   json_t *root = json_object();
   json_object_set_new(root, "time_ns", json_integer(now_rt()));
   json_object_set_new(root, "dir", json_string(dir));
@@ -197,13 +273,14 @@ static json_t *to_json(const struct proc *v, size_t n, const struct cs_det_resul
   char hex[17];
   for (size_t i = 0; i < n; i++) {
     const struct proc *p = &v[i];
-    const struct cs_ring_hdr *h = p->rd.h;
+    const struct cs_ring_hdr *h = p->h;
     json_t *o = json_object(), *comms = json_array(), *fl = json_array();
-    json_object_set_new(o, "rank", json_integer(h->rank));
-    json_object_set_new(o, "pid", json_integer(h->pid));
-    json_object_set_new(o, "host", json_string(p->host));
+    json_object_set_new(o, "job", json_string(p->v.job));
+    json_object_set_new(o, "rank", json_integer(p->rank));
+    json_object_set_new(o, "pid", json_integer(p->pid));
+    json_object_set_new(o, "host", json_string(p->v.host));
     json_object_set_new(o, "device", json_integer(h->device));
-    json_object_set_new(o, "ring", json_string(p->rd.path));
+    json_object_set_new(o, "ring", json_string(p->v.path));
     uint32_t nc = atomic_load(&((struct cs_ring_hdr *)(uintptr_t)h)->ncomms);
     for (uint32_t c = 0; c < nc && c < CS_RING_MAX_COMMS; c++) {
       json_t *co = json_object();
@@ -223,43 +300,53 @@ static json_t *to_json(const struct proc *v, size_t n, const struct cs_det_resul
     json_object_set_new(o, "offset_us", json_real(p->offset_us));
     json_object_set_new(o, "pending", json_integer((json_int_t)p->pending));
     json_object_set_new(o, "drops", json_integer((json_int_t)p->drops));
-    json_object_set_new(o, "records", json_integer((json_int_t)p->nrecs));
-    json_object_set_new(o, "lost", json_integer((json_int_t)p->rd.lost));
+    json_object_set_new(o, "records", json_integer((json_int_t)p->v.nrecs));
+    json_object_set_new(o, "lost", json_integer((json_int_t)p->v.rd.lost));
     json_object_set_new(o, "alive", json_boolean(!p->dead));
     json_object_set_new(o, "clean_exit", json_boolean(p->closed));
     if (p->straggler) json_array_append_new(fl, json_string("STRAGGLER"));
     if (p->hung) json_array_append_new(fl, json_string("HUNG"));
-    if (p->drops || p->rd.lost) json_array_append_new(fl, json_string("DROPS"));
+    if (p->drops || p->v.rd.lost) json_array_append_new(fl, json_string("DROPS"));
     json_object_set_new(o, "flags", fl);
     json_array_append_new(a, o);
   }
   json_object_set_new(root, "processes", a);
-  json_object_set_new(root, "stragglers", cli_json_stragglers(det));
-  json_object_set_new(root, "hangs", cli_json_hangs(det));
+  json_object_set_new(root, "stragglers", with_jobs(cli_json_stragglers(&f->all), f->straggler_job));
+  json_object_set_new(root, "hangs", with_jobs(cli_json_hangs(&f->all), f->hang_job));
+  json_t *sk = json_array(); /* one printable line per ring that failed the reader's checks */
+  for (const char *l = skipped; l && *l;) {
+    const char *e = strchr(l, '\n');
+    size_t len = e ? (size_t)(e - l) : strlen(l);
+    json_array_append_new(sk, json_stringn(l, len));
+    l += len + (e != NULL);
+  }
+  json_object_set_new(root, "skipped", sk);
   return root;
 }
 
-static void print_text(const struct proc *v, size_t n, const struct cs_det_result *det,
+static void print_text(const struct proc *v, size_t n, const struct findings *f, const char *skipped,
                        const struct cs_det_params *dp, const char *dir, FILE *o) {
   fprintf(o, "collscope top: %zu processes (rings in %s)\n", n, dir);
-  fprintf(o, "%5s %8s %-14s %3s %-16s %8s %8s %9s %8s %8s %10s %10s  %s\n", "rank", "pid", "host", "dev", "comm", "seq",
-          "ops/s", "busbw", "idle_s", "last%", "late_us", "offset_us", "flags");
+  fprintf(o, "%-12s %5s %8s %-14s %3s %-16s %8s %8s %9s %8s %8s %10s %10s  %s\n", "job", "rank", "pid", "host", "dev",
+          "comm", "seq", "ops/s", "busbw", "idle_s", "last%", "late_us", "offset_us", "flags");
   char hex[17], fl[64];
   for (size_t i = 0; i < n; i++) {
     const struct proc *p = &v[i];
     flags_text(p, fl, sizeof fl);
-    fprintf(o, "%5d %8d %-14.14s %3d %-16s %8lld %8.0f %9.2f %8.1f %8.0f %10.1f %10.1f  %s\n", p->rd.h->rank,
-            p->rd.h->pid, p->host, p->rd.h->device, p->comm ? cs_comm_hex(p->comm, hex) : "-", (long long)p->seq,
+    fprintf(o, "%-12.12s %5d %8d %-14.14s %3d %-16s %8lld %8.0f %9.2f %8.1f %8.0f %10.1f %10.1f  %s\n", p->v.job,
+            p->rank, p->pid, p->v.host, p->h->device, p->comm ? cs_comm_hex(p->comm, hex) : "-", (long long)p->seq,
             p->ops_per_s, p->busbw, p->since_last_s, p->share_last * 100, p->lateness_us, p->offset_us, fl);
   }
-  cli_text_stragglers(det, dp, o);
-  cli_text_hangs(det, o);
+  cli_text_stragglers(&f->all, dp, o);
+  cli_text_hangs(&f->all, o);
+  if (skipped && *skipped) fprintf(o, "\n# Rings skipped (failed the reader's checks)\n%s", skipped);
 }
 
 static void usage(FILE *o) {
   fputs("usage: collscope top [--once] [--json] [--interval S] [--dir SHMDIR]\n"
-        "  live view of the collscope processes on this host (their /dev/shm stats rings),\n"
-        "  refreshed every S seconds (default 1): rank, pid, device, comm, seq, ops/s,\n"
+        "  live view of the collscope processes on this host (their /dev/shm stats rings; root\n"
+        "  sees every user's), refreshed every S seconds (default 1): job, rank, pid, device,\n"
+        "  comm, seq, ops/s,\n"
         "  busbw (GB/s), seconds since the last completion, share of instances it arrived\n"
         "  last, lateness (us), flags STRAGGLER HUNG DROPS EXITED DEAD\n"
         "  --once      print one snapshot and exit\n"
@@ -295,21 +382,25 @@ int cmd_top(int argc, char **argv) {
   cs_det_params_env(&dp);
   for (;;) {
     struct proc *v;
-    size_t n = load_procs(dir, &v);
-    struct cs_det_result det;
-    analyse(v, n, &dp, &det);
+    char *skipped = NULL;
+    size_t skipped_len = 0;
+    size_t n = load_procs(dir, &v, &skipped, &skipped_len);
+    struct findings f;
+    analyse(v, n, &dp, &f);
     if (json) {
-      json_t *root = to_json(v, n, &det, dir);
+      json_t *root = to_json(v, n, &f, skipped, dir);
       json_dumpf(root, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
       fputc('\n', stdout);
       json_decref(root);
     } else {
       if (!once) fputs("\033[H\033[2J", stdout);
-      print_text(v, n, &det, &dp, dir, stdout);
+      print_text(v, n, &f, skipped, &dp, dir, stdout);
     }
+    if (json && skipped) fputs(skipped, stderr);
     fflush(stdout);
-    cs_det_result_free(&det);
+    free_findings(&f);
     free_procs(v, n);
+    free(skipped);
     if (once || json) return n ? 0 : 1;
     struct timespec ts = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
     nanosleep(&ts, NULL);

@@ -328,8 +328,9 @@ static size_t write_flows(struct writer *w, const struct cs_dumpset *set, const 
 }
 
 static void usage(FILE *o) {
-  fputs("usage: collscope trace DIR [-o FILE]\n"
+  fputs("usage: collscope trace DIR [-o FILE] [--job ID]\n"
         "  DIR       directory of collscope dump files (*.jsonl), or one dump file\n"
+        "  --job ID  only the dumps of job ID (needed when DIR holds several jobs)\n"
         "  -o FILE   write the Chrome/Perfetto trace JSON to FILE (default: standard output)\n"
         "Open FILE in https://ui.perfetto.dev or chrome://tracing.\n",
         o);
@@ -341,24 +342,16 @@ int cmd_trace(int argc, char **argv) {
   if (st >= 0) return st;
   const char *dir = args.dir, *outpath = args.outpath;
 
-  struct cs_dumpset *set = cs_dumpset_load_cli(dir);
+  struct cs_dumpset *set = cs_dumpset_load_cli(dir, args.job);
   if (!set) return 1;
 
-  /* Write to FILE.tmp and rename, so a failed run never leaves a half trace behind. */
-  FILE *o = stdout;
+  /* Write to a new temporary beside FILE and rename, so a failed run never leaves a half
+   * trace behind and a planted FILE.tmp link is never followed. */
   char *tmp = NULL;
-  if (outpath && strcmp(outpath, "-") != 0) {
-    if (asprintf(&tmp, "%s.tmp", outpath) < 0) {
-      fputs("collscope: out of memory\n", stderr);
-      exit(1);
-    }
-    o = fopen(tmp, "we");
-    if (!o) {
-      fprintf(stderr, "collscope trace: cannot write %s: %s\n", tmp, strerror(errno));
-      free(tmp);
-      cs_dumpset_free(set);
-      return 1;
-    }
+  FILE *o = cli_out_open("trace", outpath, &tmp);
+  if (!o) {
+    cs_dumpset_free(set);
+    return 1;
   }
 
   struct file_tracks *t = xcalloc(set->nfiles, sizeof *t);
@@ -370,26 +363,15 @@ int cmd_trace(int argc, char **argv) {
   size_t flows = write_flows(&w, set, t);
   fputs("\n]}\n", o);
 
-  int rc = 0;
-  if (fflush(o) != 0 || ferror(o)) rc = 1;
-  if (o != stdout && fclose(o) != 0) rc = 1;
-  if (rc) {
-    fprintf(stderr, "collscope trace: write error: %s\n", strerror(errno));
-    if (tmp) unlink(tmp);
-  } else if (tmp) {
-    if (rename(tmp, outpath) != 0) {
-      fprintf(stderr, "collscope trace: cannot rename %s to %s: %s\n", tmp, outpath, strerror(errno));
-      unlink(tmp);
-      rc = 1;
-    } else {
-      size_t nev = 0;
-      for (size_t i = 0; i < set->nfiles; i++)
-        nev += set->files[i].nops + set->files[i].nxfers + set->files[i].ncomms;
-      fprintf(stderr, "collscope trace: wrote %s (%zu processes, %zu events, %zu flows)\n", outpath,
-              set->nfiles, nev, flows);
-    }
+  bool to_file = tmp != NULL;
+  int rc = cli_out_close("trace", o, tmp, outpath, 0);
+  if (!rc && to_file) {
+    size_t nev = 0;
+    for (size_t i = 0; i < set->nfiles; i++)
+      nev += set->files[i].nops + set->files[i].nxfers + set->files[i].ncomms;
+    fprintf(stderr, "collscope trace: wrote %s (%zu processes, %zu events, %zu flows)\n", outpath,
+            set->nfiles, nev, flows);
   }
-  free(tmp);
   for (size_t i = 0; i < set->nfiles; i++) free(t[i].streams);
   free(t);
   cs_dumpset_free(set);

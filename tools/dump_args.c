@@ -1,10 +1,15 @@
 /* tools/dump_args.c: the command line shared by the subcommands that read a dump
- * directory (report, trace): DIR, -o/--output FILE, -j/--jobs N, and where the command takes them,
- * --op NAME and --json. One parser, so both say the same things the same way. */
+ * directory (report, trace): DIR, -o/--output FILE, --job ID, -j N, and where the command takes
+ * them, --op NAME and --json. One parser, so both say the same things the same way. Also
+ * their output file: a temporary beside it, renamed into place once written whole. */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                         struct cli_dump_args *out) {
@@ -12,19 +17,20 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
   bool with_op = flags & CLI_DUMP_ARGS_OP;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    bool is_op = with_op && strcmp(a, "--op") == 0;
+    bool is_op = with_op && strcmp(a, "--op") == 0, is_job = strcmp(a, "--job") == 0;
     if ((flags & CLI_DUMP_ARGS_JSON) && strcmp(a, "--json") == 0) {
       out->json = true;
-    } else if (is_op || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+    } else if (is_op || is_job || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "collscope %s: %s needs a value\n", cmd, a);
         usage(stderr);
         return CLI_EXIT_USAGE;
       }
       if (is_op) out->op = argv[++i];
+      else if (is_job) out->job = argv[++i];
       else out->outpath = argv[++i];
-    } else if (strcmp(a, "-j") == 0 || strcmp(a, "--jobs") == 0 || strncmp(a, "--jobs=", 7) == 0) {
-      const char *eq = strchr(a, '='), *v = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+    } else if (strncmp(a, "-j", 2) == 0) {   /* -j N or -jN: reading threads */
+      const char *v = a[2] ? a + 2 : i + 1 < argc ? argv[++i] : NULL;
       char *end = NULL;
       long n = v ? strtol(v, &end, 10) : 0;
       if (!v || !*v || *end || n < 1 || n > 1024) {
@@ -33,6 +39,8 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
         return CLI_EXIT_USAGE;
       }
       out->jobs = (unsigned)n;
+    } else if (strncmp(a, "--job=", 6) == 0) {
+      out->job = a + 6;
     } else if (with_op && strncmp(a, "--op=", 5) == 0) {
       out->op = a + 5;
     } else if (strncmp(a, "--output=", 9) == 0) {
@@ -57,4 +65,50 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
     return CLI_EXIT_USAGE;
   }
   return -1;
+}
+
+FILE *cli_out_open(const char *cmd, const char *path, char **tmp) {
+  *tmp = NULL;
+  if (!path || strcmp(path, "-") == 0) return stdout;
+  const char *slash = strrchr(path, '/');
+  int dirlen = slash ? (int)(slash - path) + 1 : 0;
+  if (asprintf(tmp, "%.*s.%s.XXXXXX", dirlen, path, slash ? slash + 1 : path) < 0) {
+    fputs("collscope: out of memory\n", stderr);
+    exit(1);
+  }
+  int fd = mkostemp(*tmp, O_CLOEXEC);   /* O_CREAT|O_EXCL: a planted name or link fails */
+  FILE *o = NULL;
+  if (fd >= 0) {
+    mode_t um = umask(0);
+    umask(um);
+    (void)fchmod(fd, 0666 & ~um);   /* as a plain create would; on failure mkstemp's 0600 stays */
+    o = fdopen(fd, "w");
+    if (!o) {
+      int e = errno;
+      close(fd);
+      unlink(*tmp);
+      errno = e;
+    }
+  }
+  if (!o) {
+    fprintf(stderr, "collscope %s: cannot write %s: %s\n", cmd, path, strerror(errno));
+    free(*tmp);
+    *tmp = NULL;
+  }
+  return o;
+}
+
+int cli_out_close(const char *cmd, FILE *o, char *tmp, const char *path, int rc) {
+  if (fflush(o) != 0 || ferror(o)) rc = 1;
+  if (o != stdout && fclose(o) != 0) rc = 1;
+  if (rc) fprintf(stderr, "collscope %s: write error: %s\n", cmd, strerror(errno));
+  if (tmp) {
+    if (!rc && rename(tmp, path) != 0) {
+      fprintf(stderr, "collscope %s: cannot rename %s to %s: %s\n", cmd, tmp, path, strerror(errno));
+      rc = 1;
+    }
+    if (rc) unlink(tmp);
+    free(tmp);
+  }
+  return rc;
 }

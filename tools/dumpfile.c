@@ -93,6 +93,11 @@ __attribute__((format(printf, 2, 3)))
 static void add_error(struct cs_dumpset *set, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  if (set->nerrors >= CS_DUMP_MAX_ERRORS) {   /* a file of bad lines costs no memory per line */
+    va_end(ap);
+    set->errors_omitted++;
+    return;
+  }
   char *msg = NULL;
   if (vasprintf(&msg, fmt, ap) < 0) oom();
   va_end(ap);
@@ -101,7 +106,38 @@ static void add_error(struct cs_dumpset *set, const char *fmt, ...) {
 }
 
 void cs_dumpset_print_errors(const struct cs_dumpset *set, FILE *f) {
-  for (size_t i = 0; i < set->nerrors; i++) fprintf(f, "collscope: %s\n", set->errors[i]);
+  char buf[1024];
+  for (size_t i = 0; i < set->nerrors; i++) fprintf(f, "collscope: %s\n", cs_text_safe(set->errors[i], buf, sizeof buf));
+  if (set->errors_omitted)
+    fprintf(f, "collscope: %zu more problems in %s not listed (counted in the report's notes)\n",
+            set->errors_omitted, cs_text_safe(set->path, buf, sizeof buf));
+}
+
+const char *cs_text_safe(const char *s, char *buf, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  bool clean = true;
+  for (size_t i = 0; p[i] && clean; i++)
+    clean = p[i] >= 0x20 && p[i] != 0x7f && p[i] != '\\' && !(p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] < 0xa0);
+  if (clean || n == 0) return s;
+  size_t k = 0;
+  for (size_t i = 0; p[i]; i++) {
+    char esc[8];
+    size_t m;
+    if (p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] < 0xa0) {   /* C1 control, U+0080..U+009F */
+      m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", p[++i]);
+    } else if (p[i] < 0x20 || p[i] == 0x7f) {
+      m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", p[i]);
+    } else if (p[i] == '\\') {
+      m = 2, esc[0] = esc[1] = '\\';
+    } else {
+      m = 1, esc[0] = (char)p[i];
+    }
+    if (k + m + 1 > n) break;
+    memcpy(buf + k, esc, m);
+    k += m;
+  }
+  buf[k] = 0;
+  return buf;
 }
 
 /* ---------- small public helpers ---------- */
@@ -163,12 +199,20 @@ struct freader {
   int fd;
   char *buf; size_t blen, bcap;
   bool eof, skipping;     /* skipping: inside a line longer than the buffer */
+  bool header_only;       /* the stream's first round: line 1 only */
+  bool excluded;          /* another job's file: not read further */
+  size_t ops_seen, errors_omitted;
 };
 
 __attribute__((format(printf, 2, 3)))
 static void rd_error(struct freader *fr, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  if (fr->nerrors >= CS_DUMP_MAX_ERRORS) {   /* the set keeps no more than that anyway */
+    va_end(ap);
+    fr->errors_omitted++;
+    return;
+  }
   char *msg = NULL;
   if (vasprintf(&msg, fmt, ap) < 0) oom();
   va_end(ap);
@@ -177,10 +221,18 @@ static void rd_error(struct freader *fr, const char *fmt, ...) {
 }
 
 static void rd_flush_errors(struct freader *fr) {
+  struct cs_dumpset *set = fr->set;
   for (size_t i = 0; i < fr->nerrors; i++) {
-    grow((void **)&fr->set->errors, &fr->set->errors_cap, fr->set->nerrors, sizeof *fr->set->errors);
-    fr->set->errors[fr->set->nerrors++] = fr->errors[i];
+    if (set->nerrors >= CS_DUMP_MAX_ERRORS) {   /* as add_error */
+      free(fr->errors[i]);
+      set->errors_omitted++;
+      continue;
+    }
+    grow((void **)&set->errors, &set->errors_cap, set->nerrors, sizeof *set->errors);
+    set->errors[set->nerrors++] = fr->errors[i];
   }
+  set->errors_omitted += fr->errors_omitted;
+  fr->errors_omitted = 0;
   free(fr->errors);
   fr->errors = NULL;
   fr->nerrors = fr->errors_cap = 0;
@@ -304,6 +356,7 @@ static bool parse_header(struct lctx *c, struct cs_header *h) {
   h->job = get_str(c, "job", false, intern(p, ""));
   h->pci_bus_id = get_str(c, "pci_bus_id", false, intern(p, ""));
   h->exe = get_str(c, "exe", false, intern(p, ""));
+  h->salvaged = json_object_get(c->obj, "salvaged_from") != NULL;
   h->nccl_version = get_int(c, "nccl_version", false, 0);
   h->cuda_driver_version = get_int(c, "cuda_driver_version", false, 0);
   json_t *clk = json_object_get(c->obj, "clock");
@@ -369,7 +422,8 @@ static bool parse_op(struct lctx *c, struct cs_op_rec *r) {
   r->site = get_str(c, "site", false, intern(p, ""));
   r->status = clamp_int(get_int(c, "status", false, 0));
   parse_op_sdc(c, r);
-  if (!c->bad && r->comm_size < 1) fail(c, "op record: comm_size %d < 1", r->comm_size);
+  /* comm_size < 1 (the writer's -1): a call on no known communicator, e.g. a NULL comm that
+   * NCCL rejected; the record is read and counted like any other (its seq is -1) */
   return !c->bad;
 }
 
@@ -448,11 +502,30 @@ static const char *json_type_word(json_t *v) {
   }
 }
 
+/* One line of fp into buf (CS_DUMP_LINE_MAX + 1 bytes), newline excluded and NUL-terminated.
+ * Returns its length, or -1 at end of file. A longer line is consumed to its end without
+ * being stored: *too_long is set and the return value is 0. */
+static ssize_t read_line(FILE *fp, char *buf, bool *has_nl, bool *too_long) {
+  size_t len = 0;
+  int ch = EOF;
+  *has_nl = *too_long = false;
+  while ((ch = getc_unlocked(fp)) != EOF && ch != '\n') {
+    if (len < CS_DUMP_LINE_MAX) buf[len++] = (char)ch;
+    else *too_long = true;
+  }
+  if (ch == EOF && len == 0 && !*too_long) return -1;
+  *has_nl = ch == '\n';
+  if (*too_long) len = 0;
+  buf[len] = 0;
+  return (ssize_t)len;
+}
+
 /* One op record read: kept in the file, or handed to the stream's sink. */
 static void deliver_op(struct freader *fr, struct cs_op_rec *r) {
   struct cs_dumpfile *f = fr->f;
   r->line = (uint32_t)fr->lineno;
   r->file = (uint32_t)fr->index;
+  fr->ops_seen++;
   if (!fr->first_op_rank_set) {
     fr->first_op_rank = r->rank;
     fr->first_op_rank_set = true;
@@ -534,18 +607,29 @@ static void rd_start(struct freader *fr, struct cs_dumpset *set, struct cs_dumpf
 static void rd_finish(struct freader *fr) {
   struct cs_dumpfile *f = fr->f;
   if (!fr->have_header && f->hdr.rank < 0 && fr->first_op_rank_set) f->hdr.rank = fr->first_op_rank;
+  if (f->has_footer) {   /* what the writer says it wrote, against what the file holds */
+    uint64_t lo = f->footer_ops > fr->ops_seen ? f->footer_ops - fr->ops_seen : 0;
+    uint64_t lx = f->footer_xfers > f->nxfers ? f->footer_xfers - f->nxfers : 0;
+    f->lost = lo + lx < lo ? UINT64_MAX : lo + lx;   /* saturated: a hostile footer */
+  }
 }
 
-/* One line of the file, with its newline if it has one (buf[len0] need not exist). */
-static void rd_line(struct freader *fr, char *buf, size_t len0) {
+/* One line of the file, its newline (has_nl) removed; too_long: a line over CS_DUMP_LINE_MAX,
+ * skipped unread (buf then empty). buf[len] is writable. */
+static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, bool too_long) {
   if (!fr->ok) return;   /* an unsupported schema ends the file */
   struct cs_dumpset *set = fr->set;
   struct cs_dumpfile *f = fr->f;
   size_t lineno = ++fr->lineno;
   f->lines++;
+  if (too_long) {
+    f->malformed_lines++;
+    rd_error(fr, "%s:%zu: line longer than %d bytes, skipped", f->path, lineno, CS_DUMP_LINE_MAX);
+    return;
+  }
   ssize_t len = (ssize_t)len0;
-  bool has_nl = len > 0 && buf[len - 1] == '\n';
-  while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
+  buf[len] = 0;
+  while (len > 0 && buf[len - 1] == '\r') buf[--len] = 0;
   if (len == 0 && has_nl) return;   /* blank line: ignore */
   if (lineno > 1 && fast_op(fr, buf, (size_t)len)) return;
 
@@ -708,10 +792,10 @@ static bool load_file(struct freader *fr) {
     rd_error(fr, "%s: cannot open: %s", f->path, strerror(errno));
     return false;
   }
-  char *buf = NULL;
-  size_t cap = 0;
+  char *buf = xrealloc(NULL, CS_DUMP_LINE_MAX + 1);
   ssize_t len;
-  while (fr->ok && (len = getline(&buf, &cap, fp)) >= 0) rd_line(fr, buf, (size_t)len);
+  bool has_nl, too_long;
+  while (fr->ok && (len = read_line(fp, buf, &has_nl, &too_long)) >= 0) rd_line(fr, buf, (size_t)len, has_nl, too_long);
   if (fr->ok && ferror(fp)) {
     rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
     fr->ok = false;
@@ -745,6 +829,178 @@ static void add_file(struct cs_dumpset *set, size_t *cap, const char *path) {
   f->name = slash ? slash + 1 : f->path;
 }
 
+static void free_file(struct cs_dumpfile *f) {
+  free(f->path);
+  free(f->ops);
+  free(f->xfers);
+  free(f->comms);
+  free(f->hangs);
+  free(f->links);
+}
+
+/* ---------- one job per set ---------- */
+
+struct job_count {
+  const char *job;   /* interned */
+  size_t files;
+};
+
+/* Keeps the files of `job` (NULL: the only job found). Returns false (message added) when the
+ * set holds several jobs and none was picked, or the picked one is absent. */
+static bool select_job(struct cs_dumpset *set, const char *job) {
+  struct job_count *jobs = xrealloc(NULL, (set->nfiles + 1) * sizeof *jobs);
+  size_t nj = 0, unnamed = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const char *j = set->files[i].hdr.job;
+    if (!*j) {
+      unnamed++;
+      continue;
+    }
+    size_t k = 0;
+    while (k < nj && jobs[k].job != j) k++;   /* interned */
+    if (k == nj) jobs[nj++] = (struct job_count){j, 0};
+    jobs[k].files++;
+  }
+  bool ok = true;
+  const char *keep = NULL;
+  if (job) {
+    keep = intern(set->pool, job);
+  } else if (nj == 1) {
+    keep = jobs[0].job;
+  } else if (nj > 1) {
+    char *list = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&list, &len);
+    if (!m) oom();
+    char b[256];
+    for (size_t k = 0; k < nj; k++)
+      fprintf(m, "%s%s (%zu file%s)", k ? ", " : "", cs_text_safe(jobs[k].job, b, sizeof b), jobs[k].files,
+              jobs[k].files == 1 ? "" : "s");
+    if (unnamed) fprintf(m, ", %zu file%s without a job id", unnamed, unnamed == 1 ? "" : "s");
+    fclose(m);
+    add_error(set, "%s: dumps of %zu jobs, not mixed: %s; pick one with --job ID", set->path, nj, list);
+    free(list);
+    ok = false;
+  }
+  set->job = keep ? keep : intern(set->pool, "");
+  if (ok && keep) {
+    size_t w = 0;
+    for (size_t i = 0; i < set->nfiles; i++) {
+      struct cs_dumpfile *f = &set->files[i];
+      bool mine = f->hdr.job == keep || (!job && !*f->hdr.job);
+      if (mine) {
+        set->files[w++] = *f;
+      } else {
+        free_file(f);
+        set->other_job_files++;
+      }
+    }
+    set->nfiles = w;
+    if (!w) {
+      char b[256];
+      add_error(set, "%s: no dumps of job %s", set->path, cs_text_safe(keep, b, sizeof b));
+      ok = false;
+    } else if (set->other_job_files) {
+      char b[256];
+      add_error(set, "%s: %zu file%s of other jobs (or without a job id) left out, reporting job %s", set->path,
+                set->other_job_files, set->other_job_files == 1 ? "" : "s", cs_text_safe(keep, b, sizeof b));
+    }
+  }
+  free(jobs);
+  return ok;
+}
+
+/* ---------- a salvage file next to its process's own dump ---------- */
+
+/* A record's identity within one process: ops by (comm, seq) (seq counts every call per
+ * communicator), unnumbered ops, xfers and comm events by their times and ids. */
+struct rec_key {
+  uint64_t kind, a, b, c;
+};
+static int cmp_key(const void *x, const void *y) {
+  const struct rec_key *p = x, *q = y;
+  if (p->kind != q->kind) return p->kind < q->kind ? -1 : 1;
+  if (p->a != q->a) return p->a < q->a ? -1 : 1;
+  if (p->b != q->b) return p->b < q->b ? -1 : 1;
+  return p->c < q->c ? -1 : p->c > q->c;
+}
+static struct rec_key op_key(const struct cs_op_rec *o) {
+  if (o->seq >= 0) return (struct rec_key){0, o->comm, (uint64_t)o->seq, 0};
+  return (struct rec_key){1, o->comm, (uint64_t)o->enqueue_ns, (uint64_t)o->op};
+}
+static struct rec_key xfer_key(const struct cs_xfer_rec *x) {
+  return (struct rec_key){2, (uint64_t)x->enqueue_ns, x->stream, x->bytes};
+}
+static struct rec_key comm_key(const struct cs_comm_rec *c) {
+  return (struct rec_key){3, c->comm, (uint64_t)c->t_ns, (uint64_t)(uintptr_t)c->event};
+}
+static struct rec_key hang_key(const struct cs_hang_rec *h) {
+  return (struct rec_key){4, h->comm, (uint64_t)h->seq, 0};
+}
+static bool have_key(const struct rec_key *v, size_t n, struct rec_key k) {
+  return n && bsearch(&k, v, n, sizeof *v, cmp_key) != NULL;
+}
+
+/* Moves the records of salvage file s that dump file d lacks into d; s is then empty. */
+static void merge_salvage(struct cs_dumpfile *d, struct cs_dumpfile *s) {
+  size_t n = d->nops + d->nxfers + d->ncomms + d->nhangs, k = 0;
+  struct rec_key *v = xrealloc(NULL, (n ? n : 1) * sizeof *v);
+  for (size_t i = 0; i < d->nops; i++) v[k++] = op_key(&d->ops[i]);
+  for (size_t i = 0; i < d->nxfers; i++) v[k++] = xfer_key(&d->xfers[i]);
+  for (size_t i = 0; i < d->ncomms; i++) v[k++] = comm_key(&d->comms[i]);
+  for (size_t i = 0; i < d->nhangs; i++) v[k++] = hang_key(&d->hangs[i]);
+  if (n) qsort(v, n, sizeof *v, cmp_key);
+#define MERGE(arr, cnt, cap, keyf)                                   \
+  for (size_t i = 0; i < s->cnt; i++) {                              \
+    if (have_key(v, n, keyf(&s->arr[i]))) {                          \
+      d->dup_salvage++;                                              \
+      continue;                                                      \
+    }                                                                \
+    grow((void **)&d->arr, &d->cap, d->cnt, sizeof *d->arr);         \
+    d->arr[d->cnt++] = s->arr[i];                                    \
+    d->merged_salvage++;                                             \
+  }
+  MERGE(ops, nops, op_cap, op_key)
+  MERGE(xfers, nxfers, xfer_cap, xfer_key)
+  MERGE(comms, ncomms, comm_cap, comm_key)
+  MERGE(hangs, nhangs, hang_cap, hang_key)
+#undef MERGE
+  d->truncated_lines += s->truncated_lines;
+  d->malformed_lines += s->malformed_lines;
+  d->unknown_types += s->unknown_types;
+  d->lines += s->lines;
+  free(v);
+}
+
+static bool is_salvage(const struct cs_dumpfile *f) {
+  size_t l = strlen(f->name);
+  return f->hdr.salvaged || (l > 14 && strcmp(f->name + l - 14, ".salvage.jsonl") == 0);
+}
+
+/* Each salvage file whose process (host, pid) also left its own dump is merged into it. */
+static void merge_salvaged(struct cs_dumpset *set) {
+  size_t w = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    struct cs_dumpfile *s = &set->files[i];
+    struct cs_dumpfile *d = NULL;
+    if (is_salvage(s) && s->hdr.pid > 0)
+      for (size_t j = 0; j < set->nfiles && !d; j++) {
+        struct cs_dumpfile *c = &set->files[j];
+        if (c->path && !is_salvage(c) && c->hdr.pid == s->hdr.pid && c->hdr.host == s->hdr.host) d = c;
+      }
+    if (d) {
+      merge_salvage(d, s);
+      free_file(s);
+      s->path = NULL;   /* gone: its records live in d */
+    }
+  }
+  for (size_t i = 0; i < set->nfiles; i++)
+    if (set->files[i].path) set->files[w++] = set->files[i];
+  set->nfiles = w;
+}
+
+struct cs_dumpset *cs_dumpset_load(const char *path) { return cs_dumpset_load_job(path, NULL); }
+
 /* A new set with the files of PATH (a directory's *.jsonl in name order, or one file), not
  * read yet; fatal (with the error) when there are none. */
 static struct cs_dumpset *discover(const char *path) {
@@ -754,6 +1010,7 @@ static struct cs_dumpset *discover(const char *path) {
   if (!set->pool) oom();
   pthread_mutex_init(&set->pool->lock, NULL);
   set->path = xstrdup(path);
+  set->job = intern(set->pool, "");
   size_t cap = 0;
 
   struct stat st;
@@ -800,15 +1057,19 @@ static struct cs_dumpset *discover(const char *path) {
   } else {
     add_file(set, &cap, path);
   }
+
   return set;
 }
 
-/* Every file read: errors in file order, files sorted, record file indices set. */
-static void finish_set(struct cs_dumpset *set, struct freader *fr) {
+/* Every file read: errors in file order, the job picked, salvage merged, files sorted,
+ * record file indices set. */
+static void finish_set(struct cs_dumpset *set, struct freader *fr, const char *job) {
   for (size_t i = 0; i < set->nfiles; i++) {
     if (!fr[i].ok) set->fatal = true;
     rd_flush_errors(&fr[i]);
   }
+  if (!select_job(set, job)) set->fatal = true;
+  merge_salvaged(set);
   if (set->nfiles) qsort(set->files, set->nfiles, sizeof *set->files, cmp_files);
   for (size_t i = 0; i < set->nfiles; i++) {
     struct cs_dumpfile *f = &set->files[i];
@@ -827,7 +1088,7 @@ static void load_one(void *ctx, size_t i, unsigned worker) {
   load_file(&j->fr[i]);
 }
 
-struct cs_dumpset *cs_dumpset_load(const char *path) {
+struct cs_dumpset *cs_dumpset_load_job(const char *path, const char *job) {
   struct cs_dumpset *set = discover(path);
   if (set->fatal) return set;
   struct freader *fr = calloc(set->nfiles, sizeof *fr);
@@ -835,16 +1096,15 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
   for (size_t i = 0; i < set->nfiles; i++) rd_start(&fr[i], set, &set->files[i], i);
   struct load_job j = {fr};
   cs_pool_run(cs_pool_default_jobs(), set->nfiles, load_one, &j);
-  finish_set(set, fr);
+  finish_set(set, fr, job);
   free(fr);
   return set;
 }
 
 /* ---------- streaming: every file a piece at a time, in rounds ---------- */
 
-#define RD_LINE_MAX (64u << 10)   /* a longer line is skipped as malformed */
-
-/* Read the file's next piece (about `chunk` bytes) and every complete line in it. */
+/* Read the file's next piece (about `chunk` bytes) and every complete line in it (only the
+ * first line in the header round). */
 static void rd_piece(struct freader *fr, size_t chunk) {
   struct cs_dumpfile *f = fr->f;
   if (fr->eof) return;
@@ -857,7 +1117,7 @@ static void rd_piece(struct freader *fr, size_t chunk) {
       return;
     }
   }
-  size_t need = chunk + RD_LINE_MAX + 1;
+  size_t need = chunk + CS_DUMP_LINE_MAX + 2;
   if (fr->bcap < need) {
     fr->buf = xrealloc(fr->buf, need);
     fr->bcap = need;
@@ -873,44 +1133,94 @@ static void rd_piece(struct freader *fr, size_t chunk) {
       at_end = true;
       break;
     }
-    if (n == 0) { at_end = true; break; }
+    if (n == 0) {
+      at_end = true;
+      break;
+    }
     fr->blen += (size_t)n;
   }
   size_t pos = 0;
   while (pos < fr->blen && fr->ok) {
     char *nl = memchr(fr->buf + pos, '\n', fr->blen - pos);
     if (!nl) break;
-    size_t len = (size_t)(nl - (fr->buf + pos)) + 1;
-    if (fr->skipping) fr->skipping = false;   /* the rest of an overlong line */
-    else rd_line(fr, fr->buf + pos, len);
-    pos += len;
+    size_t len = (size_t)(nl - (fr->buf + pos));
+    if (fr->skipping) fr->skipping = false;   /* the end of a line already counted as too long */
+    else if (len > CS_DUMP_LINE_MAX) rd_line(fr, fr->buf + pos, 0, true, true);
+    else rd_line(fr, fr->buf + pos, len, true, false);
+    pos += len + 1;
+    if (fr->header_only) break;
   }
   if (!fr->ok) at_end = true;
   size_t rest = fr->blen - pos;
-  if (rest > RD_LINE_MAX) {   /* a line this long is no record of the writer's */
-    if (!fr->skipping) {
-      fr->lineno++;
-      f->lines++;
-      f->malformed_lines++;
-      rd_error(fr, "%s:%zu: line longer than %u bytes, skipped", f->path, fr->lineno, RD_LINE_MAX);
-    }
+  if (rest > CS_DUMP_LINE_MAX) {   /* a line this long is skipped unread */
+    if (!fr->skipping) rd_line(fr, fr->buf + pos, 0, true, true);
     fr->skipping = true;
     pos = fr->blen;
     rest = 0;
   }
   memmove(fr->buf, fr->buf + pos, rest);
   fr->blen = rest;
-  if (at_end) {
-    if (fr->blen && !fr->skipping && fr->ok) rd_line(fr, fr->buf, fr->blen);   /* cut off: no newline */
+  if (at_end && !(fr->header_only && rest)) {
+    if (fr->blen && !fr->skipping && fr->ok) rd_line(fr, fr->buf, fr->blen, false, false);   /* cut off */
     fr->blen = 0;
     fr->eof = true;
-    close(fr->fd);
+  }
+  if (fr->eof) {
+    if (fr->fd >= 0) close(fr->fd);
     fr->fd = -1;
     free(fr->buf);
     fr->buf = NULL;
     fr->bcap = 0;
     rd_finish(fr);
   }
+}
+
+/* Close a file that will not be read further (another job's). */
+static void rd_drop(struct freader *fr) {
+  if (fr->fd >= 0) close(fr->fd);
+  fr->fd = -1;
+  free(fr->buf);
+  fr->buf = NULL;
+  fr->bcap = fr->blen = 0;
+  fr->eof = fr->excluded = true;
+}
+
+/* select_job()'s choice made on the headers, before the records are read: the files it will
+ * leave out are marked excluded. All are when it will refuse the set. */
+static void mark_job(struct cs_dumpset *set, struct freader *fr, const char *job) {
+  const char *keep = job ? intern(set->pool, job) : NULL;
+  if (!job) {
+    size_t nj = 0;
+    for (size_t i = 0; i < set->nfiles; i++) {
+      const char *j = set->files[i].hdr.job;
+      if (!*j || j == keep) continue;
+      if (!keep) keep = j, nj = 1;
+      else nj = 2;
+    }
+    if (nj > 1) {   /* several jobs, none picked: refused, nothing to read */
+      for (size_t i = 0; i < set->nfiles; i++) rd_drop(&fr[i]);
+      return;
+    }
+    if (!keep) return;   /* no job ids at all: every file */
+  }
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    bool mine = f->hdr.job == keep || (!job && !*f->hdr.job);
+    if (!mine) rd_drop(&fr[i]);
+  }
+}
+
+/* a salvage file whose process also left its own dump (merge_salvaged's pairs) */
+static bool salvage_pairs(const struct cs_dumpset *set, const struct freader *fr) {
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *s = &set->files[i];
+    if (fr[i].excluded || !is_salvage(s) || s->hdr.pid <= 0) continue;
+    for (size_t j = 0; j < set->nfiles; j++) {
+      const struct cs_dumpfile *c = &set->files[j];
+      if (!fr[j].excluded && !is_salvage(c) && c->hdr.pid == s->hdr.pid && c->hdr.host == s->hdr.host) return true;
+    }
+  }
+  return false;
 }
 
 struct stream_job { struct freader *fr; size_t *live; size_t chunk; };
@@ -921,7 +1231,7 @@ static void stream_one(void *ctx, size_t i, unsigned worker) {
   rd_piece(fr, j->chunk);
 }
 
-struct cs_dumpset *cs_dumpset_stream(const char *path, const struct cs_stream_ops *ops) {
+struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const struct cs_stream_ops *ops) {
   struct cs_dumpset *set = discover(path);
   if (set->fatal) return set;
   size_t n = set->nfiles;
@@ -929,35 +1239,64 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const struct cs_stream_op
   size_t *live = calloc(n, sizeof *live);
   bool *done = calloc(n, sizeof *done);
   if (!fr || !live || !done) oom();
-  for (size_t i = 0; i < n; i++) {
-    rd_start(&fr[i], set, &set->files[i], i);
-    fr[i].sink = ops;
-  }
+  for (size_t i = 0; i < n; i++) rd_start(&fr[i], set, &set->files[i], i);
   /* the text read per round over all files is bounded by `budget` */
   size_t budget = ops->budget ? ops->budget : (size_t)64 << 20;
   size_t chunk = budget / n;
   if (chunk < ((size_t)16 << 10)) chunk = (size_t)16 << 10;
   if (chunk > ((size_t)1 << 20)) chunk = (size_t)1 << 20;
+  unsigned jobs = ops->jobs ? ops->jobs : cs_pool_default_jobs();
   struct stream_job j = {fr, live, chunk};
+  /* the header round: line 1 of every file, then the job, and whether salvage must merge */
+  for (size_t i = 0; i < n; i++) {
+    live[i] = i;
+    fr[i].header_only = true;
+  }
+  cs_pool_run(jobs, n, stream_one, &j);
+  for (size_t i = 0; i < n; i++) fr[i].header_only = false;
+  mark_job(set, fr, job);
+  if (salvage_pairs(set, fr)) {
+    for (size_t i = 0; i < n; i++) {
+      rd_drop(&fr[i]);
+      for (size_t k = 0; k < fr[i].nerrors; k++) free(fr[i].errors[k]);
+      free(fr[i].errors);
+    }
+    free(fr);
+    free(live);
+    free(done);
+    cs_dumpset_free(set);
+    set = calloc(1, sizeof *set);
+    if (!set) oom();
+    set->whole = true;
+    return set;
+  }
   if (ops->begin) ops->begin(ops->ctx, n);
+  for (size_t i = 0; i < n; i++) {   /* from now on ops go to the sink; a headerless file's line 1 too */
+    struct cs_dumpfile *f = &set->files[i];
+    fr[i].sink = ops;
+    for (size_t k = 0; k < f->nops && !fr[i].excluded; k++) ops->op(ops->ctx, 0, i, f, &f->ops[k]);
+    free(f->ops);
+    f->ops = NULL;
+    f->nops = f->op_cap = 0;
+  }
   for (;;) {
     size_t nl = 0;
     for (size_t i = 0; i < n; i++)
       if (!fr[i].eof) live[nl++] = i;
-    if (!nl) break;
-    cs_pool_run(ops->jobs ? ops->jobs : cs_pool_default_jobs(), nl, stream_one, &j);
     for (size_t i = 0; i < n; i++) done[i] = fr[i].eof;
-    if (ops->round) ops->round(ops->ctx, done, n);
+    if (ops->round) ops->round(ops->ctx, done, n);   /* also after the header round */
+    if (!nl) break;
+    cs_pool_run(jobs, nl, stream_one, &j);
   }
-  finish_set(set, fr);
+  finish_set(set, fr, job);
   free(fr);
   free(live);
   free(done);
   return set;
 }
 
-struct cs_dumpset *cs_dumpset_load_cli(const char *path) {
-  struct cs_dumpset *set = cs_dumpset_load(path);
+struct cs_dumpset *cs_dumpset_load_cli(const char *path, const char *job) {
+  struct cs_dumpset *set = cs_dumpset_load_job(path, job);
   cs_dumpset_print_errors(set, stderr);
   if (set->fatal) {
     cs_dumpset_free(set);
@@ -968,15 +1307,7 @@ struct cs_dumpset *cs_dumpset_load_cli(const char *path) {
 
 void cs_dumpset_free(struct cs_dumpset *set) {
   if (!set) return;
-  for (size_t i = 0; i < set->nfiles; i++) {
-    struct cs_dumpfile *f = &set->files[i];
-    free(f->path);
-    free(f->ops);
-    free(f->xfers);
-    free(f->comms);
-    free(f->hangs);
-    free(f->links);
-  }
+  for (size_t i = 0; i < set->nfiles; i++) free_file(&set->files[i]);
   free(set->files);
   for (size_t i = 0; i < set->nerrors; i++) free(set->errors[i]);
   free(set->errors);

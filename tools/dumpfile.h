@@ -11,14 +11,28 @@
  *  - a header whose "schema" is newer than COLLSCOPE_SCHEMA_VERSION (or < 1) is a fatal
  *    error for the whole set (cs_dumpset.fatal): the reader would misread the file;
  *  - a missing/unusable header is an error, but the file's records are still loaded; host,
- *    rank and pid then come from the file name collscope-<host>-r<rank>-p<pid>.jsonl.
- * Strings (host, op names, dtype, site, ...) are interned in the set and live as long as it. */
+ *    rank and pid then come from the file name collscope-<host>-r<rank>-p<pid>.jsonl;
+ *  - a line longer than CS_DUMP_LINE_MAX bytes is skipped unread (never buffered whole) and
+ *    counted as malformed;
+ *  - the footer's op and xfer counts are compared with the well-formed records read: the
+ *    difference is cs_dumpfile.lost (records the writer wrote but the file does not hold);
+ *  - one job per set: files of several job ids are refused (fatal, listing the jobs) unless a
+ *    job is picked (cs_dumpset_load_job); files without a job id join the only job found;
+ *  - a process's salvage file (collscope salvage, *.salvage.jsonl) next to its own dump (same
+ *    host and pid) is merged into that dump: records already in the dump are counted once;
+ *  - at most CS_DUMP_MAX_ERRORS messages are kept, the rest only counted.
+ * Memory is bounded by the input's size (README "Dump files"): nothing is sized by a number
+ * read from a file. Strings (host, op names, dtype, site, ...) are interned in the set and
+ * live as long as it; text output passes them through cs_text_safe(). */
 #ifndef COLLSCOPE_TOOLS_DUMPFILE_H
 #define COLLSCOPE_TOOLS_DUMPFILE_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#define CS_DUMP_LINE_MAX 65536     /* longest dump line read, in bytes (newline excluded) */
+#define CS_DUMP_MAX_ERRORS 256     /* messages kept per set; the rest are counted */
 
 /* The record's "timing" string. (Distinct from include/collscope/record.h's in-process
  * enum cs_timing, so both headers can be included together.) */
@@ -43,6 +57,7 @@ struct cs_header {
   const char *job, *pci_bus_id, *exe;   /* "" when absent */
   long long nccl_version, cuda_driver_version;
   int64_t clock_realtime_ns, clock_monotonic_ns;
+  bool salvaged;          /* written by collscope salvage (a "salvaged_from" field) */
 };
 
 struct cs_op_rec {
@@ -148,6 +163,10 @@ struct cs_dumpfile {
                                   * setup_failed, selftest_failed, selftest_timeout), NULL when absent */
   uint64_t footer_sdc_launches, footer_sdc_no_slot;
   int64_t footer_t_ns;
+  uint64_t lost;          /* footer ops + xfers minus the well-formed op and xfer records read
+                           * (0 without a footer: see has_footer) */
+  size_t merged_salvage;  /* records taken from this process's salvage file (not in the dump) */
+  size_t dup_salvage;     /* records of that salvage file already in the dump, counted once */
   size_t lines;           /* physical lines read, including skipped ones */
   size_t truncated_lines, malformed_lines, unknown_types;
   size_t op_cap, xfer_cap, comm_cap, hang_cap;   /* internal */
@@ -160,6 +179,11 @@ struct cs_dumpset {
   char *path;             /* the directory (or single file) given to the loader */
   struct cs_dumpfile *files; size_t nfiles;  /* sorted by rank (unknown last), host, pid, name */
   char **errors; size_t nerrors;             /* "PATH:LINE: what", in discovery order */
+  size_t errors_omitted;                     /* messages beyond CS_DUMP_MAX_ERRORS */
+  const char *job;                           /* the set's job id ("" when none is known) */
+  bool whole;                                /* cs_dumpset_stream: not streamed, load it whole */
+  size_t other_job_files;                    /* files left out: another job, or no job id
+                                                while a job was picked */
   bool fatal;             /* the set must not be reported: unreadable path, no dump files,
                              or a file with an unsupported schema version (see errors) */
   struct cs_strpool *pool;
@@ -170,14 +194,21 @@ struct cs_dumpset {
  * Never returns NULL (out of memory exits the process with a message); check ->fatal and
  * ->errors. */
 struct cs_dumpset *cs_dumpset_load(const char *path);
+/* The same, keeping only the files of job `job` (NULL: the path must hold a single job, else
+ * the set is fatal with a message naming the jobs found). */
+struct cs_dumpset *cs_dumpset_load_job(const char *path, const char *job);
 /* Streaming (DESIGN.md "Reading dumps"): the same reading, but op records are handed to
  * ops->op (from the reading threads, each file's records in file order, r->file = the file's
- * read_index) instead of kept, so memory does not grow with the records. Files are read in
- * rounds, a piece of every file per round (ops->budget bytes over all files, default 64 MiB),
- * by ops->jobs threads (0: one per core); ops->begin is called once the files are listed
- * (not when the set is unusable from the start); after each round ops->round runs on the calling
- * thread with done[read_index] = the file is read to its end. Returns the set as
- * cs_dumpset_load() does, with every file's ops empty. */
+ * read_index) instead of kept, so memory does not grow with the records. A first round reads
+ * every file's header and picks the job (as cs_dumpset_load_job; files of other jobs are not
+ * read further); then files are read in rounds, a piece of every file per round (ops->budget
+ * bytes over all files, default 64 MiB), by ops->jobs threads (0: one per core). ops->begin
+ * runs once the files are listed; after each round ops->round runs on the calling thread with
+ * done[read_index] = the file is read to its end (or left out). Returns the set as
+ * cs_dumpset_load_job() does, with every file's ops empty -- except when a salvage file sits
+ * next to its process's own dump: their records must be de-duplicated against each other,
+ * which needs the dump whole, so nothing is streamed and the result has `whole` set: the
+ * caller then uses cs_dumpset_load_job(). */
 struct cs_stream_ops {
   void *ctx;
   unsigned jobs;
@@ -186,10 +217,10 @@ struct cs_stream_ops {
   void (*op)(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *r);
   void (*round)(void *ctx, const bool *done, size_t nfiles);
 };
-struct cs_dumpset *cs_dumpset_stream(const char *path, const struct cs_stream_ops *ops);
-/* For the CLI commands: load, print every error on stderr, and return NULL (set freed)
- * when nothing usable was loaded (the command then exits 1). */
-struct cs_dumpset *cs_dumpset_load_cli(const char *path);
+struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const struct cs_stream_ops *ops);
+/* For the CLI commands: load (job as above), print every error on stderr, and return NULL
+ * (set freed) when nothing usable was loaded (the command then exits 1). */
+struct cs_dumpset *cs_dumpset_load_cli(const char *path, const char *job);
 void cs_dumpset_free(struct cs_dumpset *set);
 /* Print every error as "collscope: MSG" to f. */
 void cs_dumpset_print_errors(const struct cs_dumpset *set, FILE *f);
@@ -199,6 +230,9 @@ void cs_dumpset_print_errors(const struct cs_dumpset *set, FILE *f);
 uint64_t cs_dumpfile_drops(const struct cs_dumpfile *f);
 
 /* Display helpers. */
+/* s for a text line: control characters (C0, DEL, C1) as \xHH, a backslash as \\; s itself
+ * when nothing needs escaping, else buf (n bytes, cut short when needed). */
+const char *cs_text_safe(const char *s, char *buf, size_t n);
 const char *cs_comm_hex(uint64_t comm, char buf[17]);   /* 16 lowercase hex digits */
 
 /* A collective instance: the op records of all ranks sharing (comm, seq). P2P calls count

@@ -114,84 +114,37 @@ static const char help_demo[] =
     "\n"
     "exit status: 0 if every rank checked its results, else the job's status.\n";
 
+/* every variable collscope, its launcher and its simulator read, from the one table that
+ * the docs are checked against (tests/tools/check_env_table.py) */
 static const struct {
-  const char *name, *who, *meaning;
+  const char *name, *def, *who, *meaning;
 } env_table[] = {
-    {"COLLSCOPE_DIR", "shim, demo", "directory for the dump files collscope-<host>-r<rank>-p<pid>.jsonl "
-                                    "(default ./collscope-<job>)"},
-    {"COLLSCOPE_DISABLE", "shim", "1: the shim passes every call straight through, records nothing"},
-    {"COLLSCOPE_LOG", "shim", "shim log level on stderr: quiet, warn (default), info, debug"},
-    {"COLLSCOPE_TIMING", "shim", "events (default; on, 1), auto (NCCL profiler plugin when NCCL loads it, else events), profiler, off (0)"},
-    {"COLLSCOPE_QUEUE", "shim", "record queue capacity per process (1024..16777216, default 65536)"},
-    {"COLLSCOPE_FLUSH_MS", "shim", "dump flush interval in ms (10..1000, default 1000)"},
-    {"COLLSCOPE_LIBCUDA", "shim", "path of the libcuda the shim times with (tests)"},
-    {"COLLSCOPE_LIBNCCL", "shim", "path of the libnccl the shim forwards to (tests)"},
-    {"COLLSCOPE_RING", "shim", "shm stats ring size in records (0: no ring; default 16384, rounded up to 2^k)"},
-    {"COLLSCOPE_KEEP_SHM", "shim", "1: keep the stats ring after a clean exit (default 0: removed)"},
-    {"COLLSCOPE_SHM_DIR", "shim, top, salvage", "directory of the stats rings (default /dev/shm)"},
-    {"COLLSCOPE_TOPOLOGY", "shim", "rack/switch topology file (Slurm topology.conf, map, ibnetdiscover): route "
-                                   "AllReduce/Broadcast/Reduce through a communicator ordered by it (collscope help topo)"},
-    {"COLLSCOPE_SDC", "shim", "silent-data-corruption checks: off, all or sample:N (every Nth eligible collective per "
-                              "comm; default sample:2048)"},
-    {"COLLSCOPE_SDC_MIN_BYTES", "shim", "smallest collective (bytes) the SDC checks look at (default 1048576)"},
-    {"COLLSCOPE_SDC_ACTION", "shim", "log (default) or abort: what an online SDC detection does (abort: exit status 86)"},
-    {"COLLSCOPE_ONLINE", "shim", "1 (default) or 0: the job-wide exchange on collscope's own split communicator"},
-    {"COLLSCOPE_ONLINE_EVERY", "shim", "world-communicator collectives between two online exchanges (default 1000)"},
-    {"COLLSCOPE_ONLINE_TIMEOUT", "shim", "seconds the online split or one exchange may take before it turns off (300)"},
-    {"COLLSCOPE_HANG_TIMEOUT", "shim, top", "seconds after which an op not complete is reported as hung "
-                                            "(one log line + a hang record; 0: off; default 300)"},
-    {"COLLSCOPE_STRAGGLER_WINDOW", "report, top", "instances per comm in the straggler window (default 100)"},
-    {"COLLSCOPE_STRAGGLER_MIN", "report, top", "instances needed before a rank can be flagged (default 10)"},
-    {"COLLSCOPE_STRAGGLER_SHARE", "report, top", "minimum share of the window a rank must arrive last in (default 0.25)"},
-    {"COLLSCOPE_STRAGGLER_Z", "report, top", "and that share must be this many standard deviations above chance, "
-                                             "1/comm size (default 6)"},
-    {"COLLSCOPE_STRAGGLER_OFFSET_Z", "report, top", "or its median arrival offset must be this many robust "
-                                                    "standard errors above 0 (default 5)"},
-    {"COLLSCOPE_STRAGGLER_RECENT", "report, top", "recent rule: the offset rule over the last N instances (16; 0 off)"},
-    {"COLLSCOPE_STRAGGLER_RECENT_Z", "report, top", "the recent rule's robust z (8)"},
-    {"COLLSCOPE_STRAGGLER_RECENT_SHARE", "report, top", "share of recent instances it must arrive after the median in (0.85)"},
-    {"COLLSCOPE_STRAGGLER_PERSIST", "report, top", "consecutive instances the conditions must hold (default 6)"},
-    {"COLLSCOPE_STRAGGLER_FLOOR_US", "report, top", "minimum median lateness/offset in us (default 20)"},
-    {"COLLSCOPE_STRAGGLER_FRAC", "report, top", "minimum median lateness/offset as a fraction of the median "
-                                                "duration (default 0.02)"},
-    {"COLLSCOPE_LINK_FLOOR_US", "report, top", "small (<= 64 KiB) collectives this slow with no consistent "
-                                               "last arrival are reported as a slow link (default 10000)"},
-    {"COLLSCOPE_SIM_PROFILER_ABI", "sim", "profiler plugin ABI the simulated NCCL loads: 5 (default), 4, "
-                                          "or 3 (none, like NCCL < 2.27)"},
-    /* NCCL_NET wrapper (issue 7, shim/net_plugin.c) */
-    {"COLLSCOPE_NET_INNER", "shim", "with NCCL_NET_PLUGIN=libcollscope.so: the net plugin collscope wraps (path, "
-                                    "library name, or <name> for libnccl-net-<name>.so); unset: it declines"},
-    {"COLLSCOPE_LINK_SLOW_FRAC", "report", "a host pair is a slow link below this fraction of the other pairs' "
-                                           "median p50 Gbit/s (default 0.5)"},
-    {"COLLSCOPE_LINK_MIN_BYTES", "report", "pairs with fewer bytes are not judged slow (default 65536)"},
-    {"NCCL_NET_PLUGIN", "sim (and real NCCL)", "net plugin path or name (libnccl-net-<name>.so); the sim "
-                                               "sends inter-host ring hops through it (simnet: its own)"},
-    {"COLLSCOPE_SIM_NET_ABI", "sim", "net plugin ABI the simulated NCCL looks up first: 11 (default), 10, 9"},
-    {"COLLSCOPE_SIMNET_GBPS", "sim (simnet)", "modelled link bandwidth of simnet in Gbit/s (default 100)"},
-    {"COLLSCOPE_HOSTNAME", "run sets; sim, shim, tools", "host name of this rank; default gethostname()"},
-    {"COLLSCOPE_JOB_ID", "run sets; shim, tools", "job id (run keeps an existing one); the shim "
-                                                  "prefers SLURM_JOB_ID, then TORCHELASTIC_RUN_ID"},
-    {"COLLSCOPE_SIM_DIR", "run, demo", "simulator library directory (default: found next to collscope)"},
-    {"COLLSCOPE_SHIM", "run, demo", "path of libcollscope.so to preload (default: found next to collscope)"},
-    {"COLLSCOPE_APPS_DIR", "demo", "directory of the test jobs (dp_train, ...)"},
-    {"COLLSCOPE_SIM_GPUS", "sim", "simulated GPUs per simulated host (default 8)"},
-    {"COLLSCOPE_SIM_FAULTS", "sim", "fault injection list: slow:, link:, flip:, hang:, fail: (DESIGN.md)"},
-    {"COLLSCOPE_SIM_TOPOLOGY", "sim", "map file, one `host leaf [spine...]` per line, to classify links"},
-    {"COLLSCOPE_SIM_LINKSTATS", "sim", "path prefix: each process writes <prefix>.<pid>.json link counters"},
-    {"NCCL_DEBUG", "sim", "INFO: print version, init and rings"},
-    {"RANK, WORLD_SIZE", "run sets; shim, apps", "global rank and number of ranks (shim also reads "
-                                                  "SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_*, PMI_*)"},
-    {"LOCAL_RANK, LOCAL_WORLD_SIZE", "run sets; shim, apps", "rank on its host, ranks per host"},
-    {"GROUP_RANK, GROUP_WORLD_SIZE", "run sets", "host (node) index, number of hosts"},
-    {"MASTER_ADDR, MASTER_PORT", "run sets; apps", "TCP store the test jobs exchange NCCL ids over"},
-    {"LD_PRELOAD", "run sets", "libcollscope.so is appended unless --no-shim"},
-    {"LD_LIBRARY_PATH", "run sets", "--sim prepends the simulator directory"},
+#define CS_ENV_VAR(name, def, who, meaning) {name, def, who, meaning},
+#include "collscope/env_vars.def"
+#undef CS_ENV_VAR
 };
 
+/* text on lines of at most width columns after a 6-space indent, broken at spaces */
+static void put_wrapped(FILE *out, const char *text, size_t width) {
+  while (*text) {
+    size_t n = strlen(text);
+    if (n > width) {
+      n = width;
+      while (n > 0 && text[n] != ' ') n--;
+      if (n == 0) n = strcspn(text, " "); /* one word longer than the line */
+    }
+    fprintf(out, "      %.*s\n", (int)n, text);
+    text += n;
+    while (*text == ' ') text++;
+  }
+}
+
 void cli_help_env(FILE *out) {
-  fprintf(out, "environment:\n");
-  for (size_t i = 0; i < sizeof env_table / sizeof env_table[0]; i++)
-    fprintf(out, "  %-28s [%s]\n      %s\n", env_table[i].name, env_table[i].who, env_table[i].meaning);
+  fprintf(out, "environment (variable, default, [who reads it]):\n");
+  for (size_t i = 0; i < sizeof env_table / sizeof env_table[0]; i++) {
+    fprintf(out, "  %-32s default: %s  [%s]\n", env_table[i].name, env_table[i].def, env_table[i].who);
+    put_wrapped(out, env_table[i].meaning, 88);
+  }
 }
 
 int cli_help(const char *cmd, FILE *out) {

@@ -522,7 +522,7 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   }
 }
 
-struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsigned jobs, size_t budget,
+struct cs_dumpset *report_agg_run(const char *path, const char *job, const char *op_filter, unsigned jobs, size_t budget,
                                   const struct cs_det_params *detp, struct report_agg *agg) {
   memset(agg, 0, sizeof *agg);
   agg->op_filter = op_filter;
@@ -534,7 +534,25 @@ struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsig
   P->det = cs_det_stream_new(detp, CS_DET_HANG_PENDING);
   struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .budget = budget, .begin = on_begin, .op = on_op,
                               .round = on_round};
-  struct cs_dumpset *set = cs_dumpset_stream(path, &ops);
+  struct cs_dumpset *set = cs_dumpset_stream(path, job, &ops);
+  if (set->whole) {   /* salvage to merge: the whole set, then the same callbacks */
+    cs_dumpset_free(set);
+    set = cs_dumpset_load_job(path, job);
+    if (!set->fatal) {
+      size_t nf = 0;
+      for (size_t i = 0; i < set->nfiles; i++)
+        if (set->files[i].read_index + 1 > nf) nf = set->files[i].read_index + 1;
+      on_begin(P, nf);
+      bool *done = xcalloc(nf, sizeof *done);
+      for (size_t i = 0; i < set->nfiles; i++) {
+        const struct cs_dumpfile *f = &set->files[i];
+        for (size_t k = 0; k < f->nops; k++) on_op(P, 0, f->read_index, f, &f->ops[k]);
+      }
+      for (size_t i = 0; i < nf; i++) done[i] = true;
+      on_round(P, done, nf);
+      free(done);
+    }
+  }
   cs_dumpset_print_errors(set, stderr);
   if (set->fatal) {
     cs_dumpset_free(set);

@@ -86,10 +86,12 @@ struct report_agg {
   struct report_agg_priv *priv;
 };
 
-/* A report over PATH, streamed. Returns the set (NULL when unusable, errors printed) and
- * fills agg; jobs 0 = one per core; budget: bytes read per round over all files (0: the
- * default, see cs_stream_ops). */
-struct cs_dumpset *report_agg_run(const char *path, const char *op_filter, unsigned jobs, size_t budget,
+/* A report over PATH (job: as cs_dumpset_load_job), streamed. Returns the set (NULL when
+ * unusable, errors printed) and fills agg; jobs 0 = one per core; budget: bytes read per
+ * round over all files (0: the default, see cs_stream_ops). A salvage file next to its
+ * process's own dump needs the set loaded whole (cs_dumpset_stream); its records then go
+ * through the same tables from memory. */
+struct cs_dumpset *report_agg_run(const char *path, const char *job, const char *op_filter, unsigned jobs, size_t budget,
                                   const struct cs_det_params *detp, struct report_agg *agg);
 void report_agg_free(struct report_agg *agg);
 

@@ -2,10 +2,17 @@
  * shim's harvest thread, stats/ring.c) and its readers (`collscope top`, `collscope
  * salvage`, tests).
  *
- * File: $COLLSCOPE_SHM_DIR (default /dev/shm) / collscope-<uid>-<job>-r<rank>[-p<pid>].ring,
- * created 0600 with O_CREAT|O_EXCL|O_NOFOLLOW. A segment of the same name whose writer pid
- * is dead is stale and reclaimed (unlinked, created anew); if the pid is alive the name gets
- * a -p<pid> suffix. Removed at clean exit unless COLLSCOPE_KEEP_SHM=1.
+ * File: $COLLSCOPE_SHM_DIR (default /dev/shm) / collscope-<uid>-<job>-r<rank>[-p<pid>].ring.
+ * The writer builds the whole ring (header and `init`) in a private temporary
+ * (.collscope-...-p<pid>.tmp, 0600, O_CREAT|O_EXCL|O_NOFOLLOW) and then link()s it to the ring
+ * name, so a ring name never shows a half-created ring. A segment of the same name whose
+ * writer is dead (pid gone, a zombie, or a pid reused by a process with another start time)
+ * is stale and reclaimed; if its writer is alive the name gets a -p<pid> suffix. Removed at
+ * clean exit unless COLLSCOPE_KEEP_SHM=1.
+ *
+ * Readers trust nothing in the file: it must be a regular file (opened O_NOFOLLOW|O_NONBLOCK)
+ * owned by the uid in its name, and by the reader's euid unless the reader is root; the
+ * header's job must be the one in the name; every size is checked against the file's size.
  *
  * Layout: struct cs_ring_hdr, then `capacity` (a power of two) struct cs_ring_slot.
  * Protocol (one writer, enforced: only the thread that opened the ring publishes):
@@ -31,6 +38,7 @@
 #define CS_RING_VERSION 1
 #define CS_RING_INIT_MAGIC 0x494e4954u        /* "INIT" */
 #define CS_RING_MAX_COMMS 64
+#define CS_RING_MAX_CAPACITY (1ull << 22)   /* COLLSCOPE_RING's upper bound, rounded up */
 #define CS_RING_WORDS ((sizeof(struct cs_record) + 7) / 8)
 
 /* Ring-only record type (beside CS_REC_OP/XFER/COMM): an op not complete after
@@ -70,7 +78,8 @@ struct cs_ring_hdr {
   _Atomic int64_t oldest_pending_ns; /* enqueue_ns of the oldest pending op, 0 none */
   _Atomic uint32_t hung;          /* ops reported as hung (COLLSCOPE_HANG_TIMEOUT) */
   _Atomic uint32_t closed;        /* 1: the writer exited cleanly */
-  uint64_t reserved[8];
+  uint64_t start_time;            /* the writer's start time (/proc/<pid>/stat field 22), 0 unknown */
+  uint64_t reserved[7];
 };
 
 struct cs_ring_slot {
@@ -89,12 +98,17 @@ static inline struct cs_ring_slot *cs_ring_slots(const struct cs_ring_hdr *h) {
 struct cs_ring_reader {
   const struct cs_ring_hdr *h;    /* read-only mapping, NULL when not open */
   size_t map_len;
+  uint64_t capacity;              /* validated at open (the header's may change under us) */
+  const char *why;                /* after a failed open: why, for the caller's one line */
+  uint64_t dev, ino;              /* the file that was checked (a remover compares before unlink) */
   uint64_t cursor;                /* next record to read */
   uint64_t lost;                  /* records overwritten before this reader got them */
   char path[512];
 };
-/* Map PATH read-only. Returns 0, or -1 (errno; EAGAIN: not initialised yet, EPROTO: bad
- * magic/version/record size). The cursor starts at the oldest record still in the ring. */
+/* Check PATH (see "Readers trust nothing" above) and map it read-only. Returns 0, or -1 with
+ * errno and r->why set (EAGAIN: not initialised, EPROTO: not a valid ring of this version,
+ * EPERM: wrong owner or name, others from open). The cursor starts at the oldest record
+ * still in the ring. */
 int cs_ring_reader_open(struct cs_ring_reader *r, const char *path);
 void cs_ring_reader_close(struct cs_ring_reader *r);
 /* Copy up to max records from the cursor on; returns how many. Overwritten records are
@@ -102,9 +116,13 @@ void cs_ring_reader_close(struct cs_ring_reader *r);
 size_t cs_ring_read(struct cs_ring_reader *r, struct cs_record *out, size_t max);
 /* Directory of the rings: $COLLSCOPE_SHM_DIR or /dev/shm. */
 const char *cs_ring_dir(void);
-/* true when NAME looks like a collscope ring of this uid. */
+/* true when NAME (a base name) looks like a collscope ring the caller may read: one of its
+ * euid's, or of any uid for root. */
 bool cs_ring_name_ours(const char *name);
-/* true when the writer's pid is gone (kill(pid, 0) == ESRCH). */
+/* true when NAME (a base name) is collscope-<uid>-<job>-r<rank>[-p<pid>].ring of that job. */
+bool cs_ring_name_job(const char *name, const char *job);
+/* true when the writer is gone: its pid does not exist, is a zombie, or now belongs to a
+ * process with another start time than the header's. Unknown (no /proc) counts as alive. */
 bool cs_ring_writer_dead(const struct cs_ring_hdr *h);
 
 #endif

@@ -1,37 +1,85 @@
 /* tests/fuzz/fuzz_dumpfile.c: libFuzzer entry point for the dump-file reader
- * (tools/dumpfile.c), the parser every `collscope report`/`trace` input goes through:
- * the input bytes become one .jsonl file, which is loaded, grouped into collective
- * instances and freed. Built like the other targets (fuzz_target.c's meson rules). */
+ * (tools/dumpfile.c) and `collscope report`, the path every dump a job leaves goes through.
+ * The input bytes become a process's dump collscope-fz-r0-p1.jsonl; its first line plus the
+ * second half of the input become the same process's salvage file, so the salvage merge
+ * runs too. The directory is loaded, grouped into collective instances, and reported as
+ * text and as JSON (stragglers, hangs, links, SDC) into a file, then once with a --job that
+ * is absent. Built like the other targets (fuzz_target.c's meson rules). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "dumpfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static char path[64];
-  if (!path[0]) snprintf(path, sizeof path, "/tmp/cs-fuzz-dump-%d.jsonl", (int)getpid());
-  if (size > 1 << 20) return 0;
+static void write_file(const char *path, const uint8_t *a, size_t na, const uint8_t *b, size_t nb) {
   FILE *f = fopen(path, "wb");
-  if (!f) return 0;
-  if (size && fwrite(data, 1, size, f) != size) {
-    fclose(f);
-    return 0;
-  }
+  if (!f) return;
+  if (na) fwrite(a, 1, na, f);
+  if (nb) fwrite(b, 1, nb, f);
   fclose(f);
-  FILE *devnull = fopen("/dev/null", "w");
-  struct cs_dumpset *set = cs_dumpset_load(path);
+}
+
+/* cmd_report with stdout/stderr to /dev/null */
+static void report(char **argv) {
+  int argc = 0;
+  while (argv[argc]) argc++;
+  fflush(stdout);
+  fflush(stderr);
+  int so = dup(1), se = dup(2);
+  FILE *dn = fopen("/dev/null", "w");
+  if (dn && so >= 0 && se >= 0) {
+    dup2(fileno(dn), 1);
+    dup2(fileno(dn), 2);
+    cmd_report(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+  }
+  if (dn) fclose(dn);
+  if (so >= 0) close(so);
+  if (se >= 0) close(se);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static char dir[64], dump[128], salv[128], out[128];
+  if (!dir[0]) {
+    snprintf(dir, sizeof dir, "/tmp/cs-fuzz-dump-%d", (int)getpid());
+    snprintf(dump, sizeof dump, "%s/collscope-fz-r0-p1.jsonl", dir);
+    snprintf(salv, sizeof salv, "%s/collscope-fz-r0-p1.salvage.jsonl", dir);
+    snprintf(out, sizeof out, "%s/report.out", dir);
+  }
+  if (size > 1 << 20) return 0;
+  mkdir(dir, 0700);
+  write_file(dump, data, size, NULL, 0);
+  const uint8_t *nl = size ? memchr(data, '\n', size) : NULL;
+  size_t first = nl ? (size_t)(nl - data) + 1 : size, half = size / 2 > first ? size / 2 : first;
+  write_file(salv, data, first, data + half, size - half);
+
+  struct cs_dumpset *set = cs_dumpset_load(dir);
   if (set) {
+    FILE *devnull = fopen("/dev/null", "w");
     if (devnull) cs_dumpset_print_errors(set, devnull);
+    if (devnull) fclose(devnull);
     struct cs_instances inst;
     if (cs_group_instances(set, &inst) == 0) cs_instances_free(&inst);
     cs_dumpset_free(set);
   }
-  if (devnull) fclose(devnull);
-  unlink(path);
+  char *text[] = {"report", dir, "-o", out, NULL};
+  char *json[] = {"report", dir, "--json", "-o", out, NULL};
+  char *other[] = {"report", dir, "--job", "no-such-job", NULL};
+  report(text);
+  report(json);
+  report(other);
+  unlink(out);
+  unlink(salv);
+  unlink(dump);
+  rmdir(dir);
   return 0;
 }

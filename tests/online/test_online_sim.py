@@ -11,8 +11,13 @@ The online exchange end to end on the simulator: real-linked jobs under
              with status 86 long before the job's end, with the reason logged
   off        COLLSCOPE_ONLINE=0: no exchange, no extra communicator, same job output
   failopen   no world size in the environment, or a bad COLLSCOPE_ONLINE_EVERY: the
-             job runs unchanged, one clear line at most"""
-import argparse, os, re, subprocess, sys, tempfile
+             job runs unchanged, one clear line at most
+  rank0-norecord, rank0-noshim, rank0-online0, rank0-disabled
+             rank 0 alone cannot record (COLLSCOPE_DIR not creatable), runs without the
+             shim, with COLLSCOPE_ONLINE=0 or with COLLSCOPE_DISABLE=1: the job finishes
+             within COLLSCOPE_ONLINE_TIMEOUT plus a margin, with the exit status and
+             results of a run without the exchange, and rank 1 says why it has none"""
+import argparse, os, re, signal, subprocess, sys, tempfile, time
 
 
 def run(cli, build, tmp, job, n, hosts, job_args, env_extra, timeout=180):
@@ -149,6 +154,62 @@ def case_failopen(a, tmp):
           "the unjoined exchange was not abandoned", p.stdout)
 
 
+ONE_RANK = {  # what the wrapper does on rank 0 only
+    "rank0-norecord": "export COLLSCOPE_DIR=/proc/nonexistent/x",
+    "rank0-noshim": "unset LD_PRELOAD",
+    "rank0-online0": "export COLLSCOPE_ONLINE=0",
+    "rank0-disabled": "export COLLSCOPE_DISABLE=1",
+}
+SPLIT_TIMEOUT_S = 2
+MARGIN_S = 20  # the job alone takes about 1 s; the margin is for a loaded machine
+
+
+def run_bounded(cmd, env, bound):
+    """(rc, output, seconds); rc None when the job was still running at the bound (all of
+    its processes are then killed)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=bound)
+        return p.returncode, out, time.monotonic() - t0
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return None, out, time.monotonic() - t0
+
+
+def case_one_rank(a, tmp, case):
+    app = os.path.join(a.build, "tests", "apps", "dp_train")
+    args = ["--steps", "12", "--size", "64K"]
+    wrap = os.path.join(tmp, "rank0.sh")
+    open(wrap, "w").write('#!/bin/sh\n[ "$RANK" = 0 ] && %s\nexec "$@"\n' % ONE_RANK[case])
+    os.chmod(wrap, 0o755)
+    cmd = [a.cli, "run", "-n", "2", "--hosts", "simhost[1-2]", "--sim", "--", wrap, app] + args
+    base_env = dict(os.environ, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_LOG="warn", COLLSCOPE_ONLINE_EVERY="4",
+                    COLLSCOPE_ONLINE_TIMEOUT=str(SPLIT_TIMEOUT_S))
+    bound = SPLIT_TIMEOUT_S + MARGIN_S
+    rc0, out0, t0 = run_bounded(cmd, dict(base_env, COLLSCOPE_DIR=os.path.join(tmp, "d0"), COLLSCOPE_ONLINE="0"), bound)
+    rc1, out1, t1 = run_bounded(cmd, dict(base_env, COLLSCOPE_DIR=os.path.join(tmp, "d1")), bound)
+    print("%s: exchange off everywhere rc %s in %.1f s; on (rank 0 differs) rc %s in %.1f s (bound %d s)"
+          % (case, rc0, t0, rc1, t1, bound))
+    check(rc0 == 0, "the job without the exchange failed (%s)" % rc0, out0)
+    check(rc1 is not None, "the job hung: still running after %d s" % bound, out1)
+    check(rc1 == rc0, "exit status %s, expected %s" % (rc1, rc0), out1)
+    res = lambda o: sorted(l for l in o.splitlines() if "checksum=" in l)
+    check(res(out0) and res(out0) == res(out1), "job results changed", out1)
+    off = [l for l in out1.splitlines() if "online exchange off" in l]
+    print("\n".join(off))
+    if case == "rank0-norecord":
+        # rank 0 joins the split without a color: rank 1 stops at once, no wait
+        check(any("recording is off on this rank" in l for l in off), "rank 0 did not say why it has no exchange", out1)
+        check(any("1 of 2 ranks joined collscope's communicator" in l for l in off), "rank 1 did not stop", out1)
+        check(not any("COLLSCOPE_ONLINE_TIMEOUT" in l for l in off), "a rank waited for the timeout", out1)
+    else:
+        check(len(off) == 1 and "did not finish within COLLSCOPE_ONLINE_TIMEOUT" in off[0],
+              "rank 1 did not give up on the split after the timeout", out1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -157,7 +218,8 @@ def main():
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         {"straggler": case_straggler, "sdc": case_sdc, "abort": case_abort, "off": case_off,
-         "failopen": case_failopen}[a.case](a, tmp)
+         "failopen": case_failopen,
+         **{c: (lambda a, tmp, c=c: case_one_rank(a, tmp, c)) for c in ONE_RANK}}[a.case](a, tmp)
     print("ok")
 
 

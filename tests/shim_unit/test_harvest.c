@@ -3,6 +3,9 @@
  * memcpy-like transfers through hooks/timing.c while the harvest thread completes and
  * writes them. Checks that every record reaches the file exactly once, that grouped
  * ops share one group id per group, and that per-comm sequence numbers are unique.
+ * Termination signals (in child processes): SIGTERM, SIGINT or SIGHUP after N ops leaves N
+ * op records and a footer and still kills the process with that signal; a handler the job had installed runs
+ * after the flush; an ignored SIGTERM stays ignored.
  * Run under TSan by scripts/test.sh. argv[1] = path of the null libcuda.so.1. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "hooks/timing.h"
 #include "shim/cs_internal.h"
 #include "stats/dump_writer.h"
@@ -116,9 +122,126 @@ static void many_threads(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* ---- termination signals, each in a child (this program again: argv "term-child DIR H SIG N")
+ * that runs "a job" of n ops ---- */
+enum job_handler { JOB_DEFAULT, JOB_HANDLER, JOB_IGNORE };
+static void job_on_term(int sig) { (void)sig; _exit(7); }
+
+/* the child: set up, n ops on two streams, sig to itself, n ops more */
+static __attribute__((noreturn)) void term_child(const char *dir, enum job_handler h, int sig, int n) {
+  if (h == JOB_HANDLER) signal(sig, job_on_term);
+  if (h == JOB_IGNORE) signal(sig, SIG_IGN);
+  setenv("COLLSCOPE_DIR", dir, 1);
+  setenv("COLLSCOPE_LIBCUDA", null_cuda, 1);
+  setenv("COLLSCOPE_FLUSH_MS", "1000", 1);
+  cs_config_load();
+  cs_ensure_init();
+  if (!atomic_load(&cs_st.ready)) _exit(3);
+  struct cs_comm *c = cs_comm_insert(&comm_a);
+  if (!c) _exit(4);
+  c->id = 0xaaaa; c->size = 2; c->rank = 0;
+  for (int i = 0; i < n; i++) {
+    struct cs_record r;
+    struct cs_comm *cc = cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)(0x1000 + i % 2), NULL);
+    cs_op_returned(&r, cc, 0, 7);
+    cs_op_end(&r);
+  }
+  raise(sig);
+  /* only an ignored signal gets here: recording goes on, exit writes the footer */
+  for (int i = 0; i < n; i++) {
+    struct cs_record r;
+    struct cs_comm *cc = cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)0x1000, NULL);
+    cs_op_returned(&r, cc, 0, 7);
+    cs_op_end(&r);
+  }
+  exit(0);
+}
+
+/* runs the child; returns its wait status and the op records and footer of its dump */
+static int run_term_child(enum job_handler h, int sig, int n, long *ops, long *drops, int *footer) {
+  char dir[] = "/tmp/cs-harvest-term-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char hs[8], ss[8], ns[16];
+    snprintf(hs, sizeof hs, "%d", (int)h);
+    snprintf(ss, sizeof ss, "%d", sig);
+    snprintf(ns, sizeof ns, "%d", n);
+    execl("/proc/self/exe", "test_shim_harvest", null_cuda, "term-child", dir, hs, ss, ns, (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "cat %s/*.jsonl", dir);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  char line[4096];
+  *ops = *drops = 0;
+  *footer = 0;
+  while (fgets(line, sizeof line, f)) {
+    json_t *j = json_loads(line, 0, NULL);
+    assert_non_null(j);
+    const char *type = json_string_value(json_object_get(j, "type"));
+    if (!strcmp(type, "op")) (*ops)++;
+    if (!strcmp(type, "footer")) {
+      (*footer)++;
+      *drops = json_integer_value(json_object_get(j, "drops"));
+    }
+    json_decref(j);
+  }
+  pclose(f);
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+  return st;
+}
+
+static void sigterm_writes_footer_and_still_kills(void **state) {
+  (void)state;
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+  for (int k = 0; k < 3; k++) {
+    long ops, drops;
+    int footer;
+    int st = run_term_child(JOB_DEFAULT, sigs[k], 3000, &ops, &drops, &footer);
+    assert_true(WIFSIGNALED(st));
+    assert_int_equal(WTERMSIG(st), sigs[k]);   /* the job's fate is unchanged */
+    assert_int_equal(footer, 1);
+    assert_int_equal(ops + drops, 3000);
+  }
+}
+
+static void sigterm_reaches_the_jobs_handler(void **state) {
+  (void)state;
+  long ops, drops;
+  int footer;
+  int st = run_term_child(JOB_HANDLER, SIGTERM, 3000, &ops, &drops, &footer);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 7);      /* its handler ran, after the flush */
+  assert_int_equal(footer, 1);
+  assert_int_equal(ops + drops, 3000);
+}
+
+static void ignored_sigterm_stays_ignored(void **state) {
+  (void)state;
+  long ops, drops;
+  int footer;
+  int st = run_term_child(JOB_IGNORE, SIGTERM, 3000, &ops, &drops, &footer);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(footer, 1);
+  assert_int_equal(ops + drops, 6000);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   null_cuda = argv[1];
-  const struct CMUnitTest tests[] = {cmocka_unit_test(many_threads)};
+  if (argc == 7 && !strcmp(argv[2], "term-child"))
+    term_child(argv[3], (enum job_handler)atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+  const struct CMUnitTest tests[] = {cmocka_unit_test(sigterm_writes_footer_and_still_kills),
+                                     cmocka_unit_test(sigterm_reaches_the_jobs_handler),
+                                     cmocka_unit_test(ignored_sigterm_stays_ignored),
+                                     cmocka_unit_test(many_threads)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

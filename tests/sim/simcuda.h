@@ -4,6 +4,14 @@
 #ifndef COLLSCOPE_SIMCUDA_H
 #define COLLSCOPE_SIMCUDA_H
 #include <stddef.h>
+
+/* The simulator libraries are built with -fvisibility=hidden: only names declared with
+ * SIMCUDA_API (and the CUDA headers' own declarations, see SIMCUDA_API_BEGIN) are exported. */
+#define SIMCUDA_API __attribute__((visibility("default")))
+#define SIMCUDA_API_BEGIN _Pragma("GCC visibility push(default)")
+#define SIMCUDA_API_END _Pragma("GCC visibility pop")
+
+SIMCUDA_API_BEGIN
 #include <cuda.h>
 
 typedef void (*simcuda_fn)(void *arg);
@@ -48,5 +56,7 @@ int simcuda_ptr_kind(const void *p, int *device);
  *   itself, which must then stay valid until the kernel ran (e.g. static storage).
  *   Launching with `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE) copies the buffer; without
  *   argsizes the kernel then gets params[0] = that copy. */
+
+SIMCUDA_API_END
 
 #endif

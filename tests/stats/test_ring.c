@@ -1,7 +1,9 @@
 /* tests/stats/test_ring.c: the shared-memory stats ring (stats/ring.c,
  * include/collscope/ring.h): header/init ordering, overwrite detection by sequence
- * numbers, one-writer enforcement, 0600 + O_EXCL|O_NOFOLLOW, stale segment reclaim,
- * removal at clean exit unless keep_shm, and a writer/reader stress (run under TSan too). */
+ * numbers, one-writer enforcement, 0600 + O_EXCL|O_NOFOLLOW, stale segment reclaim (writer
+ * dead or its pid reused, logged at WARN; never a ring that only looks half-written),
+ * removal at clean exit unless keep_shm, the reader's checks on hostile files (sizes,
+ * owner, name, job, FIFO) and a writer/reader stress (run under TSan too). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,7 +112,7 @@ static void test_basic(void **st) {
 static void test_uninitialised_and_symlink(void **st) {
   (void)st;
   char p[600];
-  snprintf(p, sizeof p, "%s/collscope-%u-x-r0.ring", dir, (unsigned)getuid());
+  snprintf(p, sizeof p, "%s/collscope-%u-x-r0.ring", dir, (unsigned)geteuid());
   int fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0600);
   assert_true(fd >= 0);
   assert_int_equal(ftruncate(fd, (off_t)cs_ring_bytes(16)), 0);
@@ -122,7 +125,7 @@ static void test_uninitialised_and_symlink(void **st) {
   setup_cfg(16, "sym");
   char target[600], link_[600];
   snprintf(target, sizeof target, "%s/target", dir);
-  snprintf(link_, sizeof link_, "%s/collscope-%u-sym-r3.ring", dir, (unsigned)getuid());
+  snprintf(link_, sizeof link_, "%s/collscope-%u-sym-r3.ring", dir, (unsigned)geteuid());
   assert_int_equal(symlink(target, link_), 0);
   assert_true(cs_ring_open()); /* the name is taken (not ours): a -p<pid> name is used */
   assert_int_not_equal(strcmp(cs_ring_path(), link_), 0);
@@ -147,7 +150,7 @@ static void test_stale_reclaim_and_keep(void **st) {
   waitpid(pid, &status, 0);
   assert_true(WIFSIGNALED(status));
   char p[600];
-  snprintf(p, sizeof p, "%s/collscope-%u-stale-r3.ring", dir, (unsigned)getuid());
+  snprintf(p, sizeof p, "%s/collscope-%u-stale-r3.ring", dir, (unsigned)geteuid());
   /* the dead writer's records are still readable (salvage) */
   struct cs_ring_reader rd;
   assert_int_equal(cs_ring_reader_open(&rd, p), 0);
@@ -188,6 +191,208 @@ static void test_one_writer(void **st) {
   assert_int_equal(atomic_load(&((struct cs_ring_hdr *)(uintptr_t)rd.h)->head), 0);
   cs_ring_reader_close(&rd);
   cs_ring_close(true);
+}
+
+/* A ring of this process whose header names another start time: the pid was reused, the
+ * writer is gone. The same header with the right start time is alive. */
+static void test_pid_reuse(void **st) {
+  (void)st;
+  setup_cfg(16, "reuse");
+  assert_true(cs_ring_open());
+  char p[600];
+  snprintf(p, sizeof p, "%s", cs_ring_path());
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, p), 0);
+  assert_false(cs_ring_writer_dead(rd.h));
+  uint64_t born = rd.h->start_time;
+  assert_true(born != 0);
+  int fd = open(p, O_RDWR);
+  uint64_t other = born + 12345;
+  assert_int_equal(pwrite(fd, &other, sizeof other, offsetof(struct cs_ring_hdr, start_time)), sizeof other);
+  assert_true(cs_ring_writer_dead(rd.h));
+  assert_int_equal(pwrite(fd, &born, sizeof born, offsetof(struct cs_ring_hdr, start_time)), sizeof born);
+  close(fd);
+  assert_false(cs_ring_writer_dead(rd.h));
+  cs_ring_reader_close(&rd);
+  cs_ring_close(true);
+}
+
+/* The reclaim of a dead writer's ring is logged at WARN; a ring a live process is still
+ * creating (smaller than a header, no magic yet) is never reclaimed. */
+static void test_reclaim_logged_and_half_written_kept(void **st) {
+  (void)st;
+  setup_cfg(16, "warn");
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!cs_ring_open()) _exit(1);
+    raise(SIGKILL);
+    _exit(2);
+  }
+  waitpid(pid, NULL, 0);
+  char logpath[600];
+  snprintf(logpath, sizeof logpath, "%s/log", dir);
+  int lfd = open(logpath, O_RDWR | O_CREAT | O_TRUNC, 0600), saved = dup(2);
+  dup2(lfd, 2);
+  cs_cfg.log_level = CS_LOG_WARN;
+  bool ok = cs_ring_open();
+  cs_cfg.log_level = CS_LOG_QUIET;
+  dup2(saved, 2);
+  close(saved);
+  assert_true(ok);
+  char buf[2048] = {0};
+  assert_true(pread(lfd, buf, sizeof buf - 1, 0) > 0);
+  close(lfd);
+  assert_non_null(strstr(buf, "reclaimed stale stats ring"));
+  char name[600];
+  snprintf(name, sizeof name, "%s/collscope-%u-warn-r3.ring", dir, (unsigned)geteuid());
+  assert_string_equal(cs_ring_path(), name);
+  cs_ring_close(true);
+  /* a segment under the rank's name that is not (yet) a ring: left alone, -p<pid> used */
+  int fd = open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_true(cs_ring_open());
+  assert_string_not_equal(cs_ring_path(), name);
+  struct stat sb;
+  assert_int_equal(stat(name, &sb), 0);
+  assert_int_equal(sb.st_size, 0);
+  cs_ring_close(true);
+  unlink(name);
+}
+
+/* A job id longer than the header's field: the name carries what the header holds, so the
+ * reader's name/job check accepts the ring. */
+static void test_long_job(void **st) {
+  (void)st;
+  char job[201];
+  memset(job, 'j', 200);
+  job[200] = 0;
+  setup_cfg(16, job);
+  assert_true(cs_ring_open());
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, cs_ring_path()), 0);
+  cs_ring_reader_close(&rd);
+  cs_ring_close(true);
+}
+
+/* A hand-made ring file: the header as a writer of uid `uid` and job `job` would make it. */
+static void hand_ring(const char *path, const char *job, uint64_t cap, uint64_t slots_in_file, uint64_t head) {
+  size_t len = sizeof(struct cs_ring_hdr) + slots_in_file * sizeof(struct cs_ring_slot);
+  struct cs_ring_hdr *h = calloc(1, len);
+  h->magic = CS_RING_MAGIC;
+  h->version = CS_RING_VERSION;
+  h->rec_size = sizeof(struct cs_record);
+  h->capacity = cap;
+  h->pid = getpid();
+  h->uid = (uint32_t)geteuid();
+  snprintf(h->job, sizeof h->job, "%s", job);
+  atomic_store(&h->init, CS_RING_INIT_MAGIC);
+  for (uint64_t n = 0; n < slots_in_file; n++) atomic_store(&cs_ring_slots(h)[n].seq, 2 * n + 2);
+  atomic_store(&h->head, head);
+  unlink(path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, h, len), (ssize_t)len);
+  close(fd);
+  free(h);
+}
+
+static void expect_rejected(const char *path, int err, const char *why) {
+  struct cs_ring_reader rd;
+  int rc = cs_ring_reader_open(&rd, path);
+  int e = errno;
+  if (rc == 0) cs_ring_reader_close(&rd);
+  assert_int_equal(rc, -1);
+  assert_int_equal(e, err);
+  assert_non_null(rd.why);
+  if (!strstr(rd.why, why)) print_message("why: %s\n", rd.why);
+  assert_non_null(strstr(rd.why, why));
+}
+
+static void test_reader_checks(void **st) {
+  (void)st;
+  unsigned me = (unsigned)geteuid();
+  char p[600];
+  snprintf(p, sizeof p, "%s/collscope-%u-hostile-r0.ring", dir, me);
+  /* 2^61 slots: the size wraps to the header's */
+  hand_ring(p, "hostile", 1ull << 61, 8, 8);
+  expect_rejected(p, EPROTO, "capacity");
+  /* the same with no slots at all: the wrapped size is exactly the file's */
+  hand_ring(p, "hostile", 1ull << 61, 0, (1ull << 61) + (1ull << 24));
+  expect_rejected(p, EPROTO, "capacity");
+  /* a valid capacity that the file is too small for */
+  hand_ring(p, "hostile", 1024, 8, 8);
+  expect_rejected(p, EPROTO, "file size");
+  hand_ring(p, "hostile", 6, 6, 6);
+  expect_rejected(p, EPROTO, "power of two");
+  /* the header's job is not the name's */
+  hand_ring(p, "other", 8, 8, 8);
+  expect_rejected(p, EPERM, "job");
+  /* sound */
+  hand_ring(p, "hostile", 8, 8, 8);
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, p), 0);
+  cs_ring_reader_close(&rd);
+  if (me == 0) {
+    /* owned by another user (65534) under our name; then our file under 65534's name */
+    assert_int_equal(chown(p, 65534, 65534), 0);
+    expect_rejected(p, EPERM, "owner");
+    char q[600];
+    snprintf(q, sizeof q, "%s/collscope-65534-hostile-r0.ring", dir);
+    hand_ring(q, "hostile", 8, 8, 8);
+    expect_rejected(q, EPERM, "owner");
+    /* a reader that is not root does not read 65534's ring owned by 65534 if it is not 65534 */
+    assert_int_equal(chown(q, 65534, 65534), 0);
+    chmod(q, 0644);
+    chmod(dir, 0755);
+    pid_t c = fork();
+    if (c == 0) {
+      if (setresuid(65533, 65533, 65533) != 0) _exit(9);
+      struct cs_ring_reader r2;
+      _exit(cs_ring_reader_open(&r2, q) == 0 ? 1 : errno == EPERM ? 0 : 2);
+    }
+    int status;
+    waitpid(c, &status, 0);
+    chmod(dir, 0700);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    unlink(q);
+  }
+  unlink(p);
+  /* a FIFO under a ring name: rejected at once, the reader never blocks on it */
+  assert_int_equal(mkfifo(p, 0600), 0);
+  pid_t c = fork();
+  if (c == 0) {
+    alarm(5);
+    struct cs_ring_reader r3;
+    _exit(cs_ring_reader_open(&r3, p) == 0 ? 1 : 0);
+  }
+  int status;
+  waitpid(c, &status, 0);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  unlink(p);
+}
+
+/* The writer may change the header after the reader checked it: reads keep to the checked
+ * capacity. */
+static void test_capacity_changed_after_open(void **st) {
+  (void)st;
+  char p[600];
+  snprintf(p, sizeof p, "%s/collscope-%u-toctou-r0.ring", dir, (unsigned)geteuid());
+  hand_ring(p, "toctou", 8, 8, 8);
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, p), 0);
+  int fd = open(p, O_RDWR);
+  uint64_t huge = 1ull << 61, head = (1ull << 61) + (1ull << 30);
+  assert_int_equal(pwrite(fd, &huge, sizeof huge, offsetof(struct cs_ring_hdr, capacity)), sizeof huge);
+  assert_int_equal(pwrite(fd, &head, sizeof head, offsetof(struct cs_ring_hdr, head)), sizeof head);
+  close(fd);
+  struct cs_record out[8];
+  size_t n = cs_ring_read(&rd, out, 8);
+  assert_true(n <= 8);
+  cs_ring_reader_close(&rd);
+  unlink(p);
 }
 
 #define STRESS_N 400000ull
@@ -247,6 +452,11 @@ int main(void) {
       cmocka_unit_test(test_uninitialised_and_symlink),
       cmocka_unit_test(test_stale_reclaim_and_keep),
       cmocka_unit_test(test_one_writer),
+      cmocka_unit_test(test_pid_reuse),
+      cmocka_unit_test(test_reclaim_logged_and_half_written_kept),
+      cmocka_unit_test(test_reader_checks),
+      cmocka_unit_test(test_long_job),
+      cmocka_unit_test(test_capacity_changed_after_open),
       cmocka_unit_test(test_stress),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

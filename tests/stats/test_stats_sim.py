@@ -187,7 +187,7 @@ def case_top(cli, apps, tmp):
     print(json.dumps(t["processes"][5], indent=1))
     assert set(t) >= {"time_ns", "dir", "processes", "stragglers", "hangs"}
     assert len(t["processes"]) == 8
-    keys = {"rank", "pid", "host", "device", "ring", "comms", "comm", "seq", "ops_per_s", "busbw_gbs",
+    keys = {"job", "rank", "pid", "host", "device", "ring", "comms", "comm", "seq", "ops_per_s", "busbw_gbs",
             "since_last_s", "share_last", "lateness_us", "offset_us", "pending", "drops", "records", "lost", "alive",
             "clean_exit", "flags"}
     for i, x in enumerate(t["processes"]):

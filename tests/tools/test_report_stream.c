@@ -74,7 +74,7 @@ static void streamed_equals_loaded(void **state) {
   struct cs_det_params p;
   cs_det_params_default(&p);
   struct report_agg agg;
-  struct cs_dumpset *s = report_agg_run(dir, NULL, 2, RANKS * (16 << 10), &p, &agg);   /* 16 KiB a file a round */
+  struct cs_dumpset *s = report_agg_run(dir, NULL, NULL, 2, RANKS * (16 << 10), &p, &agg);   /* 16 KiB a file a round */
   assert_non_null(s);
   struct cs_dumpset *all = cs_dumpset_load(dir);
   assert_false(all->fatal);

@@ -760,10 +760,10 @@ static void test_report_text(void **state) {
     "AllGather 4 524288 524288 4 4 52.00 60.00 60.00 10.08 7.56",
     "Send 4 65536 65536 2 2 20.00 22.00 22.00 3.28 3.28",
     "Recv 4 65536 65536 2 2 21.00 23.00 23.00 3.12 3.12",
-    /* rank host pid records ops xfers gpu_time(ms) bytes drops exit */
-    "0 nodeA 1000 8 7 1 0.460 5692072 0 clean",
-    "3 nodeB 1003 7 7 0 0.700 5692072 0 no-footer",
-    "1 nodeA 1001 7 7 0 0.511 5692072 3 clean",
+    /* rank host pid records ops xfers gpu_time(ms) bytes drops lost exit */
+    "0 nodeA 1000 8 7 1 0.460 5692072 0 0 clean",
+    "3 nodeB 1003 7 7 0 0.700 5692072 0 0 no-footer",
+    "1 nodeA 1001 7 7 0 0.511 5692072 3 0 clean",
     /* comm size ranks ops instances bytes gpu_time(ms) */
     COMM " 4 4 28 7 22768288 2.168",
     "# captured ops (graph capture, no timing): 4",

@@ -536,6 +536,39 @@ EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void *d, size_t dp, const void *s, siz
                                           enum cudaMemcpyKind k, cudaStream_t st)
 { return memcpy2d(d, dp, s, sp, w, h, k, st, 1, 1); }
 
+/* 3D copies of linear memory (no CUDA arrays): one 2D copy per slice, in stream order.
+ * extent.width is in bytes; a slice is pitch x ysize bytes. */
+static cudaError_t memcpy3d(const struct cudaMemcpy3DParms *p, cudaStream_t s, int async, int pt)
+{
+    if (!p) return R(cudaErrorInvalidValue);
+    INIT();
+    if (p->srcArray || p->dstArray) return R(cudaErrorInvalidValue);   /* CUDA arrays are not simulated */
+    const struct cudaExtent x = p->extent;
+    if (!x.width || !x.height || !x.depth) return cudaSuccess;
+    const struct cudaPitchedPtr *sp = &p->srcPtr, *dp = &p->dstPtr;
+    if (!sp->ptr || !dp->ptr || sp->pitch < x.width || dp->pitch < x.width) return R(cudaErrorInvalidPitchValue);
+    if (x.depth > 1 && (sp->ysize < x.height || dp->ysize < x.height)) return R(cudaErrorInvalidValue);
+    if (p->srcPos.x > sp->pitch - x.width || p->dstPos.x > dp->pitch - x.width) return R(cudaErrorInvalidValue);
+    size_t sslice, dslice, soff, doff, t;
+    if (__builtin_mul_overflow(sp->pitch, sp->ysize, &sslice) || __builtin_mul_overflow(dp->pitch, dp->ysize, &dslice) ||
+        __builtin_mul_overflow(p->srcPos.z, sslice, &soff) || __builtin_mul_overflow(p->srcPos.y, sp->pitch, &t) ||
+        __builtin_add_overflow(soff, t + p->srcPos.x, &soff) ||
+        __builtin_mul_overflow(p->dstPos.z, dslice, &doff) || __builtin_mul_overflow(p->dstPos.y, dp->pitch, &t) ||
+        __builtin_add_overflow(doff, t + p->dstPos.x, &doff) ||
+        __builtin_mul_overflow(x.depth, sslice, &t) || __builtin_mul_overflow(x.depth, dslice, &t))
+        return R(cudaErrorInvalidValue);
+    for (size_t z = 0; z < x.depth; z++) {
+        cudaError_t e = memcpy2d((char *)dp->ptr + doff + z * dslice, dp->pitch, (const char *)sp->ptr + soff + z * sslice,
+                                 sp->pitch, x.width, x.height, p->kind, s, async, pt);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+}
+EXPORT cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p) { return memcpy3d(p, NULL, 0, 0); }
+EXPORT cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p) { return memcpy3d(p, NULL, 0, 1); }
+EXPORT cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t s) { return memcpy3d(p, s, 1, 0); }
+EXPORT cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t s) { return memcpy3d(p, s, 1, 1); }
+
 static cudaError_t memcpy_peer(void *dst, int dd, const void *src, int sd, size_t n, cudaStream_t s, int async, int pt)
 {
     INIT();
@@ -616,6 +649,40 @@ EXPORT cudaError_t cudaStreamAttachMemAsync(cudaStream_t s, void *p, size_t n, u
 { (void)p; (void)n; (void)flags; INIT(); return stream_ok(s, 0); }
 EXPORT cudaError_t cudaStreamAttachMemAsync_ptsz(cudaStream_t s, void *p, size_t n, unsigned int flags)
 { (void)p; (void)n; (void)flags; INIT(); return stream_ok(s, 1); }
+
+/* ------------------------------------------------------------------ IPC handles (the driver's, ipc.c) */
+EXPORT cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *h, void *p)
+{
+    if (!h) return R(cudaErrorInvalidValue);
+    INIT();
+    return RC(DRV(cuIpcGetMemHandle)((CUipcMemHandle *)h, (CUdeviceptr)p));
+}
+EXPORT cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h, unsigned int flags)
+{
+    if (!p) return R(cudaErrorInvalidValue);
+    INIT();
+    CUipcMemHandle ch;
+    memcpy(&ch, &h, sizeof ch);
+    CUdeviceptr d = 0;
+    CUresult r = DRV(cuIpcOpenMemHandle)(&d, ch, flags);
+    if (r == CUDA_SUCCESS) *p = (void *)d;
+    return RC(r);
+}
+EXPORT cudaError_t cudaIpcCloseMemHandle(void *p) { INIT(); return RC(DRV(cuIpcCloseMemHandle)((CUdeviceptr)p)); }
+EXPORT cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *h, cudaEvent_t e)
+{
+    if (!h) return R(cudaErrorInvalidValue);
+    INIT();
+    return RC(DRV(cuIpcGetEventHandle)((CUipcEventHandle *)h, e));
+}
+EXPORT cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *e, cudaIpcEventHandle_t h)
+{
+    if (!e) return R(cudaErrorInvalidValue);
+    INIT();
+    CUipcEventHandle ch;
+    memcpy(&ch, &h, sizeof ch);
+    return RC(DRV(cuIpcOpenEventHandle)(e, ch));
+}
 
 /* ------------------------------------------------------------------ streams */
 EXPORT cudaError_t cudaStreamCreate(cudaStream_t *s)
@@ -811,11 +878,94 @@ EXPORT void __cudaRegisterFunction(void **h, const char *hostFun, char *deviceFu
     pthread_mutex_unlock(&g_kreg_mu);
 }
 
+/* __device__/__constant__ variables: device memory is host memory, so a variable's device
+ * copy is its host shadow (hostVar) itself; the table gives symbol -> size. */
+struct vreg { const char *host; size_t size; struct vreg *next; };
+static struct vreg *g_vregs;
+
 EXPORT void __cudaRegisterVar(void **h, char *hostVar, char *deviceAddress, const char *deviceName, int ext, size_t size,
                               int constant, int global)
 {
-    (void)h; (void)hostVar; (void)deviceAddress; (void)deviceName; (void)ext; (void)size; (void)constant; (void)global;
+    (void)h; (void)deviceAddress; (void)deviceName; (void)ext; (void)constant; (void)global;
+    struct vreg *v = calloc(1, sizeof *v);
+    if (!v || !hostVar) { free(v); return; }
+    v->host = hostVar;
+    v->size = size;
+    pthread_mutex_lock(&g_kreg_mu);
+    v->next = g_vregs;
+    g_vregs = v;
+    pthread_mutex_unlock(&g_kreg_mu);
 }
+
+/* the registered variable at symbol, and whether [offset, offset+count) lies inside it */
+static cudaError_t symbol_range(const void *symbol, size_t offset, size_t count, char **at, size_t *size)
+{
+    pthread_mutex_lock(&g_kreg_mu);
+    struct vreg *v = g_vregs;
+    while (v && v->host != (const char *)symbol) v = v->next;
+    size_t sz = v ? v->size : 0;
+    pthread_mutex_unlock(&g_kreg_mu);
+    if (!v) return cudaErrorInvalidSymbol;
+    if (size) *size = sz;
+    if (offset > sz || count > sz - offset) return cudaErrorInvalidValue;
+    if (at) *at = (char *)symbol + offset;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetSymbolAddress(void **p, const void *symbol)
+{
+    if (!p) return R(cudaErrorInvalidValue);
+    INIT();
+    char *at;
+    cudaError_t e = symbol_range(symbol, 0, 0, &at, NULL);
+    if (e == cudaSuccess) *p = at;
+    return R(e);
+}
+
+EXPORT cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol)
+{
+    if (!size) return R(cudaErrorInvalidValue);
+    INIT();
+    return R(symbol_range(symbol, 0, 0, NULL, size));
+}
+
+/* to: kind HtoD, DtoD or Default; from: DtoH, DtoD or Default (else InvalidMemcpyDirection).
+ * Stream-ordered like cudaMemcpy(Async) on the same stream. */
+static cudaError_t symbol_copy(void *dst, const void *src, const void *symbol, size_t count, size_t offset,
+                               enum cudaMemcpyKind kind, int to, cudaStream_t s, int async, int pt)
+{
+    INIT();
+    if (to ? (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+           : (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault))
+        return R(cudaErrorInvalidMemcpyDirection);
+    char *at;
+    cudaError_t e = symbol_range(symbol, offset, count, &at, NULL);
+    if (e != cudaSuccess) return R(e);
+    if (count == 0) return cudaSuccess;
+    if (to) dst = at; else src = at;
+    if (async) return RC(DRVP(cuMemcpyAsync, pt)((CUdeviceptr)dst, (CUdeviceptr)src, count, s));
+    return RC(DRVD(cuMemcpy, pt)((CUdeviceptr)dst, (CUdeviceptr)src, count));
+}
+EXPORT cudaError_t cudaMemcpyToSymbol(const void *sym, const void *src, size_t n, size_t off, enum cudaMemcpyKind k)
+{ return symbol_copy(NULL, src, sym, n, off, k, 1, NULL, 0, 0); }
+EXPORT cudaError_t cudaMemcpyToSymbol_ptds(const void *sym, const void *src, size_t n, size_t off, enum cudaMemcpyKind k)
+{ return symbol_copy(NULL, src, sym, n, off, k, 1, NULL, 0, 1); }
+EXPORT cudaError_t cudaMemcpyFromSymbol(void *dst, const void *sym, size_t n, size_t off, enum cudaMemcpyKind k)
+{ return symbol_copy(dst, NULL, sym, n, off, k, 0, NULL, 0, 0); }
+EXPORT cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *sym, size_t n, size_t off, enum cudaMemcpyKind k)
+{ return symbol_copy(dst, NULL, sym, n, off, k, 0, NULL, 0, 1); }
+EXPORT cudaError_t cudaMemcpyToSymbolAsync(const void *sym, const void *src, size_t n, size_t off, enum cudaMemcpyKind k,
+                                           cudaStream_t s)
+{ return symbol_copy(NULL, src, sym, n, off, k, 1, s, 1, 0); }
+EXPORT cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *sym, const void *src, size_t n, size_t off,
+                                                enum cudaMemcpyKind k, cudaStream_t s)
+{ return symbol_copy(NULL, src, sym, n, off, k, 1, s, 1, 1); }
+EXPORT cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *sym, size_t n, size_t off, enum cudaMemcpyKind k,
+                                             cudaStream_t s)
+{ return symbol_copy(dst, NULL, sym, n, off, k, 0, s, 1, 0); }
+EXPORT cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *sym, size_t n, size_t off,
+                                                  enum cudaMemcpyKind k, cudaStream_t s)
+{ return symbol_copy(dst, NULL, sym, n, off, k, 0, s, 1, 1); }
 
 static __thread struct { dim3 grid, block; size_t shmem; void *stream; } tls_callcfg;
 
@@ -900,6 +1050,117 @@ EXPORT cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute
     (void)attr; (void)v;
     INIT();
     return kernel_for(func, &f) == cudaSuccess ? cudaSuccess : R(cudaErrorInvalidDeviceFunction);
+}
+
+/* ------------------------------------------------------------------ occupancy */
+/* The simulated device is an H100 (driver attributes): 132 SMs, 2048 threads, 32 blocks and
+ * 228 KiB shared memory per SM, 1 KiB of it reserved per block; 32 registers a thread
+ * (cudaFuncGetAttributes) never limit. Blocks per SM = the smallest of those limits. */
+#define SIM_SMS 132
+static int blocks_per_sm(int block_size, size_t dyn_smem)
+{
+    if (block_size <= 0 || block_size > 1024 || dyn_smem > 232448) return -1;
+    int warps = (block_size + 31) / 32;
+    int by_threads = 2048 / (warps * 32);
+    int by_smem = (int)(233472 / (dyn_smem + 1024));
+    int n = by_threads < 32 ? by_threads : 32;
+    return by_smem < n ? by_smem : n;
+}
+
+static cudaError_t occupancy(int *num, const void *func, int block_size, size_t dyn_smem, unsigned flags)
+{
+    CUfunction f;
+    if (!num || flags > cudaOccupancyDisableCachingOverride) return R(cudaErrorInvalidValue);
+    INIT();
+    if (kernel_for(func, &f) != cudaSuccess) return R(cudaErrorInvalidDeviceFunction);
+    int n = blocks_per_sm(block_size, dyn_smem);
+    if (n < 0) return R(cudaErrorInvalidValue);
+    *num = n;
+    return cudaSuccess;
+}
+EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *num, const void *func, int bs, size_t smem)
+{ return occupancy(num, func, bs, smem, 0); }
+EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *num, const void *func, int bs, size_t smem,
+                                                                          unsigned int flags)
+{ return occupancy(num, func, bs, smem, flags); }
+
+EXPORT cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *smem, const void *func, int num_blocks, int bs)
+{
+    CUfunction f;
+    if (!smem || num_blocks <= 0 || bs <= 0 || bs > 1024) return R(cudaErrorInvalidValue);
+    INIT();
+    if (kernel_for(func, &f) != cudaSuccess) return R(cudaErrorInvalidDeviceFunction);
+    if (blocks_per_sm(bs, 0) < num_blocks) { *smem = 0; return cudaSuccess; }
+    size_t per = 233472 / (size_t)num_blocks;
+    per = per > 1024 ? per - 1024 : 0;
+    *smem = per > 232448 ? 232448 : per;
+    return cudaSuccess;
+}
+
+/* clusters: at most 8 blocks (the portable size); the whole device holds SMs/size of them */
+EXPORT cudaError_t cudaOccupancyMaxPotentialClusterSize(int *size, const void *func, const cudaLaunchConfig_t *c)
+{
+    CUfunction f;
+    if (!size || !c) return R(cudaErrorInvalidValue);
+    INIT();
+    if (kernel_for(func, &f) != cudaSuccess) return R(cudaErrorInvalidDeviceFunction);
+    *size = 8;
+    return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *num, const void *func, const cudaLaunchConfig_t *c)
+{
+    CUfunction f;
+    if (!num || !c) return R(cudaErrorInvalidValue);
+    INIT();
+    if (kernel_for(func, &f) != cudaSuccess) return R(cudaErrorInvalidDeviceFunction);
+    unsigned cluster = 1;
+    for (unsigned i = 0; i < c->numAttrs; i++)
+        if (c->attrs && c->attrs[i].id == cudaLaunchAttributeClusterDimension)
+            cluster = c->attrs[i].val.clusterDim.x * c->attrs[i].val.clusterDim.y * c->attrs[i].val.clusterDim.z;
+    int per_sm = blocks_per_sm((int)(c->blockDim.x * c->blockDim.y * c->blockDim.z), c->dynamicSmemBytes);
+    if (per_sm < 0 || cluster == 0 || cluster > 8) return R(cudaErrorInvalidClusterSize);
+    *num = (int)((unsigned)(per_sm * SIM_SMS) / cluster);
+    return cudaSuccess;
+}
+
+/* a cooperative grid must be co-resident: at most blocks-per-SM x SMs blocks, as on the GPU */
+static cudaError_t launch_cooperative(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s, int pt)
+{
+    INIT();
+    CUfunction f;
+    cudaError_t e = kernel_for(func, &f);
+    if (e != cudaSuccess) return R(e);
+    int per_sm = blocks_per_sm((int)((unsigned long long)b.x * b.y * b.z > 1024 ? 0 : b.x * b.y * b.z), shmem);
+    if (!g.x || !g.y || !g.z || per_sm < 0) return R(cudaErrorInvalidConfiguration);
+    if ((unsigned long long)g.x * g.y * g.z > (unsigned long long)per_sm * SIM_SMS)
+        return R(cudaErrorCooperativeLaunchTooLarge);
+    return RC(DRVP(cuLaunchCooperativeKernel, pt)(f, g.x, g.y, g.z, b.x, b.y, b.z, (unsigned)shmem, s, args));
+}
+EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s)
+{ return launch_cooperative(func, g, b, args, shmem, s, 0); }
+EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 g, dim3 b, void **args, size_t shmem,
+                                                    cudaStream_t s)
+{ return launch_cooperative(func, g, b, args, shmem, s, 1); }
+
+/* ------------------------------------------------------------------ graph kernel nodes */
+EXPORT cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                          const struct cudaKernelNodeParams *p)
+{
+    if (!p || !node) return R(cudaErrorInvalidValue);
+    INIT();
+    CUfunction f;
+    cudaError_t e = kernel_for(p->func, &f);
+    if (e != cudaSuccess) return R(cudaErrorInvalidDeviceFunction);
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    kp.func = f;
+    kp.gridDimX = p->gridDim.x; kp.gridDimY = p->gridDim.y; kp.gridDimZ = p->gridDim.z;
+    kp.blockDimX = p->blockDim.x; kp.blockDimY = p->blockDim.y; kp.blockDimZ = p->blockDim.z;
+    kp.sharedMemBytes = p->sharedMemBytes;
+    kp.kernelParams = p->kernelParams;
+    kp.extra = p->extra;
+    return RC(DRV(cuGraphAddKernelNode)(node, g, deps, n, &kp));
 }
 
 /* ------------------------------------------------------------------ driver entry points */

@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+/* every function this file defines outside `static` is driver API: exported */
+SIMCUDA_API_BEGIN
 
 #define GIB (1024ull * 1024ull * 1024ull)
 #define SIM_TOTAL_MEM (80ull * GIB)
@@ -396,9 +400,11 @@ CUresult cuMemAlloc(CUdeviceptr *dptr, size_t size)
     CUresult r = capture_unsafe_call();
     if (r != CUDA_SUCCESS) return r;
     int dev = ctx_or_default()->device;
-    if (alloc_used(dev) + size > SIM_TOTAL_MEM) return CUDA_ERROR_OUT_OF_MEMORY;
-    if (posix_memalign(&p, 256, size) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    alloc_add(p, size, 1, dev, 1, 0);
+    if (size > SIM_TOTAL_MEM || alloc_used(dev) + size > SIM_TOTAL_MEM) return CUDA_ERROR_OUT_OF_MEMORY;
+    /* whole pages of its own, so cuIpcGetMemHandle can swap a shared mapping in place */
+    p = mmap(NULL, alloc_map_len(size), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    alloc_add(p, size, 1, dev, SIM_OWN_MAP, 0);
     *dptr = (CUdeviceptr)p;
     return CUDA_SUCCESS;
 }
@@ -411,7 +417,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t size, unsigned int flags)
     CUresult r = capture_unsafe_call();
     if (r != CUDA_SUCCESS) return r;
     if (posix_memalign(&p, 4096, size) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    alloc_add(p, size, 3, ctx_or_default()->device, 1, flags);
+    alloc_add(p, size, 3, ctx_or_default()->device, SIM_OWN_HEAP, flags);
     *dptr = (CUdeviceptr)p;
     return CUDA_SUCCESS;
 }
@@ -424,11 +430,11 @@ CUresult cuMemFree(CUdeviceptr dptr)
     if (!dptr) return CUDA_SUCCESS;   /* cuMemFree(0) succeeds on CUDA 13 */
     CUresult r = capture_unsafe_call();
     if (r != CUDA_SUCCESS) return r;
-    if (!alloc_find((void *)dptr, &a) || a.base != dptr || (a.kind != 1 && a.kind != 3))
+    if (!alloc_find((void *)dptr, &a) || a.base != dptr || (a.kind != 1 && a.kind != 3) || a.owned == SIM_OWN_IPC)
         return CUDA_ERROR_INVALID_VALUE;
     device_sync(a.device);
     if (!alloc_remove((void *)dptr, (1 << 1) | (1 << 3), &a)) return CUDA_ERROR_INVALID_VALUE;
-    free((void *)dptr);
+    alloc_release(&a);
     return CUDA_SUCCESS;
 }
 
@@ -441,7 +447,7 @@ CUresult cuMemHostAlloc(void **pp, size_t size, unsigned int flags)
     CUresult r = capture_unsafe_call();
     if (r != CUDA_SUCCESS) return r;
     if (posix_memalign(&p, 4096, size) != 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    alloc_add(p, size, 2, ctx_or_default()->device, 1, flags);
+    alloc_add(p, size, 2, ctx_or_default()->device, SIM_OWN_HEAP, flags);
     *pp = p;
     return CUDA_SUCCESS;
 }
@@ -457,7 +463,7 @@ CUresult cuMemFreeHost(void *p)
     if (!alloc_find(p, &a) || a.base != (uintptr_t)p || a.kind != 2 || !a.owned) return CUDA_ERROR_INVALID_VALUE;
     for (int d = 0; d < sim_ndev(); d++) device_sync(d);
     if (!alloc_remove(p, 1 << 2, &a)) return CUDA_ERROR_INVALID_VALUE;
-    free(p);
+    alloc_release(&a);
     return CUDA_SUCCESS;
 }
 
@@ -1037,6 +1043,14 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, uns
                              unsigned int by, unsigned int bz, unsigned int shmem, CUstream h, void **params, void **extra)
 { (void)shmem; return launch(f, gx, gy, gz, bx, by, bz, h, params, extra, 1); }
 
+/* every block of a simulated kernel runs in one host call, so co-residency always holds */
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                   unsigned int by, unsigned int bz, unsigned int shmem, CUstream h, void **params)
+{ (void)shmem; return launch(f, gx, gy, gz, bx, by, bz, h, params, NULL, 0); }
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                        unsigned int by, unsigned int bz, unsigned int shmem, CUstream h, void **params)
+{ (void)shmem; return launch(f, gx, gy, gz, bx, by, bz, h, params, NULL, 1); }
+
 CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
 {
     if (!c) return CUDA_ERROR_INVALID_VALUE;
@@ -1084,6 +1098,21 @@ CUresult cuGraphAddHostNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps
     return graph_add_host_node(out, g, p->fn, p->userData);
 }
 
+CUresult cuGraphAddKernelNode(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t ndeps,
+                              const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    (void)deps; (void)ndeps;   /* as for host nodes: insertion order respects every dependency */
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    struct CUfunc_st *f = (struct CUfunc_st *)p->func;
+    if (!reg_ok(f, OBJ_FUNC)) return CUDA_ERROR_INVALID_VALUE;
+    if (!p->gridDimX || !p->gridDimY || !p->gridDimZ || !p->blockDimX || !p->blockDimY || !p->blockDimZ ||
+        (unsigned long long)p->blockDimX * p->blockDimY * p->blockDimZ > 1024 || (p->kernelParams && p->extra))
+        return CUDA_ERROR_INVALID_VALUE;
+    const unsigned grid[3] = { p->gridDimX, p->gridDimY, p->gridDimZ };
+    const unsigned block[3] = { p->blockDimX, p->blockDimY, p->blockDimZ };
+    return graph_add_kernel_node(out, g, f, grid, block, p->kernelParams, p->extra);
+}
+
 /* ------------------------------------------------------------------ stream-ordered allocation */
 /* The allocation happens at once (nothing can use it before the stream reaches this point
  * anyway); the free is a stream item, so it happens after the work queued before it. */
@@ -1098,13 +1127,15 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream h) { retu
 
 static void free_now(void *p)
 {
-    if (alloc_remove(p, (1 << 1) | (1 << 3), NULL)) free(p);
+    struct sim_alloc a;
+    if (alloc_remove(p, (1 << 1) | (1 << 3), &a)) alloc_release(&a);
 }
 
 static CUresult free_async(CUdeviceptr d, CUstream h, int pt)
 {
     struct sim_alloc a;
-    if (!d || !alloc_find((void *)d, &a) || a.base != d || (a.kind != 1 && a.kind != 3)) return CUDA_ERROR_INVALID_VALUE;
+    if (!d || !alloc_find((void *)d, &a) || a.base != d || (a.kind != 1 && a.kind != 3) || a.owned == SIM_OWN_IPC)
+        return CUDA_ERROR_INVALID_VALUE;
     RESOLVE(h, pt, s);
     struct unit u = { .kind = U_FN, .fn = free_now, .arg = (void *)d };
     return stream_submit(s, &u, NULL);
@@ -1122,3 +1153,4 @@ void sim_api_kstats_labels(void)
     sim_kstats_label(FNKEY(cb_run), "stream-callback");
     sim_kstats_label(FNKEY(free_now), "free-async");
 }
+SIMCUDA_API_END

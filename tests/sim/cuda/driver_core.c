@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <uthash.h>
 
 SIM_HIDDEN pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -289,12 +290,39 @@ int alloc_remove(void *p, int kind_mask, struct sim_alloc *out)
     return ok;
 }
 
+size_t alloc_map_len(size_t size)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return size > SIZE_MAX - pg ? SIZE_MAX : (size + pg - 1) / pg * pg;
+}
+
+void alloc_release(const struct sim_alloc *a)
+{
+    switch (a->owned) {
+    case SIM_OWN_HEAP: free((void *)a->base); break;
+    case SIM_OWN_MAP: case SIM_OWN_IPC: munmap((void *)a->base, alloc_map_len(a->size)); break;
+    default: break;
+    }
+    if (a->ipc_fd > 0) close(a->ipc_fd - 1);
+}
+
+int alloc_set_ipc_fd(uintptr_t base, int fd)
+{
+    int r = -1;
+    pthread_rwlock_wrlock(&alloc_lock);
+    long i = alloc_idx(base);
+    if (i >= 0 && g_allocs[i].base == base && g_allocs[i].ipc_fd == 0) { g_allocs[i].ipc_fd = fd + 1; r = 0; }
+    pthread_rwlock_unlock(&alloc_lock);
+    return r;
+}
+
 size_t alloc_used(int dev)
 {
     size_t used = 0;
     pthread_rwlock_rdlock(&alloc_lock);
     for (size_t i = 0; i < g_nallocs; i++)
-        if (g_allocs[i].kind == 1 && g_allocs[i].device == dev) used += g_allocs[i].size;
+        if (g_allocs[i].kind == 1 && g_allocs[i].device == dev && g_allocs[i].owned != SIM_OWN_IPC)
+            used += g_allocs[i].size;
     pthread_rwlock_unlock(&alloc_lock);
     return used;
 }
@@ -306,7 +334,7 @@ void alloc_free_device(int dev)
     for (size_t i = 0; i < g_nallocs; i++) {
         struct sim_alloc *a = &g_allocs[i];
         if ((a->kind == 1 || a->kind == 3) && a->device == dev && a->owned) {
-            free((void *)a->base);
+            alloc_release(a);
             continue;
         }
         g_allocs[j++] = *a;
@@ -326,8 +354,24 @@ int simcuda_ptr_kind(const void *p, int *device)
 /* ------------------------------------------------------------------ events (refcounts) */
 static void event_unref_locked(struct CUevent_st *e)   /* ev_mu held */
 {
-    if (--e->refs == 0) free(e);
+    if (--e->refs == 0) {
+        if (e->ipc) ipc_event_unmap(e->ipc, e->ipc_fd - 1);
+        free(e);
+    }
 }
+
+/* cuIpcGetEventHandle (exporter: publish this event's generations from now on) and
+ * cuIpcOpenEventHandle (remote: the page is the only state) */
+void event_ipc_attach(CUevent e, struct sim_ipc_event *page, int fd, int remote)
+{
+    pthread_mutex_lock(&ev_mu);
+    e->ipc = page;
+    e->ipc_fd = fd + 1;
+    e->remote = remote;
+    if (!remote) ipc_event_publish(page, e->rec_gen, e->done_gen);
+    pthread_mutex_unlock(&ev_mu);
+}
+
 
 static void event_unref(struct CUevent_st *e)
 {
@@ -335,6 +379,12 @@ static void event_unref(struct CUevent_st *e)
     event_unref_locked(e);
     pthread_mutex_unlock(&ev_mu);
 }
+
+/* a stream waiting on an opened interprocess event: blocks its worker until the exporter's
+ * record that was last when the wait was enqueued completed */
+struct remote_wait { struct CUevent_st *e; uint32_t target; };
+static void remote_wait_run(void *p) { struct remote_wait *w = p; ipc_event_wait(w->e->ipc, w->target); }
+static void remote_wait_free(void *p) { struct remote_wait *w = p; event_unref(w->e); free(w); }
 
 static void event_complete(struct CUevent_st *e, uint64_t gen)
 {
@@ -344,6 +394,7 @@ static void event_complete(struct CUevent_st *e, uint64_t gen)
         e->done_gen = gen;
         e->ts_ns = now;
     }
+    if (e->ipc) ipc_event_publish(e->ipc, e->rec_gen, e->done_gen);
     pthread_cond_broadcast(&ev_cv);
     pthread_mutex_unlock(&ev_mu);
 }
@@ -796,13 +847,17 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
         if (u->kind == U_REC) {
             u->gen = ++u->ev->rec_gen;
             u->ev->refs++;
+            if (u->ev->ipc) ipc_event_publish(u->ev->ipc, u->ev->rec_gen, u->ev->done_gen);
         } else if (u->kind == U_WAITEV) {
             u->ev->refs++;
         } else {
             struct nodelist *nl = u->nl;
             for (size_t i = 0; i < nl->n; i++) {
                 struct unit *n = &nl->nodes[i]->u;
-                if (n->kind == U_REC && n->external) u->gens[i] = ++n->ev->rec_gen;
+                if (n->kind == U_REC && n->external) {
+                    u->gens[i] = ++n->ev->rec_gen;
+                    if (n->ev->ipc) ipc_event_publish(n->ev->ipc, n->ev->rec_gen, n->ev->done_gen);
+                }
                 else if (n->kind == U_WAITEV) u->gens[i] = n->ev->rec_gen;
             }
         }
@@ -1029,6 +1084,7 @@ CUresult event_record(CUevent e, struct CUstream_st *s, unsigned flags)
 {
     if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    if (e->remote) return CUDA_ERROR_NOT_SUPPORTED;   /* only the exporting process records */
     struct unit u = { .kind = U_REC, .ev = e, .external = (flags & CU_EVENT_RECORD_EXTERNAL) != 0 };
     if (u.external && !simcuda_stream_capturing(s)) return CUDA_ERROR_ILLEGAL_STATE;   /* as CUDA 13 */
     return stream_submit(s, &u, NULL);
@@ -1060,6 +1116,7 @@ static CUresult event_capture_state(CUevent e)
 CUresult event_query(CUevent e)
 {
     if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->remote) return ipc_event_done(e->ipc, atomic_load(&e->ipc->rec)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
     CUresult r = event_capture_state(e);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&ev_mu);
@@ -1071,6 +1128,7 @@ CUresult event_query(CUevent e)
 CUresult event_sync(CUevent e)
 {
     if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->remote) { ipc_event_wait(e->ipc, atomic_load(&e->ipc->rec)); return CUDA_SUCCESS; }
     CUresult r = event_capture_state(e);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&ev_mu);
@@ -1100,6 +1158,21 @@ CUresult stream_wait_event(struct CUstream_st *s, CUevent e, unsigned flags)
 {
     if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    if (e->remote) {
+        uint32_t target = atomic_load(&e->ipc->rec);
+        if (ipc_event_done(e->ipc, target)) return CUDA_SUCCESS;
+        if (simcuda_stream_capturing(s)) return CUDA_ERROR_NOT_SUPPORTED;
+        struct remote_wait *w = malloc(sizeof *w);
+        if (!w) return CUDA_ERROR_OUT_OF_MEMORY;
+        pthread_mutex_lock(&ev_mu);
+        e->refs++;
+        pthread_mutex_unlock(&ev_mu);
+        *w = (struct remote_wait){ e, target };
+        struct unit u = { .kind = U_FN, .fn = remote_wait_run, .arg = w, .free_arg = remote_wait_free };
+        CUresult r = stream_submit(s, &u, NULL);
+        if (r != CUDA_SUCCESS) remote_wait_free(w);
+        return r;
+    }
     pthread_mutex_lock(&g_lock);
     struct capture *ecap = e->cap_id ? cap_lookup(e->cap_id) : NULL;
     if (s->cap) {
@@ -1431,8 +1504,9 @@ static void kcall_free(void *p)
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
-                       struct CUstream_st *s, void **params, void **extra)
+/* the stream/graph unit body of one launch of f: arguments copied as described in simcuda.h */
+static CUresult kcall_build(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
+                            void **params, void **extra, struct kcall **out)
 {
     struct kcall *k = calloc(1, sizeof *k);
     if (!k) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1483,8 +1557,33 @@ CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsign
     } else {
         k->params = params;   /* no argument sizes known: the caller's array is used as is */
     }
+    *out = k;
+    return CUDA_SUCCESS;
+}
+
+CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],
+                       struct CUstream_st *s, void **params, void **extra)
+{
+    struct kcall *k;
+    CUresult r = kcall_build(f, grid, block, params, extra, &k);
+    if (r != CUDA_SUCCESS) return r;
     struct unit u = { .kind = U_FN, .fn = kcall_run, .arg = k, .free_arg = kcall_free };
-    CUresult r = stream_submit(s, &u, NULL);
+    r = stream_submit(s, &u, NULL);
     if (r != CUDA_SUCCESS) kcall_free(k);
     return r;
+}
+
+/* a kernel node: the launch unit appended to the graph (it runs in insertion order) */
+CUresult graph_add_kernel_node(CUgraphNode *out, CUgraph g, struct CUfunc_st *f, const unsigned grid[3],
+                               const unsigned block[3], void **params, void **extra)
+{
+    if (!out || !reg_ok(g, OBJ_GRAPH)) return CUDA_ERROR_INVALID_VALUE;
+    struct kcall *k;
+    CUresult r = kcall_build(f, grid, block, params, extra, &k);
+    if (r != CUDA_SUCCESS) return r;
+    struct unit u = { .kind = U_FN, .fn = kcall_run, .arg = k, .free_arg = kcall_free };
+    pthread_mutex_lock(&g_lock);
+    *out = nodelist_append(g->nl, &u);
+    pthread_mutex_unlock(&g_lock);
+    return CUDA_SUCCESS;
 }

@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* every function this file defines outside `static` is driver API: exported */
+SIMCUDA_API_BEGIN
+
 /* versioned implementations in driver_api.c that cuda.h does not declare */
 CUresult cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMode mode);
 CUresult cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
@@ -235,3 +238,4 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver, cuuint64_t fl
     if (r == CUDA_SUCCESS && st != CU_GET_PROC_ADDRESS_SUCCESS) r = CUDA_ERROR_NOT_FOUND;
     return r;
 }
+SIMCUDA_API_END

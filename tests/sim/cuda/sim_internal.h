@@ -87,7 +87,14 @@ struct CUevent_st {
     uint64_t rec_gen, done_gen;    /* under ev_mu */
     uint64_t ts_ns;
     uint64_t cap_id;               /* under g_lock; != 0: last recorded inside that capture */
+    struct sim_ipc_event *ipc;     /* CU_EVENT_INTERPROCESS with a handle: shared state (ipc.c) */
+    int ipc_fd;                    /* exporter: the memfd behind ipc, + 1 */
+    int remote;                    /* opened with cuIpcOpenEventHandle: state is ipc's only */
 };
+
+/* An interprocess event's state, shared by the exporter and every process that opened its
+ * handle: the low 32 bits of rec_gen/done_gen (futex words, compared modulo 2^32). */
+struct sim_ipc_event { _Atomic uint32_t rec, done; };
 
 struct CUgraphNode_st {
     uint32_t type;
@@ -133,10 +140,14 @@ struct sim_alloc {
     size_t size;
     int kind;                      /* 1 device, 2 pinned host, 3 managed */
     int device;
-    int owned;                     /* 0: cuMemHostRegister'ed range */
+    int owned;                     /* 0: cuMemHostRegister'ed range; SIM_OWN_* */
     unsigned flags;
     unsigned long long id;
+    int ipc_fd;                    /* kind 1: memfd + 1 once exported by cuIpcGetMemHandle, else 0 */
 };
+#define SIM_OWN_HEAP 1             /* posix_memalign'ed (pinned host, managed) */
+#define SIM_OWN_MAP 2              /* device memory: its own page-rounded mapping */
+#define SIM_OWN_IPC 3              /* a mapping of another process's allocation (cuIpcOpenMemHandle) */
 
 /* ---- driver_core.c ---- */
 SIM_HIDDEN extern pthread_mutex_t g_lock;
@@ -173,6 +184,12 @@ SIM_HIDDEN CUresult event_query(CUevent e);
 SIM_HIDDEN CUresult event_sync(CUevent e);
 SIM_HIDDEN CUresult event_elapsed(float *ms, CUevent a, CUevent b);
 SIM_HIDDEN CUresult stream_wait_event(struct CUstream_st *s, CUevent e, unsigned flags);
+SIM_HIDDEN void event_ipc_attach(CUevent e, struct sim_ipc_event *page, int fd, int remote);
+/* ipc.c */
+SIM_HIDDEN void ipc_event_publish(struct sim_ipc_event *p, uint64_t rec, uint64_t done);
+SIM_HIDDEN int ipc_event_done(const struct sim_ipc_event *p, uint32_t target);
+SIM_HIDDEN void ipc_event_wait(struct sim_ipc_event *p, uint32_t target);
+SIM_HIDDEN void ipc_event_unmap(struct sim_ipc_event *p, int fd);
 
 /* capture and graphs */
 SIM_HIDDEN CUresult capture_begin(struct CUstream_st *s, int mode);
@@ -188,6 +205,8 @@ SIM_HIDDEN CUresult graph_exec_destroy(CUgraphExec e);
 SIM_HIDDEN CUresult graph_launch(CUgraphExec e, struct CUstream_st *s);
 SIM_HIDDEN CUresult graph_nodes(CUgraph g, CUgraphNode *nodes, size_t *n);
 SIM_HIDDEN CUresult graph_add_host_node(CUgraphNode *out, CUgraph g, CUhostFn fn, void *arg);
+SIM_HIDDEN CUresult graph_add_kernel_node(CUgraphNode *out, CUgraph g, struct CUfunc_st *f, const unsigned grid[3],
+                                         const unsigned block[3], void **params, void **extra);
 
 /* memory */
 SIM_HIDDEN int alloc_find(const void *p, struct sim_alloc *out);
@@ -195,6 +214,9 @@ SIM_HIDDEN void alloc_add(void *p, size_t size, int kind, int dev, int owned, un
 SIM_HIDDEN int alloc_remove(void *p, int kind_mask, struct sim_alloc *out);
 SIM_HIDDEN size_t alloc_used(int dev);
 SIM_HIDDEN void alloc_free_device(int dev);
+SIM_HIDDEN void alloc_release(const struct sim_alloc *a);   /* unmap/free a removed allocation */
+SIM_HIDDEN size_t alloc_map_len(size_t size);              /* size rounded up to whole pages */
+SIM_HIDDEN int alloc_set_ipc_fd(uintptr_t base, int fd);   /* 0 ok; -1 not there / already set */
 
 /* kernels */
 SIM_HIDDEN CUresult kernel_launch(struct CUfunc_st *f, const unsigned grid[3], const unsigned block[3],

@@ -12,7 +12,7 @@
 
 #define SN_API __attribute__((visibility("default")))
 /* real NCCL: ncclX is weak, pncclX strong, same address */
-#define SN_ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name)));
+#define SN_ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name), visibility("default")));
 
 #define SN_MAXRANKS 64
 #define SN_SLOTS 2                      /* slots per directed channel */
