@@ -42,6 +42,16 @@ struct writer {
   bool first;
 };
 
+/* What to write (--ranks, --comm, --from/--to, and the size cap). */
+struct selection {
+  bool *file_ok;             /* per file of the set: its rank is selected */
+  bool has_comm;
+  uint64_t comm;
+  bool has_time, has_seq;
+  int64_t from_ns, to_ns;    /* absolute, inclusive */
+  int64_t seq_lo, seq_hi;
+};
+
 struct file_tracks {
   int pid;
   uint64_t *streams;   /* sorted, distinct; tid = index + 1 */
@@ -128,6 +138,23 @@ static double slice_dur_us(int64_t start_ns, int64_t end_ns, double dur_us) {
 
 static bool op_is_slice(const struct cs_op_rec *o) {
   return o->timing == CSD_TIMING_GPU_EVENT && o->start_ns > 0;
+}
+
+static bool in_time(const struct selection *sel, int64_t ts) {
+  return !sel->has_time || (ts >= sel->from_ns && ts <= sel->to_ns);
+}
+static bool op_selected(const struct selection *sel, const struct cs_op_rec *o) {
+  if (sel->has_comm && o->comm != sel->comm) return false;
+  if (sel->has_seq && (o->seq < sel->seq_lo || o->seq > sel->seq_hi)) return false;
+  return in_time(sel, op_is_slice(o) ? o->start_ns : o->enqueue_ns);
+}
+static bool xfer_selected(const struct selection *sel, const struct cs_xfer_rec *x) {
+  if (sel->has_comm || sel->has_seq) return false;   /* a copy belongs to no communicator */
+  return in_time(sel, x->timing == CSD_TIMING_GPU_EVENT && x->start_ns > 0 ? x->start_ns : x->enqueue_ns);
+}
+static bool comm_selected(const struct selection *sel, const struct cs_comm_rec *c) {
+  if (sel->has_comm && c->comm != sel->comm) return false;
+  return in_time(sel, c->t_ns);
 }
 
 static json_t *op_args(const struct cs_dumpfile *f, const struct cs_op_rec *o) {
@@ -217,9 +244,11 @@ static void build_tracks(const struct cs_dumpset *set, struct file_tracks *t) {
   }
 }
 
-static void write_metadata(struct writer *w, const struct cs_dumpset *set, const struct file_tracks *t) {
+static void write_metadata(struct writer *w, const struct cs_dumpset *set, const struct file_tracks *t,
+                           const struct selection *sel) {
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];
+    if (!sel->file_ok[i]) continue;
     char name[256];
     if (f->hdr.rank >= 0) snprintf(name, sizeof name, "rank %d (%s)", f->hdr.rank, f->hdr.host);
     else snprintf(name, sizeof name, "rank ? (%s) pid %lld", f->hdr.host, f->hdr.pid);
@@ -239,12 +268,15 @@ static void write_metadata(struct writer *w, const struct cs_dumpset *set, const
   }
 }
 
-static void write_records(struct writer *w, const struct cs_dumpset *set, const struct file_tracks *t) {
+static void write_records(struct writer *w, const struct cs_dumpset *set, const struct file_tracks *t,
+                          const struct selection *sel) {
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];
     int pid = t[i].pid;
+    if (!sel->file_ok[i]) continue;
     for (size_t k = 0; k < f->nops; k++) {
       const struct cs_op_rec *o = &f->ops[k];
+      if (!op_selected(sel, o)) continue;
       int tid = tid_of(&t[i], o->stream);
       if (op_is_slice(o)) {
         json_t *e = event(o->op_name, op_cat(o), "X", pid, tid);
@@ -261,6 +293,7 @@ static void write_records(struct writer *w, const struct cs_dumpset *set, const 
     }
     for (size_t k = 0; k < f->nxfers; k++) {
       const struct cs_xfer_rec *x = &f->xfers[k];
+      if (!xfer_selected(sel, x)) continue;
       int tid = tid_of(&t[i], x->stream);
       char name[128];
       bool slice = x->timing == CSD_TIMING_GPU_EVENT && x->start_ns > 0;
@@ -274,6 +307,7 @@ static void write_records(struct writer *w, const struct cs_dumpset *set, const 
     }
     for (size_t k = 0; k < f->ncomms; k++) {
       const struct cs_comm_rec *c = &f->comms[k];
+      if (!comm_selected(sel, c)) continue;
       char name[128];
       snprintf(name, sizeof name, "comm %s", c->event);
       json_t *e = event(name, "comm", "i", pid, 0);
@@ -297,7 +331,8 @@ static int64_t slice_mid_ns(const struct cs_op_rec *o) {
   return o->start_ns + (int64_t)llround(d * 500.0);
 }
 
-static size_t write_flows(struct writer *w, const struct cs_dumpset *set, const struct file_tracks *t) {
+static size_t write_flows(struct writer *w, const struct cs_dumpset *set, const struct file_tracks *t,
+                          const struct selection *sel) {
   struct cs_instances inst;
   cs_group_instances(set, &inst);
   size_t id = 0;
@@ -306,7 +341,7 @@ static size_t write_flows(struct writer *w, const struct cs_dumpset *set, const 
     const struct cs_op_rec *prev = NULL;
     for (size_t k = 0; k < in->n; k++) {
       const struct cs_op_rec *o = in->ops[k];
-      if (!op_is_slice(o)) continue;
+      if (!op_is_slice(o) || !sel->file_ok[o->file] || !op_selected(sel, o)) continue;
       if (prev) {
         id++;
         char name[128];
@@ -328,28 +363,195 @@ static size_t write_flows(struct writer *w, const struct cs_dumpset *set, const 
 }
 
 static void usage(FILE *o) {
-  fputs("usage: collscope trace DIR [-o FILE] [--job ID]\n"
-        "  DIR       directory of collscope dump files (*.jsonl), or one dump file\n"
-        "  --job ID  only the dumps of job ID (needed when DIR holds several jobs)\n"
-        "  -o FILE   write the Chrome/Perfetto trace JSON to FILE (default: standard output)\n"
+  fputs("usage: collscope trace DIR [-o FILE] [--job ID] [--ranks LIST] [--comm ID] [--from T] [--to T]\n"
+        "                       [--max-size N] [-j N]\n"
+        "  DIR            directory of collscope dump files (*.jsonl), or one dump file\n"
+        "  --job ID       only the dumps of job ID (needed when DIR holds several jobs)\n"
+        "  -o FILE        write the Chrome/Perfetto trace JSON to FILE (default: standard output)\n"
+        "  --ranks LIST   only these global ranks: 0,3,8-15\n"
+        "  --comm ID      only this communicator's ops and events (16 hex digits, as the report shows)\n"
+        "  --from/--to T  seconds from the job's first record (12.5), or seq:N for a range of\n"
+        "                 collective instances (seq numbers)\n"
+        "  --max-size N   refuse a selection whose trace would exceed N bytes (K, M, G suffixes;\n"
+        "                 default 1G, 0: no cap); with no selection, the first part of the job that\n"
+        "                 fits is written instead, and the command says which\n"
         "Open FILE in https://ui.perfetto.dev or chrome://tracing.\n",
         o);
 }
 
+/* about this many bytes of trace per record, flows and metadata included (measured on
+ * bench/gen_dumps sets: ~720-800) */
+#define TRACE_BYTES_PER_RECORD 800
+
+static size_t count_selected(const struct cs_dumpset *set, const struct selection *sel) {
+  size_t n = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    if (!sel->file_ok[i]) continue;
+    for (size_t k = 0; k < f->nops; k++) n += op_selected(sel, &f->ops[k]);
+    for (size_t k = 0; k < f->nxfers; k++) n += xfer_selected(sel, &f->xfers[k]);
+    for (size_t k = 0; k < f->ncomms; k++) n += comm_selected(sel, &f->comms[k]);
+  }
+  return n;
+}
+
+/* the first and last record times of the set */
+static void job_span(const struct cs_dumpset *set, int64_t *lo, int64_t *hi) {
+  bool any = false;
+  *lo = *hi = 0;
+#define SEE(t)                                                    \
+  do {                                                            \
+    int64_t t_ = (t);                                             \
+    if (t_ <= 0) break;                                           \
+    if (!any || t_ < *lo) *lo = t_;                               \
+    if (!any || t_ > *hi) *hi = t_;                               \
+    any = true;                                                   \
+  } while (0)
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    for (size_t k = 0; k < f->nops; k++) SEE(op_is_slice(&f->ops[k]) ? f->ops[k].start_ns : f->ops[k].enqueue_ns);
+    for (size_t k = 0; k < f->nxfers; k++) SEE(f->xfers[k].start_ns > 0 ? f->xfers[k].start_ns : f->xfers[k].enqueue_ns);
+    for (size_t k = 0; k < f->ncomms; k++) SEE(f->comms[k].t_ns);
+  }
+#undef SEE
+}
+
+/* "0,3,8-15" -> file_ok by the files' global ranks; false when malformed */
+static bool parse_ranks(const char *s, const struct cs_dumpset *set, bool *ok) {
+  for (size_t i = 0; i < set->nfiles; i++) ok[i] = false;
+  const char *p = s;
+  while (*p) {
+    char *end;
+    long a = strtol(p, &end, 10), b = a;
+    if (end == p || a < 0) return false;
+    p = end;
+    if (*p == '-') {
+      b = strtol(p + 1, &end, 10);
+      if (end == p + 1 || b < a) return false;
+      p = end;
+    }
+    for (size_t i = 0; i < set->nfiles; i++)
+      if (set->files[i].hdr.rank >= a && set->files[i].hdr.rank <= b) ok[i] = true;
+    if (*p == ',') p++;
+    else if (*p) return false;
+  }
+  return true;
+}
+
+static bool parse_size(const char *s, uint64_t *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || !(v >= 0)) return false;
+  double m = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0
+             : *end == 'G' || *end == 'g' ? 1073741824.0 : 1.0;
+  if (m > 1) end++;
+  if (*end || v * m > 1.8e19) return false;
+  *out = (uint64_t)(v * m);
+  return true;
+}
+
+/* "12.5" (seconds from start) or "seq:N"; false when malformed */
+static bool parse_point(const char *s, int64_t start, bool *is_seq, int64_t *v) {
+  char *end;
+  if (strncmp(s, "seq:", 4) == 0) {
+    long long q = strtoll(s + 4, &end, 10);
+    if (end == s + 4 || *end || q < 0) return false;
+    *is_seq = true;
+    *v = q;
+    return true;
+  }
+  double sec = strtod(s, &end);
+  if (end == s || *end || !isfinite(sec) || fabs(sec) > 9e9) return false;
+  *is_seq = false;
+  *v = start + (int64_t)llround(sec * 1e9);
+  return true;
+}
+
 int cmd_trace(int argc, char **argv) {
   struct cli_dump_args args;
-  int st = cli_dump_args_parse("trace", argc, argv, 0, usage, &args);
+  int st = cli_dump_args_parse("trace", argc, argv, CLI_DUMP_ARGS_SELECT, usage, &args);
   if (st >= 0) return st;
   const char *dir = args.dir, *outpath = args.outpath;
 
   struct cs_dumpset *set = cs_dumpset_load_cli(dir, args.job);
   if (!set) return 1;
 
+  /* the selection, checked against the size cap before anything is written */
+  struct selection sel = {.file_ok = xcalloc(set->nfiles, sizeof *sel.file_ok)};
+  for (size_t i = 0; i < set->nfiles; i++) sel.file_ok[i] = true;
+  int64_t start, end;
+  job_span(set, &start, &end);
+  uint64_t cap = (uint64_t)1 << 30;
+  const char *bad = NULL;
+  if (args.max_size && !parse_size(args.max_size, &cap)) bad = "--max-size";
+  if (args.ranks && !parse_ranks(args.ranks, set, sel.file_ok)) bad = "--ranks";
+  if (args.comm) {
+    char *e;
+    sel.comm = strtoull(args.comm, &e, 16);
+    sel.has_comm = true;
+    if (!*args.comm || *e) bad = "--comm";
+  }
+  const char *pts[2] = {args.from, args.to};
+  bool seq_pt[2] = {false, false};
+  int64_t v[2] = {INT64_MIN, INT64_MAX};
+  for (int k = 0; k < 2; k++)
+    if (pts[k] && !parse_point(pts[k], start, &seq_pt[k], &v[k])) bad = k ? "--to" : "--from";
+  if (!bad && args.from && args.to && seq_pt[0] != seq_pt[1]) bad = "--from/--to (both seconds or both seq:N)";
+  if (bad) {
+    fprintf(stderr, "collscope trace: bad %s value\n", bad);
+    usage(stderr);
+    free(sel.file_ok);
+    cs_dumpset_free(set);
+    return CLI_EXIT_USAGE;
+  }
+  if (seq_pt[0] || seq_pt[1]) {
+    sel.has_seq = true;
+    sel.seq_lo = seq_pt[0] ? v[0] : 0;
+    sel.seq_hi = seq_pt[1] ? v[1] : INT64_MAX;
+  } else if (args.from || args.to) {
+    sel.has_time = true;
+    sel.from_ns = v[0];
+    sel.to_ns = v[1];
+  }
+  size_t nsel = count_selected(set, &sel);
+  double est = (double)nsel * TRACE_BYTES_PER_RECORD;
+  if (cap && est > (double)cap) {
+    bool chosen = args.ranks || args.comm || args.from || args.to;
+    if (chosen) {
+      fprintf(stderr,
+              "collscope trace: the selection holds %zu records, a trace of about %.0f MB, over the %.0f MB cap; "
+              "narrow it (--ranks, --comm, --from/--to) or raise --max-size (0: no cap)\n",
+              nsel, est / 1048576.0, (double)cap / 1048576.0);
+      free(sel.file_ok);
+      cs_dumpset_free(set);
+      return 1;
+    }
+    /* a large job and no selection: the longest start of the job that fits */
+    sel.has_time = true;
+    sel.from_ns = start;
+    int64_t lo = start, hi = end;
+    while (hi - lo > 1000000) {   /* to a millisecond */
+      int64_t mid = lo + (hi - lo) / 2;
+      sel.to_ns = mid;
+      if ((double)count_selected(set, &sel) * TRACE_BYTES_PER_RECORD <= (double)cap) lo = mid;
+      else hi = mid;
+    }
+    sel.to_ns = lo;
+    size_t nwin = count_selected(set, &sel);
+    fprintf(stderr,
+            "collscope trace: %zu records would make a trace of about %.0f MB, over the %.0f MB cap; writing the "
+            "first %.3f s of the job (--from 0 --to %.3f: %zu records); pick another part with --ranks, --comm, "
+            "--from/--to, or raise --max-size\n",
+            nsel, est / 1048576.0, (double)cap / 1048576.0, (double)(lo - start) / 1e9, (double)(lo - start) / 1e9,
+            nwin);
+  }
+
   /* Write to a new temporary beside FILE and rename, so a failed run never leaves a half
    * trace behind and a planted FILE.tmp link is never followed. */
   char *tmp = NULL;
   FILE *o = cli_out_open("trace", outpath, &tmp);
   if (!o) {
+    free(sel.file_ok);
     cs_dumpset_free(set);
     return 1;
   }
@@ -358,20 +560,19 @@ int cmd_trace(int argc, char **argv) {
   build_tracks(set, t);
   struct writer w = {.o = o, .first = true};
   fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", o);
-  write_metadata(&w, set, t);
-  write_records(&w, set, t);
-  size_t flows = write_flows(&w, set, t);
+  write_metadata(&w, set, t, &sel);
+  write_records(&w, set, t, &sel);
+  size_t flows = write_flows(&w, set, t, &sel);
   fputs("\n]}\n", o);
 
   bool to_file = tmp != NULL;
   int rc = cli_out_close("trace", o, tmp, outpath, 0);
   if (!rc && to_file) {
-    size_t nev = 0;
-    for (size_t i = 0; i < set->nfiles; i++)
-      nev += set->files[i].nops + set->files[i].nxfers + set->files[i].ncomms;
-    fprintf(stderr, "collscope trace: wrote %s (%zu processes, %zu events, %zu flows)\n", outpath,
-            set->nfiles, nev, flows);
+    size_t nev = count_selected(set, &sel), np = 0;
+    for (size_t i = 0; i < set->nfiles; i++) np += sel.file_ok[i];
+    fprintf(stderr, "collscope trace: wrote %s (%zu processes, %zu events, %zu flows)\n", outpath, np, nev, flows);
   }
+  free(sel.file_ok);
   for (size_t i = 0; i < set->nfiles; i++) free(t[i].streams);
   free(t);
   cs_dumpset_free(set);

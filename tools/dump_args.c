@@ -18,15 +18,24 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool is_op = with_op && strcmp(a, "--op") == 0, is_job = strcmp(a, "--job") == 0;
+    const char **sel = NULL;   /* trace's selection options */
+    if (flags & CLI_DUMP_ARGS_SELECT) {
+      if (strcmp(a, "--ranks") == 0) sel = &out->ranks;
+      else if (strcmp(a, "--comm") == 0) sel = &out->comm;
+      else if (strcmp(a, "--from") == 0) sel = &out->from;
+      else if (strcmp(a, "--to") == 0) sel = &out->to;
+      else if (strcmp(a, "--max-size") == 0) sel = &out->max_size;
+    }
     if ((flags & CLI_DUMP_ARGS_JSON) && strcmp(a, "--json") == 0) {
       out->json = true;
-    } else if (is_op || is_job || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+    } else if (sel || is_op || is_job || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "collscope %s: %s needs a value\n", cmd, a);
         usage(stderr);
         return CLI_EXIT_USAGE;
       }
-      if (is_op) out->op = argv[++i];
+      if (sel) *sel = argv[++i];
+      else if (is_op) out->op = argv[++i];
       else if (is_job) out->job = argv[++i];
       else out->outpath = argv[++i];
     } else if (strncmp(a, "-j", 2) == 0) {   /* -j N or -jN: reading threads */

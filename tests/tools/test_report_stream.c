@@ -2,7 +2,8 @@
  * over cs_dumpset_stream) against the whole set loaded at once, on dumps big enough to be read
  * in many rounds: the same stragglers and hangs as cs_detect over every record, the same
  * instance and rank counts per communicator, exact counts per row, percentiles within the
- * histogram's error, and the walker never holding more than a few rounds of records. */
+ * histogram's error, and the walker never holding more than a few rounds of records. And
+ * `collscope trace`'s selection and size cap on the same dumps. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -156,7 +157,64 @@ static void streamed_equals_loaded(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+static long file_size(const char *p) {
+  FILE *f = fopen(p, "r");
+  if (!f) return -1;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fclose(f);
+  return n;
+}
+static size_t count_in(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = 0, len = strlen(needle);
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0)
+    for (char *p = line; (p = strstr(p, needle)); p += len) n++;
+  free(line);
+  fclose(f);
+  return n;
+}
+
+/* trace: --ranks, --comm with a seq range, the size cap refusing a selection, and the
+ * window picked for an unselected set over the cap */
+static void trace_selection(void **state) {
+  (void)state;
+  char dir[] = "/tmp/collscope-trsel-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  write_set(dir);
+  char out[600];
+  snprintf(out, sizeof out, "%s/t.json", dir);
+
+  char *a1[] = {"trace", dir, "-o", out, "--ranks", "2,5-6", NULL};
+  assert_int_equal(cmd_trace(6, a1), 0);
+  assert_int_equal(count_in(out, "\"process_name\""), 3);
+  assert_int_equal(count_in(out, "\"ph\":\"X\""), 3 * OPS - 1);   /* rank 6 has one hang record instead */
+
+  char *a2[] = {"trace", dir, "-o", out, "--comm", "0000000000000100", "--from", "seq:10", "--to", "seq:19", NULL};
+  assert_int_equal(cmd_trace(10, a2), 0);
+  assert_int_equal(count_in(out, "\"ph\":\"X\""), 10 * RANKS);   /* 10 instances of the world comm */
+  assert_int_equal(count_in(out, "\"comm\":\"0000000000000200\""), 0);
+
+  /* all ranks, all records: ~9,600 records x 800 B > 1 MB */
+  unlink(out);
+  char *a3[] = {"trace", dir, "-o", out, "--ranks", "0-7", "--max-size", "1M", NULL};
+  assert_int_equal(cmd_trace(8, a3), 1);
+  assert_int_equal(file_size(out), -1);   /* refused: nothing written */
+
+  char *a4[] = {"trace", dir, "-o", out, "--max-size", "1M", NULL};
+  assert_int_equal(cmd_trace(6, a4), 0);
+  long n = file_size(out);
+  assert_true(n > 512 * 1024 && n < 1024 * 1024 * 11 / 10);   /* a window that fits, not a sliver */
+
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(streamed_equals_loaded)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(streamed_equals_loaded), cmocka_unit_test(trace_selection)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
