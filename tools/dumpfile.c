@@ -1152,7 +1152,7 @@ static void rd_piece(struct freader *fr, size_t chunk) {
   }
   if (!fr->ok) at_end = true;
   size_t rest = fr->blen - pos;
-  if (rest > CS_DUMP_LINE_MAX) {   /* a line this long is skipped unread */
+  if (rest > CS_DUMP_LINE_MAX && !fr->header_only) {   /* no newline in rest: a line this long is skipped unread */
     if (!fr->skipping) rd_line(fr, fr->buf + pos, 0, true, true);
     fr->skipping = true;
     pos = fr->blen;
