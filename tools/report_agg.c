@@ -41,6 +41,12 @@ struct comm_ent { uint64_t comm; struct agg_comm c; UT_hash_handle hh; };
 struct crank_key { uint64_t comm; int comm_rank; };
 struct crank_ent { struct crank_key k; UT_hash_handle hh; };
 struct inst_ent { uint64_t comm; size_t n; UT_hash_handle hh; };
+/* The detector sees a communicator's ranks renumbered 0..n-1 over the ranks that have records
+ * (as cli_detect_dumpset does): its memory follows the ranks seen, never a comm_size or
+ * comm_rank a record claims. Numbers are given in order of first appearance. */
+struct dense_key { uint64_t comm; int real; };
+struct dense_ent { struct dense_key k; int dense; UT_hash_handle hh; };
+struct dense_comm { uint64_t comm; int declared; int *real; size_t n, cap; UT_hash_handle hh; };
 
 struct worker {              /* one reading thread's tables */
   struct row_ent *rows;
@@ -66,8 +72,50 @@ struct report_agg_priv {
   struct inst_ent *inst;     /* instances per comm (with a member passing the filter) */
   struct cs_sdc_member *mem; size_t memcap;
   struct cs_det_member *dm; size_t dmcap;
+  struct dense_ent *dense;
+  struct dense_comm *dcomms;
   bool oom;
 };
+
+static struct dense_comm *dense_comm_of(struct report_agg_priv *P, uint64_t comm) {
+  struct dense_comm *c;
+  HASH_FIND(hh, P->dcomms, &comm, sizeof comm, c);
+  if (!c) {
+    c = xcalloc(1, sizeof *c);
+    c->comm = comm;
+    HASH_ADD(hh, P->dcomms, comm, sizeof comm, c);
+  }
+  return c;
+}
+/* the dense number of comm_rank `real` (-1 for a negative one), given one if new */
+static int dense_of(struct report_agg_priv *P, struct dense_comm *c, int real, int declared) {
+  if (declared > c->declared) c->declared = declared;
+  if (real < 0) return -1;
+  struct dense_key k;
+  memset(&k, 0, sizeof k);
+  k.comm = c->comm;
+  k.real = real;
+  struct dense_ent *e;
+  HASH_FIND(hh, P->dense, &k, sizeof k, e);
+  if (e) return e->dense;
+  e = xcalloc(1, sizeof *e);
+  e->k = k;
+  XGROW(c->real, c->n, c->cap);
+  c->real[c->n] = real;
+  e->dense = (int)c->n++;
+  HASH_ADD(hh, P->dense, k, sizeof k, e);
+  return e->dense;
+}
+static int real_of(struct report_agg_priv *P, uint64_t comm, int dense) {
+  struct dense_comm *c;
+  HASH_FIND(hh, P->dcomms, &comm, sizeof comm, c);
+  return c && dense >= 0 && (size_t)dense < c->n ? c->real[dense] : dense;
+}
+static int declared_of(struct report_agg_priv *P, uint64_t comm, int size) {
+  struct dense_comm *c;
+  HASH_FIND(hh, P->dcomms, &comm, sizeof comm, c);
+  return c && c->declared > size ? c->declared : size;
+}
 
 static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : -1; }
 static bool is_error(const struct cs_op_rec *o) { return o->timing == CSD_TIMING_ERROR || o->status != 0; }
@@ -166,16 +214,7 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
       .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .gap_us = gap,
       .sdc_checked = o->sdc_checked, .rec_rank = o->rank, .sdc_fp = o->sdc_fp, .sdc_in_sum = o->sdc_in_sum,
       .sdc_in_abs = o->sdc_in_abs, .sdc_out_sum = o->sdc_out_sum};
-  } else {
-    if (F->nid == F->capid) {
-      F->capid = F->capid ? 2 * F->capid : 16;
-      F->ids = xrealloc(F->ids, F->capid * sizeof *F->ids);
-      F->id_comms = xrealloc(F->id_comms, F->capid * sizeof *F->id_comms);
-    }
-    F->id_comms[F->nid] = o->comm;
-    F->ids[F->nid++] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = rank,
-                                              .host = f->hdr.host, .state = state, .gap_us = -1};
-  }
+  }   /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
   if (!counts) return;
 
   struct agg_counts *c = &W->counts;
@@ -316,11 +355,19 @@ static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_w
     P->dmcap = 2 * n;
     P->dm = xrealloc(P->dm, P->dmcap * sizeof *P->dm);
   }
+  struct dense_comm *dc = dense_comm_of(P, comm);
   for (size_t k = 0; k < n; k++)
-    P->dm[k] = (struct cs_det_member){.comm_rank = m[k].comm_rank, .comm_size = m[k].comm_size, .rank = m[k].rank,
-                                      .host = m[k].host, .start_ns = m[k].start_ns, .end_ns = m[k].end_ns,
-                                      .enqueue_ns = m[k].enqueue_ns, .state = m[k].det_state, .p2p = m[k].p2p,
-                                      .bytes = m[k].bytes, .gap_us = m[k].gap_us};
+    P->dm[k] = (struct cs_det_member){.comm_rank = dense_of(P, dc, m[k].comm_rank, m[k].comm_size),
+                                      .rank = m[k].rank, .host = m[k].host, .start_ns = m[k].start_ns,
+                                      .end_ns = m[k].end_ns, .enqueue_ns = m[k].enqueue_ns, .state = m[k].det_state,
+                                      .p2p = m[k].p2p, .bytes = m[k].bytes, .gap_us = m[k].gap_us};
+  for (size_t k = 0; k < n; k++) P->dm[k].comm_size = (int)dc->n;
+  for (size_t i = 1; i < n; i++) {   /* in dense order, one rank's records together (stable) */
+    struct cs_det_member t = P->dm[i];
+    size_t j = i;
+    while (j > 0 && P->dm[j - 1].comm_rank > t.comm_rank) { P->dm[j] = P->dm[j - 1]; j--; }
+    P->dm[j] = t;
+  }
   if (P->det && cs_det_stream_instance(P->det, comm, seq, P->dm, n)) P->oom = true;
   sdc_instance(P, comm, seq, m, n);
 }
@@ -329,8 +376,6 @@ static void on_round(void *ctx, const bool *done, size_t nfiles) {
   struct report_agg_priv *P = ctx;
   for (size_t i = 0; i < nfiles && i < P->nf; i++) {
     struct fstate *F = &P->fs[i];
-    for (size_t k = 0; k < F->nid; k++)
-      if (P->det && cs_det_stream_instance(P->det, F->id_comms[k], -1, &F->ids[k], 1)) P->oom = true;
     F->nid = 0;
     for (size_t k = 0; k < F->n; k++)
       if (!cs_walk_push(P->walk, &F->buf[k])) P->oom = true;
@@ -426,16 +471,26 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
     const struct cs_dumpfile *f = &set->files[i];
     for (size_t j = 0; j < f->nhangs; j++) {
       const struct cs_hang_rec *h = &f->hangs[j];
-      struct cs_det_member d = {.comm_rank = h->comm_rank, .comm_size = h->comm_size,
+      struct dense_comm *dc = dense_comm_of(P, h->comm);
+      struct cs_det_member d = {.comm_rank = dense_of(P, dc, h->comm_rank, h->comm_size),
                                 .rank = h->rank >= 0 ? h->rank : f->hdr.rank, .host = f->hdr.host,
                                 .enqueue_ns = h->enqueue_ns, .state = CS_DET_PENDING, .gap_us = -1};
-      if (cs_det_stream_instance(P->det, h->comm, h->seq, &d, 1)) P->oom = true;
+      d.comm_size = (int)dc->n;
+      if (h->seq >= 0 && cs_det_stream_instance(P->det, h->comm, h->seq, &d, 1)) P->oom = true;
     }
   }
   if (!P->det || cs_det_stream_finish(P->det, &agg->det) != 0) {
     fputs("collscope report: detection out of memory\n", stderr);
     memset(&agg->det, 0, sizeof agg->det);
   }
+  struct cs_det_result *dr = &agg->det;   /* back to the records' comm ranks and sizes */
+  for (size_t i = 0; i < dr->nstragglers; i++) {
+    struct cs_det_straggler *s = &dr->stragglers[i];
+    if (s->comm_rank >= 0) s->comm_rank = real_of(P, s->comm, s->comm_rank);
+    s->comm_size = declared_of(P, s->comm, s->comm_size);
+  }
+  for (size_t i = 0; i < dr->nranks; i++) dr->ranks[i].comm_rank = real_of(P, dr->ranks[i].comm, dr->ranks[i].comm_rank);
+  for (size_t i = 0; i < dr->nhangs; i++) dr->hangs[i].comm_size = declared_of(P, dr->hangs[i].comm, dr->hangs[i].comm_size);
   agg->late_records = cs_walk_late(P->walk);
 
   struct row_ent *rows = NULL;
@@ -587,6 +642,17 @@ void report_agg_free(struct report_agg *agg) {
     cs_det_stream_free(P->det);
     free(P->mem);
     free(P->dm);
+    struct dense_ent *e, *t;
+    HASH_ITER(hh, P->dense, e, t) {
+      HASH_DEL(P->dense, e);
+      free(e);
+    }
+    struct dense_comm *c, *ct;
+    HASH_ITER(hh, P->dcomms, c, ct) {
+      HASH_DEL(P->dcomms, c);
+      free(c->real);
+      free(c);
+    }
     free(P);
   }
   memset(agg, 0, sizeof *agg);
