@@ -1165,6 +1165,14 @@ static void rd_piece(struct freader *fr, size_t chunk) {
     fr->blen = 0;
     fr->eof = true;
   }
+  if (!fr->eof && !fr->header_only) {   /* between rounds keep only the partial line: a piece
+                                          * buffer per thread at a time, not per file */
+    char *keep = rest ? xrealloc(NULL, rest) : NULL;
+    if (rest) memcpy(keep, fr->buf, rest);
+    free(fr->buf);
+    fr->buf = keep;
+    fr->bcap = rest;
+  }
   if (fr->eof) {
     if (fr->fd >= 0) close(fr->fd);
     fr->fd = -1;
