@@ -121,11 +121,29 @@ static void zeros_empty_and_out_of_range(void **state) {
   cs_hist_free(&h);
 }
 
+/* a value n times at once is the same histogram as n single adds */
+static void add_n_equals_adds(void **state) {
+  (void)state;
+  struct cs_hist a, b;
+  cs_hist_init(&a), cs_hist_init(&b);
+  const double v[] = {0, 3.5, 1e-4, 250, 3.5};
+  const uint64_t n[] = {2, 1000, 3, 7, 1};
+  for (int i = 0; i < 5; i++) {
+    cs_hist_add_n(&a, v[i], n[i]);
+    for (uint64_t k = 0; k < n[i]; k++) cs_hist_add(&b, v[i]);
+  }
+  assert_int_equal(a.n, b.n);
+  assert_int_equal(a.nonpos, b.nonpos);
+  assert_true(a.min == b.min && a.max == b.max && fabs(a.sum - b.sum) <= 1e-9 * b.sum);
+  for (int i = 0; i < CS_HIST_NBUCKETS; i++) assert_int_equal(a.counts[i], b.counts[i]);
+  cs_hist_free(&a), cs_hist_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(percentiles_within_error), cmocka_unit_test(few_values),
     cmocka_unit_test(merge_equals_whole),       cmocka_unit_test(bucket_edges),
-    cmocka_unit_test(zeros_empty_and_out_of_range),
+    cmocka_unit_test(zeros_empty_and_out_of_range), cmocka_unit_test(add_n_equals_adds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
