@@ -1103,9 +1103,11 @@ struct cs_dumpset *cs_dumpset_load_job(const char *path, const char *job) {
 
 /* ---------- streaming: every file a piece at a time, in rounds ---------- */
 
-/* Read the file's next piece (about `chunk` bytes) and every complete line in it (only the
- * first line in the header round). */
-static void rd_piece(struct freader *fr, size_t chunk) {
+/* Read the file's next piece (about `chunk` bytes) into the reading thread's buffer `buf`
+ * (wcap bytes: chunk + CS_DUMP_LINE_MAX + 2) and every complete line in it; in the header round
+ * only line 1 (reading on until it is whole). Between pieces the file keeps only its partial
+ * last line (fr->buf), so memory is per thread, not per file. */
+static void rd_piece(struct freader *fr, size_t chunk, char *buf, size_t wcap) {
   struct cs_dumpfile *f = fr->f;
   if (fr->eof) return;
   if (fr->fd < 0) {
@@ -1117,61 +1119,56 @@ static void rd_piece(struct freader *fr, size_t chunk) {
       return;
     }
   }
-  size_t need = chunk + CS_DUMP_LINE_MAX + 2;
-  if (fr->bcap < need) {
-    fr->buf = xrealloc(fr->buf, need);
-    fr->bcap = need;
-  }
-  size_t want = fr->blen + chunk < fr->bcap - 1 ? fr->blen + chunk : fr->bcap - 1;
+  size_t blen = fr->blen;
+  if (blen) memcpy(buf, fr->buf, blen);
   bool at_end = false;
-  while (fr->blen < want) {
-    ssize_t n = read(fr->fd, fr->buf + fr->blen, want - fr->blen);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
-      fr->ok = false;
-      at_end = true;
-      break;
+  for (size_t want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1;;) {
+    while (blen < want) {
+      ssize_t n = read(fr->fd, buf + blen, want - blen);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
+        fr->ok = false;
+        at_end = true;
+        break;
+      }
+      if (n == 0) {
+        at_end = true;
+        break;
+      }
+      blen += (size_t)n;
     }
-    if (n == 0) {
-      at_end = true;
-      break;
-    }
-    fr->blen += (size_t)n;
+    if (!fr->header_only || at_end || want >= wcap - 1 || memchr(buf, '\n', blen)) break;
+    want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1;   /* line 1 is not whole yet */
   }
   size_t pos = 0;
-  while (pos < fr->blen && fr->ok) {
-    char *nl = memchr(fr->buf + pos, '\n', fr->blen - pos);
+  while (pos < blen && fr->ok) {
+    char *nl = memchr(buf + pos, '\n', blen - pos);
     if (!nl) break;
-    size_t len = (size_t)(nl - (fr->buf + pos));
+    size_t len = (size_t)(nl - (buf + pos));
     if (fr->skipping) fr->skipping = false;   /* the end of a line already counted as too long */
-    else if (len > CS_DUMP_LINE_MAX) rd_line(fr, fr->buf + pos, 0, true, true);
-    else rd_line(fr, fr->buf + pos, len, true, false);
+    else if (len > CS_DUMP_LINE_MAX) rd_line(fr, buf + pos, 0, true, true);
+    else rd_line(fr, buf + pos, len, true, false);
     pos += len + 1;
     if (fr->header_only) break;
   }
   if (!fr->ok) at_end = true;
-  size_t rest = fr->blen - pos;
+  size_t rest = blen - pos;
   if (rest > CS_DUMP_LINE_MAX && !fr->header_only) {   /* no newline in rest: a line this long is skipped unread */
-    if (!fr->skipping) rd_line(fr, fr->buf + pos, 0, true, true);
+    if (!fr->skipping) rd_line(fr, buf + pos, 0, true, true);
     fr->skipping = true;
-    pos = fr->blen;
+    pos = blen;
     rest = 0;
   }
-  memmove(fr->buf, fr->buf + pos, rest);
-  fr->blen = rest;
   if (at_end && !(fr->header_only && rest)) {
-    if (fr->blen && !fr->skipping && fr->ok) rd_line(fr, fr->buf, fr->blen, false, false);   /* cut off */
-    fr->blen = 0;
+    if (rest && !fr->skipping && fr->ok) rd_line(fr, buf + pos, rest, false, false);   /* cut off */
+    rest = 0;
     fr->eof = true;
   }
-  if (!fr->eof && !fr->header_only) {   /* between rounds keep only the partial line: a piece
-                                          * buffer per thread at a time, not per file */
-    char *keep = rest ? xrealloc(NULL, rest) : NULL;
-    if (rest) memcpy(keep, fr->buf, rest);
-    free(fr->buf);
-    fr->buf = keep;
-    fr->bcap = rest;
+  fr->blen = rest;   /* keep the partial line */
+  if (rest) {
+    fr->buf = xrealloc(fr->buf, rest);
+    memcpy(fr->buf, buf + pos, rest);
   }
   if (fr->eof) {
     if (fr->fd >= 0) close(fr->fd);
@@ -1231,12 +1228,17 @@ static bool salvage_pairs(const struct cs_dumpset *set, const struct freader *fr
   return false;
 }
 
-struct stream_job { struct freader *fr; size_t *live; size_t chunk; };
+struct stream_job {
+  struct freader *fr;
+  size_t *live, chunk, wcap;
+  char **wbuf;   /* one piece buffer per reading thread */
+};
 static void stream_one(void *ctx, size_t i, unsigned worker) {
   struct stream_job *j = ctx;
   struct freader *fr = &j->fr[j->live[i]];
   fr->worker = worker;
-  rd_piece(fr, j->chunk);
+  if (!j->wbuf[worker]) j->wbuf[worker] = xrealloc(NULL, j->wcap);
+  rd_piece(fr, fr->header_only ? 4096 : j->chunk, j->wbuf[worker], j->wcap);
 }
 
 struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const struct cs_stream_ops *ops) {
@@ -1254,7 +1256,8 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const st
   if (chunk < ((size_t)16 << 10)) chunk = (size_t)16 << 10;
   if (chunk > ((size_t)1 << 20)) chunk = (size_t)1 << 20;
   unsigned jobs = ops->jobs ? ops->jobs : cs_pool_default_jobs();
-  struct stream_job j = {fr, live, chunk};
+  struct stream_job j = {fr, live, chunk, chunk + CS_DUMP_LINE_MAX + 2, calloc(jobs, sizeof(char *))};
+  if (!j.wbuf) oom();
   /* the header round: line 1 of every file, then the job, and whether salvage must merge */
   for (size_t i = 0; i < n; i++) {
     live[i] = i;
@@ -1272,6 +1275,8 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const st
     free(fr);
     free(live);
     free(done);
+    for (unsigned k = 0; k < jobs; k++) free(j.wbuf[k]);
+    free(j.wbuf);
     cs_dumpset_free(set);
     set = calloc(1, sizeof *set);
     if (!set) oom();
@@ -1300,6 +1305,8 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const st
   free(fr);
   free(live);
   free(done);
+  for (unsigned k = 0; k < jobs; k++) free(j.wbuf[k]);
+  free(j.wbuf);
   return set;
 }
 
