@@ -200,6 +200,18 @@ struct rstate {
   size_t sidx;          /* its entry in out->stragglers + 1, 0 none */
 };
 
+/* the entry of comm_rank r in an instance's entries [e0, e0 + ne) (sorted by r, one per rank:
+ * the members come in comm_rank order), or NULL */
+static const struct ent *find_ent(const struct ent *ents, size_t e0, size_t ne, int r) {
+  size_t lo = e0, hi = e0 + ne;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ents[mid].r < r) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < e0 + ne && ents[lo].r == r ? &ents[lo] : NULL;
+}
+
 /* robust z of a median: m / (1.2533 * 1.4826 * MAD / sqrt(k)) (the sd of a median of k
  * draws ~ 1.2533 sigma; sigma ~ 1.4826 MAD). Overwrites v. Huge when the MAD is 0. */
 static double median_z(double *v, size_t k, double m) {
@@ -217,13 +229,13 @@ static bool eval_offset(const struct inst *in, const struct ent *ents, size_t lo
                         double thr, double zmin, double *scratch, double *off) {
   size_t k = 0;
   double *rel = scratch + (hi - lo);   /* scratch holds 2 * window + comm size doubles */
-  for (size_t i = lo; i < hi; i++)
-    for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
-      if (ents[e].r == r) {
-        rel[k] = in[i].med > 0 ? ents[e].a / in[i].med : 0;
-        scratch[k++] = ents[e].a;
-        break;
-      }
+  for (size_t i = lo; i < hi; i++) {
+    const struct ent *e = find_ent(ents, in[i].e0, in[i].ne, r);
+    if (e) {
+      rel[k] = in[i].med > 0 ? e->a / in[i].med : 0;
+      scratch[k++] = e->a;
+    }
+  }
   double m = median_mid(scratch, k);
   *off = m;
   if (k < 2 || m < thr || !(m > 0)) return false;
@@ -236,14 +248,16 @@ static bool eval_offset(const struct inst *in, const struct ent *ents, size_t lo
 static void rank_figures(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double *scratch,
                          double *off, double *gap, double *pgap) {
   size_t k = 0;
-  for (size_t i = lo; i < hi; i++)
-    for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
-      if (ents[e].r == r) { scratch[k++] = ents[e].a; break; }
+  for (size_t i = lo; i < hi; i++) {
+    const struct ent *e = find_ent(ents, in[i].e0, in[i].ne, r);
+    if (e) scratch[k++] = e->a;
+  }
   *off = median_mid(scratch, k);
   k = 0;
-  for (size_t i = lo; i < hi; i++)
-    for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
-      if (ents[e].r == r && ents[e].gap >= 0) { scratch[k++] = ents[e].gap; break; }
+  for (size_t i = lo; i < hi; i++) {
+    const struct ent *e = find_ent(ents, in[i].e0, in[i].ne, r);
+    if (e && e->gap >= 0) scratch[k++] = e->gap;
+  }
   *gap = k ? median(scratch, k) : -1;
   /* peers: the median over instances of the instance's median peer gap */
   size_t g = 0;
@@ -573,9 +587,10 @@ static int cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
     st->last = k;
     st->lateness_us = median(scratch, k);
     k = 0;
-    for (size_t i = lo; i < nin; i++)
-      for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
-        if (ents[e].r == r) { scratch[k++] = ents[e].a; break; }
+    for (size_t i = lo; i < nin; i++) {
+      const struct ent *e = find_ent(ents, in[i].e0, in[i].ne, r);
+      if (e) scratch[k++] = e->a;
+    }
     st->offset_us = median_mid(scratch, k);
     st->straggler = C->rs[r].flagged_now;
   }
