@@ -41,12 +41,22 @@ static int mode;                    /* 0 off, 1 COLLSCOPE_TOPOLOGY, 2 SLURM_TOPO
 static struct cs_topo *topo;
 static char topo_path[1024];
 
+/* The file is parsed on the job's thread (in its first communicator's init), so the
+ * parse is bounded: at most this many work units (a host, a Switches= name, 64 bytes of
+ * text; linear parsing makes time proportional), else one line and NCCL's order. A
+ * count, not a clock: every rank given the same file decides the same, where a timeout
+ * could let one rank give up while the others enqueue the host-name all-gather or the
+ * split that it then never joins. 1M units admit any file of up to ~900k hosts written
+ * compactly (a 131,072-host fleet costs ~135k). */
+#define ROUTE_WORK_BUDGET 1000000u
+
 static void load_once(void) {
   const char *f = getenv("COLLSCOPE_TOPOLOGY");
   if (f && *f) {
     char err[512];
+    const struct cs_topo_limits lim = {.max_work = ROUTE_WORK_BUDGET};
     snprintf(topo_path, sizeof topo_path, "%s", f);
-    if (cs_topo_load(f, CS_TOPO_AUTO, &topo, err, sizeof err)) {
+    if (cs_topo_load_limited(f, CS_TOPO_AUTO, &lim, &topo, err, sizeof err)) {
       cs_log(CS_LOG_WARN, "COLLSCOPE_TOPOLOGY: %s; communicators keep NCCL's order", err);
       return;
     }

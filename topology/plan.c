@@ -1,13 +1,18 @@
 /* topology/plan.c: the planner (hosts in launch order -> an order in which every leaf
  * is contiguous and leaves under one upper switch are adjacent, recursively) and the
  * crossing counts of NCCL's inter-node ring and double binary tree. O(n log n) with
- * n x nlevels integer keys; no per-item allocation. */
+ * n x nlevels integer keys; no per-item allocation (but one per distinct unknown host,
+ * to report each once). */
 #include "collscope/topology.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+/* out of memory in a hash add: the caller's `oom` flag, never exit (this runs in the shim) */
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(e) do { free(e); oom = 1; } while (0)
+#include <uthash.h>
 
 /* NCCL's binary tree (src/graph/trees.cc, ncclGetBtree): parent of `rank`, -1 for 0. */
 static int btree_up(int nranks, int rank) {
@@ -120,17 +125,33 @@ int cs_topo_plan(const struct cs_topo *t, const char *const *hosts, size_t n, st
     return -1;
   }
   size_t unknown = 0, ulen = 0;
+  struct unknown_host { const char *name; UT_hash_handle hh; } *seen = NULL, *u, *tmpu;
+  int oom = 0;
   for (size_t j = 0; j < n; j++) {
     p->hostidx[j] = cs_topo_host_index(t, hosts[j]);
     if (p->hostidx[j] >= 0) continue;
-    int dup = 0;   /* report each unknown host once */
-    for (size_t q = 0; q < j && !dup; q++) dup = p->hostidx[q] < 0 && !strcmp(hosts[q], hosts[j]);
-    if (dup) continue;
+    HASH_FIND_STR(seen, hosts[j], u);   /* report each unknown host once */
+    if (u) continue;
+    if (!(u = malloc(sizeof *u))) { oom = 1; break; }
+    u->name = hosts[j];
+    HASH_ADD_KEYPTR(hh, seen, u->name, strlen(u->name), u);
+    if (oom) break;
     if (unknown < 8 && err && errlen > ulen + 1) {
       int k = snprintf(err + ulen, errlen - ulen, "%s%s", unknown ? ", " : "", hosts[j]);
       if (k > 0) ulen += (size_t)k < errlen - ulen ? (size_t)k : errlen - ulen - 1;
     }
     unknown++;
+  }
+  HASH_ITER(hh, seen, u, tmpu) {
+    HASH_DEL(seen, u);
+    free(u);
+  }
+  if (oom) {
+    free(keys);
+    free(first);
+    cs_plan_free(p);
+    if (err && errlen) snprintf(err, errlen, "out of memory");
+    return -1;
   }
   if (unknown) {
     if (err && errlen) {
