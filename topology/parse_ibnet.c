@@ -103,7 +103,6 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
         break;
       }
       if (is_rt) { cur = -1; continue; }
-      if (name_index_find(&idx, nodes, node_key, guid) >= 0) { rc = ferr(c, lineno, "node %s described twice", guid); break; }
       if (nn == capn) {
         size_t nc = capn ? capn * 2 : 32;
         struct ibnode *nv = realloc(nodes, nc * sizeof *nv);
@@ -118,7 +117,9 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
       nd->line = lineno;
       nd->first_peer = np;
       ib_desc(s, nd->desc, sizeof nd->desc);
-      if (name_index_put(&idx, nodes, node_key, nn, (int)nn)) { rc = ferr(c, lineno, "out of memory"); break; }
+      int prev = name_index_add(&idx, nodes, node_key, nn, nd->guid, (int)nn);
+      if (prev == -2) { rc = ferr(c, lineno, "out of memory"); break; }
+      if (prev >= 0) { rc = ferr(c, lineno, "node %s described twice", guid); break; }
       cur = (int)nn++;
       continue;
     }

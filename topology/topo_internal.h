@@ -26,15 +26,20 @@ int charge(struct ctx *c, int line, size_t units);
 
 /* (struct cs_name_index is in the public header, inside struct cs_topo.)
  * name -> index over entries of an array (the array may move: names are read through
- * `key`). Open addressing, slot = index + 1, load <= 1/2. */
+ * `key`). Open addressing on (index, hash) slots, load <= 1/2. */
 typedef const char *(*name_key_fn)(const void *base, size_t i);
 int name_index_find(const struct cs_name_index *x, const void *base, name_key_fn key, const char *name);
-/* Add entry idx (entries 0..count-1 are already in: rehashed when the table grows). */
-int name_index_put(struct cs_name_index *x, const void *base, name_key_fn key, size_t count, int idx);
+/* Add `name` as entry idx (count entries are in) unless present, in one probe: -1 added,
+ * >= 0 the index already holding that name (nothing added), -2 out of memory. */
+int name_index_add(struct cs_name_index *x, const void *base, name_key_fn key, size_t count, const char *name,
+                   int idx);
 void name_index_free(struct cs_name_index *x);
 
 int add_switch(struct cs_topo *t, const char *name, int line);
 int add_host(struct cs_topo *t, const char *name, int leaf);
+/* Both return the new index, -1 out of memory; add_host_once: -2 - index of the host
+ * when it is already present (one hash probe for the check and the insert). */
+int add_host_once(struct cs_topo *t, const char *name, size_t len, int leaf);
 
 /* The hosts of a hostlist expression on one line, each added under `leaf`: counted
  * first (nothing allocated), checked against the file's host cap and the budget, then

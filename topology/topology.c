@@ -62,6 +62,31 @@ int cs_topo_switch_index(const struct cs_topo *t, const char *name) {
   return name_index_find(&t->sidx, t->sw, switch_key, name);
 }
 
+/* Names are copied into chunks that never move (one malloc per 64 KiB, not per name),
+ * freed together by cs_topo_free. */
+struct cs_name_chunk {
+  struct cs_name_chunk *next;
+  size_t used, cap;
+  char bytes[];
+};
+
+static char *store_name(struct cs_topo *t, const char *name, size_t len) {
+  struct cs_name_chunk *c = t->names;
+  if (!c || c->cap - c->used < len + 1) {
+    size_t cap = len + 1 > 65536 - sizeof *c ? len + 1 : 65536 - sizeof *c;
+    if (!(c = malloc(sizeof *c + cap))) return NULL;
+    c->next = t->names;
+    c->used = 0;
+    c->cap = cap;
+    t->names = c;
+  }
+  char *p = c->bytes + c->used;
+  memcpy(p, name, len);
+  p[len] = '\0';
+  c->used += len + 1;
+  return p;
+}
+
 int add_switch(struct cs_topo *t, const char *name, int line) {
   if (t->nsw == t->swcap) {
     size_t nc = t->swcap ? t->swcap * 2 : 16;
@@ -70,17 +95,15 @@ int add_switch(struct cs_topo *t, const char *name, int line) {
     t->sw = n;
     t->swcap = nc;
   }
-  char *nm = strdup(name);
+  char *nm = store_name(t, name, strlen(name));
   if (!nm) return -1;
   t->sw[t->nsw] = (struct cs_topo_switch){.name = nm, .parent = -1, .level = 1, .line = line};
-  if (name_index_put(&t->sidx, t->sw, switch_key, t->nsw, (int)t->nsw)) {
-    free(nm);
-    return -1;
-  }
+  /* callers check for a duplicate first; the index keeps the first of two equal names */
+  if (name_index_add(&t->sidx, t->sw, switch_key, t->nsw, nm, (int)t->nsw) == -2) return -1;
   return (int)t->nsw++;
 }
 
-int add_host(struct cs_topo *t, const char *name, int leaf) {
+int add_host_once(struct cs_topo *t, const char *name, size_t len, int leaf) {
   if (t->nhost == t->hostcap) {
     size_t nc = t->hostcap ? t->hostcap * 2 : 64;
     char **n = realloc(t->host, nc * sizeof *n);
@@ -91,15 +114,25 @@ int add_host(struct cs_topo *t, const char *name, int leaf) {
     t->host_leaf = l;
     t->hostcap = nc;
   }
-  char *nm = strdup(name);
-  if (!nm) return -1;
-  t->host[t->nhost] = nm;
-  t->host_leaf[t->nhost] = leaf;
-  if (name_index_put(&t->hidx, t->host, host_key, t->nhost, (int)t->nhost)) {
-    free(nm);
+  int prev = name_index_add(&t->hidx, t->host, host_key, t->nhost, name, (int)t->nhost);
+  if (prev == -2) return -1;
+  if (prev >= 0) return -2 - prev;
+  /* the slot for entry nhost is taken: the entry must exist before any other lookup */
+  char *nm = store_name(t, name, len);
+  if (!nm) {
+    t->host[t->nhost] = (char *)"";   /* keep the index consistent; the parse fails */
+    t->host_leaf[t->nhost] = leaf;
+    t->nhost++;
     return -1;
   }
+  t->host[t->nhost] = nm;
+  t->host_leaf[t->nhost] = leaf;
   return (int)t->nhost++;
+}
+
+int add_host(struct cs_topo *t, const char *name, int leaf) {
+  int h = add_host_once(t, name, strlen(name), leaf);
+  return h <= -2 ? -2 - h : h;
 }
 
 /* ------------------------------------------------------------------ hostlists of a line */
@@ -109,14 +142,13 @@ struct host_walk { struct ctx *c; int line, leaf, dup_msg; };
 static int add_walked_host(const char *name, size_t len, void *arg) {
   struct host_walk *w = arg;
   struct cs_topo *t = w->c->t;
-  (void)len;
-  int prev = cs_topo_host_index(t, name);
-  if (prev >= 0) {
-    const struct cs_topo_switch *leaf = &t->sw[t->host_leaf[prev]];
+  int h = add_host_once(t, name, len, w->leaf);
+  if (h <= -2) {
+    const struct cs_topo_switch *leaf = &t->sw[t->host_leaf[-2 - h]];
     if (w->dup_msg) return ferr(w->c, w->line, "host '%s' is listed twice (already under '%s')", name, leaf->name);
     return ferr(w->c, w->line, "host '%s' is already under '%s' (line %d)", name, leaf->name, leaf->line);
   }
-  if (add_host(t, name, w->leaf) < 0) return ferr(w->c, w->line, "out of memory");
+  if (h < 0) return ferr(w->c, w->line, "out of memory");
   return 0;
 }
 
@@ -175,8 +207,10 @@ int add_switch_refs(struct ctx *c, int line, const char *expr, int parent) {
 
 void cs_topo_free(struct cs_topo *t) {
   if (!t) return;
-  for (size_t i = 0; i < t->nsw; i++) free(t->sw[i].name);
-  for (size_t i = 0; i < t->nhost; i++) free(t->host[i]);
+  for (struct cs_name_chunk *c = t->names, *n; c; c = n) {
+    n = c->next;
+    free(c);
+  }
   free(t->sw);
   free(t->host);
   free(t->host_leaf);

@@ -41,7 +41,10 @@ struct cs_topo_limits {
                         * the same, which the shim's collective decisions rely on. */
 };
 
-struct cs_name_index { int *slot; size_t cap; };   /* private: topology/name_index.c */
+/* private: topology/name_index.c and the name storage of topology.c */
+struct cs_name_slot { unsigned idx1, hash; };   /* entry index + 1 (0: empty), its hash */
+struct cs_name_index { struct cs_name_slot *slot; size_t cap; };
+struct cs_name_chunk;
 
 struct cs_topo_switch {
   char *name;
@@ -62,6 +65,7 @@ struct cs_topo {
   /* private: hash indexes of host and switch names, allocated entries of host / sw */
   struct cs_name_index hidx, sidx;
   size_t swcap, hostcap;
+  struct cs_name_chunk *names;   /* where host and switch names live (freed together) */
 };
 
 /* Parse text (len bytes, need not be NUL terminated) named fname in error messages.
