@@ -3,23 +3,38 @@
  * through the switches directly attached to them form pods (union-find). Node ids are
  * found through a hash index: linear in the file. */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "topo_internal.h"
 
+/* Descriptions and peer ids are kept as spans of the file's text, not copies: a port line
+ * of ten bytes costs 12 bytes here, so memory stays a small multiple of the file. */
+struct span { uint32_t off; uint16_t len; };
+
 struct ibnode {
   char guid[40];
   int is_switch;
-  char desc[256];
+  struct span desc;
   int line;
   size_t first_peer, npeers;   /* into the peer array */
 };
-struct ibpeer { char guid[40]; int is_ca; char desc[256]; };
+struct ibpeer { struct span guid, desc; uint8_t is_ca; };
 
-/* "S-0002c902004a1234" or "H-..." quoted at *s: copy the id, set type. */
-static int ib_id(char **s, char *guid, size_t glen, char *type) {
+/* A span's bytes, tabs and CRs as spaces (as the line was read), NUL terminated. */
+static void span_str(const char *text, struct span sp, char *out, size_t outlen) {
+  size_t l = sp.len < outlen ? sp.len : outlen - 1;
+  for (size_t k = 0; k < l; k++) {
+    char ch = text[sp.off + k];
+    out[k] = ch == '\t' || ch == '\r' ? ' ' : ch;
+  }
+  out[l] = '\0';
+}
+
+/* "S-0002c902004a1234" or "H-..." quoted at *s: copy the id, set type; *at: where it is. */
+static int ib_id(char **s, char *guid, size_t glen, char *type, const char **at) {
   char *p = *s;
   while (*p == ' ') p++;
   if (*p != '"') return -1;
@@ -30,23 +45,25 @@ static int ib_id(char **s, char *guid, size_t glen, char *type) {
   if (!e || (size_t)(e - p) >= glen || e - p < 3) return -1;
   memcpy(guid, p, (size_t)(e - p));
   guid[e - p] = '\0';
+  *at = p;
   *s = e + 1;
   return 0;
 }
 
-/* first "quoted" string after '#' */
-static void ib_desc(const char *s, char *out, size_t len) {
-  out[0] = '\0';
+/* The first "quoted" string after '#' in the line copy buf (at text offset base), at
+ * most 255 bytes: its span in the text (empty: none). */
+static struct span ib_desc(const char *s, const char *buf, size_t base) {
+  struct span sp = {0, 0};
   const char *h = strchr(s, '#');
-  if (!h) return;
+  if (!h) return sp;
   const char *q = strchr(h, '"');
-  if (!q) return;
+  if (!q) return sp;
   const char *e = strchr(q + 1, '"');
-  if (!e) return;
+  if (!e) return sp;
   size_t l = (size_t)(e - q - 1);
-  if (l >= len) l = len - 1;
-  memcpy(out, q + 1, l);
-  out[l] = '\0';
+  sp.off = (uint32_t)(base + (size_t)(q + 1 - buf));
+  sp.len = (uint16_t)(l > 255 ? 255 : l);
+  return sp;
 }
 
 static void first_word(const char *desc, char *out, size_t len) {
@@ -81,7 +98,7 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
     size_t e = off;
     while (e < len && text[e] != '\n') e++;
     lineno++;
-    size_t l = e - off;
+    size_t lstart = off, l = e - off;
     char buf[1024];
     if (l >= sizeof buf) l = sizeof buf - 1;
     memcpy(buf, text + off, l);
@@ -98,7 +115,8 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
       while (*s == ' ') s++;
       while (isdigit((unsigned char)*s)) s++;
       char guid[40], ty;
-      if (ib_id(&s, guid, sizeof guid, &ty) || (is_sw && ty != 'S') || (!is_sw && !is_rt && ty != 'H')) {
+      const char *at;
+      if (ib_id(&s, guid, sizeof guid, &ty, &at) || (is_sw && ty != 'S') || (!is_sw && !is_rt && ty != 'H')) {
         rc = ferr(c, lineno, "expected a quoted node id (\"S-<guid>\" for a Switch, \"H-<guid>\" for a Ca)");
         break;
       }
@@ -116,7 +134,7 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
       nd->is_switch = is_sw;
       nd->line = lineno;
       nd->first_peer = np;
-      ib_desc(s, nd->desc, sizeof nd->desc);
+      nd->desc = ib_desc(s, buf, lstart);
       int prev = name_index_add(&idx, nodes, node_key, nn, nd->guid, (int)nn);
       if (prev == -2) { rc = ferr(c, lineno, "out of memory"); break; }
       if (prev >= 0) { rc = ferr(c, lineno, "node %s described twice", guid); break; }
@@ -131,14 +149,16 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
       if (*s == '(') { r = strchr(s, ')'); if (!r) { rc = ferr(c, lineno, "unbalanced '(' in a port line"); break; } s = r + 1; }
       struct ibpeer pe;
       memset(&pe, 0, sizeof pe);
-      char ty;
-      if (ib_id(&s, pe.guid, sizeof pe.guid, &ty)) {
+      char ty, pguid[40];
+      const char *at;
+      if (ib_id(&s, pguid, sizeof pguid, &ty, &at)) {
         rc = ferr(c, lineno, "expected the peer's quoted id (\"S-<guid>\" or \"H-<guid>\") after the port");
         break;
       }
       if (ty == 'R') continue;
       pe.is_ca = ty == 'H';
-      ib_desc(s, pe.desc, sizeof pe.desc);
+      pe.guid = (struct span){(uint32_t)(lstart + (size_t)(at - buf)), (uint16_t)strlen(pguid)};
+      pe.desc = ib_desc(s, buf, lstart);
       if (nodes[cur].is_switch) {
         if (np == capp) {
           size_t nc = capp ? capp * 2 : 64;
@@ -169,13 +189,16 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
     for (size_t k = 0; k < nodes[i].npeers && !rc; k++) {
       struct ibpeer *pe = &peers[nodes[i].first_peer + k];
       if (!pe->is_ca) continue;
-      int ca = name_index_find(&idx, nodes, node_key, pe->guid);
-      char host[256];
-      first_word(ca >= 0 && nodes[ca].desc[0] ? nodes[ca].desc : pe->desc, host, sizeof host);
-      if (!host[0]) { rc = ferr(c, nodes[i].line, "CA %s has no description (the host name is its first word)", pe->guid); break; }
+      char pguid[40], desc[256], host[256];
+      span_str(text, pe->guid, pguid, sizeof pguid);
+      int ca = name_index_find(&idx, nodes, node_key, pguid);
+      span_str(text, ca >= 0 && nodes[ca].desc.len ? nodes[ca].desc : pe->desc, desc, sizeof desc);
+      first_word(desc, host, sizeof host);
+      if (!host[0]) { rc = ferr(c, nodes[i].line, "CA %s has no description (the host name is its first word)", pguid); break; }
       if (swid[i] < 0) {
-        char nm[300];
-        const char *d = nodes[i].desc[0] ? nodes[i].desc : nodes[i].guid;
+        char nm[300], sdesc[256];
+        span_str(text, nodes[i].desc, sdesc, sizeof sdesc);
+        const char *d = sdesc[0] ? sdesc : nodes[i].guid;
         snprintf(nm, sizeof nm, "%s", d);
         if (cs_topo_switch_index(t, nm) >= 0) snprintf(nm, sizeof nm, "%.200s (%s)", d, nodes[i].guid);
         swid[i] = add_switch(t, nm, nodes[i].line);
@@ -194,7 +217,9 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
       for (size_t k = 0; k < nodes[i].npeers; k++) {
         struct ibpeer *pe = &peers[nodes[i].first_peer + k];
         if (pe->is_ca) continue;
-        int j = name_index_find(&idx, nodes, node_key, pe->guid);
+        char pguid[40];
+        span_str(text, pe->guid, pguid, sizeof pguid);
+        int j = name_index_find(&idx, nodes, node_key, pguid);
         if (j < 0 || swid[j] >= 0) continue;   /* unknown, or another leaf */
         int a = uf_find(par, (int)i), b = uf_find(par, j);
         if (a != b) par[a] = b;
