@@ -10,6 +10,7 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -251,8 +252,14 @@ def timed(cmd, env=None, timeout=300, out_path=None):
         e.update(env)
     with (open(out_path, "w+b") if out_path else tempfile.TemporaryFile()) as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
-        p = subprocess.Popen(cmd, env=e, stdout=out, stderr=err)
-        timer = threading.Timer(timeout, p.kill)
+        # its own process group: a timeout kills the launcher and the ranks it started
+        p = subprocess.Popen(cmd, env=e, stdout=out, stderr=err, start_new_session=True)
+        def kill_group():
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        timer = threading.Timer(timeout, kill_group)
         timer.start()
         _, status, ru = os.wait4(p.pid, 0)
         timer.cancel()
