@@ -18,6 +18,11 @@ static struct cs_online_rank *rank_state(int r, int n) {
   return cs_online_rank_new(r, n, host, NULL);
 }
 
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
 struct model *model_new(int n, const bool *keep, model_feed_fn feed, void *ctx) {
   struct model *m = calloc(1, sizeof *m);
   if (!m) return NULL;
@@ -90,8 +95,14 @@ int model_exchange(struct model *m, uint32_t exchange) {
   m->rounds = round + 1;
   m->bytes_per_rank = (size_t)m->rounds * CS_ONLINE_WIRE_BYTES;
   m->cpu_us_max = 0;
+  size_t nk = 0;
   for (int r = 0; r < m->n; r++)
-    if (m->st[r] && cpu[r] > m->cpu_us_max) m->cpu_us_max = cpu[r];
+    if (m->st[r]) {
+      if (cpu[r] > m->cpu_us_max) m->cpu_us_max = cpu[r];
+      cpu[nk++] = cpu[r];
+    }
+  qsort(cpu, nk, sizeof *cpu, cmp_d);
+  m->cpu_us_median = nk ? cpu[nk / 2] : 0;
 out:
   free(red);
   free(w);

@@ -29,6 +29,7 @@ struct model {
   unsigned rounds;
   size_t bytes_per_rank;          /* contributed (= received) wire bytes of one rank */
   double cpu_us_max;              /* pack + unpack of one kept rank, the most over kept ranks */
+  double cpu_us_median;           /* ... the median over kept ranks */
   struct cs_online_findings *f;   /* per kept rank (others: zeroed) */
   bool disagree;                  /* kept ranks asked for different numbers of rounds */
 };
