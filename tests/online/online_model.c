@@ -146,7 +146,8 @@ void model_gen_feed(void *ctx, int rank, uint32_t exchange, struct cs_online_ran
   double n = g->n;
   for (int i = 0; i < g->sdc; i++) {
     uint64_t seq = MODEL_SDC_SEQ0 + (uint64_t)(x - 1) * (uint64_t)g->sdc + (uint64_t)i;
-    bool flip = rank == g->flip_rank && seq == g->flip_seq;
+    int nflip = g->flip_count > 0 ? g->flip_count : 1;
+    bool flip = g->flip_rank >= 0 && rank >= g->flip_rank && rank < g->flip_rank + nflip && seq == g->flip_seq;
     struct cs_online_sdc c;
     memset(&c, 0, sizeof c);
     c.comm = g->comm;

@@ -47,7 +47,8 @@ void model_sdc_verdict(const struct model *m, int r, char *buf, size_t len);
 /* A job generator: every exchange each rank finishes `ops` sampled instances and `sdc`
  * checked AllReduces (float32 sum) of communicator `comm` (all ranks). Rank `slow` arrives
  * `late_us` late (its duration shorter, its compute gap longer by that much); rank
- * `flip_rank` received different bytes at checked seq `flip_seq`; `wrong_sum`: every rank's
+ * `flip_rank` (and the next flip_count - 1) received the same different bytes at checked
+ * seq `flip_seq`; `wrong_sum`: every rank's
  * output sum of that seq is off (a fault upstream of every rank); rank `lag_rank` finishes
  * each exchange's records one exchange later. -1: none. */
 struct model_gen {
@@ -59,6 +60,7 @@ struct model_gen {
   uint64_t flip_seq;
   bool wrong_sum;
   int lag_rank;
+  int flip_count;   /* ranks flip_rank .. flip_rank + flip_count - 1 flipped alike (0: 1) */
 };
 #define MODEL_SDC_SEQ0 1000000u
 void model_gen_feed(void *ctx, int rank, uint32_t exchange, struct cs_online_rank *st);

@@ -2,7 +2,8 @@
  * the in-process model of 8 ranks (online_model.h): a straggler flags itself once and
  * rank 0 learns it with its host; jittered clean data flags nobody; a fingerprint flip is
  * resolved by a detail round that names the rank and its host; a wrong sum on every rank
- * is a sum finding without a suspect; a rank whose records come one exchange late still
+ * is a sum finding without a suspect; several ranks with the same wrong bytes are one
+ * finding, half of them no strict majority; a rank whose records come one exchange late still
  * completes the instances; contributions that disagree on the exchange are not used; and
  * every rank reaches the same SDC verdict (what COLLSCOPE_SDC_ACTION=abort relies on). */
 #include <setjmp.h>
@@ -21,7 +22,7 @@
 #define N 8
 
 static struct model_gen gen(void) {
-  struct model_gen g = {N, 16, 8, 0x77, -1, 0, -1, 0, false, -1};
+  struct model_gen g = {N, 16, 8, 0x77, -1, 0, -1, 0, false, -1, 0};
   return g;
 }
 
@@ -104,6 +105,32 @@ static void test_fingerprint_flip_named(void **state) {
   assert_int_equal(model_exchange(m, 3), 0);
   assert_int_equal(m->f[0].nsdc, 0); /* reported once */
   model_free(m);
+}
+
+/* three ranks with the same wrong bytes: one finding naming the lowest and counting them;
+ * four of eight: no strict majority, no suspect */
+static void test_flip_groups(void **state) {
+  (void)state;
+  for (int k = 3; k <= 4; k++) {
+    struct model_gen g = gen();
+    g.flip_rank = 2;
+    g.flip_count = k;
+    g.flip_seq = MODEL_SDC_SEQ0 + 6;
+    struct model *m = model_new(N, NULL, model_gen_feed, &g);
+    assert_non_null(m);
+    assert_int_equal(model_exchange(m, 1), 0);
+    const struct cs_online_findings *f = &m->f[0];
+    assert_int_equal(f->nsdc, 1);
+    assert_int_equal(f->sdc[0].check, CS_SDC_CHECK_FINGERPRINT);
+    if (k == 3) {
+      assert_int_equal(f->sdc[0].suspect_rank, 2);
+      assert_int_equal(f->sdc[0].suspects, 3);
+    } else {
+      assert_int_equal(f->sdc[0].suspect_rank, -1);
+    }
+    same_verdict_everywhere(m);
+    model_free(m);
+  }
 }
 
 static void test_wrong_sum_everywhere(void **state) {
@@ -194,6 +221,7 @@ int main(void) {
     cmocka_unit_test(test_straggler_flagged_once),
     cmocka_unit_test(test_clean_flags_nobody),
     cmocka_unit_test(test_fingerprint_flip_named),
+    cmocka_unit_test(test_flip_groups),
     cmocka_unit_test(test_wrong_sum_everywhere),
     cmocka_unit_test(test_lagging_rank_completes_later),
     cmocka_unit_test(test_disagreeing_exchange_not_used),

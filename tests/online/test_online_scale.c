@@ -20,7 +20,7 @@
 struct result { double bytes, cpu_us; bool straggler, suspect; };
 
 static int run(int n, struct result *res) {
-  struct model_gen g = {n, 16, 8, 0x77, 5, 400, 2, MODEL_SDC_SEQ0 + 8 + 3, false, -1};
+  struct model_gen g = {n, 16, 8, 0x77, 5, 400, 2, MODEL_SDC_SEQ0 + 8 + 3, false, -1, 0};
   bool *keep = calloc((size_t)n, sizeof *keep);
   if (!keep) return -1;
   int kept[] = {0, 2, 5, n / 2, n - 1};
