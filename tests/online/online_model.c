@@ -56,7 +56,7 @@ int model_exchange(struct model *m, uint32_t exchange) {
   memset(m->f, 0, (size_t)m->n * sizeof *m->f);
   m->disagree = false;
   for (int r = 0; r < m->n; r++)
-    if (m->st[r]) m->feed(m->ctx, r, exchange, m->st[r]);
+    if (m->st[r]) m->feed(m->ctx, r, exchange, false, m->st[r]);
   unsigned round = 0;
   int rc = 0;
   for (;; round++) {
@@ -69,7 +69,7 @@ int model_exchange(struct model *m, uint32_t exchange) {
       } else {
         struct cs_online_rank *t = rank_state(r, m->n);
         if (!t) { rc = -1; goto out; }
-        m->feed(m->ctx, r, exchange, t);
+        m->feed(m->ctx, r, exchange, round > 0, t);
         struct cs_online_findings f;
         for (unsigned k = 0; k < round; k++) {
           cs_online_pack(t, exchange, k, w);
@@ -128,14 +128,14 @@ static double jit(int r, uint64_t seq, unsigned salt) { /* [0, 1) */
   return (double)(mix((uint64_t)r * 0x9e3779b97f4a7c15ULL ^ seq ^ ((uint64_t)salt << 56)) >> 11) / 9007199254740992.0;
 }
 
-void model_gen_feed(void *ctx, int rank, uint32_t exchange, struct cs_online_rank *st) {
+void model_gen_feed(void *ctx, int rank, uint32_t exchange, bool sdc_only, struct cs_online_rank *st) {
   const struct model_gen *g = ctx;
   uint32_t x = exchange;
   if (rank == g->lag_rank) {
     if (x == 1) return;
     x--;
   }
-  for (int i = 0; i < g->ops; i++) {
+  for (int i = 0; i < g->ops && !sdc_only; i++) {
     uint64_t seq = (uint64_t)(x - 1) * (uint64_t)g->ops + (uint64_t)i;
     bool slow = rank == g->slow;
     struct cs_online_op o = {g->comm, seq, (float)(1000 + 20 * jit(rank, seq, 1) - (slow ? g->late_us : 0)),

@@ -16,8 +16,9 @@
 
 #include "collscope/online.h"
 
-/* the records rank `rank` finished since the previous exchange */
-typedef void (*model_feed_fn)(void *ctx, int rank, uint32_t exchange, struct cs_online_rank *st);
+/* the records rank `rank` finished since the previous exchange; sdc_only: only the checked
+ * collectives (a transient rank replaying round 0 for a detail round needs no more) */
+typedef void (*model_feed_fn)(void *ctx, int rank, uint32_t exchange, bool sdc_only, struct cs_online_rank *st);
 
 struct model {
   int n;
@@ -63,4 +64,4 @@ struct model_gen {
   int flip_count;   /* ranks flip_rank .. flip_rank + flip_count - 1 flipped alike (0: 1) */
 };
 #define MODEL_SDC_SEQ0 1000000u
-void model_gen_feed(void *ctx, int rank, uint32_t exchange, struct cs_online_rank *st);
+void model_gen_feed(void *ctx, int rank, uint32_t exchange, bool sdc_only, struct cs_online_rank *st);

@@ -188,8 +188,8 @@ static void test_disagreeing_exchange_not_used(void **state) {
   struct cs_online_rank *a = cs_online_rank_new(0, 2, "h0", NULL), *b = cs_online_rank_new(1, 2, "h1", NULL);
   assert_non_null(a);
   assert_non_null(b);
-  model_gen_feed(&g, 0, 1, a);
-  model_gen_feed(&g, 1, 1, b);
+  model_gen_feed(&g, 0, 1, false, a);
+  model_gen_feed(&g, 1, 1, false, b);
   static struct cs_online_wire acc, w;
   cs_online_wire_identity(&acc);
   cs_online_pack(a, 1, 0, &w);

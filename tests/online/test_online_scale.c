@@ -14,7 +14,7 @@
 
 #include "online_model.h"
 
-#define EXCHANGES 3
+#define EXCHANGES 2
 #define RUNS 2
 
 struct result { double bytes, cpu_us; bool straggler, suspect; };
