@@ -107,10 +107,11 @@ void cs_missing_real(const char *name) {
   }                                                                                        \
   CS_EXPORT ncclResult_t name params {                                                     \
     ncclResult_t(*real_) params = __atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE);      \
-    if (CS_LIKELY(real_ != NULL) &&                                                        \
-        CS_LIKELY(!atomic_load_explicit(&cs_st.park, memory_order_relaxed))) {             \
+    /* (disabled, nothing can park: cs_st.park is set by recording only) */               \
+    if (CS_LIKELY(real_ != NULL)) {                                                        \
       if (cs_cfg.disabled) return real_ args;                                              \
-      if (CS_LIKELY(!cs_tls.depth && atomic_load_explicit(&cs_st.ready, memory_order_acquire))) { \
+      if (CS_LIKELY(!atomic_load_explicit(&cs_st.park, memory_order_relaxed)) &&           \
+          CS_LIKELY(!cs_tls.depth && atomic_load_explicit(&cs_st.ready, memory_order_acquire))) { \
         cs_tls.site = __builtin_return_address(0);                                         \
         return cs_timed_##name args;                                                       \
       }                                                                                    \

@@ -6,9 +6,10 @@
 #define CELL_SEQ(q, i) ((_Atomic size_t *)((q)->cells + (i) * (q)->cell_size))
 #define CELL_DATA(q, i) ((q)->cells + (i) * (q)->cell_size + sizeof(size_t) * 2)
 
-/* the event pools move 8-byte handles: a constant-size copy, not a call to memcpy */
+/* small items (the event pools' handle pairs) get a constant-size copy, not a call to memcpy */
 static inline void item_copy(const struct cs_queue *q, void *dst, const void *src) {
-  if (q->item_size == sizeof(uint64_t)) memcpy(dst, src, sizeof(uint64_t));
+  if (q->item_size == 16) memcpy(dst, src, 16);
+  else if (q->item_size == 8) memcpy(dst, src, 8);
   else memcpy(dst, src, q->item_size);
 }
 
