@@ -55,11 +55,17 @@ static void pending_free(void *arg) {
 static void pending_key_create(void) { pthread_key_create(&pending_key, pending_free); }
 
 static struct cs_evpool *pool_find(CUcontext ctx) {
+  /* the pool this thread used last, if it is still this context's (pools are never
+   * removed; fork in the child clears them all) */
+  struct cs_evpool *last = cs_tls.last_pool;
+  if (CS_LIKELY(last != NULL) && atomic_load_explicit(&last->ctx, memory_order_relaxed) == ctx &&
+      atomic_load_explicit(&last->ready, memory_order_acquire))
+    return last;
   int n = atomic_load_explicit(&npools, memory_order_acquire);
   for (int i = 0; i < n; i++)
     if (atomic_load_explicit(&pools[i].ctx, memory_order_relaxed) == ctx &&
         atomic_load_explicit(&pools[i].ready, memory_order_acquire))
-      return &pools[i];
+      return cs_tls.last_pool = &pools[i];
   return NULL;
 }
 
@@ -210,7 +216,10 @@ struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size
   r->stream = (uint64_t)(uintptr_t)stream;
   r->site = (uint64_t)(uintptr_t)site;
   r->comm_size = r->comm_rank = r->device = -1;
-  struct cs_comm *c = cs_comm_lookup(comm);
+  /* the entry this thread used last, while it still holds this communicator */
+  struct cs_comm *c = cs_tls.last_comm;
+  if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm))
+    c = cs_tls.last_comm = cs_comm_lookup(comm);
   if (c) {
     r->comm_id = c->id;
     r->comm_size = c->size;

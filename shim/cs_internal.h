@@ -103,6 +103,8 @@ struct cs_tls {
   int park_exempt;           /* the thread that set cs_st.park (it aborts and exits) */
   struct cs_record *prof_cur;/* cs_prof_cur (below) */
   void *site;                /* call site of the NCCL_OP wrapper entered last (shim/nccl_wrappers.c) */
+  struct cs_comm *last_comm; /* the communicator entry this thread used last (hooks/timing.c) */
+  void *last_pool;           /* the event pool this thread used last (hooks/timing.c) */
 };
 /* Initial-exec TLS: the wrappers reach it with one %fs-relative access, no __tls_get_addr
  * call. The model puts the library's whole TLS segment in glibc's static TLS block, so
