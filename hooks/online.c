@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +21,6 @@
 enum { ON_UNSET = 0, ON_SETUP, ON_RUNNING, ON_OFF };
 
 #define FEED_CAP 4096u     /* harvest -> exchange thread (single producer, single consumer) */
-#define OPS_BACKLOG 256u   /* sampled instances waiting for an exchange */
-#define SDC_BACKLOG 4096u  /* checked collectives waiting for an exchange (20 ship per exchange):
-                            * a slow first exchange or a burst must not push out the one
-                            * the peers' entries are waiting for (288 KiB of BSS) */
 #define DRAIN_MS 2000      /* at shutdown: how long the exchanges already due may take */
 #define FINAL_MAX 4        /* at shutdown: exchanges after the due ones (see exchange_main) */
 
@@ -42,28 +39,21 @@ static struct {
   unsigned every, stride;
   CUcontext ctx;
   CUstream stream;
-  CUdeviceptr dsend, drecv;
-  struct cs_online_summary *hsend;
-  unsigned char *hrecv;
+  CUdeviceptr dwire;                 /* one round, reduced in place */
+  struct cs_online_wire *hwire;      /* pinned: this rank's contribution, then the result */
   pthread_t th;
   bool th_running;
   _Atomic int stop;                  /* 1: leave now; 2: run the exchanges due, then leave */
   _Atomic int64_t drain_deadline;    /* CLOCK_MONOTONIC ns bound of a drain */
   _Atomic uint64_t trigger;          /* exchanges due (world collectives / K) */
   uint64_t done;
-  struct cs_online_eval *eval;
+  struct cs_online_rank *st;         /* protocol state (stats/online_eval.c) */
   /* feed */
   struct feed_item *feed;
   _Atomic uint32_t head, tail;
   _Atomic uint32_t feed_lost;
   int64_t last_end;                  /* harvest thread: latest op end seen */
-  /* backlogs (exchange thread) */
-  struct cs_online_op ops[OPS_BACKLOG];
-  uint32_t ops_first, ops_n;
-  struct cs_online_sdc sdc[SDC_BACKLOG];
-  uint32_t sdc_first, sdc_n;
-  uint64_t backlog_lost;
-  uint32_t gathered_backlog;         /* the last exchange: most entries any rank still had queued */
+  uint32_t reduced_backlog;          /* the last exchange: most entries any rank still had queued */
 } on;
 
 static void sleep_ms(unsigned ms) {
@@ -90,14 +80,12 @@ static ncclResult_t wait_ready(ncclComm_t comm, unsigned timeout_s) {
 }
 
 static bool alloc_buffers(void) {
-  size_t all = (size_t)on.n * CS_ONLINE_BYTES;
-  void *hs = NULL, *hr = NULL;
+  void *h = NULL;
   if (cs_drv.cuStreamCreate(&on.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return false;
-  if (cs_drvx.cuMemAlloc(&on.dsend, CS_ONLINE_BYTES) != CUDA_SUCCESS || cs_drvx.cuMemAlloc(&on.drecv, all) != CUDA_SUCCESS ||
-      cs_drvx.cuMemAllocHost(&hs, CS_ONLINE_BYTES) != CUDA_SUCCESS || cs_drvx.cuMemAllocHost(&hr, all) != CUDA_SUCCESS)
+  if (cs_drvx.cuMemAlloc(&on.dwire, CS_ONLINE_WIRE_BYTES) != CUDA_SUCCESS ||
+      cs_drvx.cuMemAllocHost(&h, CS_ONLINE_WIRE_BYTES) != CUDA_SUCCESS)
     return false; /* what was allocated stays: freeing device memory synchronizes the device */
-  on.hsend = hs;
-  on.hrecv = hr;
+  on.hwire = h;
   return true;
 }
 
@@ -237,7 +225,7 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   if (!is_world(info)) return;
   const char *why = NULL;
   CUcontext ctx = NULL;
-  if (!cs_driver_xchg_load() || !cs_resolve_nccl() || !cs_real_ncclCommSplit || !cs_real_ncclAllGather ||
+  if (!cs_driver_xchg_load() || !cs_resolve_nccl() || !cs_real_ncclCommSplit || !cs_real_ncclAllReduce ||
       !cs_real_ncclCommGetAsyncError || !cs_real_ncclCommAbort || !cs_real_ncclCommDestroy || !cs_real_ncclCommCount)
     why = "CUDA driver or NCCL entry points missing";
   else if (cs_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
@@ -281,8 +269,8 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   }
   on.own = own;
   on.feed = calloc(FEED_CAP, sizeof *on.feed);
-  on.eval = cs_online_eval_new(on.n, NULL, on.rank == 0);
-  if (!on.feed || !on.eval || !alloc_buffers() || !start_thread()) {
+  on.st = cs_online_rank_new(on.rank, on.n, cs_cfg.host, NULL);
+  if (!on.feed || !on.st || !alloc_buffers() || !start_thread()) {
     cs_log(CS_LOG_WARN, "online exchange off: cannot allocate its buffers or start its thread");
     cs_real_ncclCommAbort(own);
     on.own = NULL;
@@ -312,7 +300,7 @@ static void feed_push(const struct feed_item *it) {
   atomic_store_explicit(&on.head, h + 1, memory_order_release);
 }
 
-static uint16_t u16(int x) { return x < 0 ? 0 : x > 65535 ? 65535 : (uint16_t)x; }
+static uint32_t u32(int x) { return x < 0 ? 0 : (uint32_t)x; }
 
 void cs_online_note(const struct cs_record *r) {
   if (CS_LIKELY(atomic_load_explicit(&on.state, memory_order_acquire) != ON_RUNNING)) return;
@@ -332,9 +320,8 @@ void cs_online_note(const struct cs_record *r) {
     it.u.op.seq = r->seq;
     it.u.op.dur_us = (float)((double)(r->end_ns - r->start_ns) / 1e3);
     it.u.op.gap_us = (float)gap;
-    it.u.op.bytes = r->bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)r->bytes;
-    it.u.op.comm_size = u16(r->comm_size);
-    it.u.op.comm_rank = u16(r->comm_rank);
+    it.u.op.comm_size = u32(r->comm_size);
+    it.u.op.comm_rank = u32(r->comm_rank);
     feed_push(&it);
   }
   if (r->sdc_checked) {
@@ -349,8 +336,8 @@ void cs_online_note(const struct cs_record *r) {
     s->out_sum = r->out_sum;
     s->count = r->count;
     s->root = r->root;
-    s->comm_size = u16(r->comm_size);
-    s->comm_rank = u16(r->comm_rank);
+    s->comm_size = u32(r->comm_size);
+    s->comm_rank = u32(r->comm_rank);
     s->op = r->op;
     s->checked = r->sdc_checked;
     s->dtype = (int8_t)r->dtype;
@@ -365,46 +352,14 @@ static void drain_feed(void) {
   uint32_t h = atomic_load_explicit(&on.head, memory_order_acquire);
   for (; t != h; t++) {
     const struct feed_item *it = &on.feed[t % FEED_CAP];
-    if (it->kind == 1) {
-      if (on.ops_n == OPS_BACKLOG) { on.ops_first = (on.ops_first + 1) % OPS_BACKLOG; on.ops_n--; on.backlog_lost++; }
-      on.ops[(on.ops_first + on.ops_n++) % OPS_BACKLOG] = it->u.op;
-    } else {
-      if (on.sdc_n == SDC_BACKLOG) {
-        on.sdc_first = (on.sdc_first + 1) % SDC_BACKLOG;
-        on.sdc_n--;
-        on.backlog_lost++;
-        cs_log_once(CS_LOG_WARN, "online: more than %u checked collectives waiting for an exchange; the oldest are "
-                    "dropped (a lower COLLSCOPE_ONLINE_EVERY or a sparser COLLSCOPE_SDC sample keeps up)", SDC_BACKLOG);
-      }
-      on.sdc[(on.sdc_first + on.sdc_n++) % SDC_BACKLOG] = it->u.sdc;
-    }
+    uint64_t lost = cs_online_rank_lost(on.st);
+    if (it->kind == 1) cs_online_rank_feed_op(on.st, &it->u.op);
+    else cs_online_rank_feed_sdc(on.st, &it->u.sdc);
+    if (it->kind == 2 && cs_online_rank_lost(on.st) > lost)
+      cs_log_once(CS_LOG_WARN, "online: too many checked collectives waiting for an exchange; the oldest are "
+                  "dropped (a lower COLLSCOPE_ONLINE_EVERY or a sparser COLLSCOPE_SDC sample keeps up)");
   }
   atomic_store_explicit(&on.tail, t, memory_order_release);
-}
-
-static void build_summary(uint32_t exchange) {
-  struct cs_online_summary *s = on.hsend;
-  memset(s, 0, sizeof *s);
-  s->h.magic = CS_ONLINE_MAGIC;
-  s->h.version = CS_ONLINE_VERSION;
-  s->h.rank = on.rank;
-  s->h.exchange = exchange;
-  uint64_t d = atomic_load(&cs_st.drops) + atomic_load(&on.feed_lost) + on.backlog_lost;
-  s->h.drops = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
-  size_t hl = strnlen(cs_cfg.host, CS_ONLINE_HOST - 1);
-  memcpy(s->h.host, cs_cfg.host, hl);  /* truncated, NUL padded by the memset */
-  while (s->h.nops < CS_ONLINE_NOPS && on.ops_n) {
-    s->ops[s->h.nops++] = on.ops[on.ops_first];
-    on.ops_first = (on.ops_first + 1) % OPS_BACKLOG;
-    on.ops_n--;
-  }
-  while (s->h.nsdc < CS_ONLINE_NSDC && on.sdc_n) {
-    s->sdc[s->h.nsdc++] = on.sdc[on.sdc_first];
-    on.sdc_first = (on.sdc_first + 1) % SDC_BACKLOG;
-    on.sdc_n--;
-  }
-  s->h.op_backlog = on.ops_n;
-  s->h.sdc_backlog = on.sdc_n;
 }
 
 /* the abort parks the job's threads (cs_park_begin): that flag is the one state */
@@ -426,7 +381,11 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
     for (size_t i = 0; i < f->nsdc; i++) {
       const struct cs_online_sdc_finding *s = &f->sdc[i];
       char who[320];
-      if (s->suspect_rank >= 0) snprintf(who, sizeof who, "suspect rank %d (%s)", s->suspect_rank, s->suspect_host);
+      if (s->suspect_rank >= 0 && s->suspects > 1)
+        snprintf(who, sizeof who, "suspect rank %d and %llu more ranks with the same wrong bytes", s->suspect_rank,
+                 (unsigned long long)(s->suspects - 1));
+      else if (s->suspect_rank >= 0)
+        snprintf(who, sizeof who, "suspect rank %d (%s)", s->suspect_rank, s->suspect_host ? s->suspect_host : "?");
       else snprintf(who, sizeof who, "no single suspect (every rank received the same wrong result)");
       char vals[160] = "";
       if (s->check == CS_SDC_CHECK_SUM)
@@ -437,11 +396,11 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
              cs_sdc_check_name(s->check), vals, who);
     }
     if (f->bad_summaries)
-      cs_log(CS_LOG_WARN, "online: exchange %llu: %zu rank summaries rejected", (unsigned long long)exchange,
-             f->bad_summaries);
-    cs_log(CS_LOG_DEBUG, "online: exchange %llu: %zu instances, %zu checked collectives compared; "
-           "all-gather %.0f us, evaluation %.0f us", (unsigned long long)exchange, f->instances, f->sdc_compared,
-           wait_us, eval_us);
+      cs_log(CS_LOG_WARN, "online: exchange %llu: the ranks' contributions did not agree (version or exchange "
+             "number); its data was not used", (unsigned long long)exchange);
+    cs_log(CS_LOG_DEBUG, "online: exchange %llu: %zu instances, %zu checked collectives compared, %u rounds, "
+           "%zu slots lost to collisions; all-reduce %.0f us, evaluation %.0f us", (unsigned long long)exchange,
+           f->instances, f->sdc_compared, f->rounds, f->lost_slots, wait_us, eval_us);
   }
   if (f->nsdc && cs_cfg.sdc_action == CS_SDC_ACTION_ABORT) {
     cs_log(CS_LOG_WARN, "online: SDC detected (exchange %llu; rank 0 logs the details); COLLSCOPE_SDC_ACTION=abort: "
@@ -489,37 +448,48 @@ static void abandon(uint64_t exchange, const char *why) {
   on.own = NULL;
 }
 
-/* One exchange; false when the feature must stop (error, timeout or stop request). */
-static bool exchange_once(uint64_t exchange) {
-  drain_feed();
-  build_summary((uint32_t)exchange);
-  size_t all = (size_t)on.n * CS_ONLINE_BYTES;
-  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);
-  int64_t deadline = t0 + (int64_t)cs_cfg.online_timeout_s * 1000000000LL;
-  unsigned nap = 1, polls = 0;
-  const char *why = NULL;
-  cs_tls.depth++;
-  if (cs_drvx.cuMemcpyHtoDAsync(on.dsend, on.hsend, CS_ONLINE_BYTES, on.stream) != CUDA_SUCCESS) why = "cuMemcpyHtoDAsync failed";
-  ncclResult_t r = why ? ncclSuccess
-                       : cs_real_ncclAllGather((const void *)(uintptr_t)on.dsend, (void *)(uintptr_t)on.drecv,
-                                               CS_ONLINE_BYTES, ncclUint8, on.own, (cudaStream_t)on.stream);
-  /* a non-blocking communicator may return before the collective is on the stream (NCCL
-   * connects lazily at the first one): wait for it before the copy back is queued */
-  while (!why && r == ncclInProgress) {
+/* Wait for a non-blocking call on collscope's communicator to be enqueued: NCCL may
+ * return before the collective is on the stream (it connects lazily at the first one). */
+static const char *enqueued(ncclResult_t r, int64_t deadline, unsigned *polls, unsigned *nap) {
+  while (r == ncclInProgress) {
     ncclResult_t st = ncclInProgress;
     if (cs_real_ncclCommGetAsyncError(on.own, &st) != ncclSuccess) st = ncclInternalError;
     if (st != ncclInProgress) { r = st; break; }
-    if ((why = wait_verdict(deadline, &polls))) break;
-    nap_backoff(&nap);
+    const char *why = wait_verdict(deadline, polls);
+    if (why) return why;
+    nap_backoff(nap);
+  }
+  return r == ncclSuccess ? NULL : "ncclAllReduce failed";
+}
+
+/* The transport of one round: on.hwire (this rank's contribution) is copied to the device,
+ * reduced in place across all ranks -- MIN over the uint64 array, SUM over the uint64 and
+ * the double arrays -- and copied back. NULL, or why it failed. */
+static const char *reduce_round(int64_t deadline, unsigned *polls) {
+  unsigned nap = 1;
+  const char *why = NULL;
+  void *d = (void *)(uintptr_t)on.dwire;
+  struct { size_t off, count; ncclDataType_t type; ncclRedOp_t op; } part[3] = {
+    {offsetof(struct cs_online_wire, min), CS_ONLINE_NMIN, ncclUint64, ncclMin},
+    {offsetof(struct cs_online_wire, sum), CS_ONLINE_NSUM, ncclUint64, ncclSum},
+    {offsetof(struct cs_online_wire, fsum), CS_ONLINE_NFSUM, ncclFloat64, ncclSum},
+  };
+  cs_tls.depth++;
+  if (cs_drvx.cuMemcpyHtoDAsync(on.dwire, on.hwire, CS_ONLINE_WIRE_BYTES, on.stream) != CUDA_SUCCESS)
+    why = "cuMemcpyHtoDAsync failed";
+  for (int i = 0; i < 3 && !why; i++) {
+    char *p = (char *)d + part[i].off;
+    ncclResult_t r = cs_real_ncclAllReduce(p, p, part[i].count, part[i].type, part[i].op, on.own, (cudaStream_t)on.stream);
+    why = enqueued(r, deadline, polls, &nap);
   }
   cs_tls.depth--;
-  if (!why && r != ncclSuccess) why = "ncclAllGather failed";
-  if (!why && cs_drvx.cuMemcpyDtoHAsync(on.hrecv, on.drecv, all, on.stream) != CUDA_SUCCESS) why = "cuMemcpyDtoHAsync failed";
+  if (!why && cs_drvx.cuMemcpyDtoHAsync(on.hwire, on.dwire, CS_ONLINE_WIRE_BYTES, on.stream) != CUDA_SUCCESS)
+    why = "cuMemcpyDtoHAsync failed";
   while (!why) {
     CUresult q = cs_drvx.cuStreamQuery(on.stream);
     if (q == CUDA_SUCCESS) break;
     if (q != CUDA_ERROR_NOT_READY) { why = "its stream failed"; break; }
-    if ((why = wait_verdict(deadline, &polls))) break;
+    if ((why = wait_verdict(deadline, polls))) break;
     nap_backoff(&nap);
   }
   if (!why) {
@@ -527,16 +497,37 @@ static bool exchange_once(uint64_t exchange) {
     if (cs_real_ncclCommGetAsyncError(on.own, &st) != ncclSuccess || st != ncclSuccess)
       why = "collscope's communicator reports an error";
   }
-  if (why) {
-    abandon(exchange, why);
-    return false;
-  }
+  return why;
+}
+
+/* One exchange (its rounds); false when the feature must stop (error, timeout or stop
+ * request). The deadline covers all its rounds. */
+static bool exchange_once(uint64_t exchange) {
+  drain_feed();
+  cs_online_rank_set_drops(on.st, atomic_load(&cs_st.drops) + atomic_load(&on.feed_lost));
+  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC), wait_ns = 0, eval_ns = 0;
+  int64_t deadline = t0 + (int64_t)cs_cfg.online_timeout_s * 1000000000LL;
+  unsigned polls = 0;
   struct cs_online_findings f;
-  int64_t t1 = cs_now_ns(CLOCK_MONOTONIC);
-  int rc = cs_online_eval_exchange(on.eval, on.hrecv, &f);
-  on.gathered_backlog = f.max_backlog; /* the same bytes on every rank: every rank decides alike */
-  int64_t t2 = cs_now_ns(CLOCK_MONOTONIC);
-  if (rc == 0) act_on(&f, exchange, (double)(t1 - t0) / 1e3, (double)(t2 - t1) / 1e3);
+  int rc;
+  for (unsigned round = 0;; round++) {
+    int64_t a = cs_now_ns(CLOCK_MONOTONIC);
+    cs_online_pack(on.st, (uint32_t)exchange, round, on.hwire);
+    int64_t b = cs_now_ns(CLOCK_MONOTONIC);
+    const char *why = reduce_round(deadline, &polls);
+    if (why) {
+      abandon(exchange, why);
+      return false;
+    }
+    int64_t c = cs_now_ns(CLOCK_MONOTONIC);
+    rc = cs_online_unpack(on.st, (uint32_t)exchange, round, on.hwire, &f);
+    int64_t e = cs_now_ns(CLOCK_MONOTONIC);
+    eval_ns += (b - a) + (e - c);
+    wait_ns += c - b;
+    if (rc != 1) break;
+  }
+  on.reduced_backlog = f.max_backlog; /* the same bytes on every rank: every rank decides alike */
+  if (rc == 0) act_on(&f, exchange, (double)wait_ns / 1e3, (double)eval_ns / 1e3);
   return true;
 }
 
@@ -568,7 +559,7 @@ static void *exchange_main(void *arg) {
        * K world collectives): a short job's exit gains no all-gather, nor the 2 s wait
        * for a peer that exits later. Every rank runs the same number: they all reach this
        * point after the same world collectives, and decide from the same gathered bytes. */
-      if (on.done == 0 || finals >= FINAL_MAX || (finals > 0 && !on.gathered_backlog)) break;
+      if (on.done == 0 || finals >= FINAL_MAX || (finals > 0 && !on.reduced_backlog)) break;
       if (!exchange_once(on.done + 1)) {
         turn_off();
         break;

@@ -18,12 +18,13 @@
  *     collective instance of each communicator (stride = max(1, K/16)) and every record
  *     with SDC check results.
  *  3. When the world communicator's collective count reaches a multiple of K
- *     (COLLSCOPE_ONLINE_EVERY, default 1000), collscope's own thread all-gathers a
- *     2 KiB summary per rank (include/collscope/online.h) on the private communicator
- *     and stream, polls for completion (never synchronizes) for at most
- *     COLLSCOPE_ONLINE_TIMEOUT seconds, then evaluates: world rank 0 logs new
- *     stragglers and SDC findings; every rank applies COLLSCOPE_SDC_ACTION=abort
- *     (ncclCommAbort on every communicator, exit status CS_SDC_ABORT_STATUS).
+ *     (COLLSCOPE_ONLINE_EVERY, default 1000), collscope's own thread all-reduces one
+ *     fixed-size record per round (include/collscope/online.h; a second round only when a
+ *     checked collective's fingerprints disagree) on the private communicator and stream,
+ *     polls for completion (never synchronizes) for at most COLLSCOPE_ONLINE_TIMEOUT
+ *     seconds, then evaluates: world rank 0 logs new stragglers and SDC findings; every
+ *     rank applies COLLSCOPE_SDC_ACTION=abort (ncclCommAbort on every communicator, exit
+ *     status CS_SDC_ABORT_STATUS). Bytes and CPU per rank do not depend on the world size.
  *  4. Destroying the world communicator (or exit) stops the thread; a pending exchange
  *     is aborted, never waited for.
  * Hot path cost: one relaxed load and a modulo per collective on the world communicator.

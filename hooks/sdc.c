@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -82,7 +83,23 @@ struct grp_out {
   int dtype;
   void *stream;
 };
-static __thread struct { uint64_t group; size_t n; struct grp_out v[SDC_GROUP_MAX]; } grp;
+/* The thread's deferred output checks, allocated at its first grouped check (the library's
+ * TLS stays small: see cs_tls in shim/cs_internal.h); freed when the thread exits. */
+struct sdc_grp { uint64_t group; size_t n; struct grp_out v[SDC_GROUP_MAX]; };
+static __thread struct sdc_grp *grp_p;
+#define grp (*grp_p)
+static pthread_key_t grp_key;
+static pthread_once_t grp_key_once = PTHREAD_ONCE_INIT;
+static void grp_key_create(void) { pthread_key_create(&grp_key, free); }
+static bool grp_ready(void) {
+  if (CS_LIKELY(grp_p != NULL)) return true;
+  struct sdc_grp *g = calloc(1, sizeof(*g));
+  if (!g) return false;
+  pthread_once(&grp_key_once, grp_key_create);
+  pthread_setspecific(grp_key, g);
+  grp_p = g;
+  return true;
+}
 
 static _Atomic uint32_t tags;
 static _Atomic uint64_t n_launched, n_no_slot;
@@ -428,6 +445,7 @@ void cs_sdc_before_op(struct cs_call *c) {
     CUstreamCaptureStatus cst = CU_STREAM_CAPTURE_STATUS_NONE;
     if (cs_drv.cuStreamIsCapturing((CUstream)c->stream, &cst) != CUDA_SUCCESS || cst != CU_STREAM_CAPTURE_STATUS_NONE)
       return;
+    if (!grp_ready()) return;   /* no memory to defer its output check */
     if (grp.group != r->group) grp.n = 0, grp.group = r->group;   /* a new group */
     if (grp.n == SDC_GROUP_MAX) return;   /* no room to defer its output check */
   }
@@ -486,6 +504,7 @@ void cs_sdc_after_op(struct cs_call *c, int status) {
 /* The outermost ncclGroupEnd returned (status): launch the deferred output checks on
  * their streams, before the group's records are pushed to the harvest thread. */
 void cs_sdc_group_launched(int status) {
+  if (!grp_p) return;
   for (size_t i = 0; i < grp.n; i++)
     if (status == 0) launch(grp.v[i].x, grp.v[i].slot, 1, grp.v[i].p, grp.v[i].nb, grp.v[i].dtype, grp.v[i].stream);
   /* slots with no launch at all are released by cs_sdc_collect (nothing to wait for) */

@@ -1,6 +1,7 @@
-/* hooks/timing.c: GPU timing of intercepted calls (see timing.h). The hot path pops two
- * pre-created events from a lock-free per-context pool and records them on the caller's
- * stream; the harvest thread reads them later. No syscall, lock or sync here. */
+/* hooks/timing.c: GPU timing of intercepted calls (see timing.h). The hot path pops a
+ * pair of pre-created events from a lock-free per-context pool (one queue operation) and
+ * records them on the caller's stream; the harvest thread reads them later. No syscall,
+ * lock or sync here. */
 #include "timing.h"
 #include "cuda_driver.h"
 #include "stats/queue.h"
@@ -9,15 +10,19 @@
 #include <string.h>
 
 #define CS_MAX_CTX 32
-#define POOL_CAP 65536
+#define POOL_CAP 65536      /* events */
 #define POOL_PREFILL 1024
 #define POOL_LOW 1024
 #define POOL_BATCH 256
 
+/* The pool holds free events in pairs (an op takes a start and an end event at once);
+ * released events come back one at a time: one waits in `half` for its partner. */
+struct ev_pair { uint64_t a, b; };
 struct cs_evpool {
   _Atomic(CUcontext) ctx;
   _Atomic int ready;
-  struct cs_queue q;          /* free CUevents */
+  struct cs_queue q;          /* free CUevents, struct ev_pair items */
+  _Atomic uint64_t half;      /* a free event without its partner yet (0: none) */
   _Atomic size_t created;
   /* anchor (harvest thread only) */
   CUstream anchor_stream;
@@ -50,12 +55,39 @@ static void pending_free(void *arg) {
 static void pending_key_create(void) { pthread_key_create(&pending_key, pending_free); }
 
 static struct cs_evpool *pool_find(CUcontext ctx) {
+  /* the pool this thread used last, if it is still this context's (pools are never
+   * removed; fork in the child clears them all) */
+  struct cs_evpool *last = cs_tls.last_pool;
+  if (CS_LIKELY(last != NULL) && atomic_load_explicit(&last->ctx, memory_order_relaxed) == ctx &&
+      atomic_load_explicit(&last->ready, memory_order_acquire))
+    return last;
   int n = atomic_load_explicit(&npools, memory_order_acquire);
   for (int i = 0; i < n; i++)
     if (atomic_load_explicit(&pools[i].ctx, memory_order_relaxed) == ctx &&
         atomic_load_explicit(&pools[i].ready, memory_order_acquire))
-      return &pools[i];
+      return cs_tls.last_pool = &pools[i];
   return NULL;
+}
+
+/* Return one free event to the pool: it waits in `half`, or goes into the queue with
+ * the event that was waiting there. false (ev not taken) when the queue is full. */
+static bool pool_put(struct cs_evpool *p, uint64_t ev) {
+  uint64_t h = atomic_load_explicit(&p->half, memory_order_acquire);
+  for (;;) {
+    if (!h) {
+      if (atomic_compare_exchange_weak_explicit(&p->half, &h, ev, memory_order_acq_rel, memory_order_acquire))
+        return true;
+    } else if (atomic_compare_exchange_weak_explicit(&p->half, &h, 0, memory_order_acq_rel, memory_order_acquire)) {
+      struct ev_pair pr = {h, ev};
+      if (cs_queue_push(&p->q, &pr)) return true;
+      /* full: the partner taken from `half` goes back there if it is still free */
+      uint64_t z = 0;
+      if (!atomic_compare_exchange_strong_explicit(&p->half, &z, h, memory_order_acq_rel, memory_order_acquire) &&
+          cs_drv.cuEventDestroy)
+        cs_drv.cuEventDestroy((CUevent)(uintptr_t)h);
+      return false;
+    }
+  }
 }
 
 static void pool_fill(struct cs_evpool *p, int n) {
@@ -65,8 +97,7 @@ static void pool_fill(struct cs_evpool *p, int n) {
       cs_log_once(CS_LOG_WARN, "cuEventCreate failed: some ops get host timing only");
       break;
     }
-    uint64_t h = (uint64_t)(uintptr_t)e;
-    if (!cs_queue_push(&p->q, &h)) { cs_drv.cuEventDestroy(e); break; }
+    if (!pool_put(p, (uint64_t)(uintptr_t)e)) { cs_drv.cuEventDestroy(e); break; }
     atomic_fetch_add(&p->created, 1);
   }
 }
@@ -79,9 +110,10 @@ static struct cs_evpool *pool_create(CUcontext ctx) {
   if (!p && n < CS_MAX_CTX) {
     p = &pools[n];
     memset(&p->anchor_stream, 0, sizeof(*p) - offsetof(struct cs_evpool, anchor_stream));
-    if (!cs_queue_init(&p->q, POOL_CAP, sizeof(uint64_t))) {
+    if (!cs_queue_init(&p->q, POOL_CAP / 2, sizeof(struct ev_pair))) {
       p = NULL;
     } else {
+      atomic_store(&p->half, 0);
       atomic_store(&p->created, 0);
       atomic_store(&p->ctx, ctx);
       pool_fill(p, POOL_PREFILL);
@@ -99,21 +131,20 @@ static bool event_pair(uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
   struct cs_evpool *p = pool_find(ctx);
   if (CS_UNLIKELY(!p)) p = pool_create(ctx);
   if (!p) return false;
-  if (!cs_queue_pop(&p->q, a)) goto lost;
-  if (!cs_queue_pop(&p->q, b)) {
-    cs_queue_push(&p->q, a);
-    goto lost;
+  struct ev_pair pr;
+  if (!cs_queue_pop(&p->q, &pr)) {
+    atomic_fetch_add_explicit(&cs_st.timing_lost, 1, memory_order_relaxed);
+    return false;
   }
+  *a = pr.a;
+  *b = pr.b;
   *ctx_out = (uint64_t)(uintptr_t)ctx;
   return true;
-lost:
-  atomic_fetch_add_explicit(&cs_st.timing_lost, 1, memory_order_relaxed);
-  return false;
 }
 
 void cs_event_release(uint64_t ctx, uint64_t ev) {
   struct cs_evpool *p = pool_find((CUcontext)(uintptr_t)ctx);
-  if (!p || !cs_queue_push(&p->q, &ev)) {
+  if (!p || !pool_put(p, ev)) {
     if (cs_drv.cuEventDestroy) cs_drv.cuEventDestroy((CUevent)(uintptr_t)ev);
   }
 }
@@ -185,7 +216,10 @@ struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size
   r->stream = (uint64_t)(uintptr_t)stream;
   r->site = (uint64_t)(uintptr_t)site;
   r->comm_size = r->comm_rank = r->device = -1;
-  struct cs_comm *c = cs_comm_lookup(comm);
+  /* the entry this thread used last, while it still holds this communicator */
+  struct cs_comm *c = cs_tls.last_comm;
+  if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm))
+    c = cs_tls.last_comm = cs_comm_lookup(comm);
   if (c) {
     r->comm_id = c->id;
     r->comm_size = c->size;
@@ -399,7 +433,7 @@ void cs_event_pools_maintain(void) {
   for (int i = 0; i < n; i++) {
     struct cs_evpool *p = &pools[i];
     anchor_refresh(p);
-    if (cs_queue_size_approx(&p->q) < POOL_LOW && atomic_load(&p->created) < POOL_CAP) {
+    if (cs_queue_size_approx(&p->q) * 2 < POOL_LOW && atomic_load(&p->created) < POOL_CAP) {
       CUcontext old;
       if (cs_drv.cuCtxPushCurrent(atomic_load(&p->ctx)) == CUDA_SUCCESS) {
         pool_fill(p, POOL_BATCH);

@@ -41,12 +41,23 @@ static int mode;                    /* 0 off, 1 COLLSCOPE_TOPOLOGY, 2 SLURM_TOPO
 static struct cs_topo *topo;
 static char topo_path[1024];
 
+/* The file is parsed on the job's thread (in its first communicator's init), so the
+ * parse is bounded: at most this many work units (a host, a Switches= name, 64 bytes of
+ * text; parsing is linear, so time is proportional: about 0.2-0.4 s of CPU at the limit
+ * on a loaded 2-core machine), else one line and NCCL's order. A count, not a clock:
+ * every rank given the same file decides the same, where a timeout could let one rank
+ * give up while the others enqueue the host-name all-gather or the split that it then
+ * never joins. 2^19 units admit a fleet of ~500k hosts written compactly (a
+ * 131,072-host tree costs ~135k); larger files are for `collscope topo plan`. */
+#define ROUTE_WORK_BUDGET (1u << 19)
+
 static void load_once(void) {
   const char *f = getenv("COLLSCOPE_TOPOLOGY");
   if (f && *f) {
     char err[512];
+    const struct cs_topo_limits lim = {.max_work = ROUTE_WORK_BUDGET};
     snprintf(topo_path, sizeof topo_path, "%s", f);
-    if (cs_topo_load(f, CS_TOPO_AUTO, &topo, err, sizeof err)) {
+    if (cs_topo_load_limited(f, CS_TOPO_AUTO, &lim, &topo, err, sizeof err)) {
       cs_log(CS_LOG_WARN, "COLLSCOPE_TOPOLOGY: %s; communicators keep NCCL's order", err);
       return;
     }

@@ -26,6 +26,10 @@
  * Results: a sum over a reordered ring adds the ranks' contributions in another order,
  * so floating-point results may differ in the last bits from the unordered ring; all
  * ranks still receive bitwise-identical outputs, as with any NCCL ring or tree.
+ * Bounded startup: the file is parsed once, in the first communicator's init, in time
+ * linear in its size and under a work budget (2^19 units: hosts, Switches= names,
+ * 64-byte blocks; about 500k hosts), counted rather than timed so that every rank decides
+ * the same; past it, one line and NCCL's order for every communicator.
  * Limits: a communicator whose first call is inside a group, or that was created inside
  * a group, is not routed; the decision must be the same on every rank, so jobs whose
  * ranks differ in this (one rank groups its first call, another does not) must not set

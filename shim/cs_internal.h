@@ -101,11 +101,19 @@ struct cs_tls {
   struct cs_pending *pending;/* ops queued in the current group */
   uint64_t last_uid_hash;    /* last ncclGetUniqueId result seen on this thread */
   int park_exempt;           /* the thread that set cs_st.park (it aborts and exits) */
+  struct cs_record *prof_cur;/* cs_prof_cur (below) */
+  void *site;                /* call site of the NCCL_OP wrapper entered last (shim/nccl_wrappers.c) */
+  struct cs_comm *last_comm; /* the communicator entry this thread used last (hooks/timing.c) */
+  void *last_pool;           /* the event pool this thread used last (hooks/timing.c) */
 };
-/* Global-dynamic TLS on purpose: initial-exec would put all of libcollscope's TLS in the
- * static block, and dlopen() of the library (NCCL loading it as a profiler plugin) then
- * fails with "cannot allocate memory in static TLS block" (tests/profiler). */
-extern __thread struct cs_tls cs_tls;
+/* Initial-exec TLS: the wrappers reach it with one %fs-relative access, no __tls_get_addr
+ * call. The model puts the library's whole TLS segment in glibc's static TLS block, so
+ * when NCCL dlopen()s the library as a plugin without LD_PRELOAD, the segment must fit
+ * glibc's static-TLS surplus (a few hundred bytes): keep every __thread in the library
+ * small (larger per-thread state is allocated per thread and reached through a pointer,
+ * e.g. hooks/sdc.c's group list); tests/profiler dlopens the library that way. */
+#define CS_TLS_IE __attribute__((tls_model("initial-exec")))
+extern __thread struct cs_tls cs_tls CS_TLS_IE;
 
 /* ---- record queue (stats/harvest.c) ---- */
 bool cs_record_push(const struct cs_record *r);  /* counts a drop when full */
@@ -142,7 +150,7 @@ uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);
 /* ---- NCCL profiler plugin (shim/profiler.c) ---- */
 /* The op record of the NCCL call this thread is inside (set around the real call by the
  * NCCL_OP wrappers); profiler Coll/P2p events started on this thread attach to it. */
-extern __thread struct cs_record *cs_prof_cur;
+#define cs_prof_cur (cs_tls.prof_cur)
 /* true when the plugin may time ops: COLLSCOPE_TIMING=profiler, or auto once NCCL has
  * initialised the plugin (cheap, hot path) */
 bool cs_prof_active(void);

@@ -63,6 +63,7 @@ static uint8_t kind_of(int kind) {
       }                                                                                      \
       __atomic_store_n(&real_##name, real_, __ATOMIC_RELEASE);                               \
     }                                                                                        \
+    if (CS_UNLIKELY(cs_cfg.disabled)) return real_ args; /* before any per-thread state */  \
     if (cs_tls.depth) return real_ args;                                                     \
     cs_ensure_init();                                                                        \
     if (CS_UNLIKELY(!atomic_load_explicit(&cs_st.ready, memory_order_relaxed)))              \

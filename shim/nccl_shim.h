@@ -31,10 +31,12 @@ void cs_missing_real(const char *name);
     }                                                                  \
   } while (0)
 
-/* Recording is on (initialising on first use). */
+/* Recording is on (initialising on first use). ready is set only once initialisation
+ * is complete, so the steady state is one load. */
 static inline bool cs_active(void) {
+  if (CS_LIKELY(atomic_load_explicit(&cs_st.ready, memory_order_acquire))) return true;
   cs_ensure_init();
-  return atomic_load_explicit(&cs_st.ready, memory_order_relaxed) != 0;
+  return atomic_load_explicit(&cs_st.ready, memory_order_acquire) != 0;
 }
 
 #endif

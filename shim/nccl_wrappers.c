@@ -71,27 +71,60 @@ void cs_missing_real(const char *name) {
   cs_log(CS_LOG_WARN, "the real %s was not found (is libnccl.so.2 loaded?); returning an error", name);
 }
 
+/* Every wrapper checks COLLSCOPE_DISABLE (a process-wide flag, fixed at load) right after
+ * finding the real function and before any per-thread state: disabled, a call costs a
+ * few loads and one jump. */
+#define CS_PASS_IF_DISABLED(name, args) \
+  if (CS_UNLIKELY(cs_cfg.disabled)) return cs_real_##name args
+
 /* plain forwarders */
 #define NCCL_API(ret, name, params, args, err)    \
   CS_EXPORT ret name params {                     \
     CS_RESOLVE(name, err);                        \
+    CS_PASS_IF_DISABLED(name, args);              \
     cs_tls.depth++;                               \
     ret r_ = cs_real_##name args;                 \
     cs_tls.depth--;                               \
     return r_;                                    \
   }
-/* timed collectives and P2P: record, run the hooks (which may route the call to
- * another communicator and translate its root), call the real function, end the record's
- * timing (and, if NCCL rejected the call, give its seq back), run the after-op hooks,
- * push the record */
+/* timed collectives and P2P. The exported wrapper only decides, in its common cases,
+ * whether to record, and ends in a tail call on every path, so it needs no stack frame:
+ * disabled or recording, it costs a few loads. Anything else (real function not found
+ * yet, parking, re-entry, not initialised) goes to cs_slow_X, the full entry logic.
+ * cs_timed_X records:
+ * run the hooks (which may route the call to another communicator and translate its
+ * root), call the real function, end the record's timing (and, if NCCL rejected the call,
+ * give its seq back), run the after-op hooks, push the record. The wrapper tail-calls it
+ * with the same arguments, leaving the caller's return address (the call site) in
+ * cs_tls.site, read before anything else can call a wrapper on this thread. */
 #define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv)          \
-  CS_EXPORT ncclResult_t name params {                                                     \
+  static __attribute__((noinline)) ncclResult_t cs_timed_##name params;                    \
+  static __attribute__((noinline, cold)) ncclResult_t cs_slow_##name params {             \
     CS_RESOLVE(name, ncclSystemError);                                                     \
+    CS_PASS_IF_DISABLED(name, args);                                                       \
     if (cs_tls.depth || CS_UNLIKELY(!cs_active())) return cs_real_##name args;            \
+    return cs_timed_##name args;                                                           \
+  }                                                                                        \
+  CS_EXPORT ncclResult_t name params {                                                     \
+    ncclResult_t(*real_) params = __atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE);      \
+    /* (disabled, nothing can park: cs_st.park is set by recording only) */               \
+    if (CS_LIKELY(real_ != NULL)) {                                                        \
+      if (cs_cfg.disabled) return real_ args;                                              \
+      if (CS_LIKELY(!atomic_load_explicit(&cs_st.park, memory_order_relaxed)) &&           \
+          CS_LIKELY(!cs_tls.depth && atomic_load_explicit(&cs_st.ready, memory_order_acquire))) { \
+        cs_tls.site = __builtin_return_address(0);                                         \
+        return cs_timed_##name args;                                                       \
+      }                                                                                    \
+    }                                                                                      \
+    cs_tls.site = __builtin_return_address(0);                                             \
+    return cs_slow_##name args;                                                            \
+  }                                                                                        \
+  static ncclResult_t cs_timed_##name params {                                             \
+    void *cs_site_ = cs_tls.site;                                                          \
     int cs_noroot_ = -1;                                                                   \
     struct cs_record rec_;                                                                 \
     struct cs_comm *cs_ce_ = cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), \
-                                         root, peer, stream, __builtin_return_address(0)); \
+                                         root, peer, stream, cs_site_);                    \
     struct cs_call call_ = {csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, \
                             comm, stream, &rec_};                                          \
     cs_tls.depth++;                                                                        \

@@ -65,7 +65,6 @@ static struct { unsigned judged, agreed, no_stamps, bad_span, bad_clock; double 
 #define PROBE_CLOCK_NS 1000000000LL /* the plugin's start may be this far off the start event */
 #define PROBE_SLACK_NS 20000LL      /* kernel span may exceed the event span by 25% + this */
 
-__thread struct cs_record *cs_prof_cur;
 static __thread struct cs_record *grp_recs;
 static __thread size_t grp_n, grp_next;
 

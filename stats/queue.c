@@ -6,6 +6,13 @@
 #define CELL_SEQ(q, i) ((_Atomic size_t *)((q)->cells + (i) * (q)->cell_size))
 #define CELL_DATA(q, i) ((q)->cells + (i) * (q)->cell_size + sizeof(size_t) * 2)
 
+/* small items (the event pools' handle pairs) get a constant-size copy, not a call to memcpy */
+static inline void item_copy(const struct cs_queue *q, void *dst, const void *src) {
+  if (q->item_size == 16) memcpy(dst, src, 16);
+  else if (q->item_size == 8) memcpy(dst, src, 8);
+  else memcpy(dst, src, q->item_size);
+}
+
 bool cs_queue_init(struct cs_queue *q, size_t capacity, size_t item_size) {
   size_t cap = 2;
   while (cap < capacity) cap <<= 1;
@@ -34,7 +41,7 @@ bool cs_queue_push(struct cs_queue *q, const void *item) {
     if (dif == 0) {
       if (atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_relaxed,
                                                 memory_order_relaxed)) {
-        memcpy(CELL_DATA(q, i), item, q->item_size);
+        item_copy(q, CELL_DATA(q, i), item);
         atomic_store_explicit(CELL_SEQ(q, i), pos + 1, memory_order_release);
         return true;
       }
@@ -55,7 +62,7 @@ bool cs_queue_pop(struct cs_queue *q, void *item) {
     if (dif == 0) {
       if (atomic_compare_exchange_weak_explicit(&q->head, &pos, pos + 1, memory_order_relaxed,
                                                 memory_order_relaxed)) {
-        memcpy(item, CELL_DATA(q, i), q->item_size);
+        item_copy(q, item, CELL_DATA(q, i));
         atomic_store_explicit(CELL_SEQ(q, i), pos + q->mask + 1, memory_order_release);
         return true;
       }

@@ -4,11 +4,11 @@
 #include "cli.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "collscope/hostlist.h"
 #include "collscope/topology.h"
@@ -78,43 +78,66 @@ static int parse_format(const char *s) {
 }
 
 /* Hosts of a hostfile: first word of each line ('#' comments; a word may be a hostlist;
- * "host slots=N" and repeated lines are fine), duplicates dropped, first one wins. */
+ * "host slots=N" and repeated lines are fine), duplicates dropped (a hash set: linear in
+ * the hosts), first one wins. At most CS_TOPO_MAX_HOSTS names, as in a topology file:
+ * the walk stops at the line that passes it, before expanding any further. */
+struct seen_host { char *name; UT_hash_handle hh; };
+struct hostfile { char **v; size_t n, cap, listed; struct seen_host *seen; const char *why; };
+
+static int take_host(const char *name, size_t len, void *arg) {
+  struct hostfile *hf = arg;
+  if (++hf->listed > CS_TOPO_MAX_HOSTS) { hf->why = "limit"; return -1; }
+  struct seen_host *sh;
+  HASH_FIND(hh, hf->seen, name, len, sh);
+  if (sh) return 0;
+  if (hf->n == hf->cap) {
+    size_t nc = hf->cap ? hf->cap * 2 : 64;
+    char **nv = realloc(hf->v, nc * sizeof *nv);
+    if (!nv) { hf->why = "oom"; return -1; }
+    hf->v = nv;
+    hf->cap = nc;
+  }
+  if (!(sh = malloc(sizeof *sh)) || !(sh->name = strdup(name))) { free(sh); hf->why = "oom"; return -1; }
+  hf->v[hf->n++] = sh->name;
+  HASH_ADD_KEYPTR(hh, hf->seen, sh->name, len, sh);
+  return 0;
+}
+
 static int read_hostfile(const char *path, char ***hosts, size_t *n) {
   FILE *f = fopen(path, "r");
   if (!f) { tsay("--hostfile %s: %s", path, strerror(errno)); return -1; }
-  char line[4096];
-  char **v = NULL;
-  size_t nv = 0, cap = 0;
+  char *line = NULL;
+  size_t linecap = 0;
+  struct hostfile hf = {0};
   int no = 0, rc = 0;
-  while (fgets(line, sizeof line, f)) {
+  while (getline(&line, &linecap, f) >= 0) {
     no++;
     char *h = strchr(line, '#');
     if (h) *h = '\0';
     char *save = NULL, *w = strtok_r(line, " \t\r\n", &save);
     if (!w) continue;
-    char **e;
     size_t ne;
     char err[200];
-    if (cs_hostlist_expand(w, &e, &ne, err, sizeof err)) { tsay("%s:%d: %s", path, no, err); rc = -1; break; }
-    for (size_t k = 0; k < ne; k++) {
-      int dup = 0;
-      for (size_t q = 0; q < nv && !dup; q++) dup = !strcmp(v[q], e[k]);
-      if (dup) { free(e[k]); continue; }
-      if (nv == cap) {
-        cap = cap ? cap * 2 : 64;
-        char **nw = realloc(v, cap * sizeof *nw);
-        if (!nw) { rc = -1; free(e[k]); continue; }
-        v = nw;
-      }
-      v[nv++] = e[k];
+    if (cs_hostlist_each(w, 0, take_host, &hf, &ne, err, sizeof err)) {
+      if (hf.why && !strcmp(hf.why, "limit"))
+        tsay("%s:%d: more than %u hosts in the hostfile (the limit)", path, no, CS_TOPO_MAX_HOSTS);
+      else if (hf.why) tsay("%s:%d: out of memory", path, no);
+      else tsay("%s:%d: %s", path, no, err);
+      rc = -1;
+      break;
     }
-    free(e);
   }
+  free(line);
   fclose(f);
-  if (!rc && nv == 0) { tsay("--hostfile %s: no hosts", path); rc = -1; }
-  if (rc) { cs_hostlist_free(v, nv); return -1; }
-  *hosts = v;
-  *n = nv;
+  struct seen_host *sh, *tmp;
+  HASH_ITER(hh, hf.seen, sh, tmp) {
+    HASH_DEL(hf.seen, sh);
+    free(sh);
+  }
+  if (!rc && hf.n == 0) { tsay("--hostfile %s: no hosts", path); rc = -1; }
+  if (rc) { cs_hostlist_free(hf.v, hf.n); return -1; }
+  *hosts = hf.v;
+  *n = hf.n;
   return 0;
 }
 
@@ -149,68 +172,76 @@ int cli_topo_order_hosts(const char *topofile, char **hosts, size_t n, int verbo
   return 0;
 }
 
-static json_t *levels_obj(const long *v, int nlevels) {
-  json_t *o = json_object();
-  for (int l = 0; l < nlevels; l++) json_object_set_new(o, cs_topo_level_name(l), json_integer(v[l]));
-  return o;
+/* --json is written as it goes (no document tree: 131,072 hosts cost a few MB, not
+ * hundreds). Strings are escaped as JSON requires; bytes outside ASCII as \u00XX. */
+static void json_str(FILE *f, const char *s) {
+  const unsigned char *c = (const unsigned char *)s;
+  while (*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\') c++;
+  if (!*c) { fprintf(f, "\"%s\"", s); return; }   /* the common case: nothing to escape */
+  fputc('"', f);
+  for (c = (const unsigned char *)s; *c; c++) {
+    if (*c == '"' || *c == '\\') { fputc('\\', f); fputc(*c, f); }
+    else if (*c < 0x20 || *c >= 0x7f) fprintf(f, "\\u%04x", *c);
+    else fputc(*c, f);
+  }
+  fputc('"', f);
+}
+
+static void json_levels(FILE *f, const long *v, int nlevels) {
+  fputc('{', f);
+  for (int l = 0; l < nlevels; l++) fprintf(f, "%s\"%s\": %ld", l ? ", " : "", cs_topo_level_name(l), v[l]);
+  fputc('}', f);
 }
 
 static void print_json(const char *file, const struct cs_topo *t, const struct cs_plan *p, char **hosts, int tpn) {
-  json_t *root = json_object();
-  json_object_set_new(root, "topology", json_string(file));
-  json_object_set_new(root, "format", json_string(cs_topo_format_name(t->format)));
-  json_t *lv = json_array();
-  for (int l = 0; l < p->nlevels; l++) json_array_append_new(lv, json_string(cs_topo_level_name(l)));
-  json_object_set_new(root, "levels", lv);
-  json_t *order = json_array();
-  for (size_t i = 0; i < p->n; i++) json_array_append_new(order, json_string(hosts[p->order[i]]));
-  json_object_set_new(root, "order", order);
-  json_t *cr = json_object();
-  json_object_set_new(cr, "before", levels_obj(p->before.ring, p->nlevels));
-  json_object_set_new(cr, "after", levels_obj(p->after.ring, p->nlevels));
-  json_object_set_new(root, "crossings", cr);
-  json_t *tr = json_object();
-  json_object_set_new(tr, "before", levels_obj(p->before.tree, p->nlevels));
-  json_object_set_new(tr, "after", levels_obj(p->after.tree, p->nlevels));
-  json_object_set_new(root, "tree_crossings", tr);
-  json_object_set_new(root, "groups", levels_obj(p->after.groups, p->nlevels));
-  json_object_set_new(root, "changed", json_boolean(p->changed));
-  json_object_set_new(root, "tasks_per_node", json_integer(tpn));
-  json_t *rm = json_array(), *tor = json_array(), *sr = json_array(), *mp = json_array();
+  FILE *f = stdout;
+  fputs("{\n \"topology\": ", f);
+  json_str(f, file);
+  fprintf(f, ",\n \"format\": \"%s\",\n \"levels\": [", cs_topo_format_name(t->format));
+  for (int l = 0; l < p->nlevels; l++) fprintf(f, "%s\"%s\"", l ? ", " : "", cs_topo_level_name(l));
+  fputs("],\n \"order\": [", f);
   for (size_t i = 0; i < p->n; i++) {
-    const char *h = hosts[p->order[i]];
-    json_t *e = json_object();
-    json_object_set_new(e, "host", json_string(h));
-    json_object_set_new(e, "node_rank", json_integer((json_int_t)i));
-    json_object_set_new(e, "was", json_integer((json_int_t)p->order[i]));
-    json_t *rk = json_array();
-    for (int k = 0; k < tpn; k++) {
-      json_array_append_new(rk, json_integer((json_int_t)i * tpn + k));
-      json_array_append_new(sr, json_string(h));
-    }
-    json_object_set_new(e, "ranks", rk);
-    json_array_append_new(rm, e);
-    json_t *te = json_object();
-    json_object_set_new(te, "host", json_string(h));
-    json_object_set_new(te, "node_rank", json_integer((json_int_t)i));
-    json_array_append_new(tor, te);
-    char line[512];
-    snprintf(line, sizeof line, "%s slots=%d", h, tpn);
-    json_array_append_new(mp, json_string(line));
+    fputs(i ? ",\n  " : "\n  ", f);
+    json_str(f, hosts[p->order[i]]);
   }
-  json_object_set_new(root, "rank_map", rm);
-  json_t *s = json_object();
-  json_object_set_new(s, "hostfile", sr);
-  json_object_set_new(s, "usage", json_string("SLURM_HOSTFILE=FILE srun --distribution=arbitrary ..."));
-  json_object_set_new(root, "srun", s);
-  json_t *m = json_object();
-  json_object_set_new(m, "hostfile", mp);
-  json_object_set_new(m, "usage", json_string("mpirun --hostfile FILE ..."));
-  json_object_set_new(root, "mpirun", m);
-  json_object_set_new(root, "torchrun", tor);
-  json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-  fputc('\n', stdout);
-  json_decref(root);
+  fputs("\n ],\n \"crossings\": {\"before\": ", f);
+  json_levels(f, p->before.ring, p->nlevels);
+  fputs(", \"after\": ", f);
+  json_levels(f, p->after.ring, p->nlevels);
+  fputs("},\n \"tree_crossings\": {\"before\": ", f);
+  json_levels(f, p->before.tree, p->nlevels);
+  fputs(", \"after\": ", f);
+  json_levels(f, p->after.tree, p->nlevels);
+  fputs("},\n \"groups\": ", f);
+  json_levels(f, p->after.groups, p->nlevels);
+  fprintf(f, ",\n \"changed\": %s,\n \"tasks_per_node\": %d,\n \"rank_map\": [", p->changed ? "true" : "false", tpn);
+  for (size_t i = 0; i < p->n; i++) {
+    fputs(i ? ",\n  {\"host\": " : "\n  {\"host\": ", f);
+    json_str(f, hosts[p->order[i]]);
+    fprintf(f, ", \"node_rank\": %zu, \"was\": %zu, \"ranks\": [", i, p->order[i]);
+    for (int k = 0; k < tpn; k++) fprintf(f, "%s%zu", k ? ", " : "", i * (size_t)tpn + (size_t)k);
+    fputs("]}", f);
+  }
+  fputs("\n ],\n \"srun\": {\"hostfile\": [", f);
+  for (size_t i = 0; i < p->n; i++)
+    for (int k = 0; k < tpn; k++) {
+      fputs(i || k ? ",\n  " : "\n  ", f);
+      json_str(f, hosts[p->order[i]]);
+    }
+  fputs("\n ], \"usage\": \"SLURM_HOSTFILE=FILE srun --distribution=arbitrary ...\"},\n \"mpirun\": {\"hostfile\": [", f);
+  for (size_t i = 0; i < p->n; i++) {
+    char line[512];
+    snprintf(line, sizeof line, "%s slots=%d", hosts[p->order[i]], tpn);
+    fputs(i ? ",\n  " : "\n  ", f);
+    json_str(f, line);
+  }
+  fputs("\n ], \"usage\": \"mpirun --hostfile FILE ...\"},\n \"torchrun\": [", f);
+  for (size_t i = 0; i < p->n; i++) {
+    fputs(i ? ",\n  {\"host\": " : "\n  {\"host\": ", f);
+    json_str(f, hosts[p->order[i]]);
+    fprintf(f, ", \"node_rank\": %zu}", i);
+  }
+  fputs("\n ]\n}\n", f);
 }
 
 static void print_form(const char *form, const struct cs_plan *p, char **hosts, int tpn) {

@@ -38,6 +38,10 @@ struct parser {
   char **hosts;
   size_t nhosts, caphosts;
   size_t max;            /* most hosts allowed (<= CS_HOSTLIST_MAX) */
+  /* how names are delivered: into hosts (both NULL), to a callback, or only counted */
+  int (*each)(const char *name, size_t len, void *arg);
+  void *arg;
+  int count_only;
 };
 
 static int fail(struct parser *p, size_t pos, const char *fmt, ...)
@@ -170,6 +174,11 @@ static int parse_group(struct parser *p, size_t *i, struct seg *sg) {
 }
 
 static int push_host(struct parser *p, const char *name, size_t len) {
+  if (p->each) {
+    if (p->each(name, len, p->arg)) return -1;
+    p->nhosts++;
+    return 0;
+  }
   if (p->nhosts == p->caphosts) {
     size_t nc = p->caphosts ? p->caphosts * 2 : 16;
     char **nh = realloc(p->hosts, nc * sizeof *nh);
@@ -203,6 +212,10 @@ static int expand_token(struct parser *p, size_t tok) {
     return fail(p, tok, "hostlist expands to more than %zu hosts", p->max);
   if (maxlen > CS_HOSTLIST_NAME_MAX)
     return fail(p, tok, "host name longer than %u bytes", CS_HOSTLIST_NAME_MAX);
+  if (p->count_only) {   /* the count is all the caller wants: O(expression length) */
+    p->nhosts += total;
+    return 0;
+  }
 
   /* Odometer over the groups: per group the current range and value. Every segment
    * adds at least one byte to a name, so nsegs <= maxlen <= CS_HOSTLIST_NAME_MAX. */
@@ -226,7 +239,8 @@ static int expand_token(struct parser *p, size_t tok) {
         len += sg->len;
       }
     }
-    if (push_host(p, name, len)) return fail(p, tok, "out of memory");
+    name[len] = '\0';
+    if (push_host(p, name, len)) return fail(p, tok, p->each ? "stopped by the caller" : "out of memory");
     /* advance: the last group varies fastest */
     for (size_t k = p->nsegs; k-- > 0;) {
       struct seg *sg = &p->segs[k];
@@ -250,10 +264,61 @@ int cs_hostlist_expand(const char *expr, char ***hosts, size_t *n, char *err, si
   return cs_hostlist_expand_max(expr, CS_HOSTLIST_MAX, hosts, n, err, errlen);
 }
 
+/* The parser proper: the tokens of p->s, each expanded by expand_token(). */
+static int run_parser(struct parser *p) {
+  const char *s = p->s;
+  size_t i = 0;
+  int rc = 0;
+  for (;;) {
+    while (s[i] == ',' || is_ws((unsigned char)s[i])) i++;
+    if (s[i] == '\0') break;
+    size_t tok = i;
+    p->nsegs = 0;
+    while (s[i] != '\0' && s[i] != ',' && !is_ws((unsigned char)s[i])) {
+      unsigned char c = (unsigned char)s[i];
+      struct seg *sg;
+      if (p->nsegs >= CS_HOSTLIST_NAME_MAX) {   /* each segment adds >= 1 byte to a name */
+        rc = fail(p, tok, "host name longer than %u bytes", CS_HOSTLIST_NAME_MAX);
+        break;
+      }
+      if (c == '[') {
+        if (!(sg = new_seg(p))) { rc = fail(p, i, "out of memory"); break; }
+        sg->is_group = 1;
+        if ((rc = parse_group(p, &i, sg))) break;
+      } else if (c == ']') {
+        rc = fail(p, i, "unbalanced ']' without '['");
+        break;
+      } else if (is_literal(c)) {
+        size_t start = i;
+        while (is_literal((unsigned char)s[i])) i++;
+        if (!(sg = new_seg(p))) { rc = fail(p, start, "out of memory"); break; }
+        sg->off = start;
+        sg->len = i - start;
+      } else {
+        if (c >= 0x20 && c < 0x7f)
+          rc = fail(p, i, "invalid character '%c' in host name", c);
+        else
+          rc = fail(p, i, "invalid byte 0x%02x in host name", c);
+        break;
+      }
+    }
+    if (rc == 0) rc = expand_token(p, tok);
+    free_segs(p);
+    if (rc) break;
+  }
+  free(p->segs);
+  p->segs = NULL;
+  if (rc == 0 && p->nhosts == 0) rc = fail(p, i, "empty hostlist");
+  return rc;
+}
+
+static size_t clamp_max(size_t max_hosts) {
+  return (max_hosts == 0 || max_hosts > CS_HOSTLIST_MAX) ? CS_HOSTLIST_MAX : max_hosts;
+}
+
 int cs_hostlist_expand_max(const char *expr, size_t max_hosts, char ***hosts, size_t *n, char *err,
                            size_t errlen) {
-  struct parser p = {.s = expr, .err = err, .errlen = errlen};
-  p.max = (max_hosts == 0 || max_hosts > CS_HOSTLIST_MAX) ? CS_HOSTLIST_MAX : max_hosts;
+  struct parser p = {.s = expr, .err = err, .errlen = errlen, .max = clamp_max(max_hosts)};
   if (hosts) *hosts = NULL;
   if (n) *n = 0;
   if (err && errlen) err[0] = '\0';
@@ -262,49 +327,7 @@ int cs_hostlist_expand_max(const char *expr, size_t max_hosts, char ***hosts, si
     errno = EINVAL;
     return -1;
   }
-  const char *s = expr;
-  size_t i = 0;
-  int rc = 0;
-  for (;;) {
-    while (s[i] == ',' || is_ws((unsigned char)s[i])) i++;
-    if (s[i] == '\0') break;
-    size_t tok = i;
-    p.nsegs = 0;
-    while (s[i] != '\0' && s[i] != ',' && !is_ws((unsigned char)s[i])) {
-      unsigned char c = (unsigned char)s[i];
-      struct seg *sg;
-      if (p.nsegs >= CS_HOSTLIST_NAME_MAX) {   /* each segment adds >= 1 byte to a name */
-        rc = fail(&p, tok, "host name longer than %u bytes", CS_HOSTLIST_NAME_MAX);
-        break;
-      }
-      if (c == '[') {
-        if (!(sg = new_seg(&p))) { rc = fail(&p, i, "out of memory"); break; }
-        sg->is_group = 1;
-        if ((rc = parse_group(&p, &i, sg))) break;
-      } else if (c == ']') {
-        rc = fail(&p, i, "unbalanced ']' without '['");
-        break;
-      } else if (is_literal(c)) {
-        size_t start = i;
-        while (is_literal((unsigned char)s[i])) i++;
-        if (!(sg = new_seg(&p))) { rc = fail(&p, start, "out of memory"); break; }
-        sg->off = start;
-        sg->len = i - start;
-      } else {
-        if (c >= 0x20 && c < 0x7f)
-          rc = fail(&p, i, "invalid character '%c' in host name", c);
-        else
-          rc = fail(&p, i, "invalid byte 0x%02x in host name", c);
-        break;
-      }
-    }
-    if (rc == 0) rc = expand_token(&p, tok);
-    free_segs(&p);
-    if (rc) break;
-  }
-  free(p.segs);
-  if (rc == 0 && p.nhosts == 0) rc = fail(&p, i, "empty hostlist");
-  if (rc) {
+  if (run_parser(&p)) {
     cs_hostlist_free(p.hosts, p.nhosts);
     errno = EINVAL;
     return -1;
@@ -312,6 +335,26 @@ int cs_hostlist_expand_max(const char *expr, size_t max_hosts, char ***hosts, si
   /* shrink to fit; failure to shrink is harmless */
   char **fit = realloc(p.hosts, p.nhosts * sizeof *fit);
   *hosts = fit ? fit : p.hosts;
+  *n = p.nhosts;
+  return 0;
+}
+
+int cs_hostlist_each(const char *expr, size_t max_hosts,
+                     int (*each)(const char *name, size_t len, void *arg), void *arg, size_t *n,
+                     char *err, size_t errlen) {
+  struct parser p = {.s = expr, .err = err, .errlen = errlen, .max = clamp_max(max_hosts),
+                     .each = each, .arg = arg, .count_only = each == NULL};
+  if (n) *n = 0;
+  if (err && errlen) err[0] = '\0';
+  if (!expr || !n) {
+    fail(&p, 0, "invalid argument");
+    errno = EINVAL;
+    return -1;
+  }
+  if (run_parser(&p)) {
+    errno = EINVAL;
+    return -1;
+  }
   *n = p.nhosts;
   return 0;
 }

@@ -1,13 +1,18 @@
 /* topology/plan.c: the planner (hosts in launch order -> an order in which every leaf
  * is contiguous and leaves under one upper switch are adjacent, recursively) and the
  * crossing counts of NCCL's inter-node ring and double binary tree. O(n log n) with
- * n x nlevels integer keys; no per-item allocation. */
+ * n x nlevels integer keys; no per-item allocation (but one per distinct unknown host,
+ * to report each once). */
 #include "collscope/topology.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+/* out of memory in a hash add: the caller's `oom` flag, never exit (this runs in the shim) */
+#define HASH_NONFATAL_OOM 1
+#define uthash_nonfatal_oom(e) do { free(e); oom = 1; } while (0)
+#include <uthash.h>
 
 /* NCCL's binary tree (src/graph/trees.cc, ncclGetBtree): parent of `rank`, -1 for 0. */
 static int btree_up(int nranks, int rank) {
@@ -50,28 +55,29 @@ void cs_topo_crossings(const struct cs_topo *t, const int *hostidx, const size_t
                        struct cs_crossings *out) {
   memset(out, 0, sizeof *out);
   if (!t || !n) return;
-  int *node_of = malloc(t->nhost * sizeof *node_of);
+  /* calloc'd tables indexed by host or switch id, reset only where touched: the cost is
+   * O(n x levels) whatever the size of the topology (a communicator of 4 ranks under a
+   * file of 500,000 hosts touches a few pages, not megabytes) */
+  int *node_of = calloc(t->nhost ? t->nhost : 1, sizeof *node_of);   /* node + 1, 0: none */
   int *node_host = malloc(n * sizeof *node_host);
   char *seen = calloc((t->nhost > t->nsw ? t->nhost : t->nsw) + 1, 1);
   if (!node_of || !node_host || !seen) { free(node_of); free(node_host); free(seen); return; }
-  for (size_t h = 0; h < t->nhost; h++) node_of[h] = -1;
   int nn = 0;
   for (size_t i = 0; i < n; i++) {
     int h = hostidx[order ? order[i] : i];
     if (h < 0 || (size_t)h >= t->nhost) continue;
-    if (node_of[h] < 0) { node_of[h] = nn; node_host[nn++] = h; }
+    if (!node_of[h]) { node_host[nn++] = h; node_of[h] = nn; }
   }
   int L = t->nlevels;
   int *na = malloc(((size_t)nn * (size_t)L + 1) * sizeof *na);   /* node k's ancestors */
   if (!na) { free(node_of); free(node_host); free(seen); return; }
   for (int k = 0; k < nn; k++) ancestors(t, node_host[k], na + (size_t)k * (size_t)L);
   for (int l = 0; l < L; l++) {
-    size_t m = l == 0 ? t->nhost : t->nsw;
-    memset(seen, 0, m);
     for (int k = 0; k < nn; k++) {
       int a = na[(size_t)k * (size_t)L + (size_t)l];
       if (!seen[a]) { seen[a] = 1; out->groups[l]++; }
     }
+    for (int k = 0; k < nn; k++) seen[na[(size_t)k * (size_t)L + (size_t)l]] = 0;
   }
   if (nn > 1) {
     for (int k = 0; k < nn; k++) count_edge(na, L, k, (k + 1) % nn, out->ring);
@@ -111,7 +117,7 @@ int cs_topo_plan(const struct cs_topo *t, const char *const *hosts, size_t n, st
   int L = t->nlevels;
   int *keys = malloc((n ? n : 1) * (size_t)L * sizeof *keys);
   size_t m = t->nhost > t->nsw ? t->nhost : t->nsw;
-  int *first = malloc((m ? m : 1) * sizeof *first);
+  int *first = calloc(m ? m : 1, sizeof *first);   /* first appearance + 1, 0: none; reset where touched */
   if (!p->hostidx || !p->order || !p->pos || !keys || !first) {
     free(keys);
     free(first);
@@ -120,17 +126,33 @@ int cs_topo_plan(const struct cs_topo *t, const char *const *hosts, size_t n, st
     return -1;
   }
   size_t unknown = 0, ulen = 0;
+  struct unknown_host { const char *name; UT_hash_handle hh; } *seen = NULL, *u, *tmpu;
+  int oom = 0;
   for (size_t j = 0; j < n; j++) {
     p->hostidx[j] = cs_topo_host_index(t, hosts[j]);
     if (p->hostidx[j] >= 0) continue;
-    int dup = 0;   /* report each unknown host once */
-    for (size_t q = 0; q < j && !dup; q++) dup = p->hostidx[q] < 0 && !strcmp(hosts[q], hosts[j]);
-    if (dup) continue;
+    HASH_FIND_STR(seen, hosts[j], u);   /* report each unknown host once */
+    if (u) continue;
+    if (!(u = malloc(sizeof *u))) { oom = 1; break; }
+    u->name = hosts[j];
+    HASH_ADD_KEYPTR(hh, seen, u->name, strlen(u->name), u);
+    if (oom) break;
     if (unknown < 8 && err && errlen > ulen + 1) {
       int k = snprintf(err + ulen, errlen - ulen, "%s%s", unknown ? ", " : "", hosts[j]);
       if (k > 0) ulen += (size_t)k < errlen - ulen ? (size_t)k : errlen - ulen - 1;
     }
     unknown++;
+  }
+  HASH_ITER(hh, seen, u, tmpu) {
+    HASH_DEL(seen, u);
+    free(u);
+  }
+  if (oom) {
+    free(keys);
+    free(first);
+    cs_plan_free(p);
+    if (err && errlen) snprintf(err, errlen, "out of memory");
+    return -1;
   }
   if (unknown) {
     if (err && errlen) {
@@ -151,13 +173,16 @@ int cs_topo_plan(const struct cs_topo *t, const char *const *hosts, size_t n, st
     for (int l = 0; l < L; l++) keys[j * (size_t)L + (size_t)(L - 1 - l)] = anc[l];
   }
   for (int c = 0; c < L; c++) {
-    int l = L - 1 - c;
-    size_t mm = l == 0 ? t->nhost : t->nsw;
-    for (size_t a = 0; a < mm; a++) first[a] = -1;
     for (size_t j = 0; j < n; j++) {
-      int *k = &keys[j * (size_t)L + (size_t)c];
-      if (first[*k] < 0) first[*k] = (int)j;
-      *k = first[*k];
+      int a = keys[j * (size_t)L + (size_t)c];
+      if (!first[a]) first[a] = (int)j + 1;
+    }
+    /* backwards: an ancestor's first item is the last of its items seen, where its entry
+     * is reset for the next column */
+    for (size_t j = n; j-- > 0;) {
+      int *k = &keys[j * (size_t)L + (size_t)c], a = *k;
+      *k = first[a] - 1;
+      if ((size_t)*k == j) first[a] = 0;
     }
   }
   /* LSD radix sort: stable counting sorts from the last column to the first; keys are

@@ -35,6 +35,14 @@ int cs_hostlist_expand(const char *expr, char ***hosts, size_t *n, char *err, si
 int cs_hostlist_expand_max(const char *expr, size_t max_hosts, char ***hosts, size_t *n, char *err,
                            size_t errlen);
 
+/* Without building an array: each(name, len, arg) for every host in order (name is
+ * NUL terminated, valid during the call; a nonzero return stops with an error), or, with
+ * each == NULL, only the count (O(length of expr), nothing allocated per host).
+ * *n = hosts delivered or counted. Same syntax, caps and errors as expand. */
+int cs_hostlist_each(const char *expr, size_t max_hosts,
+                     int (*each)(const char *name, size_t len, void *arg), void *arg, size_t *n,
+                     char *err, size_t errlen);
+
 /* Free what cs_hostlist_expand() returned (NULL is fine). */
 void cs_hostlist_free(char **hosts, size_t n);
 

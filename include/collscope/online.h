@@ -1,16 +1,21 @@
-/* include/collscope/online.h: the job-wide online exchange (hooks/online.c) -- the wire
- * format of the small per-rank summary the ranks all-gather on collscope's own
- * communicator every K collectives of the world communicator, and the evaluator
- * (stats/online_eval.c) that turns the gathered summaries into findings: stragglers (the
- * detector of detect.h over sampled collective instances) and SDC mismatches (the rules
- * of sdc.h over the checked collectives every rank reported).
+/* include/collscope/online.h: the job-wide online exchange (hooks/online.c) -- what the
+ * ranks all-reduce on collscope's own communicator every K collectives of the world
+ * communicator, and the per-rank protocol state (stats/online_eval.c) that builds each
+ * rank's contribution and turns the reduced result into findings: stragglers (each rank
+ * judges itself against the instance's minimum, maximum and sum of durations, the rules of
+ * detect.h) and SDC mismatches (the rules of sdc.h over aggregates of the checked
+ * collectives).
  *
- * Every rank receives the same gathered bytes in the same order and the evaluator is
- * deterministic, so every rank reaches the same SDC verdict on the same exchange (that is
+ * Cost per rank per exchange is a constant: each round all-reduces one struct
+ * cs_online_wire (three arrays: element-wise MIN of uint64, SUM of uint64, SUM of double),
+ * whatever the number of ranks. Round 0 always runs; detail rounds (same size) run only
+ * when a checked collective's fingerprints disagree, at most CS_ONLINE_DETAIL_ROUNDS.
+ *
+ * Determinism: every rank receives the same reduced bytes, and the shared part of the
+ * state (partial aggregates, SDC verdicts, the number of rounds) is a function of those
+ * bytes only, so every rank reaches the same SDC verdict on the same exchange (that is
  * what lets COLLSCOPE_SDC_ACTION=abort stop all ranks together); only world rank 0 logs.
- *
- * Summary: exactly CS_ONLINE_BYTES bytes per rank, little-endian host layout (all ranks of
- * a job run the same library on the same architecture), fixed-size fields only. */
+ * Little-endian host layout (all ranks of a job run the same library). */
 #ifndef COLLSCOPE_ONLINE_H
 #define COLLSCOPE_ONLINE_H
 #include <stdbool.h>
@@ -21,69 +26,57 @@
 #include "collscope/sdc.h"
 
 #define CS_ONLINE_MAGIC 0x6f6e6c43u /* "Clno" */
-#define CS_ONLINE_VERSION 1
-#define CS_ONLINE_BYTES 2048
-#define CS_ONLINE_NOPS 16   /* sampled collective instances per summary */
-#define CS_ONLINE_NSDC 20   /* checked collectives per summary */
-#define CS_ONLINE_HOST 32   /* host name bytes (truncated, NUL padded) */
+#define CS_ONLINE_VERSION 2
+#define CS_ONLINE_HOST 32           /* host name bytes (truncated, NUL padded) */
+#define CS_ONLINE_SHIP_OPS 32       /* sampled instances a rank ships per exchange at most */
+#define CS_ONLINE_OP_SLOTS 64       /* ... into slots hashed from (comm, seq, exchange) */
+#define CS_ONLINE_SHIP_SDC 24       /* checked collectives a rank ships per exchange at most */
+#define CS_ONLINE_SDC_SLOTS 32
+#define CS_ONLINE_REPORT_SLOTS 4    /* straggler reports (a rank that judged itself late) */
+#define CS_ONLINE_DETAIL 4          /* disagreeing checked collectives per detail round */
+#define CS_ONLINE_BUCKETS 16        /* fingerprint buckets per disagreeing collective */
+#define CS_ONLINE_DETAIL_ROUNDS 3   /* detail rounds per exchange at most */
 
-struct cs_online_hdr {          /* 64 bytes */
-  uint32_t magic;
-  uint16_t version;
-  uint8_t nops, nsdc;           /* entries used */
-  int32_t rank;                 /* world rank (= rank in collscope's communicator) */
-  uint32_t exchange;            /* 1-based exchange number */
-  uint32_t drops;               /* records this rank lost so far (saturating) */
-  uint32_t op_backlog;          /* sampled entries still waiting for a later exchange */
-  uint32_t sdc_backlog;
-  char host[CS_ONLINE_HOST];
-  uint32_t pad_;
+/* One round on the wire: reduced element-wise over all ranks (MIN, SUM, SUM). */
+#define CS_ONLINE_NMIN 1000
+#define CS_ONLINE_NSUM 520
+#define CS_ONLINE_NFSUM 140
+struct cs_online_wire {
+  uint64_t min[CS_ONLINE_NMIN];
+  uint64_t sum[CS_ONLINE_NSUM];
+  double fsum[CS_ONLINE_NFSUM];
 };
+#define CS_ONLINE_WIRE_BYTES sizeof(struct cs_online_wire)
 
-struct cs_online_op {           /* 32 bytes: one sampled collective instance on this rank */
+/* A sampled collective instance on this rank (fed by the harvest thread). */
+struct cs_online_op {
   uint64_t comm;                /* collscope comm id (agrees across ranks) */
   uint64_t seq;
   float dur_us;                 /* GPU duration */
-  float gap_us;                 /* this op's start - this rank's previous op end on the comm, < 0 unknown */
-  uint32_t bytes;               /* nccl-tests bytes, saturating */
-  uint16_t comm_size, comm_rank;
+  float gap_us;                 /* this op's start - this rank's previous op end, < 0 unknown */
+  uint32_t comm_size, comm_rank;
 };
 
-struct cs_online_sdc {          /* 72 bytes: one checked collective on this rank */
+/* A checked collective on this rank. */
+struct cs_online_sdc {
   uint64_t comm;
   uint64_t seq;
   uint64_t fp;
   double in_sum, in_abs, out_sum;
   uint64_t count;
   int32_t root;
-  uint16_t comm_size, comm_rank;
+  uint32_t comm_size, comm_rank;
   uint8_t op, checked;          /* enum cs_op; bit 0 fp/out_sum, bit 1 in_sum/in_abs */
   int8_t dtype, redop;          /* redop clamped to 127 (premulsum and beyond) */
-  uint32_t pad_;
 };
 
-struct cs_online_summary {
-  struct cs_online_hdr h;
-  struct cs_online_op ops[CS_ONLINE_NOPS];
-  struct cs_online_sdc sdc[CS_ONLINE_NSDC];
-  unsigned char pad_[CS_ONLINE_BYTES - sizeof(struct cs_online_hdr) - CS_ONLINE_NOPS * sizeof(struct cs_online_op) -
-                     CS_ONLINE_NSDC * sizeof(struct cs_online_sdc)];
-};
-_Static_assert(sizeof(struct cs_online_hdr) == 64, "online header layout");
-_Static_assert(sizeof(struct cs_online_op) == 32, "online op layout");
-_Static_assert(sizeof(struct cs_online_sdc) == 72, "online sdc layout");
-_Static_assert(sizeof(struct cs_online_summary) == CS_ONLINE_BYTES, "online summary size");
-
-/* ---- evaluator (stats/online_eval.c): pure, no I/O ---- */
-struct cs_online_eval;
-
-struct cs_online_straggler {    /* a rank newly flagged by the detector */
+struct cs_online_straggler {    /* a rank that flagged itself (detector rules of detect.h) */
   uint64_t comm;
-  int rank, comm_rank;          /* world rank (sender of the entries) */
+  int rank, comm_rank;          /* world rank */
   const char *host;
   double share_last, lateness_us, median_dur_us;
   size_t instances;
-  int kind;                     /* enum cs_det_kind from the exchanged compute gaps */
+  int kind;                     /* enum cs_det_kind from the compute gaps */
 };
 
 struct cs_online_sdc_finding {
@@ -93,7 +86,8 @@ struct cs_online_sdc_finding {
   int check;                    /* enum cs_sdc_check */
   int suspect_comm_rank;        /* -1: the check cannot tell */
   int suspect_rank;             /* world rank, -1 unknown */
-  const char *suspect_host;
+  const char *suspect_host;     /* NULL unknown */
+  uint64_t suspects;            /* ranks holding the same suspect bytes bucket (>= 1 when named) */
   double got, want, tol;
 };
 
@@ -101,19 +95,39 @@ struct cs_online_findings {
   struct cs_online_straggler *stragglers; size_t nstragglers;
   struct cs_online_sdc_finding *sdc; size_t nsdc;
   size_t sdc_compared;          /* checked instances complete and compared in this exchange */
-  size_t instances;             /* sampled instances the detector saw in this exchange */
-  size_t bad_summaries;         /* gathered summaries rejected (magic, version, counts) */
-  uint32_t max_backlog;         /* most entries (sampled + checked) any valid summary's rank
-                                 * still had queued for later exchanges */
+  size_t instances;             /* sampled instances completed in this exchange */
+  size_t bad_summaries;         /* 1 when the round-0 header did not agree (exchange ignored) */
+  size_t lost_slots;            /* slots two different instances landed in (shipped again) */
+  uint32_t max_backlog;         /* most entries any rank still had queued for later exchanges */
+  unsigned rounds;              /* rounds this exchange took */
 };
 
-/* world_size ranks; params NULL: detector defaults. stragglers: false skips the detector
- * (ranks other than 0 only need the SDC verdict). NULL when out of memory. */
-struct cs_online_eval *cs_online_eval_new(int world_size, const struct cs_det_params *params, bool stragglers);
-void cs_online_eval_free(struct cs_online_eval *e);
-/* Feed one exchange's gathered bytes (world_size * CS_ONLINE_BYTES, rank order) and
- * return what is new since the previous call. `out` stays valid until the next call.
- * Returns 0, -1 when out of memory (state kept, findings empty). */
-int cs_online_eval_exchange(struct cs_online_eval *e, const void *gathered, struct cs_online_findings *out);
+/* ---- per-rank protocol state (stats/online_eval.c): pure, no I/O ---- */
+struct cs_online_rank;
+
+/* rank in [0, nranks); params NULL: detector defaults. NULL when out of memory. */
+struct cs_online_rank *cs_online_rank_new(int rank, int nranks, const char *host, const struct cs_det_params *params);
+void cs_online_rank_free(struct cs_online_rank *st);
+/* this rank's finished records (bounded FIFO backlogs; the oldest are dropped and counted) */
+void cs_online_rank_feed_op(struct cs_online_rank *st, const struct cs_online_op *o);
+void cs_online_rank_feed_sdc(struct cs_online_rank *st, const struct cs_online_sdc *c);
+uint64_t cs_online_rank_lost(const struct cs_online_rank *st);
+/* records this rank lost elsewhere (feed, harvest), carried in its next contribution */
+void cs_online_rank_set_drops(struct cs_online_rank *st, uint64_t drops);
+
+/* One exchange (1-based number, the same on every rank) is a sequence of rounds:
+ *   round = 0; do { pack(st, exchange, round, &w); all-reduce w; } while (unpack(...) > 0, round++)
+ * pack fills this rank's contribution (every element, identities where it has nothing).
+ * unpack takes the reduced wire and returns 1 when another round follows (every rank
+ * decides alike), 0 when the exchange is over (*out then holds its findings, valid until
+ * the next exchange), -1 when out of memory (the exchange's findings are empty). */
+void cs_online_pack(struct cs_online_rank *st, uint32_t exchange, unsigned round, struct cs_online_wire *w);
+int cs_online_unpack(struct cs_online_rank *st, uint32_t exchange, unsigned round, const struct cs_online_wire *w,
+                     struct cs_online_findings *out);
+
+/* The element-wise reduction the transport performs (the model and the tests use it):
+ * acc = acc (op) w. */
+void cs_online_wire_identity(struct cs_online_wire *acc);
+void cs_online_wire_fold(struct cs_online_wire *acc, const struct cs_online_wire *w);
 
 #endif

@@ -25,6 +25,26 @@ enum cs_topo_format { CS_TOPO_AUTO = 0, CS_TOPO_SLURM, CS_TOPO_MAP, CS_TOPO_IBNE
 
 #define CS_TOPO_MAX_LEVELS 8     /* host + up to 7 switch levels */
 #define CS_TOPO_MAX_BYTES (64u << 20)
+/* Hosts in one file, all lines together (an error names the line that passes it), and
+ * names expanded from Switches= (all lines together). Parsing is linear in the file's
+ * size plus these counts. */
+#define CS_TOPO_MAX_HOSTS 1000000u
+#define CS_TOPO_MAX_SWITCH_REFS 1000000u
+/* Work budget units: one per host, one per Switches= name, one per this many bytes. */
+#define CS_TOPO_WORK_BYTES 64u
+
+struct cs_topo_limits {
+  size_t max_bytes;    /* file size; 0: CS_TOPO_MAX_BYTES */
+  size_t max_hosts;    /* hosts in the file; 0: CS_TOPO_MAX_HOSTS */
+  size_t max_work;     /* work units (see CS_TOPO_WORK_BYTES); 0: no budget beyond the caps.
+                        * Counted, not timed: every process given the same file decides
+                        * the same, which the shim's collective decisions rely on. */
+};
+
+/* private: topology/name_index.c and the name storage of topology.c */
+struct cs_name_slot { unsigned idx1, hash; };   /* entry index + 1 (0: empty), its hash */
+struct cs_name_index { struct cs_name_slot *slot; size_t cap; };
+struct cs_name_chunk;
 
 struct cs_topo_switch {
   char *name;
@@ -42,10 +62,10 @@ struct cs_topo {
   char **host;       /* host names */
   int *host_leaf;    /* switch index of each host's leaf */
   int nlevels;       /* levels incl. host: 1 + the longest switch path */
-  /* private: hash indexes */
-  size_t hcap, scap;
-  size_t swcap, hostcap;   /* allocated entries of sw / host (in this order) */
-  int *htab, *stab;
+  /* private: hash indexes of host and switch names, allocated entries of host / sw */
+  struct cs_name_index hidx, sidx;
+  size_t swcap, hostcap;
+  struct cs_name_chunk *names;   /* where host and switch names live (freed together) */
 };
 
 /* Parse text (len bytes, need not be NUL terminated) named fname in error messages.
@@ -54,6 +74,11 @@ int cs_topo_parse(const char *text, size_t len, const char *fname, int format, s
                   char *err, size_t errlen);
 /* Read and parse a file (format by content). */
 int cs_topo_load(const char *path, int format, struct cs_topo **out, char *err, size_t errlen);
+/* The same under other limits (NULL: the defaults), e.g. the shim's work budget. */
+int cs_topo_parse_limited(const char *text, size_t len, const char *fname, int format,
+                          const struct cs_topo_limits *lim, struct cs_topo **out, char *err, size_t errlen);
+int cs_topo_load_limited(const char *path, int format, const struct cs_topo_limits *lim, struct cs_topo **out,
+                         char *err, size_t errlen);
 /* From per-rank SLURM_TOPOLOGY_ADDR strings ("s2.s0.tux3") and the pattern
  * ("switch.switch.node"; NULL: every component but the last is a switch). */
 int cs_topo_from_addrs(const char *const *addrs, size_t n, const char *pattern, struct cs_topo **out,

@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz_target.c: one libFuzzer entry point per parser, chosen at compile time:
- * FUZZ_HOSTLIST (cs_hostlist_expand + compress round trip), FUZZ_FORMAT=CS_TOPO_SLURM /
- * CS_TOPO_MAP / CS_TOPO_IBNET / CS_TOPO_AUTO (cs_topo_parse, then plan every host in
+ * FUZZ_HOSTLIST (cs_hostlist_expand + compress round trip, count = expansion), FUZZ_FORMAT=
+ * CS_TOPO_SLURM / CS_TOPO_MAP / CS_TOPO_IBNET / CS_TOPO_AUTO (cs_topo_parse_limited with a
+ * 4096-host cap and a work budget, then plan every host in
  * reverse order and check the plan is a permutation with leaves contiguous), FUZZ_ADDR
  * (cs_topo_from_addrs: first line the pattern, one address per further line).
  * Built with clang -fsanitize=fuzzer,address,undefined, or with driver.c (gcc). */
@@ -46,7 +47,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char **h;
   size_t n;
   char err[256];
+  size_t counted;
+  int crc = cs_hostlist_each(s, 4096, NULL, NULL, &counted, err, sizeof err);
   if (cs_hostlist_expand_max(s, 4096, &h, &n, err, sizeof err) == 0) {
+    if (crc != 0 || counted != n) abort();   /* counting agrees with expanding */
     char *c = cs_hostlist_compress((const char *const *)h, n);
     if (c) {
       char **h2;
@@ -56,6 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       free(c);
     }
     cs_hostlist_free(h, n);
+  } else if (crc == 0) {
+    abort();
   }
   free(s);
 #elif defined(FUZZ_ADDR)
@@ -77,7 +83,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #else
   struct cs_topo *t;
   char err[512];
-  if (cs_topo_parse((const char *)data, size, "fuzz", FUZZ_FORMAT, &t, err, sizeof err) == 0) {
+  /* small caps keep each input fast and reach the cap and budget paths */
+  const struct cs_topo_limits lim = {.max_hosts = 4096, .max_work = 20000};
+  if (cs_topo_parse_limited((const char *)data, size, "fuzz", FUZZ_FORMAT, &lim, &t, err, sizeof err) == 0) {
     if (t->nhost <= 4096) check_plan(t);
     cs_topo_free(t);
   } else if (strncmp(err, "fuzz", 4) != 0) {

@@ -9,6 +9,9 @@ The online exchange end to end on the simulator: real-linked jobs under
              collective (seq, op, bytes, dtype) and names rank 2 and its host
   abort      the same with COLLSCOPE_SDC_ACTION=abort and a long job: every rank exits
              with status 86 long before the job's end, with the reason logged
+  bytes      dp_train at 4 and 8 ranks with the simulator's per-link byte counters
+             (COLLSCOPE_SIM_LINKSTATS): the bytes each rank sends on collscope's own
+             communicator per exchange round stay within 1.2x between the two sizes
   off        COLLSCOPE_ONLINE=0: no exchange, no extra communicator, same job output
   failopen   no world size in the environment, or a bad COLLSCOPE_ONLINE_EVERY: the
              job runs unchanged, one clear line at most
@@ -17,7 +20,7 @@ The online exchange end to end on the simulator: real-linked jobs under
              shim, with COLLSCOPE_ONLINE=0 or with COLLSCOPE_DISABLE=1: the job finishes
              within COLLSCOPE_ONLINE_TIMEOUT plus a margin, with the exit status and
              results of a run without the exchange, and rank 1 says why it has none"""
-import argparse, os, re, signal, subprocess, sys, tempfile, time
+import argparse, glob, json, os, re, signal, subprocess, sys, tempfile, time
 
 
 def run(cli, build, tmp, job, n, hosts, job_args, env_extra, timeout=180):
@@ -92,6 +95,42 @@ def case_abort(a, tmp):
                 seqs.append(int(m.group(1)))
     check(seqs and max(seqs) < steps - 1, "the job was not stopped early (last seq %s)" % (max(seqs) if seqs else None))
     print("stopped at seq %d of %d" % (max(seqs), steps))
+
+
+def own_comm_bytes(a, tmp, n):
+    """bytes per rank per exchange round sent on collscope's communicator (the second one
+    each process creates: simulator comm index 1; dp_train creates only the world one)"""
+    d = os.path.join(tmp, "ls%d" % n)
+    os.makedirs(d)
+    env = {"COLLSCOPE_ONLINE_EVERY": "8", "COLLSCOPE_LOG": "debug",
+           "COLLSCOPE_SIM_LINKSTATS": os.path.join(d, "links")}
+    rc, out = run(a.cli, a.build, os.path.join(tmp, "j%d" % n), "dp_train", n, "simhost[1-2]",
+                  ["--steps", "40", "--size", "64K"], env)
+    check(rc == 0, "job failed (%d)" % rc, out)
+    rounds = sum(int(m.group(1)) for m in re.finditer(r"online: exchange \d+: .*?, (\d+) rounds", out))
+    check(rounds > 0, "no exchange logged", out)
+    total, world = 0, 0
+    files = glob.glob(os.path.join(d, "links.*.json"))
+    check(len(files) == n, "expected %d link stats files, got %d" % (n, len(files)), out)
+    for fn in files:
+        for e in json.load(open(fn))["edges"]:
+            if e["comm"] == 1:
+                total += e["bytes"]
+            else:
+                world += e["bytes"]
+    check(total > 0 and world > 0, "no bytes on collscope's communicator or the job's", out)
+    per = total / (n * rounds)
+    print("%d ranks: %d exchange rounds, %d bytes on collscope's communicator, %.0f per rank per round "
+          "(job's communicator: %d)" % (n, rounds, total, per, world))
+    return per
+
+
+def case_bytes(a, tmp):
+    b4 = own_comm_bytes(a, tmp, 4)
+    b8 = own_comm_bytes(a, tmp, 8)
+    print("8 ranks / 4 ranks: %.3f" % (b8 / b4))
+    check(max(b4, b8) <= 1.2 * min(b4, b8), "bytes per rank per exchange grow with the job: %.0f at 4 ranks, "
+          "%.0f at 8" % (b4, b8))
 
 
 def case_off(a, tmp):
@@ -217,7 +256,7 @@ def main():
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        {"straggler": case_straggler, "sdc": case_sdc, "abort": case_abort, "off": case_off,
+        {"straggler": case_straggler, "sdc": case_sdc, "abort": case_abort, "off": case_off, "bytes": case_bytes,
          "failopen": case_failopen,
          **{c: (lambda a, tmp, c=c: case_one_rank(a, tmp, c)) for c in ONE_RANK}}[a.case](a, tmp)
     print("ok")

@@ -39,6 +39,12 @@ void simcuda_pci_bus_id(int dev, char *buf, size_t len);   /* "0000:18:00.0" */
  * 2 = pinned host allocation, 3 = managed. *device set for kinds 1 and 3. */
 int simcuda_ptr_kind(const void *p, int *device);
 
+/* A kernel on device dev took a sticky fault (err, e.g. CUDA_ERROR_ILLEGAL_ADDRESS): from now
+ * on every synchronize and query of the device's streams, events and context returns err
+ * (the first error set stays), and synchronizations already waiting return it at once. */
+void simcuda_device_fault(int dev, CUresult err);
+CUresult simcuda_device_error(int dev);      /* the device's sticky fault, CUDA_SUCCESS if none */
+
 /* ---- additions (CUDA half), documentation only: no signature above changed ----
  * simcuda_enqueue errors: CUDA_ERROR_INVALID_VALUE (fn NULL), CUDA_ERROR_INVALID_HANDLE (bad
  *   stream), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (the stream's capture was invalidated),

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collscope/hostlist.h"
 #include "collscope/topology.h"
@@ -403,6 +404,83 @@ static void test_plan_random(void **s) {
   }
 }
 
+static int parse_limited(const char *text, const struct cs_topo_limits *lim, struct cs_topo **t, char *err,
+                         size_t errlen) {
+  return cs_topo_parse_limited(text, strlen(text), "t.conf", CS_TOPO_AUTO, lim, t, err, errlen);
+}
+
+/* The host cap counts every line of a file and names the line that passes it, before
+ * anything of that line is expanded; a hostfile-sized cap is one parameter away. */
+static void test_host_cap(void **s) {
+  (void)s;
+  struct cs_topo *t;
+  char err[512];
+  struct cs_topo_limits lim = {.max_hosts = 10};
+  assert_int_equal(parse_limited("SwitchName=a Nodes=n[0-5]\nSwitchName=b Nodes=m[0-3]\n", &lim, &t, err, sizeof err), 0);
+  assert_int_equal(t->nhost, 10);
+  cs_topo_free(t);
+  assert_int_equal(parse_limited("SwitchName=a Nodes=n[0-5]\nSwitchName=b Nodes=m[0-4]\n", &lim, &t, err, sizeof err), -1);
+  assert_null(t);
+  if (!strstr(err, "t.conf:2: more than 10 hosts in the file")) fail_msg("%s", err);
+  assert_int_equal(parse_limited("n[0-7] l1\nm[0-2] l2\n", &lim, &t, err, sizeof err), -1);
+  if (!strstr(err, "t.conf:2: more than 10 hosts in the file")) fail_msg("%s", err);
+  /* the default cap: 1M over all lines, where each line alone is within a hostlist's cap */
+  parse_err("SwitchName=a Nodes=a[0-599999]\nSwitchName=b Nodes=b[0-399999]\nSwitchName=c Nodes=c0\n", CS_TOPO_SLURM,
+            "t.conf:3: more than 1000000 hosts in the file");
+}
+
+/* The work budget: counted (so every process decides the same), charged before the work,
+ * naming the line where it runs out. */
+static void test_work_budget(void **s) {
+  (void)s;
+  struct cs_topo *t;
+  char err[512];
+  const char *conf = "SwitchName=a Nodes=n[0-99]\nSwitchName=b Nodes=m[0-99]\nSwitchName=c Switches=a,b\n";
+  struct cs_topo_limits lim = {.max_work = 202};   /* 200 hosts + 2 names; 81 bytes: 1 unit */
+  assert_int_equal(parse_limited(conf, &lim, &t, err, sizeof err), -1);
+  if (!strstr(err, "t.conf:3: past the work budget of 202 units")) fail_msg("%s", err);
+  lim.max_work = 203;
+  assert_int_equal(parse_limited(conf, &lim, &t, err, sizeof err), 0);
+  assert_int_equal(t->nhost, 200);
+  cs_topo_free(t);
+  lim.max_work = 150;
+  assert_int_equal(parse_limited(conf, &lim, &t, err, sizeof err), -1);
+  if (!strstr(err, "t.conf:2: past the work budget of 150 units")) fail_msg("%s", err);
+  lim = (struct cs_topo_limits){.max_bytes = 40};
+  assert_int_equal(parse_limited(conf, &lim, &t, err, sizeof err), -1);
+  if (!strstr(err, "larger than 40 bytes")) fail_msg("%s", err);
+}
+
+/* A chain of n switches: s0 holds `first` (e.g. "Nodes=h0"), s(i) has Switches=s(i-1). */
+static char *chain(size_t n, const char *first, size_t *len) {
+  size_t cap = n * 40 + 64;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  *len = (size_t)snprintf(text, cap, "SwitchName=s0 %s\n", first);
+  for (size_t i = 1; i < n; i++) *len += (size_t)snprintf(text + *len, cap - *len, "SwitchName=s%zu Switches=s%zu\n", i, i - 1);
+  return text;
+}
+
+/* Deep chains and cycles are found in one pass over the switches: a chain of 200,000 is
+ * rejected for its depth (walking up from every switch took tens of seconds), and the
+ * same chain closed into a cycle is named as one. */
+static void test_deep_chain(void **s) {
+  (void)s;
+  size_t len;
+  struct cs_topo *t;
+  char err[512];
+  char *text = chain(200000, "Nodes=h0", &len);
+  clock_t c0 = clock();
+  assert_int_equal(cs_topo_parse(text, len, "chain.conf", CS_TOPO_AUTO, &t, err, sizeof err), -1);
+  print_message("200,000-switch chain rejected in %.3f s of CPU\n", (double)(clock() - c0) / CLOCKS_PER_SEC);
+  if (!strstr(err, "the switch tree is 200000 levels deep")) fail_msg("%s", err);
+  free(text);
+  text = chain(200000, "Switches=s199999", &len);
+  assert_int_equal(cs_topo_parse(text, len, "chain.conf", CS_TOPO_AUTO, &t, err, sizeof err), -1);
+  if (!strstr(err, "is its own ancestor")) fail_msg("%s", err);
+  free(text);
+}
+
 static void test_load_errors(void **s) {
   (void)s;
   struct cs_topo *t;
@@ -422,7 +500,8 @@ int main(void) {
       cmocka_unit_test(test_map),            cmocka_unit_test(test_ibnet),
       cmocka_unit_test(test_addrs),          cmocka_unit_test(test_plan_interleaved),
       cmocka_unit_test(test_tree_shape),     cmocka_unit_test(test_plan_random),
-      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_load_errors),    cmocka_unit_test(test_host_cap),
+      cmocka_unit_test(test_work_budget),    cmocka_unit_test(test_deep_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

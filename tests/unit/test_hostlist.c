@@ -272,6 +272,41 @@ static void test_junk(void **state) {
   }
 }
 
+/* cs_hostlist_each: the same names in the same order as expand, delivered one by one
+ * (NUL terminated, len given), or only counted; a callback can stop the walk. */
+struct collect { char buf[512]; size_t len, calls, stop_at; };
+
+static int collect_host(const char *name, size_t len, void *arg) {
+  struct collect *c = arg;
+  if (strlen(name) != len) return -1;
+  if (++c->calls == c->stop_at) return -1;
+  c->len += (size_t)snprintf(c->buf + c->len, sizeof c->buf - c->len, "%s%s", c->len ? " " : "", name);
+  return 0;
+}
+
+static void test_each(void **state) {
+  (void)state;
+  struct collect c = {0};
+  size_t n = 99;
+  char err[256];
+  assert_int_equal(cs_hostlist_each("r[0-1]n[08-10]x,solo", 0, collect_host, &c, &n, err, sizeof err), 0);
+  assert_int_equal(n, 7);
+  assert_string_equal(c.buf, "r0n08x r0n09x r0n10x r1n08x r1n09x r1n10x solo");
+  /* counting expands nothing: a million names cost the expression's length */
+  assert_int_equal(cs_hostlist_each("n[0-999999]", 0, NULL, NULL, &n, err, sizeof err), 0);
+  assert_int_equal(n, 1000000);
+  assert_int_equal(cs_hostlist_each("a[1-600000],b[1-600000]", 0, NULL, NULL, &n, err, sizeof err), -1);
+  assert_non_null(strstr(err, "position 12: hostlist expands to more than 1000000 hosts"));
+  assert_int_equal(n, 0);
+  assert_int_equal(cs_hostlist_each("n[1-3", 0, NULL, NULL, &n, err, sizeof err), -1);
+  assert_non_null(strstr(err, "unbalanced '['"));
+  /* the callback stops the walk: an error, no more calls */
+  struct collect s = {.stop_at = 3};
+  assert_int_equal(cs_hostlist_each("n[1-9]", 0, collect_host, &s, &n, err, sizeof err), -1);
+  assert_int_equal(s.calls, 3);
+  assert_string_equal(s.buf, "n1 n2");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plain),
@@ -284,6 +319,7 @@ int main(void) {
       cmocka_unit_test(test_error_buffer),
       cmocka_unit_test(test_compress),
       cmocka_unit_test(test_junk),
+      cmocka_unit_test(test_each),
   };
   return cmocka_run_group_tests_name("hostlist", tests, NULL, NULL);
 }

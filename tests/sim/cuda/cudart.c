@@ -9,7 +9,8 @@
  * Per-thread state: the current device is the device of the thread's current driver context
  * (default 0: the first call that needs a context makes device 0's primary context current,
  * like cudaFree(0)); the last error is per thread (cudaGetLastError resets it,
- * cudaPeekAtLastError does not; cudaErrorNotReady is not recorded). */
+ * cudaPeekAtLastError does not; cudaErrorNotReady is not recorded), except a sticky device
+ * fault, which both return until the process exits. */
 #include "simcuda.h"
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda_runtime_api.h>
@@ -90,8 +91,21 @@ EXPORT const char *cudaGetErrorString(cudaError_t e)
     return "unrecognized error code";
 }
 
-EXPORT cudaError_t cudaGetLastError(void) { cudaError_t e = tls_last; tls_last = cudaSuccess; return e; }
-EXPORT cudaError_t cudaPeekAtLastError(void) { return tls_last; }
+/* A sticky device fault of the current device (driver_types.h:769-775) is not reset: both
+ * return it on every call, whatever the thread's own last error was. */
+EXPORT cudaError_t cudaGetLastError(void)
+{
+    cudaError_t e = tls_last;
+    tls_last = cudaSuccess;
+    CUresult f = simcuda_device_error(simcuda_current_device());
+    return f != CUDA_SUCCESS ? (cudaError_t)f : e;
+}
+
+EXPORT cudaError_t cudaPeekAtLastError(void)
+{
+    CUresult f = simcuda_device_error(simcuda_current_device());
+    return f != CUDA_SUCCESS ? (cudaError_t)f : tls_last;
+}
 
 /* ------------------------------------------------------------------ context / device */
 static cudaError_t rt_init(void)

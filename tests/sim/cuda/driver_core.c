@@ -947,29 +947,41 @@ static struct dep *legacy_deps(struct CUstream_st *s, size_t *n)
     return deps;
 }
 
+/* a synchronization's wait: until s completed seq, or s's device took a sticky fault */
+static void sync_wait_seq(struct CUstream_st *s, uint64_t seq)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->done_seq < seq && sim_dev_fault(s->device) == CUDA_SUCCESS) pthread_cond_wait(&s->cv_done, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
 CUresult stream_sync(struct CUstream_st *s)
 {
-    CUresult r = stream_capture_violation(s);
+    CUresult r = sim_dev_fault(s->device);
+    if (r != CUDA_SUCCESS) return r;
+    r = stream_capture_violation(s);
     if (r != CUDA_SUCCESS) return r;
     if (s->kind == STREAM_LEGACY) {
         size_t n;
         struct dep *deps = legacy_deps(s, &n);
         for (size_t i = 0; i < n; i++) {
-            stream_wait_seq(deps[i].s, deps[i].seq);
+            sync_wait_seq(deps[i].s, deps[i].seq);
             stream_unref(deps[i].s);
         }
         free(deps);
     }
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->enq_seq;
-    while (s->done_seq < target) pthread_cond_wait(&s->cv_done, &s->mu);
     pthread_mutex_unlock(&s->mu);
-    return CUDA_SUCCESS;
+    sync_wait_seq(s, target);
+    return sim_dev_fault(s->device);
 }
 
 CUresult stream_query(struct CUstream_st *s)
 {
-    CUresult r = stream_capture_violation(s);
+    CUresult r = sim_dev_fault(s->device);
+    if (r != CUDA_SUCCESS) return r;
+    r = stream_capture_violation(s);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&s->mu);
     r = s->done_seq < s->enq_seq ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
@@ -986,7 +998,9 @@ CUresult stream_query(struct CUstream_st *s)
 
 CUresult device_sync(int dev)
 {
-    CUresult r = capture_unsafe_call();
+    CUresult r = sim_dev_fault(dev);
+    if (r != CUDA_SUCCESS) return r;
+    r = capture_unsafe_call();
     if (r != CUDA_SUCCESS) return r;
     struct dep *deps = NULL;
     size_t n = 0, cap = 0;
@@ -995,11 +1009,48 @@ CUresult device_sync(int dev)
         if (b->device == dev) dep_take(b, &deps, &n, &cap);
     pthread_mutex_unlock(&g_lock);
     for (size_t i = 0; i < n; i++) {
-        stream_wait_seq(deps[i].s, deps[i].seq);
+        sync_wait_seq(deps[i].s, deps[i].seq);
         stream_unref(deps[i].s);
     }
     free(deps);
-    return CUDA_SUCCESS;
+    return sim_dev_fault(dev);
+}
+
+/* ------------------------------------------------------------------ sticky faults */
+/* An illegal address (or other kernel) fault is sticky: "This leaves the process in an
+ * inconsistent state and any further CUDA work will return the same error"
+ * (driver_types.h:769-775 cudaErrorIllegalAddress, cuda.h:2829-2837). Modelled for the calls
+ * that report asynchronous errors: stream/context synchronize and query, event synchronize
+ * and query (and the runtime's last error). They return the fault at once, without waiting
+ * for the device's remaining work (a dead context runs nothing any more). */
+CUresult sim_dev_fault(int dev)
+{
+    if (dev < 0 || dev >= SIM_MAX_DEVICES) return CUDA_SUCCESS;
+    return (CUresult)__atomic_load_n(&g_primary[dev].fault, __ATOMIC_ACQUIRE);
+}
+
+CUresult simcuda_device_error(int dev) { return sim_dev_fault(dev); }
+
+void simcuda_device_fault(int dev, CUresult err)
+{
+    sim_init();
+    if (dev < 0 || dev >= g_ndev || err == CUDA_SUCCESS) return;
+    int none = 0;
+    if (!__atomic_compare_exchange_n(&g_primary[dev].fault, &none, (int)err, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    /* wake every synchronization waiting on this device's work */
+    pthread_mutex_lock(&g_lock);
+    for (struct CUstream_st *b = g_all; b; b = b->all_next) {
+        if (b->device != dev) continue;
+        pthread_mutex_lock(&b->mu);
+        pthread_cond_broadcast(&b->cv_done);
+        pthread_mutex_unlock(&b->mu);
+    }
+    pthread_mutex_unlock(&g_lock);
+    pthread_mutex_lock(&ev_mu);
+    pthread_cond_broadcast(&ev_cv);
+    pthread_mutex_unlock(&ev_mu);
 }
 
 void stream_stall_after(struct CUstream_st *s, unsigned us)
@@ -1116,6 +1167,7 @@ static CUresult event_capture_state(CUevent e)
 CUresult event_query(CUevent e)
 {
     if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    if (sim_dev_fault(e->device) != CUDA_SUCCESS) return sim_dev_fault(e->device);
     if (e->remote) return ipc_event_done(e->ipc, atomic_load(&e->ipc->rec)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
     CUresult r = event_capture_state(e);
     if (r != CUDA_SUCCESS) return r;
@@ -1128,14 +1180,15 @@ CUresult event_query(CUevent e)
 CUresult event_sync(CUevent e)
 {
     if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
+    if (sim_dev_fault(e->device) != CUDA_SUCCESS) return sim_dev_fault(e->device);
     if (e->remote) { ipc_event_wait(e->ipc, atomic_load(&e->ipc->rec)); return CUDA_SUCCESS; }
     CUresult r = event_capture_state(e);
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&ev_mu);
     uint64_t target = e->rec_gen;
-    while (e->done_gen < target) pthread_cond_wait(&ev_cv, &ev_mu);
+    while (e->done_gen < target && sim_dev_fault(e->device) == CUDA_SUCCESS) pthread_cond_wait(&ev_cv, &ev_mu);
     pthread_mutex_unlock(&ev_mu);
-    return CUDA_SUCCESS;
+    return sim_dev_fault(e->device);
 }
 
 CUresult event_elapsed(float *ms, CUevent a, CUevent b)

@@ -16,7 +16,10 @@ enum sim_objtype {
     OBJ_GEXEC = 0x47455845, OBJ_NODE = 0x4e4f4445
 };
 
-struct CUctx_st { uint32_t type; int device; int primary; };
+/* fault: CUresult of a sticky device fault (0 none), set once with __atomic builtins. Only a
+ * primary context's is used: streams belong to a device, and the runtime uses its primary
+ * context, so a fault is recorded there and every stream and event of the device reports it. */
+struct CUctx_st { uint32_t type; int device; int primary; int fault; };
 
 /* one unit of stream work; also the body of a graph node */
 enum unit_kind {
@@ -160,6 +163,7 @@ SIM_HIDDEN int sim_ctx_push(CUcontext c);
 SIM_HIDDEN CUcontext sim_ctx_pop(void);
 SIM_HIDDEN int sim_cur_dev(void);
 SIM_HIDDEN uint64_t sim_now_ns(void);
+SIM_HIDDEN CUresult sim_dev_fault(int dev);   /* the device's sticky fault, CUDA_SUCCESS if none */
 
 SIM_HIDDEN void reg_add(void *p, uint32_t type);
 SIM_HIDDEN void reg_del(void *p);

@@ -550,9 +550,10 @@ static void hang_until_abort(struct ncclComm *c) {
 
 /* A NULL buffer that an op of this item would touch: on a GPU the kernel takes an illegal
  * address fault, the launch dies as a whole and the context is lost. Here: one WARN, the comm's
- * async error becomes ncclUnhandledCudaError (what NCCL returns for a failed CUDA call), and
- * neither this item nor any later one of the comm moves data on this rank (peers wait for it,
- * as for a dead GPU, until an abort). */
+ * async error becomes ncclUnhandledCudaError (what NCCL returns for a failed CUDA call), the
+ * device gets the sticky CUDA_ERROR_ILLEGAL_ADDRESS (its streams' synchronize/query return it
+ * from now on), and neither this item nor any later one of the comm moves data on this rank
+ * (peers wait for it, as for a dead GPU, until an abort). */
 static int null_buffer_fault(struct ncclComm *c, struct sn_op *ops, int nops) {
   if (atomic_load(&c->faulted)) return 1;
   for (int i = 0; i < nops; i++) {
@@ -568,6 +569,8 @@ static int null_buffer_fault(struct ncclComm *c, struct sn_op *ops, int nops) {
     sn_warn(c->dev, "Cuda failure 700 'an illegal memory access was encountered' (comm %p rank %d: "
             "%s of seq %llu is NULL, count %zu)", (void *)c, c->rank, which, (unsigned long long)op->seq,
             op->count);
+    /* last: a synchronize it wakes already sees the WARN */
+    simcuda_device_fault(c->dev, CUDA_ERROR_ILLEGAL_ADDRESS);
     return 1;
   }
   return 0;

@@ -1,4 +1,5 @@
-/* Devices, contexts, per-thread device, error codes, last-error rules, entry points, fork.
+/* Devices, contexts, per-thread device, error codes, last-error rules, entry points, fork,
+ * sticky device faults.
  * Run twice by meson: default environment (8 GPUs) and COLLSCOPE_SIM_GPUS=4 with
  * COLLSCOPE_HOSTNAME=simhost-7 (argv[1] gives the expected values). */
 #include <cuda.h>
@@ -340,6 +341,54 @@ static void test_fork(void)
     cudaStreamDestroy(s);
 }
 
+/* A sticky fault (simcuda_device_fault; driver_types.h:769-775: "any further CUDA work will
+ * return the same error"): a synchronize already waiting returns it without waiting for the
+ * device's remaining work, every later synchronize/query and cudaGetLastError return it, the
+ * first error stays, and another device is not affected. In a child: the context is lost. */
+static volatile int sticky_release;
+static void sticky_block(void *p) { (void)p; while (!sticky_release) sleep_ms(1); }
+static void *sticky_fault_later(void *p)
+{
+    (void)p;
+    sleep_ms(100);
+    simcuda_device_fault(0, CUDA_ERROR_ILLEGAL_ADDRESS);
+    return NULL;
+}
+
+static void test_sticky_fault(void)
+{
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        alarm(20);   /* a synchronize that misses the fault hangs: fail by signal */
+        int bad = 0;
+        cudaStream_t s, s1;
+        if (cudaSetDevice(0) != cudaSuccess || cudaStreamCreate(&s) != cudaSuccess) _exit(100);
+        if (simcuda_enqueue((CUstream)s, sticky_block, NULL, NULL) != CUDA_SUCCESS) _exit(101);
+        pthread_t t;
+        pthread_create(&t, NULL, sticky_fault_later, NULL);
+        if (cudaStreamSynchronize(s) != cudaErrorIllegalAddress) bad |= 1;
+        if (sticky_release) bad |= 2;   /* returned while the stream's work is still running */
+        pthread_join(t, NULL);
+        if (cudaStreamQuery(s) != cudaErrorIllegalAddress) bad |= 4;
+        if (cuCtxSynchronize() != CUDA_ERROR_ILLEGAL_ADDRESS) bad |= 8;
+        if (cudaGetLastError() != cudaErrorIllegalAddress || cudaGetLastError() != cudaErrorIllegalAddress) bad |= 16;
+        simcuda_device_fault(0, CUDA_ERROR_LAUNCH_FAILED);   /* the first fault stays */
+        if (simcuda_device_error(0) != CUDA_ERROR_ILLEGAL_ADDRESS) bad |= 32;
+        if (simcuda_device_count() >= 2) {
+            if (cudaSetDevice(1) != cudaSuccess || cudaStreamCreate(&s1) != cudaSuccess) _exit(102);
+            if (cudaStreamSynchronize(s1) != cudaSuccess || cudaGetLastError() != cudaSuccess) bad |= 64;
+        }
+        sticky_release = 1;
+        _exit(bad);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status), 0);
+    CHECK_EQ(simcuda_device_error(0), CUDA_SUCCESS);   /* the parent is unaffected */
+}
+
 int main(int argc, char **argv)
 {
     char host[256] = "";
@@ -354,5 +403,6 @@ int main(int argc, char **argv)
     RUN(test_errors);
     RUN(test_entry_points);
     RUN(test_fork);
+    RUN(test_sticky_fault);
     return simtest_done("simcuda_device");
 }

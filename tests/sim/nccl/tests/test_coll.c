@@ -296,7 +296,7 @@ static void rank_p2p(struct rank_ctx *c) {
 
 /* abort while pairwise transfers wait: rank 0 waits for data from rank 1 (pair connected by a
  * first exchange) and for the set-up with rank 3 (which never calls a transfer); the others
- * abort after 300 ms, which must release rank 0's stream with ncclRemoteError */
+ * abort after 1.5 s, which must release rank 0's stream with ncclRemoteError */
 static void rank_p2p_abort(struct rank_ctx *c) {
   int me = c->rank;
   ncclComm_t comm;
@@ -324,7 +324,10 @@ static void rank_p2p_abort(struct rank_ctx *c) {
     CHECK(ae == ncclRemoteError, "async error %d", ae);
     CHECK(now_s() - t0 > 0.1, "rank 0's transfers ended before the abort (%.3fs)", now_s() - t0);
   } else {
-    usleep(300000);   /* ranks 1-3 abort (rank 1's abort first, or all together) */
+    /* ranks 1-3 abort (rank 1's abort first, or all together); 1.5 s leaves rank 0 time to
+     * finish its first exchange and enqueue the second even on a loaded machine (an abort
+     * before that makes its calls fail at once, which is not what this case checks) */
+    usleep(1500000);
   }
   NCCLOK(ncclCommAbort(comm));
   cudaFree(d);

@@ -10,6 +10,7 @@
  *    peers wait until an abort); checked at the call with NCCL_CHECK_POINTERS=1;
  *  - a 0-count Send is a task that needs its peer. */
 #include "harness.h"
+#include <cuda.h>
 #include <sys/mman.h>
 
 /* ------------------------------------------------------------------ ring order */
@@ -284,7 +285,9 @@ static void test_finalize(struct rank_ctx *rc) {
 /* ------------------------------------------------------------------ NULL buffers */
 /* Default: ArgsCheck looks at pointers only when comm->checkPointers (argcheck.cc:71), which is
  * NCCL_CHECK_POINTERS == 1 (init.cc:55, init.cc:452): the call succeeds and the kernel faults
- * later; the fault surfaces as the comm's asynchronous error. */
+ * later; the fault surfaces as the comm's asynchronous error, and as the sticky
+ * cudaErrorIllegalAddress of the context: "any further CUDA work will return the same error"
+ * (driver_types.h:769-775, cuda.h:2829-2837), so every later synchronize or query says so. */
 static void r_null_default(struct rank_ctx *rc) {
   (void)rc;
   ncclComm_t c;
@@ -292,27 +295,48 @@ static void r_null_default(struct rank_ctx *rc) {
   NCCLOK(ncclGetUniqueId(&id));
   NCCLOK(ncclCommInitRank(&c, 1, id, 0));
   float *d;
-  cudaStream_t st;
+  cudaStream_t st, other;
+  cudaEvent_t ev;
   CUDAOK(cudaStreamCreate(&st));
+  CUDAOK(cudaStreamCreate(&other));
+  CUDAOK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
   CUDAOK(cudaMalloc((void **)&d, 64));
   CHECK(ncclAllReduce(NULL, NULL, 0, ncclFloat, ncclSum, c, st) == ncclSuccess, "count 0, NULL: discarded");
   CUDAOK(cudaStreamSynchronize(st));
   ncclResult_t ae = ncclInternalError;
   NCCLOK(ncclCommGetAsyncError(c, &ae));
   CHECK(ae == ncclSuccess, "count 0 must not fault: async %d", (int)ae);
+  CHECK(cudaGetLastError() == cudaSuccess, "no error before the fault");
   CHECK(ncclAllReduce(NULL, d, 4, ncclFloat, ncclSum, c, st) == ncclSuccess, "NULL sendbuff accepted at the call");
   CHECK(ncclReduce(d, NULL, 4, ncclFloat, ncclSum, 0, c, st) == ncclSuccess, "NULL recvbuff at the root accepted");
-  cudaStreamSynchronize(st);
+  CUDAOK(cudaEventRecord(ev, st));
+  cudaError_t ce = cudaStreamSynchronize(st);
+  CHECK(ce == cudaErrorIllegalAddress, "next stream sync after the fault: %d (%s)", (int)ce, cudaGetErrorName(ce));
+  /* sticky: every later sync or query of the context, any stream, runtime or driver */
+  CHECK(cudaStreamSynchronize(st) == cudaErrorIllegalAddress, "second stream sync");
+  CHECK(cudaStreamQuery(st) == cudaErrorIllegalAddress, "stream query");
+  CHECK(cudaStreamSynchronize(other) == cudaErrorIllegalAddress, "another stream's sync");
+  CHECK(cudaStreamSynchronize(NULL) == cudaErrorIllegalAddress, "legacy stream sync");
+  CHECK(cudaDeviceSynchronize() == cudaErrorIllegalAddress, "device sync");
+  CHECK(cudaEventSynchronize(ev) == cudaErrorIllegalAddress, "event sync");
+  CHECK(cudaEventQuery(ev) == cudaErrorIllegalAddress, "event query");
+  CHECK(cuStreamSynchronize((CUstream)st) == CUDA_ERROR_ILLEGAL_ADDRESS, "cuStreamSynchronize");
+  CHECK(cuStreamQuery((CUstream)st) == CUDA_ERROR_ILLEGAL_ADDRESS, "cuStreamQuery");
+  CHECK(cuCtxSynchronize() == CUDA_ERROR_ILLEGAL_ADDRESS, "cuCtxSynchronize");
+  CHECK(cudaGetLastError() == cudaErrorIllegalAddress, "last error");
+  CHECK(cudaGetLastError() == cudaErrorIllegalAddress, "last error is not reset");
+  CHECK(cudaPeekAtLastError() == cudaErrorIllegalAddress, "peek at last error");
   NCCLOK(ncclCommGetAsyncError(c, &ae));
   CHECK(ae == ncclUnhandledCudaError, "fault as async error: %d", (int)ae);
   CHECK(strstr(ncclGetLastError(c), "illegal memory access") != NULL, "last error '%s'", ncclGetLastError(c));
   NCCLOK(ncclCommAbort(c));
 }
 
-/* two ranks, rank 0's sendbuff NULL: rank 0's item faults, rank 1 waits for it as for a dead
- * GPU (bounded wait: its stream stays busy) until rank 0 aborts; then rank 1's item ends with
- * ncclRemoteError */
-static volatile int *fault_flag;   /* MAP_SHARED: rank 0 -> rank 1 "aborted" */
+/* two ranks, rank 0's sendbuff NULL: rank 0's item faults (its stream sync returns
+ * cudaErrorIllegalAddress), rank 1 waits for it as for a dead GPU (bounded wait: its stream
+ * stays busy) until rank 0 aborts; then rank 1's item ends with ncclRemoteError and its own
+ * context is fine (its stream sync succeeds) */
+static volatile int *fault_flag;   /* MAP_SHARED: [0] rank 1 -> 0 "queried", [1] rank 0 -> 1 "aborted" */
 static void r_null_peer(struct rank_ctx *c) {
   ncclComm_t comm;
   NCCLOK(ncclCommInitRank(&comm, c->nranks, c->id, c->rank));
@@ -323,16 +347,19 @@ static void r_null_peer(struct rank_ctx *c) {
   NCCLOK(ncclAllReduce(c->rank == 0 ? NULL : d, d, 4, ncclFloat, ncclSum, comm, st));
   ncclResult_t ae = ncclSuccess;
   if (c->rank == 0) {
-    CUDAOK(cudaStreamSynchronize(st));
+    cudaError_t ce = cudaStreamSynchronize(st);
+    CHECK(ce == cudaErrorIllegalAddress, "rank 0 stream sync: %d", (int)ce);
     NCCLOK(ncclCommGetAsyncError(comm, &ae));
     CHECK(ae == ncclUnhandledCudaError, "rank 0 async %d", (int)ae);
-    usleep(300000);
+    while (!fault_flag[0]) usleep(1000);   /* abort only once rank 1 saw its item wait */
     NCCLOK(ncclCommAbort(comm));
-    *fault_flag = 1;
+    fault_flag[1] = 1;
   } else {
     usleep(300000);
-    CHECK(cudaStreamQuery(st) == cudaErrorNotReady, "rank 1 finished without rank 0's data");
-    while (!*fault_flag) usleep(1000);
+    cudaError_t q = cudaStreamQuery(st);
+    CHECK(q == cudaErrorNotReady, "rank 1 finished without rank 0's data: %d", (int)q);
+    fault_flag[0] = 1;
+    while (!fault_flag[1]) usleep(1000);
     CUDAOK(cudaStreamSynchronize(st));
     NCCLOK(ncclCommGetAsyncError(comm, &ae));
     CHECK(ae == ncclRemoteError, "rank 1 async %d", (int)ae);
