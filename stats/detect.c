@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 void cs_det_params_default(struct cs_det_params *p) {
   p->window = 100;
@@ -291,6 +292,7 @@ struct cstate {
   struct inst *in; size_t nin, capin, base, total;
   struct ent *ents; size_t nents, capents;
   struct cs_det_straggler *str; size_t nstr, capstr;
+  UT_hash_handle hh;         /* the stream's table of communicators */
 };
 
 static void cstate_free(struct cstate *C) {
@@ -718,9 +720,8 @@ oom:
 struct cs_det_stream {
   struct cs_det_params p;
   int hang_mode;
-  struct cstate *c;          /* sorted by comm */
-  size_t nc, capc;
-  size_t hit;                /* the last comm looked up */
+  struct cstate *c;          /* hash by comm; each allocated alone */
+  struct cstate *hit;        /* the last comm looked up */
   bool oom;
 };
 
@@ -733,28 +734,16 @@ struct cs_det_stream *cs_det_stream_new(const struct cs_det_params *p, int hang_
 }
 
 static struct cstate *stream_comm(struct cs_det_stream *s, uint64_t comm) {
-  if (s->hit < s->nc && s->c[s->hit].comm == comm) return &s->c[s->hit];
-  size_t lo = 0, hi = s->nc;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (s->c[mid].comm < comm) lo = mid + 1;
-    else hi = mid;
+  if (s->hit && s->hit->comm == comm) return s->hit;
+  struct cstate *C;
+  HASH_FIND(hh, s->c, &comm, sizeof comm, C);
+  if (!C) {
+    if (!(C = calloc(1, sizeof *C))) return NULL;
+    C->comm = comm;
+    HASH_ADD(hh, s->c, comm, sizeof comm, C);
   }
-  if (lo == s->nc || s->c[lo].comm != comm) {
-    if (s->nc == s->capc) {
-      size_t nc = s->capc ? 2 * s->capc : 16;
-      void *np = realloc(s->c, nc * sizeof *s->c);
-      if (!np) return NULL;
-      s->c = np;
-      s->capc = nc;
-    }
-    memmove(s->c + lo + 1, s->c + lo, (s->nc - lo) * sizeof *s->c);
-    memset(&s->c[lo], 0, sizeof s->c[lo]);
-    s->c[lo].comm = comm;
-    s->nc++;
-  }
-  s->hit = lo;
-  return &s->c[lo];
+  s->hit = C;
+  return C;
 }
 
 int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, const struct cs_det_member *m,
@@ -777,21 +766,35 @@ int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, 
   return 0;
 }
 
+static int cmp_cstate(const void *a, const void *b) {
+  const struct cstate *x = *(const struct cstate *const *)a, *y = *(const struct cstate *const *)b;
+  return x->comm < y->comm ? -1 : x->comm > y->comm;
+}
+
 int cs_det_stream_finish(struct cs_det_stream *s, struct cs_det_result *out) {
   memset(out, 0, sizeof *out);
-  size_t capS = 0, capH = 0, capR = 0;
+  size_t capS = 0, capH = 0, capR = 0, n = HASH_COUNT(s->c), k = 0;
   int rc = s->oom ? -1 : 0;
-  for (size_t i = 0; i < s->nc && !rc; i++)
-    if (!s->c[i].invalid && s->c[i].csize > 0 && cstate_finish(&s->c[i], &s->p, s->hang_mode, out, &capS, &capH, &capR))
+  struct cstate **v = malloc((n ? n : 1) * sizeof *v);
+  if (!v) rc = -1;
+  for (struct cstate *C = s->c; C && v; C = C->hh.next) v[k++] = C;
+  if (v && n) qsort(v, n, sizeof *v, cmp_cstate);   /* results in communicator order */
+  for (size_t i = 0; i < n && !rc; i++)
+    if (!v[i]->invalid && v[i]->csize > 0 && cstate_finish(v[i], &s->p, s->hang_mode, out, &capS, &capH, &capR))
       rc = -1;
+  free(v);
   if (rc) cs_det_result_free(out);
   return rc;
 }
 
 void cs_det_stream_free(struct cs_det_stream *s) {
   if (!s) return;
-  for (size_t i = 0; i < s->nc; i++) cstate_free(&s->c[i]);
-  free(s->c);
+  struct cstate *C, *t;
+  HASH_ITER(hh, s->c, C, t) {
+    HASH_DEL(s->c, C);
+    cstate_free(C);
+    free(C);
+  }
   free(s);
 }
 

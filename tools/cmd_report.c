@@ -256,11 +256,11 @@ static void build_from_agg(struct report *r) {
     row->bytes_min = ar->bytes_min;
     row->bytes_max = ar->bytes_max;
     row->bytes = report_agg_row_bytes(ar);
-    row->timed = ar->dur.n;
+    row->timed = ar->timed;
     if (row->timed) {
       row->p50 = report_agg_row_pct(ar, 50);
       row->p99 = report_agg_row_pct(ar, 99);
-      row->max = ar->dur.max;
+      row->max = ar->dur_max;
       if (row->p50 > 0) {
         row->algbw = (double)row->bytes / (row->p50 * 1e3);
         row->busbw = row->algbw * (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);

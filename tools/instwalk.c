@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 struct queue {            /* one file's queued records of one comm: a ring */
   struct cs_walk_rec *v;
@@ -15,14 +16,18 @@ struct wcomm {
   bool emitted;           /* last_seq is valid */
   int64_t last_seq;       /* the last instance given out */
 };
-struct fileslot { size_t comm, queue; };   /* where a file's records of a comm go */
+/* where a file's records of a comm go: (file, comm) -> the comm's index and its queue's */
+struct slot_key { uint64_t comm; uint32_t file; };
+struct fileslot { struct slot_key k; size_t comm, queue; UT_hash_handle hh; };
 struct wfile {
-  struct fileslot *s; size_t ns, caps;
-  uint64_t *comm_ids;     /* parallel to s */
+  struct fileslot *last;  /* the slot used last (most records repeat it) */
   bool done;
 };
+struct comm_slot { uint64_t comm; size_t index; UT_hash_handle hh; };
 struct cs_walk {
   struct wcomm *c; size_t nc, capc;
+  struct fileslot *slots;     /* hash of (file, comm) */
+  struct comm_slot *comms;    /* hash of comm -> index in c */
   struct wfile *f; size_t nf;
   cs_walk_emit emit;
   void *ctx;
@@ -54,29 +59,37 @@ static bool grow(void **v, size_t *cap, size_t n, size_t sz) {
 /* the queue of (file, comm), created on first use */
 static struct queue *queue_of(struct cs_walk *w, uint32_t file, uint64_t comm, struct wcomm **cp) {
   struct wfile *f = &w->f[file];
-  for (size_t i = f->ns; i-- > 0;)
-    if (f->comm_ids[i] == comm) {
-      *cp = &w->c[f->s[i].comm];
-      return &(*cp)->q[f->s[i].queue];
+  struct fileslot *fs = f->last;
+  if (!fs || fs->k.comm != comm) {
+    struct slot_key k;
+    memset(&k, 0, sizeof k);
+    k.comm = comm;
+    k.file = file;
+    HASH_FIND(hh, w->slots, &k, sizeof k, fs);
+    if (!fs) {
+      struct comm_slot *cs;
+      HASH_FIND(hh, w->comms, &comm, sizeof comm, cs);
+      if (!cs) {
+        if (!grow((void **)&w->c, &w->capc, w->nc, sizeof *w->c) || !(cs = calloc(1, sizeof *cs))) return NULL;
+        memset(&w->c[w->nc], 0, sizeof w->c[0]);
+        w->c[w->nc].comm = comm;
+        cs->comm = comm;
+        cs->index = w->nc++;
+        HASH_ADD(hh, w->comms, comm, sizeof comm, cs);
+      }
+      struct wcomm *c = &w->c[cs->index];
+      if (!grow((void **)&c->q, &c->capq, c->nq, sizeof *c->q) || !(fs = calloc(1, sizeof *fs))) return NULL;
+      memset(&c->q[c->nq], 0, sizeof c->q[0]);
+      c->q[c->nq].file = file;
+      fs->k = k;
+      fs->comm = cs->index;
+      fs->queue = c->nq++;
+      HASH_ADD(hh, w->slots, k, sizeof k, fs);
     }
-  size_t ci = 0;
-  while (ci < w->nc && w->c[ci].comm != comm) ci++;
-  if (ci == w->nc) {
-    if (!grow((void **)&w->c, &w->capc, w->nc, sizeof *w->c)) return NULL;
-    memset(&w->c[w->nc], 0, sizeof w->c[0]);
-    w->c[w->nc++].comm = comm;
+    f->last = fs;
   }
-  struct wcomm *c = &w->c[ci];
-  if (!grow((void **)&c->q, &c->capq, c->nq, sizeof *c->q)) return NULL;
-  size_t cap = f->caps;
-  if (!grow((void **)&f->s, &cap, f->ns, sizeof *f->s) || !grow((void **)&f->comm_ids, &f->caps, f->ns, sizeof *f->comm_ids))
-    return NULL;
-  memset(&c->q[c->nq], 0, sizeof c->q[0]);
-  c->q[c->nq].file = file;
-  f->s[f->ns] = (struct fileslot){ci, c->nq};
-  f->comm_ids[f->ns++] = comm;
-  *cp = c;
-  return &c->q[c->nq++];
+  *cp = &w->c[fs->comm];
+  return &(*cp)->q[fs->queue];
 }
 
 bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r) {
@@ -89,7 +102,7 @@ bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r) {
     return true;
   }
   if (q->n == q->cap) {   /* grow the ring, unrolled to start at 0 */
-    size_t nc = q->cap ? 2 * q->cap : 64;
+    size_t nc = q->cap ? 2 * q->cap : 4;   /* a power of two; small: a file may be in many comms */
     struct cs_walk_rec *v = malloc(nc * sizeof *v);
     if (!v) return false;
     for (size_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) & (q->cap - 1)];
@@ -172,9 +185,15 @@ void cs_walk_free(struct cs_walk *w) {
     for (size_t k = 0; k < w->c[i].nq; k++) free(w->c[i].q[k].v);
     free(w->c[i].q);
   }
-  for (size_t i = 0; i < w->nf; i++) {
-    free(w->f[i].s);
-    free(w->f[i].comm_ids);
+  struct fileslot *fs, *ft;
+  HASH_ITER(hh, w->slots, fs, ft) {
+    HASH_DEL(w->slots, fs);
+    free(fs);
+  }
+  struct comm_slot *cs, *ct;
+  HASH_ITER(hh, w->comms, cs, ct) {
+    HASH_DEL(w->comms, cs);
+    free(cs);
   }
   free(w->c);
   free(w->f);

@@ -132,19 +132,27 @@ static int sdc_redop(const char *name) {
   return 5;   /* premulsum or a newer name: no sum rule */
 }
 
-/* keep durations while the row is small enough for exact percentiles */
-static void row_exact(struct agg_row *r, const double *v, size_t n) {
-  if (r->exact_lost || !n) return;
-  if (r->nexact + n > AGG_EXACT) {
-    free(r->exact);
-    r->exact = NULL;
-    r->nexact = 0;
-    r->exact_lost = true;
+/* the row's kept durations into its histogram: from now on every one goes there */
+static void row_pour(struct report_agg_priv *P, struct agg_row *r) {
+  if (r->exact_lost) return;
+  for (size_t i = 0; i < r->nexact; i++)
+    if (!cs_hist_add(&r->dur, r->exact[i])) P->oom = true;
+  free(r->exact);
+  r->exact = NULL;
+  r->nexact = r->capexact = 0;
+  r->exact_lost = true;
+}
+/* one timed record's duration */
+static void row_dur(struct report_agg_priv *P, struct agg_row *r, double v) {
+  if (!r->timed || v > r->dur_max) r->dur_max = v;
+  r->timed++;
+  if (!r->exact_lost && r->nexact == AGG_EXACT) row_pour(P, r);
+  if (r->exact_lost) {
+    if (!cs_hist_add(&r->dur, v)) P->oom = true;
     return;
   }
-  if (!r->exact) r->exact = xcalloc(AGG_EXACT, sizeof *r->exact);
-  memcpy(r->exact + r->nexact, v, n * sizeof *v);
-  r->nexact += n;
+  XGROW(r->exact, r->nexact, r->capexact);
+  r->exact[r->nexact++] = v;
 }
 
 static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n);
@@ -165,6 +173,7 @@ static void on_begin(void *ctx, size_t nf) {
 /* ---------- per record (reading threads) ---------- */
 
 static void row_size(struct agg_row *r, uint64_t v, size_t n) {
+  if (!n) return;
   if (r->sizes_overflow) {
     cs_hist_add_n(&r->bytes_hist, (double)v, n);
     return;
@@ -175,13 +184,16 @@ static void row_size(struct agg_row *r, uint64_t v, size_t n) {
       return;
     }
   if (r->nsizes < AGG_SIZES) {
+    XGROW(r->sizes, r->nsizes, r->capsizes);
     r->sizes[r->nsizes].v = v;
     r->sizes[r->nsizes++].n = n;
     return;
   }
   r->sizes_overflow = true;   /* too many sizes: every one into the histogram from now on */
   for (size_t i = 0; i < r->nsizes; i++) cs_hist_add_n(&r->bytes_hist, (double)r->sizes[i].v, r->sizes[i].n);
-  r->nsizes = 0;
+  free(r->sizes);
+  r->sizes = NULL;
+  r->nsizes = r->capsizes = 0;
   cs_hist_add_n(&r->bytes_hist, (double)v, n);
 }
 
@@ -255,10 +267,7 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
   if (o->bytes < r->bytes_min) r->bytes_min = o->bytes;
   if (o->bytes > r->bytes_max) r->bytes_max = o->bytes;
   row_size(r, o->bytes, 1);
-  if (timed) {
-    if (!cs_hist_add(&r->dur, o->dur_us)) P->oom = true;
-    row_exact(r, &o->dur_us, 1);
-  }
+  if (timed) row_dur(P, r, o->dur_us);
 
   struct comm_ent *ce;
   HASH_FIND(hh, W->comms, &o->comm, sizeof o->comm, ce);
@@ -411,7 +420,7 @@ static int cmp_comm(const void *pa, const void *pb) {
   return a->comm < b->comm ? -1 : a->comm > b->comm;
 }
 
-static void merge_row(struct agg_row *into, struct agg_row *from) {
+static void merge_row(struct report_agg_priv *P, struct agg_row *into, struct agg_row *from) {
   into->count += from->count;
   if (from->bytes_min < into->bytes_min) into->bytes_min = from->bytes_min;
   if (from->bytes_max > into->bytes_max) into->bytes_max = from->bytes_max;
@@ -419,15 +428,28 @@ static void merge_row(struct agg_row *into, struct agg_row *from) {
     if (!into->sizes_overflow) {
       into->sizes_overflow = true;
       for (size_t i = 0; i < into->nsizes; i++) cs_hist_add_n(&into->bytes_hist, (double)into->sizes[i].v, into->sizes[i].n);
-      into->nsizes = 0;
+      free(into->sizes);
+      into->sizes = NULL;
+      into->nsizes = into->capsizes = 0;
     }
     cs_hist_merge(&into->bytes_hist, &from->bytes_hist);
   } else {
     for (size_t i = 0; i < from->nsizes; i++) row_size(into, from->sizes[i].v, from->sizes[i].n);
   }
-  cs_hist_merge(&into->dur, &from->dur);
-  if (from->exact_lost) row_exact(into, NULL, AGG_EXACT + 1);
-  else row_exact(into, from->exact, from->nexact);
+  free(from->sizes);
+  if (from->timed && (!into->timed || from->dur_max > into->dur_max)) into->dur_max = from->dur_max;
+  if (!into->exact_lost && !from->exact_lost && into->nexact + from->nexact <= AGG_EXACT) {
+    for (size_t i = 0; i < from->nexact; i++) {
+      XGROW(into->exact, into->nexact, into->capexact);
+      into->exact[into->nexact++] = from->exact[i];
+    }
+  } else {
+    row_pour(P, into);
+    for (size_t i = 0; i < from->nexact && !from->exact_lost; i++)
+      if (!cs_hist_add(&into->dur, from->exact[i])) P->oom = true;
+    if (from->exact_lost && !cs_hist_merge(&into->dur, &from->dur)) P->oom = true;
+  }
+  into->timed += from->timed;
   free(from->exact);
   cs_hist_free(&from->dur);
   cs_hist_free(&from->bytes_hist);
@@ -442,7 +464,9 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 double report_agg_row_pct(struct agg_row *r, double p) {
-  if (r->exact_lost || r->nexact != r->dur.n || !r->nexact) return cs_hist_percentile(&r->dur, p);
+  if (!r->timed) return 0;
+  if (p >= 100) return r->dur_max;
+  if (r->exact_lost) return cs_hist_percentile(&r->dur, p);
   qsort(r->exact, r->nexact, sizeof *r->exact, cmp_double);
   size_t k = (size_t)ceil(p * (double)r->nexact / 100.0);
   if (k < 1) k = 1;
@@ -453,6 +477,7 @@ double report_agg_row_pct(struct agg_row *r, double p) {
 uint64_t report_agg_row_bytes(const struct agg_row *r) {
   if (r->sizes_overflow) return (uint64_t)llround(cs_hist_percentile(&r->bytes_hist, 50));
   uint64_t v[AGG_SIZES][2];
+  if (!r->nsizes) return r->bytes_max;
   for (size_t i = 0; i < r->nsizes; i++) v[i][0] = r->sizes[i].v, v[i][1] = r->sizes[i].n;
   qsort(v, r->nsizes, sizeof v[0], cmp_size);
   size_t want = (r->count + 1) / 2, seen = 0;   /* ceil(50 * n / 100) */
@@ -509,7 +534,7 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
       struct row_ent *into;
       HASH_FIND(hh, rows, &e->k, sizeof e->k, into);
       if (into) {
-        merge_row(&into->r, &e->r);
+        merge_row(P, &into->r, &e->r);
         free(e);
       } else {
         HASH_ADD(hh, rows, k, sizeof e->k, e);
@@ -624,6 +649,7 @@ void report_agg_free(struct report_agg *agg) {
     cs_hist_free(&agg->rows[i].dur);
     cs_hist_free(&agg->rows[i].bytes_hist);
     free(agg->rows[i].exact);
+    free(agg->rows[i].sizes);
   }
   free(agg->rows);
   free(agg->comms);

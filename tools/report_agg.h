@@ -30,12 +30,18 @@ struct agg_row {
   int op, comm_size, bucket;
   size_t count;
   uint64_t bytes_min, bytes_max;
-  struct { uint64_t v; size_t n; } sizes[AGG_SIZES];
-  size_t nsizes;
+  struct agg_size { uint64_t v; size_t n; } *sizes;   /* grown as needed, up to AGG_SIZES */
+  size_t nsizes, capsizes;
   bool sizes_overflow;     /* more distinct sizes: the median size comes from bytes_hist */
-  struct cs_hist bytes_hist, dur;   /* dur: "gpu_event" records only (timed = dur.n) */
-  double *exact; size_t nexact;     /* the durations themselves while dur.n <= AGG_EXACT */
+  struct cs_hist bytes_hist;
+  /* durations of the "gpu_event" records: kept (exact, grown as needed) while there are at
+   * most AGG_EXACT, then all of them in the histogram `dur` (its bucket array exists only
+   * then, so a small row costs a few hundred bytes) */
+  size_t timed;
+  double dur_max;
+  double *exact; size_t nexact, capexact;
   bool exact_lost;
+  struct cs_hist dur;
 };
 /* the row's nearest-rank percentiles: exact while it has <= AGG_EXACT timed records, else
  * from the histogram (within 0.5 %); and its nearest-rank median size */

@@ -139,7 +139,7 @@ static void streamed_equals_loaded(void **state) {
         v[n++] = o->dur_us;
       }
     assert_int_equal(n, r->count);
-    assert_int_equal(r->dur.n, n);
+    assert_int_equal(r->timed, n);
     for (size_t a = 1; a < n; a++)   /* sort */
       for (size_t b = a; b > 0 && v[b - 1] > v[b]; b--) { double t = v[b]; v[b] = v[b - 1]; v[b - 1] = t; }
     double p50 = v[(n + 1) / 2 - 1], p99 = v[(99 * n + 99) / 100 - 1];
