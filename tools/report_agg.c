@@ -58,7 +58,6 @@ struct worker {              /* one reading thread's tables */
 
 struct fstate {              /* one file's state across rounds */
   struct cs_walk_rec *buf; size_t n, cap;        /* this round's records (seq >= 0) */
-  struct cs_det_member *ids; uint64_t *id_comms; size_t nid, capid, capidc;   /* seq < 0 */
   bool has_prev;
   int64_t prev_end;
 };
@@ -385,15 +384,12 @@ static void on_round(void *ctx, const bool *done, size_t nfiles) {
   struct report_agg_priv *P = ctx;
   for (size_t i = 0; i < nfiles && i < P->nf; i++) {
     struct fstate *F = &P->fs[i];
-    F->nid = 0;
     for (size_t k = 0; k < F->n; k++)
       if (!cs_walk_push(P->walk, &F->buf[k])) P->oom = true;
     F->n = 0;
     if (done[i]) {
       cs_walk_file_done(P->walk, (uint32_t)i);
       free(F->buf);
-      free(F->ids);
-      free(F->id_comms);
       memset(F, 0, sizeof *F);
     }
   }
@@ -659,8 +655,6 @@ void report_agg_free(struct report_agg *agg) {
   if (P) {
     for (size_t i = 0; i < P->nf; i++) {
       free(P->fs[i].buf);
-      free(P->fs[i].ids);
-      free(P->fs[i].id_comms);
     }
     free(P->fs);
     free(P->w);
