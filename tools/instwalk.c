@@ -15,6 +15,8 @@ struct wcomm {
   struct queue *q; size_t nq, capq;
   bool emitted;           /* last_seq is valid */
   int64_t last_seq;       /* the last instance given out */
+  size_t expect;          /* files the comm should have: its largest comm_size, at most nf */
+  size_t held;            /* its records queued now */
 };
 /* where a file's records of a comm go: (file, comm) -> the comm's index and its queue's */
 struct slot_key { uint64_t comm; uint32_t file; };
@@ -33,7 +35,14 @@ struct cs_walk {
   void *ctx;
   struct cs_walk_rec *m; size_t capm;   /* members of the instance being given out */
   size_t late, held;
+  size_t ndone;           /* files finished */
 };
+
+/* A communicator's records queued while it waits for files that have not shown up in it yet
+ * (a comm created mid-job reaches each file's reading position in a different round). Past
+ * this many the oldest instance is given out anyway: a comm_size that claims more ranks than
+ * ever write records must not make the walker hold the whole comm. */
+#define WAIT_HOLD_CAP 65536u
 
 struct cs_walk *cs_walk_new(size_t nfiles, cs_walk_emit emit, void *ctx) {
   struct cs_walk *w = calloc(1, sizeof *w);
@@ -113,6 +122,9 @@ bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r) {
   }
   q->v[(q->head + q->n++) & (q->cap - 1)] = *r;   /* cap: a power of two */
   w->held++;
+  c->held++;
+  if (r->comm_size > 0 && (size_t)r->comm_size > c->expect)
+    c->expect = (size_t)r->comm_size < w->nf ? (size_t)r->comm_size : w->nf;
   return true;
 }
 
@@ -122,7 +134,10 @@ bool cs_walk_join(struct cs_walk *w, uint32_t file, uint64_t comm) {
 }
 
 void cs_walk_file_done(struct cs_walk *w, uint32_t file) {
-  if (file < w->nf) w->f[file].done = true;
+  if (file < w->nf && !w->f[file].done) {
+    w->f[file].done = true;
+    w->ndone++;
+  }
 }
 
 static int cmp_member(const void *a, const void *b) {
@@ -145,6 +160,13 @@ static bool advance_comm(struct cs_walk *w, struct wcomm *c) {
       if (!any || s < min) min = s, any = true;
     }
     if (!any) return true;
+    if (c->nq < c->expect && c->held < WAIT_HOLD_CAP) {
+      /* fewer files than its comm_size have shown up: wait while a file that is not in the
+       * comm yet may still bring its first record of it */
+      size_t open_in = 0;
+      for (size_t i = 0; i < c->nq; i++) open_in += !w->f[c->q[i].file].done;
+      if (w->nf - w->ndone > open_in) return true;
+    }
     size_t n = 0;
     for (size_t i = 0; i < c->nq; i++) {
       struct queue *q = &c->q[i];
@@ -154,6 +176,7 @@ static bool advance_comm(struct cs_walk *w, struct wcomm *c) {
         q->head = (q->head + 1) & (q->cap - 1);
         q->n--;
         w->held--;
+        c->held--;
       }
     }
     /* stable for one file's records of the same rank: qsort is not, so order by file

@@ -7,8 +7,13 @@
  * takes part in the communicator (it had a record of it) and is not finished has a record
  * with a later seq queued, so only the records between the slowest and the fastest file
  * are held: memory is bounded by files x the reading chunk, not by the records of the set.
- * A record whose seq is at or below an instance already given out (a file out of order, or
- * a file that shows up in the communicator late) is counted in cs_walk_late() and dropped. */
+ * While fewer files have shown up in a communicator than its records' comm_size (at most the
+ * number of files), its instances also wait for the files that are not finished and not yet
+ * in it: a comm created mid-job reaches each file's reading position in a different round.
+ * That wait ends at 65,536 queued records of the comm (a comm_size claiming more ranks than
+ * ever write to it). A record whose seq is at or below an instance already given out (a file
+ * out of order, or one that shows up in the communicator later than that) is counted in
+ * cs_walk_late() and dropped. */
 #ifndef COLLSCOPE_TOOLS_INSTWALK_H
 #define COLLSCOPE_TOOLS_INSTWALK_H
 #include <stdbool.h>

@@ -1,6 +1,7 @@
 /* tests/tools/test_instwalk.c: the per-communicator k-way merge (tools/instwalk.c) against
  * grouping everything at once: files pushed a random piece at a time, communicators that
- * not every file is in, a file that stops early, duplicates and a record out of order. */
+ * not every file is in, a file that stops early, duplicates and a record out of order; a
+ * communicator that reaches each file in a different round, and a comm_size never filled. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -90,7 +91,66 @@ static void merge_equals_grouping(void **state) {
   for (int f = 0; f < NF; f++) free(recs[f]);
 }
 
+/* a communicator created mid-job: its first records reach the walker from each file in a
+ * different round; with comm_size 3 its instances wait for all three files (without the
+ * wait, file 0's instances went out alone and files 1 and 2 counted as late) */
+static size_t lj_members[20], lj_instances;
+static void on_late_joiner(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
+  (void)ctx; (void)m;
+  if (comm != 0xc) return;
+  assert_true(seq >= 0 && seq < 20);
+  lj_members[seq] = n;
+  lj_instances++;
+}
+static void late_joiner(void **state) {
+  (void)state;
+  struct cs_walk *w = cs_walk_new(3, on_late_joiner, NULL);
+  assert_non_null(w);
+  for (int round = 0; round < 3; round++) {
+    for (int f = 0; f < 3; f++) {
+      /* every file has records of another comm each round; file f reaches comm 0xc in round f */
+      struct cs_walk_rec o = {.comm = 0xd, .seq = round, .comm_rank = f, .comm_size = 3, .file = (uint32_t)f};
+      assert_true(cs_walk_push(w, &o));
+      if (f == round)
+        for (int s = 0; s < 20; s++) {
+          struct cs_walk_rec r = {.comm = 0xc, .seq = s, .comm_rank = f, .comm_size = 3, .file = (uint32_t)f};
+          assert_true(cs_walk_push(w, &r));
+        }
+    }
+    assert_true(cs_walk_advance(w));
+  }
+  for (int f = 0; f < 3; f++) cs_walk_file_done(w, (uint32_t)f);
+  assert_true(cs_walk_advance(w));
+  assert_int_equal(lj_instances, 20);
+  for (int s = 0; s < 20; s++) assert_int_equal(lj_members[s], 3);
+  assert_int_equal(cs_walk_late(w), 0);
+  assert_int_equal(cs_walk_held(w), 0);
+  cs_walk_free(w);
+}
+
+/* a comm_size that claims more ranks than ever write to the comm: its instances still go
+ * out (at the end here), each with the one member there is, nothing late */
+static void claimed_size_never_filled(void **state) {
+  (void)state;
+  memset(lj_members, 0, sizeof lj_members);
+  lj_instances = 0;
+  struct cs_walk *w = cs_walk_new(3, on_late_joiner, NULL);
+  assert_non_null(w);
+  for (int s = 0; s < 20; s++) {
+    struct cs_walk_rec r = {.comm = 0xc, .seq = s, .comm_rank = 0, .comm_size = 1000, .file = 0};
+    assert_true(cs_walk_push(w, &r));
+  }
+  assert_true(cs_walk_advance(w));
+  for (int f = 0; f < 3; f++) cs_walk_file_done(w, (uint32_t)f);
+  assert_true(cs_walk_advance(w));
+  assert_int_equal(lj_instances, 20);
+  for (int s = 0; s < 20; s++) assert_int_equal(lj_members[s], 1);
+  assert_int_equal(cs_walk_late(w), 0);
+  cs_walk_free(w);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(merge_equals_grouping)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(merge_equals_grouping), cmocka_unit_test(late_joiner),
+                                     cmocka_unit_test(claimed_size_never_filled)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
