@@ -487,7 +487,22 @@ uint64_t report_agg_row_bytes(const struct agg_row *r) {
 
 static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   struct report_agg *agg = P->agg;
-  /* the shim's hang records: pending ops (their order does not matter to the detector) */
+  /* who created each communicator (its "comm" init/split records): members with no seq, so a
+   * rank that has no op record on a comm (stuck in, or before, its first call) is still a
+   * member, and the hangs section names it as missing; then the shim's hang records: pending
+   * ops (their order does not matter to the detector) */
+  for (size_t i = 0; i < set->nfiles && P->det; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    for (size_t j = 0; j < f->ncomms; j++) {
+      const struct cs_comm_rec *c = &f->comms[j];
+      if (!c->event || (strcmp(c->event, "init") != 0 && strcmp(c->event, "split") != 0) || c->rank < 0) continue;
+      struct dense_comm *dc = dense_comm_of(P, c->comm);
+      struct cs_det_member d = {.comm_rank = dense_of(P, dc, c->rank, c->size), .rank = f->hdr.rank,
+                                .host = f->hdr.host, .state = CS_DET_UNTIMED, .gap_us = -1};
+      d.comm_size = (int)dc->n;
+      if (cs_det_stream_instance(P->det, c->comm, -1, &d, 1)) P->oom = true;
+    }
+  }
   for (size_t i = 0; i < set->nfiles && P->det; i++) {
     const struct cs_dumpfile *f = &set->files[i];
     for (size_t j = 0; j < f->nhangs; j++) {

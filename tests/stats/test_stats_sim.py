@@ -294,5 +294,19 @@ def case_stall(cli, apps, tmp):
     assert "HUNG" not in flags[5] and all("HUNG" in flags[k] for k in flags if k != 5), flags
 
 
+def case_stall0(cli, apps, tmp):
+    # rank 5 blocks inside its very first collective: it has no op record on the comm at all,
+    # only the comm's init record; the report still names it as the missing rank
+    p, d, shm = run_job(cli, apps, tmp, "stall:rank=5,seq=0", steps=20, kill_after=6,
+                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    r = report(cli, d)
+    print(json.dumps(r["hangs"], indent=1))
+    assert len(r["hangs"]) == 1, r["hangs"]
+    h = r["hangs"][0]
+    assert h["reached"] == -1 and h["seq"] == 0, h
+    assert h["missing_ranks"] == [5] and h["hosts"] == ["simhost3"], h
+    assert sorted(h["stuck_ranks"]) == [0, 1, 2, 3, 4, 6, 7], h
+
+
 if __name__ == "__main__":
     main()
