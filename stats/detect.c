@@ -60,7 +60,7 @@ int cs_det_params_env(struct cs_det_params *p) {
 /* ---------------------------------------------------------------- helpers */
 
 /* sqrt without libm (the shim links no libm): Newton from a power-of-two guess */
-static double det_sqrt(double x) {
+double cs_det_sqrt(double x) {
   if (!(x > 0)) return 0;
   double g = x > 1 ? x : 1;
   for (int i = 0; i < 64; i++) {
@@ -218,7 +218,7 @@ static const struct ent *find_ent(const struct ent *ents, size_t e0, size_t ne, 
 static double median_z(double *v, size_t k, double m) {
   for (size_t j = 0; j < k; j++) v[j] = v[j] > m ? v[j] - m : m - v[j];
   double mad = median_mid(v, k);
-  double se = 1.2533 * 1.4826 * mad / det_sqrt((double)k);
+  double se = 1.2533 * 1.4826 * mad / cs_det_sqrt((double)k);
   return se > 0 ? m / se : m > 0 ? 1e300 : 0;
 }
 
@@ -438,7 +438,7 @@ static int cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   int cand = 0;
   for (int r = 1; r < csize; r++)
     if (cnt[r] > cnt[cand]) cand = r;
-  double p0 = 1.0 / (double)csize, need = p0 + p->z * det_sqrt(p0 * (1 - p0) / (double)w);
+  double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)w);
   if (need < p->share) need = p->share;
   struct cs_det_straggler s_last = {0};
   bool last_ok = (double)cnt[cand] >= need * (double)w && eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
@@ -448,7 +448,7 @@ static int cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     double off = 0;
     /* offset rule; cheap pre-check first: after the median in clearly more than half
      * of its instances (sign test, z >= 2) */
-    if (!ok && R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= det_sqrt((double)R->n)) {
+    if (!ok && R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= cs_det_sqrt((double)R->n)) {
       if (med < 0) {
         for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
         med = median(scratch, w);

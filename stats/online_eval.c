@@ -33,6 +33,7 @@
 #include <uthash.h>
 
 #include "collscope/schema.h"
+#include "collscope/sdc.h"
 
 #define OPS_BACKLOG 256u      /* sampled instances waiting to be shipped */
 #define SDC_BACKLOG 4096u     /* checked collectives waiting to be shipped */
@@ -430,27 +431,10 @@ static struct f_sdc *sdc_finding(struct cs_online_rank *st, const struct sdc_agg
 }
 
 /* ---------------------------------------------------------------- SDC verdicts */
-struct dt_info { bool is_int; unsigned bits; double u, max, d; };
-
-/* the element types' rounding figures (the same table as sdc_compare.c) */
-static bool dt_info(int dtype, struct dt_info *t) {
-  switch (dtype) {
-  case 0: case 1: *t = (struct dt_info){true, 8, 0, 0, 0}; return true;
-  case 2: case 3: *t = (struct dt_info){true, 32, 0, 0, 0}; return true;
-  case 4: case 5: *t = (struct dt_info){true, 52, 0, 0, 0}; return true;
-  case 6: *t = (struct dt_info){false, 16, 0x1p-11, 65504.0, 0x1p-25}; return true;
-  case 7: *t = (struct dt_info){false, 32, 0x1p-24, FLT_MAX, 0x1p-150}; return true;
-  case 8: *t = (struct dt_info){false, 64, 0x1p-53, DBL_MAX, 0}; return true;
-  case 9: *t = (struct dt_info){false, 16, 0x1p-8, 0x1.fep127, 0x1p-134}; return true;
-  case 10: *t = (struct dt_info){false, 8, 0x1p-4, 448.0, 0x1p-10}; return true;
-  case 11: *t = (struct dt_info){false, 8, 0x1p-3, 57344.0, 0x1p-17}; return true;
-  default: return false;
-  }
-}
 static uint64_t imask(unsigned bits) { return bits >= 64 ? ~0ull : (1ull << bits) - 1; }
 
 /* 1 mismatch, 0 fine, -1 cannot tell (sdc.h's rule) */
-static int sum_verdict(const struct dt_info *t, double got, double want, double tol, double S, int nred) {
+static int sum_verdict(const struct cs_sdc_dtype_info *t, double got, double want, double tol, double S, int nred) {
   if (t->is_int) return (as_u64(got) & imask(t->bits)) != (as_u64(want) & imask(t->bits));
   if (!isfinite(want) || !isfinite(S)) return -1;
   if (!isfinite(got)) return S * (1 + (nred + 1) * t->u) < t->max ? 1 : -1;
@@ -460,10 +444,10 @@ static int sum_verdict(const struct dt_info *t, double got, double want, double 
 /* The sum rule of sdc.h over the aggregates; ref_out: the reference output sum (the
  * majority's), ref_ok false when there is none. */
 static void sdc_sum_rule(struct cs_online_rank *st, const struct sdc_agg *a, bool ref_ok, double ref_out) {
-  struct dt_info t;
+  struct cs_sdc_dtype_info t;
   int op = (int)(a->meta & 0xff), dtype = (int)(int8_t)(a->meta >> 8 & 0xff), redop = (int)(int8_t)(a->meta >> 16 & 0xff);
   int root = (int)(uint32_t)(a->meta >> 24) - 1;
-  if (!dt_info(dtype, &t)) return;
+  if (!cs_sdc_dtype_info(dtype, &t)) return;
   bool sum_red = redop == 0 || redop == 4, avg = redop == 4;
   if (avg && t.is_int) sum_red = false;
   bool rule = op == CS_OP_Broadcast || op == CS_OP_AllGather ||
@@ -615,17 +599,6 @@ static int sdc_verdict_detail(struct cs_online_rank *st, struct sdc_agg *a, cons
 }
 
 /* ---------------------------------------------------------------- stragglers */
-/* sqrt without libm (the shim links no libm), as detect.c */
-static double on_sqrt(double x) {
-  if (!(x > 0)) return 0;
-  double g = x > 1 ? x : 1;
-  for (int i = 0; i < 64; i++) {
-    double n = 0.5 * (g + x / g);
-    if (n == g) break;
-    g = n;
-  }
-  return g;
-}
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -643,7 +616,7 @@ static double median_mid(double *v, size_t n) {
 static double median_z(double *v, size_t k, double m) {
   for (size_t j = 0; j < k; j++) v[j] = v[j] > m ? v[j] - m : m - v[j];
   double mad = median_mid(v, k);
-  double se = 1.2533 * 1.4826 * mad / on_sqrt((double)k);
+  double se = 1.2533 * 1.4826 * mad / cs_det_sqrt((double)k);
   return se > 0 ? m / se : m > 0 ? 1e300 : 0;
 }
 
@@ -688,7 +661,7 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   for (size_t j = lo; j <= i; j++) sc[j - lo] = wat(w, W, j)->med;
   double med = median(sc, nw);
   double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
-  double p0 = 1.0 / (double)w->size, need = p0 + p->z * on_sqrt(p0 * (1 - p0) / (double)nw);
+  double p0 = 1.0 / (double)w->size, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)nw);
   if (need < p->share) need = p->share;
   double late = 0;
   if (mine) {
@@ -703,7 +676,7 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   if (!ok) {
     size_t pos = 0;
     for (size_t j = lo; j <= i; j++) pos += wat(w, W, j)->a > 0;
-    if (nw >= p->min_instances && (double)pos - 0.5 * (double)nw >= on_sqrt((double)nw))
+    if (nw >= p->min_instances && (double)pos - 0.5 * (double)nw >= cs_det_sqrt((double)nw))
       ok = eval_offset(st, w, lo, i + 1, thr, p->offset_z, &off);
   }
   size_t recent = p->recent < W ? p->recent : W;

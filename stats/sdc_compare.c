@@ -8,19 +8,17 @@
 
 const char *cs_sdc_check_name(int check) { return check == CS_SDC_CHECK_SUM ? "sum" : "fingerprint"; }
 
-struct dt_info { bool is_int; unsigned bits; double u, max, d; };
-
-static bool dt_info(int dtype, struct dt_info *t) {
+bool cs_sdc_dtype_info(int dtype, struct cs_sdc_dtype_info *t) {
   switch (dtype) {
-  case 0: case 1: *t = (struct dt_info){true, 8, 0, 0, 0}; return true;
-  case 2: case 3: *t = (struct dt_info){true, 32, 0, 0, 0}; return true;
-  case 4: case 5: *t = (struct dt_info){true, 52, 0, 0, 0}; return true;   /* kept modulo 2^52 */
-  case 6: *t = (struct dt_info){false, 16, 0x1p-11, 65504.0, 0x1p-25}; return true;
-  case 7: *t = (struct dt_info){false, 32, 0x1p-24, FLT_MAX, 0x1p-150}; return true;
-  case 8: *t = (struct dt_info){false, 64, 0x1p-53, DBL_MAX, 0}; return true;
-  case 9: *t = (struct dt_info){false, 16, 0x1p-8, 0x1.fep127, 0x1p-134}; return true;
-  case 10: *t = (struct dt_info){false, 8, 0x1p-4, 448.0, 0x1p-10}; return true;
-  case 11: *t = (struct dt_info){false, 8, 0x1p-3, 57344.0, 0x1p-17}; return true;
+  case 0: case 1: *t = (struct cs_sdc_dtype_info){true, 8, 0, 0, 0}; return true;
+  case 2: case 3: *t = (struct cs_sdc_dtype_info){true, 32, 0, 0, 0}; return true;
+  case 4: case 5: *t = (struct cs_sdc_dtype_info){true, 52, 0, 0, 0}; return true;   /* kept modulo 2^52 */
+  case 6: *t = (struct cs_sdc_dtype_info){false, 16, 0x1p-11, 65504.0, 0x1p-25}; return true;
+  case 7: *t = (struct cs_sdc_dtype_info){false, 32, 0x1p-24, FLT_MAX, 0x1p-150}; return true;
+  case 8: *t = (struct cs_sdc_dtype_info){false, 64, 0x1p-53, DBL_MAX, 0}; return true;
+  case 9: *t = (struct cs_sdc_dtype_info){false, 16, 0x1p-8, 0x1.fep127, 0x1p-134}; return true;
+  case 10: *t = (struct cs_sdc_dtype_info){false, 8, 0x1p-4, 448.0, 0x1p-10}; return true;
+  case 11: *t = (struct cs_sdc_dtype_info){false, 8, 0x1p-3, 57344.0, 0x1p-17}; return true;
   default: return false;
   }
 }
@@ -37,7 +35,7 @@ static void add(struct cs_sdc_finding *out, size_t max, size_t *n, int check, in
 }
 
 /* A sum verdict: 1 mismatch, 0 fine, -1 cannot tell (non-finite). */
-static int sum_verdict(const struct dt_info *t, double got, double want, double tol, double S, int nred) {
+static int sum_verdict(const struct cs_sdc_dtype_info *t, double got, double want, double tol, double S, int nred) {
   if (t->is_int) return imod(got, t->bits) != imod(want, t->bits);
   if (!isfinite(want) || !isfinite(S)) return -1;
   if (!isfinite(got)) return S * (1 + (nred + 1) * t->u) < t->max ? 1 : -1;  /* overflow impossible */
@@ -50,8 +48,8 @@ size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *o
   if (!oc) oc = &dummy;
   *oc = (struct cs_sdc_outcome){0, 0, 0, 0};
   size_t nf = 0;
-  struct dt_info t;
-  if (!dt_info(in->dtype, &t) || in->n == 0) return 0;
+  struct cs_sdc_dtype_info t;
+  if (!cs_sdc_dtype_info(in->dtype, &t) || in->n == 0) return 0;
   const int op = in->op, n = in->comm_size > 0 ? in->comm_size : (int)in->n;
   const struct cs_sdc_member *m = in->m;
 

@@ -28,6 +28,10 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
 struct json_t;
 void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o);
 void cli_text_hangs(const struct cs_det_result *det, FILE *o);
+/* a dump's dtype / redop name as the SDC comparison numbers it (tools/dump_args.c): dtype -1
+ * unknown; redop -1 none, 5 one without a sum rule (premulsum or a newer name) */
+int cli_sdc_dtype(const char *name);
+int cli_sdc_redop(const char *name);
 struct json_t *cli_json_stragglers(const struct cs_det_result *det);
 struct json_t *cli_json_hangs(const struct cs_det_result *det);
 

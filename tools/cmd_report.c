@@ -55,6 +55,7 @@
 #include "dumpfile.h"
 #include "readpool.h"
 #include "report_agg.h"
+#include "xalloc.h"
 
 /* ---------- model ---------- */
 
@@ -144,14 +145,6 @@ struct report {
 
 /* ---------- helpers ---------- */
 
-static void *xcalloc(size_t n, size_t sz) {
-  void *p = calloc(n ? n : 1, sz);
-  if (!p) {
-    fputs("collscope: out of memory\n", stderr);
-    exit(1);
-  }
-  return p;
-}
 
 static bool is_error(const struct cs_op_rec *o) {
   return o->timing == CSD_TIMING_ERROR || o->status != 0;
@@ -987,17 +980,6 @@ struct sdc_report {
   size_t nitems, cap;
 };
 
-static int sdc_dtype(const char *name) {
-  for (int i = 0; name && i < CS_DTYPE_COUNT; i++)
-    if (strcmp(cs_dtype_table[i].name, name) == 0) return i;
-  return -1;
-}
-static int sdc_redop(const char *name) {
-  if (!name) return -1;
-  for (int i = 0; i < 5; i++)
-    if (strcmp(cs_redop_name(i), name) == 0) return i;
-  return 5;   /* premulsum or a newer name: no sum rule */
-}
 
 static void sdc_analyse(const struct report *r, struct sdc_report *out) {
   memset(out, 0, sizeof *out);
@@ -1037,7 +1019,7 @@ static void sdc_analyse(const struct report *r, struct sdc_report *out) {
       mem[n++] = (struct cs_sdc_member){o->comm_rank, o->status == 0 ? o->sdc_checked : 0, o->sdc_fp,
                                         o->sdc_in_sum, o->sdc_in_abs, o->sdc_out_sum};
     }
-    struct cs_sdc_instance si = {o0->op, sdc_dtype(o0->dtype), sdc_redop(o0->redop), o0->root, in->comm_size,
+    struct cs_sdc_instance si = {o0->op, cli_sdc_dtype(o0->dtype), cli_sdc_redop(o0->redop), o0->root, in->comm_size,
                                  (uint64_t)(o0->count > 0 ? o0->count : 0), n, mem};
     struct cs_sdc_finding f[64];
     struct cs_sdc_outcome oc;

@@ -36,6 +36,7 @@
 
 #include "collscope/schema.h"
 #include "dumpfile.h"
+#include "xalloc.h"
 
 struct writer {
   FILE *o;
@@ -58,14 +59,6 @@ struct file_tracks {
   size_t nstreams;
 };
 
-static void *xcalloc(size_t n, size_t sz) {
-  void *p = calloc(n ? n : 1, sz);
-  if (!p) {
-    fputs("collscope: out of memory\n", stderr);
-    exit(1);
-  }
-  return p;
-}
 
 /* Exact "ns / 1000" as a JSON number with 3 decimals. */
 static const char *fmt_us(int64_t ns, char buf[32]) {

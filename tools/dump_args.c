@@ -1,7 +1,8 @@
 /* tools/dump_args.c: the command line shared by the subcommands that read a dump
  * directory (report, trace): DIR, -o/--output FILE, --job ID, -j N, and where the command takes
  * them, --op NAME and --json. One parser, so both say the same things the same way. Also
- * their output file: a temporary beside it, renamed into place once written whole. */
+ * their output file: a temporary beside it, renamed into place once written whole. And the
+ * dtype / redop names as the SDC comparison numbers them. */
 #include "cli.h"
 
 #include <errno.h>
@@ -10,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "collscope/schema.h"
 
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                         struct cli_dump_args *out) {
@@ -120,4 +123,17 @@ int cli_out_close(const char *cmd, FILE *o, char *tmp, const char *path, int rc)
     free(tmp);
   }
   return rc;
+}
+
+int cli_sdc_dtype(const char *name) {
+  for (int i = 0; name && i < CS_DTYPE_COUNT; i++)
+    if (strcmp(cs_dtype_table[i].name, name) == 0) return i;
+  return -1;
+}
+
+int cli_sdc_redop(const char *name) {
+  if (!name) return -1;
+  for (int i = 0; i < 5; i++)
+    if (strcmp(cs_redop_name(i), name) == 0) return i;
+  return 5;
 }

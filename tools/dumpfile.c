@@ -2,6 +2,7 @@
  * robustness contract and DESIGN.md "Dump files" for the schema). One jansson parse per
  * line; records are copied into flat per-file arrays with interned strings. */
 #include "dumpfile.h"
+#include "xalloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -24,20 +25,6 @@
 
 /* ---------- memory ---------- */
 
-static void oom(void) {
-  fputs("collscope: out of memory\n", stderr);
-  exit(1);
-}
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) oom();
-  return q;
-}
-static char *xstrdup(const char *s) {
-  char *d = strdup(s);
-  if (!d) oom();
-  return d;
-}
 /* Grow *v (element size sz, capacity *cap) so that index n is valid. */
 static void grow(void **v, size_t *cap, size_t n, size_t sz) {
   if (n < *cap) return;

@@ -9,24 +9,10 @@
 
 #include "collscope/schema.h"
 #include "collscope/sdc.h"
+#include "cli.h"
 #include "instwalk.h"
+#include "xalloc.h"
 
-static void *xcalloc(size_t n, size_t sz) {
-  void *p = calloc(n ? n : 1, sz);
-  if (!p) {
-    fputs("collscope: out of memory\n", stderr);
-    exit(1);
-  }
-  return p;
-}
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) {
-    fputs("collscope: out of memory\n", stderr);
-    exit(1);
-  }
-  return q;
-}
 #define XGROW(v, n, cap)                                                \
   do {                                                                  \
     if ((n) == (cap)) {                                                 \
@@ -119,17 +105,6 @@ static int declared_of(struct report_agg_priv *P, uint64_t comm, int size) {
 static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : -1; }
 static bool is_error(const struct cs_op_rec *o) { return o->timing == CSD_TIMING_ERROR || o->status != 0; }
 
-static int sdc_dtype(const char *name) {
-  for (int i = 0; name && i < CS_DTYPE_COUNT; i++)
-    if (strcmp(cs_dtype_table[i].name, name) == 0) return i;
-  return -1;
-}
-static int sdc_redop(const char *name) {
-  if (!name) return -1;
-  for (int i = 0; i < 5; i++)
-    if (strcmp(cs_redop_name(i), name) == 0) return i;
-  return 5;   /* premulsum or a newer name: no sum rule */
-}
 
 /* the row's kept durations into its histogram: from now on every one goes there */
 static void row_pour(struct report_agg_priv *P, struct agg_row *r) {
@@ -320,7 +295,7 @@ static void sdc_instance(struct report_agg_priv *P, uint64_t comm, int64_t seq, 
                                           m[k].sdc_in_abs, m[k].sdc_out_sum};
   }
   const struct cs_walk_rec *o0 = &m[0];
-  struct cs_sdc_instance si = {o0->op, sdc_dtype(o0->dtype), sdc_redop(o0->redop), o0->root, csize,
+  struct cs_sdc_instance si = {o0->op, cli_sdc_dtype(o0->dtype), cli_sdc_redop(o0->redop), o0->root, csize,
                                (uint64_t)(o0->count > 0 ? o0->count : 0), nm, P->mem};
   struct cs_sdc_finding f[64];
   struct cs_sdc_outcome oc;

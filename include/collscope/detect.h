@@ -153,6 +153,9 @@ enum { CS_DET_HANG_OFF = 0, CS_DET_HANG_PENDING = 1, CS_DET_HANG_SEEN = 2 };
 int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *p, int hang_mode,
               struct cs_det_result *out);
 void cs_det_result_free(struct cs_det_result *r);
+/* sqrt without libm (the shim links no libm): Newton from a power-of-two guess; 0 for x <= 0
+ * or NaN. Also the online evaluator's (stats/online_eval.c). */
+double cs_det_sqrt(double x);
 
 /* The same detector fed one collective instance at a time (the dump readers, which never
  * hold all records): per communicator, instances must come in increasing seq order, each

@@ -25,6 +25,7 @@
  *    types (their reductions saturate instead of overflowing). */
 #ifndef COLLSCOPE_SDC_H
 #define COLLSCOPE_SDC_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,5 +67,11 @@ struct cs_sdc_outcome {
 size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *out, size_t max,
                       struct cs_sdc_outcome *oc);
 const char *cs_sdc_check_name(int check);
+/* An element type's figures for the sum rule: an integer type (sums kept modulo 2^bits), or a
+ * float type's unit roundoff u, largest finite value and smallest subnormal d. false: a type
+ * without a sum rule (fp8 has fingerprints only). Shared by the comparison here and the online
+ * exchange's evaluator (stats/online_eval.c). */
+struct cs_sdc_dtype_info { bool is_int; unsigned bits; double u, max, d; };
+bool cs_sdc_dtype_info(int dtype, struct cs_sdc_dtype_info *t);
 
 #endif
