@@ -131,6 +131,7 @@ static void job_on_term(int sig) { (void)sig; _exit(7); }
 static __attribute__((noreturn)) void term_child(const char *dir, enum job_handler h, int sig, int n) {
   if (h == JOB_HANDLER) signal(sig, job_on_term);
   if (h == JOB_IGNORE) signal(sig, SIG_IGN);
+  if (h == JOB_DEFAULT) signal(sig, SIG_DFL);   /* a harness run under nohup ignores SIGHUP */
   setenv("COLLSCOPE_DIR", dir, 1);
   setenv("COLLSCOPE_LIBCUDA", null_cuda, 1);
   setenv("COLLSCOPE_FLUSH_MS", "1000", 1);
