@@ -35,6 +35,12 @@ int cli_sdc_redop(const char *name);
 struct json_t *cli_json_stragglers(const struct cs_det_result *det);
 struct json_t *cli_json_hangs(const struct cs_det_result *det);
 
+/* tools/cmd_report.c: the report of DIR (job, op filter and reading threads as report's
+ * --job, --op and -j; NULL / 0 for none) as the one JSON object `report --json` prints, for
+ * commands built on the report (suspects, the HTML page). NULL with a message on stderr and
+ * *status set to report's exit status (1 unusable input, 2 unknown op); the caller decrefs. */
+struct json_t *cli_report_json(const char *dir, const char *job, const char *op, unsigned jobs, int *status);
+
 /* tools/dump_args.c: the command line of report and trace (DIR, -o/--output FILE,
  * --job ID, and per flags --op NAME, --json). Returns -1 when the command goes on, else its
  * exit status (0 after --help, CLI_EXIT_USAGE with a message and the usage on stderr). */

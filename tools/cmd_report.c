@@ -1170,7 +1170,9 @@ static const struct report_section sections[] = {
 };
 #define NSECTIONS (sizeof sections / sizeof sections[0])
 
-static int write_json(const struct report *r, FILE *o) {
+/* The whole report as one JSON object: what --json prints, and what other commands (suspects,
+ * the HTML page) read through cli_report_json(), so they can never disagree with it. */
+static json_t *report_json_doc(const struct report *r) {
   json_t *root = json_object();
   json_object_set_new(root, "schema", json_integer(COLLSCOPE_SCHEMA_VERSION));
   json_object_set_new(root, "dir", json_string(r->set->path));
@@ -1180,6 +1182,11 @@ static int write_json(const struct report *r, FILE *o) {
   json_object_set_new(root, "sections", names);
   for (size_t i = 0; i < NSECTIONS; i++)
     if (sections[i].json) json_object_set_new(root, sections[i].name, sections[i].json(r));
+  return root;
+}
+
+static int write_json(const struct report *r, FILE *o) {
+  json_t *root = report_json_doc(r);
   int rc = json_dumpf(root, o, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
   fputc('\n', o);
   json_decref(root);
@@ -1206,66 +1213,89 @@ static const char *canonical_op(const char *name) {
   return NULL;
 }
 
-int cmd_report(int argc, char **argv) {
-  struct cli_dump_args args;
-  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON, usage, &args);
-  if (st >= 0) return st;
-  const char *dir = args.dir, *op = args.op, *outpath = args.outpath;
-  bool json = args.json;
-
-  struct report r = {0};
-  cs_det_params_default(&r.detp);
-  if (cs_det_params_env(&r.detp))
+/* Reads DIR and builds every section's model into *r (with *agg behind it). Returns 0, or the
+ * command's exit status (1 unusable input, 2 unknown op) with a message on stderr. */
+static int report_build(struct report *r, struct report_agg *agg, const char *dir, const char *job, const char *op,
+                        unsigned jobs) {
+  memset(r, 0, sizeof *r);
+  cs_det_params_default(&r->detp);
+  if (cs_det_params_env(&r->detp))
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_STRAGGLER_* value (collscope help)\n");
   /* streamed: the op records are read into tables, instances and findings as they go by
    * (tools/report_agg.c), never held all at once */
   const char *canon = op ? canonical_op(op) : NULL;
-  struct report_agg agg;
-  struct cs_dumpset *set = report_agg_run(dir, args.job, canon ? canon : op, args.jobs ? args.jobs : cs_pool_default_jobs(), 0,
-                                          &r.detp, &agg);
+  struct cs_dumpset *set =
+      report_agg_run(dir, job, canon ? canon : op, jobs ? jobs : cs_pool_default_jobs(), 0, &r->detp, agg);
   if (!set) {
-    report_agg_free(&agg);
+    report_agg_free(agg);
     return 1;
   }
-  r.set = set;
-  r.agg = &agg;
+  r->set = set;
+  r->agg = agg;
   if (op) {
-    r.op_filter = canon ? canon : agg.filter_matched ? op : NULL;
-    if (!r.op_filter) {
+    r->op_filter = canon ? canon : agg->filter_matched ? op : NULL;
+    if (!r->op_filter) {
       fprintf(stderr, "collscope report: unknown op \"%s\" (known:", op);
       for (int i = 0; i < CS_OP_COUNT; i++) fprintf(stderr, " %s", cs_op_table[i].name);
       fprintf(stderr, ")\n");
-      report_agg_free(&agg);
+      report_agg_free(agg);
       cs_dumpset_free(set);
+      r->set = NULL;
       return 2;
     }
   }
-  build_from_agg(&r);
-  cs_link_params_default(&r.linkp);
-  if (cs_link_params_env(&r.linkp))
+  build_from_agg(r);
+  cs_link_params_default(&r->linkp);
+  if (cs_link_params_env(&r->linkp))
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_LINK_SLOW_FRAC / COLLSCOPE_LINK_MIN_BYTES value\n");
-  build_links(&r);
+  build_links(r);
+  return 0;
+}
+
+static void report_free(struct report *r) {
+  free(r->rows);
+  free(r->ranks);
+  free(r->comms);
+  free(r->sum.selftest_failed);
+  cs_det_result_free(&r->det);
+  free(r->links);
+  report_agg_free(r->agg);
+  cs_dumpset_free((struct cs_dumpset *)r->set);
+}
+
+struct json_t *cli_report_json(const char *dir, const char *job, const char *op, unsigned jobs, int *status) {
+  struct report r;
+  struct report_agg agg;
+  int st = report_build(&r, &agg, dir, job, op, jobs);
+  if (status) *status = st;
+  if (st != 0) return NULL;
+  json_t *doc = report_json_doc(&r);
+  report_free(&r);
+  return doc;
+}
+
+int cmd_report(int argc, char **argv) {
+  struct cli_dump_args args;
+  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON, usage, &args);
+  if (st >= 0) return st;
+  struct report r;
+  struct report_agg agg;
+  st = report_build(&r, &agg, args.dir, args.job, args.op, args.jobs);
+  if (st != 0) return st;
 
   char *tmp = NULL;
-  FILE *o = cli_out_open("report", outpath, &tmp);
+  FILE *o = cli_out_open("report", args.outpath, &tmp);
   int rc = 1;
   if (o) {
     rc = 0;
-    if (json) {
+    if (args.json) {
       if (write_json(&r, o) != 0) rc = 1;
     } else {
       for (size_t i = 0; i < NSECTIONS; i++)
         if (sections[i].text) sections[i].text(&r, o);
     }
-    rc = cli_out_close("report", o, tmp, outpath, rc);
+    rc = cli_out_close("report", o, tmp, args.outpath, rc);
   }
-  free(r.rows);
-  free(r.ranks);
-  free(r.comms);
-  free(r.sum.selftest_failed);
-  cs_det_result_free(&r.det);
-  free(r.links);
-  report_agg_free(&agg);
-  cs_dumpset_free(set);
+  report_free(&r);
   return rc;
 }
