@@ -3,8 +3,9 @@
 variables (include/collscope/env_vars.def), as `collscope help` prints it.
 
 Fails when
-  - a row of a variable table in README.md or DESIGN.md (a markdown table whose first header
-    cell is "variable" and that has a "default" column) names a variable that is not in the
+  - a row of a hand-written variable table in README.md, DESIGN.md or docs/*.md (a markdown
+    table whose first header cell is "variable" and that has a "default" column; the generated
+    docs/environment.md heads its tables "name" and is checked by scripts/gen-env-doc.py --check) names a variable that is not in the
     table, names more than one variable, or gives a different default;
   - a COLLSCOPE_ variable of the table is in no doc table;
   - a C/C++/CUDA source of the shim, the CLI or the simulator names a COLLSCOPE_ variable
@@ -71,9 +72,9 @@ def doc_rows(path):
     return rows
 
 
-def check_doc(path, table, seen):
+def check_doc(path, table, seen, required=True):
     rows = doc_rows(path)
-    if not rows:
+    if not rows and required:
         fail("%s: no variable table (| variable | default | ...) found" % path)
     here = set()
     for lineno, names, default in rows:
@@ -118,11 +119,16 @@ def main():
     design = a.design or os.path.join(a.root, "DESIGN.md")
     table = table_from_help(a.cli)
     seen = set()
-    check_doc(readme, table, seen)
+    check_doc(readme, table, seen, required=False)
     check_doc(design, table, seen)
+    docs = os.path.join(a.root, "docs")
+    for fn in sorted(os.listdir(docs)) if os.path.isdir(docs) else []:
+        if fn.endswith(".md"):
+            check_doc(os.path.join(docs, fn), table, seen, required=False)
     for name in sorted(table):
         if name.startswith("COLLSCOPE_") and name not in seen:
-            fail("%s (default '%s') is in no variable table of README.md or DESIGN.md" % (name, table[name]))
+            fail("%s (default '%s') is in no hand-written variable table of README.md, DESIGN.md or docs/"
+                 % (name, table[name]))
     check_sources(a.root, table)
     print("env-table: %d variables, %s" % (len(table), "FAILED (%d)" % len(failures) if failures else "ok"))
     sys.exit(1 if failures else 0)
