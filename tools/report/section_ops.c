@@ -1,0 +1,99 @@
+/* tools/report/section_ops.c: the report's "ops" section, nccl-tests style: one row per
+ * (op, communicator size, message-size bucket) with nearest-rank percentiles of the GPU
+ * time, algbw and busbw (definitions: tools/cmd_report.c). Rows come from the figures
+ * gathered while the dumps streamed (tools/report_agg.c). */
+#include <stdlib.h>
+
+#include "collscope/schema.h"
+#include "report.h"
+#include "report_agg.h"
+#include "xalloc.h"
+
+static void build_ops(struct report *r) {
+  struct report_agg *a = r->agg;
+  if (!a) return;
+  r->rows = xcalloc(a->nrows, sizeof *r->rows);
+  for (size_t i = 0; i < a->nrows; i++) {
+    struct agg_row *ar = &a->rows[i];
+    struct op_row *row = &r->rows[r->nrows++];
+    row->op_name = ar->op_name;
+    row->op = ar->op;
+    row->comm_size = ar->comm_size;
+    row->bucket = ar->bucket;
+    row->bucket_lo = row->bucket < 0 ? 0 : (uint64_t)1 << row->bucket;
+    row->bucket_hi = row->bucket < 0 ? 0 : row->bucket == 63 ? UINT64_MAX
+                                                             : ((uint64_t)1 << (row->bucket + 1)) - 1;
+    row->count = ar->count;
+    row->bytes_min = ar->bytes_min;
+    row->bytes_max = ar->bytes_max;
+    row->bytes = report_agg_row_bytes(ar);
+    row->timed = ar->timed;
+    if (row->timed) {
+      row->p50 = report_agg_row_pct(ar, 50);
+      row->p99 = report_agg_row_pct(ar, 99);
+      row->max = ar->dur_max;
+      if (row->p50 > 0) {
+        row->algbw = (double)row->bytes / (row->p50 * 1e3);
+        row->busbw = row->algbw * (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
+      }
+    }
+  }
+}
+
+static void text_ops(const struct report *r, FILE *o) {
+  fprintf(o, "\n# Operations: per-rank records; time from GPU events (nearest-rank percentiles);\n"
+             "# algbw = size / p50 time, busbw = algbw x nccl-tests factor for nranks\n");
+  fprintf(o, "# %13s %6s %12s %12s %7s %7s %10s %10s %10s %11s %11s\n", "op", "nranks", "size(B)",
+          "bucket_lo", "count", "timed", "p50(us)", "p99(us)", "max(us)", "algbw(GB/s)",
+          "busbw(GB/s)");
+  char b[128];
+  for (size_t i = 0; i < r->nrows; i++) {
+    const struct op_row *w = &r->rows[i];
+    fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu", cs_text_safe(w->op_name, b, sizeof b), w->comm_size,
+            (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed);
+    if (w->timed)
+      fprintf(o, " %10.2f %10.2f %10.2f", w->p50, w->p99, w->max);
+    else
+      fprintf(o, " %10s %10s %10s", "-", "-", "-");
+    if (w->timed && w->p50 > 0)
+      fprintf(o, " %11.2f %11.2f\n", w->algbw, w->busbw);
+    else
+      fprintf(o, " %11s %11s\n", "-", "-");
+  }
+  if (!r->nrows) fprintf(o, "  (no op records)\n");
+}
+
+static json_t *json_ops(const struct report *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->nrows; i++) {
+    const struct op_row *w = &r->rows[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "op", json_string(w->op_name));
+    json_object_set_new(o, "comm_size", json_integer(w->comm_size));
+    json_object_set_new(o, "bucket_lo", jbytes(w->bucket_lo));
+    json_object_set_new(o, "bucket_hi", jbytes(w->bucket_hi));
+    json_object_set_new(o, "bytes", jbytes(w->bytes));
+    json_object_set_new(o, "bytes_min", jbytes(w->bytes_min));
+    json_object_set_new(o, "bytes_max", jbytes(w->bytes_max));
+    json_object_set_new(o, "count", jcount(w->count));
+    json_object_set_new(o, "timed", jcount(w->timed));
+    if (w->timed) {
+      json_t *t = json_object();
+      json_object_set_new(t, "p50", json_real(w->p50));
+      json_object_set_new(t, "p99", json_real(w->p99));
+      json_object_set_new(t, "max", json_real(w->max));
+      json_object_set_new(o, "time_us", t);
+    } else {
+      json_object_set_new(o, "time_us", json_null());
+    }
+    bool bw = w->timed && w->p50 > 0;
+    json_object_set_new(o, "algbw_gbs", jnum_or_null(bw, w->algbw));
+    json_object_set_new(o, "busbw_gbs", jnum_or_null(bw, w->busbw));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static void free_ops(struct report *r) { free(r->rows); }
+
+const struct report_section report_section_ops = {"ops", build_ops, text_ops, json_ops, free_ops};

@@ -1,0 +1,87 @@
+/* tools/report/section_ranks.c: the report's "ranks" section: one row per dump file (rank,
+ * host, pid, records, GPU time, bytes, drops, lost records and how the process exited). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "report_agg.h"
+#include "xalloc.h"
+
+static void build_ranks(struct report *r) {
+  struct report_agg *a = r->agg;
+  if (!a) return;
+  const struct cs_dumpset *set = r->set;
+  r->ranks = xcalloc(set->nfiles, sizeof *r->ranks);
+  r->nranks = set->nfiles;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    const struct agg_file *af = &a->files[f->read_index];
+    struct rank_row *rr = &r->ranks[i];
+    rr->f = f;
+    rr->ops = af->ops;
+    rr->xfers = r->op_filter ? 0 : f->nxfers;
+    rr->gpu_ms = af->gpu_ms;
+    rr->bytes = af->bytes;
+    rr->drops = cs_dumpfile_drops(f);
+    rr->lost = f->lost;
+  }
+}
+
+static int host_width(const struct report *r) {
+  int w = 4;
+  char b[128];
+  for (size_t i = 0; i < r->nranks; i++) {
+    int l = (int)strlen(cs_text_safe(r->ranks[i].f->hdr.host, b, sizeof b));
+    if (l > w) w = l;
+  }
+  return w > 40 ? 40 : w;
+}
+
+static void text_ranks(const struct report *r, FILE *o) {
+  int hw = host_width(r);
+  fprintf(o, "\n# Ranks\n");
+  fprintf(o, "# %5s  %-*s %8s %8s %6s %6s %13s %14s %6s %6s  %s\n", "rank", hw, "host", "pid", "records",
+          "ops", "xfers", "gpu_time(ms)", "bytes", "drops", "lost", "exit");
+  char b[128];
+  for (size_t i = 0; i < r->nranks; i++) {
+    const struct rank_row *w = &r->ranks[i];
+    char rank[16];
+    if (w->f->hdr.rank >= 0) snprintf(rank, sizeof rank, "%d", w->f->hdr.rank);
+    else snprintf(rank, sizeof rank, "?");
+    /* exit: no-footer (the process did not exit cleanly), lost (its footer counts records the
+     * file does not hold), else clean */
+    fprintf(o, "  %5s  %-*s %8lld %8zu %6zu %6zu %13.3f %14llu %6llu %6llu  %s\n", rank, hw,
+            cs_text_safe(w->f->hdr.host, b, sizeof b), w->f->hdr.pid, w->ops + w->xfers, w->ops, w->xfers,
+            w->gpu_ms, (unsigned long long)w->bytes, (unsigned long long)w->drops, (unsigned long long)w->lost,
+            !w->f->has_footer ? "no-footer" : w->lost ? "lost" : "clean");
+  }
+}
+
+static json_t *json_ranks(const struct report *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->nranks; i++) {
+    const struct rank_row *w = &r->ranks[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(w->f->hdr.rank));
+    json_object_set_new(o, "host", json_string(w->f->hdr.host));
+    json_object_set_new(o, "pid", json_integer(w->f->hdr.pid));
+    json_object_set_new(o, "file", json_string(w->f->name));
+    json_object_set_new(o, "records", jcount(w->ops + w->xfers));
+    json_object_set_new(o, "ops", jcount(w->ops));
+    json_object_set_new(o, "xfers", jcount(w->xfers));
+    json_object_set_new(o, "gpu_time_ms", json_real(w->gpu_ms));
+    json_object_set_new(o, "bytes", jbytes(w->bytes));
+    json_object_set_new(o, "drops", jbytes(w->drops));
+    json_object_set_new(o, "lost", jbytes(w->lost));
+    json_object_set_new(o, "truncated_lines", jcount(w->f->truncated_lines));
+    json_object_set_new(o, "malformed_lines", jcount(w->f->malformed_lines));
+    json_object_set_new(o, "footer", json_boolean(w->f->has_footer));
+    json_object_set_new(o, "clean_exit", json_boolean(w->f->has_footer && !w->lost));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static void free_ranks(struct report *r) { free(r->ranks); }
+
+const struct report_section report_section_ranks = {"ranks", build_ranks, text_ranks, json_ranks, free_ranks};

@@ -1,0 +1,83 @@
+/* tools/report/section_stragglers.c: the report's "stragglers" section (stats/detect.c's
+ * findings; definitions in include/collscope/detect.h), also printed by `collscope top`
+ * (cli_text_stragglers, cli_json_stragglers). Link entries with no rank name the slowest
+ * slow host pair of the links section. */
+#include "cli.h"
+#include "report.h"
+
+static void text_stragglers(const struct report *r, FILE *o) {
+  cli_text_stragglers(&r->det, &r->detp, o);
+  const struct cs_link_pair *q = report_slowest_link(r);
+  char b1[128], b2[128];
+  for (size_t i = 0; i < r->det.nstragglers; i++)
+    if (r->det.stragglers[i].kind == CS_DET_LINK && r->det.stragglers[i].rank < 0) {
+      if (q) fprintf(o, "  link entries: slow host pair %s -> %s (%.3g Gbit/s p50 vs %.3g for the other pairs; see links)\n",
+                     cs_text_safe(q->src_host, b1, sizeof b1), cs_text_safe(q->dst_host, b2, sizeof b2),
+                     q->gbps_p50, q->ref_gbps_p50);
+      else fprintf(o, "  link entries: no NCCL_NET link records name a slow host pair\n");
+      break;
+    }
+}
+
+static json_t *json_stragglers(const struct report *r) {
+  json_t *a = cli_json_stragglers(&r->det);
+  const struct cs_link_pair *q = report_slowest_link(r);
+  for (size_t i = 0; i < r->det.nstragglers && i < json_array_size(a); i++) {
+    if (r->det.stragglers[i].kind != CS_DET_LINK || r->det.stragglers[i].rank >= 0) continue;
+    json_t *o = json_array_get(a, i);
+    json_object_set_new(o, "src_host", q ? json_string(q->src_host) : json_null());
+    json_object_set_new(o, "dst_host", q ? json_string(q->dst_host) : json_null());
+  }
+  return a;
+}
+
+void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o) {
+  fprintf(o, "\n# Stragglers: last arrival = shortest GPU duration of a collective instance;\n"
+             "# offset = median(duration) - own duration (> 0: arrived after the median rank);\n"
+             "# flagged over the last %u instances of a comm (at least %u), on %u consecutive instances,\n"
+             "# when its median offset is %.1f robust sigma above 0 (or, over the last %u instances only,\n"
+             "# %.1f sigma and after the median rank in >= %.0f%% of them),\n"
+             "# or when it is last more often than max(%.0f%%, chance + %.1f sigma) with median lateness when\n"
+             "# last; either figure >= max(%.0f us, %.1f%% of the median duration); `after`: instances until\n"
+             "# flagged; %zu evaluated\n",
+          p->window, p->min_instances, p->persist, p->offset_z, p->recent, p->recent_z, p->recent_share * 100,
+          p->share * 100, p->z, p->floor_us, p->frac * 100, det->instances);
+  fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %s\n", "rank", "host", "comm", "share_last",
+          "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind");
+  char hex[17], b[128];
+  for (size_t i = 0; i < det->nstragglers; i++) {
+    const struct cs_det_straggler *s = &det->stragglers[i];
+    fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %s\n", s->rank,
+            s->host ? cs_text_safe(s->host, b, sizeof b) : s->kind == CS_DET_LINK ? "(network)" : "?", cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
+            s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind));
+  }
+  if (!det->nstragglers) fprintf(o, "  (none)\n");
+}
+
+json_t *cli_json_stragglers(const struct cs_det_result *det) {
+  json_t *a = json_array();
+  char hex[17];
+  for (size_t i = 0; i < det->nstragglers; i++) {
+    const struct cs_det_straggler *s = &det->stragglers[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "rank", json_integer(s->rank));
+    json_object_set_new(o, "host", s->host ? json_string(s->host) : json_null());
+    json_object_set_new(o, "comm", json_string(cs_comm_hex(s->comm, hex)));
+    json_object_set_new(o, "comm_rank", json_integer(s->comm_rank));
+    json_object_set_new(o, "share_last", json_real(s->share_last));
+    json_object_set_new(o, "lateness_us", json_real(s->lateness_us));
+    json_object_set_new(o, "offset_us", json_real(s->offset_us));
+    json_object_set_new(o, "later_share", json_real(s->later_share));
+    json_object_set_new(o, "median_dur_us", json_real(s->median_dur_us));
+    json_object_set_new(o, "gap_us", json_real(s->gap_us));
+    json_object_set_new(o, "peer_gap_us", json_real(s->peer_gap_us));
+    json_object_set_new(o, "window_instances", jcount(s->window_instances));
+    json_object_set_new(o, "first_flag_instance", jcount(s->first_flag_instance));
+    json_object_set_new(o, "first_flag_seq", json_integer(s->first_flag_seq));
+    json_object_set_new(o, "kind", json_string(cs_det_kind_name(s->kind)));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+const struct report_section report_section_stragglers = {"stragglers", NULL, text_stragglers, json_stragglers, NULL};
