@@ -2,7 +2,7 @@
  * collscope needs (see cuda_driver.h). Versioned names first (what cuda.h maps to),
  * then the legacy unversioned name. */
 #include "cuda_driver.h"
-#include "shim/cs_internal.h"
+#include "stats/core.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -77,4 +77,11 @@ static void xchg_load_once(void) {
 bool cs_driver_xchg_load(void) {
   pthread_once(&xchg_once, xchg_load_once);
   return cs_drvx.loaded;
+}
+
+void cs_driver_device_info(int device, int *driver_version, char *bus, size_t bus_len) {
+  if (cs_drv.loaded) cs_drv.cuDriverGetVersion(driver_version);
+  if (cs_drv.loaded && device >= 0) {
+    if (cs_drv.cuDeviceGetPCIBusId(bus, (int)bus_len, (CUdevice)device) != CUDA_SUCCESS) bus[0] = 0;
+  }
 }

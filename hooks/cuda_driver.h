@@ -5,6 +5,7 @@
 #define COLLSCOPE_CUDA_DRIVER_H
 #include <cuda.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #define CS_DRIVER_FNS(X)                                                                   \
   X(CUresult, cuDriverGetVersion, (int *v), "cuDriverGetVersion")                          \
@@ -59,5 +60,9 @@ bool cs_driver_xchg_load(void);
 /* Load libcuda.so.1 once; returns true if every entry point was found. Safe to call
  * repeatedly and from any thread. */
 bool cs_driver_load(void);
+
+/* For the dump's header: the driver's version and the PCI bus id of `device` (left as
+ * they are when the driver is not loaded or cannot tell). */
+void cs_driver_device_info(int device, int *driver_version, char *bus, size_t bus_len);
 
 #endif

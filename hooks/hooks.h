@@ -5,7 +5,7 @@
  * re-entrancy depth already raised, so NCCL calls they make pass straight through. */
 #ifndef COLLSCOPE_HOOKS_H
 #define COLLSCOPE_HOOKS_H
-#include "shim/cs_internal.h"
+#include "thread_state.h"
 
 /* One intercepted collective or P2P call. Hooks may change `comm` and `root` (the
  * wrapper passes the changed values to the real NCCL); the record keeps the user's. */

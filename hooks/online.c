@@ -16,7 +16,8 @@
 
 #include "collscope/online.h"
 #include "cuda_driver.h"
-#include "shim/nccl_shim.h"
+#include "nccl_calls.h"
+#include "stats/harvest.h"
 
 enum { ON_UNSET = 0, ON_SETUP, ON_RUNNING, ON_OFF };
 
@@ -71,7 +72,7 @@ static ncclResult_t wait_ready(ncclComm_t comm, unsigned timeout_s) {
   int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_s * 1000000000LL;
   for (;;) {
     ncclResult_t st = ncclInProgress;
-    ncclResult_t r = cs_real_ncclCommGetAsyncError(comm, &st);
+    ncclResult_t r = CS_NCCL_REAL(ncclCommGetAsyncError)(comm, &st);
     if (r != ncclSuccess) return r;
     if (st != ncclInProgress) return st;
     if (cs_now_ns(CLOCK_MONOTONIC) > deadline) return ncclInProgress;
@@ -131,11 +132,11 @@ static void *split_main(void *arg) {
   (void)arg;
   cs_tls.depth = 1; /* whatever NCCL calls from here passes straight through */
   ncclComm_t child = NULL;
-  ncclResult_t r = cs_real_ncclCommSplit(sp.parent, sp.color, sp.key, &child, &sp.cfg);
+  ncclResult_t r = CS_NCCL_REAL(ncclCommSplit)(sp.parent, sp.color, sp.key, &child, &sp.cfg);
   sp.r = r;
   sp.child = child;
   int expect = SPLIT_RUNNING;
-  if (!atomic_compare_exchange_strong(&sp.state, &expect, SPLIT_DONE) && child) cs_real_ncclCommAbort(child);
+  if (!atomic_compare_exchange_strong(&sp.state, &expect, SPLIT_DONE) && child) CS_NCCL_REAL(ncclCommAbort)(child);
   return NULL;
 }
 
@@ -208,7 +209,7 @@ static bool is_world(struct cs_comm *info) {
 static void split_without_color(void *comm, int rank, const char *why) {
   cs_log(CS_LOG_WARN, "online exchange off: %s", why);
   turn_off();
-  if (!cs_resolve_nccl() || !cs_real_ncclCommSplit) return;
+  if (!cs_nccl.resolve() || !CS_NCCL_REAL(ncclCommSplit)) return;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   ncclComm_t none = NULL;
   ncclResult_t r = split_bounded(comm, NCCL_SPLIT_NOCOLOR, rank, &cfg, &none);
@@ -225,8 +226,8 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   if (!is_world(info)) return;
   const char *why = NULL;
   CUcontext ctx = NULL;
-  if (!cs_driver_xchg_load() || !cs_resolve_nccl() || !cs_real_ncclCommSplit || !cs_real_ncclAllReduce ||
-      !cs_real_ncclCommGetAsyncError || !cs_real_ncclCommAbort || !cs_real_ncclCommDestroy || !cs_real_ncclCommCount)
+  if (!cs_driver_xchg_load() || !cs_nccl.resolve() || !CS_NCCL_REAL(ncclCommSplit) || !CS_NCCL_REAL(ncclAllReduce) ||
+      !CS_NCCL_REAL(ncclCommGetAsyncError) || !CS_NCCL_REAL(ncclCommAbort) || !CS_NCCL_REAL(ncclCommDestroy) || !CS_NCCL_REAL(ncclCommCount))
     why = "CUDA driver or NCCL entry points missing";
   else if (cs_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
     why = "no current CUDA context on the thread that created the world communicator";
@@ -254,16 +255,16 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
     cs_log(CS_LOG_WARN, "online exchange off: ncclCommSplit of the world communicator %s (%d)",
            r == ncclInProgress ? "did not finish within COLLSCOPE_ONLINE_TIMEOUT (a rank without collscope, or with "
                                  "COLLSCOPE_ONLINE=0 or COLLSCOPE_DISABLE=1, never joins it)" : "failed", (int)r);
-    if (own) cs_real_ncclCommAbort(own);
+    if (own) CS_NCCL_REAL(ncclCommAbort)(own);
     turn_off();
     return;
   }
   int joined = 0;
-  if (cs_real_ncclCommCount(own, &joined) != ncclSuccess || joined != on.n) {
+  if (CS_NCCL_REAL(ncclCommCount)(own, &joined) != ncclSuccess || joined != on.n) {
     /* every rank that joined sees the same count, so all of them stop here */
     cs_log(CS_LOG_WARN, "online exchange off: %d of %d ranks joined collscope's communicator (the others record "
            "nothing or cannot exchange)", joined, on.n);
-    cs_real_ncclCommAbort(own);
+    CS_NCCL_REAL(ncclCommAbort)(own);
     turn_off();
     return;
   }
@@ -272,7 +273,7 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   on.st = cs_online_rank_new(on.rank, on.n, cs_cfg.host, NULL);
   if (!on.feed || !on.st || !alloc_buffers() || !start_thread()) {
     cs_log(CS_LOG_WARN, "online exchange off: cannot allocate its buffers or start its thread");
-    cs_real_ncclCommAbort(own);
+    CS_NCCL_REAL(ncclCommAbort)(own);
     on.own = NULL;
     turn_off();
     return;
@@ -346,6 +347,9 @@ void cs_online_note(const struct cs_record *r) {
   }
 }
 
+/* the harvest thread's client (registered by shim/wiring.c) */
+const struct cs_harvest_client cs_online_harvest = {.name = "online", .finished = cs_online_note};
+
 /* ---- exchange thread ---- */
 static void drain_feed(void) {
   uint32_t t = atomic_load_explicit(&on.tail, memory_order_relaxed);
@@ -367,7 +371,7 @@ bool cs_online_aborting(void) { return atomic_load(&cs_st.park) != 0; }
 
 static void abort_one(void *comm, struct cs_comm *c, void *arg) {
   (void)c; (void)arg;
-  cs_real_ncclCommAbort((ncclComm_t)comm);
+  CS_NCCL_REAL(ncclCommAbort)((ncclComm_t)comm);
 }
 
 static void act_on(const struct cs_online_findings *f, uint64_t exchange, double wait_us, double eval_us) {
@@ -412,7 +416,7 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
     cs_harvest_stop(2000);           /* write the dump and close the ring */
     sleep_ms(20);                    /* calls already inside NCCL return */
     cs_comm_foreach(abort_one, NULL);
-    cs_real_ncclCommAbort(on.own);
+    CS_NCCL_REAL(ncclCommAbort)(on.own);
     _exit(CS_SDC_ABORT_STATUS);
   }
 }
@@ -428,7 +432,7 @@ static const char *wait_verdict(int64_t deadline, unsigned *polls) {
   if (now > deadline) return "not complete after COLLSCOPE_ONLINE_TIMEOUT (a rank stopped exchanging)";
   if (++*polls % 8 == 0) { /* a peer that died shows up as an asynchronous error */
     ncclResult_t st = ncclSuccess;
-    if (cs_real_ncclCommGetAsyncError(on.own, &st) != ncclSuccess || (st != ncclSuccess && st != ncclInProgress))
+    if (CS_NCCL_REAL(ncclCommGetAsyncError)(on.own, &st) != ncclSuccess || (st != ncclSuccess && st != ncclInProgress))
       return "collscope's communicator reports an error (a peer left)";
   }
   return NULL;
@@ -444,7 +448,7 @@ static void nap_backoff(unsigned *nap) {
 static void abandon(uint64_t exchange, const char *why) {
   cs_log(stop_is_shutdown() ? CS_LOG_INFO : CS_LOG_WARN, "online exchange off: exchange %llu: %s",
          (unsigned long long)exchange, why);
-  if (on.own) cs_real_ncclCommAbort(on.own);
+  if (on.own) CS_NCCL_REAL(ncclCommAbort)(on.own);
   on.own = NULL;
 }
 
@@ -453,7 +457,7 @@ static void abandon(uint64_t exchange, const char *why) {
 static const char *enqueued(ncclResult_t r, int64_t deadline, unsigned *polls, unsigned *nap) {
   while (r == ncclInProgress) {
     ncclResult_t st = ncclInProgress;
-    if (cs_real_ncclCommGetAsyncError(on.own, &st) != ncclSuccess) st = ncclInternalError;
+    if (CS_NCCL_REAL(ncclCommGetAsyncError)(on.own, &st) != ncclSuccess) st = ncclInternalError;
     if (st != ncclInProgress) { r = st; break; }
     const char *why = wait_verdict(deadline, polls);
     if (why) return why;
@@ -479,7 +483,7 @@ static const char *reduce_round(int64_t deadline, unsigned *polls) {
     why = "cuMemcpyHtoDAsync failed";
   for (int i = 0; i < 3 && !why; i++) {
     char *p = (char *)d + part[i].off;
-    ncclResult_t r = cs_real_ncclAllReduce(p, p, part[i].count, part[i].type, part[i].op, on.own, (cudaStream_t)on.stream);
+    ncclResult_t r = CS_NCCL_REAL(ncclAllReduce)(p, p, part[i].count, part[i].type, part[i].op, on.own, (cudaStream_t)on.stream);
     why = enqueued(r, deadline, polls, &nap);
   }
   cs_tls.depth--;
@@ -494,7 +498,7 @@ static const char *reduce_round(int64_t deadline, unsigned *polls) {
   }
   if (!why) {
     ncclResult_t st = ncclSuccess;
-    if (cs_real_ncclCommGetAsyncError(on.own, &st) != ncclSuccess || st != ncclSuccess)
+    if (CS_NCCL_REAL(ncclCommGetAsyncError)(on.own, &st) != ncclSuccess || st != ncclSuccess)
       why = "collscope's communicator reports an error";
   }
   return why;
@@ -595,8 +599,8 @@ void cs_online_comm_destroying(void *comm) {
   if (on.own) {
     /* the thread abandons (aborts) any exchange it gives up on; should anything still be
      * in flight on collscope's stream, a destroy would wait for it: abort instead */
-    if (cs_drvx.cuStreamQuery(on.stream) == CUDA_SUCCESS) cs_real_ncclCommDestroy(on.own);
-    else cs_real_ncclCommAbort(on.own);
+    if (cs_drvx.cuStreamQuery(on.stream) == CUDA_SUCCESS) CS_NCCL_REAL(ncclCommDestroy)(on.own);
+    else CS_NCCL_REAL(ncclCommAbort)(on.own);
     on.own = NULL;
   }
 }

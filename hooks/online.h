@@ -36,6 +36,7 @@
 #ifndef COLLSCOPE_ONLINE_HOOK_H
 #define COLLSCOPE_ONLINE_HOOK_H
 #include "hooks.h"
+#include "stats/harvest.h"
 
 void cs_online_comm_created(void *comm, struct cs_comm *info);
 /* a communicator of a process whose recording is off (info: size, rank, nonblocking) */
@@ -44,6 +45,8 @@ void cs_online_after_op(struct cs_call *c, int status);
 void cs_online_comm_destroying(void *comm);
 /* harvest thread: a record is final (timed, or given up) */
 void cs_online_note(const struct cs_record *r);
+/* the harvest thread's client that feeds cs_online_note (registered by shim/wiring.c) */
+extern const struct cs_harvest_client cs_online_harvest;
 /* process exit: stop the thread (the communicator is left to the process's end) */
 void cs_online_shutdown(void);
 void cs_online_atfork_child(void);

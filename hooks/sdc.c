@@ -570,3 +570,18 @@ const char *cs_sdc_standing(uint64_t *launched, uint64_t *no_slot) {
   return atomic_load_explicit(&fx_tried, memory_order_acquire) && !fx.ok ? "no_driver" : "unused";
 #endif
 }
+
+/* ---- what the harvest thread and the dump get (registered by shim/wiring.c) ---- */
+static bool sdc_complete(struct cs_record *r, bool final) {
+  return !r->sdc_slot || cs_sdc_collect(r, final); /* false: the kernels are still running */
+}
+const struct cs_harvest_client cs_sdc_harvest = {.name = "sdc", .complete = sdc_complete};
+
+void cs_sdc_dump_footer(const struct cs_dump_kv *kv) {
+  uint64_t launches, no_slot;
+  const char *sdc = cs_sdc_standing(&launches, &no_slot);
+  if (!sdc) return; /* COLLSCOPE_SDC=off */
+  kv->str("sdc", sdc);
+  kv->u64("sdc_launches", launches);
+  kv->u64("sdc_no_slot", no_slot);
+}

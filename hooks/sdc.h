@@ -6,6 +6,8 @@
 #ifndef COLLSCOPE_HOOKS_SDC_H
 #define COLLSCOPE_HOOKS_SDC_H
 #include "hooks/hooks.h"
+#include "stats/dump_writer.h"
+#include "stats/harvest.h"
 
 void cs_sdc_before_op(struct cs_call *c);
 void cs_sdc_after_op(struct cs_call *c, int status);
@@ -22,5 +24,9 @@ bool cs_sdc_collect(struct cs_record *r, bool final);
  * "setup_failed", "selftest_failed", "selftest_timeout"; with the kernel launches made
  * for checks and the checks skipped for want of a free result slot. */
 const char *cs_sdc_standing(uint64_t *launched, uint64_t *no_slot);
+/* Harvest thread: a record with an SDC slot is finished once cs_sdc_collect says so. */
+extern const struct cs_harvest_client cs_sdc_harvest;
+/* The dump footer's SDC fields (sdc, sdc_launches, sdc_no_slot; none when off). */
+void cs_sdc_dump_footer(const struct cs_dump_kv *kv);
 
 #endif

@@ -1,7 +1,8 @@
 /* hooks/timing.c: GPU timing of intercepted calls (see timing.h). The hot path pops a
  * pair of pre-created events from a lock-free per-context pool (one queue operation) and
- * records them on the caller's stream; the harvest thread reads them later. No syscall,
- * lock or sync here. */
+ * records them on the caller's stream, or leaves an op to NCCL's profiler plugin (the
+ * timing plugin the shim hands over); the harvest thread reads them later
+ * (cs_timing_harvest). No syscall, lock or sync here. */
 #include "timing.h"
 #include "cuda_driver.h"
 #include "stats/queue.h"
@@ -30,6 +31,21 @@ struct cs_evpool {
   int64_t anchor_ns;
   int64_t anchor_mono;
 };
+/* The second timing source (NCCL's profiler plugin), once the shim has handed it over:
+ * until then no op is wanted and nothing is claimed. */
+static bool plugin_none_wanted(int op) { (void)op; return false; }
+static int plugin_none_claim(int op) { (void)op; return CS_PROF_NONE; }
+static void plugin_none_unlinked(int op) { (void)op; }
+static void plugin_none_group_set(struct cs_record *recs, size_t n) { (void)recs; (void)n; }
+static bool plugin_none_collect(struct cs_record *r, bool final) { (void)r; (void)final; return true; }
+static void plugin_none_probe_judge(const struct cs_record *r) { (void)r; }
+static struct cs_timing_plugin plugin = {
+  plugin_none_wanted, plugin_none_claim, plugin_none_unlinked, plugin_none_group_set,
+  plugin_none_collect, plugin_none_probe_judge,
+};
+
+void cs_timing_plugin_set(const struct cs_timing_plugin *p) { plugin = *p; }
+
 static struct cs_evpool pools[CS_MAX_CTX];
 static _Atomic int npools;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -237,7 +253,7 @@ struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size
     r->timing = CS_TIMING_PENDING; /* decided at the group launch */
   } else {
     int pc = CS_PROF_NONE;
-    if (!r->comm_nb && cs_prof_wanted(op) && !stream_capturing(stream)) pc = cs_prof_claim(op);
+    if (!r->comm_nb && plugin.wanted(op) && !stream_capturing(stream)) pc = plugin.claim(op);
     if (pc == CS_PROF_ONLY) {
       r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
       r->timing = CS_TIMING_PENDING;
@@ -298,7 +314,7 @@ void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inpr
   }
   if (r->prof_want && !r->prof_probe) { /* no profiler event attached (or the call failed): enqueue time only */
     if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
-    if (ok && !r->prof_slot) cs_prof_unlinked(r->op);
+    if (ok && !r->prof_slot) plugin.unlinked(r->op);
     return;
   }
   stream_end(r, (void *)(uintptr_t)r->stream, ok);
@@ -328,10 +344,10 @@ void cs_group_launch_begin(void) {
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
-    if ((r->prof_slot || (!r->comm_nb && cs_prof_wanted(r->op))) &&
+    if ((r->prof_slot || (!r->comm_nb && plugin.wanted(r->op))) &&
         !stream_capturing((void *)(uintptr_t)r->stream)) {
       /* claimed when NCCL started its event inside the call (prof_slot), or now */
-      int pc = r->prof_slot ? (r->prof_probe ? CS_PROF_PROBE : CS_PROF_ONLY) : cs_prof_claim(r->op);
+      int pc = r->prof_slot ? (r->prof_probe ? CS_PROF_PROBE : CS_PROF_ONLY) : plugin.claim(r->op);
       if (pc == CS_PROF_ONLY) {
         r->prof_want = 1; /* timed by NCCL's profiler plugin: no events on its stream */
         continue;
@@ -353,14 +369,14 @@ void cs_group_launch_begin(void) {
       p->ngstreams++;
     }
   }
-  cs_prof_group_set(p->recs, p->n);
+  plugin.group_set(p->recs, p->n);
 }
 
 void cs_group_launch_returned(int status, int inprogress_code) {
   bool ok = status == 0 || status == inprogress_code;
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
-  cs_prof_group_set(NULL, 0);
+  plugin.group_set(NULL, 0);
   for (size_t k = 0; k < p->ngstreams; k++) stream_end(&p->gstreams[k].ev, (void *)(uintptr_t)p->gstreams[k].stream, ok);
 }
 
@@ -374,7 +390,7 @@ void cs_group_launch_end(int status, int inprogress_code) {
     if (r->timing != CS_TIMING_PENDING) continue;
     if (r->prof_want && !r->prof_probe) {
       if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
-      if (ok && !r->prof_slot) cs_prof_unlinked(r->op);
+      if (ok && !r->prof_slot) plugin.unlinked(r->op);
       if (!ok) r->status = status;
       continue;
     }
@@ -453,6 +469,68 @@ bool cs_event_to_realtime(uint64_t ctx, uint64_t ev, int64_t *ns) {
   *ns = p->anchor_ns + (int64_t)((double)ms * 1e6);
   return true;
 }
+
+/* ---- finishing a record (the harvest thread's client, registered by shim/wiring.c) ---- */
+
+static void release_events(struct cs_record *r) {
+  if (!r->owns_events) return;
+  if (r->ev_start) cs_event_release(r->ctx, r->ev_start);
+  if (r->ev_end) cs_event_release(r->ctx, r->ev_end);
+}
+
+/* Returns true when the record's timing is finished (timed or given up). */
+static bool complete_timing(struct cs_record *r, bool final) {
+  if (r->prof_want && !plugin.collect(r, final)) return false; /* NCCL profiler: kernels running */
+  if (r->timing != CS_TIMING_PENDING) {
+    /* host/error/captured: but a lone start event may still be in flight */
+    if (r->owns_events && r->ev_start && !r->ev_end) {
+      CUresult q = cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start);
+      if (q == CUDA_ERROR_NOT_READY && !final) return false;
+    }
+    release_events(r);
+    return true;
+  }
+  CUresult q = cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_end);
+  if (q == CUDA_ERROR_NOT_READY) {
+    if (!final) return false;
+    r->timing = CS_TIMING_HOST; /* never completed before exit: keep enqueue time only */
+    return true;                /* events stay in flight: do not return them */
+  }
+  int64_t start;
+  float ms = 0;
+  if (q == CUDA_SUCCESS && cs_event_to_realtime(r->ctx, r->ev_start, &start) &&
+      cs_drv.cuEventElapsedTime(&ms, (CUevent)(uintptr_t)r->ev_start, (CUevent)(uintptr_t)r->ev_end) ==
+          CUDA_SUCCESS) {
+    r->start_ns = start;
+    r->end_ns = start + (int64_t)((double)ms * 1e6);
+    r->timing = CS_TIMING_GPU_EVENT;
+  } else {
+    r->timing = CS_TIMING_HOST;
+  }
+  release_events(r);
+  return true;
+}
+
+static bool timing_complete(struct cs_record *r, bool final) {
+  if (!complete_timing(r, final)) return false;
+  if (r->prof_probe) { /* COLLSCOPE_TIMING=auto probation: compare with the plugin's span */
+    plugin.probe_judge(r);
+    r->prof_probe = 0;
+  }
+  return true;
+}
+
+static bool timing_started(const struct cs_record *r) {
+  return r->ev_start && cs_drv.loaded && cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start) == CUDA_SUCCESS;
+}
+
+static void timing_tick(void) {
+  if (cs_drv.loaded) cs_event_pools_maintain();
+}
+
+const struct cs_harvest_client cs_timing_harvest = {
+  .name = "timing", .complete = timing_complete, .tick = timing_tick, .started = timing_started,
+};
 
 void cs_timing_atfork_child(void) {
   /* The child has its own CUDA state (if any); inherited pools and anchors are unusable. */

@@ -3,7 +3,8 @@
  * defer grouped ops to the outermost ncclGroupEnd, and skip events on capturing streams. */
 #ifndef COLLSCOPE_TIMING_H
 #define COLLSCOPE_TIMING_H
-#include "shim/cs_internal.h"
+#include "thread_state.h"
+#include "stats/harvest.h"
 
 /* A single call timed on one stream (collectives outside a group, memcpys). */
 void cs_timed_begin(struct cs_record *r, void *stream);
@@ -32,6 +33,36 @@ void cs_group_launch_begin(void);
 void cs_group_launch_returned(int status, int inprogress_code);
 void cs_group_launch_end(int status, int inprogress_code);
 void cs_group_started(void);   /* after a successful real ncclGroupStart */
+
+/* How an eligible op is timed when NCCL's profiler plugin may time it (the plugin's
+ * claim, once per op):
+ * CS_PROF_ONLY   the plugin alone, no CUDA events;
+ * CS_PROF_PROBE  auto mode's probation: CUDA events AND the plugin, compared by the harvest
+ *                thread (probe_judge) until COLLSCOPE_PROFILER_PROBES ops agreed or
+ *                not -- the verdict then makes every later op ONLY or NONE;
+ * CS_PROF_NONE   CUDA events only. */
+enum { CS_PROF_NONE = 0, CS_PROF_ONLY = 1, CS_PROF_PROBE = 2 };
+
+/* The second timing source beside CUDA events: NCCL's profiler plugin (shim/profiler.c),
+ * handed over at load by shim/wiring.c (which makes hooks/ call the shim's plugin
+ * without naming it). Until then no op is wanted. The members are the plugin's
+ * cs_prof_wanted, cs_prof_claim, cs_prof_unlinked, cs_prof_group_set (hot path),
+ * cs_prof_collect and cs_prof_probe_judge (harvest thread): shim/cs_internal.h. */
+struct cs_timing_plugin {
+  bool (*wanted)(int op);
+  int (*claim)(int op);
+  void (*unlinked)(int op);
+  void (*group_set)(struct cs_record *recs, size_t n);
+  bool (*collect)(struct cs_record *r, bool final);
+  void (*probe_judge)(const struct cs_record *r);
+};
+void cs_timing_plugin_set(const struct cs_timing_plugin *p);
+
+/* The harvest thread's part (registered by shim/wiring.c): a record is finished once the
+ * plugin's span is collected and its end event is reached (GPU times converted to the
+ * realtime clock, events returned to their pool; probation records compared); its tick
+ * tops up the event pools; `started` answers for hang reports. */
+extern const struct cs_harvest_client cs_timing_harvest;
 
 /* Event pools (one per CUDA context); the harvest thread returns and tops up events. */
 void cs_event_release(uint64_t ctx, uint64_t ev);

@@ -13,6 +13,7 @@
 
 #include "collscope/topology.h"
 #include "cuda_driver.h"
+#include "nccl_calls.h"
 
 #define REC 512          /* per rank: host name [256] + SLURM_TOPOLOGY_ADDR [256] */
 #define NSLOT 1024       /* communicators tracked at once (power of two) */
@@ -160,7 +161,7 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
   /* a non-blocking communicator may still be joining: wait for it (every rank is in
    * its init, so this ends), sleeping between polls */
   ncclResult_t st = ncclSuccess;
-  for (int k = 0; ncclCommGetAsyncError((ncclComm_t)comm, &st) == ncclSuccess && st == ncclInProgress; k++) {
+  for (int k = 0; cs_nccl.ncclCommGetAsyncError((ncclComm_t)comm, &st) == ncclSuccess && st == ncclInProgress; k++) {
     struct timespec ts = {0, k < 100 ? 100000 : 2000000};
     nanosleep(&ts, NULL);
   }
@@ -199,7 +200,7 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
   CUdeviceptr dmine = r->dbuf + (CUdeviceptr)((size_t)r->n * REC);
   ncclResult_t nr = ncclSuccess;
   if (cs_drvx.cuMemcpyHtoDAsync(dmine, mine, REC, r->stream) != CUDA_SUCCESS) why = "cuMemcpyHtoDAsync";
-  else if ((nr = ncclAllGather((const void *)dmine, (void *)r->dbuf, REC, ncclChar, (ncclComm_t)comm,
+  else if ((nr = cs_nccl.ncclAllGather((const void *)dmine, (void *)r->dbuf, REC, ncclChar, (ncclComm_t)comm,
                                (cudaStream_t)r->stream)) != ncclSuccess && nr != ncclInProgress)
     why = "ncclAllGather of the host names";
   if (nr == ncclInProgress) nr = ncclSuccess;
@@ -260,10 +261,10 @@ static void finish(struct route *r, void *comm) {
   }
   if (p.after.groups[1] > 1 && p.changed) {
     ncclComm_t nc = NULL;
-    ncclResult_t res = ncclCommSplit((ncclComm_t)comm, 0, (int)p.pos[r->rank], &nc, NULL);
+    ncclResult_t res = cs_nccl.ncclCommSplit((ncclComm_t)comm, 0, (int)p.pos[r->rank], &nc, NULL);
     for (int k = 0; res == ncclInProgress && nc; k++) {   /* non-blocking parent */
       ncclResult_t st = ncclSuccess;
-      if (ncclCommGetAsyncError(nc, &st) != ncclSuccess) { res = ncclSystemError; break; }
+      if (cs_nccl.ncclCommGetAsyncError(nc, &st) != ncclSuccess) { res = ncclSystemError; break; }
       res = st;
       if (res == ncclInProgress) {
         struct timespec ts = {0, k < 100 ? 100000 : 2000000};
@@ -275,7 +276,7 @@ static void finish(struct route *r, void *comm) {
       cs_log(CS_LOG_WARN, "topology routing: ncclCommSplit failed (%d); communicator %016llx keeps NCCL's order",
              (int)res, (unsigned long long)r->id);
       free(map);
-      if (res == ncclSuccess && nc) ncclCommDestroy(nc);
+      if (res == ncclSuccess && nc) cs_nccl.ncclCommDestroy(nc);
     } else {
       for (int i = 0; i < n; i++) map[i] = (int)p.pos[i];
       r->newcomm = nc;
@@ -326,7 +327,7 @@ void cs_topo_route_comm_destroying(void *comm) {
   struct route *r = lookup(comm);
   if (!r) return;
   int st = atomic_load(&r->state);
-  if (st == ST_ROUTED && r->newcomm) ncclCommDestroy((ncclComm_t)r->newcomm);
+  if (st == ST_ROUTED && r->newcomm) cs_nccl.ncclCommDestroy((ncclComm_t)r->newcomm);
   if (r->stream && cs_drvx.cuStreamQuery(r->stream) == CUDA_SUCCESS) release_buffers(r);  /* else: still in flight, leak */
   free(r->newrank);
   r->newrank = NULL;

@@ -1,31 +1,13 @@
 /* shim/config.c: reads collscope's environment once (COLLSCOPE_*, launcher rank/job
- * variables) and owns the one-line logger. Defaults come from the table of variables
+ * variables) into cs_cfg (stats/core.c). Defaults come from the table of variables
  * (include/collscope/env_vars.def); a bad value is logged in one line (variable, value,
  * default used) and defaulted. */
 #include "cs_internal.h"
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct cs_config cs_cfg;
-
-void cs_log(int level, const char *fmt, ...) {
-  if (level > cs_cfg.log_level) return;
-  char line[1024];
-  int n = snprintf(line, sizeof(line), "collscope[%d]: ", (int)getpid());
-  va_list ap;
-  va_start(ap, fmt);
-  if (n > 0 && n < (int)sizeof(line)) n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-  va_end(ap);
-  if (n >= (int)sizeof(line) - 1) n = (int)sizeof(line) - 2;
-  if (n < 0) return;
-  line[n++] = '\n';
-  ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-  (void)w;
-}
 
 /* ---- the defaults: from the one table of variables (include/collscope/env_vars.def) */
 static const struct {

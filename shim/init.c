@@ -1,5 +1,5 @@
-/* shim/init.c: process life cycle of collscope. The constructor only reads the
- * environment; the first intercepted call does the real set-up (dump file, queue,
+/* shim/init.c: process life cycle of collscope. The constructor only connects the
+ * layers (shim/wiring.c) and reads the environment; the first intercepted call does the real set-up (dump file, queue,
  * harvest thread, termination signal handlers); exit and termination signals flush; fork
  * gives the child a clean slate. Every failure leaves the job in pure pass-through. */
 #include "cs_internal.h"
@@ -15,26 +15,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct cs_state cs_st;
-__thread struct cs_tls cs_tls;
-
 static _Atomic int init_state; /* 0 = not yet, 1 = in progress, 2 = done */
 static _Atomic int exit_registered;
-
-void cs_park_begin(void) {
-  cs_tls.park_exempt = 1;
-  atomic_store(&cs_st.park_since, cs_now_ns(CLOCK_MONOTONIC));
-  atomic_store(&cs_st.park, 1);
-}
-
-void cs_park(void) {
-  if (cs_tls.park_exempt) return;
-  for (;;) {
-    usleep(10000);
-    if (cs_now_ns(CLOCK_MONOTONIC) - atomic_load(&cs_st.park_since) > CS_PARK_MAX_S * 1000000000LL)
-      _exit(CS_SDC_ABORT_STATUS);
-  }
-}
 
 static void at_exit(void) {
   if (cs_online_aborting()) {
@@ -134,6 +116,7 @@ static void atfork_child(void) {
 }
 
 __attribute__((constructor)) static void cs_constructor(void) {
+  cs_wiring_connect();
   cs_config_load();
   pthread_atfork(NULL, NULL, atfork_child);
 }

@@ -1,7 +1,7 @@
 /* stats/comm_table.c: ncclComm_t -> collscope's view of the communicator (id, size,
  * rank, per-comm sequence counter). Open addressing with atomic keys: lookups from
  * the hot path take no lock; inserts/removes happen at communicator init/destroy. */
-#include "shim/cs_internal.h"
+#include "core.h"
 #include <pthread.h>
 #include <string.h>
 

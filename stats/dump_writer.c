@@ -9,8 +9,6 @@
  * `write_drops`), and every later flush tries again, so writing resumes when space
  * returns. A lost header is written again before the next record. */
 #include "dump_writer.h"
-#include "hooks/cuda_driver.h"
-#include "hooks/sdc.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +28,9 @@
 struct cs_dump_io cs_dump_io = {write, ftruncate};
 
 static int fd = -1;
+static struct cs_dump_sources sources;  /* what the layers above hand over (dump_writer.h) */
+
+void cs_dump_sources_set(const struct cs_dump_sources *s) { sources = *s; }
 static char path[8192];
 static char *buf;
 static size_t blen;
@@ -292,11 +293,8 @@ static void write_header(int device) {
   int nccl_ver = 0, drv_ver = 0;
   int (*getver)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "pncclGetVersion");
   if (getver) getver(&nccl_ver);
-  if (cs_drv.loaded) cs_drv.cuDriverGetVersion(&drv_ver);
   char bus[32] = "";
-  if (cs_drv.loaded && device >= 0) {
-    if (cs_drv.cuDeviceGetPCIBusId(bus, sizeof(bus), (CUdevice)device) != CUDA_SUCCESS) bus[0] = 0;
-  }
+  if (sources.device_info) sources.device_info(device, &drv_ver, bus, sizeof bus);
   char exe[1024] = "";
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   exe[n > 0 ? n : 0] = 0;
@@ -334,7 +332,9 @@ static const char *xfer_kind_name(int k) {
   return (k >= 0 && k < 6) ? names[k] : "Default";
 }
 
-extern const char *cs_cudart_api_name(int api); /* shim/cudart_wrappers.c */
+static const char *xfer_api_name(int api) {
+  return sources.xfer_api_name ? sources.xfer_api_name(api) : "unknown";
+}
 
 /* SDC check results (hooks/sdc.c): "sdc":{"checked":BITS,"fp":HEX16,"in_sum":F,"in_abs":F,"out_sum":F};
  * fields whose bit of sdc_checked is clear, and non-finite sums, are null. */
@@ -405,7 +405,7 @@ void cs_dump_record(const struct cs_record *r) {
     return;
   }
   case CS_REC_XFER:
-    PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_name(cs_cudart_api_name(r->api));
+    PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_name(xfer_api_name(r->api));
     KEY("kind"); put_name(xfer_kind_name(r->event));
     KEY("bytes"); put_u64(r->bytes);
     KEY("async"); puts_(r->async ? "true" : "false");
@@ -464,6 +464,16 @@ void cs_dump_drops_sync(void) {
   if (d > drops_noted) cs_dump_drops(d - drops_noted);
 }
 
+/* the footer writers' fields (cs_dump_sources) */
+static void footer_key(const char *key) {
+  PUTL(",\"");
+  puts_(key);
+  PUTL("\":");
+}
+static void footer_str(const char *key, const char *v) { footer_key(key); put_str(v); }
+static void footer_u64(const char *key, uint64_t v) { footer_key(key); put_u64(v); }
+static const struct cs_dump_kv footer_kv = {footer_str, footer_u64};
+
 void cs_dump_footer(void) {
   if (fd < 0) return;
   /* write what is buffered first, so the footer counts its fate, and note new drops */
@@ -477,22 +487,8 @@ void cs_dump_footer(void) {
   KEY("write_drops"); put_u64(write_drops);
   KEY("ops_recorded"); put_u64(n_ops + buf_ops + ops_lost);
   KEY("timing_lost"); put_u64(atomic_load(&cs_st.timing_lost));
-  struct cs_prof_standing ps;
-  const char *prof = cs_prof_standing(&ps);
-  if (prof) { /* NCCL profiler plugin timing (COLLSCOPE_TIMING=auto|profiler) */
-    KEY("profiler"); put_str(prof);
-    KEY("prof_probes"); put_u64(ps.judged);
-    KEY("prof_agreed"); put_u64(ps.agreed);
-    if (ps.trusted[0]) { KEY("prof_trusted"); put_str(ps.trusted); }
-    if (ps.rejected[0]) { KEY("prof_rejected"); put_str(ps.rejected); }
-  }
-  uint64_t sdc_launches, sdc_no_slot;
-  const char *sdc = cs_sdc_standing(&sdc_launches, &sdc_no_slot);
-  if (sdc) { /* COLLSCOPE_SDC on: did the checks run on this rank (hooks/sdc.h) */
-    KEY("sdc"); put_str(sdc);
-    KEY("sdc_launches"); put_u64(sdc_launches);
-    KEY("sdc_no_slot"); put_u64(sdc_no_slot);
-  }
+  for (int i = 0; i < CS_DUMP_FOOTERS; i++)
+    if (sources.footer[i]) sources.footer[i](&footer_kv);
   KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
   PUTL("}\n");
   line_end(LINE_FOOTER, 0);

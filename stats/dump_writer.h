@@ -3,7 +3,7 @@
  * a record that cannot be written is counted in cs_st.drops. */
 #ifndef COLLSCOPE_DUMP_WRITER_H
 #define COLLSCOPE_DUMP_WRITER_H
-#include "shim/cs_internal.h"
+#include "core.h"
 #include <sys/types.h>
 
 /* The file system calls the writer makes on its file: write(2) and ftruncate(2). A seam
@@ -13,6 +13,23 @@ struct cs_dump_io {
   int (*ftruncate)(int fd, off_t length);
 };
 extern struct cs_dump_io cs_dump_io;
+
+/* What the dump writes about the layers above it, handed over at load (shim/wiring.c).
+ * Without them: driver version 0, no PCI bus id, xfer api "unknown", no footer fields. */
+struct cs_dump_kv {           /* a footer writer's output: ,"key":value in call order */
+  void (*str)(const char *key, const char *v);
+  void (*u64)(const char *key, uint64_t v);
+};
+#define CS_DUMP_FOOTERS 4
+struct cs_dump_sources {
+  /* header: the CUDA driver's version and the device's PCI bus id (hooks/cuda_driver.c) */
+  void (*device_info)(int device, int *driver_version, char *bus, size_t bus_len);
+  /* xfer records: the name of the CUDA runtime call (shim/cudart_wrappers.c) */
+  const char *(*xfer_api_name)(int api);
+  /* footer: each writes its fields, in this order (NCCL profiler's standing, SDC's) */
+  void (*footer[CS_DUMP_FOOTERS])(const struct cs_dump_kv *kv);
+};
+void cs_dump_sources_set(const struct cs_dump_sources *s);
 
 /* Create the directory (mkdir -p) and the file (0600, O_EXCL|O_NOFOLLOW). */
 bool cs_dump_open(void);

@@ -1,17 +1,15 @@
-/* stats/harvest.c: the background thread. It drains the record queue, waits (without
- * blocking) for each record's end event, converts GPU event times to the host realtime
- * clock, hands finished records to the dump writer in completion order, returns events
- * to their pool, and flushes the file at least every COLLSCOPE_FLUSH_MS. Records whose
- * stream never completes stay pending; nothing here can block the job.
+/* stats/harvest.c: the background thread. It drains the record queue, asks the
+ * registered clients (harvest.h; e.g. hooks/timing.c reads the GPU events without
+ * blocking) whether each record is finished, hands finished records to the dump writer
+ * and the ring in completion order, runs the clients' periodic work, and flushes the file
+ * at least every COLLSCOPE_FLUSH_MS. Records whose work never completes stay pending;
+ * nothing here can block the job.
  *
  * Termination signals (shim/init.c): the handler asks this thread, through a pipe
  * (write(2) and poll(2) are async-signal-safe), to write everything queued and the footer,
  * and waits for a byte on a second pipe, a bounded time. */
 #include "dump_writer.h"
-#include "hooks/cuda_driver.h"
-#include "hooks/timing.h"
-#include "hooks/online.h"
-#include "hooks/sdc.h"
+#include "harvest.h"
 #include "queue.h"
 #include "ring.h"
 #include <errno.h>
@@ -54,53 +52,26 @@ bool cs_record_push(const struct cs_record *r) {
   return false;
 }
 
-static void release_events(struct cs_record *r) {
-  if (!r->owns_events) return;
-  if (r->ev_start) cs_event_release(r->ctx, r->ev_start);
-  if (r->ev_end) cs_event_release(r->ctx, r->ev_end);
-}
+static const struct cs_harvest_client *clients[CS_HARVEST_CLIENTS];
+static size_t nclients;
 
-/* Returns true when the record is finished (timed or given up). */
-static bool try_complete_timing(struct cs_record *r, bool final) {
-  if (r->sdc_slot && !cs_sdc_collect(r, final)) return false; /* SDC kernels still running */
-  if (r->prof_want && !cs_prof_collect(r, final)) return false; /* NCCL profiler: kernels running */
-  if (r->timing != CS_TIMING_PENDING) {
-    /* host/error/captured: but a lone start event may still be in flight */
-    if (r->owns_events && r->ev_start && !r->ev_end) {
-      CUresult q = cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start);
-      if (q == CUDA_ERROR_NOT_READY && !final) return false;
-    }
-    release_events(r);
-    return true;
-  }
-  CUresult q = cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_end);
-  if (q == CUDA_ERROR_NOT_READY) {
-    if (!final) return false;
-    r->timing = CS_TIMING_HOST; /* never completed before exit: keep enqueue time only */
-    return true;                /* events stay in flight: do not return them */
-  }
-  int64_t start;
-  float ms = 0;
-  if (q == CUDA_SUCCESS && cs_event_to_realtime(r->ctx, r->ev_start, &start) &&
-      cs_drv.cuEventElapsedTime(&ms, (CUevent)(uintptr_t)r->ev_start, (CUevent)(uintptr_t)r->ev_end) ==
-          CUDA_SUCCESS) {
-    r->start_ns = start;
-    r->end_ns = start + (int64_t)((double)ms * 1e6);
-    r->timing = CS_TIMING_GPU_EVENT;
-  } else {
-    r->timing = CS_TIMING_HOST;
-  }
-  release_events(r);
+bool cs_harvest_register(const struct cs_harvest_client *c) {
+  if (nclients == CS_HARVEST_CLIENTS) return false;
+  clients[nclients++] = c;
   return true;
 }
 
+/* Returns true when every client has finished the record (or given up on it). */
 static bool try_complete(struct cs_record *r, bool final) {
-  if (!try_complete_timing(r, final)) return false;
-  if (r->prof_probe) { /* COLLSCOPE_TIMING=auto probation: compare with the plugin's span */
-    cs_prof_probe_judge(r);
-    r->prof_probe = 0;
-  }
+  for (size_t i = 0; i < nclients; i++)
+    if (clients[i]->complete && !clients[i]->complete(r, final)) return false;
   return true;
+}
+
+static bool gpu_started(const struct cs_record *r) {
+  for (size_t i = 0; i < nclients; i++)
+    if (clients[i]->started && clients[i]->started(r)) return true;
+  return false;
 }
 
 static void pend_add(const struct cs_record *r) {
@@ -145,8 +116,7 @@ static void hang_check(void) {
     if (skip) continue;
     hang_seen[nhang_seen].comm = r->comm_id;
     hang_seen[nhang_seen++].seq = r->seq;
-    bool started = r->ev_start && cs_drv.loaded &&
-                   cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start) == CUDA_SUCCESS;
+    bool started = gpu_started(r);
     cs_log(CS_LOG_WARN, "hang: %s seq %llu on comm %016llx (rank %d of %d) not complete after %.1f s "
            "(COLLSCOPE_HANG_TIMEOUT=%u, GPU start %s)",
            r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "op", (unsigned long long)r->seq,
@@ -163,13 +133,13 @@ static void hang_check(void) {
   }
 }
 
-/* One pass: drain the queue, complete what can be completed, write it. */
-/* NCCL_NET wrapper link records (shim/net_plugin.c): dump file and stats ring */
-static void link_emit(const struct cs_record *r) {
+/* extra records from the clients' passes (e.g. NCCL_NET link records): dump file and ring */
+static void emit(const struct cs_record *r) {
   cs_dump_record(r);
   cs_ring_publish(r);
 }
 
+/* One pass: drain the queue, complete what can be completed, write it. */
 static size_t harvest_pass(bool final) {
   struct cs_record r;
   size_t drained = 0;
@@ -191,7 +161,8 @@ static size_t harvest_pass(bool final) {
     if (!skip && try_complete(&pend[i], final)) {
       cs_dump_record(&pend[i]);
       cs_ring_publish(&pend[i]);
-      cs_online_note(&pend[i]);
+      for (size_t c = 0; c < nclients; c++)
+        if (clients[c]->finished) clients[c]->finished(&pend[i]);
       done++;
       continue;
     }
@@ -201,7 +172,8 @@ static size_t harvest_pass(bool final) {
   }
   npend = keep;
   if (!final) hang_check();
-  cs_net_collect(final, link_emit);  /* NCCL_NET wrapper */
+  for (size_t c = 0; c < nclients; c++)
+    if (clients[c]->pass) clients[c]->pass(final, emit);
   cs_dump_drops_sync();
   return drained + done;
 }
@@ -247,7 +219,8 @@ static void *harvest_main(void *arg) {
   while (!atomic_load(&stop_req)) {
     uint64_t want = atomic_load(&flush_req);
     harvest_pass(false);
-    if (cs_drv.loaded) cs_event_pools_maintain();
+    for (size_t c = 0; c < nclients; c++)
+      if (clients[c]->tick) clients[c]->tick();
     int64_t now = cs_now_ns(CLOCK_MONOTONIC);
     if (want != atomic_load(&flush_done) || now - last_flush >= (int64_t)cs_cfg.flush_ms * 1000000LL) {
       cs_dump_flush();

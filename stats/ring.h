@@ -3,7 +3,7 @@
  * publishes; the hot path never touches the ring. */
 #ifndef COLLSCOPE_STATS_RING_H
 #define COLLSCOPE_STATS_RING_H
-#include "shim/cs_internal.h"
+#include "core.h"
 #include "collscope/ring.h"
 
 /* Create the ring (COLLSCOPE_RING slots; 0 = no ring). The calling thread becomes the one

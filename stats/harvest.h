@@ -1,0 +1,33 @@
+/* stats/harvest.h: the work the layers above hand the harvest thread (stats/harvest.c).
+ * The harvest thread drains the record queue, finishes each record, writes it (dump file,
+ * stats ring) and flushes; what "finished" means for a record -- GPU events read, SDC
+ * results copied, the NCCL profiler's span collected -- belongs to the layers that
+ * started that work, so they register it here at load (shim/wiring.c), in the order
+ * given there. stats/ calls nothing of hooks/ or shim/ by name. */
+#ifndef COLLSCOPE_STATS_HARVEST_H
+#define COLLSCOPE_STATS_HARVEST_H
+#include "core.h"
+
+struct cs_harvest_client {
+  const char *name;
+  /* Per pending record, clients in registration order until one returns false ("not
+   * yet": the record stays pending and every client is asked again next pass). final:
+   * the last pass at exit -- give up what is not done and return true. */
+  bool (*complete)(struct cs_record *r, bool final);
+  /* A finished record, after the dump file and the ring have it. */
+  void (*finished)(const struct cs_record *r);
+  /* Once a pass, after the records: may hand extra records (e.g. NCCL_NET link records)
+   * to emit, which writes them to the dump file and the ring. */
+  void (*pass)(bool final, void (*emit)(const struct cs_record *r));
+  /* Once a loop of the running thread, after its pass (not during the final flush). */
+  void (*tick)(void);
+  /* Hang reports: true when the op's GPU work has started. */
+  bool (*started)(const struct cs_record *r);
+};
+
+/* Add a client (at most CS_HARVEST_CLIENTS; before cs_harvest_start). The struct must
+ * outlive the process's use of it (a static). False when the table is full. */
+#define CS_HARVEST_CLIENTS 8
+bool cs_harvest_register(const struct cs_harvest_client *c);
+
+#endif
