@@ -339,6 +339,7 @@ static bool parse_header(struct lctx *c, struct cs_header *h) {
   h->rank = clamp_int(get_int(c, "rank", false, -1));
   h->local_rank = clamp_int(get_int(c, "local_rank", false, -1));
   h->world_size = clamp_int(get_int(c, "world_size", false, -1));
+  h->step = clamp_int(get_int(c, "step", false, -1));
   h->device = clamp_int(get_int(c, "device", false, -1));
   h->job = get_str(c, "job", false, intern(p, ""));
   h->pci_bus_id = get_str(c, "pci_bus_id", false, intern(p, ""));
