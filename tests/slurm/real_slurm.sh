@@ -47,7 +47,7 @@ head -c 1024 /dev/urandom > "$T/munge.key"
 chmod 0400 "$T/munge.key"
 mkdir -m 0755 "$T/munge"
 munged --foreground --force --key-file="$T/munge.key" --socket="$T/munge/sock" \
-  --pid-file="$T/munge/pid" --log-file="$T/munged.log" --seed-file="$T/munge/seed" &
+  --pid-file="$T/munge/pid" --log-file="$T/munged.log" --seed-file="$T/munge/seed" >"$T/munged.out" 2>&1 &
 pids+=($!)
 
 # ---- free ports (bound and released: good enough on a test machine)
@@ -156,6 +156,18 @@ echo "$out" | grep -q "collscope: --collscope=bogus=1: unknown key 'bogus'" || f
 echo "bad option: $(echo "$out" | head -n 1)"
 [ ! -e "$T/ran" ] || fail "the job ran despite the bad option"
 [ "$(njobs)" = "$jobs_before" ] || fail "a job was created for the bad option"
+
+# ---- 3b. a symbolic link planted where the job directory goes: one line, the job runs without
+# collscope, nothing made through the link
+mkdir -m 0755 "$T/plant" "$T/victim"
+ln -s "$T/victim" "$T/plant/$(id -un)"
+out=$(timeout 30 srun -n 2 -O --collscope=dir=$T/plant/%u/%j bash -c 'echo "task preload=[${LD_PRELOAD:-}]"' 2>&1) ||
+  fail "the job with a planted link failed: $out"
+[ "$(echo "$out" | grep -c 'task preload=\[\]')" = 2 ] || fail "collscope was preloaded through a planted link: $out"
+[ "$(echo "$out" | grep -c '^collscope: .*symbolic link.*the job runs without collscope')" = 1 ] ||
+  fail "expected one 'runs without collscope' line: $out"
+[ -z "$(ls -A "$T/victim")" ] || fail "something was made through the planted link"
+echo "planted link: $(echo "$out" | grep '^collscope:')"
 
 # ---- 4. sbatch --collscope with two sruns: both steps recorded, told apart by step id
 cat > "$T/batch.sh" <<B
