@@ -141,8 +141,9 @@ static void gather(struct suspects *s, size_t d, json_t *doc) {
       if (rank >= 0)
         add_ev(s, jstr(o, "host"), ranks, d, "slow_link", LVL_WATCH, rank, "rank %lld on comm %s: collectives slow with no late arrival (link)",
                rank, jstr(o, "comm") ? jstr(o, "comm") : "?");
+      /* the pair itself, unless the slow_links section names it (then it is read there) */
       const char *src = jstr(o, "src_host"), *dst = jstr(o, "dst_host");
-      if (src && dst) {
+      if (src && dst && !json_array_size(json_object_get(doc, "slow_links"))) {
         add_ev(s, src, ranks, d, "slow_link", LVL_WATCH, -1, "slow link end %s -> %s", src, dst);
         add_ev(s, dst, ranks, d, "slow_link", LVL_WATCH, -1, "slow link end %s -> %s", src, dst);
       }
