@@ -243,9 +243,9 @@ static void print_text(struct suspects *s, FILE *o) {
   size_t n = 0;
   struct host *h, *t;
   char b1[160], b2[300];
-  fprintf(o, "# collscope suspects over %zu job%s:", s->ndirs, s->ndirs == 1 ? "" : "s");
-  for (size_t d = 0; d < s->ndirs; d++) fprintf(o, " %s", safe(s->jobs[d], b1, sizeof b1));
-  fprintf(o, "\n");
+  fprintf(o, "# collscope suspects over %zu job%s (dump directories):\n", s->ndirs, s->ndirs == 1 ? "" : "s");
+  for (size_t d = 0; d < s->ndirs; d++)
+    fprintf(o, "#   %s  %s\n", safe(s->jobs[d], b1, sizeof b1), safe(s->dirs[d], b2, sizeof b2));
   HASH_ITER(hh, s->hosts, h, t) {
     if (!h->level) continue;
     n++;
