@@ -138,6 +138,7 @@ assert all(r["step"] == 0 for r in d["ranks"]), [r["step"] for r in d["ranks"]]
 print("report: %d ranks, %d ops, %d SDC comparisons" % (s["ranks"], s["ops"], d["sdc_checks"]["compared"]))
 PY
 
+echo "[$(elapsed) s] . without the flag"
 # ---- 2. without the flag: no dump, the job's LD_PRELOAD untouched
 before=$(ls "$T/out" | wc -l)
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 timeout 30 srun -n 2 -O bash -c \
@@ -149,6 +150,7 @@ out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 timeout 30 srun -n 2 -O bash -c
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 timeout 30 srun -n 1 --collscope bash -c 'echo "task preload=[$LD_PRELOAD]"' 2>&1)
 echo "$out" | grep -q "task preload=\[$SHIM:/lib/x86_64-linux-gnu/libm.so.6\]" || fail "the job's LD_PRELOAD was not kept: $out"
 
+echo "[$(elapsed) s] . a bad option"
 # ---- 3. a bad option: srun fails with the plugin's message, no job runs
 jobs_before=$(njobs)
 out=$(timeout 30 srun -n 1 --collscope=bogus=1 touch "$T/ran" 2>&1) && fail "srun --collscope=bogus=1 succeeded: $out"
@@ -157,6 +159,7 @@ echo "bad option: $(echo "$out" | head -n 1)"
 [ ! -e "$T/ran" ] || fail "the job ran despite the bad option"
 [ "$(njobs)" = "$jobs_before" ] || fail "a job was created for the bad option"
 
+echo "[$(elapsed) s] b. a symbolic link"
 # ---- 3b. a symbolic link planted where the job directory goes: one line, the job runs without
 # collscope, nothing made through the link
 mkdir -m 0755 "$T/plant" "$T/victim"
@@ -169,6 +172,7 @@ out=$(timeout 30 srun -n 2 -O --collscope=dir=$T/plant/%u/%j bash -c 'echo "task
 [ -z "$(ls -A "$T/victim")" ] || fail "something was made through the planted link"
 echo "planted link: $(echo "$out" | grep '^collscope:')"
 
+echo "[$(elapsed) s] . sbatch"
 # ---- 4. sbatch --collscope with two sruns: both steps recorded, told apart by step id
 cat > "$T/batch.sh" <<B
 #!/bin/bash
