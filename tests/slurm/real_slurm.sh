@@ -138,7 +138,7 @@ assert all(r["step"] == 0 for r in d["ranks"]), [r["step"] for r in d["ranks"]]
 print("report: %d ranks, %d ops, %d SDC comparisons" % (s["ranks"], s["ops"], d["sdc_checks"]["compared"]))
 PY
 
-echo "[$(elapsed) s] . without the flag"
+echo "[$(elapsed) s] 2. without the flag"
 # ---- 2. without the flag: no dump, the job's LD_PRELOAD untouched
 before=$(ls "$T/out" | wc -l)
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 timeout 30 srun -n 2 -O bash -c \
@@ -150,7 +150,7 @@ out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 timeout 30 srun -n 2 -O bash -c
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6 timeout 30 srun -n 1 --collscope bash -c 'echo "task preload=[$LD_PRELOAD]"' 2>&1)
 echo "$out" | grep -q "task preload=\[$SHIM:/lib/x86_64-linux-gnu/libm.so.6\]" || fail "the job's LD_PRELOAD was not kept: $out"
 
-echo "[$(elapsed) s] . a bad option"
+echo "[$(elapsed) s] 3. a bad option"
 # ---- 3. a bad option: srun fails with the plugin's message, no job runs
 jobs_before=$(njobs)
 out=$(timeout 30 srun -n 1 --collscope=bogus=1 touch "$T/ran" 2>&1) && fail "srun --collscope=bogus=1 succeeded: $out"
@@ -159,7 +159,7 @@ echo "bad option: $(echo "$out" | head -n 1)"
 [ ! -e "$T/ran" ] || fail "the job ran despite the bad option"
 [ "$(njobs)" = "$jobs_before" ] || fail "a job was created for the bad option"
 
-echo "[$(elapsed) s] b. a symbolic link"
+echo "[$(elapsed) s] 3b. a planted link"
 # ---- 3b. a symbolic link planted where the job directory goes: one line, the job runs without
 # collscope, nothing made through the link
 mkdir -m 0755 "$T/plant" "$T/victim"
@@ -172,7 +172,7 @@ out=$(timeout 30 srun -n 2 -O --collscope=dir=$T/plant/%u/%j bash -c 'echo "task
 [ -z "$(ls -A "$T/victim")" ] || fail "something was made through the planted link"
 echo "planted link: $(echo "$out" | grep '^collscope:')"
 
-echo "[$(elapsed) s] . sbatch"
+echo "[$(elapsed) s] 4. sbatch"
 # ---- 4. sbatch --collscope with two sruns: both steps recorded, told apart by step id
 cat > "$T/batch.sh" <<B
 #!/bin/bash
@@ -180,9 +180,16 @@ srun -n 4 -O "$WRAP" "$APP" --steps 2 || exit 1
 srun -n 4 -O "$WRAP" "$APP" --steps 2 || exit 1
 B
 chmod +x "$T/batch.sh"
-bjob=$(timeout 90 sbatch --parsable --wait -n 4 -O --collscope=sdc=all -o "$T/batch.out" "$T/batch.sh") ||
-  { cat "$T/batch.out" >&2; fail "the batch job failed"; }
+bjob=$(sbatch --parsable -n 4 -O --collscope=sdc=all -o "$T/batch.out" "$T/batch.sh") || fail "sbatch failed"
 bjob=${bjob%%;*}
+# polled here: sbatch --wait backs off to 10 s between its own polls
+state=
+for i in $(seq 900); do
+  state=$(scontrol show job "$bjob" -o 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
+  sleep 0.1
+done
+[ "$state" = COMPLETED ] || { cat "$T/batch.out" >&2; fail "the batch job ended $state"; }
 n=$(ls "$T/out/$bjob"/*.jsonl 2>/dev/null | wc -l)
 [ "$n" = 8 ] || { cat "$T/batch.out" >&2; fail "expected 8 dump files (2 steps x 4) in $T/out/$bjob, found $n"; }
 "$CLI" report "$T/out/$bjob" > "$T/report4.txt" || fail "collscope report of the batch job failed"
