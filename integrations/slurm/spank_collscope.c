@@ -59,6 +59,10 @@ int slurm_spank_init(spank_t sp, int ac, char **av) {
       site_bad = 1;
     }
   }
+  /* the option exists where jobs are launched (srun, sbatch/salloc, slurmstepd), not in
+   * slurmd or the prolog/epilog */
+  spank_context_t ctx = spank_context();
+  if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return 0;
   if (spank_option_register(sp, &collscope_opt) != ESPANK_SUCCESS)
     slurm_error("collscope: cannot register --collscope");
   return 0;

@@ -203,4 +203,11 @@ assert steps == [(s, r) for s in (0, 1) for r in range(4)], steps
 assert d["summary"]["files_without_footer"] == 0
 PY
 grep -q "^# step  rank" "$T/report4.txt" || fail "the report's rank table has no step column"
+# ---- 5. a site that turns it on for every job (default=on): on without the flag, off with =off
+echo "[$(elapsed) s] 5. default=on"
+echo "optional $PLUGIN shim=$SHIM dir=$T/out/%j default=on" > "$T/plugstack.conf"
+out=$(timeout 30 srun -n 1 bash -c 'echo "task preload=[${LD_PRELOAD:-}]"' 2>&1)
+echo "$out" | grep -qx "task preload=\[$SHIM\]" || fail "default=on: not preloaded: $out"
+out=$(timeout 30 srun -n 1 --collscope=off bash -c 'echo "task preload=[${LD_PRELOAD:-}]"' 2>&1)
+echo "$out" | grep -qx "task preload=\[\]" || fail "default=on, --collscope=off: preloaded anyway: $out"
 echo "real-slurm: ok in $(elapsed) s"
