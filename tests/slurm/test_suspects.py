@@ -51,7 +51,12 @@ def kinds(h):
 
 
 def case_straggler(a, tmp):
-    d = run_job(a, tmp, "slow", "slow:rank=5,us=3000")
+    # as a Slurm step would: the shim records SLURM_STEP_ID, the report shows it
+    d = run_job(a, tmp, "slow", "slow:rank=5,us=3000", {"SLURM_STEP_ID": "3"})
+    rep = subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout
+    assert [r["step"] for r in json.loads(rep)["ranks"]] == [3] * 8, rep[:2000]
+    txt = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True).stdout
+    assert "\n# step  rank" in txt and "\n     3      5  simhost3" in txt, txt
     s = by_host(suspects(a, [d]))
     assert list(s) == ["simhost3"], s
     h = s["simhost3"]
