@@ -422,7 +422,11 @@ int cmd_suspects(int argc, char **argv) {
       else if (!strcmp(a, "-j")) {
         char *end;
         long n = strtol(val, &end, 10);
-        if (*end || n < 0 || n > 1024) { fprintf(stderr, "collscope suspects: -j: expected 0..1024\n"); return CLI_EXIT_USAGE; }
+        if (*end || n < 0 || n > 1024) {
+          fprintf(stderr, "collscope suspects: -j: expected 0..1024\n");
+          free(s.dirs), free(s.jobs);
+          return CLI_EXIT_USAGE;
+        }
         jobs = (unsigned)n;
       } else {
         fprintf(stderr, "collscope suspects: unknown option '%s'\n", a);

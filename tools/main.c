@@ -173,10 +173,10 @@ int cli_help(const char *cmd, FILE *out) {
     cmd_suspects_help(out);
     return 0;
   } else if (!strcmp(cmd, "help")) {
-    fputs("usage: collscope help [COMMAND]\n  COMMAND: run, demo, report, trace, top, salvage\n", out);
+    fputs("usage: collscope help [COMMAND]\n  COMMAND: run, demo, report, trace, top, salvage, topo, suspects\n", out);
     return 0;
   } else {
-    fprintf(stderr, "collscope: unknown command '%s' (commands: run, demo, report, trace, top, salvage, help)\n", cmd);
+    fprintf(stderr, "collscope: unknown command '%s' (commands: run, demo, report, trace, top, salvage, topo, suspects, help)\n", cmd);
     return CLI_EXIT_USAGE;
   }
   fputc('\n', out);
