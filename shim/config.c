@@ -214,6 +214,8 @@ void cs_config_load(void) {
   cs_cfg.rank = first_int_env(rank_vars);
   cs_cfg.local_rank = first_int_env(local_vars);
   cs_cfg.world_size = first_int_env(size_vars);
+  static const char *const step_vars[] = {"SLURM_STEP_ID", NULL};
+  cs_cfg.step = first_int_env(step_vars);
 
   /* the host name becomes part of the dump file's name: never a path */
   const char *h = env("COLLSCOPE_HOSTNAME");

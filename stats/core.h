@@ -31,6 +31,7 @@ struct cs_config {
   int rank;               /* global rank or -1 */
   int local_rank;
   int world_size;
+  int step;               /* SLURM_STEP_ID: the job step, -1 when unset */
   size_t queue_cap;       /* COLLSCOPE_QUEUE (records) */
   unsigned flush_ms;      /* COLLSCOPE_FLUSH_MS, <= 1000 */
   const char *libcuda;    /* COLLSCOPE_LIBCUDA (tests) */

@@ -307,6 +307,7 @@ static void write_header(int device) {
   KEY("local_rank"); put_i64(cs_cfg.local_rank);
   KEY("world_size"); put_i64(cs_cfg.world_size);
   KEY("job"); put_str(cs_cfg.job);
+  if (cs_cfg.step >= 0) { KEY("step"); put_i64(cs_cfg.step); }
   KEY("device"); put_i64(device);
   KEY("pci_bus_id"); put_str(bus);
   KEY("nccl_version"); put_i64(nccl_ver);

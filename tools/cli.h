@@ -14,6 +14,8 @@ int cmd_top(int argc, char **argv);     /* tools/cmd_top.c */
 int cmd_salvage(int argc, char **argv); /* tools/cmd_salvage.c */
 int cmd_topo(int argc, char **argv);    /* tools/cmd_topo.c */
 int cmd_topo_help(FILE *out);           /* its help text (collscope help topo) */
+int cmd_suspects(int argc, char **argv); /* tools/cmd_suspects.c */
+void cmd_suspects_help(FILE *out);
 /* tools/cmd_topo.c: reorder hosts[0..n) in place by the topology plan of topofile
  * (for `collscope run --topology`). Returns 0, or -1 with a message on stderr. */
 int cli_topo_order_hosts(const char *topofile, char **hosts, size_t n, int verbose);

@@ -83,6 +83,28 @@ static void demo_after_run(const char *dir) {
  * collective (simulator fault slow:rank=5,us=3000): rank 0's online-exchange line during the
  * run, then the report's stragglers section: collscope names rank 5, its host and kind
  * compute. */
+/* demo_suspects(): the demo's runs (clean, straggler, SDC) through `collscope suspects`:
+ * the hosts to drain or watch, and the scheduler actions that follow. */
+static void demo_suspects(const char *absdir) {
+  char sdir[PATH_MAX], cdir[PATH_MAX];
+  struct stat st;
+  char *argv[8] = {"suspects", (char *)absdir};
+  int argc = 2;
+  if (snprintf(sdir, sizeof sdir, "%s/straggler", absdir) < (int)sizeof sdir && stat(sdir, &st) == 0) argv[argc++] = sdir;
+  if (snprintf(cdir, sizeof cdir, "%s/sdc", absdir) < (int)sizeof cdir && stat(cdir, &st) == 0) argv[argc++] = cdir;
+  printf("\ncollscope demo: the hosts these %d runs implicate (collscope suspects %s", argc - 1, absdir);
+  for (int i = 2; i < argc; i++) printf(" %s", argv[i]);
+  printf("):\n");
+  fflush(stdout);
+  cmd_suspects(argc, argv);
+  printf("  as scheduler actions (--format slurm):\n");
+  fflush(stdout);
+  argv[argc++] = "--format";
+  argv[argc++] = "slurm";
+  cmd_suspects(argc, argv);
+  fflush(stdout);
+}
+
 static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app, long steps, char *size_s) {
   char sdir[PATH_MAX], env_dir[PATH_MAX + 32], steps_s[32];
   if (snprintf(sdir, sizeof sdir, "%s/straggler", absdir) >= (int)sizeof sdir || mkdirs(sdir) != 0) return;
@@ -297,5 +319,6 @@ int cmd_demo(int argc, char **argv) {
   if (rc == 0) demo_straggler(&o, absdir, app, steps < 20 ? 20 : steps, size_s);
   if (rc == 0) demo_sdc(&o, absdir, app, size_s);
   if (rc == 0) demo_topology();
+  if (rc == 0) demo_suspects(absdir);
   return rc;
 }

@@ -109,6 +109,7 @@ bool dump_parse_header(struct lctx *c, struct cs_header *h) {
   h->rank = dump_clamp_int(get_int(c, "rank", false, -1));
   h->local_rank = dump_clamp_int(get_int(c, "local_rank", false, -1));
   h->world_size = dump_clamp_int(get_int(c, "world_size", false, -1));
+  h->step = dump_clamp_int(get_int(c, "step", false, -1));
   h->device = dump_clamp_int(get_int(c, "device", false, -1));
   h->job = get_str(c, "job", false, dump_intern(p, ""));
   h->pci_bus_id = get_str(c, "pci_bus_id", false, dump_intern(p, ""));

@@ -53,6 +53,7 @@ struct cs_header {
   const char *host;
   long long pid;
   int rank;               /* global rank, -1 when unknown */
+  int step;               /* the Slurm job step, -1 when the header has none */
   int local_rank, world_size, device;   /* -1 when absent */
   const char *job, *pci_bus_id, *exe;   /* "" when absent */
   long long nccl_version, cuda_driver_version;

@@ -33,6 +33,8 @@ static const char help_overview[] =
     "  top     live view of the collscope processes on this host (stats rings in /dev/shm)\n"
     "  salvage dump files from the stats rings of killed processes\n"
     "  topo    topology-aware host order (plan) and a topology file's tree (show)\n"
+    "  suspects the hosts and GPUs the reports implicate, and the scheduler actions\n"
+    "          (drain, --exclude, a hostfile for the rerun)\n"
     "  help    `collscope help [COMMAND]`: this text, or a command's options\n"
     "\n"
     "options: -h/--help (this text), --version\n"
@@ -167,11 +169,14 @@ int cli_help(const char *cmd, FILE *out) {
     return !strcmp(cmd, "report") ? cmd_report(2, args) : cmd_trace(2, args);
   } else if (!strcmp(cmd, "topo")) {
     return cmd_topo_help(out);
+  } else if (!strcmp(cmd, "suspects")) {
+    cmd_suspects_help(out);
+    return 0;
   } else if (!strcmp(cmd, "help")) {
-    fputs("usage: collscope help [COMMAND]\n  COMMAND: run, demo, report, trace, top, salvage\n", out);
+    fputs("usage: collscope help [COMMAND]\n  COMMAND: run, demo, report, trace, top, salvage, topo, suspects\n", out);
     return 0;
   } else {
-    fprintf(stderr, "collscope: unknown command '%s' (commands: run, demo, report, trace, top, salvage, help)\n", cmd);
+    fprintf(stderr, "collscope: unknown command '%s' (commands: run, demo, report, trace, top, salvage, topo, suspects, help)\n", cmd);
     return CLI_EXIT_USAGE;
   }
   fputc('\n', out);
@@ -331,6 +336,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "top")) return cmd_top(argc - 1, argv + 1);
   if (!strcmp(cmd, "salvage")) return cmd_salvage(argc - 1, argv + 1);
   if (!strcmp(cmd, "topo")) return cmd_topo(argc - 1, argv + 1);
+  if (!strcmp(cmd, "suspects")) return cmd_suspects(argc - 1, argv + 1);
   fprintf(stderr, "collscope: unknown command '%s'\n\n", cmd);
   fputs(help_overview, stderr);
   return CLI_EXIT_USAGE;

@@ -268,6 +268,7 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
 
   struct agg_file *af = &P->agg->files[file];
   af->ops++;
+  af->errors += err;
   af->bytes += o->bytes;
   if (timed) af->gpu_ms += o->dur_us / 1e3;
 }

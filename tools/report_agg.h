@@ -56,7 +56,7 @@ struct agg_comm {
   double gpu_ms;
 };
 
-struct agg_file { size_t ops; uint64_t bytes; double gpu_ms; };
+struct agg_file { size_t ops, errors; uint64_t bytes; double gpu_ms; };
 
 struct agg_counts {
   size_t ops, errors, timed, timed_profiler, timed_host_span, captured, host_timed, unknown_timing;

@@ -42,7 +42,7 @@ struct op_row {
 /* ranks: one row per dump file */
 struct rank_row {
   const struct cs_dumpfile *f;
-  size_t ops, xfers;
+  size_t ops, xfers, errors;   /* errors: op records of calls that failed */
   double gpu_ms;
   uint64_t bytes, drops, lost;
 };

@@ -19,6 +19,7 @@ static void build_ranks(struct report *r) {
     struct rank_row *rr = &r->ranks[i];
     rr->f = f;
     rr->ops = af->ops;
+    rr->errors = af->errors;
     rr->xfers = r->op_filter ? 0 : f->nxfers;
     rr->gpu_ms = af->gpu_ms;
     rr->bytes = af->bytes;
@@ -39,8 +40,12 @@ static int host_width(const struct report *r) {
 
 static void text_ranks(const struct report *r, FILE *o) {
   int hw = host_width(r);
+  /* a step column when the dumps name Slurm job steps (the sruns of one batch job) */
+  bool steps = false;
+  for (size_t i = 0; i < r->nranks; i++) steps |= r->ranks[i].f->hdr.step >= 0;
   fprintf(o, "\n# Ranks\n");
-  fprintf(o, "# %5s  %-*s %8s %8s %6s %6s %13s %14s %6s %6s  %s\n", "rank", hw, "host", "pid", "records",
+  if (steps) fprintf(o, "# %4s", "step");
+  fprintf(o, "%s %5s  %-*s %8s %8s %6s %6s %13s %14s %6s %6s  %s\n", steps ? "" : "#", "rank", hw, "host", "pid", "records",
           "ops", "xfers", "gpu_time(ms)", "bytes", "drops", "lost", "exit");
   char b[128];
   for (size_t i = 0; i < r->nranks; i++) {
@@ -50,6 +55,8 @@ static void text_ranks(const struct report *r, FILE *o) {
     else snprintf(rank, sizeof rank, "?");
     /* exit: no-footer (the process did not exit cleanly), lost (its footer counts records the
      * file does not hold), else clean */
+    if (steps && w->f->hdr.step >= 0) fprintf(o, "  %4d", w->f->hdr.step);
+    else if (steps) fprintf(o, "  %4s", "-");
     fprintf(o, "  %5s  %-*s %8lld %8zu %6zu %6zu %13.3f %14llu %6llu %6llu  %s\n", rank, hw,
             cs_text_safe(w->f->hdr.host, b, sizeof b), w->f->hdr.pid, w->ops + w->xfers, w->ops, w->xfers,
             w->gpu_ms, (unsigned long long)w->bytes, (unsigned long long)w->drops, (unsigned long long)w->lost,
@@ -63,11 +70,15 @@ static json_t *json_ranks(const struct report *r) {
     const struct rank_row *w = &r->ranks[i];
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(w->f->hdr.rank));
+    json_object_set_new(o, "step", w->f->hdr.step >= 0 ? json_integer(w->f->hdr.step) : json_null());
     json_object_set_new(o, "host", json_string(w->f->hdr.host));
     json_object_set_new(o, "pid", json_integer(w->f->hdr.pid));
     json_object_set_new(o, "file", json_string(w->f->name));
     json_object_set_new(o, "records", jcount(w->ops + w->xfers));
     json_object_set_new(o, "ops", jcount(w->ops));
+    json_object_set_new(o, "errors", jcount(w->errors));
+    json_object_set_new(o, "device", json_integer(w->f->hdr.device));
+    json_object_set_new(o, "pci_bus_id", json_string(w->f->hdr.pci_bus_id));
     json_object_set_new(o, "xfers", jcount(w->xfers));
     json_object_set_new(o, "gpu_time_ms", json_real(w->gpu_ms));
     json_object_set_new(o, "bytes", jbytes(w->bytes));

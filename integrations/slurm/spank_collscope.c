@@ -1,0 +1,147 @@
+/* integrations/slurm/spank_collscope.c: the SPANK plugin behind `srun --collscope[=OPTS]`
+ * (also sbatch and salloc). srun checks OPTS before anything is launched; in each task, just
+ * before exec and as the job's user, it makes the job's dump directory and puts
+ * libcollscope.so first in LD_PRELOAD with the shim's COLLSCOPE_* variables. Any failure
+ * there is one line on the task's stderr and the task runs without collscope.
+ *
+ * plugstack.conf:  optional /usr/lib/x86_64-linux-gnu/slurm/collscope_spank.so \
+ *                  shim=/usr/local/lib/x86_64-linux-gnu/libcollscope.so dir=/shared/collscope/%j
+ *                  [group=NAME] [default=on]                                    (docs/slurm.md) */
+#include <grp.h>
+#include <pwd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "cs_jobdir.h"
+#include "cs_spank_opts.h"
+
+SPANK_PLUGIN(collscope, 1);
+
+static struct cs_spank_site site;
+static struct cs_spank_job job;
+static int site_bad; /* a bad plugstack.conf argument: the plugin stays out of every job */
+
+static int opt_collscope(int val, const char *optarg, int remote);
+
+static struct spank_option collscope_opt = {
+    "collscope", "[OPTS]",
+    "record NCCL collectives with collscope; OPTS: comma list of sdc=off|all|sample:N, timing=auto|events|"
+    "profiler|off, dir=PATH (%j job id, %u user, %s step), topology=FILE, hang=S, ring=N, log=LEVEL, "
+    "online=0|1, sdc_action=log|abort, sdc_min_bytes=N; or off",
+    2, 0, opt_collscope};
+
+static int opt_collscope(int val, const char *optarg, int remote) {
+  (void)val;
+  char err[768];
+  if (cs_spank_job_parse(&job, optarg, err, sizeof err) == 0) return 0;
+  if (remote) {
+    /* srun checked it; a step reaching here anyway runs without collscope */
+    job.given = true;
+    job.off = true;
+    return 0;
+  }
+  slurm_error("collscope: --collscope=%s: %s", optarg ? optarg : "", err);
+  return -1;
+}
+
+int slurm_spank_init(spank_t sp, int ac, char **av) {
+  cs_spank_site_init(&site);
+  memset(&job, 0, sizeof job);
+  for (int i = 0; i < ac; i++) {
+    char err[512];
+    if (cs_spank_site_arg(&site, av[i], err, sizeof err)) {
+      slurm_error("collscope: %s; collscope is off for every job", err);
+      site_bad = 1;
+    }
+  }
+  /* the option exists where jobs are launched (srun, sbatch/salloc, slurmstepd), not in
+   * slurmd or the prolog/epilog */
+  spank_context_t ctx = spank_context();
+  if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR) return 0;
+  if (spank_option_register(sp, &collscope_opt) != ESPANK_SUCCESS)
+    slurm_error("collscope: cannot register --collscope");
+  return 0;
+}
+
+/* one line on the task's stderr, from the first task on each node only */
+static void say_once(spank_t sp, const char *what) {
+  int local = -1;
+  if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS || local == 0)
+    fprintf(stderr, "collscope: %s; the job runs without collscope\n", what);
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av) {
+  (void)ac, (void)av;
+  if (!spank_remote(sp) || site_bad || !cs_spank_job_enabled(&site, &job)) return 0;
+  uint32_t jobid = 0, stepid = 0;
+  uid_t uid = 0;
+  if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
+      spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS) {
+    say_once(sp, "cannot read the job id, step id or user");
+    return 0;
+  }
+  /* the batch script, the extern and interactive steps are shells, not the job's ranks:
+   * the sruns they start are steps of their own */
+  if (stepid == SLURM_BATCH_SCRIPT || stepid == SLURM_EXTERN_CONT || stepid == SLURM_INTERACTIVE_STEP) return 0;
+
+  char jobs[16], steps[16], user[256], pwbuf[4096], msg[1200];
+  snprintf(jobs, sizeof jobs, "%u", (unsigned)jobid);
+  snprintf(steps, sizeof steps, "%u", (unsigned)stepid);
+  struct passwd pw, *pwp = NULL;
+  if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) == 0 && pwp) snprintf(user, sizeof user, "%s", pw.pw_name);
+  else snprintf(user, sizeof user, "%u", (unsigned)uid);
+
+  gid_t gid = (gid_t)-1;
+  if (site.group[0]) {
+    struct group gr, *grp = NULL;
+    char grbuf[8192];
+    if (getgrnam_r(site.group, &gr, grbuf, sizeof grbuf, &grp) != 0 || !grp) {
+      snprintf(msg, sizeof msg, "unknown group '%s' in plugstack.conf", site.group);
+      say_once(sp, msg);
+      return 0;
+    }
+    gid = gr.gr_gid;
+  }
+
+  char dir[1024], err[768];
+  if (cs_spank_expand(job.dir[0] ? job.dir : site.dir, jobs, user, steps, dir, sizeof dir)) {
+    say_once(sp, "the job directory template does not expand to a path");
+    return 0;
+  }
+  if (access(site.shim, R_OK) != 0) {
+    snprintf(msg, sizeof msg, "cannot read the shim %s", site.shim);
+    say_once(sp, msg);
+    return 0;
+  }
+  if (cs_jobdir_make(dir, gid, err, sizeof err)) {
+    say_once(sp, err);
+    return 0;
+  }
+
+  char cur[8192] = "", preload[8192 + 1024];
+  int have = spank_getenv(sp, "LD_PRELOAD", cur, sizeof cur) == ESPANK_SUCCESS;
+  if (cs_spank_preload(site.shim, have ? cur : NULL, preload, sizeof preload)) {
+    say_once(sp, "LD_PRELOAD is too long");
+    return 0;
+  }
+  /* the variables first, LD_PRELOAD last: a failure leaves the job's preload as it was */
+  int bad = spank_setenv(sp, "COLLSCOPE_DIR", dir, 1) != ESPANK_SUCCESS ||
+            spank_setenv(sp, "COLLSCOPE_JOB_ID", jobs, 1) != ESPANK_SUCCESS;
+  for (size_t i = 0; i < job.nvars && !bad; i++) {
+    char name[64];
+    const char *eq = strchr(job.vars[i], '=');
+    size_t nl = (size_t)(eq - job.vars[i]);
+    if (nl >= sizeof name) continue;
+    memcpy(name, job.vars[i], nl);
+    name[nl] = 0;
+    bad = spank_setenv(sp, name, eq + 1, 1) != ESPANK_SUCCESS;
+  }
+  if (bad || spank_setenv(sp, "LD_PRELOAD", preload, 1) != ESPANK_SUCCESS) say_once(sp, "cannot set the task's environment");
+  return 0;
+}

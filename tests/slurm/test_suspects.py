@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""tests/slurm/test_suspects.py CASE --cli COLLSCOPE --apps DIR --shim LIB --sim-dir DIR
+
+`collscope suspects` on dump directories of simulated jobs with faults (8 ranks of dp_train on
+simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
+  straggler  slow:rank=5          simhost3 watch (straggler), its GPU; hostfile with and without
+                                  a topology map
+  sdc        flip:rank=2 + slow:5 simhost2 drain (SDC suspect), simhost3 watch; slurm format
+  missing    fail:rank=5 (hang)   simhost3 watch: missing in the hang and NCCL errors
+  stuck      hang:rank=5          the ranks stuck in the hang
+  slowlink   link simhost2-3 over the NCCL_NET wrapper: both ends watch (slow link end)
+  repeat     the straggler job twice and a clean one: 2 of 3 jobs -> drain; 1 of 2 -> watch"""
+import argparse, json, os, shutil, subprocess, sys, tempfile
+
+HOSTS = "simhost[1-4]"
+
+
+def run_job(a, tmp, tag, faults="", env_extra=None, steps=30, kill_after=None, ok=True):
+    out = os.path.join(tmp, tag)
+    env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_DIR=a.sim_dir,
+               COLLSCOPE_SIM_FAULTS=faults, COLLSCOPE_JOB_ID="job-" + tag)
+    for k in ("NCCL_NET_PLUGIN", "COLLSCOPE_NET_INNER", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"):
+        env.pop(k, None)
+    env.update(env_extra or {})
+    cmd = [a.cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--"]
+    if kill_after:
+        cmd += ["timeout", "-s", "KILL", str(kill_after)]
+    cmd += [os.path.join(a.apps, "dp_train"), "--steps", str(steps), "--size", "256K"]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    if ok and p.returncode != 0:
+        print(p.stdout[-3000:])
+        raise SystemExit("%s: job failed (%d)" % (tag, p.returncode))
+    return out
+
+
+def suspects(a, dirs, fmt="json", extra=(), rc=0):
+    p = subprocess.run([a.cli, "suspects"] + dirs + ["--format", fmt] + list(extra), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    print("$ collscope suspects %s --format %s\n%s%s" % (" ".join(os.path.basename(d) for d in dirs), fmt,
+                                                         p.stdout if fmt != "json" else "", p.stderr))
+    assert p.returncode == rc, (p.returncode, p.stderr)
+    return json.loads(p.stdout) if fmt == "json" else p.stdout
+
+
+def by_host(doc):
+    return {h["host"]: h for h in doc["suspects"]}
+
+
+def kinds(h):
+    return sorted(set(e["kind"] for e in h["evidence"]))
+
+
+def case_straggler(a, tmp):
+    # as a Slurm step would: the shim records SLURM_STEP_ID, the report shows it
+    d = run_job(a, tmp, "slow", "slow:rank=5,us=3000", {"SLURM_STEP_ID": "3"})
+    rep = subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout
+    assert [r["step"] for r in json.loads(rep)["ranks"]] == [3] * 8, rep[:2000]
+    txt = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True).stdout
+    assert "\n# step  rank" in txt and "\n     3      5  simhost3" in txt, txt
+    s = by_host(suspects(a, [d]))
+    assert list(s) == ["simhost3"], s
+    h = s["simhost3"]
+    assert h["level"] == "watch" and kinds(h) == ["straggler"], h
+    assert [g["rank"] for g in h["gpus"]] == [5] and h["gpus"][0]["device"] == 1 and h["gpus"][0]["pci_bus_id"], h
+    assert h["jobs_implicated"] == 1 and h["jobs_seen"] == 1
+    suspects(a, [d], "text")
+    # the rerun's hosts: the healthy ones, hostlist order, or the topology plan's
+    assert suspects(a, [d], "hostfile").split() == ["simhost1", "simhost2", "simhost4"]
+    topo = os.path.join(tmp, "map.txt")
+    with open(topo, "w") as f:
+        f.write("simhost1 leafA spine\nsimhost2 leafB spine\nsimhost3 leafB spine\nsimhost4 leafA spine\n")
+    assert suspects(a, [d], "hostfile", ["--topology", topo]).split() == ["simhost1", "simhost4", "simhost2"]
+    out = suspects(a, [d], "slurm")
+    assert "scontrol" not in out and "--exclude=simhost3\n" in out, out   # watch: excluded, not drained
+
+
+def case_sdc(a, tmp):
+    d = run_job(a, tmp, "sdc", "slow:rank=5,us=3000;flip:rank=2,seq=13,elem=7,bit=30,at=out",
+                {"COLLSCOPE_SDC": "all", "COLLSCOPE_SDC_MIN_BYTES": "0"}, ok=False)   # the job sees the bad value too
+    s = by_host(suspects(a, [d]))
+    assert s["simhost2"]["level"] == "drain" and "sdc" in kinds(s["simhost2"]), s["simhost2"]
+    assert 2 in [g["rank"] for g in s["simhost2"]["gpus"]], s["simhost2"]
+    assert s["simhost3"]["level"] == "watch" and kinds(s["simhost3"]) == ["straggler"], s["simhost3"]
+    assert "simhost1" not in s and "simhost4" not in s, s
+    out = suspects(a, [d], "slurm").splitlines()
+    drains = [l for l in out if l.startswith("scontrol")]
+    assert len(drains) == 1 and drains[0].startswith(
+        'scontrol update NodeName=simhost2 State=DRAIN Reason="collscope: sdc x') and drains[0].endswith(' in 1 of 1 jobs"'), out
+    assert "--exclude=simhost[2-3]" in out, out   # compressed by the hostlist code
+    assert suspects(a, [d], "hostfile").split() == ["simhost1", "simhost4"]
+
+
+def case_missing(a, tmp):
+    # rank 5's call of seq 10 fails, so it never enters it; the others hang in it
+    d = run_job(a, tmp, "missing", "fail:rank=5,seq=10,code=SystemError", {"COLLSCOPE_HANG_TIMEOUT": "2"},
+                steps=20, kill_after=10, ok=False)
+    s = by_host(suspects(a, [d]))
+    assert list(s) == ["simhost3"], s
+    assert kinds(s["simhost3"]) == ["hang_missing", "nccl_errors"], s["simhost3"]
+    assert s["simhost3"]["level"] == "watch"
+
+
+def case_stuck(a, tmp):
+    d = run_job(a, tmp, "stuck", "hang:rank=5,seq=10", {"COLLSCOPE_HANG_TIMEOUT": "2"}, steps=20, kill_after=10,
+                ok=False)
+    rep = json.loads(subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout)
+    h = rep["hangs"][0]
+    s = by_host(suspects(a, [d]))
+    if h["missing_ranks"]:   # the report names who never entered: only those
+        want = sorted(set(h["hosts"]))
+        assert all(kinds(x) == ["hang_missing"] for x in s.values()), s
+    else:
+        want = sorted(set(h["stuck_hosts"]))
+        assert all(kinds(x) == ["hang_stuck"] for x in s.values()), s
+    assert sorted(s) == want and "simhost3" in s, (sorted(s), want)
+
+
+def case_slowlink(a, tmp):
+    d = run_job(a, tmp, "link", "link:a=simhost2,b=simhost3,us=3000",
+                {"NCCL_NET_PLUGIN": a.shim, "COLLSCOPE_NET_INNER": "simnet"}, steps=20)
+    s = by_host(suspects(a, [d]))
+    for host in ("simhost2", "simhost3"):
+        assert host in s and "slow_link" in kinds(s[host]) and s[host]["level"] == "watch", s
+    assert "simhost1" not in s and "simhost4" not in s, s
+
+
+def case_repeat(a, tmp):
+    d1 = run_job(a, tmp, "slow1", "slow:rank=5,us=3000")
+    d2 = run_job(a, tmp, "slow2", "slow:rank=4,us=3000")   # the same host, another GPU
+    clean = run_job(a, tmp, "clean", "")
+    s = by_host(suspects(a, [d1, clean]))
+    assert s["simhost3"]["level"] == "watch" and s["simhost3"]["jobs_implicated"] == 1, s
+    assert s["simhost3"]["jobs_seen"] == 2
+    s = by_host(suspects(a, [d1, d2, clean]))
+    h = s["simhost3"]
+    assert h["level"] == "drain" and h["jobs_implicated"] == 2 and h["jobs_seen"] == 3, h
+    assert sorted(g["rank"] for g in h["gpus"]) == [4, 5], h
+    out = suspects(a, [d1, d2, clean], "slurm")
+    assert 'NodeName=simhost3 State=DRAIN Reason="collscope: straggler x2 in 2 of 3 jobs"' in out, out
+    # an unusable directory: said, left out, exit status 1
+    bad = os.path.join(tmp, "empty")
+    os.makedirs(bad)
+    suspects(a, [d1, bad], "text", rc=1)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--apps", required=True)
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--sim-dir", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="collscope-suspects-")
+    try:
+        globals()["case_" + a.case](a, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("suspects-%s: ok" % a.case)
+
+
+if __name__ == "__main__":
+    main()
