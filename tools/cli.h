@@ -20,13 +20,14 @@ void cmd_suspects_help(FILE *out);
  * (for `collscope run --topology`). Returns 0, or -1 with a message on stderr. */
 int cli_topo_order_hosts(const char *topofile, char **hosts, size_t n, int verbose);
 
-/* tools/cmd_report.c: run stats/detect.c over a loaded dump set (all op records plus the
- * shim's hang records). Returns 0, -1 out of memory. */
+/* tools/report/detect_input.c: run stats/detect.c over a loaded dump set (all op records plus
+ * the shim's hang records). Returns 0, -1 out of memory. */
 struct cs_dumpset;
 struct cs_det_params;
 struct cs_det_result;
 int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params *p, struct cs_det_result *out);
-/* The stragglers and hangs sections (text and JSON), shared by report and top. */
+/* The stragglers and hangs sections (text and JSON), shared by report and top
+ * (tools/report/section_stragglers.c, section_hangs.c). */
 struct json_t;
 void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o);
 void cli_text_hangs(const struct cs_det_result *det, FILE *o);

@@ -5,7 +5,7 @@
  * prints it as text, as one key of the JSON document, or both. A section is one struct
  * report_section in its own file (section_*.c); the order of the report is the table in
  * sections.c. Adding a section: a file, a row in that table, a line in tools/meson.build
- * (CONTRIBUTING.md "Add a report section").
+ * (CONTRIBUTING.md "Recipe 3: add a report section").
  *
  * The contract of the numbers (buckets, percentiles, bandwidths, links) is the header comment
  * of tools/cmd_report.c. */
