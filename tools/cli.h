@@ -13,6 +13,7 @@ int cmd_trace(int argc, char **argv);   /* tools/cmd_trace.c */
 int cmd_top(int argc, char **argv);     /* tools/cmd_top.c */
 int cmd_salvage(int argc, char **argv); /* tools/cmd_salvage.c */
 int cmd_topo(int argc, char **argv);    /* tools/cmd_topo.c */
+int cmd_exporter(int argc, char **argv); /* tools/cmd_exporter.c */
 int cmd_topo_help(FILE *out);           /* its help text (collscope help topo) */
 /* tools/cmd_topo.c: reorder hosts[0..n) in place by the topology plan of topofile
  * (for `collscope run --topology`). Returns 0, or -1 with a message on stderr. */

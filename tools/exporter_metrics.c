@@ -1,0 +1,244 @@
+/* tools/exporter_metrics.c: metric families (names, HELP, TYPE, labels) and their exposition
+ * in the Prometheus text format or OpenMetrics (see exporter_metrics.h and docs/exporter.md).
+ * Every label value comes from a ring and was made printable (ring_text_escape); it is
+ * escaped once more for the exposition (backslash, quote, newline). */
+#include "exporter_metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+
+enum kind { GAUGE, COUNTER, HISTOGRAM };
+struct family { const char *name; enum kind kind; const char *help; };
+
+/* names without _total: the text format adds it to counters in TYPE lines */
+enum {
+  F_UP, F_COLL, F_ERR, F_BYTES, F_BUS, F_DUR, F_BUSBW, F_REC, F_DROP, F_LOST, F_INVALID, F_STRAG, F_LATE, F_OFFS,
+  F_HANGS, F_HUNG, F_PEND, F_SDCC, F_SDCF, F_LINKSLOW, F_LINKBW, F_RINGS, F_SKIP, F_DROPPED, F_POLL, F_SCRAPES, F_N
+};
+static const struct family fam[F_N] = {
+  [F_UP] = {"collscope_up", GAUGE, "1 while the rank's process runs, 0 during the grace period after it exited"},
+  [F_COLL] = {"collscope_collectives", COUNTER, "NCCL operations completed (one per call on this rank)"},
+  [F_ERR] = {"collscope_collective_errors", COUNTER, "NCCL operations whose call returned an error"},
+  [F_BYTES] = {"collscope_collective_bytes", COUNTER, "Bytes of the NCCL operations (the op's message size)"},
+  [F_BUS] = {"collscope_collective_bus_bytes", COUNTER,
+             "Bytes times the bus bandwidth factor of the timed operations (rate over the duration sum's rate is the bus bandwidth)"},
+  [F_DUR] = {"collscope_collective_duration_seconds", HISTOGRAM, "GPU duration of the timed NCCL operations"},
+  [F_BUSBW] = {"collscope_busbw_bytes_per_second", GAUGE,
+               "Bus bandwidth of the operations completed since the previous poll that had some"},
+  [F_REC] = {"collscope_records", COUNTER, "Records the exporter read from the rank's stats ring"},
+  [F_DROP] = {"collscope_records_dropped", COUNTER, "Records the rank's process could not publish (its queue was full)"},
+  [F_LOST] = {"collscope_records_lost", COUNTER, "Records overwritten in the ring before the exporter read them"},
+  [F_INVALID] = {"collscope_records_invalid", COUNTER, "Records of an unknown type or op (ignored)"},
+  [F_STRAG] = {"collscope_straggler", GAUGE, "1 when the live detector flags the rank as a straggler"},
+  [F_LATE] = {"collscope_lateness_seconds", GAUGE, "Median lateness of the rank when it arrived last"},
+  [F_OFFS] = {"collscope_arrival_offset_seconds", GAUGE, "Median arrival offset of the rank against the others"},
+  [F_HANGS] = {"collscope_hang_seconds", GAUGE, "Seconds since the oldest incomplete operation was enqueued (0: none)"},
+  [F_HUNG] = {"collscope_hung", GAUGE, "1 when the rank reported an operation as hung"},
+  [F_PEND] = {"collscope_pending_operations", GAUGE, "Operations entered and not complete"},
+  [F_SDCC] = {"collscope_sdc_checks", COUNTER, "Operations whose output was fingerprinted for silent data corruption"},
+  [F_SDCF] = {"collscope_sdc_findings", COUNTER, "Cross-rank SDC checks that named this rank as the suspect"},
+  [F_LINKSLOW] = {"collscope_link_slow", GAUGE, "1 when the host pair's network bandwidth is well below the job's other pairs"},
+  [F_LINKBW] = {"collscope_link_bandwidth_bytes_per_second", GAUGE, "Median network bandwidth of the host pair"},
+  [F_RINGS] = {"collscope_exporter_rings", GAUGE, "Rings the exporter follows"},
+  [F_SKIP] = {"collscope_exporter_rings_skipped", COUNTER, "Ring files that failed the reader's checks"},
+  [F_DROPPED] = {"collscope_exporter_rings_dropped", COUNTER, "Rings dropped after their grace period"},
+  [F_POLL] = {"collscope_exporter_poll_seconds", GAUGE, "Duration of the exporter's latest pass over the rings"},
+  [F_SCRAPES] = {"collscope_exporter_scrapes", COUNTER, "Scrapes served"},
+};
+
+
+bool exp_wants_openmetrics(const char *accept) {
+  return accept && strstr(accept, "application/openmetrics-text") != NULL;
+}
+
+static void header(FILE *o, int f, bool om) {
+  const struct family *F = &fam[f];
+  const char *t = F->kind == GAUGE ? "gauge" : F->kind == COUNTER ? "counter" : "histogram";
+  const char *suf = F->kind == COUNTER && !om ? "_total" : "";
+  fprintf(o, "# HELP %s%s %s\n# TYPE %s%s %s\n", F->name, suf, F->help, F->name, suf, t);
+  if (om && strstr(F->name, "_seconds")) fprintf(o, "# UNIT %s seconds\n", F->name);
+  else if (om && strstr(F->name, "_bytes") && !strstr(F->name, "per_second")) fprintf(o, "# UNIT %s bytes\n", F->name);
+}
+
+/* a label value: the ring's printable copy with \, " and newline escaped */
+static void lv(FILE *o, const char *s) {
+  for (; *s; s++) {
+    if (*s == '\\' || *s == '"') { fputc('\\', o); fputc(*s, o); }
+    else if (*s == '\n') fputs("\\n", o);
+    else fputc(*s, o);
+  }
+}
+
+static void rank_labels(FILE *o, const struct exp_rank *r) {
+  fputs("job=\"", o);
+  lv(o, r->job);
+  fputs("\",host=\"", o);
+  lv(o, r->host);
+  fprintf(o, "\",rank=\"%d\",local_rank=\"%d\",pid=\"%d\",gpu=\"%d\"", r->rank, r->local_rank, r->pid,
+          *(const volatile int32_t *)&r->rd.h->device);
+}
+
+static void num(FILE *o, double v) {
+  if (v != v) fputs("NaN", o);
+  else if (v > 1e308) fputs("+Inf", o);
+  else if (v < -1e308) fputs("-Inf", o);
+  else fprintf(o, "%.9g", v);
+}
+
+static void rank_sample(FILE *o, int f, const struct exp_rank *r, double v) {
+  fprintf(o, "%s%s{", fam[f].name, fam[f].kind == COUNTER ? "_total" : "");
+  rank_labels(o, r);
+  fputs("} ", o);
+  num(o, v);
+  fputc('\n', o);
+}
+
+static void op_labels(FILE *o, const struct exp_rank *r, unsigned c, unsigned op, unsigned z) {
+  char hex[17] = "other";
+  if (c < r->ncomm_labels) snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->comm_ids[c]);
+  rank_labels(o, r);
+  fprintf(o, ",comm=\"%s\",op=\"%s\",size=\"%s\"", hex, cs_op_table[op].name, exp_size_class_name(z));
+}
+
+typedef double (*opval)(const struct exp_opstat *);
+static double v_count(const struct exp_opstat *x) { return (double)x->count; }
+static double v_err(const struct exp_opstat *x) { return (double)x->errors; }
+static double v_bytes(const struct exp_opstat *x) { return (double)x->bytes; }
+static double v_bus(const struct exp_opstat *x) { return x->bus_bytes; }
+static double v_busbw(const struct exp_opstat *x) { return x->busbw_Bps; }
+
+static void op_family(FILE *o, const struct exp_state *s, int f, opval get, bool om) {
+  header(o, f, om);
+  for (size_t i = 0; i < s->n; i++) {
+    const struct exp_rank *r = s->v[i];
+    for (unsigned c = 0; c <= EXP_COMM_LABELS; c++)
+      for (unsigned op = 0; op < CS_OP_COUNT; op++)
+        for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) {
+          const struct exp_opstat *x = &r->ops[c][op][z];
+          if (!x->count) continue;
+          if (f == F_BUSBW && !x->timed) continue;
+          fprintf(o, "%s%s{", fam[f].name, fam[f].kind == COUNTER ? "_total" : "");
+          op_labels(o, r, c, op, z);
+          fputs("} ", o);
+          num(o, get(x));
+          fputc('\n', o);
+        }
+  }
+}
+
+static void histograms(FILE *o, const struct exp_state *s, bool om) {
+  header(o, F_DUR, om);
+  const char *n = fam[F_DUR].name;
+  for (size_t i = 0; i < s->n; i++) {
+    const struct exp_rank *r = s->v[i];
+    for (unsigned c = 0; c <= EXP_COMM_LABELS; c++)
+      for (unsigned op = 0; op < CS_OP_COUNT; op++)
+        for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) {
+          const struct exp_opstat *x = &r->ops[c][op][z];
+          if (!x->count) continue;
+          uint64_t cum = 0;
+          for (unsigned b = 0; b <= EXP_BUCKETS; b++) {
+            if (b < EXP_BUCKETS) cum += x->bucket[b];
+            fprintf(o, "%s_bucket{", n);
+            op_labels(o, r, c, op, z);
+            if (b < EXP_BUCKETS) fprintf(o, ",le=\"%g\"} %llu\n", exp_bucket_le[b], (unsigned long long)cum);
+            else fprintf(o, ",le=\"+Inf\"} %llu\n", (unsigned long long)x->timed);
+          }
+          fprintf(o, "%s_sum{", n);
+          op_labels(o, r, c, op, z);
+          fputs("} ", o);
+          num(o, x->dur_sum_s);
+          fprintf(o, "\n%s_count{", n);
+          op_labels(o, r, c, op, z);
+          fprintf(o, "} %llu\n", (unsigned long long)x->timed);
+        }
+  }
+}
+
+typedef double (*rankval)(const struct exp_rank *);
+static double r_up(const struct exp_rank *r) { return !r->exited; }
+static double r_rec(const struct exp_rank *r) { return (double)r->records; }
+static double r_drop(const struct exp_rank *r) { return (double)r->drops; }
+static double r_lost(const struct exp_rank *r) { return (double)r->rd.lost; }
+static double r_inv(const struct exp_rank *r) { return (double)r->invalid; }
+static double r_strag(const struct exp_rank *r) { return r->straggler; }
+static double r_late(const struct exp_rank *r) { return r->lateness_s; }
+static double r_offs(const struct exp_rank *r) { return r->offset_s; }
+static double r_hangs(const struct exp_rank *r) { return r->hang_s; }
+static double r_hung(const struct exp_rank *r) { return r->hung; }
+static double r_pend(const struct exp_rank *r) { return (double)r->pending; }
+static double r_sdcc(const struct exp_rank *r) { return (double)r->sdc_checks; }
+static double r_sdcf(const struct exp_rank *r) { return (double)r->sdc_findings; }
+
+static void rank_family(FILE *o, const struct exp_state *s, int f, rankval get, bool om) {
+  header(o, f, om);
+  for (size_t i = 0; i < s->n; i++) rank_sample(o, f, s->v[i], get(s->v[i]));
+}
+
+static void link_family(FILE *o, const struct exp_state *s, int f, bool om) {
+  header(o, f, om);
+  for (size_t i = 0; i < s->npairs; i++) {
+    const struct exp_linkpair *p = &s->pairs[i];
+    fprintf(o, "%s{job=\"", fam[f].name);
+    lv(o, p->job);
+    fputs("\",src_host=\"", o);
+    lv(o, p->src);
+    fputs("\",dst_host=\"", o);
+    lv(o, p->dst);
+    fputs("\"} ", o);
+    num(o, f == F_LINKSLOW ? (double)p->slow : p->gbps_p50 * 1e9 / 8);
+    fputc('\n', o);
+  }
+}
+
+static void plain(FILE *o, int f, double v, bool om) {
+  header(o, f, om);
+  fprintf(o, "%s%s ", fam[f].name, fam[f].kind == COUNTER ? "_total" : "");
+  num(o, v);
+  fputc('\n', o);
+}
+
+void exp_render(struct exp_state *s, FILE *o, bool om, int64_t now_ns) {
+  exp_state_analyse(s, now_ns);
+  s->scrapes++;
+  rank_family(o, s, F_UP, r_up, om);
+  op_family(o, s, F_COLL, v_count, om);
+  op_family(o, s, F_ERR, v_err, om);
+  op_family(o, s, F_BYTES, v_bytes, om);
+  op_family(o, s, F_BUS, v_bus, om);
+  histograms(o, s, om);
+  op_family(o, s, F_BUSBW, v_busbw, om);
+  rank_family(o, s, F_REC, r_rec, om);
+  rank_family(o, s, F_DROP, r_drop, om);
+  rank_family(o, s, F_LOST, r_lost, om);
+  rank_family(o, s, F_INVALID, r_inv, om);
+  rank_family(o, s, F_STRAG, r_strag, om);
+  rank_family(o, s, F_LATE, r_late, om);
+  rank_family(o, s, F_OFFS, r_offs, om);
+  rank_family(o, s, F_HANGS, r_hangs, om);
+  rank_family(o, s, F_HUNG, r_hung, om);
+  rank_family(o, s, F_PEND, r_pend, om);
+  rank_family(o, s, F_SDCC, r_sdcc, om);
+  rank_family(o, s, F_SDCF, r_sdcf, om);
+  link_family(o, s, F_LINKSLOW, om);
+  link_family(o, s, F_LINKBW, om);
+  plain(o, F_RINGS, (double)s->n, om);
+  plain(o, F_SKIP, (double)s->skipped_total, om);
+  plain(o, F_DROPPED, (double)s->dropped_total, om);
+  plain(o, F_POLL, s->last_poll_s, om);
+  plain(o, F_SCRAPES, (double)s->scrapes, om);
+  if (om) fputs("# EOF\n", o);
+}
+
+char *exp_render_buf(struct exp_state *s, bool om, size_t *len) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *o = open_memstream(&buf, &n);
+  if (!o) return NULL;
+  exp_render(s, o, om, exp_now_ns());
+  if (fclose(o) != 0) { free(buf); return NULL; }
+  *len = n;
+  return buf;
+}
