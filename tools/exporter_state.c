@@ -42,6 +42,8 @@ int exp_state_init(struct exp_state *s, const char *dir, double grace_s, FILE *l
   snprintf(s->dir, sizeof s->dir, "%s", dir);
   s->grace_s = grace_s;
   s->log = log;
+  s->batch = malloc(EXP_READ_BATCH * sizeof *s->batch);
+  if (!s->batch) { pthread_mutex_destroy(&s->mu); return -1; }
   cs_det_params_default(&s->dp);
   cs_det_params_env(&s->dp);
   cs_link_params_default(&s->lp);
@@ -60,6 +62,7 @@ void exp_state_free(struct exp_state *s) {
   free(s->v);
   free(s->skips);
   free(s->pairs);
+  free(s->batch);
   pthread_mutex_destroy(&s->mu);
 }
 
@@ -178,18 +181,17 @@ static void fold(struct exp_state *s, struct exp_rank *r, const struct cs_record
   }
 }
 
-#define READ_BATCH 512
 static void follow(struct exp_state *s, struct exp_rank *r) {
-  static __thread struct cs_record buf[READ_BATCH];
+  struct cs_record *buf = s->batch;
   for (unsigned c = 0; c <= EXP_COMM_LABELS; c++)
     for (unsigned o = 0; o < CS_OP_COUNT; o++)
       for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) r->ops[c][o][z].poll_bus = r->ops[c][o][z].poll_dur = 0;
   size_t got;
   do {
-    got = cs_ring_read(&r->rd, buf, READ_BATCH);
+    got = buf ? cs_ring_read(&r->rd, buf, EXP_READ_BATCH) : 0;
     for (size_t i = 0; i < got; i++) fold(s, r, &buf[i]);
     if (got) s->dirty = true;
-  } while (got == READ_BATCH);
+  } while (got == EXP_READ_BATCH);
   for (unsigned c = 0; c <= EXP_COMM_LABELS; c++)
     for (unsigned o = 0; o < CS_OP_COUNT; o++)
       for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) {
@@ -218,14 +220,15 @@ static void rank_open(struct exp_state *s, const char *name, const struct stat *
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", s->dir, name);
   if (cs_ring_reader_open(&r->rd, path) != 0) {
-    int e = errno;
-    const char *why = r->rd.why ? r->rd.why : strerror(e);
-    if (e != EAGAIN) skip_note(s, name, (uint64_t)st->st_dev, (uint64_t)st->st_ino, why); /* EAGAIN: retried */
+    /* "not initialised" too: the writer links a ring under its name only once it is built */
+    const char *why = r->rd.why ? r->rd.why : strerror(errno);
+    skip_note(s, name, (uint64_t)st->st_dev, (uint64_t)st->st_ino, why);
     free(r);
     return;
   }
   const struct cs_ring_hdr *h = r->rd.h;
   snprintf(r->name, sizeof r->name, "%s", name);
+  r->first_cursor = r->rd.cursor;
   r->dev = r->rd.dev;
   r->ino = r->rd.ino;
   r->pid = *(const volatile int32_t *)&h->pid;

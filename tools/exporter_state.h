@@ -28,6 +28,7 @@
 #define EXP_SDC_WINDOW 256     /* SDC-checked op records per rank kept for the cross-rank check */
 #define EXP_MAX_RINGS 4096     /* rings followed at once; more are skipped with a line */
 #define EXP_MAX_SKIPS 4096     /* skipped files remembered (so each is reported once) */
+#define EXP_READ_BATCH 512     /* records copied out of a ring at a time */
 
 extern const double exp_bucket_le[EXP_BUCKETS];
 const char *exp_size_class_name(unsigned c);
@@ -67,6 +68,7 @@ struct exp_rank {
   uint64_t comm_ids[EXP_COMM_LABELS];
   unsigned ncomm_labels;
   struct exp_opstat ops[EXP_COMM_LABELS + 1][CS_OP_COUNT][EXP_SIZE_CLASSES];
+  uint64_t first_cursor;       /* the oldest record in the ring when it was opened */
   uint64_t records;            /* records read from the ring */
   uint64_t invalid;            /* records with an op or type the exporter does not know */
   uint64_t drops;              /* the header's drop count (kept monotonic) */
@@ -108,6 +110,7 @@ struct exp_state {
   struct cs_link_params lp;
   bool dirty;                  /* records read since the last analysis */
   double last_poll_s;          /* duration of the latest poll */
+  struct cs_record *batch;     /* EXP_READ_BATCH records: the poller's copy buffer */
 };
 
 int exp_state_init(struct exp_state *s, const char *dir, double grace_s, FILE *log);
