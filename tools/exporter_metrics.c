@@ -4,10 +4,48 @@
  * escaped once more for the exposition (backslash, quote, newline). */
 #include "exporter_metrics.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+
+/* The exposition is built in one growing buffer with hand-rolled number formatting: a
+ * scrape of 64 ranks is tens of thousands of lines, and stdio's per-call cost dominated. */
+struct obuf { char *p; size_t n, cap; bool oom; };
+
+static void reserve(struct obuf *o, size_t more) {
+  if (o->oom || o->n + more <= o->cap) return;
+  size_t nc = o->cap ? o->cap : 1 << 16;
+  while (nc < o->n + more) nc *= 2;
+  char *np = realloc(o->p, nc);
+  if (!np) { o->oom = true; return; }
+  o->p = np;
+  o->cap = nc;
+}
+static void putn(struct obuf *o, const char *s, size_t n) {
+  reserve(o, n);
+  if (o->oom) return;
+  memcpy(o->p + o->n, s, n);
+  o->n += n;
+}
+static void puts_(struct obuf *o, const char *s) { putn(o, s, strlen(s)); }
+static void putc_(struct obuf *o, char c) { putn(o, &c, 1); }
+static void putu(struct obuf *o, uint64_t v) {
+  char b[24];
+  int i = sizeof b;
+  do { b[--i] = (char)('0' + v % 10); v /= 10; } while (v);
+  putn(o, b + i, sizeof b - (size_t)i);
+}
+static void putf(struct obuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(struct obuf *o, const char *fmt, ...) {
+  char b[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(b, sizeof b, fmt, ap);
+  va_end(ap);
+  if (n > 0) putn(o, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
+}
 
 enum kind { GAUGE, COUNTER, HISTOGRAM };
 struct family { const char *name; enum kind kind; const char *help; };
@@ -53,107 +91,168 @@ bool exp_wants_openmetrics(const char *accept) {
   return accept && strstr(accept, "application/openmetrics-text") != NULL;
 }
 
-static void header(FILE *o, int f, bool om) {
+static void header(struct obuf *o, int f, bool om) {
   const struct family *F = &fam[f];
   const char *t = F->kind == GAUGE ? "gauge" : F->kind == COUNTER ? "counter" : "histogram";
   const char *suf = F->kind == COUNTER && !om ? "_total" : "";
-  fprintf(o, "# HELP %s%s %s\n# TYPE %s%s %s\n", F->name, suf, F->help, F->name, suf, t);
-  if (om && strstr(F->name, "_seconds")) fprintf(o, "# UNIT %s seconds\n", F->name);
-  else if (om && strstr(F->name, "_bytes") && !strstr(F->name, "per_second")) fprintf(o, "# UNIT %s bytes\n", F->name);
+  putf(o, "# HELP %s%s %s\n# TYPE %s%s %s\n", F->name, suf, F->help, F->name, suf, t);
+  if (om && strstr(F->name, "_seconds")) putf(o, "# UNIT %s seconds\n", F->name);
+  else if (om && strstr(F->name, "_bytes") && !strstr(F->name, "per_second")) putf(o, "# UNIT %s bytes\n", F->name);
 }
 
 /* a label value: the ring's printable copy with \, " and newline escaped */
-static void lv(FILE *o, const char *s) {
+/* a label value: the ring's printable copy with \, " and newline escaped */
+static void lv(struct obuf *o, const char *s) {
   for (; *s; s++) {
-    if (*s == '\\' || *s == '"') { fputc('\\', o); fputc(*s, o); }
-    else if (*s == '\n') fputs("\\n", o);
-    else fputc(*s, o);
+    if (*s == '\\' || *s == '"') { putc_(o, '\\'); putc_(o, *s); }
+    else if (*s == '\n') puts_(o, "\\n");
+    else putc_(o, *s);
   }
 }
 
-static void rank_labels(FILE *o, const struct exp_rank *r) {
-  fputs("job=\"", o);
-  lv(o, r->job);
-  fputs("\",host=\"", o);
-  lv(o, r->host);
-  fprintf(o, "\",rank=\"%d\",local_rank=\"%d\",pid=\"%d\",gpu=\"%d\"", r->rank, r->local_rank, r->pid,
-          *(const volatile int32_t *)&r->rd.h->device);
+/* the rank's label set, built once per rank and again when its device becomes known */
+static const char *rank_labels(struct exp_rank *r) {
+  int dev = *(const volatile int32_t *)&r->rd.h->device;
+  if (r->labels[0] && dev == r->labels_dev) return r->labels;
+  struct obuf b = {0};
+  puts_(&b, "job=\"");
+  lv(&b, r->job);
+  puts_(&b, "\",host=\"");
+  lv(&b, r->host);
+  putf(&b, "\",rank=\"%d\",local_rank=\"%d\",pid=\"%d\",gpu=\"%d\"", r->rank, r->local_rank, r->pid, dev);
+  putc_(&b, 0);
+  if (!b.oom) {
+    snprintf(r->labels, sizeof r->labels, "%s", b.p);
+    r->labels_dev = dev;
+  }
+  free(b.p);
+  return r->labels;
 }
 
-static void num(FILE *o, double v) {
-  if (v != v) fputs("NaN", o);
-  else if (v > 1e308) fputs("+Inf", o);
-  else if (v < -1e308) fputs("-Inf", o);
-  else fprintf(o, "%.9g", v);
+static void num(struct obuf *o, double v) {
+  if (v != v) puts_(o, "NaN");
+  else if (v > 1e308) puts_(o, "+Inf");
+  else if (v < -1e308) puts_(o, "-Inf");
+  else if (v >= 0 && v < 1e15 && v == (double)(uint64_t)v) putu(o, (uint64_t)v);
+  else putf(o, "%.9g", v);
 }
 
-static void rank_sample(FILE *o, int f, const struct exp_rank *r, double v) {
-  fprintf(o, "%s%s{", fam[f].name, fam[f].kind == COUNTER ? "_total" : "");
-  rank_labels(o, r);
-  fputs("} ", o);
+static void name(struct obuf *o, int f) {
+  puts_(o, fam[f].name);
+  if (fam[f].kind == COUNTER) puts_(o, "_total");
+}
+
+static void rank_sample(struct obuf *o, int f, struct exp_rank *r, double v) {
+  name(o, f);
+  putc_(o, '{');
+  puts_(o, rank_labels(r));
+  puts_(o, "} ");
   num(o, v);
-  fputc('\n', o);
+  putc_(o, '\n');
 }
 
-static void op_labels(FILE *o, const struct exp_rank *r, unsigned c, unsigned op, unsigned z) {
-  char hex[17] = "other";
-  if (c < r->ncomm_labels) snprintf(hex, sizeof hex, "%016llx", (unsigned long long)r->comm_ids[c]);
-  rank_labels(o, r);
-  fprintf(o, ",comm=\"%s\",op=\"%s\",size=\"%s\"", hex, cs_op_table[op].name, exp_size_class_name(z));
+/* ,comm="...",op="...",size="..." (no comm for C > EXP_COMM_LABELS: the histogram's) */
+static void op_suffix(struct obuf *o, const struct exp_rank *r, unsigned c, unsigned op, unsigned z) {
+  static const char hex[] = "0123456789abcdef";
+  if (c < r->ncomm_labels) {
+    char b[16];
+    for (int i = 0; i < 16; i++) b[i] = hex[(r->comm_ids[c] >> (60 - 4 * i)) & 15];
+    puts_(o, ",comm=\"");
+    putn(o, b, 16);
+    puts_(o, "\"");
+  } else if (c <= EXP_COMM_LABELS) {
+    puts_(o, ",comm=\"other\"");
+  }
+  puts_(o, ",op=\"");
+  puts_(o, cs_op_table[op].name);
+  puts_(o, "\",size=\"");
+  puts_(o, exp_size_class_name(z));
+  putc_(o, '"');
 }
 
 typedef double (*opval)(const struct exp_opstat *);
 static double v_count(const struct exp_opstat *x) { return (double)x->count; }
 static double v_err(const struct exp_opstat *x) { return (double)x->errors; }
 static double v_bytes(const struct exp_opstat *x) { return (double)x->bytes; }
-static double v_bus(const struct exp_opstat *x) { return x->bus_bytes; }
+static double v_bus(const struct exp_opstat *x) { return (double)(uint64_t)(x->bus_bytes + 0.5); }
 static double v_busbw(const struct exp_opstat *x) { return x->busbw_Bps; }
 
-static void op_family(FILE *o, const struct exp_state *s, int f, opval get, bool om) {
+static void op_family(struct obuf *o, const struct exp_state *s, int f, opval get, bool om) {
   header(o, f, om);
   for (size_t i = 0; i < s->n; i++) {
-    const struct exp_rank *r = s->v[i];
+    struct exp_rank *r = s->v[i];
+    const char *lab = rank_labels(r);
     for (unsigned c = 0; c <= EXP_COMM_LABELS; c++)
       for (unsigned op = 0; op < CS_OP_COUNT; op++)
         for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) {
           const struct exp_opstat *x = &r->ops[c][op][z];
           if (!x->count) continue;
           if (f == F_BUSBW && !x->timed) continue;
-          fprintf(o, "%s%s{", fam[f].name, fam[f].kind == COUNTER ? "_total" : "");
-          op_labels(o, r, c, op, z);
-          fputs("} ", o);
+          name(o, f);
+          putc_(o, '{');
+          puts_(o, lab);
+          op_suffix(o, r, c, op, z);
+          puts_(o, "} ");
           num(o, get(x));
-          fputc('\n', o);
+          putc_(o, '\n');
         }
   }
 }
 
-static void histograms(FILE *o, const struct exp_state *s, bool om) {
+/* per (op, size class): the communicators' histograms added up (bounded series) */
+static void histograms(struct obuf *o, const struct exp_state *s, bool om) {
   header(o, F_DUR, om);
   const char *n = fam[F_DUR].name;
+  static char le[EXP_BUCKETS][40];
+  if (!le[0][0])
+    for (unsigned b = 0; b < EXP_BUCKETS; b++) snprintf(le[b], sizeof le[b], ",le=\"%g\"} ", exp_bucket_le[b]);
   for (size_t i = 0; i < s->n; i++) {
-    const struct exp_rank *r = s->v[i];
-    for (unsigned c = 0; c <= EXP_COMM_LABELS; c++)
-      for (unsigned op = 0; op < CS_OP_COUNT; op++)
-        for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) {
+    struct exp_rank *r = s->v[i];
+    const char *lab = rank_labels(r);
+    for (unsigned op = 0; op < CS_OP_COUNT; op++)
+      for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) {
+        uint64_t bucket[EXP_BUCKETS] = {0}, timed = 0, count = 0;
+        double sum = 0;
+        for (unsigned c = 0; c <= EXP_COMM_LABELS; c++) {
           const struct exp_opstat *x = &r->ops[c][op][z];
-          if (!x->count) continue;
-          uint64_t cum = 0;
-          for (unsigned b = 0; b <= EXP_BUCKETS; b++) {
-            if (b < EXP_BUCKETS) cum += x->bucket[b];
-            fprintf(o, "%s_bucket{", n);
-            op_labels(o, r, c, op, z);
-            if (b < EXP_BUCKETS) fprintf(o, ",le=\"%g\"} %llu\n", exp_bucket_le[b], (unsigned long long)cum);
-            else fprintf(o, ",le=\"+Inf\"} %llu\n", (unsigned long long)x->timed);
-          }
-          fprintf(o, "%s_sum{", n);
-          op_labels(o, r, c, op, z);
-          fputs("} ", o);
-          num(o, x->dur_sum_s);
-          fprintf(o, "\n%s_count{", n);
-          op_labels(o, r, c, op, z);
-          fprintf(o, "} %llu\n", (unsigned long long)x->timed);
+          count += x->count;
+          timed += x->timed;
+          sum += x->dur_sum_s;
+          for (unsigned b = 0; b < EXP_BUCKETS; b++) bucket[b] += x->bucket[b];
         }
+        if (!count) continue;
+        const unsigned nocomm = EXP_COMM_LABELS + 1;
+        uint64_t cum = 0;
+        for (unsigned b = 0; b <= EXP_BUCKETS; b++) {
+          puts_(o, n);
+          puts_(o, "_bucket{");
+          puts_(o, lab);
+          op_suffix(o, r, nocomm, op, z);
+          if (b < EXP_BUCKETS) {
+            cum += bucket[b];
+            puts_(o, le[b]);
+            putu(o, cum);
+          } else {
+            puts_(o, ",le=\"+Inf\"} ");
+            putu(o, timed);
+          }
+          putc_(o, '\n');
+        }
+        puts_(o, n);
+        puts_(o, "_sum{");
+        puts_(o, lab);
+        op_suffix(o, r, nocomm, op, z);
+        puts_(o, "} ");
+        num(o, sum);
+        putc_(o, '\n');
+        puts_(o, n);
+        puts_(o, "_count{");
+        puts_(o, lab);
+        op_suffix(o, r, nocomm, op, z);
+        puts_(o, "} ");
+        putu(o, timed);
+        putc_(o, '\n');
+      }
   }
 }
 
@@ -172,36 +271,38 @@ static double r_pend(const struct exp_rank *r) { return (double)r->pending; }
 static double r_sdcc(const struct exp_rank *r) { return (double)r->sdc_checks; }
 static double r_sdcf(const struct exp_rank *r) { return (double)r->sdc_findings; }
 
-static void rank_family(FILE *o, const struct exp_state *s, int f, rankval get, bool om) {
+static void rank_family(struct obuf *o, const struct exp_state *s, int f, rankval get, bool om) {
   header(o, f, om);
   for (size_t i = 0; i < s->n; i++) rank_sample(o, f, s->v[i], get(s->v[i]));
 }
 
-static void link_family(FILE *o, const struct exp_state *s, int f, bool om) {
+static void link_family(struct obuf *o, const struct exp_state *s, int f, bool om) {
   header(o, f, om);
   for (size_t i = 0; i < s->npairs; i++) {
     const struct exp_linkpair *p = &s->pairs[i];
-    fprintf(o, "%s{job=\"", fam[f].name);
+    puts_(o, fam[f].name);
+    puts_(o, "{job=\"");
     lv(o, p->job);
-    fputs("\",src_host=\"", o);
+    puts_(o, "\",src_host=\"");
     lv(o, p->src);
-    fputs("\",dst_host=\"", o);
+    puts_(o, "\",dst_host=\"");
     lv(o, p->dst);
-    fputs("\"} ", o);
+    puts_(o, "\"} ");
     num(o, f == F_LINKSLOW ? (double)p->slow : p->gbps_p50 * 1e9 / 8);
-    fputc('\n', o);
+    putc_(o, '\n');
   }
 }
 
-static void plain(FILE *o, int f, double v, bool om) {
+static void plain(struct obuf *o, int f, double v, bool om) {
   header(o, f, om);
-  fprintf(o, "%s%s ", fam[f].name, fam[f].kind == COUNTER ? "_total" : "");
+  name(o, f);
+  putc_(o, ' ');
   num(o, v);
-  fputc('\n', o);
+  putc_(o, '\n');
 }
 
-void exp_render(struct exp_state *s, FILE *o, bool om, int64_t now_ns) {
-  exp_state_analyse(s, now_ns);
+static void render(struct exp_state *s, struct obuf *o, bool om, int64_t now_ns) {
+  exp_state_live(s, now_ns);
   s->scrapes++;
   rank_family(o, s, F_UP, r_up, om);
   op_family(o, s, F_COLL, v_count, om);
@@ -229,16 +330,14 @@ void exp_render(struct exp_state *s, FILE *o, bool om, int64_t now_ns) {
   plain(o, F_DROPPED, (double)s->dropped_total, om);
   plain(o, F_POLL, s->last_poll_s, om);
   plain(o, F_SCRAPES, (double)s->scrapes, om);
-  if (om) fputs("# EOF\n", o);
+  if (om) puts_(o, "# EOF\n");
 }
 
 char *exp_render_buf(struct exp_state *s, bool om, size_t *len) {
-  char *buf = NULL;
-  size_t n = 0;
-  FILE *o = open_memstream(&buf, &n);
-  if (!o) return NULL;
-  exp_render(s, o, om, exp_now_ns());
-  if (fclose(o) != 0) { free(buf); return NULL; }
-  *len = n;
-  return buf;
+  struct obuf o = {0};
+  render(s, &o, om, exp_now_ns());
+  putc_(&o, 0);
+  if (o.oom) { free(o.p); return NULL; }
+  *len = o.n - 1;
+  return o.p;
 }

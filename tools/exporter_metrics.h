@@ -10,10 +10,9 @@
 #define EXP_CT_TEXT "text/plain; version=0.0.4; charset=utf-8"
 #define EXP_CT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
-/* Analyse and write S (the caller holds s->mu) to O. */
-void exp_render(struct exp_state *s, FILE *o, bool openmetrics, int64_t now_ns);
-
-/* The same into a malloc'ed buffer; NULL when out of memory. */
+/* The exposition of S (the caller holds s->mu) in a malloc'ed, NUL-terminated buffer of
+ * *len bytes; NULL when out of memory. The histograms are per (op, size class): their
+ * communicators are added up; the counters and the busbw gauge also carry comm. */
 char *exp_render_buf(struct exp_state *s, bool openmetrics, size_t *len);
 
 /* true when an Accept header asks for OpenMetrics */

@@ -41,6 +41,7 @@ int exp_state_init(struct exp_state *s, const char *dir, double grace_s, FILE *l
   if (pthread_mutex_init(&s->mu, NULL) != 0) return -1;
   snprintf(s->dir, sizeof s->dir, "%s", dir);
   s->grace_s = grace_s;
+  s->analyse_every_s = 10;
   s->log = log;
   s->batch = malloc(EXP_READ_BATCH * sizeof *s->batch);
   if (!s->batch) { pthread_mutex_destroy(&s->mu); return -1; }
@@ -327,6 +328,10 @@ void exp_state_poll(struct exp_state *s, int64_t now_ns) {
   }
   s->n = w;
   if (s->n) qsort(s->v, s->n, sizeof *s->v, cmp_rank);
+  if (s->dirty && (s->last_analyse_ns == 0 || ((double)now_ns - (double)s->last_analyse_ns) / 1e9 >= s->analyse_every_s)) {
+    exp_state_analyse(s, now_ns);
+    s->last_analyse_ns = now_ns;
+  }
   s->last_poll_s = (double)(exp_now_ns() - t0) / 1e9;
   pthread_mutex_unlock(&s->mu);
 }
@@ -413,18 +418,23 @@ static void analyse_links(struct exp_state *s, struct exp_rank **v, size_t n, st
   free(obs);
 }
 
-static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n, int64_t now_ns) {
-  size_t tot = 0;
-  for (size_t i = 0; i < n; i++) tot += v[i]->det_n;
-  for (size_t i = 0; i < n; i++) {
-    struct exp_rank *r = v[i];
+void exp_state_live(struct exp_state *s, int64_t now_ns) {
+  for (size_t i = 0; i < s->n; i++) {
+    struct exp_rank *r = s->v[i];
     struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->rd.h;
-    r->straggler = false;
-    r->lateness_s = r->offset_s = 0;
     r->pending = atomic_load_explicit(&h->pending, memory_order_relaxed);
     int64_t oldest = atomic_load_explicit(&h->oldest_pending_ns, memory_order_relaxed);
     r->hang_s = !r->exited && r->pending && oldest > 0 && oldest < now_ns ? ((double)now_ns - (double)oldest) / 1e9 : 0;
     r->hung = !r->exited && (atomic_load_explicit(&h->hung, memory_order_relaxed) > 0 || r->hang_reports > 0);
+  }
+}
+
+static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n) {
+  size_t tot = 0;
+  for (size_t i = 0; i < n; i++) {
+    tot += v[i]->det_n;
+    v[i]->straggler = false;
+    v[i]->lateness_s = v[i]->offset_s = 0;
   }
   struct cs_det_op *ops = calloc(tot ? tot : 1, sizeof *ops);
   if (!ops) return;
@@ -451,6 +461,7 @@ static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n, int6
 }
 
 void exp_state_analyse(struct exp_state *s, int64_t now_ns) {
+  (void)now_ns;
   s->npairs = 0;
   size_t cap = s->npairs;
   free(s->pairs);
@@ -458,7 +469,7 @@ void exp_state_analyse(struct exp_state *s, int64_t now_ns) {
   for (size_t i = 0; i < s->n;) { /* s->v is sorted by job */
     size_t j = i + 1;
     while (j < s->n && !strcmp(s->v[j]->job_id, s->v[i]->job_id)) j++;
-    analyse_job(s, s->v + i, j - i, now_ns);
+    analyse_job(s, s->v + i, j - i);
     analyse_links(s, s->v + i, j - i, &s->pairs, &s->npairs, &cap);
     i = j;
   }

@@ -88,6 +88,8 @@ struct exp_rank {
   double lateness_s, offset_s, hang_s;
   uint64_t pending;
   bool seen;                   /* found in the latest directory scan */
+  char labels[2 * 2 * RING_TEXT_MAX + 128]; /* the rendered rank label set (exporter_metrics.c) */
+  int labels_dev;
 };
 
 struct exp_skip { uint64_t dev, ino; char name[256]; bool seen; };
@@ -109,6 +111,8 @@ struct exp_state {
   struct cs_det_params dp;
   struct cs_link_params lp;
   bool dirty;                  /* records read since the last analysis */
+  double analyse_every_s;      /* the detectors run at most this often (in the poller) */
+  int64_t last_analyse_ns;
   double last_poll_s;          /* duration of the latest poll */
   struct cs_record *batch;     /* EXP_READ_BATCH records: the poller's copy buffer */
 };
@@ -117,9 +121,12 @@ int exp_state_init(struct exp_state *s, const char *dir, double grace_s, FILE *l
 void exp_state_free(struct exp_state *s);
 /* Scan the directory, follow every ring, drop expired ones. Takes s->mu. */
 void exp_state_poll(struct exp_state *s, int64_t now_ns);
-/* Straggler, hang, SDC and link figures from the windows (called with s->mu held, by the
- * renderer when records arrived since the last call). */
+/* Straggler, SDC and link figures from the windows (called with s->mu held; the poller
+ * runs it when records arrived, at most every analyse_every_s). */
 void exp_state_analyse(struct exp_state *s, int64_t now_ns);
+/* The live figures every scrape reads from the ring headers (pending ops, hang seconds,
+ * hung); cheap. Called with s->mu held. */
+void exp_state_live(struct exp_state *s, int64_t now_ns);
 int64_t exp_now_ns(void);
 
 #endif
