@@ -160,7 +160,7 @@ static long proc_hwm_kb(pid_t pid) {
   FILE *f = fopen(path, "r");
   long kb = -1;
   while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "VmHWM:", 6)) kb = atol(line + 6);
+    if (!strncmp(line, "RssAnon:", 8)) kb = atol(line + 8);
   if (f) fclose(f);
   return kb;
 }
@@ -276,7 +276,9 @@ int main(int argc, char **argv) {
          nms ? ms[nms / 2] : -1, nms ? ms[nms - 1] : -1, bytes, series);
   printf("  at the last scrape: %.0f records read, %.0f lost (overwritten before the exporter read them)\n",
          last_records, last_lost);
-  printf("  exporter CPU: %.2f%% of one core; peak RSS %ld KiB\n", cpu, hwm);
+  double rps = (double)n * ranks / seconds;
+  printf("  exporter CPU: %.2f%% of one core (%.0f ns of CPU per record at %.0f records/s); private memory "
+         "(RssAnon) %ld KiB (the rings' shared pages not counted)\n", cpu, cpu / 100 * 1e9 / rps, rps, hwm);
   for (int r = 0; r < ranks; r++) munmap(h[r], cs_ring_bytes(16384));
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

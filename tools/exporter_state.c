@@ -309,6 +309,10 @@ void exp_state_poll(struct exp_state *s, int64_t now_ns) {
   size_t w = 0;
   for (size_t i = 0; i < s->n; i++) {
     struct exp_rank *r = s->v[i];
+    if (i) { /* let a waiting scrape in between rings: each rank's figures stay consistent */
+      pthread_mutex_unlock(&s->mu);
+      pthread_mutex_lock(&s->mu);
+    }
     follow(s, r);
     if (rank_expired(s, r, now_ns)) {
       if (r->seen && s->nskips < EXP_MAX_SKIPS) { /* still in the directory: do not pick it up again */

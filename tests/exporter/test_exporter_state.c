@@ -225,8 +225,9 @@ static void check_consistent(const char *text, double *last_total) {
   double total = 0;
   const char *ops[2][3] = {{"AllReduce", "0-64KiB", "5e-05"}, {"Broadcast", "16MiB-256MiB", "0.005"}};
   for (int i = 0; i < 2; i++) {
-    char pre[512], tail[160];
+    char pre[512], tail[160], htail[160]; /* the histograms are per (op, size): no comm label */
     snprintf(tail, sizeof tail, ",comm=\"0000000000c0ffee\",op=\"%s\",size=\"%s\"", ops[i][0], ops[i][1]);
+    snprintf(htail, sizeof htail, ",op=\"%s\",size=\"%s\"", ops[i][0], ops[i][1]);
     const char *lbl = "{job=\"race\",host=\"host0\",rank=\"0\",local_rank=\"0\",pid=";
     char pid[32];
     snprintf(pid, sizeof pid, "\"%d\",gpu=\"0\"", getpid());
@@ -234,11 +235,11 @@ static void check_consistent(const char *text, double *last_total) {
     double c = sample(text, pre);
     if (c < 0) continue;
     total += c;
-    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_count%s%s%s}", lbl, pid, tail);
+    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_count%s%s%s}", lbl, pid, htail);
     double hc = sample(text, pre);
-    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_bucket%s%s%s,le=\"+Inf\"}", lbl, pid, tail);
+    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_bucket%s%s%s,le=\"+Inf\"}", lbl, pid, htail);
     double inf = sample(text, pre);
-    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_bucket%s%s%s,le=\"%s\"}", lbl, pid, tail, ops[i][2]);
+    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_bucket%s%s%s,le=\"%s\"}", lbl, pid, htail, ops[i][2]);
     double in_bucket = sample(text, pre);
     assert_true(hc == c && inf == c && in_bucket == c);
   }
