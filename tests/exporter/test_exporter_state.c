@@ -7,7 +7,9 @@
  *    (histogram +Inf bucket == _count, only the (op, size) pairs the writer wrote, counters
  *    never go backwards) and records read + lost == records published at the end;
  *  - grace period: a ring of a dead process is exported (collscope_up 0) until the grace
- *    period ends, then dropped and not picked up again; a restarted rank gets fresh series. */
+ *    period ends, then dropped and not picked up again; a restarted rank gets fresh series;
+ *  - the textfile: a symbolic link planted under its name is replaced, never followed. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,6 +28,7 @@
 
 #include "exporter_metrics.h"
 #include "exporter_state.h"
+#include "exporter_textfile.h"
 
 static char shm[256];
 
@@ -338,11 +341,48 @@ static void test_grace_and_restart(void **st) {
   clean_dir();
 }
 
+/* ---- the textfile: a link planted under its name is replaced, never followed ---- */
+static void test_textfile_never_follows_links(void **st) {
+  (void)st;
+  setup_dir();
+  char victim[600], link[600];
+  snprintf(victim, sizeof victim, "%s/victim", shm);
+  snprintf(link, sizeof link, "%s/" EXP_TEXTFILE_NAME, shm);
+  FILE *f = fopen(victim, "w");
+  fputs("precious\n", f);
+  fclose(f);
+  assert_int_equal(symlink(victim, link), 0);
+  const char text[] = "# HELP collscope_up x\n# TYPE collscope_up gauge\n";
+  assert_int_equal(exp_textfile_write(shm, text, sizeof text - 1, stderr), 0);
+  struct stat sb;
+  assert_int_equal(lstat(link, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode));
+  assert_int_equal(sb.st_mode & 0777, 0644);
+  char buf[128] = {0};
+  f = fopen(victim, "r");
+  assert_non_null(fgets(buf, sizeof buf, f));
+  fclose(f);
+  assert_string_equal(buf, "precious\n");
+  f = fopen(link, "r");
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  assert_string_equal(buf, text);
+  /* no temporaries left behind */
+  size_t files = 0;
+  DIR *d = opendir(shm);
+  for (struct dirent *e; (e = readdir(d));) files += e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, ".."));
+  closedir(d);
+  assert_int_equal(files, 2);
+  clean_dir();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_hostile_rings),
     cmocka_unit_test(test_scrape_races_overwrite),
     cmocka_unit_test(test_grace_and_restart),
+    cmocka_unit_test(test_textfile_never_follows_links),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
