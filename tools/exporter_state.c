@@ -264,9 +264,11 @@ static void rank_open(struct exp_state *s, const char *name, const struct stat *
 static bool rank_expired(struct exp_state *s, struct exp_rank *r, int64_t now_ns) {
   struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->rd.h;
   bool closed = atomic_load_explicit(&h->closed, memory_order_acquire) != 0;
-  if (!r->exited && (closed || cs_ring_writer_dead(h))) {
+  int64_t hb = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
+  /* a writer that beat within the last 5 s is alive: /proc is asked only about quiet rings */
+  bool beating = hb > now_ns - 5000000000LL && hb < now_ns + 1000000000LL;
+  if (!r->exited && (closed || (!beating && cs_ring_writer_dead(h)))) {
     r->exited = true;
-    int64_t hb = atomic_load_explicit(&h->heartbeat_ns, memory_order_relaxed);
     r->exited_ns = hb > 0 && hb < now_ns ? hb : now_ns;
   }
   return r->exited && ((double)now_ns - (double)r->exited_ns) / 1e9 > s->grace_s;
