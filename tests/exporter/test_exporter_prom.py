@@ -119,6 +119,12 @@ def case_e2e(a, tmp):
     print("job: %.1f s, %d op records in the dumps, rings %s" % (time.time() - t0, nops, sorted(os.listdir(shm))))
     assert nops > 0 and len(os.listdir(shm)) == 8
 
+    # hostile files under ring names beside the job's: skipped with one line each, no series
+    uid = os.geteuid()
+    with open(os.path.join(shm, "collscope-%d-evil-r0.ring" % uid), "wb") as f:
+        f.write(bytes((i * 131) & 0xff for i in range(8192)))
+    os.symlink(os.path.join(shm, sorted(os.listdir(shm))[0]), os.path.join(shm, "collscope-%d-evil-r1.ring" % uid))
+
     procs = []
     try:
         ex, port = start_exporter(a.cli, shm, tmp, ["--textfile", tf])
@@ -190,12 +196,14 @@ def case_e2e(a, tmp):
         assert int(float(ranks[0]["value"][1])) == 8, ranks
         hist = query("sum(collscope_collective_duration_seconds_count)")
         assert 0 < int(float(hist[0]["value"][1])) <= nops, hist
+        assert query('count(collscope_up{job="evil"})') is None
     finally:
         for p in reversed(procs):
             p.stop()
     log = ex.text()
     print("exporter log:\n" + log)
-    assert "skipping" not in log, log
+    skips = [l for l in log.splitlines() if "skipping" in l]
+    assert len(skips) == 2 and all("evil" in l for l in skips), log  # once each, however many passes
 
 
 def promql_exprs(node, out):
