@@ -8,7 +8,8 @@
  *    never go backwards) and records read + lost == records published at the end;
  *  - grace period: a ring of a dead process is exported (collscope_up 0) until the grace
  *    period ends, then dropped and not picked up again; a restarted rank gets fresh series;
- *  - the textfile: a symbolic link planted under its name is replaced, never followed. */
+ *  - the textfile: a symbolic link planted under its name is replaced, never followed;
+ *  - SDC: the rank whose output fingerprint disagrees with the majority is counted, once. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -341,6 +342,49 @@ static void test_grace_and_restart(void **st) {
   clean_dir();
 }
 
+/* ---- SDC: a rank whose output fingerprint disagrees with the majority is named ---- */
+static void test_sdc_findings(void **st) {
+  (void)st;
+  setup_dir();
+  struct cs_ring_hdr *h[3];
+  for (int r = 0; r < 3; r++) {
+    char name[128];
+    snprintf(name, sizeof name, "collscope-%u-sdc-r%d.ring", (unsigned)geteuid(), r);
+    h[r] = make_ring(name, "sdc", r, getpid(), 64);
+    for (uint64_t n = 0; n < 20; n++) {
+      struct cs_record rec = op_rec(n, CS_OP_AllReduce, 4096, 50000);
+      rec.comm_size = 3;
+      rec.comm_rank = r;
+      rec.dtype = 7; /* ncclFloat32 */
+      rec.redop = 0;
+      rec.sdc_checked = 1;
+      rec.fingerprint = 0x1234 + n + (r == 2 && n >= 5 && n < 10 ? 0x1000 : 0);
+      publish(h[r], &rec);
+    }
+  }
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  for (int r = 0; r < 3; r++) {
+    char pre[160];
+    snprintf(pre, sizeof pre, "collscope_sdc_findings_total{job=\"sdc\",host=\"host%d\",rank=\"%d\"", r / 2, r);
+    assert_true(sample(text, pre) == (r == 2 ? 5 : 0));
+    snprintf(pre, sizeof pre, "collscope_sdc_checks_total{job=\"sdc\",host=\"host%d\",rank=\"%d\"", r / 2, r);
+    assert_true(sample(text, pre) == 20);
+  }
+  free(text);
+  pthread_mutex_lock(&s.mu); /* compared once: another analysis adds nothing */
+  exp_state_analyse(&s, exp_now_ns());
+  pthread_mutex_unlock(&s.mu);
+  text = render(&s);
+  assert_true(sample(text, "collscope_sdc_findings_total{job=\"sdc\",host=\"host1\",rank=\"2\"") == 5);
+  free(text);
+  exp_state_free(&s);
+  for (int r = 0; r < 3; r++) unmap_ring(h[r]);
+  clean_dir();
+}
+
 /* ---- the textfile: a link planted under its name is replaced, never followed ---- */
 static void test_textfile_never_follows_links(void **st) {
   (void)st;
@@ -383,6 +427,7 @@ int main(void) {
     cmocka_unit_test(test_scrape_races_overwrite),
     cmocka_unit_test(test_grace_and_restart),
     cmocka_unit_test(test_textfile_never_follows_links),
+    cmocka_unit_test(test_sdc_findings),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
