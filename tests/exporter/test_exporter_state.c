@@ -9,7 +9,8 @@
  *  - grace period: a ring of a dead process is exported (collscope_up 0) until the grace
  *    period ends, then dropped and not picked up again; a restarted rank gets fresh series;
  *  - the textfile: a symbolic link planted under its name is replaced, never followed;
- *  - SDC: the rank whose output fingerprint disagrees with the majority is counted, once. */
+ *  - SDC: the rank whose output fingerprint disagrees with the majority is counted, once;
+ *  - links: the host pair far below the job's other pairs is flagged slow. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -385,6 +386,41 @@ static void test_sdc_findings(void **st) {
   clean_dir();
 }
 
+/* ---- slow links: the host pair far below the job's other pairs ---- */
+static void test_slow_link_pair(void **st) {
+  (void)st;
+  setup_dir();
+  struct cs_ring_hdr *h[4];
+  for (int i = 0; i < 4; i++) { /* ranks 0, 2, 4, 6 on host0..host3, each sending to the next host */
+    int r = 2 * i;
+    char name[128];
+    snprintf(name, sizeof name, "collscope-%u-lk-r%d.ring", (unsigned)geteuid(), r);
+    h[i] = make_ring(name, "lk", r, getpid(), 64);
+    struct cs_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.type = CS_REC_LINK;
+    rec.root = 0; /* send side */
+    rec.peer = (r + 2) % 8;
+    rec.bytes = 1 << 20;
+    rec.count = 16;
+    rec.in_sum = r == 0 ? 10 : 100; /* Gbit/s p50: host0 -> host1 is slow */
+    rec.in_abs = rec.in_sum;
+    publish(h[i], &rec);
+  }
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  assert_true(sample(text, "collscope_link_slow{job=\"lk\",src_host=\"host0\",dst_host=\"host1\"}") == 1);
+  assert_true(sample(text, "collscope_link_slow{job=\"lk\",src_host=\"host1\",dst_host=\"host2\"}") == 0);
+  assert_true(sample(text, "collscope_link_bandwidth_bytes_per_second{job=\"lk\",src_host=\"host0\",dst_host=\"host1\"}") == 1.25e9);
+  assert_int_equal(count_lines(text, "collscope_link_slow{"), 4);
+  free(text);
+  exp_state_free(&s);
+  for (int i = 0; i < 4; i++) unmap_ring(h[i]);
+  clean_dir();
+}
+
 /* ---- the textfile: a link planted under its name is replaced, never followed ---- */
 static void test_textfile_never_follows_links(void **st) {
   (void)st;
@@ -428,6 +464,7 @@ int main(void) {
     cmocka_unit_test(test_grace_and_restart),
     cmocka_unit_test(test_textfile_never_follows_links),
     cmocka_unit_test(test_sdc_findings),
+    cmocka_unit_test(test_slow_link_pair),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
