@@ -10,7 +10,8 @@
  *    period ends, then dropped and not picked up again; a restarted rank gets fresh series;
  *  - the textfile: a symbolic link planted under its name is replaced, never followed;
  *  - SDC: the rank whose output fingerprint disagrees with the majority is counted, once;
- *  - links: the host pair far below the job's other pairs is flagged slow. */
+ *  - links: the host pair far below the job's other pairs is flagged slow;
+ *  - hang state: seconds since the oldest incomplete op, read live at each scrape. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -421,6 +422,34 @@ static void test_slow_link_pair(void **st) {
   clean_dir();
 }
 
+/* ---- hang state: seconds since the oldest incomplete op, live at every scrape ---- */
+static void test_hang_seconds(void **st) {
+  (void)st;
+  setup_dir();
+  char name[128];
+  snprintf(name, sizeof name, "collscope-%u-hg-r0.ring", (unsigned)geteuid());
+  struct cs_ring_hdr *h = make_ring(name, "hg", 0, getpid(), 64);
+  atomic_store(&h->pending, 2);
+  atomic_store(&h->oldest_pending_ns, exp_now_ns() - 30000000000LL);
+  atomic_store(&h->hung, 1);
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  double hs = sample(text, "collscope_hang_seconds{");
+  assert_true(hs >= 30 && hs < 40);
+  assert_true(sample(text, "collscope_hung{") == 1);
+  assert_true(sample(text, "collscope_pending_operations{") == 2);
+  free(text);
+  atomic_store(&h->pending, 0); /* it completed: no poll needed for the scrape to see it */
+  text = render(&s);
+  assert_true(sample(text, "collscope_hang_seconds{") == 0);
+  free(text);
+  exp_state_free(&s);
+  unmap_ring(h);
+  clean_dir();
+}
+
 /* ---- the textfile: a link planted under its name is replaced, never followed ---- */
 static void test_textfile_never_follows_links(void **st) {
   (void)st;
@@ -465,6 +494,7 @@ int main(void) {
     cmocka_unit_test(test_textfile_never_follows_links),
     cmocka_unit_test(test_sdc_findings),
     cmocka_unit_test(test_slow_link_pair),
+    cmocka_unit_test(test_hang_seconds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
