@@ -8,6 +8,8 @@ BUILD_DIR=${BUILD_DIR:-build}
 
 pkgs=(meson ninja-build gcc g++ clang libclang-rt-dev pkg-config python3 uthash-dev libunwind-dev libcmocka-dev libjansson-dev valgrind)
 pkgs+=(slurm-wlm munge libslurm-dev)  # the SPANK plugin (spank.h) and the real-Slurm test
+pkgs+=(libmicrohttpd-dev)  # the exporter's HTTP server
+pkgs+=(prometheus)  # the exporter's end-to-end test (prometheus, promtool)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

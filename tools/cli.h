@@ -13,6 +13,7 @@ int cmd_trace(int argc, char **argv);   /* tools/cmd_trace.c */
 int cmd_top(int argc, char **argv);     /* tools/cmd_top.c */
 int cmd_salvage(int argc, char **argv); /* tools/cmd_salvage.c */
 int cmd_topo(int argc, char **argv);    /* tools/cmd_topo.c */
+int cmd_exporter(int argc, char **argv); /* tools/cmd_exporter.c */
 int cmd_topo_help(FILE *out);           /* its help text (collscope help topo) */
 int cmd_suspects(int argc, char **argv); /* tools/cmd_suspects.c */
 void cmd_suspects_help(FILE *out);

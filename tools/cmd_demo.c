@@ -315,6 +315,7 @@ int cmd_demo(int argc, char **argv) {
          rc == 0 ? ", every rank verified its AllReduce results" : "");
   if (rc != 0) printf("  the job's exit status was %d (see the rank output above)\n", rc);
   demo_after_run(absdir);
+  printf("  Prometheus: run `collscope exporter` (serves /metrics on 127.0.0.1:9464) while a job runs; see docs/exporter.md\n");
   fflush(stdout);
   if (rc == 0) demo_straggler(&o, absdir, app, steps < 20 ? 20 : steps, size_s);
   if (rc == 0) demo_sdc(&o, absdir, app, size_s);

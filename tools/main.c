@@ -32,6 +32,7 @@ static const char help_overview[] =
     "  trace   Chrome/Perfetto trace from a dump directory\n"
     "  top     live view of the collscope processes on this host (stats rings in /dev/shm)\n"
     "  salvage dump files from the stats rings of killed processes\n"
+    "  exporter Prometheus exporter of this host's stats rings (/metrics on 127.0.0.1:9464)\n"
     "  topo    topology-aware host order (plan) and a topology file's tree (show)\n"
     "  suspects the hosts and GPUs the reports implicate, and the scheduler actions\n"
     "          (drain, --exclude, a hostfile for the rerun)\n"
@@ -160,12 +161,14 @@ int cli_help(const char *cmd, FILE *out) {
     fputs(help_run, out);
   } else if (!strcmp(cmd, "demo")) {
     fputs(help_demo, out);
-  } else if (!strcmp(cmd, "report") || !strcmp(cmd, "trace") || !strcmp(cmd, "top") || !strcmp(cmd, "salvage")) {
+  } else if (!strcmp(cmd, "report") || !strcmp(cmd, "trace") || !strcmp(cmd, "top") || !strcmp(cmd, "salvage") ||
+             !strcmp(cmd, "exporter")) {
     /* their options are documented by their own --help */
     fflush(out);
     char *args[] = {(char *)cmd, "--help", NULL};
     if (!strcmp(cmd, "top")) return cmd_top(2, args);
     if (!strcmp(cmd, "salvage")) return cmd_salvage(2, args);
+    if (!strcmp(cmd, "exporter")) return cmd_exporter(2, args);
     return !strcmp(cmd, "report") ? cmd_report(2, args) : cmd_trace(2, args);
   } else if (!strcmp(cmd, "topo")) {
     return cmd_topo_help(out);
@@ -337,6 +340,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "salvage")) return cmd_salvage(argc - 1, argv + 1);
   if (!strcmp(cmd, "topo")) return cmd_topo(argc - 1, argv + 1);
   if (!strcmp(cmd, "suspects")) return cmd_suspects(argc - 1, argv + 1);
+  if (!strcmp(cmd, "exporter")) return cmd_exporter(argc - 1, argv + 1);
   fprintf(stderr, "collscope: unknown command '%s'\n\n", cmd);
   fputs(help_overview, stderr);
   return CLI_EXIT_USAGE;

@@ -1,0 +1,275 @@
+#!/usr/bin/env python3
+"""tests/exporter/test_exporter_prom.py CASE --cli COLLSCOPE [--apps DIR] [--dashboard FILE]
+
+`collscope exporter` against the real Prometheus (Debian's prometheus and promtool).
+  e2e:       an 8-rank dp_train job on 4 simulated hosts with rank 5 slowed
+             (COLLSCOPE_SIM_FAULTS=slow:rank=5); its rings are kept (COLLSCOPE_KEEP_SHM=1, the
+             exporter's grace period keeps exited ranks visible); the exporter and a Prometheus
+             scraping it are started on 127.0.0.1 from a config generated here, and the test
+             asks Prometheus' HTTP API for the straggler (rank 5 on simhost3) and the collective
+             count (equal to the op records in the dumps); `promtool check metrics` on a scrape
+             (text and OpenMetrics) and on the textfile.
+  dashboard: every PromQL expression of the Grafana dashboard parses (promtool check rules on
+             a generated rules file) and names only metrics the exporter produces.
+Every process it starts is stopped by its pid. Prints the measured figures."""
+import argparse, glob, json, os, re, shutil, socket, subprocess, sys, tempfile, time, urllib.parse, urllib.request
+
+HOSTS = "simhost[1-4]"
+
+
+def need(prog):
+    p = shutil.which(prog)
+    if not p:
+        sys.exit("FAIL: %s not found (scripts/setup.sh installs Debian's prometheus package)" % prog)
+    return p
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http_get(url, accept=None, timeout=5):
+    req = urllib.request.Request(url, headers={"Accept": accept} if accept else {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.headers.get("Content-Type"), r.read().decode()
+
+
+class Proc:
+    """A process started by the test, its output in a file, stopped by pid."""
+
+    def __init__(self, argv, log, env=None):
+        self.log = log
+        self.f = open(log, "w")
+        self.p = subprocess.Popen(argv, stdout=self.f, stderr=subprocess.STDOUT, env=env)
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def stop(self):
+        if self.p.poll() is None:
+            os.kill(self.p.pid, 15)
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.p.pid, 9)
+                self.p.wait()
+        self.f.close()
+
+
+def wait_for(what, fn, timeout, procs=()):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        for p in procs:
+            if not p.alive():
+                sys.exit("FAIL: %s: %s exited early (rc %s):\n%s" % (what, p.p.args[0], p.p.returncode, p.text()))
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.25)
+    sys.exit("FAIL: timed out waiting for %s" % what)
+
+
+def start_exporter(cli, shm, tmp, extra=()):
+    ex = Proc([cli, "exporter", "--listen", "127.0.0.1:0", "--shm-dir", shm, "--interval", "0.2"] + list(extra),
+              os.path.join(tmp, "exporter.log"))
+
+    def port():
+        m = re.search(r"serving http://127\.0\.0\.1:(\d+)/metrics", ex.text())
+        return int(m.group(1)) if m else None
+    return ex, wait_for("the exporter's listen line", port, 20, [ex])
+
+
+def promtool_check(promtool, text, what):
+    p = subprocess.run([promtool, "check", "metrics"], input=text, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    assert p.returncode == 0, "promtool check metrics (%s) failed:\n%s" % (what, p.stdout)
+    print("promtool check metrics (%s): ok (%d lines)" % (what, text.count("\n")))
+
+
+def dump_op_count(d):
+    n = 0
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        for line in open(f):
+            if '"type":"op"' in line.replace(" ", "") and json.loads(line).get("type") == "op":
+                n += 1
+    return n
+
+
+def case_e2e(a, tmp):
+    prometheus, promtool = need("prometheus"), need("promtool")
+    shm, dumps, tf = (os.path.join(tmp, x) for x in ("shm", "dumps", "textfile"))
+    for d in (shm, tf):
+        os.makedirs(d)
+    env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_KEEP_SHM="1",
+               COLLSCOPE_SIM_FAULTS="slow:rank=5,us=3000")
+    t0 = time.time()
+    job = subprocess.run([a.cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--",
+                          os.path.join(a.apps, "dp_train"), "--steps", "30", "--size", "256K"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert job.returncode == 0, job.stdout
+    nops = dump_op_count(dumps)
+    print("job: %.1f s, %d op records in the dumps, rings %s" % (time.time() - t0, nops, sorted(os.listdir(shm))))
+    assert nops > 0 and len(os.listdir(shm)) == 8
+
+    # hostile files under ring names beside the job's: skipped with one line each, no series
+    uid = os.geteuid()
+    with open(os.path.join(shm, "collscope-%d-evil-r0.ring" % uid), "wb") as f:
+        f.write(bytes((i * 131) & 0xff for i in range(8192)))
+    os.symlink(os.path.join(shm, sorted(os.listdir(shm))[0]), os.path.join(shm, "collscope-%d-evil-r1.ring" % uid))
+
+    procs = []
+    try:
+        ex, port = start_exporter(a.cli, shm, tmp, ["--textfile", tf])
+        procs.append(ex)
+        url = "http://127.0.0.1:%d/metrics" % port
+        ct, text = http_get(url)
+        assert ct.startswith("text/plain; version=0.0.4"), ct
+        promtool_check(promtool, text, "scrape, text format")
+        t1 = time.time()
+        http_get(url)
+        print("scrape of 8 ranks: %.1f ms (HTTP round trip)" % ((time.time() - t1) * 1e3))
+        ct, om = http_get(url, "application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5")
+        assert ct.startswith("application/openmetrics-text"), ct
+        assert om.endswith("# EOF\n") and "# TYPE collscope_collectives counter" in om
+        # promtool reads the text format only; the OpenMetrics body is what Prometheus itself
+        # parses when it scrapes (it asks for OpenMetrics first): checked by the target's health
+        assert "# TYPE collscope_collective_duration_seconds histogram" in om and "_total{" in om
+        prom_file = os.path.join(tf, "collscope.prom")
+        wait_for("the textfile", lambda: os.path.exists(prom_file), 10, [ex])
+        promtool_check(promtool, open(prom_file).read(), "textfile")
+        assert not [f for f in os.listdir(tf) if f != "collscope.prom"], os.listdir(tf)  # no temporaries left
+
+        pport = free_port()
+        cfg = os.path.join(tmp, "prometheus.yml")
+        with open(cfg, "w") as f:
+            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                    "scrape_configs:\n  - job_name: collscope\n    honor_labels: true\n"
+                    "    static_configs:\n      - targets: ['127.0.0.1:%d']\n" % port)
+        pr = Proc([prometheus, "--config.file", cfg, "--storage.tsdb.path", os.path.join(tmp, "tsdb"),
+                   "--web.listen-address", "127.0.0.1:%d" % pport], os.path.join(tmp, "prometheus.log"))
+        procs.append(pr)
+        api = "http://127.0.0.1:%d" % pport
+
+        def ready():
+            try:
+                return http_get(api + "/-/ready")[1]
+            except OSError:
+                return None
+        wait_for("Prometheus to be ready", ready, 60, [pr, ex])
+
+        def query(q):
+            try:
+                _, body = http_get(api + "/api/v1/query?" + urllib.parse.urlencode({"query": q}))
+            except OSError:
+                return None
+            r = json.loads(body)
+            assert r["status"] == "success", r
+            return r["data"]["result"] or None
+        def target_up():
+            _, body = http_get(api + "/api/v1/targets")
+            t = json.loads(body)["data"]["activeTargets"]
+            return t if t and t[0]["health"] == "up" else None
+        tg = wait_for("the exporter's target to be up", target_up, 30, [pr, ex])[0]
+        assert tg["lastError"] == "", tg
+        print("Prometheus target: health %s, last scrape %.1f ms" % (tg["health"], tg["lastScrapeDuration"] * 1e3))
+        t2 = time.time()
+        strag = wait_for("collscope_straggler == 1 in Prometheus", lambda: query("collscope_straggler == 1"), 60,
+                         [pr, ex])
+        print("Prometheus: straggler series after %.1f s: %s" % (time.time() - t2, [s["metric"] for s in strag]))
+        assert len(strag) == 1, strag
+        m = strag[0]["metric"]
+        assert m["rank"] == "5" and m["host"] == "simhost3", m
+        assert m["job"] and m["local_rank"] == "1", m
+        total = query("sum(collscope_collectives_total)")
+        got = int(float(total[0]["value"][1]))
+        print("Prometheus: sum(collscope_collectives_total) = %d, dumps: %d op records" % (got, nops))
+        assert got == nops, (got, nops)
+        ranks = query("count(collscope_up == 0)")  # the job exited: every rank in its grace period
+        assert int(float(ranks[0]["value"][1])) == 8, ranks
+        hist = query("sum(collscope_collective_duration_seconds_count)")
+        assert 0 < int(float(hist[0]["value"][1])) <= nops, hist
+        assert query('count(collscope_up{job="evil"})') is None
+    finally:
+        for p in reversed(procs):
+            p.stop()
+    log = ex.text()
+    print("exporter log:\n" + log)
+    skips = [l for l in log.splitlines() if "skipping" in l]
+    assert len(skips) == 2 and all("evil" in l for l in skips), log  # once each, however many passes
+
+
+def promql_exprs(node, out):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "expr" and isinstance(v, str):
+                out.append(v)
+            else:
+                promql_exprs(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            promql_exprs(v, out)
+    return out
+
+
+def exporter_metric_names(cli, tmp):
+    empty = os.path.join(tmp, "empty")
+    os.makedirs(empty, exist_ok=True)
+    p = subprocess.run([cli, "exporter", "--once", "--shm-dir", empty], stdout=subprocess.PIPE, text=True)
+    assert p.returncode == 0
+    names = set()
+    for m in re.finditer(r"^# TYPE (\S+) (\S+)$", p.stdout, re.M):
+        n, t = m.groups()
+        names |= {n + s for s in ("_bucket", "_sum", "_count")} if t == "histogram" else {n}
+    assert len(names) > 20, names
+    return names
+
+
+def case_dashboard(a, tmp):
+    promtool = need("promtool")
+    dash = json.load(open(a.dashboard))
+    exprs = promql_exprs(dash, [])
+    assert len(exprs) >= 6, exprs
+    names = exporter_metric_names(a.cli, tmp)
+    rules = os.path.join(tmp, "dashboard-rules.yml")
+    with open(rules, "w") as f:
+        f.write("groups:\n  - name: dashboard\n    rules:\n")
+        for i, e in enumerate(exprs):
+            e = e.replace("$__rate_interval", "1m").replace("$__interval", "1m")
+            e = re.sub(r"\$\{?(\w+)\}?", "x", e)  # template variables: a plain label value
+            f.write("      - record: dashboard:expr%d\n        expr: %s\n" % (i, json.dumps(e)))
+    p = subprocess.run([promtool, "check", "rules", rules], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.returncode == 0, p.stdout + open(rules).read()
+    used = set()
+    for e in exprs:
+        e = re.sub(r'"[^"]*"', '""', e)  # label values are not names
+        used |= set(re.findall(r"\bcollscope_\w+", e))
+    unknown = used - names
+    assert not unknown, "the dashboard names metrics the exporter does not produce: %s" % sorted(unknown)
+    print("dashboard: %d expressions parse; metrics used: %s" % (len(exprs), sorted(used)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--apps")
+    ap.add_argument("--dashboard")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="collscope-exporter-")
+    try:
+        globals()["case_" + a.case](a, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS", a.case)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,500 @@
+/* tests/exporter/test_exporter_state.c: the exporter's ring follower and exposition on rings
+ * built by hand in a temporary directory:
+ *  - hostile files under ring names (garbage, a symbolic link, a FIFO, a bad capacity, a
+ *    truncated ring) are skipped with exactly one line each, however often the exporter
+ *    passes, and produce no series;
+ *  - a scrape racing a writer that overwrites a small ring: every exposition is consistent
+ *    (histogram +Inf bucket == _count, only the (op, size) pairs the writer wrote, counters
+ *    never go backwards) and records read + lost == records published at the end;
+ *  - grace period: a ring of a dead process is exported (collscope_up 0) until the grace
+ *    period ends, then dropped and not picked up again; a restarted rank gets fresh series;
+ *  - the textfile: a symbolic link planted under its name is replaced, never followed;
+ *  - SDC: the rank whose output fingerprint disagrees with the majority is counted, once;
+ *  - links: the host pair far below the job's other pairs is flagged slow;
+ *  - hang state: seconds since the oldest incomplete op, read live at each scrape. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "exporter_metrics.h"
+#include "exporter_state.h"
+#include "exporter_textfile.h"
+
+static char shm[256];
+
+static void setup_dir(void) {
+  snprintf(shm, sizeof shm, "/tmp/collscope-exptest-XXXXXX");
+  assert_non_null(mkdtemp(shm));
+}
+
+static void clean_dir(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", shm);
+  assert_int_equal(system(cmd), 0);
+}
+
+static int dead_pid(void) {
+  pid_t p = fork();
+  if (p == 0) _exit(0);
+  waitpid(p, NULL, 0);
+  return (int)p;
+}
+
+/* A ring file NAME in shm, mapped read-write: header filled and initialised, no records. */
+static struct cs_ring_hdr *make_ring(const char *name, const char *job, int rank, int pid, uint64_t cap) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s", shm, name);
+  size_t len = cs_ring_bytes(cap);
+  int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, (off_t)len), 0);
+  struct cs_ring_hdr *h = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  assert_true(h != MAP_FAILED);
+  h->magic = CS_RING_MAGIC;
+  h->version = CS_RING_VERSION;
+  h->rec_size = sizeof(struct cs_record);
+  h->capacity = cap;
+  h->pid = pid;
+  h->rank = rank;
+  h->local_rank = rank % 2;
+  h->world_size = 2;
+  h->device = rank % 2;
+  h->uid = (uint32_t)geteuid();
+  h->created_ns = exp_now_ns();
+  snprintf(h->host, sizeof h->host, "host%d", rank / 2);
+  snprintf(h->job, sizeof h->job, "%s", job);
+  atomic_store(&h->heartbeat_ns, exp_now_ns());
+  atomic_store(&h->init, CS_RING_INIT_MAGIC);
+  return h;
+}
+
+static void unmap_ring(struct cs_ring_hdr *h) { munmap(h, cs_ring_bytes(h->capacity)); }
+
+/* the writer's protocol (include/collscope/ring.h) */
+static void publish(struct cs_ring_hdr *h, const struct cs_record *r) {
+  uint64_t n = atomic_load_explicit(&h->head, memory_order_relaxed);
+  struct cs_ring_slot *s = &cs_ring_slots(h)[n & (h->capacity - 1)];
+  atomic_store_explicit(&s->seq, 2 * n + 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  uint64_t w[CS_RING_WORDS] = {0};
+  memcpy(w, r, sizeof *r);
+  for (size_t i = 0; i < CS_RING_WORDS; i++) atomic_store_explicit(&s->w[i], w[i], memory_order_relaxed);
+  atomic_store_explicit(&s->seq, 2 * n + 2, memory_order_release);
+  atomic_store_explicit(&h->head, n + 1, memory_order_release);
+}
+
+static struct cs_record op_rec(uint64_t seq, int op, uint64_t bytes, int64_t dur_ns) {
+  struct cs_record r;
+  memset(&r, 0, sizeof r);
+  r.type = CS_REC_OP;
+  r.op = (uint8_t)op;
+  r.timing = CS_TIMING_GPU_EVENT;
+  r.comm_id = 0xc0ffee;
+  r.comm_size = 2;
+  r.seq = seq;
+  r.bytes = bytes;
+  r.count = bytes / 4;
+  r.enqueue_ns = 1000000000000LL + (int64_t)seq * 1000000;
+  r.start_ns = r.enqueue_ns + 1000;
+  r.end_ns = r.start_ns + dur_ns;
+  return r;
+}
+
+static char *render(struct exp_state *s) {
+  pthread_mutex_lock(&s->mu);
+  size_t len;
+  char *b = exp_render_buf(s, false, &len);
+  pthread_mutex_unlock(&s->mu);
+  assert_non_null(b);
+  return b;
+}
+
+static size_t count_lines(const char *text, const char *needle) {
+  size_t n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* the value of the first sample whose line starts with PREFIX, -1 when none */
+static double sample(const char *text, const char *prefix) {
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+    if (!strncmp(p, prefix, strlen(prefix))) {
+      const char *sp = strchr(p, '}');
+      return sp ? atof(sp + 2) : atof(strchr(p, ' ') + 1);
+    }
+  return -1;
+}
+
+/* ---- hostile files ---- */
+static void test_hostile_rings(void **st) {
+  (void)st;
+  setup_dir();
+  unsigned uid = (unsigned)geteuid();
+  char name[128], path[600];
+  snprintf(name, sizeof name, "collscope-%u-job-r0.ring", uid);
+  struct cs_ring_hdr *good = make_ring(name, "job", 0, getpid(), 64);
+  struct cs_record r = op_rec(0, CS_OP_AllReduce, 4096, 50000);
+  publish(good, &r);
+  /* garbage under a ring name */
+  snprintf(path, sizeof path, "%s/collscope-%u-job-r1.ring", shm, uid);
+  FILE *f = fopen(path, "w");
+  for (int i = 0; i < 5000; i++) fputc((i * 131) & 0xff, f);
+  fclose(f);
+  /* a symbolic link to the good ring */
+  char target[600];
+  snprintf(target, sizeof target, "%s/%s", shm, name);
+  snprintf(path, sizeof path, "%s/collscope-%u-job-r2.ring", shm, uid);
+  assert_int_equal(symlink(target, path), 0);
+  /* a FIFO */
+  snprintf(path, sizeof path, "%s/collscope-%u-job-r3.ring", shm, uid);
+  assert_int_equal(mkfifo(path, 0600), 0);
+  /* a capacity that is not a power of two */
+  snprintf(name, sizeof name, "collscope-%u-job-r4.ring", uid);
+  struct cs_ring_hdr *bad = make_ring(name, "job", 4, getpid(), 64);
+  bad->capacity = 63;
+  munmap(bad, cs_ring_bytes(64));
+  /* a header that claims more slots than the file holds */
+  snprintf(name, sizeof name, "collscope-%u-job-r5.ring", uid);
+  bad = make_ring(name, "job", 5, getpid(), 64);
+  bad->capacity = 1u << 20;
+  munmap(bad, cs_ring_bytes(64));
+
+  char *log = NULL;
+  size_t loglen = 0;
+  FILE *lf = open_memstream(&log, &loglen);
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, lf), 0);
+  for (int pass = 0; pass < 3; pass++) exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  fflush(lf);
+  fprintf(stderr, "%s", log);
+  assert_int_equal(count_lines(log, "collscope exporter: skipping "), 5); /* once each, not per pass */
+  assert_int_equal(s.n, 1);
+  assert_int_equal(s.skipped_total, 5);
+  assert_int_equal(count_lines(text, "collscope_up{"), 1);
+  assert_true(strstr(text, "collscope_up{job=\"job\",host=\"host0\",rank=\"0\"") != NULL);
+  assert_true(sample(text, "collscope_exporter_rings_skipped_total") == 5);
+  for (int k = 1; k <= 5; k++) {
+    char lbl[32];
+    snprintf(lbl, sizeof lbl, "rank=\"%d\"", k);
+    assert_null(strstr(text, lbl));
+  }
+  free(text);
+  exp_state_free(&s);
+  fclose(lf);
+  free(log);
+  unmap_ring(good);
+  clean_dir();
+}
+
+/* ---- a scrape racing the writer ---- */
+#define RACE_RECORDS 200000
+struct race { struct cs_ring_hdr *h; struct exp_state *s; atomic_bool done; };
+
+static void *race_writer(void *arg) {
+  struct race *x = arg;
+  for (uint64_t n = 0; n < RACE_RECORDS; n++) {
+    /* two shapes: a torn copy would mix them into a third (op, size) or another bucket */
+    struct cs_record r = n % 2 ? op_rec(n, CS_OP_AllReduce, 1024, 30000) : op_rec(n, CS_OP_Broadcast, 32u << 20, 3000000);
+    publish(x->h, &r);
+  }
+  atomic_store(&x->done, true);
+  return NULL;
+}
+
+static void *race_poller(void *arg) {
+  struct race *x = arg;
+  while (!atomic_load(&x->done)) exp_state_poll(x->s, exp_now_ns());
+  exp_state_poll(x->s, exp_now_ns());
+  return NULL;
+}
+
+static void check_consistent(const char *text, double *last_total) {
+  /* only the two shapes, each in its own bucket */
+  assert_null(strstr(text, "op=\"AllReduce\",size=\"1MiB-16MiB\""));
+  assert_null(strstr(text, "op=\"AllReduce\",size=\"16MiB-256MiB\""));
+  assert_null(strstr(text, "op=\"Broadcast\",size=\"0-64KiB\""));
+  double total = 0;
+  const char *ops[2][3] = {{"AllReduce", "0-64KiB", "5e-05"}, {"Broadcast", "16MiB-256MiB", "0.005"}};
+  for (int i = 0; i < 2; i++) {
+    char pre[512], tail[160], htail[160]; /* the histograms are per (op, size): no comm label */
+    snprintf(tail, sizeof tail, ",comm=\"0000000000c0ffee\",op=\"%s\",size=\"%s\"", ops[i][0], ops[i][1]);
+    snprintf(htail, sizeof htail, ",op=\"%s\",size=\"%s\"", ops[i][0], ops[i][1]);
+    const char *lbl = "{job=\"race\",host=\"host0\",rank=\"0\",local_rank=\"0\",pid=";
+    char pid[32];
+    snprintf(pid, sizeof pid, "\"%d\",gpu=\"0\"", getpid());
+    snprintf(pre, sizeof pre, "collscope_collectives_total%s%s%s}", lbl, pid, tail);
+    double c = sample(text, pre);
+    if (c < 0) continue;
+    total += c;
+    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_count%s%s%s}", lbl, pid, htail);
+    double hc = sample(text, pre);
+    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_bucket%s%s%s,le=\"+Inf\"}", lbl, pid, htail);
+    double inf = sample(text, pre);
+    snprintf(pre, sizeof pre, "collscope_collective_duration_seconds_bucket%s%s%s,le=\"%s\"}", lbl, pid, htail, ops[i][2]);
+    double in_bucket = sample(text, pre);
+    assert_true(hc == c && inf == c && in_bucket == c);
+  }
+  assert_true(total >= *last_total);
+  *last_total = total;
+}
+
+static void test_scrape_races_overwrite(void **st) {
+  (void)st;
+  setup_dir();
+  char name[128];
+  snprintf(name, sizeof name, "collscope-%u-race-r0.ring", (unsigned)geteuid());
+  struct race x = {.h = make_ring(name, "race", 0, getpid(), 64)};
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  x.s = &s;
+  pthread_t w, p;
+  pthread_create(&p, NULL, race_poller, &x);
+  pthread_create(&w, NULL, race_writer, &x);
+  double last = 0;
+  size_t scrapes = 0;
+  while (!atomic_load(&x.done)) {
+    char *text = render(&s);
+    check_consistent(text, &last);
+    free(text);
+    scrapes++;
+  }
+  pthread_join(w, NULL);
+  pthread_join(p, NULL);
+  char *text = render(&s);
+  check_consistent(text, &last);
+  free(text);
+  assert_int_equal(s.n, 1);
+  uint64_t read = s.v[0]->records, lost = s.v[0]->rd.lost;
+  fprintf(stderr, "race: %zu scrapes, %llu records read, %llu lost (overwritten first), %.0f counted\n", scrapes,
+          (unsigned long long)read, (unsigned long long)lost, last);
+  /* every record from the first one in the ring when the exporter opened it is counted */
+  assert_int_equal(s.v[0]->first_cursor + read + lost, RACE_RECORDS);
+  assert_true(last == (double)read);
+  assert_int_equal(s.v[0]->invalid, 0);
+  exp_state_free(&s);
+  unmap_ring(x.h);
+  clean_dir();
+}
+
+/* ---- grace period and restart ---- */
+static void test_grace_and_restart(void **st) {
+  (void)st;
+  setup_dir();
+  unsigned uid = (unsigned)geteuid();
+  char name[128];
+  snprintf(name, sizeof name, "collscope-%u-g-r0.ring", uid);
+  int gone = dead_pid();
+  struct cs_ring_hdr *h = make_ring(name, "g", 0, gone, 64);
+  for (uint64_t n = 0; n < 10; n++) {
+    struct cs_record r = op_rec(n, CS_OP_AllReduce, 4096, 50000);
+    publish(h, &r);
+  }
+  atomic_store(&h->closed, 1);
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 1.0, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  assert_int_equal(s.n, 1);
+  assert_true(sample(text, "collscope_up{") == 0); /* exited, in its grace period */
+  assert_true(sample(text, "collscope_collectives_total{") == 10);
+  free(text);
+  usleep(1300 * 1000);
+  exp_state_poll(&s, exp_now_ns());
+  assert_int_equal(s.n, 0);
+  assert_int_equal(s.dropped_total, 1);
+  exp_state_poll(&s, exp_now_ns()); /* still in the directory: not brought back */
+  assert_int_equal(s.n, 0);
+  text = render(&s);
+  assert_null(strstr(text, "collscope_up{"));
+  free(text);
+  /* the rank restarts: a new process, a new ring of the same job and rank */
+  snprintf(name, sizeof name, "collscope-%u-g-r0-p%d.ring", uid, getpid());
+  struct cs_ring_hdr *h2 = make_ring(name, "g", 0, getpid(), 64);
+  for (uint64_t n = 0; n < 3; n++) {
+    struct cs_record r = op_rec(n, CS_OP_AllReduce, 4096, 50000);
+    publish(h2, &r);
+  }
+  exp_state_poll(&s, exp_now_ns());
+  text = render(&s);
+  assert_int_equal(s.n, 1);
+  char pre[160];
+  snprintf(pre, sizeof pre, "collscope_collectives_total{job=\"g\",host=\"host0\",rank=\"0\",local_rank=\"0\",pid=\"%d\"",
+           getpid());
+  assert_true(sample(text, pre) == 3); /* fresh series: its own pid, counting from its own start */
+  assert_true(sample(text, "collscope_up{") == 1);
+  free(text);
+  exp_state_free(&s);
+  unmap_ring(h);
+  unmap_ring(h2);
+  clean_dir();
+}
+
+/* ---- SDC: a rank whose output fingerprint disagrees with the majority is named ---- */
+static void test_sdc_findings(void **st) {
+  (void)st;
+  setup_dir();
+  struct cs_ring_hdr *h[3];
+  for (int r = 0; r < 3; r++) {
+    char name[128];
+    snprintf(name, sizeof name, "collscope-%u-sdc-r%d.ring", (unsigned)geteuid(), r);
+    h[r] = make_ring(name, "sdc", r, getpid(), 64);
+    for (uint64_t n = 0; n < 20; n++) {
+      struct cs_record rec = op_rec(n, CS_OP_AllReduce, 4096, 50000);
+      rec.comm_size = 3;
+      rec.comm_rank = r;
+      rec.dtype = 7; /* ncclFloat32 */
+      rec.redop = 0;
+      rec.sdc_checked = 1;
+      rec.fingerprint = 0x1234 + n + (r == 2 && n >= 5 && n < 10 ? 0x1000 : 0);
+      publish(h[r], &rec);
+    }
+  }
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  for (int r = 0; r < 3; r++) {
+    char pre[160];
+    snprintf(pre, sizeof pre, "collscope_sdc_findings_total{job=\"sdc\",host=\"host%d\",rank=\"%d\"", r / 2, r);
+    assert_true(sample(text, pre) == (r == 2 ? 5 : 0));
+    snprintf(pre, sizeof pre, "collscope_sdc_checks_total{job=\"sdc\",host=\"host%d\",rank=\"%d\"", r / 2, r);
+    assert_true(sample(text, pre) == 20);
+  }
+  free(text);
+  pthread_mutex_lock(&s.mu); /* compared once: another analysis adds nothing */
+  exp_state_analyse(&s, exp_now_ns());
+  pthread_mutex_unlock(&s.mu);
+  text = render(&s);
+  assert_true(sample(text, "collscope_sdc_findings_total{job=\"sdc\",host=\"host1\",rank=\"2\"") == 5);
+  free(text);
+  exp_state_free(&s);
+  for (int r = 0; r < 3; r++) unmap_ring(h[r]);
+  clean_dir();
+}
+
+/* ---- slow links: the host pair far below the job's other pairs ---- */
+static void test_slow_link_pair(void **st) {
+  (void)st;
+  setup_dir();
+  struct cs_ring_hdr *h[4];
+  for (int i = 0; i < 4; i++) { /* ranks 0, 2, 4, 6 on host0..host3, each sending to the next host */
+    int r = 2 * i;
+    char name[128];
+    snprintf(name, sizeof name, "collscope-%u-lk-r%d.ring", (unsigned)geteuid(), r);
+    h[i] = make_ring(name, "lk", r, getpid(), 64);
+    struct cs_record rec;
+    memset(&rec, 0, sizeof rec);
+    rec.type = CS_REC_LINK;
+    rec.root = 0; /* send side */
+    rec.peer = (r + 2) % 8;
+    rec.bytes = 1 << 20;
+    rec.count = 16;
+    rec.in_sum = r == 0 ? 10 : 100; /* Gbit/s p50: host0 -> host1 is slow */
+    rec.in_abs = rec.in_sum;
+    publish(h[i], &rec);
+  }
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  assert_true(sample(text, "collscope_link_slow{job=\"lk\",src_host=\"host0\",dst_host=\"host1\"}") == 1);
+  assert_true(sample(text, "collscope_link_slow{job=\"lk\",src_host=\"host1\",dst_host=\"host2\"}") == 0);
+  assert_true(sample(text, "collscope_link_bandwidth_bytes_per_second{job=\"lk\",src_host=\"host0\",dst_host=\"host1\"}") == 1.25e9);
+  assert_int_equal(count_lines(text, "collscope_link_slow{"), 4);
+  free(text);
+  exp_state_free(&s);
+  for (int i = 0; i < 4; i++) unmap_ring(h[i]);
+  clean_dir();
+}
+
+/* ---- hang state: seconds since the oldest incomplete op, live at every scrape ---- */
+static void test_hang_seconds(void **st) {
+  (void)st;
+  setup_dir();
+  char name[128];
+  snprintf(name, sizeof name, "collscope-%u-hg-r0.ring", (unsigned)geteuid());
+  struct cs_ring_hdr *h = make_ring(name, "hg", 0, getpid(), 64);
+  atomic_store(&h->pending, 2);
+  atomic_store(&h->oldest_pending_ns, exp_now_ns() - 30000000000LL);
+  atomic_store(&h->hung, 1);
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  double hs = sample(text, "collscope_hang_seconds{");
+  assert_true(hs >= 30 && hs < 40);
+  assert_true(sample(text, "collscope_hung{") == 1);
+  assert_true(sample(text, "collscope_pending_operations{") == 2);
+  free(text);
+  atomic_store(&h->pending, 0); /* it completed: no poll needed for the scrape to see it */
+  text = render(&s);
+  assert_true(sample(text, "collscope_hang_seconds{") == 0);
+  free(text);
+  exp_state_free(&s);
+  unmap_ring(h);
+  clean_dir();
+}
+
+/* ---- the textfile: a link planted under its name is replaced, never followed ---- */
+static void test_textfile_never_follows_links(void **st) {
+  (void)st;
+  setup_dir();
+  char victim[600], link[600];
+  snprintf(victim, sizeof victim, "%s/victim", shm);
+  snprintf(link, sizeof link, "%s/" EXP_TEXTFILE_NAME, shm);
+  FILE *f = fopen(victim, "w");
+  fputs("precious\n", f);
+  fclose(f);
+  assert_int_equal(symlink(victim, link), 0);
+  const char text[] = "# HELP collscope_up x\n# TYPE collscope_up gauge\n";
+  assert_int_equal(exp_textfile_write(shm, text, sizeof text - 1, stderr), 0);
+  struct stat sb;
+  assert_int_equal(lstat(link, &sb), 0);
+  assert_true(S_ISREG(sb.st_mode));
+  assert_int_equal(sb.st_mode & 0777, 0644);
+  char buf[128] = {0};
+  f = fopen(victim, "r");
+  assert_non_null(fgets(buf, sizeof buf, f));
+  fclose(f);
+  assert_string_equal(buf, "precious\n");
+  f = fopen(link, "r");
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  assert_string_equal(buf, text);
+  /* no temporaries left behind */
+  size_t files = 0;
+  DIR *d = opendir(shm);
+  for (struct dirent *e; (e = readdir(d));) files += e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, ".."));
+  closedir(d);
+  assert_int_equal(files, 2);
+  clean_dir();
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_hostile_rings),
+    cmocka_unit_test(test_scrape_races_overwrite),
+    cmocka_unit_test(test_grace_and_restart),
+    cmocka_unit_test(test_textfile_never_follows_links),
+    cmocka_unit_test(test_sdc_findings),
+    cmocka_unit_test(test_slow_link_pair),
+    cmocka_unit_test(test_hang_seconds),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
