@@ -47,6 +47,11 @@ struct fstate {              /* one file's state across rounds */
   struct cs_walk_rec *buf; size_t n, cap;        /* this round's records (seq >= 0) */
   struct cs_walk_rec *pbuf; size_t pn, pcap;     /* the last round's, walked while this one is read */
   bool walked_done;
+  /* the worker's table entries this file used last (most records repeat a few): valid while
+   * the same worker reads the file (cw = worker + 1) */
+  unsigned cw;
+  struct comm_ent *cc[2];
+  struct crank_ent *cr[2];
   bool has_prev;
   int64_t prev_end;
 };
@@ -251,27 +256,43 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
   row_size(r, o->bytes, 1);
   if (timed) row_dur(P, r, o->dur_us);
 
-  struct comm_ent *ce;
-  HASH_FIND(hh, W->comms, &o->comm, sizeof o->comm, ce);
+  if (F->cw != worker + 1) {
+    memset(F->cc, 0, sizeof F->cc);
+    memset(F->cr, 0, sizeof F->cr);
+    F->cw = worker + 1;
+  }
+  struct comm_ent *ce = F->cc[0] && F->cc[0]->comm == o->comm ? F->cc[0]
+                        : F->cc[1] && F->cc[1]->comm == o->comm ? F->cc[1] : NULL;
   if (!ce) {
-    ce = xcalloc(1, sizeof *ce);
-    ce->comm = ce->c.comm = o->comm;
-    HASH_ADD(hh, W->comms, comm, sizeof ce->comm, ce);
+    HASH_FIND(hh, W->comms, &o->comm, sizeof o->comm, ce);
+    if (!ce) {
+      ce = xcalloc(1, sizeof *ce);
+      ce->comm = ce->c.comm = o->comm;
+      HASH_ADD(hh, W->comms, comm, sizeof ce->comm, ce);
+    }
+    F->cc[1] = F->cc[0];
+    F->cc[0] = ce;
   }
   ce->c.ops++;
   if (o->comm_size > ce->c.size) ce->c.size = o->comm_size;
   ce->c.bytes += o->bytes;
   if (timed) ce->c.gpu_ms += o->dur_us / 1e3;
-  struct crank_key ck;
-  memset(&ck, 0, sizeof ck);
-  ck.comm = o->comm;
-  ck.comm_rank = o->comm_rank;
-  struct crank_ent *cr;
-  HASH_FIND(hh, W->cranks, &ck, sizeof ck, cr);
+  struct crank_ent *cr = F->cr[0] && F->cr[0]->k.comm == o->comm && F->cr[0]->k.comm_rank == o->comm_rank ? F->cr[0]
+                         : F->cr[1] && F->cr[1]->k.comm == o->comm && F->cr[1]->k.comm_rank == o->comm_rank ? F->cr[1]
+                                                                                                         : NULL;
   if (!cr) {
-    cr = xcalloc(1, sizeof *cr);
-    cr->k = ck;
-    HASH_ADD(hh, W->cranks, k, sizeof ck, cr);
+    struct crank_key ck;
+    memset(&ck, 0, sizeof ck);
+    ck.comm = o->comm;
+    ck.comm_rank = o->comm_rank;
+    HASH_FIND(hh, W->cranks, &ck, sizeof ck, cr);
+    if (!cr) {
+      cr = xcalloc(1, sizeof *cr);
+      cr->k = ck;
+      HASH_ADD(hh, W->cranks, k, sizeof ck, cr);
+    }
+    F->cr[1] = F->cr[0];
+    F->cr[0] = cr;
   }
 
   struct agg_file *af = &P->agg->files[file];
