@@ -137,6 +137,9 @@ struct inst {
   int64_t seq;
   uint64_t bytes;
   size_t e0, ne;     /* its entries in ents[] */
+  int pg_rank;       /* the rank whose peers' median gap pg_val holds (-1: none yet); a flagged
+                      * rank's figures reuse it as the window slides */
+  double pg_val;     /* that median, -1 when no peer has a gap */
 };
 
 /* one rank's timed op in an instance: its arrival offset a = median(duration) - its
@@ -246,7 +249,7 @@ static bool eval_offset(const struct inst *in, const struct ent *ents, size_t lo
 }
 
 /* median arrival offset and compute gaps of comm_rank r over [lo, hi) */
-static void rank_figures(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double *scratch,
+static void rank_figures(struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double *scratch,
                          double *off, double *gap, double *pgap) {
   size_t k = 0;
   for (size_t i = lo; i < hi; i++) {
@@ -263,11 +266,15 @@ static void rank_figures(const struct inst *in, const struct ent *ents, size_t l
   /* peers: the median over instances of the instance's median peer gap */
   size_t g = 0;
   for (size_t i = lo; i < hi; i++) {
-    size_t h = 0;
-    double *row = scratch + (hi - lo);   /* scratch holds 2 * window + comm size doubles */
-    for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
-      if (ents[e].r != r && ents[e].gap >= 0) row[h++] = ents[e].gap;
-    if (h) scratch[g++] = median(row, h);
+    if (in[i].pg_rank != r) {   /* once per instance and rank, not once per window position */
+      size_t h = 0;
+      double *row = scratch + (hi - lo);   /* scratch holds 2 * window + comm size doubles */
+      for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
+        if (ents[e].r != r && ents[e].gap >= 0) row[h++] = ents[e].gap;
+      in[i].pg_rank = r;
+      in[i].pg_val = h ? median(row, h) : -1;
+    }
+    if (in[i].pg_val >= 0) scratch[g++] = in[i].pg_val;
   }
   *pgap = g ? median(scratch, g) : -1;
 }
@@ -392,6 +399,7 @@ static int cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   I->bytes = ibytes;
   I->e0 = e0;
   I->ne = nd;
+  I->pg_rank = -1;
   double mid = median_mid(C->durs, nd);
   for (size_t e = e0; e < C->nents; e++) C->ents[e].a = mid - C->ents[e].a;
 

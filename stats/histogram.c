@@ -3,26 +3,31 @@
 #include "collscope/histogram.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GAMMA ((1.0 + CS_HIST_REL_ERR) / (1.0 - CS_HIST_REL_ERR))
 
-static double log_gamma(void) {
-  static double lg;   /* same value from every thread: a benign, idempotent init */
-  if (lg == 0) lg = log(GAMMA);
-  return lg;
+/* the buckets' upper edges, LO gamma^i, computed once (pow per value was most of an add) */
+static double edge[CS_HIST_NBUCKETS];
+static double log_gamma;
+static pthread_once_t edges_once = PTHREAD_ONCE_INIT;
+static void edges_init(void) {
+  log_gamma = log(GAMMA);
+  for (int i = 0; i < CS_HIST_NBUCKETS; i++) edge[i] = CS_HIST_LO * pow(GAMMA, i);
 }
 
 /* bucket 0 holds (.., LO]; bucket i holds (LO gamma^(i-1), LO gamma^i] */
 int cs_hist_bucket(double v) {
   if (!(v > CS_HIST_LO)) return 0;
-  double k = ceil(log(v / CS_HIST_LO) / log_gamma());
+  pthread_once(&edges_once, edges_init);
+  double k = ceil(log(v / CS_HIST_LO) / log_gamma);
   if (k >= CS_HIST_NBUCKETS - 1) return CS_HIST_NBUCKETS - 1;
   int i = (int)k;
   /* ceil(log()) can be off by one at a bucket edge: settle it against the edges */
-  while (i > 0 && v <= CS_HIST_LO * pow(GAMMA, i - 1)) i--;
-  while (i < CS_HIST_NBUCKETS - 1 && v > CS_HIST_LO * pow(GAMMA, i)) i++;
+  while (i > 0 && v <= edge[i - 1]) i--;
+  while (i < CS_HIST_NBUCKETS - 1 && v > edge[i]) i++;
   return i;
 }
 

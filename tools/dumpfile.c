@@ -185,7 +185,7 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const st
   cs_pool_run(jobs, n, stream_one, &j);
   for (size_t i = 0; i < n; i++) fr[i].header_only = false;
   dump_mark_job(set, fr, job);
-  if (dump_salvage_pairs(set, fr)) {
+  if (!ops->own_salvage && dump_salvage_pairs(set, fr)) {
     for (size_t i = 0; i < n; i++) {
       dump_rd_drop(&fr[i]);
       for (size_t k = 0; k < fr[i].nerrors; k++) free(fr[i].errors[k]);

@@ -217,6 +217,8 @@ struct cs_stream_ops {
   void (*begin)(void *ctx, size_t nfiles);   /* the files are listed, none read yet */
   void (*op)(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *r);
   void (*round)(void *ctx, const bool *done, size_t nfiles);
+  bool own_salvage;   /* the caller de-duplicates a salvage file's ops against its dump: stream
+                       * anyway (its other records are still merged into the dump at the end) */
 };
 struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const struct cs_stream_ops *ops);
 /* For the CLI commands: load (job as above), print every error on stderr, and return NULL
