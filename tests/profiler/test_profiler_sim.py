@@ -162,7 +162,8 @@ def case_capture(args):
 def case_failopen(args):
     _, ev = run(args, "mix", {"COLLSCOPE_TIMING": "events"})
     for label, extra in (("abi3", {"COLLSCOPE_TIMING": "auto", "COLLSCOPE_SIM_PROFILER_ABI": "3"}),
-                         ("badpath", {"COLLSCOPE_TIMING": "auto", "NCCL_PROFILER_PLUGIN": "/nonexistent/libx.so"}),
+                         ("badpath", {"COLLSCOPE_TIMING": "auto", "NCCL_PROFILER_PLUGIN": "/nonexistent/libx.so",
+                                      "COLLSCOPE_PROFILER_INNER": "none"}),  # no chaining: the user's choice
                          ("events", {"COLLSCOPE_TIMING": "events",
                                      "NCCL_PROFILER_PLUGIN": args.shim})):  # plugin refused in events mode
         outs, pr = run(args, "mix", extra)
