@@ -16,7 +16,7 @@
  *    is started before the work is enqueued and stopped once it is enqueued (Coll events
  *    are "enqueued" markers; NCCL's Group event is not emitted here).
  *  - When the stream worker runs the work item, each op gets one KernelCh event per channel
- *    (parent = its Coll/P2p handle): start with pTimer = the item's start, recordEventState
+ *    when the mask has KernelCh (parent = its Coll/P2p handle, NULL if it has none): start with pTimer = the item's start, recordEventState
  *    KernelChStop with pTimer = its end, stop. The simulated GPU timer is CLOCK_MONOTONIC ns.
  *    A fused (grouped) item gives every op the item's span.
  *  - Graph-captured ops get their Coll/P2p events at capture time and no KernelCh events
@@ -221,7 +221,9 @@ void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t
   if (!c->prof_on) return;
   const uint64_t item_t0 = t0, item_t1 = t1;
   for (int i = 0; i < nops; i++) {
-    if (!ops[i].prof_h || !(ops[i].prof_mask & CS_NCCL_PROFILE_KERNEL_CH) || ce_op(&ops[i])) continue;
+    /* as NCCL (ncclProfilerStartKernelChEvent): by the mask alone, parent NULL when the op's
+     * Coll/P2p event was not started (not asked for, or the plugin gave no handle) */
+    if (!(ops[i].prof_mask & CS_NCCL_PROFILE_KERNEL_CH) || ce_op(&ops[i])) continue;
     t0 = item_t0, t1 = item_t1;
     switch (prof_fault(&ops[i])) {
     case PF_NOKCH: continue;
