@@ -25,6 +25,7 @@
  *    ProxyOp -- still find their parent) until the table wraps round (PAIRS entries).
  *    A descriptor is converted to the inner's version as NCCL's own adapters do (v6 -> v5:
  *    CE events and states dropped; -> v4: one-byte type, v5-only types and states dropped).
+ *  - collscope's own communicators (commName "collscope-*") are not shown to the inner.
  *  - A failing inner (library or symbol missing, its init failing on the first communicator)
  *    is dropped with one log line; collscope keeps timing. Its init failing on a later
  *    communicator drops it for that communicator only.
@@ -184,7 +185,10 @@ static cs_nccl_result_t chain_init(void **context, uint64_t comm, int *mask, con
   if (!c) return 3;
   atomic_store(&nccl_mask, mask);
   bool cs_ok = cs_prof_core_init(&c->cs, comm, nranks, rank, abi) == 0;
-  if (in_ver) {
+  /* collscope's own communicators (the online exchange's "collscope-online") would not
+   * exist without it: the inner never hears of them */
+  bool ours = commName && !strncmp(commName, "collscope-", 10);
+  if (in_ver && !ours) {
     cs_nccl_result_t r = in_ver == 6 ? in6->init(&c->in, comm, &inner_mask, commName, nNodes, nranks, rank, logfn)
                          : in_ver == 5 ? in5->init(&c->in, comm, &inner_mask, commName, nNodes, nranks, rank, logfn)
                                        : in4->init(&c->in, &inner_mask, commName, comm, nNodes, nranks, rank, logfn);

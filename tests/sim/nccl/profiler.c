@@ -75,8 +75,9 @@ void sn_prof_comm_init(struct ncclComm *c) {
   for (const char *p = c->shm_name; *p; p++) id = (id ^ (unsigned char)*p) * 0x100000001b3ull;
   void *ctx = NULL;
   int nnodes = 1;
-  ncclResult_t r = prof5 ? prof5->init(&ctx, id, &event_mask, NULL, nnodes, c->nranks, c->rank, plugin_log)
-                         : prof4->init(&ctx, &event_mask, NULL, id, nnodes, c->nranks, c->rank, plugin_log);
+  const char *name = c->comm_name[0] ? c->comm_name : NULL;
+  ncclResult_t r = prof5 ? prof5->init(&ctx, id, &event_mask, name, nnodes, c->nranks, c->rank, plugin_log)
+                         : prof4->init(&ctx, &event_mask, name, id, nnodes, c->nranks, c->rank, plugin_log);
   if (r != ncclSuccess) { sn_info(c->dev, "PROFILER/Plugin: init failed (%d), not used", (int)r); return; }
   if (!abi6) __atomic_and_fetch(&event_mask, ~(CS_NCCL_PROFILE_CE_COLL | CS_NCCL_PROFILE_CE_SYNC |
                                                CS_NCCL_PROFILE_CE_BATCH), __ATOMIC_RELAXED);
