@@ -114,8 +114,8 @@ static void quiet_nccl_if_useless(void) {
   }
   if (nrej && atomic_exchange(&cs_bits, 0)) {
     cs_prof_mask_publish(); /* NCCL keeps only an inner plugin's own event types, if any */
-    cs_log(CS_LOG_INFO, "NCCL profiler: every op type probed was rejected; NCCL's profiler events for collscope "
-           "are switched off");
+    cs_log(CS_LOG_INFO, "NCCL profiler: every op type probed was rejected; NCCL's profiler events are switched off%s",
+           cs_prof_mask_published() ? " (but an inner plugin's)" : "");
   }
 }
 int cs_prof_core_bits(void) { return atomic_load_explicit(&cs_bits, memory_order_relaxed); }

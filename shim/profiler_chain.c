@@ -65,6 +65,8 @@ static int inner_types(void) {
   return m & (in_ver >= 6 ? ~0 : in_ver == 5 ? CS_NCCL_PROFILE_V5_TYPES : CS_NCCL_PROFILE_V4_TYPES);
 }
 
+int cs_prof_mask_published(void) { return atomic_load(&published); }
+
 void cs_prof_mask_publish(void) {
   int *m = atomic_load(&nccl_mask);
   int v = cs_prof_core_bits() | (atomic_load(&chain_on) ? inner_types() : 0);

@@ -20,4 +20,5 @@ void cs_prof_core_finalize(void *context);
 
 /* profiler_chain.c: write collscope's event types OR the inner plugin's into NCCL's mask. */
 void cs_prof_mask_publish(void);
+int cs_prof_mask_published(void); /* the mask collscope last wrote (0: NCCL sends nothing) */
 #endif
