@@ -318,8 +318,7 @@ static void *ce_start(const struct cs_nccl_prof_ce_coll *c) {
   void *h = task_start(r, 0, NULL, NULL);
   if (!h) return NULL;
   struct prof_slot *s = &slots[r->prof_slot - 1];
-  s->ce = 1;
-  r->algo = CS_ALGO_OTHER;
+  s->ce = 1; /* no algo, proto or channels: NCCL names none for copy-engine work */
   if (r->prof_probe) {
     atomic_fetch_add_explicit(&probes_settled[r->op], 1, memory_order_relaxed);
   } else {
