@@ -22,7 +22,8 @@
  *    handle NCCL holds is a pair (collscope's, the inner's) from a fixed table, encoded like
  *    collscope's own handles (index, generation): no pointer NCCL hands back is ever
  *    dereferenced. Stopped pairs stay readable (children of a stopped Coll -- KernelCh,
- *    ProxyOp -- still find their parent) until the table wraps round (PAIRS entries).
+ *    ProxyOp -- still find their parent) until the table wraps round (PAIRS entries; a
+ *    parent older than that reaches both plugins as NULL, one WARN line).
  *    A descriptor is converted to the inner's version as NCCL's own adapters do (v6 -> v5:
  *    CE events and states dropped; -> v4: one-byte type, v5-only types and states dropped).
  *  - collscope's own communicators (commName "collscope-*") are not shown to the inner.
@@ -237,9 +238,19 @@ static bool to_inner(const cs_nccl_prof_descr_v6_t *d, void *in_parent, void *in
   return true;
 }
 
+/* A parent handle for one side. Every handle NCCL holds came from pair_new; one that no
+ * longer reads (its entry reused after the table wrapped round: a parent open that long)
+ * becomes NULL, so neither plugin is ever handed a handle it did not make. */
+static _Atomic uint64_t stale_parents;
 static void *translate(void *h, bool inner) {
   void *cs, *in;
-  if (!pair_get(h, &cs, &in)) return h; /* not ours (NULL, or from another process): as given */
+  if (!h) return NULL;
+  if (!pair_get(h, &cs, &in)) {
+    if (atomic_fetch_add_explicit(&stale_parents, 1, memory_order_relaxed) == 0)
+      cs_log(CS_LOG_WARN, "profiler chaining: an event's parent was started more than %u events earlier and is no "
+             "longer known; such events reach both plugins without a parent", PAIRS);
+    return NULL;
+  }
   return inner ? in : cs;
 }
 
