@@ -214,6 +214,9 @@ void cs_timed_begin(struct cs_record *r, void *stream) {
   stream_begin(r, stream);
 }
 
+void cs_timed_stream_begin(struct cs_record *r, void *stream) { stream_begin(r, stream); }
+void cs_timed_stream_end(struct cs_record *r, void *stream, bool ok) { stream_end(r, stream, ok); }
+
 void cs_timed_end(struct cs_record *r, void *stream, bool ok) {
   stream_end(r, stream, ok);
   cs_record_push(r);
@@ -388,6 +391,7 @@ void cs_group_launch_end(int status, int inprogress_code) {
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
+    if (r->owns_events) continue; /* timed on its own stream (a copy-engine collective, shim/profiler.c) */
     if (r->prof_want && !r->prof_probe) {
       if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
       if (ok && !r->prof_slot) plugin.unlinked(r->op);

@@ -9,6 +9,10 @@
 /* A single call timed on one stream (collectives outside a group, memcpys). */
 void cs_timed_begin(struct cs_record *r, void *stream);
 void cs_timed_end(struct cs_record *r, void *stream, bool ok);
+/* Only the events (no push): a copy-engine collective NCCL reports through its profiler
+ * plugin (shim/profiler.c) is bracketed on the stream NCCL names. */
+void cs_timed_stream_begin(struct cs_record *r, void *stream);
+void cs_timed_stream_end(struct cs_record *r, void *stream, bool ok);
 
 /* NCCL op wrapper helpers, in this order around the real call:
  *  cs_op_begin    fill the record from the call's arguments, take the communicator's next

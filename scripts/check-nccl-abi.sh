@@ -7,10 +7,11 @@
 #   scripts/check-nccl-abi.sh NCCL_GIT_DIR [TAG ...]   # a clone of NVIDIA/nccl (bare or not)
 #   scripts/check-nccl-abi.sh --tree NCCL_SOURCE_DIR    # one unpacked source tree
 #
-# Without TAGs: every v2.27.*, v2.28.* and v2.29.* tag of the clone. Prints one line per
+# Without TAGs: every v2.27.* to v2.30.* tag of the clone. Prints one line per
 # release and compiler; exits 1 if any check fails (the compiler names the member). Each
 # release is checked against its plugin-example C headers and, as C++, against the headers
-# NCCL itself is built with (src/include/plugin; nccl.h from $NCCL_INCLUDE or CUDA_HOME).
+# NCCL itself is built with (src/include/plugin; nccl.h from $NCCL_INCLUDE or CUDA_HOME;
+# NCCL_OS_LINUX as NCCL 2.30+ builds define it, for src/include/os.h).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 src=$here/tests/abi/check_nccl_headers.c
@@ -34,8 +35,10 @@ check_tree() {
   fi
   what="profiler v4"
   [ -f "$pdir/profiler_v5.h" ] && { pflags+=(-DCS_CHECK_PROFILER_V5); what+=" v5"; }
+  [ -f "$pdir/profiler_v6.h" ] && { pflags+=(-DCS_CHECK_PROFILER_V6); what+=" v6"; }
   what+=", net v9 v10"
   [ -f "$ndir/net_v11.h" ] && { nflags+=(-DCS_CHECK_NET_V11); what+=" v11"; }
+  [ -f "$ndir/net_v12.h" ] && { nflags+=(-DCS_CHECK_NET_V12); what+=" v12"; }
   for cc in "${ccs[@]}"; do
     if $cc -std=gnu11 -Wall -Wextra -Werror -fsyntax-only -DCS_CHECK_PROFILER "${pflags[@]}" -I"$pdir" \
          -I"$here/include" "$src" 2>"$tmp/err" &&
@@ -51,9 +54,11 @@ check_tree() {
   if [ ! -f "$nccl_inc/nccl.h" ]; then echo "$name (internal): skipped, no nccl.h under $nccl_inc"; return 0; fi
   local iflags=()
   [ -f "$dir/src/include/plugin/profiler/profiler_v5.h" ] && iflags+=(-DCS_CHECK_PROFILER_V5)
+  [ -f "$dir/src/include/plugin/profiler/profiler_v6.h" ] && iflags+=(-DCS_CHECK_PROFILER_V6)
   [ -f "$dir/src/include/plugin/net/net_v11.h" ] && iflags+=(-DCS_CHECK_NET_V11)
+  [ -f "$dir/src/include/plugin/net/net_v12.h" ] && iflags+=(-DCS_CHECK_NET_V12)
   for cxx in "${cxxs[@]}"; do
-    if $cxx -std=c++17 -Wall -Wextra -Werror -fsyntax-only -DCS_CHECK_INTERNAL "${iflags[@]}" -x c++ \
+    if $cxx -std=c++17 -Wall -Wextra -Werror -fsyntax-only -DCS_CHECK_INTERNAL -DNCCL_OS_LINUX "${iflags[@]}" -x c++ \
          -I"$dir/src/include" -I"$nccl_inc" -I"$here/include" "$src" 2>"$tmp/err"; then
       echo "$name ($cxx, NCCL's own src/include headers): OK"
     else
@@ -70,9 +75,9 @@ else
   shift
   tags=("$@")
   if [ ${#tags[@]} -eq 0 ]; then
-    mapfile -t tags < <(git -C "$git_dir" tag --list 'v2.27.*' 'v2.28.*' 'v2.29.*' | sort -V)
+    mapfile -t tags < <(git -C "$git_dir" tag --list 'v2.27.*' 'v2.28.*' 'v2.29.*' 'v2.30.*' | sort -V)
   fi
-  [ ${#tags[@]} -gt 0 ] || { echo "check-nccl-abi: no v2.27-v2.29 tags in $git_dir" >&2; exit 2; }
+  [ ${#tags[@]} -gt 0 ] || { echo "check-nccl-abi: no v2.27-v2.30 tags in $git_dir" >&2; exit 2; }
   for t in "${tags[@]}"; do
     rm -rf "$tmp/t" && mkdir -p "$tmp/t"
     paths=$(git -C "$git_dir" ls-tree -d --name-only "$t" ext-profiler/example/nccl ext-net/example/nccl \

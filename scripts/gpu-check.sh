@@ -93,6 +93,29 @@ if [ "$ONLY" = all ] && [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/al
   grep -q '"timing":"profiler"' "$WORK/art.auto"/*.jsonl && echo "auto: NCCL loaded the profiler plugin" ||
     echo "auto: no profiler-timed records (plugin not loaded by this NCCL, or rejected; events path kept)"
   grep -h "NCCL profiler" "$WORK/art.autoout" | sed "s/^collscope\[[0-9]*\]: //" | sort | uniq -c
+  # chained (docs/plugins.md): NCCL_PROFILER_PLUGIN names the test's own example plugin, which
+  # writes every event it gets to a file; `auto` takes the slot and chains to it. Its file must
+  # be the same as when NCCL loads it alone, and collscope's records profiler-timed.
+  EX=$(realpath "$BUILD_DIR/tests/profiler/libnccl-profiler-example.so" 2>/dev/null)
+  if [ -n "$EX" ]; then
+    mkdir -p "$WORK/ex.alone" "$WORK/ex.chain"
+    EXAMPLE_INNER_OUT=$WORK/ex.alone NCCL_PROFILER_PLUGIN=$EX $ART > "$WORK/art.exalone" 2>&1
+    EXAMPLE_INNER_OUT=$WORK/ex.chain NCCL_PROFILER_PLUGIN=$EX COLLSCOPE_LOG=info COLLSCOPE_DIR=$WORK/art.chain \
+      LD_PRELOAD=$SHIM $ART > "$WORK/art.chainout" 2>&1
+    printf '\nchained behind the example plugin, out-of-place time (us)\n%12s %12s %12s %8s %12s %8s\n' size bare \
+      example ratio chained ratio
+    join <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6}' "$WORK/art.bare") \
+         <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6}' "$WORK/art.exalone") |
+      join - <(awk '$1 ~ /^[0-9]+$/ && NF >= 12 {print $1, $6}' "$WORK/art.chainout") |
+      awk '{printf "%12s %12s %12s %8.3f %12s %8.3f\n", $1, $2, $3, $3 / $2, $4, $4 / $2}'
+    if cmp -s <(cat "$WORK"/ex.alone/*.txt 2>/dev/null | sort) <(cat "$WORK"/ex.chain/*.txt 2>/dev/null | sort); then
+      echo "chained: the example plugin's $(cat "$WORK"/ex.alone/*.txt | wc -l) event lines identical to its run alone"
+    else
+      echo "chained: the example plugin's events DIFFER from its run alone"; status=1
+    fi
+    echo "chained: $(cat "$WORK/art.chain"/*.jsonl 2>/dev/null | grep -c '"timing":"profiler"') profiler-timed records"
+    grep -h "profiler chaining\|NCCL_PROFILER_PLUGIN=" "$WORK/art.chainout" | sed "s/^collscope\[[0-9]*\]: //" | sort | uniq -c
+  fi
 fi
 # SDC check kernel on the GPU: bit-identical to its host twin, bandwidth vs DtoD copy (issue 5)
 if [ -x "$BUILD_DIR/tests/sdc/sdc_gpu_check" ]; then

@@ -1,8 +1,10 @@
 /* shim/net_plugin.c: libcollscope as NCCL's network plugin (NCCL_NET_PLUGIN=libcollscope.so).
- * It exports ncclNetPlugin_v11, _v10 and _v9 and wraps the inner plugin named by
- * COLLSCOPE_NET_INNER (a path, a library name, or <name> for libnccl-net-<name>.so), whose
- * highest version among v11, v10, v9 is used whatever version NCCL calls us through. Every
- * call is forwarded; isend/irecv are timed from the post to the test() that reports done.
+ * It exports ncclNetPlugin_v12 (NCCL 2.30), _v11, _v10 and _v9 and wraps the inner plugin
+ * named by COLLSCOPE_NET_INNER (a path, a library name, or <name> for libnccl-net-<name>.so),
+ * whose highest version among v12, v11, v10, v9 is used whatever version NCCL calls us
+ * through (v12 and v11 differ only in the property structs: a v12 inner is driven through
+ * the v11 calls, its properties converted; shim/net_plugin_props.c). Every call is
+ * forwarded; isend/irecv are timed from the post to the test() that reports done.
  *
  * Fail open:
  *  - no COLLSCOPE_NET_INNER, the inner library or its symbols missing, the inner pointing back
@@ -26,7 +28,7 @@
  * thread turns the counters into CS_REC_LINK records (cs_net_collect) every COLLSCOPE_FLUSH_MS,
  * at close and at exit. */
 #include "cs_internal.h"
-#include "collscope/nccl_net_abi.h"
+#include "net_plugin_internal.h"
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,10 +39,16 @@
 
 /* ---- the inner plugin ---------------------------------------------------------------- */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int in_ver;                   /* 11, 10, 9; 0 = none */
-static const cs_net_v11_t *in11;
-static const cs_net_v10_t *in10;
-static const cs_net_v9_t *in9;
+int cs_net_in_ver;                   /* 11 (also for a v12 inner), 10, 9; 0 = none */
+const cs_net_v11_t *cs_net_in11;
+const cs_net_v12_t *cs_net_in12;     /* a v12 inner (then in11 is the same table) */
+const cs_net_v10_t *cs_net_in10;
+const cs_net_v9_t *cs_net_in9;
+#define in_ver cs_net_in_ver
+#define in11 cs_net_in11
+#define in12 cs_net_in12
+#define in10 cs_net_in10
+#define in9 cs_net_in9
 static char in_name[128] = "collscope";
 /* An inner with irecvConsumed may be handed a receive request after test() reported it done,
  * when the wrapper has already recycled its slot: such receives are passed through unwrapped
@@ -54,6 +62,7 @@ static void *in_global_ctx;          /* v11 inner: the ctx used by v9/v10 caller
 static uint64_t token_seed;
 static _Atomic uint64_t token_ctr;
 
+CS_EXPORT extern cs_net_v12_t ncclNetPlugin_v12;
 CS_EXPORT extern cs_net_v11_t ncclNetPlugin_v11;
 CS_EXPORT extern cs_net_v10_t ncclNetPlugin_v10;
 CS_EXPORT extern cs_net_v9_t ncclNetPlugin_v9;
@@ -86,19 +95,20 @@ static void load_inner(void) {
            dlerror());
     return;
   }
-  in11 = dlsym(h, "ncclNetPlugin_v11");
+  in12 = dlsym(h, "ncclNetPlugin_v12");
+  in11 = in12 ? (const cs_net_v11_t *)(const void *)in12 : dlsym(h, "ncclNetPlugin_v11");
   if (!in11) in10 = dlsym(h, "ncclNetPlugin_v10");
   if (!in11 && !in10) in9 = dlsym(h, "ncclNetPlugin_v9");
   const void *tbl = in11 ? (const void *)in11 : in10 ? (const void *)in10 : (const void *)in9;
   if (!tbl) {
-    cs_log(CS_LOG_WARN, "net plugin: %s has no ncclNetPlugin_v11/v10/v9; NCCL uses its own transports", v);
+    cs_log(CS_LOG_WARN, "net plugin: %s has no ncclNetPlugin_v12/v11/v10/v9; NCCL uses its own transports", v);
     dlclose(h);
     return;
   }
-  if (tbl == (const void *)&ncclNetPlugin_v11 || tbl == (const void *)&ncclNetPlugin_v10 ||
-      tbl == (const void *)&ncclNetPlugin_v9) {
+  if (tbl == (const void *)&ncclNetPlugin_v12 || tbl == (const void *)&ncclNetPlugin_v11 ||
+      tbl == (const void *)&ncclNetPlugin_v10 || tbl == (const void *)&ncclNetPlugin_v9) {
     cs_log(CS_LOG_WARN, "net plugin: COLLSCOPE_NET_INNER=%s is collscope itself; declining", v);
-    in11 = NULL, in10 = NULL, in9 = NULL;
+    in12 = NULL, in11 = NULL, in10 = NULL, in9 = NULL;
     return;
   }
   in_ver = in11 ? 11 : in10 ? 10 : 9;
@@ -106,7 +116,7 @@ static void load_inner(void) {
   const char *n = in11 ? in11->name : in10 ? in10->name : in9->name;
   /* NCCL_NET=<name> selects a transport by name: keep the inner's */
   snprintf(in_name, sizeof in_name, "%s", n ? n : "collscope");
-  cs_log(CS_LOG_INFO, "net plugin: wrapping %s (%s, ncclNetPlugin_v%d)", in_name, v, in_ver);
+  cs_log(CS_LOG_INFO, "net plugin: wrapping %s (%s, ncclNetPlugin_v%d)", in_name, v, in12 ? 12 : in_ver);
 }
 
 /* per-NCCL-communicator context of the v11 table */
@@ -131,25 +141,9 @@ static cs_net_result_t inner_global_init(cs_net_logger_t log, cs_net_prof_cb_t p
 }
 
 /* ---- connection, listen and request pools --------------------------------------------- */
-#define NCONN 1024
 #define NLISTEN 1024
 #define NREQ 8192
-#define NHIST 96              /* throughput buckets: 4 per octave of MB/s */
 
-struct wconn {
-  _Atomic int state;          /* 0 free, 1 claimed, 2 active, 3 closed (waiting for its last record) */
-  void *inner;
-  int dir;                    /* 0 send, 1 recv */
-  int peer_rank;              /* send side: from the handle; recv side -1 */
-  int dev;
-  uint64_t token;
-  _Atomic uint64_t bytes, msgs, busy_ns;
-  _Atomic int inflight, max_inflight;
-  _Atomic uint64_t hist[NHIST];   /* byte-weighted per-message throughput */
-  /* harvest thread only */
-  uint64_t l_bytes, l_msgs, l_busy, l_hist[NHIST];
-  int64_t l_emit_mono, l_emit_real;
-};
 struct wlisten {
   _Atomic int used;
   void *inner;
@@ -164,7 +158,8 @@ struct wreq {
   int n;                      /* irecv: number of receives */
 };
 
-static struct wconn conns[NCONN];
+struct wconn cs_net_conns[NCONN];
+#define conns cs_net_conns
 static struct wlisten listens[NLISTEN];
 static struct wreq reqs[NREQ];
 static _Atomic uint64_t req_bits[NREQ / 64];
@@ -250,14 +245,6 @@ static inline int rate_bucket(uint64_t bytes, int64_t ns) {
   int b = 1 + m * 4 + sub;
   return b < NHIST ? b : NHIST - 1;
 }
-/* Gbit/s at the middle of a bucket */
-static double bucket_gbps(int b) {
-  if (b <= 0) return 0;
-  int m = (b - 1) / 4, sub = (b - 1) % 4;
-  double lo = (double)(1ull << m) * (1.0 + sub / 4.0), hi = (double)(1ull << m) * (1.0 + (sub + 1) / 4.0);
-  return (lo + hi) / 2 * 8.0 / 1000.0;
-}
-
 static inline void conn_done(struct wconn *c, uint64_t bytes, int64_t dur) {
   if (dur < 0) dur = 0;
   atomic_fetch_add_explicit(&c->bytes, bytes, memory_order_relaxed);
@@ -284,24 +271,6 @@ static void patch_tables(void);
 
 static cs_net_result_t w_devices(int *ndev) {
   return in_ver == 11 ? in11->devices(ndev) : in_ver == 10 ? in10->devices(ndev) : in9->devices(ndev);
-}
-
-static cs_net_result_t w_get_props11(int dev, struct cs_net_props_v11 *p) {
-  if (in_ver == 11) return in11->getProperties(dev, p);
-  struct cs_net_props_v9 q;
-  memset(&q, 0, sizeof q);
-  cs_net_result_t r = in_ver == 10 ? in10->getProperties(dev, &q) : in9->getProperties(dev, &q);
-  memcpy(p, &q, sizeof q);
-  p->maxMultiRequestSize = 1;
-  return r;
-}
-static cs_net_result_t w_get_props9(int dev, struct cs_net_props_v9 *p) {
-  if (in_ver != 11) return in_ver == 10 ? in10->getProperties(dev, p) : in9->getProperties(dev, p);
-  struct cs_net_props_v11 q;
-  memset(&q, 0, sizeof q);
-  cs_net_result_t r = in11->getProperties(dev, &q);
-  memcpy(p, &q, sizeof *p);
-  return r;
 }
 
 static uint64_t new_token(void) {
@@ -486,10 +455,6 @@ static cs_net_result_t w_irecv_consumed(void *recvComm, int n, void *request) {
   return in_ver == 11 ? in11->irecvConsumed(ic, n, ir)
          : in_ver == 10 ? in10->irecvConsumed(ic, n, ir) : in9->irecvConsumed(ic, n, ir);
 }
-static cs_net_result_t w_make_vdevice(int *d, struct cs_net_vprops *p) {
-  return in_ver == 11 ? in11->makeVDevice(d, p) : in_ver == 10 ? in10->makeVDevice(d, p) : in9->makeVDevice(d, p);
-}
-
 /* ---- v11 entry points ---------------------------------------------------------------------- */
 static cs_net_result_t v11_init(void **ctx, uint64_t commId, struct cs_net_comm_config *cfg, cs_net_logger_t log,
                                 cs_net_prof_cb_t prof) {
@@ -561,20 +526,25 @@ static cs_net_result_t v9_irecv(void *rc, int n, void **data, size_t *sizes, int
   return w_irecv(rc, n, data, sizes, tags, mhs, NULL, req);
 }
 
+CS_EXPORT cs_net_v12_t ncclNetPlugin_v12 = {
+  "collscope", v11_init, w_devices, cs_net_get_props12, v11_listen, v11_connect, w_accept, w_reg_mr,
+  w_reg_mr_dmabuf, w_dereg_mr, w_isend, w_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen,
+  w_get_device_mr, w_irecv_consumed, cs_net_make_vdevice12, v11_finalize, v11_set_attr,
+};
 CS_EXPORT cs_net_v11_t ncclNetPlugin_v11 = {
-  "collscope", v11_init, w_devices, w_get_props11, v11_listen, v11_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
+  "collscope", v11_init, w_devices, cs_net_get_props11, v11_listen, v11_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
   w_dereg_mr, w_isend, w_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
-  w_irecv_consumed, w_make_vdevice, v11_finalize, v11_set_attr,
+  w_irecv_consumed, cs_net_make_vdevice, v11_finalize, v11_set_attr,
 };
 CS_EXPORT cs_net_v10_t ncclNetPlugin_v10 = {
-  "collscope", v10_init, w_devices, w_get_props9, vx_listen, v10_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
+  "collscope", v10_init, w_devices, cs_net_get_props9, vx_listen, v10_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
   w_dereg_mr, w_isend, w_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
-  w_irecv_consumed, w_make_vdevice,
+  w_irecv_consumed, cs_net_make_vdevice,
 };
 CS_EXPORT cs_net_v9_t ncclNetPlugin_v9 = {
-  "collscope", v9_init, w_devices, w_get_props9, vx_listen, v9_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
+  "collscope", v9_init, w_devices, cs_net_get_props9, vx_listen, v9_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
   w_dereg_mr, v9_isend, v9_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
-  w_irecv_consumed, w_make_vdevice,
+  w_irecv_consumed, cs_net_make_vdevice,
 };
 
 /* Optional entry points NCCL tests for NULL: mirror the inner's (once, before init returns). */
@@ -582,11 +552,12 @@ static pthread_once_t patch_once = PTHREAD_ONCE_INIT;
 static void do_patch(void) {
 #define HAS(f) (in_ver == 11 ? in11->f != NULL : in_ver == 10 ? in10->f != NULL : in9->f != NULL)
 #define OPT(f)                                                   \
-  if (!HAS(f)) { ncclNetPlugin_v11.f = NULL; ncclNetPlugin_v10.f = NULL; ncclNetPlugin_v9.f = NULL; }
+  if (!HAS(f)) { ncclNetPlugin_v12.f = NULL; ncclNetPlugin_v11.f = NULL; ncclNetPlugin_v10.f = NULL; ncclNetPlugin_v9.f = NULL; }
   OPT(regMrDmaBuf) OPT(iflush) OPT(getDeviceMr) OPT(irecvConsumed) OPT(makeVDevice)
-  if (in_ver == 11 && !in11->setNetAttr) ncclNetPlugin_v11.setNetAttr = NULL;
+  if (in_ver == 11 && !in11->setNetAttr) ncclNetPlugin_v11.setNetAttr = NULL, ncclNetPlugin_v12.setNetAttr = NULL;
 #undef OPT
 #undef HAS
+  ncclNetPlugin_v12.name = in_name;
   ncclNetPlugin_v11.name = in_name;
   ncclNetPlugin_v10.name = in_name;
   ncclNetPlugin_v9.name = in_name;
@@ -599,66 +570,4 @@ static void atfork_child(void) {
   for (int i = 0; i < NCONN; i++) atomic_store(&conns[i].state, 0);
   for (int i = 0; i < NLISTEN; i++) atomic_store(&listens[i].used, 0);
   for (int i = 0; i < NREQ / 64; i++) atomic_store(&req_bits[i], 0);
-}
-
-/* ---- harvest side ---------------------------------------------------------------------------- */
-static double hist_quantile(const uint64_t *h, uint64_t total, double q) {
-  if (!total) return 0;
-  uint64_t want = (uint64_t)((double)total * q), acc = 0;
-  for (int b = 0; b < NHIST; b++) {
-    acc += h[b];
-    if (acc > want) return bucket_gbps(b);
-  }
-  return bucket_gbps(NHIST - 1);
-}
-
-size_t cs_net_collect(bool final, void (*emit)(const struct cs_record *r)) {
-  size_t n = 0;
-  int64_t now = cs_now_ns(CLOCK_MONOTONIC), period = (int64_t)cs_cfg.flush_ms * 1000000LL;
-  for (int i = 0; i < NCONN; i++) {
-    struct wconn *c = &conns[i];
-    int st = atomic_load_explicit(&c->state, memory_order_acquire);
-    if (st < 2) continue;
-    uint64_t msgs = atomic_load_explicit(&c->msgs, memory_order_relaxed);
-    bool closed = st == 3;
-    if (!closed && !final && (msgs == c->l_msgs || now - c->l_emit_mono < period)) continue;
-    if (msgs != c->l_msgs || closed) {
-      uint64_t bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
-      uint64_t busy = atomic_load_explicit(&c->busy_ns, memory_order_relaxed);
-      uint64_t h[NHIST], tot = 0;
-      for (int b = 0; b < NHIST; b++) {
-        uint64_t v = atomic_load_explicit(&c->hist[b], memory_order_relaxed);
-        h[b] = v - c->l_hist[b];
-        c->l_hist[b] = v;
-        tot += h[b];
-      }
-      struct cs_record r;
-      memset(&r, 0, sizeof r);
-      r.type = CS_REC_LINK;
-      r.timing = CS_TIMING_HOST;
-      r.event = closed;
-      r.root = c->dir;
-      r.peer = c->peer_rank;
-      r.comm_rank = cs_cfg.rank;
-      r.device = c->dev;
-      r.comm_id = c->token;
-      r.count = msgs - c->l_msgs;
-      r.bytes = bytes - c->l_bytes;
-      r.stream = busy - c->l_busy;
-      r.seq = (uint64_t)atomic_load_explicit(&c->max_inflight, memory_order_relaxed);
-      int64_t real = cs_now_ns(CLOCK_REALTIME);
-      r.start_ns = c->l_emit_real;
-      r.end_ns = real;
-      r.enqueue_ns = real;
-      r.in_sum = hist_quantile(h, tot, 0.5);
-      r.in_abs = hist_quantile(h, tot, 0.1);
-      r.out_sum = r.stream ? (double)r.bytes * 8.0 / (double)r.stream : 0;
-      c->l_msgs = msgs; c->l_bytes = bytes; c->l_busy = busy;
-      c->l_emit_mono = now; c->l_emit_real = real;
-      emit(&r);
-      n++;
-    }
-    if (closed) atomic_store_explicit(&c->state, 0, memory_order_release);
-  }
-  return n;
 }

@@ -1,5 +1,8 @@
-/* shim/profiler.c: libcollscope as NCCL's profiler plugin (ncclProfiler_v5 for NCCL 2.28,
- * ncclProfiler_v4 for 2.27; ABI in include/collscope/nccl_profiler_abi.h).
+/* shim/profiler.c: collscope's own side of NCCL's profiler plugin: matching NCCL's events to
+ * collscope's records, the kernel timer stamps, the probation (ABI in
+ * include/collscope/nccl_profiler_abi.h). The exported tables (ncclProfiler_v6 for NCCL
+ * 2.29/2.30, v5 for 2.28, v4 for 2.27), the chaining to an inner plugin and the start-up
+ * env handling are in shim/profiler_chain.c, which calls the cs_prof_core_* entry points here.
  *
  * With COLLSCOPE_TIMING=auto|profiler the constructor points NCCL_PROFILER_PLUGIN at this
  * library (unless the user set it). NCCL then calls init per communicator; collscope asks
@@ -26,9 +29,9 @@
  * cleared so NCCL stops its profiler work. Ops of non-blocking communicators never use the
  * plugin (NCCL launches them on its own thread). */
 #include "cs_internal.h"
-#include "collscope/nccl_profiler_abi.h"
+#include "profiler_internal.h"
+#include "hooks/timing.h"
 #include <ctype.h>
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +51,9 @@ struct prof_slot {
   _Atomic int64_t last_mono;     /* host CLOCK_MONOTONIC of the last Coll stop / KernelCh stop */
   _Atomic uint64_t chstart[PROF_MAXCH];
   uint8_t nch;
+  uint8_t ce;                    /* a CeColl event's slot: no record link, free at its stop */
+  struct cs_record *ce_rec;      /* a grouped copy-engine collective's record, until its stop */
+  void *ce_stream;
 };
 static struct prof_slot slots[PROF_SLOTS];
 static _Atomic uint32_t slot_cursor;
@@ -95,11 +101,10 @@ int cs_timing_mode_parse(const char *v) {
  * address, and NCCL 2.27-2.29 reads it atomically at every enqueue). When every op type
  * collscope has probed ended rejected or revoked, collscope clears it, so NCCL stops the
  * per-op profiler work (kernel timestamps, proxy events) nobody uses any more. */
-static int *_Atomic nccl_mask;
+static _Atomic int cs_bits; /* the event types collscope asked NCCL for (0 once switched off) */
 static void quiet_nccl_if_useless(void) {
   if (cs_cfg.timing_mode != CS_TMODE_AUTO) return;
-  int *m = atomic_load(&nccl_mask);
-  if (!m) return;
+  if (!atomic_load(&cs_bits)) return;
   int nrej = 0;
   for (int op = 0; op < CS_OP_COUNT; op++) {
     int v = atomic_load_explicit(&verdict[op], memory_order_relaxed);
@@ -107,9 +112,13 @@ static void quiet_nccl_if_useless(void) {
     if (v < 0) nrej++;
     else if (atomic_load_explicit(&probes_issued[op], memory_order_relaxed)) return; /* on probation */
   }
-  if (nrej && __atomic_exchange_n(m, 0, __ATOMIC_RELAXED))
-    cs_log(CS_LOG_INFO, "NCCL profiler: every op type probed was rejected; NCCL's profiler events are switched off");
+  if (nrej && atomic_exchange(&cs_bits, 0)) {
+    cs_prof_mask_publish(); /* NCCL keeps only an inner plugin's own event types, if any */
+    cs_log(CS_LOG_INFO, "NCCL profiler: every op type probed was rejected; NCCL's profiler events are switched off%s",
+           cs_prof_mask_published() ? " (but an inner plugin's)" : "");
+  }
 }
+int cs_prof_core_bits(void) { return atomic_load_explicit(&cs_bits, memory_order_relaxed); }
 
 #define PROF_UNLINKED_MAX 8u
 static _Atomic uint32_t unlinked[CS_OP_COUNT];
@@ -232,8 +241,7 @@ static struct cs_record *find_record(const char *func, size_t count) {
   return NULL;
 }
 
-static void *task_start(const char *func, size_t count, uint8_t nch, const char *algo, const char *proto) {
-  struct cs_record *r = find_record(func, count);
+static void *task_start(struct cs_record *r, uint8_t nch, const char *algo, const char *proto) {
   if (!r) {
     atomic_fetch_add_explicit(&prof_stats[1], 1, memory_order_relaxed);
     return NULL; /* not ours to time: no handle, so NCCL sends no children either */
@@ -252,6 +260,8 @@ static void *task_start(const char *func, size_t count, uint8_t nch, const char 
     atomic_store_explicit(&s->span, 0, memory_order_relaxed);
     atomic_store_explicit(&s->last_mono, 0, memory_order_relaxed);
     s->nch = nch;
+    s->ce = 0;
+    s->ce_rec = NULL;
     uint64_t gen = (atomic_load_explicit(&s->gen, memory_order_relaxed) + 1) & ((1ull << 44) - 1);
     if (!gen) gen = 1;
     atomic_store_explicit(&s->gen, gen, memory_order_release);
@@ -292,97 +302,108 @@ static void kch_stop_state(void *h, uint64_t ptimer) {
   }
 }
 
-static void *start_common(uint64_t type, void *parent, const void *u, bool v5) {
+/* A copy-engine collective (profiler v6, NCCL 2.29+): NCCL sends no kernel stamps for it, so
+ * it is timed like an event-timed op -- CUDA events around the copies on the stream NCCL
+ * names. The op's record is found as for a Coll event. A probe record already has its
+ * stream's events: it leaves the probation uncounted (no stamps to compare). A record the
+ * plugin alone was to time gets a start event now; its end event is recorded by the op
+ * wrapper after the call (ungrouped) or at the CeColl stop (grouped: the group's own stream
+ * events do not cover it). */
+static void *ce_start(const struct cs_nccl_prof_ce_coll *c) {
+  struct cs_record *r = find_record(c->func, c->count);
+  if (!r) {
+    atomic_fetch_add_explicit(&prof_stats[1], 1, memory_order_relaxed);
+    return NULL;
+  }
+  void *h = task_start(r, 0, NULL, NULL);
+  if (!h) return NULL;
+  struct prof_slot *s = &slots[r->prof_slot - 1];
+  s->ce = 1; /* no algo, proto or channels: NCCL names none for copy-engine work */
+  if (r->prof_probe) {
+    atomic_fetch_add_explicit(&probes_settled[r->op], 1, memory_order_relaxed);
+  } else {
+    cs_timed_stream_begin(r, c->stream);
+    if (r->group && r->timing == CS_TIMING_PENDING) {
+      s->ce_rec = r;
+      s->ce_stream = c->stream;
+    }
+  }
+  r->prof_want = r->prof_probe = 0; /* event-timed from here on */
+  r->prof_slot = 0;                 /* the slot lives until the CeColl stop only */
+  return h;
+}
+
+static void *start_common(uint64_t type, void *parent, const void *u) {
   if (!atomic_load_explicit(&cs_st.ready, memory_order_relaxed)) return NULL;
+  if (type == CS_NCCL_PROFILE_CE_COLL) return ce_start(u);
   if (type == CS_NCCL_PROFILE_COLL) {
     const struct cs_nccl_prof_coll_v4 *c = u; /* v5's coll starts with v4's members */
-    return task_start(c->func, c->count, c->nChannels, c->algo, c->proto);
+    return task_start(find_record(c->func, c->count), c->nChannels, c->algo, c->proto);
   }
   if (type == CS_NCCL_PROFILE_P2P) {
     const struct cs_nccl_prof_p2p_v4 *p = u;
-    return task_start(p->func, p->count, p->nChannels, NULL, NULL);
+    return task_start(find_record(p->func, p->count), p->nChannels, NULL, NULL);
   }
   if (type == CS_NCCL_PROFILE_KERNEL_CH) {
     const struct cs_nccl_prof_kernel_ch *k = u;
     return kch_start(parent, k->channelId, k->pTimer);
   }
-  (void)v5;
   return NULL;
 }
 
-/* ---- the plugin entry points ---- */
+/* ---- the core entry points (shim/profiler_chain.c calls them) ---- */
 struct prof_ctx { uint64_t comm; int rank, nranks; };
 
-static cs_nccl_result_t init_common(void **context, uint64_t comm, int *mask, int nranks, int rank) {
-  if (context) *context = NULL;
-  if (cs_cfg.disabled || (cs_cfg.timing_mode != CS_TMODE_AUTO && cs_cfg.timing_mode != CS_TMODE_PROFILER)) {
-    if (mask) *mask = 0;
+cs_nccl_result_t cs_prof_core_init(void **context, uint64_t comm, int nranks, int rank, int abi) {
+  *context = NULL;
+  if (cs_cfg.disabled || (cs_cfg.timing_mode != CS_TMODE_AUTO && cs_cfg.timing_mode != CS_TMODE_PROFILER))
     return 3; /* ncclInternalError: NCCL then runs without this plugin */
-  }
   struct prof_ctx *c = calloc(1, sizeof(*c));
-  if (!c || !context || !mask) {
-    free(c);
-    return 3;
-  }
+  if (!c) return 3;
   c->comm = comm;
   c->rank = rank;
   c->nranks = nranks;
   *context = c;
-  *mask = CS_NCCL_PROFILE_COLL | CS_NCCL_PROFILE_P2P | CS_NCCL_PROFILE_KERNEL_CH;
-  atomic_store(&nccl_mask, mask);
+  int want = CS_NCCL_PROFILE_COLL | CS_NCCL_PROFILE_P2P | CS_NCCL_PROFILE_KERNEL_CH;
+  if (abi >= 6) want |= CS_NCCL_PROFILE_CE_COLL;
+  if (!atomic_exchange(&prof_inited, 1)) {
+    atomic_store(&cs_bits, want);
+    cs_log(CS_LOG_INFO, "NCCL profiler plugin initialised (ncclProfiler_v%d): collectives are timed from NCCL's "
+           "kernel timer stamps", abi);
+  }
   quiet_nccl_if_useless(); /* a communicator created after the plugin was rejected everywhere */
-  if (!atomic_exchange(&prof_inited, 1))
-    cs_log(CS_LOG_INFO, "NCCL profiler plugin initialised: collectives are timed from NCCL's kernel timer stamps");
   return 0;
 }
 
-static cs_nccl_result_t v5_init(void **context, uint64_t commId, int *mask, const char *commName, int nNodes,
-                                int nranks, int rank, cs_nccl_logger_t logfn) {
-  (void)commName, (void)nNodes, (void)logfn;
-  return init_common(context, commId, mask, nranks, rank);
-}
-static cs_nccl_result_t v4_init(void **context, int *mask, const char *commName, uint64_t commHash, int nNodes,
-                                int nranks, int rank, cs_nccl_logger_t logfn) {
-  (void)commName, (void)nNodes, (void)logfn;
-  return init_common(context, commHash, mask, nranks, rank);
-}
-static cs_nccl_result_t v5_start(void *context, void **h, cs_nccl_prof_descr_v5_t *d) {
-  (void)context;
-  if (h) *h = d ? start_common(d->type, d->parentObj, &d->coll, true) : NULL;
-  return 0;
-}
-static cs_nccl_result_t v4_start(void *context, void **h, cs_nccl_prof_descr_v4_t *d) {
-  (void)context;
-  if (h) *h = d ? start_common(d->type, d->parentObj, &d->coll, false) : NULL;
-  return 0;
-}
-static cs_nccl_result_t prof_stop(void *h) {
+void *cs_prof_core_start(uint64_t type, void *parent, const void *u) { return start_common(type, parent, u); }
+
+void cs_prof_core_stop(void *h) {
   struct prof_slot *s;
   if ((s = h_slot(h, H_COLL, NULL))) {
+    struct cs_record *r = s->ce_rec;
+    if (r) { /* a grouped copy-engine collective: its end event now, then the slot is done */
+      s->ce_rec = NULL;
+      cs_timed_stream_end(r, s->ce_stream, true);
+    }
     atomic_store_explicit(&s->last_mono, cs_now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
     atomic_store_explicit(&s->stopped, 1, memory_order_release);
+    if (s->ce) atomic_store_explicit(&s->pinned, 0, memory_order_release); /* CeColl: no record link */
   } else if ((s = h_slot(h, H_KCH, NULL))) {
     atomic_store_explicit(&s->last_mono, cs_now_ns(CLOCK_MONOTONIC), memory_order_relaxed);
     atomic_fetch_add_explicit(&s->kstopped, 1, memory_order_release);
   }
-  return 0;
 }
-static cs_nccl_result_t prof_state(void *h, cs_nccl_profiler_state_t st, cs_nccl_prof_state_args_t *a) {
+
+void cs_prof_core_state(void *h, cs_nccl_profiler_state_t st, const cs_nccl_prof_state_args_t *a) {
   if (st == CS_NCCL_PROFILER_KERNEL_CH_STOP && a) kch_stop_state(h, a->kernelCh.pTimer);
-  return 0;
 }
-static cs_nccl_result_t prof_finalize(void *context) {
+
+void cs_prof_core_finalize(void *context) {
   free(context);
   cs_log(CS_LOG_DEBUG, "profiler: %llu ops linked, %llu events not matched, %llu without a free slot",
          (unsigned long long)atomic_load(&prof_stats[0]), (unsigned long long)atomic_load(&prof_stats[1]),
          (unsigned long long)atomic_load(&prof_stats[2]));
-  return 0;
 }
-
-CS_EXPORT cs_nccl_profiler_v5_t ncclProfiler_v5 = {"collscope", v5_init, v5_start, prof_stop, prof_state,
-                                                   prof_finalize};
-CS_EXPORT cs_nccl_profiler_v4_t ncclProfiler_v4 = {"collscope", v4_init, v4_start, prof_stop, prof_state,
-                                                   prof_finalize};
 
 /* ---- harvest thread side ---- */
 
@@ -512,21 +533,4 @@ const char *cs_prof_standing(struct cs_prof_standing *st) {
     else nrejected++;
   }
   return ntrusted && nrejected ? "mixed" : ntrusted ? "trusted" : nrejected ? "rejected" : "probation";
-}
-
-/* ---- start-up: point NCCL at this library ---- */
-__attribute__((constructor)) static void cs_prof_constructor(void) {
-  const char *dis = getenv("COLLSCOPE_DISABLE");
-  if (dis && (!strcmp(dis, "1") || !strcasecmp(dis, "true") || !strcasecmp(dis, "yes") || !strcasecmp(dis, "on")))
-    return;
-  int mode = cs_timing_mode_parse(getenv("COLLSCOPE_TIMING"));
-  if (mode < 0) mode = cs_timing_mode_parse(NULL); /* a bad value means the default (config.c logs it) */
-  if (mode != CS_TMODE_AUTO && mode != CS_TMODE_PROFILER) return;
-  const char *cur = getenv("NCCL_PROFILER_PLUGIN");
-  if (cur && *cur) return; /* the user's choice wins */
-  Dl_info info;
-  if (!dladdr((void *)&ncclProfiler_v5, &info) || !info.dli_fname || !*info.dli_fname) return;
-  char *abs = realpath(info.dli_fname, NULL); /* LD_PRELOAD may name it relative to the cwd */
-  if (abs) setenv("NCCL_PROFILER_PLUGIN", abs, 0);
-  free(abs);
 }

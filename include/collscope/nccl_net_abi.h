@@ -1,6 +1,6 @@
 /* include/collscope/nccl_net_abi.h: NCCL's network plugin ABI (NCCL_NET_PLUGIN), declared
  * by collscope from NCCL's documented layout: src/include/plugin/net/net_v9.h (NCCL 2.24),
- * net_v10.h (2.26/2.27) and net_v11.h (2.28) of NVIDIA/nccl. NCCL installs no net-plugin
+ * net_v10.h (2.26/2.27), net_v11.h (2.28, 2.29) and net_v12.h (2.30) of NVIDIA/nccl. NCCL installs no net-plugin
  * header (the installed 2.28.9 tree has nccl.h and nccl_device/ only), so the sizes and
  * offsets pinned below (LP64) were derived from those headers; tests/net/test_net_abi.c
  * checks them again.
@@ -10,7 +10,7 @@
  * (ncclNetDeviceType, ncclResult_t, ncclDataType_t, ncclRedOp_t) are int-sized, as in
  * NCCL. Names carry a cs_ prefix so this header never collides with NCCL's own.
  *
- * Used by shim/net_plugin.c (the wrapper libcollscope exports as ncclNetPlugin_v11/v10/v9)
+ * Used by shim/net_plugin.c (the wrapper libcollscope exports as ncclNetPlugin_v12/v11/v10/v9)
  * and by the simulator's own plugin, tests/sim/net/simnet.c. */
 #ifndef COLLSCOPE_NCCL_NET_ABI_H
 #define COLLSCOPE_NCCL_NET_ABI_H
@@ -77,6 +77,35 @@ struct cs_net_props_v11 {
   size_t maxCollBytes;
   int maxMultiRequestSize;
 };
+
+/* v12 (NCCL 2.30): eight devices per virtual NIC, and rail / plane ids at the end */
+#define CS_NET_MAX_DEVS_PER_NIC_V12 8
+struct cs_net_vprops_v12 {        /* ncclNetVDeviceProps_v12_t */
+  int ndevs;
+  int devs[CS_NET_MAX_DEVS_PER_NIC_V12];
+};
+struct cs_net_props_v12 {
+  char *name;
+  char *pciPath;
+  uint64_t guid;
+  int ptrSupport;
+  int regIsGlobal;
+  int forceFlush;
+  int speed;
+  int port;
+  float latency;
+  int maxComms;
+  int maxRecvs;
+  int netDeviceType;
+  int netDeviceVersion;
+  struct cs_net_vprops_v12 vProps;
+  size_t maxP2pBytes;
+  size_t maxCollBytes;
+  int maxMultiRequestSize;
+  int16_t railId;                 /* -1 (NCCL_NET_ID_UNDEF): not known */
+  int16_t planeId;
+};
+#define CS_NET_ID_UNDEF (-1)
 
 struct cs_net_comm_config { int trafficClass; };   /* ncclNetCommConfig_v10_t / _v11_t */
 struct cs_net_comm_attr { int32_t maxConcurrentPeers, minConcurrentPeers, maxFlowsPerPeer, minFlowsPerPeer; };
@@ -167,6 +196,35 @@ typedef struct {                  /* ncclNet_v11_t: init is per communicator (ct
   cs_net_result_t (*setNetAttr)(void *ctx, struct cs_net_attr_v11 *netAttr);
 } cs_net_v11_t;
 
+typedef struct {                  /* ncclNet_v12_t: v11's calls, v12 property structs */
+  const char *name;
+  cs_net_result_t (*init)(void **ctx, uint64_t commId, struct cs_net_comm_config *config,
+                          cs_net_logger_t logFunction, cs_net_prof_cb_t profFunction);
+  cs_net_result_t (*devices)(int *ndev);
+  cs_net_result_t (*getProperties)(int dev, struct cs_net_props_v12 *props);
+  cs_net_result_t (*listen)(void *ctx, int dev, void *handle, void **listenComm);
+  cs_net_result_t (*connect)(void *ctx, int dev, void *handle, void **sendComm, void **sendDevComm);
+  cs_net_result_t (*accept)(void *listenComm, void **recvComm, void **recvDevComm);
+  cs_net_result_t (*regMr)(void *comm, void *data, size_t size, int type, void **mhandle);
+  cs_net_result_t (*regMrDmaBuf)(void *comm, void *data, size_t size, int type, uint64_t offset, int fd,
+                                 void **mhandle);
+  cs_net_result_t (*deregMr)(void *comm, void *mhandle);
+  cs_net_result_t (*isend)(void *sendComm, void *data, size_t size, int tag, void *mhandle, void *phandle,
+                           void **request);
+  cs_net_result_t (*irecv)(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhandles,
+                           void **phandles, void **request);
+  cs_net_result_t (*iflush)(void *recvComm, int n, void **data, int *sizes, void **mhandles, void **request);
+  cs_net_result_t (*test)(void *request, int *done, int *sizes);
+  cs_net_result_t (*closeSend)(void *sendComm);
+  cs_net_result_t (*closeRecv)(void *recvComm);
+  cs_net_result_t (*closeListen)(void *listenComm);
+  cs_net_result_t (*getDeviceMr)(void *comm, void *mhandle, void **dptr_mhandle);
+  cs_net_result_t (*irecvConsumed)(void *recvComm, int n, void *request);
+  cs_net_result_t (*makeVDevice)(int *d, struct cs_net_vprops_v12 *props);
+  cs_net_result_t (*finalize)(void *ctx);
+  cs_net_result_t (*setNetAttr)(void *ctx, struct cs_net_attr_v11 *netAttr);  /* ncclNetAttr_v12_t == v11 */
+} cs_net_v12_t;
+
 /* collscope's identity block, written by the wrapper into the LAST 16 bytes of a listen
  * handle when the inner plugin left them zero (shim/net_plugin.c). The wrapper on the
  * connect side reads it, restores the zeros, and only then passes the handle on, so the
@@ -179,7 +237,7 @@ struct cs_net_id {
   uint64_t token;                 /* random connection token, also in both ends' link records */
 };
 
-/* ---- layout pins (LP64), from NVIDIA/nccl src/include/plugin/net/net_v{9,10,11}.h ---- */
+/* ---- layout pins (LP64), from NVIDIA/nccl src/include/plugin/net/net_v{9,10,11,12}.h ---- */
 #if defined(__LP64__)
 _Static_assert(sizeof(struct cs_net_vprops) == 20, "ncclNetVDeviceProps size");
 _Static_assert(offsetof(struct cs_net_props_v9, guid) == 16, "props.guid");
@@ -192,6 +250,14 @@ _Static_assert(sizeof(struct cs_net_props_v9) == 104, "ncclNetProperties_v9/v10 
 _Static_assert(offsetof(struct cs_net_props_v11, maxMultiRequestSize) == 104, "props.maxMultiRequestSize");
 _Static_assert(sizeof(struct cs_net_props_v11) == 112, "ncclNetProperties_v11 size");
 _Static_assert(sizeof(struct cs_net_attr_v11) == 44, "ncclNetAttr_v11 size");
+_Static_assert(sizeof(struct cs_net_vprops_v12) == 36, "ncclNetVDeviceProps_v12 size");
+_Static_assert(offsetof(struct cs_net_props_v12, vProps) == 64, "props v12.vProps");
+_Static_assert(offsetof(struct cs_net_props_v12, maxP2pBytes) == 104, "props v12.maxP2pBytes");
+_Static_assert(offsetof(struct cs_net_props_v12, maxMultiRequestSize) == 120, "props v12.maxMultiRequestSize");
+_Static_assert(offsetof(struct cs_net_props_v12, railId) == 124 && offsetof(struct cs_net_props_v12, planeId) == 126,
+               "props v12 rail/plane ids");
+_Static_assert(sizeof(struct cs_net_props_v12) == 128, "ncclNetProperties_v12 size");
+_Static_assert(sizeof(cs_net_v12_t) == 22 * 8, "ncclNet_v12_t: name + 21 functions");
 _Static_assert(sizeof(cs_net_v9_t) == 20 * 8, "ncclNet_v9_t: name + 19 functions");
 _Static_assert(sizeof(cs_net_v10_t) == 20 * 8, "ncclNet_v10_t: name + 19 functions");
 _Static_assert(sizeof(cs_net_v11_t) == 22 * 8, "ncclNet_v11_t: name + 21 functions");

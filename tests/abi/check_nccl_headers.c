@@ -123,6 +123,46 @@ SAME_VAL(CS_NCCL_PROFILE_KERNEL_LAUNCH, ncclProfileKernelLaunch);
 _Static_assert(sizeof(cs_nccl_profiler_state_t) == sizeof(ncclProfilerEventState_v5_t), "state enum size");
 #endif
 
+/* ---- profiler v6 (NCCL 2.29+): v5 plus the copy-engine descriptors ---- */
+#ifdef CS_CHECK_PROFILER_V6
+DESCR_COMMON(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, coll.parentGroup);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, p2p.parentGroup);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, groupApi.groupDepth);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, collApi.stream);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, p2pApi.stream);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, kernelLaunch.stream);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.seqNumber);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.func);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.sendBuff);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.recvBuff);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.count);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.root);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.datatype);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.syncStrategy);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.intraBatchSync);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.batchSize);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.numBatches);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.ceSeqNum);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceColl.stream);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceCollSync.isComplete);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceCollSync.nRanks);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceCollBatch.numOps);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceCollBatch.totalBytes);
+SAME(cs_nccl_prof_descr_v6_t, ncclProfilerEventDescr_v6_t, ceCollBatch.useIntraSync);
+SAME(cs_nccl_prof_state_args_t, ncclProfilerEventStateArgs_v6_t, kernelCh.pTimer);
+SAME_SIZE(cs_nccl_prof_state_args_t, ncclProfilerEventStateArgs_v6_t);
+PLUGIN_TABLE(cs_nccl_profiler_v6_t, ncclProfiler_v6_t);
+SAME_VAL(CS_NCCL_PROFILE_CE_COLL, ncclProfileCeColl);
+SAME_VAL(CS_NCCL_PROFILE_CE_SYNC, ncclProfileCeSync);
+SAME_VAL(CS_NCCL_PROFILE_CE_BATCH, ncclProfileCeBatch);
+SAME_VAL(CS_NCCL_PROFILER_GROUP_START_API_STOP, ncclProfilerGroupStartApiStop);
+SAME_VAL(CS_NCCL_PROFILER_GROUP_END_API_START, ncclProfilerGroupEndApiStart);
+SAME_VAL(CS_NCCL_PROFILER_CE_FIRST, ncclProfilerCeCollStart);
+SAME_VAL(CS_NCCL_PROFILER_CE_LAST, ncclProfilerCeBatchComplete);
+_Static_assert(sizeof(cs_nccl_profiler_state_t) == sizeof(ncclProfilerEventState_v6_t), "state enum size");
+#endif
+
 #endif /* CS_CHECK_PROFILER */
 
 #if defined(CS_CHECK_NET)
@@ -178,6 +218,26 @@ NET_TABLE(cs_net_v11_t, ncclNet_v11_t);
 SAME(cs_net_v11_t, ncclNet_v11_t, finalize);
 SAME(cs_net_v11_t, ncclNet_v11_t, setNetAttr);
 SAME_SIZE(cs_net_v11_t, ncclNet_v11_t);
+#endif
+
+#ifdef CS_CHECK_NET_V12
+PROPS(struct cs_net_props_v12, ncclNetProperties_v12_t);
+SAME(struct cs_net_props_v12, ncclNetProperties_v12_t, maxMultiRequestSize);
+SAME(struct cs_net_props_v12, ncclNetProperties_v12_t, railId);
+SAME(struct cs_net_props_v12, ncclNetProperties_v12_t, planeId);
+SAME(struct cs_net_vprops_v12, ncclNetVDeviceProps_v12_t, ndevs);
+SAME(struct cs_net_vprops_v12, ncclNetVDeviceProps_v12_t, devs);
+SAME_SIZE(struct cs_net_vprops_v12, ncclNetVDeviceProps_v12_t);
+_Static_assert(CS_NET_MAX_DEVS_PER_NIC_V12 == NCCL_NET_MAX_DEVS_PER_NIC_V12, "devices per virtual NIC");
+_Static_assert(CS_NET_ID_UNDEF == NCCL_NET_ID_UNDEF, "undefined rail/plane id");
+SAME_SIZE(struct cs_net_comm_config, ncclNetCommConfig_v12_t);
+SAME_SIZE(struct cs_net_attr_v11, ncclNetAttr_v12_t);
+SAME(struct cs_net_attr_v11, ncclNetAttr_v12_t, op);
+SAME(struct cs_net_attr_v11, ncclNetAttr_v12_t, proto);
+NET_TABLE(cs_net_v12_t, ncclNet_v12_t);
+SAME(cs_net_v12_t, ncclNet_v12_t, finalize);
+SAME(cs_net_v12_t, ncclNet_v12_t, setNetAttr);
+SAME_SIZE(cs_net_v12_t, ncclNet_v12_t);
 #endif
 #endif /* CS_CHECK_NET */
 

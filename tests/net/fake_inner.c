@@ -1,5 +1,6 @@
 /* tests/net/fake_inner.c: an in-process loopback NCCL net plugin for test_net_harness.c,
- * built as libnccl-net-fake.so (ncclNetPlugin_v11) and, with -DFAKE_V9,
+ * built as libnccl-net-fake.so (ncclNetPlugin_v11), with -DFAKE_V12 as libnccl-net-fake12.so
+ * (ncclNetPlugin_v12 as well) and, with -DFAKE_V9,
  * libnccl-net-fake9.so (ncclNetPlugin_v9 only). It checks what the wrapper hands it:
  *  - connect() compares the whole 128-byte handle with what its listen() wrote and fails
  *    (ncclInvalidArgument) on any difference, so collscope's identity block must be removed;
@@ -214,6 +215,31 @@ static cs_net_result_t f_irecv11(void *rc, int n, void **data, size_t *sizes, in
   return f_irecv_any(rc, n, data, sizes, req);
 }
 static cs_net_result_t f_finalize(void *ctx) { return ctx == &ctxv ? CS_NET_OK : CS_NET_INVALID_ARGUMENT; }
+#ifdef FAKE_V12
+/* a v12 plugin: eight devices per virtual NIC, rail and plane ids */
+static cs_net_result_t f_props12(int dev, struct cs_net_props_v12 *p) {
+  struct cs_net_props_v11 q;
+  f_props11(dev, &q);
+  memset(p, 0, sizeof *p);
+  p->name = q.name, p->speed = q.speed, p->maxRecvs = q.maxRecvs, p->ptrSupport = q.ptrSupport;
+  p->maxP2pBytes = q.maxP2pBytes, p->maxCollBytes = q.maxCollBytes, p->maxMultiRequestSize = 3;
+  p->vProps.ndevs = 6;
+  for (int i = 0; i < 6; i++) p->vProps.devs[i] = 10 + i;
+  p->railId = 3;
+  p->planeId = 1;
+  return CS_NET_OK;
+}
+static int vdev_last_ndevs;
+static cs_net_result_t f_vdev12(int *d, struct cs_net_vprops_v12 *p) {
+  vdev_last_ndevs = p->ndevs;
+  *d = 100 + p->ndevs;
+  return CS_NET_OK;
+}
+API cs_net_v12_t ncclNetPlugin_v12 = {
+  "fake12", f_init11, f_devices, f_props12, f_listen11, f_connect11, f_accept, f_reg, NULL, f_dereg,
+  f_isend11, f_irecv11, NULL, f_test, f_close, f_close, f_close_listen, NULL, NULL, f_vdev12, f_finalize, NULL,
+};
+#endif
 API cs_net_v11_t ncclNetPlugin_v11 = {
   "fake", f_init11, f_devices, f_props11, f_listen11, f_connect11, f_accept, f_reg, NULL, f_dereg,
   f_isend11, f_irecv11, NULL, f_test, f_close, f_close, f_close_listen, NULL, NULL, NULL, f_finalize, NULL,

@@ -59,6 +59,10 @@ int main(int argc, char **argv) {
   CHECK(offsetof(cs_net_v11_t, finalize) == 160 && offsetof(cs_net_v11_t, setNetAttr) == 168);
   CHECK(offsetof(cs_net_v10_t, irecv) == 88 && offsetof(cs_net_v9_t, irecv) == 88);
   CHECK(offsetof(cs_net_v9_t, makeVDevice) == 152 && offsetof(cs_net_v10_t, makeVDevice) == 152);
+  /* v12 (NCCL 2.30): vProps of 8 devices (36 bytes), railId/planeId after maxMultiRequestSize */
+  CHECK(offsetof(struct cs_net_props_v12, maxP2pBytes) == 104 && offsetof(struct cs_net_props_v12, railId) == 124);
+  CHECK(sizeof(struct cs_net_props_v12) == 128 && sizeof(cs_net_v12_t) == 176);
+  CHECK(offsetof(cs_net_v12_t, makeVDevice) == 152 && offsetof(cs_net_v12_t, setNetAttr) == 168);
   CHECK(CS_NET_HANDLE_MAXSIZE == 128 && CS_NET_MAX_REQUESTS == 32);
   CHECK(CS_NET_ID_OFFSET == 112 && sizeof(struct cs_net_id) == 16);
 
@@ -66,7 +70,10 @@ int main(int argc, char **argv) {
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     CHECK(h != NULL);
     if (h) {
-      void *a9, *a10, *a11;
+      void *a9, *a10, *a11, *a12;
+      CHECK(sym_size(h, "ncclNetPlugin_v12", &a12) == sizeof(cs_net_v12_t));
+      const cs_net_v12_t *t12 = a12;
+      if (t12) CHECK(t12->init && t12->getProperties && t12->isend && t12->test && t12->finalize);
       CHECK(sym_size(h, "ncclNetPlugin_v11", &a11) == sizeof(cs_net_v11_t));
       CHECK(sym_size(h, "ncclNetPlugin_v10", &a10) == sizeof(cs_net_v10_t));
       CHECK(sym_size(h, "ncclNetPlugin_v9", &a9) == sizeof(cs_net_v9_t));

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+extern cs_net_v12_t ncclNetPlugin_v12;
 extern cs_net_v11_t ncclNetPlugin_v11;
 extern cs_net_v10_t ncclNetPlugin_v10;
 extern cs_net_v9_t ncclNetPlugin_v9;
@@ -194,6 +195,45 @@ static void case_fullhandle(void) {
   CHECK(recs[0].comm_id == 0 && recs[1].comm_id == 0 && recs[0].peer == -1 && recs[1].peer == -1);
 }
 
+/* NCCL 2.30 calls the v12 table: over a v11 inner the properties are v11's with rail and
+ * plane ids undefined, and a virtual NIC of more devices than v11 takes is refused. */
+static void case_v12outer(void) {
+  cs_net_v12_t *T = &ncclNetPlugin_v12;
+  void *ctx = NULL, *sc = NULL, *rc = NULL;
+  CHECK(T->init(&ctx, 7, NULL, logf_, NULL) == CS_NET_OK);
+  CHECK(strcmp(T->name, "fake") == 0);
+  struct cs_net_props_v12 p;
+  memset(&p, 0x5a, sizeof p);
+  CHECK(T->getProperties(1, &p) == CS_NET_OK && p.speed == 200001 && !strcmp(p.name, "fake0"));
+  CHECK(p.railId == CS_NET_ID_UNDEF && p.planeId == CS_NET_ID_UNDEF && p.maxMultiRequestSize == 1 &&
+        p.maxP2pBytes == p.maxCollBytes && p.vProps.ndevs == 0);
+  CHECK(T->makeVDevice == NULL); /* the fake v11 inner has none */
+  CHECK(pair11(ctx, &sc, &rc, NULL) == 0); /* v12's calls are v11's: same connections, timed */
+  CHECK(traffic(sc, rc, 10, 256) == 0);
+  nrecs = 0;
+  CHECK(cs_net_collect(true, emit) == 2);
+}
+
+/* A v12 inner: a v12 caller gets its properties untouched; a v11 caller its first 4 devices
+ * of a virtual NIC; makeVDevice through v11 reaches the inner as v12. */
+static void case_v12inner(void) {
+  void *ctx = NULL;
+  CHECK(ncclNetPlugin_v12.init(&ctx, 7, NULL, logf_, NULL) == CS_NET_OK);
+  CHECK(strcmp(ncclNetPlugin_v12.name, "fake12") == 0);
+  struct cs_net_props_v12 p;
+  CHECK(ncclNetPlugin_v12.getProperties(0, &p) == CS_NET_OK && p.railId == 3 && p.planeId == 1 &&
+        p.vProps.ndevs == 6 && p.vProps.devs[5] == 15 && p.maxMultiRequestSize == 3);
+  struct cs_net_props_v11 q;
+  CHECK(N->getProperties(0, &q) == CS_NET_OK && q.vProps.ndevs == 4 && q.vProps.devs[3] == 13 &&
+        q.speed == 200000 && q.maxMultiRequestSize == 3);
+  struct cs_net_vprops v = {2, {1, 2, 0, 0}};
+  int d = -1;
+  CHECK(N->makeVDevice && N->makeVDevice(&d, &v) == CS_NET_OK && d == 102);
+  struct cs_net_vprops_v12 v12 = {7, {0, 1, 2, 3, 4, 5, 6, 0}};
+  CHECK(ncclNetPlugin_v12.makeVDevice(&d, &v12) == CS_NET_OK && d == 107);
+  CHECK(ncclNetPlugin_v12.finalize(ctx) == CS_NET_OK);
+}
+
 static void case_v9inner(void) {
   void *ctx = NULL, *sc = NULL, *rc = NULL;
   CHECK(N->init(&ctx, 1, NULL, logf_, NULL) == CS_NET_OK);
@@ -325,9 +365,10 @@ static int run_case(const char *name, void (*fn)(void), const char *inner) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 3) { fprintf(stderr, "usage: %s FAKE11.so FAKE9.so\n", argv[0]); return 2; }
+  if (argc < 4) { fprintf(stderr, "usage: %s FAKE11.so FAKE9.so FAKE12.so\n", argv[0]); return 2; }
   fake11 = argv[1];
   fake9 = argv[2];
+  const char *fake12 = argv[3];
   int bad = 0;
   bad += run_case("missing", case_missing, NULL);
   bad += run_case("badpath", case_badpath, NULL);
@@ -336,6 +377,8 @@ int main(int argc, char **argv) {
   bad += run_case("basic", case_basic, fake11);
   bad += run_case("fullhandle", case_fullhandle, fake11);
   bad += run_case("v9inner", case_v9inner, fake9);
+  bad += run_case("v12outer", case_v12outer, fake11);
+  bad += run_case("v12inner", case_v12inner, fake12);
   bad += run_case("threads", case_threads, fake11);
   bad += run_case("pool", case_pool, fake11);
   bad += run_case("overhead", case_overhead, fake11);

@@ -16,7 +16,8 @@ libcollscope wraps simnet (COLLSCOPE_NET_INNER=simnet). Cases:
              wrapper
   failopen   wrapper without an inner / inner missing / inner init failing: job unchanged,
              one log line per process, no link records
-  abi9       the sim drives the wrapper's ncclNetPlugin_v9 and _v10 tables"""
+  abi9       the sim drives the wrapper's ncclNetPlugin_v9, _v10 and _v11 tables (the other
+             cases its _v12, as NCCL 2.30 does)"""
 import argparse, glob, json, os, shutil, subprocess, sys, tempfile
 
 HOSTS = "simhost[1-4]"
@@ -200,7 +201,7 @@ def main():
                 assert n == 8, (tag, n, out)   # one line per process
                 print("  failopen %s: results unchanged, no link records, %d log lines (one per rank)" % (tag, n))
         elif a.case == "abi9":
-            for abi in ("9", "10"):
+            for abi in ("9", "10", "11"):  # the default (12) is every other case's
                 out, _, d = run_job(a, tmp, "abi" + abi, wrapped(a, {"COLLSCOPE_SIM_FAULTS": FAULT,
                                                                      "COLLSCOPE_SIM_NET_ABI": abi}))
                 check_slow(a, d, "v" + abi)

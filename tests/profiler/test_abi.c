@@ -49,6 +49,18 @@ int main(int argc, char **argv) {
   EQ(offsetof(cs_nccl_profiler_v5_t, init), 8);
   EQ(offsetof(cs_nccl_profiler_v5_t, finalize), 40);
   EQ(sizeof(cs_nccl_profiler_v4_t), 48);
+  /* v6 descr (NCCL 2.29+): v5's union plus ceColl (88 bytes), ceCollSync, ceCollBatch */
+  EQ(offsetof(cs_nccl_prof_descr_v6_t, coll.parentGroup), 104);
+  EQ(offsetof(cs_nccl_prof_descr_v6_t, ceColl.syncStrategy), 80);
+  EQ(offsetof(cs_nccl_prof_descr_v6_t, ceColl.intraBatchSync), 88);
+  EQ(offsetof(cs_nccl_prof_descr_v6_t, ceColl.batchSize), 92);
+  EQ(offsetof(cs_nccl_prof_descr_v6_t, ceColl.ceSeqNum), 100);
+  EQ(offsetof(cs_nccl_prof_descr_v6_t, ceColl.stream), 104);
+  EQ(offsetof(cs_nccl_prof_descr_v6_t, ceCollBatch.totalBytes), 32);
+  EQ(sizeof(cs_nccl_prof_descr_v6_t), 112);
+  EQ(sizeof(cs_nccl_profiler_v6_t), 48);
+  EQ(CS_NCCL_PROFILE_CE_COLL, 4096);
+  EQ(CS_NCCL_PROFILER_CE_FIRST, 25);
   EQ(CS_NCCL_PROFILE_COLL, 2);
   EQ(CS_NCCL_PROFILE_P2P, 4);
   EQ(CS_NCCL_PROFILE_KERNEL_CH, 64);
@@ -57,6 +69,10 @@ int main(int argc, char **argv) {
   if (argc > 1) { /* the exported tables */
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
     if (!h) { fprintf(stderr, "FAIL dlopen %s: %s\n", argv[1], dlerror()); return 1; }
+    cs_nccl_profiler_v6_t *p6 = dlsym(h, "ncclProfiler_v6");
+    EQ(p6 != NULL, 1);
+    if (p6) EQ(p6->name && !strcmp(p6->name, "collscope") && p6->init && p6->startEvent && p6->stopEvent &&
+                   p6->recordEventState && p6->finalize, 1);
     cs_nccl_profiler_v5_t *p5 = dlsym(h, "ncclProfiler_v5");
     cs_nccl_profiler_v4_t *p4 = dlsym(h, "ncclProfiler_v4");
     EQ(p5 != NULL, 1);
@@ -66,6 +82,6 @@ int main(int argc, char **argv) {
     if (p4) EQ(p4->name && p4->init && p4->startEvent && p4->stopEvent && p4->recordEventState && p4->finalize, 1);
   }
   if (fails) return 1;
-  printf("ok: profiler ABI v4/v5 layout and exports\n");
+  printf("ok: profiler ABI v4/v5/v6 layout and exports\n");
   return 0;
 }

@@ -24,6 +24,19 @@ cases:
              blocking ones is plugin-timed)
   revoke     after trust, NCCL stops sending AllReduce events (sim stop=40:AllReduce): 8
              host-timed AllReduce records, then CUDA events again; one WARN line
+  v5         COLLSCOPE_SIM_PROFILER_ABI=5 (NCCL 2.28 model): through ncclProfiler_v5 (the default,
+             ABI 6, is NCCL 2.29+: ncclProfiler_v6)
+  chain      a small plugin of the test's own (example_inner.c, writes its events to a file)
+             loaded by collscope (COLLSCOPE_PROFILER_INNER=example), and by `auto` when
+             NCCL_PROFILER_PLUGIN=example is set at start-up: its file has exactly the lines it
+             writes when NCCL loads it alone, and collscope's records are profiler-timed as
+             without it; one INFO line per process for the auto chaining
+  chain-v5   the same through ncclProfiler_v5 (ABI=5), the inner asking for Coll only
+  chain-ce   copy-engine AllGather (COLLSCOPE_SIM_PROFILER_CE=1, v6): the inner, asking for
+             CeColl too, sees the same CeColl events as alone; collscope times those AllGathers
+             with CUDA events on the stream NCCL names (gpu_event), the others by the plugin
+  chain-fail the inner's init fails / the library has no profiler symbols / the path does not
+             load: one WARN line per process says it is dropped, collscope keeps timing
 The auto, v4 and capture cases set COLLSCOPE_PROFILER_PROBES=0 (trust at once) to check
 the plugin-timed records from the first op on.
 """
@@ -58,7 +71,9 @@ def run(args, scenario, env_extra, n=2):
     for r in range(n):
         env = dict(os.environ)
         for k in ("LD_PRELOAD", "NCCL_PROFILER_PLUGIN", "COLLSCOPE_TIMING", "COLLSCOPE_SIM_PROFILER_ABI",
-                  "COLLSCOPE_PROFILER_PROBES", "COLLSCOPE_SIM_PROFILER_FAULT", "COLLSCOPE_LOG", "NCCL_COMM_BLOCKING"):
+                  "COLLSCOPE_PROFILER_PROBES", "COLLSCOPE_SIM_PROFILER_FAULT", "COLLSCOPE_LOG", "NCCL_COMM_BLOCKING",
+                  "COLLSCOPE_PROFILER_INNER", "COLLSCOPE_SIM_PROFILER_CE", "EXAMPLE_INNER_OUT", "EXAMPLE_INNER_MASK",
+                  "EXAMPLE_INNER_FAIL"):
             env.pop(k, None)
         env.update({
             "RANK": str(r), "WORLD_SIZE": str(n), "LOCAL_RANK": str(r), "LOCAL_WORLD_SIZE": str(n),
@@ -67,7 +82,10 @@ def run(args, scenario, env_extra, n=2):
             "LD_LIBRARY_PATH": args.sim_dir + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
             "LD_PRELOAD": args.shim,
         })
+        if getattr(args, "example", None):
+            env["LD_LIBRARY_PATH"] = os.path.dirname(args.example) + ":" + env["LD_LIBRARY_PATH"]
         env.update(env_extra)
+        env = {k: v for k, v in env.items() if v is not None}  # None: unset
         procs.append(subprocess.Popen([args.probe, scenario], env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     outs = []
@@ -150,6 +168,116 @@ def case_auto(args, abi=None):
     print("%s: %d profiler-timed op records, counts identical to events mode" % (label, n))
 
 
+def inner_lines(folder):
+    lines = []
+    for f in glob.glob(os.path.join(folder, "inner.*.txt")):
+        lines += [l.rstrip("\n") for l in open(f)]
+    return sorted(lines)
+
+
+def chain_run(args, label, env, alone_env=None, ce=False):
+    """Run the mix scenario with the example plugin alone (NCCL loads it, no collscope) and
+    with collscope in front (env); the plugin's lines must be identical."""
+    d_alone, d_chain = tempfile.mkdtemp(prefix="cs-inner-"), tempfile.mkdtemp(prefix="cs-inner-")
+    base = dict(alone_env or {})
+    a = dict(base, NCCL_PROFILER_PLUGIN="example", EXAMPLE_INNER_OUT=d_alone, LD_PRELOAD=None)
+    o_alone, _ = run(args, "mix", a)
+    c = dict(base, EXAMPLE_INNER_OUT=d_chain, COLLSCOPE_PROFILER_PROBES="0", COLLSCOPE_LOG="info")
+    c.update(env)
+    o_chain, pr = run(args, "mix", c)
+    la, lc = inner_lines(d_alone), inner_lines(d_chain)
+    shutil.rmtree(d_alone, ignore_errors=True)
+    shutil.rmtree(d_chain, ignore_errors=True)
+    check(len(la) > 50, "%s: the plugin alone wrote only %d lines" % (label, len(la)))
+    check(not any("BAD" in l for l in la + lc), "%s: bad handles: %s" % (label, [l for l in la + lc if "BAD" in l][:5]))
+    if not check(la == lc, "%s: inner output differs with collscope in front" % label):
+        ca, cc = collections.Counter(la), collections.Counter(lc)
+        print("only alone:", list((ca - cc).items())[:8], "\nonly chained:", list((cc - ca).items())[:8])
+    res = lambda out: [l for l in out.splitlines() if l.startswith(("result", "expect", "codes"))]
+    for r in range(2):
+        check(res(o_alone[r][1]) == res(o_chain[r][1]), "%s rank %d: results differ" % (label, r))
+    check(len(pr) == 2, "%s: dump files %d" % (label, len(pr)))
+    return o_chain, pr, len(la)
+
+
+def prof_timed(pr, label, ce_ops=()):
+    n = 0
+    for r in pr:
+        for x in ops(pr[r]):
+            if x["status"] != 0 or x["captured"] or x["op"] not in PROF_OPS:
+                continue
+            want = "gpu_event" if x["op"] in ce_ops else "profiler"
+            check(x["timing"] == want, "%s rank %d %s seq %s timing %s, want %s" % (label, r, x["op"], x["seq"],
+                                                                                  x["timing"], want))
+            check(0 < x["start_ns"] <= x["end_ns"], "%s start/end %s" % (label, x))
+            n += 1
+    return n
+
+
+def case_chain(args, abi=None):
+    label = "chain" + ("-v" + abi if abi else "")
+    extra = {"COLLSCOPE_SIM_PROFILER_ABI": abi} if abi else {}
+    if abi:
+        extra["EXAMPLE_INNER_MASK"] = "0x2"  # Coll only: the KernelCh collscope asks for must not reach it
+    for how, env in (("explicit", {"COLLSCOPE_PROFILER_INNER": "example"}),
+                     ("auto", {"NCCL_PROFILER_PLUGIN": "example"})):
+        outs, pr, nl = chain_run(args, "%s %s" % (label, how), env, extra)
+        n = prof_timed(pr, "%s %s" % (label, how))
+        check(n >= 2 * 10, "%s %s: only %d profiler-timed ops" % (label, how, n))
+        for r in range(2):
+            log = outs[r][2]
+            check(log.count("profiler chaining: NCCL's profiler events are forwarded to example") == 1,
+                  "%s %s rank %d: forwarding line: %s" % (label, how, r, log[-800:]))
+            n_auto = log.count("NCCL_PROFILER_PLUGIN=example was set: collscope takes NCCL's profiler slot")
+            check(n_auto == (1 if how == "auto" else 0), "%s %s rank %d: %d auto lines" % (label, how, r, n_auto))
+        print("%s %s: inner output identical (%d lines), %d profiler-timed ops" % (label, how, nl, n))
+
+
+def case_chain_ce(args):
+    extra = {"COLLSCOPE_SIM_PROFILER_CE": "1", "EXAMPLE_INNER_MASK": "0x1042"}  # Coll | KernelCh | CeColl
+    outs, pr, nl = chain_run(args, "chain-ce", {"COLLSCOPE_PROFILER_INNER": "example"}, extra)
+    n = prof_timed(pr, "chain-ce", ce_ops=("AllGather",))
+    nag = sum(1 for r in pr for x in ops(pr[r]) if x["op"] == "AllGather" and x["status"] == 0)
+    check(nag > 0, "chain-ce: no AllGather records")
+    # collscope alone (no inner), v6: the copy-engine AllGathers are timed by events, no revocation
+    outs2, pr2 = run(args, "mix", {"COLLSCOPE_SIM_PROFILER_CE": "1", "COLLSCOPE_PROFILER_PROBES": "0"})
+    n2 = prof_timed(pr2, "ce-alone", ce_ops=("AllGather",))
+    for r in range(2):
+        check("revoked" not in outs2[r][2], "ce-alone rank %d: %s" % (r, outs2[r][2][-600:]))
+    # and with the probation on: CE AllGathers leave it uncounted, AllGather is not rejected
+    outs3, pr3 = run(args, "mix", {"COLLSCOPE_SIM_PROFILER_CE": "1", "COLLSCOPE_PROFILER_PROBES": "4"})
+    for r in pr3:
+        for x in ops(pr3[r]):
+            if x["op"] == "AllGather" and x["status"] == 0 and not x["captured"]:
+                check(x["timing"] == "gpu_event", "ce-probation rank %d AllGather timing %s" % (r, x["timing"]))
+        check("rejected" not in outs3[r][2] or "AllGather rejected" not in outs3[r][2],
+              "ce-probation rank %d: %s" % (r, outs3[r][2][-600:]))
+    print("chain-ce: inner output identical (%d lines); %d ops timed (AllGather by events, %d records), alone %d" %
+          (nl, n, nag, n2))
+
+
+def case_chain_fail(args):
+    for how, env, want in (
+            ("initfail", {"COLLSCOPE_PROFILER_INNER": "example", "EXAMPLE_INNER_FAIL": "init"},
+             "example (example, ncclProfiler_v6) failed to initialise (3); dropped"),
+            ("nosym", {"COLLSCOPE_PROFILER_INNER": args.nosym},
+             "exports no ncclProfiler_v6/v5/v4 that this NCCL would use; dropped"),
+            ("missing", {"COLLSCOPE_PROFILER_INNER": "/nonexistent/libnccl-profiler-x.so"},
+             "cannot load COLLSCOPE_PROFILER_INNER=/nonexistent/libnccl-profiler-x.so"),
+            ("auto-missing", {"NCCL_PROFILER_PLUGIN": "nosuchplugin"},
+             "cannot load COLLSCOPE_PROFILER_INNER=nosuchplugin")):
+        env = dict(env, COLLSCOPE_PROFILER_PROBES="0", COLLSCOPE_LOG="info")
+        outs, pr = run(args, "mix", env)
+        check(len(pr) == 2, "chain-fail %s: dump files %d" % (how, len(pr)))
+        n = prof_timed(pr, "chain-fail " + how)
+        check(n >= 2 * 10, "chain-fail %s: only %d profiler-timed ops" % (how, n))
+        for r in range(2):
+            log = outs[r][2]
+            check(log.count(want) == 1 and log.count("profiler chaining:") == 1,
+                  "chain-fail %s rank %d: want one line with %r: %s" % (how, r, want, log[-800:]))
+        print("chain-fail %s: one line, %d profiler-timed ops" % (how, n))
+
+
 def case_capture(args):
     _, pr = run(args, "capture", {"COLLSCOPE_TIMING": "auto", "COLLSCOPE_PROFILER_PROBES": "0"})
     check(len(pr) == 2, "capture: dump files %d" % len(pr))
@@ -162,7 +290,8 @@ def case_capture(args):
 def case_failopen(args):
     _, ev = run(args, "mix", {"COLLSCOPE_TIMING": "events"})
     for label, extra in (("abi3", {"COLLSCOPE_TIMING": "auto", "COLLSCOPE_SIM_PROFILER_ABI": "3"}),
-                         ("badpath", {"COLLSCOPE_TIMING": "auto", "NCCL_PROFILER_PLUGIN": "/nonexistent/libx.so"}),
+                         ("badpath", {"COLLSCOPE_TIMING": "auto", "NCCL_PROFILER_PLUGIN": "/nonexistent/libx.so",
+                                      "COLLSCOPE_PROFILER_INNER": "none"}),  # no chaining: the user's choice
                          ("events", {"COLLSCOPE_TIMING": "events",
                                      "NCCL_PROFILER_PLUGIN": args.shim})):  # plugin refused in events mode
         outs, pr = run(args, "mix", extra)
@@ -333,9 +462,15 @@ def main():
     ap.add_argument("--shim", required=True)
     ap.add_argument("--sim-dir", required=True)
     ap.add_argument("--probe", required=True)
+    ap.add_argument("--example")
+    ap.add_argument("--nosym")
     args = ap.parse_args()
+    if args.example:
+        args.example, args.nosym = os.path.abspath(args.example), os.path.abspath(args.nosym)
     args.shim, args.sim_dir, args.probe = (os.path.abspath(p) for p in (args.shim, args.sim_dir, args.probe))
-    cases = {"auto": case_auto, "v4": lambda a: case_auto(a, "4"), "capture": case_capture,
+    cases = {"auto": case_auto, "v4": lambda a: case_auto(a, "4"), "v5": lambda a: case_auto(a, "5"),
+             "chain": case_chain, "chain-v5": lambda a: case_chain(a, "5"), "chain-ce": case_chain_ce,
+             "chain-fail": case_chain_fail, "capture": case_capture,
              "failopen": case_failopen, "probation": case_probation, "reject": case_reject,
              "revoke": case_revoke, "nonblocking": case_nonblocking}
     if args.case not in cases:

@@ -248,6 +248,7 @@ static struct ncclComm *comm_new(int nranks, int rank, int dev, const char *name
   const char *r = getenv("RANK");
   c->fault_rank = (r && *r) ? atoi(r) : rank;
   c->config = *cfg;
+  snprintf(c->comm_name, sizeof c->comm_name, "%s", cfg->commName ? cfg->commName : "");
   c->blocking = cfg->blocking != 0;
   pthread_once(&check_ptr_once, check_ptr_read);
   c->check_pointers = check_ptr_param == 1;

@@ -2,8 +2,11 @@
  * NCCL drives it, for the simulator's inter-host traffic (exec.c): ring hops and pairwise
  * transfers.
  *  - NCCL_NET_PLUGIN=path|name (name: libnccl-net-<name>.so; unset or "none": no plugin) is
- *    dlopen'ed once per process; ncclNetPlugin_v11 is looked up, then v10, then v9
- *    (COLLSCOPE_SIM_NET_ABI=10 or 9 starts the search there, to drive older entry points).
+ *    dlopen'ed once per process; ncclNetPlugin_v12 is looked up, then v11, v10, v9, as NCCL
+ *    2.30 does (src/plugin/net.cc, v2.30.7-1: getNcclNet[] = {v12, v11, v10, v9, ...}, first
+ *    found wins); COLLSCOPE_SIM_NET_ABI=11, 10 or 9 starts the search there, to drive older
+ *    entry points. v12's calls are v11's but for the property structs, which the sim does not
+ *    use: a v12 table is driven through the v11 declarations.
  *    v9/v10 plugins are initialised once per process, v11 once per communicator. A plugin that
  *    is missing or whose init fails is not used: the sim logs it (NCCL_DEBUG=INFO) and keeps
  *    its built-in shared-memory path, as NCCL falls back to its internal transports.
@@ -44,7 +47,7 @@
 #include <time.h>
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int ver;               /* 11, 10, 9; 0 = no plugin */
+static int ver;               /* 11 (also for a v12 table), 10, 9; 0 = no plugin */
 static const cs_net_v11_t *p11;
 static const cs_net_v10_t *p10;
 static const cs_net_v9_t *p9;
@@ -66,12 +69,13 @@ static void load(void) {
   }
   if (!h) { sn_info(-1, "NET/Plugin: Could not find: %s. Using internal net plugin.", v); return; }
   const char *abi = getenv("COLLSCOPE_SIM_NET_ABI");
-  int want = abi && *abi ? atoi(abi) : 11;
-  if (want >= 11) p11 = dlsym(h, "ncclNetPlugin_v11");
+  int want = abi && *abi ? atoi(abi) : 12;
+  int v12 = want >= 12 && (p11 = dlsym(h, "ncclNetPlugin_v12")) != NULL;
+  if (!p11 && want >= 11) p11 = dlsym(h, "ncclNetPlugin_v11");
   if (!p11 && want >= 10) p10 = dlsym(h, "ncclNetPlugin_v10");
   if (!p11 && !p10 && want >= 9) p9 = dlsym(h, "ncclNetPlugin_v9");
   if (!p11 && !p10 && !p9) {
-    sn_info(-1, "NET/Plugin: Failed to find ncclNetPlugin_v11/v10/v9 symbol in %s. Using internal net plugin.", v);
+    sn_info(-1, "NET/Plugin: Failed to find ncclNetPlugin_v12/v11/v10/v9 symbol in %s. Using internal net plugin.", v);
     dlclose(h);
     return;
   }
@@ -84,7 +88,7 @@ static void load(void) {
     ver = 0;
     return;
   }
-  sn_info(-1, "NET/Plugin: Loaded net plugin %s (v%d)", pname, ver);
+  sn_info(-1, "NET/Plugin: Loaded net plugin %s (v%d)", pname, v12 ? 12 : ver);
 }
 
 /* ---- version-independent calls ---- */

@@ -1,7 +1,14 @@
-/* tests/sim/nccl/profiler.c: NCCL's profiler plugin host side, as NCCL 2.27/2.28 drives it.
+/* tests/sim/nccl/profiler.c: NCCL's profiler plugin host side, as NCCL 2.27-2.30 drives it.
  *  - NCCL_PROFILER_PLUGIN=path|name (name: libnccl-profiler-<name>.so) is dlopen'ed once per
- *    process at the first communicator init; ncclProfiler_v5 is looked up, then v4
- *    (COLLSCOPE_SIM_PROFILER_ABI=4: v4 only, like NCCL 2.27; 3: neither, like older NCCL).
+ *    process at the first communicator init; ncclProfiler_v6 is looked up, then v5, then v4,
+ *    as NCCL 2.29+ does (src/plugin/profiler.cc, ncclProfilerPluginLoad, v2.30.7-1:
+ *    getNcclProfiler_v6, then _v5, _v4, ...). COLLSCOPE_SIM_PROFILER_ABI=5 starts at v5 (NCCL
+ *    2.28), 4 at v4 (NCCL 2.27), 3 finds none (older NCCL).
+ *  - COLLSCOPE_SIM_PROFILER_CE=1: AllGather runs as a copy-engine collective (NCCL 2.29+ with
+ *    a zero-CTA communicator): a v6 plugin whose mask has CeColl gets one CeColl event per
+ *    AllGather (start before the copies are enqueued on the op's stream, stop after; no
+ *    Coll, no KernelCh), a v5/v4 plugin gets nothing for it (NCCL's v5 adapter,
+ *    src/plugin/profiler/profiler_v5.cc, discards CE events and clears the CE mask bits).
  *  - init per communicator (after it joined); a plugin whose init fails is not used for that
  *    communicator; finalize at destroy/abort.
  *  - At launch -- inside the API call for an ungrouped op, inside the outermost
@@ -9,7 +16,7 @@
  *    is started before the work is enqueued and stopped once it is enqueued (Coll events
  *    are "enqueued" markers; NCCL's Group event is not emitted here).
  *  - When the stream worker runs the work item, each op gets one KernelCh event per channel
- *    (parent = its Coll/P2p handle): start with pTimer = the item's start, recordEventState
+ *    when the mask has KernelCh (parent = its Coll/P2p handle, NULL if it has none): start with pTimer = the item's start, recordEventState
  *    KernelChStop with pTimer = its end, stop. The simulated GPU timer is CLOCK_MONOTONIC ns.
  *    A fused (grouped) item gives every op the item's span.
  *  - Graph-captured ops get their Coll/P2p events at capture time and no KernelCh events
@@ -26,8 +33,9 @@
 #include <time.h>
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static cs_nccl_profiler_v5_t *prof5;
+static cs_nccl_profiler_v5_t *prof5; /* a v6 table too: v6's descriptor is v5's plus CE members */
 static cs_nccl_profiler_v4_t *prof4;
+static int abi6;                     /* prof5 is the plugin's ncclProfiler_v6 */
 
 static void plugin_log(int level, unsigned long flags, const char *file, int line, const char *fmt, ...) {
   (void)level, (void)flags, (void)file, (void)line, (void)fmt;
@@ -45,11 +53,12 @@ static void load(void) {
   if (!h) { sn_info(-1, "PROFILER/Plugin: Could not find: %s", v); return; }
   /* COLLSCOPE_SIM_PROFILER_ABI=4 models NCCL 2.27 (v4 only), 3 an NCCL that knows neither */
   const char *abi = getenv("COLLSCOPE_SIM_PROFILER_ABI");
-  int want = abi && *abi ? atoi(abi) : 5;
-  if (want >= 5) prof5 = dlsym(h, "ncclProfiler_v5");
+  int want = abi && *abi ? atoi(abi) : 6;
+  if (want >= 6 && (prof5 = dlsym(h, "ncclProfiler_v6"))) abi6 = 1;
+  if (!prof5 && want >= 5) prof5 = dlsym(h, "ncclProfiler_v5");
   if (!prof5 && want >= 4) prof4 = dlsym(h, "ncclProfiler_v4");
-  if (!prof5 && !prof4) { sn_info(-1, "PROFILER/Plugin: no ncclProfiler_v5/v4 in %s", v); dlclose(h); return; }
-  sn_info(-1, "PROFILER/Plugin: Loaded %s (v%d)", prof5 ? prof5->name : prof4->name, prof5 ? 5 : 4);
+  if (!prof5 && !prof4) { sn_info(-1, "PROFILER/Plugin: no ncclProfiler_v6/v5/v4 in %s", v); dlclose(h); return; }
+  sn_info(-1, "PROFILER/Plugin: Loaded %s (v%d)", prof5 ? prof5->name : prof4->name, abi6 ? 6 : prof5 ? 5 : 4);
 }
 
 /* NCCL's ncclProfilerEventMask: one per process, its address handed to the plugin at every
@@ -66,9 +75,12 @@ void sn_prof_comm_init(struct ncclComm *c) {
   for (const char *p = c->shm_name; *p; p++) id = (id ^ (unsigned char)*p) * 0x100000001b3ull;
   void *ctx = NULL;
   int nnodes = 1;
-  ncclResult_t r = prof5 ? prof5->init(&ctx, id, &event_mask, NULL, nnodes, c->nranks, c->rank, plugin_log)
-                         : prof4->init(&ctx, &event_mask, NULL, id, nnodes, c->nranks, c->rank, plugin_log);
+  const char *name = c->comm_name[0] ? c->comm_name : NULL;
+  ncclResult_t r = prof5 ? prof5->init(&ctx, id, &event_mask, name, nnodes, c->nranks, c->rank, plugin_log)
+                         : prof4->init(&ctx, &event_mask, name, id, nnodes, c->nranks, c->rank, plugin_log);
   if (r != ncclSuccess) { sn_info(c->dev, "PROFILER/Plugin: init failed (%d), not used", (int)r); return; }
+  if (!abi6) __atomic_and_fetch(&event_mask, ~(CS_NCCL_PROFILE_CE_COLL | CS_NCCL_PROFILE_CE_SYNC |
+                                               CS_NCCL_PROFILE_CE_BATCH), __ATOMIC_RELAXED);
   c->prof_ctx = ctx;
   c->prof_mask = __atomic_load_n(&event_mask, __ATOMIC_RELAXED);
   c->prof_on = 1;
@@ -122,6 +134,30 @@ static int prof_fault(const struct sn_op *op) {
   return v;
 }
 
+static int ce_op(const struct sn_op *op) {
+  static int ce = -1;
+  if (ce < 0) {
+    const char *e = getenv("COLLSCOPE_SIM_PROFILER_CE");
+    ce = e && !strcmp(e, "1");
+  }
+  return ce && op->coll == SN_ALLGATHER;
+}
+
+/* A copy-engine collective's CeColl event (v6 only; NCCL's ncclProfilerStartCeCollEvent) */
+static void ce_start(struct ncclComm *c, struct sn_op *op) {
+  if (!abi6 || !(op->prof_mask & (CS_NCCL_PROFILE_CE_COLL | CS_NCCL_PROFILE_CE_SYNC | CS_NCCL_PROFILE_CE_BATCH)))
+    return;
+  cs_nccl_prof_descr_v6_t d;
+  memset(&d, 0, sizeof d);
+  d.type = CS_NCCL_PROFILE_CE_COLL;
+  d.rank = c->rank;
+  d.ceColl.seqNumber = op->seq; d.ceColl.func = funcs[op->coll]; d.ceColl.sendBuff = op->sendbuff;
+  d.ceColl.recvBuff = op->recvbuff; d.ceColl.count = op->count; d.ceColl.root = op->root;
+  d.ceColl.datatype = op->dtype >= 0 && op->dtype < (int)(sizeof dtypes / sizeof dtypes[0]) ? dtypes[op->dtype] : "?";
+  d.ceColl.syncStrategy = "UC"; d.ceColl.ceSeqNum = (uint32_t)op->seq; d.ceColl.stream = (void *)op->stream;
+  prof5->startEvent(c->prof_ctx, &op->prof_h, (cs_nccl_prof_descr_v5_t *)(void *)&d);
+}
+
 /* Start one Coll/P2p event per op (launch, calling thread). */
 void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops) {
   for (int i = 0; i < nops; i++) ops[i].prof_h = NULL;
@@ -131,6 +167,7 @@ void sn_prof_launch_start(struct ncclComm *c, struct sn_op *ops, int nops) {
   for (int i = 0; i < nops; i++) {
     struct sn_op *op = &ops[i];
     int p2p = op->coll == SN_SEND || op->coll == SN_RECV;
+    if (ce_op(op)) { ce_start(c, op); continue; }
     if (!(op->prof_mask & (p2p ? CS_NCCL_PROFILE_P2P : CS_NCCL_PROFILE_COLL))) continue;
     if (prof_fault(op) == PF_STOP && atomic_fetch_add(&pf_started, 1) >= pf_stop_after) continue;
     const char *dt = op->dtype >= 0 && op->dtype < (int)(sizeof dtypes / sizeof dtypes[0]) ? dtypes[op->dtype] : "?";
@@ -185,7 +222,9 @@ void sn_prof_kernels(struct ncclComm *c, struct sn_op *ops, int nops, uint64_t t
   if (!c->prof_on) return;
   const uint64_t item_t0 = t0, item_t1 = t1;
   for (int i = 0; i < nops; i++) {
-    if (!ops[i].prof_h || !(ops[i].prof_mask & CS_NCCL_PROFILE_KERNEL_CH)) continue;
+    /* as NCCL (ncclProfilerStartKernelChEvent): by the mask alone, parent NULL when the op's
+     * Coll/P2p event was not started (not asked for, or the plugin gave no handle) */
+    if (!(ops[i].prof_mask & CS_NCCL_PROFILE_KERNEL_CH) || ce_op(&ops[i])) continue;
     t0 = item_t0, t1 = item_t1;
     switch (prof_fault(&ops[i])) {
     case PF_NOKCH: continue;

@@ -76,6 +76,7 @@ struct sn_userop { int used; int dtype; int is_ptr; const void *ptr; unsigned ch
 struct ncclComm {
   uint64_t start_magic;
   char shm_name[112];
+  char comm_name[64];                  /* config.commName, copied as NCCL does (profiler init) */
   struct sn_shm *shm;
   size_t shm_size;
   int rank, nranks, dev, index;        /* index = creation index in this process */
