@@ -84,7 +84,7 @@ struct grp_out {
   void *stream;
 };
 /* The thread's deferred output checks, allocated at its first grouped check (the library's
- * TLS stays small: see cs_tls in shim/cs_internal.h); freed when the thread exits. */
+ * TLS stays small: see cs_tls in hooks/thread_state.h); freed when the thread exits. */
 struct sdc_grp { uint64_t group; size_t n; struct grp_out v[SDC_GROUP_MAX]; };
 static __thread struct sdc_grp *grp_p;
 #define grp (*grp_p)

@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.."
 passed=0; failed=0; skipped=0; stages_failed=0
 stage_log=$(mktemp)
 trap 'rm -f "$stage_log"' EXIT
-# meson's summary line "Name:   N" of a stage's output (0 when absent)
-summary_count() { awk -v k="$1:" '$0 ~ "^" k { n += $NF } END { print n + 0 }' "$stage_log"; }
+# meson's summary line "Name:   N" of a stage's output, its last one (0 when absent)
+summary_count() { awk -v k="$1:" '$0 ~ "^" k { n = $NF } END { print n + 0 }' "$stage_log"; }
 run() { # name, command...
   local name=$1; shift
   echo "== $name"
