@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 
 pkgs=(meson ninja-build gcc g++ clang libclang-rt-dev pkg-config python3 uthash-dev libunwind-dev libcmocka-dev libjansson-dev valgrind)
+pkgs+=(chromium)  # headless browser for the HTML report's test (tests/html)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

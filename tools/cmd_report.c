@@ -55,6 +55,8 @@
 #include "dumpfile.h"
 #include "readpool.h"
 #include "report_agg.h"
+#include "report_html.h"
+#include "report_views.h"
 #include "xalloc.h"
 
 /* ---------- model ---------- */
@@ -1147,6 +1149,12 @@ static json_t *json_sdc_checks(const struct report *r) {
   return o;
 }
 
+/* the figures drawn by the HTML page (tools/report_views.c) */
+static json_t *json_busbw_pct(const struct report *r) { return report_views_json_busbw(r->agg->views); }
+static json_t *json_lateness(const struct report *r) { return report_views_json_lateness(r->agg->views, &r->det); }
+static json_t *json_progress(const struct report *r) { return report_views_json_progress(r->agg->views, &r->det); }
+static json_t *json_sdc_timeline(const struct report *r) { return report_views_json_sdc_timeline(r->agg->views); }
+
 /* The report = this list. Text prints every section with a text printer in order; --json
  * emits one top-level key per section with a JSON builder, plus "sections" (their names).
  * Later analyses (stragglers, hangs, sdc) append entries here. */
@@ -1167,6 +1175,10 @@ static const struct report_section sections[] = {
   {"sdc", text_sdc, json_sdc},
   {"sdc_checks", NULL, json_sdc_checks},   /* counts behind the sdc section */
   {"notes", text_notes, NULL},   /* its counts are in the JSON summary */
+  {"busbw_pct", NULL, json_busbw_pct},         /* for pictures (tools/report_views.h) */
+  {"lateness", NULL, json_lateness},
+  {"progress", NULL, json_progress},
+  {"sdc_timeline", NULL, json_sdc_timeline},
 };
 #define NSECTIONS (sizeof sections / sizeof sections[0])
 
@@ -1196,10 +1208,11 @@ static int write_json(const struct report *r, FILE *o) {
 /* ---------- command ---------- */
 
 static void usage(FILE *o) {
-  fputs("usage: collscope report DIR [--json] [--op NAME] [--job ID] [-o FILE] [-j N]\n"
+  fputs("usage: collscope report DIR [--json | --html] [--op NAME] [--job ID] [-o FILE] [-j N]\n"
         "  DIR         directory of collscope dump files (*.jsonl), or one dump file\n"
         "  --job ID    only the dumps of job ID (needed when DIR holds several jobs)\n"
         "  --json      print one JSON object instead of tables\n"
+        "  --html      write one self-contained HTML page of charts (docs/html-report.md)\n"
         "  --op NAME   only op records named NAME (AllReduce, AllGather, Send, ...)\n"
         "  -o FILE     write to FILE instead of standard output\n"
         "  -j N        read the files with N threads (default: one per core)\n",
@@ -1276,7 +1289,8 @@ struct json_t *cli_report_json(const char *dir, const char *job, const char *op,
 
 int cmd_report(int argc, char **argv) {
   struct cli_dump_args args;
-  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON, usage, &args);
+  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON | CLI_DUMP_ARGS_HTML, usage,
+                               &args);
   if (st >= 0) return st;
   struct report r;
   struct report_agg agg;
@@ -1288,7 +1302,11 @@ int cmd_report(int argc, char **argv) {
   int rc = 1;
   if (o) {
     rc = 0;
-    if (args.json) {
+    if (args.html) {   /* the page draws the --json document (tools/report_html.c) */
+      json_t *doc = report_json_doc(&r);
+      rc = report_html_write(doc, o);
+      json_decref(doc);
+    } else if (args.json) {
       if (write_json(&r, o) != 0) rc = 1;
     } else {
       for (size_t i = 0; i < NSECTIONS; i++)
