@@ -128,7 +128,7 @@ static const char *css =
     "svg{display:block;max-width:100%;height:auto}svg text{fill:var(--fg);font-size:11px}\n"
     ".axis line,.axis path{stroke:var(--muted)}.gridl{stroke:var(--grid)}\n"
     ".hm rect{width:1px;height:1px}.hm .bg{fill:var(--empty)}\n"
-    ".flag{fill:none;stroke:var(--mark);stroke-width:2.5}\n"
+    ".flag{fill:none;stroke:#000;stroke-width:4}.flag2{fill:none;stroke:#fff;stroke-width:1.5}\n"
     ".slow{fill:none;stroke:var(--mark);stroke-width:3}\n"
     ".bar{fill:#5f5c70}.barmax{fill:none;stroke:var(--muted)}.hangl{stroke:#d55e00;stroke-width:2;stroke-dasharray:4 3}\n"
     ".find{fill:#d55e00}.checked{fill:#6e6873}\n"
@@ -362,6 +362,8 @@ static void chart_lateness(FILE *o, const json_t *doc) {
       esc(o, jstr(f, "kind"));
       fprintf(o, "\"><title>rank %.0f flagged as a straggler at seq %.0f</title></rect>", jnum(f, "rank"),
               jnum(f, "seq"));
+      fprintf(o, "<rect class=\"flag2\" vector-effect=\"non-scaling-stroke\" x=\"%.0f\" y=\"%.0f\"/>", jnum(f, "column"),
+              jnum(f, "group"));
     }
     fputs("</g><g class=\"axis\">", o);
     json_array_foreach(json_object_get(c, "flagged"), fi, f)
