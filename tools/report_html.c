@@ -88,6 +88,11 @@ static int level(double v, double max) {
   int k = (int)(v / max * (NLEVELS - 1) + 0.5);
   return k < 0 ? 0 : k >= NLEVELS ? NLEVELS - 1 : k;
 }
+/* the same on a log scale (lateness: one late start must not flatten every other cell) */
+static int level_log(double v, double max) {
+  if (!(max > 0) || !(v > 0)) return 0;
+  return level(log1p(v), log1p(max));
+}
 static void fmt_bytes(char *b, size_t n, double v) {
   const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int k = 0;
@@ -225,7 +230,7 @@ static void chart_busbw(FILE *o, const json_t *doc) {
   xmin = floor(xmin), xmax = ceil(xmax);
   if (xmax <= xmin) xmax = xmin + 1;
   ymax = ymax > 0 ? ymax * 1.08 : 1;
-  const double W = 760, H = 360, L = 64, T = 16, PW = 520, PH = 280;
+  const double W = 780, H = 360, L = 84, T = 16, PW = 520, PH = 280;
   svg_open(o, "busbw-svg", W, H, "Bus bandwidth (GB/s) against message size (bytes), one line per op and rank count",
            "Lines: the report's busbw at the p50 time of each size bucket; bands: p10 to p90 of the per-record bus "
            "bandwidth. The table below holds the same figures.");
@@ -351,7 +356,7 @@ static void chart_lateness(FILE *o, const json_t *doc) {
     for (size_t g = 0; g < ng; g++)
       for (size_t k = 0; k < nc; k++) {
         double v = jat(json_array_get(late, g), k, &ok);
-        if (ok) fprintf(o, "<rect x=\"%zu\" y=\"%zu\" fill=\"%s\"/>", k, g, viridis[level(v, max)]);
+        if (ok) fprintf(o, "<rect x=\"%zu\" y=\"%zu\" fill=\"%s\"/>", k, g, viridis[level_log(v, max)]);
       }
     size_t fi;
     const json_t *f;
@@ -394,7 +399,7 @@ static void chart_lateness(FILE *o, const json_t *doc) {
             T + PH / 2);
     char hi[32];
     snprintf(hi, sizeof hi, "%.1f us", max);
-    legend(o, viridis, L + PW + 6, T + PH + 40 > H - 30 ? H - 30 : T + PH + 40, "0", hi, "lateness");
+    legend(o, viridis, L + PW + 6, T + PH + 40 > H - 30 ? H - 30 : T + PH + 40, "0", hi, "lateness (log scale)");
     fputs("</svg><figcaption>communicator ", o);
     esc(o, jstr(c, "comm"));
     fprintf(o, ", %.0f ranks, %.0f instances</figcaption>", csize, jnum(c, "instances"));
@@ -551,6 +556,11 @@ static void chart_progress(FILE *o, const json_t *doc) {
       if (ok && b > hi) hi = b;
     }
     if (!ng || lo > hi) continue;
+    if (ci > 0 && !hung && lo == hi) {   /* nothing to see: one line instead of a chart */
+      fprintf(o, "<p data-comm=\"%s\">communicator %s (%.0f ranks): every rank entered seq %.0f last.</p>",
+              jstr(c, "comm"), jstr(c, "comm"), jnum(c, "comm_size"), hi);
+      continue;
+    }
     if (hung && jnum(c, "hang_seq") > hi) hi = jnum(c, "hang_seq");
     double base = lo > 0 ? lo - 1 : 0, span = hi - base > 0 ? hi - base : 1;
     const double L = 70, T = 10, PH = 160, PW = 600;

@@ -295,6 +295,13 @@ def main():
         marks = [at for t, at, anc in P.elems if "data-flagged-rank" in at and "lateness" in anc]
         assert [int(m["data-flagged-rank"]) for m in marks] == [s["rank"] for s in flagged], marks
         assert [int(m["data-seq"]) for m in marks] == [s["first_flag_seq"] for s in flagged], marks
+        for m, s in zip(marks, flagged):   # drawn in the cell of its comm rank's group and its seq's column
+            lc = [c for c in r["lateness"]["comms"] if c["comm"] == s["comm"]][0]
+            col, row = int(m["x"]), int(m["y"])
+            cs = lc["column_seq"] + [float("inf")]
+            assert cs[col] <= s["first_flag_seq"] < cs[col + 1], (col, cs, s)
+            assert row * lc["ranks_per_group"] <= s["comm_rank"] < (row + 1) * lc["ranks_per_group"], (row, s)
+            assert lc["lateness_us"][row][col] is not None and lc["lateness_us"][row][col] > 0, (row, col)
         pairs = [(at["data-src-host"], at["data-dst-host"]) for t, at, anc in P.elems
                  if at.get("data-slow-pair") == "1" and "links" in anc]
         assert pairs == slow, pairs
