@@ -39,7 +39,7 @@ static const char *const series[MAX_SERIES] = {"#0072b2", "#e69f00", "#009e73", 
 /* ---------- small helpers ---------- */
 
 /* s escaped for HTML text and attribute values; control characters become '?' */
-static void esc(FILE *o, const char *s) {
+static void esc_all(FILE *o, const char *s) {
   for (; s && *s; s++) {
     unsigned char c = (unsigned char)*s;
     switch (c) {
@@ -56,16 +56,20 @@ static void esc(FILE *o, const char *s) {
 static void esc_short(FILE *o, const char *s, size_t n) {
   size_t l = s ? strlen(s) : 0;
   if (l <= n) {
-    esc(o, s);
+    esc_all(o, s);
     return;
   }
   while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) n--;
   char *t = xcalloc(n + 1, 1);
   memcpy(t, s, n);
-  esc(o, t);
+  esc_all(o, t);
   fputs("...", o);
   free(t);
 }
+/* a name from a dump: escaped, at most MAX_NAME bytes of it (the page's size stays bounded
+ * whatever the names' length); the matrix cells, drawn up to MAX_HOSTS^2 times, half that */
+#define MAX_NAME 128
+static void esc(FILE *o, const char *s) { esc_short(o, s, MAX_NAME); }
 static const char *jstr(const json_t *o, const char *k) {
   const char *s = json_string_value(json_object_get(o, k));
   return s ? s : "";
@@ -483,13 +487,13 @@ static void chart_links(FILE *o, const json_t *doc) {
     double x = L + cell * b, y = T + cell * a;
     fprintf(o, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"%s\" data-src-host=\"", x, y, cell, cell,
             cividis[level(jnum(r, "gbps_p50"), max)]);
-    esc(o, jstr(r, "src_host"));
+    esc_short(o, jstr(r, "src_host"), MAX_NAME / 2);
     fputs("\" data-dst-host=\"", o);
-    esc(o, jstr(r, "dst_host"));
+    esc_short(o, jstr(r, "dst_host"), MAX_NAME / 2);
     fprintf(o, "\"%s><title>", slow ? " data-slow-pair=\"1\"" : "");
-    esc(o, jstr(r, "src_host"));
+    esc_short(o, jstr(r, "src_host"), MAX_NAME / 2);
     fputs(" to ", o);
-    esc(o, jstr(r, "dst_host"));
+    esc_short(o, jstr(r, "dst_host"), MAX_NAME / 2);
     fprintf(o, ": %.3g Gbit/s median%s</title></rect>", jnum(r, "gbps_p50"), slow ? ", SLOW" : "");
     if (slow)
       fprintf(o, "<rect class=\"slow\" x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\"/><path class=\"slow\" "
@@ -685,11 +689,11 @@ int report_html_write(const json_t *doc, FILE *o) {
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>collscope report: ",
         o);
-  esc(o, jstr(doc, "dir"));
+  esc_all(o, jstr(doc, "dir"));
   fprintf(o, "</title>\n<style>\n%s</style></head>\n<body data-collscope-report=\"%.0f\">\n<header><h1>collscope "
              "report: ",
           css, jnum(doc, "schema"));
-  esc(o, jstr(doc, "dir"));
+  esc_all(o, jstr(doc, "dir"));
   fputs("</h1><p>", o);
   if (*jstr(s, "job")) {
     fputs("job ", o);
