@@ -7,16 +7,18 @@ plugin, SDC checks on every collective) with three faults: rank 5 slowed (a stra
 link simhost2 <-> simhost3 delayed (a slow pair), one bit of rank 3's output flipped at seq 20
 (an SDC finding). The hosts of simhost4 are then renamed in the dump headers to a name holding
 <script> markup. The page is opened in headless Chromium (Debian's chromium, a fresh profile,
-a proxy pointing at a local listener that counts every connection): a screenshot is taken and
-the DOM it built is checked:
-  - every chart is there (notes, busbw, lateness, links, hangs, sdc), each an <svg> with a
-    <title>, a <desc> and a table or list beside it;
-  - the straggler `report --json` names is marked (data-flagged-rank) at the seq it was first
-    flagged, and it is rank 5; the slow pair of `slow_links` is marked (data-slow-pair) and it
-    is simhost2 -> simhost3; the SDC chart counts the finding;
+driven over --remote-debugging-pipe, its proxy a local listener that records every connection):
+a full-page screenshot is taken and the DOM it built is checked:
+  - every chart is there (notes, busbw, lateness, links, hangs, sdc), each an <svg role=img>
+    with a <title>, a <desc> and a table beside it;
+  - the straggler `report --json` names is marked (data-flagged-rank) in the cell of its comm
+    rank's group and its first flagged seq's column, and it is rank 5; the slow pair of
+    `slow_links` is marked (data-slow-pair) and it is simhost2 -> simhost3; the SDC chart
+    counts the finding;
   - the hostile host name shows as text: no <script> element in the DOM;
-  - the page made no request: the listener saw no connection. A control page with an
-    outside image, opened the same way, must make it see one (so the check can fail).
+  - the page made no request: no DevTools network request but the page itself, no policy or
+    console error, no proxy connection but the browser's own service calls. Control pages
+    with an outside image (without and with the page's policy) must trip those checks.
 Exit 0 on success, 77 (skip) when chromium is not installed."""
 import argparse, base64, glob, html.parser, select, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
 
