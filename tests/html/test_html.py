@@ -234,6 +234,53 @@ def run_job(a, tmp):
     return d
 
 
+def check_views(r, d):
+    """The new sections against the dump files, computed here independently: busbw_pct's
+    percentiles (nearest rank; the report's histogram is within 0.5 %) and, per communicator
+    and rank, the largest lateness over the job (the max of its grid row, 8 ranks = 8 rows)."""
+    recs = []
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        for line in open(f):
+            if '"type":"op"' in line:
+                o = json.loads(line)
+                timed = o["timing"] in ("gpu_event", "profiler", "host_span")
+                if o["seq"] >= 0 and timed and o["status"] == 0 and o["end_ns"] > o["start_ns"]:
+                    recs.append(o)
+    rows = {}
+    for o in recs:
+        if o["bytes"] > 0 and o["op"] == "AllReduce":
+            n = o["comm_size"]
+            bw = o["bytes"] / ((o["end_ns"] - o["start_ns"]) / 1e3 * 1e3) * 2 * (n - 1) / n
+            rows.setdefault((o["comm_size"], 1 << (o["bytes"].bit_length() - 1)), []).append(bw)
+    got = {(x["comm_size"], x["bucket_lo"]): x for x in r["busbw_pct"] if x["op"] == "AllReduce"}
+    assert set(got) == set(rows), (sorted(got), sorted(rows))
+    for k, v in rows.items():
+        v.sort()
+        for p in (10, 50, 90):
+            want = v[-(-p * len(v) // 100) - 1]
+            assert abs(got[k]["busbw_p%d" % p] - want) <= 0.01 * want + 1e-4, (k, p, got[k], want)
+    inst = {}
+    for o in recs:
+        inst.setdefault((o["comm"], o["seq"]), []).append(o)
+    worst = {}
+    for (comm, seq), v in inst.items():
+        if len(v) < 2:
+            continue
+        durs = sorted((o["end_ns"] - o["start_ns"]) / 1e3 for o in v)
+        med = durs[(len(durs) + 1) // 2 - 1]
+        for o in v:
+            late = max(0.0, med - (o["end_ns"] - o["start_ns"]) / 1e3)
+            key = (comm, o["comm_rank"])
+            worst[key] = max(worst.get(key, 0.0), late)
+    for c in r["lateness"]["comms"]:
+        assert c["groups"] == c["comm_size"] == 8, c["groups"]
+        for g, row in enumerate(c["lateness_us"]):
+            m = max(x for x in row if x is not None)
+            assert abs(m - worst[(c["comm"], g)]) <= 0.1, (c["comm"], g, m, worst[(c["comm"], g)])
+    print("busbw_pct: %d AllReduce rows agree with the dumps; lateness: %d grid rows agree" % (
+        len(rows), sum(len(c["lateness_us"]) for c in r["lateness"]["comms"])))
+
+
 def main():
     ap = argparse.ArgumentParser()
     for k in ("--cli", "--apps", "--shim", "--sim-dir"):
@@ -257,6 +304,8 @@ def main():
         slow = [(s["src_host"], s["dst_host"]) for s in r["slow_links"]]
         assert slow == [("simhost2", "simhost3")], r["slow_links"]
         assert len(r["sdc"]) >= 1 and all(s["suspect_rank"] == 3 for s in r["sdc"]), r["sdc"]
+
+        check_views(r, d)
 
         page = os.path.join(tmp, "report.html")
         t0 = time.time()
