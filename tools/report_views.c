@@ -387,11 +387,17 @@ json_t *report_views_json_progress(const struct report_views *v, const struct cs
   for (size_t i = 0; i < n; i++) {
     const struct vcomm *c = p[i].c;
     memset(cells, 0, VIEW_GROUPS * sizeof *cells);
+    const struct cs_det_hang *hang = NULL;   /* its stuck ranks entered the hang's seq (a hang record) */
+    for (size_t h = 0; det && h < det->nhangs; h++)
+      if (det->hangs[h].comm == c->comm) hang = &det->hangs[h];
     for (const struct rank_ent *e = v->ranks; e; e = e->hh.next) {
       if (e->k.comm != c->comm) continue;
       struct cell *x = &cells[group_of(c, e->k.comm_rank)];
-      if (!x->any || e->entered < x->emin) x->emin = e->entered, x->emin_rank = e->rank;
-      if (!x->any || e->entered > x->emax) x->emax = e->entered;
+      int64_t entered = e->entered;
+      for (size_t k = 0; hang && k < hang->nstuck; k++)
+        if (hang->stuck[k] == e->rank && hang->seq > entered) entered = hang->seq;
+      if (!x->any || entered < x->emin) x->emin = entered, x->emin_rank = e->rank;
+      if (!x->any || entered > x->emax) x->emax = entered;
       if (!x->any || e->done < x->dmin) x->dmin = e->done, x->dmin_rank = e->rank;
       x->any = true;
     }
@@ -401,10 +407,7 @@ json_t *report_views_json_progress(const struct report_views *v, const struct cs
     json_object_set_new(o, "comm_size", json_integer(c->size));
     json_object_set_new(o, "groups", json_integer(c->groups));
     json_object_set_new(o, "ranks_per_group", json_integer((c->size + c->groups - 1) / c->groups));
-    json_t *hang = json_null();
-    for (size_t h = 0; det && h < det->nhangs; h++)
-      if (det->hangs[h].comm == c->comm) hang = json_integer(det->hangs[h].seq);
-    json_object_set_new(o, "hang_seq", hang);
+    json_object_set_new(o, "hang_seq", hang ? json_integer(hang->seq) : json_null());
     for (int g = 0; g < c->groups; g++) {
       const struct cell *x = &cells[g];
       json_array_append_new(emin, x->any ? json_integer(x->emin) : json_null());

@@ -8,7 +8,7 @@
  *    columns holding the largest arrival lateness (median duration of the instance minus the
  *    rank's duration, as the straggler detector measures it) and the rank it belongs to;
  *  - progress: per communicator and rank group, the lowest and highest last seq its ranks
- *    entered and completed (where a hang stops);
+ *    entered (a rank the hangs section calls stuck entered the hang's seq) and completed;
  *  - sdc_timeline: checked collectives and SDC findings per time bucket.
  * The JSON builders choose what a page shows (communicators with stragglers or hangs first,
  * then the largest), VIEW_MAX_COMMS at most, and count what they leave out. */
