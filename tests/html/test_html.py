@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/html/test_html.py --cli COLLSCOPE --apps DIR --shim LIBCOLLSCOPE --sim-dir DIR [--keep DIR]
+"""tests/html/test_html.py --cli COLLSCOPE --apps DIR --shim LIBCOLLSCOPE --sim-dir DIR [--keep DIR] [--case hang]
 
 `collscope report --html` looked at in a real browser. A simulated job of 8 ranks of dp_train on
 4 hosts (ranks 2h, 2h+1 on simhost<h+1>; the shim preloaded and wrapping the sim's network
@@ -19,6 +19,7 @@ a full-page screenshot is taken and the DOM it built is checked:
   - the page made no request: no DevTools network request but the page itself, no policy or
     console error, no proxy connection but the browser's own service calls. Control pages
     with an outside image (without and with the page's policy) must trip those checks.
+--case hang: a job hung at seq 10; the hangs chart marks that seq (read from the page, no browser).
 Exit 0 on success, 77 (skip) when chromium is not installed."""
 import argparse, base64, glob, html.parser, select, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
 
@@ -281,12 +282,48 @@ def check_views(r, d):
         len(rows), sum(len(c["lateness_us"]) for c in r["lateness"]["comms"])))
 
 
+def case_hang(a):
+    """Rank 5 blocks at seq 10 (hang fault; every shim reports its op hung after 2 s; the job is
+    killed at 6 s): the hangs chart marks the seq `hangs` names, and every bar is at it (all
+    ranks entered it). Read from the page itself (no browser needed)."""
+    tmp = tempfile.mkdtemp(prefix="collscope-html-hang-")
+    try:
+        d = os.path.join(tmp, "dump")
+        env = dict(os.environ, COLLSCOPE_DIR=d, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_DIR=a.sim_dir,
+                   COLLSCOPE_SIM_FAULTS="hang:rank=5,seq=10", COLLSCOPE_HANG_TIMEOUT="2", COLLSCOPE_LOG="warn")
+        subprocess.run([a.cli, "run", "-n", "8", "--hosts", "simhost[1-4]", "--sim", "--no-kill-on-fail", "--",
+                        "timeout", "-s", "KILL", "6", os.path.join(a.apps, "dp_train"), "--steps", "20", "--size",
+                        "256K"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        r = json.loads(subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout)
+        assert len(r["hangs"]) == 1, r["hangs"]
+        h = r["hangs"][0]
+        page = os.path.join(tmp, "p.html")
+        assert subprocess.run([a.cli, "report", d, "--html", "-o", page]).returncode == 0
+        P = Dom()
+        P.feed(open(page, encoding="utf-8").read())
+        lines = [at for t, at, anc in P.elems if "data-hang-seq" in at and "hangs" in anc]
+        assert [int(x["data-hang-seq"]) for x in lines] == [h["seq"]], (lines, h)
+        hung = [at for t, at, anc in P.elems if t == "figure" and at.get("data-hung") == "1"]
+        assert [x["data-comm"] for x in hung] == [h["comm"]], hung
+        bars = [int(at["data-last-seq"]) for t, at, anc in P.elems if "data-last-seq" in at]
+        want = h["seq"] if not h["missing_ranks"] else h["reached"]
+        assert bars and min(bars) == want, (bars, h)
+        print("hang: stuck at seq %d marked; lowest bar at seq %d; %d bars" % (h["seq"], min(bars), len(bars)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--case", default="page", choices=["page", "hang"])
     for k in ("--cli", "--apps", "--shim", "--sim-dir"):
         ap.add_argument(k, required=True)
     ap.add_argument("--keep", help="copy the page and the screenshot here")
     a = ap.parse_args()
+    if a.case == "hang":
+        return case_hang(a)
     browser = chromium()
     if not browser:
         print("SKIP: chromium is not installed (scripts/setup.sh installs it)")
