@@ -70,7 +70,9 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static struct vcomm *comm_of(struct report_views *v, uint64_t comm, int size, int64_t seq) {
+/* a communicator's grid has min(comm_size, VIEW_GROUPS, members of its first instance) rows,
+ * so a made-up comm_size costs no more memory than the records behind it */
+static struct vcomm *comm_of(struct report_views *v, uint64_t comm, int size, int64_t seq, size_t n) {
   struct vcomm *c;
   HASH_FIND(hh, v->comms, &comm, sizeof comm, c);
   if (c) return c;
@@ -78,15 +80,21 @@ static struct vcomm *comm_of(struct report_views *v, uint64_t comm, int size, in
   c->comm = comm;
   c->size = size > 0 ? size : 1;
   c->groups = c->size < VIEW_GROUPS ? c->size : VIEW_GROUPS;
+  if ((size_t)c->groups > n) c->groups = n ? (int)n : 1;
   c->seq0 = seq;
   c->width = 1;
+  HASH_ADD(hh, v->comms, comm, sizeof c->comm, c);
+  return c;
+}
+
+/* the grid, made at the communicator's first instance with a lateness to hold */
+static void comm_grid(struct vcomm *c) {
+  if (c->late) return;
   c->late = xcalloc((size_t)c->groups * VIEW_COLS, sizeof *c->late);
   c->worst = xcalloc((size_t)c->groups * VIEW_COLS, sizeof *c->worst);
   c->col_t = xcalloc(VIEW_COLS, sizeof *c->col_t);
   for (size_t i = 0; i < (size_t)c->groups * VIEW_COLS; i++) c->late[i] = -1, c->worst[i] = -1;
   for (int i = 0; i < VIEW_COLS; i++) c->col_t[i] = INT64_MAX;
-  HASH_ADD(hh, v->comms, comm, sizeof c->comm, c);
-  return c;
 }
 
 static int group_of(const struct vcomm *c, int comm_rank) {
@@ -185,7 +193,7 @@ void report_views_instance(struct report_views *v, uint64_t comm, int64_t seq, c
   if (tmin < v->t0) v->t0 = tmin;
   if (checked) sdc_point(v, tmin != INT64_MAX ? tmin : emin != INT64_MAX ? emin : 0, sdc_findings);
 
-  struct vcomm *c = comm_of(v, comm, size, seq);
+  struct vcomm *c = comm_of(v, comm, size, seq, n);
   c->instances++;
   for (size_t k = 0; k < n; k++) {   /* where each rank got to */
     const struct cs_walk_rec *r = &m[k];
@@ -205,6 +213,7 @@ void report_views_instance(struct report_views *v, uint64_t comm, int64_t seq, c
     if ((r->det_state == CS_DET_DONE || r->det_state == CS_DET_UNTIMED) && seq > e->done) e->done = seq;
   }
   if (nt < 2) return;   /* lateness needs two timed members */
+  comm_grid(c);
   int64_t col = seq >= c->seq0 ? (seq - c->seq0) / c->width : 0;
   while (col >= VIEW_COLS) {
     comm_merge_cols(c);
@@ -288,8 +297,8 @@ json_t *report_views_json_busbw(const struct report_views *v) {
   return a;
 }
 
-/* communicators to show: those `det` names first (stragglers or hangs), then the largest,
- * then the busiest; at most VIEW_MAX_COMMS, *omitted the rest */
+/* communicators to show: those `det` names first (stragglers or hangs), then (lateness) those
+ * with a grid, then the largest, then the busiest; at most VIEW_MAX_COMMS, *omitted the rest */
 static bool det_names(const struct cs_det_result *det, uint64_t comm, bool hangs) {
   if (!det) return false;
   if (hangs) {
@@ -301,10 +310,11 @@ static bool det_names(const struct cs_det_result *det, uint64_t comm, bool hangs
   }
   return false;
 }
-struct pick { const struct vcomm *c; bool named; };
+struct pick { const struct vcomm *c; bool named, drawable; };
 static int cmp_pick(const void *pa, const void *pb) {
   const struct pick *a = pa, *b = pb;
   if (a->named != b->named) return a->named ? -1 : 1;
+  if (a->drawable != b->drawable) return a->drawable ? -1 : 1;
   if (a->c->size != b->c->size) return a->c->size > b->c->size ? -1 : 1;
   if (a->c->instances != b->c->instances) return a->c->instances > b->c->instances ? -1 : 1;
   return (a->c->comm > b->c->comm) - (a->c->comm < b->c->comm);
@@ -313,7 +323,8 @@ static struct pick *pick_comms(const struct report_views *v, const struct cs_det
                                size_t *omitted) {
   size_t all = HASH_COUNT(v->comms), i = 0;
   struct pick *p = xcalloc(all, sizeof *p);
-  for (const struct vcomm *c = v->comms; c; c = c->hh.next) p[i++] = (struct pick){c, det_names(det, c->comm, hangs)};
+  for (const struct vcomm *c = v->comms; c; c = c->hh.next)   /* lateness: those with a grid first */
+    p[i++] = (struct pick){c, det_names(det, c->comm, hangs), hangs || c->late};
   qsort(p, all, sizeof *p, cmp_pick);
   *n = all < VIEW_MAX_COMMS ? all : VIEW_MAX_COMMS;
   *omitted = all - *n;

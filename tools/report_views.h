@@ -4,7 +4,8 @@
  * input (ranks x communicators, a fixed number of cells each), never by a number inside it:
  *  - busbw_pct: per (op, comm size, size bucket) row of the ops section, p10/p50/p90 of the
  *    per-record bus bandwidth (bytes / duration x nccl-tests factor) of the timed records;
- *  - lateness: per communicator a grid of at most VIEW_GROUPS rank groups x VIEW_COLS seq
+ *  - lateness: per communicator a grid of at most VIEW_GROUPS rank groups (and no more than
+ *    the members of its first instance, so memory follows the records) x VIEW_COLS seq
  *    columns holding the largest arrival lateness (median duration of the instance minus the
  *    rank's duration, as the straggler detector measures it) and the rank it belongs to;
  *  - progress: per communicator and rank group, the lowest and highest last seq its ranks
