@@ -10,6 +10,7 @@ pkgs=(meson ninja-build gcc g++ clang libclang-rt-dev pkg-config python3 uthash-
 pkgs+=(slurm-wlm munge libslurm-dev)  # the SPANK plugin (spank.h) and the real-Slurm test
 pkgs+=(libmicrohttpd-dev)  # the exporter's HTTP server
 pkgs+=(prometheus)  # the exporter's end-to-end test (prometheus, promtool)
+pkgs+=(chromium)  # headless browser for the HTML report's test (tests/html)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

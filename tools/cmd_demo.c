@@ -50,6 +50,15 @@ static int mkdirs(const char *path) {
 }
 
 
+/* demo_html(): the report of dir as an HTML page, dir/report.html, and its path */
+static void demo_html(const char *dir) {
+  char page[PATH_MAX];
+  if (snprintf(page, sizeof page, "%s/report.html", dir) >= (int)sizeof page) return;
+  char *hargv[] = {"report", (char *)dir, "--html", "-o", page, NULL};
+  fflush(stdout);
+  if (cmd_report(5, hargv) == 0) printf("  HTML report: %s (open it in a browser)\n", page);
+}
+
 /* demo_after_run(): what the demo shows after the job: how many per-rank dump files
  * the shim wrote, the `collscope report` of them, and a Perfetto trace next to them. */
 static void demo_after_run(const char *dir) {
@@ -77,6 +86,7 @@ static void demo_after_run(const char *dir) {
     fflush(stdout);
     if (cmd_trace(4, targv) == 0) printf("\n  Perfetto/Chrome trace: %s (open it in ui.perfetto.dev)\n", trace);
   }
+  demo_html(dir);
 }
 
 /* demo_straggler(): the same job again with rank 5's GPU slowed by 3 ms before each
@@ -145,6 +155,7 @@ static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app
     }
   }
   cs_dumpset_free(set);
+  demo_html(sdir);
   fflush(stdout);
 }
 
@@ -174,6 +185,7 @@ static void demo_sdc(struct cli_run_opts *o, const char *absdir, char *app, char
   fflush(stdout);
   if (cli_report_sdc_text(sdir, stdout) > 0)
     printf("\n  caught: the fingerprint of rank 6's output differs from the other 7 ranks' on seq 3\n");
+  demo_html(sdir);
   fflush(stdout);
 }
 

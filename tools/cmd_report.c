@@ -51,6 +51,7 @@
 #include "readpool.h"
 #include "report/report.h"
 #include "report_agg.h"
+#include "report_html.h"
 
 /* The whole report as one JSON object: what --json prints, and what other commands (suspects,
  * the HTML page) read through cli_report_json(), so they can never disagree with it. */
@@ -78,10 +79,11 @@ static int write_json(const struct report *r, FILE *o) {
 /* ---------- command ---------- */
 
 static void usage(FILE *o) {
-  fputs("usage: collscope report DIR [--json] [--op NAME] [--job ID] [-o FILE] [-j N]\n"
+  fputs("usage: collscope report DIR [--json | --html] [--op NAME] [--job ID] [-o FILE] [-j N]\n"
         "  DIR         directory of collscope dump files (*.jsonl), or one dump file\n"
         "  --job ID    only the dumps of job ID (needed when DIR holds several jobs)\n"
         "  --json      print one JSON object instead of tables\n"
+        "  --html      write one self-contained HTML page of charts (docs/html-report.md)\n"
         "  --op NAME   only op records named NAME (AllReduce, AllGather, Send, ...)\n"
         "  -o FILE     write to FILE instead of standard output\n"
         "  -j N        read the files with N threads (default: one per core)\n",
@@ -154,7 +156,8 @@ struct json_t *cli_report_json(const char *dir, const char *job, const char *op,
 
 int cmd_report(int argc, char **argv) {
   struct cli_dump_args args;
-  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON, usage, &args);
+  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON | CLI_DUMP_ARGS_HTML, usage,
+                               &args);
   if (st >= 0) return st;
   struct report r;
   struct report_agg agg;
@@ -166,7 +169,11 @@ int cmd_report(int argc, char **argv) {
   int rc = 1;
   if (o) {
     rc = 0;
-    if (args.json) {
+    if (args.html) {   /* the page draws the --json document (tools/report_html.c) */
+      json_t *doc = report_json_doc(&r);
+      rc = report_html_write(doc, o);
+      json_decref(doc);
+    } else if (args.json) {
       if (write_json(&r, o) != 0) rc = 1;
     } else {
       for (size_t i = 0; i < report_nsections; i++)

@@ -31,6 +31,8 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
     }
     if ((flags & CLI_DUMP_ARGS_JSON) && strcmp(a, "--json") == 0) {
       out->json = true;
+    } else if ((flags & CLI_DUMP_ARGS_HTML) && strcmp(a, "--html") == 0) {
+      out->html = true;
     } else if (sel || is_op || is_job || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "collscope %s: %s needs a value\n", cmd, a);
@@ -71,6 +73,11 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
       usage(stderr);
       return CLI_EXIT_USAGE;
     }
+  }
+  if (out->json && out->html) {
+    fprintf(stderr, "collscope %s: --json and --html exclude each other\n", cmd);
+    usage(stderr);
+    return CLI_EXIT_USAGE;
   }
   if (!out->dir) {
     usage(stderr);

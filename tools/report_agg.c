@@ -12,6 +12,7 @@
 #include "collscope/sdc.h"
 #include "cli.h"
 #include "instwalk.h"
+#include "report_views.h"
 #include "xalloc.h"
 
 #define XGROW(v, n, cap)                                                \
@@ -382,7 +383,9 @@ static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_w
     P->dm[j] = t;
   }
   if (P->det && cs_det_stream_instance(P->det, comm, seq, P->dm, n)) P->oom = true;
+  size_t nfound = P->agg->sdc.nitems;
   sdc_instance(P, comm, seq, m, n);
+  report_views_instance(P->agg->views, comm, seq, m, n, P->agg->sdc.nitems - nfound);
 }
 
 /* the last round's records through the walker (and so the detector and the SDC comparison) */
@@ -663,6 +666,7 @@ struct cs_dumpset *report_agg_run(const char *path, const char *job, const char 
   P->nw = jobs ? jobs : 1;
   P->w = xcalloc(P->nw, sizeof *P->w);
   P->det = cs_det_stream_new(detp, CS_DET_HANG_PENDING);
+  agg->views = report_views_new(op_filter);
   struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .budget = budget, .begin = on_begin, .op = on_op,
                               .round = on_round};
   struct cs_dumpset *set = cs_dumpset_stream(path, job, &ops);
@@ -708,6 +712,7 @@ void report_agg_free(struct report_agg *agg) {
   free(agg->files);
   free(agg->sdc.items);
   cs_det_result_free(&agg->det);
+  report_views_free(agg->views);
   if (P) {
     for (size_t i = 0; i < P->nf; i++) {
       free(P->fs[i].buf);

@@ -89,6 +89,7 @@ struct report_agg {
   struct agg_sdc sdc;
   size_t late_records;     /* op records out of seq order, left out of the per-instance analyses */
   size_t max_held;         /* the most op records held at once (the walker's queues) */
+  struct report_views *views;   /* the figures for pictures, per instance (tools/report_views.h) */
   struct report_agg_priv *priv;
 };
 

@@ -74,8 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text[] = {"report", dir, "-o", out, NULL};
   char *json[] = {"report", dir, "--json", "-o", out, NULL};
   char *other[] = {"report", dir, "--job", "no-such-job", NULL};
+  char *html[] = {"report", dir, "--html", "-o", out, NULL};
   report(text);
   report(json);
+  report(html);
   report(other);
   unlink(out);
   unlink(salv);

@@ -152,6 +152,10 @@ extern const struct report_section report_section_slow_links;   /* section_links
 extern const struct report_section report_section_sdc;          /* section_sdc.c */
 extern const struct report_section report_section_sdc_checks;   /* section_sdc.c */
 extern const struct report_section report_section_notes;        /* section_notes.c */
+extern const struct report_section report_section_busbw_pct;    /* section_views.c: for pictures */
+extern const struct report_section report_section_lateness;     /* section_views.c */
+extern const struct report_section report_section_progress;     /* section_views.c */
+extern const struct report_section report_section_sdc_timeline; /* section_views.c */
 
 /* the slowest slow link pair (lowest ratio to the other pairs), or NULL (section_links.c) */
 const struct cs_link_pair *report_slowest_link(const struct report *r);

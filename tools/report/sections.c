@@ -16,5 +16,9 @@ const struct report_section *const report_sections[] = {
   &report_section_sdc,
   &report_section_sdc_checks,   /* JSON only: the counts behind the sdc section */
   &report_section_notes,        /* text only: its counts are in the JSON summary */
+  &report_section_busbw_pct,    /* JSON only, for pictures (section_views.c) */
+  &report_section_lateness,
+  &report_section_progress,
+  &report_section_sdc_timeline,
 };
 const size_t report_nsections = sizeof report_sections / sizeof report_sections[0];
