@@ -12,6 +12,7 @@
 #include "hooks/timing.h"
 #include "hooks/online.h"
 #include "hooks/sdc.h"
+#include "hooks/health.h"
 #include "queue.h"
 #include "ring.h"
 #include <errno.h>
@@ -215,6 +216,7 @@ static void finish(unsigned timeout_ms) {
     usleep(1000);
   } while (cs_now_ns(CLOCK_MONOTONIC) < deadline);
   harvest_pass(true);
+  cs_health_tick(true);      /* health sampler's last sample (hooks/health.c) */
   cs_dump_footer();
   cs_dump_close();
   cs_ring_close(true);
@@ -246,6 +248,7 @@ static void *harvest_main(void *arg) {
   unsigned idle_us = 1000;
   while (!atomic_load(&stop_req)) {
     uint64_t want = atomic_load(&flush_req);
+    cs_health_tick(false);   /* health sampler (hooks/health.c); to move to the periodic-callback table */
     harvest_pass(false);
     if (cs_drv.loaded) cs_event_pools_maintain();
     int64_t now = cs_now_ns(CLOCK_MONOTONIC);

@@ -55,6 +55,7 @@
 #include "dumpfile.h"
 #include "readpool.h"
 #include "report_agg.h"
+#include "report_health.h"
 #include "xalloc.h"
 
 /* ---------- model ---------- */
@@ -141,6 +142,7 @@ struct report {
   struct cs_link_params linkp;
   size_t link_records;
   struct report_agg *agg;     /* streamed (cmd_report): the op figures, instead of set's ops */
+  struct report_health *health;   /* GPU and IB health samples (tools/report_health.c) */
 };
 
 /* ---------- helpers ---------- */
@@ -690,7 +692,14 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
 
 static const struct cs_link_pair *slowest_pair(const struct report *r);
 static void text_stragglers(const struct report *r, FILE *o) {
-  cli_text_stragglers(&r->det, &r->detp, o);
+  const struct cs_link_pair *q0 = slowest_pair(r);
+  char **causes = xcalloc(r->det.nstragglers + 1, sizeof *causes);   /* the cause column */
+  for (size_t i = 0; i < r->det.nstragglers; i++)
+    causes[i] = xstrdup(report_health_cause_text(r->health, &r->det.stragglers[i], q0 ? q0->src_host : NULL,
+                                                 q0 ? q0->dst_host : NULL, (char[256]){0}, 256));
+  cli_text_stragglers_causes(&r->det, &r->detp, o, (const char *const *)causes);
+  for (size_t i = 0; i < r->det.nstragglers; i++) free(causes[i]);
+  free(causes);
   const struct cs_link_pair *q = slowest_pair(r);
   char b1[128], b2[128];
   for (size_t i = 0; i < r->det.nstragglers; i++)
@@ -712,11 +721,18 @@ static json_t *json_stragglers(const struct report *r) {
     json_object_set_new(o, "src_host", q ? json_string(q->src_host) : json_null());
     json_object_set_new(o, "dst_host", q ? json_string(q->dst_host) : json_null());
   }
+  for (size_t i = 0; i < r->det.nstragglers && i < json_array_size(a); i++)   /* tools/report_health.c */
+    json_object_set_new(json_array_get(a, i), "causes", report_health_causes(r->health, &r->det.stragglers[i],
+                        q ? q->src_host : NULL, q ? q->dst_host : NULL));
   return a;
 }
 static json_t *json_hangs(const struct report *r) { return cli_json_hangs(&r->det); }
 
 void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o) {
+  cli_text_stragglers_causes(det, p, o, NULL);
+}
+void cli_text_stragglers_causes(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o,
+                                const char *const *causes) {
   fprintf(o, "\n# Stragglers: last arrival = shortest GPU duration of a collective instance;\n"
              "# offset = median(duration) - own duration (> 0: arrived after the median rank);\n"
              "# flagged over the last %u instances of a comm (at least %u), on %u consecutive instances,\n"
@@ -727,14 +743,15 @@ void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_pa
              "# flagged; %zu evaluated\n",
           p->window, p->min_instances, p->persist, p->offset_z, p->recent, p->recent_z, p->recent_share * 100,
           p->share * 100, p->z, p->floor_us, p->frac * 100, det->instances);
-  fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %s\n", "rank", "host", "comm", "share_last",
-          "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind");
+  fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %-7s%s\n", "rank", "host", "comm", "share_last",
+          "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind", causes ? " cause" : "");
   char hex[17], b[128];
   for (size_t i = 0; i < det->nstragglers; i++) {
     const struct cs_det_straggler *s = &det->stragglers[i];
-    fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %s\n", s->rank,
+    fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %-7s%s%s\n", s->rank,
             s->host ? cs_text_safe(s->host, b, sizeof b) : s->kind == CS_DET_LINK ? "(network)" : "?", cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
-            s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind));
+            s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind),
+            causes ? " " : "", causes ? causes[i] : "");
   }
   if (!det->nstragglers) fprintf(o, "  (none)\n");
 }
@@ -959,6 +976,8 @@ static json_t *json_slow_links(const struct report *r) {
     json_object_set_new(o, "gbps_p50", json_real(q->gbps_p50));
     json_object_set_new(o, "ref_gbps_p50", json_real(q->ref_gbps_p50));
     json_object_set_new(o, "ratio", json_real(q->ref_gbps_p50 > 0 ? q->gbps_p50 / q->ref_gbps_p50 : 0));
+    json_object_set_new(o, "src_ib", report_health_host_ports(r->health, q->src_host));   /* both ends' IB deltas */
+    json_object_set_new(o, "dst_ib", report_health_host_ports(r->health, q->dst_host));
     json_array_append_new(a, o);
   }
   return a;
@@ -1120,6 +1139,7 @@ static json_t *json_sdc(const struct report *r) {
     json_object_set_new(o, "bytes", jbytes(it->bytes));
     json_object_set_new(o, "check", json_string(cs_sdc_check_name(it->check)));
     json_object_set_new(o, "suspect_rank", it->suspect_rank >= 0 ? json_integer(it->suspect_rank) : json_null());
+    json_object_set_new(o, "gpu_health", report_health_gpu_context(r->health, it->suspect_rank));   /* ECC/XID/remap */
     json_object_set_new(o, "suspect_comm_rank",
                         it->suspect_comm_rank >= 0 ? json_integer(it->suspect_comm_rank) : json_null());
     json_object_set_new(o, "host", it->host ? json_string(it->host) : json_null());
@@ -1147,6 +1167,9 @@ static json_t *json_sdc_checks(const struct report *r) {
   return o;
 }
 
+static void text_health(const struct report *r, FILE *o) { report_health_text(r->health, &r->det, o); }
+static json_t *json_health(const struct report *r) { return report_health_json(r->health, &r->det); }
+
 /* The report = this list. Text prints every section with a text printer in order; --json
  * emits one top-level key per section with a JSON builder, plus "sections" (their names).
  * Later analyses (stragglers, hangs, sdc) append entries here. */
@@ -1166,6 +1189,7 @@ static const struct report_section sections[] = {
   {"slow_links", NULL, json_slow_links},     /* printed by the links text section */
   {"sdc", text_sdc, json_sdc},
   {"sdc_checks", NULL, json_sdc_checks},   /* counts behind the sdc section */
+  {"health", text_health, json_health},     /* GPU and IB health (tools/report_health.c) */
   {"notes", text_notes, NULL},   /* its counts are in the JSON summary */
 };
 #define NSECTIONS (sizeof sections / sizeof sections[0])
@@ -1249,6 +1273,7 @@ static int report_build(struct report *r, struct report_agg *agg, const char *di
   if (cs_link_params_env(&r->linkp))
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_LINK_SLOW_FRAC / COLLSCOPE_LINK_MIN_BYTES value\n");
   build_links(r);
+  r->health = report_health_build(set);
   return 0;
 }
 
@@ -1259,6 +1284,7 @@ static void report_free(struct report *r) {
   free(r->sum.selftest_failed);
   cs_det_result_free(&r->det);
   free(r->links);
+  report_health_free(r->health);
   report_agg_free(r->agg);
   cs_dumpset_free((struct cs_dumpset *)r->set);
 }
