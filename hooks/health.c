@@ -343,10 +343,10 @@ static void start(void) {
 void cs_health_tick(bool final) {
   if (st == ST_NEW) start();
   if (st != ST_READY) return;
+  if (!ensure_dev()) return;   /* nothing before the communicator's device is known */
   int64_t now = cs_now_ns(CLOCK_MONOTONIC);
   if (!final && now < next_ns) return;
   next_ns = now + period_ns;
-  if (!ensure_dev()) return;   /* nothing before the communicator's device is known */
   int64_t cpu0 = cs_now_ns(CLOCK_THREAD_CPUTIME_ID);   /* the sample's own cost, in the record */
   static char line[CS_DUMP_RAW_MAX];
   struct cs_strbuf b = {line, 0, sizeof line};

@@ -97,8 +97,8 @@ def case_nvlink(cli, apps, tmp):
 
 def case_ecc_xid(cli, apps, tmp):
     # no straggler: the GPU errors are listed with no finding; XID with its time
-    p, d = run_job(cli, apps, tmp, "ecc:rank=2,corrected=5,uncorrected=1,seq=10;xid:rank=2,code=79,seq=20;"
-                   "remap:rank=2,pending=1", args=())
+    p, d = run_job(cli, apps, tmp, "ecc:rank=2,corrected=5,uncorrected=1,seq=30;xid:rank=2,code=79,seq=60;"
+                   "remap:rank=2,pending=1")
     assert p.returncode == 0, p.stdout[-3000:]
     r, txt = report(cli, d)
     h = health_rank(r, 2)

@@ -4,7 +4,7 @@
  * device an `ib:` fault names on this host. Counters rise by the fault's N over the ramp
  * (simhealth.h) from the host's start (the first simulated process there writes DIR/<host>/t0);
  * the host's local rank 0 (or a process without LOCAL_RANK) rewrites them (write to a
- * temporary, rename) at most every 20 ms, from its NVML calls. */
+ * temporary, rename) at most every 20 ms, from its nvmlEventSetWait_v2 calls. */
 #include "simhealth.h"
 #include "simcuda.h"
 #include <errno.h>

@@ -3,7 +3,8 @@
  * published API, nvml.h), answering for the simulated GPUs of this process's simulated host
  * (COLLSCOPE_HOSTNAME; a device is found by the PCI bus id libcuda.so.1 gives it). Health
  * faults (simhealth.h) change what a GPU reports; COLLSCOPE_SIM_NVML_FAIL makes functions
- * fail. It also keeps the simulated host's InfiniBand sysfs tree (ibsysfs.c) up to date. */
+ * fail. nvmlEventSetWait_v2 also brings the simulated host's InfiniBand sysfs tree (ibsysfs.c)
+ * up to date. */
 #include "simhealth.h"
 #include "simcuda.h"
 #include <pthread.h>
@@ -57,6 +58,8 @@ static struct nvmlDevice_st devs[64];
 struct nvmlEventSet_st { unsigned long long mask[64]; int delivered[64][8]; };
 
 static _Atomic int inited;
+static _Atomic int ramp_started;   /* a GPU counter was read (the reader's baseline): GPU and sysfs
+                                    * counters rise from then on (t0) */
 static struct timespec t0;
 static const char *fail_list;
 
@@ -73,8 +76,7 @@ static int fails(const char *fn) {
 }
 #define ENTER(fn) do { if (fails(fn)) return NVML_ERROR_UNKNOWN; \
                        if (!atomic_load(&inited)) return NVML_ERROR_UNINITIALIZED; } while (0)
-#define DEV(d) do { if (!(d) || (d) < devs || (d) >= devs + 64) return NVML_ERROR_INVALID_ARGUMENT; \
-                    sh_ibsysfs_tick(); } while (0)
+#define DEV(d) do { if (!(d) || (d) < devs || (d) >= devs + 64) return NVML_ERROR_INVALID_ARGUMENT; } while (0)
 
 static double elapsed_ms(void) {
   struct timespec t;
@@ -91,16 +93,18 @@ static long long counter(const struct nvmlDevice_st *d, long long n, long long s
   if (seq >= 0) return simcuda_last_seq(d->index) >= seq ? n : 0;
   return sh_ramp(n, elapsed_ms());
 }
+static void begin_ramp(void) {
+  if (atomic_load(&ramp_started)) return;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  atomic_store(&ramp_started, 1);
+}
 
 NV_API nvmlReturn_t nvmlInit_v2(void) {
   if (!fail_list) fail_list = getenv("COLLSCOPE_SIM_NVML_FAIL");
   if (fails("nvmlInit_v2")) return NVML_ERROR_UNKNOWN;
   sh_init();
-  if (!atomic_exchange(&inited, 1)) {
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (!atomic_exchange(&inited, 1))
     for (int i = 0; i < 64; i++) devs[i].index = i;
-  }
-  sh_ibsysfs_tick();
   return NVML_SUCCESS;
 }
 NV_API nvmlReturn_t nvmlShutdown(void) {
@@ -126,7 +130,10 @@ NV_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus, nvmlDevice
   for (int i = 0; i < simcuda_device_count() && i < 64; i++) {
     char b[32];
     simcuda_pci_bus_id(i, b, sizeof b);
-    if (!strcasecmp(b, bus) || (strlen(bus) > 5 && !strcasecmp(b + 5, bus))) { *out = &devs[i]; return NVML_SUCCESS; }
+    if (!strcasecmp(b, bus) || (strlen(bus) > 5 && !strcasecmp(b + 5, bus))) {
+      *out = &devs[i];
+      return NVML_SUCCESS;
+    }
   }
   return NVML_ERROR_NOT_FOUND;
 }
@@ -218,7 +225,7 @@ NV_API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigne
   return NVML_SUCCESS;
 }
 NV_API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int type, int counter_type, unsigned long long *n) {
-  ENTER("nvmlDeviceGetTotalEccErrors"); DEV(d);
+  ENTER("nvmlDeviceGetTotalEccErrors"); begin_ramp(); DEV(d);
   if (!n || type < 0 || type > 1 || counter_type < 0 || counter_type > 1) return NVML_ERROR_INVALID_ARGUMENT;
   long long v = 0;
   for (int i = 0; i < sh_nfaults; i++) {
@@ -249,7 +256,7 @@ NV_API nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, 
 }
 NV_API nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link, int counter_kind,
                                                     unsigned long long *v) {
-  ENTER("nvmlDeviceGetNvLinkErrorCounter"); DEV(d);
+  ENTER("nvmlDeviceGetNvLinkErrorCounter"); begin_ramp(); DEV(d);
   if (!v || link >= NVML_NVLINK_MAX_LINKS || counter_kind < 0 || counter_kind > 4) return NVML_ERROR_INVALID_ARGUMENT;
   long long x = 0;
   for (int i = 0; i < sh_nfaults; i++) {
@@ -264,7 +271,7 @@ NV_API nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int
   return NVML_SUCCESS;
 }
 NV_API nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned int *v) {
-  ENTER("nvmlDeviceGetPcieReplayCounter"); DEV(d);
+  ENTER("nvmlDeviceGetPcieReplayCounter"); begin_ramp(); DEV(d);
   if (!v) return NVML_ERROR_INVALID_ARGUMENT;
   *v = 0;
   return NVML_SUCCESS;
@@ -287,6 +294,9 @@ NV_API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long 
 NV_API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms) {
   ENTER("nvmlEventSetWait_v2");
   if (!set || !data) return NVML_ERROR_INVALID_ARGUMENT;
+  /* the last call of collscope's GPU sample, just before it reads the ports: the host's
+   * sysfs counters are brought up to date here (from the first GPU counter read on) */
+  if (atomic_load(&ramp_started)) sh_ibsysfs_tick();
   for (int di = 0; di < 64; di++) {
     if (!(set->mask[di] & NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) continue;
     int k = 0;

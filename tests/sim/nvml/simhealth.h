@@ -40,6 +40,7 @@ int sh_any_slow(void);
 int sh_is_health_kind(const char *kind, size_t len);
 
 /* Counter value at elapsed_ms of a counter that rises by n over COLLSCOPE_SIM_HEALTH_RAMP_MS
- * (default 1000) from the start. */
+ * (default 1000) from the start: the process's first read of a GPU counter (nvml.c; the reader's baseline), the
+ * host's first sysfs update after one (ibsysfs.c). */
 long long sh_ramp(long long n, double elapsed_ms);
 #endif
