@@ -4,7 +4,8 @@
 GPU and network health end to end: 8 ranks of dp_train on 4 simulated hosts (collscope run
 --sim, the shim preloaded, the simulated libnvidia-ml.so.1 and sysfs trees), health faults
 from COLLSCOPE_SIM_FAULTS / COLLSCOPE_SIM_GPU_MODEL, then `collscope report` (JSON and text).
-Cases: throttle, model, nvlink, ecc_xid, ib, clean, nvml_absent, nvml_fail, field_fail."""
+Cases: throttle, model, nvlink, ecc_xid, ib, clean, nvml_absent, nvml_fail (nvmlInit_v2 fails),
+nvml_all_fail (every device function fails), field_fail (one function fails)."""
 import argparse, glob, json, os, shutil, subprocess, tempfile
 
 HOSTS = "simhost[1-4]"
@@ -150,8 +151,21 @@ def job_output(p):
     return [l for l in p.stdout.splitlines() if "collscope" not in l and "NCCL" not in l]
 
 
+def static_sysfs(root):
+    """Each host's port tree, as the simulated NVML would write it, for runs without it."""
+    for h in set(HOST_OF.values()):
+        for dev in ("mlx5_0", "mlx5_1"):
+            d = os.path.join(root, h, "class", "infiniband", dev, "ports", "1")
+            os.makedirs(os.path.join(d, "counters"))
+            for c in ("symbol_error", "link_downed", "port_xmit_wait"):
+                open(os.path.join(d, "counters", c), "w").write("0\n")
+            open(os.path.join(d, "state"), "w").write("4: ACTIVE\n")
+            open(os.path.join(d, "rate"), "w").write("400 Gb/sec (4X NDR)\n")
+
+
 def one_line_cases(cli, apps, tmp, env_extra, want):
     p0, d0 = run_job(cli, apps, os.path.join(tmp, "ref"), "", steps=6, args=(), env_extra={"COLLSCOPE_HEALTH_MS": "0"})
+    static_sysfs(os.path.join(tmp, "t", "sysfs"))
     p, d = run_job(cli, apps, os.path.join(tmp, "t"), "", steps=6, args=(), env_extra=env_extra)
     assert p.returncode == p0.returncode == 0, p.stdout[-3000:]
     assert job_output(p) == job_output(p0), (job_output(p), job_output(p0))
@@ -176,6 +190,13 @@ def case_nvml_absent(cli, apps, tmp):
 def case_nvml_fail(cli, apps, tmp):
     r = one_line_cases(cli, apps, tmp, {"COLLSCOPE_SIM_NVML_FAIL": "nvmlInit_v2"}, "nvmlInit_v2 returned 999")
     assert all(x["samples"] == 0 for x in r["health"]["ranks"])
+
+
+def case_nvml_all_fail(cli, apps, tmp):
+    # nvmlInit_v2 succeeds, every device function fails: one line, no GPU samples, IB still sampled
+    r = one_line_cases(cli, apps, tmp, {"COLLSCOPE_SIM_NVML_FAIL": "all"}, "returned 999: GPU health not sampled")
+    assert all(x["samples"] == 0 for x in r["health"]["ranks"])
+    assert len(r["health"]["hosts"]) == 4
 
 
 def case_field_fail(cli, apps, tmp):
