@@ -8,6 +8,7 @@
 #include "hooks/cuda_driver.h"
 #include "shim/cs_internal.h"
 #include "stats/dump_writer.h"
+#include "stats/ring.h"
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,6 +81,8 @@ static bool have_base;
 static unsigned long long base_ecc[2], base_nvl[NVML_NVLINK_MAX_LINKS][3];
 static unsigned base_pcie;
 static int nlinks;
+static unsigned sample_flags;          /* CS_HEALTH_F_* of the sample being taken */
+static unsigned long long sample_reasons;
 
 static void field_off(enum field f, const char *fn, int rc) {
   if (!on[f]) return;
@@ -236,7 +239,13 @@ static void sample_gpu(struct cs_strbuf *b) {
   cs_sb_printf(b, ",\"gpu\":{\"bus\":\"%s\"", bus_id);
   if (on[F_REASONS]) {
     if ((rc = nv.reasons(dev, &x)) != NVML_SUCCESS) field_off(F_REASONS, "nvmlDeviceGetCurrentClocksEventReasons", rc);
-    else cs_sb_printf(b, ",\"reasons\":%llu", x);
+    else {
+      cs_sb_printf(b, ",\"reasons\":%llu", x);
+      sample_reasons = x;
+      if (x & 0x4ULL) sample_flags |= CS_HEALTH_F_POWER;
+      if (x & 0x60ULL) sample_flags |= CS_HEALTH_F_THERMAL;
+      if (x & 0x88ULL) sample_flags |= CS_HEALTH_F_HW_SLOWDOWN;
+    }
   }
   if (on[F_CLOCKS]) {
     if ((rc = nv.clock(dev, NVML_CLOCK_SM, &u)) != NVML_SUCCESS || (rc = nv.clock(dev, NVML_CLOCK_MEM, &u2)) != NVML_SUCCESS)
@@ -259,11 +268,15 @@ static void sample_gpu(struct cs_strbuf *b) {
     else {
       unsigned long long dc = delta(c, &base_ecc[0]), du = delta(un, &base_ecc[1]);
       if (base) cs_sb_printf(b, ",\"ecc_corrected\":%llu,\"ecc_uncorrected\":%llu", dc, du);
+      if (base && (dc || du)) sample_flags |= CS_HEALTH_F_ECC;
     }
   }
   if (on[F_REMAP]) {
     if ((rc = nv.remap(dev, &u, &u2, &u3, &u4)) != NVML_SUCCESS) field_off(F_REMAP, "nvmlDeviceGetRemappedRows", rc);
-    else cs_sb_printf(b, ",\"remap_pending\":%u,\"remap_failure\":%u", u3 ? 1u : 0u, u4 ? 1u : 0u);
+    else {
+      cs_sb_printf(b, ",\"remap_pending\":%u,\"remap_failure\":%u", u3 ? 1u : 0u, u4 ? 1u : 0u);
+      if (u3 || u4) sample_flags |= CS_HEALTH_F_ECC;
+    }
   }
   if (on[F_PCIE]) {
     if ((rc = nv.pcie(dev, &u)) != NVML_SUCCESS) field_off(F_PCIE, "nvmlDeviceGetPcieReplayCounter", rc);
@@ -271,6 +284,7 @@ static void sample_gpu(struct cs_strbuf *b) {
       unsigned long long bp = base_pcie, d = delta(u, &bp);
       base_pcie = (unsigned)bp;
       if (base) cs_sb_printf(b, ",\"pcie_replay\":%llu", d);
+      if (base && d) sample_flags |= CS_HEALTH_F_PCIE;
     }
   }
   if (on[F_NVLINK]) {
@@ -299,6 +313,7 @@ static void sample_gpu(struct cs_strbuf *b) {
       if (on[F_NVLINK] && base && (d[0] | d[1] | d[2])) {
         cs_sb_printf(&lb, "%s{\"link\":%d,\"crc\":%llu,\"replay\":%llu,\"recovery\":%llu}", first ? "" : ",", l, d[0], d[1], d[2]);
         first = false;
+        sample_flags |= CS_HEALTH_F_NVLINK;
       }
     }
     if (on[F_NVLINK]) cs_sb_printf(b, ",\"nvlinks\":%d,\"nvlink_down\":%d,\"nvlink\":[%s]", nlinks, down, lb.len < lb.cap ? links : "");
@@ -315,6 +330,7 @@ static void sample_gpu(struct cs_strbuf *b) {
       if (ev.device == dev && (ev.eventType & NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
         cs_sb_printf(b, "%s%llu", first ? "" : ",", ev.eventData);
         first = false;
+        sample_flags |= CS_HEALTH_F_XID;
       }
     }
     cs_sb_printf(b, "]");
@@ -351,9 +367,23 @@ void cs_health_tick(bool final) {
   static char line[CS_DUMP_RAW_MAX];
   struct cs_strbuf b = {line, 0, sizeof line};
   cs_sb_printf(&b, "{\"type\":\"health\",\"rank\":%d,\"t_ns\":%lld", cs_cfg.rank, (long long)cs_now_ns(CLOCK_REALTIME));
-  bool any = false;
+  bool any = false, ib_errors = false;
+  sample_flags = 0;
+  sample_reasons = 0;
   if (dev_open && nv.by_bus && dev) { sample_gpu(&b); any = true; }
-  if (cs_cfg.local_rank <= 0 && cs_health_ib_sample(&b)) any = true;
+  if (cs_cfg.local_rank <= 0 && cs_health_ib_sample(&b, &ib_errors)) any = true;
+  if (ib_errors) sample_flags |= CS_HEALTH_F_IB;
   cs_sb_printf(&b, ",\"cost_us\":%.1f}", (double)(cs_now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e3);
   if (any && b.len < b.cap) cs_dump_raw_line(line, b.len, dev_index);
+  if (any) {   /* the stats ring: the sample's flags, for `collscope top` */
+    struct cs_record r;
+    memset(&r, 0, sizeof r);
+    r.type = CS_REC_HEALTH;
+    r.op = (uint8_t)sample_flags;
+    r.count = sample_reasons;
+    r.device = dev_index;
+    r.seq = UINT64_MAX;
+    r.enqueue_ns = r.start_ns = r.end_ns = cs_now_ns(CLOCK_REALTIME);
+    cs_ring_publish(&r);
+  }
 }

@@ -16,5 +16,5 @@ void cs_health_tick(bool final);
  * truncated at cap); returns false when nothing was written. */
 struct cs_strbuf { char *p; size_t len, cap; };
 void cs_sb_printf(struct cs_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool cs_health_ib_sample(struct cs_strbuf *b);
+bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors);   /* *errors: an error counter moved */
 #endif

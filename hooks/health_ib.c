@@ -106,7 +106,12 @@ static void scan(void) {
   closedir(d);
 }
 
-bool cs_health_ib_sample(struct cs_strbuf *b) {
+/* counters whose rise is an error (not traffic, not congestion) */
+static bool is_error_counter(size_t k) {
+  return k <= 4 || k == 6 || k == 7 || k == NC || k == NC + 1;
+}
+
+bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors) {
   if (nports < 0) scan();
   if (nports == 0) return false;
   cs_sb_printf(b, ",\"ib\":[");
@@ -134,6 +139,7 @@ bool cs_health_ib_sample(struct cs_strbuf *b) {
       if (po->have[k]) {
         unsigned long long d = v >= po->base[k] ? v - po->base[k] : v;
         cs_sb_printf(b, ",\"%s\":%llu", k < NC ? counters[k] : hw_counters[k - NC], d);
+        if (d && is_error_counter(k)) *errors = true;
       }
       po->have[k] = true;
       po->base[k] = v;

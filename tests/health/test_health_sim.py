@@ -48,8 +48,15 @@ def health_rank(r, rank):
     return [x for x in r["health"]["ranks"] if x["rank"] == rank][0]
 
 
+def top_flags(cli, shm):
+    p = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    return {x["rank"]: x["flags"] for x in json.loads(p.stdout)["processes"]}
+
+
 def case_throttle(cli, apps, tmp):
-    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150")
+    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150", env_extra={"COLLSCOPE_KEEP_SHM": "1"})
     assert p.returncode == 0, p.stdout[-3000:]
     r, txt = report(cli, d)
     print(json.dumps(r["stragglers"], indent=1))
@@ -61,6 +68,10 @@ def case_throttle(cli, apps, tmp):
     line = straggler_line(txt, 5)
     assert line and line[0].split()[-1] == "power_cap", line
     assert r["health"]["unexplained"] == [], r["health"]["unexplained"]
+    fl = top_flags(cli, tmp)   # collscope top: the health flag from the stats ring
+    print(fl)
+    assert len(fl) == 8 and all(("THROTTLED:POWER" in f) == (k == 5) for k, f in fl.items()), fl
+    assert not any(x in f for f in fl.values() for x in ("NVLINK", "ECC", "XID", "IB", "THERMAL")), fl
 
 
 def case_model(cli, apps, tmp):
@@ -83,7 +94,7 @@ def case_nvlink(cli, apps, tmp):
     # NVLink errors on rank 3 link 2 while rank 3 is also slowed: the cause names them; the
     # errors of rank 1 (not slow) are listed as errors with no finding
     p, d = run_job(cli, apps, tmp, QUIET + ";slow:rank=3,pct=150;nvlink:rank=3,link=2,crc=40,replay=7,recovery=1;"
-                   "nvlink:rank=1,link=5,crc=9,replay=0,recovery=0")
+                   "nvlink:rank=1,link=5,crc=9,replay=0,recovery=0", env_extra={"COLLSCOPE_KEEP_SHM": "1"})
     assert p.returncode == 0, p.stdout[-3000:]
     r, txt = report(cli, d)
     print(json.dumps(r["stragglers"], indent=1), json.dumps(r["health"]["unexplained"]))
@@ -94,6 +105,8 @@ def case_nvlink(cli, apps, tmp):
     assert [(u["rank"], u["host"]) for u in un] == [(1, "simhost1")], un
     assert "NVLink 5 crc 9" in un[0]["errors"], un
     assert "errors with no finding" in txt and "NVLink 5 crc 9" in txt
+    fl = top_flags(cli, tmp)
+    assert all(("NVLINK" in f) == (k in (1, 3)) for k, f in fl.items()), fl
 
 
 def case_ecc_xid(cli, apps, tmp):
