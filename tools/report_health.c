@@ -21,6 +21,7 @@
 struct rank_h {
   int rank;
   const char *host, *gpu_name, *gpu_uuid, *bus;
+  int arch;                           /* NVML architecture number, -1 unknown */
   size_t samples, reason_samples, n_power, n_thermal, n_hw;
   double sm_med;                      /* -1 unknown */
   int64_t power_max, temp_max;
@@ -42,6 +43,8 @@ struct report_health {
   struct port_h *ports; size_t nports;
   const char *major_model;            /* the model most ranks run, NULL when none / tie */
   size_t major_count, model_ranks;
+  int max_arch;                       /* the newest architecture in the job, -1 unknown */
+  const char *max_arch_model;
 };
 
 static const int ib_error_counters[] = {CS_IB_SYMBOL_ERROR, CS_IB_LINK_DOWNED, CS_IB_LINK_ERROR_RECOVERY,
@@ -66,6 +69,7 @@ static void build_rank(struct rank_h *r, const struct cs_dumpfile *f) {
   r->host = f->hdr.host;
   r->gpu_name = f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : NULL;
   r->gpu_uuid = f->hdr.gpu_uuid;
+  r->arch = f->hdr.gpu_arch;
   r->bus = f->hdr.gpu_pci_bus_id && *f->hdr.gpu_pci_bus_id ? f->hdr.gpu_pci_bus_id : f->hdr.pci_bus_id;
   r->ecc_c = r->ecc_u = r->pcie = -1;
   r->power_max = r->temp_max = -1;
@@ -153,7 +157,13 @@ struct report_health *report_health_build(const struct cs_dumpset *set) {
       for (int c = 0; c < CS_IB_NCOUNTERS; c++) add(&q->c[c], p->c[c]);
     }
   }
-  /* the majority GPU model */
+  /* the newest architecture, and the majority GPU model */
+  h->max_arch = -1;
+  for (size_t i = 0; i < h->nranks; i++)
+    if (h->ranks[i].gpu_name && h->ranks[i].arch > h->max_arch) {
+      h->max_arch = h->ranks[i].arch;
+      h->max_arch_model = h->ranks[i].gpu_name;
+    }
   for (size_t i = 0; i < h->nranks; i++) {
     if (!h->ranks[i].gpu_name) continue;
     h->model_ranks++;
@@ -273,7 +283,11 @@ static void rank_causes(const struct report_health *h, const struct rank_h *r, c
     snprintf(d, sizeof d, "median SM clock %.0f MHz, its model's other ranks %.0f MHz", r->sm_med, peers);
     fn(arg, "clocks_low", d);
   }
-  if (r->gpu_name && h->major_model && strcmp(r->gpu_name, h->major_model)) {
+  if (r->gpu_name && r->arch >= 0 && r->arch < h->max_arch) {   /* an older generation than its peers' */
+    snprintf(d, sizeof d, "%s, an older architecture than the job's %s", r->gpu_name, h->max_arch_model);
+    fn(arg, "gpu_model", d);
+  } else if (r->gpu_name && h->major_model && strcmp(r->gpu_name, h->major_model) &&
+             (r->arch < 0 || r->arch == h->max_arch)) {   /* same or unknown generation: the odd model out */
     snprintf(d, sizeof d, "%s; %zu of %zu ranks run %s", r->gpu_name, h->major_count, h->model_ranks, h->major_model);
     fn(arg, "gpu_model", d);
   }
