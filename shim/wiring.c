@@ -5,9 +5,11 @@
  * this file fills it, once, from the constructor (shim/init.c), before any thread of
  * collscope runs. The order of the harvest clients is the order each record is finished
  * in: SDC results, then timing (the profiler plugin's span, the GPU events, the probation
- * verdict); then the online exchange sees the finished record; then the NCCL_NET links. */
+ * verdict); then the online exchange sees the finished record; then the NCCL_NET links; then
+ * the health sampler (its own clock decides when a pass samples). */
 #include "nccl_shim.h"
 #include "hooks/cuda_driver.h"
+#include "hooks/health.h"
 #include "hooks/nccl_calls.h"
 #include "hooks/online.h"
 #include "hooks/sdc.h"
@@ -37,6 +39,14 @@ static const struct cs_timing_plugin profiler_plugin = {
 static void net_pass(bool final, void (*emit)(const struct cs_record *r)) { cs_net_collect(final, emit); }
 static const struct cs_harvest_client net_links = {.name = "net", .pass = net_pass};
 
+/* ---- the harvest thread: GPU and IB health samples (hooks/health.c); the final pass takes
+ * the last sample before the footer ---- */
+static void health_pass(bool final, void (*emit)(const struct cs_record *r)) {
+  (void)emit;
+  cs_health_tick(final);
+}
+static const struct cs_harvest_client health = {.name = "health", .pass = health_pass};
+
 /* ---- the dump: the profiler's standing in the footer ---- */
 static void profiler_footer(const struct cs_dump_kv *kv) {
   struct cs_prof_standing ps;
@@ -61,5 +71,6 @@ void cs_wiring_connect(void) {
   cs_harvest_register(&cs_timing_harvest);
   cs_harvest_register(&cs_online_harvest);
   cs_harvest_register(&net_links);
+  cs_harvest_register(&health);
   cs_dump_sources_set(&dump_sources);
 }

@@ -315,9 +315,26 @@ static void write_header(int device) {
   KEY("clock"); PUTL("{\"realtime_ns\":"); put_i64(cs_now_ns(CLOCK_REALTIME));
   PUTL(",\"monotonic_ns\":"); put_i64(cs_now_ns(CLOCK_MONOTONIC)); PUTL("}");
   KEY("exe"); put_str(exe);
+  if (cs_dump_header_extra) {   /* gpu_name, gpu_uuid (hooks/health.c) */
+    char extra[1024];
+    size_t n = cs_dump_header_extra(device, extra, sizeof extra);
+    if (n < sizeof extra) put(extra, n);
+  }
   PUTL("}\n");
   header_done = true;
   line_end(LINE_HEADER, 0);
+}
+
+size_t (*cs_dump_header_extra)(int device, char *out, size_t cap);
+
+static void ensure_header(int device);
+void cs_dump_raw_line(const char *json, size_t len, int device) {
+  if (fd < 0) return;
+  ensure_header(device);
+  line_begin();
+  if (len > CS_DUMP_RAW_MAX) line_overflow = true;
+  else { put(json, len); PUTL("\n"); }
+  line_end(LINE_RECORD, 0);
 }
 
 static void ensure_header(int device) {

@@ -42,6 +42,14 @@ void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started);
 /* flushes, then the footer: ops/xfers (records on the file), drops (all, write_drops among
  * them), ops_recorded (op records written or lost to write errors), ... */
 void cs_dump_footer(void);
+/* A line a module above stats/ formatted (hooks/health.c: a "health" record): one JSON
+ * object without its newline, at most CS_DUMP_RAW_MAX bytes (a longer one is dropped and
+ * counted). device: the header's device should the header not be written yet. */
+#define CS_DUMP_RAW_MAX 12288
+void cs_dump_raw_line(const char *json, size_t len, int device);
+/* Extra header fields (the GPU's identity, hooks/health.c): called once, on the harvest
+ * thread, when the header is written; appends `,"key":value...` (at most cap bytes). */
+extern size_t (*cs_dump_header_extra)(int device, char *out, size_t cap);
 /* write(2) the buffered whole lines; on an error the file is cut back to its last whole
  * line and the buffer's records are counted as dropped (the next flush tries again) */
 void cs_dump_flush(void);

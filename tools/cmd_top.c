@@ -40,6 +40,7 @@ struct proc {
   double lateness_us, share_last, offset_us;
   bool straggler, hung, dead, closed;
   uint64_t drops, pending;
+  unsigned health;        /* CS_HEALTH_F_* of its health samples in the ring (record.h) */
 };
 
 static int64_t now_rt(void) {
@@ -146,6 +147,10 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
     size_t nbw = 0;
     for (size_t j = 0; j < p->v.nrecs; j++) {
       const struct cs_record *r = &p->v.recs[j];
+      if (r->type == CS_REC_HEALTH) {   /* hooks/health.c */
+        p->health |= r->op;
+        continue;
+      }
       if (r->type == CS_REC_HANG) {
         p->hung = true;
         struct cs_det_op *d = &ops[k++];
@@ -253,9 +258,17 @@ static void free_findings(struct findings *f) {
   free(f->hang_job);
 }
 
+static const struct { unsigned bit; const char *name; } health_flags[] = {
+  {CS_HEALTH_F_POWER, "THROTTLED:POWER"}, {CS_HEALTH_F_THERMAL, "THROTTLED:THERMAL"},
+  {CS_HEALTH_F_HW_SLOWDOWN, "THROTTLED:HW"}, {CS_HEALTH_F_NVLINK, "NVLINK"}, {CS_HEALTH_F_ECC, "ECC"},
+  {CS_HEALTH_F_XID, "XID"}, {CS_HEALTH_F_IB, "IB"}, {CS_HEALTH_F_PCIE, "PCIE"}};
+#define NHEALTH_FLAGS (sizeof health_flags / sizeof *health_flags)
+
 static void flags_text(const struct proc *p, char *buf, size_t len) {
-  snprintf(buf, len, "%s%s%s%s%s", p->straggler ? "STRAGGLER " : "", p->hung ? "HUNG " : "",
-           p->drops || p->v.rd.lost ? "DROPS " : "", p->closed ? "EXITED " : "", !p->closed && p->dead ? "DEAD " : "");
+  int n = snprintf(buf, len, "%s%s%s%s%s", p->straggler ? "STRAGGLER " : "", p->hung ? "HUNG " : "",
+                   p->drops || p->v.rd.lost ? "DROPS " : "", p->closed ? "EXITED " : "", !p->closed && p->dead ? "DEAD " : "");
+  for (size_t i = 0; i < NHEALTH_FLAGS && n >= 0 && (size_t)n < len; i++)
+    if (p->health & health_flags[i].bit) n += snprintf(buf + n, len - (size_t)n, "%s ", health_flags[i].name);
 }
 
 /* the job of each entry of a findings array, added to its JSON object */
@@ -307,6 +320,8 @@ static json_t *to_json(const struct proc *v, size_t n, const struct findings *f,
     if (p->straggler) json_array_append_new(fl, json_string("STRAGGLER"));
     if (p->hung) json_array_append_new(fl, json_string("HUNG"));
     if (p->drops || p->v.rd.lost) json_array_append_new(fl, json_string("DROPS"));
+    for (size_t k = 0; k < NHEALTH_FLAGS; k++)
+      if (p->health & health_flags[k].bit) json_array_append_new(fl, json_string(health_flags[k].name));
     json_object_set_new(o, "flags", fl);
     json_array_append_new(a, o);
   }
@@ -348,7 +363,7 @@ static void usage(FILE *o) {
         "  sees every user's), refreshed every S seconds (default 1): job, rank, pid, device,\n"
         "  comm, seq, ops/s,\n"
         "  busbw (GB/s), seconds since the last completion, share of instances it arrived\n"
-        "  last, lateness (us), flags STRAGGLER HUNG DROPS EXITED DEAD\n"
+        "  last, lateness (us), flags STRAGGLER HUNG DROPS EXITED DEAD, health THROTTLED:POWER|THERMAL|HW NVLINK ECC XID IB PCIE\n"
         "  --once      print one snapshot and exit\n"
         "  --json      print one snapshot as JSON and exit\n"
         "  --dir DIR   where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm)\n",

@@ -55,6 +55,9 @@ bool dump_parse_hang(struct lctx *c, struct cs_hang_rec *r);
 bool dump_parse_link(struct lctx *c, struct cs_link_rec *r);
 bool dump_parse_drops(struct lctx *c, uint64_t *count);
 bool dump_parse_footer(struct lctx *c, struct cs_dumpfile *f);
+/* a "health" record (hooks/health.c) appended to fr's file, its IB ports too; malformed: c->bad */
+struct freader;
+void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno);
 
 /* ---------- dump_reader.c: one file's reader ---------- */
 

@@ -301,6 +301,8 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
       dump_grow((void **)&f->links, &f->link_cap, f->nlinks, sizeof *f->links);
       f->links[f->nlinks++] = r;
     }
+  } else if (strcmp(c.type, "health") == 0) {   /* hooks/health.c */
+    dump_parse_health(&c, fr, lineno);
   } else if (strcmp(c.type, "drops") == 0) {
     uint64_t n = 0;
     if (dump_parse_drops(&c, &n)) f->drops_records += n;

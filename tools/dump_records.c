@@ -127,9 +127,106 @@ bool dump_parse_header(struct lctx *c, struct cs_header *h) {
   } else if (clk && !json_is_null(clk)) {
     dump_fail(c, "header record: field \"clock\" is not an object");
   }
+  h->gpu_name = get_str(c, "gpu_name", false, dump_intern(p, ""));
+  h->gpu_uuid = get_str(c, "gpu_uuid", false, dump_intern(p, ""));
+  h->gpu_pci_bus_id = get_str(c, "gpu_pci_bus_id", false, dump_intern(p, ""));
+  h->gpu_arch = dump_clamp_int(get_int(c, "gpu_arch", false, -1));
   h->valid = !c->bad;
   return !c->bad;
 }
+
+const char *const cs_ib_counter_names[CS_IB_NCOUNTERS] = {
+  "symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards",
+  "port_xmit_wait", "local_link_integrity_errors", "excessive_buffer_overrun_errors", "port_xmit_data",
+  "port_rcv_data", "out_of_sequence", "packet_seq_err", "np_cnp_sent", "rp_cnp_handled"};
+
+/* an optional non-negative integer field of the current object, -1 when absent */
+static int64_t opt_count(struct lctx *c, const char *key) {
+  json_t *v = json_object_get(c->obj, key);
+  if (!v || json_is_null(v)) return -1;
+  long long x = get_int(c, key, false, -1);
+  return x < 0 ? -1 : x;
+}
+
+/* "health" record (docs/health.md); arrays beyond their caps are cut (the rest ignored) */
+void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno) {
+  struct cs_dumpfile *f = c->f;
+  struct cs_health_rec r;
+  memset(&r, 0, sizeof r);
+  r.rank = dump_clamp_int(get_int(c, "rank", false, f->hdr.rank));
+  r.t_ns = get_int(c, "t_ns", true, 0);
+  r.reasons = r.sm_mhz = r.mem_mhz = r.power_mw = r.temp_c = -1;
+  r.ecc_corrected = r.ecc_uncorrected = r.remap_pending = r.remap_failure = r.pcie_replay = -1;
+  r.nvlinks = r.nvlink_down = -1;
+  json_t *saved = c->obj, *g = json_object_get(c->obj, "gpu");
+  if (g && json_is_object(g)) {
+    r.has_gpu = true;
+    c->obj = g;
+    r.reasons = opt_count(c, "reasons");
+    r.sm_mhz = opt_count(c, "sm_mhz");
+    r.mem_mhz = opt_count(c, "mem_mhz");
+    r.power_mw = opt_count(c, "power_mw");
+    r.temp_c = opt_count(c, "temp_c");
+    r.ecc_corrected = opt_count(c, "ecc_corrected");
+    r.ecc_uncorrected = opt_count(c, "ecc_uncorrected");
+    r.remap_pending = opt_count(c, "remap_pending");
+    r.remap_failure = opt_count(c, "remap_failure");
+    r.pcie_replay = opt_count(c, "pcie_replay");
+    r.nvlinks = (int)(opt_count(c, "nvlinks") > 64 ? 64 : opt_count(c, "nvlinks"));
+    r.nvlink_down = (int)(opt_count(c, "nvlink_down") > 64 ? 64 : opt_count(c, "nvlink_down"));
+    json_t *a = json_object_get(g, "nvlink");
+    size_t i;
+    json_t *e;
+    if (a && json_is_array(a)) json_array_foreach(a, i, e) {
+      if (r.nnvl >= CS_HEALTH_LINKS || !json_is_object(e)) break;
+      c->obj = e;
+      int64_t l = opt_count(c, "link");
+      if (l < 0 || l >= 64) continue;
+      r.nvl[r.nnvl].link = (int)l;
+      r.nvl[r.nnvl].crc = opt_count(c, "crc");
+      r.nvl[r.nnvl].replay = opt_count(c, "replay");
+      r.nvl[r.nnvl].recovery = opt_count(c, "recovery");
+      r.nnvl++;
+    }
+    a = json_object_get(g, "xid");
+    if (a && json_is_array(a)) json_array_foreach(a, i, e) {
+      if (r.nxid >= CS_HEALTH_XIDS) break;
+      if (json_is_integer(e) && json_integer_value(e) >= 0) r.xid[r.nxid++] = json_integer_value(e);
+    }
+  } else if (g && !json_is_null(g)) {
+    dump_fail(c, "health record: field \"gpu\" is not an object");
+  }
+  c->obj = saved;
+  json_t *ib = json_object_get(c->obj, "ib");
+  r.port0 = (uint32_t)f->nhports;
+  if (!c->bad && ib && json_is_array(ib)) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(ib, i, e) {
+      if (r.nports >= 64 || !json_is_object(e)) break;
+      struct cs_health_port p;
+      memset(&p, 0, sizeof p);
+      c->obj = e;
+      p.rec = (uint32_t)f->nhealths;
+      p.dev = get_str(c, "dev", false, dump_intern(fr->set->pool, "?"));
+      p.state = get_str(c, "state", false, dump_intern(fr->set->pool, ""));
+      p.port = dump_clamp_int(get_int(c, "port", false, 0));
+      p.rate_gbps = get_num(c, "rate_gbps", false, -1);
+      for (int k = 0; k < CS_IB_NCOUNTERS; k++) p.c[k] = opt_count(c, cs_ib_counter_names[k]);
+      c->obj = saved;
+      if (c->bad) break;
+      dump_grow((void **)&f->hports, &f->hport_cap, f->nhports, sizeof *f->hports);
+      f->hports[f->nhports++] = p;
+      r.nports++;
+    }
+  }
+  c->obj = saved;
+  if (c->bad) { f->nhports = r.port0; return; }
+  r.line = (uint32_t)lineno;
+  dump_grow((void **)&f->healths, &f->health_cap, f->nhealths, sizeof *f->healths);
+  f->healths[f->nhealths++] = r;
+}
+
 
 /* optional "sdc":{"checked":N,"fp":HEX16|null,"in_sum":F|null,"in_abs":F|null,"out_sum":F|null} */
 static void parse_op_sdc(struct lctx *c, struct cs_op_rec *r) {

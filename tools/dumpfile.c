@@ -43,6 +43,8 @@ void dump_free_file(struct cs_dumpfile *f) {
   free(f->comms);
   free(f->hangs);
   free(f->links);
+  free(f->healths);
+  free(f->hports);
 }
 
 struct cs_dumpset *cs_dumpset_load(const char *path) { return cs_dumpset_load_job(path, NULL); }
@@ -122,6 +124,7 @@ static void finish_set(struct cs_dumpset *set, struct freader *fr, const char *j
     for (size_t k = 0; k < f->ncomms; k++) f->comms[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nhangs; k++) f->hangs[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nlinks; k++) f->links[k].file = (uint32_t)i;
+    for (size_t k = 0; k < f->nhealths; k++) f->healths[k].file = (uint32_t)i;
   }
 }
 

@@ -59,6 +59,9 @@ struct cs_header {
   long long nccl_version, cuda_driver_version;
   int64_t clock_realtime_ns, clock_monotonic_ns;
   bool salvaged;          /* written by collscope salvage (a "salvaged_from" field) */
+  /* the GPU's identity from NVML (hooks/health.c), "" when absent */
+  const char *gpu_name, *gpu_uuid, *gpu_pci_bus_id;
+  int gpu_arch;           /* NVML architecture number, -1 when absent */
 };
 
 struct cs_op_rec {
@@ -142,6 +145,38 @@ struct cs_link_rec {
   bool closed;
 };
 
+/* "health" record (hooks/health.c, docs/health.md): one sample of the rank's GPU and, on local
+ * rank 0, its host's IB ports. Values are -1 when the field is absent (turned off); counters
+ * are deltas since the previous sample. */
+#define CS_HEALTH_LINKS 18
+#define CS_HEALTH_XIDS 8
+enum { CS_IB_SYMBOL_ERROR, CS_IB_LINK_DOWNED, CS_IB_LINK_ERROR_RECOVERY, CS_IB_PORT_RCV_ERRORS,
+       CS_IB_PORT_XMIT_DISCARDS, CS_IB_PORT_XMIT_WAIT, CS_IB_LOCAL_LINK_INTEGRITY_ERRORS,
+       CS_IB_EXCESSIVE_BUFFER_OVERRUN_ERRORS, CS_IB_PORT_XMIT_DATA, CS_IB_PORT_RCV_DATA,
+       CS_IB_OUT_OF_SEQUENCE, CS_IB_PACKET_SEQ_ERR, CS_IB_NP_CNP_SENT, CS_IB_RP_CNP_HANDLED, CS_IB_NCOUNTERS };
+extern const char *const cs_ib_counter_names[CS_IB_NCOUNTERS];
+struct cs_health_port {
+  uint32_t rec;           /* index of its health record in cs_dumpfile.healths */
+  const char *dev, *state;   /* state "" when absent */
+  int port;
+  double rate_gbps;       /* -1 when absent */
+  int64_t c[CS_IB_NCOUNTERS];   /* deltas, -1 when absent */
+};
+struct cs_health_rec {
+  uint32_t file, line;
+  int rank;
+  int64_t t_ns;
+  bool has_gpu;
+  int64_t reasons, sm_mhz, mem_mhz, power_mw, temp_c;
+  int64_t ecc_corrected, ecc_uncorrected, remap_pending, remap_failure, pcie_replay;
+  int nvlinks, nvlink_down;   /* -1 when absent */
+  int nnvl;
+  struct { int link; int64_t crc, replay, recovery; } nvl[CS_HEALTH_LINKS];
+  int nxid;
+  int64_t xid[CS_HEALTH_XIDS];
+  uint32_t port0, nports; /* its IB ports: cs_dumpfile.hports[port0 .. port0 + nports) */
+};
+
 struct cs_dumpfile {
   char *path;             /* as opened (DIR/NAME) */
   size_t read_index;      /* its place while reading (name order): the `file` of the op records
@@ -172,6 +207,8 @@ struct cs_dumpfile {
   size_t truncated_lines, malformed_lines, unknown_types;
   size_t op_cap, xfer_cap, comm_cap, hang_cap;   /* internal */
   struct cs_link_rec *links; size_t nlinks, link_cap;   /* NCCL_NET wrapper */
+  struct cs_health_rec *healths; size_t nhealths, health_cap;   /* health samples */
+  struct cs_health_port *hports; size_t nhports, hport_cap;
 };
 
 struct cs_strpool;

@@ -8,11 +8,16 @@
 
 enum cs_rec_type { CS_REC_OP = 1, CS_REC_XFER = 2, CS_REC_COMM = 3,
                    /* 4 is CS_REC_HANG (ring.h) */
-                   CS_REC_LINK = 5 /* NCCL_NET wrapper (shim/net_plugin.c): one connection's figures over an
+                   CS_REC_LINK = 5, /* NCCL_NET wrapper (shim/net_plugin.c): one connection's figures over an
                                     * interval; root = dir (0 send, 1 recv), peer = peer rank, comm_id = token,
                                     * count = messages, bytes, stream = busy ns, seq = max in flight,
                                     * in_sum/in_abs/out_sum = Gbit/s p50/p10/mean, start/end_ns = interval,
-                                    * event = 1 on the connection's last record (closed) */ };
+                                    * event = 1 on the connection's last record (closed) */
+                   CS_REC_HEALTH = 6 /* health sampler (hooks/health.c), stats ring only: op = CS_HEALTH_F_*
+                                      * flags of the sample, count = NVML clock event reasons, end_ns = time */ };
+/* CS_REC_HEALTH flags (`collscope top` shows them per rank) */
+enum { CS_HEALTH_F_POWER = 1, CS_HEALTH_F_THERMAL = 2, CS_HEALTH_F_HW_SLOWDOWN = 4, CS_HEALTH_F_NVLINK = 8,
+       CS_HEALTH_F_ECC = 16, CS_HEALTH_F_XID = 32, CS_HEALTH_F_IB = 64, CS_HEALTH_F_PCIE = 128 };
 
 enum cs_timing {
   CS_TIMING_GPU_EVENT = 0, /* start/end from CUDA events */

@@ -45,6 +45,12 @@ int simcuda_ptr_kind(const void *p, int *device);
 void simcuda_device_fault(int dev, CUresult err);
 CUresult simcuda_device_error(int dev);      /* the device's sticky fault, CUDA_SUCCESS if none */
 
+/* Health faults' `seq` (tests/sim/nvml): libnccl.so.2 notes the seq of each collective it runs
+ * on a process's first communicator of device dev; libnvidia-ml.so.1 reads the highest
+ * (-1 before the first). */
+void simcuda_note_seq(int dev, long long seq);
+long long simcuda_last_seq(int dev);
+
 /* ---- additions (CUDA half), documentation only: no signature above changed ----
  * simcuda_enqueue errors: CUDA_ERROR_INVALID_VALUE (fn NULL), CUDA_ERROR_INVALID_HANDLE (bad
  *   stream), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (the stream's capture was invalidated),

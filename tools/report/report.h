@@ -110,6 +110,7 @@ struct report {
   const struct cs_dumpset *set;
   const char *op_filter;      /* canonical name or NULL */
   struct report_agg *agg;     /* the op figures gathered while the dumps streamed; NULL: read set's ops */
+  struct report_health *health;   /* GPU and IB health samples (section_health.c, tools/report_health.c) */
   struct cs_det_result det;   /* stragglers and hangs (stats/detect.c) */
   struct cs_det_params detp;
   /* built by the sections */
@@ -151,6 +152,7 @@ extern const struct report_section report_section_links;        /* section_links
 extern const struct report_section report_section_slow_links;   /* section_links.c */
 extern const struct report_section report_section_sdc;          /* section_sdc.c */
 extern const struct report_section report_section_sdc_checks;   /* section_sdc.c */
+extern const struct report_section report_section_health;       /* section_health.c */
 extern const struct report_section report_section_notes;        /* section_notes.c */
 extern const struct report_section report_section_busbw_pct;    /* section_views.c: for pictures */
 extern const struct report_section report_section_lateness;     /* section_views.c */

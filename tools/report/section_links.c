@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "report.h"
+#include "../report_health.h"
 #include "xalloc.h"
 
 struct conn_end { uint64_t conn; const char *host; int rank; bool send; };
@@ -156,6 +157,8 @@ static json_t *json_slow_links(const struct report *r) {
     json_object_set_new(o, "gbps_p50", json_real(q->gbps_p50));
     json_object_set_new(o, "ref_gbps_p50", json_real(q->ref_gbps_p50));
     json_object_set_new(o, "ratio", json_real(q->ref_gbps_p50 > 0 ? q->gbps_p50 / q->ref_gbps_p50 : 0));
+    json_object_set_new(o, "src_ib", report_health_host_ports(r->health, q->src_host));   /* both ends' IB deltas */
+    json_object_set_new(o, "dst_ib", report_health_host_ports(r->health, q->dst_host));
     json_array_append_new(a, o);
   }
   return a;

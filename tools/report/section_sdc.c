@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "collscope/sdc.h"
 #include "report.h"
+#include "../report_health.h"
 #include "report_agg.h"
 #include "xalloc.h"
 
@@ -146,6 +147,7 @@ static json_t *json_sdc(const struct report *r) {
     json_object_set_new(o, "bytes", jbytes(it->bytes));
     json_object_set_new(o, "check", json_string(cs_sdc_check_name(it->check)));
     json_object_set_new(o, "suspect_rank", it->suspect_rank >= 0 ? json_integer(it->suspect_rank) : json_null());
+    json_object_set_new(o, "gpu_health", report_health_gpu_context(r->health, it->suspect_rank));   /* ECC/XID/remap */
     json_object_set_new(o, "suspect_comm_rank",
                         it->suspect_comm_rank >= 0 ? json_integer(it->suspect_comm_rank) : json_null());
     json_object_set_new(o, "host", it->host ? json_string(it->host) : json_null());

@@ -4,10 +4,19 @@
  * slow host pair of the links section. */
 #include "cli.h"
 #include "report.h"
+#include "../report_health.h"
+#include "../xalloc.h"
 
 static void text_stragglers(const struct report *r, FILE *o) {
-  cli_text_stragglers(&r->det, &r->detp, o);
   const struct cs_link_pair *q = report_slowest_link(r);
+  /* the cause column: what the health samples say (tools/report_health.c) */
+  char **causes = xcalloc(r->det.nstragglers + 1, sizeof *causes);
+  for (size_t i = 0; i < r->det.nstragglers; i++)
+    causes[i] = xstrdup(report_health_cause_text(r->health, &r->det.stragglers[i], q ? q->src_host : NULL,
+                                                 q ? q->dst_host : NULL, (char[256]){0}, 256));
+  cli_text_stragglers_causes(&r->det, &r->detp, o, (const char *const *)causes);
+  for (size_t i = 0; i < r->det.nstragglers; i++) free(causes[i]);
+  free(causes);
   char b1[128], b2[128];
   for (size_t i = 0; i < r->det.nstragglers; i++)
     if (r->det.stragglers[i].kind == CS_DET_LINK && r->det.stragglers[i].rank < 0) {
@@ -28,10 +37,18 @@ static json_t *json_stragglers(const struct report *r) {
     json_object_set_new(o, "src_host", q ? json_string(q->src_host) : json_null());
     json_object_set_new(o, "dst_host", q ? json_string(q->dst_host) : json_null());
   }
+  for (size_t i = 0; i < r->det.nstragglers && i < json_array_size(a); i++)   /* tools/report_health.c */
+    json_object_set_new(json_array_get(a, i), "causes", report_health_causes(r->health, &r->det.stragglers[i],
+                        q ? q->src_host : NULL, q ? q->dst_host : NULL));
   return a;
 }
 
 void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o) {
+  cli_text_stragglers_causes(det, p, o, NULL);
+}
+
+void cli_text_stragglers_causes(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o,
+                                const char *const *causes) {
   fprintf(o, "\n# Stragglers: last arrival = shortest GPU duration of a collective instance;\n"
              "# offset = median(duration) - own duration (> 0: arrived after the median rank);\n"
              "# flagged over the last %u instances of a comm (at least %u), on %u consecutive instances,\n"
@@ -42,14 +59,15 @@ void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_pa
              "# flagged; %zu evaluated\n",
           p->window, p->min_instances, p->persist, p->offset_z, p->recent, p->recent_z, p->recent_share * 100,
           p->share * 100, p->z, p->floor_us, p->frac * 100, det->instances);
-  fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %s\n", "rank", "host", "comm", "share_last",
-          "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind");
+  fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %-7s%s\n", "rank", "host", "comm", "share_last",
+          "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind", causes ? " cause" : "");
   char hex[17], b[128];
   for (size_t i = 0; i < det->nstragglers; i++) {
     const struct cs_det_straggler *s = &det->stragglers[i];
-    fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %s\n", s->rank,
+    fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %-7s%s%s\n", s->rank,
             s->host ? cs_text_safe(s->host, b, sizeof b) : s->kind == CS_DET_LINK ? "(network)" : "?", cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
-            s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind));
+            s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind),
+            causes ? " " : "", causes ? causes[i] : "");
   }
   if (!det->nstragglers) fprintf(o, "  (none)\n");
 }

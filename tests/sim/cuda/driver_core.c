@@ -1031,6 +1031,15 @@ CUresult sim_dev_fault(int dev)
 
 CUresult simcuda_device_error(int dev) { return sim_dev_fault(dev); }
 
+static _Atomic long long dev_seq[64] = {[0 ... 63] = -1};
+void simcuda_note_seq(int dev, long long seq)
+{
+    if (dev < 0 || dev >= 64) return;
+    long long cur = atomic_load(&dev_seq[dev]);
+    while (seq > cur && !atomic_compare_exchange_weak(&dev_seq[dev], &cur, seq)) {}
+}
+long long simcuda_last_seq(int dev) { return dev >= 0 && dev < 64 ? atomic_load(&dev_seq[dev]) : -1; }
+
 void simcuda_device_fault(int dev, CUresult err)
 {
     sim_init();

@@ -3,6 +3,7 @@
  * and split jobs, fused launch per communicator), ncclGroupSimulateEnd, and the stream
  * work items. */
 #include "simnccl.h"
+#include "../nvml/simhealth.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,7 @@ static struct durhist {
 static pthread_mutex_t dur_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int has_pct_fault(struct ncclComm *c) {
+  if (sh_slow_pct(c->fault_rank, simcuda_hostname()) > 0) return 1;   /* throttle, GPU model */
   for (int i = 0; i < sn_nfaults; i++)
     if (sn_faults[i].kind == SN_F_SLOW && sn_faults[i].elem && sn_faults[i].rank == c->fault_rank) return 1;
   return 0;
@@ -109,7 +111,8 @@ static void work_run(void *arg) {
   sn_exec_ops(c, w->ops, w->nops);
   uint64_t t1_ = sn_prof_now();
   if (!w->captured) sn_prof_kernels(c, w->ops, w->nops, t0_, t1_);
-  if (!w->captured && sn_nfaults) dur_note(c, t1_ - t0_);
+  if (!w->captured && (sn_nfaults || sh_any_slow())) dur_note(c, t1_ - t0_);
+  if (c->index == 0 && w->nops > 0) simcuda_note_seq(c->dev, (long long)w->ops[w->nops - 1].seq);
   if (!w->captured) { atomic_fetch_add(&c->done, 1); sn_wake(&c->done); }
   atomic_store(&w->finished, 1);
   sn_wake(&w->finished);
@@ -129,6 +132,11 @@ static int slow_us(struct ncclComm *c) {
     if (!f->elem) { us += f->us; continue; }
     if (!have_med) { med = dur_median_us(c); have_med = 1; }
     us += (unsigned)((double)med * (double)f->elem / 100000.0 + 0.5);
+  }
+  double hp = sh_slow_pct(c->fault_rank, simcuda_hostname());   /* tests/sim/nvml/simhealth.h */
+  if (hp > 0) {
+    if (!have_med) med = dur_median_us(c);
+    us += (unsigned)((double)med * hp / 100.0 + 0.5);
   }
   return (int)us;
 }

@@ -2,6 +2,7 @@
  * (COLLSCOPE_SIM_FAULTS), the topology map (COLLSCOPE_SIM_TOPOLOGY) and the per-link byte
  * counters written at exit (COLLSCOPE_SIM_LINKSTATS). */
 #include "simnccl.h"
+#include "../nvml/simhealth.h"
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -154,6 +155,8 @@ static void faults_parse(void) {
     char orig[256];
     snprintf(orig, sizeof orig, "%s", ent);
     const char *why;
+    size_t klen = strcspn(ent, ":");
+    if (ent[klen] == ':' && sh_is_health_kind(ent, klen)) continue;   /* tests/sim/nvml/simhealth.c */
     if (parse_entry(ent, &sn_faults[sn_nfaults], &why) == 0) sn_nfaults++;
     else fprintf(stderr, "collscope-sim: COLLSCOPE_SIM_FAULTS: ignoring bad entry '%s' (%s)\n", orig, why);
   }

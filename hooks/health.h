@@ -1,0 +1,20 @@
+/* hooks/health.h: GPU (NVML) and InfiniBand health sampled on collscope's harvest thread,
+ * never on the job's threads (docs/health.md). Every COLLSCOPE_HEALTH_MS a `health` line goes
+ * to the dump: the GPU's current values and its counters' deltas, and on local rank 0 the
+ * host's InfiniBand port counter deltas (hooks/health_ib.c). */
+#ifndef COLLSCOPE_HOOKS_HEALTH_H
+#define COLLSCOPE_HOOKS_HEALTH_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Called by the harvest thread on every pass (cheap when no sample is due); final: the
+ * process is ending, take a last sample now. */
+void cs_health_tick(bool final);
+
+/* IB ports (health_ib.c): append the sample's "ib":[...] JSON to buf (NUL terminated,
+ * truncated at cap); returns false when nothing was written. */
+struct cs_strbuf { char *p; size_t len, cap; };
+void cs_sb_printf(struct cs_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors);   /* *errors: an error counter moved */
+#endif

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""tests/health/test_health_sim.py CASE --cli COLLSCOPE --apps DIR
+
+GPU and network health end to end: 8 ranks of dp_train on 4 simulated hosts (collscope run
+--sim, the shim preloaded, the simulated libnvidia-ml.so.1 and sysfs trees), health faults
+from COLLSCOPE_SIM_FAULTS / COLLSCOPE_SIM_GPU_MODEL, then `collscope report` (JSON and text).
+Cases: throttle, model, nvlink, ecc_xid, ib, clean, nvml_absent, nvml_fail (nvmlInit_v2 fails),
+nvml_all_fail (every device function fails), field_fail (one function fails)."""
+import argparse, glob, json, os, shutil, subprocess, tempfile
+
+HOSTS = "simhost[1-4]"
+HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
+QUIET = "link:a=*,b=*,us=300"          # the simulator, not the host's CPU, sets arrival order
+QUIET_ARGS = ("--compute-us", "2000")
+
+
+def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, args=QUIET_ARGS):
+    out = os.path.join(tmp, "dumps")
+    sysfs = os.path.join(tmp, "sysfs")
+    env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_FAULTS=faults,
+               COLLSCOPE_HEALTH_MS="100", COLLSCOPE_SIM_HEALTH_RAMP_MS="300", COLLSCOPE_SIM_SYSFS=sysfs,
+               COLLSCOPE_SYSFS_ROOT=os.path.join(sysfs, "%h"), COLLSCOPE_LOG="info")
+    env.update(env_extra or {})
+    cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--",
+           os.path.join(apps, "dp_train"), "--steps", str(steps), "--size", "256K"] + list(args)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    return p, out
+
+
+def report(cli, d):
+    p = subprocess.run([cli, "report", d, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    t = subprocess.run([cli, "report", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert t.returncode == 0, t.stderr
+    return json.loads(p.stdout), t.stdout
+
+
+def causes(r, rank):
+    return {c["kind"] for s in r["stragglers"] if s["rank"] == rank for c in s["causes"]}
+
+
+def straggler_line(txt, rank):
+    sec = txt.split("# Stragglers")[1].split("\n# Hangs")[0]
+    return [l for l in sec.splitlines() if l.split()[:1] == [str(rank)]]
+
+
+def health_rank(r, rank):
+    return [x for x in r["health"]["ranks"] if x["rank"] == rank][0]
+
+
+def top_flags(cli, shm):
+    p = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    return {x["rank"]: x["flags"] for x in json.loads(p.stdout)["processes"]}
+
+
+def case_throttle(cli, apps, tmp):
+    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150", env_extra={"COLLSCOPE_KEEP_SHM": "1"})
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1))
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    assert [x["rank"] for x in s] == [5], r["stragglers"]
+    assert causes(r, 5) == {"power_cap"}, s
+    assert health_rank(r, 5)["throttle_share"]["power_cap"] >= 0.9
+    assert all(health_rank(r, k)["throttle_share"]["power_cap"] == 0 for k in range(8) if k != 5)
+    line = straggler_line(txt, 5)
+    assert line and line[0].split()[-1] == "power_cap", line
+    assert r["health"]["unexplained"] == [], r["health"]["unexplained"]
+    fl = top_flags(cli, tmp)   # collscope top: the health flag from the stats ring
+    print(fl)
+    assert len(fl) == 8 and all(("THROTTLED:POWER" in f) == (k == 5) for k, f in fl.items()), fl
+    assert not any(x in f for f in fl.values() for x in ("NVLINK", "ECC", "XID", "IB", "THERMAL")), fl
+
+
+def case_model(cli, apps, tmp):
+    p, d = run_job(cli, apps, tmp, QUIET, env_extra={
+        "COLLSCOPE_SIM_GPU_MODEL": "simhost[1-3]=NVIDIA H100 80GB HBM3;simhost4=NVIDIA A100-SXM4-80GB,speed=0.4"})
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1))
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    assert s and all(x["rank"] in (6, 7) for x in s), r["stragglers"]
+    for x in s:
+        assert causes(r, x["rank"]) == {"gpu_model"}, x
+        assert "A100" in [c for c in x["causes"] if c["kind"] == "gpu_model"][0]["detail"]
+    assert health_rank(r, 6)["gpu_name"] == "NVIDIA A100-SXM4-80GB"
+    assert health_rank(r, 0)["gpu_name"] == "NVIDIA H100 80GB HBM3"
+    assert "gpu_model" in straggler_line(txt, s[0]["rank"])[0]
+
+
+def case_nvlink(cli, apps, tmp):
+    # NVLink errors on rank 3 link 2 while rank 3 is also slowed: the cause names them; the
+    # errors of rank 1 (not slow) are listed as errors with no finding
+    p, d = run_job(cli, apps, tmp, QUIET + ";slow:rank=3,pct=150;nvlink:rank=3,link=2,crc=40,replay=7,recovery=1;"
+                   "nvlink:rank=1,link=5,crc=9,replay=0,recovery=0", env_extra={"COLLSCOPE_KEEP_SHM": "1"})
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1), json.dumps(r["health"]["unexplained"]))
+    assert causes(r, 3) == {"nvlink_errors"}, r["stragglers"]
+    h3 = health_rank(r, 3)["nvlink"]
+    assert h3 == [{"link": 2, "crc": 40, "replay": 7, "recovery": 1}], h3
+    un = r["health"]["unexplained"]
+    assert [(u["rank"], u["host"]) for u in un] == [(1, "simhost1")], un
+    assert "NVLink 5 crc 9" in un[0]["errors"], un
+    assert "errors with no finding" in txt and "NVLink 5 crc 9" in txt
+    fl = top_flags(cli, tmp)
+    assert all(("NVLINK" in f) == (k in (1, 3)) for k, f in fl.items()), fl
+
+
+def case_ecc_xid(cli, apps, tmp):
+    # no straggler: the GPU errors are listed with no finding; XID with its time
+    p, d = run_job(cli, apps, tmp, "ecc:rank=2,corrected=5,uncorrected=1,seq=30;xid:rank=2,code=79,seq=60;"
+                   "remap:rank=2,pending=1")
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    h = health_rank(r, 2)
+    print(json.dumps(h))
+    assert h["ecc_corrected"] == 5 and h["ecc_uncorrected"] == 1 and h["remap_pending"] is True, h
+    assert [x["code"] for x in h["xid"]] == [79] and h["xid"][0]["t_ns"] > 0, h
+    assert all(health_rank(r, k)["ecc_corrected"] == 0 and health_rank(r, k)["xid"] == [] for k in range(8) if k != 2)
+    un = r["health"]["unexplained"]
+    assert [u["rank"] for u in un] == [2] and "XID 79" in un[0]["errors"], un
+
+
+def case_ib(cli, apps, tmp):
+    # a slow host pair whose simhost2 end shows symbol errors and link downs
+    p, d = run_job(cli, apps, tmp, "link:a=simhost1,b=simhost2,us=3000;"
+                   "ib:host=simhost2,dev=mlx5_1,port=1,symbol_error=40,link_downed=2", steps=10, args=())
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1))
+    links = [x for x in r["stragglers"] if x["kind"] == "link"]
+    assert len(links) == 1, r["stragglers"]
+    kinds = {c["kind"] for c in links[0]["causes"]}
+    assert kinds == {"ib_errors"}, links
+    det = [c["detail"] for c in links[0]["causes"]][0]
+    assert "simhost2 mlx5_1/1" in det and "symbol_error 40" in det and "link_downed 2" in det, det
+    hosts = {h["host"]: h["ports"] for h in r["health"]["hosts"]}
+    assert sorted(hosts) == ["simhost1", "simhost2", "simhost3", "simhost4"], hosts
+    p21 = [q for q in hosts["simhost2"] if q["dev"] == "mlx5_1"][0]
+    assert p21["symbol_error"] == 40 and p21["link_downed"] == 2 and p21["state"] == "ACTIVE", p21
+    assert all(q["symbol_error"] == 0 for h, ps in hosts.items() for q in ps if h != "simhost2")
+    assert r["health"]["unexplained"] == [], r["health"]["unexplained"]
+
+
+def case_clean(cli, apps, tmp):
+    p, d = run_job(cli, apps, tmp, QUIET)
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    assert r["stragglers"] == [], r["stragglers"]
+    assert r["health"]["unexplained"] == [], r["health"]["unexplained"]
+    assert len(r["health"]["ranks"]) == 8 and all(x["samples"] >= 2 for x in r["health"]["ranks"]), r["health"]["ranks"]
+    assert len(r["health"]["hosts"]) == 4
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        hdr = json.loads(open(f).readline())
+        assert hdr["gpu_name"] == "NVIDIA H100 80GB HBM3" and hdr["gpu_uuid"].startswith("GPU-"), hdr
+        assert hdr["gpu_pci_bus_id"] == hdr["pci_bus_id"], hdr
+    assert "health:" not in p.stdout, [l for l in p.stdout.splitlines() if "health:" in l]
+
+
+def job_output(p):
+    return [l for l in p.stdout.splitlines() if "collscope" not in l and "NCCL" not in l]
+
+
+def static_sysfs(root):
+    """Each host's port tree, as the simulated NVML would write it, for runs without it."""
+    for h in set(HOST_OF.values()):
+        for dev in ("mlx5_0", "mlx5_1"):
+            d = os.path.join(root, h, "class", "infiniband", dev, "ports", "1")
+            os.makedirs(os.path.join(d, "counters"))
+            for c in ("symbol_error", "link_downed", "port_xmit_wait"):
+                open(os.path.join(d, "counters", c), "w").write("0\n")
+            open(os.path.join(d, "state"), "w").write("4: ACTIVE\n")
+            open(os.path.join(d, "rate"), "w").write("400 Gb/sec (4X NDR)\n")
+
+
+def one_line_cases(cli, apps, tmp, env_extra, want):
+    p0, d0 = run_job(cli, apps, os.path.join(tmp, "ref"), "", steps=6, args=(), env_extra={"COLLSCOPE_HEALTH_MS": "0"})
+    static_sysfs(os.path.join(tmp, "t", "sysfs"))
+    p, d = run_job(cli, apps, os.path.join(tmp, "t"), "", steps=6, args=(), env_extra=env_extra)
+    assert p.returncode == p0.returncode == 0, p.stdout[-3000:]
+    assert job_output(p) == job_output(p0), (job_output(p), job_output(p0))
+    lines = [l for l in p.stdout.splitlines() if "health:" in l]
+    print("\n".join(lines))
+    per_rank = {}
+    for l in lines:
+        per_rank.setdefault(l.split("]")[0], []).append(l)
+    assert len(per_rank) == 8 and all(len(v) == 1 for v in per_rank.values()), lines
+    assert all(want in l for l in lines), lines
+    r, txt = report(cli, d)
+    assert r["summary"]["ops"] == report(cli, d0)[0]["summary"]["ops"]
+    return r
+
+
+def case_nvml_absent(cli, apps, tmp):
+    r = one_line_cases(cli, apps, tmp, {"COLLSCOPE_LIBNVML": "/nonexistent/libnvidia-ml.so.1"}, "not loaded")
+    assert all(x["samples"] == 0 for x in r["health"]["ranks"]), r["health"]["ranks"]
+    assert len(r["health"]["hosts"]) == 4   # the IB half still samples
+
+
+def case_nvml_fail(cli, apps, tmp):
+    r = one_line_cases(cli, apps, tmp, {"COLLSCOPE_SIM_NVML_FAIL": "nvmlInit_v2"}, "nvmlInit_v2 returned 999")
+    assert all(x["samples"] == 0 for x in r["health"]["ranks"])
+
+
+def case_nvml_all_fail(cli, apps, tmp):
+    # nvmlInit_v2 succeeds, every device function fails: one line, no GPU samples, IB still sampled
+    r = one_line_cases(cli, apps, tmp, {"COLLSCOPE_SIM_NVML_FAIL": "all"}, "returned 999: GPU health not sampled")
+    assert all(x["samples"] == 0 for x in r["health"]["ranks"])
+    assert len(r["health"]["hosts"]) == 4
+
+
+def case_field_fail(cli, apps, tmp):
+    # one function failing turns off its field alone
+    r = one_line_cases(cli, apps, tmp, {"COLLSCOPE_SIM_NVML_FAIL": "nvmlDeviceGetPowerUsage"},
+                       "nvmlDeviceGetPowerUsage returned 999: power not sampled")
+    assert all(x["samples"] >= 1 and x["sm_mhz_median"] for x in r["health"]["ranks"]), r["health"]["ranks"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--apps", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="collscope-health-")
+    try:
+        globals()["case_" + a.case](a.cli, a.apps, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS", a.case)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,529 @@
+/* tools/report_health.c: the report's `health` section and its joins (report_health.h).
+ * Per rank: GPU model, the share of samples each clock event (throttle) reason was active,
+ * median SM clock, counter deltas summed over the job, XIDs with their time. Per host: the IB
+ * port deltas (from the samples of its local rank 0). A straggler's causes come from its
+ * rank's samples (a link straggler's from its hosts' ports); a GPU or port with errors that
+ * no finding names is listed under "unexplained". */
+#include "report_health.h"
+#include "xalloc.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define R_POWER 0x4ULL            /* NVML clock event reasons (nvml.h) */
+#define R_HW_SLOWDOWN 0x88ULL     /* hardware slowdown, power brake */
+#define R_THERMAL 0x60ULL         /* software and hardware thermal slowdown */
+#define REASON_SHARE 0.2          /* a reason active in >= this share of samples is a cause */
+#define CLOCKS_LOW 0.85           /* median SM clock under this fraction of its model's peers */
+#define NVL_MAX 64
+#define XID_MAX 16
+
+struct rank_h {
+  int rank;
+  const char *host, *gpu_name, *gpu_uuid, *bus;
+  int arch;                           /* NVML architecture number, -1 unknown */
+  size_t samples, reason_samples, n_power, n_thermal, n_hw;
+  double sm_med;                      /* -1 unknown */
+  int64_t power_max, temp_max;
+  int64_t ecc_c, ecc_u, pcie;         /* -1: never sampled */
+  bool remap_pending, remap_failure, have_remap;
+  int64_t nvl[NVL_MAX][3];            /* crc, replay, recovery */
+  bool nvl_any;
+  size_t nxid;
+  int64_t xid[XID_MAX][2];            /* code, t_ns */
+};
+struct port_h {
+  const char *host, *dev, *state;
+  int port;
+  double rate;
+  int64_t c[CS_IB_NCOUNTERS];         /* -1: never sampled */
+};
+struct report_health {
+  struct rank_h *ranks; size_t nranks;
+  struct port_h *ports; size_t nports;
+  const char *major_model;            /* the model most ranks run, NULL when none / tie */
+  size_t major_count, model_ranks;
+  int max_arch;                       /* the newest architecture in the job, -1 unknown */
+  const char *max_arch_model;
+};
+
+static const int ib_error_counters[] = {CS_IB_SYMBOL_ERROR, CS_IB_LINK_DOWNED, CS_IB_LINK_ERROR_RECOVERY,
+  CS_IB_PORT_RCV_ERRORS, CS_IB_PORT_XMIT_DISCARDS, CS_IB_LOCAL_LINK_INTEGRITY_ERRORS,
+  CS_IB_EXCESSIVE_BUFFER_OVERRUN_ERRORS, CS_IB_OUT_OF_SEQUENCE, CS_IB_PACKET_SEQ_ERR};
+static const int ib_congestion_counters[] = {CS_IB_PORT_XMIT_WAIT, CS_IB_NP_CNP_SENT, CS_IB_RP_CNP_HANDLED};
+#define NELEM(a) (sizeof a / sizeof *a)
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static void add(int64_t *acc, int64_t v) {
+  if (v < 0) return;
+  if (*acc < 0) *acc = 0;
+  *acc = *acc > INT64_MAX - v ? INT64_MAX : *acc + v;
+}
+
+static void build_rank(struct rank_h *r, const struct cs_dumpfile *f) {
+  memset(r, 0, sizeof *r);
+  r->rank = f->hdr.rank;
+  r->host = f->hdr.host;
+  r->gpu_name = f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : NULL;
+  r->gpu_uuid = f->hdr.gpu_uuid;
+  r->arch = f->hdr.gpu_arch;
+  r->bus = f->hdr.gpu_pci_bus_id && *f->hdr.gpu_pci_bus_id ? f->hdr.gpu_pci_bus_id : f->hdr.pci_bus_id;
+  r->ecc_c = r->ecc_u = r->pcie = -1;
+  r->power_max = r->temp_max = -1;
+  r->sm_med = -1;
+  double *sm = xrealloc(NULL, (f->nhealths ? f->nhealths : 1) * sizeof *sm);
+  size_t nsm = 0;
+  for (size_t i = 0; i < f->nhealths; i++) {
+    const struct cs_health_rec *h = &f->healths[i];
+    if (!h->has_gpu) continue;
+    r->samples++;
+    if (h->reasons >= 0) {
+      r->reason_samples++;
+      r->n_power += (h->reasons & R_POWER) != 0;
+      r->n_thermal += (h->reasons & R_THERMAL) != 0;
+      r->n_hw += (h->reasons & R_HW_SLOWDOWN) != 0;
+    }
+    if (h->sm_mhz >= 0) sm[nsm++] = (double)h->sm_mhz;
+    if (h->power_mw > r->power_max) r->power_max = h->power_mw;
+    if (h->temp_c > r->temp_max) r->temp_max = h->temp_c;
+    add(&r->ecc_c, h->ecc_corrected);
+    add(&r->ecc_u, h->ecc_uncorrected);
+    add(&r->pcie, h->pcie_replay);
+    if (h->remap_pending >= 0 || h->remap_failure >= 0) r->have_remap = true;
+    r->remap_pending |= h->remap_pending > 0;
+    r->remap_failure |= h->remap_failure > 0;
+    for (int k = 0; k < h->nnvl; k++) {
+      int l = h->nvl[k].link;
+      if (l < 0 || l >= NVL_MAX) continue;
+      int64_t v[3] = {h->nvl[k].crc, h->nvl[k].replay, h->nvl[k].recovery};
+      for (int j = 0; j < 3; j++) {
+        if (v[j] > 0) r->nvl_any = true;
+        if (v[j] > 0) add(&r->nvl[l][j], v[j]);
+      }
+    }
+    for (int k = 0; k < h->nxid && r->nxid < XID_MAX; k++) {
+      r->xid[r->nxid][0] = h->xid[k];
+      r->xid[r->nxid][1] = h->t_ns;
+      r->nxid++;
+    }
+  }
+  if (nsm) {
+    qsort(sm, nsm, sizeof *sm, cmp_dbl);
+    r->sm_med = sm[(nsm - 1) / 2];
+  }
+  free(sm);
+}
+
+static struct port_h *port_of(struct report_health *h, const char *host, const char *dev, int port) {
+  for (size_t i = 0; i < h->nports; i++)
+    if (!strcmp(h->ports[i].host, host) && !strcmp(h->ports[i].dev, dev) && h->ports[i].port == port) return &h->ports[i];
+  return NULL;
+}
+
+struct report_health *report_health_build(const struct cs_dumpset *set) {
+  struct report_health *h = xcalloc(1, sizeof *h);
+  h->ranks = xcalloc(set->nfiles ? set->nfiles : 1, sizeof *h->ranks);
+  size_t cap = 0;
+  for (size_t i = 0; i < set->nfiles; i++) {
+    const struct cs_dumpfile *f = &set->files[i];
+    if (!f->nhealths && !(f->hdr.gpu_name && *f->hdr.gpu_name)) continue;
+    build_rank(&h->ranks[h->nranks++], f);
+    /* IB ports: one sampler per host; a second process of the same host sampling the same
+     * port (two local rank 0s) is not added twice */
+    bool host_taken = false;
+    for (size_t k = 0; k < h->nports; k++)
+      if (!strcmp(h->ports[k].host, f->hdr.host)) host_taken = true;
+    if (host_taken) continue;
+    for (size_t k = 0; k < f->nhports; k++) {
+      const struct cs_health_port *p = &f->hports[k];
+      struct port_h *q = port_of(h, f->hdr.host, p->dev, p->port);
+      if (!q) {
+        if (h->nports == cap) {
+          cap = cap ? cap * 2 : 8;
+          h->ports = xrealloc(h->ports, cap * sizeof *h->ports);
+        }
+        q = &h->ports[h->nports++];
+        memset(q, 0, sizeof *q);
+        q->host = f->hdr.host;
+        q->dev = p->dev;
+        q->port = p->port;
+        for (int c = 0; c < CS_IB_NCOUNTERS; c++) q->c[c] = -1;
+      }
+      if (p->state && *p->state) q->state = p->state;
+      if (p->rate_gbps >= 0) q->rate = p->rate_gbps;
+      for (int c = 0; c < CS_IB_NCOUNTERS; c++) add(&q->c[c], p->c[c]);
+    }
+  }
+  /* the newest architecture, and the majority GPU model */
+  h->max_arch = -1;
+  for (size_t i = 0; i < h->nranks; i++)
+    if (h->ranks[i].gpu_name && h->ranks[i].arch > h->max_arch) {
+      h->max_arch = h->ranks[i].arch;
+      h->max_arch_model = h->ranks[i].gpu_name;
+    }
+  for (size_t i = 0; i < h->nranks; i++) {
+    if (!h->ranks[i].gpu_name) continue;
+    h->model_ranks++;
+    size_t n = 0;
+    for (size_t j = 0; j < h->nranks; j++)
+      n += h->ranks[j].gpu_name && !strcmp(h->ranks[j].gpu_name, h->ranks[i].gpu_name);
+    if (n > h->major_count) { h->major_count = n; h->major_model = h->ranks[i].gpu_name; }
+    else if (n == h->major_count && strcmp(h->major_model, h->ranks[i].gpu_name)) h->major_model = NULL;
+  }
+  return h;
+}
+
+void report_health_free(struct report_health *h) {
+  if (!h) return;
+  free(h->ranks);
+  free(h->ports);
+  free(h);
+}
+
+static const struct rank_h *rank_of(const struct report_health *h, int rank) {
+  for (size_t i = 0; i < h->nranks; i++) if (h->ranks[i].rank == rank) return &h->ranks[i];
+  return NULL;
+}
+
+/* the median SM clock of the other ranks with the same model (-1 none) */
+static double peer_sm(const struct report_health *h, const struct rank_h *r) {
+  double *v = xrealloc(NULL, (h->nranks ? h->nranks : 1) * sizeof *v);
+  size_t n = 0;
+  for (size_t i = 0; i < h->nranks; i++) {
+    const struct rank_h *q = &h->ranks[i];
+    if (q == r || q->sm_med < 0 || !q->gpu_name || !r->gpu_name || strcmp(q->gpu_name, r->gpu_name)) continue;
+    v[n++] = q->sm_med;
+  }
+  double m = -1;
+  if (n) { qsort(v, n, sizeof *v, cmp_dbl); m = v[(n - 1) / 2]; }
+  free(v);
+  return m;
+}
+
+static int64_t port_sum(const struct port_h *p, const int *which, size_t n) {
+  int64_t s = 0;
+  for (size_t k = 0; k < n; k++) if (p->c[which[k]] > 0) s += p->c[which[k]];
+  return s;
+}
+static int64_t host_sum(const struct report_health *h, const char *host, const int *which, size_t n) {
+  int64_t s = 0;
+  for (size_t i = 0; i < h->nports; i++) if (!strcmp(h->ports[i].host, host)) s += port_sum(&h->ports[i], which, n);
+  return s;
+}
+/* congestion beyond the other hosts': more than twice their median, and > 0 */
+static bool host_congested(const struct report_health *h, const char *host) {
+  int64_t mine = host_sum(h, host, ib_congestion_counters, NELEM(ib_congestion_counters));
+  if (mine <= 0) return false;
+  double *v = xrealloc(NULL, (h->nports ? h->nports : 1) * sizeof *v);
+  size_t n = 0;
+  for (size_t i = 0; i < h->nports; i++) {
+    if (!strcmp(h->ports[i].host, host)) continue;
+    bool seen = false;
+    for (size_t j = 0; j < i; j++) seen |= !strcmp(h->ports[j].host, h->ports[i].host);
+    if (!seen) v[n++] = (double)host_sum(h, h->ports[i].host, ib_congestion_counters, NELEM(ib_congestion_counters));
+  }
+  double med = 0;
+  if (n) { qsort(v, n, sizeof *v, cmp_dbl); med = v[(n - 1) / 2]; }
+  free(v);
+  return (double)mine > 2 * med;
+}
+/* "mlx5_1/1: symbol_error 40, link_downed 2" for a host's ports with counts in which */
+static void ports_detail(const struct report_health *h, const char *host, const int *which, size_t n, char *b, size_t cap) {
+  size_t len = 0;
+  b[0] = 0;
+  for (size_t i = 0; i < h->nports && len < cap; i++) {
+    const struct port_h *p = &h->ports[i];
+    if (strcmp(p->host, host) || port_sum(p, which, n) <= 0) continue;
+    len += (size_t)snprintf(b + len, cap - len, "%s%s %s/%d:", len ? ";" : "", host, p->dev, p->port);
+    for (size_t k = 0; k < n && len < cap; k++)
+      if (p->c[which[k]] > 0)
+        len += (size_t)snprintf(b + len, cap - len, " %s %lld", cs_ib_counter_names[which[k]], (long long)p->c[which[k]]);
+  }
+}
+
+typedef void (*cause_fn)(void *arg, const char *kind, const char *detail);
+
+static void host_causes(const struct report_health *h, const char *host, cause_fn fn, void *arg) {
+  char d[512];
+  if (!host) return;
+  if (host_sum(h, host, ib_error_counters, NELEM(ib_error_counters)) > 0) {
+    ports_detail(h, host, ib_error_counters, NELEM(ib_error_counters), d, sizeof d);
+    fn(arg, "ib_errors", d);
+  }
+  if (host_congested(h, host)) {
+    ports_detail(h, host, ib_congestion_counters, NELEM(ib_congestion_counters), d, sizeof d);
+    fn(arg, "ib_congestion", d);
+  }
+}
+
+static void rank_causes(const struct report_health *h, const struct rank_h *r, cause_fn fn, void *arg) {
+  char d[512];
+  if (r->reason_samples) {
+    double n = (double)r->reason_samples;
+    if (r->n_power / n >= REASON_SHARE) {
+      snprintf(d, sizeof d, "power cap active in %.0f%% of samples (up to %.0f W)", 100 * r->n_power / n,
+               r->power_max >= 0 ? (double)r->power_max / 1000 : 0);
+      fn(arg, "power_cap", d);
+    }
+    if (r->n_thermal / n >= REASON_SHARE) {
+      snprintf(d, sizeof d, "thermal slowdown in %.0f%% of samples (up to %lld C)", 100 * r->n_thermal / n, (long long)r->temp_max);
+      fn(arg, "thermal", d);
+    }
+    if (r->n_hw / n >= REASON_SHARE) {
+      snprintf(d, sizeof d, "hardware slowdown in %.0f%% of samples", 100 * r->n_hw / n);
+      fn(arg, "hw_slowdown", d);
+    }
+  }
+  bool throttled = r->reason_samples && (r->n_power + r->n_thermal + r->n_hw) / (double)r->reason_samples >= REASON_SHARE;
+  double peers = peer_sm(h, r);
+  if (!throttled && r->sm_med >= 0 && peers > 0 && r->sm_med < CLOCKS_LOW * peers) {
+    snprintf(d, sizeof d, "median SM clock %.0f MHz, its model's other ranks %.0f MHz", r->sm_med, peers);
+    fn(arg, "clocks_low", d);
+  }
+  if (r->gpu_name && r->arch >= 0 && r->arch < h->max_arch) {   /* an older generation than its peers' */
+    snprintf(d, sizeof d, "%s, an older architecture than the job's %s", r->gpu_name, h->max_arch_model);
+    fn(arg, "gpu_model", d);
+  } else if (r->gpu_name && h->major_model && strcmp(r->gpu_name, h->major_model) &&
+             (r->arch < 0 || r->arch == h->max_arch)) {   /* same or unknown generation: the odd model out */
+    snprintf(d, sizeof d, "%s; %zu of %zu ranks run %s", r->gpu_name, h->major_count, h->model_ranks, h->major_model);
+    fn(arg, "gpu_model", d);
+  }
+  if (r->nvl_any) {
+    size_t len = 0;
+    d[0] = 0;
+    for (int l = 0; l < NVL_MAX && len < sizeof d; l++)
+      if (r->nvl[l][0] > 0 || r->nvl[l][1] > 0 || r->nvl[l][2] > 0)
+        len += (size_t)snprintf(d + len, sizeof d - len, "%slink %d: crc %lld, replay %lld, recovery %lld", len ? "; " : "",
+                                l, (long long)(r->nvl[l][0] > 0 ? r->nvl[l][0] : 0), (long long)(r->nvl[l][1] > 0 ? r->nvl[l][1] : 0),
+                                (long long)(r->nvl[l][2] > 0 ? r->nvl[l][2] : 0));
+    fn(arg, "nvlink_errors", d);
+  }
+  if (r->pcie > 0) {
+    snprintf(d, sizeof d, "%lld PCIe replays", (long long)r->pcie);
+    fn(arg, "pcie_replay", d);
+  }
+}
+
+static void straggler_causes(const struct report_health *h, const struct cs_det_straggler *s, const char *src,
+                             const char *dst, cause_fn fn, void *arg) {
+  if (!h) return;
+  if (s->rank >= 0) {
+    const struct rank_h *r = rank_of(h, s->rank);
+    if (r) rank_causes(h, r, fn, arg);
+    host_causes(h, s->host ? s->host : r ? r->host : NULL, fn, arg);
+  } else if (src || dst) {
+    host_causes(h, src, fn, arg);
+    if (dst && (!src || strcmp(src, dst))) host_causes(h, dst, fn, arg);
+  } else {   /* a slow link whose hosts are not known (no NCCL_NET records): every host's ports */
+    for (size_t i = 0; i < h->nports; i++) {
+      bool seen = false;
+      for (size_t j = 0; j < i; j++) seen |= !strcmp(h->ports[j].host, h->ports[i].host);
+      if (!seen) host_causes(h, h->ports[i].host, fn, arg);
+    }
+  }
+}
+
+static void cause_json(void *arg, const char *kind, const char *detail) {
+  json_t *o = json_object();
+  json_object_set_new(o, "kind", json_string(kind));
+  json_object_set_new(o, "detail", json_string(detail));
+  json_array_append_new((json_t *)arg, o);
+}
+json_t *report_health_causes(const struct report_health *h, const struct cs_det_straggler *s, const char *src_host,
+                             const char *dst_host) {
+  json_t *a = json_array();
+  straggler_causes(h, s, src_host, dst_host, cause_json, a);
+  return a;
+}
+
+struct text_acc { char *b; size_t len, cap; };
+static void cause_text(void *arg, const char *kind, const char *detail) {
+  (void)detail;
+  struct text_acc *t = arg;
+  if (t->len >= t->cap) return;
+  if (strstr(t->b, kind)) return;   /* ib_errors of both hosts: once */
+  t->len += (size_t)snprintf(t->b + t->len, t->cap - t->len, "%s%s", t->len ? "," : "", kind);
+}
+const char *report_health_cause_text(const struct report_health *h, const struct cs_det_straggler *s, const char *src_host,
+                                     const char *dst_host, char *buf, size_t cap) {
+  struct text_acc t = {buf, 0, cap};
+  buf[0] = 0;
+  straggler_causes(h, s, src_host, dst_host, cause_text, &t);
+  if (!buf[0]) snprintf(buf, cap, "-");
+  return buf;
+}
+
+json_t *report_health_gpu_context(const struct report_health *h, int rank) {
+  const struct rank_h *r = h ? rank_of(h, rank) : NULL;
+  if (!r || !r->samples) return json_null();
+  json_t *o = json_object(), *x = json_array();
+  json_object_set_new(o, "gpu_uuid", json_string(r->gpu_uuid ? r->gpu_uuid : ""));
+  json_object_set_new(o, "ecc_corrected", r->ecc_c >= 0 ? json_integer(r->ecc_c) : json_null());
+  json_object_set_new(o, "ecc_uncorrected", r->ecc_u >= 0 ? json_integer(r->ecc_u) : json_null());
+  json_object_set_new(o, "remap_pending", r->have_remap ? json_boolean(r->remap_pending) : json_null());
+  json_object_set_new(o, "remap_failure", r->have_remap ? json_boolean(r->remap_failure) : json_null());
+  for (size_t k = 0; k < r->nxid; k++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "code", json_integer(r->xid[k][0]));
+    json_object_set_new(e, "t_ns", json_integer(r->xid[k][1]));
+    json_array_append_new(x, e);
+  }
+  json_object_set_new(o, "xid", x);
+  return o;
+}
+
+static json_t *port_json(const struct port_h *p) {
+  json_t *o = json_object();
+  json_object_set_new(o, "dev", json_string(p->dev));
+  json_object_set_new(o, "port", json_integer(p->port));
+  json_object_set_new(o, "state", p->state ? json_string(p->state) : json_null());
+  json_object_set_new(o, "rate_gbps", json_real(p->rate));
+  for (int c = 0; c < CS_IB_NCOUNTERS; c++)
+    if (p->c[c] >= 0) json_object_set_new(o, cs_ib_counter_names[c], json_integer(p->c[c]));
+  return o;
+}
+json_t *report_health_host_ports(const struct report_health *h, const char *host) {
+  json_t *a = json_array();
+  for (size_t i = 0; h && host && i < h->nports; i++)
+    if (!strcmp(h->ports[i].host, host)) json_array_append_new(a, port_json(&h->ports[i]));
+  return a;
+}
+
+static bool rank_has_errors(const struct rank_h *r) {
+  return r->ecc_c > 0 || r->ecc_u > 0 || r->nxid || r->remap_pending || r->remap_failure || r->nvl_any || r->pcie > 0;
+}
+static bool rank_named(const struct cs_det_result *det, const struct rank_h *r) {
+  for (size_t i = 0; det && i < det->nstragglers; i++)
+    if (det->stragglers[i].rank == r->rank) return true;
+  return false;
+}
+static bool host_named(const struct cs_det_result *det, const char *host) {
+  for (size_t i = 0; det && i < det->nstragglers; i++)
+    if (det->stragglers[i].kind == CS_DET_LINK || (det->stragglers[i].host && !strcmp(det->stragglers[i].host, host)))
+      return true;
+  return false;
+}
+
+static void rank_errors_text(const struct rank_h *r, char *d, size_t cap) {
+  size_t len = 0;
+  d[0] = 0;
+  if (r->ecc_c > 0 || r->ecc_u > 0) len += (size_t)snprintf(d + len, cap - len, "ECC %lld corrected, %lld uncorrected; ",
+                                                            (long long)(r->ecc_c > 0 ? r->ecc_c : 0), (long long)(r->ecc_u > 0 ? r->ecc_u : 0));
+  for (size_t k = 0; k < r->nxid && len < cap; k++) len += (size_t)snprintf(d + len, cap - len, "XID %lld; ", (long long)r->xid[k][0]);
+  if (r->remap_pending && len < cap) len += (size_t)snprintf(d + len, cap - len, "row remap pending; ");
+  if (r->remap_failure && len < cap) len += (size_t)snprintf(d + len, cap - len, "row remap failure; ");
+  for (int l = 0; l < NVL_MAX && len < cap; l++)
+    if (r->nvl[l][0] > 0 || r->nvl[l][1] > 0 || r->nvl[l][2] > 0)
+      len += (size_t)snprintf(d + len, cap - len, "NVLink %d crc %lld replay %lld recovery %lld; ", l, (long long)(r->nvl[l][0] > 0 ? r->nvl[l][0] : 0),
+                              (long long)(r->nvl[l][1] > 0 ? r->nvl[l][1] : 0), (long long)(r->nvl[l][2] > 0 ? r->nvl[l][2] : 0));
+  if (r->pcie > 0 && len < cap) len += (size_t)snprintf(d + len, cap - len, "PCIe replays %lld; ", (long long)r->pcie);
+  if (len >= 2 && len < cap) d[len - 2] = 0;
+}
+
+json_t *report_health_json(const struct report_health *h, const struct cs_det_result *det) {
+  json_t *root = json_object(), *ranks = json_array(), *hosts = json_array(), *un = json_array();
+  char d[1024];
+  for (size_t i = 0; h && i < h->nranks; i++) {
+    const struct rank_h *r = &h->ranks[i];
+    json_t *o = json_object(), *thr = json_object(), *nvl = json_array();
+    json_object_set_new(o, "rank", json_integer(r->rank));
+    json_object_set_new(o, "host", json_string(r->host));
+    json_object_set_new(o, "gpu_name", r->gpu_name ? json_string(r->gpu_name) : json_null());
+    json_object_set_new(o, "gpu_uuid", json_string(r->gpu_uuid ? r->gpu_uuid : ""));
+    json_object_set_new(o, "pci_bus_id", json_string(r->bus ? r->bus : ""));
+    json_object_set_new(o, "samples", json_integer((json_int_t)r->samples));
+    double n = r->reason_samples ? (double)r->reason_samples : 1;
+    json_object_set_new(thr, "power_cap", r->reason_samples ? json_real(r->n_power / n) : json_null());
+    json_object_set_new(thr, "thermal", r->reason_samples ? json_real(r->n_thermal / n) : json_null());
+    json_object_set_new(thr, "hw_slowdown", r->reason_samples ? json_real(r->n_hw / n) : json_null());
+    json_object_set_new(o, "throttle_share", thr);
+    json_object_set_new(o, "sm_mhz_median", r->sm_med >= 0 ? json_real(r->sm_med) : json_null());
+    json_object_set_new(o, "ecc_corrected", r->ecc_c >= 0 ? json_integer(r->ecc_c) : json_null());
+    json_object_set_new(o, "ecc_uncorrected", r->ecc_u >= 0 ? json_integer(r->ecc_u) : json_null());
+    json_object_set_new(o, "pcie_replay", r->pcie >= 0 ? json_integer(r->pcie) : json_null());
+    json_object_set_new(o, "remap_pending", json_boolean(r->remap_pending));
+    for (int l = 0; l < NVL_MAX; l++)
+      if (r->nvl[l][0] > 0 || r->nvl[l][1] > 0 || r->nvl[l][2] > 0) {
+        json_t *e = json_object();
+        json_object_set_new(e, "link", json_integer(l));
+        json_object_set_new(e, "crc", json_integer(r->nvl[l][0] > 0 ? r->nvl[l][0] : 0));
+        json_object_set_new(e, "replay", json_integer(r->nvl[l][1] > 0 ? r->nvl[l][1] : 0));
+        json_object_set_new(e, "recovery", json_integer(r->nvl[l][2] > 0 ? r->nvl[l][2] : 0));
+        json_array_append_new(nvl, e);
+      }
+    json_object_set_new(o, "nvlink", nvl);
+    json_t *ctx = report_health_gpu_context(h, r->rank);
+    json_object_set_new(o, "xid", json_is_object(ctx) ? json_incref(json_object_get(ctx, "xid")) : json_array());
+    json_decref(ctx);
+    json_array_append_new(ranks, o);
+    if (rank_has_errors(r) && !rank_named(det, r)) {
+      json_t *e = json_object();
+      rank_errors_text(r, d, sizeof d);
+      json_object_set_new(e, "rank", json_integer(r->rank));
+      json_object_set_new(e, "host", json_string(r->host));
+      json_object_set_new(e, "errors", json_string(d));
+      json_array_append_new(un, e);
+    }
+  }
+  for (size_t i = 0; h && i < h->nports; i++) {
+    bool seen = false;
+    for (size_t j = 0; j < i; j++) seen |= !strcmp(h->ports[j].host, h->ports[i].host);
+    if (seen) continue;
+    const char *host = h->ports[i].host;
+    json_t *o = json_object();
+    json_object_set_new(o, "host", json_string(host));
+    json_object_set_new(o, "ports", report_health_host_ports(h, host));
+    json_array_append_new(hosts, o);
+    if (host_sum(h, host, ib_error_counters, NELEM(ib_error_counters)) > 0 && !host_named(det, host)) {
+      json_t *e = json_object();
+      ports_detail(h, host, ib_error_counters, NELEM(ib_error_counters), d, sizeof d);
+      json_object_set_new(e, "rank", json_integer(-1));
+      json_object_set_new(e, "host", json_string(host));
+      json_object_set_new(e, "errors", json_string(d));
+      json_array_append_new(un, e);
+    }
+  }
+  json_object_set_new(root, "ranks", ranks);
+  json_object_set_new(root, "hosts", hosts);
+  json_object_set_new(root, "unexplained", un);
+  return root;
+}
+
+void report_health_text(const struct report_health *h, const struct cs_det_result *det, FILE *o) {
+  fprintf(o, "\n# Health: GPU model, share of samples each throttle reason was active, median SM clock,\n"
+             "# counter deltas over the job (docs/health.md)\n");
+  if (!h || (!h->nranks && !h->nports)) { fprintf(o, "  (no health samples)\n"); return; }
+  fprintf(o, "# %5s  %-16s %-26s %6s %6s %6s %7s %6s %6s %6s  %s\n", "rank", "host", "gpu", "power", "therm", "hwslow",
+          "sm_mhz", "ecc_c", "ecc_u", "pcie", "nvlink/xid");
+  char b[128], g[128], d[1024];
+  for (size_t i = 0; i < h->nranks; i++) {
+    const struct rank_h *r = &h->ranks[i];
+    double n = r->reason_samples ? (double)r->reason_samples : 1;
+    rank_errors_text(r, d, sizeof d);
+    fprintf(o, "  %5d  %-16s %-26s %5.0f%% %5.0f%% %5.0f%% %7.0f %6lld %6lld %6lld  %s\n", r->rank,
+            cs_text_safe(r->host, b, sizeof b), r->gpu_name ? cs_text_safe(r->gpu_name, g, sizeof g) : "?",
+            100 * r->n_power / n, 100 * r->n_thermal / n, 100 * r->n_hw / n, r->sm_med, (long long)r->ecc_c,
+            (long long)r->ecc_u, (long long)r->pcie, d[0] ? d : "-");
+  }
+  for (size_t i = 0; i < h->nports; i++) {
+    const struct port_h *p = &h->ports[i];
+    fprintf(o, "  ib %-16s %s/%d %s %.0f Gb/s:", cs_text_safe(p->host, b, sizeof b), cs_text_safe(p->dev, g, sizeof g), p->port,
+            p->state ? p->state : "?", p->rate);
+    for (int c = 0; c < CS_IB_NCOUNTERS; c++)
+      if (p->c[c] > 0 && c != CS_IB_PORT_XMIT_DATA && c != CS_IB_PORT_RCV_DATA)
+        fprintf(o, " %s %lld", cs_ib_counter_names[c], (long long)p->c[c]);
+    fprintf(o, "\n");
+  }
+  json_t *j = report_health_json(h, det), *un = json_object_get(j, "unexplained");
+  fprintf(o, "# errors with no finding:%s\n", json_array_size(un) ? "" : " none");
+  size_t k;
+  json_t *e;
+  json_array_foreach(un, k, e)
+    fprintf(o, "  rank %lld %s: %s\n", (long long)json_integer_value(json_object_get(e, "rank")),
+            cs_text_safe(json_string_value(json_object_get(e, "host")), b, sizeof b),
+            cs_text_safe(json_string_value(json_object_get(e, "errors")), d, sizeof d));
+  json_decref(j);
+}
