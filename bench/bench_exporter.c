@@ -51,10 +51,16 @@ static struct cs_ring_hdr *make_ring(const char *dir, int rank, int nranks, uint
   char path[512];
   snprintf(path, sizeof path, "%s/collscope-%u-benchjob-r%d.ring", dir, (unsigned)geteuid(), rank);
   int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-  if (fd < 0 || ftruncate(fd, (off_t)cs_ring_bytes(cap)) != 0) { perror(path); exit(2); }
+  if (fd < 0 || ftruncate(fd, (off_t)cs_ring_bytes(cap)) != 0) {
+    perror(path);
+    exit(2);
+  }
   struct cs_ring_hdr *h = mmap(NULL, cs_ring_bytes(cap), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
-  if (h == MAP_FAILED) { perror("mmap"); exit(2); }
+  if (h == MAP_FAILED) {
+    perror("mmap");
+    exit(2);
+  }
   h->magic = CS_RING_MAGIC;
   h->version = CS_RING_VERSION;
   h->rec_size = sizeof(struct cs_record);
@@ -121,9 +127,15 @@ static int scrape(int port, double *ms, size_t *bytes, size_t *series) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) { if (fd >= 0) close(fd); return -1; }
+  if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
   const char req[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) { close(fd); return -1; }
+  if (write(fd, req, sizeof req - 1) != (ssize_t)(sizeof req - 1)) {
+    close(fd);
+    return -1;
+  }
   size_t cap = 1 << 20, n = 0;
   char *buf = malloc(cap);
   for (;;) {
@@ -207,20 +219,32 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { fputs("usage: bench_exporter CLI [--ranks N] [--rate R] [--seconds S] [--scrape S] [--check]\n", stderr); return 2; }
+  if (argc < 2) {
+    fputs("usage: bench_exporter CLI [--ranks N] [--rate R] [--seconds S] [--scrape S] [--check]\n", stderr);
+    return 2;
+  }
   const char *cli = argv[1];
   int ranks = 64, seconds = 45, scrape_every = 15, check = 0, inp = 0;
   double rate = 10000;
   for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--ranks") && i + 1 < argc) ranks = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--rate") && i + 1 < argc) rate = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--scrape") && i + 1 < argc) scrape_every = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--check")) check = 1;
-    else if (!strcmp(argv[i], "--inproc")) inp = 1;
+    if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
+      ranks = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+      rate = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+      seconds = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--scrape") && i + 1 < argc)
+      scrape_every = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--check"))
+      check = 1;
+    else if (!strcmp(argv[i], "--inproc"))
+      inp = 1;
   }
   char dir[] = "/tmp/collscope-bench-exporter-XXXXXX";
-  if (!mkdtemp(dir)) { perror("mkdtemp"); return 2; }
+  if (!mkdtemp(dir)) {
+    perror("mkdtemp");
+    return 2;
+  }
   struct cs_ring_hdr **h = calloc((size_t)ranks, sizeof *h);
   for (int r = 0; r < ranks; r++) h[r] = make_ring(dir, r, ranks, 16384);
   if (inp) {
@@ -261,7 +285,10 @@ int main(int argc, char **argv) {
         record(&rec, n, r, ranks);
         publish(h[r], &rec);
       }
-    if (cpu0 < 0 && t >= 2) { cpu0 = proc_cpu_s(ex); tcpu0 = now_s(); } /* after start-up */
+    if (cpu0 < 0 && t >= 2) {
+      cpu0 = proc_cpu_s(ex);
+      tcpu0 = now_s();
+    } /* after start-up */
     if (now_s() >= next_scrape) {
       if (nms < 64 && scrape(port, &ms[nms], &bytes, &series) == 0) nms++;
       next_scrape += scrape_every;
@@ -283,7 +310,8 @@ int main(int argc, char **argv) {
          last_records, last_lost);
   double rps = (double)n * ranks / seconds;
   printf("  exporter CPU: %.2f%% of one core (%.0f ns of CPU per record at %.0f records/s); private memory "
-         "(RssAnon) %ld KiB (the rings' shared pages not counted)\n", cpu, cpu / 100 * 1e9 / rps, rps, hwm);
+         "(RssAnon) %ld KiB (the rings' shared pages not counted)\n",
+         cpu, cpu / 100 * 1e9 / rps, rps, hwm);
   for (int r = 0; r < ranks; r++) munmap(h[r], cs_ring_bytes(16384));
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -25,10 +25,16 @@ static const char *const keys[] = {"comm", "comm_size", "comm_rank", "rank", "se
                                    "end_ns", "dur_us", "timing", "captured", "site", "status", "sdc"};
 
 int main(int argc, char **argv) {
-  if (argc < 2) { fputs("usage: bench_parse FILE [--repeat N]\n", stderr); return 2; }
+  if (argc < 2) {
+    fputs("usage: bench_parse FILE [--repeat N]\n", stderr);
+    return 2;
+  }
   int repeat = argc > 3 && !strcmp(argv[2], "--repeat") ? atoi(argv[3]) : 3;
   FILE *f = fopen(argv[1], "r");
-  if (!f) { perror(argv[1]); return 1; }
+  if (!f) {
+    perror(argv[1]);
+    return 1;
+  }
   char **lines = NULL, *buf = NULL;
   size_t n = 0, cap = 0, bcap = 0, bytes = 0;
   ssize_t len;
@@ -41,7 +47,10 @@ int main(int argc, char **argv) {
   }
   fclose(f);
   free(buf);
-  if (!n) { fputs("bench_parse: no op lines\n", stderr); return 1; }
+  if (!n) {
+    fputs("bench_parse: no op lines\n", stderr);
+    return 1;
+  }
   double best_j = 1e9, best_s = 1e9;
   long long sink = 0;
   for (int r = 0; r < repeat; r++) {
@@ -49,18 +58,26 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
       json_error_t err;
       json_t *o = json_loadb(lines[i], strlen(lines[i]), 0, &err);
-      if (!o) { fprintf(stderr, "bench_parse: line %zu: %s\n", i, err.text); return 1; }
+      if (!o) {
+        fprintf(stderr, "bench_parse: line %zu: %s\n", i, err.text);
+        return 1;
+      }
       for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         json_t *v = json_object_get(o, keys[k]);
-        if (json_is_integer(v)) sink += json_integer_value(v);
-        else if (json_is_string(v)) sink += json_string_length(v);
+        if (json_is_integer(v))
+          sink += json_integer_value(v);
+        else if (json_is_string(v))
+          sink += json_string_length(v);
       }
       json_decref(o);
     }
     double t1 = cpu_s();
     for (size_t i = 0; i < n; i++) {
       struct cs_opscan s;
-      if (!cs_opscan(lines[i], strlen(lines[i]), &s)) { fprintf(stderr, "bench_parse: line %zu refused\n", i); return 1; }
+      if (!cs_opscan(lines[i], strlen(lines[i]), &s)) {
+        fprintf(stderr, "bench_parse: line %zu refused\n", i);
+        return 1;
+      }
       sink += s.seq + (long long)s.op.n;
     }
     double t2 = cpu_s();
@@ -73,5 +90,5 @@ int main(int argc, char **argv) {
          best_j / best_s);
   for (size_t i = 0; i < n; i++) free(lines[i]);
   free(lines);
-  return sink == 42;   /* keep the work */
+  return sink == 42; /* keep the work */
 }

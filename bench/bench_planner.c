@@ -37,7 +37,10 @@ int main(int argc, char **argv) {
   struct cs_topo *t;
   char err[512];
   double t0 = now_ms();
-  if (cs_topo_parse(text, len, "bench.map", CS_TOPO_MAP, &t, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+  if (cs_topo_parse(text, len, "bench.map", CS_TOPO_MAP, &t, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
   double parse_ms = now_ms() - t0;
   /* launch order: a fixed shuffle (a scheduler that interleaves leaves) */
   char **hosts = malloc(NHOSTS * sizeof *hosts);
@@ -46,13 +49,18 @@ int main(int argc, char **argv) {
   for (int i = NHOSTS - 1; i > 0; i--) {
     s = s * 1103515245u + 12345u;
     int j = (int)((s >> 8) % (unsigned)(i + 1));
-    char *x = hosts[i]; hosts[i] = hosts[j]; hosts[j] = x;
+    char *x = hosts[i];
+    hosts[i] = hosts[j];
+    hosts[j] = x;
   }
   double ms[RUNS];
   struct cs_plan p;
   for (int r = 0; r < RUNS; r++) {
     t0 = now_ms();
-    if (cs_topo_plan(t, (const char *const *)hosts, NHOSTS, &p, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    if (cs_topo_plan(t, (const char *const *)hosts, NHOSTS, &p, err, sizeof err)) {
+      fprintf(stderr, "%s\n", err);
+      return 1;
+    }
     ms[r] = now_ms() - t0;
     if (r + 1 < RUNS) cs_plan_free(&p);
   }
@@ -62,7 +70,8 @@ int main(int argc, char **argv) {
          NHOSTS, NHOSTS / PER_LEAF, NHOSTS / PER_LEAF / LEAVES_PER_SPINE,
          NHOSTS / PER_LEAF / LEAVES_PER_SPINE / SPINES_PER_CORE, t->nlevels, ms[RUNS / 2], ms[0], len, parse_ms);
   printf("planner: ring hops crossing leaf %ld -> %ld, spine %ld -> %ld, core %ld -> %ld; tree edges crossing leaf "
-         "%ld -> %ld\n", p.before.ring[1], p.after.ring[1], p.before.ring[2], p.after.ring[2], p.before.ring[3],
+         "%ld -> %ld\n",
+         p.before.ring[1], p.after.ring[1], p.before.ring[2], p.after.ring[2], p.before.ring[3],
          p.after.ring[3], p.before.tree[1], p.after.tree[1]);
   /* best of 15: on a shared machine the median measures the neighbours */
   int bad = argc > 1 && !strcmp(argv[1], "--check") && ms[0] > 20.0;

@@ -24,7 +24,7 @@ static double now_s(void) {
 }
 
 static void kernel_cost(void) {
-  size_t n = 16u << 20;   /* floats */
+  size_t n = 16u << 20; /* floats */
   float *buf = malloc(n * sizeof *buf);
   static struct cs_sdc_part scratch[CS_SDC_MAX_BLOCKS];
   if (!buf) return;
@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
   if (argc < 3) return 0;
   /* configurations interleaved, REPS rounds, minimum per configuration: the machine is
    * shared, and the minimum is the best estimate of the undisturbed time */
-  enum { NCFG = 5, REPS = 5 };
+  enum { NCFG = 5,
+         REPS = 5 };
   const char *cfg[NCFG] = {"off", "all", "sample:16", "sample:256", NULL /* default */};
   double best[NCFG];
   for (int c = 0; c < NCFG; c++) best[c] = INFINITY;

@@ -34,12 +34,24 @@ static uint64_t h4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) { return mix(
 #define T0_NS 1764576000000000000ll
 #define STRAGGLER 5
 
-struct gen { int ranks; long ops; uint64_t seed; const char *out; };
+struct gen {
+  int ranks;
+  long ops;
+  uint64_t seed;
+  const char *out;
+};
 
-struct opkind { const char *op, *dtype; int esz; bool redop; int busmul; };
+struct opkind {
+  const char *op, *dtype;
+  int esz;
+  bool redop;
+  int busmul;
+};
 static const struct opkind kinds[] = {
-  {"AllReduce", "float32", 4, true, 0}, {"AllGather", "bfloat16", 2, false, 1},
-  {"ReduceScatter", "bfloat16", 2, true, 1}, {"Broadcast", "float32", 4, false, 0},
+    {"AllReduce", "float32", 4, true, 0},
+    {"AllGather", "bfloat16", 2, false, 1},
+    {"ReduceScatter", "bfloat16", 2, true, 1},
+    {"Broadcast", "float32", 4, false, 0},
 };
 
 static void put_us(FILE *f, int64_t ns) {
@@ -51,7 +63,10 @@ static int write_rank(const struct gen *g, int rank) {
   snprintf(host, sizeof host, "node%04d", rank / 8);
   snprintf(path, sizeof path, "%s/collscope-%s-r%d-p%d.jsonl", g->out, host, rank, 10000 + rank);
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) { fprintf(stderr, "gen_dumps: %s: %s\n", path, strerror(errno)); return 1; }
+  if (fd < 0) {
+    fprintf(stderr, "gen_dumps: %s: %s\n", path, strerror(errno));
+    return 1;
+  }
   FILE *f = fdopen(fd, "w");
   static char iobuf[1 << 20];
   setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
@@ -59,15 +74,17 @@ static int write_rank(const struct gen *g, int rank) {
   uint64_t world = h4(g->seed, 1, 0, 0), group = h4(g->seed, 2, (uint64_t)rank / 8, 0);
   uint64_t stream = 0x7f3a2c000b20ull + ((uint64_t)rank % 8) * 0x100;
   fprintf(f, "{\"type\":\"header\",\"schema\":1,\"collscope\":\"0.1.0\",\"host\":\"%s\",\"pid\":%d,\"rank\":%d,"
-          "\"local_rank\":%d,\"world_size\":%d,\"job\":\"bench\",\"device\":%d,\"pci_bus_id\":\"0000:%02x:00.0\","
-          "\"nccl_version\":22809,\"cuda_driver_version\":13000,\"clock\":{\"realtime_ns\":%lld,\"monotonic_ns\":%lld},"
-          "\"exe\":\"/usr/bin/python3.12\"}\n",
+             "\"local_rank\":%d,\"world_size\":%d,\"job\":\"bench\",\"device\":%d,\"pci_bus_id\":\"0000:%02x:00.0\","
+             "\"nccl_version\":22809,\"cuda_driver_version\":13000,\"clock\":{\"realtime_ns\":%lld,\"monotonic_ns\":%lld},"
+             "\"exe\":\"/usr/bin/python3.12\"}\n",
           host, 10000 + rank, rank, rank % 8, g->ranks, rank % 8, 0x18 + rank % 8, T0_NS - 5000000000ll, 1000000000ll);
   fprintf(f, "{\"type\":\"comm\",\"event\":\"init\",\"comm\":\"%016" PRIx64 "\",\"size\":%d,\"rank\":%d,\"device\":%d,"
-          "\"parent\":null,\"t_ns\":%lld}\n", world, g->ranks, rank, rank % 8, T0_NS - 2000000000ll);
+             "\"parent\":null,\"t_ns\":%lld}\n",
+          world, g->ranks, rank, rank % 8, T0_NS - 2000000000ll);
   if (tp)
     fprintf(f, "{\"type\":\"comm\",\"event\":\"split\",\"comm\":\"%016" PRIx64 "\",\"size\":8,\"rank\":%d,\"device\":%d,"
-            "\"parent\":\"%016" PRIx64 "\",\"t_ns\":%lld}\n", group, rank % 8, rank % 8, world, T0_NS - 1000000000ll);
+               "\"parent\":\"%016" PRIx64 "\",\"t_ns\":%lld}\n",
+            group, rank % 8, rank % 8, world, T0_NS - 1000000000ll);
   int64_t wseq = 0, gseq = 0;
   for (long i = 0; i < g->ops; i++) {
     bool on_group = tp && i % 5 == 4;
@@ -82,7 +99,7 @@ static int write_rank(const struct gen *g, int rank) {
     bytes = count * (uint64_t)k->esz * (k->busmul ? (uint64_t)csize : 1);
     /* instance timeline: every rank agrees on t (the op index sets the clock) */
     int64_t t = T0_NS + (int64_t)i * 2000000 + 100000;
-    int64_t xfer_ns = 8000 + (int64_t)(bytes / 40);   /* ~40 GB/s */
+    int64_t xfer_ns = 8000 + (int64_t)(bytes / 40); /* ~40 GB/s */
     int64_t jit = (int64_t)(h4(g->seed, comm, (uint64_t)seq, (uint64_t)rank) % 20000);
     bool late = !on_group && rank == STRAGGLER && seq % 2 == 0;
     int64_t arrive = t + jit + (late ? 300000 : 0);
@@ -90,15 +107,18 @@ static int write_rank(const struct gen *g, int rank) {
     int64_t start = arrive, end = all_in + xfer_ns;
     int64_t enq = arrive - 15000 - (int64_t)(h4(g->seed, comm, (uint64_t)seq, 3) % 5000);
     fprintf(f, "{\"type\":\"op\",\"comm\":\"%016" PRIx64 "\",\"comm_size\":%d,\"comm_rank\":%d,\"rank\":%d,"
-            "\"seq\":%" PRId64 ",\"op\":\"%s\",\"dtype\":\"%s\",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"redop\":",
+               "\"seq\":%" PRId64 ",\"op\":\"%s\",\"dtype\":\"%s\",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"redop\":",
             comm, csize, crank, rank, seq, k->op, k->dtype, count, bytes);
-    if (k->redop) fputs("\"sum\"", f); else fputs("null", f);
-    fprintf(f, ",\"root\":%d,\"peer\":-1,\"stream\":\"0x%" PRIx64 "\",\"group\":0,\"enqueue_ns\":%" PRId64
-            ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"dur_us\":",
+    if (k->redop)
+      fputs("\"sum\"", f);
+    else
+      fputs("null", f);
+    fprintf(f, ",\"root\":%d,\"peer\":-1,\"stream\":\"0x%" PRIx64 "\",\"group\":0,\"enqueue_ns\":%" PRId64 ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"dur_us\":",
             k->redop || k->busmul ? -1 : 0, stream, enq, start, end);
     put_us(f, end - start);
     fputs(",\"timing\":\"gpu_event\",\"captured\":false,\"site\":\"libtorch_cuda.so!c10d::ProcessGroupNCCL::"
-          "collective+0x1a4\",\"status\":0", f);
+          "collective+0x1a4\",\"status\":0",
+          f);
     if (!on_group && seq % 50 == 0 && k->redop) {
       uint64_t fp = h4(g->seed, comm, (uint64_t)seq, 99);
       fprintf(f, ",\"sdc\":{\"checked\":3,\"fp\":\"%016" PRIx64 "\",\"in_sum\":%.17g,\"in_abs\":%.17g,\"out_sum\":%.17g}",
@@ -108,7 +128,10 @@ static int write_rank(const struct gen *g, int rank) {
   }
   fprintf(f, "{\"type\":\"footer\",\"ops\":%ld,\"xfers\":0,\"drops\":0,\"timing_lost\":0,\"t_ns\":%lld}\n", g->ops,
           T0_NS + (long long)g->ops * 2000000 + 1000000);
-  if (fclose(f) != 0) { fprintf(stderr, "gen_dumps: %s: write failed\n", path); return 1; }
+  if (fclose(f) != 0) {
+    fprintf(stderr, "gen_dumps: %s: write failed\n", path);
+    return 1;
+  }
   return 0;
 }
 
@@ -116,21 +139,35 @@ int main(int argc, char **argv) {
   struct gen g = {.ranks = 8, .ops = 1000, .seed = 1, .out = NULL};
   int jobs = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--ranks")) g.ranks = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--ops")) g.ops = atol(argv[i + 1]);
-    else if (!strcmp(argv[i], "--out")) g.out = argv[i + 1];
-    else if (!strcmp(argv[i], "--jobs")) jobs = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--seed")) g.seed = strtoull(argv[i + 1], NULL, 10);
-    else { fprintf(stderr, "gen_dumps: unknown option %s\n", argv[i]); return 2; }
+    if (!strcmp(argv[i], "--ranks"))
+      g.ranks = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--ops"))
+      g.ops = atol(argv[i + 1]);
+    else if (!strcmp(argv[i], "--out"))
+      g.out = argv[i + 1];
+    else if (!strcmp(argv[i], "--jobs"))
+      jobs = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--seed"))
+      g.seed = strtoull(argv[i + 1], NULL, 10);
+    else {
+      fprintf(stderr, "gen_dumps: unknown option %s\n", argv[i]);
+      return 2;
+    }
   }
   if (!g.out || g.ranks < 1 || g.ops < 0 || jobs < 1) {
     fputs("usage: gen_dumps --ranks N --ops M --out DIR [--jobs J] [--seed S]\n", stderr);
     return 2;
   }
-  if (mkdir(g.out, 0755) != 0 && errno != EEXIST) { perror(g.out); return 1; }
+  if (mkdir(g.out, 0755) != 0 && errno != EEXIST) {
+    perror(g.out);
+    return 1;
+  }
   for (int j = 0; j < jobs; j++) {
     pid_t p = fork();
-    if (p < 0) { perror("fork"); return 1; }
+    if (p < 0) {
+      perror("fork");
+      return 1;
+    }
     if (p == 0) {
       int rc = 0;
       for (int r = j; r < g.ranks; r += jobs) rc |= write_rank(&g, r);

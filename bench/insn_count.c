@@ -12,7 +12,8 @@
 
 __attribute__((noinline)) void measured_calls(ncclComm_t comm, float *buf, int n) {
   for (int i = 0; i < n; i++) ncclAllReduce(buf, buf, 4, ncclFloat, ncclSum, comm, NULL);
-  __asm__ volatile("" ::: "memory");
+  __asm__ volatile("" ::
+                       : "memory");
 }
 
 int main(int argc, char **argv) {

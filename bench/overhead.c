@@ -61,7 +61,10 @@ static int child_paced(double rate, double secs) {
   while (n < total) {
     long due = (long)((now_s() - t0) * rate);
     if (due > total) due = total;
-    while (n < due) { ncclAllReduce(buf, buf, 4, ncclFloat, ncclSum, comm, NULL); n++; }
+    while (n < due) {
+      ncclAllReduce(buf, buf, 4, ncclFloat, ncclSum, comm, NULL);
+      n++;
+    }
     if (n < total) usleep(100);
   }
   printf("%ld %.3f\n", n, now_s() - t0);
@@ -80,8 +83,14 @@ static int run_child(char *self, const char *mode, const char *preload, int disa
     setenv("BENCH_CHILD", mode, 1);
     setenv("COLLSCOPE_LIBCUDA", cuda, 1);
     setenv("COLLSCOPE_DIR", dir, 1);
-    if (preload) setenv("LD_PRELOAD", preload, 1); else unsetenv("LD_PRELOAD");
-    if (disable) setenv("COLLSCOPE_DISABLE", "1", 1); else unsetenv("COLLSCOPE_DISABLE");
+    if (preload)
+      setenv("LD_PRELOAD", preload, 1);
+    else
+      unsetenv("LD_PRELOAD");
+    if (disable)
+      setenv("COLLSCOPE_DISABLE", "1", 1);
+    else
+      unsetenv("COLLSCOPE_DISABLE");
     execl(self, self, rate, secs, (char *)NULL);
     _exit(127);
   }
@@ -108,8 +117,10 @@ static void scan_dumps(const char *dir, long *ops, long *drops) {
     if (!f) continue;
     char line[4096];
     while (fgets(line, sizeof(line), f)) {
-      if (strncmp(line, "{\"type\":\"op\"", 12) == 0) (*ops)++;
-      else if (strncmp(line, "{\"type\":\"drops\"", 15) == 0) *drops += atol(line + 24);
+      if (strncmp(line, "{\"type\":\"op\"", 12) == 0)
+        (*ops)++;
+      else if (strncmp(line, "{\"type\":\"drops\"", 15) == 0)
+        *drops += atol(line + 24);
     }
     fclose(f);
   }
@@ -126,8 +137,10 @@ int main(int argc, char **argv) {
   }
   const char *shim = argv[1], *cuda = argv[2], *rate = "500000", *secs = "2";
   for (int i = 3; i + 1 < argc; i++) {
-    if (!strcmp(argv[i], "--rate")) rate = argv[++i];
-    else if (!strcmp(argv[i], "--seconds")) secs = argv[++i];
+    if (!strcmp(argv[i], "--rate"))
+      rate = argv[++i];
+    else if (!strcmp(argv[i], "--seconds"))
+      secs = argv[++i];
   }
   char dir[] = "/tmp/collscope-bench-XXXXXX";
   if (!mkdtemp(dir)) return 1;

@@ -105,8 +105,14 @@ static double run_config(const char *self, const char *sim, const char *shim, co
       setenv("LD_LIBRARY_PATH", sim, 1);
       setenv("COLLSCOPE_DIR", dir, 1);
       setenv("COLLSCOPE_LOG", "quiet", 1);
-      if (shim) setenv("LD_PRELOAD", shim, 1); else unsetenv("LD_PRELOAD");
-      if (timing) setenv("COLLSCOPE_TIMING", timing, 1); else unsetenv("COLLSCOPE_TIMING");
+      if (shim)
+        setenv("LD_PRELOAD", shim, 1);
+      else
+        unsetenv("LD_PRELOAD");
+      if (timing)
+        setenv("COLLSCOPE_TIMING", timing, 1);
+      else
+        unsetenv("COLLSCOPE_TIMING");
       if (r == 0) dup2(p[1], 1);
       close(p[0]);
       execl(self, self, iters, (char *)NULL);
@@ -141,8 +147,10 @@ int main(int argc, char **argv) {
   const char *iters = "2000";
   int rounds = 5;
   for (int i = 3; i + 1 < argc; i++) {
-    if (!strcmp(argv[i], "--iters")) iters = argv[++i];
-    else if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[++i]);
+    if (!strcmp(argv[i], "--iters"))
+      iters = argv[++i];
+    else if (!strcmp(argv[i], "--rounds"))
+      rounds = atoi(argv[++i]);
   }
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -159,7 +167,10 @@ int main(int argc, char **argv) {
       lat[k][r] = run_config(self, argv[1], k ? argv[2] : NULL, iters, modes[k]);
       call[k][r] = last_call_ns;
       proc[k][r] = last_proc_ns;
-      if (lat[k][r] < 0) { fprintf(stderr, "a rank failed (%s)\n", names[k]); return 1; }
+      if (lat[k][r] < 0) {
+        fprintf(stderr, "a rank failed (%s)\n", names[k]);
+        return 1;
+      }
     }
   printf("simulator AllReduce 8 B + stream sync, 2 ranks, median of %d rounds x %s iterations\n", rounds, iters);
   printf("%-20s %12s %8s %14s %14s\n", "mode", "latency us", "ratio", "call_cpu ns", "proc_cpu ns/op");

@@ -42,12 +42,12 @@ static void drv_load_once(void) {
   bool ok = true;
   char missing[512] = "";
   size_t mlen = 0;
-#define CS_DRV_LOOK(ret, fname, params, sym)                                            \
-  cs_drv.fname = (ret(*) params)lookup(h, sym);                                       \
-  if (!cs_drv.fname) {                                                                 \
-    ok = false;                                                                        \
-    if (mlen < sizeof(missing) - 1)                                                    \
-      mlen += (size_t)snprintf(missing + mlen, sizeof(missing) - mlen, " %s", sym);    \
+#define CS_DRV_LOOK(ret, fname, params, sym) \
+  cs_drv.fname = (ret(*) params)lookup(h, sym); \
+  if (!cs_drv.fname) { \
+    ok = false; \
+    if (mlen < sizeof(missing) - 1) \
+      mlen += (size_t)snprintf(missing + mlen, sizeof(missing) - mlen, " %s", sym); \
   }
   CS_DRIVER_FNS(CS_DRV_LOOK)
 #undef CS_DRV_LOOK

@@ -7,25 +7,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CS_DRIVER_FNS(X)                                                                   \
-  X(CUresult, cuDriverGetVersion, (int *v), "cuDriverGetVersion")                          \
-  X(CUresult, cuCtxGetCurrent, (CUcontext *c), "cuCtxGetCurrent")                          \
-  X(CUresult, cuCtxPushCurrent, (CUcontext c), "cuCtxPushCurrent_v2")                      \
-  X(CUresult, cuCtxPopCurrent, (CUcontext *c), "cuCtxPopCurrent_v2")                       \
-  X(CUresult, cuCtxGetDevice, (CUdevice *d), "cuCtxGetDevice")                             \
-  X(CUresult, cuDeviceGetPCIBusId, (char *b, int len, CUdevice d), "cuDeviceGetPCIBusId")  \
-  X(CUresult, cuEventCreate, (CUevent *e, unsigned flags), "cuEventCreate")                \
-  X(CUresult, cuEventDestroy, (CUevent e), "cuEventDestroy_v2")                            \
-  X(CUresult, cuEventRecord, (CUevent e, CUstream s), "cuEventRecord")                     \
-  X(CUresult, cuEventQuery, (CUevent e), "cuEventQuery")                                   \
-  X(CUresult, cuEventSynchronize, (CUevent e), "cuEventSynchronize")                       \
+#define CS_DRIVER_FNS(X) \
+  X(CUresult, cuDriverGetVersion, (int *v), "cuDriverGetVersion") \
+  X(CUresult, cuCtxGetCurrent, (CUcontext * c), "cuCtxGetCurrent") \
+  X(CUresult, cuCtxPushCurrent, (CUcontext c), "cuCtxPushCurrent_v2") \
+  X(CUresult, cuCtxPopCurrent, (CUcontext * c), "cuCtxPopCurrent_v2") \
+  X(CUresult, cuCtxGetDevice, (CUdevice * d), "cuCtxGetDevice") \
+  X(CUresult, cuDeviceGetPCIBusId, (char *b, int len, CUdevice d), "cuDeviceGetPCIBusId") \
+  X(CUresult, cuEventCreate, (CUevent * e, unsigned flags), "cuEventCreate") \
+  X(CUresult, cuEventDestroy, (CUevent e), "cuEventDestroy_v2") \
+  X(CUresult, cuEventRecord, (CUevent e, CUstream s), "cuEventRecord") \
+  X(CUresult, cuEventQuery, (CUevent e), "cuEventQuery") \
+  X(CUresult, cuEventSynchronize, (CUevent e), "cuEventSynchronize") \
   X(CUresult, cuEventElapsedTime, (float *ms, CUevent a, CUevent b), "cuEventElapsedTime_v2") \
-  X(CUresult, cuStreamIsCapturing, (CUstream s, CUstreamCaptureStatus *st), "cuStreamIsCapturing") \
-  X(CUresult, cuStreamCreate, (CUstream *s, unsigned flags), "cuStreamCreate")
+  X(CUresult, cuStreamIsCapturing, (CUstream s, CUstreamCaptureStatus * st), "cuStreamIsCapturing") \
+  X(CUresult, cuStreamCreate, (CUstream * s, unsigned flags), "cuStreamCreate")
 
 struct cs_driver {
   bool loaded;
-#define CS_DRV_FIELD(ret, name, params, sym) ret (*name) params;
+#define CS_DRV_FIELD(ret, name, params, sym) ret(*name) params;
   CS_DRIVER_FNS(CS_DRV_FIELD)
 #undef CS_DRV_FIELD
 };
@@ -35,21 +35,21 @@ extern struct cs_driver cs_drv;
 /* Entry points for collscope's own buffers and streams (online exchange, topology
  * routing): resolved
  * separately, so a driver without them turns that feature off, never the timing. */
-#define CS_DRIVER_XCHG_FNS(X)                                                              \
-  X(CUresult, cuCtxSetCurrent, (CUcontext c), "cuCtxSetCurrent")                           \
-  X(CUresult, cuMemAlloc, (CUdeviceptr *p, size_t n), "cuMemAlloc_v2")                     \
-  X(CUresult, cuMemAllocHost, (void **p, size_t n), "cuMemAllocHost_v2")                   \
+#define CS_DRIVER_XCHG_FNS(X) \
+  X(CUresult, cuCtxSetCurrent, (CUcontext c), "cuCtxSetCurrent") \
+  X(CUresult, cuMemAlloc, (CUdeviceptr * p, size_t n), "cuMemAlloc_v2") \
+  X(CUresult, cuMemAllocHost, (void **p, size_t n), "cuMemAllocHost_v2") \
   X(CUresult, cuMemcpyHtoDAsync, (CUdeviceptr d, const void *h, size_t n, CUstream s), "cuMemcpyHtoDAsync_v2") \
   X(CUresult, cuMemcpyDtoHAsync, (void *h, CUdeviceptr d, size_t n, CUstream s), "cuMemcpyDtoHAsync_v2") \
-  X(CUresult, cuStreamQuery, (CUstream s), "cuStreamQuery")                                \
-  X(CUresult, cuStreamSynchronize, (CUstream s), "cuStreamSynchronize")                    \
-  X(CUresult, cuStreamDestroy, (CUstream s), "cuStreamDestroy_v2")                         \
-  X(CUresult, cuMemFree, (CUdeviceptr p), "cuMemFree_v2")                                  \
+  X(CUresult, cuStreamQuery, (CUstream s), "cuStreamQuery") \
+  X(CUresult, cuStreamSynchronize, (CUstream s), "cuStreamSynchronize") \
+  X(CUresult, cuStreamDestroy, (CUstream s), "cuStreamDestroy_v2") \
+  X(CUresult, cuMemFree, (CUdeviceptr p), "cuMemFree_v2") \
   X(CUresult, cuMemFreeHost, (void *p), "cuMemFreeHost")
 
 struct cs_driver_xchg {
   bool loaded;
-#define CS_DRV_FIELD(ret, name, params, sym) ret (*name) params;
+#define CS_DRV_FIELD(ret, name, params, sym) ret(*name) params;
   CS_DRIVER_XCHG_FNS(CS_DRV_FIELD)
 #undef CS_DRV_FIELD
 };

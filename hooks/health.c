@@ -63,14 +63,29 @@ static struct {
 } nv;
 
 /* the fields, each with its own switch */
-enum field { F_NAME, F_UUID, F_SERIAL, F_ARCH, F_PLIMIT, F_REASONS, F_CLOCKS, F_POWER, F_TEMP, F_ECC,
-             F_REMAP, F_NVLINK, F_PCIE, F_XID, F_COUNT };
+enum field { F_NAME,
+             F_UUID,
+             F_SERIAL,
+             F_ARCH,
+             F_PLIMIT,
+             F_REASONS,
+             F_CLOCKS,
+             F_POWER,
+             F_TEMP,
+             F_ECC,
+             F_REMAP,
+             F_NVLINK,
+             F_PCIE,
+             F_XID,
+             F_COUNT };
 static const char *const field_name[F_COUNT] = {"gpu name", "uuid", "serial", "architecture", "power limit",
-  "clock event reasons", "clocks", "power", "temperature", "ECC counts", "row remapping", "NVLink",
-  "PCIe replays", "XID events"};
+                                                "clock event reasons", "clocks", "power", "temperature", "ECC counts", "row remapping", "NVLink",
+                                                "PCIe replays", "XID events"};
 static bool on[F_COUNT];
 
-static enum { ST_NEW, ST_READY, ST_OFF } st;
+static enum { ST_NEW,
+              ST_READY,
+              ST_OFF } st;
 static int64_t period_ns, next_ns;
 static int dev_index = -1;
 static nvmlDevice_t dev;
@@ -81,14 +96,16 @@ static bool have_base;
 static unsigned long long base_ecc[2], base_nvl[NVML_NVLINK_MAX_LINKS][3];
 static unsigned base_pcie;
 static int nlinks;
-static unsigned sample_flags;          /* CS_HEALTH_F_* of the sample being taken */
+static unsigned sample_flags; /* CS_HEALTH_F_* of the sample being taken */
 static unsigned long long sample_reasons;
 
 static void field_off(enum field f, const char *fn, int rc) {
   if (!on[f]) return;
   on[f] = false;
-  if (rc < 0) cs_log(CS_LOG_INFO, "health: NVML has no %s: %s not sampled", fn, field_name[f]);
-  else cs_log(CS_LOG_INFO, "health: %s returned %d: %s not sampled", fn, rc, field_name[f]);
+  if (rc < 0)
+    cs_log(CS_LOG_INFO, "health: NVML has no %s: %s not sampled", fn, field_name[f]);
+  else
+    cs_log(CS_LOG_INFO, "health: %s returned %d: %s not sampled", fn, rc, field_name[f]);
 }
 
 void cs_sb_printf(struct cs_strbuf *b, const char *fmt, ...) {
@@ -113,7 +130,8 @@ static void sb_str(struct cs_strbuf *b, const char *s) {
 
 /* the communicator's device: the first registered communicator's */
 static void find_dev(void *comm, struct cs_comm *c, void *arg) {
-  (void)comm; (void)arg;
+  (void)comm;
+  (void)arg;
   if (dev_index < 0 && c->device >= 0) dev_index = c->device;
 }
 
@@ -155,19 +173,30 @@ static void open_nvml(void) {
   SYM(ev_create, "nvmlEventSetCreate");
   SYM(ev_register, "nvmlDeviceRegisterEvents");
   SYM(ev_wait, "nvmlEventSetWait_v2");
-  if (!nv.by_bus) { cs_log(CS_LOG_INFO, "health: NVML has no nvmlDeviceGetHandleByPciBusId_v2: GPU health not sampled"); return; }
+  if (!nv.by_bus) {
+    cs_log(CS_LOG_INFO, "health: NVML has no nvmlDeviceGetHandleByPciBusId_v2: GPU health not sampled");
+    return;
+  }
   for (int f = 0; f < F_COUNT; f++) on[f] = true;
-  const struct { enum field f; void *p; const char *fn; } need[] = {
-    {F_NAME, (void *)nv.name, "nvmlDeviceGetName"}, {F_UUID, (void *)nv.uuid, "nvmlDeviceGetUUID"},
-    {F_SERIAL, (void *)nv.serial, "nvmlDeviceGetSerial"}, {F_ARCH, (void *)nv.arch, "nvmlDeviceGetArchitecture"},
-    {F_PLIMIT, (void *)nv.plimit, "nvmlDeviceGetPowerManagementLimit"},
-    {F_REASONS, (void *)nv.reasons, "nvmlDeviceGetCurrentClocksEventReasons"},
-    {F_CLOCKS, (void *)nv.clock, "nvmlDeviceGetClockInfo"}, {F_POWER, (void *)nv.power, "nvmlDeviceGetPowerUsage"},
-    {F_TEMP, (void *)nv.temp, "nvmlDeviceGetTemperature"}, {F_ECC, (void *)nv.ecc, "nvmlDeviceGetTotalEccErrors"},
-    {F_REMAP, (void *)nv.remap, "nvmlDeviceGetRemappedRows"},
-    {F_NVLINK, (void *)(nv.nvl_state && nv.nvl_err ? (void *)nv.nvl_err : NULL), "nvmlDeviceGetNvLinkErrorCounter"},
-    {F_PCIE, (void *)nv.pcie, "nvmlDeviceGetPcieReplayCounter"},
-    {F_XID, (void *)(nv.ev_create && nv.ev_register ? (void *)nv.ev_wait : NULL), "nvmlEventSetWait_v2"},
+  const struct {
+    enum field f;
+    void *p;
+    const char *fn;
+  } need[] = {
+      {F_NAME, (void *)nv.name, "nvmlDeviceGetName"},
+      {F_UUID, (void *)nv.uuid, "nvmlDeviceGetUUID"},
+      {F_SERIAL, (void *)nv.serial, "nvmlDeviceGetSerial"},
+      {F_ARCH, (void *)nv.arch, "nvmlDeviceGetArchitecture"},
+      {F_PLIMIT, (void *)nv.plimit, "nvmlDeviceGetPowerManagementLimit"},
+      {F_REASONS, (void *)nv.reasons, "nvmlDeviceGetCurrentClocksEventReasons"},
+      {F_CLOCKS, (void *)nv.clock, "nvmlDeviceGetClockInfo"},
+      {F_POWER, (void *)nv.power, "nvmlDeviceGetPowerUsage"},
+      {F_TEMP, (void *)nv.temp, "nvmlDeviceGetTemperature"},
+      {F_ECC, (void *)nv.ecc, "nvmlDeviceGetTotalEccErrors"},
+      {F_REMAP, (void *)nv.remap, "nvmlDeviceGetRemappedRows"},
+      {F_NVLINK, (void *)(nv.nvl_state && nv.nvl_err ? (void *)nv.nvl_err : NULL), "nvmlDeviceGetNvLinkErrorCounter"},
+      {F_PCIE, (void *)nv.pcie, "nvmlDeviceGetPcieReplayCounter"},
+      {F_XID, (void *)(nv.ev_create && nv.ev_register ? (void *)nv.ev_wait : NULL), "nvmlEventSetWait_v2"},
   };
   for (size_t i = 0; i < sizeof need / sizeof *need; i++)
     if (!need[i].p) field_off(need[i].f, need[i].fn, -1);
@@ -192,13 +221,14 @@ static bool open_device(void) {
   if (on[F_NAME] && (rc = nv.name(dev, gpu_name, sizeof gpu_name)) != NVML_SUCCESS) field_off(F_NAME, "nvmlDeviceGetName", rc);
   if (on[F_UUID] && (rc = nv.uuid(dev, gpu_uuid, sizeof gpu_uuid)) != NVML_SUCCESS) field_off(F_UUID, "nvmlDeviceGetUUID", rc);
   if (on[F_SERIAL] && (rc = nv.serial(dev, gpu_serial, sizeof gpu_serial)) != NVML_SUCCESS) {
-    gpu_serial[0] = 0;   /* not allowed for every user: quietly absent */
+    gpu_serial[0] = 0; /* not allowed for every user: quietly absent */
     on[F_SERIAL] = false;
   }
   if (on[F_ARCH] && (rc = nv.arch(dev, &gpu_arch)) != NVML_SUCCESS) field_off(F_ARCH, "nvmlDeviceGetArchitecture", rc);
   if (on[F_PLIMIT] && (rc = nv.plimit(dev, &gpu_plimit)) != NVML_SUCCESS) field_off(F_PLIMIT, "nvmlDeviceGetPowerManagementLimit", rc);
   if (on[F_XID]) {
-    if ((rc = nv.ev_create(&evset)) != NVML_SUCCESS) field_off(F_XID, "nvmlEventSetCreate", rc);
+    if ((rc = nv.ev_create(&evset)) != NVML_SUCCESS)
+      field_off(F_XID, "nvmlEventSetCreate", rc);
     else if ((rc = nv.ev_register(dev, NVML_EVENT_TYPE_XID_CRITICAL_ERROR, evset)) != NVML_SUCCESS)
       field_off(F_XID, "nvmlDeviceRegisterEvents", rc);
   }
@@ -216,9 +246,18 @@ static size_t header_extra(int device, char *out, size_t cap) {
   if (dev_index < 0 && device >= 0) dev_index = device;
   if (st != ST_READY || !ensure_dev() || !nv.by_bus || !dev) return 0;
   struct cs_strbuf b = {out, 0, cap};
-  if (on[F_NAME]) { cs_sb_printf(&b, ",\"gpu_name\":"); sb_str(&b, gpu_name); }
-  if (on[F_UUID]) { cs_sb_printf(&b, ",\"gpu_uuid\":"); sb_str(&b, gpu_uuid); }
-  if (on[F_SERIAL]) { cs_sb_printf(&b, ",\"gpu_serial\":"); sb_str(&b, gpu_serial); }
+  if (on[F_NAME]) {
+    cs_sb_printf(&b, ",\"gpu_name\":");
+    sb_str(&b, gpu_name);
+  }
+  if (on[F_UUID]) {
+    cs_sb_printf(&b, ",\"gpu_uuid\":");
+    sb_str(&b, gpu_uuid);
+  }
+  if (on[F_SERIAL]) {
+    cs_sb_printf(&b, ",\"gpu_serial\":");
+    sb_str(&b, gpu_serial);
+  }
   if (on[F_ARCH]) cs_sb_printf(&b, ",\"gpu_arch\":%u", gpu_arch);
   if (on[F_PLIMIT]) cs_sb_printf(&b, ",\"gpu_power_limit_mw\":%u", gpu_plimit);
   cs_sb_printf(&b, ",\"gpu_pci_bus_id\":\"%s\"", bus_id);
@@ -226,7 +265,7 @@ static size_t header_extra(int device, char *out, size_t cap) {
 }
 
 static unsigned long long delta(unsigned long long now, unsigned long long *base) {
-  unsigned long long d = now >= *base ? now - *base : now;   /* a reset counter starts over */
+  unsigned long long d = now >= *base ? now - *base : now; /* a reset counter starts over */
   *base = now;
   return d;
 }
@@ -238,7 +277,8 @@ static void sample_gpu(struct cs_strbuf *b) {
   bool base = have_base;
   cs_sb_printf(b, ",\"gpu\":{\"bus\":\"%s\"", bus_id);
   if (on[F_REASONS]) {
-    if ((rc = nv.reasons(dev, &x)) != NVML_SUCCESS) field_off(F_REASONS, "nvmlDeviceGetCurrentClocksEventReasons", rc);
+    if ((rc = nv.reasons(dev, &x)) != NVML_SUCCESS)
+      field_off(F_REASONS, "nvmlDeviceGetCurrentClocksEventReasons", rc);
     else {
       cs_sb_printf(b, ",\"reasons\":%llu", x);
       sample_reasons = x;
@@ -250,15 +290,20 @@ static void sample_gpu(struct cs_strbuf *b) {
   if (on[F_CLOCKS]) {
     if ((rc = nv.clock(dev, NVML_CLOCK_SM, &u)) != NVML_SUCCESS || (rc = nv.clock(dev, NVML_CLOCK_MEM, &u2)) != NVML_SUCCESS)
       field_off(F_CLOCKS, "nvmlDeviceGetClockInfo", rc);
-    else cs_sb_printf(b, ",\"sm_mhz\":%u,\"mem_mhz\":%u", u, u2);
+    else
+      cs_sb_printf(b, ",\"sm_mhz\":%u,\"mem_mhz\":%u", u, u2);
   }
   if (on[F_POWER]) {
-    if ((rc = nv.power(dev, &u)) != NVML_SUCCESS) field_off(F_POWER, "nvmlDeviceGetPowerUsage", rc);
-    else cs_sb_printf(b, ",\"power_mw\":%u", u);
+    if ((rc = nv.power(dev, &u)) != NVML_SUCCESS)
+      field_off(F_POWER, "nvmlDeviceGetPowerUsage", rc);
+    else
+      cs_sb_printf(b, ",\"power_mw\":%u", u);
   }
   if (on[F_TEMP]) {
-    if ((rc = nv.temp(dev, NVML_TEMPERATURE_GPU, &u)) != NVML_SUCCESS) field_off(F_TEMP, "nvmlDeviceGetTemperature", rc);
-    else cs_sb_printf(b, ",\"temp_c\":%u", u);
+    if ((rc = nv.temp(dev, NVML_TEMPERATURE_GPU, &u)) != NVML_SUCCESS)
+      field_off(F_TEMP, "nvmlDeviceGetTemperature", rc);
+    else
+      cs_sb_printf(b, ",\"temp_c\":%u", u);
   }
   if (on[F_ECC]) {
     unsigned long long c, un;
@@ -272,14 +317,16 @@ static void sample_gpu(struct cs_strbuf *b) {
     }
   }
   if (on[F_REMAP]) {
-    if ((rc = nv.remap(dev, &u, &u2, &u3, &u4)) != NVML_SUCCESS) field_off(F_REMAP, "nvmlDeviceGetRemappedRows", rc);
+    if ((rc = nv.remap(dev, &u, &u2, &u3, &u4)) != NVML_SUCCESS)
+      field_off(F_REMAP, "nvmlDeviceGetRemappedRows", rc);
     else {
       cs_sb_printf(b, ",\"remap_pending\":%u,\"remap_failure\":%u", u3 ? 1u : 0u, u4 ? 1u : 0u);
       if (u3 || u4) sample_flags |= CS_HEALTH_F_ECC;
     }
   }
   if (on[F_PCIE]) {
-    if ((rc = nv.pcie(dev, &u)) != NVML_SUCCESS) field_off(F_PCIE, "nvmlDeviceGetPcieReplayCounter", rc);
+    if ((rc = nv.pcie(dev, &u)) != NVML_SUCCESS)
+      field_off(F_PCIE, "nvmlDeviceGetPcieReplayCounter", rc);
     else {
       unsigned long long bp = base_pcie, d = delta(u, &bp);
       base_pcie = (unsigned)bp;
@@ -288,7 +335,7 @@ static void sample_gpu(struct cs_strbuf *b) {
     }
   }
   if (on[F_NVLINK]) {
-    if (!base) {   /* the links there are: those whose state NVML answers */
+    if (!base) { /* the links there are: those whose state NVML answers */
       nlinks = 0;
       for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
         int act;
@@ -307,8 +354,10 @@ static void sample_gpu(struct cs_strbuf *b) {
       if (nv.nvl_state(dev, (unsigned)l, &act) == NVML_SUCCESS && !act) down++;
       unsigned long long d[3];
       for (int k = 0; k < 3 && on[F_NVLINK]; k++) {
-        if ((rc = nv.nvl_err(dev, (unsigned)l, kinds[k], &x)) != NVML_SUCCESS) field_off(F_NVLINK, "nvmlDeviceGetNvLinkErrorCounter", rc);
-        else d[k] = delta(x, &base_nvl[l][k]);
+        if ((rc = nv.nvl_err(dev, (unsigned)l, kinds[k], &x)) != NVML_SUCCESS)
+          field_off(F_NVLINK, "nvmlDeviceGetNvLinkErrorCounter", rc);
+        else
+          d[k] = delta(x, &base_nvl[l][k]);
       }
       if (on[F_NVLINK] && base && (d[0] | d[1] | d[2])) {
         cs_sb_printf(&lb, "%s{\"link\":%d,\"crc\":%llu,\"replay\":%llu,\"recovery\":%llu}", first ? "" : ",", l, d[0], d[1], d[2]);
@@ -322,11 +371,14 @@ static void sample_gpu(struct cs_strbuf *b) {
     cs_sb_printf(b, ",\"xid\":[");
     nvmlEventData_t ev;
     bool first = true;
-    for (int i = 0; i < 16; i++) {   /* polled, never blocking: timeout 0 */
+    for (int i = 0; i < 16; i++) { /* polled, never blocking: timeout 0 */
       memset(&ev, 0, sizeof ev);
       rc = nv.ev_wait(evset, &ev, 0);
       if (rc == NVML_ERROR_TIMEOUT) break;
-      if (rc != NVML_SUCCESS) { field_off(F_XID, "nvmlEventSetWait_v2", rc); break; }
+      if (rc != NVML_SUCCESS) {
+        field_off(F_XID, "nvmlEventSetWait_v2", rc);
+        break;
+      }
       if (ev.device == dev && (ev.eventType & NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
         cs_sb_printf(b, "%s%llu", first ? "" : ",", ev.eventData);
         first = false;
@@ -345,10 +397,15 @@ static void start(void) {
   if (v && *v) {
     char *end;
     long x = strtol(v, &end, 10);
-    if (*end || x < 0 || x > 3600000) cs_log(CS_LOG_WARN, "ignoring COLLSCOPE_HEALTH_MS=%.32s (expected 0..3600000); using 1000", v);
-    else ms = x;
+    if (*end || x < 0 || x > 3600000)
+      cs_log(CS_LOG_WARN, "ignoring COLLSCOPE_HEALTH_MS=%.32s (expected 0..3600000); using 1000", v);
+    else
+      ms = x;
   }
-  if (ms == 0) { st = ST_OFF; return; }
+  if (ms == 0) {
+    st = ST_OFF;
+    return;
+  }
   period_ns = ms * 1000000LL;
   open_nvml();
   cs_dump_header_extra = header_extra;
@@ -359,23 +416,26 @@ static void start(void) {
 void cs_health_tick(bool final) {
   if (st == ST_NEW) start();
   if (st != ST_READY) return;
-  if (!ensure_dev()) return;   /* nothing before the communicator's device is known */
+  if (!ensure_dev()) return; /* nothing before the communicator's device is known */
   int64_t now = cs_now_ns(CLOCK_MONOTONIC);
   if (!final && now < next_ns) return;
   next_ns = now + period_ns;
-  int64_t cpu0 = cs_now_ns(CLOCK_THREAD_CPUTIME_ID);   /* the sample's own cost, in the record */
+  int64_t cpu0 = cs_now_ns(CLOCK_THREAD_CPUTIME_ID); /* the sample's own cost, in the record */
   static char line[CS_DUMP_RAW_MAX];
   struct cs_strbuf b = {line, 0, sizeof line};
   cs_sb_printf(&b, "{\"type\":\"health\",\"rank\":%d,\"t_ns\":%lld", cs_cfg.rank, (long long)cs_now_ns(CLOCK_REALTIME));
   bool any = false, ib_errors = false;
   sample_flags = 0;
   sample_reasons = 0;
-  if (dev_open && nv.by_bus && dev) { sample_gpu(&b); any = true; }
+  if (dev_open && nv.by_bus && dev) {
+    sample_gpu(&b);
+    any = true;
+  }
   if (cs_cfg.local_rank <= 0 && cs_health_ib_sample(&b, &ib_errors)) any = true;
   if (ib_errors) sample_flags |= CS_HEALTH_F_IB;
   cs_sb_printf(&b, ",\"cost_us\":%.1f}", (double)(cs_now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e3);
   if (any && b.len < b.cap) cs_dump_raw_line(line, b.len, dev_index);
-  if (any) {   /* the stats ring: the sample's flags, for `collscope top` */
+  if (any) { /* the stats ring: the sample's flags, for `collscope top` */
     struct cs_record r;
     memset(&r, 0, sizeof r);
     r.type = CS_REC_HEALTH;

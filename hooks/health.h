@@ -14,7 +14,10 @@ void cs_health_tick(bool final);
 
 /* IB ports (health_ib.c): append the sample's "ib":[...] JSON to buf (NUL terminated,
  * truncated at cap); returns false when nothing was written. */
-struct cs_strbuf { char *p; size_t len, cap; };
+struct cs_strbuf {
+  char *p;
+  size_t len, cap;
+};
 void cs_sb_printf(struct cs_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors);   /* *errors: an error counter moved */
+bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors); /* *errors: an error counter moved */
 #endif

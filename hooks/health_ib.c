@@ -15,9 +15,9 @@
 
 #define MAX_PORTS 64
 static const char *const counters[] = {
-  "symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards",
-  "port_xmit_wait", "local_link_integrity_errors", "excessive_buffer_overrun_errors",
-  "port_xmit_data", "port_rcv_data"};
+    "symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards",
+    "port_xmit_wait", "local_link_integrity_errors", "excessive_buffer_overrun_errors",
+    "port_xmit_data", "port_rcv_data"};
 static const char *const hw_counters[] = {"out_of_sequence", "packet_seq_err", "np_cnp_sent", "rp_cnp_handled"};
 #define NC (sizeof counters / sizeof *counters)
 #define NH (sizeof hw_counters / sizeof *hw_counters)
@@ -28,7 +28,7 @@ static struct port {
   bool have[NC + NH];
   unsigned long long base[NC + NH];
 } ports[MAX_PORTS];
-static int nports = -1;   /* -1: not scanned yet */
+static int nports = -1; /* -1: not scanned yet */
 static char root[1024];
 
 static bool safe_name(const char *s) {
@@ -79,7 +79,10 @@ static void scan(void) {
   char path[1400];
   snprintf(path, sizeof path, "%s/class/infiniband", root);
   DIR *d = opendir(path);
-  if (!d) { cs_log(CS_LOG_INFO, "health: no %s: InfiniBand ports not sampled", path); return; }
+  if (!d) {
+    cs_log(CS_LOG_INFO, "health: no %s: InfiniBand ports not sampled", path);
+    return;
+  }
   struct dirent *e;
   int ndev = 0;
   while ((e = readdir(d)) && ndev < 16) {

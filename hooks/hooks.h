@@ -22,8 +22,8 @@ struct cs_call {
   void *stream;
   struct cs_record *rec;
   /* set by the before-op hooks, for their after-op part (zero-initialised by the wrapper) */
-  uint32_t sdc_ctr;      /* 1 + hooks/sdc.c sample:N counter this call advanced, 0 when none */
-  uint64_t sdc_ctr_at;   /* that counter's value before it did */
+  uint32_t sdc_ctr;    /* 1 + hooks/sdc.c sample:N counter this call advanced, 0 when none */
+  uint64_t sdc_ctr_at; /* that counter's value before it did */
 };
 
 /* (an accessor: the wrappers' macros use `root` as a parameter name) */

@@ -3,14 +3,14 @@
 #include "nccl_calls.h"
 
 static bool resolve_none(void) { return false; }
-#define CS_NCCL_NONE(name, params) static ncclResult_t (*const none_##name) params = 0;
+#define CS_NCCL_NONE(name, params) static ncclResult_t(*const none_##name) params = 0;
 CS_NCCL_CALLS(CS_NCCL_NONE)
 #undef CS_NCCL_NONE
 
 struct cs_nccl_calls cs_nccl = {
-  .resolve = resolve_none,
+    .resolve = resolve_none,
 #define CS_NCCL_NONE_FIELD(name, params) .real_##name = &none_##name,
-  CS_NCCL_CALLS(CS_NCCL_NONE_FIELD)
+    CS_NCCL_CALLS(CS_NCCL_NONE_FIELD)
 #undef CS_NCCL_NONE_FIELD
 };
 

@@ -12,21 +12,21 @@
 #include <nccl.h>
 #include <stdbool.h>
 
-#define CS_NCCL_CALLS(X)                                                                           \
+#define CS_NCCL_CALLS(X) \
   X(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)) \
-  X(ncclCommAbort, (ncclComm_t comm))                                                              \
-  X(ncclCommDestroy, (ncclComm_t comm))                                                            \
-  X(ncclCommCount, (const ncclComm_t comm, int *count))                                            \
-  X(ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t *asyncError))                            \
-  X(ncclAllReduce, (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,   \
-                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream))                         \
+  X(ncclCommAbort, (ncclComm_t comm)) \
+  X(ncclCommDestroy, (ncclComm_t comm)) \
+  X(ncclCommCount, (const ncclComm_t comm, int *count)) \
+  X(ncclCommGetAsyncError, (ncclComm_t comm, ncclResult_t * asyncError)) \
+  X(ncclAllReduce, (const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype, \
+                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)) \
   X(ncclAllGather, (const void *sendbuff, void *recvbuff, size_t sendcount, ncclDataType_t datatype, \
                     ncclComm_t comm, cudaStream_t stream))
 
 struct cs_nccl_calls {
   bool (*resolve)(void);
-#define CS_NCCL_REAL_FIELD(name, params) ncclResult_t (*const *real_##name) params;
-#define CS_NCCL_ENTRY_FIELD(name, params) ncclResult_t (*name) params;
+#define CS_NCCL_REAL_FIELD(name, params) ncclResult_t(*const *real_##name) params;
+#define CS_NCCL_ENTRY_FIELD(name, params) ncclResult_t(*name) params;
   CS_NCCL_CALLS(CS_NCCL_REAL_FIELD)
   CS_NCCL_CALLS(CS_NCCL_ENTRY_FIELD)
 #undef CS_NCCL_REAL_FIELD

@@ -24,7 +24,6 @@ struct cs_online_hook cs_on;
 
 static void *exchange_main(void *arg);
 
-
 bool cs_online_start_thread(void) {
   sigset_t all, old;
   sigfillset(&all);
@@ -115,11 +114,13 @@ static void drain_feed(void) {
   for (; t != h; t++) {
     const struct feed_item *it = &cs_on.feed[t % FEED_CAP];
     uint64_t lost = cs_online_rank_lost(cs_on.st);
-    if (it->kind == 1) cs_online_rank_feed_op(cs_on.st, &it->u.op);
-    else cs_online_rank_feed_sdc(cs_on.st, &it->u.sdc);
+    if (it->kind == 1)
+      cs_online_rank_feed_op(cs_on.st, &it->u.op);
+    else
+      cs_online_rank_feed_sdc(cs_on.st, &it->u.sdc);
     if (it->kind == 2 && cs_online_rank_lost(cs_on.st) > lost)
       cs_log_once(CS_LOG_WARN, "online: too many checked collectives waiting for an exchange; the oldest are "
-                  "dropped (a lower COLLSCOPE_ONLINE_EVERY or a sparser COLLSCOPE_SDC sample keeps up)");
+                               "dropped (a lower COLLSCOPE_ONLINE_EVERY or a sparser COLLSCOPE_SDC sample keeps up)");
   }
   atomic_store_explicit(&cs_on.tail, t, memory_order_release);
 }
@@ -128,8 +129,10 @@ static void drain_feed(void) {
 bool cs_online_aborting(void) { return atomic_load(&cs_st.park) != 0; }
 
 static void abort_one(void *comm, struct cs_comm *c, void *arg) {
-  (void)c; (void)arg;
-  CS_NCCL_REAL(ncclCommAbort)((ncclComm_t)comm);
+  (void)c;
+  (void)arg;
+  CS_NCCL_REAL(ncclCommAbort)
+  ((ncclComm_t)comm);
 }
 
 static void act_on(const struct cs_online_findings *f, uint64_t exchange, double wait_us, double eval_us) {
@@ -137,7 +140,8 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
     for (size_t i = 0; i < f->nstragglers; i++) {
       const struct cs_online_straggler *s = &f->stragglers[i];
       cs_log(CS_LOG_WARN, "online: straggler rank %d (%s) on comm %016llx: last in %.0f%% of %zu sampled instances, "
-             "lateness %.0f us (median duration %.0f us), kind %s", s->rank, s->host, (unsigned long long)s->comm,
+                          "lateness %.0f us (median duration %.0f us), kind %s",
+             s->rank, s->host, (unsigned long long)s->comm,
              100 * s->share_last, s->instances, s->lateness_us, s->median_dur_us, cs_det_kind_name(s->kind));
     }
     for (size_t i = 0; i < f->nsdc; i++) {
@@ -148,7 +152,8 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
                  (unsigned long long)(s->suspects - 1));
       else if (s->suspect_rank >= 0)
         snprintf(who, sizeof who, "suspect rank %d (%s)", s->suspect_rank, s->suspect_host ? s->suspect_host : "?");
-      else snprintf(who, sizeof who, "no single suspect (every rank received the same wrong result)");
+      else
+        snprintf(who, sizeof who, "no single suspect (every rank received the same wrong result)");
       char vals[160] = "";
       if (s->check == CS_SDC_CHECK_SUM)
         snprintf(vals, sizeof vals, " (output sum %.17g, expected %.17g, tolerance %.3g)", s->got, s->want, s->tol);
@@ -159,22 +164,26 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
     }
     if (f->bad_summaries)
       cs_log(CS_LOG_WARN, "online: exchange %llu: the ranks' contributions did not agree (version or exchange "
-             "number); its data was not used", (unsigned long long)exchange);
+                          "number); its data was not used",
+             (unsigned long long)exchange);
     cs_log(CS_LOG_DEBUG, "online: exchange %llu: %zu instances, %zu checked collectives compared, %u rounds, "
-           "%zu slots lost to collisions; all-reduce %.0f us, evaluation %.0f us", (unsigned long long)exchange,
+                         "%zu slots lost to collisions; all-reduce %.0f us, evaluation %.0f us",
+           (unsigned long long)exchange,
            f->instances, f->sdc_compared, f->rounds, f->lost_slots, wait_us, eval_us);
   }
   if (f->nsdc && cs_cfg.sdc_action == CS_SDC_ACTION_ABORT) {
     cs_log(CS_LOG_WARN, "online: SDC detected (exchange %llu; rank 0 logs the details); COLLSCOPE_SDC_ACTION=abort: "
-           "aborting every NCCL communicator and exiting with status %d", (unsigned long long)exchange,
+                        "aborting every NCCL communicator and exiting with status %d",
+           (unsigned long long)exchange,
            CS_SDC_ABORT_STATUS);
-    cs_park_begin();                 /* job threads entering NCCL now wait for the exit, and an
+    cs_park_begin();               /* job threads entering NCCL now wait for the exit, and an
                                       * exit of the job's own meanwhile waits for this one */
-    atomic_store(&cs_st.ready, 0);   /* nothing new is recorded */
-    cs_harvest_stop(2000);           /* write the dump and close the ring */
-    cs_online_sleep_ms(20);                    /* calls already inside NCCL return */
+    atomic_store(&cs_st.ready, 0); /* nothing new is recorded */
+    cs_harvest_stop(2000);         /* write the dump and close the ring */
+    cs_online_sleep_ms(20);        /* calls already inside NCCL return */
     cs_comm_foreach(abort_one, NULL);
-    CS_NCCL_REAL(ncclCommAbort)(cs_on.own);
+    CS_NCCL_REAL(ncclCommAbort)
+    (cs_on.own);
     _exit(CS_SDC_ABORT_STATUS);
   }
 }
@@ -206,7 +215,8 @@ static void nap_backoff(unsigned *nap) {
 static void abandon(uint64_t exchange, const char *why) {
   cs_log(cs_online_stop_is_shutdown() ? CS_LOG_INFO : CS_LOG_WARN, "online exchange off: exchange %llu: %s",
          (unsigned long long)exchange, why);
-  if (cs_on.own) CS_NCCL_REAL(ncclCommAbort)(cs_on.own);
+  if (cs_on.own) CS_NCCL_REAL(ncclCommAbort)
+  (cs_on.own);
   cs_on.own = NULL;
 }
 
@@ -216,7 +226,10 @@ static const char *enqueued(ncclResult_t r, int64_t deadline, unsigned *polls, u
   while (r == ncclInProgress) {
     ncclResult_t st = ncclInProgress;
     if (CS_NCCL_REAL(ncclCommGetAsyncError)(cs_on.own, &st) != ncclSuccess) st = ncclInternalError;
-    if (st != ncclInProgress) { r = st; break; }
+    if (st != ncclInProgress) {
+      r = st;
+      break;
+    }
     const char *why = wait_verdict(deadline, polls);
     if (why) return why;
     nap_backoff(nap);
@@ -231,10 +244,14 @@ static const char *reduce_round(int64_t deadline, unsigned *polls) {
   unsigned nap = 1;
   const char *why = NULL;
   void *d = (void *)(uintptr_t)cs_on.dwire;
-  struct { size_t off, count; ncclDataType_t type; ncclRedOp_t op; } part[3] = {
-    {offsetof(struct cs_online_wire, min), CS_ONLINE_NMIN, ncclUint64, ncclMin},
-    {offsetof(struct cs_online_wire, sum), CS_ONLINE_NSUM, ncclUint64, ncclSum},
-    {offsetof(struct cs_online_wire, fsum), CS_ONLINE_NFSUM, ncclFloat64, ncclSum},
+  struct {
+    size_t off, count;
+    ncclDataType_t type;
+    ncclRedOp_t op;
+  } part[3] = {
+      {offsetof(struct cs_online_wire, min), CS_ONLINE_NMIN, ncclUint64, ncclMin},
+      {offsetof(struct cs_online_wire, sum), CS_ONLINE_NSUM, ncclUint64, ncclSum},
+      {offsetof(struct cs_online_wire, fsum), CS_ONLINE_NFSUM, ncclFloat64, ncclSum},
   };
   cs_tls.depth++;
   if (cs_drvx.cuMemcpyHtoDAsync(cs_on.dwire, cs_on.hwire, CS_ONLINE_WIRE_BYTES, cs_on.stream) != CUDA_SUCCESS)
@@ -250,7 +267,10 @@ static const char *reduce_round(int64_t deadline, unsigned *polls) {
   while (!why) {
     CUresult q = cs_drvx.cuStreamQuery(cs_on.stream);
     if (q == CUDA_SUCCESS) break;
-    if (q != CUDA_ERROR_NOT_READY) { why = "its stream failed"; break; }
+    if (q != CUDA_ERROR_NOT_READY) {
+      why = "its stream failed";
+      break;
+    }
     if ((why = wait_verdict(deadline, polls))) break;
     nap_backoff(&nap);
   }
@@ -357,8 +377,13 @@ void cs_online_comm_destroying(void *comm) {
   if (cs_on.own) {
     /* the thread abandons (aborts) any exchange it gives up on; should anything still be
      * in flight on collscope's stream, a destroy would wait for it: abort instead */
-    if (cs_drvx.cuStreamQuery(cs_on.stream) == CUDA_SUCCESS) CS_NCCL_REAL(ncclCommDestroy)(cs_on.own);
-    else CS_NCCL_REAL(ncclCommAbort)(cs_on.own);
+    if (cs_drvx.cuStreamQuery(cs_on.stream) == CUDA_SUCCESS) {
+      CS_NCCL_REAL(ncclCommDestroy)
+      (cs_on.own);
+    } else {
+      CS_NCCL_REAL(ncclCommAbort)
+      (cs_on.own);
+    }
     cs_on.own = NULL;
   }
 }

@@ -48,7 +48,9 @@ static bool alloc_buffers(void) {
  * runs on a thread of its own and the caller waits for it COLLSCOPE_ONLINE_TIMEOUT at
  * most; a split given up on stays pending on that thread, and aborts its child should
  * it ever complete. */
-enum { SPLIT_RUNNING = 0, SPLIT_DONE, SPLIT_ABANDONED };
+enum { SPLIT_RUNNING = 0,
+       SPLIT_DONE,
+       SPLIT_ABANDONED };
 static struct {
   _Atomic int state;
   ncclComm_t parent, child;
@@ -65,7 +67,8 @@ static void *split_main(void *arg) {
   sp.r = r;
   sp.child = child;
   int expect = SPLIT_RUNNING;
-  if (!atomic_compare_exchange_strong(&sp.state, &expect, SPLIT_DONE) && child) CS_NCCL_REAL(ncclCommAbort)(child);
+  if (!atomic_compare_exchange_strong(&sp.state, &expect, SPLIT_DONE) && child) CS_NCCL_REAL(ncclCommAbort)
+  (child);
   return NULL;
 }
 
@@ -178,13 +181,18 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   cfg.commName = "collscope-online";
   ncclComm_t own = NULL;
   ncclResult_t r = split_bounded(comm, 0, info->rank, &cfg, &own);
-  if (r == ncclSuccess && own) r = wait_ready(own, cs_cfg.online_timeout_s);
-  else if (r == ncclSuccess) r = ncclInternalError;
+  if (r == ncclSuccess && own)
+    r = wait_ready(own, cs_cfg.online_timeout_s);
+  else if (r == ncclSuccess)
+    r = ncclInternalError;
   if (r != ncclSuccess) {
     cs_log(CS_LOG_WARN, "online exchange off: ncclCommSplit of the world communicator %s (%d)",
            r == ncclInProgress ? "did not finish within COLLSCOPE_ONLINE_TIMEOUT (a rank without collscope, or with "
-                                 "COLLSCOPE_ONLINE=0 or COLLSCOPE_DISABLE=1, never joins it)" : "failed", (int)r);
-    if (own) CS_NCCL_REAL(ncclCommAbort)(own);
+                                 "COLLSCOPE_ONLINE=0 or COLLSCOPE_DISABLE=1, never joins it)"
+                               : "failed",
+           (int)r);
+    if (own) CS_NCCL_REAL(ncclCommAbort)
+    (own);
     cs_online_off();
     return;
   }
@@ -192,8 +200,10 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   if (CS_NCCL_REAL(ncclCommCount)(own, &joined) != ncclSuccess || joined != cs_on.n) {
     /* every rank that joined sees the same count, so all of them stop here */
     cs_log(CS_LOG_WARN, "online exchange off: %d of %d ranks joined collscope's communicator (the others record "
-           "nothing or cannot exchange)", joined, cs_on.n);
-    CS_NCCL_REAL(ncclCommAbort)(own);
+                        "nothing or cannot exchange)",
+           joined, cs_on.n);
+    CS_NCCL_REAL(ncclCommAbort)
+    (own);
     cs_online_off();
     return;
   }
@@ -202,7 +212,8 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   cs_on.st = cs_online_rank_new(cs_on.rank, cs_on.n, cs_cfg.host, NULL);
   if (!cs_on.feed || !cs_on.st || !alloc_buffers() || !cs_online_start_thread()) {
     cs_log(CS_LOG_WARN, "online exchange off: cannot allocate its buffers or start its thread");
-    CS_NCCL_REAL(ncclCommAbort)(own);
+    CS_NCCL_REAL(ncclCommAbort)
+    (own);
     cs_on.own = NULL;
     cs_online_off();
     return;
@@ -211,4 +222,3 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
          (unsigned long long)info->id, cs_on.n);
   atomic_store(&cs_on.state, ON_RUNNING);
 }
-

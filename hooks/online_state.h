@@ -13,44 +13,50 @@
 #include "collscope/online.h"
 #include "cuda_driver.h"
 
-enum { ON_UNSET = 0, ON_SETUP, ON_RUNNING, ON_OFF };
+enum { ON_UNSET = 0,
+       ON_SETUP,
+       ON_RUNNING,
+       ON_OFF };
 
-#define FEED_CAP 4096u     /* harvest -> exchange thread (single producer, single consumer) */
-#define DRAIN_MS 2000      /* at shutdown: how long the exchanges already due may take */
-#define FINAL_MAX 4        /* at shutdown: exchanges after the due ones (see exchange_main) */
+#define FEED_CAP 4096u /* harvest -> exchange thread (single producer, single consumer) */
+#define DRAIN_MS 2000  /* at shutdown: how long the exchanges already due may take */
+#define FINAL_MAX 4    /* at shutdown: exchanges after the due ones (see exchange_main) */
 
 struct feed_item {
-  int kind;                /* 1 op, 2 sdc */
-  union { struct cs_online_op op; struct cs_online_sdc sdc; } u;
+  int kind; /* 1 op, 2 sdc */
+  union {
+    struct cs_online_op op;
+    struct cs_online_sdc sdc;
+  } u;
 };
 
 struct cs_online_hook {
   _Atomic int state;
-  void *parent;            /* the user's world communicator */
-  uint64_t parent_id;      /* its collscope id (the hooks may route a call to another comm) */
-  _Atomic uint64_t colls;  /* collectives called on it (P2P counts differ between ranks) */
+  void *parent;           /* the user's world communicator */
+  uint64_t parent_id;     /* its collscope id (the hooks may route a call to another comm) */
+  _Atomic uint64_t colls; /* collectives called on it (P2P counts differ between ranks) */
   ncclComm_t own;
   int rank, n;
   unsigned every, stride;
   CUcontext ctx;
   CUstream stream;
-  CUdeviceptr dwire;                 /* one round, reduced in place */
-  struct cs_online_wire *hwire;      /* pinned: this rank's contribution, then the result */
+  CUdeviceptr dwire;            /* one round, reduced in place */
+  struct cs_online_wire *hwire; /* pinned: this rank's contribution, then the result */
   pthread_t th;
   bool th_running;
-  _Atomic int stop;                  /* 1: leave now; 2: run the exchanges due, then leave */
-  _Atomic int64_t drain_deadline;    /* CLOCK_MONOTONIC ns bound of a drain */
-  _Atomic uint64_t trigger;          /* exchanges due (world collectives / K) */
+  _Atomic int stop;               /* 1: leave now; 2: run the exchanges due, then leave */
+  _Atomic int64_t drain_deadline; /* CLOCK_MONOTONIC ns bound of a drain */
+  _Atomic uint64_t trigger;       /* exchanges due (world collectives / K) */
   uint64_t done;
-  struct cs_online_rank *st;         /* protocol state (stats/online_eval.c) */
+  struct cs_online_rank *st; /* protocol state (stats/online_eval.c) */
   /* feed */
   struct feed_item *feed;
   _Atomic uint32_t head, tail;
   _Atomic uint32_t feed_lost;
-  int64_t last_end;                  /* harvest thread: latest op end seen */
-  uint32_t reduced_backlog;          /* the last exchange: most entries any rank still had queued */
+  int64_t last_end;         /* harvest thread: latest op end seen */
+  uint32_t reduced_backlog; /* the last exchange: most entries any rank still had queued */
 };
-extern struct cs_online_hook cs_on;  /* hooks/online.c */
+extern struct cs_online_hook cs_on; /* hooks/online.c */
 
 static inline void cs_online_sleep_ms(unsigned ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};

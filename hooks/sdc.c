@@ -24,7 +24,7 @@
 #include <time.h>
 
 #define SDC_MAX_CTX 32
-#define SDC_NSLOTS 1024         /* checks in flight per context (32 MiB of device scratch) */
+#define SDC_NSLOTS 1024 /* checks in flight per context (32 MiB of device scratch) */
 #define SDC_COMM_TABLE 1024
 #define NCCL_IN_PROGRESS 7
 
@@ -33,23 +33,23 @@ extern const unsigned char cs_sdc_fatbin[];
 #endif
 
 struct slot_meta {
-  uint32_t tag[2];      /* [0] input launch, [1] output launch */
+  uint32_t tag[2]; /* [0] input launch, [1] output launch */
   uint8_t launched[2];
 };
 
 struct sdc_ctx {
   _Atomic(CUcontext) ctx;
   _Atomic int ready;
-  bool ok;              /* false: this context cannot run checks (logged once) */
-  const char *why;      /* !ok: setup_failed, selftest_failed, selftest_timeout */
+  bool ok;         /* false: this context cannot run checks (logged once) */
+  const char *why; /* !ok: setup_failed, selftest_failed, selftest_timeout */
   CUfunction fn;
-  unsigned sms;         /* the device's multiprocessors (0: unknown), for cs_sdc_grid */
-  CUdeviceptr scratch;  /* SDC_NSLOTS * 2 * CS_SDC_MAX_BLOCKS parts */
-  CUdeviceptr counters; /* SDC_NSLOTS * 2 unsigned */
-  struct cs_sdc_result *res;  /* pinned, SDC_NSLOTS * 2 */
-  CUdeviceptr res_dev;        /* the same memory as the device sees it */
+  unsigned sms;              /* the device's multiprocessors (0: unknown), for cs_sdc_grid */
+  CUdeviceptr scratch;       /* SDC_NSLOTS * 2 * CS_SDC_MAX_BLOCKS parts */
+  CUdeviceptr counters;      /* SDC_NSLOTS * 2 unsigned */
+  struct cs_sdc_result *res; /* pinned, SDC_NSLOTS * 2 */
+  CUdeviceptr res_dev;       /* the same memory as the device sees it */
   struct slot_meta meta[SDC_NSLOTS];
-  _Atomic uint8_t state[SDC_NSLOTS];  /* 0 free, 1 in use */
+  _Atomic uint8_t state[SDC_NSLOTS]; /* 0 free, 1 in use */
   _Atomic uint32_t next;
 };
 static struct sdc_ctx ctxs[SDC_MAX_CTX];
@@ -68,7 +68,7 @@ static struct {
   CUresult (*memsetd8async)(CUdeviceptr, unsigned char, size_t, CUstream);
   CUresult (*streamquery)(CUstream);
   CUresult (*streamdestroy)(CUstream);
-  CUresult (*devattr)(int *, CUdevice_attribute, CUdevice);   /* optional: grid size */
+  CUresult (*devattr)(int *, CUdevice_attribute, CUdevice); /* optional: grid size */
   CUresult (*htod)(CUdeviceptr, const void *, size_t, CUstream);
 } fx;
 static pthread_once_t fx_once = PTHREAD_ONCE_INIT;
@@ -85,7 +85,11 @@ struct grp_out {
 };
 /* The thread's deferred output checks, allocated at its first grouped check (the library's
  * TLS stays small: see cs_tls in hooks/thread_state.h); freed when the thread exits. */
-struct sdc_grp { uint64_t group; size_t n; struct grp_out v[SDC_GROUP_MAX]; };
+struct sdc_grp {
+  uint64_t group;
+  size_t n;
+  struct grp_out v[SDC_GROUP_MAX];
+};
 static __thread struct sdc_grp *grp_p;
 #define grp (*grp_p)
 static pthread_key_t grp_key;
@@ -105,7 +109,10 @@ static _Atomic uint32_t tags;
 static _Atomic uint64_t n_launched, n_no_slot;
 
 /* per-communicator counters of eligible collectives (sample:N), keyed by comm id */
-static struct { _Atomic uint64_t key; _Atomic uint64_t n; } comm_ctr[SDC_COMM_TABLE];
+static struct {
+  _Atomic uint64_t key;
+  _Atomic uint64_t n;
+} comm_ctr[SDC_COMM_TABLE];
 
 static void *sym(void *h, const char *name) {
   void *p = dlsym(h, name);
@@ -122,7 +129,7 @@ static void *sym(void *h, const char *name) {
   return p;
 }
 
-static _Atomic bool fx_tried;   /* fx_load ran (fx.ok then says whether it found all) */
+static _Atomic bool fx_tried; /* fx_load ran (fx.ok then says whether it found all) */
 
 static void fx_resolve(void) {
   const char *name = cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1";
@@ -169,11 +176,12 @@ static CUresult kernel_launch(const struct sdc_ctx *x, unsigned k, CUdeviceptr b
  * 1-byte load paths, partial words, the float, half and exact-integer decoders, and the
  * fingerprint-only kernel. */
 #define SDC_SELFTEST_BYTES 65536
-static const struct { int dtype; unsigned off, grid; uint64_t nbytes; } selftest[] = {
-    {CS_SDC_FLOAT32, 0, 1, SDC_SELFTEST_BYTES - 64 - 4}, {CS_SDC_BFLOAT16, 8, 5, 60006},
-    {CS_SDC_INT8, 4, 3, 50003},  {CS_SDC_FLOAT16, 2, 2, 20000}, {CS_SDC_FLOAT64, 16, 4, 40000},
-    {CS_SDC_INT32, 24, 1, 40004}, {CS_SDC_UINT8, 1, 3, 10001},
-    {-1, 0, 2, 30000},   /* the fingerprint alone: what fp8 collectives launch */
+static const struct {
+  int dtype;
+  unsigned off, grid;
+  uint64_t nbytes;
+} selftest[] = {
+    {CS_SDC_FLOAT32, 0, 1, SDC_SELFTEST_BYTES - 64 - 4}, {CS_SDC_BFLOAT16, 8, 5, 60006}, {CS_SDC_INT8, 4, 3, 50003}, {CS_SDC_FLOAT16, 2, 2, 20000}, {CS_SDC_FLOAT64, 16, 4, 40000}, {CS_SDC_INT32, 24, 1, 40004}, {CS_SDC_UINT8, 1, 3, 10001}, {-1, 0, 2, 30000}, /* the fingerprint alone: what fp8 collectives launch */
 };
 #define SDC_SELFTEST_N (sizeof selftest / sizeof selftest[0])
 void collscope_simkernel_sdc_reduce(void **params, const unsigned grid[3], const unsigned block[3]);
@@ -192,7 +200,7 @@ static unsigned selftest_launch(struct sdc_ctx *x, CUdeviceptr pattern, CUstream
 
 /* After zs is synchronized: compare with the host twin; -1 = all agree, else the case. */
 static int selftest_compare(const struct sdc_ctx *x, const unsigned char *host_pattern) {
-  static struct cs_sdc_part scratch[CS_SDC_MAX_BLOCKS];   /* under ctx_lock */
+  static struct cs_sdc_part scratch[CS_SDC_MAX_BLOCKS]; /* under ctx_lock */
   for (unsigned i = 0; i < SDC_SELFTEST_N; i++) {
     unsigned counter = 0;
     struct cs_sdc_result want;
@@ -262,7 +270,7 @@ static void ctx_setup(struct sdc_ctx *x) {
   /* the self-test's pattern: every 16-bit lane's bit 14 clear, so the words are finite
    * as fp64, fp32, bf16 and fp16 (bit 14 of a lane is an exponent's top bit or a
    * mantissa bit in each); bytes of both signs */
-  static unsigned char pattern[SDC_SELFTEST_BYTES];   /* under ctx_lock */
+  static unsigned char pattern[SDC_SELFTEST_BYTES]; /* under ctx_lock */
   for (size_t i = 0; i < SDC_SELFTEST_BYTES / 8; i++) {
     uint64_t w = cs_sdc_mix(i, 0x5e1f) & 0xbfffbfffbfffbfffull;
     memcpy(pattern + 8 * i, &w, 8);
@@ -285,23 +293,26 @@ static void ctx_setup(struct sdc_ctx *x) {
   x->res = host;
   unsigned launched = selftest_launch(x, dpattern, zs);
   e = wait_bounded(zs);
-  fx.streamdestroy(zs);   /* work still queued completes first */
+  fx.streamdestroy(zs); /* work still queued completes first */
   int bad = launched == SDC_SELFTEST_N && e == CUDA_SUCCESS ? selftest_compare(x, pattern) : -2;
   if (bad != -1) {
-    x->why = e == CUDA_ERROR_TIMEOUT ? "selftest_timeout" : bad >= 0 ? "selftest_failed" : "setup_failed";
+    x->why = e == CUDA_ERROR_TIMEOUT ? "selftest_timeout" : bad >= 0 ? "selftest_failed"
+                                                                     : "setup_failed";
     if (e == CUDA_ERROR_TIMEOUT)
       cs_log(CS_LOG_WARN, "SDC set-up and kernel self-test did not finish within %d ms (the GPU is busy with other "
-             "work): SDC checks off on this context", SDC_SETUP_WAIT_MS);
+                          "work): SDC checks off on this context",
+             SDC_SETUP_WAIT_MS);
     else if (bad == -2)
       cs_log(CS_LOG_WARN, "SDC kernel self-test could not run (%u of %u launches, CUresult %d): SDC checks off on this context",
              launched, (unsigned)SDC_SELFTEST_N, (int)e);
     else
       cs_log(CS_LOG_WARN, "SDC kernel self-test failed: the GPU kernel and its host reference disagree (case %d, %s, "
-             "%llu bytes): SDC checks off on this context. A wrong result on a fixed input: if other ranks' "
-             "GPUs passed, suspect this one", bad,
+                          "%llu bytes): SDC checks off on this context. A wrong result on a fixed input: if other ranks' "
+                          "GPUs passed, suspect this one",
+             bad,
              selftest[bad].dtype < 0 ? "fingerprint only" : cs_dtype_name(selftest[bad].dtype),
              (unsigned long long)selftest[bad].nbytes);
-    return;   /* the device memory is kept: a launch may still be running after a failed sync */
+    return; /* the device memory is kept: a launch may still be running after a failed sync */
   }
   memset(host, 0, res);
   x->ok = true;
@@ -389,10 +400,18 @@ static bool op_buffer(const struct cs_call *c, int which, const void **p, uint64
   bool at_root = r->comm_rank == r->root;
   switch (c->op) {
   case CS_OP_AllReduce: break;
-  case CS_OP_Broadcast: if (which == 0 && !at_root) return false; break;
-  case CS_OP_Reduce: if (which == 1 && !at_root) return false; break;
-  case CS_OP_AllGather: if (which == 1) b *= n; break;
-  case CS_OP_ReduceScatter: if (which == 0) b *= n; break;
+  case CS_OP_Broadcast:
+    if (which == 0 && !at_root) return false;
+    break;
+  case CS_OP_Reduce:
+    if (which == 1 && !at_root) return false;
+    break;
+  case CS_OP_AllGather:
+    if (which == 1) b *= n;
+    break;
+  case CS_OP_ReduceScatter:
+    if (which == 0) b *= n;
+    break;
   default: return false;
   }
   *p = which ? (const void *)c->recvbuff : c->sendbuff;
@@ -410,7 +429,7 @@ static bool launch(struct sdc_ctx *x, unsigned slot, int which, const void *buf,
   unsigned k = slot * 2 + (unsigned)which;
   uint32_t tag = atomic_fetch_add_explicit(&tags, 1, memory_order_relaxed) + 1;
   if (!tag) tag = atomic_fetch_add_explicit(&tags, 1, memory_order_relaxed) + 1;
-  int kdtype = fp8(dtype) ? -1 : dtype;   /* fp8: the fingerprint is all that is compared */
+  int kdtype = fp8(dtype) ? -1 : dtype; /* fp8: the fingerprint is all that is compared */
   x->meta[slot].launched[which] = 0;
   if (kernel_launch(x, k, (CUdeviceptr)(uintptr_t)buf, nbytes, kdtype, cs_sdc_grid(nbytes, x->sms), (CUstream)stream,
                     tag) != CUDA_SUCCESS) {
@@ -445,9 +464,9 @@ void cs_sdc_before_op(struct cs_call *c) {
     CUstreamCaptureStatus cst = CU_STREAM_CAPTURE_STATUS_NONE;
     if (cs_drv.cuStreamIsCapturing((CUstream)c->stream, &cst) != CUDA_SUCCESS || cst != CU_STREAM_CAPTURE_STATUS_NONE)
       return;
-    if (!grp_ready()) return;   /* no memory to defer its output check */
-    if (grp.group != r->group) grp.n = 0, grp.group = r->group;   /* a new group */
-    if (grp.n == SDC_GROUP_MAX) return;   /* no room to defer its output check */
+    if (!grp_ready()) return;                                   /* no memory to defer its output check */
+    if (grp.group != r->group) grp.n = 0, grp.group = r->group; /* a new group */
+    if (grp.n == SDC_GROUP_MAX) return;                         /* no room to defer its output check */
   }
   uint32_t start = atomic_fetch_add_explicit(&x->next, 1, memory_order_relaxed);
   unsigned slot = SDC_NSLOTS;
@@ -542,11 +561,13 @@ bool cs_sdc_collect(struct cs_record *r, bool final) {
   r->sdc_checked = 0;
   if (ok && m->launched[1]) {
     r->fingerprint = out->fp;
-    r->out_sum = fp8(r->dtype) ? NAN : is_int(r->dtype) ? int_sum(out->isum, r->dtype) : out->sum;
+    r->out_sum = fp8(r->dtype) ? NAN : is_int(r->dtype) ? int_sum(out->isum, r->dtype)
+                                                        : out->sum;
     r->sdc_checked |= 1;
   }
   if (ok && m->launched[0]) {
-    r->in_sum = fp8(r->dtype) ? NAN : is_int(r->dtype) ? int_sum(in->isum, r->dtype) : in->sum;
+    r->in_sum = fp8(r->dtype) ? NAN : is_int(r->dtype) ? int_sum(in->isum, r->dtype)
+                                                       : in->sum;
     r->in_abs = fp8(r->dtype) ? NAN : in->abs;
     r->sdc_checked |= 2;
   }

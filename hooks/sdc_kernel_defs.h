@@ -11,24 +11,41 @@
 #define CS_SDC_HD static inline
 #endif
 
-#define CS_SDC_THREADS 256        /* threads per block (power of two) */
-#define CS_SDC_MAX_BLOCKS 512     /* blocks per launch: the scratch holds one partial per block */
-#define CS_SDC_BLOCKS_PER_SM 4    /* __launch_bounds__ minimum: 4 x 256 threads resident per SM */
+#define CS_SDC_THREADS 256          /* threads per block (power of two) */
+#define CS_SDC_MAX_BLOCKS 512       /* blocks per launch: the scratch holds one partial per block */
+#define CS_SDC_BLOCKS_PER_SM 4      /* __launch_bounds__ minimum: 4 x 256 threads resident per SM */
 #define CS_SDC_BYTES_PER_THREAD 256 /* bytes a thread reads before the grid grows by a block */
 
 /* ncclDataType_t values */
 enum {
-  CS_SDC_INT8 = 0, CS_SDC_UINT8 = 1, CS_SDC_INT32 = 2, CS_SDC_UINT32 = 3, CS_SDC_INT64 = 4,
-  CS_SDC_UINT64 = 5, CS_SDC_FLOAT16 = 6, CS_SDC_FLOAT32 = 7, CS_SDC_FLOAT64 = 8,
-  CS_SDC_BFLOAT16 = 9, CS_SDC_FP8E4M3 = 10, CS_SDC_FP8E5M2 = 11,
+  CS_SDC_INT8 = 0,
+  CS_SDC_UINT8 = 1,
+  CS_SDC_INT32 = 2,
+  CS_SDC_UINT32 = 3,
+  CS_SDC_INT64 = 4,
+  CS_SDC_UINT64 = 5,
+  CS_SDC_FLOAT16 = 6,
+  CS_SDC_FLOAT32 = 7,
+  CS_SDC_FLOAT64 = 8,
+  CS_SDC_BFLOAT16 = 9,
+  CS_SDC_FP8E4M3 = 10,
+  CS_SDC_FP8E5M2 = 11,
 };
 
 CS_SDC_HD unsigned cs_sdc_dtype_size(int dt) {
   switch (dt) {
-  case CS_SDC_INT8: case CS_SDC_UINT8: case CS_SDC_FP8E4M3: case CS_SDC_FP8E5M2: return 1;
-  case CS_SDC_FLOAT16: case CS_SDC_BFLOAT16: return 2;
-  case CS_SDC_INT32: case CS_SDC_UINT32: case CS_SDC_FLOAT32: return 4;
-  case CS_SDC_INT64: case CS_SDC_UINT64: case CS_SDC_FLOAT64: return 8;
+  case CS_SDC_INT8:
+  case CS_SDC_UINT8:
+  case CS_SDC_FP8E4M3:
+  case CS_SDC_FP8E5M2: return 1;
+  case CS_SDC_FLOAT16:
+  case CS_SDC_BFLOAT16: return 2;
+  case CS_SDC_INT32:
+  case CS_SDC_UINT32:
+  case CS_SDC_FLOAT32: return 4;
+  case CS_SDC_INT64:
+  case CS_SDC_UINT64:
+  case CS_SDC_FLOAT64: return 8;
   default: return 0;
   }
 }
@@ -77,7 +94,7 @@ struct cs_sdc_result {
   uint64_t isum;
   double sum;
   double abs;
-  uint32_t done;   /* = the launch's tag once the fields above are valid */
+  uint32_t done; /* = the launch's tag once the fields above are valid */
   uint32_t pad_;
 };
 

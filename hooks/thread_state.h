@@ -6,18 +6,18 @@
 #define COLLSCOPE_THREAD_STATE_H
 #include "stats/core.h"
 
-struct cs_pending;  /* hooks/timing.c */
+struct cs_pending; /* hooks/timing.c */
 struct cs_tls {
-  int depth;                 /* re-entrancy guard: >0 inside a collscope wrapper */
-  int group_depth;           /* ncclGroupStart nesting, mirrors NCCL's per-thread depth */
+  int depth;       /* re-entrancy guard: >0 inside a collscope wrapper */
+  int group_depth; /* ncclGroupStart nesting, mirrors NCCL's per-thread depth */
   uint64_t group_id;
-  struct cs_pending *pending;/* ops queued in the current group */
-  uint64_t last_uid_hash;    /* last ncclGetUniqueId result seen on this thread */
-  int park_exempt;           /* the thread that set cs_st.park (it aborts and exits) */
-  struct cs_record *prof_cur;/* cs_prof_cur (shim/cs_internal.h) */
-  void *site;                /* call site of the NCCL_OP wrapper entered last (shim/nccl_wrappers.c) */
-  struct cs_comm *last_comm; /* the communicator entry this thread used last (hooks/timing.c) */
-  void *last_pool;           /* the event pool this thread used last (hooks/timing.c) */
+  struct cs_pending *pending; /* ops queued in the current group */
+  uint64_t last_uid_hash;     /* last ncclGetUniqueId result seen on this thread */
+  int park_exempt;            /* the thread that set cs_st.park (it aborts and exits) */
+  struct cs_record *prof_cur; /* cs_prof_cur (shim/cs_internal.h) */
+  void *site;                 /* call site of the NCCL_OP wrapper entered last (shim/nccl_wrappers.c) */
+  struct cs_comm *last_comm;  /* the communicator entry this thread used last (hooks/timing.c) */
+  void *last_pool;            /* the event pool this thread used last (hooks/timing.c) */
 };
 /* Initial-exec TLS: the wrappers reach it with one %fs-relative access, no __tls_get_addr
  * call. The model puts the library's whole TLS segment in glibc's static TLS block, so

@@ -11,19 +11,21 @@
 #include <string.h>
 
 #define CS_MAX_CTX 32
-#define POOL_CAP 65536      /* events */
+#define POOL_CAP 65536 /* events */
 #define POOL_PREFILL 1024
 #define POOL_LOW 1024
 #define POOL_BATCH 256
 
 /* The pool holds free events in pairs (an op takes a start and an end event at once);
  * released events come back one at a time: one waits in `half` for its partner. */
-struct ev_pair { uint64_t a, b; };
+struct ev_pair {
+  uint64_t a, b;
+};
 struct cs_evpool {
   _Atomic(CUcontext) ctx;
   _Atomic int ready;
-  struct cs_queue q;          /* free CUevents, struct ev_pair items */
-  _Atomic uint64_t half;      /* a free event without its partner yet (0: none) */
+  struct cs_queue q;     /* free CUevents, struct ev_pair items */
+  _Atomic uint64_t half; /* a free event without its partner yet (0: none) */
   _Atomic size_t created;
   /* anchor (harvest thread only) */
   CUstream anchor_stream;
@@ -33,15 +35,32 @@ struct cs_evpool {
 };
 /* The second timing source (NCCL's profiler plugin), once the shim has handed it over:
  * until then no op is wanted and nothing is claimed. */
-static bool plugin_none_wanted(int op) { (void)op; return false; }
-static int plugin_none_claim(int op) { (void)op; return CS_PROF_NONE; }
+static bool plugin_none_wanted(int op) {
+  (void)op;
+  return false;
+}
+static int plugin_none_claim(int op) {
+  (void)op;
+  return CS_PROF_NONE;
+}
 static void plugin_none_unlinked(int op) { (void)op; }
-static void plugin_none_group_set(struct cs_record *recs, size_t n) { (void)recs; (void)n; }
-static bool plugin_none_collect(struct cs_record *r, bool final) { (void)r; (void)final; return true; }
+static void plugin_none_group_set(struct cs_record *recs, size_t n) {
+  (void)recs;
+  (void)n;
+}
+static bool plugin_none_collect(struct cs_record *r, bool final) {
+  (void)r;
+  (void) final;
+  return true;
+}
 static void plugin_none_probe_judge(const struct cs_record *r) { (void)r; }
 static struct cs_timing_plugin plugin = {
-  plugin_none_wanted, plugin_none_claim, plugin_none_unlinked, plugin_none_group_set,
-  plugin_none_collect, plugin_none_probe_judge,
+    plugin_none_wanted,
+    plugin_none_claim,
+    plugin_none_unlinked,
+    plugin_none_group_set,
+    plugin_none_collect,
+    plugin_none_probe_judge,
 };
 
 void cs_timing_plugin_set(const struct cs_timing_plugin *p) { plugin = *p; }
@@ -51,11 +70,14 @@ static _Atomic int npools;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Per-thread group state, freed by a pthread key destructor when the thread exits. */
-struct grp_stream { uint64_t stream; struct cs_record ev; };
+struct grp_stream {
+  uint64_t stream;
+  struct cs_record ev;
+};
 struct cs_pending {
   size_t n, cap;
   struct cs_record *recs;
-  struct grp_stream *gstreams;  /* streams of the group being launched */
+  struct grp_stream *gstreams; /* streams of the group being launched */
   size_t ngstreams, capgstreams;
 };
 static pthread_key_t pending_key;
@@ -113,7 +135,10 @@ static void pool_fill(struct cs_evpool *p, int n) {
       cs_log_once(CS_LOG_WARN, "cuEventCreate failed: some ops get host timing only");
       break;
     }
-    if (!pool_put(p, (uint64_t)(uintptr_t)e)) { cs_drv.cuEventDestroy(e); break; }
+    if (!pool_put(p, (uint64_t)(uintptr_t)e)) {
+      cs_drv.cuEventDestroy(e);
+      break;
+    }
     atomic_fetch_add(&p->created, 1);
   }
 }
@@ -175,13 +200,19 @@ static bool stream_capturing(void *stream) {
 /* Begin timing on a stream: captured, events recorded, or host-only. */
 static void stream_begin(struct cs_record *r, void *stream) {
   r->ev_start = r->ev_end = r->ctx = 0;
-  if (!cs_drv.loaded) { r->timing = CS_TIMING_HOST; return; }
+  if (!cs_drv.loaded) {
+    r->timing = CS_TIMING_HOST;
+    return;
+  }
   if (stream_capturing(stream)) {
     r->timing = CS_TIMING_CAPTURED;
     r->captured = 1;
     return;
   }
-  if (!event_pair(&r->ctx, &r->ev_start, &r->ev_end)) { r->timing = CS_TIMING_HOST; return; }
+  if (!event_pair(&r->ctx, &r->ev_start, &r->ev_end)) {
+    r->timing = CS_TIMING_HOST;
+    return;
+  }
   if (cs_drv.cuEventRecord((CUevent)(uintptr_t)r->ev_start, (CUstream)stream) != CUDA_SUCCESS) {
     cs_event_release(r->ctx, r->ev_start);
     cs_event_release(r->ctx, r->ev_end);
@@ -303,7 +334,7 @@ static void seq_give_back(struct cs_record *r, struct cs_comm *c) {
   if (c && !atomic_compare_exchange_strong_explicit(&c->seq, &next, r->seq, memory_order_relaxed,
                                                     memory_order_relaxed))
     cs_log_once(CS_LOG_WARN, "a failed NCCL call could not return its sequence number (another thread used its "
-                "communicator meanwhile): this rank's later instances of that communicator may not match its peers'");
+                             "communicator meanwhile): this rank's later instances of that communicator may not match its peers'");
   r->seq = UINT64_MAX;
 }
 
@@ -324,8 +355,10 @@ void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inpr
 }
 
 void cs_op_end(struct cs_record *r) {
-  if (r->group) pending_add(r);
-  else cs_record_push(r);
+  if (r->group)
+    pending_add(r);
+  else
+    cs_record_push(r);
 }
 
 void cs_group_started(void) {
@@ -362,7 +395,10 @@ void cs_group_launch_begin(void) {
       if (p->ngstreams == p->capgstreams) {
         size_t cap = p->capgstreams ? p->capgstreams * 2 : 16;
         struct grp_stream *ng = realloc(p->gstreams, cap * sizeof(*ng));
-        if (!ng) { r->timing = CS_TIMING_HOST; continue; }
+        if (!ng) {
+          r->timing = CS_TIMING_HOST;
+          continue;
+        }
         p->gstreams = ng;
         p->capgstreams = cap;
       }
@@ -399,7 +435,10 @@ void cs_group_launch_end(int status, int inprogress_code) {
       continue;
     }
     size_t k = group_stream_find(p, r->stream);
-    if (k == p->ngstreams) { r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR; continue; }
+    if (k == p->ngstreams) {
+      r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
+      continue;
+    }
     struct cs_record *ev = &p->gstreams[k].ev;
     r->timing = ev->timing;
     r->captured = ev->captured;
@@ -533,7 +572,10 @@ static void timing_tick(void) {
 }
 
 const struct cs_harvest_client cs_timing_harvest = {
-  .name = "timing", .complete = timing_complete, .tick = timing_tick, .started = timing_started,
+    .name = "timing",
+    .complete = timing_complete,
+    .tick = timing_tick,
+    .started = timing_started,
 };
 
 void cs_timing_atfork_child(void) {

@@ -36,7 +36,7 @@ void cs_op_end(struct cs_record *r);
 void cs_group_launch_begin(void);
 void cs_group_launch_returned(int status, int inprogress_code);
 void cs_group_launch_end(int status, int inprogress_code);
-void cs_group_started(void);   /* after a successful real ncclGroupStart */
+void cs_group_started(void); /* after a successful real ncclGroupStart */
 
 /* How an eligible op is timed when NCCL's profiler plugin may time it (the plugin's
  * claim, once per op):
@@ -45,7 +45,9 @@ void cs_group_started(void);   /* after a successful real ncclGroupStart */
  *                thread (probe_judge) until COLLSCOPE_PROFILER_PROBES ops agreed or
  *                not -- the verdict then makes every later op ONLY or NONE;
  * CS_PROF_NONE   CUDA events only. */
-enum { CS_PROF_NONE = 0, CS_PROF_ONLY = 1, CS_PROF_PROBE = 2 };
+enum { CS_PROF_NONE = 0,
+       CS_PROF_ONLY = 1,
+       CS_PROF_PROBE = 2 };
 
 /* The second timing source beside CUDA events: NCCL's profiler plugin (shim/profiler.c),
  * handed over at load by shim/wiring.c (which makes hooks/ call the shim's plugin

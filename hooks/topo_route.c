@@ -15,11 +15,14 @@
 #include "cuda_driver.h"
 #include "nccl_calls.h"
 
-#define REC 512          /* per rank: host name [256] + SLURM_TOPOLOGY_ADDR [256] */
-#define NSLOT 1024       /* communicators tracked at once (power of two) */
+#define REC 512    /* per rank: host name [256] + SLURM_TOPOLOGY_ADDR [256] */
+#define NSLOT 1024 /* communicators tracked at once (power of two) */
 #define TOMB ((void *)1)
 
-enum { ST_FREE = 0, ST_PENDING, ST_ROUTED, ST_NONE };
+enum { ST_FREE = 0,
+       ST_PENDING,
+       ST_ROUTED,
+       ST_NONE };
 
 struct route {
   _Atomic(void *) key;
@@ -27,7 +30,7 @@ struct route {
   uint64_t id;
   int n, rank;
   void *newcomm;
-  int *newrank;          /* user's rank -> rank in newcomm */
+  int *newrank; /* user's rank -> rank in newcomm */
   /* the all-gather in flight */
   CUcontext ctx;
   CUstream stream;
@@ -36,9 +39,9 @@ struct route {
 };
 
 static struct route slots[NSLOT];
-static _Atomic int active;          /* slots in use: 0 = nothing to look up */
+static _Atomic int active; /* slots in use: 0 = nothing to look up */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int mode;                    /* 0 off, 1 COLLSCOPE_TOPOLOGY, 2 SLURM_TOPOLOGY_ADDR */
+static int mode; /* 0 off, 1 COLLSCOPE_TOPOLOGY, 2 SLURM_TOPOLOGY_ADDR */
 static struct cs_topo *topo;
 static char topo_path[1024];
 
@@ -103,7 +106,12 @@ static struct route *claim(void *comm) {
  * Released buffers go to a small per-process cache (per context) for the next
  * communicator; a full cache leaks them ((n+1) x 512 bytes each). */
 #define NCACHE 64
-static struct { CUcontext ctx; CUdeviceptr d; char *h; size_t cap; } cache[NCACHE];
+static struct {
+  CUcontext ctx;
+  CUdeviceptr d;
+  char *h;
+  size_t cap;
+} cache[NCACHE];
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int get_buffers(CUcontext ctx, size_t bytes, CUdeviceptr *d, char **h) {
@@ -120,7 +128,7 @@ static int get_buffers(CUcontext ctx, size_t bytes, CUdeviceptr *d, char **h) {
   if (cs_drvx.cuMemAlloc(d, bytes) != CUDA_SUCCESS) return -1;
   if (cs_drvx.cuMemAllocHost((void **)h, bytes) != CUDA_SUCCESS) {
     *h = NULL;
-    return -1;   /* *d stays allocated: put back into the cache by the caller */
+    return -1; /* *d stays allocated: put back into the cache by the caller */
   }
   return 0;
 }
@@ -165,7 +173,7 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
     struct timespec ts = {0, k < 100 ? 100000 : 2000000};
     nanosleep(&ts, NULL);
   }
-  if (st != ncclSuccess) return;   /* init failed: nothing to route */
+  if (st != ncclSuccess) return; /* init failed: nothing to route */
   struct route *r = claim(comm);
   if (!r) {
     cs_log_once(CS_LOG_WARN, "topology routing: more than %d communicators; the others keep NCCL's order", NSLOT);
@@ -182,9 +190,14 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
   r->hbuf = NULL;
   size_t bytes = (size_t)(r->n + 1) * REC;
   const char *why = NULL;
-  if (cs_drv.cuCtxGetCurrent(&r->ctx) != CUDA_SUCCESS || !r->ctx) { why = "no current CUDA context"; r->ctx = NULL; }
-  else if (cs_drv.cuStreamCreate(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) { why = "cuStreamCreate"; r->stream = NULL; }
-  else if (get_buffers(r->ctx, bytes, &r->dbuf, &r->hbuf)) why = "cuMemAlloc/cuMemAllocHost";
+  if (cs_drv.cuCtxGetCurrent(&r->ctx) != CUDA_SUCCESS || !r->ctx) {
+    why = "no current CUDA context";
+    r->ctx = NULL;
+  } else if (cs_drv.cuStreamCreate(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    why = "cuStreamCreate";
+    r->stream = NULL;
+  } else if (get_buffers(r->ctx, bytes, &r->dbuf, &r->hbuf))
+    why = "cuMemAlloc/cuMemAllocHost";
   if (why) {
     cs_log(CS_LOG_WARN, "topology routing: %s failed; communicator %016llx keeps NCCL's order", why,
            (unsigned long long)info->id);
@@ -199,16 +212,18 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
   if (addr) snprintf(mine + 256, 256, "%s", addr);
   CUdeviceptr dmine = r->dbuf + (CUdeviceptr)((size_t)r->n * REC);
   ncclResult_t nr = ncclSuccess;
-  if (cs_drvx.cuMemcpyHtoDAsync(dmine, mine, REC, r->stream) != CUDA_SUCCESS) why = "cuMemcpyHtoDAsync";
+  if (cs_drvx.cuMemcpyHtoDAsync(dmine, mine, REC, r->stream) != CUDA_SUCCESS)
+    why = "cuMemcpyHtoDAsync";
   else if ((nr = cs_nccl.ncclAllGather((const void *)dmine, (void *)r->dbuf, REC, ncclChar, (ncclComm_t)comm,
-                               (cudaStream_t)r->stream)) != ncclSuccess && nr != ncclInProgress)
+                                       (cudaStream_t)r->stream)) != ncclSuccess &&
+           nr != ncclInProgress)
     why = "ncclAllGather of the host names";
   if (nr == ncclInProgress) nr = ncclSuccess;
   if (why) {
     /* nothing of ours is in flight (or the all-gather was refused): drop the slot */
     cs_log(CS_LOG_WARN, "topology routing: %s failed (%d); communicator %016llx keeps NCCL's order", why, (int)nr,
            (unsigned long long)info->id);
-    if (nr == ncclSuccess) release_buffers(r);   /* else: leave the buffers, the peers' may use ours */
+    if (nr == ncclSuccess) release_buffers(r); /* else: leave the buffers, the peers' may use ours */
     atomic_store(&r->state, ST_FREE);
     return;
   }
@@ -262,9 +277,12 @@ static void finish(struct route *r, void *comm) {
   if (p.after.groups[1] > 1 && p.changed) {
     ncclComm_t nc = NULL;
     ncclResult_t res = cs_nccl.ncclCommSplit((ncclComm_t)comm, 0, (int)p.pos[r->rank], &nc, NULL);
-    for (int k = 0; res == ncclInProgress && nc; k++) {   /* non-blocking parent */
+    for (int k = 0; res == ncclInProgress && nc; k++) { /* non-blocking parent */
       ncclResult_t st = ncclSuccess;
-      if (cs_nccl.ncclCommGetAsyncError(nc, &st) != ncclSuccess) { res = ncclSystemError; break; }
+      if (cs_nccl.ncclCommGetAsyncError(nc, &st) != ncclSuccess) {
+        res = ncclSystemError;
+        break;
+      }
       res = st;
       if (res == ncclInProgress) {
         struct timespec ts = {0, k < 100 ? 100000 : 2000000};
@@ -328,7 +346,7 @@ void cs_topo_route_comm_destroying(void *comm) {
   if (!r) return;
   int st = atomic_load(&r->state);
   if (st == ST_ROUTED && r->newcomm) cs_nccl.ncclCommDestroy((ncclComm_t)r->newcomm);
-  if (r->stream && cs_drvx.cuStreamQuery(r->stream) == CUDA_SUCCESS) release_buffers(r);  /* else: still in flight, leak */
+  if (r->stream && cs_drvx.cuStreamQuery(r->stream) == CUDA_SUCCESS) release_buffers(r); /* else: still in flight, leak */
   free(r->newrank);
   r->newrank = NULL;
   r->newcomm = NULL;

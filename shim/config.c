@@ -148,8 +148,10 @@ static int first_int_env(const char *const *names) {
     const char *v = env(names[i]);
     long x;
     if (!v) continue;
-    if (parse_long(v, 0, (1L << 30) - 1, &x)) found = (int)x, found_name = names[i];
-    else if (!bad) bad = names[i], bad_v = v;
+    if (parse_long(v, 0, (1L << 30) - 1, &x))
+      found = (int)x, found_name = names[i];
+    else if (!bad)
+      bad = names[i], bad_v = v;
   }
   if (bad) {
     char b[80];
@@ -182,7 +184,8 @@ static void set_file_name_part(char *dst, size_t max, const char *src, const cha
   if (changed) {
     char b[80];
     cs_log(log_level, "%s %s is not a safe file name part ([A-Za-z0-9._-], no leading '.', at most %zu bytes); "
-           "using %s", what, shown(src, b, sizeof b), max, dst);
+                      "using %s",
+           what, shown(src, b, sizeof b), max, dst);
   }
 }
 
@@ -221,8 +224,10 @@ void cs_config_load(void) {
   const char *h = env("COLLSCOPE_HOSTNAME");
   char sys_host[256] = "";
   if (!h) {
-    if (gethostname(sys_host, sizeof sys_host - 1) == 0 && sys_host[0]) h = sys_host;
-    else h = "unknown";
+    if (gethostname(sys_host, sizeof sys_host - 1) == 0 && sys_host[0])
+      h = sys_host;
+    else
+      h = "unknown";
   }
   set_file_name_part(cs_cfg.host, CS_HOST_MAX, h, env("COLLSCOPE_HOSTNAME") ? "COLLSCOPE_HOSTNAME" : "host name",
                      CS_LOG_WARN);
@@ -232,14 +237,18 @@ void cs_config_load(void) {
   if (!job) job = env("TORCHELASTIC_RUN_ID"), job_var = "TORCHELASTIC_RUN_ID";
   if (!job) job = env("COLLSCOPE_JOB_ID"), job_var = "COLLSCOPE_JOB_ID";
   /* a job id becomes part of a path too (launchers' ids may hold other characters: info) */
-  if (job) set_file_name_part(cs_cfg.job, sizeof cs_cfg.job - 1, job, job_var, CS_LOG_INFO);
-  else snprintf(cs_cfg.job, sizeof(cs_cfg.job), "local-%d", (int)getppid());
+  if (job)
+    set_file_name_part(cs_cfg.job, sizeof cs_cfg.job - 1, job, job_var, CS_LOG_INFO);
+  else
+    snprintf(cs_cfg.job, sizeof(cs_cfg.job), "local-%d", (int)getppid());
 
   const char *dir = env("COLLSCOPE_DIR");
   if (dir && strlen(dir) >= sizeof cs_cfg.dir) {
     bad_value("COLLSCOPE_DIR", dir, "a path shorter than 4096 bytes");
     dir = NULL;
   }
-  if (dir) snprintf(cs_cfg.dir, sizeof(cs_cfg.dir), "%s", dir);
-  else snprintf(cs_cfg.dir, sizeof(cs_cfg.dir), "./collscope-%s", cs_cfg.job);
+  if (dir)
+    snprintf(cs_cfg.dir, sizeof(cs_cfg.dir), "%s", dir);
+  else
+    snprintf(cs_cfg.dir, sizeof(cs_cfg.dir), "./collscope-%s", cs_cfg.job);
 }

@@ -10,7 +10,7 @@
 /* The per-thread-stream variants are declared by the CUDA headers only in per-thread
  * builds; declare every row ourselves. */
 #define CUDART_COPY(name, params, args, B_, K_, S_, A_) \
-  CS_EXPORT cudaError_t name params;                               \
+  CS_EXPORT cudaError_t name params; \
   static cudaError_t(*real_##name) params;
 #include "cudart_api.def"
 
@@ -50,54 +50,54 @@ static uint8_t kind_of(int kind) {
   }
 }
 
-#define CUDART_COPY(name, params, args, BYTES_, KIND_, STREAM_, ASYNC_)                      \
-  CS_EXPORT cudaError_t name params {                                                       \
-    cudaError_t(*real_) params = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE);           \
-    if (CS_UNLIKELY(!real_)) {                                                               \
-      real_ = (cudaError_t(*) params)find_real(#name, (void *)name);                        \
-      if (!real_) {                                                                          \
-        static _Atomic int warned_;                                                          \
-        if (!atomic_exchange(&warned_, 1))                                                   \
-          cs_log(CS_LOG_WARN, "the real %s was not found; returning an error", #name);       \
-        return cudaErrorSharedObjectSymbolNotFound;                                          \
-      }                                                                                      \
-      __atomic_store_n(&real_##name, real_, __ATOMIC_RELEASE);                               \
-    }                                                                                        \
-    if (CS_UNLIKELY(cs_cfg.disabled)) return real_ args; /* before any per-thread state */  \
-    if (cs_tls.depth) return real_ args;                                                     \
-    cs_ensure_init();                                                                        \
-    if (CS_UNLIKELY(!atomic_load_explicit(&cs_st.ready, memory_order_relaxed)))              \
-      return real_ args;                                                                     \
-    struct cs_record r_;                                                                     \
-    __builtin_memset(&r_, 0, sizeof(r_));                                                    \
-    r_.type = CS_REC_XFER;                                                                   \
-    r_.op = CS_OP_Memcpy;                                                                    \
-    r_.api = CS_API_##name;                                                                  \
-    r_.event = kind_of((int)(KIND_));                                                         \
-    r_.async = ASYNC_;                                                                        \
-    r_.bytes = (BYTES_);                                                                      \
-    r_.count = r_.bytes;                                                                     \
-    r_.dtype = r_.redop = r_.root = r_.peer = r_.comm_size = r_.comm_rank = r_.device = -1;  \
-    r_.stream = (uint64_t)(uintptr_t)(STREAM_);                                               \
-    r_.site = (uint64_t)(uintptr_t)__builtin_return_address(0);                              \
-    cs_tls.depth++;                                                                          \
-    cudaError_t e_;                                                                          \
-    if (ASYNC_) {                                                                            \
-      cs_timed_begin(&r_, (void *)(STREAM_));                                                 \
-      e_ = real_ args;                                                                       \
-      r_.status = (int)e_;                                                                   \
-      cs_timed_end(&r_, (void *)(STREAM_), e_ == cudaSuccess);                                \
-    } else {                                                                                 \
+#define CUDART_COPY(name, params, args, BYTES_, KIND_, STREAM_, ASYNC_) \
+  CS_EXPORT cudaError_t name params { \
+    cudaError_t(*real_) params = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE); \
+    if (CS_UNLIKELY(!real_)) { \
+      real_ = (cudaError_t(*) params)find_real(#name, (void *)name); \
+      if (!real_) { \
+        static _Atomic int warned_; \
+        if (!atomic_exchange(&warned_, 1)) \
+          cs_log(CS_LOG_WARN, "the real %s was not found; returning an error", #name); \
+        return cudaErrorSharedObjectSymbolNotFound; \
+      } \
+      __atomic_store_n(&real_##name, real_, __ATOMIC_RELEASE); \
+    } \
+    if (CS_UNLIKELY(cs_cfg.disabled)) return real_ args; /* before any per-thread state */ \
+    if (cs_tls.depth) return real_ args; \
+    cs_ensure_init(); \
+    if (CS_UNLIKELY(!atomic_load_explicit(&cs_st.ready, memory_order_relaxed))) \
+      return real_ args; \
+    struct cs_record r_; \
+    __builtin_memset(&r_, 0, sizeof(r_)); \
+    r_.type = CS_REC_XFER; \
+    r_.op = CS_OP_Memcpy; \
+    r_.api = CS_API_##name; \
+    r_.event = kind_of((int)(KIND_)); \
+    r_.async = ASYNC_; \
+    r_.bytes = (BYTES_); \
+    r_.count = r_.bytes; \
+    r_.dtype = r_.redop = r_.root = r_.peer = r_.comm_size = r_.comm_rank = r_.device = -1; \
+    r_.stream = (uint64_t)(uintptr_t)(STREAM_); \
+    r_.site = (uint64_t)(uintptr_t)__builtin_return_address(0); \
+    cs_tls.depth++; \
+    cudaError_t e_; \
+    if (ASYNC_) { \
+      cs_timed_begin(&r_, (void *)(STREAM_)); \
+      e_ = real_ args; \
+      r_.status = (int)e_; \
+      cs_timed_end(&r_, (void *)(STREAM_), e_ == cudaSuccess); \
+    } else { \
       /* synchronous copy: time it on the host; adds nothing to the legacy stream,      \
-       * whose implicit synchronisation with other streams must stay the job's own */       \
-      r_.enqueue_ns = r_.start_ns = cs_now_ns(CLOCK_REALTIME);                               \
-      e_ = real_ args;                                                                       \
-      r_.end_ns = cs_now_ns(CLOCK_REALTIME);                                                 \
-      r_.status = (int)e_;                                                                   \
-      r_.timing = e_ == cudaSuccess ? CS_TIMING_HOST_SPAN : CS_TIMING_ERROR;                 \
-      cs_record_push(&r_);                                                                   \
-    }                                                                                        \
-    cs_tls.depth--;                                                                          \
-    return e_;                                                                               \
+       * whose implicit synchronisation with other streams must stay the job's own */ \
+      r_.enqueue_ns = r_.start_ns = cs_now_ns(CLOCK_REALTIME); \
+      e_ = real_ args; \
+      r_.end_ns = cs_now_ns(CLOCK_REALTIME); \
+      r_.status = (int)e_; \
+      r_.timing = e_ == cudaSuccess ? CS_TIMING_HOST_SPAN : CS_TIMING_ERROR; \
+      cs_record_push(&r_); \
+    } \
+    cs_tls.depth--; \
+    return e_; \
   }
 #include "cudart_api.def"

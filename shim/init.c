@@ -74,7 +74,7 @@ static void install_term_handlers(void) {
     struct sigaction cur;
     if (sigaction(term_sigs[k], NULL, &cur) != 0) continue;
     if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_IGN) continue; /* nohup & co. */
-    term_prev[k] = cur;  /* in place before the handler can run */
+    term_prev[k] = cur;                                                      /* in place before the handler can run */
     if (sigaction(term_sigs[k], &sa, &cur) == 0) term_prev[k] = cur;
   }
 }

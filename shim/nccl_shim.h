@@ -18,17 +18,17 @@ void cs_missing_real(const char *name);
 /* Find the real function (once; retried while missing) or return err with a log line.
  * First, while COLLSCOPE_SDC_ACTION=abort is ending the process, park the caller: it must
  * not use a communicator collscope is aborting (cs_park, shim/init.c). */
-#define CS_RESOLVE(name, err)                                          \
-  do {                                                                 \
+#define CS_RESOLVE(name, err) \
+  do { \
     if (CS_UNLIKELY(atomic_load_explicit(&cs_st.park, memory_order_relaxed))) cs_park(); \
     if (CS_UNLIKELY(!__atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE))) { \
-      cs_resolve_nccl();                                               \
-      if (!__atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE)) {       \
-        static _Atomic int warned_;                                    \
-        if (!atomic_exchange(&warned_, 1)) cs_missing_real(#name);     \
-        return err;                                                    \
-      }                                                                \
-    }                                                                  \
+      cs_resolve_nccl(); \
+      if (!__atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE)) { \
+        static _Atomic int warned_; \
+        if (!atomic_exchange(&warned_, 1)) cs_missing_real(#name); \
+        return err; \
+      } \
+    } \
   } while (0)
 
 /* Recording is on (initialising on first use). ready is set only once initialisation

@@ -52,11 +52,13 @@ bool cs_resolve_nccl(void) {
   if (atomic_load_explicit(&resolved_all, memory_order_acquire)) return true;
   pthread_mutex_lock(&resolve_lock);
   bool all = true;
-#define NCCL_API(ret, name, params, args, err)                                       \
-  if (!__atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE)) {                        \
-    void *p_ = find_real(#name, (void *)name);                                      \
-    if (p_) __atomic_store_n((void **)(void *)&cs_real_##name, p_, __ATOMIC_RELEASE); \
-    else all = false;                                                               \
+#define NCCL_API(ret, name, params, args, err) \
+  if (!__atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE)) { \
+    void *p_ = find_real(#name, (void *)name); \
+    if (p_) \
+      __atomic_store_n((void **)(void *)&cs_real_##name, p_, __ATOMIC_RELEASE); \
+    else \
+      all = false; \
   }
 #define NCCL_HOOKED NCCL_API
 #define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
@@ -78,14 +80,14 @@ void cs_missing_real(const char *name) {
   if (CS_UNLIKELY(cs_cfg.disabled)) return cs_real_##name args
 
 /* plain forwarders */
-#define NCCL_API(ret, name, params, args, err)    \
-  CS_EXPORT ret name params {                     \
-    CS_RESOLVE(name, err);                        \
-    CS_PASS_IF_DISABLED(name, args);              \
-    cs_tls.depth++;                               \
-    ret r_ = cs_real_##name args;                 \
-    cs_tls.depth--;                               \
-    return r_;                                    \
+#define NCCL_API(ret, name, params, args, err) \
+  CS_EXPORT ret name params { \
+    CS_RESOLVE(name, err); \
+    CS_PASS_IF_DISABLED(name, args); \
+    cs_tls.depth++; \
+    ret r_ = cs_real_##name args; \
+    cs_tls.depth--; \
+    return r_; \
   }
 /* timed collectives and P2P. The exported wrapper only decides, in its common cases,
  * whether to record, and ends in a tail call on every path, so it needs no stack frame:
@@ -97,48 +99,48 @@ void cs_missing_real(const char *name) {
  * give its seq back), run the after-op hooks, push the record. The wrapper tail-calls it
  * with the same arguments, leaving the caller's return address (the call site) in
  * cs_tls.site, read before anything else can call a wrapper on this thread. */
-#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv)          \
-  static __attribute__((noinline)) ncclResult_t cs_timed_##name params;                    \
-  static __attribute__((noinline, cold)) ncclResult_t cs_slow_##name params {             \
-    CS_RESOLVE(name, ncclSystemError);                                                     \
-    CS_PASS_IF_DISABLED(name, args);                                                       \
-    if (cs_tls.depth || CS_UNLIKELY(!cs_active())) return cs_real_##name args;            \
-    return cs_timed_##name args;                                                           \
-  }                                                                                        \
-  CS_EXPORT ncclResult_t name params {                                                     \
-    ncclResult_t(*real_) params = __atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE);      \
-    /* (disabled, nothing can park: cs_st.park is set by recording only) */               \
-    if (CS_LIKELY(real_ != NULL)) {                                                        \
-      if (cs_cfg.disabled) return real_ args;                                              \
-      if (CS_LIKELY(!atomic_load_explicit(&cs_st.park, memory_order_relaxed)) &&           \
+#define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
+  static __attribute__((noinline)) ncclResult_t cs_timed_##name params; \
+  static __attribute__((noinline, cold)) ncclResult_t cs_slow_##name params { \
+    CS_RESOLVE(name, ncclSystemError); \
+    CS_PASS_IF_DISABLED(name, args); \
+    if (cs_tls.depth || CS_UNLIKELY(!cs_active())) return cs_real_##name args; \
+    return cs_timed_##name args; \
+  } \
+  CS_EXPORT ncclResult_t name params { \
+    ncclResult_t(*real_) params = __atomic_load_n(&cs_real_##name, __ATOMIC_ACQUIRE); \
+    /* (disabled, nothing can park: cs_st.park is set by recording only) */ \
+    if (CS_LIKELY(real_ != NULL)) { \
+      if (cs_cfg.disabled) return real_ args; \
+      if (CS_LIKELY(!atomic_load_explicit(&cs_st.park, memory_order_relaxed)) && \
           CS_LIKELY(!cs_tls.depth && atomic_load_explicit(&cs_st.ready, memory_order_acquire))) { \
-        cs_tls.site = __builtin_return_address(0);                                         \
-        return cs_timed_##name args;                                                       \
-      }                                                                                    \
-    }                                                                                      \
-    cs_tls.site = __builtin_return_address(0);                                             \
-    return cs_slow_##name args;                                                            \
-  }                                                                                        \
-  static ncclResult_t cs_timed_##name params {                                             \
-    void *cs_site_ = cs_tls.site;                                                          \
-    int cs_noroot_ = -1;                                                                   \
-    struct cs_record rec_;                                                                 \
+        cs_tls.site = __builtin_return_address(0); \
+        return cs_timed_##name args; \
+      } \
+    } \
+    cs_tls.site = __builtin_return_address(0); \
+    return cs_slow_##name args; \
+  } \
+  static ncclResult_t cs_timed_##name params { \
+    void *cs_site_ = cs_tls.site; \
+    int cs_noroot_ = -1; \
+    struct cs_record rec_; \
     struct cs_comm *cs_ce_ = cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), \
-                                         root, peer, stream, cs_site_);                    \
+                                         root, peer, stream, cs_site_); \
     struct cs_call call_ = {csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, \
-                            comm, stream, &rec_};                                          \
-    cs_tls.depth++;                                                                        \
-    cs_hooks_before_op(&call_);                                                            \
-    comm = (ncclComm_t)call_.comm;                                                         \
-    root = cs_call_root(&call_);                                                           \
-    (void)cs_noroot_;                                                                      \
-    cs_prof_cur = &rec_; /* NCCL's profiler Coll/P2p event of this call attaches here */  \
-    ncclResult_t r_ = cs_real_##name args;                                                 \
-    cs_prof_cur = NULL;                                                                    \
-    cs_op_returned(&rec_, cs_ce_, (int)r_, (int)ncclInProgress); /* end event, seq */     \
-    cs_hooks_after_op(&call_, (int)r_);  /* may add work (SDC check) after the end event */ \
-    cs_tls.depth--;                                                                        \
-    cs_op_end(&rec_);                                                                      \
-    return r_;                                                                             \
+                            comm, stream, &rec_}; \
+    cs_tls.depth++; \
+    cs_hooks_before_op(&call_); \
+    comm = (ncclComm_t)call_.comm; \
+    root = cs_call_root(&call_); \
+    (void)cs_noroot_; \
+    cs_prof_cur = &rec_; /* NCCL's profiler Coll/P2p event of this call attaches here */ \
+    ncclResult_t r_ = cs_real_##name args; \
+    cs_prof_cur = NULL; \
+    cs_op_returned(&rec_, cs_ce_, (int)r_, (int)ncclInProgress); /* end event, seq */ \
+    cs_hooks_after_op(&call_, (int)r_);                          /* may add work (SDC check) after the end event */ \
+    cs_tls.depth--; \
+    cs_op_end(&rec_); \
+    return r_; \
   }
 #include "nccl_api.def"

@@ -39,9 +39,9 @@
 
 /* ---- the inner plugin ---------------------------------------------------------------- */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-int cs_net_in_ver;                   /* 11 (also for a v12 inner), 10, 9; 0 = none */
+int cs_net_in_ver; /* 11 (also for a v12 inner), 10, 9; 0 = none */
 const cs_net_v11_t *cs_net_in11;
-const cs_net_v12_t *cs_net_in12;     /* a v12 inner (then in11 is the same table) */
+const cs_net_v12_t *cs_net_in12; /* a v12 inner (then in11 is the same table) */
 const cs_net_v10_t *cs_net_in10;
 const cs_net_v9_t *cs_net_in9;
 #define in_ver cs_net_in_ver
@@ -55,10 +55,10 @@ static char in_name[128] = "collscope";
  * (untimed; the send side still measures the link). NCCL 2.28 does not call irecvConsumed. */
 static int in_has_consumed;
 
-static _Atomic int in_global_done;   /* v9/v10 inner init, or the v11 inner ctx of v9/v10 callers */
+static _Atomic int in_global_done; /* v9/v10 inner init, or the v11 inner ctx of v9/v10 callers */
 static pthread_mutex_t in_global_lock = PTHREAD_MUTEX_INITIALIZER;
 static cs_net_result_t in_global_res;
-static void *in_global_ctx;          /* v11 inner: the ctx used by v9/v10 callers */
+static void *in_global_ctx; /* v11 inner: the ctx used by v9/v10 callers */
 static uint64_t token_seed;
 static _Atomic uint64_t token_ctr;
 
@@ -99,7 +99,8 @@ static void load_inner(void) {
   in11 = in12 ? (const cs_net_v11_t *)(const void *)in12 : dlsym(h, "ncclNetPlugin_v11");
   if (!in11) in10 = dlsym(h, "ncclNetPlugin_v10");
   if (!in11 && !in10) in9 = dlsym(h, "ncclNetPlugin_v9");
-  const void *tbl = in11 ? (const void *)in11 : in10 ? (const void *)in10 : (const void *)in9;
+  const void *tbl = in11 ? (const void *)in11 : in10 ? (const void *)in10
+                                                     : (const void *)in9;
   if (!tbl) {
     cs_log(CS_LOG_WARN, "net plugin: %s has no ncclNetPlugin_v12/v11/v10/v9; NCCL uses its own transports", v);
     dlclose(h);
@@ -111,9 +112,12 @@ static void load_inner(void) {
     in12 = NULL, in11 = NULL, in10 = NULL, in9 = NULL;
     return;
   }
-  in_ver = in11 ? 11 : in10 ? 10 : 9;
-  in_has_consumed = (in11 ? in11->irecvConsumed : in10 ? in10->irecvConsumed : in9->irecvConsumed) != NULL;
-  const char *n = in11 ? in11->name : in10 ? in10->name : in9->name;
+  in_ver = in11 ? 11 : in10 ? 10
+                            : 9;
+  in_has_consumed = (in11 ? in11->irecvConsumed : in10 ? in10->irecvConsumed
+                                                       : in9->irecvConsumed) != NULL;
+  const char *n = in11 ? in11->name : in10 ? in10->name
+                                           : in9->name;
   /* NCCL_NET=<name> selects a transport by name: keep the inner's */
   snprintf(in_name, sizeof in_name, "%s", n ? n : "collscope");
   cs_log(CS_LOG_INFO, "net plugin: wrapping %s (%s, ncclNetPlugin_v%d)", in_name, v, in12 ? 12 : in_ver);
@@ -121,19 +125,22 @@ static void load_inner(void) {
 
 /* per-NCCL-communicator context of the v11 table */
 struct wctx {
-  void *inner;                       /* inner v11 ctx, else NULL */
+  void *inner; /* inner v11 ctx, else NULL */
   struct cs_net_comm_config cfg;
   int has_cfg;
 };
-static struct wctx global_ctx;       /* v9/v10 callers */
+static struct wctx global_ctx; /* v9/v10 callers */
 
 static cs_net_result_t inner_global_init(cs_net_logger_t log, cs_net_prof_cb_t prof) {
   if (atomic_load_explicit(&in_global_done, memory_order_acquire)) return in_global_res;
   pthread_mutex_lock(&in_global_lock);
   if (!atomic_load(&in_global_done)) {
-    if (in_ver == 11) in_global_res = in11->init(&in_global_ctx, 0, NULL, log, prof);
-    else if (in_ver == 10) in_global_res = in10->init(log, prof);
-    else in_global_res = in9->init(log);
+    if (in_ver == 11)
+      in_global_res = in11->init(&in_global_ctx, 0, NULL, log, prof);
+    else if (in_ver == 10)
+      in_global_res = in10->init(log, prof);
+    else
+      in_global_res = in9->init(log);
     atomic_store_explicit(&in_global_done, 1, memory_order_release);
   }
   pthread_mutex_unlock(&in_global_lock);
@@ -154,8 +161,8 @@ struct wreq {
   void *inner;
   struct wconn *c;
   int64_t t0;
-  uint64_t bytes;             /* isend: size; irecv: 0 (taken from sizes at done) */
-  int n;                      /* irecv: number of receives */
+  uint64_t bytes; /* isend: size; irecv: 0 (taken from sizes at done) */
+  int n;          /* irecv: number of receives */
 };
 
 struct wconn cs_net_conns[NCONN];
@@ -163,7 +170,7 @@ struct wconn cs_net_conns[NCONN];
 static struct wlisten listens[NLISTEN];
 static struct wreq reqs[NREQ];
 static _Atomic uint64_t req_bits[NREQ / 64];
-static _Atomic uint64_t untracked;  /* objects handed out unwrapped (pools full) */
+static _Atomic uint64_t untracked; /* objects handed out unwrapped (pools full) */
 static _Atomic unsigned conn_hint;
 
 static inline struct wconn *as_conn(void *p) {
@@ -194,7 +201,11 @@ static struct wconn *conn_new(void *inner, int dir, int peer, int dev, uint64_t 
     if (atomic_load_explicit(&c->state, memory_order_relaxed) != 0 ||
         !atomic_compare_exchange_strong(&c->state, &z, 1))
       continue;
-    c->inner = inner; c->dir = dir; c->peer_rank = peer; c->dev = dev; c->token = token;
+    c->inner = inner;
+    c->dir = dir;
+    c->peer_rank = peer;
+    c->dev = dev;
+    c->token = token;
     atomic_store_explicit(&c->bytes, 0, memory_order_relaxed);
     atomic_store_explicit(&c->msgs, 0, memory_order_relaxed);
     atomic_store_explicit(&c->busy_ns, 0, memory_order_relaxed);
@@ -238,7 +249,7 @@ static void req_free(struct wreq *r) {
 /* throughput bucket: 4 per octave of bytes/us (= MB/s); bucket b covers [2^(b/4)...) */
 static inline int rate_bucket(uint64_t bytes, int64_t ns) {
   if (ns <= 0) ns = 1;
-  uint64_t r = bytes * 1000u / (uint64_t)ns;  /* MB/s; bytes < 2^44 in practice */
+  uint64_t r = bytes * 1000u / (uint64_t)ns; /* MB/s; bytes < 2^44 in practice */
   if (r == 0) return 0;
   int m = 63 - __builtin_clzll(r);
   int sub = m >= 2 ? (int)((r >> (m - 2)) & 3) : (int)((r << (2 - m)) & 3);
@@ -257,7 +268,8 @@ static inline void conn_posted(struct wconn *c) {
   int f = atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed) + 1;
   int m = atomic_load_explicit(&c->max_inflight, memory_order_relaxed);
   while (f > m && !atomic_compare_exchange_weak_explicit(&c->max_inflight, &m, f, memory_order_relaxed,
-                                                          memory_order_relaxed)) {}
+                                                         memory_order_relaxed)) {
+  }
 }
 
 /* ---- common implementations -------------------------------------------------------------- */
@@ -270,7 +282,8 @@ static cs_net_result_t w_init_common(void) {
 static void patch_tables(void);
 
 static cs_net_result_t w_devices(int *ndev) {
-  return in_ver == 11 ? in11->devices(ndev) : in_ver == 10 ? in10->devices(ndev) : in9->devices(ndev);
+  return in_ver == 11 ? in11->devices(ndev) : in_ver == 10 ? in10->devices(ndev)
+                                                           : in9->devices(ndev);
 }
 
 static uint64_t new_token(void) {
@@ -284,9 +297,13 @@ static uint64_t new_token(void) {
 static cs_net_result_t w_listen(struct wctx *x, int dev, void *handle, void **listenComm) {
   memset(handle, 0, CS_NET_HANDLE_MAXSIZE);
   void *lc = NULL;
-  cs_net_result_t r = in_ver == 11 ? in11->listen(x->inner, dev, handle, &lc)
-                      : in_ver == 10 ? in10->listen(dev, handle, &lc) : in9->listen(dev, handle, &lc);
-  if (r != CS_NET_OK || !lc) { *listenComm = lc; return r; }
+  cs_net_result_t r = in_ver == 11   ? in11->listen(x->inner, dev, handle, &lc)
+                      : in_ver == 10 ? in10->listen(dev, handle, &lc)
+                                     : in9->listen(dev, handle, &lc);
+  if (r != CS_NET_OK || !lc) {
+    *listenComm = lc;
+    return r;
+  }
   uint64_t token = 0;
   static const unsigned char zero[sizeof(struct cs_net_id)];
   unsigned char *tail = (unsigned char *)handle + CS_NET_ID_OFFSET;
@@ -296,13 +313,16 @@ static cs_net_result_t w_listen(struct wctx *x, int dev, void *handle, void **li
     token = id.token;
   } else {
     cs_log_once(CS_LOG_INFO, "net plugin: the inner plugin's handle uses all %d bytes; peers are "
-                             "identified by the dump files' link tokens only where they fit", CS_NET_HANDLE_MAXSIZE);
+                             "identified by the dump files' link tokens only where they fit",
+                CS_NET_HANDLE_MAXSIZE);
   }
   for (int i = 0; i < NLISTEN; i++) {
     int z = 0;
     if (atomic_load_explicit(&listens[i].used, memory_order_relaxed) == 0 &&
         atomic_compare_exchange_strong(&listens[i].used, &z, 1)) {
-      listens[i].inner = lc; listens[i].dev = dev; listens[i].token = token;
+      listens[i].inner = lc;
+      listens[i].dev = dev;
+      listens[i].token = token;
       *listenComm = &listens[i];
       return r;
     }
@@ -318,14 +338,20 @@ static cs_net_result_t w_connect(struct wctx *x, int dev, struct cs_net_comm_con
   unsigned char *tail = (unsigned char *)handle + CS_NET_ID_OFFSET;
   memcpy(&id, tail, sizeof id);
   int ours = id.magic == CS_NET_ID_MAGIC;
-  if (ours) memset(tail, 0, sizeof id);   /* the inner sees exactly the bytes it wrote */
+  if (ours) memset(tail, 0, sizeof id); /* the inner sees exactly the bytes it wrote */
   void *sc = NULL;
   cs_net_result_t r;
-  if (in_ver == 11) r = in11->connect(x->inner, dev, handle, &sc, devComm);
-  else if (in_ver == 10) r = in10->connect(dev, cfg ? cfg : (x->has_cfg ? &x->cfg : NULL), handle, &sc, devComm);
-  else r = in9->connect(dev, handle, &sc, devComm);
-  if (ours) memcpy(tail, &id, sizeof id);  /* NCCL retries with the same handle */
-  if (r != CS_NET_OK || !sc) { *sendComm = sc; return r; }
+  if (in_ver == 11)
+    r = in11->connect(x->inner, dev, handle, &sc, devComm);
+  else if (in_ver == 10)
+    r = in10->connect(dev, cfg ? cfg : (x->has_cfg ? &x->cfg : NULL), handle, &sc, devComm);
+  else
+    r = in9->connect(dev, handle, &sc, devComm);
+  if (ours) memcpy(tail, &id, sizeof id); /* NCCL retries with the same handle */
+  if (r != CS_NET_OK || !sc) {
+    *sendComm = sc;
+    return r;
+  }
   struct wconn *c = conn_new(sc, 0, ours ? id.rank : -1, dev, ours ? id.token : 0);
   *sendComm = c ? (void *)c : sc;
   return r;
@@ -335,9 +361,13 @@ static cs_net_result_t w_accept(void *listenComm, void **recvComm, void **devCom
   struct wlisten *l = as_listen(listenComm);
   void *rc = NULL;
   void *lc = l ? l->inner : listenComm;
-  cs_net_result_t r = in_ver == 11 ? in11->accept(lc, &rc, devComm)
-                      : in_ver == 10 ? in10->accept(lc, &rc, devComm) : in9->accept(lc, &rc, devComm);
-  if (r != CS_NET_OK || !rc) { *recvComm = rc; return r; }
+  cs_net_result_t r = in_ver == 11   ? in11->accept(lc, &rc, devComm)
+                      : in_ver == 10 ? in10->accept(lc, &rc, devComm)
+                                     : in9->accept(lc, &rc, devComm);
+  if (r != CS_NET_OK || !rc) {
+    *recvComm = rc;
+    return r;
+  }
   struct wconn *c = conn_new(rc, 1, -1, l ? l->dev : -1, l ? l->token : 0);
   *recvComm = c ? (void *)c : rc;
   return r;
@@ -345,33 +375,46 @@ static cs_net_result_t w_accept(void *listenComm, void **recvComm, void **devCom
 
 static cs_net_result_t w_reg_mr(void *comm, void *data, size_t size, int type, void **mh) {
   void *ic = unwrap_comm(comm);
-  return in_ver == 11 ? in11->regMr(ic, data, size, type, mh)
-         : in_ver == 10 ? in10->regMr(ic, data, size, type, mh) : in9->regMr(ic, data, size, type, mh);
+  return in_ver == 11   ? in11->regMr(ic, data, size, type, mh)
+         : in_ver == 10 ? in10->regMr(ic, data, size, type, mh)
+                        : in9->regMr(ic, data, size, type, mh);
 }
 static cs_net_result_t w_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off, int fd,
                                        void **mh) {
   void *ic = unwrap_comm(comm);
-  return in_ver == 11 ? in11->regMrDmaBuf(ic, data, size, type, off, fd, mh)
+  return in_ver == 11   ? in11->regMrDmaBuf(ic, data, size, type, off, fd, mh)
          : in_ver == 10 ? in10->regMrDmaBuf(ic, data, size, type, off, fd, mh)
                         : in9->regMrDmaBuf(ic, data, size, type, off, fd, mh);
 }
 static cs_net_result_t w_dereg_mr(void *comm, void *mh) {
   void *ic = unwrap_comm(comm);
-  return in_ver == 11 ? in11->deregMr(ic, mh) : in_ver == 10 ? in10->deregMr(ic, mh) : in9->deregMr(ic, mh);
+  return in_ver == 11 ? in11->deregMr(ic, mh) : in_ver == 10 ? in10->deregMr(ic, mh)
+                                                             : in9->deregMr(ic, mh);
 }
 
 static cs_net_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mh, void *ph, void **request) {
   struct wconn *c = as_conn(sendComm);
   void *ic = c ? c->inner : sendComm;
   void *ir = NULL;
-  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);   /* the post: a plugin's copy or doorbell in isend is part of it */
-  cs_net_result_t r = in_ver == 11 ? in11->isend(ic, data, size, tag, mh, ph, &ir)
+  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC); /* the post: a plugin's copy or doorbell in isend is part of it */
+  cs_net_result_t r = in_ver == 11   ? in11->isend(ic, data, size, tag, mh, ph, &ir)
                       : in_ver == 10 ? in10->isend(ic, data, size, tag, mh, ph, &ir)
                                      : in9->isend(ic, data, size, tag, mh, &ir);
-  if (r != CS_NET_OK || !ir || !c) { *request = ir; return r; }
+  if (r != CS_NET_OK || !ir || !c) {
+    *request = ir;
+    return r;
+  }
   struct wreq *w = req_new();
-  if (!w) { atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed); *request = ir; return r; }
-  w->inner = ir; w->c = c; w->t0 = t0; w->bytes = size; w->n = 0;
+  if (!w) {
+    atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
+    *request = ir;
+    return r;
+  }
+  w->inner = ir;
+  w->c = c;
+  w->t0 = t0;
+  w->bytes = size;
+  w->n = 0;
   conn_posted(c);
   *request = w;
   return r;
@@ -383,13 +426,24 @@ static cs_net_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes
   void *ic = c ? c->inner : recvComm;
   void *ir = NULL;
   int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);
-  cs_net_result_t r = in_ver == 11 ? in11->irecv(ic, n, data, sizes, tags, mhs, phs, &ir)
+  cs_net_result_t r = in_ver == 11   ? in11->irecv(ic, n, data, sizes, tags, mhs, phs, &ir)
                       : in_ver == 10 ? in10->irecv(ic, n, data, sizes, tags, mhs, phs, &ir)
                                      : in9->irecv(ic, n, data, sizes, tags, mhs, &ir);
-  if (r != CS_NET_OK || !ir || !c || in_has_consumed) { *request = ir; return r; }
+  if (r != CS_NET_OK || !ir || !c || in_has_consumed) {
+    *request = ir;
+    return r;
+  }
   struct wreq *w = req_new();
-  if (!w) { atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed); *request = ir; return r; }
-  w->inner = ir; w->c = c; w->t0 = t0; w->bytes = 0; w->n = n;
+  if (!w) {
+    atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
+    *request = ir;
+    return r;
+  }
+  w->inner = ir;
+  w->c = c;
+  w->t0 = t0;
+  w->bytes = 0;
+  w->n = n;
   conn_posted(c);
   *request = w;
   return r;
@@ -397,8 +451,9 @@ static cs_net_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes
 
 static cs_net_result_t w_iflush(void *recvComm, int n, void **data, int *sizes, void **mhs, void **request) {
   void *ic = unwrap_comm(recvComm);
-  return in_ver == 11 ? in11->iflush(ic, n, data, sizes, mhs, request)
-         : in_ver == 10 ? in10->iflush(ic, n, data, sizes, mhs, request) : in9->iflush(ic, n, data, sizes, mhs, request);
+  return in_ver == 11   ? in11->iflush(ic, n, data, sizes, mhs, request)
+         : in_ver == 10 ? in10->iflush(ic, n, data, sizes, mhs, request)
+                        : in9->iflush(ic, n, data, sizes, mhs, request);
 }
 
 static cs_net_result_t w_test(void *request, int *done, int *sizes) {
@@ -406,11 +461,11 @@ static cs_net_result_t w_test(void *request, int *done, int *sizes) {
   void *ir = w ? w->inner : request;
   int local[8];
   int *sz = sizes;
-  if (w && !sz && w->n > 0 && w->n <= 8) sz = local;  /* NCCL may pass NULL; we still want the sizes */
+  if (w && !sz && w->n > 0 && w->n <= 8) sz = local; /* NCCL may pass NULL; we still want the sizes */
   cs_net_result_t r = in_ver == 11 ? in11->test(ir, done, sz) : in_ver == 10 ? in10->test(ir, done, sz)
                                                                              : in9->test(ir, done, sz);
   if (!w) return r;
-  if (r != CS_NET_OK) {   /* the request is dead: stop tracking it */
+  if (r != CS_NET_OK) { /* the request is dead: stop tracking it */
     atomic_fetch_sub_explicit(&w->c->inflight, 1, memory_order_relaxed);
     req_free(w);
     return r;
@@ -428,8 +483,12 @@ static cs_net_result_t close_conn(void *comm, int send) {
   struct wconn *c = as_conn(comm);
   void *ic = c ? c->inner : comm;
   cs_net_result_t r;
-  if (send) r = in_ver == 11 ? in11->closeSend(ic) : in_ver == 10 ? in10->closeSend(ic) : in9->closeSend(ic);
-  else r = in_ver == 11 ? in11->closeRecv(ic) : in_ver == 10 ? in10->closeRecv(ic) : in9->closeRecv(ic);
+  if (send)
+    r = in_ver == 11 ? in11->closeSend(ic) : in_ver == 10 ? in10->closeSend(ic)
+                                                          : in9->closeSend(ic);
+  else
+    r = in_ver == 11 ? in11->closeRecv(ic) : in_ver == 10 ? in10->closeRecv(ic)
+                                                          : in9->closeRecv(ic);
   /* the harvest thread writes its last record and frees it; with no harvest thread, free it now */
   if (c) atomic_store_explicit(&c->state, atomic_load(&cs_st.ready) ? 3 : 0, memory_order_release);
   return r;
@@ -439,21 +498,24 @@ static cs_net_result_t w_close_recv(void *c) { return close_conn(c, 0); }
 static cs_net_result_t w_close_listen(void *listenComm) {
   struct wlisten *l = as_listen(listenComm);
   void *lc = l ? l->inner : listenComm;
-  cs_net_result_t r = in_ver == 11 ? in11->closeListen(lc) : in_ver == 10 ? in10->closeListen(lc) : in9->closeListen(lc);
+  cs_net_result_t r = in_ver == 11 ? in11->closeListen(lc) : in_ver == 10 ? in10->closeListen(lc)
+                                                                          : in9->closeListen(lc);
   if (l) atomic_store_explicit(&l->used, 0, memory_order_release);
   return r;
 }
 static cs_net_result_t w_get_device_mr(void *comm, void *mh, void **dptr) {
   void *ic = unwrap_comm(comm);
-  return in_ver == 11 ? in11->getDeviceMr(ic, mh, dptr)
-         : in_ver == 10 ? in10->getDeviceMr(ic, mh, dptr) : in9->getDeviceMr(ic, mh, dptr);
+  return in_ver == 11   ? in11->getDeviceMr(ic, mh, dptr)
+         : in_ver == 10 ? in10->getDeviceMr(ic, mh, dptr)
+                        : in9->getDeviceMr(ic, mh, dptr);
 }
 static cs_net_result_t w_irecv_consumed(void *recvComm, int n, void *request) {
   void *ic = unwrap_comm(recvComm);
   struct wreq *w = as_req(request);
   void *ir = w ? w->inner : request;
-  return in_ver == 11 ? in11->irecvConsumed(ic, n, ir)
-         : in_ver == 10 ? in10->irecvConsumed(ic, n, ir) : in9->irecvConsumed(ic, n, ir);
+  return in_ver == 11   ? in11->irecvConsumed(ic, n, ir)
+         : in_ver == 10 ? in10->irecvConsumed(ic, n, ir)
+                        : in9->irecvConsumed(ic, n, ir);
 }
 /* ---- v11 entry points ---------------------------------------------------------------------- */
 static cs_net_result_t v11_init(void **ctx, uint64_t commId, struct cs_net_comm_config *cfg, cs_net_logger_t log,
@@ -465,9 +527,14 @@ static cs_net_result_t v11_init(void **ctx, uint64_t commId, struct cs_net_comm_
     cs_log(CS_LOG_WARN, "net plugin: out of memory in init; declining");
     return CS_NET_SYSTEM_ERROR;
   }
-  if (cfg) { x->cfg = *cfg; x->has_cfg = 1; }
-  if (in_ver == 11) r = in11->init(&x->inner, commId, cfg, log, prof);
-  else r = inner_global_init(log, prof);
+  if (cfg) {
+    x->cfg = *cfg;
+    x->has_cfg = 1;
+  }
+  if (in_ver == 11)
+    r = in11->init(&x->inner, commId, cfg, log, prof);
+  else
+    r = inner_global_init(log, prof);
   if (r != CS_NET_OK) {
     cs_log_once(CS_LOG_WARN, "net plugin: the inner plugin %s failed to initialise (%d); NCCL uses its own transports",
                 in_name, r);
@@ -527,29 +594,102 @@ static cs_net_result_t v9_irecv(void *rc, int n, void **data, size_t *sizes, int
 }
 
 CS_EXPORT cs_net_v12_t ncclNetPlugin_v12 = {
-  "collscope", v11_init, w_devices, cs_net_get_props12, v11_listen, v11_connect, w_accept, w_reg_mr,
-  w_reg_mr_dmabuf, w_dereg_mr, w_isend, w_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen,
-  w_get_device_mr, w_irecv_consumed, cs_net_make_vdevice12, v11_finalize, v11_set_attr,
+    "collscope",
+    v11_init,
+    w_devices,
+    cs_net_get_props12,
+    v11_listen,
+    v11_connect,
+    w_accept,
+    w_reg_mr,
+    w_reg_mr_dmabuf,
+    w_dereg_mr,
+    w_isend,
+    w_irecv,
+    w_iflush,
+    w_test,
+    w_close_send,
+    w_close_recv,
+    w_close_listen,
+    w_get_device_mr,
+    w_irecv_consumed,
+    cs_net_make_vdevice12,
+    v11_finalize,
+    v11_set_attr,
 };
 CS_EXPORT cs_net_v11_t ncclNetPlugin_v11 = {
-  "collscope", v11_init, w_devices, cs_net_get_props11, v11_listen, v11_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
-  w_dereg_mr, w_isend, w_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
-  w_irecv_consumed, cs_net_make_vdevice, v11_finalize, v11_set_attr,
+    "collscope",
+    v11_init,
+    w_devices,
+    cs_net_get_props11,
+    v11_listen,
+    v11_connect,
+    w_accept,
+    w_reg_mr,
+    w_reg_mr_dmabuf,
+    w_dereg_mr,
+    w_isend,
+    w_irecv,
+    w_iflush,
+    w_test,
+    w_close_send,
+    w_close_recv,
+    w_close_listen,
+    w_get_device_mr,
+    w_irecv_consumed,
+    cs_net_make_vdevice,
+    v11_finalize,
+    v11_set_attr,
 };
 CS_EXPORT cs_net_v10_t ncclNetPlugin_v10 = {
-  "collscope", v10_init, w_devices, cs_net_get_props9, vx_listen, v10_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
-  w_dereg_mr, w_isend, w_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
-  w_irecv_consumed, cs_net_make_vdevice,
+    "collscope",
+    v10_init,
+    w_devices,
+    cs_net_get_props9,
+    vx_listen,
+    v10_connect,
+    w_accept,
+    w_reg_mr,
+    w_reg_mr_dmabuf,
+    w_dereg_mr,
+    w_isend,
+    w_irecv,
+    w_iflush,
+    w_test,
+    w_close_send,
+    w_close_recv,
+    w_close_listen,
+    w_get_device_mr,
+    w_irecv_consumed,
+    cs_net_make_vdevice,
 };
 CS_EXPORT cs_net_v9_t ncclNetPlugin_v9 = {
-  "collscope", v9_init, w_devices, cs_net_get_props9, vx_listen, v9_connect, w_accept, w_reg_mr, w_reg_mr_dmabuf,
-  w_dereg_mr, v9_isend, v9_irecv, w_iflush, w_test, w_close_send, w_close_recv, w_close_listen, w_get_device_mr,
-  w_irecv_consumed, cs_net_make_vdevice,
+    "collscope",
+    v9_init,
+    w_devices,
+    cs_net_get_props9,
+    vx_listen,
+    v9_connect,
+    w_accept,
+    w_reg_mr,
+    w_reg_mr_dmabuf,
+    w_dereg_mr,
+    v9_isend,
+    v9_irecv,
+    w_iflush,
+    w_test,
+    w_close_send,
+    w_close_recv,
+    w_close_listen,
+    w_get_device_mr,
+    w_irecv_consumed,
+    cs_net_make_vdevice,
 };
 
 /* Optional entry points NCCL tests for NULL: mirror the inner's (once, before init returns). */
 static pthread_once_t patch_once = PTHREAD_ONCE_INIT;
 static void do_patch(void) {
+// clang-format off
 #define HAS(f) (in_ver == 11 ? in11->f != NULL : in_ver == 10 ? in10->f != NULL : in9->f != NULL)
 #define OPT(f)                                                   \
   if (!HAS(f)) { ncclNetPlugin_v12.f = NULL; ncclNetPlugin_v11.f = NULL; ncclNetPlugin_v10.f = NULL; ncclNetPlugin_v9.f = NULL; }
@@ -557,6 +697,7 @@ static void do_patch(void) {
   if (in_ver == 11 && !in11->setNetAttr) ncclNetPlugin_v11.setNetAttr = NULL, ncclNetPlugin_v12.setNetAttr = NULL;
 #undef OPT
 #undef HAS
+  // clang-format on
   ncclNetPlugin_v12.name = in_name;
   ncclNetPlugin_v11.name = in_name;
   ncclNetPlugin_v10.name = in_name;

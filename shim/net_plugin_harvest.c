@@ -65,8 +65,11 @@ size_t cs_net_collect(bool final, void (*emit)(const struct cs_record *r)) {
       r.in_sum = hist_quantile(h, tot, 0.5);
       r.in_abs = hist_quantile(h, tot, 0.1);
       r.out_sum = r.stream ? (double)r.bytes * 8.0 / (double)r.stream : 0;
-      c->l_msgs = msgs; c->l_bytes = bytes; c->l_busy = busy;
-      c->l_emit_mono = now; c->l_emit_real = real;
+      c->l_msgs = msgs;
+      c->l_bytes = bytes;
+      c->l_busy = busy;
+      c->l_emit_mono = now;
+      c->l_emit_real = real;
       emit(&r);
       n++;
     }

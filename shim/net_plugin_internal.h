@@ -22,18 +22,18 @@ cs_net_result_t cs_net_make_vdevice12(int *d, struct cs_net_vprops_v12 *p);
 cs_net_result_t cs_net_make_vdevice(int *d, struct cs_net_vprops *p);
 
 #define NCONN 1024
-#define NHIST 96              /* throughput buckets: 4 per octave of MB/s */
+#define NHIST 96 /* throughput buckets: 4 per octave of MB/s */
 
 struct wconn {
-  _Atomic int state;          /* 0 free, 1 claimed, 2 active, 3 closed (waiting for its last record) */
+  _Atomic int state; /* 0 free, 1 claimed, 2 active, 3 closed (waiting for its last record) */
   void *inner;
-  int dir;                    /* 0 send, 1 recv */
-  int peer_rank;              /* send side: from the handle; recv side -1 */
+  int dir;       /* 0 send, 1 recv */
+  int peer_rank; /* send side: from the handle; recv side -1 */
   int dev;
   uint64_t token;
   _Atomic uint64_t bytes, msgs, busy_ns;
   _Atomic int inflight, max_inflight;
-  _Atomic uint64_t hist[NHIST];   /* byte-weighted per-message throughput */
+  _Atomic uint64_t hist[NHIST]; /* byte-weighted per-message throughput */
   /* harvest thread only */
   uint64_t l_bytes, l_msgs, l_busy, l_hist[NHIST];
   int64_t l_emit_mono, l_emit_real;

@@ -8,22 +8,24 @@
 #include "net_plugin_internal.h"
 #include <string.h>
 
-#define COPY_COMMON(d, s)                                                                            \
-  do {                                                                                               \
-    (d)->name = (s)->name, (d)->pciPath = (s)->pciPath, (d)->guid = (s)->guid;                       \
-    (d)->ptrSupport = (s)->ptrSupport, (d)->regIsGlobal = (s)->regIsGlobal;                          \
-    (d)->forceFlush = (s)->forceFlush, (d)->speed = (s)->speed, (d)->port = (s)->port;               \
-    (d)->latency = (s)->latency, (d)->maxComms = (s)->maxComms, (d)->maxRecvs = (s)->maxRecvs;       \
-    (d)->netDeviceType = (s)->netDeviceType, (d)->netDeviceVersion = (s)->netDeviceVersion;          \
-    (d)->maxP2pBytes = (s)->maxP2pBytes, (d)->maxCollBytes = (s)->maxCollBytes;                      \
+#define COPY_COMMON(d, s) \
+  do { \
+    (d)->name = (s)->name, (d)->pciPath = (s)->pciPath, (d)->guid = (s)->guid; \
+    (d)->ptrSupport = (s)->ptrSupport, (d)->regIsGlobal = (s)->regIsGlobal; \
+    (d)->forceFlush = (s)->forceFlush, (d)->speed = (s)->speed, (d)->port = (s)->port; \
+    (d)->latency = (s)->latency, (d)->maxComms = (s)->maxComms, (d)->maxRecvs = (s)->maxRecvs; \
+    (d)->netDeviceType = (s)->netDeviceType, (d)->netDeviceVersion = (s)->netDeviceVersion; \
+    (d)->maxP2pBytes = (s)->maxP2pBytes, (d)->maxCollBytes = (s)->maxCollBytes; \
   } while (0)
 
 static void vprops_down(struct cs_net_vprops *d, const struct cs_net_vprops_v12 *s) {
-  d->ndevs = s->ndevs < 0 ? 0 : s->ndevs > CS_NET_MAX_DEVS_PER_NIC ? CS_NET_MAX_DEVS_PER_NIC : s->ndevs;
+  d->ndevs = s->ndevs < 0 ? 0 : s->ndevs > CS_NET_MAX_DEVS_PER_NIC ? CS_NET_MAX_DEVS_PER_NIC
+                                                                   : s->ndevs;
   for (int i = 0; i < d->ndevs; i++) d->devs[i] = s->devs[i];
 }
 static void vprops_up(struct cs_net_vprops_v12 *d, const struct cs_net_vprops *s) {
-  d->ndevs = s->ndevs < 0 ? 0 : s->ndevs > CS_NET_MAX_DEVS_PER_NIC ? CS_NET_MAX_DEVS_PER_NIC : s->ndevs;
+  d->ndevs = s->ndevs < 0 ? 0 : s->ndevs > CS_NET_MAX_DEVS_PER_NIC ? CS_NET_MAX_DEVS_PER_NIC
+                                                                   : s->ndevs;
   for (int i = 0; i < d->ndevs; i++) d->devs[i] = s->devs[i];
 }
 
@@ -77,15 +79,17 @@ cs_net_result_t cs_net_make_vdevice(int *d, struct cs_net_vprops *p) {
     vprops_up(&q, p);
     return cs_net_in12->makeVDevice(d, &q);
   }
-  return cs_net_in_ver == 11 ? cs_net_in11->makeVDevice(d, p)
-         : cs_net_in_ver == 10 ? cs_net_in10->makeVDevice(d, p) : cs_net_in9->makeVDevice(d, p);
+  return cs_net_in_ver == 11   ? cs_net_in11->makeVDevice(d, p)
+         : cs_net_in_ver == 10 ? cs_net_in10->makeVDevice(d, p)
+                               : cs_net_in9->makeVDevice(d, p);
 }
 
 cs_net_result_t cs_net_make_vdevice12(int *d, struct cs_net_vprops_v12 *p) {
   if (cs_net_in12) return cs_net_in12->makeVDevice(d, p);
   if (p->ndevs > CS_NET_MAX_DEVS_PER_NIC) {
     cs_log_once(CS_LOG_WARN, "net plugin: NCCL asked for a virtual NIC of %d devices; the inner plugin (older than "
-                "v12) takes at most %d: refused", p->ndevs, CS_NET_MAX_DEVS_PER_NIC);
+                             "v12) takes at most %d: refused",
+                p->ndevs, CS_NET_MAX_DEVS_PER_NIC);
     return 4; /* ncclInvalidArgument */
   }
   struct cs_net_vprops q;

@@ -42,39 +42,43 @@
 #define PROF_IDLE_NS 200000000LL /* no expected KernelCh count: done 200 ms after the last stop */
 
 struct prof_slot {
-  _Atomic uint64_t gen;          /* bumped at every allocation */
-  _Atomic int pinned;            /* linked to a record the harvest thread has not read yet */
-  _Atomic int stopped;           /* Coll/P2p stopEvent seen */
+  _Atomic uint64_t gen; /* bumped at every allocation */
+  _Atomic int pinned;   /* linked to a record the harvest thread has not read yet */
+  _Atomic int stopped;  /* Coll/P2p stopEvent seen */
   _Atomic uint32_t kstarted, kstopped;
-  _Atomic uint64_t tmin;         /* earliest channel start (GPU timer), UINT64_MAX when none */
-  _Atomic uint64_t span;         /* longest channel span */
-  _Atomic int64_t last_mono;     /* host CLOCK_MONOTONIC of the last Coll stop / KernelCh stop */
+  _Atomic uint64_t tmin;     /* earliest channel start (GPU timer), UINT64_MAX when none */
+  _Atomic uint64_t span;     /* longest channel span */
+  _Atomic int64_t last_mono; /* host CLOCK_MONOTONIC of the last Coll stop / KernelCh stop */
   _Atomic uint64_t chstart[PROF_MAXCH];
   uint8_t nch;
-  uint8_t ce;                    /* a CeColl event's slot: no record link, free at its stop */
-  struct cs_record *ce_rec;      /* a grouped copy-engine collective's record, until its stop */
+  uint8_t ce;               /* a CeColl event's slot: no record link, free at its stop */
+  struct cs_record *ce_rec; /* a grouped copy-engine collective's record, until its stop */
   void *ce_stream;
 };
 static struct prof_slot slots[PROF_SLOTS];
 static _Atomic uint32_t slot_cursor;
-static _Atomic int prof_inited;      /* NCCL initialised the plugin at least once */
+static _Atomic int prof_inited;        /* NCCL initialised the plugin at least once */
 static _Atomic uint64_t prof_stats[3]; /* linked, unlinked, no slot (debug log at exit) */
 
 /* auto mode's probation (COLLSCOPE_PROFILER_PROBES), per op type: the first ops of each
  * type are timed both ways. Per type because NCCL may describe one type differently from
  * what collscope expects (as it reports AllGather/Broadcast counts in bytes): that type
  * alone then keeps CUDA events. */
-static _Atomic int verdict[CS_OP_COUNT];            /* 0 on probation, 1 trusted, -1 rejected */
-static _Atomic uint32_t probes_issued[CS_OP_COUNT]; /* hot path */
-static _Atomic uint32_t probes_settled[CS_OP_COUNT];/* harvest thread */
-static struct { unsigned judged, agreed, no_stamps, bad_span, bad_clock; double ratio_sum; } probe[CS_OP_COUNT];
+static _Atomic int verdict[CS_OP_COUNT];             /* 0 on probation, 1 trusted, -1 rejected */
+static _Atomic uint32_t probes_issued[CS_OP_COUNT];  /* hot path */
+static _Atomic uint32_t probes_settled[CS_OP_COUNT]; /* harvest thread */
+static struct {
+  unsigned judged, agreed, no_stamps, bad_span, bad_clock;
+  double ratio_sum;
+} probe[CS_OP_COUNT];
 #define PROBE_CLOCK_NS 1000000000LL /* the plugin's start may be this far off the start event */
 #define PROBE_SLACK_NS 20000LL      /* kernel span may exceed the event span by 25% + this */
 
 static __thread struct cs_record *grp_recs;
 static __thread size_t grp_n, grp_next;
 
-enum { H_COLL = 1, H_KCH = 2 };
+enum { H_COLL = 1,
+       H_KCH = 2 };
 static inline void *h_make(uint32_t idx, uint64_t gen, unsigned kind, unsigned ch) {
   return (void *)(uintptr_t)((gen << 20) | ((uint64_t)ch << 14) | ((uint64_t)idx << 2) | kind);
 }
@@ -109,8 +113,10 @@ static void quiet_nccl_if_useless(void) {
   for (int op = 0; op < CS_OP_COUNT; op++) {
     int v = atomic_load_explicit(&verdict[op], memory_order_relaxed);
     if (v > 0) return;
-    if (v < 0) nrej++;
-    else if (atomic_load_explicit(&probes_issued[op], memory_order_relaxed)) return; /* on probation */
+    if (v < 0)
+      nrej++;
+    else if (atomic_load_explicit(&probes_issued[op], memory_order_relaxed))
+      return; /* on probation */
   }
   if (nrej && atomic_exchange(&cs_bits, 0)) {
     cs_prof_mask_publish(); /* NCCL keeps only an inner plugin's own event types, if any */
@@ -128,7 +134,8 @@ void cs_prof_unlinked(int op) {
   int one = 1;
   if (atomic_compare_exchange_strong(&verdict[op], &one, -1)) {
     cs_log(CS_LOG_WARN, "NCCL profiler timing of %s revoked: %u calls the plugin was trusted with got no NCCL "
-           "event (host timing only); %s goes back to CUDA event timing", cs_op_table[op].name, PROF_UNLINKED_MAX,
+                        "event (host timing only); %s goes back to CUDA event timing",
+           cs_op_table[op].name, PROF_UNLINKED_MAX,
            cs_op_table[op].name);
     quiet_nccl_if_useless();
   }
@@ -352,7 +359,10 @@ static void *start_common(uint64_t type, void *parent, const void *u) {
 }
 
 /* ---- the core entry points (shim/profiler_chain.c calls them) ---- */
-struct prof_ctx { uint64_t comm; int rank, nranks; };
+struct prof_ctx {
+  uint64_t comm;
+  int rank, nranks;
+};
 
 cs_nccl_result_t cs_prof_core_init(void **context, uint64_t comm, int nranks, int rank, int abi) {
   *context = NULL;
@@ -369,7 +379,8 @@ cs_nccl_result_t cs_prof_core_init(void **context, uint64_t comm, int nranks, in
   if (!atomic_exchange(&prof_inited, 1)) {
     atomic_store(&cs_bits, want);
     cs_log(CS_LOG_INFO, "NCCL profiler plugin initialised (ncclProfiler_v%d): collectives are timed from NCCL's "
-           "kernel timer stamps", abi);
+                        "kernel timer stamps",
+           abi);
   }
   quiet_nccl_if_useless(); /* a communicator created after the plugin was rejected everywhere */
   return 0;
@@ -446,7 +457,7 @@ bool cs_prof_collect(struct cs_record *r, bool final) {
   struct prof_slot *s = r->prof_slot ? &slots[(r->prof_slot - 1) & (PROF_SLOTS - 1)] : NULL;
   if (s && atomic_load_explicit(&s->gen, memory_order_acquire) != r->prof_gen) s = NULL; /* cannot happen while pinned */
   uint64_t t0 = UINT64_MAX, span = 0;
-  if (r->prof_probe) { /* probation: the events time the record; keep the plugin's span aside */
+  if (r->prof_probe) {                                                                /* probation: the events time the record; keep the plugin's span aside */
     bool failed = r->timing != CS_TIMING_PENDING && r->timing != CS_TIMING_GPU_EVENT; /* call failed: no stop may come */
     if (s && !failed && !slot_done(s, final, &t0, &span)) return false;
     if (t0 != UINT64_MAX) {
@@ -489,7 +500,8 @@ void cs_prof_probe_judge(const struct cs_record *r) {
   __typeof__(probe[0]) *p = &probe[op];
   p->judged++;
   int64_t ed = r->end_ns - r->start_ns, pd = r->prof_end_ns - r->prof_start_ns;
-  if (r->prof_probe != 2) p->no_stamps++;
+  if (r->prof_probe != 2)
+    p->no_stamps++;
   else if (r->prof_start_ns < r->start_ns - PROBE_CLOCK_NS || r->prof_start_ns > r->end_ns + PROBE_CLOCK_NS)
     p->bad_clock++;
   else if (pd < 0 || pd > ed + ed / 4 + PROBE_SLACK_NS)
@@ -503,13 +515,15 @@ void cs_prof_probe_judge(const struct cs_record *r) {
   if ((uint64_t)p->agreed * 10 >= (uint64_t)p->judged * 9) {
     atomic_store(&verdict[op], 1);
     cs_log(CS_LOG_INFO, "NCCL profiler timing of %s trusted: %u of %u probe ops agreed with CUDA events (kernel "
-           "span %.2f of the event span on average); later %s calls are timed by the plugin alone", name, p->agreed,
+                        "span %.2f of the event span on average); later %s calls are timed by the plugin alone",
+           name, p->agreed,
            p->judged, p->agreed ? p->ratio_sum / p->agreed : 0.0, name);
   } else {
     atomic_store(&verdict[op], -1);
     cs_log(CS_LOG_WARN, "NCCL profiler timing of %s rejected: of %u probe ops %u agreed with CUDA events, %u had no "
-           "kernel timer stamps, %u a kernel span longer than the event span, %u a clock over 1 s off; %s keeps "
-           "CUDA event timing", name, p->judged, p->agreed, p->no_stamps, p->bad_span, p->bad_clock, name);
+                        "kernel timer stamps, %u a kernel span longer than the event span, %u a clock over 1 s off; %s keeps "
+                        "CUDA event timing",
+           name, p->judged, p->agreed, p->no_stamps, p->bad_span, p->bad_clock, name);
     quiet_nccl_if_useless();
   }
 }
@@ -529,8 +543,12 @@ const char *cs_prof_standing(struct cs_prof_standing *st) {
     char *list = v > 0 ? st->trusted : st->rejected;
     size_t len = strlen(list);
     snprintf(list + len, sizeof st->trusted - len, "%s%s", len ? "," : "", cs_op_table[op].name);
-    if (v > 0) ntrusted++;
-    else nrejected++;
+    if (v > 0)
+      ntrusted++;
+    else
+      nrejected++;
   }
-  return ntrusted && nrejected ? "mixed" : ntrusted ? "trusted" : nrejected ? "rejected" : "probation";
+  return ntrusted && nrejected ? "mixed" : ntrusted ? "trusted"
+                                       : nrejected  ? "rejected"
+                                                    : "probation";
 }

@@ -48,22 +48,23 @@ CS_EXPORT extern cs_nccl_profiler_v4_t ncclProfiler_v4;
 
 /* ---- the inner plugin ---- */
 static pthread_once_t inner_once = PTHREAD_ONCE_INIT;
-static int load_abi;               /* the version NCCL called first (decides the inner's) */
-static int in_ver;                 /* 6, 5, 4; 0 = none (or dropped) */
+static int load_abi; /* the version NCCL called first (decides the inner's) */
+static int in_ver;   /* 6, 5, 4; 0 = none (or dropped) */
 static const cs_nccl_profiler_v6_t *in6;
 static const cs_nccl_profiler_v5_t *in5;
 static const cs_nccl_profiler_v4_t *in4;
 static char in_desc[300];
-static _Atomic int chain_on;       /* the inner initialised once: every handle NCCL gets is a pair */
-static int inner_mask;             /* the inner's own mask word */
-static int *_Atomic nccl_mask;     /* NCCL's mask word */
-static _Atomic int published;      /* what collscope last wrote there */
-static char auto_from[256];        /* NCCL_PROFILER_PLUGIN that `auto` chained to */
+static _Atomic int chain_on;   /* the inner initialised once: every handle NCCL gets is a pair */
+static int inner_mask;         /* the inner's own mask word */
+static int *_Atomic nccl_mask; /* NCCL's mask word */
+static _Atomic int published;  /* what collscope last wrote there */
+static char auto_from[256];    /* NCCL_PROFILER_PLUGIN that `auto` chained to */
 
 static int inner_types(void) {
   if (!in_ver) return 0;
   int m = __atomic_load_n(&inner_mask, __ATOMIC_RELAXED);
-  return m & (in_ver >= 6 ? ~0 : in_ver == 5 ? CS_NCCL_PROFILE_V5_TYPES : CS_NCCL_PROFILE_V4_TYPES);
+  return m & (in_ver >= 6 ? ~0 : in_ver == 5 ? CS_NCCL_PROFILE_V5_TYPES
+                                             : CS_NCCL_PROFILE_V4_TYPES);
 }
 
 int cs_prof_mask_published(void) { return atomic_load(&published); }
@@ -96,18 +97,22 @@ static void load_inner(void) {
   if (!h) {
     const char *e = dlerror();
     cs_log(CS_LOG_WARN, "profiler chaining: cannot load COLLSCOPE_PROFILER_INNER=%s (%s); dropped, collscope "
-           "keeps timing alone", v, e ? e : "not found");
+                        "keeps timing alone",
+           v, e ? e : "not found");
     return;
   }
   if (load_abi >= 6) in6 = dlsym(h, "ncclProfiler_v6");
   if (!in6 && load_abi >= 5) in5 = dlsym(h, "ncclProfiler_v5");
   if (!in6 && !in5) in4 = dlsym(h, "ncclProfiler_v4");
-  const void *t = in6 ? (const void *)in6 : in5 ? (const void *)in5 : (const void *)in4;
-  const char *why = !t ? "exports no ncclProfiler_v6/v5/v4 that this NCCL would use"
+  const void *t = in6 ? (const void *)in6 : in5 ? (const void *)in5
+                                                : (const void *)in4;
+  const char *why = !t                                                                        ? "exports no ncclProfiler_v6/v5/v4 that this NCCL would use"
                     : t == &ncclProfiler_v6 || t == &ncclProfiler_v5 || t == &ncclProfiler_v4 ? "is collscope itself"
-                    : NULL;
-  const char *name = in6 ? in6->name : in5 ? in5->name : in4 ? in4->name : NULL;
-  if (!why && (in6 ? !in6->init || !in6->startEvent || !in6->stopEvent || !in6->recordEventState || !in6->finalize
+                                                                                              : NULL;
+  const char *name = in6 ? in6->name : in5 ? in5->name
+                                   : in4   ? in4->name
+                                           : NULL;
+  if (!why && (in6   ? !in6->init || !in6->startEvent || !in6->stopEvent || !in6->recordEventState || !in6->finalize
                : in5 ? !in5->init || !in5->startEvent || !in5->stopEvent || !in5->recordEventState || !in5->finalize
                      : !in4->init || !in4->startEvent || !in4->stopEvent || !in4->recordEventState || !in4->finalize))
     why = "has a NULL entry point";
@@ -118,7 +123,8 @@ static void load_inner(void) {
     if (t != &ncclProfiler_v6 && t != &ncclProfiler_v5 && t != &ncclProfiler_v4) dlclose(h);
     return;
   }
-  in_ver = in6 ? 6 : in5 ? 5 : 4;
+  in_ver = in6 ? 6 : in5 ? 5
+                         : 4;
   snprintf(in_desc, sizeof in_desc, "%s (%s, ncclProfiler_v%d)", name ? name : "?", v, in_ver);
 }
 
@@ -126,7 +132,7 @@ static void load_inner(void) {
 #define PAIRS 65536u
 struct pair {
   _Atomic uint64_t gen;
-  _Atomic int live;                /* started, not stopped */
+  _Atomic int live; /* started, not stopped */
   void *cs, *in;
 };
 static struct pair pairs[PAIRS];
@@ -152,7 +158,8 @@ static void *pair_new(void *cs, void *in) {
   }
   if (atomic_fetch_add_explicit(&pairs_lost, 1, memory_order_relaxed) == 0)
     cs_log(CS_LOG_WARN, "profiler chaining: more than %u profiler events open at once; further events reach neither "
-           "plugin", PAIRS);
+                        "plugin",
+           PAIRS);
   return NULL;
 }
 static struct pair *pair_get(const void *h, void **cs, void **in) {
@@ -169,8 +176,8 @@ static struct pair *pair_get(const void *h, void **cs, void **in) {
 
 /* ---- the per-communicator context ---- */
 struct chain_ctx {
-  void *cs;                        /* collscope's context (NULL: collscope declined) */
-  void *in;                        /* the inner's context */
+  void *cs; /* collscope's context (NULL: collscope declined) */
+  void *in; /* the inner's context */
   bool in_ok;
 };
 
@@ -183,7 +190,8 @@ static cs_nccl_result_t chain_init(void **context, uint64_t comm, int *mask, con
   static _Atomic int said;
   if (auto_from[0] && !atomic_exchange(&said, 1))
     cs_log(CS_LOG_INFO, "NCCL_PROFILER_PLUGIN=%s was set: collscope takes NCCL's profiler slot and chains to it "
-           "(COLLSCOPE_PROFILER_INNER); both time", auto_from);
+                        "(COLLSCOPE_PROFILER_INNER); both time",
+           auto_from);
   struct chain_ctx *c = calloc(1, sizeof *c);
   if (!c) return 3;
   atomic_store(&nccl_mask, mask);
@@ -192,7 +200,7 @@ static cs_nccl_result_t chain_init(void **context, uint64_t comm, int *mask, con
    * exist without it: the inner never hears of them */
   bool ours = commName && !strncmp(commName, "collscope-", 10);
   if (in_ver && !ours) {
-    cs_nccl_result_t r = in_ver == 6 ? in6->init(&c->in, comm, &inner_mask, commName, nNodes, nranks, rank, logfn)
+    cs_nccl_result_t r = in_ver == 6   ? in6->init(&c->in, comm, &inner_mask, commName, nNodes, nranks, rank, logfn)
                          : in_ver == 5 ? in5->init(&c->in, comm, &inner_mask, commName, nNodes, nranks, rank, logfn)
                                        : in4->init(&c->in, &inner_mask, commName, comm, nNodes, nranks, rank, logfn);
     if (r == 0) {
@@ -206,7 +214,8 @@ static cs_nccl_result_t chain_init(void **context, uint64_t comm, int *mask, con
       __atomic_store_n(&inner_mask, 0, __ATOMIC_RELAXED);
     } else {
       cs_log_once(CS_LOG_WARN, "profiler chaining: %s failed to initialise (%d) for a communicator; that "
-                  "communicator's events are not forwarded to it", in_desc, r);
+                               "communicator's events are not forwarded to it",
+                  in_desc, r);
     }
   }
   if (!cs_ok && !c->in_ok) {
@@ -248,7 +257,8 @@ static void *translate(void *h, bool inner) {
   if (!pair_get(h, &cs, &in)) {
     if (atomic_fetch_add_explicit(&stale_parents, 1, memory_order_relaxed) == 0)
       cs_log(CS_LOG_WARN, "profiler chaining: an event's parent was started more than %u events earlier and is no "
-             "longer known; such events reach both plugins without a parent", PAIRS);
+                          "longer known; such events reach both plugins without a parent",
+             PAIRS);
     return NULL;
   }
   return inner ? in : cs;
@@ -270,21 +280,26 @@ static cs_nccl_result_t chain_start(void *context, void **eHandle, const cs_nccl
   if (c->cs && (d->type & (uint64_t)cs_prof_core_bits()))
     hcs = cs_prof_core_start(d->type, translate(d->parentObj, false), u_cs);
   if (c->in_ok && (d->type & (uint64_t)inner_types())) {
-    void *grp = d->type == CS_NCCL_PROFILE_COLL ? d->coll.parentGroup
-                : d->type == CS_NCCL_PROFILE_P2P ? d->p2p.parentGroup : NULL;
+    void *grp = d->type == CS_NCCL_PROFILE_COLL  ? d->coll.parentGroup
+                : d->type == CS_NCCL_PROFILE_P2P ? d->p2p.parentGroup
+                                                 : NULL;
     cs_nccl_prof_descr_v6_t o6;
     cs_nccl_prof_descr_v4_t o4;
     if (to_inner(d, translate(d->parentObj, true), grp ? translate(grp, true) : NULL, &o6, &o4)) {
-      if (in_ver == 6) in6->startEvent(c->in, &hin, &o6);
-      else if (in_ver == 5) in5->startEvent(c->in, &hin, (cs_nccl_prof_descr_v5_t *)&o6);
-      else in4->startEvent(c->in, &hin, &o4);
+      if (in_ver == 6)
+        in6->startEvent(c->in, &hin, &o6);
+      else if (in_ver == 5)
+        in5->startEvent(c->in, &hin, (cs_nccl_prof_descr_v5_t *)&o6);
+      else
+        in4->startEvent(c->in, &hin, &o4);
     }
   }
   if (hcs || hin) {
     *eHandle = pair_new(hcs, hin);
     if (!*eHandle) { /* no pair free: both ends are told the event is over */
       if (hcs) cs_prof_core_stop(hcs);
-      if (hin) (in_ver == 6 ? in6->stopEvent : in_ver == 5 ? in5->stopEvent : in4->stopEvent)(hin);
+      if (hin) (in_ver == 6 ? in6->stopEvent : in_ver == 5 ? in5->stopEvent
+                                                           : in4->stopEvent)(hin);
     }
   }
   return 0;
@@ -299,7 +314,8 @@ static cs_nccl_result_t chain_stop(void *h) {
   struct pair *p = pair_get(h, &cs, &in);
   if (!p) return 0;
   if (cs) cs_prof_core_stop(cs);
-  if (in) (in_ver == 6 ? in6->stopEvent : in_ver == 5 ? in5->stopEvent : in4->stopEvent)(in);
+  if (in) (in_ver == 6 ? in6->stopEvent : in_ver == 5 ? in5->stopEvent
+                                                      : in4->stopEvent)(in);
   atomic_store_explicit(&p->live, 0, memory_order_release);
   return 0;
 }
@@ -315,9 +331,12 @@ static cs_nccl_result_t chain_state(void *h, cs_nccl_profiler_state_t st, cs_ncc
   if (!in) return 0;
   bool ce = st >= CS_NCCL_PROFILER_CE_FIRST && st <= CS_NCCL_PROFILER_CE_LAST;
   bool v5only = st == CS_NCCL_PROFILER_GROUP_START_API_STOP || st == CS_NCCL_PROFILER_GROUP_END_API_START;
-  if (in_ver == 6) in6->recordEventState(in, st, a);
-  else if (in_ver == 5 && !ce) in5->recordEventState(in, st, a);
-  else if (in_ver == 4 && !ce && !v5only) in4->recordEventState(in, st, a);
+  if (in_ver == 6)
+    in6->recordEventState(in, st, a);
+  else if (in_ver == 5 && !ce)
+    in5->recordEventState(in, st, a);
+  else if (in_ver == 4 && !ce && !v5only)
+    in4->recordEventState(in, st, a);
   return 0;
 }
 
@@ -325,7 +344,8 @@ static cs_nccl_result_t chain_finalize(void *context) {
   struct chain_ctx *c = context;
   if (!c) return 0;
   if (c->cs) cs_prof_core_finalize(c->cs);
-  if (c->in_ok) (in_ver == 6 ? in6->finalize : in_ver == 5 ? in5->finalize : in4->finalize)(c->in);
+  if (c->in_ok) (in_ver == 6 ? in6->finalize : in_ver == 5 ? in5->finalize
+                                                           : in4->finalize)(c->in);
   free(c);
   return 0;
 }

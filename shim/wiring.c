@@ -19,20 +19,20 @@
 
 /* ---- hooks/ calls NCCL: the real functions and the shim's own entry points ---- */
 static const struct cs_nccl_calls nccl_calls = {
-  .resolve = cs_resolve_nccl,
+    .resolve = cs_resolve_nccl,
 #define CS_NCCL_WIRE(name, params) .real_##name = &cs_real_##name, .name = name,
-  CS_NCCL_CALLS(CS_NCCL_WIRE)
+    CS_NCCL_CALLS(CS_NCCL_WIRE)
 #undef CS_NCCL_WIRE
 };
 
 /* ---- the NCCL profiler plugin as hooks/timing.c's second timing source ---- */
 static const struct cs_timing_plugin profiler_plugin = {
-  .wanted = cs_prof_wanted,
-  .claim = cs_prof_claim,
-  .unlinked = cs_prof_unlinked,
-  .group_set = cs_prof_group_set,
-  .collect = cs_prof_collect,
-  .probe_judge = cs_prof_probe_judge,
+    .wanted = cs_prof_wanted,
+    .claim = cs_prof_claim,
+    .unlinked = cs_prof_unlinked,
+    .group_set = cs_prof_group_set,
+    .collect = cs_prof_collect,
+    .probe_judge = cs_prof_probe_judge,
 };
 
 /* ---- the harvest thread: NCCL_NET link records once a pass ---- */
@@ -59,9 +59,9 @@ static void profiler_footer(const struct cs_dump_kv *kv) {
   if (ps.rejected[0]) kv->str("prof_rejected", ps.rejected);
 }
 static const struct cs_dump_sources dump_sources = {
-  .device_info = cs_driver_device_info,
-  .xfer_api_name = cs_cudart_api_name,
-  .footer = {profiler_footer, cs_sdc_dump_footer},
+    .device_info = cs_driver_device_info,
+    .xfer_api_name = cs_cudart_api_name,
+    .footer = {profiler_footer, cs_sdc_dump_footer},
 };
 
 void cs_wiring_connect(void) {

@@ -13,7 +13,9 @@ static pthread_mutex_t insert_lock = PTHREAD_MUTEX_INITIALIZER; /* init/destroy 
 
 static size_t slot_of(void *p) {
   uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
   return (size_t)x & (CS_COMM_CAP - 1);
 }
 
@@ -35,7 +37,10 @@ struct cs_comm *cs_comm_insert(void *comm) {
     size_t i = slot_of(comm);
     for (size_t n = 0; n < CS_COMM_CAP; n++, i = (i + 1) & (CS_COMM_CAP - 1)) {
       void *k = atomic_load_explicit(&table[i].key, memory_order_relaxed);
-      if (k == NULL || k == TOMBSTONE) { c = &table[i]; break; }
+      if (k == NULL || k == TOMBSTONE) {
+        c = &table[i];
+        break;
+      }
     }
     if (c) {
       c->id = c->parent_id = 0;
@@ -69,7 +74,14 @@ uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed) {
   /* FNV-1a 64 with a final avalanche; ids only need to agree across ranks */
   const unsigned char *b = p;
   uint64_t h = 0xcbf29ce484222325ULL ^ seed;
-  for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 0x100000001b3ULL; }
-  h ^= h >> 33; h *= 0xff51afd7ed558ccdULL; h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ULL; h ^= h >> 33;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ULL;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  h ^= h >> 33;
+  h *= 0xc4ceb9fe1a85ec53ULL;
+  h ^= h >> 33;
   return h;
 }

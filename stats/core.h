@@ -20,46 +20,55 @@
 /* ---- configuration: stored here (stats/core.c), read from the environment once by
  * shim/config.c (cs_config_load) ---- */
 struct cs_config {
-  bool disabled;          /* COLLSCOPE_DISABLE=1: pure pass-through */
-  bool timing;            /* COLLSCOPE_TIMING != off */
-  int timing_mode;        /* COLLSCOPE_TIMING: CS_TMODE_* (shim/profiler.c) */
-  unsigned prof_probes;   /* COLLSCOPE_PROFILER_PROBES: auto mode's probation length (ops) */
-  int log_level;          /* COLLSCOPE_LOG: quiet|warn|info|debug */
-  char dir[4096];         /* COLLSCOPE_DIR or ./collscope-<job> */
+  bool disabled;        /* COLLSCOPE_DISABLE=1: pure pass-through */
+  bool timing;          /* COLLSCOPE_TIMING != off */
+  int timing_mode;      /* COLLSCOPE_TIMING: CS_TMODE_* (shim/profiler.c) */
+  unsigned prof_probes; /* COLLSCOPE_PROFILER_PROBES: auto mode's probation length (ops) */
+  int log_level;        /* COLLSCOPE_LOG: quiet|warn|info|debug */
+  char dir[4096];       /* COLLSCOPE_DIR or ./collscope-<job> */
   char job[256];
   char host[256];
-  int rank;               /* global rank or -1 */
+  int rank; /* global rank or -1 */
   int local_rank;
   int world_size;
-  int step;               /* SLURM_STEP_ID: the job step, -1 when unset */
-  size_t queue_cap;       /* COLLSCOPE_QUEUE (records) */
-  unsigned flush_ms;      /* COLLSCOPE_FLUSH_MS, <= 1000 */
-  const char *libcuda;    /* COLLSCOPE_LIBCUDA (tests) */
-  const char *libnccl;    /* COLLSCOPE_LIBNCCL (tests) */
-  size_t ring_cap;        /* COLLSCOPE_RING: shm stats ring slots (0 = no ring) */
-  bool keep_shm;          /* COLLSCOPE_KEEP_SHM=1: leave the ring at clean exit */
-  unsigned hang_timeout_s;/* COLLSCOPE_HANG_TIMEOUT: report ops not complete after this (0 = off) */
-  int sdc_mode;           /* COLLSCOPE_SDC: CS_SDC_OFF | CS_SDC_ALL | CS_SDC_SAMPLE (hooks/sdc.c) */
-  unsigned sdc_sample;    /* COLLSCOPE_SDC=sample:N: every Nth eligible collective per comm */
-  uint64_t sdc_min_bytes; /* COLLSCOPE_SDC_MIN_BYTES: smaller collectives are not checked */
-  int sdc_action;         /* COLLSCOPE_SDC_ACTION: CS_SDC_ACTION_LOG | CS_SDC_ACTION_ABORT */
-  bool online;            /* COLLSCOPE_ONLINE (default 1): the job-wide exchange (hooks/online.c) */
-  unsigned online_every;  /* COLLSCOPE_ONLINE_EVERY: world-communicator collectives between exchanges */
+  int step;                  /* SLURM_STEP_ID: the job step, -1 when unset */
+  size_t queue_cap;          /* COLLSCOPE_QUEUE (records) */
+  unsigned flush_ms;         /* COLLSCOPE_FLUSH_MS, <= 1000 */
+  const char *libcuda;       /* COLLSCOPE_LIBCUDA (tests) */
+  const char *libnccl;       /* COLLSCOPE_LIBNCCL (tests) */
+  size_t ring_cap;           /* COLLSCOPE_RING: shm stats ring slots (0 = no ring) */
+  bool keep_shm;             /* COLLSCOPE_KEEP_SHM=1: leave the ring at clean exit */
+  unsigned hang_timeout_s;   /* COLLSCOPE_HANG_TIMEOUT: report ops not complete after this (0 = off) */
+  int sdc_mode;              /* COLLSCOPE_SDC: CS_SDC_OFF | CS_SDC_ALL | CS_SDC_SAMPLE (hooks/sdc.c) */
+  unsigned sdc_sample;       /* COLLSCOPE_SDC=sample:N: every Nth eligible collective per comm */
+  uint64_t sdc_min_bytes;    /* COLLSCOPE_SDC_MIN_BYTES: smaller collectives are not checked */
+  int sdc_action;            /* COLLSCOPE_SDC_ACTION: CS_SDC_ACTION_LOG | CS_SDC_ACTION_ABORT */
+  bool online;               /* COLLSCOPE_ONLINE (default 1): the job-wide exchange (hooks/online.c) */
+  unsigned online_every;     /* COLLSCOPE_ONLINE_EVERY: world-communicator collectives between exchanges */
   unsigned online_timeout_s; /* COLLSCOPE_ONLINE_TIMEOUT: bound on the split and on each exchange */
 };
-enum { CS_SDC_OFF = 0, CS_SDC_ALL = 1, CS_SDC_SAMPLE = 2 };
+enum { CS_SDC_OFF = 0,
+       CS_SDC_ALL = 1,
+       CS_SDC_SAMPLE = 2 };
 /* COLLSCOPE_TIMING=off|events(on)|auto|profiler; the default is auto */
-enum { CS_TMODE_OFF = 0, CS_TMODE_EVENTS = 1, CS_TMODE_AUTO = 2, CS_TMODE_PROFILER = 3 };
-enum { CS_SDC_ACTION_LOG = 0, CS_SDC_ACTION_ABORT = 1 };
-#define CS_SDC_ABORT_STATUS 86  /* exit status of COLLSCOPE_SDC_ACTION=abort */
+enum { CS_TMODE_OFF = 0,
+       CS_TMODE_EVENTS = 1,
+       CS_TMODE_AUTO = 2,
+       CS_TMODE_PROFILER = 3 };
+enum { CS_SDC_ACTION_LOG = 0,
+       CS_SDC_ACTION_ABORT = 1 };
+#define CS_SDC_ABORT_STATUS 86 /* exit status of COLLSCOPE_SDC_ACTION=abort */
 extern struct cs_config cs_cfg;
 
-enum { CS_LOG_QUIET = 0, CS_LOG_WARN = 1, CS_LOG_INFO = 2, CS_LOG_DEBUG = 3 };
+enum { CS_LOG_QUIET = 0,
+       CS_LOG_WARN = 1,
+       CS_LOG_INFO = 2,
+       CS_LOG_DEBUG = 3 };
 void cs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Logs a given format string once per process (keyed by the format's address). */
-#define cs_log_once(level, ...)                              \
-  do {                                                       \
-    static _Atomic int cs_once_;                             \
+#define cs_log_once(level, ...) \
+  do { \
+    static _Atomic int cs_once_; \
     if (!atomic_exchange(&cs_once_, 1)) cs_log(level, __VA_ARGS__); \
   } while (0)
 
@@ -71,14 +80,14 @@ static inline int64_t cs_now_ns(clockid_t clk) {
 
 /* ---- process state (stats/core.c) ---- */
 struct cs_state {
-  _Atomic int ready;           /* 1 once recording works, 0 = pass-through */
-  _Atomic uint64_t group_ids;  /* process-unique group ids */
-  _Atomic uint64_t drops;      /* records lost: queue full or bounded list full */
-  _Atomic uint64_t timing_lost;/* ops that got host timing only because no event was free */
-  _Atomic uint64_t ops_total;  /* records enqueued */
-  _Atomic uint64_t comm_index; /* communicator creation counter */
-  _Atomic int park;            /* 1: the process is ending (COLLSCOPE_SDC_ACTION=abort) */
-  _Atomic int64_t park_since;  /* CLOCK_MONOTONIC ns when park was set */
+  _Atomic int ready;            /* 1 once recording works, 0 = pass-through */
+  _Atomic uint64_t group_ids;   /* process-unique group ids */
+  _Atomic uint64_t drops;       /* records lost: queue full or bounded list full */
+  _Atomic uint64_t timing_lost; /* ops that got host timing only because no event was free */
+  _Atomic uint64_t ops_total;   /* records enqueued */
+  _Atomic uint64_t comm_index;  /* communicator creation counter */
+  _Atomic int park;             /* 1: the process is ending (COLLSCOPE_SDC_ACTION=abort) */
+  _Atomic int64_t park_since;   /* CLOCK_MONOTONIC ns when park was set */
   int pid;
 };
 extern struct cs_state cs_st;
@@ -87,7 +96,7 @@ extern struct cs_state cs_st;
 void cs_flush(unsigned timeout_ms);
 
 /* ---- record queue (stats/harvest.c) ---- */
-bool cs_record_push(const struct cs_record *r);  /* counts a drop when full */
+bool cs_record_push(const struct cs_record *r); /* counts a drop when full */
 bool cs_harvest_start(void);
 void cs_harvest_stop(unsigned timeout_ms);
 void cs_harvest_atfork_child(void);
@@ -99,7 +108,7 @@ bool cs_harvest_final_from_signal(unsigned timeout_ms);
 
 /* ---- communicator table (stats/comm_table.c), lock-free lookup ---- */
 struct cs_comm {
-  _Atomic(void *) key;       /* ncclComm_t */
+  _Atomic(void *) key; /* ncclComm_t */
   uint64_t id;
   uint64_t parent_id;
   int size;
@@ -107,11 +116,11 @@ struct cs_comm {
   int device;
   uint64_t index;
   _Atomic uint64_t seq;
-  _Atomic uint64_t splits;   /* ncclCommSplit/Shrink calls on this comm (child ids) */
-  bool nonblocking;          /* its init/split returned ncclInProgress (config blocking = 0) */
+  _Atomic uint64_t splits; /* ncclCommSplit/Shrink calls on this comm (child ids) */
+  bool nonblocking;        /* its init/split returned ncclInProgress (config blocking = 0) */
 };
 struct cs_comm *cs_comm_lookup(void *comm);
-struct cs_comm *cs_comm_insert(void *comm);  /* NULL when the table is full */
+struct cs_comm *cs_comm_insert(void *comm); /* NULL when the table is full */
 void cs_comm_remove(void *comm);
 /* Calls fn for every registered communicator (a snapshot; not for the hot path). */
 void cs_comm_foreach(void (*fn)(void *comm, struct cs_comm *c, void *arg), void *arg);

@@ -77,21 +77,29 @@ static double select_k(double *v, size_t n, size_t k) {
   while (hi > lo) {
     size_t mid = lo + (hi - lo) / 2;
     double a = v[lo], b = v[mid], c = v[hi];
-    double pivot = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+    double pivot = a < b ? (b < c ? b : a < c ? c
+                                              : a)
+                         : (a < c ? a : b < c ? c
+                                              : b);
     size_t i = lo, j = hi;
     while (i <= j) {
       while (v[i] < pivot) i++;
       while (v[j] > pivot) j--;
       if (i <= j) {
-        double t = v[i]; v[i] = v[j]; v[j] = t;
+        double t = v[i];
+        v[i] = v[j];
+        v[j] = t;
         i++;
         if (j == 0) break;
         j--;
       }
     }
-    if (k <= j) hi = j;
-    else if (k >= i) lo = i;
-    else return v[k];
+    if (k <= j)
+      hi = j;
+    else if (k >= i)
+      lo = i;
+    else
+      return v[k];
   }
   return v[k];
 }
@@ -132,14 +140,14 @@ static int cmp_proc(const void *a, const void *b, void *ctx) {
 }
 
 struct inst {
-  int last;          /* comm_rank that arrived last */
+  int last; /* comm_rank that arrived last */
   double lateness, med, gap_last, gap_peers;
   int64_t seq;
   uint64_t bytes;
-  size_t e0, ne;     /* its entries in ents[] */
-  int pg_rank;       /* the rank whose peers' median gap pg_val holds (-1: none yet); a flagged
+  size_t e0, ne; /* its entries in ents[] */
+  int pg_rank;   /* the rank whose peers' median gap pg_val holds (-1: none yet); a flagged
                       * rank's figures reuse it as the window slides */
-  double pg_val;     /* that median, -1 when no peer has a gap */
+  double pg_val; /* that median, -1 when no peer has a gap */
 };
 
 /* one rank's timed op in an instance: its arrival offset a = median(duration) - its
@@ -149,20 +157,20 @@ struct ent {
   double a, gap;
 };
 
-struct member {      /* comm_rank -> identity */
+struct member { /* comm_rank -> identity */
   int rank;
   const char *host;
 };
 
-#define GROW(ptr, n, cap)                                                      \
-  do {                                                                         \
-    if ((n) == (cap)) {                                                        \
-      size_t nc_ = (cap) ? (cap) * 2 : 16;                                     \
-      void *np_ = realloc((ptr), nc_ * sizeof *(ptr));                         \
-      if (!np_) goto oom;                                                      \
-      (ptr) = np_;                                                             \
-      (cap) = nc_;                                                             \
-    }                                                                          \
+#define GROW(ptr, n, cap) \
+  do { \
+    if ((n) == (cap)) { \
+      size_t nc_ = (cap) ? (cap)*2 : 16; \
+      void *np_ = realloc((ptr), nc_ * sizeof *(ptr)); \
+      if (!np_) goto oom; \
+      (ptr) = np_; \
+      (cap) = nc_; \
+    } \
   } while (0)
 
 /* Evaluate the window [lo, hi) of a comm's instances for comm_rank `cand`. */
@@ -196,12 +204,12 @@ static bool eval_cand(const struct inst *in, size_t lo, size_t hi, int cand, con
 
 /* Per-rank sliding state of one communicator. */
 struct rstate {
-  size_t n, pos;        /* instances in the window it has a timed op in; of those, a > 0 */
-  size_t rn, rpos;      /* the same over the last `recent` instances */
-  unsigned streak;      /* consecutive instances the flag conditions held, ending at `at` */
+  size_t n, pos;   /* instances in the window it has a timed op in; of those, a > 0 */
+  size_t rn, rpos; /* the same over the last `recent` instances */
+  unsigned streak; /* consecutive instances the flag conditions held, ending at `at` */
   size_t at;
   bool flagged_now;
-  size_t sidx;          /* its entry in out->stragglers + 1, 0 none */
+  size_t sidx; /* its entry in out->stragglers + 1, 0 none */
 };
 
 /* the entry of comm_rank r in an instance's entries [e0, e0 + ne) (sorted by r, one per rank:
@@ -210,8 +218,10 @@ static const struct ent *find_ent(const struct ent *ents, size_t e0, size_t ne, 
   size_t lo = e0, hi = e0 + ne;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (ents[mid].r < r) lo = mid + 1;
-    else hi = mid;
+    if (ents[mid].r < r)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < e0 + ne && ents[lo].r == r ? &ents[lo] : NULL;
 }
@@ -222,7 +232,8 @@ static double median_z(double *v, size_t k, double m) {
   for (size_t j = 0; j < k; j++) v[j] = v[j] > m ? v[j] - m : m - v[j];
   double mad = median_mid(v, k);
   double se = 1.2533 * 1.4826 * mad / cs_det_sqrt((double)k);
-  return se > 0 ? m / se : m > 0 ? 1e300 : 0;
+  return se > 0 ? m / se : m > 0 ? 1e300
+                                 : 0;
 }
 
 /* The offset rule for comm_rank r over the window [lo, hi): its median arrival offset m
@@ -232,7 +243,7 @@ static double median_z(double *v, size_t k, double m) {
 static bool eval_offset(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r,
                         double thr, double zmin, double *scratch, double *off) {
   size_t k = 0;
-  double *rel = scratch + (hi - lo);   /* scratch holds 2 * window + comm size doubles */
+  double *rel = scratch + (hi - lo); /* scratch holds 2 * window + comm size doubles */
   for (size_t i = lo; i < hi; i++) {
     const struct ent *e = find_ent(ents, in[i].e0, in[i].ne, r);
     if (e) {
@@ -266,9 +277,9 @@ static void rank_figures(struct inst *in, const struct ent *ents, size_t lo, siz
   /* peers: the median over instances of the instance's median peer gap */
   size_t g = 0;
   for (size_t i = lo; i < hi; i++) {
-    if (in[i].pg_rank != r) {   /* once per instance and rank, not once per window position */
+    if (in[i].pg_rank != r) { /* once per instance and rank, not once per window position */
       size_t h = 0;
-      double *row = scratch + (hi - lo);   /* scratch holds 2 * window + comm size doubles */
+      double *row = scratch + (hi - lo); /* scratch holds 2 * window + comm size doubles */
       for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++)
         if (ents[e].r != r && ents[e].gap >= 0) row[h++] = ents[e].gap;
       in[i].pg_rank = r;
@@ -288,7 +299,7 @@ static void rank_figures(struct inst *in, const struct ent *ents, size_t lo, siz
 struct cstate {
   uint64_t comm;
   int csize;
-  bool invalid;              /* comm size out of range: the comm is ignored */
+  bool invalid; /* comm size out of range: the comm is ignored */
   struct member *mem;
   size_t *cnt;
   struct rstate *rs;
@@ -296,15 +307,27 @@ struct cstate {
   double *durs, *gaps, *scratch;
   bool any_pending, any_flagged_now;
   int64_t oldest;
-  struct inst *in; size_t nin, capin, base, total;
-  struct ent *ents; size_t nents, capents;
-  struct cs_det_straggler *str; size_t nstr, capstr;
-  UT_hash_handle hh;         /* the stream's table of communicators */
+  struct inst *in;
+  size_t nin, capin, base, total;
+  struct ent *ents;
+  size_t nents, capents;
+  struct cs_det_straggler *str;
+  size_t nstr, capstr;
+  UT_hash_handle hh; /* the stream's table of communicators */
 };
 
 static void cstate_free(struct cstate *C) {
-  free(C->mem); free(C->cnt); free(C->rs); free(C->done_max); free(C->entered_max);
-  free(C->durs); free(C->gaps); free(C->scratch); free(C->in); free(C->ents); free(C->str);
+  free(C->mem);
+  free(C->cnt);
+  free(C->rs);
+  free(C->done_max);
+  free(C->entered_max);
+  free(C->durs);
+  free(C->gaps);
+  free(C->scratch);
+  free(C->in);
+  free(C->ents);
+  free(C->str);
   memset(C, 0, sizeof *C);
 }
 
@@ -312,14 +335,20 @@ static void cstate_free(struct cstate *C) {
 static int cstate_size(struct cstate *C, int csize, const struct cs_det_params *p) {
   if (csize <= C->csize) return 0;
   size_t n = (size_t)csize, o = (size_t)C->csize;
-#define RESIZE(ptr, cnt_)                                                     \
-  do {                                                                        \
-    void *np_ = realloc((ptr), (cnt_) * sizeof *(ptr));                       \
-    if (!np_) return -1;                                                      \
-    (ptr) = np_;                                                              \
+#define RESIZE(ptr, cnt_) \
+  do { \
+    void *np_ = realloc((ptr), (cnt_) * sizeof *(ptr)); \
+    if (!np_) return -1; \
+    (ptr) = np_; \
   } while (0)
-  RESIZE(C->mem, n); RESIZE(C->cnt, n); RESIZE(C->rs, n); RESIZE(C->done_max, n); RESIZE(C->entered_max, n);
-  RESIZE(C->durs, n); RESIZE(C->gaps, n); RESIZE(C->scratch, 2 * (size_t)p->window + n + 1);
+  RESIZE(C->mem, n);
+  RESIZE(C->cnt, n);
+  RESIZE(C->rs, n);
+  RESIZE(C->done_max, n);
+  RESIZE(C->entered_max, n);
+  RESIZE(C->durs, n);
+  RESIZE(C->gaps, n);
+  RESIZE(C->scratch, 2 * (size_t)p->window + n + 1);
 #undef RESIZE
   for (size_t r = o; r < n; r++) {
     C->mem[r].rank = -1;
@@ -373,10 +402,14 @@ static int cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     }
     if (seq < 0 || o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
     if (o->comm_rank < 0 || o->comm_rank >= csize || nd >= (size_t)csize) continue;
-    if (nd && C->ents[C->nents - 1].r == o->comm_rank) continue;   /* one op per rank and instance */
+    if (nd && C->ents[C->nents - 1].r == o->comm_rank) continue; /* one op per rank and instance */
     if (o->bytes > ibytes) ibytes = o->bytes;
     double d = (double)(o->end_ns - o->start_ns) / 1e3;
-    if (nd == 0 || d < mind) { mind = d; lastr = o->comm_rank; gl = o->gap_us; }
+    if (nd == 0 || d < mind) {
+      mind = d;
+      lastr = o->comm_rank;
+      gl = o->gap_us;
+    }
     C->durs[nd++] = d;
     GROW(C->ents, C->nents, C->capents);
     C->ents[C->nents++] = (struct ent){o->comm_rank, d, o->gap_us};
@@ -386,7 +419,7 @@ static int cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     return 0;
   }
   size_t e0 = C->nents - nd, ng = 0;
-  for (size_t e = e0; e < C->nents; e++)   /* peers' gaps */
+  for (size_t e = e0; e < C->nents; e++) /* peers' gaps */
     if (C->ents[e].r != lastr && C->ents[e].gap >= 0) C->gaps[ng++] = C->ents[e].gap;
   GROW(C->in, C->nin, C->capin);
   struct inst *I = &C->in[C->nin++];
@@ -441,7 +474,7 @@ static int cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   C->any_flagged_now = false;
   for (int r = 0; r < csize; r++) rs[r].flagged_now = false;
   if (w < p->min_instances) goto done;
-  double med = -1;  /* median duration over the window, computed on demand */
+  double med = -1; /* median duration over the window, computed on demand */
   /* share-last rule: the rank last most often */
   int cand = 0;
   for (int r = 1; r < csize; r++)
@@ -642,8 +675,10 @@ oom:
 }
 
 static void params_fix(struct cs_det_params *p, const struct cs_det_params *pp) {
-  if (pp) *p = *pp;
-  else cs_det_params_default(p);
+  if (pp)
+    *p = *pp;
+  else
+    cs_det_params_default(p);
   if (p->window < 2) p->window = 2;
   if (p->min_instances < 2) p->min_instances = 2;
   if (p->persist < 1) p->persist = 1;
@@ -690,7 +725,10 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
       if (o->comm_rank + 1 > csize) csize = o->comm_rank + 1;
       c1++;
     }
-    if (csize <= 0 || csize > (1 << 20)) { c0 = c1; continue; }
+    if (csize <= 0 || csize > (1 << 20)) {
+      c0 = c1;
+      continue;
+    }
     cstate_free(&C);
     C.comm = comm;
     if (cstate_size(&C, csize, &p)) goto oom;
@@ -702,10 +740,7 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
       for (size_t j = s0; j < s1; j++, k++) {
         GROW(mb, k, capmb);
         const struct cs_det_op *o = &ops[idx[j]];
-        mb[k] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = o->rank,
-                                       .host = o->host, .start_ns = o->start_ns, .end_ns = o->end_ns,
-                                       .enqueue_ns = o->enqueue_ns, .state = o->state, .p2p = o->p2p,
-                                       .bytes = o->bytes, .gap_us = gap[idx[j]]};
+        mb[k] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = o->rank, .host = o->host, .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .state = o->state, .p2p = o->p2p, .bytes = o->bytes, .gap_us = gap[idx[j]]};
       }
       if (cstate_feed(&C, &p, seq, mb, k)) goto oom;
       s0 = s1;
@@ -713,11 +748,15 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
     if (cstate_finish(&C, &p, hang_mode, out, &capS, &capH, &capR)) goto oom;
     c0 = c1;
   }
-  free(idx); free(gap); free(mb);
+  free(idx);
+  free(gap);
+  free(mb);
   cstate_free(&C);
   return 0;
 oom:
-  free(idx); free(gap); free(mb);
+  free(idx);
+  free(gap);
+  free(mb);
   cstate_free(&C);
   cs_det_result_free(out);
   return -1;
@@ -728,8 +767,8 @@ oom:
 struct cs_det_stream {
   struct cs_det_params p;
   int hang_mode;
-  struct cstate *c;          /* hash by comm; each allocated alone */
-  struct cstate *hit;        /* the last comm looked up */
+  struct cstate *c;   /* hash by comm; each allocated alone */
+  struct cstate *hit; /* the last comm looked up */
   bool oom;
 };
 
@@ -786,7 +825,7 @@ int cs_det_stream_finish(struct cs_det_stream *s, struct cs_det_result *out) {
   struct cstate **v = malloc((n ? n : 1) * sizeof *v);
   if (!v) rc = -1;
   for (struct cstate *C = s->c; C && v; C = C->hh.next) v[k++] = C;
-  if (v && n) qsort(v, n, sizeof *v, cmp_cstate);   /* results in communicator order */
+  if (v && n) qsort(v, n, sizeof *v, cmp_cstate); /* results in communicator order */
   for (size_t i = 0; i < n && !rc; i++)
     if (!v[i]->invalid && v[i]->csize > 0 && cstate_finish(v[i], &s->p, s->hang_mode, out, &capS, &capH, &capR))
       rc = -1;

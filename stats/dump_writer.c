@@ -28,13 +28,13 @@
 struct cs_dump_io cs_dump_io = {write, ftruncate};
 
 static int fd = -1;
-static struct cs_dump_sources sources;  /* what the layers above hand over (dump_writer.h) */
+static struct cs_dump_sources sources; /* what the layers above hand over (dump_writer.h) */
 
 void cs_dump_sources_set(const struct cs_dump_sources *s) { sources = *s; }
 static char path[8192];
 static char *buf;
 static size_t blen;
-static bool header_done;   /* the header is in the buffer or on the file */
+static bool header_done; /* the header is in the buffer or on the file */
 
 /* the line being formatted: where it starts, and whether it ran out of room */
 static size_t line_start;
@@ -43,19 +43,30 @@ static bool line_overflow;
 static uint64_t buf_ops, buf_xfers, buf_recs, buf_drop_counts;
 static bool buf_header;
 /* what reached the file */
-static off_t good_off;             /* the file's length after the last whole write */
-static uint64_t n_ops, n_xfers;    /* op / xfer records on the file */
+static off_t good_off;          /* the file's length after the last whole write */
+static uint64_t n_ops, n_xfers; /* op / xfer records on the file */
 /* losses */
 static uint64_t ops_lost, write_drops; /* records (ops among them) lost to write errors */
-static uint64_t drops_noted;       /* drops covered by "drops" lines buffered or on the file */
-static bool failing;               /* the last write failed (one log line per episode) */
-static bool need_new_file;         /* the file could not be cut back: continue in a new one */
-static int file_attempt;           /* the name suffix used by the current file */
+static uint64_t drops_noted;           /* drops covered by "drops" lines buffered or on the file */
+static bool failing;                   /* the last write failed (one log line per episode) */
+static bool need_new_file;             /* the file could not be cut back: continue in a new one */
+static int file_attempt;               /* the name suffix used by the current file */
 
-enum line_kind { LINE_HEADER, LINE_OP, LINE_XFER, LINE_RECORD, LINE_DROPS, LINE_FOOTER };
+enum line_kind { LINE_HEADER,
+                 LINE_OP,
+                 LINE_XFER,
+                 LINE_RECORD,
+                 LINE_DROPS,
+                 LINE_FOOTER };
 
 /* a call site's text, formatted once; plain: no character needs a JSON escape */
-struct site_entry { uint64_t addr; char text[192]; size_t len; bool plain; UT_hash_handle hh; };
+struct site_entry {
+  uint64_t addr;
+  char text[192];
+  size_t len;
+  bool plain;
+  UT_hash_handle hh;
+};
 static struct site_entry *sites;
 static unsigned nsites;
 
@@ -90,10 +101,19 @@ static void line_end(enum line_kind kind, uint64_t drops_count) {
   }
   switch (kind) {
   case LINE_HEADER: buf_header = true; break;
-  case LINE_OP: buf_ops++; buf_recs++; break;
-  case LINE_XFER: buf_xfers++; buf_recs++; break;
+  case LINE_OP:
+    buf_ops++;
+    buf_recs++;
+    break;
+  case LINE_XFER:
+    buf_xfers++;
+    buf_recs++;
+    break;
   case LINE_RECORD: buf_recs++; break;
-  case LINE_DROPS: buf_drop_counts += drops_count; drops_noted += drops_count; break;
+  case LINE_DROPS:
+    buf_drop_counts += drops_count;
+    drops_noted += drops_count;
+    break;
   case LINE_FOOTER: break;
   }
 }
@@ -105,7 +125,8 @@ static void put_u64(uint64_t v) {
   static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
                               "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
                               "8081828384858687888990919293949596979899";
-  char t[24]; int i = 24;
+  char t[24];
+  int i = 24;
   while (v >= 100) {
     unsigned d = (unsigned)(v % 100);
     v /= 100;
@@ -121,19 +142,34 @@ static void put_u64(uint64_t v) {
   put(t + i, (size_t)(24 - i));
 }
 static void put_i64(int64_t v) {
-  if (v < 0) { put("-", 1); put_u64((uint64_t)(-(v + 1)) + 1); } else put_u64((uint64_t)v);
+  if (v < 0) {
+    put("-", 1);
+    put_u64((uint64_t)(-(v + 1)) + 1);
+  } else
+    put_u64((uint64_t)v);
 }
 static void put_hex(uint64_t v) {
   static const char hx[] = "0123456789abcdef";
-  char t[18]; int i = 18;
-  do { t[--i] = hx[v & 15]; v >>= 4; } while (v);
-  t[--i] = 'x'; t[--i] = '0';
-  put("\"", 1); put(t + i, (size_t)(18 - i)); put("\"", 1);
+  char t[18];
+  int i = 18;
+  do {
+    t[--i] = hx[v & 15];
+    v >>= 4;
+  } while (v);
+  t[--i] = 'x';
+  t[--i] = '0';
+  put("\"", 1);
+  put(t + i, (size_t)(18 - i));
+  put("\"", 1);
 }
 static void put_id(uint64_t v) { /* fixed 16 hex digits */
   static const char hx[] = "0123456789abcdef";
-  char t[18]; t[0] = t[17] = '"';
-  for (int i = 16; i >= 1; i--) { t[i] = hx[v & 15]; v >>= 4; }
+  char t[18];
+  t[0] = t[17] = '"';
+  for (int i = 16; i >= 1; i--) {
+    t[i] = hx[v & 15];
+    v >>= 4;
+  }
   put(t, 18);
 }
 /* the length of s's leading run of characters that need no JSON escape */
@@ -145,18 +181,27 @@ static size_t plain_run(const char *s) {
 static void put_str(const char *s) {
   put("\"", 1);
   for (;;) {
-    size_t n = plain_run(s);   /* copied in one piece */
+    size_t n = plain_run(s); /* copied in one piece */
     put(s, n);
     unsigned char c = (unsigned char)s[n];
     if (!c) break;
-    if (c == '"' || c == '\\') { char e[2] = {'\\', (char)c}; put(e, 2); }
-    else { char e[8]; snprintf(e, sizeof(e), "\\u%04x", c); put(e, 6); }
+    if (c == '"' || c == '\\') {
+      char e[2] = {'\\', (char)c};
+      put(e, 2);
+    } else {
+      char e[8];
+      snprintf(e, sizeof(e), "\\u%04x", c);
+      put(e, 6);
+    }
     s += n + 1;
   }
   put("\"", 1);
 }
 static void put_us(int64_t ns) { /* ns -> microseconds with 3 decimals */
-  if (ns < 0) { put("-", 1); ns = -ns; }
+  if (ns < 0) {
+    put("-", 1);
+    ns = -ns;
+  }
   put_u64((uint64_t)(ns / 1000));
   char t[4] = {'.', (char)('0' + (ns / 100) % 10), (char)('0' + (ns / 10) % 10), (char)('0' + ns % 10)};
   put(t, 4);
@@ -236,7 +281,10 @@ static int mkdir_p(const char *dir) {
   }
   if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
   struct stat st;
-  if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+  if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
   return 0;
 }
 
@@ -251,8 +299,10 @@ static void reset_counts(void) {
 /* Create the file, trying name suffixes from `attempt` on; false with errno set. */
 static bool create_file(int attempt) {
   char rank[16];
-  if (cs_cfg.rank >= 0) snprintf(rank, sizeof(rank), "%d", cs_cfg.rank);
-  else snprintf(rank, sizeof(rank), "x");
+  if (cs_cfg.rank >= 0)
+    snprintf(rank, sizeof(rank), "%d", cs_cfg.rank);
+  else
+    snprintf(rank, sizeof(rank), "x");
   for (; attempt < 100; attempt++) {
     if (attempt == 0)
       snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.jsonl", cs_cfg.dir, cs_cfg.host, rank, (int)getpid());
@@ -299,23 +349,43 @@ static void write_header(int device) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   exe[n > 0 ? n : 0] = 0;
   line_begin();
-  PUTL("{\"type\":\"header\",\"schema\":"); put_u64(COLLSCOPE_SCHEMA_VERSION);
-  KEY("collscope"); put_str("0.1.0");
-  KEY("host"); put_str(cs_cfg.host);
-  KEY("pid"); put_i64(getpid());
-  KEY("rank"); put_i64(cs_cfg.rank);
-  KEY("local_rank"); put_i64(cs_cfg.local_rank);
-  KEY("world_size"); put_i64(cs_cfg.world_size);
-  KEY("job"); put_str(cs_cfg.job);
-  if (cs_cfg.step >= 0) { KEY("step"); put_i64(cs_cfg.step); }
-  KEY("device"); put_i64(device);
-  KEY("pci_bus_id"); put_str(bus);
-  KEY("nccl_version"); put_i64(nccl_ver);
-  KEY("cuda_driver_version"); put_i64(drv_ver);
-  KEY("clock"); PUTL("{\"realtime_ns\":"); put_i64(cs_now_ns(CLOCK_REALTIME));
-  PUTL(",\"monotonic_ns\":"); put_i64(cs_now_ns(CLOCK_MONOTONIC)); PUTL("}");
-  KEY("exe"); put_str(exe);
-  if (cs_dump_header_extra) {   /* gpu_name, gpu_uuid (hooks/health.c) */
+  PUTL("{\"type\":\"header\",\"schema\":");
+  put_u64(COLLSCOPE_SCHEMA_VERSION);
+  KEY("collscope");
+  put_str("0.1.0");
+  KEY("host");
+  put_str(cs_cfg.host);
+  KEY("pid");
+  put_i64(getpid());
+  KEY("rank");
+  put_i64(cs_cfg.rank);
+  KEY("local_rank");
+  put_i64(cs_cfg.local_rank);
+  KEY("world_size");
+  put_i64(cs_cfg.world_size);
+  KEY("job");
+  put_str(cs_cfg.job);
+  if (cs_cfg.step >= 0) {
+    KEY("step");
+    put_i64(cs_cfg.step);
+  }
+  KEY("device");
+  put_i64(device);
+  KEY("pci_bus_id");
+  put_str(bus);
+  KEY("nccl_version");
+  put_i64(nccl_ver);
+  KEY("cuda_driver_version");
+  put_i64(drv_ver);
+  KEY("clock");
+  PUTL("{\"realtime_ns\":");
+  put_i64(cs_now_ns(CLOCK_REALTIME));
+  PUTL(",\"monotonic_ns\":");
+  put_i64(cs_now_ns(CLOCK_MONOTONIC));
+  PUTL("}");
+  KEY("exe");
+  put_str(exe);
+  if (cs_dump_header_extra) { /* gpu_name, gpu_uuid (hooks/health.c) */
     char extra[1024];
     size_t n = cs_dump_header_extra(device, extra, sizeof extra);
     if (n < sizeof extra) put(extra, n);
@@ -332,8 +402,12 @@ void cs_dump_raw_line(const char *json, size_t len, int device) {
   if (fd < 0) return;
   ensure_header(device);
   line_begin();
-  if (len > CS_DUMP_RAW_MAX) line_overflow = true;
-  else { put(json, len); PUTL("\n"); }
+  if (len > CS_DUMP_RAW_MAX)
+    line_overflow = true;
+  else {
+    put(json, len);
+    PUTL("\n");
+  }
   line_end(LINE_RECORD, 0);
 }
 
@@ -358,16 +432,28 @@ static const char *xfer_api_name(int api) {
  * fields whose bit of sdc_checked is clear, and non-finite sums, are null. */
 static void put_f64(bool ok, double v) {
   char t[40];
-  if (!ok || !__builtin_isfinite(v)) { PUTL("null"); return; }
+  if (!ok || !__builtin_isfinite(v)) {
+    PUTL("null");
+    return;
+  }
   put(t, (size_t)snprintf(t, sizeof t, "%.17g", v));
 }
 static void put_sdc(const struct cs_record *r) {
   bool out = r->sdc_checked & 1, in = r->sdc_checked & 2;
-  KEY("sdc"); PUTL("{\"checked\":"); put_u64(r->sdc_checked);
-  PUTL(",\"fp\":"); if (out) put_id(r->fingerprint); else PUTL("null");
-  PUTL(",\"in_sum\":"); put_f64(in, r->in_sum);
-  PUTL(",\"in_abs\":"); put_f64(in, r->in_abs);
-  PUTL(",\"out_sum\":"); put_f64(out, r->out_sum);
+  KEY("sdc");
+  PUTL("{\"checked\":");
+  put_u64(r->sdc_checked);
+  PUTL(",\"fp\":");
+  if (out)
+    put_id(r->fingerprint);
+  else
+    PUTL("null");
+  PUTL(",\"in_sum\":");
+  put_f64(in, r->in_sum);
+  PUTL(",\"in_abs\":");
+  put_f64(in, r->in_abs);
+  PUTL(",\"out_sum\":");
+  put_f64(out, r->out_sum);
   PUTL("}");
 }
 
@@ -378,73 +464,141 @@ void cs_dump_record(const struct cs_record *r) {
   line_begin();
   switch (r->type) {
   case CS_REC_COMM:
-    PUTL("{\"type\":\"comm\",\"event\":"); put_name(comm_event_name(r->event));
-    KEY("comm"); put_id(r->comm_id);
-    KEY("size"); put_i64(r->comm_size);
-    KEY("rank"); put_i64(r->comm_rank);
-    KEY("device"); put_i64(r->device);
-    KEY("parent"); if (r->parent_id) put_id(r->parent_id); else PUTL("null");
-    KEY("t_ns"); put_i64(r->enqueue_ns);
+    PUTL("{\"type\":\"comm\",\"event\":");
+    put_name(comm_event_name(r->event));
+    KEY("comm");
+    put_id(r->comm_id);
+    KEY("size");
+    put_i64(r->comm_size);
+    KEY("rank");
+    put_i64(r->comm_rank);
+    KEY("device");
+    put_i64(r->device);
+    KEY("parent");
+    if (r->parent_id)
+      put_id(r->parent_id);
+    else
+      PUTL("null");
+    KEY("t_ns");
+    put_i64(r->enqueue_ns);
     PUTL("}\n");
     line_end(LINE_RECORD, 0);
     return;
   case CS_REC_OP:
-    PUTL("{\"type\":\"op\",\"comm\":"); put_id(r->comm_id);
-    KEY("comm_size"); put_i64(r->comm_size);
-    KEY("comm_rank"); put_i64(r->comm_rank);
-    KEY("rank"); put_i64(cs_cfg.rank);
-    KEY("seq"); if (r->seq == UINT64_MAX) PUTL("-1"); else put_u64(r->seq);
-    KEY("op"); put_name(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
-    KEY("dtype"); put_name(cs_dtype_name(r->dtype));
-    KEY("count"); put_u64(r->count);
-    KEY("bytes"); put_u64(r->bytes);
-    KEY("redop"); if (r->redop >= 0) put_name(cs_redop_name(r->redop)); else PUTL("null");
-    KEY("root"); put_i64(r->root);
-    KEY("peer"); put_i64(r->peer);
+    PUTL("{\"type\":\"op\",\"comm\":");
+    put_id(r->comm_id);
+    KEY("comm_size");
+    put_i64(r->comm_size);
+    KEY("comm_rank");
+    put_i64(r->comm_rank);
+    KEY("rank");
+    put_i64(cs_cfg.rank);
+    KEY("seq");
+    if (r->seq == UINT64_MAX)
+      PUTL("-1");
+    else
+      put_u64(r->seq);
+    KEY("op");
+    put_name(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
+    KEY("dtype");
+    put_name(cs_dtype_name(r->dtype));
+    KEY("count");
+    put_u64(r->count);
+    KEY("bytes");
+    put_u64(r->bytes);
+    KEY("redop");
+    if (r->redop >= 0)
+      put_name(cs_redop_name(r->redop));
+    else
+      PUTL("null");
+    KEY("root");
+    put_i64(r->root);
+    KEY("peer");
+    put_i64(r->peer);
     break;
-  case CS_REC_LINK: {  /* NCCL_NET wrapper: one connection over [t0_ns, t_ns] (DESIGN.md) */
-    PUTL("{\"type\":\"link\",\"dir\":"); put_name(r->root ? "recv" : "send");
-    KEY("rank"); put_i64(cs_cfg.rank);
-    KEY("peer"); put_i64(r->peer);
-    KEY("conn"); put_id(r->comm_id);
-    KEY("dev"); put_i64(r->device);
-    KEY("bytes"); put_u64(r->bytes);
-    KEY("msgs"); put_u64(r->count);
-    KEY("busy_us"); put_us((int64_t)r->stream);
-    KEY("gbps_p50"); put_f64(true, r->in_sum);
-    KEY("gbps_p10"); put_f64(true, r->in_abs);
-    KEY("gbps_mean"); put_f64(true, r->out_sum);
-    KEY("max_inflight"); put_u64(r->seq);
-    KEY("t0_ns"); put_i64(r->start_ns);
-    KEY("t_ns"); put_i64(r->end_ns);
-    KEY("closed"); puts_(r->event ? "true" : "false");
+  case CS_REC_LINK: { /* NCCL_NET wrapper: one connection over [t0_ns, t_ns] (DESIGN.md) */
+    PUTL("{\"type\":\"link\",\"dir\":");
+    put_name(r->root ? "recv" : "send");
+    KEY("rank");
+    put_i64(cs_cfg.rank);
+    KEY("peer");
+    put_i64(r->peer);
+    KEY("conn");
+    put_id(r->comm_id);
+    KEY("dev");
+    put_i64(r->device);
+    KEY("bytes");
+    put_u64(r->bytes);
+    KEY("msgs");
+    put_u64(r->count);
+    KEY("busy_us");
+    put_us((int64_t)r->stream);
+    KEY("gbps_p50");
+    put_f64(true, r->in_sum);
+    KEY("gbps_p10");
+    put_f64(true, r->in_abs);
+    KEY("gbps_mean");
+    put_f64(true, r->out_sum);
+    KEY("max_inflight");
+    put_u64(r->seq);
+    KEY("t0_ns");
+    put_i64(r->start_ns);
+    KEY("t_ns");
+    put_i64(r->end_ns);
+    KEY("closed");
+    puts_(r->event ? "true" : "false");
     PUTL("}\n");
     line_end(LINE_RECORD, 0);
     return;
   }
   case CS_REC_XFER:
-    PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":"); put_name(xfer_api_name(r->api));
-    KEY("kind"); put_name(xfer_kind_name(r->event));
-    KEY("bytes"); put_u64(r->bytes);
-    KEY("async"); puts_(r->async ? "true" : "false");
+    PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":");
+    put_name(xfer_api_name(r->api));
+    KEY("kind");
+    put_name(xfer_kind_name(r->event));
+    KEY("bytes");
+    put_u64(r->bytes);
+    KEY("async");
+    puts_(r->async ? "true" : "false");
     break;
   default:
     return;
   }
-  KEY("stream"); put_hex(r->stream);
-  if (r->type == CS_REC_OP) { KEY("group"); put_u64(r->group); }
-  KEY("enqueue_ns"); put_i64(r->enqueue_ns);
-  KEY("start_ns"); put_i64(timed ? r->start_ns : 0);
-  KEY("end_ns"); put_i64(timed ? r->end_ns : 0);
-  KEY("dur_us"); put_us(timed ? r->end_ns - r->start_ns : 0);
-  KEY("timing"); put_name(cs_timing_name(r->timing));
-  KEY("captured"); puts_(r->captured ? "true" : "false");
-  KEY("site"); put_site(r->site);
-  KEY("status"); put_i64(r->status);
+  KEY("stream");
+  put_hex(r->stream);
+  if (r->type == CS_REC_OP) {
+    KEY("group");
+    put_u64(r->group);
+  }
+  KEY("enqueue_ns");
+  put_i64(r->enqueue_ns);
+  KEY("start_ns");
+  put_i64(timed ? r->start_ns : 0);
+  KEY("end_ns");
+  put_i64(timed ? r->end_ns : 0);
+  KEY("dur_us");
+  put_us(timed ? r->end_ns - r->start_ns : 0);
+  KEY("timing");
+  put_name(cs_timing_name(r->timing));
+  KEY("captured");
+  puts_(r->captured ? "true" : "false");
+  KEY("site");
+  put_site(r->site);
+  KEY("status");
+  put_i64(r->status);
   if (r->type == CS_REC_OP && r->sdc_checked) put_sdc(r);
-  if (r->type == CS_REC_OP && r->algo) { KEY("algo"); put_name(cs_algo_name(r->algo)); }
-  if (r->type == CS_REC_OP && r->proto) { KEY("proto"); put_name(cs_proto_name(r->proto)); }
-  if (r->type == CS_REC_OP && r->nchannels) { KEY("nchannels"); put_u64(r->nchannels); }
+  if (r->type == CS_REC_OP && r->algo) {
+    KEY("algo");
+    put_name(cs_algo_name(r->algo));
+  }
+  if (r->type == CS_REC_OP && r->proto) {
+    KEY("proto");
+    put_name(cs_proto_name(r->proto));
+  }
+  if (r->type == CS_REC_OP && r->nchannels) {
+    KEY("nchannels");
+    put_u64(r->nchannels);
+  }
   PUTL("}\n");
   line_end(r->type == CS_REC_OP ? LINE_OP : LINE_XFER, 0);
 }
@@ -453,16 +607,29 @@ void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
   if (fd < 0) return;
   ensure_header(r->device);
   line_begin();
-  PUTL("{\"type\":\"hang\",\"comm\":"); put_id(r->comm_id);
-  KEY("comm_size"); put_i64(r->comm_size);
-  KEY("comm_rank"); put_i64(r->comm_rank);
-  KEY("rank"); put_i64(cs_cfg.rank);
-  KEY("seq"); if (r->seq == UINT64_MAX) PUTL("-1"); else put_u64(r->seq);
-  KEY("op"); put_name(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
-  KEY("enqueue_ns"); put_i64(r->enqueue_ns);
-  KEY("age_ms"); put_i64((now_ns - r->enqueue_ns) / 1000000);
-  KEY("started"); puts_(started ? "true" : "false");
-  KEY("t_ns"); put_i64(now_ns);
+  PUTL("{\"type\":\"hang\",\"comm\":");
+  put_id(r->comm_id);
+  KEY("comm_size");
+  put_i64(r->comm_size);
+  KEY("comm_rank");
+  put_i64(r->comm_rank);
+  KEY("rank");
+  put_i64(cs_cfg.rank);
+  KEY("seq");
+  if (r->seq == UINT64_MAX)
+    PUTL("-1");
+  else
+    put_u64(r->seq);
+  KEY("op");
+  put_name(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
+  KEY("enqueue_ns");
+  put_i64(r->enqueue_ns);
+  KEY("age_ms");
+  put_i64((now_ns - r->enqueue_ns) / 1000000);
+  KEY("started");
+  puts_(started ? "true" : "false");
+  KEY("t_ns");
+  put_i64(now_ns);
   PUTL("}\n");
   line_end(LINE_RECORD, 0);
 }
@@ -471,8 +638,10 @@ void cs_dump_drops(uint64_t count) {
   if (fd < 0) return;
   ensure_header(-1);
   line_begin();
-  PUTL("{\"type\":\"drops\",\"count\":"); put_u64(count);
-  KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
+  PUTL("{\"type\":\"drops\",\"count\":");
+  put_u64(count);
+  KEY("t_ns");
+  put_i64(cs_now_ns(CLOCK_REALTIME));
   PUTL("}\n");
   line_end(LINE_DROPS, count);
 }
@@ -488,8 +657,14 @@ static void footer_key(const char *key) {
   puts_(key);
   PUTL("\":");
 }
-static void footer_str(const char *key, const char *v) { footer_key(key); put_str(v); }
-static void footer_u64(const char *key, uint64_t v) { footer_key(key); put_u64(v); }
+static void footer_str(const char *key, const char *v) {
+  footer_key(key);
+  put_str(v);
+}
+static void footer_u64(const char *key, uint64_t v) {
+  footer_key(key);
+  put_u64(v);
+}
 static const struct cs_dump_kv footer_kv = {footer_str, footer_u64};
 
 void cs_dump_footer(void) {
@@ -499,15 +674,22 @@ void cs_dump_footer(void) {
   cs_dump_drops_sync();
   ensure_header(-1);
   line_begin();
-  PUTL("{\"type\":\"footer\",\"ops\":"); put_u64(n_ops + buf_ops);
-  KEY("xfers"); put_u64(n_xfers + buf_xfers);
-  KEY("drops"); put_u64(atomic_load(&cs_st.drops));
-  KEY("write_drops"); put_u64(write_drops);
-  KEY("ops_recorded"); put_u64(n_ops + buf_ops + ops_lost);
-  KEY("timing_lost"); put_u64(atomic_load(&cs_st.timing_lost));
+  PUTL("{\"type\":\"footer\",\"ops\":");
+  put_u64(n_ops + buf_ops);
+  KEY("xfers");
+  put_u64(n_xfers + buf_xfers);
+  KEY("drops");
+  put_u64(atomic_load(&cs_st.drops));
+  KEY("write_drops");
+  put_u64(write_drops);
+  KEY("ops_recorded");
+  put_u64(n_ops + buf_ops + ops_lost);
+  KEY("timing_lost");
+  put_u64(atomic_load(&cs_st.timing_lost));
   for (int i = 0; i < CS_DUMP_FOOTERS; i++)
     if (sources.footer[i]) sources.footer[i](&footer_kv);
-  KEY("t_ns"); put_i64(cs_now_ns(CLOCK_REALTIME));
+  KEY("t_ns");
+  put_i64(cs_now_ns(CLOCK_REALTIME));
   PUTL("}\n");
   line_end(LINE_FOOTER, 0);
 }

@@ -16,7 +16,7 @@ extern struct cs_dump_io cs_dump_io;
 
 /* What the dump writes about the layers above it, handed over at load (shim/wiring.c).
  * Without them: driver version 0, no PCI bus id, xfer api "unknown", no footer fields. */
-struct cs_dump_kv {           /* a footer writer's output: ,"key":value in call order */
+struct cs_dump_kv { /* a footer writer's output: ,"key":value in call order */
   void (*str)(const char *key, const char *v);
   void (*u64)(const char *key, uint64_t v);
 };

@@ -33,12 +33,14 @@ static _Atomic uint64_t flush_req, flush_done;
 
 /* the final flush: FINAL_NONE, then FINAL_ASKED (by a signal handler), FINAL_DONE (the
  * footer is written, by this thread or by cs_harvest_stop) */
-enum { FINAL_NONE, FINAL_ASKED, FINAL_DONE };
+enum { FINAL_NONE,
+       FINAL_ASKED,
+       FINAL_DONE };
 static _Atomic int final_state;
-static _Atomic int th_live;          /* the thread runs and no one is stopping it */
-static _Atomic long stopping_tid;    /* the thread inside cs_harvest_stop */
-static int wake_fd[2] = {-1, -1};    /* signal handler -> harvest thread */
-static int done_fd[2] = {-1, -1};    /* footer written -> signal handler */
+static _Atomic int th_live;       /* the thread runs and no one is stopping it */
+static _Atomic long stopping_tid; /* the thread inside cs_harvest_stop */
+static int wake_fd[2] = {-1, -1}; /* signal handler -> harvest thread */
+static int done_fd[2] = {-1, -1}; /* footer written -> signal handler */
 
 static struct cs_record *pend;
 static size_t npend, cappend;
@@ -118,7 +120,7 @@ static void hang_check(void) {
     hang_seen[nhang_seen++].seq = r->seq;
     bool started = gpu_started(r);
     cs_log(CS_LOG_WARN, "hang: %s seq %llu on comm %016llx (rank %d of %d) not complete after %.1f s "
-           "(COLLSCOPE_HANG_TIMEOUT=%u, GPU start %s)",
+                        "(COLLSCOPE_HANG_TIMEOUT=%u, GPU start %s)",
            r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "op", (unsigned long long)r->seq,
            (unsigned long long)r->comm_id, r->comm_rank, r->comm_size, (double)(now - r->enqueue_ns) / 1e9,
            cs_cfg.hang_timeout_s, started ? "reached" : "not reached");
@@ -193,7 +195,8 @@ static void finish(unsigned timeout_ms) {
   atomic_store(&final_state, FINAL_DONE);
   if (done_fd[1] >= 0) {
     char c = 1;
-    if (write(done_fd[1], &c, 1) < 0) { /* the pipe is empty and its reader ours: cannot fail */ }
+    if (write(done_fd[1], &c, 1) < 0) { /* the pipe is empty and its reader ours: cannot fail */
+    }
   }
 }
 
@@ -207,7 +210,8 @@ static void idle_wait(unsigned us) {
   struct timespec ts = {0, (long)us * 1000L};
   if (ppoll(&p, 1, &ts, NULL) > 0) {
     char drain[16];
-    while (read(wake_fd[0], drain, sizeof drain) > 0) {}
+    while (read(wake_fd[0], drain, sizeof drain) > 0) {
+    }
   }
 }
 
@@ -230,8 +234,10 @@ static void *harvest_main(void *arg) {
     /* Wake as rarely as the queue allows: every wake-up preempts a job thread on a
      * busy core. Back off to 10 ms while the queue is under a quarter full (at 500k
      * ops/s, 10 ms is 5,000 of its 65,536 records); 1 ms when it fills up. */
-    if (cs_queue_size_approx(&rq) > cs_cfg.queue_cap / 4) idle_us = 1000;
-    else if (idle_us < 10000) idle_us *= 2;
+    if (cs_queue_size_approx(&rq) > cs_cfg.queue_cap / 4)
+      idle_us = 1000;
+    else if (idle_us < 10000)
+      idle_us *= 2;
     idle_wait(idle_us);
     if (atomic_load(&final_state) == FINAL_ASKED) {
       finish(CS_TERM_PENDING_MS);
@@ -256,7 +262,8 @@ bool cs_harvest_final_from_signal(unsigned timeout_ms) {
   int expect = FINAL_NONE;
   if (atomic_load(&th_live) && atomic_compare_exchange_strong(&final_state, &expect, FINAL_ASKED)) {
     char c = 1;
-    if (write(wake_fd[1], &c, 1) < 0) { /* full: the thread is being woken anyway */ }
+    if (write(wake_fd[1], &c, 1) < 0) { /* full: the thread is being woken anyway */
+    }
   }
   /* nothing to wait for: no thread, or this very thread is the one finishing */
   if (done_fd[0] < 0 || atomic_load(&stopping_tid) == tid ||
@@ -328,7 +335,7 @@ void cs_harvest_stop(unsigned timeout_ms) {
   pthread_join(th, NULL);
   th_running = false;
   if (atomic_load(&final_state) == FINAL_DONE) return; /* a termination signal did it all */
-  cs_ring_adopt(); /* the writer thread is gone: this one finishes the ring */
+  cs_ring_adopt();                                     /* the writer thread is gone: this one finishes the ring */
   finish(timeout_ms);
 }
 

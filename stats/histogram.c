@@ -67,11 +67,13 @@ bool cs_hist_add(struct cs_hist *h, double v) {
 
 bool cs_hist_add_n(struct cs_hist *h, double v, uint64_t n) {
   if (!n) return true;
-  bool ok = cs_hist_add(h, v);   /* the first sets the extremes and the bucket */
+  bool ok = cs_hist_add(h, v); /* the first sets the extremes and the bucket */
   uint64_t more = n - 1;
   h->n += more;
-  if (!(v > 0)) h->nonpos += more;
-  else if (h->counts) h->counts[cs_hist_bucket(v)] += more;
+  if (!(v > 0))
+    h->nonpos += more;
+  else if (h->counts)
+    h->counts[cs_hist_bucket(v)] += more;
   if (!isnan(v)) h->sum += v * (double)more;
   return ok;
 }
@@ -104,7 +106,8 @@ double cs_hist_percentile(const struct cs_hist *h, double p) {
     seen += h->counts[i];
     if (seen >= rank) {
       double v = bucket_mid(i);
-      return v < h->min ? h->min : v > h->max ? h->max : v;
+      return v < h->min ? h->min : v > h->max ? h->max
+                                              : v;
     }
   }
   return h->max;

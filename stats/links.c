@@ -15,21 +15,25 @@ int cs_link_params_env(struct cs_link_params *p) {
   if (v && *v) {
     char *end;
     double f = strtod(v, &end);
-    if (*end || !(f > 0 && f < 1)) rc = -1;
-    else p->slow_frac = f;
+    if (*end || !(f > 0 && f < 1))
+      rc = -1;
+    else
+      p->slow_frac = f;
   }
   v = getenv("COLLSCOPE_LINK_MIN_BYTES");
   if (v && *v) {
     char *end;
     unsigned long long b = strtoull(v, &end, 10);
-    if (*end || v[0] == '-') rc = -1;
-    else p->min_bytes = b;
+    if (*end || v[0] == '-')
+      rc = -1;
+    else
+      p->min_bytes = b;
   }
   return rc;
 }
 
 static int cmp_host(const char *a, const char *b) {
-  if (!a || !b) return (a == NULL) - (b == NULL);   /* unknown last */
+  if (!a || !b) return (a == NULL) - (b == NULL); /* unknown last */
   return strcmp(a, b);
 }
 static int cmp_pair(const struct cs_link_pair *a, const struct cs_link_pair *b) {
@@ -38,7 +42,10 @@ static int cmp_pair(const struct cs_link_pair *a, const struct cs_link_pair *b) 
 }
 static int cmp_pair_q(const void *a, const void *b) { return cmp_pair(a, b); }
 
-struct wv { double v; uint64_t w; };
+struct wv {
+  double v;
+  uint64_t w;
+};
 static int cmp_wv(const void *a, const void *b) {
   double x = ((const struct wv *)a)->v, y = ((const struct wv *)b)->v;
   return (x > y) - (x < y);
@@ -68,7 +75,7 @@ int cs_links_aggregate(const struct cs_link_obs *v, size_t n, const struct cs_li
   *out = NULL;
   *nout = 0;
   struct cs_link_pair *pairs = calloc(n ? n : 1, sizeof *pairs);
-  size_t *of = calloc(n ? n : 1, sizeof *of);   /* observation -> pair */
+  size_t *of = calloc(n ? n : 1, sizeof *of); /* observation -> pair */
   struct wv *w50 = calloc(n ? n : 1, sizeof *w50), *w10 = calloc(n ? n : 1, sizeof *w10);
   double *ref = calloc(n ? n : 1, sizeof *ref);
   if (!pairs || !of || !w50 || !w10 || !ref) {
@@ -79,7 +86,7 @@ int cs_links_aggregate(const struct cs_link_obs *v, size_t n, const struct cs_li
   for (size_t i = 0; i < n; i++) {
     struct cs_link_pair key = {.src_host = v[i].src_host, .dst_host = v[i].dst_host};
     size_t k = 0;
-    while (k < np && cmp_pair(&pairs[k], &key) != 0) k++;   /* pairs are few (hosts^2 at most) */
+    while (k < np && cmp_pair(&pairs[k], &key) != 0) k++; /* pairs are few (hosts^2 at most) */
     if (k == np) pairs[np++] = key;
     of[i] = k;
     if (v[i].send) pairs[k].from_send = true;

@@ -39,7 +39,10 @@ static bool grow(void **p, size_t *cap, size_t need, size_t size) {
 }
 
 struct f_sdc *cs_onl_sdc_finding(struct cs_online_rank *st, const struct sdc_agg *a, int check) {
-  if (!grow((void **)&st->sf, &st->capsf, st->nsf + 1, sizeof *st->sf)) { st->oom = true; return NULL; }
+  if (!grow((void **)&st->sf, &st->capsf, st->nsf + 1, sizeof *st->sf)) {
+    st->oom = true;
+    return NULL;
+  }
   struct f_sdc *f = &st->sf[st->nsf++];
   memset(f, 0, sizeof *f);
   int op = (int)(a->meta & 0xff), dtype = (int)(int8_t)(a->meta >> 8 & 0xff);
@@ -54,14 +57,23 @@ struct f_sdc *cs_onl_sdc_finding(struct cs_online_rank *st, const struct sdc_agg
 }
 /* ---------------------------------------------------------------- unpack */
 static void keep_local_op(struct cs_online_rank *st, const struct cs_online_op *o, uint32_t exchange) {
-  if (st->nopl >= LOCAL_CAP) { st->lost++; return; }
+  if (st->nopl >= LOCAL_CAP) {
+    st->lost++;
+    return;
+  }
   struct op_local *l = calloc(1, sizeof *l);
-  if (!l) { st->oom = true; return; }
+  if (!l) {
+    st->oom = true;
+    return;
+  }
   l->k.comm = o->comm;
   l->k.seq = o->seq;
   struct op_local *old;
   HASH_FIND(hh, st->opl, &l->k, sizeof l->k, old);
-  if (old) { free(l); return; }
+  if (old) {
+    free(l);
+    return;
+  }
   l->o = *o;
   l->shipped = exchange;
   HASH_ADD(hh, st->opl, k, sizeof l->k, l);
@@ -69,14 +81,23 @@ static void keep_local_op(struct cs_online_rank *st, const struct cs_online_op *
 }
 
 static void keep_local_sdc(struct cs_online_rank *st, const struct cs_online_sdc *c, uint32_t exchange) {
-  if (st->nsdl >= LOCAL_CAP) { st->lost++; return; }
+  if (st->nsdl >= LOCAL_CAP) {
+    st->lost++;
+    return;
+  }
   struct sdc_local *l = calloc(1, sizeof *l);
-  if (!l) { st->oom = true; return; }
+  if (!l) {
+    st->oom = true;
+    return;
+  }
   l->k.comm = c->comm;
   l->k.seq = c->seq;
   struct sdc_local *old;
   HASH_FIND(hh, st->sdl, &l->k, sizeof l->k, old);
-  if (old) { free(l); return; }
+  if (old) {
+    free(l);
+    return;
+  }
   l->c = *c;
   l->shipped = exchange;
   HASH_ADD(hh, st->sdl, k, sizeof l->k, l);
@@ -85,13 +106,19 @@ static void keep_local_sdc(struct cs_online_rank *st, const struct cs_online_sdc
 
 /* back to the front of the backlog (a full backlog drops its newest) */
 static void requeue_op(struct cs_online_rank *st, const struct cs_online_op *o) {
-  if (st->ops_n == OPS_BACKLOG) { st->ops_n--; st->lost++; }
+  if (st->ops_n == OPS_BACKLOG) {
+    st->ops_n--;
+    st->lost++;
+  }
   st->ops_first = (st->ops_first + OPS_BACKLOG - 1) % OPS_BACKLOG;
   st->ops[st->ops_first] = *o;
   st->ops_n++;
 }
 static void requeue_sdc(struct cs_online_rank *st, const struct cs_online_sdc *c) {
-  if (st->sdc_n == SDC_BACKLOG) { st->sdc_n--; st->lost++; }
+  if (st->sdc_n == SDC_BACKLOG) {
+    st->sdc_n--;
+    st->lost++;
+  }
   st->sdc_first = (st->sdc_first + SDC_BACKLOG - 1) % SDC_BACKLOG;
   st->sdcq[st->sdc_first] = *c;
   st->sdc_n++;
@@ -114,7 +141,10 @@ static void merge_ops(struct cs_online_rank *st, uint32_t exchange, const struct
     HASH_FIND(hh, st->opa, &k, sizeof k, a);
     if (!a) {
       if (st->nopa >= AGG_CAP) continue;
-      if (!(a = calloc(1, sizeof *a))) { st->oom = true; continue; }
+      if (!(a = calloc(1, sizeof *a))) {
+        st->oom = true;
+        continue;
+      }
       a->k = k;
       a->size = mn->op[s].size;
       a->durmin = UINT64_MAX;
@@ -150,7 +180,10 @@ static void merge_sdc(struct cs_online_rank *st, uint32_t exchange, const struct
     HASH_FIND(hh, st->sda, &k, sizeof k, a);
     if (!a) {
       if (st->nsda >= AGG_CAP) continue;
-      if (!(a = calloc(1, sizeof *a))) { st->oom = true; continue; }
+      if (!(a = calloc(1, sizeof *a))) {
+        st->oom = true;
+        continue;
+      }
       a->k = k;
       a->size = mn->sdc[s].size;
       a->meta = mn->sdc[s].meta;
@@ -187,7 +220,10 @@ static void read_reports(struct cs_online_rank *st, const struct r0_min *mn, con
       memmove(st->pend, st->pend + 1, (st->npend - 1) * sizeof *st->pend);
       st->npend--;
     }
-    if (!grow((void **)&st->st, &st->capst, st->nst + 1, sizeof *st->st)) { st->oom = true; return; }
+    if (!grow((void **)&st->st, &st->capst, st->nst + 1, sizeof *st->st)) {
+      st->oom = true;
+      return;
+    }
     struct f_st *f = &st->st[st->nst++];
     memset(f, 0, sizeof *f);
     f->s.comm = sm->rep[s].comm;
@@ -266,8 +302,10 @@ int cs_online_unpack(struct cs_online_rank *st, uint32_t exchange, unsigned roun
   size_t again = 0;
   for (size_t i = 0; i < st->ndetail; i++) {
     struct sdc_agg *a = st->detail[i];
-    if (cs_onl_sdc_verdict_detail(st, a, mn->b[i], sm->b[i], last_try)) cs_onl_sdc_done(st, a);
-    else st->detail[again++] = a;
+    if (cs_onl_sdc_verdict_detail(st, a, mn->b[i], sm->b[i], last_try))
+      cs_onl_sdc_done(st, a);
+    else
+      st->detail[again++] = a;
   }
   st->ndetail = again;
   if (again) return 1;

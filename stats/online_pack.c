@@ -24,8 +24,10 @@ struct cs_online_rank *cs_online_rank_new(int rank, int nranks, const char *host
   st->rank = rank;
   st->n = nranks;
   if (host) strncpy(st->host, host, CS_ONLINE_HOST - 1);
-  if (params) st->p = *params;
-  else cs_det_params_default(&st->p);
+  if (params)
+    st->p = *params;
+  else
+    cs_det_params_default(&st->p);
   if (st->p.window < 2) st->p.window = 2;
   if (st->p.min_instances < 2) st->p.min_instances = 2;
   if (st->p.persist < 1) st->p.persist = 1;
@@ -42,15 +44,31 @@ struct cs_online_rank *cs_online_rank_new(int rank, int nranks, const char *host
 void cs_online_rank_free(struct cs_online_rank *st) {
   if (!st) return;
   struct op_local *a, *at;
-  HASH_ITER(hh, st->opl, a, at) { HASH_DEL(st->opl, a); free(a); }
+  HASH_ITER(hh, st->opl, a, at) {
+    HASH_DEL(st->opl, a);
+    free(a);
+  }
   struct sdc_local *b, *bt;
-  HASH_ITER(hh, st->sdl, b, bt) { HASH_DEL(st->sdl, b); free(b); }
+  HASH_ITER(hh, st->sdl, b, bt) {
+    HASH_DEL(st->sdl, b);
+    free(b);
+  }
   struct op_agg *c, *ct;
-  HASH_ITER(hh, st->opa, c, ct) { HASH_DEL(st->opa, c); free(c); }
+  HASH_ITER(hh, st->opa, c, ct) {
+    HASH_DEL(st->opa, c);
+    free(c);
+  }
   struct sdc_agg *d, *dt;
-  HASH_ITER(hh, st->sda, d, dt) { HASH_DEL(st->sda, d); free(d); }
+  HASH_ITER(hh, st->sda, d, dt) {
+    HASH_DEL(st->sda, d);
+    free(d);
+  }
   struct self_win *w, *wt;
-  HASH_ITER(hh, st->wins, w, wt) { HASH_DEL(st->wins, w); free(w->e); free(w); }
+  HASH_ITER(hh, st->wins, w, wt) {
+    HASH_DEL(st->wins, w);
+    free(w->e);
+    free(w);
+  }
   free(st->sdcq);
   free(st->scratch);
   free(st->st);
@@ -61,12 +79,20 @@ void cs_online_rank_free(struct cs_online_rank *st) {
 }
 
 void cs_online_rank_feed_op(struct cs_online_rank *st, const struct cs_online_op *o) {
-  if (st->ops_n == OPS_BACKLOG) { st->ops_first = (st->ops_first + 1) % OPS_BACKLOG; st->ops_n--; st->lost++; }
+  if (st->ops_n == OPS_BACKLOG) {
+    st->ops_first = (st->ops_first + 1) % OPS_BACKLOG;
+    st->ops_n--;
+    st->lost++;
+  }
   st->ops[(st->ops_first + st->ops_n++) % OPS_BACKLOG] = *o;
 }
 
 void cs_online_rank_feed_sdc(struct cs_online_rank *st, const struct cs_online_sdc *c) {
-  if (st->sdc_n == SDC_BACKLOG) { st->sdc_first = (st->sdc_first + 1) % SDC_BACKLOG; st->sdc_n--; st->lost++; }
+  if (st->sdc_n == SDC_BACKLOG) {
+    st->sdc_first = (st->sdc_first + 1) % SDC_BACKLOG;
+    st->sdc_n--;
+    st->lost++;
+  }
   st->sdcq[(st->sdc_first + st->sdc_n++) % SDC_BACKLOG] = *c;
 }
 
@@ -105,15 +131,21 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
     if (o.comm_size < 2 || o.comm_rank >= o.comm_size || o.comm_size >= (1u << RANK_BITS) || !(o.dur_us >= 0))
       continue;
     unsigned s = probe(st->op_used, CS_ONLINE_OP_SLOTS, slot_of(o.comm, o.seq, exchange, CS_ONLINE_OP_SLOTS));
-    if (s == NO_SLOT) { keep[kept++] = o; continue; }
+    if (s == NO_SLOT) {
+      keep[kept++] = o;
+      continue;
+    }
     st->op_used[s] = true;
     st->op_slot[s] = o;
     shipped++;
     uint64_t d = (uint64_t)((double)o.dur_us * 1e3);
     if (d > DUR_MAX) d = DUR_MAX;
-    mn->op[s].comm = o.comm; mn->op[s].ncomm = ~o.comm;
-    mn->op[s].seq = o.seq; mn->op[s].nseq = ~o.seq;
-    mn->op[s].size = o.comm_size; mn->op[s].nsize = ~(uint64_t)o.comm_size;
+    mn->op[s].comm = o.comm;
+    mn->op[s].ncomm = ~o.comm;
+    mn->op[s].seq = o.seq;
+    mn->op[s].nseq = ~o.seq;
+    mn->op[s].size = o.comm_size;
+    mn->op[s].nsize = ~(uint64_t)o.comm_size;
     mn->op[s].durmin = d << RANK_BITS | o.comm_rank;
     mn->op[s].ndurmax = ~d;
     sm->op[s].count = 1;
@@ -138,26 +170,41 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
     st->sdc_n--;
     if (c.comm_size < 1 || c.comm_rank >= c.comm_size) continue;
     unsigned s = probe(st->sdc_used, CS_ONLINE_SDC_SLOTS, slot_of(c.comm, c.seq, exchange, CS_ONLINE_SDC_SLOTS));
-    if (s == NO_SLOT) { skeep[kept++] = c; continue; }
+    if (s == NO_SLOT) {
+      skeep[kept++] = c;
+      continue;
+    }
     st->sdc_used[s] = true;
     st->sdc_slot[s] = c;
     shipped++;
     bool is_bcast = c.op == CS_OP_Broadcast;
     bool has_in = (c.checked & 2) && (!is_bcast || (int)c.comm_rank == c.root);
-    mn->sdc[s].comm = c.comm; mn->sdc[s].ncomm = ~c.comm;
-    mn->sdc[s].seq = c.seq; mn->sdc[s].nseq = ~c.seq;
-    mn->sdc[s].size = c.comm_size; mn->sdc[s].nsize = ~(uint64_t)c.comm_size;
-    mn->sdc[s].meta = sdc_meta(&c); mn->sdc[s].nmeta = ~mn->sdc[s].meta;
-    mn->sdc[s].count = c.count; mn->sdc[s].ncount = ~c.count;
+    mn->sdc[s].comm = c.comm;
+    mn->sdc[s].ncomm = ~c.comm;
+    mn->sdc[s].seq = c.seq;
+    mn->sdc[s].nseq = ~c.seq;
+    mn->sdc[s].size = c.comm_size;
+    mn->sdc[s].nsize = ~(uint64_t)c.comm_size;
+    mn->sdc[s].meta = sdc_meta(&c);
+    mn->sdc[s].nmeta = ~mn->sdc[s].meta;
+    mn->sdc[s].count = c.count;
+    mn->sdc[s].ncount = ~c.count;
     sm->sdc[s].members = 1;
     if (c.checked & 1) {
-      mn->sdc[s].fp = c.fp; mn->sdc[s].nfp = ~c.fp;
+      mn->sdc[s].fp = c.fp;
+      mn->sdc[s].nfp = ~c.fp;
       sm->sdc[s].nfp = 1;
-      if (isfinite(c.out_sum)) { mn->sdc[s].out = enc_d(c.out_sum); mn->sdc[s].nout = ~enc_d(c.out_sum); }
-      else sm->sdc[s].out_nonfinite = 1;
+      if (isfinite(c.out_sum)) {
+        mn->sdc[s].out = enc_d(c.out_sum);
+        mn->sdc[s].nout = ~enc_d(c.out_sum);
+      } else
+        sm->sdc[s].out_nonfinite = 1;
       fs->sdc[s].out_sum = c.out_sum;
       sm->sdc[s].int_out = as_u64(c.out_sum);
-      if ((int)c.comm_rank == c.root) { sm->sdc[s].root_out_ok = 1; fs->sdc[s].root_out = c.out_sum; }
+      if ((int)c.comm_rank == c.root) {
+        sm->sdc[s].root_out_ok = 1;
+        fs->sdc[s].root_out = c.out_sum;
+      }
     }
     if (has_in) {
       sm->sdc[s].nin = 1;
@@ -207,8 +254,10 @@ static void pack_detail(struct cs_online_rank *st, unsigned round, struct cs_onl
     unsigned b = bucket_of(l->c.fp, round);
     struct bucket_min *m = &mn->b[i][b];
     struct bucket_sum *s = &sm->b[i][b];
-    m->fp = l->c.fp; m->nfp = ~l->c.fp;
-    m->crank = l->c.comm_rank; m->ncrank = ~(uint64_t)l->c.comm_rank;
+    m->fp = l->c.fp;
+    m->nfp = ~l->c.fp;
+    m->crank = l->c.comm_rank;
+    m->ncrank = ~(uint64_t)l->c.comm_rank;
     m->wrank = (uint64_t)st->rank;
     if (isfinite(l->c.out_sum)) m->out = enc_d(l->c.out_sum);
     s->count = 1;
@@ -219,6 +268,8 @@ static void pack_detail(struct cs_online_rank *st, unsigned round, struct cs_onl
 
 void cs_online_pack(struct cs_online_rank *st, uint32_t exchange, unsigned round, struct cs_online_wire *w) {
   cs_online_wire_identity(w);
-  if (round == 0) pack_round0(st, exchange, w);
-  else pack_detail(st, round, w);
+  if (round == 0)
+    pack_round0(st, exchange, w);
+  else
+    pack_detail(st, round, w);
 }

@@ -55,7 +55,7 @@ static void sdc_sum_rule(struct cs_online_rank *st, const struct sdc_agg *a, boo
     if (a->nfp != a->size) return;
     got = t.is_int ? (double)(a->int_out & imask(t.bits)) : a->out_sum;
     break;
-  default:  /* Broadcast, AllGather: the reference output against the inputs */
+  default: /* Broadcast, AllGather: the reference output against the inputs */
     if (!ref_ok) return;
     got = ref_out;
     break;
@@ -83,7 +83,11 @@ static bool fp_rule(const struct sdc_agg *a) {
 static void local_drop_sdc(struct cs_online_rank *st, const struct key *k) {
   struct sdc_local *l;
   HASH_FIND(hh, st->sdl, k, sizeof *k, l);
-  if (l) { HASH_DEL(st->sdl, l); free(l); st->nsdl--; }
+  if (l) {
+    HASH_DEL(st->sdl, l);
+    free(l);
+    st->nsdl--;
+  }
 }
 
 void cs_onl_sdc_done(struct cs_online_rank *st, struct sdc_agg *a) {
@@ -98,7 +102,10 @@ void cs_onl_sdc_done(struct cs_online_rank *st, struct sdc_agg *a) {
 static void sdc_verdict_agreeing(struct cs_online_rank *st, struct sdc_agg *a) {
   bool ref_ok = a->nfp >= 1 && !a->out_nonfinite && a->outmin != UINT64_MAX;
   double ref = ref_ok ? dec_d(a->outmin) : NAN;
-  if (a->nfp >= 1 && a->out_nonfinite == a->nfp) { ref_ok = true; ref = a->out_sum; } /* all non-finite */
+  if (a->nfp >= 1 && a->out_nonfinite == a->nfp) {
+    ref_ok = true;
+    ref = a->out_sum;
+  } /* all non-finite */
   sdc_sum_rule(st, a, ref_ok, ref);
   int op = (int)(a->meta & 0xff);
   if (ref_ok && a->outmax != a->outmin && (op == CS_OP_Broadcast || op == CS_OP_AllGather))
@@ -117,12 +124,21 @@ static int cmp_agg(const void *x, const void *y) {
 void cs_onl_sdc_evaluate(struct cs_online_rank *st, uint32_t exchange) {
   st->ndetail = 0;
   struct sdc_agg **v = malloc((st->nsda ? st->nsda : 1) * sizeof *v);
-  if (!v) { st->oom = true; return; }
+  if (!v) {
+    st->oom = true;
+    return;
+  }
   size_t n = 0;
   struct sdc_agg *a, *t;
   HASH_ITER(hh, st->sda, a, t) {
-    if (a->members == a->size) v[n++] = a;
-    else if (exchange - a->born >= AGG_MAX_AGE) { local_drop_sdc(st, &a->k); HASH_DEL(st->sda, a); free(a); st->nsda--; }
+    if (a->members == a->size)
+      v[n++] = a;
+    else if (exchange - a->born >= AGG_MAX_AGE) {
+      local_drop_sdc(st, &a->k);
+      HASH_DEL(st->sda, a);
+      free(a);
+      st->nsda--;
+    }
   }
   qsort(v, n, sizeof *v, cmp_agg);
   for (size_t i = 0; i < n; i++) {

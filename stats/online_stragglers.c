@@ -23,7 +23,8 @@ static double median_z(double *v, size_t k, double m) {
   for (size_t j = 0; j < k; j++) v[j] = v[j] > m ? v[j] - m : m - v[j];
   double mad = median_mid(v, k);
   double se = 1.2533 * 1.4826 * mad / cs_det_sqrt((double)k);
-  return se > 0 ? m / se : m > 0 ? 1e300 : 0;
+  return se > 0 ? m / se : m > 0 ? 1e300
+                                 : 0;
 }
 
 static const struct went *wat(const struct self_win *w, size_t window, size_t i) { return &w->e[i % window]; }
@@ -61,7 +62,10 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   double cand = -1;
   for (size_t j = 0; j < k; j++) {
     run = j && sc[j] == sc[j - 1] ? run + 1 : 1;
-    if (run > best) { best = run; cand = sc[j]; }
+    if (run > best) {
+      best = run;
+      cand = sc[j];
+    }
     if (sc[j] == (double)w->crank) mine++;
   }
   for (size_t j = lo; j <= i; j++) sc[j - lo] = wat(w, W, j)->med;
@@ -124,7 +128,11 @@ static struct self_win *win_of(struct cs_online_rank *st, uint64_t comm, uint32_
   if (w) return w->size == size && w->crank == crank ? w : NULL;
   if (st->nwins >= WIN_COMMS) return NULL;
   w = calloc(1, sizeof *w);
-  if (!w || !(w->e = calloc(st->p.window, sizeof *w->e))) { free(w); st->oom = true; return NULL; }
+  if (!w || !(w->e = calloc(st->p.window, sizeof *w->e))) {
+    free(w);
+    st->oom = true;
+    return NULL;
+  }
   w->comm = comm;
   w->size = size;
   w->crank = crank;
@@ -142,12 +150,20 @@ static int cmp_opagg(const void *x, const void *y) {
 /* Complete sampled instances, in (comm, seq) order, into this rank's windows. */
 void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
   struct op_agg **v = malloc((st->nopa ? st->nopa : 1) * sizeof *v);
-  if (!v) { st->oom = true; return; }
+  if (!v) {
+    st->oom = true;
+    return;
+  }
   size_t n = 0;
   struct op_agg *a, *t;
   HASH_ITER(hh, st->opa, a, t) {
-    if (a->count == a->size) v[n++] = a;
-    else if (exchange - a->born >= AGG_MAX_AGE) { HASH_DEL(st->opa, a); free(a); st->nopa--; }
+    if (a->count == a->size)
+      v[n++] = a;
+    else if (exchange - a->born >= AGG_MAX_AGE) {
+      HASH_DEL(st->opa, a);
+      free(a);
+      st->nopa--;
+    }
   }
   qsort(v, n, sizeof *v, cmp_opagg);
   for (size_t i = 0; i < n; i++) {
@@ -187,8 +203,16 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
   /* shipped instances whose aggregate never completed */
   struct op_local *l, *lt;
   HASH_ITER(hh, st->opl, l, lt)
-    if (exchange - l->shipped >= AGG_MAX_AGE) { HASH_DEL(st->opl, l); free(l); st->nopl--; }
+  if (exchange - l->shipped >= AGG_MAX_AGE) {
+    HASH_DEL(st->opl, l);
+    free(l);
+    st->nopl--;
+  }
   struct sdc_local *s, *stt;
   HASH_ITER(hh, st->sdl, s, stt)
-    if (exchange - s->shipped >= 2 * AGG_MAX_AGE) { HASH_DEL(st->sdl, s); free(s); st->nsdl--; }
+  if (exchange - s->shipped >= 2 * AGG_MAX_AGE) {
+    HASH_DEL(st->sdl, s);
+    free(s);
+    st->nsdl--;
+  }
 }

@@ -8,9 +8,12 @@
 
 /* small items (the event pools' handle pairs) get a constant-size copy, not a call to memcpy */
 static inline void item_copy(const struct cs_queue *q, void *dst, const void *src) {
-  if (q->item_size == 16) memcpy(dst, src, 16);
-  else if (q->item_size == 8) memcpy(dst, src, 8);
-  else memcpy(dst, src, q->item_size);
+  if (q->item_size == 16)
+    memcpy(dst, src, 16);
+  else if (q->item_size == 8)
+    memcpy(dst, src, 8);
+  else
+    memcpy(dst, src, q->item_size);
 }
 
 bool cs_queue_init(struct cs_queue *q, size_t capacity, size_t item_size) {

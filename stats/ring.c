@@ -244,7 +244,8 @@ static bool reclaim_stale(const char *path) {
   }
   if (link(aside, path) != 0)
     cs_log(CS_LOG_WARN, "stats ring %s: a live ring took the name while a stale one was reclaimed and could "
-                        "not be put back (%s); that process has no live view", path, strerror(errno));
+                        "not be put back (%s); that process has no live view",
+           path, strerror(errno));
   unlink(aside);
   return false;
 }
@@ -314,8 +315,10 @@ bool cs_ring_open(void) {
   while (cap < cs_cfg.ring_cap && cap < CS_RING_MAX_CAPACITY) cap <<= 1;
   size_t len = cs_ring_bytes(cap);
   char rank[16], base[512], tmp[640];
-  if (cs_cfg.rank >= 0) snprintf(rank, sizeof rank, "%d", cs_cfg.rank);
-  else snprintf(rank, sizeof rank, "x");
+  if (cs_cfg.rank >= 0)
+    snprintf(rank, sizeof rank, "%d", cs_cfg.rank);
+  else
+    snprintf(rank, sizeof rank, "x");
   unsigned uid = (unsigned)geteuid();
   /* the job as the header holds it (127 bytes): readers require the name to carry it */
   if (snprintf(base, sizeof base, "%s/collscope-%u-%.127s-r%s.ring", cs_ring_dir(), uid, cs_cfg.job, rank) >=

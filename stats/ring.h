@@ -18,7 +18,7 @@ void cs_ring_publish(const struct cs_record *r);
 void cs_ring_status(uint64_t pending, int64_t oldest_pending_ns, uint64_t drops);
 /* Unmap; at a clean exit also unlink unless COLLSCOPE_KEEP_SHM=1. */
 void cs_ring_close(bool clean_exit);
-void cs_ring_note_hang(void);  /* count a hang report in the header */
+void cs_ring_note_hang(void); /* count a hang report in the header */
 void cs_ring_atfork_child(void);
 const char *cs_ring_path(void);
 

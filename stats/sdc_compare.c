@@ -10,9 +10,12 @@ const char *cs_sdc_check_name(int check) { return check == CS_SDC_CHECK_SUM ? "s
 
 bool cs_sdc_dtype_info(int dtype, struct cs_sdc_dtype_info *t) {
   switch (dtype) {
-  case 0: case 1: *t = (struct cs_sdc_dtype_info){true, 8, 0, 0, 0}; return true;
-  case 2: case 3: *t = (struct cs_sdc_dtype_info){true, 32, 0, 0, 0}; return true;
-  case 4: case 5: *t = (struct cs_sdc_dtype_info){true, 52, 0, 0, 0}; return true;   /* kept modulo 2^52 */
+  case 0:
+  case 1: *t = (struct cs_sdc_dtype_info){true, 8, 0, 0, 0}; return true;
+  case 2:
+  case 3: *t = (struct cs_sdc_dtype_info){true, 32, 0, 0, 0}; return true;
+  case 4:
+  case 5: *t = (struct cs_sdc_dtype_info){true, 52, 0, 0, 0}; return true; /* kept modulo 2^52 */
   case 6: *t = (struct cs_sdc_dtype_info){false, 16, 0x1p-11, 65504.0, 0x1p-25}; return true;
   case 7: *t = (struct cs_sdc_dtype_info){false, 32, 0x1p-24, FLT_MAX, 0x1p-150}; return true;
   case 8: *t = (struct cs_sdc_dtype_info){false, 64, 0x1p-53, DBL_MAX, 0}; return true;
@@ -25,7 +28,7 @@ bool cs_sdc_dtype_info(int dtype, struct cs_sdc_dtype_info *t) {
 
 static uint64_t imod(double v, unsigned bits) {
   uint64_t m = bits >= 64 ? ~0ull : (1ull << bits) - 1;
-  return (uint64_t)v & m;   /* the writer stores values in [0, 2^bits) */
+  return (uint64_t)v & m; /* the writer stores values in [0, 2^bits) */
 }
 
 static void add(struct cs_sdc_finding *out, size_t max, size_t *n, int check, int suspect, double got,
@@ -38,7 +41,7 @@ static void add(struct cs_sdc_finding *out, size_t max, size_t *n, int check, in
 static int sum_verdict(const struct cs_sdc_dtype_info *t, double got, double want, double tol, double S, int nred) {
   if (t->is_int) return imod(got, t->bits) != imod(want, t->bits);
   if (!isfinite(want) || !isfinite(S)) return -1;
-  if (!isfinite(got)) return S * (1 + (nred + 1) * t->u) < t->max ? 1 : -1;  /* overflow impossible */
+  if (!isfinite(got)) return S * (1 + (nred + 1) * t->u) < t->max ? 1 : -1; /* overflow impossible */
   return fabs(got - want) > tol;
 }
 
@@ -54,7 +57,7 @@ size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *o
   const struct cs_sdc_member *m = in->m;
 
   /* ---- fingerprint: majority vote ---- */
-  int ref = -1;          /* index of a member holding the reference (majority) output */
+  int ref = -1; /* index of a member holding the reference (majority) output */
   size_t nfp = 0;
   bool fp_op = op == CS_OP_AllReduce || op == CS_OP_Broadcast || op == CS_OP_AllGather;
   for (size_t i = 0; i < in->n; i++) nfp += (m[i].checked & 1) != 0;
@@ -85,7 +88,7 @@ size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *o
   }
 
   /* ---- sum ---- */
-  bool sum_red = in->redop == 0 || in->redop == 4;   /* sum, avg */
+  bool sum_red = in->redop == 0 || in->redop == 4; /* sum, avg */
   bool avg = in->redop == 4;
   if (avg && t.is_int) sum_red = false;
   bool rule = op == CS_OP_Broadcast || op == CS_OP_AllGather ||
@@ -94,7 +97,10 @@ size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *o
    * sum can legitimately miss the input sum by any amount: fingerprint only */
   if (in->dtype == 10 || in->dtype == 11) rule = false;
   if (!rule) return nf;
-  if ((int)in->n != n) { oc->sum_skipped_incomplete = 1; return nf; }
+  if ((int)in->n != n) {
+    oc->sum_skipped_incomplete = 1;
+    return nf;
+  }
   /* input side */
   double want = 0, S = 0;
   uint64_t iwant = 0;
@@ -102,13 +108,19 @@ size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *o
   double N = 0;
   for (size_t i = 0; i < in->n; i++) {
     if (op == CS_OP_Broadcast && m[i].comm_rank != in->root) continue;
-    if (!(m[i].checked & 2)) { oc->sum_skipped_incomplete = 1; return nf; }
+    if (!(m[i].checked & 2)) {
+      oc->sum_skipped_incomplete = 1;
+      return nf;
+    }
     want += m[i].in_sum;
     S += m[i].in_abs;
     N += per_in;
     if (t.is_int) iwant += imod(m[i].in_sum, t.bits);
   }
-  if (N == 0) { oc->sum_skipped_incomplete = 1; return nf; }
+  if (N == 0) {
+    oc->sum_skipped_incomplete = 1;
+    return nf;
+  }
   if (t.is_int) want = (double)(iwant & ((1ull << t.bits) - 1));
   int nred = (op == CS_OP_Broadcast || op == CS_OP_AllGather) ? 0 : n;
   double out_elems = (double)in->count * (op == CS_OP_AllGather ? n : 1);
@@ -129,34 +141,50 @@ size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *o
     } else {
       k = ref;
     }
-    if (k < 0 || !(m[k].checked & 1)) { oc->sum_checked = 0; oc->sum_skipped_incomplete = 1; return nf; }
+    if (k < 0 || !(m[k].checked & 1)) {
+      oc->sum_checked = 0;
+      oc->sum_skipped_incomplete = 1;
+      return nf;
+    }
     double got = m[k].out_sum * (avg ? n : 1);
     v = sum_verdict(&t, got, want, tol + (avg ? 2 * t.u * (S + fabs(got)) + n * out_elems * t.d : 0), S, nred);
-    if (v < 0) { oc->sum_checked = 0; oc->sum_skipped_nonfinite = 1; }
-    else if (v) add(out, max, &nf, CS_SDC_CHECK_SUM, op == CS_OP_Reduce ? in->root : -1, got, want, tol);
+    if (v < 0) {
+      oc->sum_checked = 0;
+      oc->sum_skipped_nonfinite = 1;
+    } else if (v)
+      add(out, max, &nf, CS_SDC_CHECK_SUM, op == CS_OP_Reduce ? in->root : -1, got, want, tol);
     break;
   }
   case CS_OP_ReduceScatter: {
     double got = 0;
     uint64_t igot = 0;
     for (size_t i = 0; i < in->n; i++) {
-      if (!(m[i].checked & 1)) { oc->sum_checked = 0; oc->sum_skipped_incomplete = 1; return nf; }
+      if (!(m[i].checked & 1)) {
+        oc->sum_checked = 0;
+        oc->sum_skipped_incomplete = 1;
+        return nf;
+      }
       got += m[i].out_sum;
       if (t.is_int) igot += imod(m[i].out_sum, t.bits);
     }
     if (t.is_int) got = (double)(igot & ((1ull << t.bits) - 1));
     got *= avg ? n : 1;
     v = sum_verdict(&t, got, want, tol + (avg ? 2 * t.u * (S + fabs(got)) + n * out_elems * t.d : 0), S, nred);
-    if (v < 0) { oc->sum_checked = 0; oc->sum_skipped_nonfinite = 1; }
-    else if (v) add(out, max, &nf, CS_SDC_CHECK_SUM, -1, got, want, tol);
+    if (v < 0) {
+      oc->sum_checked = 0;
+      oc->sum_skipped_nonfinite = 1;
+    } else if (v)
+      add(out, max, &nf, CS_SDC_CHECK_SUM, -1, got, want, tol);
     break;
   }
   default: /* Broadcast, AllGather: every rank's output against the inputs */
     for (size_t i = 0; i < in->n; i++) {
       if (!(m[i].checked & 1) || (i < 4096 && flagged[i])) continue;
       v = sum_verdict(&t, m[i].out_sum, want, tol, S, 0);
-      if (v < 0) oc->sum_skipped_nonfinite = 1;
-      else if (v) add(out, max, &nf, CS_SDC_CHECK_SUM, m[i].comm_rank, m[i].out_sum, want, tol);
+      if (v < 0)
+        oc->sum_skipped_nonfinite = 1;
+      else if (v)
+        add(out, max, &nf, CS_SDC_CHECK_SUM, m[i].comm_rank, m[i].out_sum, want, tol);
     }
     break;
   }

@@ -6,15 +6,15 @@
 #include <stddef.h>
 #include <stdio.h>
 
-int cmd_run(int argc, char **argv);     /* tools/cmd_run.c */
-int cmd_demo(int argc, char **argv);    /* tools/cmd_demo.c */
-int cmd_report(int argc, char **argv);  /* tools/cmd_report.c */
-int cmd_trace(int argc, char **argv);   /* tools/cmd_trace.c */
-int cmd_top(int argc, char **argv);     /* tools/cmd_top.c */
-int cmd_salvage(int argc, char **argv); /* tools/cmd_salvage.c */
-int cmd_topo(int argc, char **argv);    /* tools/cmd_topo.c */
+int cmd_run(int argc, char **argv);      /* tools/cmd_run.c */
+int cmd_demo(int argc, char **argv);     /* tools/cmd_demo.c */
+int cmd_report(int argc, char **argv);   /* tools/cmd_report.c */
+int cmd_trace(int argc, char **argv);    /* tools/cmd_trace.c */
+int cmd_top(int argc, char **argv);      /* tools/cmd_top.c */
+int cmd_salvage(int argc, char **argv);  /* tools/cmd_salvage.c */
+int cmd_topo(int argc, char **argv);     /* tools/cmd_topo.c */
 int cmd_exporter(int argc, char **argv); /* tools/cmd_exporter.c */
-int cmd_topo_help(FILE *out);           /* its help text (collscope help topo) */
+int cmd_topo_help(FILE *out);            /* its help text (collscope help topo) */
 int cmd_suspects(int argc, char **argv); /* tools/cmd_suspects.c */
 void cmd_suspects_help(FILE *out);
 /* tools/cmd_topo.c: reorder hosts[0..n) in place by the topology plan of topofile
@@ -53,13 +53,16 @@ struct json_t *cli_report_json(const char *dir, const char *job, const char *op,
  * exit status (0 after --help, CLI_EXIT_USAGE with a message and the usage on stderr). */
 struct cli_dump_args {
   const char *dir, *outpath, *op, *job;
-  bool json, html;         /* --json; --html (CLI_DUMP_ARGS_HTML) */
-  unsigned jobs;          /* -j N: reading threads, 0 = one per core */
+  bool json, html; /* --json; --html (CLI_DUMP_ARGS_HTML) */
+  unsigned jobs;   /* -j N: reading threads, 0 = one per core */
   /* CLI_DUMP_ARGS_SELECT (trace): --ranks LIST, --comm ID, --from/--to (seconds from the job's
    * start, or seq:N), --max-size BYTES[KMG]; as given, the command parses them */
   const char *ranks, *comm, *from, *to, *max_size;
 };
-enum { CLI_DUMP_ARGS_OP = 1, CLI_DUMP_ARGS_JSON = 2, CLI_DUMP_ARGS_SELECT = 4, CLI_DUMP_ARGS_HTML = 8 };
+enum { CLI_DUMP_ARGS_OP = 1,
+       CLI_DUMP_ARGS_JSON = 2,
+       CLI_DUMP_ARGS_SELECT = 4,
+       CLI_DUMP_ARGS_HTML = 8 };
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                         struct cli_dump_args *out);
 
@@ -85,24 +88,24 @@ int cli_help(const char *cmd, FILE *out);
 void cli_help_env(FILE *out);
 
 /* Exit statuses shared by the subcommands. */
-#define CLI_EXIT_USAGE 2      /* bad command line */
-#define CLI_EXIT_NOEXEC 127   /* command not found / could not be started */
+#define CLI_EXIT_USAGE 2    /* bad command line */
+#define CLI_EXIT_NOEXEC 127 /* command not found / could not be started */
 
 /* tools/cmd_run.c: the launcher, callable by other subcommands (demo). */
 struct cli_run_opts {
-  int nranks;               /* ranks to start; 0: wrap an existing launcher (execvp) */
-  const char *hosts;        /* Slurm hostlist the ranks are spread over; NULL: hostname */
-  const char *topology;     /* --topology FILE: reorder the hosts by the topology plan */
-  int sim;                  /* prepend cli_sim_dir() to LD_LIBRARY_PATH */
-  int no_shim;              /* do not LD_PRELOAD cli_shim_path() */
-  int tag_output;           /* prefix each output line of rank R with "[R] " */
-  int kill_on_fail;         /* terminate the other ranks when one fails (default 1) */
-  double grace_s;           /* SIGTERM -> SIGKILL grace period (default 5 s) */
+  int nranks;           /* ranks to start; 0: wrap an existing launcher (execvp) */
+  const char *hosts;    /* Slurm hostlist the ranks are spread over; NULL: hostname */
+  const char *topology; /* --topology FILE: reorder the hosts by the topology plan */
+  int sim;              /* prepend cli_sim_dir() to LD_LIBRARY_PATH */
+  int no_shim;          /* do not LD_PRELOAD cli_shim_path() */
+  int tag_output;       /* prefix each output line of rank R with "[R] " */
+  int kill_on_fail;     /* terminate the other ranks when one fails (default 1) */
+  double grace_s;       /* SIGTERM -> SIGKILL grace period (default 5 s) */
   int verbose;
-  const char *job_id;       /* COLLSCOPE_JOB_ID to set (NULL: keep or generate one) */
-  char **env;               /* nenv "KEY=VALUE" strings set for every rank (last wins) */
+  const char *job_id; /* COLLSCOPE_JOB_ID to set (NULL: keep or generate one) */
+  char **env;         /* nenv "KEY=VALUE" strings set for every rank (last wins) */
   size_t nenv;
-  char **argv;              /* the command, NULL-terminated */
+  char **argv; /* the command, NULL-terminated */
 };
 void cli_run_opts_init(struct cli_run_opts *o);
 /* Start the ranks (nranks > 0) and wait for them: returns the worst rank status (exit

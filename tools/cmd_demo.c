@@ -19,7 +19,7 @@
 #define DEMO_RANKS 8
 #define DEMO_HOSTS "simhost[1-2]"
 #define DEMO_NHOSTS 2
-#define DEMO_SIZE (1u << 20)   /* dp_train --size: buckets of SIZE, SIZE/8, SIZE/64 bytes */
+#define DEMO_SIZE (1u << 20) /* dp_train --size: buckets of SIZE, SIZE/8, SIZE/64 bytes */
 
 static double now_s(void) {
   struct timespec ts;
@@ -28,15 +28,21 @@ static double now_s(void) {
 }
 
 static void human_bytes(char *buf, size_t len, unsigned long long b) {
-  if (b >= (1ull << 20) && b % (1ull << 20) == 0) snprintf(buf, len, "%llu MiB", b >> 20);
-  else if (b >= 1024 && b % 1024 == 0) snprintf(buf, len, "%llu KiB", b >> 10);
-  else snprintf(buf, len, "%llu B", b);
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0)
+    snprintf(buf, len, "%llu MiB", b >> 20);
+  else if (b >= 1024 && b % 1024 == 0)
+    snprintf(buf, len, "%llu KiB", b >> 10);
+  else
+    snprintf(buf, len, "%llu B", b);
 }
 
 /* mkdir -p */
 static int mkdirs(const char *path) {
   char p[PATH_MAX];
-  if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) { errno = ENAMETOOLONG; return -1; }
+  if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
   for (char *s = p + 1; *s; s++) {
     if (*s != '/') continue;
     *s = '\0';
@@ -45,10 +51,12 @@ static int mkdirs(const char *path) {
   }
   if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
   struct stat st;
-  if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) { errno = ENOTDIR; return -1; }
+  if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    return -1;
+  }
   return 0;
 }
-
 
 /* demo_html(): the report of dir as an HTML page, dir/report.html, and its path */
 static void demo_html(const char *dir) {
@@ -129,7 +137,8 @@ static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app
   printf("\ncollscope demo: straggler -- the same job, %ld steps, with rank 5's GPU 3 ms late to every\n"
          "  collective (COLLSCOPE_SIM_FAULTS=slow:rank=5,us=3000); dumps in %s\n"
          "  during the run, rank 0 logs what the online exchange (every 16 collectives here,\n"
-         "  COLLSCOPE_ONLINE_EVERY=16) finds; afterwards the report reads the dumps:\n", steps, sdir);
+         "  COLLSCOPE_ONLINE_EVERY=16) finds; afterwards the report reads the dumps:\n",
+         steps, sdir);
   fflush(stdout);
   int rc = cli_run_launch(o);
   if (rc != 0) {
@@ -163,7 +172,7 @@ static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app
  * receives at seq 3 (simulator fault flip:...,at=out), SDC checks on every collective;
  * then the report's sdc section: the fingerprint check names rank 6 and its host. The
  * flipped rank's own result check fails, so the other ranks are not killed when it exits. */
-int cli_report_sdc_text(const char *dir, FILE *o);   /* tools/report/section_sdc.c */
+int cli_report_sdc_text(const char *dir, FILE *o); /* tools/report/section_sdc.c */
 static void demo_sdc(struct cli_run_opts *o, const char *absdir, char *app, char *size_s) {
   char sdir[PATH_MAX], env_dir[PATH_MAX + 32];
   if (snprintf(sdir, sizeof sdir, "%s/sdc", absdir) >= (int)sizeof sdir || mkdirs(sdir) != 0) return;
@@ -178,7 +187,8 @@ static void demo_sdc(struct cli_run_opts *o, const char *absdir, char *app, char
   o->kill_on_fail = 0;
   printf("\ncollscope demo: silent data corruption -- 2 steps with bit 27 of element 1000 flipped in the\n"
          "  AllReduce output rank 6 receives at seq 3 (COLLSCOPE_SIM_FAULTS=flip:rank=6,seq=3,elem=1000,bit=27,at=out),\n"
-         "  checks on every collective (COLLSCOPE_SDC=all); dumps in %s\n", sdir);
+         "  checks on every collective (COLLSCOPE_SDC=all); dumps in %s\n",
+         sdir);
   fflush(stdout);
   int rc = cli_run_launch(o);
   printf("  job status %d (rank 6's own result check fails: expected)\n", rc);
@@ -227,11 +237,20 @@ int cmd_demo(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return cli_help("demo", stdout);
-    if (!strcmp(a, "--no-shim")) { no_shim = 1; continue; }
-    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { verbose = 1; continue; }
+    if (!strcmp(a, "--no-shim")) {
+      no_shim = 1;
+      continue;
+    }
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+      verbose = 1;
+      continue;
+    }
     if (!strcmp(a, "--keep") || !strncmp(a, "--keep=", 7)) {
       keep = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
-      if (!keep || !*keep) { fprintf(stderr, "collscope demo: --keep needs a directory\n"); return CLI_EXIT_USAGE; }
+      if (!keep || !*keep) {
+        fprintf(stderr, "collscope demo: --keep needs a directory\n");
+        return CLI_EXIT_USAGE;
+      }
       continue;
     }
     if (!strcmp(a, "--steps") || !strncmp(a, "--steps=", 8)) {
@@ -312,7 +331,8 @@ int cmd_demo(int argc, char **argv) {
          DEMO_RANKS, DEMO_NHOSTS, DEMO_HOSTS, DEMO_RANKS / DEMO_NHOSTS, steps);
   printf("  work:   per step, fp32 sum-AllReduce of gradient buckets of %s, %s and %s, results checked exactly\n",
          b0, b1, b2);
-  printf("  shim:   %s\n", no_shim ? "off (--no-shim)" : shim ? shim : "not found: running without it");
+  printf("  shim:   %s\n", no_shim ? "off (--no-shim)" : shim ? shim
+                                                              : "not found: running without it");
   printf("  dumps:  %s\n", absdir);
   printf("  same as: collscope run -n %d --hosts '%s' --sim --tag-output --env COLLSCOPE_DIR=%s -- %s --steps %ld --size %u\n\n",
          DEMO_RANKS, DEMO_HOSTS, absdir, app, steps, DEMO_SIZE);

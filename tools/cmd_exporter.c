@@ -25,7 +25,10 @@
 #define EXP_TEXTFILE_MIN_S 5.0 /* the textfile is rewritten at most this often */
 
 static volatile sig_atomic_t stop_flag;
-static void on_stop(int sig) { (void)sig; stop_flag = 1; }
+static void on_stop(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
 
 static void usage(FILE *o) {
   fputs("usage: collscope exporter [--listen ADDR:PORT|none] [--textfile DIR] [--interval S]\n"
@@ -65,16 +68,28 @@ int cmd_exporter(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool has = i + 1 < argc;
-    if (!strcmp(a, "--listen") && has) listen = argv[++i];
-    else if (!strcmp(a, "--textfile") && has) textfile = argv[++i];
-    else if ((!strcmp(a, "--shm-dir") || !strcmp(a, "--dir")) && has) dir = argv[++i];
+    if (!strcmp(a, "--listen") && has)
+      listen = argv[++i];
+    else if (!strcmp(a, "--textfile") && has)
+      textfile = argv[++i];
+    else if ((!strcmp(a, "--shm-dir") || !strcmp(a, "--dir")) && has)
+      dir = argv[++i];
     else if (!strcmp(a, "--interval") && has) {
-      if (!num_arg(argv[++i], 0.05, &interval)) { fprintf(stderr, "collscope exporter: bad --interval %s\n", argv[i]); return CLI_EXIT_USAGE; }
+      if (!num_arg(argv[++i], 0.05, &interval)) {
+        fprintf(stderr, "collscope exporter: bad --interval %s\n", argv[i]);
+        return CLI_EXIT_USAGE;
+      }
     } else if (!strcmp(a, "--grace") && has) {
-      if (!num_arg(argv[++i], 0, &grace)) { fprintf(stderr, "collscope exporter: bad --grace %s\n", argv[i]); return CLI_EXIT_USAGE; }
-    } else if (!strcmp(a, "--once")) once = true;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-    else {
+      if (!num_arg(argv[++i], 0, &grace)) {
+        fprintf(stderr, "collscope exporter: bad --grace %s\n", argv[i]);
+        return CLI_EXIT_USAGE;
+      }
+    } else if (!strcmp(a, "--once"))
+      once = true;
+    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return 0;
+    } else {
       fprintf(stderr, "collscope exporter: unknown argument %s\n", a);
       usage(stderr);
       return CLI_EXIT_USAGE;

@@ -117,7 +117,8 @@ static int report_build(struct report *r, struct report_agg *agg, const char *di
   r->set = set;
   r->agg = agg;
   if (op) {
-    r->op_filter = canon ? canon : agg->filter_matched ? op : NULL;
+    r->op_filter = canon ? canon : agg->filter_matched ? op
+                                                       : NULL;
     if (!r->op_filter) {
       fprintf(stderr, "collscope report: unknown op \"%s\" (known:", op);
       for (int i = 0; i < CS_OP_COUNT; i++) fprintf(stderr, " %s", cs_op_table[i].name);
@@ -128,7 +129,7 @@ static int report_build(struct report *r, struct report_agg *agg, const char *di
       return 2;
     }
   }
-  r->det = agg->det;   /* moved: the stragglers and hangs sections read it */
+  r->det = agg->det; /* moved: the stragglers and hangs sections read it */
   memset(&agg->det, 0, sizeof agg->det);
   for (size_t i = 0; i < report_nsections; i++)
     if (report_sections[i]->build) report_sections[i]->build(r);
@@ -169,7 +170,7 @@ int cmd_report(int argc, char **argv) {
   int rc = 1;
   if (o) {
     rc = 0;
-    if (args.html) {   /* the page draws the --json document (tools/report_html.c) */
+    if (args.html) { /* the page draws the --json document (tools/report_html.c) */
       json_t *doc = report_json_doc(&r);
       rc = report_html_write(doc, o);
       json_decref(doc);

@@ -42,8 +42,14 @@ static const char *opt_value(int argc, char **argv, int *i, const char *shortf, 
     if (*i + 1 >= argc) return NULL;
     return argv[++*i];
   }
-  if (longf && !strncmp(a, longf, ll) && a[ll] == '=') { *matched = 1; return a + ll + 1; }
-  if (shortf && !strncmp(a, shortf, 2) && a[2] && a[1] != '-') { *matched = 1; return a + 2; }
+  if (longf && !strncmp(a, longf, ll) && a[ll] == '=') {
+    *matched = 1;
+    return a + ll + 1;
+  }
+  if (shortf && !strncmp(a, shortf, 2) && a[2] && a[1] != '-') {
+    *matched = 1;
+    return a + 2;
+  }
   return NULL;
 }
 
@@ -67,15 +73,42 @@ int cmd_run(int argc, char **argv) {
     const char *a = argv[i];
     const char *v;
     int m;
-    if (!strcmp(a, "--")) { cmd_at = i + 1; break; }
-    if (a[0] != '-' || a[1] == '\0') { cmd_at = i; break; }
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { free(env); return cli_help("run", stdout); }
-    if (!strcmp(a, "--sim")) { o.sim = 1; continue; }
-    if (!strcmp(a, "--no-shim")) { o.no_shim = 1; continue; }
-    if (!strcmp(a, "--tag-output")) { o.tag_output = 1; continue; }
-    if (!strcmp(a, "--kill-on-fail")) { o.kill_on_fail = 1; continue; }
-    if (!strcmp(a, "--no-kill-on-fail")) { o.kill_on_fail = 0; continue; }
-    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o.verbose = 1; continue; }
+    if (!strcmp(a, "--")) {
+      cmd_at = i + 1;
+      break;
+    }
+    if (a[0] != '-' || a[1] == '\0') {
+      cmd_at = i;
+      break;
+    }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      free(env);
+      return cli_help("run", stdout);
+    }
+    if (!strcmp(a, "--sim")) {
+      o.sim = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-shim")) {
+      o.no_shim = 1;
+      continue;
+    }
+    if (!strcmp(a, "--tag-output")) {
+      o.tag_output = 1;
+      continue;
+    }
+    if (!strcmp(a, "--kill-on-fail")) {
+      o.kill_on_fail = 1;
+      continue;
+    }
+    if (!strcmp(a, "--no-kill-on-fail")) {
+      o.kill_on_fail = 0;
+      continue;
+    }
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+      o.verbose = 1;
+      continue;
+    }
     v = opt_value(argc, argv, &i, "-n", "--nproc", &m);
     if (m) {
       long n;
@@ -89,13 +122,21 @@ int cmd_run(int argc, char **argv) {
     }
     v = opt_value(argc, argv, &i, "-H", "--hosts", &m);
     if (m) {
-      if (!v) { run_say("--hosts needs a hostlist"); free(env); return CLI_EXIT_USAGE; }
+      if (!v) {
+        run_say("--hosts needs a hostlist");
+        free(env);
+        return CLI_EXIT_USAGE;
+      }
       o.hosts = v;
       continue;
     }
     v = opt_value(argc, argv, &i, NULL, "--topology", &m);
     if (m) {
-      if (!v || !*v) { run_say("--topology needs a FILE"); free(env); return CLI_EXIT_USAGE; }
+      if (!v || !*v) {
+        run_say("--topology needs a FILE");
+        free(env);
+        return CLI_EXIT_USAGE;
+      }
       o.topology = v;
       continue;
     }
@@ -111,7 +152,11 @@ int cmd_run(int argc, char **argv) {
     }
     v = opt_value(argc, argv, &i, NULL, "--job-id", &m);
     if (m) {
-      if (!v || !*v) { run_say("--job-id needs a value"); free(env); return CLI_EXIT_USAGE; }
+      if (!v || !*v) {
+        run_say("--job-id needs a value");
+        free(env);
+        return CLI_EXIT_USAGE;
+      }
       o.job_id = v;
       continue;
     }
@@ -136,7 +181,7 @@ int cmd_run(int argc, char **argv) {
     free(env);
     return CLI_EXIT_USAGE;
   }
-  o.argv = argv + cmd_at;   /* argv is NULL-terminated by the C runtime */
+  o.argv = argv + cmd_at; /* argv is NULL-terminated by the C runtime */
   int rc = cli_run_launch(&o);
   free(env);
   return rc;

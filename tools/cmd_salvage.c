@@ -62,8 +62,10 @@ size_t salvage_write_dump(FILE *o, const struct ring_view *rv) {
                  "\"parent\":",
               r->event < 5 ? ev[r->event] : "unknown", (unsigned long long)r->comm_id, r->comm_size, r->comm_rank,
               r->device);
-      if (r->parent_id) fprintf(o, "\"%016llx\"", (unsigned long long)r->parent_id);
-      else fputs("null", o);
+      if (r->parent_id)
+        fprintf(o, "\"%016llx\"", (unsigned long long)r->parent_id);
+      else
+        fputs("null", o);
       fprintf(o, ",\"t_ns\":%lld}\n", (long long)r->enqueue_ns);
       break;
     case CS_REC_HANG:
@@ -80,8 +82,10 @@ size_t salvage_write_dump(FILE *o, const struct ring_view *rv) {
                    "\"op\":\"%s\",\"dtype\":\"%s\",\"count\":%llu,\"bytes\":%llu,\"redop\":",
                 (unsigned long long)r->comm_id, r->comm_size, r->comm_rank, h->rank, seq, opn, cs_dtype_name(r->dtype),
                 (unsigned long long)r->count, (unsigned long long)r->bytes);
-        if (r->redop >= 0) fprintf(o, "\"%s\"", cs_redop_name(r->redop));
-        else fputs("null", o);
+        if (r->redop >= 0)
+          fprintf(o, "\"%s\"", cs_redop_name(r->redop));
+        else
+          fputs("null", o);
         fprintf(o, ",\"root\":%d,\"peer\":%d,\"stream\":\"0x%llx\",\"group\":%llu", r->root, r->peer,
                 (unsigned long long)r->stream, (unsigned long long)r->group);
       } else {
@@ -141,8 +145,10 @@ static int salvage_one(const char *ring, const char *outdir, const char *job, bo
           *c == '_' || *c == '.'))
       *c = '_';
   int hrank = h->rank, hpid = h->pid;
-  if (hrank >= 0) snprintf(rank, sizeof rank, "%d", hrank);
-  else snprintf(rank, sizeof rank, "x");
+  if (hrank >= 0)
+    snprintf(rank, sizeof rank, "%d", hrank);
+  else
+    snprintf(rank, sizeof rank, "x");
   snprintf(path, sizeof path, "%s/collscope-%s-r%s-p%d.salvage.jsonl", outdir, host, rank, hpid);
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   FILE *o = fd >= 0 ? fdopen(fd, "w") : NULL;
@@ -233,9 +239,12 @@ int cmd_salvage(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if ((!strcmp(a, "-o") || !strcmp(a, "--dir") || !strcmp(a, "--job")) && i + 1 < argc) {
-      if (!strcmp(a, "-o")) out = argv[++i];
-      else if (!strcmp(a, "--job")) job = argv[++i];
-      else dir = argv[++i];
+      if (!strcmp(a, "-o"))
+        out = argv[++i];
+      else if (!strcmp(a, "--job"))
+        job = argv[++i];
+      else
+        dir = argv[++i];
     } else if (!strcmp(a, "--keep")) {
       keep = true;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

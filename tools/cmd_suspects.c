@@ -15,41 +15,48 @@
 #include "xalloc.h"
 
 /* room for one more element in *v (n used of *cap), doubling */
-#define XGROW(v, n, cap)                                                             \
-  do {                                                                               \
-    if ((n) == (cap)) {                                                              \
-      (cap) = (cap) ? 2 * (cap) : 8;                                                 \
-      (v) = xrealloc((v), (cap) * sizeof *(v));                                      \
-    }                                                                                \
+#define XGROW(v, n, cap) \
+  do { \
+    if ((n) == (cap)) { \
+      (cap) = (cap) ? 2 * (cap) : 8; \
+      (v) = xrealloc((v), (cap) * sizeof *(v)); \
+    } \
   } while (0)
 
-enum level { LVL_NONE = 0, LVL_WATCH = 1, LVL_DRAIN = 2 };
-static const char *level_name(int l) { return l == LVL_DRAIN ? "drain" : l == LVL_WATCH ? "watch" : "ok"; }
+enum level { LVL_NONE = 0,
+             LVL_WATCH = 1,
+             LVL_DRAIN = 2 };
+static const char *level_name(int l) { return l == LVL_DRAIN ? "drain" : l == LVL_WATCH ? "watch"
+                                                                                        : "ok"; }
 
 struct evidence {
-  const char *kind;   /* straggler, sdc, slow_link, hang_missing, hang_stuck, nccl_errors (static) */
+  const char *kind; /* straggler, sdc, slow_link, hang_missing, hang_stuck, nccl_errors (static) */
   int level;
-  size_t dir;         /* index into the DIR arguments */
-  long long rank;     /* -1: none */
+  size_t dir;     /* index into the DIR arguments */
+  long long rank; /* -1: none */
   char detail[256];
 };
 
-struct gpu { long long rank, device; char pci[40]; size_t dir; };
+struct gpu {
+  long long rank, device;
+  char pci[40];
+  size_t dir;
+};
 
 struct host {
   char *name;
   struct evidence *ev;
   size_t nev, capev;
-  struct gpu *gpus;   /* the GPUs of the ranks the evidence names */
+  struct gpu *gpus; /* the GPUs of the ranks the evidence names */
   size_t ngpus, capgpus;
   size_t jobs_seen, jobs_implicated, jobs_straggler;
-  size_t last_seen_dir, last_impl_dir, last_strag_dir;   /* +1: 0 = none yet */
+  size_t last_seen_dir, last_impl_dir, last_strag_dir; /* +1: 0 = none yet */
   int level;
   UT_hash_handle hh;
 };
 
 struct suspects {
-  struct host *hosts;   /* uthash by name */
+  struct host *hosts; /* uthash by name */
   const char **dirs, **jobs;
   size_t ndirs;
 };
@@ -120,10 +127,12 @@ static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t d
 /* One report's findings into s. */
 static void gather(struct suspects *s, size_t d, json_t *doc) {
   json_t *ranks = json_object_get(doc, "ranks"), *a, *o;
-  if (!json_is_array(ranks)) ranks = json_array();
-  else json_incref(ranks);
+  if (!json_is_array(ranks))
+    ranks = json_array();
+  else
+    json_incref(ranks);
   size_t i;
-  json_array_foreach(ranks, i, o) {   /* every host of the job */
+  json_array_foreach(ranks, i, o) { /* every host of the job */
     const char *host = jstr(o, "host");
     if (!host) continue;
     struct host *h = host_get(s, host);
@@ -232,8 +241,10 @@ static void gpu_list(const struct host *h, FILE *o) {
     const struct gpu *g = &h->gpus[k];
     char b[64];
     fprintf(o, "%s", k ? ", " : "  gpus: ");
-    if (g->device >= 0) fprintf(o, "%lld", g->device);
-    else fprintf(o, "?");
+    if (g->device >= 0)
+      fprintf(o, "%lld", g->device);
+    else
+      fprintf(o, "?");
     if (g->pci[0]) fprintf(o, " (%s)", safe(g->pci, b, sizeof b));
     fprintf(o, " rank %lld", g->rank);
   }
@@ -310,7 +321,10 @@ static const char **pick(struct suspects *s, int min, bool healthy, size_t *n, s
   struct host *h, *t;
   HASH_ITER(hh, s->hosts, h, t) {
     if (healthy ? h->level != LVL_NONE : h->level < min) continue;
-    if (!name_ok(h->name)) { (*skipped)++; continue; }
+    if (!name_ok(h->name)) {
+      (*skipped)++;
+      continue;
+    }
     v[(*n)++] = h->name;
   }
   return v;
@@ -341,8 +355,10 @@ static void print_slurm(struct suspects *s, FILE *o) {
   size_t n, skipped;
   const char **v = pick(s, LVL_WATCH, false, &n, &skipped);
   char *hl = n ? cs_hostlist_compress(v, n) : NULL;
-  if (hl) fprintf(o, "--exclude=%s\n", hl);
-  else fprintf(o, "# no host to exclude\n");
+  if (hl)
+    fprintf(o, "--exclude=%s\n", hl);
+  else
+    fprintf(o, "# no host to exclude\n");
   free(hl);
   free(v);
 }
@@ -351,7 +367,8 @@ static int print_hostfile(struct suspects *s, const char *topofile, FILE *o) {
   size_t n, skipped;
   const char **v = pick(s, 0, true, &n, &skipped);
   int rc = 0;
-  if (topofile && n && cli_topo_order_hosts(topofile, (char **)v, n, 0)) rc = 1;
+  if (topofile && n && cli_topo_order_hosts(topofile, (char **)v, n, 0))
+    rc = 1;
   else if (!topofile) {
     /* the hostlist order: expand the compressed list */
     char *hl = n ? cs_hostlist_compress(v, n) : NULL;
@@ -403,7 +420,10 @@ int cmd_suspects(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!dashdash && !strcmp(a, "--")) { dashdash = true; continue; }
+    if (!dashdash && !strcmp(a, "--")) {
+      dashdash = true;
+      continue;
+    }
     if (!dashdash && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
       usage(stdout);
       free(s.dirs), free(s.jobs);
@@ -416,9 +436,12 @@ int cmd_suspects(int argc, char **argv) {
         free(s.dirs), free(s.jobs);
         return CLI_EXIT_USAGE;
       }
-      if (!strcmp(a, "--format")) format = val;
-      else if (!strcmp(a, "--topology")) topofile = val;
-      else if (!strcmp(a, "-o") || !strcmp(a, "--output")) outpath = val;
+      if (!strcmp(a, "--format"))
+        format = val;
+      else if (!strcmp(a, "--topology"))
+        topofile = val;
+      else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+        outpath = val;
       else if (!strcmp(a, "-j")) {
         char *end;
         long n = strtol(val, &end, 10);
@@ -466,7 +489,8 @@ int cmd_suspects(int argc, char **argv) {
 
   char *tmp = NULL;
   FILE *o = cli_out_open("suspects", outpath, &tmp);
-  if (!o) rc = 1;
+  if (!o)
+    rc = 1;
   else {
     int wrc = 0;
     if (!strcmp(format, "json")) {
@@ -474,9 +498,12 @@ int cmd_suspects(int argc, char **argv) {
       wrc = json_dumpf(j, o, JSON_INDENT(2)) != 0;
       fputc('\n', o);
       json_decref(j);
-    } else if (!strcmp(format, "slurm")) print_slurm(&s, o);
-    else if (!strcmp(format, "hostfile")) wrc = print_hostfile(&s, topofile, o);
-    else print_text(&s, o);
+    } else if (!strcmp(format, "slurm"))
+      print_slurm(&s, o);
+    else if (!strcmp(format, "hostfile"))
+      wrc = print_hostfile(&s, topofile, o);
+    else
+      print_text(&s, o);
     int crc = cli_out_close("suspects", o, tmp, outpath, wrc);
     if (wrc || crc) rc = 1;
   }

@@ -34,13 +34,13 @@ struct proc {
   const struct cs_ring_hdr *h; /* v.rd.h */
   int rank, pid;               /* read once: sorting and matching need values that hold still */
   /* figures */
-  uint64_t comm;          /* busiest comm (most ops in the ring) */
-  int64_t seq;            /* its highest completed seq, -1 none */
+  uint64_t comm; /* busiest comm (most ops in the ring) */
+  int64_t seq;   /* its highest completed seq, -1 none */
   double ops_per_s, busbw, since_last_s;
   double lateness_us, share_last, offset_us;
   bool straggler, hung, dead, closed;
   uint64_t drops, pending;
-  unsigned health;        /* CS_HEALTH_F_* of its health samples in the ring (record.h) */
+  unsigned health; /* CS_HEALTH_F_* of its health samples in the ring (record.h) */
 };
 
 static int64_t now_rt(void) {
@@ -80,7 +80,10 @@ static size_t load_procs(const char *dir, struct proc **out, char **skip, size_t
     if (n == cap) {
       cap = cap ? cap * 2 : 16;
       struct proc *nv = realloc(v, cap * sizeof *v);
-      if (!nv) { ring_view_free(&p.v); break; }
+      if (!nv) {
+        ring_view_free(&p.v);
+        break;
+      }
       v = nv;
     }
     v[n++] = p;
@@ -137,7 +140,10 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
     for (uint32_t c = 0; c < atomic_load(&((struct cs_ring_hdr *)(uintptr_t)h)->ncomms) && c < CS_RING_MAX_COMMS; c++) {
       size_t cnt = 0;
       for (size_t j = 0; j < p->v.nrecs; j++) cnt += p->v.recs[j].type == CS_REC_OP && p->v.recs[j].comm_id == h->comms[c].id;
-      if (cnt > bestn || !best) { best = h->comms[c].id; bestn = cnt; }
+      if (cnt > bestn || !best) {
+        best = h->comms[c].id;
+        bestn = cnt;
+      }
     }
     p->comm = best;
     p->seq = -1;
@@ -147,15 +153,21 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
     size_t nbw = 0;
     for (size_t j = 0; j < p->v.nrecs; j++) {
       const struct cs_record *r = &p->v.recs[j];
-      if (r->type == CS_REC_HEALTH) {   /* hooks/health.c */
+      if (r->type == CS_REC_HEALTH) { /* hooks/health.c */
         p->health |= r->op;
         continue;
       }
       if (r->type == CS_REC_HANG) {
         p->hung = true;
         struct cs_det_op *d = &ops[k++];
-        d->comm = r->comm_id; d->seq = (int64_t)r->seq; d->comm_size = r->comm_size; d->comm_rank = r->comm_rank;
-        d->rank = p->rank; d->host = p->v.host; d->enqueue_ns = r->enqueue_ns; d->state = CS_DET_PENDING;
+        d->comm = r->comm_id;
+        d->seq = (int64_t)r->seq;
+        d->comm_size = r->comm_size;
+        d->comm_rank = r->comm_rank;
+        d->rank = p->rank;
+        d->host = p->v.host;
+        d->enqueue_ns = r->enqueue_ns;
+        d->state = CS_DET_PENDING;
         continue;
       }
       if (r->type != CS_REC_OP) continue;
@@ -172,10 +184,17 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
       }
       if (r->seq == UINT64_MAX) continue;
       struct cs_det_op *d = &ops[k++];
-      d->comm = r->comm_id; d->seq = (int64_t)r->seq; d->comm_size = r->comm_size; d->comm_rank = r->comm_rank;
-      d->rank = p->rank; d->host = p->v.host; d->start_ns = r->start_ns; d->end_ns = r->end_ns;
+      d->comm = r->comm_id;
+      d->seq = (int64_t)r->seq;
+      d->comm_size = r->comm_size;
+      d->comm_rank = r->comm_rank;
+      d->rank = p->rank;
+      d->host = p->v.host;
+      d->start_ns = r->start_ns;
+      d->end_ns = r->end_ns;
       d->enqueue_ns = r->enqueue_ns;
-      d->state = r->status != 0 || r->timing == CS_TIMING_ERROR ? CS_DET_FAILED : timed ? CS_DET_DONE : CS_DET_UNTIMED;
+      d->state = r->status != 0 || r->timing == CS_TIMING_ERROR ? CS_DET_FAILED : timed ? CS_DET_DONE
+                                                                                        : CS_DET_UNTIMED;
       d->p2p = r->op < CS_OP_COUNT && cs_op_table[r->op].cls == CS_CLASS_P2P;
       d->bytes = r->bytes;
     }
@@ -183,7 +202,11 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
     p->since_last_s = last ? secs_between(now, last) : -1;
     if (nbw) {
       for (size_t a = 1; a < nbw; a++)
-        for (size_t b = a; b > 0 && bw[b - 1] > bw[b]; b--) { double t = bw[b]; bw[b] = bw[b - 1]; bw[b - 1] = t; }
+        for (size_t b = a; b > 0 && bw[b - 1] > bw[b]; b--) {
+          double t = bw[b];
+          bw[b] = bw[b - 1];
+          bw[b - 1] = t;
+        }
       p->busbw = bw[(nbw - 1) / 2];
     }
   }
@@ -216,7 +239,10 @@ static void analyse(struct proc *v, size_t n, const struct cs_det_params *dp, st
   memset(f, 0, sizeof *f);
   f->per_job = calloc(n ? n : 1, sizeof *f->per_job);
   const char **job_of = calloc(n ? n : 1, sizeof *job_of);
-  if (!f->per_job || !job_of) { free(job_of); return; }
+  if (!f->per_job || !job_of) {
+    free(job_of);
+    return;
+  }
   size_t ns = 0, nh = 0;
   for (size_t i = 0; i < n;) { /* v is sorted by job */
     size_t j = i + 1;
@@ -258,10 +284,11 @@ static void free_findings(struct findings *f) {
   free(f->hang_job);
 }
 
-static const struct { unsigned bit; const char *name; } health_flags[] = {
-  {CS_HEALTH_F_POWER, "THROTTLED:POWER"}, {CS_HEALTH_F_THERMAL, "THROTTLED:THERMAL"},
-  {CS_HEALTH_F_HW_SLOWDOWN, "THROTTLED:HW"}, {CS_HEALTH_F_NVLINK, "NVLINK"}, {CS_HEALTH_F_ECC, "ECC"},
-  {CS_HEALTH_F_XID, "XID"}, {CS_HEALTH_F_IB, "IB"}, {CS_HEALTH_F_PCIE, "PCIE"}};
+static const struct {
+  unsigned bit;
+  const char *name;
+} health_flags[] = {
+    {CS_HEALTH_F_POWER, "THROTTLED:POWER"}, {CS_HEALTH_F_THERMAL, "THROTTLED:THERMAL"}, {CS_HEALTH_F_HW_SLOWDOWN, "THROTTLED:HW"}, {CS_HEALTH_F_NVLINK, "NVLINK"}, {CS_HEALTH_F_ECC, "ECC"}, {CS_HEALTH_F_XID, "XID"}, {CS_HEALTH_F_IB, "IB"}, {CS_HEALTH_F_PCIE, "PCIE"}};
 #define NHEALTH_FLAGS (sizeof health_flags / sizeof *health_flags)
 
 static void flags_text(const struct proc *p, char *buf, size_t len) {
@@ -376,11 +403,15 @@ int cmd_top(int argc, char **argv) {
   const char *dir = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--once")) once = true;
-    else if (!strcmp(a, "--json")) json = true;
+    if (!strcmp(a, "--once"))
+      once = true;
+    else if (!strcmp(a, "--json"))
+      json = true;
     else if ((!strcmp(a, "--interval") || !strcmp(a, "--dir")) && i + 1 < argc) {
-      if (!strcmp(a, "--dir")) dir = argv[++i];
-      else interval = atof(argv[++i]);
+      if (!strcmp(a, "--dir"))
+        dir = argv[++i];
+      else
+        interval = atof(argv[++i]);
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       return 0;

@@ -81,23 +81,41 @@ static int parse_format(const char *s) {
  * "host slots=N" and repeated lines are fine), duplicates dropped (a hash set: linear in
  * the hosts), first one wins. At most CS_TOPO_MAX_HOSTS names, as in a topology file:
  * the walk stops at the line that passes it, before expanding any further. */
-struct seen_host { char *name; UT_hash_handle hh; };
-struct hostfile { char **v; size_t n, cap, listed; struct seen_host *seen; const char *why; };
+struct seen_host {
+  char *name;
+  UT_hash_handle hh;
+};
+struct hostfile {
+  char **v;
+  size_t n, cap, listed;
+  struct seen_host *seen;
+  const char *why;
+};
 
 static int take_host(const char *name, size_t len, void *arg) {
   struct hostfile *hf = arg;
-  if (++hf->listed > CS_TOPO_MAX_HOSTS) { hf->why = "limit"; return -1; }
+  if (++hf->listed > CS_TOPO_MAX_HOSTS) {
+    hf->why = "limit";
+    return -1;
+  }
   struct seen_host *sh;
   HASH_FIND(hh, hf->seen, name, len, sh);
   if (sh) return 0;
   if (hf->n == hf->cap) {
     size_t nc = hf->cap ? hf->cap * 2 : 64;
     char **nv = realloc(hf->v, nc * sizeof *nv);
-    if (!nv) { hf->why = "oom"; return -1; }
+    if (!nv) {
+      hf->why = "oom";
+      return -1;
+    }
     hf->v = nv;
     hf->cap = nc;
   }
-  if (!(sh = malloc(sizeof *sh)) || !(sh->name = strdup(name))) { free(sh); hf->why = "oom"; return -1; }
+  if (!(sh = malloc(sizeof *sh)) || !(sh->name = strdup(name))) {
+    free(sh);
+    hf->why = "oom";
+    return -1;
+  }
   hf->v[hf->n++] = sh->name;
   HASH_ADD_KEYPTR(hh, hf->seen, sh->name, len, sh);
   return 0;
@@ -105,7 +123,10 @@ static int take_host(const char *name, size_t len, void *arg) {
 
 static int read_hostfile(const char *path, char ***hosts, size_t *n) {
   FILE *f = fopen(path, "r");
-  if (!f) { tsay("--hostfile %s: %s", path, strerror(errno)); return -1; }
+  if (!f) {
+    tsay("--hostfile %s: %s", path, strerror(errno));
+    return -1;
+  }
   char *line = NULL;
   size_t linecap = 0;
   struct hostfile hf = {0};
@@ -121,8 +142,10 @@ static int read_hostfile(const char *path, char ***hosts, size_t *n) {
     if (cs_hostlist_each(w, 0, take_host, &hf, &ne, err, sizeof err)) {
       if (hf.why && !strcmp(hf.why, "limit"))
         tsay("%s:%d: more than %u hosts in the hostfile (the limit)", path, no, CS_TOPO_MAX_HOSTS);
-      else if (hf.why) tsay("%s:%d: out of memory", path, no);
-      else tsay("%s:%d: %s", path, no, err);
+      else if (hf.why)
+        tsay("%s:%d: out of memory", path, no);
+      else
+        tsay("%s:%d: %s", path, no, err);
       rc = -1;
       break;
     }
@@ -134,8 +157,14 @@ static int read_hostfile(const char *path, char ***hosts, size_t *n) {
     HASH_DEL(hf.seen, sh);
     free(sh);
   }
-  if (!rc && hf.n == 0) { tsay("--hostfile %s: no hosts", path); rc = -1; }
-  if (rc) { cs_hostlist_free(hf.v, hf.n); return -1; }
+  if (!rc && hf.n == 0) {
+    tsay("--hostfile %s: no hosts", path);
+    rc = -1;
+  }
+  if (rc) {
+    cs_hostlist_free(hf.v, hf.n);
+    return -1;
+  }
   *hosts = hf.v;
   *n = hf.n;
   return 0;
@@ -155,7 +184,11 @@ int cli_topo_order_hosts(const char *topofile, char **hosts, size_t n, int verbo
     return -1;
   }
   char **tmp = malloc((n ? n : 1) * sizeof *tmp);
-  if (!tmp) { cs_plan_free(&p); cs_topo_free(t); return -1; }
+  if (!tmp) {
+    cs_plan_free(&p);
+    cs_topo_free(t);
+    return -1;
+  }
   for (size_t i = 0; i < n; i++) tmp[i] = hosts[p.order[i]];
   memcpy(hosts, tmp, n * sizeof *tmp);
   free(tmp);
@@ -177,12 +210,19 @@ int cli_topo_order_hosts(const char *topofile, char **hosts, size_t n, int verbo
 static void json_str(FILE *f, const char *s) {
   const unsigned char *c = (const unsigned char *)s;
   while (*c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\') c++;
-  if (!*c) { fprintf(f, "\"%s\"", s); return; }   /* the common case: nothing to escape */
+  if (!*c) {
+    fprintf(f, "\"%s\"", s);
+    return;
+  } /* the common case: nothing to escape */
   fputc('"', f);
   for (c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"' || *c == '\\') { fputc('\\', f); fputc(*c, f); }
-    else if (*c < 0x20 || *c >= 0x7f) fprintf(f, "\\u%04x", *c);
-    else fputc(*c, f);
+    if (*c == '"' || *c == '\\') {
+      fputc('\\', f);
+      fputc(*c, f);
+    } else if (*c < 0x20 || *c >= 0x7f)
+      fprintf(f, "\\u%04x", *c);
+    else
+      fputc(*c, f);
   }
   fputc('"', f);
 }
@@ -249,9 +289,12 @@ static void print_form(const char *form, const struct cs_plan *p, char **hosts, 
     const char *h = hosts[p->order[i]];
     if (!strcmp(form, "srun"))
       for (int k = 0; k < tpn; k++) printf("%s\n", h);
-    else if (!strcmp(form, "mpirun")) printf("%s slots=%d\n", h, tpn);
-    else if (!strcmp(form, "torchrun")) printf("%s %zu\n", h, i);
-    else printf("%s\n", h);
+    else if (!strcmp(form, "mpirun"))
+      printf("%s slots=%d\n", h, tpn);
+    else if (!strcmp(form, "torchrun"))
+      printf("%s %zu\n", h, i);
+    else
+      printf("%s\n", h);
   }
 }
 
@@ -282,18 +325,30 @@ static int topo_plan(int argc, char **argv) {
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
 #define VAL(name) (!strcmp(a, name) && next ? (i++, next) : NULL)
     const char *v;
-    if (!strcmp(a, "--json")) json = 1;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) return cmd_topo_help(stdout);
-    else if ((v = VAL("--topology"))) topo = v;
-    else if ((v = VAL("--hosts")) || (v = VAL("-H"))) hostlist = v;
-    else if ((v = VAL("--hostfile"))) hostfile = v;
-    else if ((v = VAL("--form"))) form = v;
+    if (!strcmp(a, "--json"))
+      json = 1;
+    else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+      return cmd_topo_help(stdout);
+    else if ((v = VAL("--topology")))
+      topo = v;
+    else if ((v = VAL("--hosts")) || (v = VAL("-H")))
+      hostlist = v;
+    else if ((v = VAL("--hostfile")))
+      hostfile = v;
+    else if ((v = VAL("--form")))
+      form = v;
     else if ((v = VAL("--format"))) {
-      if ((format = parse_format(v)) < 0) { tsay("--format %s: expected auto, slurm, map or ibnet", v); return CLI_EXIT_USAGE; }
+      if ((format = parse_format(v)) < 0) {
+        tsay("--format %s: expected auto, slurm, map or ibnet", v);
+        return CLI_EXIT_USAGE;
+      }
     } else if ((v = VAL("--tasks-per-node"))) {
       char *end;
       tpn = strtol(v, &end, 10);
-      if (*end || tpn < 1 || tpn > 4096) { tsay("--tasks-per-node %s: expected 1..4096", v); return CLI_EXIT_USAGE; }
+      if (*end || tpn < 1 || tpn > 4096) {
+        tsay("--tasks-per-node %s: expected 1..4096", v);
+        return CLI_EXIT_USAGE;
+      }
     } else {
       tsay("plan: unknown or incomplete option '%s' (collscope topo --help)", a);
       return CLI_EXIT_USAGE;
@@ -312,7 +367,10 @@ static int topo_plan(int argc, char **argv) {
   size_t n = 0;
   if (hostlist) {
     char err[256];
-    if (cs_hostlist_expand(hostlist, &hosts, &n, err, sizeof err)) { tsay("--hosts '%s': %s", hostlist, err); return CLI_EXIT_USAGE; }
+    if (cs_hostlist_expand(hostlist, &hosts, &n, err, sizeof err)) {
+      tsay("--hosts '%s': %s", hostlist, err);
+      return CLI_EXIT_USAGE;
+    }
   } else if (read_hostfile(hostfile, &hosts, &n)) {
     return 1;
   }
@@ -330,9 +388,12 @@ static int topo_plan(int argc, char **argv) {
     cs_hostlist_free(hosts, n);
     return 1;
   }
-  if (json) print_json(topo, t, &p, hosts, (int)tpn);
-  else if (form) print_form(form, &p, hosts, (int)tpn);
-  else print_text(topo, t, &p, hosts, (int)tpn);
+  if (json)
+    print_json(topo, t, &p, hosts, (int)tpn);
+  else if (form)
+    print_form(form, &p, hosts, (int)tpn);
+  else
+    print_text(topo, t, &p, hosts, (int)tpn);
   cs_plan_free(&p);
   cs_topo_free(t);
   cs_hostlist_free(hosts, n);
@@ -357,7 +418,10 @@ static int topo_show(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return cmd_topo_help(stdout);
     if (!strcmp(argv[i], "--format") && i + 1 < argc) {
-      if ((format = parse_format(argv[++i])) < 0) { tsay("--format %s: expected auto, slurm, map or ibnet", argv[i]); return CLI_EXIT_USAGE; }
+      if ((format = parse_format(argv[++i])) < 0) {
+        tsay("--format %s: expected auto, slurm, map or ibnet", argv[i]);
+        return CLI_EXIT_USAGE;
+      }
     } else if (argv[i][0] != '-' && !file) {
       file = argv[i];
     } else {
@@ -365,10 +429,16 @@ static int topo_show(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
-  if (!file) { tsay("show needs a FILE"); return CLI_EXIT_USAGE; }
+  if (!file) {
+    tsay("show needs a FILE");
+    return CLI_EXIT_USAGE;
+  }
   struct cs_topo *t;
   char err[1024];
-  if (cs_topo_load(file, format, &t, err, sizeof err)) { tsay("%s", err); return 1; }
+  if (cs_topo_load(file, format, &t, err, sizeof err)) {
+    tsay("%s", err);
+    return 1;
+  }
   size_t leaves = 0;
   for (size_t s = 0; s < t->nsw; s++) leaves += t->sw[s].level == 1;
   printf("%s: %s, %zu hosts, %zu switches (%zu leaves), levels:", file, cs_topo_format_name(t->format), t->nhost,
@@ -385,20 +455,29 @@ static int topo_show(int argc, char **argv) {
     int p = t->sw[s].parent;
     if (p < 0) continue;
     int *nv = realloc(kids[p], (nk[p] + 1) * sizeof *nv);
-    if (!nv) { rc = 1; break; }
+    if (!nv) {
+      rc = 1;
+      break;
+    }
     kids[p] = nv;
     kids[p][nk[p]++] = (int)s;
   }
   for (size_t h = 0; h < t->nhost && !rc; h++) {
     int s = t->host_leaf[h];
     char **nv = realloc(lh[s], (nlh[s] + 1) * sizeof *nv);
-    if (!nv) { rc = 1; break; }
+    if (!nv) {
+      rc = 1;
+      break;
+    }
     lh[s] = nv;
     lh[s][nlh[s]++] = t->host[h];
   }
   for (size_t s = 0; s < t->nsw && !rc; s++)
     if (t->sw[s].parent < 0) show_sw(t, (int)s, 0, kids, nk, lh, nlh);
-  for (size_t s = 0; s < t->nsw && kids && lh; s++) { free(kids[s]); free(lh[s]); }
+  for (size_t s = 0; s < t->nsw && kids && lh; s++) {
+    free(kids[s]);
+    free(lh[s]);
+  }
   free(kids);
   free(nk);
   free(lh);
@@ -409,7 +488,10 @@ static int topo_show(int argc, char **argv) {
 }
 
 int cmd_topo(int argc, char **argv) {
-  if (argc < 2) { cmd_topo_help(stderr); return CLI_EXIT_USAGE; }
+  if (argc < 2) {
+    cmd_topo_help(stderr);
+    return CLI_EXIT_USAGE;
+  }
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return cmd_topo_help(stdout);
   if (!strcmp(argv[1], "plan")) return topo_plan(argc - 2, argv + 2);
   if (!strcmp(argv[1], "show")) return topo_show(argc - 2, argv + 2);

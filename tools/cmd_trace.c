@@ -61,7 +61,8 @@ static bool parse_size(const char *s, uint64_t *out) {
   double v = strtod(s, &end);
   if (end == s || !(v >= 0)) return false;
   double m = *end == 'K' || *end == 'k' ? 1024.0 : *end == 'M' || *end == 'm' ? 1048576.0
-             : *end == 'G' || *end == 'g' ? 1073741824.0 : 1.0;
+                                               : *end == 'G' || *end == 'g'   ? 1073741824.0
+                                                                              : 1.0;
   if (m > 1) end++;
   if (*end || v * m > 1.8e19) return false;
   *out = (uint64_t)(v * m);

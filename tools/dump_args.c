@@ -21,13 +21,18 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     bool is_op = with_op && strcmp(a, "--op") == 0, is_job = strcmp(a, "--job") == 0;
-    const char **sel = NULL;   /* trace's selection options */
+    const char **sel = NULL; /* trace's selection options */
     if (flags & CLI_DUMP_ARGS_SELECT) {
-      if (strcmp(a, "--ranks") == 0) sel = &out->ranks;
-      else if (strcmp(a, "--comm") == 0) sel = &out->comm;
-      else if (strcmp(a, "--from") == 0) sel = &out->from;
-      else if (strcmp(a, "--to") == 0) sel = &out->to;
-      else if (strcmp(a, "--max-size") == 0) sel = &out->max_size;
+      if (strcmp(a, "--ranks") == 0)
+        sel = &out->ranks;
+      else if (strcmp(a, "--comm") == 0)
+        sel = &out->comm;
+      else if (strcmp(a, "--from") == 0)
+        sel = &out->from;
+      else if (strcmp(a, "--to") == 0)
+        sel = &out->to;
+      else if (strcmp(a, "--max-size") == 0)
+        sel = &out->max_size;
     }
     if ((flags & CLI_DUMP_ARGS_JSON) && strcmp(a, "--json") == 0) {
       out->json = true;
@@ -39,12 +44,17 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
         usage(stderr);
         return CLI_EXIT_USAGE;
       }
-      if (sel) *sel = argv[++i];
-      else if (is_op) out->op = argv[++i];
-      else if (is_job) out->job = argv[++i];
-      else out->outpath = argv[++i];
-    } else if (strncmp(a, "-j", 2) == 0) {   /* -j N or -jN: reading threads */
-      const char *v = a[2] ? a + 2 : i + 1 < argc ? argv[++i] : NULL;
+      if (sel)
+        *sel = argv[++i];
+      else if (is_op)
+        out->op = argv[++i];
+      else if (is_job)
+        out->job = argv[++i];
+      else
+        out->outpath = argv[++i];
+    } else if (strncmp(a, "-j", 2) == 0) { /* -j N or -jN: reading threads */
+      const char *v = a[2] ? a + 2 : i + 1 < argc ? argv[++i]
+                                                  : NULL;
       char *end = NULL;
       long n = v ? strtol(v, &end, 10) : 0;
       if (!v || !*v || *end || n < 1 || n > 1024) {
@@ -95,12 +105,12 @@ FILE *cli_out_open(const char *cmd, const char *path, char **tmp) {
     fputs("collscope: out of memory\n", stderr);
     exit(1);
   }
-  int fd = mkostemp(*tmp, O_CLOEXEC);   /* O_CREAT|O_EXCL: a planted name or link fails */
+  int fd = mkostemp(*tmp, O_CLOEXEC); /* O_CREAT|O_EXCL: a planted name or link fails */
   FILE *o = NULL;
   if (fd >= 0) {
     mode_t um = umask(0);
     umask(um);
-    (void)fchmod(fd, 0666 & ~um);   /* as a plain create would; on failure mkstemp's 0600 stays */
+    (void)fchmod(fd, 0666 & ~um); /* as a plain create would; on failure mkstemp's 0600 stays */
     o = fdopen(fd, "w");
     if (!o) {
       int e = errno;

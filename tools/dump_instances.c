@@ -44,7 +44,7 @@ int cs_group_instances(const struct cs_dumpset *set, struct cs_instances *out) {
     in->ops = &out->storage[i];
     for (size_t m = i; m < j; m++) {
       if (out->storage[m]->comm_size > in->comm_size) in->comm_size = out->storage[m]->comm_size;
-      if (out->storage[m]->op_name != in->op_name) in->mixed_ops = true;   /* interned */
+      if (out->storage[m]->op_name != in->op_name) in->mixed_ops = true; /* interned */
     }
     i = j;
   }

@@ -32,7 +32,8 @@ __attribute__((format(printf, 2, 3))) void dump_add_error(struct cs_dumpset *set
 enum csd_timing dump_timing_from_name(const char *s);
 
 static inline int dump_clamp_int(long long v) {
-  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int)v;
+  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN
+                                                   : (int)v;
 }
 
 /* ---------- dump_records.c: typed field access with "first error wins" ---------- */
@@ -41,8 +42,8 @@ struct lctx {
   struct cs_dumpset *set;
   struct cs_dumpfile *f;
   json_t *obj;
-  const char *type;     /* record type, for messages */
-  char err[256];        /* first problem found in this line */
+  const char *type; /* record type, for messages */
+  char err[256];    /* first problem found in this line */
   bool bad;
 };
 __attribute__((format(printf, 2, 3))) void dump_fail(struct lctx *c, const char *fmt, ...);
@@ -64,7 +65,12 @@ void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno);
 /* A few recent strings of one field, so the fast path interns without the pool's lock. */
 #define ICACHE_N 8
 struct icache {
-  struct { const char *s; size_t n; int op; enum csd_timing timing; } e[ICACHE_N];
+  struct {
+    const char *s;
+    size_t n;
+    int op;
+    enum csd_timing timing;
+  } e[ICACHE_N];
   unsigned next;
 };
 
@@ -74,20 +80,22 @@ struct icache {
 struct freader {
   struct cs_dumpset *set;
   struct cs_dumpfile *f;
-  size_t index;           /* in the set, before the final sort */
+  size_t index; /* in the set, before the final sort */
   size_t lineno;
   bool ok, have_header, first_op_rank_set;
   int first_op_rank;
-  char **errors; size_t nerrors, errors_cap;
-  const struct cs_stream_ops *sink;   /* NULL: ops are kept in f->ops */
+  char **errors;
+  size_t nerrors, errors_cap;
+  const struct cs_stream_ops *sink; /* NULL: ops are kept in f->ops */
   unsigned worker;
   struct icache c_op, c_dtype, c_redop, c_timing, c_site;
   /* streaming: the file's read buffer */
   int fd;
-  char *buf; size_t blen, bcap;
-  bool eof, skipping;     /* skipping: inside a line longer than the buffer */
-  bool header_only;       /* the stream's first round: line 1 only */
-  bool excluded;          /* another job's file: not read further */
+  char *buf;
+  size_t blen, bcap;
+  bool eof, skipping; /* skipping: inside a line longer than the buffer */
+  bool header_only;   /* the stream's first round: line 1 only */
+  bool excluded;      /* another job's file: not read further */
   size_t ops_seen, errors_omitted;
 };
 

@@ -8,7 +8,7 @@
 #include "xalloc.h"
 
 struct job_count {
-  const char *job;   /* interned */
+  const char *job; /* interned */
   size_t files;
 };
 
@@ -24,7 +24,7 @@ bool dump_select_job(struct cs_dumpset *set, const char *job) {
       continue;
     }
     size_t k = 0;
-    while (k < nj && jobs[k].job != j) k++;   /* interned */
+    while (k < nj && jobs[k].job != j) k++; /* interned */
     if (k == nj) jobs[nj++] = (struct job_count){j, 0};
     jobs[k].files++;
   }
@@ -70,7 +70,7 @@ bool dump_select_job(struct cs_dumpset *set, const char *job) {
     } else if (set->other_job_files) {
       char b[256];
       dump_add_error(set, "%s: %zu file%s of other jobs (or without a job id) left out, reporting job %s", set->path,
-                set->other_job_files, set->other_job_files == 1 ? "" : "s", cs_text_safe(keep, b, sizeof b));
+                     set->other_job_files, set->other_job_files == 1 ? "" : "s", cs_text_safe(keep, b, sizeof b));
     }
   }
   free(jobs);
@@ -86,14 +86,16 @@ void dump_mark_job(struct cs_dumpset *set, struct freader *fr, const char *job) 
     for (size_t i = 0; i < set->nfiles; i++) {
       const char *j = set->files[i].hdr.job;
       if (!*j || j == keep) continue;
-      if (!keep) keep = j, nj = 1;
-      else nj = 2;
+      if (!keep)
+        keep = j, nj = 1;
+      else
+        nj = 2;
     }
-    if (nj > 1) {   /* several jobs, none picked: refused, nothing to read */
+    if (nj > 1) { /* several jobs, none picked: refused, nothing to read */
       for (size_t i = 0; i < set->nfiles; i++) dump_rd_drop(&fr[i]);
       return;
     }
-    if (!keep) return;   /* no job ids at all: every file */
+    if (!keep) return; /* no job ids at all: every file */
   }
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];

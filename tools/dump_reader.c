@@ -14,11 +14,10 @@
 #include "opscan.h"
 #include "xalloc.h"
 
-__attribute__((format(printf, 2, 3)))
-static void rd_error(struct freader *fr, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static void rd_error(struct freader *fr, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  if (fr->nerrors >= CS_DUMP_MAX_ERRORS) {   /* the set keeps no more than that anyway */
+  if (fr->nerrors >= CS_DUMP_MAX_ERRORS) { /* the set keeps no more than that anyway */
     va_end(ap);
     fr->errors_omitted++;
     return;
@@ -33,7 +32,7 @@ static void rd_error(struct freader *fr, const char *fmt, ...) {
 void dump_rd_flush_errors(struct freader *fr) {
   struct cs_dumpset *set = fr->set;
   for (size_t i = 0; i < fr->nerrors; i++) {
-    if (set->nerrors >= CS_DUMP_MAX_ERRORS) {   /* as add_error */
+    if (set->nerrors >= CS_DUMP_MAX_ERRORS) { /* as add_error */
       free(fr->errors[i]);
       set->errors_omitted++;
       continue;
@@ -82,8 +81,10 @@ static const char *json_type_word(json_t *v) {
   switch (json_typeof(v)) {
   case JSON_ARRAY: return "an array";
   case JSON_STRING: return "a string";
-  case JSON_INTEGER: case JSON_REAL: return "a number";
-  case JSON_TRUE: case JSON_FALSE: return "a boolean";
+  case JSON_INTEGER:
+  case JSON_REAL: return "a number";
+  case JSON_TRUE:
+  case JSON_FALSE: return "a boolean";
   case JSON_NULL: return "null";
   default: return "not an object";
   }
@@ -97,8 +98,10 @@ static ssize_t read_line(FILE *fp, char *buf, bool *has_nl, bool *too_long) {
   int ch = EOF;
   *has_nl = *too_long = false;
   while ((ch = getc_unlocked(fp)) != EOF && ch != '\n') {
-    if (len < CS_DUMP_LINE_MAX) buf[len++] = (char)ch;
-    else *too_long = true;
+    if (len < CS_DUMP_LINE_MAX)
+      buf[len++] = (char)ch;
+    else
+      *too_long = true;
   }
   if (ch == EOF && len == 0 && !*too_long) return -1;
   *has_nl = ch == '\n';
@@ -194,17 +197,17 @@ void dump_rd_start(struct freader *fr, struct cs_dumpset *set, struct cs_dumpfil
 static void rd_finish(struct freader *fr) {
   struct cs_dumpfile *f = fr->f;
   if (!fr->have_header && f->hdr.rank < 0 && fr->first_op_rank_set) f->hdr.rank = fr->first_op_rank;
-  if (f->has_footer) {   /* what the writer says it wrote, against what the file holds */
+  if (f->has_footer) { /* what the writer says it wrote, against what the file holds */
     uint64_t lo = f->footer_ops > fr->ops_seen ? f->footer_ops - fr->ops_seen : 0;
     uint64_t lx = f->footer_xfers > f->nxfers ? f->footer_xfers - f->nxfers : 0;
-    f->lost = lo + lx < lo ? UINT64_MAX : lo + lx;   /* saturated: a hostile footer */
+    f->lost = lo + lx < lo ? UINT64_MAX : lo + lx; /* saturated: a hostile footer */
   }
 }
 
 /* One line of the file, its newline (has_nl) removed; too_long: a line over CS_DUMP_LINE_MAX,
  * skipped unread (buf then empty). buf[len] is writable. */
 static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, bool too_long) {
-  if (!fr->ok) return;   /* an unsupported schema ends the file */
+  if (!fr->ok) return; /* an unsupported schema ends the file */
   struct cs_dumpset *set = fr->set;
   struct cs_dumpfile *f = fr->f;
   size_t lineno = ++fr->lineno;
@@ -217,18 +220,18 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
   ssize_t len = (ssize_t)len0;
   buf[len] = 0;
   while (len > 0 && buf[len - 1] == '\r') buf[--len] = 0;
-  if (len == 0 && has_nl) return;   /* blank line: ignore */
+  if (len == 0 && has_nl) return; /* blank line: ignore */
   if (lineno > 1 && fast_op(fr, buf, (size_t)len)) return;
 
   json_error_t jerr;
   json_t *obj = json_loadb(buf, (size_t)len, 0, &jerr);
   if (!obj) {
     if (!has_nl) {
-      f->truncated_lines++;   /* the writer died mid-line: expected, not an error */
+      f->truncated_lines++; /* the writer died mid-line: expected, not an error */
     } else {
       f->malformed_lines++;
       rd_error(fr, "%s:%zu: invalid JSON: %s (column %d)", f->path, lineno, jerr.text,
-                jerr.column);
+               jerr.column);
     }
     return;
   }
@@ -237,8 +240,10 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
     dump_fail(&c, "line is %s, not a JSON object", json_type_word(obj));
   } else {
     json_t *t = json_object_get(obj, "type");
-    if (!json_is_string(t)) dump_fail(&c, "missing string field \"type\"");
-    else c.type = json_string_value(t);
+    if (!json_is_string(t))
+      dump_fail(&c, "missing string field \"type\"");
+    else
+      c.type = json_string_value(t);
   }
 
   if (!c.bad && strcmp(c.type, "header") == 0) {
@@ -249,10 +254,10 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
       if (dump_parse_header(&c, &h)) {
         if (h.schema > COLLSCOPE_SCHEMA_VERSION || h.schema < 1) {
           rd_error(fr,
-                    "%s:1: dump schema version %d is not supported by this collscope "
-                    "(supports version %d%s)",
-                    f->path, h.schema, COLLSCOPE_SCHEMA_VERSION,
-                    h.schema > COLLSCOPE_SCHEMA_VERSION ? "; use a newer collscope" : "");
+                   "%s:1: dump schema version %d is not supported by this collscope "
+                   "(supports version %d%s)",
+                   f->path, h.schema, COLLSCOPE_SCHEMA_VERSION,
+                   h.schema > COLLSCOPE_SCHEMA_VERSION ? "; use a newer collscope" : "");
           json_decref(obj);
           fr->ok = false;
           return;
@@ -294,14 +299,14 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
       dump_grow((void **)&f->hangs, &f->hang_cap, f->nhangs, sizeof *f->hangs);
       f->hangs[f->nhangs++] = r;
     }
-  } else if (strcmp(c.type, "link") == 0) {   /* NCCL_NET wrapper */
+  } else if (strcmp(c.type, "link") == 0) { /* NCCL_NET wrapper */
     struct cs_link_rec r;
     if (dump_parse_link(&c, &r)) {
       r.line = (uint32_t)lineno;
       dump_grow((void **)&f->links, &f->link_cap, f->nlinks, sizeof *f->links);
       f->links[f->nlinks++] = r;
     }
-  } else if (strcmp(c.type, "health") == 0) {   /* hooks/health.c */
+  } else if (strcmp(c.type, "health") == 0) { /* hooks/health.c */
     dump_parse_health(&c, fr, lineno);
   } else if (strcmp(c.type, "drops") == 0) {
     uint64_t n = 0;
@@ -313,7 +318,7 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
   }
   if (c.bad) {
     if (!has_nl) {
-      f->truncated_lines++;   /* cannot happen for a cut object, kept for safety */
+      f->truncated_lines++; /* cannot happen for a cut object, kept for safety */
     } else {
       f->malformed_lines++;
       rd_error(fr, "%s:%zu: %s", f->path, lineno, c.err);
@@ -381,33 +386,36 @@ void dump_rd_piece(struct freader *fr, size_t chunk, char *buf, size_t wcap) {
       blen += (size_t)n;
     }
     if (!fr->header_only || at_end || want >= wcap - 1 || memchr(buf, '\n', blen)) break;
-    want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1;   /* line 1 is not whole yet */
+    want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1; /* line 1 is not whole yet */
   }
   size_t pos = 0;
   while (pos < blen && fr->ok) {
     char *nl = memchr(buf + pos, '\n', blen - pos);
     if (!nl) break;
     size_t len = (size_t)(nl - (buf + pos));
-    if (fr->skipping) fr->skipping = false;   /* the end of a line already counted as too long */
-    else if (len > CS_DUMP_LINE_MAX) rd_line(fr, buf + pos, 0, true, true);
-    else rd_line(fr, buf + pos, len, true, false);
+    if (fr->skipping)
+      fr->skipping = false; /* the end of a line already counted as too long */
+    else if (len > CS_DUMP_LINE_MAX)
+      rd_line(fr, buf + pos, 0, true, true);
+    else
+      rd_line(fr, buf + pos, len, true, false);
     pos += len + 1;
     if (fr->header_only) break;
   }
   if (!fr->ok) at_end = true;
   size_t rest = blen - pos;
-  if (rest > CS_DUMP_LINE_MAX && !fr->header_only) {   /* no newline in rest: a line this long is skipped unread */
+  if (rest > CS_DUMP_LINE_MAX && !fr->header_only) { /* no newline in rest: a line this long is skipped unread */
     if (!fr->skipping) rd_line(fr, buf + pos, 0, true, true);
     fr->skipping = true;
     pos = blen;
     rest = 0;
   }
   if (at_end && !(fr->header_only && rest)) {
-    if (rest && !fr->skipping && fr->ok) rd_line(fr, buf + pos, rest, false, false);   /* cut off */
+    if (rest && !fr->skipping && fr->ok) rd_line(fr, buf + pos, rest, false, false); /* cut off */
     rest = 0;
     fr->eof = true;
   }
-  fr->blen = rest;   /* keep the partial line */
+  fr->blen = rest; /* keep the partial line */
   if (rest) {
     fr->buf = xrealloc(fr->buf, rest);
     memcpy(fr->buf, buf + pos, rest);

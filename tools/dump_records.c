@@ -10,8 +10,7 @@
 #include "collscope/schema.h"
 #include "dump_internal.h"
 
-__attribute__((format(printf, 2, 3)))
-void dump_fail(struct lctx *c, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) void dump_fail(struct lctx *c, const char *fmt, ...) {
   if (c->bad) return;
   c->bad = true;
   va_list ap;
@@ -136,9 +135,9 @@ bool dump_parse_header(struct lctx *c, struct cs_header *h) {
 }
 
 const char *const cs_ib_counter_names[CS_IB_NCOUNTERS] = {
-  "symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards",
-  "port_xmit_wait", "local_link_integrity_errors", "excessive_buffer_overrun_errors", "port_xmit_data",
-  "port_rcv_data", "out_of_sequence", "packet_seq_err", "np_cnp_sent", "rp_cnp_handled"};
+    "symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards",
+    "port_xmit_wait", "local_link_integrity_errors", "excessive_buffer_overrun_errors", "port_xmit_data",
+    "port_rcv_data", "out_of_sequence", "packet_seq_err", "np_cnp_sent", "rp_cnp_handled"};
 
 /* an optional non-negative integer field of the current object, -1 when absent */
 static int64_t opt_count(struct lctx *c, const char *key) {
@@ -178,21 +177,21 @@ void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno) {
     size_t i;
     json_t *e;
     if (a && json_is_array(a)) json_array_foreach(a, i, e) {
-      if (r.nnvl >= CS_HEALTH_LINKS || !json_is_object(e)) break;
-      c->obj = e;
-      int64_t l = opt_count(c, "link");
-      if (l < 0 || l >= 64) continue;
-      r.nvl[r.nnvl].link = (int)l;
-      r.nvl[r.nnvl].crc = opt_count(c, "crc");
-      r.nvl[r.nnvl].replay = opt_count(c, "replay");
-      r.nvl[r.nnvl].recovery = opt_count(c, "recovery");
-      r.nnvl++;
-    }
+        if (r.nnvl >= CS_HEALTH_LINKS || !json_is_object(e)) break;
+        c->obj = e;
+        int64_t l = opt_count(c, "link");
+        if (l < 0 || l >= 64) continue;
+        r.nvl[r.nnvl].link = (int)l;
+        r.nvl[r.nnvl].crc = opt_count(c, "crc");
+        r.nvl[r.nnvl].replay = opt_count(c, "replay");
+        r.nvl[r.nnvl].recovery = opt_count(c, "recovery");
+        r.nnvl++;
+      }
     a = json_object_get(g, "xid");
     if (a && json_is_array(a)) json_array_foreach(a, i, e) {
-      if (r.nxid >= CS_HEALTH_XIDS) break;
-      if (json_is_integer(e) && json_integer_value(e) >= 0) r.xid[r.nxid++] = json_integer_value(e);
-    }
+        if (r.nxid >= CS_HEALTH_XIDS) break;
+        if (json_is_integer(e) && json_integer_value(e) >= 0) r.xid[r.nxid++] = json_integer_value(e);
+      }
   } else if (g && !json_is_null(g)) {
     dump_fail(c, "health record: field \"gpu\" is not an object");
   }
@@ -221,12 +220,14 @@ void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno) {
     }
   }
   c->obj = saved;
-  if (c->bad) { f->nhports = r.port0; return; }
+  if (c->bad) {
+    f->nhports = r.port0;
+    return;
+  }
   r.line = (uint32_t)lineno;
   dump_grow((void **)&f->healths, &f->health_cap, f->nhealths, sizeof *f->healths);
   f->healths[f->nhealths++] = r;
 }
-
 
 /* optional "sdc":{"checked":N,"fp":HEX16|null,"in_sum":F|null,"in_abs":F|null,"out_sum":F|null} */
 static void parse_op_sdc(struct lctx *c, struct cs_op_rec *r) {

@@ -45,15 +45,15 @@ static void merge_salvage(struct cs_dumpfile *d, struct cs_dumpfile *s) {
   for (size_t i = 0; i < d->ncomms; i++) v[k++] = comm_key(&d->comms[i]);
   for (size_t i = 0; i < d->nhangs; i++) v[k++] = hang_key(&d->hangs[i]);
   if (n) qsort(v, n, sizeof *v, cmp_key);
-#define MERGE(arr, cnt, cap, keyf)                                   \
-  for (size_t i = 0; i < s->cnt; i++) {                              \
-    if (have_key(v, n, keyf(&s->arr[i]))) {                          \
-      d->dup_salvage++;                                              \
-      continue;                                                      \
-    }                                                                \
-    dump_grow((void **)&d->arr, &d->cap, d->cnt, sizeof *d->arr);         \
-    d->arr[d->cnt++] = s->arr[i];                                    \
-    d->merged_salvage++;                                             \
+#define MERGE(arr, cnt, cap, keyf) \
+  for (size_t i = 0; i < s->cnt; i++) { \
+    if (have_key(v, n, keyf(&s->arr[i]))) { \
+      d->dup_salvage++; \
+      continue; \
+    } \
+    dump_grow((void **)&d->arr, &d->cap, d->cnt, sizeof *d->arr); \
+    d->arr[d->cnt++] = s->arr[i]; \
+    d->merged_salvage++; \
   }
   MERGE(ops, nops, op_cap, op_key)
   MERGE(xfers, nxfers, xfer_cap, xfer_key)
@@ -86,7 +86,7 @@ void dump_merge_salvaged(struct cs_dumpset *set) {
     if (d) {
       merge_salvage(d, s);
       dump_free_file(s);
-      s->path = NULL;   /* gone: its records live in d */
+      s->path = NULL; /* gone: its records live in d */
     }
   }
   for (size_t i = 0; i < set->nfiles; i++)

@@ -26,7 +26,7 @@ struct pool_ent {
 };
 struct cs_strpool {
   struct pool_ent *head;
-  pthread_mutex_t lock;   /* files are read by several threads */
+  pthread_mutex_t lock; /* files are read by several threads */
 };
 
 struct cs_strpool *dump_pool_new(void) {
@@ -65,11 +65,10 @@ void dump_pool_free(struct cs_strpool *p) {
   free(p);
 }
 
-__attribute__((format(printf, 2, 3)))
-void dump_add_error(struct cs_dumpset *set, const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) void dump_add_error(struct cs_dumpset *set, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  if (set->nerrors >= CS_DUMP_MAX_ERRORS) {   /* a file of bad lines costs no memory per line */
+  if (set->nerrors >= CS_DUMP_MAX_ERRORS) { /* a file of bad lines costs no memory per line */
     va_end(ap);
     set->errors_omitted++;
     return;
@@ -99,7 +98,7 @@ const char *cs_text_safe(const char *s, char *buf, size_t n) {
   for (size_t i = 0; p[i]; i++) {
     char esc[8];
     size_t m;
-    if (p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] < 0xa0) {   /* C1 control, U+0080..U+009F */
+    if (p[i] == 0xc2 && p[i + 1] >= 0x80 && p[i + 1] < 0xa0) { /* C1 control, U+0080..U+009F */
       m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", p[++i]);
     } else if (p[i] < 0x20 || p[i] == 0x7f) {
       m = (size_t)snprintf(esc, sizeof esc, "\\x%02x", p[i]);

@@ -19,7 +19,7 @@ static int cmp_names(const void *a, const void *b) {
 
 static int cmp_files(const void *a, const void *b) {
   const struct cs_dumpfile *x = a, *y = b;
-  unsigned rx = (unsigned)x->hdr.rank, ry = (unsigned)y->hdr.rank;   /* -1 sorts last */
+  unsigned rx = (unsigned)x->hdr.rank, ry = (unsigned)y->hdr.rank; /* -1 sorts last */
   if (rx != ry) return rx < ry ? -1 : 1;
   int c = strcmp(x->hdr.host, y->hdr.host);
   if (c) return c;
@@ -47,7 +47,9 @@ void dump_free_file(struct cs_dumpfile *f) {
   free(f->hports);
 }
 
-struct cs_dumpset *cs_dumpset_load(const char *path) { return cs_dumpset_load_job(path, NULL); }
+struct cs_dumpset *cs_dumpset_load(const char *path) {
+  return cs_dumpset_load_job(path, NULL);
+}
 
 /* A new set with the files of PATH (a directory's *.jsonl in name order, or one file), not
  * read yet; fatal (with the error) when there are none. */
@@ -128,7 +130,9 @@ static void finish_set(struct cs_dumpset *set, struct freader *fr, const char *j
   }
 }
 
-struct load_job { struct freader *fr; };
+struct load_job {
+  struct freader *fr;
+};
 static void load_one(void *ctx, size_t i, unsigned worker) {
   (void)worker;
   struct load_job *j = ctx;
@@ -153,7 +157,7 @@ struct cs_dumpset *cs_dumpset_load_job(const char *path, const char *job) {
 struct stream_job {
   struct freader *fr;
   size_t *live, chunk, wcap;
-  char **wbuf;   /* one piece buffer per reading thread */
+  char **wbuf; /* one piece buffer per reading thread */
 };
 static void stream_one(void *ctx, size_t i, unsigned worker) {
   struct stream_job *j = ctx;
@@ -206,7 +210,7 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const st
     return set;
   }
   if (ops->begin) ops->begin(ops->ctx, n);
-  for (size_t i = 0; i < n; i++) {   /* from now on ops go to the sink; a headerless file's line 1 too */
+  for (size_t i = 0; i < n; i++) { /* from now on ops go to the sink; a headerless file's line 1 too */
     struct cs_dumpfile *f = &set->files[i];
     fr[i].sink = ops;
     for (size_t k = 0; k < f->nops && !fr[i].excluded; k++) ops->op(ops->ctx, 0, i, f, &f->ops[k]);
@@ -219,7 +223,7 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const st
     for (size_t i = 0; i < n; i++)
       if (!fr[i].eof) live[nl++] = i;
     for (size_t i = 0; i < n; i++) done[i] = fr[i].eof;
-    if (ops->round) ops->round(ops->ctx, done, n);   /* also after the header round */
+    if (ops->round) ops->round(ops->ctx, done, n); /* also after the header round */
     if (!nl) break;
     cs_pool_run(jobs, nl, stream_one, &j);
   }

@@ -31,8 +31,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CS_DUMP_LINE_MAX 65536     /* longest dump line read, in bytes (newline excluded) */
-#define CS_DUMP_MAX_ERRORS 256     /* messages kept per set; the rest are counted */
+#define CS_DUMP_LINE_MAX 65536 /* longest dump line read, in bytes (newline excluded) */
+#define CS_DUMP_MAX_ERRORS 256 /* messages kept per set; the rest are counted */
 
 /* The record's "timing" string. (Distinct from include/collscope/record.h's in-process
  * enum cs_timing, so both headers can be included together.) */
@@ -47,27 +47,27 @@ enum csd_timing {
 const char *csd_timing_name(enum csd_timing t);
 
 struct cs_header {
-  bool valid;             /* false: line 1 was no usable header (fields from the file name) */
+  bool valid; /* false: line 1 was no usable header (fields from the file name) */
   int schema;
-  const char *collscope;  /* writer version, "" if absent */
+  const char *collscope; /* writer version, "" if absent */
   const char *host;
   long long pid;
-  int rank;               /* global rank, -1 when unknown */
-  int step;               /* the Slurm job step, -1 when the header has none */
-  int local_rank, world_size, device;   /* -1 when absent */
-  const char *job, *pci_bus_id, *exe;   /* "" when absent */
+  int rank;                           /* global rank, -1 when unknown */
+  int step;                           /* the Slurm job step, -1 when the header has none */
+  int local_rank, world_size, device; /* -1 when absent */
+  const char *job, *pci_bus_id, *exe; /* "" when absent */
   long long nccl_version, cuda_driver_version;
   int64_t clock_realtime_ns, clock_monotonic_ns;
-  bool salvaged;          /* written by collscope salvage (a "salvaged_from" field) */
+  bool salvaged; /* written by collscope salvage (a "salvaged_from" field) */
   /* the GPU's identity from NVML (hooks/health.c), "" when absent */
   const char *gpu_name, *gpu_uuid, *gpu_pci_bus_id;
-  int gpu_arch;           /* NVML architecture number, -1 when absent */
+  int gpu_arch; /* NVML architecture number, -1 when absent */
 };
 
 struct cs_op_rec {
-  uint32_t file;          /* index into cs_dumpset.files */
-  uint32_t line;          /* 1-based line number in that file */
-  int op;                 /* enum cs_op (schema.h), or -1 if the name is not in the table */
+  uint32_t file; /* index into cs_dumpset.files */
+  uint32_t line; /* 1-based line number in that file */
+  int op;        /* enum cs_op (schema.h), or -1 if the name is not in the table */
   const char *op_name;
   uint64_t comm;
   int comm_size, comm_rank, rank;
@@ -75,8 +75,8 @@ struct cs_op_rec {
   const char *dtype;
   int64_t count;
   uint64_t bytes;
-  const char *redop;      /* NULL when the record has null / no redop */
-  int root, peer;         /* -1 when not applicable */
+  const char *redop; /* NULL when the record has null / no redop */
+  int root, peer;    /* -1 when not applicable */
   uint64_t stream;
   int64_t group;
   int64_t enqueue_ns, start_ns, end_ns;
@@ -96,7 +96,7 @@ struct cs_op_rec {
 
 struct cs_xfer_rec {
   uint32_t file, line;
-  const char *op_name;    /* "Memcpy" */
+  const char *op_name; /* "Memcpy" */
   const char *api, *kind, *site;
   uint64_t bytes;
   uint64_t stream;
@@ -110,7 +110,7 @@ struct cs_xfer_rec {
 
 struct cs_comm_rec {
   uint32_t file, line;
-  const char *event;      /* init|split|finalize|destroy|abort */
+  const char *event; /* init|split|finalize|destroy|abort */
   uint64_t comm;
   int size, rank, device;
   bool has_parent;
@@ -127,7 +127,7 @@ struct cs_hang_rec {
   const char *op_name;
   int64_t enqueue_ns, t_ns;
   double age_s;
-  bool started;           /* the op's GPU start event had completed */
+  bool started; /* the op's GPU start event had completed */
 };
 
 /* "link" record (NCCL_NET wrapper, shim/net_plugin.c): one network connection's figures over
@@ -135,8 +135,8 @@ struct cs_hang_rec {
  * the connection token `conn` (0 when the handle had no room), which joins them across files. */
 struct cs_link_rec {
   uint32_t file, line;
-  bool send;              /* "dir": "send" | "recv" */
-  int rank, peer;         /* global ranks; peer -1 when unknown (recv side) */
+  bool send;      /* "dir": "send" | "recv" */
+  int rank, peer; /* global ranks; peer -1 when unknown (recv side) */
   uint64_t conn;
   int dev;
   uint64_t bytes, msgs, max_inflight;
@@ -150,17 +150,28 @@ struct cs_link_rec {
  * are deltas since the previous sample. */
 #define CS_HEALTH_LINKS 18
 #define CS_HEALTH_XIDS 8
-enum { CS_IB_SYMBOL_ERROR, CS_IB_LINK_DOWNED, CS_IB_LINK_ERROR_RECOVERY, CS_IB_PORT_RCV_ERRORS,
-       CS_IB_PORT_XMIT_DISCARDS, CS_IB_PORT_XMIT_WAIT, CS_IB_LOCAL_LINK_INTEGRITY_ERRORS,
-       CS_IB_EXCESSIVE_BUFFER_OVERRUN_ERRORS, CS_IB_PORT_XMIT_DATA, CS_IB_PORT_RCV_DATA,
-       CS_IB_OUT_OF_SEQUENCE, CS_IB_PACKET_SEQ_ERR, CS_IB_NP_CNP_SENT, CS_IB_RP_CNP_HANDLED, CS_IB_NCOUNTERS };
+enum { CS_IB_SYMBOL_ERROR,
+       CS_IB_LINK_DOWNED,
+       CS_IB_LINK_ERROR_RECOVERY,
+       CS_IB_PORT_RCV_ERRORS,
+       CS_IB_PORT_XMIT_DISCARDS,
+       CS_IB_PORT_XMIT_WAIT,
+       CS_IB_LOCAL_LINK_INTEGRITY_ERRORS,
+       CS_IB_EXCESSIVE_BUFFER_OVERRUN_ERRORS,
+       CS_IB_PORT_XMIT_DATA,
+       CS_IB_PORT_RCV_DATA,
+       CS_IB_OUT_OF_SEQUENCE,
+       CS_IB_PACKET_SEQ_ERR,
+       CS_IB_NP_CNP_SENT,
+       CS_IB_RP_CNP_HANDLED,
+       CS_IB_NCOUNTERS };
 extern const char *const cs_ib_counter_names[CS_IB_NCOUNTERS];
 struct cs_health_port {
-  uint32_t rec;           /* index of its health record in cs_dumpfile.healths */
-  const char *dev, *state;   /* state "" when absent */
+  uint32_t rec;            /* index of its health record in cs_dumpfile.healths */
+  const char *dev, *state; /* state "" when absent */
   int port;
-  double rate_gbps;       /* -1 when absent */
-  int64_t c[CS_IB_NCOUNTERS];   /* deltas, -1 when absent */
+  double rate_gbps;           /* -1 when absent */
+  int64_t c[CS_IB_NCOUNTERS]; /* deltas, -1 when absent */
 };
 struct cs_health_rec {
   uint32_t file, line;
@@ -169,63 +180,75 @@ struct cs_health_rec {
   bool has_gpu;
   int64_t reasons, sm_mhz, mem_mhz, power_mw, temp_c;
   int64_t ecc_corrected, ecc_uncorrected, remap_pending, remap_failure, pcie_replay;
-  int nvlinks, nvlink_down;   /* -1 when absent */
+  int nvlinks, nvlink_down; /* -1 when absent */
   int nnvl;
-  struct { int link; int64_t crc, replay, recovery; } nvl[CS_HEALTH_LINKS];
+  struct {
+    int link;
+    int64_t crc, replay, recovery;
+  } nvl[CS_HEALTH_LINKS];
   int nxid;
   int64_t xid[CS_HEALTH_XIDS];
   uint32_t port0, nports; /* its IB ports: cs_dumpfile.hports[port0 .. port0 + nports) */
 };
 
 struct cs_dumpfile {
-  char *path;             /* as opened (DIR/NAME) */
-  size_t read_index;      /* its place while reading (name order): the `file` of the op records
+  char *path;        /* as opened (DIR/NAME) */
+  size_t read_index; /* its place while reading (name order): the `file` of the op records
                            * that cs_dumpset_stream() hands out */
-  const char *name;       /* basename, points into path */
+  const char *name;  /* basename, points into path */
   struct cs_header hdr;
-  struct cs_op_rec *ops;     size_t nops;
-  struct cs_xfer_rec *xfers; size_t nxfers;
-  struct cs_comm_rec *comms; size_t ncomms;
-  struct cs_hang_rec *hangs; size_t nhangs;
+  struct cs_op_rec *ops;
+  size_t nops;
+  struct cs_xfer_rec *xfers;
+  size_t nxfers;
+  struct cs_comm_rec *comms;
+  size_t ncomms;
+  struct cs_hang_rec *hangs;
+  size_t nhangs;
   uint64_t drops_records; /* sum of "drops" record counts */
   bool has_footer;        /* false: the process did not exit cleanly (or is still running) */
   uint64_t footer_ops, footer_xfers, footer_drops;
-  uint64_t footer_timing_lost;   /* optional footer field: ops whose GPU timing was lost */
-  const char *footer_profiler;   /* optional: NCCL profiler plugin standing (trusted, rejected,
+  uint64_t footer_timing_lost;                            /* optional footer field: ops whose GPU timing was lost */
+  const char *footer_profiler;                            /* optional: NCCL profiler plugin standing (trusted, rejected,
                                   * mixed, probation, not_loaded, forced), NULL when absent */
   const char *footer_prof_trusted, *footer_prof_rejected; /* op types, comma lists ("" when none) */
   uint64_t footer_prof_probes, footer_prof_agreed;
-  const char *footer_sdc;        /* optional: SDC standing (ready, unused, compiled_out, no_driver,
+  const char *footer_sdc; /* optional: SDC standing (ready, unused, compiled_out, no_driver,
                                   * setup_failed, selftest_failed, selftest_timeout), NULL when absent */
   uint64_t footer_sdc_launches, footer_sdc_no_slot;
   int64_t footer_t_ns;
-  uint64_t lost;          /* footer ops + xfers minus the well-formed op and xfer records read
+  uint64_t lost;         /* footer ops + xfers minus the well-formed op and xfer records read
                            * (0 without a footer: see has_footer) */
-  size_t merged_salvage;  /* records taken from this process's salvage file (not in the dump) */
-  size_t dup_salvage;     /* records of that salvage file already in the dump, counted once */
-  size_t lines;           /* physical lines read, including skipped ones */
+  size_t merged_salvage; /* records taken from this process's salvage file (not in the dump) */
+  size_t dup_salvage;    /* records of that salvage file already in the dump, counted once */
+  size_t lines;          /* physical lines read, including skipped ones */
   size_t truncated_lines, malformed_lines, unknown_types;
-  size_t op_cap, xfer_cap, comm_cap, hang_cap;   /* internal */
-  struct cs_link_rec *links; size_t nlinks, link_cap;   /* NCCL_NET wrapper */
-  struct cs_health_rec *healths; size_t nhealths, health_cap;   /* health samples */
-  struct cs_health_port *hports; size_t nhports, hport_cap;
+  size_t op_cap, xfer_cap, comm_cap, hang_cap; /* internal */
+  struct cs_link_rec *links;
+  size_t nlinks, link_cap; /* NCCL_NET wrapper */
+  struct cs_health_rec *healths;
+  size_t nhealths, health_cap; /* health samples */
+  struct cs_health_port *hports;
+  size_t nhports, hport_cap;
 };
 
 struct cs_strpool;
 
 struct cs_dumpset {
-  char *path;             /* the directory (or single file) given to the loader */
-  struct cs_dumpfile *files; size_t nfiles;  /* sorted by rank (unknown last), host, pid, name */
-  char **errors; size_t nerrors;             /* "PATH:LINE: what", in discovery order */
-  size_t errors_omitted;                     /* messages beyond CS_DUMP_MAX_ERRORS */
-  const char *job;                           /* the set's job id ("" when none is known) */
-  bool whole;                                /* cs_dumpset_stream: not streamed, load it whole */
-  size_t other_job_files;                    /* files left out: another job, or no job id
+  char *path; /* the directory (or single file) given to the loader */
+  struct cs_dumpfile *files;
+  size_t nfiles; /* sorted by rank (unknown last), host, pid, name */
+  char **errors;
+  size_t nerrors;         /* "PATH:LINE: what", in discovery order */
+  size_t errors_omitted;  /* messages beyond CS_DUMP_MAX_ERRORS */
+  const char *job;        /* the set's job id ("" when none is known) */
+  bool whole;             /* cs_dumpset_stream: not streamed, load it whole */
+  size_t other_job_files; /* files left out: another job, or no job id
                                                 while a job was picked */
   bool fatal;             /* the set must not be reported: unreadable path, no dump files,
                              or a file with an unsupported schema version (see errors) */
   struct cs_strpool *pool;
-  size_t errors_cap;      /* internal */
+  size_t errors_cap; /* internal */
 };
 
 /* Load PATH: a directory (every regular *.jsonl file in it, not recursive) or one dump file.
@@ -251,10 +274,10 @@ struct cs_stream_ops {
   void *ctx;
   unsigned jobs;
   size_t budget;
-  void (*begin)(void *ctx, size_t nfiles);   /* the files are listed, none read yet */
+  void (*begin)(void *ctx, size_t nfiles); /* the files are listed, none read yet */
   void (*op)(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *r);
   void (*round)(void *ctx, const bool *done, size_t nfiles);
-  bool own_salvage;   /* the caller de-duplicates a salvage file's ops against its dump: stream
+  bool own_salvage; /* the caller de-duplicates a salvage file's ops against its dump: stream
                        * anyway (its other records are still merged into the dump at the end) */
 };
 struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const struct cs_stream_ops *ops);
@@ -273,7 +296,7 @@ uint64_t cs_dumpfile_drops(const struct cs_dumpfile *f);
 /* s for a text line: control characters (C0, DEL, C1) as \xHH, a backslash as \\; s itself
  * when nothing needs escaping, else buf (n bytes, cut short when needed). */
 const char *cs_text_safe(const char *s, char *buf, size_t n);
-const char *cs_comm_hex(uint64_t comm, char buf[17]);   /* 16 lowercase hex digits */
+const char *cs_comm_hex(uint64_t comm, char buf[17]); /* 16 lowercase hex digits */
 
 /* A collective instance: the op records of all ranks sharing (comm, seq). P2P calls count
  * in seq too (DESIGN.md), so a Send/Recv "instance" joins whatever each rank issued as its
@@ -282,16 +305,16 @@ const char *cs_comm_hex(uint64_t comm, char buf[17]);   /* 16 lowercase hex digi
 struct cs_instance {
   uint64_t comm;
   int64_t seq;
-  int comm_size;            /* max comm_size of the members */
-  const char *op_name;      /* the first member's op */
-  bool mixed_ops;           /* members disagree on the op name (a desynchronised job) */
-  size_t n;                 /* members, sorted by comm_rank then file */
+  int comm_size;       /* max comm_size of the members */
+  const char *op_name; /* the first member's op */
+  bool mixed_ops;      /* members disagree on the op name (a desynchronised job) */
+  size_t n;            /* members, sorted by comm_rank then file */
   const struct cs_op_rec **ops;
 };
 struct cs_instances {
-  struct cs_instance *v;    /* sorted by comm, then seq */
+  struct cs_instance *v; /* sorted by comm, then seq */
   size_t n;
-  const struct cs_op_rec **storage;   /* internal */
+  const struct cs_op_rec **storage; /* internal */
 };
 /* Group every op record with seq >= 0 into instances (all timings, errors included; filter
  * on ops[i]->timing as needed). Returns 0 (out of memory exits). */

@@ -72,13 +72,17 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_len, void **con_cls) {
-  (void)version; (void)upload;
+  (void)version;
+  (void)upload;
   struct exp_http *h = cls;
   if (*con_cls == NULL) { /* first call: headers only */
     *con_cls = h;
     return MHD_YES;
   }
-  if (*upload_len) { *upload_len = 0; return MHD_YES; } /* discard a body */
+  if (*upload_len) {
+    *upload_len = 0;
+    return MHD_YES;
+  } /* discard a body */
   static char notfound[] = "not found: the metrics are at /metrics\n";
   static char badmethod[] = "only GET and HEAD\n";
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
@@ -102,7 +106,10 @@ struct exp_http *exp_http_start(const char *listen, struct exp_state *s, int *po
   unsigned salen;
   if (exp_parse_listen(listen, &sa, &salen, err, errlen) != 0) return NULL;
   struct exp_http *h = calloc(1, sizeof *h);
-  if (!h) { snprintf(err, errlen, "out of memory"); return NULL; }
+  if (!h) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
   h->s = s;
   unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
   if (sa.ss_family == AF_INET6) flags |= MHD_USE_IPv6;

@@ -9,17 +9,23 @@
 #include <string.h>
 #include <strings.h>
 
-
 /* The exposition is built in one growing buffer with hand-rolled number formatting: a
  * scrape of 64 ranks is tens of thousands of lines, and stdio's per-call cost dominated. */
-struct obuf { char *p; size_t n, cap; bool oom; };
+struct obuf {
+  char *p;
+  size_t n, cap;
+  bool oom;
+};
 
 static void reserve(struct obuf *o, size_t more) {
   if (o->oom || o->n + more <= o->cap) return;
   size_t nc = o->cap ? o->cap : 1 << 16;
   while (nc < o->n + more) nc *= 2;
   char *np = realloc(o->p, nc);
-  if (!np) { o->oom = true; return; }
+  if (!np) {
+    o->oom = true;
+    return;
+  }
   o->p = np;
   o->cap = nc;
 }
@@ -34,7 +40,10 @@ static void putc_(struct obuf *o, char c) { putn(o, &c, 1); }
 static void putu(struct obuf *o, uint64_t v) {
   char b[24];
   int i = sizeof b;
-  do { b[--i] = (char)('0' + v % 10); v /= 10; } while (v);
+  do {
+    b[--i] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
   putn(o, b + i, sizeof b - (size_t)i);
 }
 static void putf(struct obuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -47,45 +56,75 @@ static void putf(struct obuf *o, const char *fmt, ...) {
   if (n > 0) putn(o, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
 }
 
-enum kind { GAUGE, COUNTER, HISTOGRAM };
-struct family { const char *name; enum kind kind; const char *help; };
+enum kind { GAUGE,
+            COUNTER,
+            HISTOGRAM };
+struct family {
+  const char *name;
+  enum kind kind;
+  const char *help;
+};
 
 /* names without _total: the text format adds it to counters in TYPE lines */
 enum {
-  F_UP, F_COLL, F_ERR, F_BYTES, F_BUS, F_DUR, F_BUSBW, F_REC, F_DROP, F_LOST, F_INVALID, F_STRAG, F_LATE, F_OFFS,
-  F_HANGS, F_HUNG, F_PEND, F_SDCC, F_SDCF, F_LINKSLOW, F_LINKBW, F_RINGS, F_SKIP, F_DROPPED, F_POLL, F_SCRAPES, F_N
+  F_UP,
+  F_COLL,
+  F_ERR,
+  F_BYTES,
+  F_BUS,
+  F_DUR,
+  F_BUSBW,
+  F_REC,
+  F_DROP,
+  F_LOST,
+  F_INVALID,
+  F_STRAG,
+  F_LATE,
+  F_OFFS,
+  F_HANGS,
+  F_HUNG,
+  F_PEND,
+  F_SDCC,
+  F_SDCF,
+  F_LINKSLOW,
+  F_LINKBW,
+  F_RINGS,
+  F_SKIP,
+  F_DROPPED,
+  F_POLL,
+  F_SCRAPES,
+  F_N
 };
 static const struct family fam[F_N] = {
-  [F_UP] = {"collscope_up", GAUGE, "1 while the rank's process runs, 0 during the grace period after it exited"},
-  [F_COLL] = {"collscope_collectives", COUNTER, "NCCL operations completed (one per call on this rank)"},
-  [F_ERR] = {"collscope_collective_errors", COUNTER, "NCCL operations whose call returned an error"},
-  [F_BYTES] = {"collscope_collective_bytes", COUNTER, "Bytes of the NCCL operations (the op's message size)"},
-  [F_BUS] = {"collscope_collective_bus_bytes", COUNTER,
-             "Bytes times the bus bandwidth factor of the timed operations (rate over the duration sum's rate is the bus bandwidth)"},
-  [F_DUR] = {"collscope_collective_duration_seconds", HISTOGRAM, "GPU duration of the timed NCCL operations"},
-  [F_BUSBW] = {"collscope_busbw_bytes_per_second", GAUGE,
-               "Bus bandwidth of the operations completed since the previous poll that had some"},
-  [F_REC] = {"collscope_records", COUNTER, "Records the exporter read from the rank's stats ring"},
-  [F_DROP] = {"collscope_records_dropped", COUNTER, "Records the rank's process could not publish (its queue was full)"},
-  [F_LOST] = {"collscope_records_lost", COUNTER, "Records overwritten in the ring before the exporter read them"},
-  [F_INVALID] = {"collscope_records_invalid", COUNTER, "Records of an unknown type or op (ignored)"},
-  [F_STRAG] = {"collscope_straggler", GAUGE, "1 when the live detector flags the rank as a straggler"},
-  [F_LATE] = {"collscope_lateness_seconds", GAUGE, "Median lateness of the rank when it arrived last"},
-  [F_OFFS] = {"collscope_arrival_offset_seconds", GAUGE, "Median arrival offset of the rank against the others"},
-  [F_HANGS] = {"collscope_hang_seconds", GAUGE, "Seconds since the oldest incomplete operation was enqueued (0: none)"},
-  [F_HUNG] = {"collscope_hung", GAUGE, "1 when the rank reported an operation as hung"},
-  [F_PEND] = {"collscope_pending_operations", GAUGE, "Operations entered and not complete"},
-  [F_SDCC] = {"collscope_sdc_checks", COUNTER, "Operations whose output was fingerprinted for silent data corruption"},
-  [F_SDCF] = {"collscope_sdc_findings", COUNTER, "Cross-rank SDC checks that named this rank as the suspect"},
-  [F_LINKSLOW] = {"collscope_link_slow", GAUGE, "1 when the host pair's network bandwidth is well below the job's other pairs"},
-  [F_LINKBW] = {"collscope_link_bandwidth_bytes_per_second", GAUGE, "Median network bandwidth of the host pair"},
-  [F_RINGS] = {"collscope_exporter_rings", GAUGE, "Rings the exporter follows"},
-  [F_SKIP] = {"collscope_exporter_rings_skipped", COUNTER, "Ring files that failed the reader's checks"},
-  [F_DROPPED] = {"collscope_exporter_rings_dropped", COUNTER, "Rings dropped after their grace period"},
-  [F_POLL] = {"collscope_exporter_poll_seconds", GAUGE, "Duration of the exporter's latest pass over the rings"},
-  [F_SCRAPES] = {"collscope_exporter_scrapes", COUNTER, "Scrapes served"},
+    [F_UP] = {"collscope_up", GAUGE, "1 while the rank's process runs, 0 during the grace period after it exited"},
+    [F_COLL] = {"collscope_collectives", COUNTER, "NCCL operations completed (one per call on this rank)"},
+    [F_ERR] = {"collscope_collective_errors", COUNTER, "NCCL operations whose call returned an error"},
+    [F_BYTES] = {"collscope_collective_bytes", COUNTER, "Bytes of the NCCL operations (the op's message size)"},
+    [F_BUS] = {"collscope_collective_bus_bytes", COUNTER,
+               "Bytes times the bus bandwidth factor of the timed operations (rate over the duration sum's rate is the bus bandwidth)"},
+    [F_DUR] = {"collscope_collective_duration_seconds", HISTOGRAM, "GPU duration of the timed NCCL operations"},
+    [F_BUSBW] = {"collscope_busbw_bytes_per_second", GAUGE,
+                 "Bus bandwidth of the operations completed since the previous poll that had some"},
+    [F_REC] = {"collscope_records", COUNTER, "Records the exporter read from the rank's stats ring"},
+    [F_DROP] = {"collscope_records_dropped", COUNTER, "Records the rank's process could not publish (its queue was full)"},
+    [F_LOST] = {"collscope_records_lost", COUNTER, "Records overwritten in the ring before the exporter read them"},
+    [F_INVALID] = {"collscope_records_invalid", COUNTER, "Records of an unknown type or op (ignored)"},
+    [F_STRAG] = {"collscope_straggler", GAUGE, "1 when the live detector flags the rank as a straggler"},
+    [F_LATE] = {"collscope_lateness_seconds", GAUGE, "Median lateness of the rank when it arrived last"},
+    [F_OFFS] = {"collscope_arrival_offset_seconds", GAUGE, "Median arrival offset of the rank against the others"},
+    [F_HANGS] = {"collscope_hang_seconds", GAUGE, "Seconds since the oldest incomplete operation was enqueued (0: none)"},
+    [F_HUNG] = {"collscope_hung", GAUGE, "1 when the rank reported an operation as hung"},
+    [F_PEND] = {"collscope_pending_operations", GAUGE, "Operations entered and not complete"},
+    [F_SDCC] = {"collscope_sdc_checks", COUNTER, "Operations whose output was fingerprinted for silent data corruption"},
+    [F_SDCF] = {"collscope_sdc_findings", COUNTER, "Cross-rank SDC checks that named this rank as the suspect"},
+    [F_LINKSLOW] = {"collscope_link_slow", GAUGE, "1 when the host pair's network bandwidth is well below the job's other pairs"},
+    [F_LINKBW] = {"collscope_link_bandwidth_bytes_per_second", GAUGE, "Median network bandwidth of the host pair"},
+    [F_RINGS] = {"collscope_exporter_rings", GAUGE, "Rings the exporter follows"},
+    [F_SKIP] = {"collscope_exporter_rings_skipped", COUNTER, "Ring files that failed the reader's checks"},
+    [F_DROPPED] = {"collscope_exporter_rings_dropped", COUNTER, "Rings dropped after their grace period"},
+    [F_POLL] = {"collscope_exporter_poll_seconds", GAUGE, "Duration of the exporter's latest pass over the rings"},
+    [F_SCRAPES] = {"collscope_exporter_scrapes", COUNTER, "Scrapes served"},
 };
-
 
 bool exp_wants_openmetrics(const char *accept) {
   return accept && strstr(accept, "application/openmetrics-text") != NULL;
@@ -93,20 +132,27 @@ bool exp_wants_openmetrics(const char *accept) {
 
 static void header(struct obuf *o, int f, bool om) {
   const struct family *F = &fam[f];
-  const char *t = F->kind == GAUGE ? "gauge" : F->kind == COUNTER ? "counter" : "histogram";
+  const char *t = F->kind == GAUGE ? "gauge" : F->kind == COUNTER ? "counter"
+                                                                  : "histogram";
   const char *suf = F->kind == COUNTER && !om ? "_total" : "";
   putf(o, "# HELP %s%s %s\n# TYPE %s%s %s\n", F->name, suf, F->help, F->name, suf, t);
-  if (om && strstr(F->name, "_seconds")) putf(o, "# UNIT %s seconds\n", F->name);
-  else if (om && strstr(F->name, "_bytes") && !strstr(F->name, "per_second")) putf(o, "# UNIT %s bytes\n", F->name);
+  if (om && strstr(F->name, "_seconds"))
+    putf(o, "# UNIT %s seconds\n", F->name);
+  else if (om && strstr(F->name, "_bytes") && !strstr(F->name, "per_second"))
+    putf(o, "# UNIT %s bytes\n", F->name);
 }
 
 /* a label value: the ring's printable copy with \, " and newline escaped */
 /* a label value: the ring's printable copy with \, " and newline escaped */
 static void lv(struct obuf *o, const char *s) {
   for (; *s; s++) {
-    if (*s == '\\' || *s == '"') { putc_(o, '\\'); putc_(o, *s); }
-    else if (*s == '\n') puts_(o, "\\n");
-    else putc_(o, *s);
+    if (*s == '\\' || *s == '"') {
+      putc_(o, '\\');
+      putc_(o, *s);
+    } else if (*s == '\n')
+      puts_(o, "\\n");
+    else
+      putc_(o, *s);
   }
 }
 
@@ -130,11 +176,16 @@ static const char *rank_labels(struct exp_rank *r) {
 }
 
 static void num(struct obuf *o, double v) {
-  if (v != v) puts_(o, "NaN");
-  else if (v > 1e308) puts_(o, "+Inf");
-  else if (v < -1e308) puts_(o, "-Inf");
-  else if (v >= 0 && v < 1e15 && v == (double)(uint64_t)v) putu(o, (uint64_t)v);
-  else putf(o, "%.9g", v);
+  if (v != v)
+    puts_(o, "NaN");
+  else if (v > 1e308)
+    puts_(o, "+Inf");
+  else if (v < -1e308)
+    puts_(o, "-Inf");
+  else if (v >= 0 && v < 1e15 && v == (double)(uint64_t)v)
+    putu(o, (uint64_t)v);
+  else
+    putf(o, "%.9g", v);
 }
 
 static void name(struct obuf *o, int f) {
@@ -337,7 +388,10 @@ char *exp_render_buf(struct exp_state *s, bool om, size_t *len) {
   struct obuf o = {0};
   render(s, &o, om, exp_now_ns());
   putc_(&o, 0);
-  if (o.oom) { free(o.p); return NULL; }
+  if (o.oom) {
+    free(o.p);
+    return NULL;
+  }
   *len = o.n - 1;
   return o.p;
 }

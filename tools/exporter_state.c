@@ -13,8 +13,8 @@
 
 #include "collscope/sdc.h"
 
-const double exp_bucket_le[EXP_BUCKETS] = {1e-5,   5e-5,  1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
-                                           5e-3,   1e-2,  2.5e-2, 5e-2, 0.1,  0.25, 1.0};
+const double exp_bucket_le[EXP_BUCKETS] = {1e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+                                           5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 1.0};
 static const uint64_t size_bound[EXP_SIZE_CLASSES - 1] = {64ull << 10, 1ull << 20, 16ull << 20, 256ull << 20};
 static const char *const size_name[EXP_SIZE_CLASSES] = {"0-64KiB", "64KiB-1MiB", "1MiB-16MiB", "16MiB-256MiB",
                                                         "256MiB+"};
@@ -44,7 +44,10 @@ int exp_state_init(struct exp_state *s, const char *dir, double grace_s, FILE *l
   s->analyse_every_s = 10;
   s->log = log;
   s->batch = malloc(EXP_READ_BATCH * sizeof *s->batch);
-  if (!s->batch) { pthread_mutex_destroy(&s->mu); return -1; }
+  if (!s->batch) {
+    pthread_mutex_destroy(&s->mu);
+    return -1;
+  }
   cs_det_params_default(&s->dp);
   cs_det_params_env(&s->dp);
   cs_link_params_default(&s->lp);
@@ -76,7 +79,10 @@ static struct exp_skip *skip_find(struct exp_state *s, uint64_t dev, uint64_t in
 
 static void skip_note(struct exp_state *s, const char *name, uint64_t dev, uint64_t ino, const char *why) {
   struct exp_skip *k = skip_find(s, dev, ino);
-  if (k) { k->seen = true; return; }
+  if (k) {
+    k->seen = true;
+    return;
+  }
   s->skipped_total++;
   char pr[4 * 256 + 1];
   ring_text_escape(pr, sizeof pr, name, strlen(name));
@@ -108,14 +114,18 @@ static unsigned comm_label(struct exp_rank *r, uint64_t comm) {
 
 static void fold_op(struct exp_state *s, struct exp_rank *r, const struct cs_record *rec) {
   (void)s;
-  if (rec->op >= CS_OP_COUNT) { r->invalid++; return; }
+  if (rec->op >= CS_OP_COUNT) {
+    r->invalid++;
+    return;
+  }
   unsigned c = comm_label(r, rec->comm_id), sc = exp_size_class(rec->bytes);
   struct exp_opstat *o = &r->ops[c][rec->op][sc];
   o->count++;
   sat_add(&o->bytes, rec->bytes);
   if (rec->status != 0 || rec->timing == CS_TIMING_ERROR) o->errors++;
   bool timed = (rec->timing == CS_TIMING_GPU_EVENT || rec->timing == CS_TIMING_PROFILER ||
-                rec->timing == CS_TIMING_HOST_SPAN) && rec->status == 0 && sane_span(rec);
+                rec->timing == CS_TIMING_HOST_SPAN) &&
+               rec->status == 0 && sane_span(rec);
   if (timed) {
     double d = (double)(rec->end_ns - rec->start_ns) / 1e9;
     unsigned b = 0;
@@ -131,11 +141,18 @@ static void fold_op(struct exp_state *s, struct exp_rank *r, const struct cs_rec
   if (rec->seq != UINT64_MAX) { /* the detector's window */
     struct cs_det_op *d = &r->det[r->det_next];
     memset(d, 0, sizeof *d);
-    d->comm = rec->comm_id; d->seq = (int64_t)rec->seq; d->comm_size = rec->comm_size; d->comm_rank = rec->comm_rank;
-    d->rank = r->rank; d->host = r->host; d->start_ns = rec->start_ns; d->end_ns = rec->end_ns;
+    d->comm = rec->comm_id;
+    d->seq = (int64_t)rec->seq;
+    d->comm_size = rec->comm_size;
+    d->comm_rank = rec->comm_rank;
+    d->rank = r->rank;
+    d->host = r->host;
+    d->start_ns = rec->start_ns;
+    d->end_ns = rec->end_ns;
     d->enqueue_ns = rec->enqueue_ns;
     bool gpu = (rec->timing == CS_TIMING_GPU_EVENT || rec->timing == CS_TIMING_PROFILER) && sane_span(rec);
-    d->state = rec->status != 0 || rec->timing == CS_TIMING_ERROR ? CS_DET_FAILED : gpu ? CS_DET_DONE : CS_DET_UNTIMED;
+    d->state = rec->status != 0 || rec->timing == CS_TIMING_ERROR ? CS_DET_FAILED : gpu ? CS_DET_DONE
+                                                                                        : CS_DET_UNTIMED;
     d->p2p = cs_op_table[rec->op].cls == CS_CLASS_P2P;
     d->bytes = rec->bytes;
     r->det_next = (r->det_next + 1) % EXP_DET_WINDOW;
@@ -144,10 +161,21 @@ static void fold_op(struct exp_state *s, struct exp_rank *r, const struct cs_rec
   if ((rec->sdc_checked & 1) && rec->seq != UINT64_MAX && rec->status == 0) {
     r->sdc_checks++;
     struct exp_sdc_entry *e = &r->sdc[r->sdc_next];
-    e->comm = rec->comm_id; e->seq = (int64_t)rec->seq; e->op = rec->op; e->dtype = rec->dtype; e->redop = rec->redop;
-    e->root = rec->root; e->comm_size = rec->comm_size; e->comm_rank = rec->comm_rank; e->count = rec->count;
-    e->checked = rec->sdc_checked; e->fp = rec->fingerprint; e->in_sum = rec->in_sum; e->in_abs = rec->in_abs;
-    e->out_sum = rec->out_sum; e->done = false;
+    e->comm = rec->comm_id;
+    e->seq = (int64_t)rec->seq;
+    e->op = rec->op;
+    e->dtype = rec->dtype;
+    e->redop = rec->redop;
+    e->root = rec->root;
+    e->comm_size = rec->comm_size;
+    e->comm_rank = rec->comm_rank;
+    e->count = rec->count;
+    e->checked = rec->sdc_checked;
+    e->fp = rec->fingerprint;
+    e->in_sum = rec->in_sum;
+    e->in_abs = rec->in_abs;
+    e->out_sum = rec->out_sum;
+    e->done = false;
     r->sdc_next = (r->sdc_next + 1) % EXP_SDC_WINDOW;
     if (r->sdc_n < EXP_SDC_WINDOW) r->sdc_n++;
   }
@@ -177,7 +205,8 @@ static void fold(struct exp_state *s, struct exp_rank *r, const struct cs_record
   case CS_REC_OP: fold_op(s, r, rec); break;
   case CS_REC_HANG: r->hang_reports++; break;
   case CS_REC_LINK: fold_link(r, rec); break;
-  case CS_REC_XFER: case CS_REC_COMM: break;
+  case CS_REC_XFER:
+  case CS_REC_COMM: break;
   default: r->invalid++;
   }
 }
@@ -217,7 +246,10 @@ static void rank_open(struct exp_state *s, const char *name, const struct stat *
     return;
   }
   struct exp_rank *r = calloc(1, sizeof *r);
-  if (!r) { skip_note(s, name, (uint64_t)st->st_dev, (uint64_t)st->st_ino, "out of memory"); return; }
+  if (!r) {
+    skip_note(s, name, (uint64_t)st->st_dev, (uint64_t)st->st_ino, "out of memory");
+    return;
+  }
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", s->dir, name);
   if (cs_ring_reader_open(&r->rd, path) != 0) {
@@ -251,7 +283,10 @@ static void rank_open(struct exp_state *s, const char *name, const struct stat *
     }
   }
   struct exp_rank **nv = realloc(s->v, (s->n + 1) * sizeof *nv);
-  if (!nv) { rank_free(r); return; }
+  if (!nv) {
+    rank_free(r);
+    return;
+  }
   s->v = nv;
   s->v[s->n++] = r;
   r->seen = true;
@@ -295,9 +330,15 @@ void exp_state_poll(struct exp_state *s, int64_t now_ns) {
       struct stat st;
       if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       struct exp_rank *r = rank_find(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
-      if (r) { r->seen = true; continue; }
+      if (r) {
+        r->seen = true;
+        continue;
+      }
       struct exp_skip *k = skip_find(s, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
-      if (k) { k->seen = true; continue; }
+      if (k) {
+        k->seen = true;
+        continue;
+      }
       rank_open(s, e->d_name, &st, now_ns);
     }
     closedir(d);
@@ -321,7 +362,9 @@ void exp_state_poll(struct exp_state *s, int64_t now_ns) {
         if (!s->skips) s->skips = calloc(EXP_MAX_SKIPS, sizeof *s->skips);
         if (s->skips) {
           struct exp_skip *sk = &s->skips[s->nskips++];
-          sk->dev = r->dev; sk->ino = r->ino; sk->seen = true;
+          sk->dev = r->dev;
+          sk->ino = r->ino;
+          sk->seen = true;
           snprintf(sk->name, sizeof sk->name, "%s", r->name);
         }
       }
@@ -360,15 +403,13 @@ static void analyse_sdc(struct exp_rank **v, size_t n) {
         for (size_t b = 0; b < q->sdc_n && nm < 64; b++) {
           struct exp_sdc_entry *f = &q->sdc[b];
           if (f->done || f->comm != e->comm || f->seq != e->seq) continue;
-          m[nm] = (struct cs_sdc_member){.comm_rank = f->comm_rank, .checked = f->checked, .fp = f->fp,
-                                         .in_sum = f->in_sum, .in_abs = f->in_abs, .out_sum = f->out_sum};
+          m[nm] = (struct cs_sdc_member){.comm_rank = f->comm_rank, .checked = f->checked, .fp = f->fp, .in_sum = f->in_sum, .in_abs = f->in_abs, .out_sum = f->out_sum};
           owner[nm] = q;
           ent[nm++] = f;
         }
       }
       if ((int)nm < e->comm_size && nm < 64) continue; /* wait for the other members */
-      struct cs_sdc_instance in = {.op = e->op, .dtype = e->dtype, .redop = e->redop, .root = e->root,
-                                   .comm_size = e->comm_size, .count = e->count, .n = nm, .m = m};
+      struct cs_sdc_instance in = {.op = e->op, .dtype = e->dtype, .redop = e->redop, .root = e->root, .comm_size = e->comm_size, .count = e->count, .n = nm, .m = m};
       struct cs_sdc_finding f[8];
       struct cs_sdc_outcome oc;
       memset(&oc, 0, sizeof oc);

@@ -20,15 +20,15 @@
 #include "collscope/schema.h"
 #include "ring_view.h"
 
-#define EXP_COMM_LABELS 4      /* comm label values per rank; later comms share comm="other" */
-#define EXP_SIZE_CLASSES 5     /* message size classes (exp_size_class_name) */
-#define EXP_BUCKETS 14         /* finite duration buckets (exp_bucket_le), +Inf implied */
-#define EXP_DET_WINDOW 512     /* op records per rank kept for the straggler detector */
-#define EXP_LINK_WINDOW 64     /* link records per rank kept for the slow-link rule */
-#define EXP_SDC_WINDOW 256     /* SDC-checked op records per rank kept for the cross-rank check */
-#define EXP_MAX_RINGS 4096     /* rings followed at once; more are skipped with a line */
-#define EXP_MAX_SKIPS 4096     /* skipped files remembered (so each is reported once) */
-#define EXP_READ_BATCH 512     /* records copied out of a ring at a time */
+#define EXP_COMM_LABELS 4  /* comm label values per rank; later comms share comm="other" */
+#define EXP_SIZE_CLASSES 5 /* message size classes (exp_size_class_name) */
+#define EXP_BUCKETS 14     /* finite duration buckets (exp_bucket_le), +Inf implied */
+#define EXP_DET_WINDOW 512 /* op records per rank kept for the straggler detector */
+#define EXP_LINK_WINDOW 64 /* link records per rank kept for the slow-link rule */
+#define EXP_SDC_WINDOW 256 /* SDC-checked op records per rank kept for the cross-rank check */
+#define EXP_MAX_RINGS 4096 /* rings followed at once; more are skipped with a line */
+#define EXP_MAX_SKIPS 4096 /* skipped files remembered (so each is reported once) */
+#define EXP_READ_BATCH 512 /* records copied out of a ring at a time */
 
 extern const double exp_bucket_le[EXP_BUCKETS];
 const char *exp_size_class_name(unsigned c);
@@ -36,15 +36,15 @@ unsigned exp_size_class(uint64_t bytes);
 
 /* One (comm label, op, size class) of a rank: counters only go up. */
 struct exp_opstat {
-  uint64_t count;              /* op records */
-  uint64_t errors;             /* of those, calls that returned an error */
-  uint64_t bytes;              /* their bytes (saturating) */
-  uint64_t timed;              /* records with a usable GPU span: the histogram's count */
-  uint64_t bucket[EXP_BUCKETS];  /* non-cumulative; rendered cumulative */
-  double dur_sum_s;            /* sum of the timed durations */
-  double bus_bytes;            /* bytes x busbw factor of the timed records (rate() / dur rate = busbw) */
-  double busbw_Bps;            /* gauge: busbw of the timed records of the latest poll that had some */
-  double poll_bus, poll_dur;   /* the current poll's sums for the gauge */
+  uint64_t count;               /* op records */
+  uint64_t errors;              /* of those, calls that returned an error */
+  uint64_t bytes;               /* their bytes (saturating) */
+  uint64_t timed;               /* records with a usable GPU span: the histogram's count */
+  uint64_t bucket[EXP_BUCKETS]; /* non-cumulative; rendered cumulative */
+  double dur_sum_s;             /* sum of the timed durations */
+  double bus_bytes;             /* bytes x busbw factor of the timed records (rate() / dur rate = busbw) */
+  double busbw_Bps;             /* gauge: busbw of the timed records of the latest poll that had some */
+  double poll_bus, poll_dur;    /* the current poll's sums for the gauge */
 };
 
 struct exp_sdc_entry {
@@ -59,20 +59,20 @@ struct exp_sdc_entry {
 
 struct exp_rank {
   struct cs_ring_reader rd;
-  char name[256];              /* base name of the ring file */
+  char name[256]; /* base name of the ring file */
   uint64_t dev, ino;
   int pid, rank, local_rank, world_size, device;
   int64_t created_ns;
-  char job_id[128];            /* the header's job (as in the name) */
-  char job[RING_TEXT_MAX], host[RING_TEXT_MAX];  /* printable (ring_text_escape) */
+  char job_id[128];                             /* the header's job (as in the name) */
+  char job[RING_TEXT_MAX], host[RING_TEXT_MAX]; /* printable (ring_text_escape) */
   uint64_t comm_ids[EXP_COMM_LABELS];
   unsigned ncomm_labels;
   struct exp_opstat ops[EXP_COMM_LABELS + 1][CS_OP_COUNT][EXP_SIZE_CLASSES];
-  uint64_t first_cursor;       /* the oldest record in the ring when it was opened */
-  uint64_t records;            /* records read from the ring */
-  uint64_t invalid;            /* records with an op or type the exporter does not know */
-  uint64_t drops;              /* the header's drop count (kept monotonic) */
-  uint64_t hang_reports;       /* CS_REC_HANG records */
+  uint64_t first_cursor; /* the oldest record in the ring when it was opened */
+  uint64_t records;      /* records read from the ring */
+  uint64_t invalid;      /* records with an op or type the exporter does not know */
+  uint64_t drops;        /* the header's drop count (kept monotonic) */
+  uint64_t hang_reports; /* CS_REC_HANG records */
   uint64_t sdc_checks, sdc_findings;
   /* detector window (ring buffer of the last EXP_DET_WINDOW op records) */
   struct cs_det_op det[EXP_DET_WINDOW];
@@ -82,39 +82,47 @@ struct exp_rank {
   struct exp_sdc_entry sdc[EXP_SDC_WINDOW];
   size_t sdc_n, sdc_next;
   /* live figures (exp_state_analyse) */
-  bool exited;                 /* closed or writer dead */
-  int64_t exited_ns;           /* when the exporter saw it exit */
+  bool exited;       /* closed or writer dead */
+  int64_t exited_ns; /* when the exporter saw it exit */
   bool straggler, hung;
   double lateness_s, offset_s, hang_s;
   uint64_t pending;
-  bool seen;                   /* found in the latest directory scan */
+  bool seen;                                /* found in the latest directory scan */
   char labels[2 * 2 * RING_TEXT_MAX + 128]; /* the rendered rank label set (exporter_metrics.c) */
   int labels_dev;
 };
 
-struct exp_skip { uint64_t dev, ino; char name[256]; bool seen; };
+struct exp_skip {
+  uint64_t dev, ino;
+  char name[256];
+  bool seen;
+};
 
-struct exp_linkpair { char src[RING_TEXT_MAX], dst[RING_TEXT_MAX], job[RING_TEXT_MAX]; double gbps_p50, ref_gbps; bool slow; };
+struct exp_linkpair {
+  char src[RING_TEXT_MAX], dst[RING_TEXT_MAX], job[RING_TEXT_MAX];
+  double gbps_p50, ref_gbps;
+  bool slow;
+};
 
 struct exp_state {
-  pthread_mutex_t mu;          /* held by the poller and by a scrape while it renders */
+  pthread_mutex_t mu; /* held by the poller and by a scrape while it renders */
   char dir[512];
   double grace_s;
-  FILE *log;                   /* one line per skipped ring, per dropped ring */
+  FILE *log; /* one line per skipped ring, per dropped ring */
   struct exp_rank **v;
   size_t n;
-  struct exp_skip *skips;      /* files reported as skipped (by dev/ino), bounded */
+  struct exp_skip *skips; /* files reported as skipped (by dev/ino), bounded */
   size_t nskips;
   uint64_t skipped_total, dropped_total, scrapes;
   struct exp_linkpair *pairs;
   size_t npairs;
   struct cs_det_params dp;
   struct cs_link_params lp;
-  bool dirty;                  /* records read since the last analysis */
-  double analyse_every_s;      /* the detectors run at most this often (in the poller) */
+  bool dirty;             /* records read since the last analysis */
+  double analyse_every_s; /* the detectors run at most this often (in the poller) */
   int64_t last_analyse_ns;
-  double last_poll_s;          /* duration of the latest poll */
-  struct cs_record *batch;     /* EXP_READ_BATCH records: the poller's copy buffer */
+  double last_poll_s;      /* duration of the latest poll */
+  struct cs_record *batch; /* EXP_READ_BATCH records: the poller's copy buffer */
 };
 
 int exp_state_init(struct exp_state *s, const char *dir, double grace_s, FILE *log);

@@ -26,8 +26,12 @@ int exp_textfile_write(const char *dir, const char *text, size_t len, FILE *log)
   while (left && !err) {
     ssize_t w = write(fd, p, left);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) err = w < 0 ? errno : EIO;
-    else { p += w; left -= (size_t)w; }
+    if (w <= 0)
+      err = w < 0 ? errno : EIO;
+    else {
+      p += w;
+      left -= (size_t)w;
+    }
   }
   if (!err && fchmod(fd, 0644) != 0) err = errno; /* node_exporter usually runs as another user */
   if (!err && fsync(fd) != 0) err = errno;

@@ -5,37 +5,52 @@
 #include <string.h>
 #include <uthash.h>
 
-struct queue {            /* one file's queued records of one comm: a ring */
+struct queue { /* one file's queued records of one comm: a ring */
   struct cs_walk_rec *v;
   size_t head, n, cap;
   uint32_t file;
 };
 struct wcomm {
   uint64_t comm;
-  struct queue *q; size_t nq, capq;
-  bool emitted;           /* last_seq is valid */
-  int64_t last_seq;       /* the last instance given out */
-  size_t expect;          /* files the comm should have: its largest comm_size, at most nf */
-  size_t held;            /* its records queued now */
+  struct queue *q;
+  size_t nq, capq;
+  bool emitted;     /* last_seq is valid */
+  int64_t last_seq; /* the last instance given out */
+  size_t expect;    /* files the comm should have: its largest comm_size, at most nf */
+  size_t held;      /* its records queued now */
 };
 /* where a file's records of a comm go: (file, comm) -> the comm's index and its queue's */
-struct slot_key { uint64_t comm; uint32_t file; };
-struct fileslot { struct slot_key k; size_t comm, queue; UT_hash_handle hh; };
+struct slot_key {
+  uint64_t comm;
+  uint32_t file;
+};
+struct fileslot {
+  struct slot_key k;
+  size_t comm, queue;
+  UT_hash_handle hh;
+};
 struct wfile {
-  struct fileslot *last;  /* the slot used last (most records repeat it) */
+  struct fileslot *last; /* the slot used last (most records repeat it) */
   bool done;
 };
-struct comm_slot { uint64_t comm; size_t index; UT_hash_handle hh; };
+struct comm_slot {
+  uint64_t comm;
+  size_t index;
+  UT_hash_handle hh;
+};
 struct cs_walk {
-  struct wcomm *c; size_t nc, capc;
-  struct fileslot *slots;     /* hash of (file, comm) */
-  struct comm_slot *comms;    /* hash of comm -> index in c */
-  struct wfile *f; size_t nf;
+  struct wcomm *c;
+  size_t nc, capc;
+  struct fileslot *slots;  /* hash of (file, comm) */
+  struct comm_slot *comms; /* hash of comm -> index in c */
+  struct wfile *f;
+  size_t nf;
   cs_walk_emit emit;
   void *ctx;
-  struct cs_walk_rec *m; size_t capm;   /* members of the instance being given out */
+  struct cs_walk_rec *m;
+  size_t capm; /* members of the instance being given out */
   size_t late, held;
-  size_t ndone;           /* files finished */
+  size_t ndone; /* files finished */
 };
 
 /* A communicator's records queued while it waits for files that have not shown up in it yet
@@ -48,7 +63,10 @@ struct cs_walk *cs_walk_new(size_t nfiles, cs_walk_emit emit, void *ctx) {
   struct cs_walk *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   w->f = calloc(nfiles ? nfiles : 1, sizeof *w->f);
-  if (!w->f) { free(w); return NULL; }
+  if (!w->f) {
+    free(w);
+    return NULL;
+  }
   w->nf = nfiles;
   w->emit = emit;
   w->ctx = ctx;
@@ -110,8 +128,8 @@ bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r) {
     w->late++;
     return true;
   }
-  if (q->n == q->cap) {   /* grow the ring, unrolled to start at 0 */
-    size_t nc = q->cap ? 2 * q->cap : 4;   /* a power of two; small: a file may be in many comms */
+  if (q->n == q->cap) {                  /* grow the ring, unrolled to start at 0 */
+    size_t nc = q->cap ? 2 * q->cap : 4; /* a power of two; small: a file may be in many comms */
     struct cs_walk_rec *v = malloc(nc * sizeof *v);
     if (!v) return false;
     for (size_t i = 0; i < q->n; i++) v[i] = q->v[(q->head + i) & (q->cap - 1)];
@@ -120,7 +138,7 @@ bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r) {
     q->head = 0;
     q->cap = nc;
   }
-  q->v[(q->head + q->n++) & (q->cap - 1)] = *r;   /* cap: a power of two */
+  q->v[(q->head + q->n++) & (q->cap - 1)] = *r; /* cap: a power of two */
   w->held++;
   c->held++;
   if (r->comm_size > 0 && (size_t)r->comm_size > c->expect)
@@ -153,7 +171,7 @@ static bool advance_comm(struct cs_walk *w, struct wcomm *c) {
     for (size_t i = 0; i < c->nq; i++) {
       struct queue *q = &c->q[i];
       if (!q->n) {
-        if (!w->f[q->file].done) return true;   /* that file may still have the next seq */
+        if (!w->f[q->file].done) return true; /* that file may still have the next seq */
         continue;
       }
       int64_t s = q->v[q->head].seq;
@@ -181,10 +199,13 @@ static bool advance_comm(struct cs_walk *w, struct wcomm *c) {
     }
     /* stable for one file's records of the same rank: qsort is not, so order by file
      * position too (members of one file are contiguous and already in order) */
-    for (size_t i = 1; i < n; i++) {   /* insertion sort: n is a comm's size, nearly sorted */
+    for (size_t i = 1; i < n; i++) { /* insertion sort: n is a comm's size, nearly sorted */
       struct cs_walk_rec t = w->m[i];
       size_t j = i;
-      while (j > 0 && cmp_member(&w->m[j - 1], &t) > 0) { w->m[j] = w->m[j - 1]; j--; }
+      while (j > 0 && cmp_member(&w->m[j - 1], &t) > 0) {
+        w->m[j] = w->m[j - 1];
+        j--;
+      }
       w->m[j] = t;
     }
     c->emitted = true;

@@ -25,16 +25,16 @@ struct cs_walk_rec {
   uint64_t comm;
   int64_t seq;
   int comm_rank, comm_size, rank, op, root, status, det_state;
-  int rec_rank;            /* the record's own "rank" (rank: the file's when that is -1) */
+  int rec_rank; /* the record's own "rank" (rank: the file's when that is -1) */
   uint32_t file;
-  bool counts;             /* passes the report's --op filter */
+  bool counts; /* passes the report's --op filter */
   bool p2p;
   const char *op_name, *dtype, *redop, *host;
   int64_t count;
   uint64_t bytes;
   int64_t start_ns, end_ns, enqueue_ns;
   double gap_us;
-  unsigned sdc_checked;    /* as recorded (also on a failed call) */
+  unsigned sdc_checked; /* as recorded (also on a failed call) */
   uint64_t sdc_fp;
   double sdc_in_sum, sdc_in_abs, sdc_out_sum;
 };
@@ -43,7 +43,7 @@ struct cs_walk_rec {
 typedef void (*cs_walk_emit)(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n);
 
 struct cs_walk;
-struct cs_walk *cs_walk_new(size_t nfiles, cs_walk_emit emit, void *ctx);   /* NULL: out of memory */
+struct cs_walk *cs_walk_new(size_t nfiles, cs_walk_emit emit, void *ctx); /* NULL: out of memory */
 /* a record of file (seq >= 0), in the file's order; false out of memory */
 bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r);
 /* the file takes part in comm (its "comm" record, before its ops): the comm's instances
@@ -54,7 +54,7 @@ void cs_walk_file_done(struct cs_walk *w, uint32_t file);
 /* give out every complete instance; at the end (all files done) that is all of them */
 bool cs_walk_advance(struct cs_walk *w);
 size_t cs_walk_late(const struct cs_walk *w);
-size_t cs_walk_held(const struct cs_walk *w);   /* records queued now */
+size_t cs_walk_held(const struct cs_walk *w); /* records queued now */
 void cs_walk_free(struct cs_walk *w);
 
 #endif

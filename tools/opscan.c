@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct cur { const char *p, *e; };
+struct cur {
+  const char *p, *e;
+};
 
 static bool lit(struct cur *c, const char *s, size_t n) {
   if ((size_t)(c->e - c->p) < n || memcmp(c->p, s, n) != 0) return false;
@@ -28,8 +30,8 @@ static bool integer(struct cur *c, long long *out) {
   unsigned long long v = 0;
   while (p < c->e && is_digit(*p)) v = v * 10 + (unsigned)(*p++ - '0');
   size_t nd = (size_t)(p - d);
-  if (nd == 0 || nd > 19 || (nd > 1 && *d == '0')) return false;   /* 19 digits < 2^64: no wrap */
-  if (p < c->e && (*p == '.' || *p == 'e' || *p == 'E')) return false;   /* a real: not for us */
+  if (nd == 0 || nd > 19 || (nd > 1 && *d == '0')) return false;       /* 19 digits < 2^64: no wrap */
+  if (p < c->e && (*p == '.' || *p == 'e' || *p == 'E')) return false; /* a real: not for us */
   if (v > (unsigned long long)INT64_MAX + neg) return false;
   *out = neg ? (long long)(0 - v) : (long long)v;
   c->p = p;
@@ -82,7 +84,7 @@ static bool number(struct cur *c, double *out) {
   memcpy(tmp, s, n);
   tmp[n] = 0;
   double v = strtod(tmp, NULL);
-  if (!isfinite(v)) return false;   /* jansson refuses an overflowing real */
+  if (!isfinite(v)) return false; /* jansson refuses an overflowing real */
   *out = v;
   c->p = p;
   return true;
@@ -110,7 +112,8 @@ static bool hexid(struct cur *c, uint64_t *out) {
   uint64_t v = 0;
   for (size_t i = 0; i < t.n; i++) {
     char ch = t.s[i];
-    unsigned d = is_digit(ch) ? (unsigned)(ch - '0') : (ch | 0x20) >= 'a' && (ch | 0x20) <= 'f' ? (unsigned)((ch | 0x20) - 'a' + 10) : 99;
+    unsigned d = is_digit(ch) ? (unsigned)(ch - '0') : (ch | 0x20) >= 'a' && (ch | 0x20) <= 'f' ? (unsigned)((ch | 0x20) - 'a' + 10)
+                                                                                                : 99;
     if (d > 15) return false;
     v = v << 4 | d;
   }
@@ -119,13 +122,22 @@ static bool hexid(struct cur *c, uint64_t *out) {
 }
 
 static bool boolean(struct cur *c, bool *out) {
-  if (LIT(c, "true")) { *out = true; return true; }
-  if (LIT(c, "false")) { *out = false; return true; }
+  if (LIT(c, "true")) {
+    *out = true;
+    return true;
+  }
+  if (LIT(c, "false")) {
+    *out = false;
+    return true;
+  }
   return false;
 }
 
 static bool num_or_null(struct cur *c, double *out) {
-  if (LIT(c, "null")) { *out = NAN; return true; }
+  if (LIT(c, "null")) {
+    *out = NAN;
+    return true;
+  }
   return number(c, out);
 }
 

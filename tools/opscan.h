@@ -14,7 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct cs_slice { const char *s; size_t n; };
+struct cs_slice {
+  const char *s;
+  size_t n;
+};
 
 struct cs_opscan {
   uint64_t comm, stream;

@@ -12,7 +12,10 @@ struct pool {
   void (*fn)(void *, size_t, unsigned);
   void *ctx;
 };
-struct worker { struct pool *p; unsigned id; };
+struct worker {
+  struct pool *p;
+  unsigned id;
+};
 
 unsigned cs_pool_default_jobs(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -15,28 +15,62 @@
 #include "report_views.h"
 #include "xalloc.h"
 
-#define XGROW(v, n, cap)                                                \
-  do {                                                                  \
-    if ((n) == (cap)) {                                                 \
-      (cap) = (cap) ? 2 * (cap) : 16;                                   \
-      (v) = xrealloc((v), (cap) * sizeof *(v));                         \
-    }                                                                   \
+#define XGROW(v, n, cap) \
+  do { \
+    if ((n) == (cap)) { \
+      (cap) = (cap) ? 2 * (cap) : 16; \
+      (v) = xrealloc((v), (cap) * sizeof *(v)); \
+    } \
   } while (0)
 
-struct row_key { const char *op_name; int comm_size, bucket; };
-struct row_ent { struct row_key k; struct agg_row r; UT_hash_handle hh; };
-struct comm_ent { uint64_t comm; struct agg_comm c; UT_hash_handle hh; };
-struct crank_key { uint64_t comm; int comm_rank; };
-struct crank_ent { struct crank_key k; UT_hash_handle hh; };
-struct inst_ent { uint64_t comm; size_t n; UT_hash_handle hh; };
+struct row_key {
+  const char *op_name;
+  int comm_size, bucket;
+};
+struct row_ent {
+  struct row_key k;
+  struct agg_row r;
+  UT_hash_handle hh;
+};
+struct comm_ent {
+  uint64_t comm;
+  struct agg_comm c;
+  UT_hash_handle hh;
+};
+struct crank_key {
+  uint64_t comm;
+  int comm_rank;
+};
+struct crank_ent {
+  struct crank_key k;
+  UT_hash_handle hh;
+};
+struct inst_ent {
+  uint64_t comm;
+  size_t n;
+  UT_hash_handle hh;
+};
 /* The detector sees a communicator's ranks renumbered 0..n-1 over the ranks that have records
  * (as cli_detect_dumpset does): its memory follows the ranks seen, never a comm_size or
  * comm_rank a record claims. Numbers are given in order of first appearance. */
-struct dense_key { uint64_t comm; int real; };
-struct dense_ent { struct dense_key k; int dense; UT_hash_handle hh; };
-struct dense_comm { uint64_t comm; int declared; int *real; size_t n, cap; UT_hash_handle hh; };
+struct dense_key {
+  uint64_t comm;
+  int real;
+};
+struct dense_ent {
+  struct dense_key k;
+  int dense;
+  UT_hash_handle hh;
+};
+struct dense_comm {
+  uint64_t comm;
+  int declared;
+  int *real;
+  size_t n, cap;
+  UT_hash_handle hh;
+};
 
-struct worker {              /* one reading thread's tables */
+struct worker { /* one reading thread's tables */
   struct row_ent *rows;
   struct comm_ent *comms;
   struct crank_ent *cranks;
@@ -44,9 +78,11 @@ struct worker {              /* one reading thread's tables */
   bool matched;
 };
 
-struct fstate {              /* one file's state across rounds */
-  struct cs_walk_rec *buf; size_t n, cap;        /* this round's records (seq >= 0) */
-  struct cs_walk_rec *pbuf; size_t pn, pcap;     /* the last round's, walked while this one is read */
+struct fstate { /* one file's state across rounds */
+  struct cs_walk_rec *buf;
+  size_t n, cap; /* this round's records (seq >= 0) */
+  struct cs_walk_rec *pbuf;
+  size_t pn, pcap; /* the last round's, walked while this one is read */
   bool walked_done;
   /* the worker's table entries this file used last (most records repeat a few): valid while
    * the same worker reads the file (cw = worker + 1) */
@@ -59,20 +95,24 @@ struct fstate {              /* one file's state across rounds */
 
 struct report_agg_priv {
   struct report_agg *agg;
-  struct worker *w; unsigned nw;
-  struct fstate *fs; size_t nf;
+  struct worker *w;
+  unsigned nw;
+  struct fstate *fs;
+  size_t nf;
   struct cs_walk *walk;
   struct cs_det_stream *det;
-  struct inst_ent *inst;     /* instances per comm (with a member passing the filter) */
-  struct cs_sdc_member *mem; size_t memcap;
-  struct cs_det_member *dm; size_t dmcap;
+  struct inst_ent *inst; /* instances per comm (with a member passing the filter) */
+  struct cs_sdc_member *mem;
+  size_t memcap;
+  struct cs_det_member *dm;
+  size_t dmcap;
   struct dense_ent *dense;
   struct dense_comm *dcomms;
   bool oom;
   /* the walk of the last round's records runs on its own thread while the next is read */
   pthread_t bg;
   bool bg_on;
-  bool *pdone;               /* per file: its last records are in pbuf */
+  bool *pdone; /* per file: its last records are in pbuf */
 };
 
 static struct dense_comm *dense_comm_of(struct report_agg_priv *P, uint64_t comm) {
@@ -117,7 +157,6 @@ static int declared_of(struct report_agg_priv *P, uint64_t comm, int size) {
 
 static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : -1; }
 static bool is_error(const struct cs_op_rec *o) { return o->timing == CSD_TIMING_ERROR || o->status != 0; }
-
 
 /* the row's kept durations into its histogram: from now on every one goes there */
 static void row_pour(struct report_agg_priv *P, struct agg_row *r) {
@@ -177,7 +216,7 @@ static void row_size(struct agg_row *r, uint64_t v, size_t n) {
     r->sizes[r->nsizes++].n = n;
     return;
   }
-  r->sizes_overflow = true;   /* too many sizes: every one into the histogram from now on */
+  r->sizes_overflow = true; /* too many sizes: every one into the histogram from now on */
   for (size_t i = 0; i < r->nsizes; i++) cs_hist_add_n(&r->bytes_hist, (double)r->sizes[i].v, r->sizes[i].n);
   free(r->sizes);
   r->sizes = NULL;
@@ -193,8 +232,9 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
   bool counts = !filter || strcmp(o->op_name, filter) == 0;
   W->matched |= filter && counts;
   bool err = is_error(o);
-  int state = err ? CS_DET_FAILED : o->timing == CSD_TIMING_GPU_EVENT ? CS_DET_DONE : CS_DET_UNTIMED;
-  double gap = -1;   /* this process's compute gap: start - its previous timed op's end */
+  int state = err ? CS_DET_FAILED : o->timing == CSD_TIMING_GPU_EVENT ? CS_DET_DONE
+                                                                      : CS_DET_UNTIMED;
+  double gap = -1; /* this process's compute gap: start - its previous timed op's end */
   if (state == CS_DET_DONE) {
     if (F->has_prev) {
       int64_t g = o->start_ns - F->prev_end;
@@ -207,14 +247,8 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
   if (o->seq >= 0) {
     XGROW(F->buf, F->n, F->cap);
     F->buf[F->n++] = (struct cs_walk_rec){
-      .comm = o->comm, .seq = o->seq, .comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = rank,
-      .op = o->op, .root = o->root, .status = o->status, .det_state = state, .file = (uint32_t)file,
-      .counts = counts, .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P, .op_name = o->op_name,
-      .dtype = o->dtype, .redop = o->redop, .host = f->hdr.host, .count = o->count, .bytes = o->bytes,
-      .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .gap_us = gap,
-      .sdc_checked = o->sdc_checked, .rec_rank = o->rank, .sdc_fp = o->sdc_fp, .sdc_in_sum = o->sdc_in_sum,
-      .sdc_in_abs = o->sdc_in_abs, .sdc_out_sum = o->sdc_out_sum};
-  }   /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
+        .comm = o->comm, .seq = o->seq, .comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = rank, .op = o->op, .root = o->root, .status = o->status, .det_state = state, .file = (uint32_t)file, .counts = counts, .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P, .op_name = o->op_name, .dtype = o->dtype, .redop = o->redop, .host = f->hdr.host, .count = o->count, .bytes = o->bytes, .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .gap_us = gap, .sdc_checked = o->sdc_checked, .rec_rank = o->rank, .sdc_fp = o->sdc_fp, .sdc_in_sum = o->sdc_in_sum, .sdc_in_abs = o->sdc_in_abs, .sdc_out_sum = o->sdc_out_sum};
+  } /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
   if (!counts) return;
 
   struct agg_counts *c = &W->counts;
@@ -223,8 +257,10 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
   switch (o->timing) {
   case CSD_TIMING_GPU_EVENT:
     c->timed++;
-    if (o->timing_name && !strcmp(o->timing_name, "profiler")) c->timed_profiler++;
-    else if (o->timing_name && !strcmp(o->timing_name, "host_span")) c->timed_host_span++;
+    if (o->timing_name && !strcmp(o->timing_name, "profiler"))
+      c->timed_profiler++;
+    else if (o->timing_name && !strcmp(o->timing_name, "host_span"))
+      c->timed_host_span++;
     break;
   case CSD_TIMING_CAPTURED: c->captured++; break;
   case CSD_TIMING_HOST: c->host_timed++; break;
@@ -262,8 +298,9 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
     memset(F->cr, 0, sizeof F->cr);
     F->cw = worker + 1;
   }
-  struct comm_ent *ce = F->cc[0] && F->cc[0]->comm == o->comm ? F->cc[0]
-                        : F->cc[1] && F->cc[1]->comm == o->comm ? F->cc[1] : NULL;
+  struct comm_ent *ce = F->cc[0] && F->cc[0]->comm == o->comm   ? F->cc[0]
+                        : F->cc[1] && F->cc[1]->comm == o->comm ? F->cc[1]
+                                                                : NULL;
   if (!ce) {
     HASH_FIND(hh, W->comms, &o->comm, sizeof o->comm, ce);
     if (!ce) {
@@ -278,9 +315,9 @@ static void on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpf
   if (o->comm_size > ce->c.size) ce->c.size = o->comm_size;
   ce->c.bytes += o->bytes;
   if (timed) ce->c.gpu_ms += o->dur_us / 1e3;
-  struct crank_ent *cr = F->cr[0] && F->cr[0]->k.comm == o->comm && F->cr[0]->k.comm_rank == o->comm_rank ? F->cr[0]
+  struct crank_ent *cr = F->cr[0] && F->cr[0]->k.comm == o->comm && F->cr[0]->k.comm_rank == o->comm_rank   ? F->cr[0]
                          : F->cr[1] && F->cr[1]->k.comm == o->comm && F->cr[1]->k.comm_rank == o->comm_rank ? F->cr[1]
-                                                                                                         : NULL;
+                                                                                                            : NULL;
   if (!cr) {
     struct crank_key ck;
     memset(&ck, 0, sizeof ck);
@@ -309,7 +346,7 @@ static void sdc_instance(struct report_agg_priv *P, uint64_t comm, int64_t seq, 
   const char *filter = P->agg->op_filter;
   bool mixed = false, any = false;
   for (size_t k = 0; k < n; k++) {
-    mixed |= m[k].op_name != m[0].op_name;   /* interned */
+    mixed |= m[k].op_name != m[0].op_name; /* interned */
     any |= m[k].sdc_checked != 0;
   }
   if (!any || mixed || (filter && strcmp(m[0].op_name, filter) != 0)) return;
@@ -321,7 +358,7 @@ static void sdc_instance(struct report_agg_priv *P, uint64_t comm, int64_t seq, 
   size_t nm = 0;
   for (size_t k = 0; k < n; k++) {
     if (m[k].comm_size > csize) csize = m[k].comm_size;
-    if (nm && P->mem[nm - 1].comm_rank == m[k].comm_rank) continue;   /* duplicate rank: keep the first */
+    if (nm && P->mem[nm - 1].comm_rank == m[k].comm_rank) continue; /* duplicate rank: keep the first */
     P->mem[nm++] = (struct cs_sdc_member){m[k].comm_rank, m[k].status == 0 ? m[k].sdc_checked : 0, m[k].sdc_fp, m[k].sdc_in_sum,
                                           m[k].sdc_in_abs, m[k].sdc_out_sum};
   }
@@ -372,14 +409,23 @@ static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_w
   struct dense_comm *dc = dense_comm_of(P, comm);
   for (size_t k = 0; k < n; k++)
     P->dm[k] = (struct cs_det_member){.comm_rank = dense_of(P, dc, m[k].comm_rank, m[k].comm_size),
-                                      .rank = m[k].rank, .host = m[k].host, .start_ns = m[k].start_ns,
-                                      .end_ns = m[k].end_ns, .enqueue_ns = m[k].enqueue_ns, .state = m[k].det_state,
-                                      .p2p = m[k].p2p, .bytes = m[k].bytes, .gap_us = m[k].gap_us};
+                                      .rank = m[k].rank,
+                                      .host = m[k].host,
+                                      .start_ns = m[k].start_ns,
+                                      .end_ns = m[k].end_ns,
+                                      .enqueue_ns = m[k].enqueue_ns,
+                                      .state = m[k].det_state,
+                                      .p2p = m[k].p2p,
+                                      .bytes = m[k].bytes,
+                                      .gap_us = m[k].gap_us};
   for (size_t k = 0; k < n; k++) P->dm[k].comm_size = (int)dc->n;
-  for (size_t i = 1; i < n; i++) {   /* in dense order, one rank's records together (stable) */
+  for (size_t i = 1; i < n; i++) { /* in dense order, one rank's records together (stable) */
     struct cs_det_member t = P->dm[i];
     size_t j = i;
-    while (j > 0 && P->dm[j - 1].comm_rank > t.comm_rank) { P->dm[j] = P->dm[j - 1]; j--; }
+    while (j > 0 && P->dm[j - 1].comm_rank > t.comm_rank) {
+      P->dm[j] = P->dm[j - 1];
+      j--;
+    }
     P->dm[j] = t;
   }
   if (P->det && cs_det_stream_instance(P->det, comm, seq, P->dm, n)) P->oom = true;
@@ -437,8 +483,10 @@ static void on_round(void *ctx, const bool *done, size_t nfiles) {
     P->pdone[i] = done[i];
     all &= done[i];
   }
-  if (all || pthread_create(&P->bg, NULL, walk_main, P) != 0) walk_pending(P);
-  else P->bg_on = true;
+  if (all || pthread_create(&P->bg, NULL, walk_main, P) != 0)
+    walk_pending(P);
+  else
+    P->bg_on = true;
 }
 
 /* ---------- the end: merge the threads' tables ---------- */
@@ -519,7 +567,7 @@ uint64_t report_agg_row_bytes(const struct agg_row *r) {
   if (!r->nsizes) return r->bytes_max;
   for (size_t i = 0; i < r->nsizes; i++) v[i][0] = r->sizes[i].v, v[i][1] = r->sizes[i].n;
   qsort(v, r->nsizes, sizeof v[0], cmp_size);
-  size_t want = (r->count + 1) / 2, seen = 0;   /* ceil(50 * n / 100) */
+  size_t want = (r->count + 1) / 2, seen = 0; /* ceil(50 * n / 100) */
   if (want < 1) want = 1;
   for (size_t i = 0; i < r->nsizes; i++) {
     seen += v[i][1];
@@ -540,8 +588,7 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
       const struct cs_comm_rec *c = &f->comms[j];
       if (!c->event || (strcmp(c->event, "init") != 0 && strcmp(c->event, "split") != 0) || c->rank < 0) continue;
       struct dense_comm *dc = dense_comm_of(P, c->comm);
-      struct cs_det_member d = {.comm_rank = dense_of(P, dc, c->rank, c->size), .rank = f->hdr.rank,
-                                .host = f->hdr.host, .state = CS_DET_UNTIMED, .gap_us = -1};
+      struct cs_det_member d = {.comm_rank = dense_of(P, dc, c->rank, c->size), .rank = f->hdr.rank, .host = f->hdr.host, .state = CS_DET_UNTIMED, .gap_us = -1};
       d.comm_size = (int)dc->n;
       if (cs_det_stream_instance(P->det, c->comm, -1, &d, 1)) P->oom = true;
     }
@@ -552,8 +599,11 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
       const struct cs_hang_rec *h = &f->hangs[j];
       struct dense_comm *dc = dense_comm_of(P, h->comm);
       struct cs_det_member d = {.comm_rank = dense_of(P, dc, h->comm_rank, h->comm_size),
-                                .rank = h->rank >= 0 ? h->rank : f->hdr.rank, .host = f->hdr.host,
-                                .enqueue_ns = h->enqueue_ns, .state = CS_DET_PENDING, .gap_us = -1};
+                                .rank = h->rank >= 0 ? h->rank : f->hdr.rank,
+                                .host = f->hdr.host,
+                                .enqueue_ns = h->enqueue_ns,
+                                .state = CS_DET_PENDING,
+                                .gap_us = -1};
       d.comm_size = (int)dc->n;
       if (h->seq >= 0 && cs_det_stream_instance(P->det, h->comm, h->seq, &d, 1)) P->oom = true;
     }
@@ -562,7 +612,7 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
     fputs("collscope report: detection out of memory\n", stderr);
     memset(&agg->det, 0, sizeof agg->det);
   }
-  struct cs_det_result *dr = &agg->det;   /* back to the records' comm ranks and sizes */
+  struct cs_det_result *dr = &agg->det; /* back to the records' comm ranks and sizes */
   for (size_t i = 0; i < dr->nstragglers; i++) {
     struct cs_det_straggler *s = &dr->stragglers[i];
     if (s->comm_rank >= 0) s->comm_rank = real_of(P, s->comm, s->comm_rank);
@@ -614,8 +664,10 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
       HASH_DEL(W->cranks, re);
       struct crank_ent *into;
       HASH_FIND(hh, cranks, &re->k, sizeof re->k, into);
-      if (into) free(re);
-      else HASH_ADD(hh, cranks, k, sizeof re->k, re);
+      if (into)
+        free(re);
+      else
+        HASH_ADD(hh, cranks, k, sizeof re->k, re);
     }
   }
   agg->nrows = HASH_COUNT(rows);
@@ -667,11 +719,10 @@ struct cs_dumpset *report_agg_run(const char *path, const char *job, const char 
   P->w = xcalloc(P->nw, sizeof *P->w);
   P->det = cs_det_stream_new(detp, CS_DET_HANG_PENDING);
   agg->views = report_views_new(op_filter);
-  struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .budget = budget, .begin = on_begin, .op = on_op,
-                              .round = on_round};
+  struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .budget = budget, .begin = on_begin, .op = on_op, .round = on_round};
   struct cs_dumpset *set = cs_dumpset_stream(path, job, &ops);
   walk_join(P);
-  if (set->whole) {   /* salvage to merge: the whole set, then the same callbacks */
+  if (set->whole) { /* salvage to merge: the whole set, then the same callbacks */
     cs_dumpset_free(set);
     set = cs_dumpset_load_job(path, job);
     if (!set->fatal) {

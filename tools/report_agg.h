@@ -23,23 +23,27 @@
 #include "dumpfile.h"
 
 #define AGG_SIZES 64
-#define AGG_EXACT 1024   /* a row with at most this many timed records keeps them: exact percentiles */
+#define AGG_EXACT 1024 /* a row with at most this many timed records keeps them: exact percentiles */
 
 struct agg_row {
   const char *op_name;
   int op, comm_size, bucket;
   size_t count;
   uint64_t bytes_min, bytes_max;
-  struct agg_size { uint64_t v; size_t n; } *sizes;   /* grown as needed, up to AGG_SIZES */
+  struct agg_size {
+    uint64_t v;
+    size_t n;
+  } * sizes; /* grown as needed, up to AGG_SIZES */
   size_t nsizes, capsizes;
-  bool sizes_overflow;     /* more distinct sizes: the median size comes from bytes_hist */
+  bool sizes_overflow; /* more distinct sizes: the median size comes from bytes_hist */
   struct cs_hist bytes_hist;
   /* durations of the "gpu_event" records: kept (exact, grown as needed) while there are at
    * most AGG_EXACT, then all of them in the histogram `dur` (its bucket array exists only
    * then, so a small row costs a few hundred bytes) */
   size_t timed;
   double dur_max;
-  double *exact; size_t nexact, capexact;
+  double *exact;
+  size_t nexact, capexact;
   bool exact_lost;
   struct cs_hist dur;
 };
@@ -56,7 +60,11 @@ struct agg_comm {
   double gpu_ms;
 };
 
-struct agg_file { size_t ops, errors; uint64_t bytes; double gpu_ms; };
+struct agg_file {
+  size_t ops, errors;
+  uint64_t bytes;
+  double gpu_ms;
+};
 
 struct agg_counts {
   size_t ops, errors, timed, timed_profiler, timed_host_span, captured, host_timed, unknown_timing;
@@ -78,18 +86,20 @@ struct agg_sdc {
 };
 
 struct report_agg {
-  const char *op_filter;   /* as given: a schema.h name, or any other name records may use */
-  bool filter_matched;     /* some record has that name */
+  const char *op_filter; /* as given: a schema.h name, or any other name records may use */
+  bool filter_matched;   /* some record has that name */
   /* results, valid after report_agg_finish() */
-  struct agg_row *rows; size_t nrows;          /* sorted: op (schema order, then name), size, bucket */
-  struct agg_comm *comms; size_t ncomms;       /* sorted by comm id */
-  struct agg_file *files;                      /* by the file's read_index */
+  struct agg_row *rows;
+  size_t nrows; /* sorted: op (schema order, then name), size, bucket */
+  struct agg_comm *comms;
+  size_t ncomms;          /* sorted by comm id */
+  struct agg_file *files; /* by the file's read_index */
   struct agg_counts counts;
   struct cs_det_result det;
   struct agg_sdc sdc;
-  size_t late_records;     /* op records out of seq order, left out of the per-instance analyses */
-  size_t max_held;         /* the most op records held at once (the walker's queues) */
-  struct report_views *views;   /* the figures for pictures, per instance (tools/report_views.h) */
+  size_t late_records;        /* op records out of seq order, left out of the per-instance analyses */
+  size_t max_held;            /* the most op records held at once (the walker's queues) */
+  struct report_views *views; /* the figures for pictures, per instance (tools/report_views.h) */
   struct report_agg_priv *priv;
 };
 

@@ -10,46 +10,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define R_POWER 0x4ULL            /* NVML clock event reasons (nvml.h) */
-#define R_HW_SLOWDOWN 0x88ULL     /* hardware slowdown, power brake */
-#define R_THERMAL 0x60ULL         /* software and hardware thermal slowdown */
-#define REASON_SHARE 0.2          /* a reason active in >= this share of samples is a cause */
-#define CLOCKS_LOW 0.85           /* median SM clock under this fraction of its model's peers */
+#define R_POWER 0x4ULL        /* NVML clock event reasons (nvml.h) */
+#define R_HW_SLOWDOWN 0x88ULL /* hardware slowdown, power brake */
+#define R_THERMAL 0x60ULL     /* software and hardware thermal slowdown */
+#define REASON_SHARE 0.2      /* a reason active in >= this share of samples is a cause */
+#define CLOCKS_LOW 0.85       /* median SM clock under this fraction of its model's peers */
 #define NVL_MAX 64
 #define XID_MAX 16
 
 struct rank_h {
   int rank;
   const char *host, *gpu_name, *gpu_uuid, *bus;
-  int arch;                           /* NVML architecture number, -1 unknown */
+  int arch; /* NVML architecture number, -1 unknown */
   size_t samples, reason_samples, n_power, n_thermal, n_hw;
-  double sm_med;                      /* -1 unknown */
+  double sm_med; /* -1 unknown */
   int64_t power_max, temp_max;
-  int64_t ecc_c, ecc_u, pcie;         /* -1: never sampled */
+  int64_t ecc_c, ecc_u, pcie; /* -1: never sampled */
   bool remap_pending, remap_failure, have_remap;
-  int64_t nvl[NVL_MAX][3];            /* crc, replay, recovery */
+  int64_t nvl[NVL_MAX][3]; /* crc, replay, recovery */
   bool nvl_any;
   size_t nxid;
-  int64_t xid[XID_MAX][2];            /* code, t_ns */
+  int64_t xid[XID_MAX][2]; /* code, t_ns */
 };
 struct port_h {
   const char *host, *dev, *state;
   int port;
   double rate;
-  int64_t c[CS_IB_NCOUNTERS];         /* -1: never sampled */
+  int64_t c[CS_IB_NCOUNTERS]; /* -1: never sampled */
 };
 struct report_health {
-  struct rank_h *ranks; size_t nranks;
-  struct port_h *ports; size_t nports;
-  const char *major_model;            /* the model most ranks run, NULL when none / tie */
+  struct rank_h *ranks;
+  size_t nranks;
+  struct port_h *ports;
+  size_t nports;
+  const char *major_model; /* the model most ranks run, NULL when none / tie */
   size_t major_count, model_ranks;
-  int max_arch;                       /* the newest architecture in the job, -1 unknown */
+  int max_arch; /* the newest architecture in the job, -1 unknown */
   const char *max_arch_model;
 };
 
 static const int ib_error_counters[] = {CS_IB_SYMBOL_ERROR, CS_IB_LINK_DOWNED, CS_IB_LINK_ERROR_RECOVERY,
-  CS_IB_PORT_RCV_ERRORS, CS_IB_PORT_XMIT_DISCARDS, CS_IB_LOCAL_LINK_INTEGRITY_ERRORS,
-  CS_IB_EXCESSIVE_BUFFER_OVERRUN_ERRORS, CS_IB_OUT_OF_SEQUENCE, CS_IB_PACKET_SEQ_ERR};
+                                        CS_IB_PORT_RCV_ERRORS, CS_IB_PORT_XMIT_DISCARDS, CS_IB_LOCAL_LINK_INTEGRITY_ERRORS,
+                                        CS_IB_EXCESSIVE_BUFFER_OVERRUN_ERRORS, CS_IB_OUT_OF_SEQUENCE, CS_IB_PACKET_SEQ_ERR};
 static const int ib_congestion_counters[] = {CS_IB_PORT_XMIT_WAIT, CS_IB_NP_CNP_SENT, CS_IB_RP_CNP_HANDLED};
 #define NELEM(a) (sizeof a / sizeof *a)
 
@@ -170,8 +172,11 @@ struct report_health *report_health_build(const struct cs_dumpset *set) {
     size_t n = 0;
     for (size_t j = 0; j < h->nranks; j++)
       n += h->ranks[j].gpu_name && !strcmp(h->ranks[j].gpu_name, h->ranks[i].gpu_name);
-    if (n > h->major_count) { h->major_count = n; h->major_model = h->ranks[i].gpu_name; }
-    else if (n == h->major_count && strcmp(h->major_model, h->ranks[i].gpu_name)) h->major_model = NULL;
+    if (n > h->major_count) {
+      h->major_count = n;
+      h->major_model = h->ranks[i].gpu_name;
+    } else if (n == h->major_count && strcmp(h->major_model, h->ranks[i].gpu_name))
+      h->major_model = NULL;
   }
   return h;
 }
@@ -184,7 +189,8 @@ void report_health_free(struct report_health *h) {
 }
 
 static const struct rank_h *rank_of(const struct report_health *h, int rank) {
-  for (size_t i = 0; i < h->nranks; i++) if (h->ranks[i].rank == rank) return &h->ranks[i];
+  for (size_t i = 0; i < h->nranks; i++)
+    if (h->ranks[i].rank == rank) return &h->ranks[i];
   return NULL;
 }
 
@@ -198,19 +204,24 @@ static double peer_sm(const struct report_health *h, const struct rank_h *r) {
     v[n++] = q->sm_med;
   }
   double m = -1;
-  if (n) { qsort(v, n, sizeof *v, cmp_dbl); m = v[(n - 1) / 2]; }
+  if (n) {
+    qsort(v, n, sizeof *v, cmp_dbl);
+    m = v[(n - 1) / 2];
+  }
   free(v);
   return m;
 }
 
 static int64_t port_sum(const struct port_h *p, const int *which, size_t n) {
   int64_t s = 0;
-  for (size_t k = 0; k < n; k++) if (p->c[which[k]] > 0) s += p->c[which[k]];
+  for (size_t k = 0; k < n; k++)
+    if (p->c[which[k]] > 0) s += p->c[which[k]];
   return s;
 }
 static int64_t host_sum(const struct report_health *h, const char *host, const int *which, size_t n) {
   int64_t s = 0;
-  for (size_t i = 0; i < h->nports; i++) if (!strcmp(h->ports[i].host, host)) s += port_sum(&h->ports[i], which, n);
+  for (size_t i = 0; i < h->nports; i++)
+    if (!strcmp(h->ports[i].host, host)) s += port_sum(&h->ports[i], which, n);
   return s;
 }
 /* congestion beyond the other hosts': more than twice their median, and > 0 */
@@ -226,7 +237,10 @@ static bool host_congested(const struct report_health *h, const char *host) {
     if (!seen) v[n++] = (double)host_sum(h, h->ports[i].host, ib_congestion_counters, NELEM(ib_congestion_counters));
   }
   double med = 0;
-  if (n) { qsort(v, n, sizeof *v, cmp_dbl); med = v[(n - 1) / 2]; }
+  if (n) {
+    qsort(v, n, sizeof *v, cmp_dbl);
+    med = v[(n - 1) / 2];
+  }
   free(v);
   return (double)mine > 2 * med;
 }
@@ -283,11 +297,11 @@ static void rank_causes(const struct report_health *h, const struct rank_h *r, c
     snprintf(d, sizeof d, "median SM clock %.0f MHz, its model's other ranks %.0f MHz", r->sm_med, peers);
     fn(arg, "clocks_low", d);
   }
-  if (r->gpu_name && r->arch >= 0 && r->arch < h->max_arch) {   /* an older generation than its peers' */
+  if (r->gpu_name && r->arch >= 0 && r->arch < h->max_arch) { /* an older generation than its peers' */
     snprintf(d, sizeof d, "%s, an older architecture than the job's %s", r->gpu_name, h->max_arch_model);
     fn(arg, "gpu_model", d);
   } else if (r->gpu_name && h->major_model && strcmp(r->gpu_name, h->major_model) &&
-             (r->arch < 0 || r->arch == h->max_arch)) {   /* same or unknown generation: the odd model out */
+             (r->arch < 0 || r->arch == h->max_arch)) { /* same or unknown generation: the odd model out */
     snprintf(d, sizeof d, "%s; %zu of %zu ranks run %s", r->gpu_name, h->major_count, h->model_ranks, h->major_model);
     fn(arg, "gpu_model", d);
   }
@@ -313,11 +327,13 @@ static void straggler_causes(const struct report_health *h, const struct cs_det_
   if (s->rank >= 0) {
     const struct rank_h *r = rank_of(h, s->rank);
     if (r) rank_causes(h, r, fn, arg);
-    host_causes(h, s->host ? s->host : r ? r->host : NULL, fn, arg);
+    host_causes(h, s->host ? s->host : r ? r->host
+                                         : NULL,
+                fn, arg);
   } else if (src || dst) {
     host_causes(h, src, fn, arg);
     if (dst && (!src || strcmp(src, dst))) host_causes(h, dst, fn, arg);
-  } else {   /* a slow link whose hosts are not known (no NCCL_NET records): every host's ports */
+  } else { /* a slow link whose hosts are not known (no NCCL_NET records): every host's ports */
     for (size_t i = 0; i < h->nports; i++) {
       bool seen = false;
       for (size_t j = 0; j < i; j++) seen |= !strcmp(h->ports[j].host, h->ports[i].host);
@@ -339,12 +355,15 @@ json_t *report_health_causes(const struct report_health *h, const struct cs_det_
   return a;
 }
 
-struct text_acc { char *b; size_t len, cap; };
+struct text_acc {
+  char *b;
+  size_t len, cap;
+};
 static void cause_text(void *arg, const char *kind, const char *detail) {
   (void)detail;
   struct text_acc *t = arg;
   if (t->len >= t->cap) return;
-  if (strstr(t->b, kind)) return;   /* ib_errors of both hosts: once */
+  if (strstr(t->b, kind)) return; /* ib_errors of both hosts: once */
   t->len += (size_t)snprintf(t->b + t->len, t->cap - t->len, "%s%s", t->len ? "," : "", kind);
 }
 const char *report_health_cause_text(const struct report_health *h, const struct cs_det_straggler *s, const char *src_host,
@@ -495,7 +514,10 @@ json_t *report_health_json(const struct report_health *h, const struct cs_det_re
 void report_health_text(const struct report_health *h, const struct cs_det_result *det, FILE *o) {
   fprintf(o, "\n# Health: GPU model, share of samples each throttle reason was active, median SM clock,\n"
              "# counter deltas over the job (docs/health.md)\n");
-  if (!h || (!h->nranks && !h->nports)) { fprintf(o, "  (no health samples)\n"); return; }
+  if (!h || (!h->nranks && !h->nports)) {
+    fprintf(o, "  (no health samples)\n");
+    return;
+  }
   fprintf(o, "# %5s  %-16s %-26s %6s %6s %6s %7s %6s %6s %6s  %s\n", "rank", "host", "gpu", "power", "therm", "hwslow",
           "sm_mhz", "ecc_c", "ecc_u", "pcie", "nvlink/xid");
   char b[128], g[128], d[1024];
@@ -522,8 +544,8 @@ void report_health_text(const struct report_health *h, const struct cs_det_resul
   size_t k;
   json_t *e;
   json_array_foreach(un, k, e)
-    fprintf(o, "  rank %lld %s: %s\n", (long long)json_integer_value(json_object_get(e, "rank")),
-            cs_text_safe(json_string_value(json_object_get(e, "host")), b, sizeof b),
-            cs_text_safe(json_string_value(json_object_get(e, "errors")), d, sizeof d));
+      fprintf(o, "  rank %lld %s: %s\n", (long long)json_integer_value(json_object_get(e, "rank")),
+              cs_text_safe(json_string_value(json_object_get(e, "host")), b, sizeof b),
+              cs_text_safe(json_string_value(json_object_get(e, "errors")), d, sizeof d));
   json_decref(j);
 }

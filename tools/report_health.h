@@ -8,7 +8,7 @@
 #include "collscope/detect.h"
 #include "dumpfile.h"
 
-struct report_health;   /* per rank and per host figures, built once */
+struct report_health; /* per rank and per host figures, built once */
 struct report_health *report_health_build(const struct cs_dumpset *set);
 void report_health_free(struct report_health *h);
 

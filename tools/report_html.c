@@ -20,8 +20,8 @@
 
 #include "xalloc.h"
 
-#define MAX_SERIES 8      /* bus bandwidth lines drawn (every row is in the table) */
-#define MAX_HOSTS 32      /* hosts of the link matrix */
+#define MAX_SERIES 8 /* bus bandwidth lines drawn (every row is in the table) */
+#define MAX_HOSTS 32 /* hosts of the link matrix */
 #define MAX_TABLE_ROWS 256
 #define NLEVELS 16
 
@@ -90,7 +90,8 @@ static double jat(const json_t *a, size_t i, bool *ok) {
 static int level(double v, double max) {
   if (!(max > 0) || !(v > 0)) return 0;
   int k = (int)(v / max * (NLEVELS - 1) + 0.5);
-  return k < 0 ? 0 : k >= NLEVELS ? NLEVELS - 1 : k;
+  return k < 0 ? 0 : k >= NLEVELS ? NLEVELS - 1
+                                  : k;
 }
 /* the same on a log scale (lateness: one late start must not flatten every other cell) */
 static int level_log(double v, double max) {
@@ -151,7 +152,9 @@ static void notes(FILE *o, const json_t *doc) {
   fputs("<section id=\"notes\" data-chart=\"notes\" aria-label=\"notes on the data\"><h2>Notes: what the data is "
         "missing and where the times come from</h2><ul>",
         o);
-  struct { const char *key, *what; } loss[] = {
+  struct {
+    const char *key, *what;
+  } loss[] = {
       {"drops", "records dropped by the shim (ring full)"},
       {"lost", "records the footers count but the files do not hold"},
       {"lost_files", "files with lost records"},
@@ -179,8 +182,7 @@ static void notes(FILE *o, const json_t *doc) {
   double off = 0;
   const char *k;
   const json_t *v;
-  json_object_foreach((json_t *)sr, k, v)
-    if (strcmp(k, "ready") && strcmp(k, "unused")) off += json_is_number(v) ? json_number_value(v) : 0;
+  json_object_foreach((json_t *)sr, k, v) if (strcmp(k, "ready") && strcmp(k, "unused")) off += json_is_number(v) ? json_number_value(v) : 0;
   if (off > 0) fprintf(o, "<li class=\"warn\" data-note=\"sdc_off\">SDC checks were off on %.0f ranks</li>", off);
   const char *secs[] = {"lateness", "progress"};
   for (int i = 0; i < 2; i++) {
@@ -197,8 +199,7 @@ static void notes(FILE *o, const json_t *doc) {
 static const json_t *pct_row(const json_t *pct, const char *op, double csize, double bucket_lo) {
   size_t i;
   const json_t *r;
-  json_array_foreach((json_t *)pct, i, r)
-    if (!strcmp(jstr(r, "op"), op) && jnum(r, "comm_size") == csize && jnum(r, "bucket_lo") == bucket_lo) return r;
+  json_array_foreach((json_t *)pct, i, r) if (!strcmp(jstr(r, "op"), op) && jnum(r, "comm_size") == csize && jnum(r, "bucket_lo") == bucket_lo) return r;
   return NULL;
 }
 
@@ -206,7 +207,10 @@ static void chart_busbw(FILE *o, const json_t *doc) {
   const json_t *ops = json_object_get(doc, "ops"), *pct = json_object_get(doc, "busbw_pct");
   fputs("<section id=\"busbw\" data-chart=\"busbw\"><h2>Bus bandwidth against message size</h2>", o);
   /* series: (op, comm_size) with a bus bandwidth, in the ops section's order */
-  struct ser { const char *op; double csize; } sv[MAX_SERIES];
+  struct ser {
+    const char *op;
+    double csize;
+  } sv[MAX_SERIES];
   size_t ns = 0, more = 0, i;
   double xmin = INFINITY, xmax = -INFINITY, ymax = 0;
   const json_t *r;
@@ -217,7 +221,10 @@ static void chart_busbw(FILE *o, const json_t *doc) {
     size_t k = 0;
     while (k < ns && !(sv[k].csize == cs && !strcmp(sv[k].op, op))) k++;
     if (k == ns) {
-      if (ns == MAX_SERIES) { more++; continue; }
+      if (ns == MAX_SERIES) {
+        more++;
+        continue;
+      }
       sv[ns++] = (struct ser){op, cs};
     }
     double x = log2(jnum(r, "bytes")), y = jnum(r, "busbw_gbs");
@@ -238,7 +245,7 @@ static void chart_busbw(FILE *o, const json_t *doc) {
   svg_open(o, "busbw-svg", W, H, "Bus bandwidth (GB/s) against message size (bytes), one line per op and rank count",
            "Lines: the report's busbw at the p50 time of each size bucket; bands: p10 to p90 of the per-record bus "
            "bandwidth. The table below holds the same figures.");
-#define BX(v) (L + ((v) - xmin) / (xmax - xmin) * PW)
+#define BX(v) (L + ((v)-xmin) / (xmax - xmin) * PW)
 #define BY(v) (T + PH - (v) / ymax * PH)
   fputs("<g class=\"axis\">", o);
   for (int k = 0; k <= 5; k++) {
@@ -310,8 +317,10 @@ static void chart_busbw(FILE *o, const json_t *doc) {
     esc(o, jstr(r, "op"));
     fprintf(o, "</td><td>%.0f</td><td>%.0f</td><td>%.3f</td>", jnum(r, "comm_size"), jnum(r, "bytes"),
             jnum(r, "busbw_gbs"));
-    if (p) fprintf(o, "<td>%.3f</td><td>%.3f</td><td>%.3f</td>", jnum(p, "busbw_p10"), jnum(p, "busbw_p50"), jnum(p, "busbw_p90"));
-    else fputs("<td>-</td><td>-</td><td>-</td>", o);
+    if (p)
+      fprintf(o, "<td>%.3f</td><td>%.3f</td><td>%.3f</td>", jnum(p, "busbw_p10"), jnum(p, "busbw_p50"), jnum(p, "busbw_p90"));
+    else
+      fputs("<td>-</td><td>-</td><td>-</td>", o);
     fprintf(o, "<td>%.0f</td></tr>", jnum(r, "timed"));
   }
   fputs("</table></details></section>\n", o);
@@ -342,14 +351,16 @@ static void chart_lateness(FILE *o, const json_t *doc) {
       }
     if (!nc || !ng) continue;
     const double L = 90, T = 10, PW = 600;
-    double cw = PW / (double)nc, rh = ng <= 16 ? 16 : ng <= 32 ? 8 : 5, PH = rh * (double)ng;
+    double cw = PW / (double)nc, rh = ng <= 16 ? 16 : ng <= 32 ? 8
+                                                               : 5,
+           PH = rh * (double)ng;
     double W = L + PW + 170, H = T + PH + 80;
     char id[64], title[160], desc[400];
     snprintf(id, sizeof id, "late-%zu", ci);
     snprintf(title, sizeof title, "Arrival lateness (microseconds) per rank group and instance, communicator %s (%.0f ranks)",
              jstr(c, "comm"), csize);
     snprintf(desc, sizeof desc, "%zu rank groups of %.0f ranks by %zu columns of %.0f instances from seq %.0f; largest "
-             "lateness %.1f us; %zu flagged stragglers outlined. The table below lists each group's worst rank.",
+                                "lateness %.1f us; %zu flagged stragglers outlined. The table below lists each group's worst rank.",
              ng, rpg, nc, jnum(c, "seq_per_column"), jnum(c, "seq_first"), max,
              json_array_size(json_object_get(c, "flagged")));
     fprintf(o, "<figure data-comm=\"%s\">", jstr(c, "comm"));
@@ -376,15 +387,17 @@ static void chart_lateness(FILE *o, const json_t *doc) {
     }
     fputs("</g><g class=\"axis\">", o);
     json_array_foreach(json_object_get(c, "flagged"), fi, f)
-      fprintf(o, "<text x=\"%g\" y=\"%g\" class=\"flagtext\">&#9664; rank %.0f flagged (seq %.0f)</text>", L + PW + 6,
-              T + rh * (jnum(f, "group") + 0.5) + 4, jnum(f, "rank"), jnum(f, "seq"));
+        fprintf(o, "<text x=\"%g\" y=\"%g\" class=\"flagtext\">&#9664; rank %.0f flagged (seq %.0f)</text>", L + PW + 6,
+                T + rh * (jnum(f, "group") + 0.5) + 4, jnum(f, "rank"), jnum(f, "seq"));
     size_t gstep = ng <= 16 ? 1 : ng / 8;
     for (size_t g = 0; g < ng; g += gstep) {
       double lo = (double)g * rpg, hi = lo + rpg - 1;
       if (hi > csize - 1) hi = csize - 1;
       fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">", L - 6, T + rh * ((double)g + 0.5) + 4);
-      if (rpg > 1) fprintf(o, "%.0f-%.0f", lo, hi);
-      else fprintf(o, "%.0f", lo);
+      if (rpg > 1)
+        fprintf(o, "%.0f-%.0f", lo, hi);
+      else
+        fprintf(o, "%.0f", lo);
       fputs("</text>", o);
     }
     size_t kstep = nc <= 8 ? 1 : nc / 8;
@@ -417,8 +430,10 @@ static void chart_lateness(FILE *o, const json_t *doc) {
         if (ok && v > best) best = v, br = jat(json_array_get(worst, g), k, &ok), bs = jat(cseq, k, &ok);
       }
       double lo = (double)g * rpg;
-      if (best < 0) fprintf(o, "<tr><td>%.0f+</td><td>-</td><td>-</td><td>-</td></tr>", lo);
-      else fprintf(o, "<tr><td>%.0f+</td><td>%.1f</td><td>%.0f</td><td>%.0f</td></tr>", lo, best, br, bs);
+      if (best < 0)
+        fprintf(o, "<tr><td>%.0f+</td><td>-</td><td>-</td><td>-</td></tr>", lo);
+      else
+        fprintf(o, "<tr><td>%.0f+</td><td>%.1f</td><td>%.0f</td><td>%.0f</td></tr>", lo, best, br, bs);
     }
     fputs("</table></details></figure>", o);
   }
@@ -458,14 +473,16 @@ static void chart_links(FILE *o, const json_t *doc) {
   size_t nh = 0, omitted = 0, i;
   const json_t *r;
   double max = 0;
-  for (int pass = 0; pass < 2; pass++)   /* hosts of slow pairs first */
+  for (int pass = 0; pass < 2; pass++) /* hosts of slow pairs first */
     json_array_foreach((json_t *)links, i, r) {
       if (json_is_true(json_object_get(r, "slow")) != (pass == 0)) continue;
       const char *ends[2] = {jstr(r, "src_host"), jstr(r, "dst_host")};
       for (int e = 0; e < 2; e++) {
         if (!*ends[e] || host_index(hosts, nh, ends[e]) >= 0) continue;
-        if (nh < MAX_HOSTS) hosts[nh++] = ends[e];
-        else omitted++;
+        if (nh < MAX_HOSTS)
+          hosts[nh++] = ends[e];
+        else
+          omitted++;
       }
       if (jnum(r, "gbps_p50") > max) max = jnum(r, "gbps_p50");
     }
@@ -473,11 +490,13 @@ static void chart_links(FILE *o, const json_t *doc) {
     fputs("<p>No link records (the NCCL_NET wrapper was not loaded, or the job had one host).</p></section>\n", o);
     return;
   }
-  const double L = 130, T = 20, cell = nh <= 8 ? 48 : nh <= 16 ? 28 : 16;
+  const double L = 130, T = 20, cell = nh <= 8 ? 48 : nh <= 16 ? 28
+                                                               : 16;
   double PW = cell * (double)nh, W = L + PW + 200, H = T + PW + 120;
   char desc[256];
   snprintf(desc, sizeof desc, "%zu hosts; cell colour: median throughput of the link from the row's host to the "
-           "column's host; outlined with a cross: slow pairs. The table below lists every pair.", nh);
+                              "column's host; outlined with a cross: slow pairs. The table below lists every pair.",
+           nh);
   svg_open(o, "links-svg", W, H, "Link throughput (Gbit/s) from host (row) to host (column)", desc);
   fprintf(o, "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" style=\"fill:var(--empty)\"/>", L, T, PW, PW);
   json_array_foreach((json_t *)links, i, r) {
@@ -560,7 +579,7 @@ static void chart_progress(FILE *o, const json_t *doc) {
       if (ok && b > hi) hi = b;
     }
     if (!ng || lo > hi) continue;
-    if (ci > 0 && !hung && lo == hi) {   /* nothing to see: one line instead of a chart */
+    if (ci > 0 && !hung && lo == hi) { /* nothing to see: one line instead of a chart */
       fprintf(o, "<p data-comm=\"%s\">communicator %s (%.0f ranks): every rank entered seq %.0f last.</p>",
               jstr(c, "comm"), jstr(c, "comm"), jnum(c, "comm_size"), hi);
       continue;
@@ -574,10 +593,11 @@ static void chart_progress(FILE *o, const json_t *doc) {
     snprintf(title, sizeof title, "Last seq entered per rank group, communicator %s (%.0f ranks)", jstr(c, "comm"),
              jnum(c, "comm_size"));
     snprintf(desc, sizeof desc, "%zu groups of %.0f ranks; seqs from %.0f to %.0f%s. The table below lists each "
-             "group's lowest rank.", ng, rpg, lo, hi, hung ? "; the communicator hangs" : "");
+                                "group's lowest rank.",
+             ng, rpg, lo, hi, hung ? "; the communicator hangs" : "");
     fprintf(o, "<figure data-comm=\"%s\"%s>", jstr(c, "comm"), hung ? " data-hung=\"1\"" : "");
     svg_open(o, id, W, H, title, desc);
-#define PY(v) (T + PH - ((v) - base) / span * PH)
+#define PY(v) (T + PH - ((v)-base) / span * PH)
     for (size_t g = 0; g < ng; g++) {
       double a = jat(emin, g, &ok);
       if (!ok) continue;
@@ -672,8 +692,10 @@ static void chart_sdc(FILE *o, const json_t *doc) {
       fputs("</td><td class=\"l\">", o);
       esc(o, jstr(e, "check"));
       fputs("</td><td>", o);
-      if (jhas(e, "suspect_rank")) fprintf(o, "%.0f", jnum(e, "suspect_rank"));
-      else fputs("-", o);
+      if (jhas(e, "suspect_rank"))
+        fprintf(o, "%.0f", jnum(e, "suspect_rank"));
+      else
+        fputs("-", o);
       fputs("</td><td class=\"l\">", o);
       esc(o, jstr(e, "host"));
       fputs("</td></tr>", o);

@@ -17,40 +17,56 @@
 #include "dumpfile.h"
 #include "xalloc.h"
 
-struct bw_key { const char *op_name; int comm_size, bucket; };   /* op_name interned */
-struct bw_ent { struct bw_key k; int op; struct cs_hist h; UT_hash_handle hh; };
+struct bw_key {
+  const char *op_name;
+  int comm_size, bucket;
+}; /* op_name interned */
+struct bw_ent {
+  struct bw_key k;
+  int op;
+  struct cs_hist h;
+  UT_hash_handle hh;
+};
 
-struct rank_key { uint64_t comm; int comm_rank; };
+struct rank_key {
+  uint64_t comm;
+  int comm_rank;
+};
 struct rank_ent {
   struct rank_key k;
   int rank;
-  int64_t entered, done;   /* last seq with a record / with a completed record, -1 none */
+  int64_t entered, done; /* last seq with a record / with a completed record, -1 none */
   UT_hash_handle hh;
 };
 
 struct vcomm {
   uint64_t comm;
-  int size, groups;        /* comm_size of its first instance; min(size, VIEW_GROUPS) */
+  int size, groups; /* comm_size of its first instance; min(size, VIEW_GROUPS) */
   size_t instances;
-  int64_t seq0, width;     /* column c holds seqs [seq0 + c*width, seq0 + (c+1)*width) */
-  int ncols;               /* columns holding an instance so far (1 + the last one) */
-  float *late;             /* groups x VIEW_COLS, < 0: no timed member */
-  int *worst;              /* the rank of each cell's largest lateness */
-  int64_t *col_t;          /* earliest start of each column, INT64_MAX none */
+  int64_t seq0, width; /* column c holds seqs [seq0 + c*width, seq0 + (c+1)*width) */
+  int ncols;           /* columns holding an instance so far (1 + the last one) */
+  float *late;         /* groups x VIEW_COLS, < 0: no timed member */
+  int *worst;          /* the rank of each cell's largest lateness */
+  int64_t *col_t;      /* earliest start of each column, INT64_MAX none */
   UT_hash_handle hh;
 };
 
-struct sdc_point { int64_t t; size_t checked, findings; };
+struct sdc_point {
+  int64_t t;
+  size_t checked, findings;
+};
 
 struct report_views {
   const char *op_filter;
   struct bw_ent *bw;
   struct vcomm *comms;
   struct rank_ent *ranks;
-  int64_t t0;              /* earliest timed start of any instance, INT64_MAX none */
-  struct sdc_point *pts; size_t npts;
+  int64_t t0; /* earliest timed start of any instance, INT64_MAX none */
+  struct sdc_point *pts;
+  size_t npts;
   size_t sdc_untimed_checked, sdc_untimed_findings;
-  double *scratch; size_t scap;
+  double *scratch;
+  size_t scap;
 };
 
 struct report_views *report_views_new(const char *op_filter) {
@@ -133,7 +149,7 @@ static void sdc_point(struct report_views *v, int64_t t, size_t findings) {
     v->pts[v->npts - 1].findings += findings;
     return;
   }
-  if (v->npts == VIEW_SDC_POINTS) {   /* full: neighbours in time merged, half the points */
+  if (v->npts == VIEW_SDC_POINTS) { /* full: neighbours in time merged, half the points */
     size_t n = 0;
     for (size_t i = 0; i + 1 < v->npts; i += 2)
       v->pts[n++] = (struct sdc_point){v->pts[i].t, v->pts[i].checked + v->pts[i + 1].checked,
@@ -171,7 +187,7 @@ void report_views_instance(struct report_views *v, uint64_t comm, int64_t seq, c
     if (r->start_ns < tmin) tmin = r->start_ns;
     double dur = (double)(r->end_ns - r->start_ns) / 1e3;
     v->scratch[nt++] = dur;
-    if (r->bytes && !r->p2p) {   /* bus bandwidth of this record, GB/s */
+    if (r->bytes && !r->p2p) { /* bus bandwidth of this record, GB/s */
       struct bw_key key;
       memset(&key, 0, sizeof key);
       key.op_name = r->op_name, key.comm_size = r->comm_size, key.bucket = bucket_of(r->bytes);
@@ -191,11 +207,13 @@ void report_views_instance(struct report_views *v, uint64_t comm, int64_t seq, c
   }
   if (!counted) return;
   if (tmin < v->t0) v->t0 = tmin;
-  if (checked) sdc_point(v, tmin != INT64_MAX ? tmin : emin != INT64_MAX ? emin : 0, sdc_findings);
+  if (checked) sdc_point(v, tmin != INT64_MAX ? tmin : emin != INT64_MAX ? emin
+                                                                         : 0,
+                         sdc_findings);
 
   struct vcomm *c = comm_of(v, comm, size, seq, n);
   c->instances++;
-  for (size_t k = 0; k < n; k++) {   /* where each rank got to */
+  for (size_t k = 0; k < n; k++) { /* where each rank got to */
     const struct cs_walk_rec *r = &m[k];
     struct rank_key key;
     memset(&key, 0, sizeof key);
@@ -212,7 +230,7 @@ void report_views_instance(struct report_views *v, uint64_t comm, int64_t seq, c
     if (r->det_state != CS_DET_FAILED && seq > e->entered) e->entered = seq;
     if ((r->det_state == CS_DET_DONE || r->det_state == CS_DET_UNTIMED) && seq > e->done) e->done = seq;
   }
-  if (nt < 2) return;   /* lateness needs two timed members */
+  if (nt < 2) return; /* lateness needs two timed members */
   comm_grid(c);
   int64_t col = seq >= c->seq0 ? (seq - c->seq0) / c->width : 0;
   while (col >= VIEW_COLS) {
@@ -222,7 +240,7 @@ void report_views_instance(struct report_views *v, uint64_t comm, int64_t seq, c
   if (col + 1 > c->ncols) c->ncols = (int)col + 1;
   if (tmin < c->col_t[col]) c->col_t[col] = tmin;
   qsort(v->scratch, nt, sizeof *v->scratch, cmp_double);
-  double med = v->scratch[(nt + 1) / 2 - 1];   /* nearest-rank median */
+  double med = v->scratch[(nt + 1) / 2 - 1]; /* nearest-rank median */
   for (size_t k = 0; k < n; k++) {
     const struct cs_walk_rec *r = &m[k];
     if (!r->counts || !timed(r) || r->p2p) continue;
@@ -279,7 +297,8 @@ static int cmp_bw(const void *pa, const void *pb) {
 json_t *report_views_json_busbw(const struct report_views *v) {
   size_t n = HASH_COUNT(v->bw), i = 0;
   struct bw_ent **e = xcalloc(n, sizeof *e), *b, *bt;
-  HASH_ITER(hh, v->bw, b, bt) e[i++] = b;
+  HASH_ITER(hh, v->bw, b, bt)
+  e[i++] = b;
   qsort(e, n, sizeof *e, cmp_bw);
   json_t *a = json_array();
   for (i = 0; i < n; i++) {
@@ -310,7 +329,10 @@ static bool det_names(const struct cs_det_result *det, uint64_t comm, bool hangs
   }
   return false;
 }
-struct pick { const struct vcomm *c; bool named, drawable; };
+struct pick {
+  const struct vcomm *c;
+  bool named, drawable;
+};
 static int cmp_pick(const void *pa, const void *pb) {
   const struct pick *a = pa, *b = pb;
   if (a->named != b->named) return a->named ? -1 : 1;
@@ -323,7 +345,7 @@ static struct pick *pick_comms(const struct report_views *v, const struct cs_det
                                size_t *omitted) {
   size_t all = HASH_COUNT(v->comms), i = 0;
   struct pick *p = xcalloc(all, sizeof *p);
-  for (const struct vcomm *c = v->comms; c; c = c->hh.next)   /* lateness: those with a grid first */
+  for (const struct vcomm *c = v->comms; c; c = c->hh.next) /* lateness: those with a grid first */
     p[i++] = (struct pick){c, det_names(det, c->comm, hangs), hangs || c->late};
   qsort(p, all, sizeof *p, cmp_pick);
   *n = all < VIEW_MAX_COMMS ? all : VIEW_MAX_COMMS;
@@ -364,7 +386,7 @@ json_t *report_views_json_lateness(const struct report_views *v, const struct cs
     }
     json_object_set_new(o, "lateness_us", late);
     json_object_set_new(o, "worst_rank", worst);
-    json_t *flags = json_array();   /* the stragglers flagged here, at the cell of their first flag */
+    json_t *flags = json_array(); /* the stragglers flagged here, at the cell of their first flag */
     for (size_t s = 0; det && s < det->nstragglers; s++) {
       const struct cs_det_straggler *st = &det->stragglers[s];
       if (st->comm != c->comm || st->comm_rank < 0) continue;
@@ -393,12 +415,16 @@ json_t *report_views_json_progress(const struct report_views *v, const struct cs
   struct pick *p = pick_comms(v, det, true, &n, &omitted);
   json_t *root = json_object(), *comms = json_array();
   char hex[17];
-  struct cell { int64_t emin, emax, dmin; int emin_rank, dmin_rank; bool any; } *cells =
+  struct cell {
+    int64_t emin, emax, dmin;
+    int emin_rank, dmin_rank;
+    bool any;
+  } *cells =
       xcalloc(VIEW_GROUPS, sizeof *cells);
   for (size_t i = 0; i < n; i++) {
     const struct vcomm *c = p[i].c;
     memset(cells, 0, VIEW_GROUPS * sizeof *cells);
-    const struct cs_det_hang *hang = NULL;   /* its stuck ranks entered the hang's seq (a hang record) */
+    const struct cs_det_hang *hang = NULL; /* its stuck ranks entered the hang's seq (a hang record) */
     for (size_t h = 0; det && h < det->nhangs; h++)
       if (det->hangs[h].comm == c->comm) hang = &det->hangs[h];
     for (const struct rank_ent *e = v->ranks; e; e = e->hh.next) {

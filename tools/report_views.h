@@ -20,11 +20,11 @@
 
 #include "instwalk.h"
 
-#define VIEW_GROUPS 64     /* rank groups (rows) of a communicator's grid */
-#define VIEW_COLS 64       /* seq columns of a communicator's grid */
-#define VIEW_MAX_COMMS 8   /* communicators in the lateness and progress sections */
+#define VIEW_GROUPS 64   /* rank groups (rows) of a communicator's grid */
+#define VIEW_COLS 64     /* seq columns of a communicator's grid */
+#define VIEW_MAX_COMMS 8 /* communicators in the lateness and progress sections */
 #define VIEW_TIME_BUCKETS 48
-#define VIEW_SDC_POINTS 4096   /* checked instances kept before neighbours are merged */
+#define VIEW_SDC_POINTS 4096 /* checked instances kept before neighbours are merged */
 
 struct report_views;
 struct cs_det_result;

@@ -31,9 +31,12 @@ void ring_json_string(FILE *o, const char *s) {
   fputc('"', o);
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(o, "\\%c", c);
-    else if (c < 0x20 || c >= 0x7f) fprintf(o, "\\u%04x", c);
-    else fputc(c, o);
+    if (c == '"' || c == '\\')
+      fprintf(o, "\\%c", c);
+    else if (c < 0x20 || c >= 0x7f)
+      fprintf(o, "\\u%04x", c);
+    else
+      fputc(c, o);
   }
   fputc('"', o);
 }

@@ -14,10 +14,10 @@ struct ring_view {
   struct cs_ring_reader rd;
   struct cs_record *recs; /* up to the ring's capacity (bounded by the file's size) */
   size_t nrecs;
-  char job_id[128];       /* the header's job, as in the ring's name */
-  char host[RING_TEXT_MAX];  /* printable copies (ring_text_escape) */
+  char job_id[128];         /* the header's job, as in the ring's name */
+  char host[RING_TEXT_MAX]; /* printable copies (ring_text_escape) */
   char job[RING_TEXT_MAX];
-  char path[4 * 512 + 1];    /* printable copy of the ring's path */
+  char path[4 * 512 + 1]; /* printable copy of the ring's path */
 };
 
 /* Open PATH and copy its records. On failure writes one line "collscope CMD: skipping PATH:

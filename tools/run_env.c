@@ -17,12 +17,12 @@ static int path_var_add(const char *name, const char *add, int prepend) {
   const char *cur = getenv(name);
   if (!cur || !*cur) return setenv(name, add, 1);
   size_t alen = strlen(add);
-  for (const char *p = cur; *p;) {        /* already there: leave it */
+  for (const char *p = cur; *p;) { /* already there: leave it */
     const char *e = strchr(p, ':');
     size_t l = e ? (size_t)(e - p) : strlen(p);
     if (l == alen && !strncmp(p, add, l)) {
       if (!prepend || p == cur) return 0;
-      break;  /* present but not first: rebuild with it first */
+      break; /* present but not first: rebuild with it first */
     }
     if (!e) break;
     p = e + 1;
@@ -30,8 +30,10 @@ static int path_var_add(const char *name, const char *add, int prepend) {
   size_t need = strlen(cur) + alen + 2;
   char *v = malloc(need);
   if (!v) return -1;
-  if (prepend) snprintf(v, need, "%s:%s", add, cur);
-  else snprintf(v, need, "%s:%s", cur, add);
+  if (prepend)
+    snprintf(v, need, "%s:%s", add, cur);
+  else
+    snprintf(v, need, "%s:%s", cur, add);
   int rc = setenv(name, v, 1);
   free(v);
   return rc;

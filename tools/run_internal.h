@@ -17,8 +17,8 @@
 void run_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* run_env.c */
-int run_valid_kv(const char *kv);   /* "KEY=VALUE" with a non-empty key */
-int run_put_kv(const char *kv);     /* setenv() of a valid KEY=VALUE; -1 when KEY is too long */
+int run_valid_kv(const char *kv); /* "KEY=VALUE" with a non-empty key */
+int run_put_kv(const char *kv);   /* setenv() of a valid KEY=VALUE; -1 when KEY is too long */
 /* Environment common to all ranks (and to a wrapped launcher), set in this process:
  * COLLSCOPE_JOB_ID, the simulator's LD_LIBRARY_PATH, the shim's LD_PRELOAD. 0, or -1 (said). */
 int run_prepare_env(const struct cli_run_opts *o);
@@ -26,11 +26,11 @@ int run_prepare_env(const struct cli_run_opts *o);
 int run_free_port(void);
 
 /* run_output.c */
-struct run_outbuf {            /* one rank's stdout or stderr pipe in --tag-output mode */
-  int fd;                  /* read end, -1 when closed */
-  int dest;                /* 1 or 2 */
+struct run_outbuf { /* one rank's stdout or stderr pipe in --tag-output mode */
+  int fd;           /* read end, -1 when closed */
+  int dest;         /* 1 or 2 */
   int rank;
-  int midline;             /* a partial line was already forwarded */
+  int midline; /* a partial line was already forwarded */
   size_t len;
   char buf[RUN_LINE_BUF];
 };

@@ -28,7 +28,7 @@ static volatile sig_atomic_t sig_pending[NSIG];
 static const int fwd_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
 #define N_FWD ((int)(sizeof fwd_signals / sizeof fwd_signals[0]))
 
-static int fwd_ignored[N_FWD];   /* ignored when we started (nohup): stays so in ranks */
+static int fwd_ignored[N_FWD]; /* ignored when we started (nohup): stays so in ranks */
 
 static void on_signal(int sig) {
   int e = errno;
@@ -44,9 +44,9 @@ static void on_signal(int sig) {
 struct rank {
   pid_t pid;
   int alive;
-  int status;              /* raw wait status */
-  int code;                /* exit code or 128+signal */
-  int stopped_by_us;       /* terminated by kill-on-fail */
+  int status;        /* raw wait status */
+  int code;          /* exit code or 128+signal */
+  int stopped_by_us; /* terminated by kill-on-fail */
 };
 
 static double now_s(void) {
@@ -71,9 +71,12 @@ static int status_code(int st) {
 }
 
 static void describe(char *buf, size_t len, int st) {
-  if (WIFEXITED(st)) snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
-  else if (WIFSIGNALED(st)) snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
-  else snprintf(buf, len, "ended with wait status 0x%x", st);
+  if (WIFEXITED(st))
+    snprintf(buf, len, "exited with status %d", WEXITSTATUS(st));
+  else if (WIFSIGNALED(st))
+    snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+  else
+    snprintf(buf, len, "ended with wait status 0x%x", st);
 }
 
 /* ------------------------------------------------------------------ launching */
@@ -97,7 +100,7 @@ static void child_exec(const struct cli_run_opts *o, const struct plan *p, int r
   sigprocmask(SIG_SETMASK, &none, NULL);
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != parent) _exit(CLI_EXIT_NOEXEC);   /* launcher already gone */
+  if (getppid() != parent) _exit(CLI_EXIT_NOEXEC); /* launcher already gone */
 
   int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (devnull >= 0) dup2(devnull, 0);
@@ -106,14 +109,21 @@ static void child_exec(const struct cli_run_opts *o, const struct plan *p, int r
 
   int local = rank % p->per_host, group = rank / p->per_host;
   char v[32];
-  snprintf(v, sizeof v, "%d", rank); setenv("RANK", v, 1);
-  snprintf(v, sizeof v, "%d", o->nranks); setenv("WORLD_SIZE", v, 1);
-  snprintf(v, sizeof v, "%d", local); setenv("LOCAL_RANK", v, 1);
-  snprintf(v, sizeof v, "%d", p->per_host); setenv("LOCAL_WORLD_SIZE", v, 1);
-  snprintf(v, sizeof v, "%d", group); setenv("GROUP_RANK", v, 1);
-  snprintf(v, sizeof v, "%zu", p->hosts ? p->nhosts : (size_t)1); setenv("GROUP_WORLD_SIZE", v, 1);
+  snprintf(v, sizeof v, "%d", rank);
+  setenv("RANK", v, 1);
+  snprintf(v, sizeof v, "%d", o->nranks);
+  setenv("WORLD_SIZE", v, 1);
+  snprintf(v, sizeof v, "%d", local);
+  setenv("LOCAL_RANK", v, 1);
+  snprintf(v, sizeof v, "%d", p->per_host);
+  setenv("LOCAL_WORLD_SIZE", v, 1);
+  snprintf(v, sizeof v, "%d", group);
+  setenv("GROUP_RANK", v, 1);
+  snprintf(v, sizeof v, "%zu", p->hosts ? p->nhosts : (size_t)1);
+  setenv("GROUP_WORLD_SIZE", v, 1);
   setenv("MASTER_ADDR", "127.0.0.1", 1);
-  snprintf(v, sizeof v, "%d", p->port); setenv("MASTER_PORT", v, 1);
+  snprintf(v, sizeof v, "%d", p->port);
+  setenv("MASTER_PORT", v, 1);
   setenv("COLLSCOPE_HOSTNAME", p->hosts ? p->hosts[group] : p->hostname, 1);
   for (size_t i = 0; i < o->nenv; i++) run_put_kv(o->env[i]);
 
@@ -130,7 +140,9 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
   struct pollfd *pf = calloc((size_t)n * 2 + 1, sizeof *pf);
   if (!r || !pf || (o->tag_output && !ob)) {
     run_say("out of memory");
-    free(r); free(ob); free(pf);
+    free(r);
+    free(ob);
+    free(pf);
     return 1;
   }
   for (int i = 0; ob && i < 2 * n; i++) ob[i].fd = -1;
@@ -138,7 +150,9 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
   struct sigaction sa, old_sa[N_FWD + 2];
   if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     run_say("pipe: %s", strerror(errno));
-    free(r); free(ob); free(pf);
+    free(r);
+    free(ob);
+    free(pf);
     return 1;
   }
   memset(&sa, 0, sizeof sa);
@@ -154,7 +168,7 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
   sigaction(SIGCHLD, &sa, &old_sa[N_FWD]);
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &sa, &old_sa[N_FWD + 1]);   /* a closed stdout must not kill us */
+  sigaction(SIGPIPE, &sa, &old_sa[N_FWD + 1]); /* a closed stdout must not kill us */
 
   /* Block the handled signals while forking: a child must not run on_signal() (it
    * would swallow a SIGTERM meant for it) before it resets the dispositions. */
@@ -170,19 +184,27 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
     int po[2] = {-1, -1}, pe[2] = {-1, -1};
     if (o->tag_output && (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC))) {
       run_say("pipe: %s", strerror(errno));
-      if (po[0] >= 0) { close(po[0]); close(po[1]); }
+      if (po[0] >= 0) {
+        close(po[0]);
+        close(po[1]);
+      }
       rc = 1;
       break;
     }
     pid_t pid = fork();
     if (pid < 0) {
       run_say("fork for rank %d: %s", i, strerror(errno));
-      if (po[0] >= 0) { close(po[0]); close(po[1]); close(pe[0]); close(pe[1]); }
+      if (po[0] >= 0) {
+        close(po[0]);
+        close(po[1]);
+        close(pe[0]);
+        close(pe[1]);
+      }
       rc = 1;
       break;
     }
     if (pid == 0) child_exec(o, p, i, po[1], pe[1], self);
-    setpgid(pid, pid);   /* also here: no window where a signal misses the group */
+    setpgid(pid, pid); /* also here: no window where a signal misses the group */
     r[i].pid = pid;
     r[i].alive = 1;
     started++;
@@ -197,7 +219,7 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
     }
   }
   sigprocmask(SIG_SETMASK, &old_mask, NULL);
-  if (rc) {   /* could not start them all: stop the ones that run */
+  if (rc) { /* could not start them all: stop the ones that run */
     run_say("stopping the %d ranks already started", started);
     signal_ranks(r, started, SIGKILL, 1);
   }
@@ -213,17 +235,21 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
     int timeout = -1;
     double t = now_s();
     if (killing && !killed_hard) timeout = deadline > t ? (int)((deadline - t) * 1000) + 1 : 0;
-    if (alive == 0) {   /* ranks gone; descendants may hold the pipes: drain briefly */
+    if (alive == 0) { /* ranks gone; descendants may hold the pipes: drain briefly */
       if (drain_deadline == 0) drain_deadline = t + 2.0;
       int d = drain_deadline > t ? (int)((drain_deadline - t) * 1000) + 1 : 0;
       if (timeout < 0 || d < timeout) timeout = d;
     }
     int pr = poll(pf, (nfds_t)nf, timeout);
-    if (pr < 0 && errno != EINTR) { run_say("poll: %s", strerror(errno)); break; }
+    if (pr < 0 && errno != EINTR) {
+      run_say("poll: %s", strerror(errno));
+      break;
+    }
 
     if (pr > 0 && (pf[0].revents & POLLIN)) {
       char drain[64];
-      while (read(sig_pipe[0], drain, sizeof drain) > 0) {}
+      while (read(sig_pipe[0], drain, sizeof drain) > 0) {
+      }
     }
     for (int k = 1; k < nf && pr > 0; k++) {
       if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -268,10 +294,10 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
         if (r[i].code != 0 && !r[i].stopped_by_us) {
           failed++;
           run_say("rank %d (host %s, pid %d) %s", i, p->hosts ? p->hosts[i / p->per_host] : p->hostname,
-              (int)pid, d);
+                  (int)pid, d);
           if (o->kill_on_fail && !killing && alive > 0) {
             run_say("terminating the other %d ranks (SIGKILL after %.3g s; --no-kill-on-fail keeps them)",
-                alive, o->grace_s);
+                    alive, o->grace_s);
             signal_ranks(r, started, SIGTERM, 1);
             killing = 1;
             deadline = now_s() + o->grace_s;
@@ -332,10 +358,11 @@ int cli_run_launch(const struct cli_run_opts *o) {
       return CLI_EXIT_USAGE;
     }
 
-  if (o->nranks == 0) {   /* wrap an existing launcher */
+  if (o->nranks == 0) { /* wrap an existing launcher */
     if (o->hosts || o->tag_output || o->topology) {
       run_say("%s needs -n N (without -n, collscope run wraps a launcher that starts the ranks)",
-          o->hosts ? "--hosts" : o->topology ? "--topology" : "--tag-output");
+              o->hosts ? "--hosts" : o->topology ? "--topology"
+                                                 : "--tag-output");
       return CLI_EXIT_USAGE;
     }
     if (run_prepare_env(o)) return 1;
@@ -377,7 +404,7 @@ int cli_run_launch(const struct cli_run_opts *o) {
   size_t nh = p.hosts ? p.nhosts : 1;
   if ((size_t)o->nranks < nh || o->nranks % (int)nh != 0) {
     run_say("-n %d ranks do not divide evenly over %zu hosts (%s): use a multiple of %zu", o->nranks, nh,
-        o->hosts ? o->hosts : p.hostname, nh);
+            o->hosts ? o->hosts : p.hostname, nh);
     cs_hostlist_free(p.hosts, p.nhosts);
     return CLI_EXIT_USAGE;
   }
@@ -394,9 +421,9 @@ int cli_run_launch(const struct cli_run_opts *o) {
   }
   if (o->verbose)
     run_say("%d ranks on %zu host%s (%s), %d per host; MASTER_ADDR=127.0.0.1 MASTER_PORT=%d "
-        "COLLSCOPE_JOB_ID=%s; command: %s",
-        o->nranks, nh, nh == 1 ? "" : "s", o->hosts ? o->hosts : p.hostname, p.per_host, p.port,
-        getenv("COLLSCOPE_JOB_ID"), o->argv[0]);
+            "COLLSCOPE_JOB_ID=%s; command: %s",
+            o->nranks, nh, nh == 1 ? "" : "s", o->hosts ? o->hosts : p.hostname, p.per_host, p.port,
+            getenv("COLLSCOPE_JOB_ID"), o->argv[0]);
   int rc = launch_ranks(o, &p);
   cs_hostlist_free(p.hosts, p.nhosts);
   return rc;

@@ -17,10 +17,16 @@ static void write_all(int fd, const struct iovec *iov, int n) {
     ssize_t w = writev(fd, v + i, n - i);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return;  /* EPIPE etc.: drop the output, keep running the job */
+      return; /* EPIPE etc.: drop the output, keep running the job */
     }
-    while (i < n && (size_t)w >= v[i].iov_len) { w -= (ssize_t)v[i].iov_len; i++; }
-    if (i < n) { v[i].iov_base = (char *)v[i].iov_base + w; v[i].iov_len -= (size_t)w; }
+    while (i < n && (size_t)w >= v[i].iov_len) {
+      w -= (ssize_t)v[i].iov_len;
+      i++;
+    }
+    if (i < n) {
+      v[i].iov_base = (char *)v[i].iov_base + w;
+      v[i].iov_len -= (size_t)w;
+    }
   }
 }
 
@@ -29,9 +35,19 @@ void run_emit(struct run_outbuf *ob, const char *data, size_t len, int add_newli
   int tl = snprintf(tag, sizeof tag, "[%d] ", ob->rank);
   struct iovec iov[3];
   int n = 0;
-  if (!ob->midline) { iov[n].iov_base = tag; iov[n].iov_len = (size_t)tl; n++; }
-  iov[n].iov_base = (void *)data; iov[n].iov_len = len; n++;
-  if (add_newline) { iov[n].iov_base = "\n"; iov[n].iov_len = 1; n++; }
+  if (!ob->midline) {
+    iov[n].iov_base = tag;
+    iov[n].iov_len = (size_t)tl;
+    n++;
+  }
+  iov[n].iov_base = (void *)data;
+  iov[n].iov_len = len;
+  n++;
+  if (add_newline) {
+    iov[n].iov_base = "\n";
+    iov[n].iov_len = 1;
+    n++;
+  }
   write_all(ob->dest, iov, n);
 }
 
@@ -42,9 +58,11 @@ int run_pump(struct run_outbuf *ob) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return 1;
     }
-    if (r <= 0) {                           /* EOF or error: flush the partial line */
-      if (ob->len) run_emit(ob, ob->buf, ob->len, 1);
-      else if (ob->midline) write_all(ob->dest, &(struct iovec){"\n", 1}, 1);
+    if (r <= 0) { /* EOF or error: flush the partial line */
+      if (ob->len)
+        run_emit(ob, ob->buf, ob->len, 1);
+      else if (ob->midline)
+        write_all(ob->dest, &(struct iovec){"\n", 1}, 1);
       ob->len = 0;
       ob->midline = 0;
       close(ob->fd);
@@ -63,7 +81,7 @@ int run_pump(struct run_outbuf *ob) {
     }
     memmove(ob->buf, ob->buf + start, ob->len - start);
     ob->len -= start;
-    if (ob->len == sizeof ob->buf) {        /* over-long line: forward what we have */
+    if (ob->len == sizeof ob->buf) { /* over-long line: forward what we have */
       run_emit(ob, ob->buf, ob->len, 0);
       ob->midline = 1;
       ob->len = 0;

@@ -26,40 +26,48 @@
 #define TRACE_MAX_STREAMS 4096
 
 struct trace_sel {
-  const char *ranks;         /* --ranks LIST (checked), NULL: all */
+  const char *ranks; /* --ranks LIST (checked), NULL: all */
   bool has_comm;
   uint64_t comm;
   bool has_time, has_seq;
-  int64_t from_ns, to_ns;    /* absolute, inclusive */
+  int64_t from_ns, to_ns; /* absolute, inclusive */
   int64_t seq_lo, seq_hi;
 };
 
-struct salv_key { uint64_t kind, a, b, c; size_t idx; };
+struct salv_key {
+  uint64_t kind, a, b, c;
+  size_t idx;
+};
 
-struct tfile {               /* one dump file, by its read index (name order) */
-  bool init;                 /* pass 1 saw a record of it */
-  bool ok;                   /* its rank is selected */
-  bool in_set;               /* in the set read (not another job's, not merged away) */
-  bool skip;                 /* pass 2 writes none of its records as they stream */
-  bool checked, done;        /* pass 2: the name compared with pass 1's; the file read */
+struct tfile {        /* one dump file, by its read index (name order) */
+  bool init;          /* pass 1 saw a record of it */
+  bool ok;            /* its rank is selected */
+  bool in_set;        /* in the set read (not another job's, not merged away) */
+  bool skip;          /* pass 2 writes none of its records as they stream */
+  bool checked, done; /* pass 2: the name compared with pass 1's; the file read */
   bool salvage;
-  int pid;                   /* the trace's process id */
-  size_t sort;               /* place in the set (rank order) */
-  char *name;                /* basename, as pass 1 read it */
-  const char *host;          /* interned in pass 1's set */
+  int pid;          /* the trace's process id */
+  size_t sort;      /* place in the set (rank order) */
+  char *name;       /* basename, as pass 1 read it */
+  const char *host; /* interned in pass 1's set */
   long long hpid;
-  uint64_t *streams; size_t nstreams, capstreams;
-  bool streams_full;         /* more streams than TRACE_MAX_STREAMS */
-  struct cs_op_rec *sops; size_t nsops, capsops;   /* a salvage file's op records */
-  struct salv_key *keys; bool *dup;                /* sorted keys of sops; seen in the dump */
-  size_t *partners; size_t npartners;              /* a dump's salvage files (read indices) */
-  struct cs_walk_rec *flows; size_t nflows, capflows;   /* pass 2: this round's flow ends */
+  uint64_t *streams;
+  size_t nstreams, capstreams;
+  bool streams_full; /* more streams than TRACE_MAX_STREAMS */
+  struct cs_op_rec *sops;
+  size_t nsops, capsops; /* a salvage file's op records */
+  struct salv_key *keys;
+  bool *dup; /* sorted keys of sops; seen in the dump */
+  size_t *partners;
+  size_t npartners; /* a dump's salvage files (read indices) */
+  struct cs_walk_rec *flows;
+  size_t nflows, capflows; /* pass 2: this round's flow ends */
 };
 
 struct tworker {
-  struct thist h;            /* selected records' times (t > 0) */
-  uint64_t nonpos;           /* selected records without a time */
-  int64_t lo, hi;            /* every record's times */
+  struct thist h;  /* selected records' times (t > 0) */
+  uint64_t nonpos; /* selected records without a time */
+  int64_t lo, hi;  /* every record's times */
   bool any;
   uint64_t ops, events;
 };
@@ -67,18 +75,20 @@ struct tworker {
 struct trace_run {
   struct trace_sel sel;
   unsigned jobs;
-  struct tfile *f; size_t nf;
-  struct tworker *w; unsigned nw;
-  struct cs_dumpset *set;    /* pass 1's set: headers, xfer and comm records, interned strings */
-  struct thist h;            /* merged */
+  struct tfile *f;
+  size_t nf;
+  struct tworker *w;
+  unsigned nw;
+  struct cs_dumpset *set; /* pass 1's set: headers, xfer and comm records, interned strings */
+  struct thist h;         /* merged */
   uint64_t nonpos;
-  int64_t start, end;        /* the job's first and last record times */
+  int64_t start, end; /* the job's first and last record times */
   size_t ok_files;
   /* pass 2 */
   struct trace_out out;
   struct cs_walk *walk;
   uint64_t flows;
-  bool changed, oom;         /* the files changed between the passes; the merge ran out of memory */
+  bool changed, oom; /* the files changed between the passes; the merge ran out of memory */
 };
 
 bool trace_rank_list_ok(const char *s);

@@ -31,7 +31,7 @@ static size_t fit(struct thist *h, int64_t t) {
   int64_t first = h->lo, last = h->lo + TH_BUCKETS - 1;
   for (size_t i = 0; i < TH_BUCKETS && !h->b[i]; i++) first++;
   for (size_t i = TH_BUCKETS; i > 0 && !h->b[i - 1]; i--) last--;
-  if (first > last) first = last = k;   /* empty */
+  if (first > last) first = last = k; /* empty */
   int64_t a = (k < first ? k : first) << h->shift, z = ((k > last ? k : last) << h->shift) | ((1ll << h->shift) - 1);
   int s = h->shift;
   while (s < 62 && (z >> s) - (a >> s) >= TH_BUCKETS) s++;
@@ -44,7 +44,7 @@ static size_t fit(struct thist *h, int64_t t) {
 
 void th_add(struct thist *h, int64_t t, uint64_t n) {
   if (t <= 0 || !n) return;
-  size_t j = fit(h, t);   /* may move b */
+  size_t j = fit(h, t); /* may move b */
   h->b[j] += n;
   h->total += n;
 }
@@ -55,7 +55,7 @@ void th_merge(struct thist *dst, const struct thist *src) {
     dst->b = xcalloc(TH_BUCKETS, sizeof *dst->b);
     dst->shift = src->shift;
     dst->lo = src->lo;
-  } else if (dst->shift < src->shift) {   /* at least as wide: a bucket of src lands in one of dst */
+  } else if (dst->shift < src->shift) { /* at least as wide: a bucket of src lands in one of dst */
     relay(dst, src->shift, dst->lo >> (src->shift - dst->shift));
   }
   for (size_t i = 0; i < TH_BUCKETS; i++)
@@ -86,7 +86,7 @@ int64_t th_fit(const struct thist *h, int64_t from, uint64_t max) {
     if (n > max) return end;
     end = ((k + 1) << h->shift) - 1;
   }
-  return INT64_MAX;   /* everything from `from` on fits */
+  return INT64_MAX; /* everything from `from` on fits */
 }
 
 void th_free(struct thist *h) {

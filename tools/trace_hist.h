@@ -11,8 +11,8 @@
 #define TH_BUCKETS 16384
 
 struct thist {
-  uint64_t *b;      /* TH_BUCKETS counts; NULL until the first time */
-  int64_t lo;       /* absolute index (t >> shift) of b[0] */
+  uint64_t *b; /* TH_BUCKETS counts; NULL until the first time */
+  int64_t lo;  /* absolute index (t >> shift) of b[0] */
   int shift;
   uint64_t total;
 };

@@ -18,7 +18,9 @@ void tout_init(struct trace_out *t, FILE *o, unsigned threads) {
   t->w = xcalloc(t->nw, sizeof *t->w);
 }
 
-struct tbuf *tout_buf(struct trace_out *t, unsigned worker) { return &t->w[worker < t->nw ? worker : 0]; }
+struct tbuf *tout_buf(struct trace_out *t, unsigned worker) {
+  return &t->w[worker < t->nw ? worker : 0];
+}
 
 static void reserve(struct tbuf *b, size_t more) {
   if (b->n + more <= b->cap) return;
@@ -53,10 +55,14 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
   unsigned c = s[0];
   size_t len;
   uint32_t cp;
-  if (c >= 0xc2 && c <= 0xdf) len = 2, cp = c & 0x1f;
-  else if (c >= 0xe0 && c <= 0xef) len = 3, cp = c & 0x0f;
-  else if (c >= 0xf0 && c <= 0xf4) len = 4, cp = c & 0x07;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    len = 2, cp = c & 0x1f;
+  else if (c >= 0xe0 && c <= 0xef)
+    len = 3, cp = c & 0x0f;
+  else if (c >= 0xf0 && c <= 0xf4)
+    len = 4, cp = c & 0x07;
+  else
+    return 0;
   if (len > n) return 0;
   for (size_t i = 1; i < len; i++) {
     if ((s[i] & 0xc0) != 0x80) return 0;
@@ -69,7 +75,7 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
 
 void tb_str(struct tbuf *b, const char *s) {
   size_t n = strlen(s);
-  reserve(b, 6 * n + 2);   /* the worst case: every byte as \u00XX */
+  reserve(b, 6 * n + 2); /* the worst case: every byte as \u00XX */
   char *p = b->s + b->n;
   *p++ = '"';
   const unsigned char *u = (const unsigned char *)s;
@@ -169,7 +175,7 @@ void tb_real(struct tbuf *b, double v) {
     t[len] = 0;
   }
   char *e = strchr(t, 'e');
-  if (e) {   /* no '+' and no leading zeros in the exponent */
+  if (e) { /* no '+' and no leading zeros in the exponent */
     char *start = e + 1, *end = start + 1;
     if (*start == '-') start++;
     while (*end == '0') end++;
@@ -206,7 +212,7 @@ void tout_flush(struct trace_out *t, struct tbuf *b) {
   pthread_mutex_lock(&t->lock);
   const char *s = b->s;
   size_t n = b->n;
-  if (t->first) {   /* the file's first event: no comma before it */
+  if (t->first) { /* the file's first event: no comma before it */
     s++;
     n--;
     t->first = false;

@@ -12,17 +12,19 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct tbuf {            /* one thread's pending text */
-  char *s; size_t n, cap;
+struct tbuf { /* one thread's pending text */
+  char *s;
+  size_t n, cap;
 };
 
 struct trace_out {
   FILE *o;
   pthread_mutex_t lock;
-  bool first;            /* no event written yet: the next one has no leading comma */
-  bool failed;           /* a write failed */
-  uint64_t bytes;        /* written so far */
-  struct tbuf *w; unsigned nw;   /* per thread */
+  bool first;     /* no event written yet: the next one has no leading comma */
+  bool failed;    /* a write failed */
+  uint64_t bytes; /* written so far */
+  struct tbuf *w;
+  unsigned nw; /* per thread */
 };
 
 void tout_init(struct trace_out *t, FILE *o, unsigned threads);
@@ -37,14 +39,14 @@ void tout_flush_all(struct trace_out *t);
 void tout_free(struct trace_out *t);
 
 void tb_raw(struct tbuf *b, const char *s, size_t n);
-void tb_lit(struct tbuf *b, const char *s);              /* raw text, NUL-terminated */
-void tb_key(struct tbuf *b, bool comma, const char *k);  /* [,]"k": (k needs no escaping) */
-void tb_str(struct tbuf *b, const char *s);              /* a JSON string, escaped */
+void tb_lit(struct tbuf *b, const char *s);             /* raw text, NUL-terminated */
+void tb_key(struct tbuf *b, bool comma, const char *k); /* [,]"k": (k needs no escaping) */
+void tb_str(struct tbuf *b, const char *s);             /* a JSON string, escaped */
 void tb_int(struct tbuf *b, long long v);
 void tb_u64(struct tbuf *b, uint64_t v);
-void tb_real(struct tbuf *b, double v);                  /* as jansson writes a real */
-void tb_us(struct tbuf *b, int64_t ns);                  /* exact ns / 1000, three decimals */
-void tb_fixed3(struct tbuf *b, double v);                /* "%.3f" */
-void tb_hex(struct tbuf *b, uint64_t v, bool pad16);     /* "0000..." (16 digits) or "0x..." */
+void tb_real(struct tbuf *b, double v);              /* as jansson writes a real */
+void tb_us(struct tbuf *b, int64_t ns);              /* exact ns / 1000, three decimals */
+void tb_fixed3(struct tbuf *b, double v);            /* "%.3f" */
+void tb_hex(struct tbuf *b, uint64_t v, bool pad16); /* "0000..." (16 digits) or "0x..." */
 
 #endif

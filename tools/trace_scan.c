@@ -24,8 +24,10 @@ static bool rank_ranges(const char *s, int rank, bool *hit) {
       p = end;
     }
     if (rank >= a && rank <= b) *hit = true;
-    if (*p == ',') p++;
-    else if (*p) return false;
+    if (*p == ',')
+      p++;
+    else if (*p)
+      return false;
   }
   return true;
 }
@@ -43,10 +45,12 @@ bool trace_rank_in(const char *s, int rank) {
 
 static void add_stream(struct tfile *F, uint64_t s) {
   size_t lo = 0, hi = F->nstreams;
-  while (lo < hi) {   /* sorted: binary search for the place */
+  while (lo < hi) { /* sorted: binary search for the place */
     size_t mid = (lo + hi) / 2;
-    if (F->streams[mid] < s) lo = mid + 1;
-    else hi = mid;
+    if (F->streams[mid] < s)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo < F->nstreams && F->streams[lo] == s) return;
   if (F->nstreams >= TRACE_MAX_STREAMS) {
@@ -103,8 +107,10 @@ static void scan_op(void *ctx, unsigned worker, size_t file, const struct cs_dum
   see_time(W, t);
   const struct trace_sel *s = &R->sel;
   if (F->ok && (!s->has_comm || o->comm == s->comm) && (!s->has_seq || (o->seq >= s->seq_lo && o->seq <= s->seq_hi))) {
-    if (t > 0) th_add(&W->h, t, 1);
-    else W->nonpos++;
+    if (t > 0)
+      th_add(&W->h, t, 1);
+    else
+      W->nonpos++;
   }
   if (F->salvage) {
     if (F->nsops == F->capsops) {
@@ -117,7 +123,7 @@ static void scan_op(void *ctx, unsigned worker, size_t file, const struct cs_dum
 
 /* ---------- after the pass ---------- */
 
-static struct salv_key op_key(const struct cs_op_rec *o) {   /* as the loader's salvage merge */
+static struct salv_key op_key(const struct cs_op_rec *o) { /* as the loader's salvage merge */
   if (o->seq >= 0) return (struct salv_key){0, o->comm, (uint64_t)o->seq, 0, 0};
   return (struct salv_key){1, o->comm, (uint64_t)o->enqueue_ns, (uint64_t)o->op, 0};
 }
@@ -139,7 +145,7 @@ static void pair_salvage(struct trace_run *R, size_t si) {
     if (!is_salvage_file(c) && c->hdr.pid == S->hpid && c->hdr.host == S->host) d = c;
   }
   S->skip = true;
-  if (!d || d->read_index >= R->nf) {   /* no dump to join (not expected): nothing to write */
+  if (!d || d->read_index >= R->nf) { /* no dump to join (not expected): nothing to write */
     S->nsops = 0;
     return;
   }
@@ -172,7 +178,7 @@ bool trace_scan(struct trace_run *R, const char *path, const char *job) {
   bool ranks_usable = true;
   for (size_t i = 0; i < set->nfiles; i++) {
     int r = set->files[i].hdr.rank;
-    if (r < 0 || (i > 0 && r == set->files[i - 1].hdr.rank)) ranks_usable = false;   /* sorted */
+    if (r < 0 || (i > 0 && r == set->files[i - 1].hdr.rank)) ranks_usable = false; /* sorted */
   }
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];
@@ -188,8 +194,9 @@ bool trace_scan(struct trace_run *R, const char *path, const char *job) {
   }
   for (size_t i = 0; i < R->nf; i++) {
     struct tfile *F = &R->f[i];
-    if (F->salvage && F->init && !F->in_set) pair_salvage(R, i);
-    else if (F->salvage) {   /* a salvage file of its own: written as it streams */
+    if (F->salvage && F->init && !F->in_set)
+      pair_salvage(R, i);
+    else if (F->salvage) { /* a salvage file of its own: written as it streams */
       free(F->sops);
       F->sops = NULL;
       F->nsops = F->capsops = 0;
@@ -218,15 +225,19 @@ bool trace_scan(struct trace_run *R, const char *path, const char *job) {
       int64_t t = x->timing == CSD_TIMING_GPU_EVENT && x->start_ns > 0 ? x->start_ns : x->enqueue_ns;
       see_time(&all, x->start_ns > 0 ? x->start_ns : x->enqueue_ns);
       if (!ok || s->has_comm || s->has_seq) continue;
-      if (t > 0) th_add(&R->h, t, 1);
-      else R->nonpos++;
+      if (t > 0)
+        th_add(&R->h, t, 1);
+      else
+        R->nonpos++;
     }
     for (size_t k = 0; k < f->ncomms; k++) {
       const struct cs_comm_rec *c = &f->comms[k];
       see_time(&all, c->t_ns);
       if (!ok || (s->has_comm && c->comm != s->comm)) continue;
-      if (c->t_ns > 0) th_add(&R->h, c->t_ns, 1);
-      else R->nonpos++;
+      if (c->t_ns > 0)
+        th_add(&R->h, c->t_ns, 1);
+      else
+        R->nonpos++;
     }
   }
   R->start = all.any ? all.lo : 0;

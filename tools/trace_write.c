@@ -23,7 +23,7 @@ static bool op_selected(const struct trace_sel *sel, const struct cs_op_rec *o) 
   return in_time(sel, op_slice(o) ? o->start_ns : o->enqueue_ns);
 }
 static bool xfer_selected(const struct trace_sel *sel, const struct cs_xfer_rec *x) {
-  if (sel->has_comm || sel->has_seq) return false;   /* a copy belongs to no communicator */
+  if (sel->has_comm || sel->has_seq) return false; /* a copy belongs to no communicator */
   return in_time(sel, x->timing == CSD_TIMING_GPU_EVENT && x->start_ns > 0 ? x->start_ns : x->enqueue_ns);
 }
 static bool comm_selected(const struct trace_sel *sel, const struct cs_comm_rec *c) {
@@ -40,11 +40,13 @@ static int tid_of(const struct tfile *F, uint64_t stream) {
   size_t lo = 0, hi = F->nstreams;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (F->streams[mid] < stream) lo = mid + 1;
-    else hi = mid;
+    if (F->streams[mid] < stream)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   if (lo < F->nstreams && F->streams[lo] == stream) return (int)lo + 1;
-  return (int)F->nstreams + 1;   /* beyond TRACE_MAX_STREAMS: the shared track */
+  return (int)F->nstreams + 1; /* beyond TRACE_MAX_STREAMS: the shared track */
 }
 
 /* ---------- events ---------- */
@@ -71,7 +73,7 @@ static void head(struct tbuf *b, int64_t ts_ns, double dur_us, const char *name,
   tb_int(b, tid);
 }
 
-static void kv_str(struct tbuf *b, const char *k, const char *v) {   /* no key for a NULL string */
+static void kv_str(struct tbuf *b, const char *k, const char *v) { /* no key for a NULL string */
   if (!v) return;
   tb_key(b, true, k);
   tb_str(b, v);
@@ -112,8 +114,10 @@ static void write_op(struct trace_out *out, struct tbuf *b, const char *fname, c
   kv_int(b, "count", o->count);
   kv_int(b, "bytes", (long long)o->bytes);
   tb_key(b, true, "redop");
-  if (o->redop) tb_str(b, o->redop);
-  else tb_raw(b, "null", 4);
+  if (o->redop)
+    tb_str(b, o->redop);
+  else
+    tb_raw(b, "null", 4);
   kv_int(b, "root", o->root);
   kv_int(b, "peer", o->peer);
   tb_key(b, true, "stream");
@@ -139,8 +143,10 @@ static void write_xfer(struct trace_out *out, struct tbuf *b, const char *fname,
   char name[128];
   bool slice = x->timing == CSD_TIMING_GPU_EVENT && x->start_ns > 0;
   const char *op = x->op_name ? x->op_name : "", *kind = x->kind ? x->kind : "";
-  if (slice) snprintf(name, sizeof name, "%s %s", op, kind);
-  else snprintf(name, sizeof name, "%s %s (%s)", op, kind, x->timing_name ? x->timing_name : "");
+  if (slice)
+    snprintf(name, sizeof name, "%s %s", op, kind);
+  else
+    snprintf(name, sizeof name, "%s %s (%s)", op, kind, x->timing_name ? x->timing_name : "");
   if (slice) {
     head(b, x->start_ns, slice_dur_us(x->start_ns, x->end_ns, x->dur_us), name, "xfer", "X", pid, tid);
   } else {
@@ -186,8 +192,10 @@ static void write_comm(struct trace_out *out, struct tbuf *b, const struct cs_co
   kv_int(b, "rank", c->rank);
   kv_int(b, "device", c->device);
   tb_key(b, true, "parent");
-  if (c->has_parent) tb_hex(b, c->parent, true);
-  else tb_raw(b, "null", 4);
+  if (c->has_parent)
+    tb_hex(b, c->parent, true);
+  else
+    tb_raw(b, "null", 4);
   kv_int(b, "t_ns", c->t_ns);
   tb_raw(b, "}", 1);
   tout_end_event(out, b);
@@ -204,8 +212,10 @@ static void meta(struct trace_out *out, struct tbuf *b, const char *name, int pi
   kv_int(b, "tid", tid);
   tb_raw(b, ",\"args\":{", 9);
   tb_key(b, false, key);
-  if (sval) tb_str(b, sval);
-  else tb_int(b, ival);
+  if (sval)
+    tb_str(b, sval);
+  else
+    tb_int(b, ival);
   tb_raw(b, "}", 1);
   tout_end_event(out, b);
 }
@@ -219,8 +229,10 @@ static void write_metadata(struct trace_run *R) {
     const struct tfile *F = &R->f[f->read_index];
     if (!F->ok) continue;
     char name[256];
-    if (f->hdr.rank >= 0) snprintf(name, sizeof name, "rank %d (%s)", f->hdr.rank, f->hdr.host);
-    else snprintf(name, sizeof name, "rank ? (%s) pid %lld", f->hdr.host, f->hdr.pid);
+    if (f->hdr.rank >= 0)
+      snprintf(name, sizeof name, "rank %d (%s)", f->hdr.rank, f->hdr.host);
+    else
+      snprintf(name, sizeof name, "rank ? (%s) pid %lld", f->hdr.host, f->hdr.pid);
     meta(&R->out, b, "process_name", F->pid, 0, "name", name, 0);
     meta(&R->out, b, "process_sort_index", F->pid, 0, "sort_index", NULL, (long long)i);
     if (f->ncomms) {
@@ -230,8 +242,10 @@ static void write_metadata(struct trace_run *R) {
     size_t nt = F->nstreams + F->streams_full;
     for (size_t k = 0; k < nt; k++) {
       char sn[64];
-      if (k < F->nstreams) snprintf(sn, sizeof sn, "stream 0x%" PRIx64, F->streams[k]);
-      else snprintf(sn, sizeof sn, "other streams (beyond %d)", TRACE_MAX_STREAMS);
+      if (k < F->nstreams)
+        snprintf(sn, sizeof sn, "stream 0x%" PRIx64, F->streams[k]);
+      else
+        snprintf(sn, sizeof sn, "other streams (beyond %d)", TRACE_MAX_STREAMS);
       meta(&R->out, b, "thread_name", F->pid, (int)k + 1, "name", sn, 0);
       meta(&R->out, b, "thread_sort_index", F->pid, (int)k + 1, "sort_index", NULL, (long long)k + 1);
     }
@@ -243,7 +257,7 @@ static void write_metadata(struct trace_run *R) {
 static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
   (void)comm;
   struct trace_run *R = ctx;
-  struct tbuf *b = tout_buf(&R->out, 0);   /* the walk runs between the reading rounds */
+  struct tbuf *b = tout_buf(&R->out, 0); /* the walk runs between the reading rounds */
   for (size_t k = 1; k < n; k++) {
     R->flows++;
     char name[128];
@@ -266,11 +280,8 @@ static void flow_end(struct trace_run *R, struct tfile *F, size_t file, const st
   }
   double d = slice_dur_us(o->start_ns, o->end_ns, o->dur_us);
   int size = o->comm_size;
-  if (size > 0 && (size_t)size > R->ok_files) size = (int)R->ok_files;   /* the files that may show up */
-  F->flows[F->nflows++] = (struct cs_walk_rec){.comm = o->comm, .seq = o->seq, .comm_rank = o->comm_rank,
-                                               .comm_size = size, .file = (uint32_t)file, .rank = pid, .rec_rank = tid,
-                                               .start_ns = o->start_ns + (int64_t)llround(d * 500.0),
-                                               .op_name = o->op_name};
+  if (size > 0 && (size_t)size > R->ok_files) size = (int)R->ok_files; /* the files that may show up */
+  F->flows[F->nflows++] = (struct cs_walk_rec){.comm = o->comm, .seq = o->seq, .comm_rank = o->comm_rank, .comm_size = size, .file = (uint32_t)file, .rank = pid, .rec_rank = tid, .start_ns = o->start_ns + (int64_t)llround(d * 500.0), .op_name = o->op_name};
 }
 
 /* ---------- the pass ---------- */
@@ -298,8 +309,10 @@ static void mark_dup(struct trace_run *R, const struct tfile *F, const struct cs
                   : m->a != k.a     ? m->a < k.a
                   : m->b != k.b     ? m->b < k.b
                                     : m->c < k.c;
-      if (less) lo = mid + 1;
-      else hi = mid;
+      if (less)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
     for (; lo < S->nsops && same_key(&S->keys[lo], &k); lo++) S->dup[S->keys[lo].idx] = true;
   }
@@ -310,7 +323,7 @@ static void write_op_rec(void *ctx, unsigned worker, size_t file, const struct c
   struct trace_run *R = ctx;
   if (file >= R->nf) return;
   struct tfile *F = &R->f[file];
-  if (!F->checked) {   /* the file pass 1 read at this place */
+  if (!F->checked) { /* the file pass 1 read at this place */
     F->checked = true;
     if (!F->name || strcmp(F->name, f->name) != 0) {
       F->skip = true;
@@ -371,8 +384,7 @@ bool trace_write(struct trace_run *R, const char *path, const char *job) {
   write_metadata(R);
   tout_flush_all(&R->out);
 
-  struct cs_stream_ops ops = {.ctx = R, .jobs = R->nw, .begin = write_begin, .op = write_op_rec,
-                              .round = write_round, .own_salvage = true};
+  struct cs_stream_ops ops = {.ctx = R, .jobs = R->nw, .begin = write_begin, .op = write_op_rec, .round = write_round, .own_salvage = true};
   struct cs_dumpset *again = cs_dumpset_stream(path, job, &ops);
   bool ok = !again->fatal && !R->changed;
   cs_dumpset_free(again);

@@ -13,20 +13,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DIGITS 18   /* 10^18 - 1 < 2^63: no overflow, any range count fits */
+#define MAX_DIGITS 18 /* 10^18 - 1 < 2^63: no overflow, any range count fits */
 
 struct range {
   unsigned long long lo, hi;
-  unsigned width;        /* digits of the low bound as written: zero padding */
+  unsigned width; /* digits of the low bound as written: zero padding */
 };
 
-struct seg {             /* one piece of a token: a literal or a bracket group */
+struct seg { /* one piece of a token: a literal or a bracket group */
   int is_group;
-  size_t off, len;       /* literal: bytes of expr */
-  struct range *r;       /* group: its ranges */
+  size_t off, len; /* literal: bytes of expr */
+  struct range *r; /* group: its ranges */
   size_t nr;
-  size_t count;          /* group: number of values (<= CS_HOSTLIST_MAX) */
-  unsigned maxw;         /* group: widest value printed */
+  size_t count;  /* group: number of values (<= CS_HOSTLIST_MAX) */
+  unsigned maxw; /* group: widest value printed */
 };
 
 struct parser {
@@ -37,7 +37,7 @@ struct parser {
   size_t nsegs, capsegs;
   char **hosts;
   size_t nhosts, caphosts;
-  size_t max;            /* most hosts allowed (<= CS_HOSTLIST_MAX) */
+  size_t max; /* most hosts allowed (<= CS_HOSTLIST_MAX) */
   /* how names are delivered: into hosts (both NULL), to a callback, or only counted */
   int (*each)(const char *name, size_t len, void *arg);
   void *arg;
@@ -66,7 +66,10 @@ static int is_literal(unsigned char c) { return c > 0x20 && c < 0x7f && c != ','
 
 static unsigned ndigits(unsigned long long v) {
   unsigned d = 1;
-  while (v >= 10) { v /= 10; d++; }
+  while (v >= 10) {
+    v /= 10;
+    d++;
+  }
   return d;
 }
 
@@ -164,8 +167,14 @@ static int parse_group(struct parser *p, size_t *i, struct seg *sg) {
     if (w > sg->maxw) sg->maxw = w;
 
     unsigned char c = (unsigned char)s[*i];
-    if (c == ',') { (*i)++; continue; }
-    if (c == ']') { (*i)++; return 0; }
+    if (c == ',') {
+      (*i)++;
+      continue;
+    }
+    if (c == ']') {
+      (*i)++;
+      return 0;
+    }
     if (c == '\0') return fail(p, open, "unbalanced '[': missing ']'");
     if (c == '[') return fail(p, *i, "nested '[' is not allowed");
     if (is_digit(c)) return fail(p, *i, "missing ',' or '-' between numbers");
@@ -212,7 +221,7 @@ static int expand_token(struct parser *p, size_t tok) {
     return fail(p, tok, "hostlist expands to more than %zu hosts", p->max);
   if (maxlen > CS_HOSTLIST_NAME_MAX)
     return fail(p, tok, "host name longer than %u bytes", CS_HOSTLIST_NAME_MAX);
-  if (p->count_only) {   /* the count is all the caller wants: O(expression length) */
+  if (p->count_only) { /* the count is all the caller wants: O(expression length) */
     p->nhosts += total;
     return 0;
   }
@@ -245,10 +254,17 @@ static int expand_token(struct parser *p, size_t tok) {
     for (size_t k = p->nsegs; k-- > 0;) {
       struct seg *sg = &p->segs[k];
       if (!sg->is_group) continue;
-      if (val[k] < sg->r[ri[k]].hi) { val[k]++; break; }
-      if (ri[k] + 1 < sg->nr) { ri[k]++; val[k] = sg->r[ri[k]].lo; break; }
+      if (val[k] < sg->r[ri[k]].hi) {
+        val[k]++;
+        break;
+      }
+      if (ri[k] + 1 < sg->nr) {
+        ri[k]++;
+        val[k] = sg->r[ri[k]].lo;
+        break;
+      }
       ri[k] = 0;
-      val[k] = sg->r[0].lo;   /* wrap, carry into the previous group */
+      val[k] = sg->r[0].lo; /* wrap, carry into the previous group */
     }
   }
   return 0;
@@ -277,12 +293,15 @@ static int run_parser(struct parser *p) {
     while (s[i] != '\0' && s[i] != ',' && !is_ws((unsigned char)s[i])) {
       unsigned char c = (unsigned char)s[i];
       struct seg *sg;
-      if (p->nsegs >= CS_HOSTLIST_NAME_MAX) {   /* each segment adds >= 1 byte to a name */
+      if (p->nsegs >= CS_HOSTLIST_NAME_MAX) { /* each segment adds >= 1 byte to a name */
         rc = fail(p, tok, "host name longer than %u bytes", CS_HOSTLIST_NAME_MAX);
         break;
       }
       if (c == '[') {
-        if (!(sg = new_seg(p))) { rc = fail(p, i, "out of memory"); break; }
+        if (!(sg = new_seg(p))) {
+          rc = fail(p, i, "out of memory");
+          break;
+        }
         sg->is_group = 1;
         if ((rc = parse_group(p, &i, sg))) break;
       } else if (c == ']') {
@@ -291,7 +310,10 @@ static int run_parser(struct parser *p) {
       } else if (is_literal(c)) {
         size_t start = i;
         while (is_literal((unsigned char)s[i])) i++;
-        if (!(sg = new_seg(p))) { rc = fail(p, start, "out of memory"); break; }
+        if (!(sg = new_seg(p))) {
+          rc = fail(p, start, "out of memory");
+          break;
+        }
         sg->off = start;
         sg->len = i - start;
       } else {
@@ -342,8 +364,7 @@ int cs_hostlist_expand_max(const char *expr, size_t max_hosts, char ***hosts, si
 int cs_hostlist_each(const char *expr, size_t max_hosts,
                      int (*each)(const char *name, size_t len, void *arg), void *arg, size_t *n,
                      char *err, size_t errlen) {
-  struct parser p = {.s = expr, .err = err, .errlen = errlen, .max = clamp_max(max_hosts),
-                     .each = each, .arg = arg, .count_only = each == NULL};
+  struct parser p = {.s = expr, .err = err, .errlen = errlen, .max = clamp_max(max_hosts), .each = each, .arg = arg, .count_only = each == NULL};
   if (n) *n = 0;
   if (err && errlen) err[0] = '\0';
   if (!expr || !n) {
@@ -363,9 +384,9 @@ int cs_hostlist_each(const char *expr, size_t max_hosts,
 
 struct centry {
   const char *name;
-  size_t plen;            /* prefix: name[0, plen) */
-  size_t soff;            /* suffix: name + soff */
-  unsigned width;         /* digits of the number (0: no number) */
+  size_t plen;    /* prefix: name[0, plen) */
+  size_t soff;    /* suffix: name + soff */
+  unsigned width; /* digits of the number (0: no number) */
   unsigned long long v;
   int used;
 };
@@ -388,7 +409,11 @@ static int cmp_centry(const void *x, const void *y) {
   return 0;
 }
 
-struct sbuf { char *p; size_t len, cap; int oom; };
+struct sbuf {
+  char *p;
+  size_t len, cap;
+  int oom;
+};
 
 static void sb_add(struct sbuf *b, const char *s, size_t n) {
   if (b->oom) return;
@@ -396,7 +421,10 @@ static void sb_add(struct sbuf *b, const char *s, size_t n) {
     size_t nc = b->cap ? b->cap : 64;
     while (nc < b->len + n + 1) nc *= 2;
     char *np = realloc(b->p, nc);
-    if (!np) { b->oom = 1; return; }
+    if (!np) {
+      b->oom = 1;
+      return;
+    }
     b->p = np;
     b->cap = nc;
   }
@@ -412,15 +440,29 @@ static void sb_num(struct sbuf *b, unsigned long long v, unsigned width) {
 }
 
 char *cs_hostlist_compress(const char *const *hosts, size_t n) {
-  if (n > 0 && !hosts) { errno = EINVAL; return NULL; }
+  if (n > 0 && !hosts) {
+    errno = EINVAL;
+    return NULL;
+  }
   struct centry *e = calloc(n ? n : 1, sizeof *e);
-  if (!e) { errno = ENOMEM; return NULL; }
+  if (!e) {
+    errno = ENOMEM;
+    return NULL;
+  }
   for (size_t i = 0; i < n; i++) {
     const char *h = hosts[i];
-    if (!h || !*h) { free(e); errno = EINVAL; return NULL; }
+    if (!h || !*h) {
+      free(e);
+      errno = EINVAL;
+      return NULL;
+    }
     size_t len = strlen(h);
     for (size_t j = 0; j < len; j++)
-      if (!is_literal((unsigned char)h[j])) { free(e); errno = EINVAL; return NULL; }
+      if (!is_literal((unsigned char)h[j])) {
+        free(e);
+        errno = EINVAL;
+        return NULL;
+      }
     e[i].name = h;
     size_t end = len;
     while (end > 0 && !is_digit((unsigned char)h[end - 1])) end--;
@@ -431,7 +473,7 @@ char *cs_hostlist_compress(const char *const *hosts, size_t n) {
       e[i].soff = end;
       e[i].width = (unsigned)(end - start);
       e[i].v = strtoull(h + start, NULL, 10);
-    } else {            /* no number (or one too long to range over): a plain literal */
+    } else { /* no number (or one too long to range over): a plain literal */
       e[i].plen = len;
       e[i].soff = len;
       e[i].width = 0;
@@ -443,10 +485,10 @@ char *cs_hostlist_compress(const char *const *hosts, size_t n) {
   sb_add(&b, "", 0);
   size_t i = 0;
   while (i < n) {
-    size_t g = i + 1;       /* [i, g): one (prefix, suffix) group */
+    size_t g = i + 1; /* [i, g): one (prefix, suffix) group */
     while (g < n && cmp_prefix_suffix(&e[i], &e[g]) == 0) g++;
     if (b.len) sb_add(&b, ",", 1);
-    if (e[i].width == 0) {  /* literal names: all identical in this group */
+    if (e[i].width == 0) { /* literal names: all identical in this group */
       sb_add(&b, e[i].name, strlen(e[i].name));
       i = g;
       continue;
@@ -471,25 +513,38 @@ char *cs_hostlist_compress(const char *const *hosts, size_t n) {
         while (scan < g && e[scan].v < want) scan++;
         size_t m = scan, found = g;
         for (; m < g && e[m].v == want; m++)
-          if (!e[m].used && e[m].width == need) { found = m; break; }
+          if (!e[m].used && e[m].width == need) {
+            found = m;
+            break;
+          }
         if (found == g) break;
         e[found].used = 1;
         hi = want;
       }
       if (nitems++) sb_add(&body, ",", 1);
       sb_num(&body, lo, w);
-      if (hi > lo) { sb_add(&body, "-", 1); sb_num(&body, hi, w); }
+      if (hi > lo) {
+        sb_add(&body, "-", 1);
+        sb_num(&body, hi, w);
+      }
       nvalues += (size_t)(hi - lo + 1);
     }
     sb_add(&b, e[i].name, e[i].plen);
     if (nvalues > 1) sb_add(&b, "[", 1);
-    if (!body.oom && body.p) sb_add(&b, body.p, body.len); else b.oom = 1;
+    if (!body.oom && body.p)
+      sb_add(&b, body.p, body.len);
+    else
+      b.oom = 1;
     if (nvalues > 1) sb_add(&b, "]", 1);
     sb_add(&b, e[i].name + e[i].soff, strlen(e[i].name + e[i].soff));
     free(body.p);
     i = g;
   }
   free(e);
-  if (b.oom) { free(b.p); errno = ENOMEM; return NULL; }
+  if (b.oom) {
+    free(b.p);
+    errno = ENOMEM;
+    return NULL;
+  }
   return b.p;
 }

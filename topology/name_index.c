@@ -10,7 +10,7 @@
 #include "topo_internal.h"
 
 static uint32_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ULL;   /* FNV-1a, high bits folded in */
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a, high bits folded in */
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
   h ^= h >> 32;
   h *= 0x9E3779B97F4A7C15ULL;
@@ -22,8 +22,14 @@ static int probe(const struct cs_name_index *x, const void *base, name_key_fn ke
   size_t m = x->cap - 1, i = h & m;
   for (;;) {
     const struct cs_name_slot *s = &x->slot[i];
-    if (!s->idx1) { *at = i; return -1; }
-    if (s->hash == h && !strcmp(key(base, s->idx1 - 1), name)) { *at = i; return (int)(s->idx1 - 1); }
+    if (!s->idx1) {
+      *at = i;
+      return -1;
+    }
+    if (s->hash == h && !strcmp(key(base, s->idx1 - 1), name)) {
+      *at = i;
+      return (int)(s->idx1 - 1);
+    }
     i = (i + 1) & m;
   }
 }
@@ -40,7 +46,7 @@ static int grow(struct cs_name_index *x, size_t count) {
   while ((count + 1) * 2 > nc) nc *= 2;
   struct cs_name_slot *ns = calloc(nc, sizeof *ns);
   if (!ns) return -1;
-  for (size_t k = 0; k < x->cap; k++) {   /* from the stored hashes: no name is read */
+  for (size_t k = 0; k < x->cap; k++) { /* from the stored hashes: no name is read */
     if (!x->slot[k].idx1) continue;
     size_t i = x->slot[k].hash & (nc - 1);
     while (ns[i].idx1) i = (i + 1) & (nc - 1);

@@ -12,16 +12,22 @@
 
 /* Descriptions and peer ids are kept as spans of the file's text, not copies: a port line
  * of ten bytes costs 12 bytes here, so memory stays a small multiple of the file. */
-struct span { uint32_t off; uint16_t len; };
+struct span {
+  uint32_t off;
+  uint16_t len;
+};
 
 struct ibnode {
   char guid[40];
   int is_switch;
   struct span desc;
   int line;
-  size_t first_peer, npeers;   /* into the peer array */
+  size_t first_peer, npeers; /* into the peer array */
 };
-struct ibpeer { struct span guid, desc; uint8_t is_ca; };
+struct ibpeer {
+  struct span guid, desc;
+  uint8_t is_ca;
+};
 
 /* A span's bytes, tabs and CRs as spaces (as the line was read), NUL terminated. */
 static void span_str(const char *text, struct span sp, char *out, size_t outlen) {
@@ -77,14 +83,17 @@ static void first_word(const char *desc, char *out, size_t len) {
 static const char *node_key(const void *base, size_t i) { return ((const struct ibnode *)base)[i].guid; }
 
 static int uf_find(int *p, int x) {
-  while (p[x] != x) { p[x] = p[p[x]]; x = p[x]; }
+  while (p[x] != x) {
+    p[x] = p[p[x]];
+    x = p[x];
+  }
   return x;
 }
 
 int parse_ibnet(struct ctx *c, const char *text, size_t len) {
   struct cs_topo *t = c->t;
   struct lines L;
-  if (split_lines(c, text, len, 0, 0, &L)) return -1;   /* rejects NUL bytes */
+  if (split_lines(c, text, len, 0, 0, &L)) return -1; /* rejects NUL bytes */
   free_lines(&L);
   /* the '#' descriptions matter here: the raw lines are read below */
   struct cs_name_index idx = {0};
@@ -103,7 +112,8 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
     if (l >= sizeof buf) l = sizeof buf - 1;
     memcpy(buf, text + off, l);
     buf[l] = '\0';
-    for (size_t k = 0; k < l; k++) if (buf[k] == '\t' || buf[k] == '\r' || buf[k] == '\0') buf[k] = ' ';
+    for (size_t k = 0; k < l; k++)
+      if (buf[k] == '\t' || buf[k] == '\r' || buf[k] == '\0') buf[k] = ' ';
     off = e < len ? e + 1 : e;
     char *s = buf;
     while (*s == ' ') s++;
@@ -111,7 +121,10 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
     if (!strncmp(s, "Switch", 6) || !strncmp(s, "Ca", 2) || !strncmp(s, "Rt", 2)) {
       int is_sw = s[0] == 'S', is_rt = s[0] == 'R';
       s += is_sw ? 6 : 2;
-      if (*s != ' ') { rc = ferr(c, lineno, "expected 'Switch N \"S-<guid>\"' or 'Ca N \"H-<guid>\"'"); break; }
+      if (*s != ' ') {
+        rc = ferr(c, lineno, "expected 'Switch N \"S-<guid>\"' or 'Ca N \"H-<guid>\"'");
+        break;
+      }
       while (*s == ' ') s++;
       while (isdigit((unsigned char)*s)) s++;
       char guid[40], ty;
@@ -120,11 +133,17 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
         rc = ferr(c, lineno, "expected a quoted node id (\"S-<guid>\" for a Switch, \"H-<guid>\" for a Ca)");
         break;
       }
-      if (is_rt) { cur = -1; continue; }
+      if (is_rt) {
+        cur = -1;
+        continue;
+      }
       if (nn == capn) {
         size_t nc = capn ? capn * 2 : 32;
         struct ibnode *nv = realloc(nodes, nc * sizeof *nv);
-        if (!nv) { rc = ferr(c, lineno, "out of memory"); break; }
+        if (!nv) {
+          rc = ferr(c, lineno, "out of memory");
+          break;
+        }
         nodes = nv;
         capn = nc;
       }
@@ -136,17 +155,36 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
       nd->first_peer = np;
       nd->desc = ib_desc(s, buf, lstart);
       int prev = name_index_add(&idx, nodes, node_key, nn, nd->guid, (int)nn);
-      if (prev == -2) { rc = ferr(c, lineno, "out of memory"); break; }
-      if (prev >= 0) { rc = ferr(c, lineno, "node %s described twice", guid); break; }
+      if (prev == -2) {
+        rc = ferr(c, lineno, "out of memory");
+        break;
+      }
+      if (prev >= 0) {
+        rc = ferr(c, lineno, "node %s described twice", guid);
+        break;
+      }
       cur = (int)nn++;
       continue;
     }
     if (*s == '[') {
-      if (cur < 0) { rc = ferr(c, lineno, "port line outside a Switch or Ca block"); break; }
+      if (cur < 0) {
+        rc = ferr(c, lineno, "port line outside a Switch or Ca block");
+        break;
+      }
       char *r = strchr(s, ']');
-      if (!r) { rc = ferr(c, lineno, "expected '[port]' at the start of a port line"); break; }
+      if (!r) {
+        rc = ferr(c, lineno, "expected '[port]' at the start of a port line");
+        break;
+      }
       s = r + 1;
-      if (*s == '(') { r = strchr(s, ')'); if (!r) { rc = ferr(c, lineno, "unbalanced '(' in a port line"); break; } s = r + 1; }
+      if (*s == '(') {
+        r = strchr(s, ')');
+        if (!r) {
+          rc = ferr(c, lineno, "unbalanced '(' in a port line");
+          break;
+        }
+        s = r + 1;
+      }
       struct ibpeer pe;
       memset(&pe, 0, sizeof pe);
       char ty, pguid[40];
@@ -163,7 +201,10 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
         if (np == capp) {
           size_t nc = capp ? capp * 2 : 64;
           struct ibpeer *nv = realloc(peers, nc * sizeof *nv);
-          if (!nv) { rc = ferr(c, lineno, "out of memory"); break; }
+          if (!nv) {
+            rc = ferr(c, lineno, "out of memory");
+            break;
+          }
           peers = nv;
           capp = nc;
         }
@@ -183,7 +224,10 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
     par = malloc((nn ? nn : 1) * sizeof *par);
     if (!swid || !par) rc = ferr(c, 0, "out of memory");
   }
-  for (size_t i = 0; i < nn && !rc; i++) { swid[i] = -1; par[i] = (int)i; }
+  for (size_t i = 0; i < nn && !rc; i++) {
+    swid[i] = -1;
+    par[i] = (int)i;
+  }
   for (size_t i = 0; i < nn && !rc; i++) {
     if (!nodes[i].is_switch) continue;
     for (size_t k = 0; k < nodes[i].npeers && !rc; k++) {
@@ -194,7 +238,10 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
       int ca = name_index_find(&idx, nodes, node_key, pguid);
       span_str(text, ca >= 0 && nodes[ca].desc.len ? nodes[ca].desc : pe->desc, desc, sizeof desc);
       first_word(desc, host, sizeof host);
-      if (!host[0]) { rc = ferr(c, nodes[i].line, "CA %s has no description (the host name is its first word)", pguid); break; }
+      if (!host[0]) {
+        rc = ferr(c, nodes[i].line, "CA %s has no description (the host name is its first word)", pguid);
+        break;
+      }
       if (swid[i] < 0) {
         char nm[300], sdesc[256];
         span_str(text, nodes[i].desc, sdesc, sizeof sdesc);
@@ -202,10 +249,16 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
         snprintf(nm, sizeof nm, "%s", d);
         if (cs_topo_switch_index(t, nm) >= 0) snprintf(nm, sizeof nm, "%.200s (%s)", d, nodes[i].guid);
         swid[i] = add_switch(t, nm, nodes[i].line);
-        if (swid[i] < 0) { rc = ferr(c, 0, "out of memory"); break; }
+        if (swid[i] < 0) {
+          rc = ferr(c, 0, "out of memory");
+          break;
+        }
       }
-      if (cs_topo_host_index(t, host) >= 0) continue;   /* more HCAs: first leaf wins */
-      if (t->nhost >= c->max_hosts) { rc = ferr(c, nodes[i].line, "more than %zu hosts in the file (the limit)", c->max_hosts); break; }
+      if (cs_topo_host_index(t, host) >= 0) continue; /* more HCAs: first leaf wins */
+      if (t->nhost >= c->max_hosts) {
+        rc = ferr(c, nodes[i].line, "more than %zu hosts in the file (the limit)", c->max_hosts);
+        break;
+      }
       if ((rc = charge(c, nodes[i].line, 1))) break;
       if (add_host(t, host, swid[i]) < 0) rc = ferr(c, 0, "out of memory");
     }
@@ -220,7 +273,7 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
         char pguid[40];
         span_str(text, pe->guid, pguid, sizeof pguid);
         int j = name_index_find(&idx, nodes, node_key, pguid);
-        if (j < 0 || swid[j] >= 0) continue;   /* unknown, or another leaf */
+        if (j < 0 || swid[j] >= 0) continue; /* unknown, or another leaf */
         int a = uf_find(par, (int)i), b = uf_find(par, j);
         if (a != b) par[a] = b;
       }
@@ -230,7 +283,10 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
     if (!podsw) rc = ferr(c, 0, "out of memory");
     for (size_t i = 0; i < nn && !rc; i++) podsw[i] = -1;
     for (size_t i = 0; i < nn && !rc; i++)
-      if (swid[i] >= 0 && podsw[uf_find(par, (int)i)] < 0) { podsw[uf_find(par, (int)i)] = 0; npods++; }
+      if (swid[i] >= 0 && podsw[uf_find(par, (int)i)] < 0) {
+        podsw[uf_find(par, (int)i)] = 0;
+        npods++;
+      }
     if (!rc && npods > 1) {
       size_t k = 0;
       for (size_t i = 0; i < nn; i++) podsw[i] = -1;
@@ -241,7 +297,10 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
           char nm[64];
           snprintf(nm, sizeof nm, "pod%zu", k++);
           podsw[r] = add_switch(t, nm, 0);
-          if (podsw[r] < 0) { rc = ferr(c, 0, "out of memory"); break; }
+          if (podsw[r] < 0) {
+            rc = ferr(c, 0, "out of memory");
+            break;
+          }
         }
         t->sw[swid[i]].parent = podsw[r];
       }
@@ -256,4 +315,3 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
   name_index_free(&idx);
   return rc;
 }
-

@@ -16,19 +16,31 @@ int parse_map(struct ctx *c, const char *text, size_t len) {
     int nt = 0, no = L.v[i].no;
     char *save = NULL;
     for (char *p = strtok_r(L.v[i].s, " ", &save); p; p = strtok_r(NULL, " ", &save)) {
-      if (nt == CS_TOPO_MAX_LEVELS) { rc = ferr(c, no, "more than %d switch levels (expected 'host leaf [spine [core ...]]')", CS_TOPO_MAX_LEVELS - 1); break; }
+      if (nt == CS_TOPO_MAX_LEVELS) {
+        rc = ferr(c, no, "more than %d switch levels (expected 'host leaf [spine [core ...]]')", CS_TOPO_MAX_LEVELS - 1);
+        break;
+      }
       tok[nt++] = p;
     }
     if (rc || nt == 0) continue;
-    if (nt < 2) { rc = ferr(c, no, "expected 'host leaf [spine [core ...]]', got only '%.80s'", tok[0]); break; }
+    if (nt < 2) {
+      rc = ferr(c, no, "expected 'host leaf [spine [core ...]]', got only '%.80s'", tok[0]);
+      break;
+    }
     int ids[CS_TOPO_MAX_LEVELS];
     for (int k = 1; k < nt && !rc; k++) {
-      if (strlen(tok[k]) > CS_HOSTLIST_NAME_MAX) { rc = ferr(c, no, "switch name longer than %u bytes", CS_HOSTLIST_NAME_MAX); break; }
+      if (strlen(tok[k]) > CS_HOSTLIST_NAME_MAX) {
+        rc = ferr(c, no, "switch name longer than %u bytes", CS_HOSTLIST_NAME_MAX);
+        break;
+      }
       int s = cs_topo_switch_index(t, tok[k]);
       if (s < 0) {
         s = add_switch(t, tok[k], no);
-        if (s < 0) { rc = ferr(c, no, "out of memory"); break; }
-        t->sw[s].level = k;   /* position in the path, checked below */
+        if (s < 0) {
+          rc = ferr(c, no, "out of memory");
+          break;
+        }
+        t->sw[s].level = k; /* position in the path, checked below */
       } else if (t->sw[s].level != k) {
         rc = ferr(c, no, "'%s' is a level-%d switch at line %d but level %d here", tok[k], t->sw[s].level, t->sw[s].line, k);
         break;
@@ -54,4 +66,3 @@ int parse_map(struct ctx *c, const char *text, size_t len) {
   free_lines(&L);
   return rc;
 }
-

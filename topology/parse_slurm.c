@@ -10,7 +10,10 @@
 
 #include "topo_internal.h"
 
-struct kv { char key[32]; char *val; };
+struct kv {
+  char key[32];
+  char *val;
+};
 
 /* Parse KEY=VALUE pairs of a line (values may be "quoted"). */
 static int parse_kvs(struct ctx *c, struct line *ln, struct kv *kv, int maxkv, int *nkv) {
@@ -65,7 +68,11 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
   return 0;
 }
 
-struct pending_sw { int sw; int line; const char *expr; };   /* expr: in the lines' text */
+struct pending_sw {
+  int sw;
+  int line;
+  const char *expr;
+}; /* expr: in the lines' text */
 
 /* Room for one more element in a growing array (doubling: linear in the elements). */
 static int grow(void **v, size_t *cap, size_t n, size_t size) {
@@ -106,11 +113,16 @@ int parse_slurm(struct ctx *c, const char *text, size_t len) {
       mode = block ? 2 : 1;
       const char *nodes = NULL, *switches = NULL;
       for (int k = 1; k < nkv; k++) {
-        if (!strcasecmp(kv[k].key, "Nodes")) nodes = kv[k].val;
-        else if (!block && !strcasecmp(kv[k].key, "Switches")) switches = kv[k].val;
+        if (!strcasecmp(kv[k].key, "Nodes"))
+          nodes = kv[k].val;
+        else if (!block && !strcasecmp(kv[k].key, "Switches"))
+          switches = kv[k].val;
         else if (!block && !strcasecmp(kv[k].key, "LinkSpeed")) {
           unsigned long long v;
-          if (parse_uint(kv[k].val, 1ULL << 62, &v)) { rc = ferr(c, no, "LinkSpeed='%.40s': expected a number", kv[k].val); break; }
+          if (parse_uint(kv[k].val, 1ULL << 62, &v)) {
+            rc = ferr(c, no, "LinkSpeed='%.40s': expected a number", kv[k].val);
+            break;
+          }
         } else {
           rc = ferr(c, no, "unknown key '%s' (expected %s)", kv[k].key,
                     block ? "Nodes" : "Nodes, Switches or LinkSpeed");
@@ -122,40 +134,67 @@ int parse_slurm(struct ctx *c, const char *text, size_t len) {
         rc = ferr(c, no, "switch '%.80s' has both Nodes= and Switches= (a line has one or the other)", kv[0].val);
         break;
       }
-      if (block && !nodes) { rc = ferr(c, no, "block '%.80s' has no Nodes= (expected BlockName=NAME Nodes=HOSTLIST)", kv[0].val); break; }
+      if (block && !nodes) {
+        rc = ferr(c, no, "block '%.80s' has no Nodes= (expected BlockName=NAME Nodes=HOSTLIST)", kv[0].val);
+        break;
+      }
       if (cs_topo_switch_index(t, kv[0].val) >= 0) {
         int prev = t->sw[cs_topo_switch_index(t, kv[0].val)].line;
         rc = ferr(c, no, "%s '%.80s' is defined twice (first at line %d)", block ? "block" : "switch", kv[0].val, prev);
         break;
       }
-      if (strpbrk(kv[0].val, "[],")) { rc = ferr(c, no, "%s='%.80s': expected one name, not a hostlist", first, kv[0].val); break; }
+      if (strpbrk(kv[0].val, "[],")) {
+        rc = ferr(c, no, "%s='%.80s': expected one name, not a hostlist", first, kv[0].val);
+        break;
+      }
       int sw = add_switch(t, kv[0].val, no);
-      if (sw < 0) { rc = ferr(c, no, "out of memory"); break; }
+      if (sw < 0) {
+        rc = ferr(c, no, "out of memory");
+        break;
+      }
       if (block) {
-        if (grow((void **)&blocks, &capblocks, nblocks, sizeof *blocks)) { rc = ferr(c, no, "out of memory"); break; }
+        if (grow((void **)&blocks, &capblocks, nblocks, sizeof *blocks)) {
+          rc = ferr(c, no, "out of memory");
+          break;
+        }
         blocks[nblocks++] = sw;
       }
       if (nodes && (rc = add_host_list(c, no, "Nodes", nodes, sw, 0))) break;
       if (switches && !rc) {
-        if (grow((void **)&pend, &cappend, npend, sizeof *pend)) { rc = ferr(c, no, "out of memory"); break; }
+        if (grow((void **)&pend, &cappend, npend, sizeof *pend)) {
+          rc = ferr(c, no, "out of memory");
+          break;
+        }
         pend[npend++] = (struct pending_sw){sw, no, switches};
       }
     } else if (!strcasecmp(first, "BlockSizes")) {
-      if (mode == 1) { rc = ferr(c, no, "BlockSizes in a tree-form file (it belongs to the block form)"); break; }
+      if (mode == 1) {
+        rc = ferr(c, no, "BlockSizes in a tree-form file (it belongs to the block form)");
+        break;
+      }
       mode = 2;
-      if (nkv > 1) { rc = ferr(c, no, "unknown key '%s' after BlockSizes (expected BlockSizes=N,N,...)", kv[1].key); break; }
-      if (nsizes) { rc = ferr(c, no, "BlockSizes given twice (first at line %d)", sizes_line); break; }
+      if (nkv > 1) {
+        rc = ferr(c, no, "unknown key '%s' after BlockSizes (expected BlockSizes=N,N,...)", kv[1].key);
+        break;
+      }
+      if (nsizes) {
+        rc = ferr(c, no, "BlockSizes given twice (first at line %d)", sizes_line);
+        break;
+      }
       sizes_line = no;
       char *s = kv[0].val;
       while (*s && !rc) {
         char *e = strchr(s, ',');
         if (e) *e = '\0';
         unsigned long long v;
-        if (parse_uint(s, 1u << 30, &v) || v == 0) rc = ferr(c, no, "BlockSizes: '%.20s' is not a positive number", s);
-        else if (nsizes == CS_TOPO_MAX_LEVELS - 1) rc = ferr(c, no, "BlockSizes: more than %d sizes", CS_TOPO_MAX_LEVELS - 2);
+        if (parse_uint(s, 1u << 30, &v) || v == 0)
+          rc = ferr(c, no, "BlockSizes: '%.20s' is not a positive number", s);
+        else if (nsizes == CS_TOPO_MAX_LEVELS - 1)
+          rc = ferr(c, no, "BlockSizes: more than %d sizes", CS_TOPO_MAX_LEVELS - 2);
         else if (nsizes && (v <= sizes[nsizes - 1] || v % sizes[0] || ((v / sizes[0]) & (v / sizes[0] - 1))))
           rc = ferr(c, no, "BlockSizes: %llu is not the base size %llu times a power of two larger than the previous size", v, sizes[0]);
-        else sizes[nsizes++] = v;
+        else
+          sizes[nsizes++] = v;
         if (!e) break;
         s = e + 1;
       }
@@ -177,9 +216,15 @@ int parse_slurm(struct ctx *c, const char *text, size_t len) {
         if (b % f == 0) {
           char nm[96];
           snprintf(nm, sizeof nm, "blocks%llu-%zu", sizes[k], b / f);
-          if (cs_topo_switch_index(t, nm) >= 0) { rc = ferr(c, sizes_line, "block name '%s' clashes with an aggregate name", nm); break; }
+          if (cs_topo_switch_index(t, nm) >= 0) {
+            rc = ferr(c, sizes_line, "block name '%s' clashes with an aggregate name", nm);
+            break;
+          }
           cur = add_switch(t, nm, 0);
-          if (cur < 0) { rc = ferr(c, 0, "out of memory"); break; }
+          if (cur < 0) {
+            rc = ferr(c, 0, "out of memory");
+            break;
+          }
         }
         /* the level below's group of this block gets `cur` as parent */
         int below = prev[b];
@@ -195,4 +240,3 @@ int parse_slurm(struct ctx *c, const char *text, size_t len) {
   free_lines(&L);
   return rc;
 }
-

@@ -11,7 +11,11 @@
 #include <string.h>
 /* out of memory in a hash add: the caller's `oom` flag, never exit (this runs in the shim) */
 #define HASH_NONFATAL_OOM 1
-#define uthash_nonfatal_oom(e) do { free(e); oom = 1; } while (0)
+#define uthash_nonfatal_oom(e) \
+  do { \
+    free(e); \
+    oom = 1; \
+  } while (0)
 #include <uthash.h>
 
 /* NCCL's binary tree (src/graph/trees.cc, ncclGetBtree): parent of `rank`, -1 for 0. */
@@ -58,24 +62,40 @@ void cs_topo_crossings(const struct cs_topo *t, const int *hostidx, const size_t
   /* calloc'd tables indexed by host or switch id, reset only where touched: the cost is
    * O(n x levels) whatever the size of the topology (a communicator of 4 ranks under a
    * file of 500,000 hosts touches a few pages, not megabytes) */
-  int *node_of = calloc(t->nhost ? t->nhost : 1, sizeof *node_of);   /* node + 1, 0: none */
+  int *node_of = calloc(t->nhost ? t->nhost : 1, sizeof *node_of); /* node + 1, 0: none */
   int *node_host = malloc(n * sizeof *node_host);
   char *seen = calloc((t->nhost > t->nsw ? t->nhost : t->nsw) + 1, 1);
-  if (!node_of || !node_host || !seen) { free(node_of); free(node_host); free(seen); return; }
+  if (!node_of || !node_host || !seen) {
+    free(node_of);
+    free(node_host);
+    free(seen);
+    return;
+  }
   int nn = 0;
   for (size_t i = 0; i < n; i++) {
     int h = hostidx[order ? order[i] : i];
     if (h < 0 || (size_t)h >= t->nhost) continue;
-    if (!node_of[h]) { node_host[nn++] = h; node_of[h] = nn; }
+    if (!node_of[h]) {
+      node_host[nn++] = h;
+      node_of[h] = nn;
+    }
   }
   int L = t->nlevels;
-  int *na = malloc(((size_t)nn * (size_t)L + 1) * sizeof *na);   /* node k's ancestors */
-  if (!na) { free(node_of); free(node_host); free(seen); return; }
+  int *na = malloc(((size_t)nn * (size_t)L + 1) * sizeof *na); /* node k's ancestors */
+  if (!na) {
+    free(node_of);
+    free(node_host);
+    free(seen);
+    return;
+  }
   for (int k = 0; k < nn; k++) ancestors(t, node_host[k], na + (size_t)k * (size_t)L);
   for (int l = 0; l < L; l++) {
     for (int k = 0; k < nn; k++) {
       int a = na[(size_t)k * (size_t)L + (size_t)l];
-      if (!seen[a]) { seen[a] = 1; out->groups[l]++; }
+      if (!seen[a]) {
+        seen[a] = 1;
+        out->groups[l]++;
+      }
     }
     for (int k = 0; k < nn; k++) seen[na[(size_t)k * (size_t)L + (size_t)l]] = 0;
   }
@@ -117,7 +137,7 @@ int cs_topo_plan(const struct cs_topo *t, const char *const *hosts, size_t n, st
   int L = t->nlevels;
   int *keys = malloc((n ? n : 1) * (size_t)L * sizeof *keys);
   size_t m = t->nhost > t->nsw ? t->nhost : t->nsw;
-  int *first = calloc(m ? m : 1, sizeof *first);   /* first appearance + 1, 0: none; reset where touched */
+  int *first = calloc(m ? m : 1, sizeof *first); /* first appearance + 1, 0: none; reset where touched */
   if (!p->hostidx || !p->order || !p->pos || !keys || !first) {
     free(keys);
     free(first);
@@ -126,14 +146,20 @@ int cs_topo_plan(const struct cs_topo *t, const char *const *hosts, size_t n, st
     return -1;
   }
   size_t unknown = 0, ulen = 0;
-  struct unknown_host { const char *name; UT_hash_handle hh; } *seen = NULL, *u, *tmpu;
+  struct unknown_host {
+    const char *name;
+    UT_hash_handle hh;
+  } *seen = NULL, *u, *tmpu;
   int oom = 0;
   for (size_t j = 0; j < n; j++) {
     p->hostidx[j] = cs_topo_host_index(t, hosts[j]);
     if (p->hostidx[j] >= 0) continue;
-    HASH_FIND_STR(seen, hosts[j], u);   /* report each unknown host once */
+    HASH_FIND_STR(seen, hosts[j], u); /* report each unknown host once */
     if (u) continue;
-    if (!(u = malloc(sizeof *u))) { oom = 1; break; }
+    if (!(u = malloc(sizeof *u))) {
+      oom = 1;
+      break;
+    }
     u->name = hosts[j];
     HASH_ADD_KEYPTR(hh, seen, u->name, strlen(u->name), u);
     if (oom) break;

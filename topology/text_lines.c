@@ -49,20 +49,29 @@ int split_lines(struct ctx *c, const char *text, size_t len, int quotes, int con
     int inq = 0;
     for (size_t k = i; k < e; k++) {
       char ch = text[k];
-      if (ch == '\0') { free_lines(out); return ferr(c, no, "NUL byte in the file (expected text)"); }
+      if (ch == '\0') {
+        free_lines(out);
+        return ferr(c, no, "NUL byte in the file (expected text)");
+      }
       if (quotes && ch == '"') inq = !inq;
       if (ch == '#' && !inq) break;
       end = k + 1;
     }
     while (end > i && (text[end - 1] == '\r' || text[end - 1] == ' ' || text[end - 1] == '\t')) end--;
     int more = 0;
-    if (cont && end > i && text[end - 1] == '\\') { more = 1; end--; }
+    if (cont && end > i && text[end - 1] == '\\') {
+      more = 1;
+      end--;
+    }
     for (size_t k = i; k < end; k++) *w++ = (text[k] == '\r' || text[k] == '\t') ? ' ' : text[k];
     if (more) *w++ = ' ';
     i = e < len ? e + 1 : e;
     if (more && i < len) continue;
     *w++ = '\0';
-    if (!blank(cur) && push_line(out, &cap, cur, curno)) { free_lines(out); return ferr(c, no, "out of memory"); }
+    if (!blank(cur) && push_line(out, &cap, cur, curno)) {
+      free_lines(out);
+      return ferr(c, no, "out of memory");
+    }
     cur = w;
   }
   return 0;

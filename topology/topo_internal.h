@@ -14,9 +14,9 @@ struct ctx {
   const char *fname;
   char *err;
   size_t errlen;
-  size_t max_hosts;    /* hosts in the whole file */
-  size_t refs, max_refs;   /* names expanded from Switches= (all lines together) */
-  size_t work, max_work;   /* budget units charged so far and allowed (0: no budget) */
+  size_t max_hosts;      /* hosts in the whole file */
+  size_t refs, max_refs; /* names expanded from Switches= (all lines together) */
+  size_t work, max_work; /* budget units charged so far and allowed (0: no budget) */
 };
 
 int ferr(struct ctx *c, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -50,13 +50,13 @@ int add_host_list(struct ctx *c, int line, const char *what, const char *expr, i
 int add_switch_refs(struct ctx *c, int line, const char *expr, int parent);
 
 struct line {
-  char *s;      /* NUL terminated, comment removed, not blank */
-  int no;       /* first physical line */
+  char *s; /* NUL terminated, comment removed, not blank */
+  int no;  /* first physical line */
 };
 struct lines {
   struct line *v;
   size_t n;
-  char *text;   /* the lines' bytes */
+  char *text; /* the lines' bytes */
 };
 int split_lines(struct ctx *c, const char *text, size_t len, int quotes, int cont, struct lines *out);
 void free_lines(struct lines *l);

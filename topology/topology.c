@@ -120,7 +120,7 @@ int add_host_once(struct cs_topo *t, const char *name, size_t len, int leaf) {
   /* the slot for entry nhost is taken: the entry must exist before any other lookup */
   char *nm = store_name(t, name, len);
   if (!nm) {
-    t->host[t->nhost] = (char *)"";   /* keep the index consistent; the parse fails */
+    t->host[t->nhost] = (char *)""; /* keep the index consistent; the parse fails */
     t->host_leaf[t->nhost] = leaf;
     t->nhost++;
     return -1;
@@ -137,7 +137,10 @@ int add_host(struct cs_topo *t, const char *name, int leaf) {
 
 /* ------------------------------------------------------------------ hostlists of a line */
 
-struct host_walk { struct ctx *c; int line, leaf, dup_msg; };
+struct host_walk {
+  struct ctx *c;
+  int line, leaf, dup_msg;
+};
 
 static int add_walked_host(const char *name, size_t len, void *arg) {
   struct host_walk *w = arg;
@@ -169,11 +172,14 @@ int add_host_list(struct ctx *c, int line, const char *what, const char *expr, i
   if (charge(c, line, n)) return -1;
   struct host_walk w = {c, line, leaf, dup_msg};
   char e[200];
-  if (cs_hostlist_each(expr, 0, add_walked_host, &w, &got, e, sizeof e)) return -1;   /* err set by the walk */
+  if (cs_hostlist_each(expr, 0, add_walked_host, &w, &got, e, sizeof e)) return -1; /* err set by the walk */
   return 0;
 }
 
-struct ref_walk { struct ctx *c; int line, parent; };
+struct ref_walk {
+  struct ctx *c;
+  int line, parent;
+};
 
 static int add_walked_ref(const char *name, size_t len, void *arg) {
   struct ref_walk *w = arg;
@@ -221,11 +227,11 @@ void cs_topo_free(struct cs_topo *t) {
 
 const char *cs_topo_format_name(int f) {
   switch (f) {
-    case CS_TOPO_SLURM: return "slurm";
-    case CS_TOPO_MAP: return "map";
-    case CS_TOPO_IBNET: return "ibnetdiscover";
-    case CS_TOPO_ADDR: return "slurm-topology-addr";
-    default: return "auto";
+  case CS_TOPO_SLURM: return "slurm";
+  case CS_TOPO_MAP: return "map";
+  case CS_TOPO_IBNET: return "ibnetdiscover";
+  case CS_TOPO_ADDR: return "slurm-topology-addr";
+  default: return "auto";
   }
 }
 
@@ -254,7 +260,7 @@ static int switch_depths(struct ctx *c, int *depth, int *walk, int *maxdepth) {
     size_t k = 0;
     int s = (int)i;
     while (s >= 0 && depth[s] == 0) {
-      depth[s] = -1;   /* on this walk */
+      depth[s] = -1; /* on this walk */
       walk[k++] = s;
       s = t->sw[s].parent;
     }
@@ -292,7 +298,11 @@ static int finalize(struct ctx *c) {
   for (size_t h = 0; h < t->nhost; h++) {
     int s = t->host_leaf[h], d = 1;
     t->sw[s].nhosts++;
-    while (t->sw[s].parent >= 0) { s = t->sw[s].parent; t->sw[s].nhosts++; d++; }
+    while (t->sw[s].parent >= 0) {
+      s = t->sw[s].parent;
+      t->sw[s].nhosts++;
+      d++;
+    }
     if (d > hdepth) hdepth = d;
   }
   if (t->nhost) t->nlevels = 1 + hdepth;
@@ -316,7 +326,6 @@ static size_t max_bytes_of(const struct cs_topo_limits *lim) {
 }
 /* ------------------------------------------------------------------ entry points */
 
-
 static int detect(const char *text, size_t len) {
   size_t i = 0;
   while (i < len) {
@@ -324,7 +333,10 @@ static int detect(const char *text, size_t len) {
     while (e < len && text[e] != '\n') e++;
     const char *s = text + i;
     size_t l = e - i;
-    while (l && (*s == ' ' || *s == '\t')) { s++; l--; }
+    while (l && (*s == ' ' || *s == '\t')) {
+      s++;
+      l--;
+    }
     if (l >= 13 && !strncmp(s, "# Topology file", 15 > l ? l : 15)) return CS_TOPO_IBNET;
     if (l && *s != '#') {
       if ((l > 7 && !strncmp(s, "Switch", 6) && (s[6] == ' ' || s[6] == '\t')) ||
@@ -355,13 +367,16 @@ int cs_topo_parse_limited(const char *text, size_t len, const char *fname, int f
   if (!c.t) return ferr(&c, 0, "out of memory");
   int rc;
   switch (format) {
-    case CS_TOPO_SLURM: rc = parse_slurm(&c, text, len); break;
-    case CS_TOPO_MAP: rc = parse_map(&c, text, len); break;
-    case CS_TOPO_IBNET: rc = parse_ibnet(&c, text, len); break;
-    default: rc = ferr(&c, 0, "unknown format %d", format);
+  case CS_TOPO_SLURM: rc = parse_slurm(&c, text, len); break;
+  case CS_TOPO_MAP: rc = parse_map(&c, text, len); break;
+  case CS_TOPO_IBNET: rc = parse_ibnet(&c, text, len); break;
+  default: rc = ferr(&c, 0, "unknown format %d", format);
   }
   if (!rc) rc = finalize(&c);
-  if (rc) { cs_topo_free(c.t); return -1; }
+  if (rc) {
+    cs_topo_free(c.t);
+    return -1;
+  }
   *out = c.t;
   return 0;
 }
@@ -393,13 +408,22 @@ static int read_file(const char *path, size_t max, char **buf, size_t *len, char
   if (cap > max + 1) cap = max + 1;
   char *b = malloc(cap);
   size_t n = 0;
-  if (!b) { close(fd); if (err && errlen) snprintf(err, errlen, "%s: out of memory", path); return -1; }
+  if (!b) {
+    close(fd);
+    if (err && errlen) snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+  }
   for (;;) {
     if (n == cap) {
-      if (cap > max) break;   /* max + 1 bytes read: too large */
+      if (cap > max) break; /* max + 1 bytes read: too large */
       size_t nc = cap > max / 2 ? max + 1 : cap * 2;
       char *nb = realloc(b, nc);
-      if (!nb) { free(b); close(fd); if (err && errlen) snprintf(err, errlen, "%s: out of memory", path); return -1; }
+      if (!nb) {
+        free(b);
+        close(fd);
+        if (err && errlen) snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+      }
       b = nb;
       cap = nc;
     }
@@ -468,23 +492,41 @@ int cs_topo_from_addrs(const char *const *addrs, size_t n, const char *pattern, 
     int nc = 0;
     char *save = NULL;
     for (char *p = strtok_r(buf, ".", &save); p; p = strtok_r(NULL, ".", &save)) {
-      if (nc == CS_TOPO_MAX_LEVELS) { rc = ferr(&c, 0, "rank %zu: '%s' has more than %d components", r, addrs[r], CS_TOPO_MAX_LEVELS); break; }
+      if (nc == CS_TOPO_MAX_LEVELS) {
+        rc = ferr(&c, 0, "rank %zu: '%s' has more than %d components", r, addrs[r], CS_TOPO_MAX_LEVELS);
+        break;
+      }
       comp[nc++] = p;
     }
     if (rc) break;
-    if (nc == 0) { rc = ferr(&c, 0, "rank %zu: empty address", r); break; }
-    if (npat && npat != nc) { rc = ferr(&c, 0, "rank %zu: '%s' has %d components, SLURM_TOPOLOGY_ADDR_PATTERN has %d", r, addrs[r], nc, npat); break; }
-    if (npat && strcmp(pat[nc - 1], "node")) { rc = ferr(&c, 0, "SLURM_TOPOLOGY_ADDR_PATTERN does not end in 'node'"); break; }
+    if (nc == 0) {
+      rc = ferr(&c, 0, "rank %zu: empty address", r);
+      break;
+    }
+    if (npat && npat != nc) {
+      rc = ferr(&c, 0, "rank %zu: '%s' has %d components, SLURM_TOPOLOGY_ADDR_PATTERN has %d", r, addrs[r], nc, npat);
+      break;
+    }
+    if (npat && strcmp(pat[nc - 1], "node")) {
+      rc = ferr(&c, 0, "SLURM_TOPOLOGY_ADDR_PATTERN does not end in 'node'");
+      break;
+    }
     /* switches root..leaf = comp[0..nc-2] */
     int parent = -1, leaf = -1;
     if (nc == 1) {
       leaf = cs_topo_switch_index(c.t, "(all)");
-      if (leaf < 0 && (leaf = add_switch(c.t, "(all)", 0)) < 0) { rc = ferr(&c, 0, "out of memory"); break; }
+      if (leaf < 0 && (leaf = add_switch(c.t, "(all)", 0)) < 0) {
+        rc = ferr(&c, 0, "out of memory");
+        break;
+      }
     }
     for (int k = 0; k + 1 < nc && !rc; k++) {
       int s = cs_topo_switch_index(c.t, comp[k]);
       if (s < 0) {
-        if ((s = add_switch(c.t, comp[k], 0)) < 0) { rc = ferr(&c, 0, "out of memory"); break; }
+        if ((s = add_switch(c.t, comp[k], 0)) < 0) {
+          rc = ferr(&c, 0, "out of memory");
+          break;
+        }
         c.t->sw[s].parent = parent;
       } else if (c.t->sw[s].parent != parent) {
         rc = ferr(&c, 0, "rank %zu: switch '%s' has two different parents", r, comp[k]);
@@ -501,7 +543,10 @@ int cs_topo_from_addrs(const char *const *addrs, size_t n, const char *pattern, 
     }
   }
   if (!rc) rc = finalize(&c);
-  if (rc) { cs_topo_free(c.t); return -1; }
+  if (rc) {
+    cs_topo_free(c.t);
+    return -1;
+  }
   *out = c.t;
   return 0;
 }

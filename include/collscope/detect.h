@@ -56,14 +56,14 @@ enum cs_det_state {
 
 struct cs_det_op {
   uint64_t comm;
-  int64_t seq;           /* < 0: ignored */
+  int64_t seq; /* < 0: ignored */
   int comm_size, comm_rank;
-  int rank;              /* global rank, -1 unknown */
-  const char *host;      /* carried through to the results */
+  int rank;         /* global rank, -1 unknown */
+  const char *host; /* carried through to the results */
   int64_t start_ns, end_ns;
   int64_t enqueue_ns;
-  int state;             /* enum cs_det_state */
-  bool p2p;              /* Send/Recv: counted for hangs, not for stragglers */
+  int state; /* enum cs_det_state */
+  bool p2p;  /* Send/Recv: counted for hangs, not for stragglers */
   uint64_t bytes;
 };
 
@@ -91,37 +91,40 @@ void cs_det_params_default(struct cs_det_params *p);
  * Returns the number of variables that were ignored. */
 int cs_det_params_env(struct cs_det_params *p);
 
-enum cs_det_kind { CS_DET_COMPUTE = 0, CS_DET_LINK = 1 };
+enum cs_det_kind { CS_DET_COMPUTE = 0,
+                   CS_DET_LINK = 1 };
 static inline const char *cs_det_kind_name(int k) { return k == CS_DET_LINK ? "link" : "compute"; }
 
 struct cs_det_straggler {
   uint64_t comm;
-  int comm_size, comm_rank, rank;  /* comm_rank, rank -1 for kind link */
-  const char *host;                /* NULL for kind link */
-  int kind;                 /* enum cs_det_kind */
-  size_t window_instances;  /* instances in the window the figures come from */
-  size_t last;              /* of those, how many it arrived last in */
-  double share_last;        /* last / window_instances */
-  double lateness_us;       /* median lateness over its last-arrivals (0: never last) */
-  double offset_us;         /* its median arrival offset over the window's instances */
-  double later_share;       /* share of those instances it arrived after the median (a > 0) */
-  double median_dur_us;     /* median over the window's instances of their median duration */
-  double gap_us;            /* its median compute gap (-1 unknown) */
-  double peer_gap_us;       /* the other ranks' median compute gap (-1 unknown) */
-  size_t first_flag_instance; /* 1-based count of the comm's instances when first flagged */
+  int comm_size, comm_rank, rank; /* comm_rank, rank -1 for kind link */
+  const char *host;               /* NULL for kind link */
+  int kind;                       /* enum cs_det_kind */
+  size_t window_instances;        /* instances in the window the figures come from */
+  size_t last;                    /* of those, how many it arrived last in */
+  double share_last;              /* last / window_instances */
+  double lateness_us;             /* median lateness over its last-arrivals (0: never last) */
+  double offset_us;               /* its median arrival offset over the window's instances */
+  double later_share;             /* share of those instances it arrived after the median (a > 0) */
+  double median_dur_us;           /* median over the window's instances of their median duration */
+  double gap_us;                  /* its median compute gap (-1 unknown) */
+  double peer_gap_us;             /* the other ranks' median compute gap (-1 unknown) */
+  size_t first_flag_instance;     /* 1-based count of the comm's instances when first flagged */
   int64_t first_flag_seq;
 };
 
 struct cs_det_hang {
   uint64_t comm;
   int comm_size;
-  int64_t reached;          /* highest seq every rank completed, -1 none */
-  int64_t seq;              /* reached + 1: the instance the job is stuck at */
-  int *missing; size_t nmissing;     /* global ranks that have not entered `seq` */
+  int64_t reached; /* highest seq every rank completed, -1 none */
+  int64_t seq;     /* reached + 1: the instance the job is stuck at */
+  int *missing;
+  size_t nmissing; /* global ranks that have not entered `seq` */
   const char **missing_hosts;
-  int *stuck; size_t nstuck;         /* global ranks that entered `seq` but did not complete it */
+  int *stuck;
+  size_t nstuck; /* global ranks that entered `seq` but did not complete it */
   const char **stuck_hosts;
-  int64_t oldest_enqueue_ns;         /* enqueue time of the oldest stuck op, 0 unknown */
+  int64_t oldest_enqueue_ns; /* enqueue time of the oldest stuck op, 0 unknown */
 };
 
 /* Per (comm, comm_rank) summary: the live figures `collscope top` shows. */
@@ -129,17 +132,20 @@ struct cs_det_rankstat {
   uint64_t comm;
   int comm_rank, rank;
   const char *host;
-  size_t instances, last;   /* over the final window */
-  double lateness_us;       /* median lateness when last, 0 if never last */
-  double offset_us;         /* median arrival offset */
+  size_t instances, last; /* over the final window */
+  double lateness_us;     /* median lateness when last, 0 if never last */
+  double offset_us;       /* median arrival offset */
   bool straggler;
 };
 
 struct cs_det_result {
-  struct cs_det_straggler *stragglers; size_t nstragglers;
-  struct cs_det_hang *hangs; size_t nhangs;
-  struct cs_det_rankstat *ranks; size_t nranks;
-  size_t instances;         /* collective instances evaluated */
+  struct cs_det_straggler *stragglers;
+  size_t nstragglers;
+  struct cs_det_hang *hangs;
+  size_t nhangs;
+  struct cs_det_rankstat *ranks;
+  size_t nranks;
+  size_t instances; /* collective instances evaluated */
 };
 
 /* hang_mode: which communicators get a hang entry.
@@ -148,7 +154,9 @@ struct cs_det_result {
  *  CS_DET_HANG_OFF: none;
  *  CS_DET_HANG_SEEN: as PENDING, but comm ranks with no observation at all are left out
  *    (top: it sees only the processes of its own host). */
-enum { CS_DET_HANG_OFF = 0, CS_DET_HANG_PENDING = 1, CS_DET_HANG_SEEN = 2 };
+enum { CS_DET_HANG_OFF = 0,
+       CS_DET_HANG_PENDING = 1,
+       CS_DET_HANG_SEEN = 2 };
 /* Returns 0, or -1 when out of memory (out is then empty). `ops` is not modified. */
 int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *p, int hang_mode,
               struct cs_det_result *out);
@@ -170,13 +178,13 @@ struct cs_det_member {
   int comm_rank, comm_size, rank;
   const char *host;
   int64_t start_ns, end_ns, enqueue_ns;
-  int state;             /* enum cs_det_state */
+  int state; /* enum cs_det_state */
   bool p2p;
   uint64_t bytes;
-  double gap_us;         /* compute gap before this op, -1 unknown */
+  double gap_us; /* compute gap before this op, -1 unknown */
 };
 struct cs_det_stream;
-struct cs_det_stream *cs_det_stream_new(const struct cs_det_params *p, int hang_mode);  /* NULL: out of memory */
+struct cs_det_stream *cs_det_stream_new(const struct cs_det_params *p, int hang_mode); /* NULL: out of memory */
 /* 0, or -1 out of memory (the stream then only refuses) */
 int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, const struct cs_det_member *m,
                            size_t n);

@@ -21,9 +21,9 @@
 #include <stdint.h>
 
 #define CS_HIST_REL_ERR 0.005
-#define CS_HIST_LO 1e-3     /* 1 ns, in microseconds */
-#define CS_HIST_HI 1e10     /* ~2.8 hours, in microseconds */
-#define CS_HIST_NBUCKETS 3000   /* covers ln(HI / LO) / ln(gamma) = 2993 buckets */
+#define CS_HIST_LO 1e-3       /* 1 ns, in microseconds */
+#define CS_HIST_HI 1e10       /* ~2.8 hours, in microseconds */
+#define CS_HIST_NBUCKETS 3000 /* covers ln(HI / LO) / ln(gamma) = 2993 buckets */
 
 struct cs_hist {
   uint64_t n, nonpos;   /* all values; of those, the ones <= 0 or NaN */

@@ -21,8 +21,8 @@
 #define COLLSCOPE_HOSTLIST_H
 #include <stddef.h>
 
-#define CS_HOSTLIST_MAX 1000000u      /* most hosts one expression may expand to */
-#define CS_HOSTLIST_NAME_MAX 255u     /* longest expanded host name (bytes, w/o NUL) */
+#define CS_HOSTLIST_MAX 1000000u  /* most hosts one expression may expand to */
+#define CS_HOSTLIST_NAME_MAX 255u /* longest expanded host name (bytes, w/o NUL) */
 
 /* Expand expr into a malloc'd array of *n malloc'd host names (in expression order,
  * duplicates kept). Returns 0 on success, -1 on error with a message in err (if

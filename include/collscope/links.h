@@ -22,21 +22,21 @@
 #include <stdint.h>
 
 struct cs_link_obs {
-  const char *src_host, *dst_host;   /* NULL when unknown */
-  int src_rank, dst_rank;            /* -1 when unknown */
+  const char *src_host, *dst_host; /* NULL when unknown */
+  int src_rank, dst_rank;          /* -1 when unknown */
   bool send;
   uint64_t bytes, msgs;
   double busy_us, gbps_p50, gbps_p10;
 };
 
 struct cs_link_pair {
-  const char *src_host, *dst_host;   /* NULL when unknown (never slow) */
-  bool from_send;                    /* figures from the send side */
-  size_t nobs;                       /* observations used */
+  const char *src_host, *dst_host; /* NULL when unknown (never slow) */
+  bool from_send;                  /* figures from the send side */
+  size_t nobs;                     /* observations used */
   uint64_t bytes, msgs;
   double busy_us, gbps_p50, gbps_p10;
   bool slow;
-  double ref_gbps_p50;               /* median p50 of the other eligible pairs (0 if none) */
+  double ref_gbps_p50; /* median p50 of the other eligible pairs (0 if none) */
 };
 
 struct cs_link_params {

@@ -17,23 +17,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef int cs_net_result_t;  /* ncclResult_t: 0 ncclSuccess, 2 ncclSystemError, 3 ncclInternalError,
+typedef int cs_net_result_t; /* ncclResult_t: 0 ncclSuccess, 2 ncclSystemError, 3 ncclInternalError,
                                * 4 ncclInvalidArgument */
-enum { CS_NET_OK = 0, CS_NET_UNHANDLED_CUDA = 1, CS_NET_SYSTEM_ERROR = 2, CS_NET_INTERNAL_ERROR = 3,
+enum { CS_NET_OK = 0,
+       CS_NET_UNHANDLED_CUDA = 1,
+       CS_NET_SYSTEM_ERROR = 2,
+       CS_NET_INTERNAL_ERROR = 3,
        CS_NET_INVALID_ARGUMENT = 4 };
 typedef void (*cs_net_logger_t)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
 /* ncclProfilerCallback_t (v10+): lets a net plugin emit profiler events through NCCL */
 typedef cs_net_result_t (*cs_net_prof_cb_t)(void **eHandle, int type, void *pHandle, int64_t pluginId,
                                             void *extData);
 
-#define CS_NET_HANDLE_MAXSIZE 128    /* NCCL_NET_HANDLE_MAXSIZE */
-#define CS_NET_MAX_REQUESTS 32       /* NCCL_NET_MAX_REQUESTS: outstanding requests per comm */
-#define CS_NET_MAX_DEVS_PER_NIC 4    /* NCCL_NET_MAX_DEVS_PER_NIC_V11 (also used by v9, v10) */
+#define CS_NET_HANDLE_MAXSIZE 128 /* NCCL_NET_HANDLE_MAXSIZE */
+#define CS_NET_MAX_REQUESTS 32    /* NCCL_NET_MAX_REQUESTS: outstanding requests per comm */
+#define CS_NET_MAX_DEVS_PER_NIC 4 /* NCCL_NET_MAX_DEVS_PER_NIC_V11 (also used by v9, v10) */
 #define CS_NET_PTR_HOST 0x1
 #define CS_NET_PTR_CUDA 0x2
 #define CS_NET_PTR_DMABUF 0x4
 
-struct cs_net_vprops {            /* ncclNetVDeviceProps_v9/v10/v11_t */
+struct cs_net_vprops { /* ncclNetVDeviceProps_v9/v10/v11_t */
   int ndevs;
   int devs[CS_NET_MAX_DEVS_PER_NIC];
 };
@@ -46,12 +49,12 @@ struct cs_net_props_v9 {
   int ptrSupport;
   int regIsGlobal;
   int forceFlush;
-  int speed;                      /* Mbps */
+  int speed; /* Mbps */
   int port;
   float latency;
   int maxComms;
   int maxRecvs;
-  int netDeviceType;              /* ncclNetDeviceType */
+  int netDeviceType; /* ncclNetDeviceType */
   int netDeviceVersion;
   struct cs_net_vprops vProps;
   size_t maxP2pBytes;
@@ -80,7 +83,7 @@ struct cs_net_props_v11 {
 
 /* v12 (NCCL 2.30): eight devices per virtual NIC, and rail / plane ids at the end */
 #define CS_NET_MAX_DEVS_PER_NIC_V12 8
-struct cs_net_vprops_v12 {        /* ncclNetVDeviceProps_v12_t */
+struct cs_net_vprops_v12 { /* ncclNetVDeviceProps_v12_t */
   int ndevs;
   int devs[CS_NET_MAX_DEVS_PER_NIC_V12];
 };
@@ -102,20 +105,24 @@ struct cs_net_props_v12 {
   size_t maxP2pBytes;
   size_t maxCollBytes;
   int maxMultiRequestSize;
-  int16_t railId;                 /* -1 (NCCL_NET_ID_UNDEF): not known */
+  int16_t railId; /* -1 (NCCL_NET_ID_UNDEF): not known */
   int16_t planeId;
 };
 #define CS_NET_ID_UNDEF (-1)
 
-struct cs_net_comm_config { int trafficClass; };   /* ncclNetCommConfig_v10_t / _v11_t */
-struct cs_net_comm_attr { int32_t maxConcurrentPeers, minConcurrentPeers, maxFlowsPerPeer, minFlowsPerPeer; };
-struct cs_net_attr_v11 {                           /* ncclNetAttr_v11_t */
+struct cs_net_comm_config {
+  int trafficClass;
+}; /* ncclNetCommConfig_v10_t / _v11_t */
+struct cs_net_comm_attr {
+  int32_t maxConcurrentPeers, minConcurrentPeers, maxFlowsPerPeer, minFlowsPerPeer;
+};
+struct cs_net_attr_v11 { /* ncclNetAttr_v11_t */
   struct cs_net_comm_attr sendCommAttr;
   struct cs_net_comm_attr recvCommAttr;
   uint32_t op, algo, proto;
 };
 
-typedef struct {                  /* ncclNet_v9_t */
+typedef struct { /* ncclNet_v9_t */
   const char *name;
   cs_net_result_t (*init)(cs_net_logger_t logFunction);
   cs_net_result_t (*devices)(int *ndev);
@@ -140,7 +147,7 @@ typedef struct {                  /* ncclNet_v9_t */
   cs_net_result_t (*makeVDevice)(int *d, struct cs_net_vprops *props);
 } cs_net_v9_t;
 
-typedef struct {                  /* ncclNet_v10_t */
+typedef struct { /* ncclNet_v10_t */
   const char *name;
   cs_net_result_t (*init)(cs_net_logger_t logFunction, cs_net_prof_cb_t profFunction);
   cs_net_result_t (*devices)(int *ndev);
@@ -167,7 +174,7 @@ typedef struct {                  /* ncclNet_v10_t */
   cs_net_result_t (*makeVDevice)(int *d, struct cs_net_vprops *props);
 } cs_net_v10_t;
 
-typedef struct {                  /* ncclNet_v11_t: init is per communicator (ctx) */
+typedef struct { /* ncclNet_v11_t: init is per communicator (ctx) */
   const char *name;
   cs_net_result_t (*init)(void **ctx, uint64_t commId, struct cs_net_comm_config *config,
                           cs_net_logger_t logFunction, cs_net_prof_cb_t profFunction);
@@ -196,7 +203,7 @@ typedef struct {                  /* ncclNet_v11_t: init is per communicator (ct
   cs_net_result_t (*setNetAttr)(void *ctx, struct cs_net_attr_v11 *netAttr);
 } cs_net_v11_t;
 
-typedef struct {                  /* ncclNet_v12_t: v11's calls, v12 property structs */
+typedef struct { /* ncclNet_v12_t: v11's calls, v12 property structs */
   const char *name;
   cs_net_result_t (*init)(void **ctx, uint64_t commId, struct cs_net_comm_config *config,
                           cs_net_logger_t logFunction, cs_net_prof_cb_t profFunction);
@@ -222,19 +229,19 @@ typedef struct {                  /* ncclNet_v12_t: v11's calls, v12 property st
   cs_net_result_t (*irecvConsumed)(void *recvComm, int n, void *request);
   cs_net_result_t (*makeVDevice)(int *d, struct cs_net_vprops_v12 *props);
   cs_net_result_t (*finalize)(void *ctx);
-  cs_net_result_t (*setNetAttr)(void *ctx, struct cs_net_attr_v11 *netAttr);  /* ncclNetAttr_v12_t == v11 */
+  cs_net_result_t (*setNetAttr)(void *ctx, struct cs_net_attr_v11 *netAttr); /* ncclNetAttr_v12_t == v11 */
 } cs_net_v12_t;
 
 /* collscope's identity block, written by the wrapper into the LAST 16 bytes of a listen
  * handle when the inner plugin left them zero (shim/net_plugin.c). The wrapper on the
  * connect side reads it, restores the zeros, and only then passes the handle on, so the
  * inner plugin always sees exactly the bytes it wrote. */
-#define CS_NET_ID_MAGIC 0x43534e31u    /* "CSN1" */
+#define CS_NET_ID_MAGIC 0x43534e31u /* "CSN1" */
 #define CS_NET_ID_OFFSET (CS_NET_HANDLE_MAXSIZE - 16)
 struct cs_net_id {
   uint32_t magic;
-  int32_t rank;                   /* the listener's global rank (-1 unknown) */
-  uint64_t token;                 /* random connection token, also in both ends' link records */
+  int32_t rank;   /* the listener's global rank (-1 unknown) */
+  uint64_t token; /* random connection token, also in both ends' link records */
 };
 
 /* ---- layout pins (LP64), from NVIDIA/nccl src/include/plugin/net/net_v{9,10,11,12}.h ---- */

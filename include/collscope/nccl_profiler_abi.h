@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-typedef int cs_nccl_result_t;  /* ncclResult_t: 0 = ncclSuccess, 3 = ncclInternalError */
+typedef int cs_nccl_result_t; /* ncclResult_t: 0 = ncclSuccess, 3 = ncclInternalError */
 typedef void (*cs_nccl_logger_t)(int level, unsigned long flags, const char *file, int line, const char *fmt, ...);
 
 /* event types (eDescr->type, and bits of the activation mask) */
@@ -82,7 +82,7 @@ struct cs_nccl_prof_proxy_op {
 };
 struct cs_nccl_prof_kernel_ch {
   uint8_t channelId;
-  uint64_t pTimer;  /* GPU globaltimer at the channel's start */
+  uint64_t pTimer; /* GPU globaltimer at the channel's start */
 };
 struct cs_nccl_prof_net_plugin {
   int64_t id;
@@ -90,14 +90,16 @@ struct cs_nccl_prof_net_plugin {
 };
 
 typedef struct {
-  uint8_t type;  /* v4: one byte */
+  uint8_t type; /* v4: one byte */
   void *parentObj;
   int rank;
   union {
     struct cs_nccl_prof_coll_v4 coll;
     struct cs_nccl_prof_p2p_v4 p2p;
     struct cs_nccl_prof_proxy_op proxyOp;
-    struct { int step; } proxyStep;
+    struct {
+      int step;
+    } proxyStep;
     struct cs_nccl_prof_kernel_ch kernelCh;
     struct cs_nccl_prof_net_plugin netPlugin;
   };
@@ -105,10 +107,18 @@ typedef struct {
 
 /* the state-args union is the same in v4 and v5 */
 typedef union {
-  struct { size_t transSize; } proxyStep;
-  struct { int appendedProxyOps; } proxyCtrl;
-  struct { void *data; } netPlugin;
-  struct { uint64_t pTimer; } kernelCh;  /* GPU globaltimer at the channel's end */
+  struct {
+    size_t transSize;
+  } proxyStep;
+  struct {
+    int appendedProxyOps;
+  } proxyCtrl;
+  struct {
+    void *data;
+  } netPlugin;
+  struct {
+    uint64_t pTimer;
+  } kernelCh; /* GPU globaltimer at the channel's end */
 } cs_nccl_prof_state_args_t;
 
 typedef struct {
@@ -135,7 +145,7 @@ struct cs_nccl_prof_coll_v5 {
   uint8_t nWarps;
   const char *algo;
   const char *proto;
-  void *parentGroup;  /* v5 addition */
+  void *parentGroup; /* v5 addition */
 };
 struct cs_nccl_prof_p2p_v5 {
   const char *func;
@@ -144,22 +154,42 @@ struct cs_nccl_prof_p2p_v5 {
   size_t count;
   int peer;
   uint8_t nChannels;
-  void *parentGroup;  /* v5 addition */
+  void *parentGroup; /* v5 addition */
 };
 
 typedef struct {
-  uint64_t type;  /* v5: eight bytes */
+  uint64_t type; /* v5: eight bytes */
   void *parentObj;
   int rank;
   union {
-    struct { bool graphCaptured; int groupDepth; } groupApi;
-    struct { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; } collApi;
-    struct { const char *func; size_t count; const char *datatype; void *stream; bool graphCaptured; } p2pApi;
-    struct { void *stream; } kernelLaunch;
+    struct {
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      int root;
+      void *stream;
+      bool graphCaptured;
+    } collApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      void *stream;
+      bool graphCaptured;
+    } p2pApi;
+    struct {
+      void *stream;
+    } kernelLaunch;
     struct cs_nccl_prof_coll_v5 coll;
     struct cs_nccl_prof_p2p_v5 p2p;
     struct cs_nccl_prof_proxy_op proxyOp;
-    struct { int step; } proxyStep;
+    struct {
+      int step;
+    } proxyStep;
     struct cs_nccl_prof_kernel_ch kernelCh;
     struct cs_nccl_prof_net_plugin netPlugin;
   };
@@ -190,26 +220,53 @@ struct cs_nccl_prof_ce_coll {
   uint32_t batchSize;
   uint32_t numBatches;
   uint32_t ceSeqNum;
-  void *stream;  /* the stream NCCL enqueues the copies on */
+  void *stream; /* the stream NCCL enqueues the copies on */
 };
 typedef struct {
   uint64_t type;
   void *parentObj;
   int rank;
   union {
-    struct { bool graphCaptured; int groupDepth; } groupApi;
-    struct { const char *func; size_t count; const char *datatype; int root; void *stream; bool graphCaptured; } collApi;
-    struct { const char *func; size_t count; const char *datatype; void *stream; bool graphCaptured; } p2pApi;
-    struct { void *stream; } kernelLaunch;
+    struct {
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      int root;
+      void *stream;
+      bool graphCaptured;
+    } collApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      void *stream;
+      bool graphCaptured;
+    } p2pApi;
+    struct {
+      void *stream;
+    } kernelLaunch;
     struct cs_nccl_prof_coll_v5 coll;
     struct cs_nccl_prof_p2p_v5 p2p;
     struct cs_nccl_prof_proxy_op proxyOp;
-    struct { int step; } proxyStep;
+    struct {
+      int step;
+    } proxyStep;
     struct cs_nccl_prof_kernel_ch kernelCh;
     struct cs_nccl_prof_net_plugin netPlugin;
     struct cs_nccl_prof_ce_coll ceColl;
-    struct { bool isComplete; int nRanks; } ceCollSync;
-    struct { int numOps; size_t totalBytes; bool useIntraSync; } ceCollBatch;
+    struct {
+      bool isComplete;
+      int nRanks;
+    } ceCollSync;
+    struct {
+      int numOps;
+      size_t totalBytes;
+      bool useIntraSync;
+    } ceCollBatch;
   };
 } cs_nccl_prof_descr_v6_t;
 

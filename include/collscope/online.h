@@ -27,15 +27,15 @@
 
 #define CS_ONLINE_MAGIC 0x6f6e6c43u /* "Clno" */
 #define CS_ONLINE_VERSION 2
-#define CS_ONLINE_HOST 32           /* host name bytes (truncated, NUL padded) */
-#define CS_ONLINE_SHIP_OPS 32       /* sampled instances a rank ships per exchange at most */
-#define CS_ONLINE_OP_SLOTS 64       /* ... into slots hashed from (comm, seq, exchange) */
-#define CS_ONLINE_SHIP_SDC 24       /* checked collectives a rank ships per exchange at most */
+#define CS_ONLINE_HOST 32     /* host name bytes (truncated, NUL padded) */
+#define CS_ONLINE_SHIP_OPS 32 /* sampled instances a rank ships per exchange at most */
+#define CS_ONLINE_OP_SLOTS 64 /* ... into slots hashed from (comm, seq, exchange) */
+#define CS_ONLINE_SHIP_SDC 24 /* checked collectives a rank ships per exchange at most */
 #define CS_ONLINE_SDC_SLOTS 32
-#define CS_ONLINE_REPORT_SLOTS 4    /* straggler reports (a rank that judged itself late) */
-#define CS_ONLINE_DETAIL 4          /* disagreeing checked collectives per detail round */
-#define CS_ONLINE_BUCKETS 16        /* fingerprint buckets per disagreeing collective */
-#define CS_ONLINE_DETAIL_ROUNDS 3   /* detail rounds per exchange at most */
+#define CS_ONLINE_REPORT_SLOTS 4  /* straggler reports (a rank that judged itself late) */
+#define CS_ONLINE_DETAIL 4        /* disagreeing checked collectives per detail round */
+#define CS_ONLINE_BUCKETS 16      /* fingerprint buckets per disagreeing collective */
+#define CS_ONLINE_DETAIL_ROUNDS 3 /* detail rounds per exchange at most */
 
 /* One round on the wire: reduced element-wise over all ranks (MIN, SUM, SUM). */
 #define CS_ONLINE_NMIN 1000
@@ -50,10 +50,10 @@ struct cs_online_wire {
 
 /* A sampled collective instance on this rank (fed by the harvest thread). */
 struct cs_online_op {
-  uint64_t comm;                /* collscope comm id (agrees across ranks) */
+  uint64_t comm; /* collscope comm id (agrees across ranks) */
   uint64_t seq;
-  float dur_us;                 /* GPU duration */
-  float gap_us;                 /* this op's start - this rank's previous op end, < 0 unknown */
+  float dur_us; /* GPU duration */
+  float gap_us; /* this op's start - this rank's previous op end, < 0 unknown */
   uint32_t comm_size, comm_rank;
 };
 
@@ -66,40 +66,42 @@ struct cs_online_sdc {
   uint64_t count;
   int32_t root;
   uint32_t comm_size, comm_rank;
-  uint8_t op, checked;          /* enum cs_op; bit 0 fp/out_sum, bit 1 in_sum/in_abs */
-  int8_t dtype, redop;          /* redop clamped to 127 (premulsum and beyond) */
+  uint8_t op, checked; /* enum cs_op; bit 0 fp/out_sum, bit 1 in_sum/in_abs */
+  int8_t dtype, redop; /* redop clamped to 127 (premulsum and beyond) */
 };
 
-struct cs_online_straggler {    /* a rank that flagged itself (detector rules of detect.h) */
+struct cs_online_straggler { /* a rank that flagged itself (detector rules of detect.h) */
   uint64_t comm;
-  int rank, comm_rank;          /* world rank */
+  int rank, comm_rank; /* world rank */
   const char *host;
   double share_last, lateness_us, median_dur_us;
   size_t instances;
-  int kind;                     /* enum cs_det_kind from the compute gaps */
+  int kind; /* enum cs_det_kind from the compute gaps */
 };
 
 struct cs_online_sdc_finding {
   uint64_t comm, seq;
   int op, dtype;
   uint64_t bytes;
-  int check;                    /* enum cs_sdc_check */
-  int suspect_comm_rank;        /* -1: the check cannot tell */
-  int suspect_rank;             /* world rank, -1 unknown */
-  const char *suspect_host;     /* NULL unknown */
-  uint64_t suspects;            /* ranks holding the same suspect bytes bucket (>= 1 when named) */
+  int check;                /* enum cs_sdc_check */
+  int suspect_comm_rank;    /* -1: the check cannot tell */
+  int suspect_rank;         /* world rank, -1 unknown */
+  const char *suspect_host; /* NULL unknown */
+  uint64_t suspects;        /* ranks holding the same suspect bytes bucket (>= 1 when named) */
   double got, want, tol;
 };
 
 struct cs_online_findings {
-  struct cs_online_straggler *stragglers; size_t nstragglers;
-  struct cs_online_sdc_finding *sdc; size_t nsdc;
-  size_t sdc_compared;          /* checked instances complete and compared in this exchange */
-  size_t instances;             /* sampled instances completed in this exchange */
-  size_t bad_summaries;         /* 1 when the round-0 header did not agree (exchange ignored) */
-  size_t lost_slots;            /* slots two different instances landed in (shipped again) */
-  uint32_t max_backlog;         /* most entries any rank still had queued for later exchanges */
-  unsigned rounds;              /* rounds this exchange took */
+  struct cs_online_straggler *stragglers;
+  size_t nstragglers;
+  struct cs_online_sdc_finding *sdc;
+  size_t nsdc;
+  size_t sdc_compared;  /* checked instances complete and compared in this exchange */
+  size_t instances;     /* sampled instances completed in this exchange */
+  size_t bad_summaries; /* 1 when the round-0 header did not agree (exchange ignored) */
+  size_t lost_slots;    /* slots two different instances landed in (shipped again) */
+  uint32_t max_backlog; /* most entries any rank still had queued for later exchanges */
+  unsigned rounds;      /* rounds this exchange took */
 };
 
 /* ---- per-rank protocol state (stats/online_eval.c): pure, no I/O ---- */

@@ -6,32 +6,52 @@
 #define COLLSCOPE_RECORD_H
 #include <stdint.h>
 
-enum cs_rec_type { CS_REC_OP = 1, CS_REC_XFER = 2, CS_REC_COMM = 3,
+enum cs_rec_type { CS_REC_OP = 1,
+                   CS_REC_XFER = 2,
+                   CS_REC_COMM = 3,
                    /* 4 is CS_REC_HANG (ring.h) */
-                   CS_REC_LINK = 5, /* NCCL_NET wrapper (shim/net_plugin.c): one connection's figures over an
+                   CS_REC_LINK = 5,  /* NCCL_NET wrapper (shim/net_plugin.c): one connection's figures over an
                                     * interval; root = dir (0 send, 1 recv), peer = peer rank, comm_id = token,
                                     * count = messages, bytes, stream = busy ns, seq = max in flight,
                                     * in_sum/in_abs/out_sum = Gbit/s p50/p10/mean, start/end_ns = interval,
                                     * event = 1 on the connection's last record (closed) */
                    CS_REC_HEALTH = 6 /* health sampler (hooks/health.c), stats ring only: op = CS_HEALTH_F_*
-                                      * flags of the sample, count = NVML clock event reasons, end_ns = time */ };
+                                      * flags of the sample, count = NVML clock event reasons, end_ns = time */
+};
 /* CS_REC_HEALTH flags (`collscope top` shows them per rank) */
-enum { CS_HEALTH_F_POWER = 1, CS_HEALTH_F_THERMAL = 2, CS_HEALTH_F_HW_SLOWDOWN = 4, CS_HEALTH_F_NVLINK = 8,
-       CS_HEALTH_F_ECC = 16, CS_HEALTH_F_XID = 32, CS_HEALTH_F_IB = 64, CS_HEALTH_F_PCIE = 128 };
+enum { CS_HEALTH_F_POWER = 1,
+       CS_HEALTH_F_THERMAL = 2,
+       CS_HEALTH_F_HW_SLOWDOWN = 4,
+       CS_HEALTH_F_NVLINK = 8,
+       CS_HEALTH_F_ECC = 16,
+       CS_HEALTH_F_XID = 32,
+       CS_HEALTH_F_IB = 64,
+       CS_HEALTH_F_PCIE = 128 };
 
 enum cs_timing {
   CS_TIMING_GPU_EVENT = 0, /* start/end from CUDA events */
-  CS_TIMING_CAPTURED  = 1, /* stream under graph capture: enqueue time only */
-  CS_TIMING_HOST      = 2, /* no GPU timing available: enqueue time only */
-  CS_TIMING_ERROR     = 3, /* the call failed; nothing enqueued */
-  CS_TIMING_PENDING   = 4, /* internal: events not yet harvested */
+  CS_TIMING_CAPTURED = 1,  /* stream under graph capture: enqueue time only */
+  CS_TIMING_HOST = 2,      /* no GPU timing available: enqueue time only */
+  CS_TIMING_ERROR = 3,     /* the call failed; nothing enqueued */
+  CS_TIMING_PENDING = 4,   /* internal: events not yet harvested */
   CS_TIMING_HOST_SPAN = 5, /* synchronous call: start/end from the host clock around it */
-  CS_TIMING_PROFILER  = 6, /* start/end from NCCL's profiler plugin KernelCh timer stamps */
+  CS_TIMING_PROFILER = 6,  /* start/end from NCCL's profiler plugin KernelCh timer stamps */
 };
 /* algo / proto reported by NCCL's profiler plugin (0 = not known) */
-enum cs_algo { CS_ALGO_NONE, CS_ALGO_TREE, CS_ALGO_RING, CS_ALGO_COLLNET_DIRECT, CS_ALGO_COLLNET_CHAIN,
-               CS_ALGO_NVLS, CS_ALGO_NVLS_TREE, CS_ALGO_PAT, CS_ALGO_OTHER };
-enum cs_proto { CS_PROTO_NONE, CS_PROTO_LL, CS_PROTO_LL128, CS_PROTO_SIMPLE, CS_PROTO_OTHER };
+enum cs_algo { CS_ALGO_NONE,
+               CS_ALGO_TREE,
+               CS_ALGO_RING,
+               CS_ALGO_COLLNET_DIRECT,
+               CS_ALGO_COLLNET_CHAIN,
+               CS_ALGO_NVLS,
+               CS_ALGO_NVLS_TREE,
+               CS_ALGO_PAT,
+               CS_ALGO_OTHER };
+enum cs_proto { CS_PROTO_NONE,
+                CS_PROTO_LL,
+                CS_PROTO_LL128,
+                CS_PROTO_SIMPLE,
+                CS_PROTO_OTHER };
 
 /* The dump-file name of a timing source (one table for every writer). */
 static inline const char *cs_timing_name(int t) {
@@ -45,56 +65,65 @@ static inline const char *cs_timing_name(int t) {
   }
 }
 
-enum cs_comm_event { CS_COMM_INIT, CS_COMM_SPLIT, CS_COMM_FINALIZE, CS_COMM_DESTROY, CS_COMM_ABORT };
+enum cs_comm_event { CS_COMM_INIT,
+                     CS_COMM_SPLIT,
+                     CS_COMM_FINALIZE,
+                     CS_COMM_DESTROY,
+                     CS_COMM_ABORT };
 
-enum cs_xfer_kind { CS_XFER_HTOH, CS_XFER_HTOD, CS_XFER_DTOH, CS_XFER_DTOD, CS_XFER_DEFAULT, CS_XFER_PEER };
+enum cs_xfer_kind { CS_XFER_HTOH,
+                    CS_XFER_HTOD,
+                    CS_XFER_DTOH,
+                    CS_XFER_DTOD,
+                    CS_XFER_DEFAULT,
+                    CS_XFER_PEER };
 
 struct cs_record {
-  uint8_t type;          /* enum cs_rec_type */
-  uint8_t op;            /* enum cs_op (schema.h) */
-  uint8_t timing;        /* enum cs_timing */
+  uint8_t type;   /* enum cs_rec_type */
+  uint8_t op;     /* enum cs_op (schema.h) */
+  uint8_t timing; /* enum cs_timing */
   uint8_t captured;
-  uint8_t owns_events;   /* last record sharing ev_start/ev_end returns them to the pool */
-  uint8_t event;         /* CS_REC_COMM: enum cs_comm_event; CS_REC_XFER: enum cs_xfer_kind */
-  uint8_t async;         /* CS_REC_XFER: async API */
-  uint8_t api;           /* CS_REC_XFER: index into the cudart table */
-  int32_t dtype;         /* ncclDataType_t, -1 for none */
-  int32_t redop;         /* ncclRedOp_t, -1 for none */
-  int32_t status;        /* return code of the call */
+  uint8_t owns_events; /* last record sharing ev_start/ev_end returns them to the pool */
+  uint8_t event;       /* CS_REC_COMM: enum cs_comm_event; CS_REC_XFER: enum cs_xfer_kind */
+  uint8_t async;       /* CS_REC_XFER: async API */
+  uint8_t api;         /* CS_REC_XFER: index into the cudart table */
+  int32_t dtype;       /* ncclDataType_t, -1 for none */
+  int32_t redop;       /* ncclRedOp_t, -1 for none */
+  int32_t status;      /* return code of the call */
   int32_t comm_size;
   int32_t comm_rank;
   int32_t root;
   int32_t peer;
   int32_t device;
   uint64_t comm_id;
-  uint64_t parent_id;    /* CS_REC_COMM split/shrink */
+  uint64_t parent_id; /* CS_REC_COMM split/shrink */
   uint64_t seq;
   uint64_t count;
   uint64_t bytes;
   uint64_t group;
   uint64_t stream;
-  uint64_t site;         /* caller's return address */
-  int64_t enqueue_ns;    /* CLOCK_REALTIME */
-  int64_t start_ns;      /* CLOCK_REALTIME, aligned from the GPU clock */
+  uint64_t site;      /* caller's return address */
+  int64_t enqueue_ns; /* CLOCK_REALTIME */
+  int64_t start_ns;   /* CLOCK_REALTIME, aligned from the GPU clock */
   int64_t end_ns;
   /* silent-data-corruption checks (hooks/sdc.c); valid when sdc_checked != 0 */
-  uint8_t sdc_checked;   /* bit 0: fingerprint and out_sum valid, bit 1: in_sum/in_abs valid */
-  uint8_t sdc_ctx;       /* internal: 1 + hooks/sdc.c context index while results are pending */
-  uint8_t prof_probe;    /* internal: COLLSCOPE_TIMING=auto probation op, timed by CUDA events
+  uint8_t sdc_checked;  /* bit 0: fingerprint and out_sum valid, bit 1: in_sum/in_abs valid */
+  uint8_t sdc_ctx;      /* internal: 1 + hooks/sdc.c context index while results are pending */
+  uint8_t prof_probe;   /* internal: COLLSCOPE_TIMING=auto probation op, timed by CUDA events
                           * AND the profiler plugin (1; 2 once the plugin's stamps are in) */
-  uint8_t comm_nb;       /* internal: its communicator is non-blocking (NCCL launches its
+  uint8_t comm_nb;      /* internal: its communicator is non-blocking (NCCL launches its
                           * work on its own thread: the profiler plugin cannot be matched) */
-  uint32_t sdc_slot;     /* internal: 1 + result slot while pending, 0 when none */
-  uint64_t fingerprint;  /* order-independent hash of the output bytes */
-  double in_sum;         /* fp64 sum of this rank's input (before the op) */
-  double in_abs;         /* fp64 sum of |input| (tolerance) */
-  double out_sum;        /* fp64 sum of this rank's output */
-  uint64_t ev_start;     /* internal: CUevent handles, 0 when none */
+  uint32_t sdc_slot;    /* internal: 1 + result slot while pending, 0 when none */
+  uint64_t fingerprint; /* order-independent hash of the output bytes */
+  double in_sum;        /* fp64 sum of this rank's input (before the op) */
+  double in_abs;        /* fp64 sum of |input| (tolerance) */
+  double out_sum;       /* fp64 sum of this rank's output */
+  uint64_t ev_start;    /* internal: CUevent handles, 0 when none */
   uint64_t ev_end;
-  uint64_t ctx;          /* internal: CUcontext of the events */
+  uint64_t ctx; /* internal: CUcontext of the events */
   /* NCCL profiler plugin (shim/profiler.c); algo/proto/nchannels 0 when not known */
-  uint8_t algo;          /* enum cs_algo */
-  uint8_t proto;         /* enum cs_proto */
+  uint8_t algo;  /* enum cs_algo */
+  uint8_t proto; /* enum cs_proto */
   uint8_t nchannels;
   uint8_t prof_want;     /* internal: 1 while the op waits for the profiler to time it */
   uint32_t prof_slot;    /* internal: 1 + shim/profiler.c event slot, 0 when none */

@@ -36,9 +36,9 @@
 
 #define CS_RING_MAGIC 0x31474e4952534353ULL /* "SCSRING1" little-endian */
 #define CS_RING_VERSION 1
-#define CS_RING_INIT_MAGIC 0x494e4954u        /* "INIT" */
+#define CS_RING_INIT_MAGIC 0x494e4954u /* "INIT" */
 #define CS_RING_MAX_COMMS 64
-#define CS_RING_MAX_CAPACITY (1ull << 22)   /* COLLSCOPE_RING's upper bound, rounded up */
+#define CS_RING_MAX_CAPACITY (1ull << 22) /* COLLSCOPE_RING's upper bound, rounded up */
 #define CS_RING_WORDS ((sizeof(struct cs_record) + 7) / 8)
 
 /* Ring-only record type (beside CS_REC_OP/XFER/COMM): an op not complete after
@@ -57,33 +57,33 @@ struct cs_ring_comm {
 struct cs_ring_hdr {
   uint64_t magic;
   uint32_t version;
-  uint32_t rec_size;          /* sizeof(struct cs_record) of the writer */
-  uint64_t capacity;          /* slots, a power of two */
+  uint32_t rec_size; /* sizeof(struct cs_record) of the writer */
+  uint64_t capacity; /* slots, a power of two */
   int32_t pid;
-  int32_t rank;               /* global rank, -1 unknown */
+  int32_t rank; /* global rank, -1 unknown */
   int32_t local_rank;
   int32_t world_size;
-  int32_t device;             /* first communicator's device, -1 until known */
+  int32_t device; /* first communicator's device, -1 until known */
   uint32_t uid;
-  int64_t created_ns;         /* CLOCK_REALTIME */
+  int64_t created_ns; /* CLOCK_REALTIME */
   char host[128];
   char job[128];
-  _Atomic uint32_t init;      /* CS_RING_INIT_MAGIC, stored last (release) */
+  _Atomic uint32_t init; /* CS_RING_INIT_MAGIC, stored last (release) */
   _Atomic uint32_t ncomms;
   struct cs_ring_comm comms[CS_RING_MAX_COMMS];
-  _Atomic uint64_t head;      /* records published */
-  _Atomic uint64_t drops;     /* records the process lost (queue full etc.) */
-  _Atomic int64_t heartbeat_ns;   /* CLOCK_REALTIME of the harvest thread's last pass */
-  _Atomic uint64_t pending;       /* ops entered, not complete */
+  _Atomic uint64_t head;             /* records published */
+  _Atomic uint64_t drops;            /* records the process lost (queue full etc.) */
+  _Atomic int64_t heartbeat_ns;      /* CLOCK_REALTIME of the harvest thread's last pass */
+  _Atomic uint64_t pending;          /* ops entered, not complete */
   _Atomic int64_t oldest_pending_ns; /* enqueue_ns of the oldest pending op, 0 none */
-  _Atomic uint32_t hung;          /* ops reported as hung (COLLSCOPE_HANG_TIMEOUT) */
-  _Atomic uint32_t closed;        /* 1: the writer exited cleanly */
-  uint64_t start_time;            /* the writer's start time (/proc/<pid>/stat field 22), 0 unknown */
+  _Atomic uint32_t hung;             /* ops reported as hung (COLLSCOPE_HANG_TIMEOUT) */
+  _Atomic uint32_t closed;           /* 1: the writer exited cleanly */
+  uint64_t start_time;               /* the writer's start time (/proc/<pid>/stat field 22), 0 unknown */
   uint64_t reserved[7];
 };
 
 struct cs_ring_slot {
-  _Atomic uint64_t seq;           /* 2n+1 while record n is written, 2n+2 once complete */
+  _Atomic uint64_t seq; /* 2n+1 while record n is written, 2n+2 once complete */
   _Atomic uint64_t w[CS_RING_WORDS];
 };
 
@@ -96,13 +96,13 @@ static inline struct cs_ring_slot *cs_ring_slots(const struct cs_ring_hdr *h) {
 
 /* ---- reader API (stats/ring.c; also linked into the CLI) ---- */
 struct cs_ring_reader {
-  const struct cs_ring_hdr *h;    /* read-only mapping, NULL when not open */
+  const struct cs_ring_hdr *h; /* read-only mapping, NULL when not open */
   size_t map_len;
-  uint64_t capacity;              /* validated at open (the header's may change under us) */
-  const char *why;                /* after a failed open: why, for the caller's one line */
-  uint64_t dev, ino;              /* the file that was checked (a remover compares before unlink) */
-  uint64_t cursor;                /* next record to read */
-  uint64_t lost;                  /* records overwritten before this reader got them */
+  uint64_t capacity; /* validated at open (the header's may change under us) */
+  const char *why;   /* after a failed open: why, for the caller's one line */
+  uint64_t dev, ino; /* the file that was checked (a remover compares before unlink) */
+  uint64_t cursor;   /* next record to read */
+  uint64_t lost;     /* records overwritten before this reader got them */
   char path[512];
 };
 /* Check PATH (see "Readers trust nothing" above) and map it read-only. Returns 0, or -1 with

@@ -31,36 +31,37 @@
 
 struct cs_sdc_member {
   int comm_rank;
-  unsigned checked;       /* bit 0: fp + out_sum valid, bit 1: in_sum + in_abs valid */
+  unsigned checked; /* bit 0: fp + out_sum valid, bit 1: in_sum + in_abs valid */
   uint64_t fp;
-  double in_sum, in_abs, out_sum;   /* NAN when non-finite */
+  double in_sum, in_abs, out_sum; /* NAN when non-finite */
 };
 
 struct cs_sdc_instance {
-  int op;                 /* enum cs_op */
-  int dtype;              /* ncclDataType_t */
-  int redop;              /* ncclRedOp_t (0 sum .. 4 avg), -1 none, >= 5 premulsum */
+  int op;    /* enum cs_op */
+  int dtype; /* ncclDataType_t */
+  int redop; /* ncclRedOp_t (0 sum .. 4 avg), -1 none, >= 5 premulsum */
   int root;
   int comm_size;
-  uint64_t count;         /* the count argument */
+  uint64_t count; /* the count argument */
   size_t n;
   const struct cs_sdc_member *m;
 };
 
-enum cs_sdc_check { CS_SDC_CHECK_FINGERPRINT = 0, CS_SDC_CHECK_SUM = 1 };
+enum cs_sdc_check { CS_SDC_CHECK_FINGERPRINT = 0,
+                    CS_SDC_CHECK_SUM = 1 };
 
 struct cs_sdc_finding {
-  int check;              /* enum cs_sdc_check */
-  int suspect;            /* comm rank of the suspect, -1 when the check cannot tell */
-  double got, want, tol;  /* sum check: the values compared (fingerprint: 0) */
+  int check;             /* enum cs_sdc_check */
+  int suspect;           /* comm rank of the suspect, -1 when the check cannot tell */
+  double got, want, tol; /* sum check: the values compared (fingerprint: 0) */
 };
 
 /* What the comparison did (for the report's counts). */
 struct cs_sdc_outcome {
-  int fp_checked;         /* the fingerprint rule ran (>= 2 ranks with fingerprints) */
-  int sum_checked;        /* the sum rule ran */
-  int sum_skipped_nonfinite;   /* the sum rule was skipped: NaN/Inf in the data */
-  int sum_skipped_incomplete;  /* some rank's record is missing or unchecked */
+  int fp_checked;             /* the fingerprint rule ran (>= 2 ranks with fingerprints) */
+  int sum_checked;            /* the sum rule ran */
+  int sum_skipped_nonfinite;  /* the sum rule was skipped: NaN/Inf in the data */
+  int sum_skipped_incomplete; /* some rank's record is missing or unchecked */
 };
 
 /* Compare; writes at most max findings, returns how many. */
@@ -71,7 +72,11 @@ const char *cs_sdc_check_name(int check);
  * float type's unit roundoff u, largest finite value and smallest subnormal d. false: a type
  * without a sum rule (fp8 has fingerprints only). Shared by the comparison here and the online
  * exchange's evaluator (stats/online_eval.c). */
-struct cs_sdc_dtype_info { bool is_int; unsigned bits; double u, max, d; };
+struct cs_sdc_dtype_info {
+  bool is_int;
+  unsigned bits;
+  double u, max, d;
+};
 bool cs_sdc_dtype_info(int dtype, struct cs_sdc_dtype_info *t);
 
 #endif

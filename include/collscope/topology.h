@@ -21,9 +21,13 @@
 #define COLLSCOPE_TOPOLOGY_H
 #include <stddef.h>
 
-enum cs_topo_format { CS_TOPO_AUTO = 0, CS_TOPO_SLURM, CS_TOPO_MAP, CS_TOPO_IBNET, CS_TOPO_ADDR };
+enum cs_topo_format { CS_TOPO_AUTO = 0,
+                      CS_TOPO_SLURM,
+                      CS_TOPO_MAP,
+                      CS_TOPO_IBNET,
+                      CS_TOPO_ADDR };
 
-#define CS_TOPO_MAX_LEVELS 8     /* host + up to 7 switch levels */
+#define CS_TOPO_MAX_LEVELS 8 /* host + up to 7 switch levels */
 #define CS_TOPO_MAX_BYTES (64u << 20)
 /* Hosts in one file, all lines together (an error names the line that passes it), and
  * names expanded from Switches= (all lines together). Parsing is linear in the file's
@@ -34,24 +38,29 @@ enum cs_topo_format { CS_TOPO_AUTO = 0, CS_TOPO_SLURM, CS_TOPO_MAP, CS_TOPO_IBNE
 #define CS_TOPO_WORK_BYTES 64u
 
 struct cs_topo_limits {
-  size_t max_bytes;    /* file size; 0: CS_TOPO_MAX_BYTES */
-  size_t max_hosts;    /* hosts in the file; 0: CS_TOPO_MAX_HOSTS */
-  size_t max_work;     /* work units (see CS_TOPO_WORK_BYTES); 0: no budget beyond the caps.
+  size_t max_bytes; /* file size; 0: CS_TOPO_MAX_BYTES */
+  size_t max_hosts; /* hosts in the file; 0: CS_TOPO_MAX_HOSTS */
+  size_t max_work;  /* work units (see CS_TOPO_WORK_BYTES); 0: no budget beyond the caps.
                         * Counted, not timed: every process given the same file decides
                         * the same, which the shim's collective decisions rely on. */
 };
 
 /* private: topology/name_index.c and the name storage of topology.c */
-struct cs_name_slot { unsigned idx1, hash; };   /* entry index + 1 (0: empty), its hash */
-struct cs_name_index { struct cs_name_slot *slot; size_t cap; };
+struct cs_name_slot {
+  unsigned idx1, hash;
+}; /* entry index + 1 (0: empty), its hash */
+struct cs_name_index {
+  struct cs_name_slot *slot;
+  size_t cap;
+};
 struct cs_name_chunk;
 
 struct cs_topo_switch {
   char *name;
-  int parent;        /* switch index, -1 for a root */
-  int level;         /* 1 = leaf */
-  size_t nhosts;     /* hosts below it (all levels) */
-  int line;          /* where it was defined (0: implicit) */
+  int parent;    /* switch index, -1 for a root */
+  int level;     /* 1 = leaf */
+  size_t nhosts; /* hosts below it (all levels) */
+  int line;      /* where it was defined (0: implicit) */
 };
 
 struct cs_topo {
@@ -59,13 +68,13 @@ struct cs_topo {
   size_t nsw;
   struct cs_topo_switch *sw;
   size_t nhost;
-  char **host;       /* host names */
-  int *host_leaf;    /* switch index of each host's leaf */
-  int nlevels;       /* levels incl. host: 1 + the longest switch path */
+  char **host;    /* host names */
+  int *host_leaf; /* switch index of each host's leaf */
+  int nlevels;    /* levels incl. host: 1 + the longest switch path */
   /* private: hash indexes of host and switch names, allocated entries of host / sw */
   struct cs_name_index hidx, sidx;
   size_t swcap, hostcap;
-  struct cs_name_chunk *names;   /* where host and switch names live (freed together) */
+  struct cs_name_chunk *names; /* where host and switch names live (freed together) */
 };
 
 /* Parse text (len bytes, need not be NUL terminated) named fname in error messages.
@@ -108,11 +117,11 @@ void cs_topo_crossings(const struct cs_topo *t, const int *hostidx, const size_t
 
 struct cs_plan {
   size_t n;
-  int *hostidx;      /* topology host index per input item */
-  size_t *order;     /* order[i] = input index of the item placed at position i */
-  size_t *pos;       /* pos[j] = new position of input item j */
+  int *hostidx;  /* topology host index per input item */
+  size_t *order; /* order[i] = input index of the item placed at position i */
+  size_t *pos;   /* pos[j] = new position of input item j */
   int nlevels;
-  int changed;       /* order differs from the input */
+  int changed; /* order differs from the input */
   struct cs_crossings before, after;
 };
 

@@ -171,15 +171,20 @@ int cs_spank_site_arg(struct cs_spank_site *s, const char *arg, char *err, size_
   size_t kl = (size_t)(eq - arg);
   const char *v = eq + 1;
   int bad = 0;
-  if (kl == 4 && strncmp(arg, "shim", 4) == 0) bad = !path_ok(v) || copy(s->shim, sizeof s->shim, v);
+  if (kl == 4 && strncmp(arg, "shim", 4) == 0)
+    bad = !path_ok(v) || copy(s->shim, sizeof s->shim, v);
   else if (kl == 3 && strncmp(arg, "dir", 3) == 0) {
     char probe[1024];
     bad = !path_ok(v) || copy(s->dir, sizeof s->dir, v) || cs_spank_expand(v, "1", "u", "0", probe, sizeof probe);
-  } else if (kl == 5 && strncmp(arg, "group", 5) == 0) bad = !*v || copy(s->group, sizeof s->group, v);
+  } else if (kl == 5 && strncmp(arg, "group", 5) == 0)
+    bad = !*v || copy(s->group, sizeof s->group, v);
   else if (kl == 7 && strncmp(arg, "default", 7) == 0) {
-    if (strcmp(v, "on") == 0) s->default_on = true;
-    else if (strcmp(v, "off") == 0) s->default_on = false;
-    else bad = 1;
+    if (strcmp(v, "on") == 0)
+      s->default_on = true;
+    else if (strcmp(v, "off") == 0)
+      s->default_on = false;
+    else
+      bad = 1;
   } else {
     snprintf(err, errlen, "unknown plugstack.conf argument '%.*s' (shim=, dir=, group=, default=)", (int)(kl > 64 ? 64 : kl),
              arg);

@@ -10,17 +10,17 @@
 
 /* What plugstack.conf says (site) and what the job asked for (job). */
 struct cs_spank_site {
-  char shim[1024];     /* shim=PATH: libcollscope.so to preload */
-  char dir[1024];      /* dir=TEMPLATE: the job's dump directory (%j job id, %u user, %s step id, %% '%') */
-  char group[64];      /* group=NAME: the job directory is 0750 and owned by this group */
-  bool default_on;     /* default=on: jobs get collscope unless --collscope=off */
+  char shim[1024]; /* shim=PATH: libcollscope.so to preload */
+  char dir[1024];  /* dir=TEMPLATE: the job's dump directory (%j job id, %u user, %s step id, %% '%') */
+  char group[64];  /* group=NAME: the job directory is 0750 and owned by this group */
+  bool default_on; /* default=on: jobs get collscope unless --collscope=off */
 };
 
 struct cs_spank_job {
-  bool given;          /* --collscope was on the command line (with or without OPTS) */
-  bool off;            /* --collscope=off */
-  char dir[1024];      /* dir=PATH (template as the site's), "" for the site's */
-  size_t nvars;        /* the shim variables OPTS set, "NAME=VALUE" */
+  bool given;     /* --collscope was on the command line (with or without OPTS) */
+  bool off;       /* --collscope=off */
+  char dir[1024]; /* dir=PATH (template as the site's), "" for the site's */
+  size_t nvars;   /* the shim variables OPTS set, "NAME=VALUE" */
   char vars[CS_SPANK_MAX_VARS][1088];
 };
 

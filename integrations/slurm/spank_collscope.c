@@ -94,8 +94,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   snprintf(jobs, sizeof jobs, "%u", (unsigned)jobid);
   snprintf(steps, sizeof steps, "%u", (unsigned)stepid);
   struct passwd pw, *pwp = NULL;
-  if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) == 0 && pwp) snprintf(user, sizeof user, "%s", pw.pw_name);
-  else snprintf(user, sizeof user, "%u", (unsigned)uid);
+  if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &pwp) == 0 && pwp)
+    snprintf(user, sizeof user, "%s", pw.pw_name);
+  else
+    snprintf(user, sizeof user, "%u", (unsigned)uid);
 
   gid_t gid = (gid_t)-1;
   if (site.group[0]) {

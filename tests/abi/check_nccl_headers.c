@@ -35,7 +35,7 @@
 #include "err.h"      /* NCCL: ncclResult_t */
 #include "profiler.h" /* NCCL: ncclProfilerEventDescr_v4_t, ... */
 #elif defined(CS_CHECK_NET)
-#include "net.h"      /* NCCL: ncclNet_v9_t, ... */
+#include "net.h" /* NCCL: ncclNet_v9_t, ... */
 #else
 #error "define CS_CHECK_PROFILER, CS_CHECK_NET or CS_CHECK_INTERNAL"
 #endif
@@ -45,25 +45,45 @@
 
 #define MSIZE(T, m) sizeof(((T *)0)->m)
 /* member m of our type A sits where NCCL's type B has it and has the same size */
-#define SAME(A, B, m)                                                                      \
+#define SAME(A, B, m) \
   _Static_assert(offsetof(A, m) == offsetof(B, m), #A "." #m " offset differs from " #B); \
   _Static_assert(MSIZE(A, m) == MSIZE(B, m), #A "." #m " size differs from " #B)
 #define SAME_SIZE(A, B) _Static_assert(sizeof(A) == sizeof(B), "sizeof " #A " != sizeof " #B)
 
 #if defined(CS_CHECK_PROFILER)
 /* ---- profiler v4 (NCCL 2.27+) ---- */
-#define DESCR_COMMON(A, B)                                                                 \
-  SAME(A, B, type); SAME(A, B, parentObj); SAME(A, B, rank);                                \
-  SAME(A, B, coll.seqNumber); SAME(A, B, coll.func); SAME(A, B, coll.sendBuff);             \
-  SAME(A, B, coll.recvBuff); SAME(A, B, coll.count); SAME(A, B, coll.root);                 \
-  SAME(A, B, coll.datatype); SAME(A, B, coll.nChannels); SAME(A, B, coll.nWarps);           \
-  SAME(A, B, coll.algo); SAME(A, B, coll.proto);                                            \
-  SAME(A, B, p2p.func); SAME(A, B, p2p.buff); SAME(A, B, p2p.datatype); SAME(A, B, p2p.count); \
-  SAME(A, B, p2p.peer); SAME(A, B, p2p.nChannels);                                          \
-  SAME(A, B, proxyOp.pid); SAME(A, B, proxyOp.channelId); SAME(A, B, proxyOp.peer);         \
-  SAME(A, B, proxyOp.nSteps); SAME(A, B, proxyOp.chunkSize); SAME(A, B, proxyOp.isSend);    \
-  SAME(A, B, proxyStep.step); SAME(A, B, kernelCh.channelId); SAME(A, B, kernelCh.pTimer);  \
-  SAME(A, B, netPlugin.id); SAME(A, B, netPlugin.data);                                     \
+#define DESCR_COMMON(A, B) \
+  SAME(A, B, type); \
+  SAME(A, B, parentObj); \
+  SAME(A, B, rank); \
+  SAME(A, B, coll.seqNumber); \
+  SAME(A, B, coll.func); \
+  SAME(A, B, coll.sendBuff); \
+  SAME(A, B, coll.recvBuff); \
+  SAME(A, B, coll.count); \
+  SAME(A, B, coll.root); \
+  SAME(A, B, coll.datatype); \
+  SAME(A, B, coll.nChannels); \
+  SAME(A, B, coll.nWarps); \
+  SAME(A, B, coll.algo); \
+  SAME(A, B, coll.proto); \
+  SAME(A, B, p2p.func); \
+  SAME(A, B, p2p.buff); \
+  SAME(A, B, p2p.datatype); \
+  SAME(A, B, p2p.count); \
+  SAME(A, B, p2p.peer); \
+  SAME(A, B, p2p.nChannels); \
+  SAME(A, B, proxyOp.pid); \
+  SAME(A, B, proxyOp.channelId); \
+  SAME(A, B, proxyOp.peer); \
+  SAME(A, B, proxyOp.nSteps); \
+  SAME(A, B, proxyOp.chunkSize); \
+  SAME(A, B, proxyOp.isSend); \
+  SAME(A, B, proxyStep.step); \
+  SAME(A, B, kernelCh.channelId); \
+  SAME(A, B, kernelCh.pTimer); \
+  SAME(A, B, netPlugin.id); \
+  SAME(A, B, netPlugin.data); \
   SAME_SIZE(A, B)
 
 DESCR_COMMON(cs_nccl_prof_descr_v4_t, ncclProfilerEventDescr_v4_t);
@@ -72,9 +92,14 @@ SAME(cs_nccl_prof_state_args_t, ncclProfilerEventStateArgs_v4_t, proxyCtrl.appen
 SAME(cs_nccl_prof_state_args_t, ncclProfilerEventStateArgs_v4_t, netPlugin.data);
 SAME(cs_nccl_prof_state_args_t, ncclProfilerEventStateArgs_v4_t, kernelCh.pTimer);
 SAME_SIZE(cs_nccl_prof_state_args_t, ncclProfilerEventStateArgs_v4_t);
-#define PLUGIN_TABLE(A, B)                                                                 \
-  SAME(A, B, name); SAME(A, B, init); SAME(A, B, startEvent); SAME(A, B, stopEvent);        \
-  SAME(A, B, recordEventState); SAME(A, B, finalize); SAME_SIZE(A, B)
+#define PLUGIN_TABLE(A, B) \
+  SAME(A, B, name); \
+  SAME(A, B, init); \
+  SAME(A, B, startEvent); \
+  SAME(A, B, stopEvent); \
+  SAME(A, B, recordEventState); \
+  SAME(A, B, finalize); \
+  SAME_SIZE(A, B)
 PLUGIN_TABLE(cs_nccl_profiler_v4_t, ncclProfiler_v4_t);
 #define SAME_VAL(a, b) _Static_assert((long)(a) == (long)(b), #a " != " #b)
 SAME_VAL(CS_NCCL_PROFILE_GROUP, ncclProfileGroup);
@@ -167,12 +192,24 @@ _Static_assert(sizeof(cs_nccl_profiler_state_t) == sizeof(ncclProfilerEventState
 
 #if defined(CS_CHECK_NET)
 /* ---- net v9 / v10 / v11 ---- */
-#define PROPS(A, B)                                                                        \
-  SAME(A, B, name); SAME(A, B, pciPath); SAME(A, B, guid); SAME(A, B, ptrSupport);          \
-  SAME(A, B, regIsGlobal); SAME(A, B, forceFlush); SAME(A, B, speed); SAME(A, B, port);     \
-  SAME(A, B, latency); SAME(A, B, maxComms); SAME(A, B, maxRecvs); SAME(A, B, netDeviceType); \
-  SAME(A, B, netDeviceVersion); SAME(A, B, vProps); SAME(A, B, maxP2pBytes);                \
-  SAME(A, B, maxCollBytes); SAME_SIZE(A, B)
+#define PROPS(A, B) \
+  SAME(A, B, name); \
+  SAME(A, B, pciPath); \
+  SAME(A, B, guid); \
+  SAME(A, B, ptrSupport); \
+  SAME(A, B, regIsGlobal); \
+  SAME(A, B, forceFlush); \
+  SAME(A, B, speed); \
+  SAME(A, B, port); \
+  SAME(A, B, latency); \
+  SAME(A, B, maxComms); \
+  SAME(A, B, maxRecvs); \
+  SAME(A, B, netDeviceType); \
+  SAME(A, B, netDeviceVersion); \
+  SAME(A, B, vProps); \
+  SAME(A, B, maxP2pBytes); \
+  SAME(A, B, maxCollBytes); \
+  SAME_SIZE(A, B)
 PROPS(struct cs_net_props_v9, ncclNetProperties_v9_t);
 PROPS(cs_net_props_v10, ncclNetProperties_v10_t);
 SAME(struct cs_net_vprops, ncclNetVDeviceProps_v9_t, ndevs);
@@ -186,12 +223,26 @@ _Static_assert(CS_NET_MAX_REQUESTS == NCCL_NET_MAX_REQUESTS, "requests per comm"
 SAME(struct cs_net_comm_config, ncclNetCommConfig_v10_t, trafficClass);
 SAME_SIZE(struct cs_net_comm_config, ncclNetCommConfig_v10_t);
 
-#define NET_TABLE(A, B)                                                                    \
-  SAME(A, B, name); SAME(A, B, init); SAME(A, B, devices); SAME(A, B, getProperties);       \
-  SAME(A, B, listen); SAME(A, B, connect); SAME(A, B, accept); SAME(A, B, regMr);           \
-  SAME(A, B, regMrDmaBuf); SAME(A, B, deregMr); SAME(A, B, isend); SAME(A, B, irecv);       \
-  SAME(A, B, iflush); SAME(A, B, test); SAME(A, B, closeSend); SAME(A, B, closeRecv);       \
-  SAME(A, B, closeListen); SAME(A, B, getDeviceMr); SAME(A, B, irecvConsumed);              \
+#define NET_TABLE(A, B) \
+  SAME(A, B, name); \
+  SAME(A, B, init); \
+  SAME(A, B, devices); \
+  SAME(A, B, getProperties); \
+  SAME(A, B, listen); \
+  SAME(A, B, connect); \
+  SAME(A, B, accept); \
+  SAME(A, B, regMr); \
+  SAME(A, B, regMrDmaBuf); \
+  SAME(A, B, deregMr); \
+  SAME(A, B, isend); \
+  SAME(A, B, irecv); \
+  SAME(A, B, iflush); \
+  SAME(A, B, test); \
+  SAME(A, B, closeSend); \
+  SAME(A, B, closeRecv); \
+  SAME(A, B, closeListen); \
+  SAME(A, B, getDeviceMr); \
+  SAME(A, B, irecvConsumed); \
   SAME(A, B, makeVDevice)
 NET_TABLE(cs_net_v9_t, ncclNet_v9_t);
 SAME_SIZE(cs_net_v9_t, ncclNet_v9_t);

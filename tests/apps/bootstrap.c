@@ -62,10 +62,10 @@ static int xfer(int fd, void *buf, size_t len, int sending, double deadline) {
     struct pollfd pf = {.fd = fd, .events = sending ? POLLOUT : POLLIN};
     int r = poll(&pf, 1, ms_left(deadline));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;   /* timeout or error */
+    if (r <= 0) return -1; /* timeout or error */
     ssize_t n = sending ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT) : recv(fd, p, len, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    if (n <= 0) return -1;   /* error or peer closed */
+    if (n <= 0) return -1; /* error or peer closed */
     p += n;
     len -= (size_t)n;
   }
@@ -76,7 +76,10 @@ int bs_serve(const struct bs_kv *kv, size_t nkv, int requests) {
   struct sockaddr_in a;
   if (master_addr(&a)) return -1;
   int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (ls < 0) { perror("bootstrap: socket"); return -1; }
+  if (ls < 0) {
+    perror("bootstrap: socket");
+    return -1;
+  }
   int one = 1;
   setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(ls, (struct sockaddr *)&a, sizeof a) != 0 || listen(ls, 1024) != 0) {
@@ -126,7 +129,10 @@ int bs_get(const char *key, void *value, size_t len) {
   int fd = -1;
   for (;;) {
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) { perror("bootstrap: socket"); return -1; }
+    if (fd < 0) {
+      perror("bootstrap: socket");
+      return -1;
+    }
     int r = connect(fd, (struct sockaddr *)&a, sizeof a);
     if (r != 0 && errno == EINPROGRESS) {
       struct pollfd pf = {.fd = fd, .events = POLLOUT};
@@ -146,7 +152,7 @@ int bs_get(const char *key, void *value, size_t len) {
               inet_ntoa(a.sin_addr), ntohs(a.sin_port), BS_CONNECT_S, strerror(e));
       return -1;
     }
-    struct timespec ts = {0, 50 * 1000 * 1000};   /* rank 0 not listening yet: retry */
+    struct timespec ts = {0, 50 * 1000 * 1000}; /* rank 0 not listening yet: retry */
     nanosleep(&ts, NULL);
   }
   double io = now_s() + BS_IO_S;

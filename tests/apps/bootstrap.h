@@ -12,8 +12,8 @@
 #define COLLSCOPE_APPS_BOOTSTRAP_H
 #include <stddef.h>
 
-#define BS_CONNECT_S 30   /* clients: how long to retry connecting */
-#define BS_IO_S 60        /* server: how long to wait for all requests; clients: for a reply */
+#define BS_CONNECT_S 30 /* clients: how long to retry connecting */
+#define BS_IO_S 60      /* server: how long to wait for all requests; clients: for a reply */
 #define BS_MAX_VALUE 4096
 
 struct bs_kv {

@@ -31,9 +31,16 @@ static int env_int(const char *k, int def) {
 static size_t parse_size(const char *name, const char *v) {
   char *end;
   unsigned long long x = strtoull(v, &end, 10);
-  if (*end == 'K' || *end == 'k') { x <<= 10; end++; }
-  else if (*end == 'M' || *end == 'm') { x <<= 20; end++; }
-  else if (*end == 'G' || *end == 'g') { x <<= 30; end++; }
+  if (*end == 'K' || *end == 'k') {
+    x <<= 10;
+    end++;
+  } else if (*end == 'M' || *end == 'm') {
+    x <<= 20;
+    end++;
+  } else if (*end == 'G' || *end == 'g') {
+    x <<= 30;
+    end++;
+  }
   if (*end || end == v || x == 0 || x > (1ull << 34)) {
     fprintf(stderr, "%s: --size: expected BYTES (with optional K/M/G), got '%s'\n", name, v);
     exit(2);
@@ -69,20 +76,31 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
       printf("%s", usage);
       exit(0);
     }
-    if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) { a->verbose = 1; continue; }
+    if (!strcmp(o, "-v") || !strcmp(o, "--verbose")) {
+      a->verbose = 1;
+      continue;
+    }
     if (!v) {
       fprintf(stderr, "%s: unknown option or missing value: %s (see --help)\n", name, o);
       exit(2);
     }
-    if (!strcmp(o, "--steps")) a->steps = parse_count(name, o, v, 1, 1000000);
-    else if (!strcmp(o, "--size")) a->size = parse_size(name, v);
-    else if (!strcmp(o, "--layers")) a->layers = parse_count(name, o, v, 1, 1000);
-    else if (!strcmp(o, "--microbatches")) a->microbatches = parse_count(name, o, v, 1, 1000);
-    else if (!strcmp(o, "--tp")) a->tp = parse_count(name, o, v, 1, 4096);
-    else if (!strcmp(o, "--ndev")) a->ndevs = parse_count(name, o, v, 1, 4096);
-    else if (!strcmp(o, "--compute-us")) a->compute_us = parse_count(name, o, v, 0, 10000000);
+    if (!strcmp(o, "--steps"))
+      a->steps = parse_count(name, o, v, 1, 1000000);
+    else if (!strcmp(o, "--size"))
+      a->size = parse_size(name, v);
+    else if (!strcmp(o, "--layers"))
+      a->layers = parse_count(name, o, v, 1, 1000);
+    else if (!strcmp(o, "--microbatches"))
+      a->microbatches = parse_count(name, o, v, 1, 1000);
+    else if (!strcmp(o, "--tp"))
+      a->tp = parse_count(name, o, v, 1, 4096);
+    else if (!strcmp(o, "--ndev"))
+      a->ndevs = parse_count(name, o, v, 1, 4096);
+    else if (!strcmp(o, "--compute-us"))
+      a->compute_us = parse_count(name, o, v, 0, 10000000);
     else if (!strcmp(o, "--ops") && (!strcmp(v, "allreduce") || !strcmp(v, "mixed") || !strcmp(v, "pairwise")))
-      a->mixed = !strcmp(v, "mixed") ? APP_OPS_MIXED : !strcmp(v, "pairwise") ? APP_OPS_PAIRWISE : 0;
+      a->mixed = !strcmp(v, "mixed") ? APP_OPS_MIXED : !strcmp(v, "pairwise") ? APP_OPS_PAIRWISE
+                                                                              : 0;
     else {
       fprintf(stderr, "%s: unknown option %s (see --help)\n", name, o);
       exit(2);
@@ -136,7 +154,7 @@ uint64_t app_fnv(uint64_t h, const void *p, size_t len) {
 uint16_t app_f2bf(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);
-  u += 0x7fff + ((u >> 16) & 1);   /* round to nearest even */
+  u += 0x7fff + ((u >> 16) & 1); /* round to nearest even */
   return (uint16_t)(u >> 16);
 }
 

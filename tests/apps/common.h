@@ -18,28 +18,28 @@ struct app {
   int ndev, device;
   /* options */
   int steps;
-  size_t size;          /* --size BYTES */
+  size_t size; /* --size BYTES */
   int layers, microbatches, tp, ndevs;
   int verbose;
-  int compute_us;       /* --compute-us N: modelled GPU compute before each collective (a sleep) */
-  int mixed;            /* --ops: 0 allreduce, APP_OPS_MIXED / APP_OPS_PAIRWISE (dp_train) */
+  int compute_us; /* --compute-us N: modelled GPU compute before each collective (a sleep) */
+  int mixed;      /* --ops: 0 allreduce, APP_OPS_MIXED / APP_OPS_PAIRWISE (dp_train) */
 };
 
-#define APP_OPS_MIXED 1      /* dp_train --ops mixed: cycles ring collectives and sizes */
-#define APP_OPS_PAIRWISE 2   /* dp_train --ops pairwise: AlltoAll + grouped Send/Recv */
+#define APP_OPS_MIXED 1    /* dp_train --ops mixed: cycles ring collectives and sizes */
+#define APP_OPS_PAIRWISE 2 /* dp_train --ops pairwise: AlltoAll + grouped Send/Recv */
 
-#define CUDACHECK(call)                                                                           \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) app_die(__FILE__, __LINE__, #call, cudaGetErrorString(e_));            \
+#define CUDACHECK(call) \
+  do { \
+    cudaError_t e_ = (call); \
+    if (e_ != cudaSuccess) app_die(__FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
   } while (0)
-#define NCCLCHECK(call)                                                                           \
-  do {                                                                                            \
-    ncclResult_t r_ = (call);                                                                     \
-    if (r_ != ncclSuccess) app_die(__FILE__, __LINE__, #call, ncclGetErrorString(r_));             \
+#define NCCLCHECK(call) \
+  do { \
+    ncclResult_t r_ = (call); \
+    if (r_ != ncclSuccess) app_die(__FILE__, __LINE__, #call, ncclGetErrorString(r_)); \
   } while (0)
 
-extern struct app *app_self;   /* for messages from app_die */
+extern struct app *app_self; /* for messages from app_die */
 
 void app_die(const char *file, int line, const char *what, const char *why) __attribute__((noreturn));
 
@@ -64,7 +64,7 @@ float app_bf2f(uint16_t b);
 
 /* Report a mismatch (the first few of them) and count it. */
 void app_mismatch(struct app *a, const char *what, size_t idx, double got, double want);
-extern long app_errors;   /* updated atomically: threads may report */
+extern long app_errors; /* updated atomically: threads may report */
 
 /* Exit: non-zero when any mismatch was found. Prints "result <name> rank=R ... FAIL"
  * lines on failure. */

@@ -34,9 +34,9 @@ static const char usage[] =
 
 struct bucket {
   size_t count;
-  float *host;      /* pinned: staging for gradients, then results */
+  float *host; /* pinned: staging for gradients, then results */
   float *dgrad, *dout;
-  double *weights;  /* host "model" */
+  double *weights; /* host "model" */
 };
 
 struct compute_arg {
@@ -50,7 +50,8 @@ static int compute_us;
 static void sleep_us(int us) {
   if (us <= 0) return;
   struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000L};
-  while (nanosleep(&ts, &ts) != 0) {}
+  while (nanosleep(&ts, &ts) != 0) {
+  }
 }
 
 /* Runs on the stream (host function): the "backward pass" producing this rank's grads. */
@@ -92,7 +93,7 @@ static int finish_steps(struct app *a, const char *kind_unit, long ops, uint64_t
 static int run_mixed(struct app *a, ncclComm_t comm, cudaStream_t s) {
   static const size_t sizes[] = {8, 4096, 256, 65536, 32, 1 << 20, 1024, 16384, 64, 4 << 20, 512, 262144};
   const size_t nsizes = sizeof sizes / sizeof *sizes, W = (size_t)a->world;
-  size_t maxn = a->size / sizeof(float) * W + W;  /* ReduceScatter input: W x count */
+  size_t maxn = a->size / sizeof(float) * W + W; /* ReduceScatter input: W x count */
   float *hin, *hout, *din, *dout;
   CUDACHECK(cudaMallocHost((void **)&hin, maxn * sizeof(float)));
   CUDACHECK(cudaMallocHost((void **)&hout, maxn * sizeof(float)));
@@ -130,10 +131,14 @@ static int run_mixed(struct app *a, ncclComm_t comm, cudaStream_t s) {
       static const char *what[4] = {"allreduce", "allgather", "reducescatter", "broadcast"};
       for (size_t i = 0; i < nout[k]; i++) {
         double want;
-        if (k == 0) want = tri * grad_k(i, step, k);
-        else if (k == 1) want = (double)(i / cnt[k] + 1) * grad_k(i % cnt[k], step, k);
-        else if (k == 2) want = tri * grad_k((size_t)a->rank * cnt[k] + i, step, k);
-        else want = (double)(root + 1) * grad_k(i, step, k);
+        if (k == 0)
+          want = tri * grad_k(i, step, k);
+        else if (k == 1)
+          want = (double)(i / cnt[k] + 1) * grad_k(i % cnt[k], step, k);
+        else if (k == 2)
+          want = tri * grad_k((size_t)a->rank * cnt[k] + i, step, k);
+        else
+          want = (double)(root + 1) * grad_k(i, step, k);
         if ((double)hout[i] != want) app_mismatch(a, what[k], i, hout[i], want);
       }
       h = app_fnv(h, hout, nout[k] * sizeof(float));
@@ -240,7 +245,7 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < b[k].count; i++) {
         double want = grad_k(i, step, k) * tri;
         if ((double)b[k].host[i] != want) app_mismatch(&a, "allreduce", i, b[k].host[i], want);
-        b[k].weights[i] -= 0.125 * b[k].host[i] / a.world;   /* SGD with the mean gradient */
+        b[k].weights[i] -= 0.125 * b[k].host[i] / a.world; /* SGD with the mean gradient */
       }
     }
     if (a.verbose && a.rank == 0) printf("dp_train: step %d ok\n", step);

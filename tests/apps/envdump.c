@@ -22,7 +22,8 @@ static const char *ev(const char *k) {
 
 static void sleep_s(double s) {
   struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0) {}
+  while (nanosleep(&ts, &ts) != 0) {
+  }
 }
 
 /* "R:V" matching this rank -> V */
@@ -45,16 +46,33 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--stderr")) { to_err = 1; continue; }
-    if (!strcmp(a, "--partial")) { partial = 1; continue; }
-    if (!next) { fprintf(stderr, "envdump: %s needs a value\n", a); return 64; }
+    if (!strcmp(a, "--stderr")) {
+      to_err = 1;
+      continue;
+    }
+    if (!strcmp(a, "--partial")) {
+      partial = 1;
+      continue;
+    }
+    if (!next) {
+      fprintf(stderr, "envdump: %s needs a value\n", a);
+      return 64;
+    }
     i++;
-    if (!strcmp(a, "--exit")) { if (match(next, rank, &v)) code = (int)v; }
-    else if (!strcmp(a, "--signal")) { if (match(next, rank, &v)) sig = (int)v; }
-    else if (!strcmp(a, "--sleep")) sleep_for = strtod(next, NULL);
-    else if (!strcmp(a, "--sleep-rank")) { if (match(next, rank, &v)) sleep_for = v; }
-    else if (!strcmp(a, "--lines")) lines = atoi(next);
-    else { fprintf(stderr, "envdump: unknown option %s\n", a); return 64; }
+    if (!strcmp(a, "--exit")) {
+      if (match(next, rank, &v)) code = (int)v;
+    } else if (!strcmp(a, "--signal")) {
+      if (match(next, rank, &v)) sig = (int)v;
+    } else if (!strcmp(a, "--sleep"))
+      sleep_for = strtod(next, NULL);
+    else if (!strcmp(a, "--sleep-rank")) {
+      if (match(next, rank, &v)) sleep_for = v;
+    } else if (!strcmp(a, "--lines"))
+      lines = atoi(next);
+    else {
+      fprintf(stderr, "envdump: unknown option %s\n", a);
+      return 64;
+    }
   }
   FILE *out = to_err ? stderr : stdout;
   char ldpath0[4096];
@@ -70,7 +88,10 @@ int main(int argc, char **argv) {
   if (partial) fprintf(out, "no newline at the end");
   fflush(out);
   if (sleep_for > 0) sleep_s(sleep_for);
-  if (sleep_for > 0) { fprintf(out, "done rank=%d\n", rank); fflush(out); }
+  if (sleep_for > 0) {
+    fprintf(out, "done rank=%d\n", rank);
+    fflush(out);
+  }
   if (sig) raise(sig);
   return code;
 }

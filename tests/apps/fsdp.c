@@ -16,9 +16,9 @@ static const char usage[] =
 
 struct layer {
   int bf16;
-  size_t esize, full, shard;    /* elements */
+  size_t esize, full, shard; /* elements */
   void *dshard, *dfull, *dgrad, *dgshard;
-  void *hfull, *hgshard;        /* pinned: staging and results */
+  void *hfull, *hgshard; /* pinned: staging and results */
 };
 
 static double param_val(size_t j, int l, int step) { return (double)((j * 7 + (size_t)l + (size_t)step) % 13); }
@@ -27,8 +27,10 @@ static double grad_val(size_t j, int r, int l, int step) {
 }
 
 static void put(const struct layer *L, void *buf, size_t i, double v) {
-  if (L->bf16) ((uint16_t *)buf)[i] = app_f2bf((float)v);
-  else ((float *)buf)[i] = (float)v;
+  if (L->bf16)
+    ((uint16_t *)buf)[i] = app_f2bf((float)v);
+  else
+    ((float *)buf)[i] = (float)v;
 }
 static double get(const struct layer *L, const void *buf, size_t i) {
   return L->bf16 ? app_bf2f(((const uint16_t *)buf)[i]) : ((const float *)buf)[i];
@@ -69,7 +71,7 @@ int main(int argc, char **argv) {
       size_t base = (size_t)a.rank * L->shard;
       for (size_t k = 0; k < L->shard; k++) put(L, L->hfull, k, param_val(base + k, l, step));
       CUDACHECK(cudaMemcpyAsync(L->dshard, L->hfull, L->shard * L->esize, cudaMemcpyHostToDevice, s));
-      CUDACHECK(cudaStreamSynchronize(s));   /* hfull is reused for the result below */
+      CUDACHECK(cudaStreamSynchronize(s)); /* hfull is reused for the result below */
       NCCLCHECK(ncclAllGather(L->dshard, L->dfull, L->shard, L->bf16 ? ncclBfloat16 : ncclFloat32, comm, s));
       CUDACHECK(cudaMemcpyAsync(L->hfull, L->dfull, L->full * L->esize, cudaMemcpyDeviceToHost, s));
       gathers++;

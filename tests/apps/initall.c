@@ -88,6 +88,11 @@ int main(int argc, char **argv) {
     CUDACHECK(cudaStreamDestroy(st[d]));
     NCCLCHECK(ncclCommDestroy(comms[d]));
   }
-  free(comms); free(st); free(dsend); free(drecv); free(dgath); free(h);
+  free(comms);
+  free(st);
+  free(dsend);
+  free(drecv);
+  free(dgath);
+  free(h);
   return rc;
 }

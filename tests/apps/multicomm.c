@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
   NCCLCHECK(ncclCommUserRank(dpc, &r));
   if (n != dp || r != a.rank / tp) app_mismatch(&a, "dp.comm(size,rank)", 0, n * 1000 + r, dp * 1000 + a.rank / tp);
 
-  cudaStream_t s_tp, s_dp, s_w;   /* one stream per process group, like PyTorch */
+  cudaStream_t s_tp, s_dp, s_w; /* one stream per process group, like PyTorch */
   CUDACHECK(cudaStreamCreate(&s_tp));
   CUDACHECK(cudaStreamCreate(&s_dp));
   CUDACHECK(cudaStreamCreate(&s_w));

@@ -24,7 +24,7 @@ struct pipe {
   ncclComm_t comm;
   cudaStream_t s;
   size_t n;
-  float **din, **dout;   /* per microbatch */
+  float **din, **dout; /* per microbatch */
   float *host;
   long sends, recvs;
 };
@@ -33,7 +33,7 @@ struct pipe {
 static void pass(struct pipe *p, int dir, int step, uint64_t *h) {
   struct app *a = p->a;
   int W = a->world, M = a->microbatches;
-  int pos = dir > 0 ? a->rank : W - 1 - a->rank;   /* position along the flow */
+  int pos = dir > 0 ? a->rank : W - 1 - a->rank; /* position along the flow */
   int up = a->rank - dir, down = a->rank + dir;
   int first = pos == 0, last = pos == W - 1;
   size_t bytes = p->n * sizeof(float);
@@ -42,8 +42,14 @@ static void pass(struct pipe *p, int dir, int step, uint64_t *h) {
     int do_recv = !first && m >= 0 && m < M, do_send = !last && mo >= 0 && mo < M;
     if (do_recv || do_send) {
       NCCLCHECK(ncclGroupStart());
-      if (do_recv) { NCCLCHECK(ncclRecv(p->din[m], p->n, ncclFloat32, up, p->comm, p->s)); p->recvs++; }
-      if (do_send) { NCCLCHECK(ncclSend(p->dout[mo], p->n, ncclFloat32, down, p->comm, p->s)); p->sends++; }
+      if (do_recv) {
+        NCCLCHECK(ncclRecv(p->din[m], p->n, ncclFloat32, up, p->comm, p->s));
+        p->recvs++;
+      }
+      if (do_send) {
+        NCCLCHECK(ncclSend(p->dout[mo], p->n, ncclFloat32, down, p->comm, p->s));
+        p->sends++;
+      }
       NCCLCHECK(ncclGroupEnd());
     }
     if (m < 0 || m >= M) continue;
@@ -64,7 +70,7 @@ static void pass(struct pipe *p, int dir, int step, uint64_t *h) {
       if (step == a->steps - 1) *h = app_fnv(*h, p->host, bytes);
     } else {
       CUDACHECK(cudaMemcpyAsync(p->dout[m], p->host, bytes, cudaMemcpyHostToDevice, p->s));
-      CUDACHECK(cudaStreamSynchronize(p->s));   /* host buffer is reused next tick */
+      CUDACHECK(cudaStreamSynchronize(p->s)); /* host buffer is reused next tick */
     }
   }
   CUDACHECK(cudaStreamSynchronize(p->s));

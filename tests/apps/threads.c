@@ -59,7 +59,8 @@ static void *run(void *p) {
         if (((float *)h)[i] != want) app_mismatch(a, "thread0.allreduce.sum", i, ((float *)h)[i], want);
       } else {
         int32_t want = 0;
-        for (int r = 0; r < W; r++) if (max_val(r, i, step, W) > want) want = max_val(r, i, step, W);
+        for (int r = 0; r < W; r++)
+          if (max_val(r, i, step, W) > want) want = max_val(r, i, step, W);
         if (((int32_t *)h)[i] != want) app_mismatch(a, "thread1.allreduce.max", i, ((int32_t *)h)[i], want);
       }
     }

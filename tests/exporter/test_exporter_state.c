@@ -203,7 +203,11 @@ static void test_hostile_rings(void **st) {
 
 /* ---- a scrape racing the writer ---- */
 #define RACE_RECORDS 200000
-struct race { struct cs_ring_hdr *h; struct exp_state *s; atomic_bool done; };
+struct race {
+  struct cs_ring_hdr *h;
+  struct exp_state *s;
+  atomic_bool done;
+};
 
 static void *race_writer(void *arg) {
   struct race *x = arg;
@@ -488,13 +492,13 @@ static void test_textfile_never_follows_links(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_hostile_rings),
-    cmocka_unit_test(test_scrape_races_overwrite),
-    cmocka_unit_test(test_grace_and_restart),
-    cmocka_unit_test(test_textfile_never_follows_links),
-    cmocka_unit_test(test_sdc_findings),
-    cmocka_unit_test(test_slow_link_pair),
-    cmocka_unit_test(test_hang_seconds),
+      cmocka_unit_test(test_hostile_rings),
+      cmocka_unit_test(test_scrape_races_overwrite),
+      cmocka_unit_test(test_grace_and_restart),
+      cmocka_unit_test(test_textfile_never_follows_links),
+      cmocka_unit_test(test_sdc_findings),
+      cmocka_unit_test(test_slow_link_pair),
+      cmocka_unit_test(test_hang_seconds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,7 +11,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int run_file(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (!f) { perror(path); return 1; }
+  if (!f) {
+    perror(path);
+    return 1;
+  }
   static uint8_t buf[1 << 20];
   size_t n = fread(buf, 1, sizeof buf, f);
   fclose(f);
@@ -23,10 +26,20 @@ int main(int argc, char **argv) {
   int rc = 0, files = 0;
   for (int i = 1; i < argc; i++) {
     struct stat st;
-    if (stat(argv[i], &st) != 0) { perror(argv[i]); return 1; }
-    if (!S_ISDIR(st.st_mode)) { rc |= run_file(argv[i]); files++; continue; }
+    if (stat(argv[i], &st) != 0) {
+      perror(argv[i]);
+      return 1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      rc |= run_file(argv[i]);
+      files++;
+      continue;
+    }
     DIR *d = opendir(argv[i]);
-    if (!d) { perror(argv[i]); return 1; }
+    if (!d) {
+      perror(argv[i]);
+      return 1;
+    }
     struct dirent *e;
     while ((e = readdir(d))) {
       if (e->d_name[0] == '.') continue;

@@ -32,7 +32,7 @@ static __attribute__((unused)) void check_plan(const struct cs_topo *t) {
     free(seen);
     cs_plan_free(&p);
   } else {
-    abort();   /* every host of the file is known */
+    abort(); /* every host of the file is known */
   }
   free(hosts);
 }
@@ -50,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t counted;
   int crc = cs_hostlist_each(s, 4096, NULL, NULL, &counted, err, sizeof err);
   if (cs_hostlist_expand_max(s, 4096, &h, &n, err, sizeof err) == 0) {
-    if (crc != 0 || counted != n) abort();   /* counting agrees with expanding */
+    if (crc != 0 || counted != n) abort(); /* counting agrees with expanding */
     char *c = cs_hostlist_compress((const char *const *)h, n);
     if (c) {
       char **h2;
@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (t->nhost <= 4096) check_plan(t);
     cs_topo_free(t);
   } else if (strncmp(err, "fuzz", 4) != 0) {
-    abort();   /* every error names the file */
+    abort(); /* every error names the file */
   }
 #endif
   return 0;

@@ -11,14 +11,20 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "nolib")) {
     int (*ar)(const void *, void *, size_t, int, int, void *, void *) =
         (int (*)(const void *, void *, size_t, int, int, void *, void *))dlsym(RTLD_DEFAULT, "ncclAllReduce");
-    if (!ar) { printf("no ncclAllReduce in scope\n"); return 0; }
+    if (!ar) {
+      printf("no ncclAllReduce in scope\n");
+      return 0;
+    }
     int c1 = ar(NULL, NULL, 0, 7, 0, NULL, NULL);
     int c2 = ar(NULL, NULL, 0, 7, 0, NULL, NULL);
     printf("codes %d %d\n", c1, c2);
     return 0;
   }
   void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-  if (!h) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 3; }
+  if (!h) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 3;
+  }
   int (*fn)(float *) = (int (*)(float *))dlsym(h, "local_allreduce");
   if (!fn) return 4;
   float out[4];

@@ -20,18 +20,36 @@
 static int rank, nranks, local_rank;
 static const char *dir;
 
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    int e_ = (int)(x);                                                                  \
-    if (e_) { fprintf(stderr, "rank %d: %s failed: %d (line %d)\n", rank, #x, e_, __LINE__); exit(1); } \
+#define CHECK(x) \
+  do { \
+    int e_ = (int)(x); \
+    if (e_) { \
+      fprintf(stderr, "rank %d: %s failed: %d (line %d)\n", rank, #x, e_, __LINE__); \
+      exit(1); \
+    } \
   } while (0)
 
-enum { AR, BC, RD, AG, RS, A2A, GA, SC, SD, RV, MC, NOPS };
+enum { AR,
+       BC,
+       RD,
+       AG,
+       RS,
+       A2A,
+       GA,
+       SC,
+       SD,
+       RV,
+       MC,
+       NOPS };
 static const char *names[NOPS] = {"AllReduce", "Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                   "AlltoAll", "Gather", "Scatter", "Send", "Recv", "Memcpy"};
 static int issued[NOPS];
 static pthread_mutex_t issued_lock = PTHREAD_MUTEX_INITIALIZER;
-static void count(int op) { pthread_mutex_lock(&issued_lock); issued[op]++; pthread_mutex_unlock(&issued_lock); }
+static void count(int op) {
+  pthread_mutex_lock(&issued_lock);
+  issued[op]++;
+  pthread_mutex_unlock(&issued_lock);
+}
 
 static void print_expect(void) {
   printf("expect");
@@ -105,35 +123,53 @@ static int scenario_mix(void) {
   ncclComm_t comm = world("mix");
   float *a = dev_floats(n, (float)rank + 1), *b = dev_floats(n * nranks, 0), *c = dev_floats(n * nranks, 2);
   double sum = 0;
-  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s)); count(AR);
-  CHECK(ncclAllReduce(b, b, n, ncclFloat, ncclMax, comm, s)); count(AR);  /* in place */
-  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s)); count(AR);
-  CHECK(ncclBroadcast(a, b, n, ncclFloat, 0, comm, s)); count(BC);
-  CHECK(ncclBcast(b, n, ncclFloat, nranks - 1, comm, s)); count(BC);
-  CHECK(ncclReduce(a, b, n, ncclFloat, ncclSum, 0, comm, s)); count(RD);
-  CHECK(ncclAllGather(a, c, n, ncclFloat, comm, s)); count(AG);
-  CHECK(ncclReduceScatter(c, a, n, ncclFloat, ncclSum, comm, s)); count(RS);
-  CHECK(ncclAlltoAll(c, b, n, ncclFloat, comm, s)); count(A2A);
-  CHECK(ncclGather(a, c, n, ncclFloat, 0, comm, s)); count(GA);
-  CHECK(ncclScatter(c, a, n, ncclFloat, 0, comm, s)); count(SC);
+  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s));
+  count(AR);
+  CHECK(ncclAllReduce(b, b, n, ncclFloat, ncclMax, comm, s));
+  count(AR); /* in place */
+  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s));
+  count(AR);
+  CHECK(ncclBroadcast(a, b, n, ncclFloat, 0, comm, s));
+  count(BC);
+  CHECK(ncclBcast(b, n, ncclFloat, nranks - 1, comm, s));
+  count(BC);
+  CHECK(ncclReduce(a, b, n, ncclFloat, ncclSum, 0, comm, s));
+  count(RD);
+  CHECK(ncclAllGather(a, c, n, ncclFloat, comm, s));
+  count(AG);
+  CHECK(ncclReduceScatter(c, a, n, ncclFloat, ncclSum, comm, s));
+  count(RS);
+  CHECK(ncclAlltoAll(c, b, n, ncclFloat, comm, s));
+  count(A2A);
+  CHECK(ncclGather(a, c, n, ncclFloat, 0, comm, s));
+  count(GA);
+  CHECK(ncclScatter(c, a, n, ncclFloat, 0, comm, s));
+  count(SC);
   CHECK(ncclGroupStart());
-  CHECK(ncclSend(a, n, ncclFloat, (rank + 1) % nranks, comm, s)); count(SD);
-  CHECK(ncclRecv(b, n, ncclFloat, (rank + nranks - 1) % nranks, comm, s)); count(RV);
+  CHECK(ncclSend(a, n, ncclFloat, (rank + 1) % nranks, comm, s));
+  count(SD);
+  CHECK(ncclRecv(b, n, ncclFloat, (rank + nranks - 1) % nranks, comm, s));
+  count(RV);
   CHECK(ncclGroupEnd());
   CHECK(ncclGroupStart()); /* nested group on two streams */
   CHECK(ncclGroupStart());
-  CHECK(ncclAllReduce(a, a, n, ncclFloat, ncclSum, comm, s)); count(AR);
+  CHECK(ncclAllReduce(a, a, n, ncclFloat, ncclSum, comm, s));
+  count(AR);
   CHECK(ncclGroupEnd());
-  CHECK(ncclAllReduce(c, c, n, ncclFloat, ncclSum, comm, s2)); count(AR);
+  CHECK(ncclAllReduce(c, c, n, ncclFloat, ncclSum, comm, s2));
+  count(AR);
   CHECK(ncclGroupEnd());
   CHECK(cudaStreamSynchronize(s));
   CHECK(cudaStreamSynchronize(s2));
   /* a split communicator: even and odd ranks */
   ncclComm_t sub;
   CHECK(ncclCommSplit(comm, rank % 2, rank, &sub, NULL));
-  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, sub, s)); count(AR);
-  CHECK(cudaMemcpyAsync(c, a, n * sizeof(float), cudaMemcpyDeviceToDevice, s)); count(MC);
-  CHECK(cudaMemcpy2D(c, 64, a, 64, 64, 4, cudaMemcpyDeviceToDevice)); count(MC);
+  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, sub, s));
+  count(AR);
+  CHECK(cudaMemcpyAsync(c, a, n * sizeof(float), cudaMemcpyDeviceToDevice, s));
+  count(MC);
+  CHECK(cudaMemcpy2D(c, 64, a, 64, 64, 4, cudaMemcpyDeviceToDevice));
+  count(MC);
   CHECK(cudaStreamSynchronize(s));
   sum += checksum(a, n) + checksum(b, n) + checksum(c, n);
   printf("result %.6e\n", sum);
@@ -154,8 +190,10 @@ static int scenario_steps(void) {
   ncclComm_t comm = world("steps");
   float *a = dev_floats(n, (float)rank + 1), *b = dev_floats(n, 0);
   for (int i = 0; i < steps; i++) {
-    CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s)); count(AR);
-    CHECK(ncclBroadcast(b, a, n, ncclFloat, i % nranks, comm, s)); count(BC);
+    CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s));
+    count(AR);
+    CHECK(ncclBroadcast(b, a, n, ncclFloat, i % nranks, comm, s));
+    count(BC);
     CHECK(cudaStreamSynchronize(s));
     usleep(2000);
   }
@@ -171,11 +209,13 @@ static int scenario_capture(void) {
   CHECK(cudaStreamCreate(&s));
   ncclComm_t comm = world("cap");
   float *a = dev_floats(n, (float)rank), *b = dev_floats(n, 0);
-  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s)); count(AR); /* not captured */
+  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s));
+  count(AR); /* not captured */
   cudaGraph_t g;
   cudaGraphExec_t ge;
   CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s)); count(AR);
+  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s));
+  count(AR);
   CHECK(cudaStreamEndCapture(s, &g));
   CHECK(cudaGraphInstantiate(&ge, g, 0));
   CHECK(cudaGraphLaunch(ge, s));
@@ -198,7 +238,10 @@ static void *thread_main(void *arg) {
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   ncclComm_t comm = world(tag);
   float *a = dev_floats(512, (float)(rank + t)), *b = dev_floats(512, 0);
-  for (int i = 0; i < 5; i++) { CHECK(ncclAllReduce(a, b, 512, ncclFloat, ncclSum, comm, s)); count(AR); }
+  for (int i = 0; i < 5; i++) {
+    CHECK(ncclAllReduce(a, b, 512, ncclFloat, ncclSum, comm, s));
+    count(AR);
+  }
   CHECK(cudaStreamSynchronize(s));
   double *out = malloc(sizeof(double));
   *out = checksum(b, 512);
@@ -226,7 +269,8 @@ static int scenario_fork(void) {
   CHECK(cudaStreamCreate(&s));
   ncclComm_t comm = world("fork");
   float *a = dev_floats(128, (float)rank), *b = dev_floats(128, 0);
-  CHECK(ncclAllReduce(a, b, 128, ncclFloat, ncclSum, comm, s)); count(AR);
+  CHECK(ncclAllReduce(a, b, 128, ncclFloat, ncclSum, comm, s));
+  count(AR);
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
@@ -239,8 +283,10 @@ static int scenario_fork(void) {
   int st;
   waitpid(pid, &st, 0);
   CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
-  CHECK(ncclAllReduce(a, b, 128, ncclFloat, ncclSum, comm, s)); count(AR);
-  CHECK(ncclAllReduce(b, b, 128, ncclFloat, ncclSum, comm, s)); count(AR);
+  CHECK(ncclAllReduce(a, b, 128, ncclFloat, ncclSum, comm, s));
+  count(AR);
+  CHECK(ncclAllReduce(b, b, 128, ncclFloat, ncclSum, comm, s));
+  count(AR);
   CHECK(cudaStreamSynchronize(s));
   printf("result %.6e\n", checksum(b, 128));
   print_expect();
@@ -256,13 +302,19 @@ static int scenario_errors(void) {
   CHECK(cudaStreamCreate(&s));
   ncclComm_t comm = world("err");
   float *a = dev_floats(64, 1), *b = dev_floats(64, 0);
-  int c1 = ncclAllReduce(a, b, 64, ncclFloat, ncclSum, NULL, s); count(AR);
-  int c2 = ncclAllReduce(a, b, 64, (ncclDataType_t)99, ncclSum, comm, s); count(AR);
-  int c3 = ncclBroadcast(a, b, 64, ncclFloat, nranks + 5, comm, s); count(BC);
-  int c4 = ncclAllReduce(NULL, b, 64, ncclFloat, ncclSum, comm, s); count(AR);
+  int c1 = ncclAllReduce(a, b, 64, ncclFloat, ncclSum, NULL, s);
+  count(AR);
+  int c2 = ncclAllReduce(a, b, 64, (ncclDataType_t)99, ncclSum, comm, s);
+  count(AR);
+  int c3 = ncclBroadcast(a, b, 64, ncclFloat, nranks + 5, comm, s);
+  count(BC);
+  int c4 = ncclAllReduce(NULL, b, 64, ncclFloat, ncclSum, comm, s);
+  count(AR);
   int c5 = ncclGroupEnd(); /* without a start */
-  int c6 = ncclAllReduce(a, b, 64, ncclFloat, (ncclRedOp_t)77, comm, s); count(AR);
-  CHECK(ncclAllReduce(a, b, 64, ncclFloat, ncclSum, comm, s)); count(AR); /* still works */
+  int c6 = ncclAllReduce(a, b, 64, ncclFloat, (ncclRedOp_t)77, comm, s);
+  count(AR);
+  CHECK(ncclAllReduce(a, b, 64, ncclFloat, ncclSum, comm, s));
+  count(AR); /* still works */
   CHECK(cudaStreamSynchronize(s));
   printf("codes %d %d %d %d %d %d\n", c1, c2, c3, c4, c5, c6);
   printf("errstr %s\n", ncclGetErrorString(ncclInvalidArgument));

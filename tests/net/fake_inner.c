@@ -19,15 +19,33 @@
 #define QN 64
 #define MAXMSG 65536
 
-struct msg { size_t len; int64_t t; unsigned char data[MAXMSG]; };
+struct msg {
+  size_t len;
+  int64_t t;
+  unsigned char data[MAXMSG];
+};
 struct pair {
   pthread_mutex_t mu;
   struct msg q[QN];
   unsigned head, tail;
 };
-struct req { int used, send; struct pair *p; int64_t t; void *buf; size_t cap; };
-struct comm { struct pair *p; int send; struct req reqs[CS_NET_MAX_REQUESTS]; };
-struct lst { int used, connected; unsigned char handle[CS_NET_HANDLE_MAXSIZE]; struct pair *p; };
+struct req {
+  int used, send;
+  struct pair *p;
+  int64_t t;
+  void *buf;
+  size_t cap;
+};
+struct comm {
+  struct pair *p;
+  int send;
+  struct req reqs[CS_NET_MAX_REQUESTS];
+};
+struct lst {
+  int used, connected;
+  unsigned char handle[CS_NET_HANDLE_MAXSIZE];
+  struct pair *p;
+};
 
 static struct lst lsts[NL];
 static pthread_mutex_t glock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,7 +65,10 @@ static int64_t delay_ns(void) {
   return e ? atoll(e) * 1000 : 0;
 }
 
-static cs_net_result_t f_devices(int *n) { *n = 2; return CS_NET_OK; }
+static cs_net_result_t f_devices(int *n) {
+  *n = 2;
+  return CS_NET_OK;
+}
 static cs_net_result_t f_props11(int dev, struct cs_net_props_v11 *p) {
   static char name[] = "fake0";
   memset(p, 0, sizeof *p);
@@ -65,12 +86,15 @@ static cs_net_result_t f_listen_any(int dev, void *handle, void **lc) {
   pthread_mutex_lock(&glock);
   int i = 0;
   while (i < NL && lsts[i].used) i++;
-  if (i == NL) { pthread_mutex_unlock(&glock); return CS_NET_SYSTEM_ERROR; }
+  if (i == NL) {
+    pthread_mutex_unlock(&glock);
+    return CS_NET_SYSTEM_ERROR;
+  }
   lsts[i].used = 1;
   lsts[i].connected = 0;
   pthread_mutex_unlock(&glock);
   unsigned char h[CS_NET_HANDLE_MAXSIZE];
-  memcpy(h, handle, sizeof h);   /* bytes 16.. are NCCL's (the wrapper zeroed them) unless FULLHANDLE */
+  memcpy(h, handle, sizeof h); /* bytes 16.. are NCCL's (the wrapper zeroed them) unless FULLHANDLE */
   memset(h, 0, 16);
   memcpy(h, "FAKE", 4);
   memcpy(h + 4, &i, sizeof i);
@@ -86,10 +110,14 @@ static cs_net_result_t f_connect_any(void *handle, void **sc) {
   int i;
   memcpy(&i, (unsigned char *)handle + 4, sizeof i);
   if (memcmp(handle, "FAKE", 4) || i < 0 || i >= NL || !lsts[i].used) return CS_NET_INVALID_ARGUMENT;
-  if (memcmp(handle, lsts[i].handle, CS_NET_HANDLE_MAXSIZE)) return CS_NET_INVALID_ARGUMENT;  /* modified */
+  if (memcmp(handle, lsts[i].handle, CS_NET_HANDLE_MAXSIZE)) return CS_NET_INVALID_ARGUMENT; /* modified */
   struct pair *p = calloc(1, sizeof *p);
   struct comm *c = calloc(1, sizeof *c);
-  if (!p || !c) { free(p); free(c); return CS_NET_SYSTEM_ERROR; }
+  if (!p || !c) {
+    free(p);
+    free(c);
+    return CS_NET_SYSTEM_ERROR;
+  }
   pthread_mutex_init(&p->mu, NULL);
   c->p = p;
   c->send = 1;
@@ -119,10 +147,18 @@ static cs_net_result_t f_reg(void *comm, void *data, size_t size, int type, void
   *mh = &mhd;
   return CS_NET_OK;
 }
-static cs_net_result_t f_dereg(void *comm, void *mh) { (void)comm; return mh == &mhd ? CS_NET_OK : CS_NET_INVALID_ARGUMENT; }
+static cs_net_result_t f_dereg(void *comm, void *mh) {
+  (void)comm;
+  return mh == &mhd ? CS_NET_OK : CS_NET_INVALID_ARGUMENT;
+}
 static struct req *rget(struct comm *c) {
   for (int i = 0; i < CS_NET_MAX_REQUESTS; i++)
-    if (!c->reqs[i].used) { memset(&c->reqs[i], 0, sizeof c->reqs[i]); c->reqs[i].used = 1; c->reqs[i].p = c->p; return &c->reqs[i]; }
+    if (!c->reqs[i].used) {
+      memset(&c->reqs[i], 0, sizeof c->reqs[i]);
+      c->reqs[i].used = 1;
+      c->reqs[i].p = c->p;
+      return &c->reqs[i];
+    }
   return NULL;
 }
 static cs_net_result_t f_isend_any(void *sc, void *data, size_t size, void *mh, void **request) {
@@ -131,9 +167,15 @@ static cs_net_result_t f_isend_any(void *sc, void *data, size_t size, void *mh, 
   if (!c->send || size > MAXMSG || mh != &mhd) return CS_NET_INVALID_ARGUMENT;
   struct pair *p = c->p;
   pthread_mutex_lock(&p->mu);
-  if (p->head - p->tail >= QN) { pthread_mutex_unlock(&p->mu); return CS_NET_OK; }   /* full: retry */
+  if (p->head - p->tail >= QN) {
+    pthread_mutex_unlock(&p->mu);
+    return CS_NET_OK;
+  } /* full: retry */
   struct req *r = rget(c);
-  if (!r) { pthread_mutex_unlock(&p->mu); return CS_NET_OK; }
+  if (!r) {
+    pthread_mutex_unlock(&p->mu);
+    return CS_NET_OK;
+  }
   struct msg *m = &p->q[p->head % QN];
   memcpy(m->data, data, size);
   m->len = size;
@@ -160,7 +202,10 @@ static cs_net_result_t f_test(void *request, int *done, int *sizes) {
   struct req *r = request;
   *done = 0;
   if (r->send) {
-    if (now_ns() >= r->t) { r->used = 0; *done = 1; }
+    if (now_ns() >= r->t) {
+      r->used = 0;
+      *done = 1;
+    }
     return CS_NET_OK;
   }
   struct pair *p = r->p;
@@ -177,7 +222,10 @@ static cs_net_result_t f_test(void *request, int *done, int *sizes) {
   pthread_mutex_unlock(&p->mu);
   return CS_NET_OK;
 }
-static cs_net_result_t f_close(void *comm) { free(comm); return CS_NET_OK; }   /* pairs leak: test process */
+static cs_net_result_t f_close(void *comm) {
+  free(comm);
+  return CS_NET_OK;
+} /* pairs leak: test process */
 static cs_net_result_t f_close_listen(void *lc) {
   struct lst *l = lc;
   pthread_mutex_lock(&glock);
@@ -196,7 +244,7 @@ static cs_net_result_t f_init11(void **ctx, uint64_t id, struct cs_net_comm_conf
   return CS_NET_OK;
 }
 static cs_net_result_t f_listen11(void *ctx, int dev, void *handle, void **lc) {
-  if (ctx != &ctxv) return CS_NET_INVALID_ARGUMENT;   /* the wrapper must pass our ctx */
+  if (ctx != &ctxv) return CS_NET_INVALID_ARGUMENT; /* the wrapper must pass our ctx */
   return f_listen_any(dev, handle, lc);
 }
 static cs_net_result_t f_connect11(void *ctx, int dev, void *handle, void **sc, void **dc) {
@@ -236,13 +284,53 @@ static cs_net_result_t f_vdev12(int *d, struct cs_net_vprops_v12 *p) {
   return CS_NET_OK;
 }
 API cs_net_v12_t ncclNetPlugin_v12 = {
-  "fake12", f_init11, f_devices, f_props12, f_listen11, f_connect11, f_accept, f_reg, NULL, f_dereg,
-  f_isend11, f_irecv11, NULL, f_test, f_close, f_close, f_close_listen, NULL, NULL, f_vdev12, f_finalize, NULL,
+    "fake12",
+    f_init11,
+    f_devices,
+    f_props12,
+    f_listen11,
+    f_connect11,
+    f_accept,
+    f_reg,
+    NULL,
+    f_dereg,
+    f_isend11,
+    f_irecv11,
+    NULL,
+    f_test,
+    f_close,
+    f_close,
+    f_close_listen,
+    NULL,
+    NULL,
+    f_vdev12,
+    f_finalize,
+    NULL,
 };
 #endif
 API cs_net_v11_t ncclNetPlugin_v11 = {
-  "fake", f_init11, f_devices, f_props11, f_listen11, f_connect11, f_accept, f_reg, NULL, f_dereg,
-  f_isend11, f_irecv11, NULL, f_test, f_close, f_close, f_close_listen, NULL, NULL, NULL, f_finalize, NULL,
+    "fake",
+    f_init11,
+    f_devices,
+    f_props11,
+    f_listen11,
+    f_connect11,
+    f_accept,
+    f_reg,
+    NULL,
+    f_dereg,
+    f_isend11,
+    f_irecv11,
+    NULL,
+    f_test,
+    f_close,
+    f_close,
+    f_close_listen,
+    NULL,
+    NULL,
+    NULL,
+    f_finalize,
+    NULL,
 };
 #else
 static cs_net_result_t f_init9(cs_net_logger_t log) {
@@ -269,7 +357,25 @@ static cs_net_result_t f_irecv9(void *rc, int n, void **data, size_t *sizes, int
   return f_irecv_any(rc, n, data, sizes, req);
 }
 API cs_net_v9_t ncclNetPlugin_v9 = {
-  "fake9", f_init9, f_devices, f_props9, f_listen_any, f_connect9, f_accept, f_reg, NULL, f_dereg,
-  f_isend9, f_irecv9, NULL, f_test, f_close, f_close, f_close_listen, NULL, NULL, NULL,
+    "fake9",
+    f_init9,
+    f_devices,
+    f_props9,
+    f_listen_any,
+    f_connect9,
+    f_accept,
+    f_reg,
+    NULL,
+    f_dereg,
+    f_isend9,
+    f_irecv9,
+    NULL,
+    f_test,
+    f_close,
+    f_close,
+    f_close_listen,
+    NULL,
+    NULL,
+    NULL,
 };
 #endif

@@ -12,9 +12,12 @@
 #include <string.h>
 
 static int fails;
-#define CHECK(c)                                                        \
-  do {                                                                  \
-    if (!(c)) { fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c); fails++; } \
+#define CHECK(c) \
+  do { \
+    if (!(c)) { \
+      fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c); \
+      fails++; \
+    } \
   } while (0)
 
 static size_t sym_size(void *h, const char *name, void **addr) {

@@ -30,9 +30,12 @@ extern cs_net_v10_t ncclNetPlugin_v10;
 extern cs_net_v9_t ncclNetPlugin_v9;
 
 static int fails;
-#define CHECK(c)                                                                  \
-  do {                                                                            \
-    if (!(c)) { fprintf(stderr, "FAIL %s line %d: %s\n", g_case, __LINE__, #c); fails++; } \
+#define CHECK(c) \
+  do { \
+    if (!(c)) { \
+      fprintf(stderr, "FAIL %s line %d: %s\n", g_case, __LINE__, #c); \
+      fails++; \
+    } \
   } while (0)
 static const char *g_case = "";
 static const char *fake11, *fake9;
@@ -51,12 +54,15 @@ static cs_net_v11_t *N = &ncclNetPlugin_v11;
 /* connect a send/recv pair through the v11 table */
 static int pair11(void *ctx, void **sc, void **rc, unsigned char *handle_out) {
   unsigned char handle[CS_NET_HANDLE_MAXSIZE];
-  memset(handle, 0x5a, sizeof handle);   /* NCCL's buffer is not zeroed; the wrapper zeroes it */
+  memset(handle, 0x5a, sizeof handle); /* NCCL's buffer is not zeroed; the wrapper zeroes it */
   void *lc = NULL;
   if (N->listen(ctx, 0, handle, &lc) != CS_NET_OK || !lc) return -1;
   if (handle_out) memcpy(handle_out, handle, sizeof handle);
   int r = N->connect(ctx, 0, handle, sc, NULL);
-  if (r != CS_NET_OK || !*sc) { N->closeListen(lc); return r ? r : -1; }
+  if (r != CS_NET_OK || !*sc) {
+    N->closeListen(lc);
+    return r ? r : -1;
+  }
   r = N->accept(lc, rc, NULL);
   N->closeListen(lc);
   return r == CS_NET_OK && *rc ? 0 : -1;
@@ -71,12 +77,14 @@ static int traffic(void *sc, void *rc, int n, size_t len) {
   for (int i = 0; i < n; i++) {
     memset(sb, i & 0xff, len);
     void *sr = NULL, *rr = NULL;
-    while (!sr) if (N->isend(sc, sb, len, 0, smh, NULL, &sr)) return -1;
+    while (!sr)
+      if (N->isend(sc, sb, len, 0, smh, NULL, &sr)) return -1;
     void *d[1] = {rb};
     size_t sz[1] = {sizeof rb};
     int tags[1] = {0};
     void *mhs[1] = {rmh};
-    while (!rr) if (N->irecv(rc, 1, d, sz, tags, mhs, NULL, &rr)) return -1;
+    while (!rr)
+      if (N->irecv(rc, 1, d, sz, tags, mhs, NULL, &rr)) return -1;
     int sd = 0, rd = 0, got = -1;
     while (!sd || !rd) {
       if (!sd && N->test(sr, &sd, NULL)) return -1;
@@ -112,7 +120,7 @@ static void case_missing(void) {
   dup2(saved, 2);
   close(fd);
   CHECK(r1 != CS_NET_OK && r2 != CS_NET_OK && r3 != CS_NET_OK && r4 != CS_NET_OK);
-  CHECK(count_lines(path) == 1);   /* logged once */
+  CHECK(count_lines(path) == 1); /* logged once */
   unlink(path);
 }
 static void case_badpath(void) {
@@ -123,7 +131,7 @@ static void case_badpath(void) {
 static void case_initfail(void) {
   setenv("FAKE_NET_FAIL", "init", 1);
   void *ctx = (void *)0x1;
-  CHECK(N->init(&ctx, 1, NULL, logf_, NULL) == CS_NET_SYSTEM_ERROR);   /* the inner's code */
+  CHECK(N->init(&ctx, 1, NULL, logf_, NULL) == CS_NET_SYSTEM_ERROR); /* the inner's code */
   CHECK(ncclNetPlugin_v10.init(logf_, NULL) == CS_NET_SYSTEM_ERROR);
 }
 static void case_connectfail(void) {
@@ -144,12 +152,12 @@ static void case_basic(void) {
   cs_cfg.rank = 5;
   void *ctx = NULL;
   CHECK(N->init(&ctx, 7, NULL, logf_, NULL) == CS_NET_OK);
-  CHECK(strcmp(N->name, "fake") == 0);   /* NCCL_NET=<name> keeps selecting the inner */
+  CHECK(strcmp(N->name, "fake") == 0); /* NCCL_NET=<name> keeps selecting the inner */
   int nd = 0;
   CHECK(N->devices(&nd) == CS_NET_OK && nd == 2);
   struct cs_net_props_v11 p;
   CHECK(N->getProperties(1, &p) == CS_NET_OK && p.speed == 200001 && !strcmp(p.name, "fake0"));
-  CHECK(N->regMrDmaBuf == NULL && N->iflush == NULL);   /* mirrors the inner's optional entries */
+  CHECK(N->regMrDmaBuf == NULL && N->iflush == NULL); /* mirrors the inner's optional entries */
   void *sc = NULL, *rc = NULL;
   unsigned char h[CS_NET_HANDLE_MAXSIZE];
   CHECK(pair11(ctx, &sc, &rc, h) == 0);
@@ -165,19 +173,19 @@ static void case_basic(void) {
   CHECK(s->peer == 5 && r->peer == -1);
   CHECK(s->comm_id == id.token && r->comm_id == id.token);
   CHECK(s->bytes == 409600 && r->bytes == 409600 && s->count == 100 && r->count == 100);
-  CHECK(s->seq >= 1);   /* max in flight */
+  CHECK(s->seq >= 1); /* max in flight */
   /* 4096 B in >= 200 us: <= 0.164 Gbit/s (the bucket's middle may sit a bit above) */
   printf("basic: send p50 %.4f p10 %.4f mean %.4f Gbit/s (4096 B per 200 us = 0.164)\n", s->in_sum, s->in_abs, s->out_sum);
   CHECK(s->in_sum > 0.01 && s->in_sum < 0.2);
   CHECK(s->out_sum > 0.01 && s->out_sum <= 0.165);
   nrecs = 0;
-  CHECK(cs_net_collect(false, emit) == 0);   /* nothing new */
+  CHECK(cs_net_collect(false, emit) == 0); /* nothing new */
   CHECK(N->closeSend(sc) == CS_NET_OK && N->closeRecv(rc) == CS_NET_OK);
-  void *sc2 = NULL, *rc2 = NULL;   /* with no harvest thread (COLLSCOPE_DISABLE=1) close frees the slots */
+  void *sc2 = NULL, *rc2 = NULL; /* with no harvest thread (COLLSCOPE_DISABLE=1) close frees the slots */
   CHECK(pair11(ctx, &sc2, &rc2, NULL) == 0);
   CHECK(traffic(sc2, rc2, 3, 100) == 0);
   nrecs = 0;
-  CHECK(cs_net_collect(true, emit) == 2);   /* only the new pair: the closed ones are gone */
+  CHECK(cs_net_collect(true, emit) == 2); /* only the new pair: the closed ones are gone */
   CHECK(recs[0].count == 3 && recs[1].count == 3);
   CHECK(N->finalize(ctx) == CS_NET_OK);
 }
@@ -188,7 +196,7 @@ static void case_fullhandle(void) {
   CHECK(N->init(&ctx, 1, NULL, logf_, NULL) == CS_NET_OK);
   unsigned char h[CS_NET_HANDLE_MAXSIZE];
   CHECK(pair11(ctx, &sc, &rc, h) == 0);
-  CHECK(h[CS_NET_HANDLE_MAXSIZE - 1] == 0xab);   /* untouched */
+  CHECK(h[CS_NET_HANDLE_MAXSIZE - 1] == 0xab); /* untouched */
   CHECK(traffic(sc, rc, 10, 1000) == 0);
   nrecs = 0;
   CHECK(cs_net_collect(true, emit) == 2);
@@ -207,7 +215,7 @@ static void case_v12outer(void) {
   CHECK(T->getProperties(1, &p) == CS_NET_OK && p.speed == 200001 && !strcmp(p.name, "fake0"));
   CHECK(p.railId == CS_NET_ID_UNDEF && p.planeId == CS_NET_ID_UNDEF && p.maxMultiRequestSize == 1 &&
         p.maxP2pBytes == p.maxCollBytes && p.vProps.ndevs == 0);
-  CHECK(T->makeVDevice == NULL); /* the fake v11 inner has none */
+  CHECK(T->makeVDevice == NULL);           /* the fake v11 inner has none */
   CHECK(pair11(ctx, &sc, &rc, NULL) == 0); /* v12's calls are v11's: same connections, timed */
   CHECK(traffic(sc, rc, 10, 256) == 0);
   nrecs = 0;
@@ -266,7 +274,10 @@ static void case_v9inner(void) {
   CHECK(cs_net_collect(true, emit) == 4);
 }
 
-struct thr { void *sc, *rc; int rc_; };
+struct thr {
+  void *sc, *rc;
+  int rc_;
+};
 static void *thr_main(void *a) {
   struct thr *t = a;
   t->rc_ = traffic(t->sc, t->rc, 20000, 64);
@@ -279,25 +290,34 @@ static void case_threads(void) {
   pthread_t th[4];
   for (int i = 0; i < 4; i++) CHECK(pair11(ctx, &t[i].sc, &t[i].rc, NULL) == 0);
   for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, thr_main, &t[i]);
-  for (int i = 0; i < 4; i++) { pthread_join(th[i], NULL); CHECK(t[i].rc_ == 0); }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(t[i].rc_ == 0);
+  }
   nrecs = 0;
   CHECK(cs_net_collect(true, emit) == 8);
   uint64_t msgs = 0, bytes = 0;
-  for (size_t i = 0; i < nrecs; i++) { msgs += recs[i].count; bytes += recs[i].bytes; }
+  for (size_t i = 0; i < nrecs; i++) {
+    msgs += recs[i].count;
+    bytes += recs[i].bytes;
+  }
   CHECK(msgs == 8 * 20000 && bytes == 8 * 20000 * 64);
 }
 
 static void case_pool(void) {
   void *ctx = NULL;
   CHECK(N->init(&ctx, 1, NULL, logf_, NULL) == CS_NET_OK);
-  enum { NP = 520 };   /* 1040 connections > the wrapper's 1024 */
+  enum { NP = 520 }; /* 1040 connections > the wrapper's 1024 */
   static void *sc[NP], *rc[NP];
   for (int i = 0; i < NP; i++) CHECK(pair11(ctx, &sc[i], &rc[i], NULL) == 0);
-  CHECK(traffic(sc[NP - 1], rc[NP - 1], 5, 128) == 0);   /* unwrapped ones still work */
+  CHECK(traffic(sc[NP - 1], rc[NP - 1], 5, 128) == 0); /* unwrapped ones still work */
   CHECK(traffic(sc[0], rc[0], 5, 128) == 0);
   nrecs = 0;
-  CHECK(cs_net_collect(true, emit) == 2);   /* only the wrapped pair moved data */
-  for (int i = 0; i < NP; i++) { N->closeSend(sc[i]); N->closeRecv(rc[i]); }
+  CHECK(cs_net_collect(true, emit) == 2); /* only the wrapped pair moved data */
+  for (int i = 0; i < NP; i++) {
+    N->closeSend(sc[i]);
+    N->closeRecv(rc[i]);
+  }
 }
 
 static double bench(void *sc, void *rc, int n, const cs_net_v11_t *T) {
@@ -323,7 +343,7 @@ static void case_overhead(void) {
   void *ctx = NULL;
   CHECK(N->init(&ctx, 1, NULL, logf_, NULL) == CS_NET_OK);
   void *h = dlopen(fake11, RTLD_NOW | RTLD_LOCAL);
-  const cs_net_v11_t *F = h ? dlsym(h, "ncclNetPlugin_v11") : NULL;   /* same instance as the inner */
+  const cs_net_v11_t *F = h ? dlsym(h, "ncclNetPlugin_v11") : NULL; /* same instance as the inner */
   CHECK(F != NULL);
   if (!F) return;
   void *sc = NULL, *rc = NULL;
@@ -343,8 +363,9 @@ static void case_overhead(void) {
     if (b < wrapped) wrapped = b;
   }
   printf("overhead: isend+irecv+2 test per message: direct %.1f ns, through collscope %.1f ns (+%.1f ns, "
-         "i.e. +%.1f ns per call)\n", direct, wrapped, wrapped - direct, (wrapped - direct) / 4);
-  CHECK(wrapped < 4 * direct + 2000);   /* sanity (sanitizer builds inflate both): far below a network latency */
+         "i.e. +%.1f ns per call)\n",
+         direct, wrapped, wrapped - direct, (wrapped - direct) / 4);
+  CHECK(wrapped < 4 * direct + 2000); /* sanity (sanitizer builds inflate both): far below a network latency */
 }
 
 static int run_case(const char *name, void (*fn)(void), const char *inner) {
@@ -365,7 +386,10 @@ static int run_case(const char *name, void (*fn)(void), const char *inner) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 4) { fprintf(stderr, "usage: %s FAKE11.so FAKE9.so FAKE12.so\n", argv[0]); return 2; }
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s FAKE11.so FAKE9.so FAKE12.so\n", argv[0]);
+    return 2;
+  }
   fake11 = argv[1];
   fake9 = argv[2];
   const char *fake12 = argv[3];

@@ -31,10 +31,16 @@ struct model *model_new(int n, const bool *keep, model_feed_fn feed, void *ctx) 
   m->ctx = ctx;
   m->st = calloc((size_t)n, sizeof *m->st);
   m->f = calloc((size_t)n, sizeof *m->f);
-  if (!m->st || !m->f) { model_free(m); return NULL; }
+  if (!m->st || !m->f) {
+    model_free(m);
+    return NULL;
+  }
   for (int r = 0; r < n; r++)
     if (!keep || keep[r]) {
-      if (!(m->st[r] = rank_state(r, n))) { model_free(m); return NULL; }
+      if (!(m->st[r] = rank_state(r, n))) {
+        model_free(m);
+        return NULL;
+      }
     }
   return m;
 }
@@ -52,7 +58,12 @@ int model_exchange(struct model *m, uint32_t exchange) {
   struct cs_online_wire *red = malloc((CS_ONLINE_DETAIL_ROUNDS + 1) * sizeof *red);
   struct cs_online_wire *w = malloc(sizeof *w);
   double *cpu = calloc((size_t)m->n, sizeof *cpu);
-  if (!red || !w || !cpu) { free(red); free(w); free(cpu); return -1; }
+  if (!red || !w || !cpu) {
+    free(red);
+    free(w);
+    free(cpu);
+    return -1;
+  }
   memset(m->f, 0, (size_t)m->n * sizeof *m->f);
   m->disagree = false;
   for (int r = 0; r < m->n; r++)
@@ -68,7 +79,10 @@ int model_exchange(struct model *m, uint32_t exchange) {
         cpu[r] += now_us() - t0;
       } else {
         struct cs_online_rank *t = rank_state(r, m->n);
-        if (!t) { rc = -1; goto out; }
+        if (!t) {
+          rc = -1;
+          goto out;
+        }
         m->feed(m->ctx, r, exchange, round > 0, t);
         struct cs_online_findings f;
         for (unsigned k = 0; k < round; k++) {
@@ -120,8 +134,10 @@ void model_sdc_verdict(const struct model *m, int r, char *buf, size_t len) {
 }
 
 static uint64_t mix(uint64_t x) {
-  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
   return x ^ (x >> 33);
 }
 static double jit(int r, uint64_t seq, unsigned salt) { /* [0, 1) */

@@ -22,17 +22,17 @@ typedef void (*model_feed_fn)(void *ctx, int rank, uint32_t exchange, bool sdc_o
 
 struct model {
   int n;
-  struct cs_online_rank **st;     /* n entries; NULL for transient ranks */
+  struct cs_online_rank **st; /* n entries; NULL for transient ranks */
   model_feed_fn feed;
   void *ctx;
   char host[CS_ONLINE_HOST];
   /* the last exchange */
   unsigned rounds;
-  size_t bytes_per_rank;          /* contributed (= received) wire bytes of one rank */
-  double cpu_us_max;              /* pack + unpack of one kept rank, the most over kept ranks */
-  double cpu_us_median;           /* ... the median over kept ranks */
-  struct cs_online_findings *f;   /* per kept rank (others: zeroed) */
-  bool disagree;                  /* kept ranks asked for different numbers of rounds */
+  size_t bytes_per_rank;        /* contributed (= received) wire bytes of one rank */
+  double cpu_us_max;            /* pack + unpack of one kept rank, the most over kept ranks */
+  double cpu_us_median;         /* ... the median over kept ranks */
+  struct cs_online_findings *f; /* per kept rank (others: zeroed) */
+  bool disagree;                /* kept ranks asked for different numbers of rounds */
 };
 
 /* keep[r]: rank r gets a persistent state (NULL: all kept). Hosts "node<r/2>". */
@@ -61,7 +61,7 @@ struct model_gen {
   uint64_t flip_seq;
   bool wrong_sum;
   int lag_rank;
-  int flip_count;   /* ranks flip_rank .. flip_rank + flip_count - 1 flipped alike (0: 1) */
+  int flip_count; /* ranks flip_rank .. flip_rank + flip_count - 1 flipped alike (0: 1) */
 };
 #define MODEL_SDC_SEQ0 1000000u
 void model_gen_feed(void *ctx, int rank, uint32_t exchange, bool sdc_only, struct cs_online_rank *st);

@@ -218,13 +218,13 @@ static void test_disagreeing_exchange_not_used(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_straggler_flagged_once),
-    cmocka_unit_test(test_clean_flags_nobody),
-    cmocka_unit_test(test_fingerprint_flip_named),
-    cmocka_unit_test(test_flip_groups),
-    cmocka_unit_test(test_wrong_sum_everywhere),
-    cmocka_unit_test(test_lagging_rank_completes_later),
-    cmocka_unit_test(test_disagreeing_exchange_not_used),
+      cmocka_unit_test(test_straggler_flagged_once),
+      cmocka_unit_test(test_clean_flags_nobody),
+      cmocka_unit_test(test_fingerprint_flip_named),
+      cmocka_unit_test(test_flip_groups),
+      cmocka_unit_test(test_wrong_sum_everywhere),
+      cmocka_unit_test(test_lagging_rank_completes_later),
+      cmocka_unit_test(test_disagreeing_exchange_not_used),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

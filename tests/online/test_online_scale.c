@@ -17,7 +17,10 @@
 #define EXCHANGES 2
 #define RUNS 2
 
-struct result { double bytes, cpu_us; bool straggler, suspect; };
+struct result {
+  double bytes, cpu_us;
+  bool straggler, suspect;
+};
 
 static int run(int n, struct result *res) {
   struct model_gen g = {n, 16, 8, 0x77, 5, 400, 2, MODEL_SDC_SEQ0 + 8 + 3, false, -1, 0};
@@ -28,10 +31,17 @@ static int run(int n, struct result *res) {
   res->cpu_us = 1e300;
   for (int k = 0; k < RUNS; k++) {
     struct model *m = model_new(n, keep, model_gen_feed, &g);
-    if (!m) { free(keep); return -1; }
+    if (!m) {
+      free(keep);
+      return -1;
+    }
     double bytes = 0, cpu = 0;
     for (uint32_t x = 1; x <= EXCHANGES; x++) {
-      if (model_exchange(m, x) || m->disagree) { model_free(m); free(keep); return -1; }
+      if (model_exchange(m, x) || m->disagree) {
+        model_free(m);
+        free(keep);
+        return -1;
+      }
       bytes += (double)m->bytes_per_rank;
       cpu += m->cpu_us_median;
       const struct cs_online_findings *f = &m->f[0];
@@ -57,7 +67,10 @@ int main(void) {
   double bmin = 1e300, bmax = 0, cmin = 1e300, cmax = 0;
   int fail = 0;
   for (int i = 0; i < 4; i++) {
-    if (run(sizes[i], &r[i])) { fprintf(stderr, "model failed at %d ranks\n", sizes[i]); return 1; }
+    if (run(sizes[i], &r[i])) {
+      fprintf(stderr, "model failed at %d ranks\n", sizes[i]);
+      return 1;
+    }
     double before = 2048.0 * sizes[i];
     printf("%8d %22.0f %22.0f %20.1f %5s %4s\n", sizes[i], r[i].bytes, before, r[i].cpu_us,
            r[i].straggler ? "strag" : "-", r[i].suspect ? "sdc" : "-");
@@ -65,10 +78,19 @@ int main(void) {
     if (r[i].bytes > bmax) bmax = r[i].bytes;
     if (r[i].cpu_us < cmin) cmin = r[i].cpu_us;
     if (r[i].cpu_us > cmax) cmax = r[i].cpu_us;
-    if (!r[i].straggler || !r[i].suspect) { fprintf(stderr, "FAIL: %d ranks: straggler or suspect not found\n", sizes[i]); fail = 1; }
+    if (!r[i].straggler || !r[i].suspect) {
+      fprintf(stderr, "FAIL: %d ranks: straggler or suspect not found\n", sizes[i]);
+      fail = 1;
+    }
   }
   printf("bytes max/min %.2f, CPU max/min %.2f\n", bmax / bmin, cmax / cmin);
-  if (bmax > 2 * bmin) { fprintf(stderr, "FAIL: bytes per rank grow with the job\n"); fail = 1; }
-  if (cmax > 2 * cmin) { fprintf(stderr, "FAIL: evaluation CPU per rank grows with the job\n"); fail = 1; }
+  if (bmax > 2 * bmin) {
+    fprintf(stderr, "FAIL: bytes per rank grow with the job\n");
+    fail = 1;
+  }
+  if (cmax > 2 * cmin) {
+    fprintf(stderr, "FAIL: evaluation CPU per rank grows with the job\n");
+    fail = 1;
+  }
   return fail;
 }

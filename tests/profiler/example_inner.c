@@ -80,7 +80,8 @@ static cs_nccl_result_t ex_start(void *ctx, void **h, cs_nccl_prof_descr_v6_t *d
   e->magic = 0x65786d70;
   pthread_mutex_lock(&lock);
   struct ev *parent = d->parentObj ? known(d->parentObj) : NULL;
-  const char *pw = !d->parentObj ? "-" : parent ? parent->what : "BADPARENT";
+  const char *pw = !d->parentObj ? "-" : parent ? parent->what
+                                                : "BADPARENT";
   switch (d->type) {
   case CS_NCCL_PROFILE_COLL:
     snprintf(e->what, sizeof e->what, "Coll %s count=%zu seq=%llu root=%d nch=%d rank=%d", d->coll.func,

@@ -8,10 +8,13 @@
 #include <string.h>
 
 static int fails;
-#define EQ(a, b)                                                                              \
-  do {                                                                                        \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                       \
-    if (a_ != b_) { fprintf(stderr, "FAIL %s = %lld, want %lld\n", #a, a_, b_); fails++; }    \
+#define EQ(a, b) \
+  do { \
+    long long a_ = (long long)(a), b_ = (long long)(b); \
+    if (a_ != b_) { \
+      fprintf(stderr, "FAIL %s = %lld, want %lld\n", #a, a_, b_); \
+      fails++; \
+    } \
   } while (0)
 
 int main(int argc, char **argv) {
@@ -68,17 +71,22 @@ int main(int argc, char **argv) {
 
   if (argc > 1) { /* the exported tables */
     void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
-    if (!h) { fprintf(stderr, "FAIL dlopen %s: %s\n", argv[1], dlerror()); return 1; }
+    if (!h) {
+      fprintf(stderr, "FAIL dlopen %s: %s\n", argv[1], dlerror());
+      return 1;
+    }
     cs_nccl_profiler_v6_t *p6 = dlsym(h, "ncclProfiler_v6");
     EQ(p6 != NULL, 1);
     if (p6) EQ(p6->name && !strcmp(p6->name, "collscope") && p6->init && p6->startEvent && p6->stopEvent &&
-                   p6->recordEventState && p6->finalize, 1);
+                   p6->recordEventState && p6->finalize,
+               1);
     cs_nccl_profiler_v5_t *p5 = dlsym(h, "ncclProfiler_v5");
     cs_nccl_profiler_v4_t *p4 = dlsym(h, "ncclProfiler_v4");
     EQ(p5 != NULL, 1);
     EQ(p4 != NULL, 1);
     if (p5) EQ(p5->name && !strcmp(p5->name, "collscope") && p5->init && p5->startEvent && p5->stopEvent &&
-                   p5->recordEventState && p5->finalize, 1);
+                   p5->recordEventState && p5->finalize,
+               1);
     if (p4) EQ(p4->name && p4->init && p4->startEvent && p4->stopEvent && p4->recordEventState && p4->finalize, 1);
   }
   if (fails) return 1;

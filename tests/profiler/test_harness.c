@@ -21,9 +21,12 @@ extern cs_nccl_profiler_v5_t ncclProfiler_v5;
 extern cs_nccl_profiler_v4_t ncclProfiler_v4;
 
 static int fails;
-#define CHECK(c)                                                        \
-  do {                                                                  \
-    if (!(c)) { fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c); fails++; } \
+#define CHECK(c) \
+  do { \
+    if (!(c)) { \
+      fprintf(stderr, "FAIL line %d: %s\n", __LINE__, #c); \
+      fails++; \
+    } \
   } while (0)
 
 static void rec_init(struct cs_record *r, enum cs_op op, size_t count) {
@@ -75,7 +78,11 @@ static void kch5(void *ctx, void *parent, int ch, uint64_t t0, uint64_t t1) {
   CHECK(ncclProfiler_v5.stopEvent(h) == 0);
 }
 
-struct kjob { void *ctx, *parent; int nch; uint64_t t0; };
+struct kjob {
+  void *ctx, *parent;
+  int nch;
+  uint64_t t0;
+};
 static void *kernel_thread(void *arg) { /* NCCL's proxy thread reports the kernel stamps */
   struct kjob *j = arg;
   for (int c = 0; c < j->nch; c++) kch5(j->ctx, j->parent, c, j->t0 + (uint64_t)c * 100, j->t0 + 1000 + (uint64_t)c * 500);
@@ -133,7 +140,7 @@ int main(void) {
   CHECK(h2 && h2 != h);
   kch5(ctx, h, 0, t0, t0 + 999999); /* stale parent handle */
   ncclProfiler_v5.stopEvent(h2);
-  kch5(ctx, h2, 0, 5000, 6000);    /* GPU stamps far from realtime: treated as monotonic */
+  kch5(ctx, h2, 0, 5000, 6000); /* GPU stamps far from realtime: treated as monotonic */
   CHECK(cs_prof_collect(&r2, false) && r2.timing == CS_TIMING_PROFILER && r2.end_ns - r2.start_ns == 1000);
 
   /* 2. mismatches: wrong function, wrong count, no current record -> no handle */
@@ -227,7 +234,10 @@ int main(void) {
   /* 6. NCCL's own spellings (ncclAlgoToString / ncclProtoToString), and an AllGather whose
    * count NCCL reports in bytes (float32: 4 x the API count) */
   {
-    static const struct { const char *algo, *proto; int want_algo, want_proto; } sp[] = {
+    static const struct {
+      const char *algo, *proto;
+      int want_algo, want_proto;
+    } sp[] = {
         {"TREE", "LL", CS_ALGO_TREE, CS_PROTO_LL},
         {"RING", "SIMPLE", CS_ALGO_RING, CS_PROTO_SIMPLE},
         {"COLLNET_DIRECT", "LL128", CS_ALGO_TREE + 2, CS_PROTO_LL128},

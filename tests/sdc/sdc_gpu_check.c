@@ -20,15 +20,15 @@
 extern const unsigned char cs_sdc_fatbin[];
 void collscope_simkernel_sdc_reduce(void **params, const unsigned grid[3], const unsigned block[3]);
 
-#define CK(x)                                                                    \
-  do {                                                                           \
-    CUresult e_ = (x);                                                           \
-    if (e_ != CUDA_SUCCESS) {                                                    \
-      const char *s_ = "?";                                                      \
-      cuGetErrorName(e_, &s_);                                                   \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);            \
-      exit(2);                                                                   \
-    }                                                                            \
+#define CK(x) \
+  do { \
+    CUresult e_ = (x); \
+    if (e_ != CUDA_SUCCESS) { \
+      const char *s_ = "?"; \
+      cuGetErrorName(e_, &s_); \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_); \
+      exit(2); \
+    } \
   } while (0)
 
 static uint64_t rs = 99;
@@ -50,7 +50,10 @@ static struct cs_sdc_result gpu(CUdeviceptr buf, uint64_t nbytes, int dtype, uns
   void *args[] = {&buf, &nbytes, &dtype, &dscratch, &dcounter, &dres, &tag};
   CK(cuLaunchKernel(fn, grid, 1, 1, CS_SDC_THREADS, 1, 1, 0, s, args, NULL));
   CK(cuStreamSynchronize(s));
-  if (hres->done != tag) { fprintf(stderr, "done tag not written\n"); exit(1); }
+  if (hres->done != tag) {
+    fprintf(stderr, "done tag not written\n");
+    exit(1);
+  }
   return *hres;
 }
 
@@ -66,7 +69,6 @@ static struct cs_sdc_result host(const void *buf, uint64_t nbytes, int dtype, un
   collscope_simkernel_sdc_reduce(params, g, b);
   return r;
 }
-
 
 int main(int argc, char **argv) {
   int quick = argc > 1 && !strcmp(argv[1], "--quick");
@@ -102,16 +104,24 @@ int main(int argc, char **argv) {
    * word), 4 and 2 (narrower loads), 1 (byte loads) */
   static const unsigned offs[] = {0, 8, 24, 4, 2, 1};
   int mism = 0, cases = 0;
-  for (int dt = -1; dt < 12; dt++)   /* -1: the fingerprint alone (fp8's launches) */
+  for (int dt = -1; dt < 12; dt++) /* -1: the fingerprint alone (fp8's launches) */
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
       for (size_t oi = 0; oi < sizeof offs / sizeof offs[0]; oi++) {
         unsigned off = offs[oi];
         uint64_t n = lens[li] > maxb ? maxb : lens[li];
         for (uint64_t i = 0; i < n + 32; i++) hb[i] = (unsigned char)rng();
-        if (dt == CS_SDC_FLOAT32) for (uint64_t i = 0; i + 4 <= n + 32; i += 4) { float f = (float)((double)(rng() >> 11) * 0x1p-53 - 0.5); memcpy(hb + i, &f, 4); }
-        if (dt == CS_SDC_FLOAT64) for (uint64_t i = 0; i + 8 <= n + 32; i += 8) { double f = (double)(rng() >> 11) * 0x1p-53 - 0.5; memcpy(hb + i, &f, 8); }
+        if (dt == CS_SDC_FLOAT32)
+          for (uint64_t i = 0; i + 4 <= n + 32; i += 4) {
+            float f = (float)((double)(rng() >> 11) * 0x1p-53 - 0.5);
+            memcpy(hb + i, &f, 4);
+          }
+        if (dt == CS_SDC_FLOAT64)
+          for (uint64_t i = 0; i + 8 <= n + 32; i += 8) {
+            double f = (double)(rng() >> 11) * 0x1p-53 - 0.5;
+            memcpy(hb + i, &f, 8);
+          }
         CK(cuMemcpyHtoD(db, hb, n + 32));
-        CK(cuCtxSynchronize());   /* a pageable HtoD may return before its DMA is done */
+        CK(cuCtxSynchronize()); /* a pageable HtoD may return before its DMA is done */
         unsigned g = cs_sdc_grid(n, (unsigned)sms);
         struct cs_sdc_result a = gpu(db + off, n, dt, g, s), b = host(hb + off, n, dt, g);
         cases++;

@@ -51,11 +51,14 @@ static uint16_t f2h(float f) { /* round to nearest even, IEEE half */
   if (isnan(f)) return (uint16_t)(sign | 0x7e00u);
   float a = fabsf(f);
   if (a >= 65520.0f) return (uint16_t)(sign | 0x7c00u);
-  if (a < 0x1p-14f) return (uint16_t)(sign | (uint32_t)lrintf(a * 0x1p24f));  /* subnormal */
+  if (a < 0x1p-14f) return (uint16_t)(sign | (uint32_t)lrintf(a * 0x1p24f)); /* subnormal */
   int e;
-  float m = frexpf(a, &e);                    /* a = m 2^e, m in [0.5, 1) */
+  float m = frexpf(a, &e);                       /* a = m 2^e, m in [0.5, 1) */
   uint32_t mant = (uint32_t)lrintf(m * 2048.0f); /* 11 bits incl. the leading one */
-  if (mant == 2048) { mant = 1024; e++; }
+  if (mant == 2048) {
+    mant = 1024;
+    e++;
+  }
   if (e - 1 + 15 >= 31) return (uint16_t)(sign | 0x7c00u);
   return (uint16_t)(sign | (uint32_t)(e - 1 + 15) << 10 | (mant & 0x3ffu));
 }
@@ -65,7 +68,10 @@ static void fill(void *buf, int dt, size_t n, const char *data) {
   for (size_t i = 0; i < n; i++) {
     double v = 2 * urand() - 1;
     if (wide) {
-      double big = dt == 6 ? 16000.0 : dt == 9 ? 8e37 : dt == 7 ? 8e37 : dt == 8 ? 4e307 : 1.0;
+      double big = dt == 6 ? 16000.0 : dt == 9 ? 8e37
+                                   : dt == 7   ? 8e37
+                                   : dt == 8   ? 4e307
+                                               : 1.0;
       v = (v < 0 ? -1 : 1) * big * (0.5 + 0.5 * fabs(v));
     }
     if (special && dt >= 6 && rng() % 64 == 0) {
@@ -74,19 +80,22 @@ static void fill(void *buf, int dt, size_t n, const char *data) {
       case 1: v = NAN; break;
       case 2: v = INFINITY; break;
       case 3: v = -INFINITY; break;
-      default: v = 1e-40; break;   /* subnormal for fp32, 0 for the small types */
+      default: v = 1e-40; break; /* subnormal for fp32, 0 for the small types */
       }
     }
     uint64_t r = rng();
     switch (dt) {
-    case 0: case 1: ((uint8_t *)buf)[i] = (uint8_t)r; break;
-    case 2: case 3: ((uint32_t *)buf)[i] = (uint32_t)r; break;
-    case 4: case 5: ((uint64_t *)buf)[i] = r; break;
+    case 0:
+    case 1: ((uint8_t *)buf)[i] = (uint8_t)r; break;
+    case 2:
+    case 3: ((uint32_t *)buf)[i] = (uint32_t)r; break;
+    case 4:
+    case 5: ((uint64_t *)buf)[i] = r; break;
     case 6: ((uint16_t *)buf)[i] = f2h((float)v); break;
     case 7: ((float *)buf)[i] = (float)v; break;
     case 8: ((double *)buf)[i] = v; break;
     case 9: ((uint16_t *)buf)[i] = isnan(v) ? 0x7fc0 : app_f2bf((float)v); break;
-    default: ((uint8_t *)buf)[i] = (uint8_t)(r & 0x77); break;   /* small fp8 values, no NaN */
+    default: ((uint8_t *)buf)[i] = (uint8_t)(r & 0x77); break; /* small fp8 values, no NaN */
     }
   }
 }
@@ -100,23 +109,38 @@ static double now_ms(void) {
 int main(int argc, char **argv) {
   const char *opn = "AllReduce", *dtn = "float32", *redn = "sum", *data = "random";
   size_t count = 4096;
-  int bad_rank = -1, bad_step = -1, bad_redop = 0;   /* --bad-call */
-  int inplace = 0, reuse = 0, group = 0;   /* --group: each collective in ncclGroupStart/End */   /* --reuse: fill once, no per-step sync (benchmark loop) */
+  int bad_rank = -1, bad_step = -1, bad_redop = 0;                                            /* --bad-call */
+  int inplace = 0, reuse = 0, group = 0; /* --group: each collective in ncclGroupStart/End */ /* --reuse: fill once, no per-step sync (benchmark loop) */
   uint64_t seed = 1;
   char **rest = calloc((size_t)argc + 1, sizeof(char *));
   int nrest = 0;
   rest[nrest++] = argv[0];
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(o, "--inplace")) { inplace = 1; continue; }
-    if (!strcmp(o, "--reuse")) { reuse = 1; continue; }
-    if (!strcmp(o, "--group")) { group = 1; continue; }
-    if (v && !strcmp(o, "--op")) opn = argv[++i];
-    else if (v && !strcmp(o, "--dtype")) dtn = argv[++i];
-    else if (v && !strcmp(o, "--redop")) redn = argv[++i];
-    else if (v && !strcmp(o, "--data")) data = argv[++i];
-    else if (v && !strcmp(o, "--count")) count = strtoull(argv[++i], NULL, 0);
-    else if (v && !strcmp(o, "--seed")) seed = strtoull(argv[++i], NULL, 0);
+    if (!strcmp(o, "--inplace")) {
+      inplace = 1;
+      continue;
+    }
+    if (!strcmp(o, "--reuse")) {
+      reuse = 1;
+      continue;
+    }
+    if (!strcmp(o, "--group")) {
+      group = 1;
+      continue;
+    }
+    if (v && !strcmp(o, "--op"))
+      opn = argv[++i];
+    else if (v && !strcmp(o, "--dtype"))
+      dtn = argv[++i];
+    else if (v && !strcmp(o, "--redop"))
+      redn = argv[++i];
+    else if (v && !strcmp(o, "--data"))
+      data = argv[++i];
+    else if (v && !strcmp(o, "--count"))
+      count = strtoull(argv[++i], NULL, 0);
+    else if (v && !strcmp(o, "--seed"))
+      seed = strtoull(argv[++i], NULL, 0);
     else if (v && !strcmp(o, "--bad-call")) {
       char kind[16] = "dtype";
       if (sscanf(argv[++i], "%d:%d:%15s", &bad_rank, &bad_step, kind) < 2 ||
@@ -125,8 +149,8 @@ int main(int argc, char **argv) {
         exit(2);
       }
       bad_redop = !strcmp(kind, "redop");
-    }
-    else rest[nrest++] = argv[i];
+    } else
+      rest[nrest++] = argv[i];
   }
   struct app a;
   app_init(&a, "sdc_job", nrest, rest,
@@ -150,16 +174,16 @@ int main(int argc, char **argv) {
     int op = op0 >= 0 ? op0 : k % 5;
     int dt = dt0 >= 0 ? dt0 : (k / 5) % 12;
     size_t es = dsize[dt];
-    size_t in_count = op == 4 ? count * n : count;   /* ReduceScatter: n chunks */
+    size_t in_count = op == 4 ? count * n : count; /* ReduceScatter: n chunks */
     rng_state = seed * 0x100000001b3ull + (uint64_t)a.rank * 0x9e3779b97f4a7c15ull + (uint64_t)k * 7919;
     if (k == 1 && reuse) {
       CUDACHECK(cudaStreamSynchronize(s));
-      NCCLCHECK(ncclAllReduce(dsend, drecv, 1, ncclFloat32, ncclSum, comm, s));   /* line up the ranks */
+      NCCLCHECK(ncclAllReduce(dsend, drecv, 1, ncclFloat32, ncclSum, comm, s)); /* line up the ranks */
       CUDACHECK(cudaStreamSynchronize(s));
       t0 = now_ms();
     }
     if (!reuse || k == 0) {
-      CUDACHECK(cudaStreamSynchronize(s));   /* the previous step's copy has read `host` */
+      CUDACHECK(cudaStreamSynchronize(s)); /* the previous step's copy has read `host` */
       fill(host, dt, in_count, data);
       CUDACHECK(cudaMemcpyAsync(dsend, host, in_count * es, cudaMemcpyHostToDevice, s));
     }

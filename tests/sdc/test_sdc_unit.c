@@ -21,16 +21,16 @@
 void collscope_simkernel_sdc_reduce(void **params, const unsigned grid[3], const unsigned block[3]);
 
 static int failures;
-#define CHECK(c, ...)                                   \
-  do {                                                  \
-    if (!(c)) {                                         \
-      failures++;                                       \
-      if (failures < 20) {                              \
+#define CHECK(c, ...) \
+  do { \
+    if (!(c)) { \
+      failures++; \
+      if (failures < 20) { \
         fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-        fprintf(stderr, __VA_ARGS__);                   \
-        fputc('\n', stderr);                            \
-      }                                                 \
-    }                                                   \
+        fprintf(stderr, __VA_ARGS__); \
+        fputc('\n', stderr); \
+      } \
+    } \
   } while (0)
 
 static uint64_t rs = 12345;
@@ -96,7 +96,7 @@ static void test_mix(void) {
   }
   double mean = total / N;
   CHECK(mean > 31 && mean < 33, "mix: a one-bit input change flips %.2f output bits on average (want ~32)", mean);
-  for (int k = 0; k < 64; k++)   /* binomial(4000, 1/2): sd ~32 */
+  for (int k = 0; k < 64; k++) /* binomial(4000, 1/2): sd ~32 */
     CHECK(out_flips[k] > N / 2 - 200 && out_flips[k] < N / 2 + 200, "mix: output bit %d flipped %u of %d times", k,
           out_flips[k], N);
 }
@@ -144,14 +144,15 @@ static void test_int_sums(void) {
   static unsigned char buf[20000];
   static const int dts[] = {CS_SDC_INT8, CS_SDC_UINT8, CS_SDC_INT32, CS_SDC_UINT32};
   static const unsigned grids[] = {1, 3, 64};
-  static const uint64_t nel[] = {1, 2, 3, 5, 7, 8, 9, 17, 31, 33, 1001, 4096};   /* elements */
+  static const uint64_t nel[] = {1, 2, 3, 5, 7, 8, 9, 17, 31, 33, 1001, 4096}; /* elements */
   for (size_t di = 0; di < 4; di++) {
     int dt = dts[di];
     unsigned es = cs_sdc_dtype_size(dt);
     for (int fill = 0; fill < 3; fill++) {
       /* random bytes, all-negative extremes (0x80 / INT32_MIN), all 0xff */
       for (size_t i = 0; i < sizeof buf; i++)
-        buf[i] = fill == 0 ? (unsigned char)rng() : fill == 1 ? (i % es == es - 1 ? 0x80 : 0) : 0xff;
+        buf[i] = fill == 0 ? (unsigned char)rng() : fill == 1 ? (i % es == es - 1 ? 0x80 : 0)
+                                                              : 0xff;
       for (unsigned off = 0; off < 16; off += es)
         for (size_t ni = 0; ni < sizeof nel / sizeof nel[0]; ni++) {
           uint64_t len = nel[ni] * es;
@@ -165,7 +166,7 @@ static void test_int_sums(void) {
                                                       : (int64_t)((uint32_t)q[0] | (uint32_t)q[1] << 8 |
                                                                   (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24));
             isum += (uint64_t)v;
-            sum += (double)v;   /* exact: every partial sum is far below 2^53 */
+            sum += (double)v; /* exact: every partial sum is far below 2^53 */
             abs += (double)(v < 0 ? -v : v);
           }
           for (size_t g = 0; g < 3; g++) {
@@ -182,7 +183,8 @@ static void test_int_sums(void) {
 
 static double fp16_value(uint32_t h) {
   uint32_t e = h >> 10 & 31, m = h & 1023;
-  double v = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25) : ldexp(m, -24);
+  double v = e == 31 ? (m ? NAN : INFINITY) : e ? ldexp(1024 + m, (int)e - 25)
+                                                : ldexp(m, -24);
   return h & 0x8000 ? -v : v;
 }
 static double bf2d(uint16_t b) {
@@ -223,10 +225,20 @@ static void test_halves_all(void) {
 }
 
 static void test_decode(void) {
-  struct { int dt; uint64_t bits; double want; } v[] = {
-      {CS_SDC_FLOAT16, 0x3c00, 1.0},       {CS_SDC_FLOAT16, 0x7bff, 65504.0},   {CS_SDC_FLOAT16, 0x0001, 0x1p-24},
-      {CS_SDC_FLOAT16, 0xc000, -2.0},      {CS_SDC_BFLOAT16, 0x3f80, 1.0},      {CS_SDC_BFLOAT16, 0xc040, -3.0},
-      {CS_SDC_INT8, 0xff, -1.0},           {CS_SDC_UINT8, 0xff, 255.0},         {CS_SDC_INT32, 0xfffffffe, -2.0},
+  struct {
+    int dt;
+    uint64_t bits;
+    double want;
+  } v[] = {
+      {CS_SDC_FLOAT16, 0x3c00, 1.0},
+      {CS_SDC_FLOAT16, 0x7bff, 65504.0},
+      {CS_SDC_FLOAT16, 0x0001, 0x1p-24},
+      {CS_SDC_FLOAT16, 0xc000, -2.0},
+      {CS_SDC_BFLOAT16, 0x3f80, 1.0},
+      {CS_SDC_BFLOAT16, 0xc040, -3.0},
+      {CS_SDC_INT8, 0xff, -1.0},
+      {CS_SDC_UINT8, 0xff, 255.0},
+      {CS_SDC_INT32, 0xfffffffe, -2.0},
       {CS_SDC_FLOAT32, 0x40490fdb, 3.1415927410125732},
   };
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
@@ -267,7 +279,7 @@ static void test_rules(void) {
   for (int i = 0; i < 4; i++) m[i] = (struct cs_sdc_member){i, 3, 0xabc, NAN, NAN, 4.0};
   CHECK(cs_sdc_compare(&in, f, 8, &oc) == 0 && oc.sum_skipped_nonfinite, "nan inputs: skipped");
   /* integers: modular (int8: mod 256) */
-  for (int i = 0; i < 4; i++) m[i] = (struct cs_sdc_member){i, 3, 1, 200.0, 0, 32.0};   /* 800 mod 256 = 32 */
+  for (int i = 0; i < 4; i++) m[i] = (struct cs_sdc_member){i, 3, 1, 200.0, 0, 32.0}; /* 800 mod 256 = 32 */
   in.dtype = 0;
   CHECK(cs_sdc_compare(&in, f, 8, &oc) == 0, "int8 modular");
   m[0].out_sum = m[1].out_sum = m[2].out_sum = m[3].out_sum = 33.0;
@@ -275,7 +287,7 @@ static void test_rules(void) {
   /* two ranks disagreeing: no majority */
   in.n = in.comm_size = 2;
   m[1].fp = 2;
-  m[0].out_sum = m[1].out_sum = 144.0;   /* 400 mod 256 */
+  m[0].out_sum = m[1].out_sum = 144.0; /* 400 mod 256 */
   CHECK(cs_sdc_compare(&in, f, 8, &oc) == 1 && f[0].suspect == -1, "no majority");
   /* ReduceScatter: sum of outputs */
   in.op = CS_OP_ReduceScatter;
@@ -305,7 +317,10 @@ static uint16_t f2h(double x) {
   int e;
   float m = frexpf(a, &e);
   uint32_t mant = (uint32_t)lrintf(m * 2048.0f);
-  if (mant == 2048) { mant = 1024; e++; }
+  if (mant == 2048) {
+    mant = 1024;
+    e++;
+  }
   if (e - 1 + 15 >= 31) return (uint16_t)(sign | 0x7c00u);
   return (uint16_t)(sign | (uint32_t)(e - 1 + 15) << 10 | (mant & 0x3ffu));
 }
@@ -335,7 +350,8 @@ static double ld(int dt, const void *p, size_t i) {
 }
 static void st(int dt, void *p, size_t i, double v) {
   switch (dt) {
-  case 0: case 1: ((uint8_t *)p)[i] = (uint8_t)(int64_t)v; break;  /* wrapping */
+  case 0:
+  case 1: ((uint8_t *)p)[i] = (uint8_t)(int64_t)v; break; /* wrapping */
   case 2: ((uint32_t *)p)[i] = (uint32_t)(int64_t)v; break;
   case 6: ((uint16_t *)p)[i] = f2h(v); break;
   case 7: ((float *)p)[i] = (float)v; break;
@@ -356,7 +372,9 @@ static void random_fill(int dt, void *p, size_t n, int data) {
   for (size_t i = 0; i < n; i++) {
     double v = 2 * urand() - 1;
     if (data == 1) {
-      double big = dt == 6 ? 16000.0 : dt == 9 || dt == 7 ? 8e37 : dt == 8 ? 4e307 : 1;
+      double big = dt == 6 ? 16000.0 : dt == 9 || dt == 7 ? 8e37
+                                   : dt == 8              ? 4e307
+                                                          : 1;
       v = (v < 0 ? -1 : 1) * big * (0.5 + 0.5 * fabs(v));
     }
     if (data == 2 && dt >= 6 && rng() % 32 == 0) {
@@ -373,12 +391,13 @@ static void test_clean(long total) {
   static const int dts[] = {7, 6, 9, 8, 2, 0, 1};
   size_t es_of[12] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   long findings = 0, sum_checked = 0, fp_checked = 0, nonfinite = 0;
-  enum { MAXN = 8, MAXC = 512 };
+  enum { MAXN = 8,
+         MAXC = 512 };
   static unsigned char in[MAXN][MAXN * MAXC * 8], out[MAXN][MAXN * MAXC * 8];
   static double acc[MAXN * MAXC];
   for (long it = 0; it < total; it++) {
     int n = 2 + (int)(rng() % 7), dt = dts[rng() % 7], op = (int)(rng() % 5);
-    int redop = (int)(rng() % 3);   /* 0 sum, 1 avg -> 4, 2 max */
+    int redop = (int)(rng() % 3); /* 0 sum, 1 avg -> 4, 2 max */
     redop = redop == 1 ? 4 : redop;
     if (dt <= 2 && redop == 4) redop = 0;
     int data = (int)(rng() % 3), root = (int)(rng() % (unsigned)n);
@@ -393,7 +412,7 @@ static void test_clean(long total) {
         for (int k = 1; k < n; k++) {
           double b = ld(dt, in[(start + k) % n], e);
           a = dt <= 2 ? a + b : red1(dt, redop == 2 ? 2 : 0, a, b);
-          if (dt <= 2) {   /* wrap like the integer type */
+          if (dt <= 2) { /* wrap like the integer type */
             unsigned char tmp[8];
             st(dt, tmp, 0, a);
             a = ld(dt, tmp, 0);
@@ -405,11 +424,20 @@ static void test_clean(long total) {
     }
     for (int r = 0; r < n; r++) {
       switch (op) {
-      case CS_OP_AllReduce: for (size_t e = 0; e < count; e++) st(dt, out[r], e, acc[e]); break;
-      case CS_OP_Reduce: if (r == root) for (size_t e = 0; e < count; e++) st(dt, out[r], e, acc[e]); break;
-      case CS_OP_ReduceScatter: for (size_t e = 0; e < count; e++) st(dt, out[r], e, acc[(size_t)r * count + e]); break;
+      case CS_OP_AllReduce:
+        for (size_t e = 0; e < count; e++) st(dt, out[r], e, acc[e]);
+        break;
+      case CS_OP_Reduce:
+        if (r == root)
+          for (size_t e = 0; e < count; e++) st(dt, out[r], e, acc[e]);
+        break;
+      case CS_OP_ReduceScatter:
+        for (size_t e = 0; e < count; e++) st(dt, out[r], e, acc[(size_t)r * count + e]);
+        break;
       case CS_OP_Broadcast: memcpy(out[r], in[root], count * es); break;
-      default: for (int q = 0; q < n; q++) memcpy(out[r] + (size_t)q * count * es, in[q], count * es); break;
+      default:
+        for (int q = 0; q < n; q++) memcpy(out[r] + (size_t)q * count * es, in[q], count * es);
+        break;
       }
     }
     struct cs_sdc_member m[MAXN];
@@ -450,7 +478,8 @@ static void test_clean(long total) {
     nonfinite += oc.sum_skipped_nonfinite;
   }
   printf("clean randomised collectives: %ld, fingerprint rule ran %ld, sum rule ran %ld, sum skipped (NaN/Inf or "
-         "possible overflow) %ld, findings %ld\n", total, fp_checked, sum_checked, nonfinite, findings);
+         "possible overflow) %ld, findings %ld\n",
+         total, fp_checked, sum_checked, nonfinite, findings);
   CHECK(findings == 0, "%ld false positives", findings);
 }
 

@@ -52,19 +52,42 @@ static void records_roundtrip(void **state) {
 
   struct cs_record r;
   memset(&r, 0, sizeof(r));
-  r.type = CS_REC_COMM; r.event = CS_COMM_SPLIT; r.comm_id = 0xabcdef0123456789ULL; r.parent_id = 1;
-  r.comm_size = 4; r.comm_rank = 2; r.device = 3; r.enqueue_ns = 1700000000123456789LL;
+  r.type = CS_REC_COMM;
+  r.event = CS_COMM_SPLIT;
+  r.comm_id = 0xabcdef0123456789ULL;
+  r.parent_id = 1;
+  r.comm_size = 4;
+  r.comm_rank = 2;
+  r.device = 3;
+  r.enqueue_ns = 1700000000123456789LL;
   cs_dump_record(&r);
 
   memset(&r, 0, sizeof(r));
-  r.type = CS_REC_OP; r.op = CS_OP_AllGather; r.dtype = 9; r.redop = -1; r.root = -1; r.peer = -1;
-  r.comm_id = 0xabcdef0123456789ULL; r.comm_size = 4; r.comm_rank = 2; r.seq = 41; r.count = 1000;
-  r.bytes = cs_op_bytes(CS_OP_AllGather, 1000, 2, 4); r.group = 7; r.stream = 0x7f00dead;
-  r.enqueue_ns = 1700000000000000000LL; r.start_ns = 1700000000000001500LL; r.end_ns = 1700000000000124956LL;
-  r.timing = CS_TIMING_GPU_EVENT; r.site = (uint64_t)(uintptr_t)&records_roundtrip;
+  r.type = CS_REC_OP;
+  r.op = CS_OP_AllGather;
+  r.dtype = 9;
+  r.redop = -1;
+  r.root = -1;
+  r.peer = -1;
+  r.comm_id = 0xabcdef0123456789ULL;
+  r.comm_size = 4;
+  r.comm_rank = 2;
+  r.seq = 41;
+  r.count = 1000;
+  r.bytes = cs_op_bytes(CS_OP_AllGather, 1000, 2, 4);
+  r.group = 7;
+  r.stream = 0x7f00dead;
+  r.enqueue_ns = 1700000000000000000LL;
+  r.start_ns = 1700000000000001500LL;
+  r.end_ns = 1700000000000124956LL;
+  r.timing = CS_TIMING_GPU_EVENT;
+  r.site = (uint64_t)(uintptr_t)&records_roundtrip;
   cs_dump_record(&r);
 
-  r.timing = CS_TIMING_CAPTURED; r.captured = 1; r.op = CS_OP_Recv; r.peer = 3;
+  r.timing = CS_TIMING_CAPTURED;
+  r.captured = 1;
+  r.op = CS_OP_Recv;
+  r.peer = 3;
   cs_dump_record(&r);
 
   /* decimal formatting at every digit-count boundary (seq) */
@@ -77,8 +100,13 @@ static void records_roundtrip(void **state) {
   }
 
   memset(&r, 0, sizeof(r));
-  r.type = CS_REC_XFER; r.op = CS_OP_Memcpy; r.event = CS_XFER_DTOH; r.bytes = 4096; r.async = 1;
-  r.timing = CS_TIMING_HOST; r.status = 0;
+  r.type = CS_REC_XFER;
+  r.op = CS_OP_Memcpy;
+  r.event = CS_XFER_DTOH;
+  r.bytes = 4096;
+  r.async = 1;
+  r.timing = CS_TIMING_HOST;
+  r.status = 0;
   cs_dump_record(&r);
   cs_dump_drops(3);
   cs_dump_footer();
@@ -140,8 +168,8 @@ static void unwritable_dir_fails_cleanly(void **state) {
 }
 
 /* ---- injected write errors ---- */
-static int fail_writes;     /* > 0: that many more write() calls fail */
-static size_t partial_bytes;/* a failing call first writes this many bytes (a short write) */
+static int fail_writes;      /* > 0: that many more write() calls fail */
+static size_t partial_bytes; /* a failing call first writes this many bytes (a short write) */
 static bool fail_truncate;
 static ssize_t failing_write(int fd, const void *b, size_t n) {
   if (fail_writes <= 0) return write(fd, b, n);
@@ -155,20 +183,38 @@ static ssize_t failing_write(int fd, const void *b, size_t n) {
   return -1;
 }
 static int failing_truncate(int fd, off_t len) {
-  if (fail_truncate) { errno = EIO; return -1; }
+  if (fail_truncate) {
+    errno = EIO;
+    return -1;
+  }
   return ftruncate(fd, len);
 }
 
 static void op_record(struct cs_record *r, uint64_t seq) {
   memset(r, 0, sizeof(*r));
-  r->type = CS_REC_OP; r->op = CS_OP_AllReduce; r->dtype = 7; r->redop = 0; r->root = -1; r->peer = -1;
-  r->comm_id = 0x1234; r->comm_size = 2; r->comm_rank = 0; r->seq = seq; r->count = 256; r->bytes = 1024;
-  r->timing = CS_TIMING_HOST; r->enqueue_ns = 1700000000000000000LL + (int64_t)seq;
+  r->type = CS_REC_OP;
+  r->op = CS_OP_AllReduce;
+  r->dtype = 7;
+  r->redop = 0;
+  r->root = -1;
+  r->peer = -1;
+  r->comm_id = 0x1234;
+  r->comm_size = 2;
+  r->comm_rank = 0;
+  r->seq = seq;
+  r->count = 256;
+  r->bytes = 1024;
+  r->timing = CS_TIMING_HOST;
+  r->enqueue_ns = 1700000000000000000LL + (int64_t)seq;
 }
 
 /* every line of every dump file in dir is JSON; returns the op count, footer, drops lines */
-struct dump_summary { int files, ops, headers, first_is_header, footers, bad; json_int_t footer_drops, footer_ops,
-  footer_write_drops, footer_recorded, drops_lines; uint64_t seen[64]; };
+struct dump_summary {
+  int files, ops, headers, first_is_header, footers, bad;
+  json_int_t footer_drops, footer_ops,
+      footer_write_drops, footer_recorded, drops_lines;
+  uint64_t seen[64];
+};
 static void summarize(const char *dir, struct dump_summary *s) {
   memset(s, 0, sizeof(*s));
   char pat[256];
@@ -184,7 +230,11 @@ static void summarize(const char *dir, struct dump_summary *s) {
     int n = 0;
     while (fgets(line, sizeof line, f)) {
       json_t *j = json_loads(line, 0, NULL);
-      if (!j || !strchr(line, '\n')) { s->bad++; json_decref(j); continue; }
+      if (!j || !strchr(line, '\n')) {
+        s->bad++;
+        json_decref(j);
+        continue;
+      }
       const char *t = json_string_value(json_object_get(j, "type"));
       if (n++ == 0 && strcmp(t, "header")) s->first_is_header = 0;
       if (!strcmp(t, "header")) s->headers++;
@@ -220,7 +270,9 @@ static char *fresh_dump(void) {
   atomic_store(&cs_st.drops, 0);
   cs_dump_io.write = failing_write;
   cs_dump_io.ftruncate = failing_truncate;
-  fail_writes = 0; partial_bytes = 0; fail_truncate = false;
+  fail_writes = 0;
+  partial_bytes = 0;
+  fail_truncate = false;
   assert_true(cs_dump_open());
   return dir;
 }
@@ -240,8 +292,14 @@ static void write_errors_counted_and_recovered(void **state) {
   struct cs_record r;
   uint64_t seq = 0;
   for (int flush = 0; flush < 4; flush++) {
-    for (int i = 0; i < 10; i++) { op_record(&r, seq++); cs_dump_record(&r); }
-    if (flush == 1) { fail_writes = 2; partial_bytes = 700; }
+    for (int i = 0; i < 10; i++) {
+      op_record(&r, seq++);
+      cs_dump_record(&r);
+    }
+    if (flush == 1) {
+      fail_writes = 2;
+      partial_bytes = 700;
+    }
     cs_dump_flush();
     cs_dump_drops_sync();
   }
@@ -250,16 +308,16 @@ static void write_errors_counted_and_recovered(void **state) {
   struct dump_summary s;
   summarize(dir, &s);
   assert_int_equal(s.files, 1);
-  assert_int_equal(s.bad, 0);                 /* no partial or merged line */
+  assert_int_equal(s.bad, 0); /* no partial or merged line */
   assert_true(s.first_is_header);
   assert_int_equal(s.headers, 1);
   assert_int_equal(s.ops, 20);
   assert_int_equal(s.seen[0], 0x3ff | (0x3ffull << 30)); /* ops 0-9 and 30-39 */
   assert_int_equal(s.footers, 1);
-  assert_int_equal(s.footer_drops, 20);       /* = ops issued - ops on the file */
+  assert_int_equal(s.footer_drops, 20); /* = ops issued - ops on the file */
   assert_int_equal(s.footer_write_drops, 20);
-  assert_int_equal(s.drops_lines, 20);        /* the drops lines add up to it */
-  assert_int_equal(s.footer_ops, 20);         /* ops on the file */
+  assert_int_equal(s.drops_lines, 20); /* the drops lines add up to it */
+  assert_int_equal(s.footer_ops, 20);  /* ops on the file */
   assert_int_equal(s.footer_recorded, 40);
   cleanup(dir);
 }
@@ -271,9 +329,15 @@ static void lost_header_rewritten(void **state) {
   char *dir = fresh_dump();
   struct cs_record r;
   fail_writes = 1;
-  for (int i = 0; i < 5; i++) { op_record(&r, (uint64_t)i); cs_dump_record(&r); }
+  for (int i = 0; i < 5; i++) {
+    op_record(&r, (uint64_t)i);
+    cs_dump_record(&r);
+  }
   cs_dump_flush();
-  for (int i = 5; i < 8; i++) { op_record(&r, (uint64_t)i); cs_dump_record(&r); }
+  for (int i = 5; i < 8; i++) {
+    op_record(&r, (uint64_t)i);
+    cs_dump_record(&r);
+  }
   cs_dump_footer();
   cs_dump_close();
   struct dump_summary s;
@@ -293,18 +357,29 @@ static void uncuttable_file_continues(void **state) {
   (void)state;
   char *dir = fresh_dump();
   struct cs_record r;
-  for (int i = 0; i < 4; i++) { op_record(&r, (uint64_t)i); cs_dump_record(&r); }
+  for (int i = 0; i < 4; i++) {
+    op_record(&r, (uint64_t)i);
+    cs_dump_record(&r);
+  }
   cs_dump_flush();
-  for (int i = 4; i < 8; i++) { op_record(&r, (uint64_t)i); cs_dump_record(&r); }
-  fail_writes = 1; partial_bytes = 100; fail_truncate = true;
+  for (int i = 4; i < 8; i++) {
+    op_record(&r, (uint64_t)i);
+    cs_dump_record(&r);
+  }
+  fail_writes = 1;
+  partial_bytes = 100;
+  fail_truncate = true;
   cs_dump_flush();
-  for (int i = 8; i < 12; i++) { op_record(&r, (uint64_t)i); cs_dump_record(&r); }
+  for (int i = 8; i < 12; i++) {
+    op_record(&r, (uint64_t)i);
+    cs_dump_record(&r);
+  }
   cs_dump_footer();
   cs_dump_close();
   struct dump_summary s;
   summarize(dir, &s);
   assert_int_equal(s.files, 2);
-  assert_int_equal(s.bad, 1);                 /* the first file's cut-off last line */
+  assert_int_equal(s.bad, 1); /* the first file's cut-off last line */
   assert_true(s.first_is_header);
   assert_int_equal(s.ops, 8);
   assert_int_equal(s.footer_drops, 4);

@@ -69,8 +69,12 @@ static void many_threads(void **state) {
   struct cs_comm *a = cs_comm_insert(&comm_a), *b = cs_comm_insert(&comm_b);
   assert_non_null(a);
   assert_non_null(b);
-  a->id = 0xaaaa; a->size = 2; a->rank = 0;
-  b->id = 0xbbbb; b->size = 2; b->rank = 1;
+  a->id = 0xaaaa;
+  a->size = 2;
+  a->rank = 0;
+  b->id = 0xbbbb;
+  b->size = 2;
+  b->rank = 1;
   pthread_t th[THREADS];
   for (intptr_t t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, worker, (void *)t);
   for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
@@ -90,8 +94,10 @@ static void many_threads(void **state) {
     if (!strcmp(type, "op")) {
       ops++;
       const char *timing = json_string_value(json_object_get(j, "timing"));
-      if (!strcmp(timing, "gpu_event")) gpu++;
-      else if (!strcmp(timing, "host")) host++;
+      if (!strcmp(timing, "gpu_event"))
+        gpu++;
+      else if (!strcmp(timing, "host"))
+        host++;
       int which = !strcmp(json_string_value(json_object_get(j, "comm")), "000000000000aaaa") ? 0 : 1;
       json_int_t seq = json_integer_value(json_object_get(j, "seq"));
       assert_true(seq >= 0 && seq < THREADS * OPS * 2);
@@ -124,14 +130,19 @@ static void many_threads(void **state) {
 
 /* ---- termination signals, each in a child (this program again: argv "term-child DIR H SIG N")
  * that runs "a job" of n ops ---- */
-enum job_handler { JOB_DEFAULT, JOB_HANDLER, JOB_IGNORE };
-static void job_on_term(int sig) { (void)sig; _exit(7); }
+enum job_handler { JOB_DEFAULT,
+                   JOB_HANDLER,
+                   JOB_IGNORE };
+static void job_on_term(int sig) {
+  (void)sig;
+  _exit(7);
+}
 
 /* the child: set up, n ops on two streams, sig to itself, n ops more */
 static __attribute__((noreturn)) void term_child(const char *dir, enum job_handler h, int sig, int n) {
   if (h == JOB_HANDLER) signal(sig, job_on_term);
   if (h == JOB_IGNORE) signal(sig, SIG_IGN);
-  if (h == JOB_DEFAULT) signal(sig, SIG_DFL);   /* a harness run under nohup ignores SIGHUP */
+  if (h == JOB_DEFAULT) signal(sig, SIG_DFL); /* a harness run under nohup ignores SIGHUP */
   setenv("COLLSCOPE_DIR", dir, 1);
   setenv("COLLSCOPE_LIBCUDA", null_cuda, 1);
   setenv("COLLSCOPE_FLUSH_MS", "1000", 1);
@@ -140,7 +151,9 @@ static __attribute__((noreturn)) void term_child(const char *dir, enum job_handl
   if (!atomic_load(&cs_st.ready)) _exit(3);
   struct cs_comm *c = cs_comm_insert(&comm_a);
   if (!c) _exit(4);
-  c->id = 0xaaaa; c->size = 2; c->rank = 0;
+  c->id = 0xaaaa;
+  c->size = 2;
+  c->rank = 0;
   for (int i = 0; i < n; i++) {
     struct cs_record r;
     struct cs_comm *cc = cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)(0x1000 + i % 2), NULL);
@@ -207,7 +220,7 @@ static void sigterm_writes_footer_and_still_kills(void **state) {
     int footer;
     int st = run_term_child(JOB_DEFAULT, sigs[k], 3000, &ops, &drops, &footer);
     assert_true(WIFSIGNALED(st));
-    assert_int_equal(WTERMSIG(st), sigs[k]);   /* the job's fate is unchanged */
+    assert_int_equal(WTERMSIG(st), sigs[k]); /* the job's fate is unchanged */
     assert_int_equal(footer, 1);
     assert_int_equal(ops + drops, 3000);
   }
@@ -219,7 +232,7 @@ static void sigterm_reaches_the_jobs_handler(void **state) {
   int footer;
   int st = run_term_child(JOB_HANDLER, SIGTERM, 3000, &ops, &drops, &footer);
   assert_true(WIFEXITED(st));
-  assert_int_equal(WEXITSTATUS(st), 7);      /* its handler ran, after the flush */
+  assert_int_equal(WEXITSTATUS(st), 7); /* its handler ran, after the flush */
   assert_int_equal(footer, 1);
   assert_int_equal(ops + drops, 3000);
 }

@@ -35,7 +35,9 @@ static void fifo_and_edges(void **state) {
 #define PRODUCERS 4
 #define PER 50000
 static struct cs_queue mq;
-struct item { uint32_t producer, n; };
+struct item {
+  uint32_t producer, n;
+};
 
 static void *producer(void *arg) {
   uint32_t id = (uint32_t)(uintptr_t)arg;
@@ -55,7 +57,10 @@ static void many_producers(void **state) {
   size_t got = 0;
   while (got < (size_t)PRODUCERS * PER) {
     struct item it;
-    if (!cs_queue_pop(&mq, &it)) { sched_yield(); continue; }
+    if (!cs_queue_pop(&mq, &it)) {
+      sched_yield();
+      continue;
+    }
     assert_true(it.producer < PRODUCERS);
     assert_int_equal(it.n, next[it.producer]);
     next[it.producer]++;

@@ -34,7 +34,7 @@ static void test_options(void **st) {
   assert_string_equal(var(&j, "COLLSCOPE_HANG_TIMEOUT"), "60");
   assert_int_equal(j.nvars, 4);
   assert_int_equal(cs_spank_job_parse(&j, "sdc=sample:64,sdc=off,dir=/scratch/%u/%j", err, sizeof err), 0);
-  assert_string_equal(var(&j, "COLLSCOPE_SDC"), "off");   /* the last one wins, once */
+  assert_string_equal(var(&j, "COLLSCOPE_SDC"), "off"); /* the last one wins, once */
   assert_int_equal(j.nvars, 1);
   assert_string_equal(j.dir, "/scratch/%u/%j");
   assert_int_equal(cs_spank_job_parse(&j, NULL, err, sizeof err), 0);
@@ -44,7 +44,7 @@ static void test_options(void **st) {
 
   assert_int_equal(cs_spank_job_parse(&j, "bogus=1", err, sizeof err), -1);
   assert_non_null(strstr(err, "unknown key 'bogus'"));
-  assert_non_null(strstr(err, "sdc"));   /* the keys it knows */
+  assert_non_null(strstr(err, "sdc")); /* the keys it knows */
   assert_int_equal(cs_spank_job_parse(&j, "sdc=most", err, sizeof err), -1);
   assert_non_null(strstr(err, "bad value 'most' for sdc"));
   static const char *const bad[] = {"sdc=sample:0", "sdc=sample:x", "timing=fast", "hang=-1", "hang=1e3",
@@ -70,11 +70,11 @@ static void test_site(void **st) {
   assert_int_equal(cs_spank_site_arg(&s, "color=red", err, sizeof err), -1);
   assert_int_equal(cs_spank_site_arg(&s, "dir=/x/%q", err, sizeof err), -1);
   memset(&j, 0, sizeof j);
-  assert_false(cs_spank_job_enabled(&s, &j));   /* not asked, site default off */
+  assert_false(cs_spank_job_enabled(&s, &j)); /* not asked, site default off */
   assert_int_equal(cs_spank_site_arg(&s, "default=on", err, sizeof err), 0);
   assert_true(cs_spank_job_enabled(&s, &j));
   assert_int_equal(cs_spank_job_parse(&j, "off", err, sizeof err), 0);
-  assert_false(cs_spank_job_enabled(&s, &j));   /* the job says off */
+  assert_false(cs_spank_job_enabled(&s, &j)); /* the job says off */
 }
 
 static void test_expand_preload(void **st) {
@@ -82,7 +82,7 @@ static void test_expand_preload(void **st) {
   char out[64];
   assert_int_equal(cs_spank_expand("/shared/cs/%u/%j.%s-100%%", "42", "alice", "3", out, sizeof out), 0);
   assert_string_equal(out, "/shared/cs/alice/42.3-100%");
-  assert_int_equal(cs_spank_expand("/x/%u", "42", "../root", "0", out, sizeof out), -1);   /* never a way up */
+  assert_int_equal(cs_spank_expand("/x/%u", "42", "../root", "0", out, sizeof out), -1); /* never a way up */
   assert_int_equal(cs_spank_expand("/x/%u", "42", "..", "0", out, sizeof out), -1);
   assert_int_equal(cs_spank_expand("/x/%", "42", "a", "0", out, sizeof out), -1);
   assert_int_equal(cs_spank_expand("/a-very-long-directory-name-that-does-not-fit/%j", "4242", "a", "0", out, 20), -1);
@@ -134,7 +134,7 @@ static void test_jobdir(void **st) {
   snprintf(viaparent, sizeof viaparent, "%s/shared/evil/45", base);
   assert_int_equal(cs_jobdir_make(viaparent, (gid_t)-1, err, sizeof err), -1);
   snprintf(path, sizeof path, "%s/victim/45", base);
-  assert_int_equal(access(path, F_OK), -1);   /* nothing made through the link */
+  assert_int_equal(access(path, F_OK), -1); /* nothing made through the link */
 
   /* a parent anyone may write to without the sticky bit: refused; sticky: accepted */
   snprintf(path, sizeof path, "%s/open", base);

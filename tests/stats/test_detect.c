@@ -19,7 +19,9 @@ static const char *hosts[4] = {"h1", "h2", "h3", "h4"};
 
 static uint64_t rng = 88172645463325252ull;
 static double urand(void) {
-  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
   return (double)(rng >> 11) / 9007199254740992.0;
 }
 static double link_extra_us; /* a slow link: every transfer of every rank takes this longer */
@@ -118,7 +120,10 @@ static void test_offset_rule(void **st) {
   double best = -1e300;
   int bestr = -1;
   for (size_t i = 0; i < r.nranks; i++)
-    if (r.ranks[i].offset_us > best) { best = r.ranks[i].offset_us; bestr = r.ranks[i].rank; }
+    if (r.ranks[i].offset_us > best) {
+      best = r.ranks[i].offset_us;
+      bestr = r.ranks[i].rank;
+    }
   assert_int_equal(bestr, 6);
   cs_det_result_free(&r);
   free(v);
@@ -151,7 +156,7 @@ static void test_onset_mid_job(void **st) {
   assert_int_equal(r.nstragglers, 1);
   assert_int_equal(r.stragglers[0].rank, 3);
   assert_true(r.stragglers[0].first_flag_instance > 300);
-  assert_true(r.stragglers[0].first_flag_instance <= 320);   /* the 20 (recent rule) */
+  assert_true(r.stragglers[0].first_flag_instance <= 320); /* the 20 (recent rule) */
   print_message("20%% slow from instance 301: flagged after %zu instances\n", r.stragglers[0].first_flag_instance);
   cs_det_result_free(&r);
   free(v);
@@ -175,7 +180,11 @@ static void test_two_ranks(void **st) {
   struct cs_det_op *v = gen(200, 1, 0.2, 5, &n), *w = calloc(n, sizeof *w);
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (v[i].comm_rank < 2) { w[k] = v[i]; w[k].comm_size = 2; k++; }
+    if (v[i].comm_rank < 2) {
+      w[k] = v[i];
+      w[k].comm_size = 2;
+      k++;
+    }
   struct cs_det_result r;
   assert_int_equal(cs_detect(w, k, NULL, CS_DET_HANG_PENDING, &r), 0);
   assert_int_equal(r.nstragglers, 1);

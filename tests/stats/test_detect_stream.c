@@ -17,7 +17,9 @@
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static double urand(void) {
-  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
   return (double)(rng >> 11) / 9007199254740992.0;
 }
 static const char *hosts[] = {"a", "b", "c", "d"};
@@ -97,17 +99,14 @@ static void stream_equals_batch(void **state) {
   for (size_t i = 0; i < n;) {
     size_t j = i, k = 0;
     for (; j < n && v[j].comm == v[i].comm && v[j].seq == v[i].seq; j++, k++)
-      mb[k] = (struct cs_det_member){.comm_rank = v[j].comm_rank, .comm_size = v[j].comm_size, .rank = v[j].rank,
-                                     .host = v[j].host, .start_ns = v[j].start_ns, .end_ns = v[j].end_ns,
-                                     .enqueue_ns = v[j].enqueue_ns, .state = v[j].state, .bytes = v[j].bytes,
-                                     .gap_us = gap[j]};
+      mb[k] = (struct cs_det_member){.comm_rank = v[j].comm_rank, .comm_size = v[j].comm_size, .rank = v[j].rank, .host = v[j].host, .start_ns = v[j].start_ns, .end_ns = v[j].end_ns, .enqueue_ns = v[j].enqueue_ns, .state = v[j].state, .bytes = v[j].bytes, .gap_us = gap[j]};
     assert_int_equal(cs_det_stream_instance(s, v[i].comm, v[i].seq, mb, k), 0);
     i = j;
   }
   assert_int_equal(cs_det_stream_finish(s, &str), 0);
   cs_det_stream_free(s);
 
-  assert_true(batch.nstragglers >= 1);   /* rank 3 on comm A */
+  assert_true(batch.nstragglers >= 1); /* rank 3 on comm A */
   assert_int_equal(batch.nhangs, 1);
   assert_int_equal(str.instances, batch.instances);
   assert_int_equal(str.nstragglers, batch.nstragglers);

@@ -14,7 +14,9 @@
 
 static uint64_t rng = 88172645463325252ull;
 static double uniform(void) { /* xorshift64, deterministic */
-  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
   return (double)(rng >> 11) / 9007199254740992.0;
 }
 static int cmp_double(const void *a, const void *b) {
@@ -57,12 +59,12 @@ static void percentiles_within_error(void **state) {
 /* a few distinct values (the usual row: one message size, tight durations) */
 static void few_values(void **state) {
   (void)state;
-  const double v[] = {90, 95, 100, 100, 100, 100, 120, 300};   /* sorted */
+  const double v[] = {90, 95, 100, 100, 100, 100, 120, 300}; /* sorted */
   struct cs_hist h;
   cs_hist_init(&h);
   for (size_t i = 0; i < 8; i++) cs_hist_add(&h, v[7 - i]);
   assert_close(cs_hist_percentile(&h, 50), 100);
-  assert_true(cs_hist_percentile(&h, 99) == 300);   /* the rank is n: the exact max */
+  assert_true(cs_hist_percentile(&h, 99) == 300); /* the rank is n: the exact max */
   assert_close(cs_hist_percentile(&h, 12.5), 90);
   assert_close(cs_hist_percentile(&h, 12.6), 95);
   cs_hist_free(&h);
@@ -96,11 +98,11 @@ static void bucket_edges(void **state) {
     double edge = CS_HIST_LO * pow(g, i);
     int b = cs_hist_bucket(edge);
     assert_int_equal(cs_hist_bucket(nextafter(edge, INFINITY)), b + 1);
-    assert_true(b == i || b == i + 1);   /* pow() rounding decides which side the edge is */
+    assert_true(b == i || b == i + 1); /* pow() rounding decides which side the edge is */
   }
   assert_int_equal(cs_hist_bucket(CS_HIST_LO / 10), 0);
   assert_int_equal(cs_hist_bucket(CS_HIST_HI * 10), CS_HIST_NBUCKETS - 1);
-  assert_true(CS_HIST_LO * pow(g, CS_HIST_NBUCKETS - 1) >= CS_HIST_HI);   /* the range fits */
+  assert_true(CS_HIST_LO * pow(g, CS_HIST_NBUCKETS - 1) >= CS_HIST_HI); /* the range fits */
 }
 
 static void zeros_empty_and_out_of_range(void **state) {
@@ -111,8 +113,8 @@ static void zeros_empty_and_out_of_range(void **state) {
   cs_hist_add(&h, 0);
   cs_hist_add(&h, 0);
   cs_hist_add(&h, NAN);
-  assert_null(h.counts);   /* nothing positive yet: no bucket array */
-  cs_hist_add(&h, 5e10);   /* above the range: highest bucket, max still exact */
+  assert_null(h.counts); /* nothing positive yet: no bucket array */
+  cs_hist_add(&h, 5e10); /* above the range: highest bucket, max still exact */
   assert_true(cs_hist_percentile(&h, 50) == 0);
   assert_true(cs_hist_percentile(&h, 100) == 5e10);
   assert_int_equal(h.n, 4);
@@ -141,9 +143,12 @@ static void add_n_equals_adds(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(percentiles_within_error), cmocka_unit_test(few_values),
-    cmocka_unit_test(merge_equals_whole),       cmocka_unit_test(bucket_edges),
-    cmocka_unit_test(zeros_empty_and_out_of_range), cmocka_unit_test(add_n_equals_adds),
+      cmocka_unit_test(percentiles_within_error),
+      cmocka_unit_test(few_values),
+      cmocka_unit_test(merge_equals_whole),
+      cmocka_unit_test(bucket_edges),
+      cmocka_unit_test(zeros_empty_and_out_of_range),
+      cmocka_unit_test(add_n_equals_adds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -349,7 +349,8 @@ static void test_reader_checks(void **st) {
     if (c == 0) {
       if (setresuid(65533, 65533, 65533) != 0) _exit(9);
       struct cs_ring_reader r2;
-      _exit(cs_ring_reader_open(&r2, q) == 0 ? 1 : errno == EPERM ? 0 : 2);
+      _exit(cs_ring_reader_open(&r2, q) == 0 ? 1 : errno == EPERM ? 0
+                                                                  : 2);
     }
     int status;
     waitpid(c, &status, 0);

@@ -45,8 +45,10 @@ static void rm_tree(const char *dir) {
       char p[2048];
       snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
       struct stat st;
-      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rm_tree(p);
-      else unlink(p);
+      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+        rm_tree(p);
+      else
+        unlink(p);
     }
     closedir(d);
   }
@@ -217,7 +219,7 @@ static void test_salvage_dedup(void **state) {
     FILE *f = open_dump(dir, name);
     put_header(f, "nodeA", r, 400 + r, "j", false);
     for (int s = 0; s < 60; s++) put_op(f, 7, 2, r, r, s, "gpu_event", 0);
-    put_op(f, 0, -1, -1, r, -1, "error", 4);   /* a failed NULL-comm call, in both files */
+    put_op(f, 0, -1, -1, r, -1, "error", 4); /* a failed NULL-comm call, in both files */
     fclose(f);
     snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.salvage.jsonl", r, 400 + r);
     f = open_dump(dir, name);
@@ -239,8 +241,10 @@ static void test_salvage_dedup(void **state) {
   json_t *row;
   json_array_foreach(json_object_get(root, "ops"), i, row) {
     rows++;
-    if (jint(row, "comm_size") == 2) assert_int_equal(jint(row, "count"), 2 * 100);   /* the timed AllReduces */
-    else assert_int_equal(jint(row, "count"), 2);   /* the failed NULL-comm calls, once each */
+    if (jint(row, "comm_size") == 2)
+      assert_int_equal(jint(row, "count"), 2 * 100); /* the timed AllReduces */
+    else
+      assert_int_equal(jint(row, "count"), 2); /* the failed NULL-comm calls, once each */
   }
   assert_int_equal(rows, 2);
   json_decref(root);
@@ -296,7 +300,7 @@ static void test_two_jobs_refused(void **state) {
   assert_int_equal(jint(s, "other_job_files"), 4);
   assert_string_equal(json_string_value(json_object_get(s, "job")), "jobB");
   json_decref(root);
-  json_decref(report_json(dir, "jobC", 1));   /* no such job */
+  json_decref(report_json(dir, "jobC", 1)); /* no such job */
 
   char *targv2[] = {"trace", (char *)dir, "--job", "jobA", NULL};
   assert_int_equal(run_capture(cmd_trace, targv2, &out, &err), 0);
@@ -382,8 +386,9 @@ static void test_control_chars_escaped(void **state) {
   put_header(f, "evil\\u001b]0;pwned\\u0007\\u001b[2J\\u009b", 0, 600, "j", false);
   put_op(f, 7, 1, 0, 0, 0, "gpu_event", 0);
   fputs("{\"type\":\"op\",\"comm\":\"7\",\"comm_size\":1,\"comm_rank\":0,\"seq\":1,\"op\":\"Bad\\u001b[31mOp\","
-        "\"bytes\":8,\"timing\":\"host\"}\n", f);
-  fputs("{\"type\":\x1b[2J\"op\"}\n", f);   /* invalid JSON whose message quotes the escape */
+        "\"bytes\":8,\"timing\":\"host\"}\n",
+        f);
+  fputs("{\"type\":\x1b[2J\"op\"}\n", f); /* invalid JSON whose message quotes the escape */
   put_footer(f, 2);
   fclose(f);
   char *argv[] = {"report", (char *)dir, NULL};
@@ -553,15 +558,15 @@ static void test_memory_bound(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_footer_lost, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_salvage_dedup, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_two_jobs_refused, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_null_comm_ops, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_long_line_skipped, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_control_chars_escaped, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_output_planted_link, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_sparse_comm_straggler, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_memory_bound, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_footer_lost, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_salvage_dedup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_two_jobs_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_null_comm_ops, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_long_line_skipped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_control_chars_escaped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_output_planted_link, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sparse_comm_straggler, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_memory_bound, setup, teardown),
   };
   return cmocka_run_group_tests_name("tools-hostile", tests, NULL, NULL);
 }

@@ -12,9 +12,15 @@
 
 #include "instwalk.h"
 
-enum { NF = 6, NSEQ = 400 };
+enum { NF = 6,
+       NSEQ = 400 };
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static uint64_t next(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
 
 /* expected members per (comm index, seq): a bit per file */
 static unsigned want[2][NSEQ];
@@ -26,7 +32,7 @@ static struct cs_walk *walk;
 static void on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
   (void)ctx;
   int c = comm == 0xb;
-  assert_true(seq > last_seq[c]);   /* in seq order per communicator */
+  assert_true(seq > last_seq[c]); /* in seq order per communicator */
   last_seq[c] = seq;
   assert_true(seq < NSEQ);
   for (size_t i = 0; i < n; i++) {
@@ -57,7 +63,7 @@ static void merge_equals_grouping(void **state) {
         r->comm_rank = c ? f : NF - 1 - f;
         r->file = (uint32_t)f;
         want[c][s] |= 1u << f;
-        if (f == 1 && c == 0 && s == 10) recs[f][nrec[f]++] = *r;   /* a duplicate: both are members */
+        if (f == 1 && c == 0 && s == 10) recs[f][nrec[f]++] = *r; /* a duplicate: both are members */
       }
     }
   }
@@ -65,17 +71,19 @@ static void merge_equals_grouping(void **state) {
   recs[2][nrec[2]++] = (struct cs_walk_rec){.comm = 0xa, .seq = 3, .comm_rank = NF - 3, .file = 2};
   walk = cs_walk_new(NF, on_instance, NULL);
   assert_non_null(walk);
-  for (int f = 0; f < NF; f++) {   /* the files' comm records */
+  for (int f = 0; f < NF; f++) { /* the files' comm records */
     assert_true(cs_walk_join(walk, (uint32_t)f, 0xa));
     if (f <= 2) assert_true(cs_walk_join(walk, (uint32_t)f, 0xb));
   }
-  for (bool left = true; left;) {   /* rounds: every file pushes a random piece */
+  for (bool left = true; left;) { /* rounds: every file pushes a random piece */
     left = false;
     for (int f = 0; f < NF; f++) {
       size_t k = next() % 30;
       while (k-- && pos[f] < nrec[f]) assert_true(cs_walk_push(walk, &recs[f][pos[f]++]));
-      if (pos[f] == nrec[f]) cs_walk_file_done(walk, (uint32_t)f);
-      else left = true;
+      if (pos[f] == nrec[f])
+        cs_walk_file_done(walk, (uint32_t)f);
+      else
+        left = true;
     }
     assert_true(cs_walk_advance(walk));
   }
@@ -84,9 +92,9 @@ static void merge_equals_grouping(void **state) {
     for (int s = 0; s < NSEQ; s++) assert_int_equal(got[c][s], want[c][s]);
   assert_int_equal(emitted, 2 * NSEQ);
   assert_int_equal(dup_members, 2);
-  assert_int_equal(cs_walk_late(walk), 1);   /* file 2's repeated seq 3 */
+  assert_int_equal(cs_walk_late(walk), 1); /* file 2's repeated seq 3 */
   assert_int_equal(cs_walk_held(walk), 0);
-  assert_true(max_held < 6 * 2 * 30 * 3);      /* bounded by files x piece, not by records */
+  assert_true(max_held < 6 * 2 * 30 * 3); /* bounded by files x piece, not by records */
   cs_walk_free(walk);
   for (int f = 0; f < NF; f++) free(recs[f]);
 }
@@ -96,7 +104,8 @@ static void merge_equals_grouping(void **state) {
  * wait, file 0's instances went out alone and files 1 and 2 counted as late) */
 static size_t lj_members[20], lj_instances;
 static void on_late_joiner(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
-  (void)ctx; (void)m;
+  (void)ctx;
+  (void)m;
   if (comm != 0xc) return;
   assert_true(seq >= 0 && seq < 20);
   lj_members[seq] = n;

@@ -16,22 +16,22 @@
 #include "opscan.h"
 
 static const char *const good[] = {
-  "{\"type\":\"op\",\"comm\":\"c965d6348c188782\",\"comm_size\":16,\"comm_rank\":5,\"rank\":5,\"seq\":0,"
-  "\"op\":\"AllReduce\",\"dtype\":\"float32\",\"count\":2097152,\"bytes\":8388608,\"redop\":\"sum\",\"root\":-1,"
-  "\"peer\":-1,\"stream\":\"0x7f3a2c001020\",\"group\":0,\"enqueue_ns\":1764576000000398279,\"start_ns\":"
-  "1764576000000417464,\"end_ns\":1764576000000637715,\"dur_us\":220.251,\"timing\":\"gpu_event\",\"captured\":"
-  "false,\"site\":\"libtorch_cuda.so!c10d::ProcessGroupNCCL::collective+0x1a4\",\"status\":0,\"sdc\":{\"checked\":3,"
-  "\"fp\":\"8a07c6c70f07c086\",\"in_sum\":3,\"in_abs\":4.5,\"out_sum\":68.000000000000014},\"algo\":\"Ring\","
-  "\"proto\":\"Simple\",\"nchannels\":16}",
-  "{\"type\":\"op\",\"comm\":\"0000000000000001\",\"comm_size\":2,\"comm_rank\":1,\"rank\":-1,\"seq\":-1,\"op\":"
-  "\"Send\",\"dtype\":\"int8\",\"count\":0,\"bytes\":0,\"redop\":null,\"root\":-1,\"peer\":0,\"stream\":\"0x0\","
-  "\"group\":7,\"enqueue_ns\":12,\"start_ns\":0,\"end_ns\":0,\"dur_us\":0.000,\"timing\":\"error\",\"captured\":true,"
-  "\"site\":\"\",\"status\":5}",
-  "{\"type\":\"op\",\"comm\":\"ffffffffffffffff\",\"comm_size\":8,\"comm_rank\":0,\"rank\":0,\"seq\":9,\"op\":"
-  "\"Broadcast\",\"dtype\":\"bfloat16\",\"count\":1,\"bytes\":2,\"redop\":null,\"root\":0,\"peer\":-1,\"stream\":"
-  "\"0x7f\",\"group\":0,\"enqueue_ns\":5,\"start_ns\":6,\"end_ns\":4,\"dur_us\":-0.002,\"timing\":\"profiler\","
-  "\"captured\":false,\"site\":\"a.out+0x10\",\"status\":0,\"sdc\":{\"checked\":1,\"fp\":null,\"in_sum\":null,"
-  "\"in_abs\":null,\"out_sum\":-1.5e-300},\"nchannels\":2}",
+    "{\"type\":\"op\",\"comm\":\"c965d6348c188782\",\"comm_size\":16,\"comm_rank\":5,\"rank\":5,\"seq\":0,"
+    "\"op\":\"AllReduce\",\"dtype\":\"float32\",\"count\":2097152,\"bytes\":8388608,\"redop\":\"sum\",\"root\":-1,"
+    "\"peer\":-1,\"stream\":\"0x7f3a2c001020\",\"group\":0,\"enqueue_ns\":1764576000000398279,\"start_ns\":"
+    "1764576000000417464,\"end_ns\":1764576000000637715,\"dur_us\":220.251,\"timing\":\"gpu_event\",\"captured\":"
+    "false,\"site\":\"libtorch_cuda.so!c10d::ProcessGroupNCCL::collective+0x1a4\",\"status\":0,\"sdc\":{\"checked\":3,"
+    "\"fp\":\"8a07c6c70f07c086\",\"in_sum\":3,\"in_abs\":4.5,\"out_sum\":68.000000000000014},\"algo\":\"Ring\","
+    "\"proto\":\"Simple\",\"nchannels\":16}",
+    "{\"type\":\"op\",\"comm\":\"0000000000000001\",\"comm_size\":2,\"comm_rank\":1,\"rank\":-1,\"seq\":-1,\"op\":"
+    "\"Send\",\"dtype\":\"int8\",\"count\":0,\"bytes\":0,\"redop\":null,\"root\":-1,\"peer\":0,\"stream\":\"0x0\","
+    "\"group\":7,\"enqueue_ns\":12,\"start_ns\":0,\"end_ns\":0,\"dur_us\":0.000,\"timing\":\"error\",\"captured\":true,"
+    "\"site\":\"\",\"status\":5}",
+    "{\"type\":\"op\",\"comm\":\"ffffffffffffffff\",\"comm_size\":8,\"comm_rank\":0,\"rank\":0,\"seq\":9,\"op\":"
+    "\"Broadcast\",\"dtype\":\"bfloat16\",\"count\":1,\"bytes\":2,\"redop\":null,\"root\":0,\"peer\":-1,\"stream\":"
+    "\"0x7f\",\"group\":0,\"enqueue_ns\":5,\"start_ns\":6,\"end_ns\":4,\"dur_us\":-0.002,\"timing\":\"profiler\","
+    "\"captured\":false,\"site\":\"a.out+0x10\",\"status\":0,\"sdc\":{\"checked\":1,\"fp\":null,\"in_sum\":null,"
+    "\"in_abs\":null,\"out_sum\":-1.5e-300},\"nchannels\":2}",
 };
 
 static json_t *get(json_t *o, const char *k) { return json_object_get(o, k); }
@@ -75,8 +75,10 @@ static void check_against_jansson(const char *line, size_t len, const struct cs_
   if (sdc) {
     long long ch = ival(sdc, "checked");
     unsigned want = ch > 0 && ch < 4 ? (unsigned)ch : 0;
-    if (json_is_null(get(sdc, "fp"))) want &= ~1u;
-    else assert_true(hexval(sdc, "fp") == s->sdc_fp);
+    if (json_is_null(get(sdc, "fp")))
+      want &= ~1u;
+    else
+      assert_true(hexval(sdc, "fp") == s->sdc_fp);
     assert_int_equal(want, s->sdc_checked);
     assert_true(same_num(s->sdc_in_sum, get(sdc, "in_sum")) && same_num(s->sdc_in_abs, get(sdc, "in_abs")) &&
                 same_num(s->sdc_out_sum, get(sdc, "out_sum")));
@@ -98,8 +100,8 @@ static void writer_lines_accepted(void **state) {
 static void refused_lines(void **state) {
   (void)state;
   const char *bad[] = {
-    "{\"type\":\"op\", \"comm\":\"c965d6348c188782\"}",                 /* whitespace */
-    "{\"type\":\"op\",\"comm\":\"c965d6348c1887820\",\"comm_size\":1}", /* 17 hex digits */
+      "{\"type\":\"op\", \"comm\":\"c965d6348c188782\"}",                 /* whitespace */
+      "{\"type\":\"op\",\"comm\":\"c965d6348c1887820\",\"comm_size\":1}", /* 17 hex digits */
   };
   struct cs_opscan s;
   for (size_t i = 0; i < 2; i++) assert_false(cs_opscan(bad[i], strlen(bad[i]), &s));
@@ -125,7 +127,12 @@ static void refused_lines(void **state) {
 }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static uint64_t next(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
 
 static void mutations_never_disagree(void **state) {
   (void)state;
@@ -140,9 +147,12 @@ static void mutations_never_disagree(void **state) {
     for (int k = 0; k < edits && n > 2; k++) {
       size_t at = next() % n;
       switch (next() % 3) {
-      case 0: line[at] = alphabet[next() % (sizeof alphabet - 1)]; break;   /* replace */
-      case 1: memmove(line + at, line + at + 1, n - at - 1); n--; break;     /* delete */
-      default:                                                               /* insert */
+      case 0: line[at] = alphabet[next() % (sizeof alphabet - 1)]; break; /* replace */
+      case 1:
+        memmove(line + at, line + at + 1, n - at - 1);
+        n--;
+        break; /* delete */
+      default: /* insert */
         if (n + 1 < sizeof line) {
           memmove(line + at + 1, line + at, n - at);
           line[at] = alphabet[next() % (sizeof alphabet - 1)];
@@ -156,14 +166,14 @@ static void mutations_never_disagree(void **state) {
       check_against_jansson(line, n, &s);
     }
   }
-  assert_true(accepted > 1000);   /* the property was exercised on accepted lines too */
+  assert_true(accepted > 1000); /* the property was exercised on accepted lines too */
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(writer_lines_accepted),
-    cmocka_unit_test(refused_lines),
-    cmocka_unit_test(mutations_never_disagree),
+      cmocka_unit_test(writer_lines_accepted),
+      cmocka_unit_test(refused_lines),
+      cmocka_unit_test(mutations_never_disagree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,10 +25,10 @@ static void test_table_rows(void **state) {
     assert_non_null(s);
     assert_non_null(s->name);
     assert_true(s->name[0] != '\0');
-    assert_true(s->text || s->json);   /* a row that prints nothing is a mistake */
+    assert_true(s->text || s->json); /* a row that prints nothing is a mistake */
     for (size_t k = 0; k < i; k++) assert_string_not_equal(report_sections[k]->name, s->name);
   }
-  assert_string_equal(report_sections[0]->name, "summary");   /* the text report's title line */
+  assert_string_equal(report_sections[0]->name, "summary"); /* the text report's title line */
 }
 
 static void test_json_follows_table(void **state) {
@@ -61,8 +61,8 @@ int main(int argc, char **argv) {
   if (argc < 2) return 2;
   dump_path = argv[1];
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_table_rows),
-    cmocka_unit_test(test_json_follows_table),
+      cmocka_unit_test(test_table_rows),
+      cmocka_unit_test(test_json_follows_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,8 @@
 #include "dumpfile.h"
 #include "report_agg.h"
 
-enum { RANKS = 8, OPS = 1200 };
+enum { RANKS = 8,
+       OPS = 1200 };
 
 /* one file per rank in the writer's layout; rank 3 arrives late on every other instance of
  * the world comm; rank 6 never completes the group comm's last instance (a hang record) */
@@ -47,18 +48,19 @@ static void write_set(const char *dir) {
       int64_t jit = (int64_t)((uint64_t)(seq * 7919 + r * 104729 + (int64_t)comm) % 5000);
       bool late = !grp && r == 3 && seq % 2 == 0;
       int64_t start = t + jit + (late ? 200000 : 0), end = t + 5000 + (!grp && seq % 2 == 0 ? 200000 : 0) + 30000;
-      if (grp && r == 6 && i >= OPS - 4) {   /* the last group instance: in flight at exit */
+      if (grp && r == 6 && i >= OPS - 4) { /* the last group instance: in flight at exit */
         fprintf(f, "{\"type\":\"hang\",\"comm\":\"%016" PRIx64 "\",\"comm_size\":4,\"comm_rank\":%d,\"rank\":%d,"
                    "\"seq\":%" PRId64 ",\"op\":\"AllReduce\",\"enqueue_ns\":%" PRId64 ",\"age_ms\":5000,"
-                   "\"started\":true,\"t_ns\":%" PRId64 "}\n", comm, crank, r, seq, start, start + (int64_t)5000000000);
+                   "\"started\":true,\"t_ns\":%" PRId64 "}\n",
+                comm, crank, r, seq, start, start + (int64_t)5000000000);
         continue;
       }
       fprintf(f, "{\"type\":\"op\",\"comm\":\"%016" PRIx64 "\",\"comm_size\":%d,\"comm_rank\":%d,\"rank\":%d,"
-                 "\"seq\":%" PRId64 ",\"op\":\"%s\",\"dtype\":\"float32\",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64
-                 ",\"redop\":\"sum\",\"root\":-1,\"peer\":-1,\"stream\":\"0x7f00\",\"group\":0,\"enqueue_ns\":%" PRId64
-                 ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"dur_us\":%" PRId64 ".%03d,\"timing\":\"gpu_event\","
+                 "\"seq\":%" PRId64 ",\"op\":\"%s\",\"dtype\":\"float32\",\"count\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"redop\":\"sum\",\"root\":-1,\"peer\":-1,\"stream\":\"0x7f00\",\"group\":0,\"enqueue_ns\":%" PRId64 ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64 ",\"dur_us\":%" PRId64 ".%03d,\"timing\":\"gpu_event\","
                  "\"captured\":false,\"site\":\"a.out+0x10\",\"status\":0}\n",
-              comm, size, crank, r, seq, grp ? "AllReduce" : i % 2 ? "AllGather" : "AllReduce", bytes / 4, bytes,
+              comm, size, crank, r, seq, grp ? "AllReduce" : i % 2 ? "AllGather"
+                                                                   : "AllReduce",
+              bytes / 4, bytes,
               start - 1000, start, end, (end - start) / 1000, (int)((end - start) % 1000));
     }
     fprintf(f, "{\"type\":\"footer\",\"ops\":%d,\"xfers\":0,\"drops\":0,\"timing_lost\":0,\"t_ns\":2}\n", OPS);
@@ -75,7 +77,7 @@ static void streamed_equals_loaded(void **state) {
   struct cs_det_params p;
   cs_det_params_default(&p);
   struct report_agg agg;
-  struct cs_dumpset *s = report_agg_run(dir, NULL, NULL, 2, RANKS * (16 << 10), &p, &agg);   /* 16 KiB a file a round */
+  struct cs_dumpset *s = report_agg_run(dir, NULL, NULL, 2, RANKS * (16 << 10), &p, &agg); /* 16 KiB a file a round */
   assert_non_null(s);
   struct cs_dumpset *all = cs_dumpset_load(dir);
   assert_false(all->fatal);
@@ -140,8 +142,12 @@ static void streamed_equals_loaded(void **state) {
       }
     assert_int_equal(n, r->count);
     assert_int_equal(r->timed, n);
-    for (size_t a = 1; a < n; a++)   /* sort */
-      for (size_t b = a; b > 0 && v[b - 1] > v[b]; b--) { double t = v[b]; v[b] = v[b - 1]; v[b - 1] = t; }
+    for (size_t a = 1; a < n; a++) /* sort */
+      for (size_t b = a; b > 0 && v[b - 1] > v[b]; b--) {
+        double t = v[b];
+        v[b] = v[b - 1];
+        v[b - 1] = t;
+      }
     double p50 = v[(n + 1) / 2 - 1], p99 = v[(99 * n + 99) / 100 - 1];
     assert_true(fabs(report_agg_row_pct(r, 50) - p50) <= CS_HIST_REL_ERR * p50 * (1 + 1e-9));
     assert_true(fabs(report_agg_row_pct(r, 99) - p99) <= CS_HIST_REL_ERR * p99 * (1 + 1e-9));
@@ -202,23 +208,23 @@ static void trace_selection(void **state) {
   char *a1[] = {"trace", dir, "-o", out, "--ranks", "2,5-6", NULL};
   assert_int_equal(cmd_trace(6, a1), 0);
   assert_int_equal(count_in(out, "\"process_name\""), 3);
-  assert_int_equal(count_in(out, "\"ph\":\"X\""), 3 * OPS - 1);   /* rank 6 has one hang record instead */
+  assert_int_equal(count_in(out, "\"ph\":\"X\""), 3 * OPS - 1); /* rank 6 has one hang record instead */
 
   char *a2[] = {"trace", dir, "-o", out, "--comm", "0000000000000100", "--from", "seq:10", "--to", "seq:19", NULL};
   assert_int_equal(cmd_trace(10, a2), 0);
-  assert_int_equal(count_in(out, "\"ph\":\"X\""), 10 * RANKS);   /* 10 instances of the world comm */
+  assert_int_equal(count_in(out, "\"ph\":\"X\""), 10 * RANKS); /* 10 instances of the world comm */
   assert_int_equal(count_in(out, "\"comm\":\"0000000000000200\""), 0);
 
   /* all ranks, all records: ~9,600 records x 800 B > 1 MB */
   unlink(out);
   char *a3[] = {"trace", dir, "-o", out, "--ranks", "0-7", "--max-size", "1M", NULL};
   assert_int_equal(cmd_trace(8, a3), 1);
-  assert_int_equal(file_size(out), -1);   /* refused: nothing written */
+  assert_int_equal(file_size(out), -1); /* refused: nothing written */
 
   char *a4[] = {"trace", dir, "-o", out, "--max-size", "1M", NULL};
   assert_int_equal(cmd_trace(6, a4), 0);
   long n = file_size(out);
-  assert_true(n > 512 * 1024 && n < 1024 * 1024 * 11 / 10);   /* a window that fits, not a sliver */
+  assert_true(n > 512 * 1024 && n < 1024 * 1024 * 11 / 10); /* a window that fits, not a sliver */
 
   char cmd[700];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -28,15 +28,15 @@ static char dir[256], shm[300], out[300];
 
 /* ---- rings by hand ---- */
 struct ring_spec {
-  const char *name;     /* file name in shm */
+  const char *name; /* file name in shm */
   const char *job, *host;
   int rank, pid;
-  uint64_t capacity;    /* written to the header */
-  uint64_t slots;       /* slots actually in the file */
+  uint64_t capacity; /* written to the header */
+  uint64_t slots;    /* slots actually in the file */
   uint64_t head;
   const struct cs_record *recs;
   size_t nrecs;
-  uint64_t comm;        /* comm table entry (0: none) */
+  uint64_t comm; /* comm table entry (0: none) */
   int comm_size;
 };
 
@@ -211,11 +211,9 @@ static void test_capacity_wrap(void **st) {
   unsigned me = (unsigned)geteuid();
   struct cs_record *r = ops(0xa1, 0, 8, 100);
   clean_dirs();
-  struct ring_spec bad = {.name = ring_name("wrap", 0, me), .job = "wrap", .host = "h", .rank = 0,
-                          .pid = dead_pid(), .capacity = 1ull << 61, .slots = 8, .recs = r, .nrecs = 8};
+  struct ring_spec bad = {.name = ring_name("wrap", 0, me), .job = "wrap", .host = "h", .rank = 0, .pid = dead_pid(), .capacity = 1ull << 61, .slots = 8, .recs = r, .nrecs = 8};
   write_ring(&bad);
-  struct ring_spec good = {.name = ring_name("wrap", 1, me), .job = "wrap", .host = "h", .rank = 1,
-                           .pid = getpid(), .capacity = 8, .slots = 8, .recs = r, .nrecs = 8};
+  struct ring_spec good = {.name = ring_name("wrap", 1, me), .job = "wrap", .host = "h", .rank = 1, .pid = getpid(), .capacity = 8, .slots = 8, .recs = r, .nrecs = 8};
   write_ring(&good);
   struct run t = run_cli("top", "--once", "--dir", shm);
   print_message("top: status %d\n%s%s", t.status, t.out, t.err);
@@ -234,9 +232,7 @@ static void test_capacity_wrap(void **st) {
 
   /* a head far past a file no bigger than its header (and a capacity to match it) */
   clean_dirs();
-  struct ring_spec far = {.name = ring_name("far", 0, me), .job = "far", .host = "h", .rank = 0,
-                          .pid = dead_pid(), .capacity = 1ull << 61, .slots = 0,
-                          .head = (1ull << 61) + (1ull << 24)};
+  struct ring_spec far = {.name = ring_name("far", 0, me), .job = "far", .host = "h", .rank = 0, .pid = dead_pid(), .capacity = 1ull << 61, .slots = 0, .head = (1ull << 61) + (1ull << 24)};
   write_ring(&far);
   t = run_cli("top", "--once", "--dir", shm);
   assert_true(WIFEXITED(t.status));
@@ -259,8 +255,7 @@ static void test_foreign_owner(void **st) {
   char mine[256], named_other[256];
   snprintf(mine, sizeof mine, "%s", ring_name("plant", 0, 0));
   snprintf(named_other, sizeof named_other, "%s", ring_name("plant", 1, 65534));
-  struct ring_spec a = {.name = mine, .job = "plant", .host = "h", .rank = 0, .pid = dead_pid(), .capacity = 4,
-                        .slots = 4, .recs = r, .nrecs = 4};
+  struct ring_spec a = {.name = mine, .job = "plant", .host = "h", .rank = 0, .pid = dead_pid(), .capacity = 4, .slots = 4, .recs = r, .nrecs = 4};
   write_ring(&a);
   struct ring_spec b = a;
   b.name = named_other;
@@ -297,20 +292,17 @@ static void test_two_jobs(void **st) {
   struct cs_record *v[4];
   for (int k = 0; k < 4; k++) {
     v[k] = ops(0xc1, k, 60, k == 1 ? 200 : 1000);
-    struct ring_spec s = {.name = ring_name("live", k, me), .job = "live", .host = "h", .rank = k, .pid = getpid(),
-                          .capacity = 64, .slots = 64, .recs = v[k], .nrecs = 60, .comm = 0xc1, .comm_size = 4};
+    struct ring_spec s = {.name = ring_name("live", k, me), .job = "live", .host = "h", .rank = k, .pid = getpid(), .capacity = 64, .slots = 64, .recs = v[k], .nrecs = 60, .comm = 0xc1, .comm_size = 4};
     char nm[256];
     snprintf(nm, sizeof nm, "collscope-%u-live-r%d-p%d.ring", me, k, getpid());
     s.name = nm;
     write_ring(&s);
   }
   struct cs_record *o = ops(0xd1, 1, 20, 1000);
-  struct ring_spec old = {.name = ring_name("old", 1, me), .job = "old", .host = "h", .rank = 1, .pid = dead_pid(),
-                          .capacity = 32, .slots = 32, .recs = o, .nrecs = 20, .comm = 0xd1, .comm_size = 4};
+  struct ring_spec old = {.name = ring_name("old", 1, me), .job = "old", .host = "h", .rank = 1, .pid = dead_pid(), .capacity = 32, .slots = 32, .recs = o, .nrecs = 20, .comm = 0xd1, .comm_size = 4};
   write_ring(&old);
   struct cs_record *o2 = ops(0xe1, 0, 5, 1000);
-  struct ring_spec older = {.name = ring_name("older", 0, me), .job = "older", .host = "h", .rank = 0,
-                            .pid = dead_pid(), .capacity = 8, .slots = 8, .recs = o2, .nrecs = 5};
+  struct ring_spec older = {.name = ring_name("older", 0, me), .job = "older", .host = "h", .rank = 0, .pid = dead_pid(), .capacity = 8, .slots = 8, .recs = o2, .nrecs = 5};
   write_ring(&older);
   struct run t;
   json_t *j = top_json(&t);
@@ -381,8 +373,7 @@ static void test_escaped_strings(void **st) {
   clean_dirs();
   struct cs_record *r = ops(0xf1, 0, 4, 100);
   const char *host = "evil\x1b[2J\x07host\xff\"q\\";
-  struct ring_spec s = {.name = ring_name("esc", 0, me), .job = "esc", .host = host, .rank = 0, .pid = dead_pid(),
-                        .capacity = 4, .slots = 4, .recs = r, .nrecs = 4, .comm = 0xf1, .comm_size = 4};
+  struct ring_spec s = {.name = ring_name("esc", 0, me), .job = "esc", .host = host, .rank = 0, .pid = dead_pid(), .capacity = 4, .slots = 4, .recs = r, .nrecs = 4, .comm = 0xf1, .comm_size = 4};
   write_ring(&s);
   struct run t = run_cli("top", "--once", "--dir", shm);
   assert_true(WIFEXITED(t.status));

@@ -40,44 +40,44 @@ struct fx_op {
   double dur_us;
   const char *timing;
   int peer, status;
-  int p2p_stream;   /* 1: on the rank's second stream */
+  int p2p_stream; /* 1: on the rank's second stream */
 };
 
 static const struct fx_op fx_ops[] = {
-  /* seq 0, 1: AllReduce 1 MiB */
-  {0, 0, "AllReduce", "float32", 262144, 1048576, 90, "gpu_event", -1, 0, 0},
-  {1, 0, "AllReduce", "float32", 262144, 1048576, 100, "gpu_event", -1, 0, 0},
-  {2, 0, "AllReduce", "float32", 262144, 1048576, 100, "gpu_event", -1, 0, 0},
-  {3, 0, "AllReduce", "float32", 262144, 1048576, 95, "gpu_event", -1, 0, 0},
-  {0, 1, "AllReduce", "float32", 262144, 1048576, 100, "gpu_event", -1, 0, 0},
-  {1, 1, "AllReduce", "float32", 262144, 1048576, 120, "gpu_event", -1, 0, 0},
-  {2, 1, "AllReduce", "float32", 262144, 1048576, 100, "gpu_event", -1, 0, 0},
-  {3, 1, "AllReduce", "float32", 262144, 1048576, 300, "gpu_event", -1, 0, 0},
-  /* seq 2: AllGather 65536 halfs per rank -> 524288 bytes (count x 2 x nranks) */
-  {0, 2, "AllGather", "float16", 65536, 524288, 50, "gpu_event", -1, 0, 0},
-  {1, 2, "AllGather", "float16", 65536, 524288, 60, "profiler", -1, 0, 0},
-  {2, 2, "AllGather", "float16", 65536, 524288, 55, "gpu_event", -1, 0, 0},
-  {3, 2, "AllGather", "float16", 65536, 524288, 52, "gpu_event", -1, 0, 0},
-  /* seq 3: captured AllReduce 4 KiB (no timing) */
-  {0, 3, "AllReduce", "float32", 1024, 4096, 0, "captured", -1, 0, 0},
-  {1, 3, "AllReduce", "float32", 1024, 4096, 0, "captured", -1, 0, 0},
-  {2, 3, "AllReduce", "float32", 1024, 4096, 0, "captured", -1, 0, 0},
-  {3, 3, "AllReduce", "float32", 1024, 4096, 0, "captured", -1, 0, 0},
-  /* seq 4: Send/Recv pairs 0->1, 2->3 on a second stream */
-  {0, 4, "Send", "float32", 16384, 65536, 20, "gpu_event", 1, 0, 1},
-  {1, 4, "Recv", "float32", 16384, 65536, 21, "gpu_event", 0, 0, 1},
-  {2, 4, "Send", "float32", 16384, 65536, 22, "gpu_event", 3, 0, 1},
-  {3, 4, "Recv", "float32", 16384, 65536, 23, "gpu_event", 2, 0, 1},
-  /* seq 5: 1000 bytes, host timing on 0-2, failed call on 3 */
-  {0, 5, "AllReduce", "float32", 250, 1000, 0, "host", -1, 0, 0},
-  {1, 5, "AllReduce", "float32", 250, 1000, 0, "host", -1, 0, 0},
-  {2, 5, "AllReduce", "float32", 250, 1000, 0, "host", -1, 0, 0},
-  {3, 5, "AllReduce", "float32", 250, 1000, 0, "error", -1, 3, 0},
-  /* seq 6: AllReduce 3000000 bytes (not a power of two) */
-  {0, 6, "AllReduce", "float32", 750000, 3000000, 200, "gpu_event", -1, 0, 0},
-  {1, 6, "AllReduce", "float32", 750000, 3000000, 210, "gpu_event", -1, 0, 0},
-  {2, 6, "AllReduce", "float32", 750000, 3000000, 220, "gpu_event", -1, 0, 0},
-  {3, 6, "AllReduce", "float32", 750000, 3000000, 230, "gpu_event", -1, 0, 0},
+    /* seq 0, 1: AllReduce 1 MiB */
+    {0, 0, "AllReduce", "float32", 262144, 1048576, 90, "gpu_event", -1, 0, 0},
+    {1, 0, "AllReduce", "float32", 262144, 1048576, 100, "gpu_event", -1, 0, 0},
+    {2, 0, "AllReduce", "float32", 262144, 1048576, 100, "gpu_event", -1, 0, 0},
+    {3, 0, "AllReduce", "float32", 262144, 1048576, 95, "gpu_event", -1, 0, 0},
+    {0, 1, "AllReduce", "float32", 262144, 1048576, 100, "gpu_event", -1, 0, 0},
+    {1, 1, "AllReduce", "float32", 262144, 1048576, 120, "gpu_event", -1, 0, 0},
+    {2, 1, "AllReduce", "float32", 262144, 1048576, 100, "gpu_event", -1, 0, 0},
+    {3, 1, "AllReduce", "float32", 262144, 1048576, 300, "gpu_event", -1, 0, 0},
+    /* seq 2: AllGather 65536 halfs per rank -> 524288 bytes (count x 2 x nranks) */
+    {0, 2, "AllGather", "float16", 65536, 524288, 50, "gpu_event", -1, 0, 0},
+    {1, 2, "AllGather", "float16", 65536, 524288, 60, "profiler", -1, 0, 0},
+    {2, 2, "AllGather", "float16", 65536, 524288, 55, "gpu_event", -1, 0, 0},
+    {3, 2, "AllGather", "float16", 65536, 524288, 52, "gpu_event", -1, 0, 0},
+    /* seq 3: captured AllReduce 4 KiB (no timing) */
+    {0, 3, "AllReduce", "float32", 1024, 4096, 0, "captured", -1, 0, 0},
+    {1, 3, "AllReduce", "float32", 1024, 4096, 0, "captured", -1, 0, 0},
+    {2, 3, "AllReduce", "float32", 1024, 4096, 0, "captured", -1, 0, 0},
+    {3, 3, "AllReduce", "float32", 1024, 4096, 0, "captured", -1, 0, 0},
+    /* seq 4: Send/Recv pairs 0->1, 2->3 on a second stream */
+    {0, 4, "Send", "float32", 16384, 65536, 20, "gpu_event", 1, 0, 1},
+    {1, 4, "Recv", "float32", 16384, 65536, 21, "gpu_event", 0, 0, 1},
+    {2, 4, "Send", "float32", 16384, 65536, 22, "gpu_event", 3, 0, 1},
+    {3, 4, "Recv", "float32", 16384, 65536, 23, "gpu_event", 2, 0, 1},
+    /* seq 5: 1000 bytes, host timing on 0-2, failed call on 3 */
+    {0, 5, "AllReduce", "float32", 250, 1000, 0, "host", -1, 0, 0},
+    {1, 5, "AllReduce", "float32", 250, 1000, 0, "host", -1, 0, 0},
+    {2, 5, "AllReduce", "float32", 250, 1000, 0, "host", -1, 0, 0},
+    {3, 5, "AllReduce", "float32", 250, 1000, 0, "error", -1, 3, 0},
+    /* seq 6: AllReduce 3000000 bytes (not a power of two) */
+    {0, 6, "AllReduce", "float32", 750000, 3000000, 200, "gpu_event", -1, 0, 0},
+    {1, 6, "AllReduce", "float32", 750000, 3000000, 210, "gpu_event", -1, 0, 0},
+    {2, 6, "AllReduce", "float32", 750000, 3000000, 220, "gpu_event", -1, 0, 0},
+    {3, 6, "AllReduce", "float32", 750000, 3000000, 230, "gpu_event", -1, 0, 0},
 };
 #define NFX (sizeof fx_ops / sizeof fx_ops[0])
 /* timed records: CUDA events, NCCL profiler kernel stamps or the host clock */
@@ -155,7 +155,7 @@ static void write_fixture(const char *dir, int schema) {
               r == 0 || r == 2, r == 1 ? 3 : 0, r == 0 ? 2 : 0,
               r == 0   ? "\"profiler\":\"trusted\",\"prof_probes\":64,\"prof_agreed\":64,"
               : r == 1 ? "\"profiler\":\"rejected\",\"prof_probes\":64,\"prof_agreed\":3,\"prof_rejected\":\"AllReduce\","
-              : r == 2 ? "\"profiler\":\"a_later_standing\","   /* from a newer shim: counted as other */
+              : r == 2 ? "\"profiler\":\"a_later_standing\"," /* from a newer shim: counted as other */
                        : "",
               T0 + 10000000LL);
     fclose(f);
@@ -270,7 +270,7 @@ static int bucket_lo_of(unsigned long long b, unsigned long long *lo) {
     return -1;
   }
   int k = 0;
-  while ((b >> 1) >= (1ULL << k)) k++;   /* largest k with 2^k <= b */
+  while ((b >> 1) >= (1ULL << k)) k++; /* largest k with 2^k <= b */
   *lo = 1ULL << k;
   return k;
 }
@@ -373,7 +373,7 @@ static void test_load_fixture(void **state) {
     assert_int_equal(in.v[i].comm_size, NRANKS);
     for (size_t k = 0; k < in.v[i].n; k++) assert_int_equal(in.v[i].ops[k]->comm_rank, (int)k);
   }
-  assert_true(in.v[4].mixed_ops);    /* Send/Recv */
+  assert_true(in.v[4].mixed_ops); /* Send/Recv */
   assert_false(in.v[0].mixed_ops);
   cs_instances_free(&in);
   cs_dumpset_free(set);
@@ -381,7 +381,7 @@ static void test_load_fixture(void **state) {
 
 static void test_truncated_last_line(void **state) {
   char p[512];
-  fx_path(p, sizeof p, *state, 3);   /* rank 3: no footer, last line is op seq 6 */
+  fx_path(p, sizeof p, *state, 3); /* rank 3: no footer, last line is op seq 6 */
   FILE *f = fopen(p, "r+");
   assert_non_null(f);
   char *s = slurp(f);
@@ -390,7 +390,7 @@ static void test_truncated_last_line(void **state) {
   assert_true(n > 2 && s[n - 1] == '\n');
   char *last = s + n - 2;
   while (last > s && last[-1] != '\n') last--;
-  size_t cut = (size_t)(last - s) + (n - (size_t)(last - s)) / 2;   /* mid last line */
+  size_t cut = (size_t)(last - s) + (n - (size_t)(last - s)) / 2; /* mid last line */
   assert_int_equal(truncate(p, (off_t)cut), 0);
   free(s);
 
@@ -399,7 +399,7 @@ static void test_truncated_last_line(void **state) {
   assert_int_equal(set->nerrors, 0);
   assert_int_equal(set->files[3].truncated_lines, 1);
   assert_int_equal(set->files[3].malformed_lines, 0);
-  assert_int_equal(set->files[3].nops, NSEQ - 1);   /* everything up to the cut line */
+  assert_int_equal(set->files[3].nops, NSEQ - 1); /* everything up to the cut line */
   assert_int_equal(set->files[3].ops[NSEQ - 2].seq, NSEQ - 2);
   cs_dumpset_free(set);
 
@@ -432,7 +432,8 @@ static void test_malformed_lines(void **state) {
   fwrite(s, 1, (size_t)(l3 - s), f);
   fputs("{\"type\":\"op\",\"comm\":\n", f);
   fputs("{\"type\":\"op\",\"comm\":\"" COMM "\",\"comm_size\":4,\"comm_rank\":1,\"seq\":\"x\","
-        "\"op\":\"AllReduce\",\"bytes\":8,\"timing\":\"gpu_event\"}\n", f);
+        "\"op\":\"AllReduce\",\"bytes\":8,\"timing\":\"gpu_event\"}\n",
+        f);
   fputs("{\"type\":\"future_record\",\"x\":1}\n", f);
   fputs("[1,2]\n", f);
   fputs(l3, f);
@@ -452,7 +453,7 @@ static void test_malformed_lines(void **state) {
   assert_non_null(strstr(set->errors[2], want));
   assert_int_equal(set->files[1].malformed_lines, 3);
   assert_int_equal(set->files[1].unknown_types, 1);
-  assert_int_equal(set->files[1].nops, NSEQ);   /* nothing else lost */
+  assert_int_equal(set->files[1].nops, NSEQ); /* nothing else lost */
   assert_true(set->files[1].has_footer);
   assert_int_equal(set->files[1].ops[0].line, 3);
   assert_int_equal(set->files[1].ops[1].line, 8);
@@ -500,7 +501,7 @@ static void test_missing_header_uses_name(void **state) {
   char *s = slurp(f);
   fclose(f);
   f = fopen(p, "w");
-  fputs(strchr(s, '\n') + 1, f);   /* drop the header line */
+  fputs(strchr(s, '\n') + 1, f); /* drop the header line */
   fclose(f);
   free(s);
   struct cs_dumpset *set = cs_dumpset_load(*state);
@@ -534,13 +535,13 @@ static void test_writer_quirks(void **state) {
   fclose(f);
   unlink(p);
   f = fopen(q, "w");
-  fputs(strchr(s, '\n') + 1, f);   /* no header: identity from the name */
+  fputs(strchr(s, '\n') + 1, f); /* no header: identity from the name */
   fclose(f);
   free(s);
 
   struct cs_dumpset *set = cs_dumpset_load(*state);
   assert_false(set->fatal);
-  assert_int_equal(set->nerrors, 1);   /* the missing header */
+  assert_int_equal(set->nerrors, 1); /* the missing header */
   assert_int_equal(set->files[3].hdr.rank, 3);
   assert_int_equal(set->files[3].hdr.pid, 1003);
   assert_string_equal(set->files[3].hdr.host, "nodeB");
@@ -753,27 +754,27 @@ static void test_report_text(void **state) {
   char *sq = squeeze(out);
   /* op nranks size bucket_lo count timed p50 p99 max algbw busbw */
   const char *rows[] = {
-    "AllReduce 4 1048576 1048576 8 8 100.00 300.00 300.00 10.49 15.73",
-    "AllReduce 4 3000000 2097152 4 4 210.00 230.00 230.00 14.29 21.43",
-    "AllReduce 4 4096 4096 4 0 - - - - -",
-    "AllReduce 4 1000 512 4 0 - - - - -",
-    "AllGather 4 524288 524288 4 4 52.00 60.00 60.00 10.08 7.56",
-    "Send 4 65536 65536 2 2 20.00 22.00 22.00 3.28 3.28",
-    "Recv 4 65536 65536 2 2 21.00 23.00 23.00 3.12 3.12",
-    /* rank host pid records ops xfers gpu_time(ms) bytes drops lost exit */
-    "0 nodeA 1000 8 7 1 0.460 5692072 0 0 clean",
-    "3 nodeB 1003 7 7 0 0.700 5692072 0 0 no-footer",
-    "1 nodeA 1001 7 7 0 0.511 5692072 3 0 clean",
-    /* comm size ranks ops instances bytes gpu_time(ms) */
-    COMM " 4 4 28 7 22768288 2.168",
-    "# captured ops (graph capture, no timing): 4",
-    "# error ops (call failed): 1",
-    "# dropped records: 3",
-    "# truncated lines skipped: 0",
-    "# files without footer (unclean exit): 1",
-    "# ops whose GPU timing was lost (footer): 2",
-    ("# NCCL profiler plugin, ranks: trusted 1, rejected 1, other 1 (rejecting ranks: 3 of 64 probes agreed with CUDA events; "
-     "rejected: AllReduce)"),
+      "AllReduce 4 1048576 1048576 8 8 100.00 300.00 300.00 10.49 15.73",
+      "AllReduce 4 3000000 2097152 4 4 210.00 230.00 230.00 14.29 21.43",
+      "AllReduce 4 4096 4096 4 0 - - - - -",
+      "AllReduce 4 1000 512 4 0 - - - - -",
+      "AllGather 4 524288 524288 4 4 52.00 60.00 60.00 10.08 7.56",
+      "Send 4 65536 65536 2 2 20.00 22.00 22.00 3.28 3.28",
+      "Recv 4 65536 65536 2 2 21.00 23.00 23.00 3.12 3.12",
+      /* rank host pid records ops xfers gpu_time(ms) bytes drops lost exit */
+      "0 nodeA 1000 8 7 1 0.460 5692072 0 0 clean",
+      "3 nodeB 1003 7 7 0 0.700 5692072 0 0 no-footer",
+      "1 nodeA 1001 7 7 0 0.511 5692072 3 0 clean",
+      /* comm size ranks ops instances bytes gpu_time(ms) */
+      COMM " 4 4 28 7 22768288 2.168",
+      "# captured ops (graph capture, no timing): 4",
+      "# error ops (call failed): 1",
+      "# dropped records: 3",
+      "# truncated lines skipped: 0",
+      "# files without footer (unclean exit): 1",
+      "# ops whose GPU timing was lost (footer): 2",
+      ("# NCCL profiler plugin, ranks: trusted 1, rejected 1, other 1 (rejecting ranks: 3 of 64 probes agreed with CUDA events; "
+       "rejected: AllReduce)"),
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     if (!strstr(sq, rows[i])) fprintf(stderr, "missing row: %s\nin:\n%s\n", rows[i], out);
@@ -812,8 +813,10 @@ static void test_trace(void **state) {
 
   size_t want_x = 0, want_i = 0, want_flows = 0;
   for (size_t i = 0; i < NFX; i++) {
-    if (fx_timed(fx_ops[i].timing)) want_x++;
-    else want_i++;
+    if (fx_timed(fx_ops[i].timing))
+      want_x++;
+    else
+      want_i++;
   }
   want_x += 1;          /* rank 0 timed HtoD */
   want_i += 1 + NRANKS; /* rank 2 host DtoH, comm init per rank */
@@ -920,17 +923,17 @@ static void test_trace(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_load_fixture, setup_dir, teardown_dir),
-    cmocka_unit_test_setup_teardown(test_truncated_last_line, setup_dir, teardown_dir),
-    cmocka_unit_test_setup_teardown(test_malformed_lines, setup_dir, teardown_dir),
-    cmocka_unit_test(test_schema_too_new),
-    cmocka_unit_test_setup_teardown(test_missing_header_uses_name, setup_dir, teardown_dir),
-    cmocka_unit_test_setup_teardown(test_writer_quirks, setup_dir, teardown_dir),
-    cmocka_unit_test_setup_teardown(test_empty_and_missing_dir, setup_dir, teardown_dir),
-    cmocka_unit_test_setup_teardown(test_report_json, setup_dir, teardown_dir),
-    cmocka_unit_test_setup_teardown(test_report_op_filter, setup_dir, teardown_dir),
-    cmocka_unit_test_setup_teardown(test_report_text, setup_dir, teardown_dir),
-    cmocka_unit_test_setup_teardown(test_trace, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_load_fixture, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_truncated_last_line, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_malformed_lines, setup_dir, teardown_dir),
+      cmocka_unit_test(test_schema_too_new),
+      cmocka_unit_test_setup_teardown(test_missing_header_uses_name, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_writer_quirks, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_empty_and_missing_dir, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_report_json, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_report_op_filter, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_report_text, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_trace, setup_dir, teardown_dir),
   };
   return cmocka_run_group_tests_name("tools", tests, NULL, NULL);
 }

@@ -34,9 +34,9 @@ static void against_exact(void **state) {
   const int64_t t0 = 1764576000000000000ll;
   struct thist h = {0}, w[2] = {{0}, {0}}, m = {0};
   int64_t lo = INT64_MAX, hi = 0;
-  for (size_t i = 0; i < N; i++) {   /* a job of ~40 s, times out of order (files interleave) */
+  for (size_t i = 0; i < N; i++) { /* a job of ~40 s, times out of order (files interleave) */
     t[i] = t0 + (int64_t)(next() % 40000000000ull);
-    if (i % 1000 == 0) t[i] = t0 - 5000000000ll;   /* comm init records well before */
+    if (i % 1000 == 0) t[i] = t0 - 5000000000ll; /* comm init records well before */
     th_add(&h, t[i], 1);
     th_add(&w[i % 2], t[i], 1);
     if (t[i] < lo) lo = t[i];
@@ -52,7 +52,7 @@ static void against_exact(void **state) {
   for (int k = 0; k < 200; k++) {
     int64_t a = lo + (int64_t)(next() % (uint64_t)(hi - lo)), b = a + (int64_t)(next() % 10000000000ull);
     uint64_t e = exact(t, N, a, b);
-    assert_true(th_count(&h, a, b) >= e);   /* an upper bound */
+    assert_true(th_count(&h, a, b) >= e); /* an upper bound */
     assert_true(th_count(&m, a, b) >= e);
     /* on bucket edges: exact */
     int64_t w0 = 1ll << h.shift, ea = a / w0 * w0, eb = (b / w0 + 1) * w0 - 1;

@@ -73,7 +73,7 @@ static void test_slurm_tree_doc(void **s) {
   struct cs_topo *t = parse_ok(tree, CS_TOPO_AUTO);
   assert_int_equal(t->format, CS_TOPO_SLURM);
   assert_int_equal(t->nhost, 12);
-  assert_int_equal(t->nlevels, 4);   /* host leaf spine core */
+  assert_int_equal(t->nlevels, 4); /* host leaf spine core */
   assert_string_equal(leaf_of(t, "tux5"), "s1");
   assert_string_equal(leaf_of(t, "tux11"), "s2");
   assert_string_equal(parent_of(t, "s0"), "s3");
@@ -292,8 +292,10 @@ static void check_plan_props(const struct cs_topo *t, const char *const *hosts, 
   for (size_t i = 1; i < n; i++) {
     size_t a = p->order[i - 1], b = p->order[i];
     int ha = p->hostidx[a], hb = p->hostidx[b];
-    if (ha == hb) assert_true(a < b);
-    else if (t->host_leaf[ha] == t->host_leaf[hb]) assert_true(firstapp[ha] < firstapp[hb]);
+    if (ha == hb)
+      assert_true(a < b);
+    else if (t->host_leaf[ha] == t->host_leaf[hb])
+      assert_true(firstapp[ha] < firstapp[hb]);
     (void)hosts;
   }
   free(firstapp);
@@ -330,7 +332,7 @@ static void test_plan_interleaved(void **s) {
   assert_int_equal(cs_topo_plan(t, ranks, 8, &p, err, sizeof err), 0);
   size_t want_r[] = {0, 1, 4, 5, 2, 3, 6, 7};
   for (int i = 0; i < 8; i++) assert_int_equal(p.order[i], want_r[i]);
-  assert_int_equal(p.before.ring[0], 4);   /* 4 nodes */
+  assert_int_equal(p.before.ring[0], 4); /* 4 nodes */
   assert_int_equal(p.before.ring[1], 4);
   assert_int_equal(p.after.ring[1], 2);
   cs_plan_free(&p);
@@ -436,7 +438,7 @@ static void test_work_budget(void **s) {
   struct cs_topo *t;
   char err[512];
   const char *conf = "SwitchName=a Nodes=n[0-99]\nSwitchName=b Nodes=m[0-99]\nSwitchName=c Switches=a,b\n";
-  struct cs_topo_limits lim = {.max_work = 202};   /* 200 hosts + 2 names; 81 bytes: 1 unit */
+  struct cs_topo_limits lim = {.max_work = 202}; /* 200 hosts + 2 names; 81 bytes: 1 unit */
   assert_int_equal(parse_limited(conf, &lim, &t, err, sizeof err), -1);
   if (!strstr(err, "t.conf:3: past the work budget of 202 units")) fail_msg("%s", err);
   lim.max_work = 203;
@@ -495,13 +497,20 @@ static void test_load_errors(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_slurm_tree_doc), cmocka_unit_test(test_slurm_syntax),
-      cmocka_unit_test(test_slurm_block),    cmocka_unit_test(test_slurm_errors),
-      cmocka_unit_test(test_map),            cmocka_unit_test(test_ibnet),
-      cmocka_unit_test(test_addrs),          cmocka_unit_test(test_plan_interleaved),
-      cmocka_unit_test(test_tree_shape),     cmocka_unit_test(test_plan_random),
-      cmocka_unit_test(test_load_errors),    cmocka_unit_test(test_host_cap),
-      cmocka_unit_test(test_work_budget),    cmocka_unit_test(test_deep_chain),
+      cmocka_unit_test(test_slurm_tree_doc),
+      cmocka_unit_test(test_slurm_syntax),
+      cmocka_unit_test(test_slurm_block),
+      cmocka_unit_test(test_slurm_errors),
+      cmocka_unit_test(test_map),
+      cmocka_unit_test(test_ibnet),
+      cmocka_unit_test(test_addrs),
+      cmocka_unit_test(test_plan_interleaved),
+      cmocka_unit_test(test_tree_shape),
+      cmocka_unit_test(test_plan_random),
+      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_host_cap),
+      cmocka_unit_test(test_work_budget),
+      cmocka_unit_test(test_deep_chain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,7 +52,7 @@ static void test_plain(void **state) {
   expect_hosts("tux", "tux");
   expect_hosts("a,b,c", "a b c");
   expect_hosts("a.example.com,b-1.x", "a.example.com b-1.x");
-  expect_hosts("n1,n1", "n1 n1");   /* duplicates kept, order kept */
+  expect_hosts("n1,n1", "n1 n1"); /* duplicates kept, order kept */
   expect_hosts("z,a", "z a");
 }
 
@@ -93,7 +93,7 @@ static void test_commas_and_whitespace(void **state) {
   expect_hosts("a[1-2],b[3,5],c", "a1 a2 b3 b5 c");
   expect_hosts("  a1  b2\tc3\n", "a1 b2 c3");
   expect_hosts("a, b ,c", "a b c");
-  expect_hosts("a,,b,", "a b");             /* empty tokens skipped, like Slurm */
+  expect_hosts("a,,b,", "a b"); /* empty tokens skipped, like Slurm */
   expect_hosts("n[ 1 - 3 , 5 ]", "n1 n2 n3 n5");
   expect_hosts(",n[1-2],", "n1 n2");
 }
@@ -175,7 +175,7 @@ static void test_error_buffer(void **state) {
   size_t n = 0;
   char tiny[8];
   assert_int_equal(cs_hostlist_expand("n[", &h, &n, tiny, sizeof tiny), -1);
-  assert_int_equal(strlen(tiny), sizeof tiny - 1);   /* truncated, terminated */
+  assert_int_equal(strlen(tiny), sizeof tiny - 1); /* truncated, terminated */
   assert_int_equal(cs_hostlist_expand("n[", &h, &n, NULL, 0), -1);
   assert_int_equal(cs_hostlist_expand(NULL, &h, &n, NULL, 0), -1);
   assert_int_equal(errno, EINVAL);
@@ -202,7 +202,9 @@ static void expect_compress(const char *expr_in, const char *want) {
   size_t u = 0;
   for (size_t i = 0; i < n; i++)
     if (u == 0 || strcmp(h[i], h[u - 1]) != 0) {
-      char *t = h[u]; h[u] = h[i]; h[i] = t;   /* keep every pointer for the free */
+      char *t = h[u];
+      h[u] = h[i];
+      h[i] = t; /* keep every pointer for the free */
       u++;
     }
   if (u != n2) fail_msg("compress(%s) = %s: %zu unique hosts in, %zu out", expr_in, c, u, n2);
@@ -274,7 +276,10 @@ static void test_junk(void **state) {
 
 /* cs_hostlist_each: the same names in the same order as expand, delivered one by one
  * (NUL terminated, len given), or only counted; a callback can stop the walk. */
-struct collect { char buf[512]; size_t len, calls, stop_at; };
+struct collect {
+  char buf[512];
+  size_t len, calls, stop_at;
+};
 
 static int collect_host(const char *name, size_t len, void *arg) {
   struct collect *c = arg;

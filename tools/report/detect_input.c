@@ -19,14 +19,18 @@ static int cmp_int(const void *a, const void *b) {
  * never by a comm_size or comm_rank read from a file; results get the real ones back. */
 struct comm_ranks {
   uint64_t comm;
-  int declared;             /* the largest comm_size a record gives */
-  size_t off, n;            /* its ranks: real[off .. off + n) */
+  int declared;  /* the largest comm_size a record gives */
+  size_t off, n; /* its ranks: real[off .. off + n) */
 };
 struct rank_ids {
-  struct comm_ranks *c; size_t nc;
+  struct comm_ranks *c;
+  size_t nc;
   int *real;
 };
-struct comm_rank_pair { uint64_t comm; int rank, size; };
+struct comm_rank_pair {
+  uint64_t comm;
+  int rank, size;
+};
 static int cmp_comm_rank(const void *a, const void *b) {
   const struct comm_rank_pair *x = a, *y = b;
   if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
@@ -54,8 +58,10 @@ static const struct comm_ranks *rank_ids_comm(const struct rank_ids *m, uint64_t
   size_t lo = 0, hi = m->nc;
   while (lo < hi) {
     size_t k = (lo + hi) / 2;
-    if (m->c[k].comm < comm) lo = k + 1;
-    else hi = k;
+    if (m->c[k].comm < comm)
+      lo = k + 1;
+    else
+      hi = k;
   }
   return lo < m->nc && m->c[lo].comm == comm ? &m->c[lo] : NULL;
 }
@@ -94,7 +100,8 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
       d->start_ns = o->start_ns;
       d->end_ns = o->end_ns;
       d->enqueue_ns = o->enqueue_ns;
-      d->state = report_is_error(o) ? CS_DET_FAILED : o->timing == CSD_TIMING_GPU_EVENT ? CS_DET_DONE : CS_DET_UNTIMED;
+      d->state = report_is_error(o) ? CS_DET_FAILED : o->timing == CSD_TIMING_GPU_EVENT ? CS_DET_DONE
+                                                                                        : CS_DET_UNTIMED;
       d->p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P;
       d->bytes = o->bytes;
     }

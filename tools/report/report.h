@@ -30,19 +30,19 @@ struct report_agg;
 /* ops: one row per (op, communicator size, size bucket) */
 struct op_row {
   const char *op_name;
-  int op;                 /* enum cs_op or -1 */
+  int op; /* enum cs_op or -1 */
   int comm_size;
-  int bucket;             /* -1 for bytes == 0 */
+  int bucket; /* -1 for bytes == 0 */
   uint64_t bucket_lo, bucket_hi, bytes, bytes_min, bytes_max;
   size_t count, timed;
-  double p50, p99, max;   /* us, valid when timed > 0 */
-  double algbw, busbw;    /* GB/s, valid when timed > 0 and p50 > 0 */
+  double p50, p99, max; /* us, valid when timed > 0 */
+  double algbw, busbw;  /* GB/s, valid when timed > 0 and p50 > 0 */
 };
 
 /* ranks: one row per dump file */
 struct rank_row {
   const struct cs_dumpfile *f;
-  size_t ops, xfers, errors;   /* errors: op records of calls that failed */
+  size_t ops, xfers, errors; /* errors: op records of calls that failed */
   double gpu_ms;
   uint64_t bytes, drops, lost;
 };
@@ -62,9 +62,9 @@ struct summary {
   size_t timed, captured, host_timed, errors, unknown_timing;
   size_t timed_profiler, timed_host_span; /* of `timed`: NCCL profiler stamps, host clock; the rest CUDA events */
   uint64_t drops, timing_lost;
-  uint64_t lost;          /* footer op + xfer counts minus the records read, over all files */
-  size_t lost_files;      /* files with lost > 0 */
-  size_t salvage_merged, salvage_dups, salvage_files;   /* salvage files merged into their dumps */
+  uint64_t lost;                                      /* footer op + xfer counts minus the records read, over all files */
+  size_t lost_files;                                  /* files with lost > 0 */
+  size_t salvage_merged, salvage_dups, salvage_files; /* salvage files merged into their dumps */
   size_t truncated_lines, malformed_lines, unknown_types, files_without_footer;
   /* NCCL profiler plugin standing per rank (footers): trusted, rejected, mixed, probation,
    * not_loaded, forced, an unknown one counted as "other"; probes compared / agreed on the
@@ -92,9 +92,9 @@ size_t report_sdc_off_ranks(const struct summary *s);
 struct sdc_item {
   uint64_t comm;
   int64_t seq;
-  const char *op, *dtype, *host;   /* host NULL when the suspect is unknown */
+  const char *op, *dtype, *host; /* host NULL when the suspect is unknown */
   uint64_t bytes;
-  int check, suspect_comm_rank, suspect_rank;   /* -1: unknown */
+  int check, suspect_comm_rank, suspect_rank; /* -1: unknown */
   double got, want, tol;
 };
 struct sdc_report {
@@ -108,20 +108,24 @@ struct sdc_report {
 struct report {
   /* shared inputs, set before any section builds */
   const struct cs_dumpset *set;
-  const char *op_filter;      /* canonical name or NULL */
-  struct report_agg *agg;     /* the op figures gathered while the dumps streamed; NULL: read set's ops */
-  struct report_health *health;   /* GPU and IB health samples (section_health.c, tools/report_health.c) */
-  struct cs_det_result det;   /* stragglers and hangs (stats/detect.c) */
+  const char *op_filter;        /* canonical name or NULL */
+  struct report_agg *agg;       /* the op figures gathered while the dumps streamed; NULL: read set's ops */
+  struct report_health *health; /* GPU and IB health samples (section_health.c, tools/report_health.c) */
+  struct cs_det_result det;     /* stragglers and hangs (stats/detect.c) */
   struct cs_det_params detp;
   /* built by the sections */
-  struct op_row *rows; size_t nrows;               /* ops */
-  struct rank_row *ranks; size_t nranks;           /* ranks */
-  struct comm_row *comms; size_t ncomms;           /* comms */
-  struct summary sum;                              /* summary */
-  struct cs_link_pair *links; size_t nlinks;       /* links: NCCL_NET wrapper pairs (stats/links.c) */
+  struct op_row *rows;
+  size_t nrows; /* ops */
+  struct rank_row *ranks;
+  size_t nranks; /* ranks */
+  struct comm_row *comms;
+  size_t ncomms;      /* comms */
+  struct summary sum; /* summary */
+  struct cs_link_pair *links;
+  size_t nlinks; /* links: NCCL_NET wrapper pairs (stats/links.c) */
   struct cs_link_params linkp;
   size_t link_records;
-  struct sdc_report sdc;                           /* sdc */
+  struct sdc_report sdc; /* sdc */
 };
 
 /* ---------- a section ---------- */
@@ -130,7 +134,7 @@ struct report {
  * shared inputs; text and json may read what any section built. A NULL member: nothing to do
  * (e.g. a section with JSON only, or one that prints what another built). */
 struct report_section {
-  const char *name;                                /* the JSON key; the text follows the table's order */
+  const char *name; /* the JSON key; the text follows the table's order */
   void (*build)(struct report *r);
   void (*text)(const struct report *r, FILE *o);
   json_t *(*json)(const struct report *r);

@@ -9,7 +9,12 @@
 #include "../report_health.h"
 #include "xalloc.h"
 
-struct conn_end { uint64_t conn; const char *host; int rank; bool send; };
+struct conn_end {
+  uint64_t conn;
+  const char *host;
+  int rank;
+  bool send;
+};
 static int cmp_conn_end(const void *a, const void *b) {
   const struct conn_end *x = a, *y = b;
   if (x->conn != y->conn) return x->conn < y->conn ? -1 : 1;
@@ -21,8 +26,10 @@ static const struct conn_end *other_end(const struct conn_end *v, size_t n, uint
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t m = (lo + hi) / 2;
-    if (v[m].conn < conn) lo = m + 1;
-    else hi = m;
+    if (v[m].conn < conn)
+      lo = m + 1;
+    else
+      hi = m;
   }
   for (size_t i = lo; i < n && v[i].conn == conn; i++)
     if (v[i].send != send) return &v[i];
@@ -35,8 +42,10 @@ static const char *host_of_rank(const struct cs_dumpset *set, int r) {
   size_t lo = 0, hi = set->nfiles;
   while (lo < hi) {
     size_t m = (lo + hi) / 2;
-    if ((unsigned)set->files[m].hdr.rank < (unsigned)r) lo = m + 1;   /* -1 sorts last */
-    else hi = m;
+    if ((unsigned)set->files[m].hdr.rank < (unsigned)r)
+      lo = m + 1; /* -1 sorts last */
+    else
+      hi = m;
   }
   return lo < set->nfiles && set->files[lo].hdr.rank == r ? set->files[lo].hdr.host : NULL;
 }
@@ -100,7 +109,7 @@ const struct cs_link_pair *report_slowest_link(const struct report *r) {
 }
 
 static void text_links(const struct report *r, FILE *o) {
-  if (!r->link_records) return;   /* no NCCL_NET wrapper in this job */
+  if (!r->link_records) return; /* no NCCL_NET wrapper in this job */
   fprintf(o, "\n# Links (NCCL_NET wrapper): per host pair, Gbit/s = byte-weighted per-message throughput\n"
              "# (post to done) p50 / p10; side = which end measured it; slow: p50 < %.2f x the median of\n"
              "# the other pairs (pairs with >= %llu bytes)\n",
@@ -157,7 +166,7 @@ static json_t *json_slow_links(const struct report *r) {
     json_object_set_new(o, "gbps_p50", json_real(q->gbps_p50));
     json_object_set_new(o, "ref_gbps_p50", json_real(q->ref_gbps_p50));
     json_object_set_new(o, "ratio", json_real(q->ref_gbps_p50 > 0 ? q->gbps_p50 / q->ref_gbps_p50 : 0));
-    json_object_set_new(o, "src_ib", report_health_host_ports(r->health, q->src_host));   /* both ends' IB deltas */
+    json_object_set_new(o, "src_ib", report_health_host_ports(r->health, q->src_host)); /* both ends' IB deltas */
     json_object_set_new(o, "dst_ib", report_health_host_ports(r->health, q->dst_host));
     json_array_append_new(a, o);
   }

@@ -51,16 +51,21 @@ static void text_ranks(const struct report *r, FILE *o) {
   for (size_t i = 0; i < r->nranks; i++) {
     const struct rank_row *w = &r->ranks[i];
     char rank[16];
-    if (w->f->hdr.rank >= 0) snprintf(rank, sizeof rank, "%d", w->f->hdr.rank);
-    else snprintf(rank, sizeof rank, "?");
+    if (w->f->hdr.rank >= 0)
+      snprintf(rank, sizeof rank, "%d", w->f->hdr.rank);
+    else
+      snprintf(rank, sizeof rank, "?");
     /* exit: no-footer (the process did not exit cleanly), lost (its footer counts records the
      * file does not hold), else clean */
-    if (steps && w->f->hdr.step >= 0) fprintf(o, "  %4d", w->f->hdr.step);
-    else if (steps) fprintf(o, "  %4s", "-");
+    if (steps && w->f->hdr.step >= 0)
+      fprintf(o, "  %4d", w->f->hdr.step);
+    else if (steps)
+      fprintf(o, "  %4s", "-");
     fprintf(o, "  %5s  %-*s %8lld %8zu %6zu %6zu %13.3f %14llu %6llu %6llu  %s\n", rank, hw,
             cs_text_safe(w->f->hdr.host, b, sizeof b), w->f->hdr.pid, w->ops + w->xfers, w->ops, w->xfers,
             w->gpu_ms, (unsigned long long)w->bytes, (unsigned long long)w->drops, (unsigned long long)w->lost,
-            !w->f->has_footer ? "no-footer" : w->lost ? "lost" : "clean");
+            !w->f->has_footer ? "no-footer" : w->lost ? "lost"
+                                                      : "clean");
   }
 }
 

@@ -13,7 +13,7 @@
 
 static void sdc_analyse(const struct report *r, struct sdc_report *out) {
   memset(out, 0, sizeof *out);
-  if (r->agg) {   /* streamed: compared as the instances completed */
+  if (r->agg) { /* streamed: compared as the instances completed */
     const struct agg_sdc *a = &r->agg->sdc;
     out->compared = a->compared, out->fp_checked = a->fp_checked, out->sum_checked = a->sum_checked;
     out->skipped_nonfinite = a->skipped_nonfinite, out->skipped_incomplete = a->skipped_incomplete;
@@ -39,13 +39,16 @@ static void sdc_analyse(const struct report *r, struct sdc_report *out) {
     if (in->n > memcap) {
       memcap = in->n * 2;
       mem = realloc(mem, memcap * sizeof *mem);
-      if (!mem) { fprintf(stderr, "collscope: out of memory\n"); exit(1); }
+      if (!mem) {
+        fprintf(stderr, "collscope: out of memory\n");
+        exit(1);
+      }
     }
     const struct cs_op_rec *o0 = in->ops[0];
     size_t n = 0;
     for (size_t k = 0; k < in->n; k++) {
       const struct cs_op_rec *o = in->ops[k];
-      if (n && mem[n - 1].comm_rank == o->comm_rank) continue;   /* duplicate rank: keep the first */
+      if (n && mem[n - 1].comm_rank == o->comm_rank) continue; /* duplicate rank: keep the first */
       mem[n++] = (struct cs_sdc_member){o->comm_rank, o->status == 0 ? o->sdc_checked : 0, o->sdc_fp,
                                         o->sdc_in_sum, o->sdc_in_abs, o->sdc_out_sum};
     }
@@ -63,7 +66,10 @@ static void sdc_analyse(const struct report *r, struct sdc_report *out) {
       if (out->nitems == out->cap) {
         out->cap = out->cap ? out->cap * 2 : 16;
         out->items = realloc(out->items, out->cap * sizeof *out->items);
-        if (!out->items) { fprintf(stderr, "collscope: out of memory\n"); exit(1); }
+        if (!out->items) {
+          fprintf(stderr, "collscope: out of memory\n");
+          exit(1);
+        }
       }
       struct sdc_item *it = &out->items[out->nitems++];
       *it = (struct sdc_item){in->comm, in->seq, in->op_name, o0->dtype, NULL, o0->bytes, f[k].check,
@@ -90,7 +96,8 @@ static void text_sdc(const struct report *r, FILE *o) {
       fprintf(o, "\nSDC checks: none in these dumps -- the checks were off on every rank (see the notes)\n");
     else
       fprintf(o, "\nSDC checks: none in these dumps (COLLSCOPE_SDC=off, sampled out, below "
-                 "COLLSCOPE_SDC_MIN_BYTES%s)\n", off ? ", or the checks were off on some ranks: see the notes" : "");
+                 "COLLSCOPE_SDC_MIN_BYTES%s)\n",
+              off ? ", or the checks were off on some ranks: see the notes" : "");
     return;
   }
   fprintf(o, "\nSDC checks: %zu collectives compared (fingerprint %zu, sum %zu; sum skipped: %zu non-finite, "
@@ -103,9 +110,12 @@ static void text_sdc(const struct report *r, FILE *o) {
   char hex[17], rk[24], b1[128], b2[128], b3[128];
   for (size_t i = 0; i < s->nitems; i++) {
     const struct sdc_item *it = &s->items[i];
-    if (it->suspect_rank >= 0) snprintf(rk, sizeof rk, "rank %d", it->suspect_rank);
-    else if (it->suspect_comm_rank >= 0) snprintf(rk, sizeof rk, "crank %d", it->suspect_comm_rank);
-    else snprintf(rk, sizeof rk, "-");
+    if (it->suspect_rank >= 0)
+      snprintf(rk, sizeof rk, "rank %d", it->suspect_rank);
+    else if (it->suspect_comm_rank >= 0)
+      snprintf(rk, sizeof rk, "crank %d", it->suspect_comm_rank);
+    else
+      snprintf(rk, sizeof rk, "-");
     fprintf(o, "  %-16s %8lld %-14s %-10s %12llu %-12s %-8s %s", cs_comm_hex(it->comm, hex), (long long)it->seq,
             cs_text_safe(it->op, b1, sizeof b1), cs_text_safe(it->dtype ? it->dtype : "", b2, sizeof b2),
             (unsigned long long)it->bytes, cs_sdc_check_name(it->check), rk,
@@ -147,7 +157,7 @@ static json_t *json_sdc(const struct report *r) {
     json_object_set_new(o, "bytes", jbytes(it->bytes));
     json_object_set_new(o, "check", json_string(cs_sdc_check_name(it->check)));
     json_object_set_new(o, "suspect_rank", it->suspect_rank >= 0 ? json_integer(it->suspect_rank) : json_null());
-    json_object_set_new(o, "gpu_health", report_health_gpu_context(r->health, it->suspect_rank));   /* ECC/XID/remap */
+    json_object_set_new(o, "gpu_health", report_health_gpu_context(r->health, it->suspect_rank)); /* ECC/XID/remap */
     json_object_set_new(o, "suspect_comm_rank",
                         it->suspect_comm_rank >= 0 ? json_integer(it->suspect_comm_rank) : json_null());
     json_object_set_new(o, "host", it->host ? json_string(it->host) : json_null());

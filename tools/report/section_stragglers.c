@@ -20,10 +20,12 @@ static void text_stragglers(const struct report *r, FILE *o) {
   char b1[128], b2[128];
   for (size_t i = 0; i < r->det.nstragglers; i++)
     if (r->det.stragglers[i].kind == CS_DET_LINK && r->det.stragglers[i].rank < 0) {
-      if (q) fprintf(o, "  link entries: slow host pair %s -> %s (%.3g Gbit/s p50 vs %.3g for the other pairs; see links)\n",
-                     cs_text_safe(q->src_host, b1, sizeof b1), cs_text_safe(q->dst_host, b2, sizeof b2),
-                     q->gbps_p50, q->ref_gbps_p50);
-      else fprintf(o, "  link entries: no NCCL_NET link records name a slow host pair\n");
+      if (q)
+        fprintf(o, "  link entries: slow host pair %s -> %s (%.3g Gbit/s p50 vs %.3g for the other pairs; see links)\n",
+                cs_text_safe(q->src_host, b1, sizeof b1), cs_text_safe(q->dst_host, b2, sizeof b2),
+                q->gbps_p50, q->ref_gbps_p50);
+      else
+        fprintf(o, "  link entries: no NCCL_NET link records name a slow host pair\n");
       break;
     }
 }
@@ -37,9 +39,8 @@ static json_t *json_stragglers(const struct report *r) {
     json_object_set_new(o, "src_host", q ? json_string(q->src_host) : json_null());
     json_object_set_new(o, "dst_host", q ? json_string(q->dst_host) : json_null());
   }
-  for (size_t i = 0; i < r->det.nstragglers && i < json_array_size(a); i++)   /* tools/report_health.c */
-    json_object_set_new(json_array_get(a, i), "causes", report_health_causes(r->health, &r->det.stragglers[i],
-                        q ? q->src_host : NULL, q ? q->dst_host : NULL));
+  for (size_t i = 0; i < r->det.nstragglers && i < json_array_size(a); i++) /* tools/report_health.c */
+    json_object_set_new(json_array_get(a, i), "causes", report_health_causes(r->health, &r->det.stragglers[i], q ? q->src_host : NULL, q ? q->dst_host : NULL));
   return a;
 }
 
@@ -65,7 +66,9 @@ void cli_text_stragglers_causes(const struct cs_det_result *det, const struct cs
   for (size_t i = 0; i < det->nstragglers; i++) {
     const struct cs_det_straggler *s = &det->stragglers[i];
     fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %-7s%s%s\n", s->rank,
-            s->host ? cs_text_safe(s->host, b, sizeof b) : s->kind == CS_DET_LINK ? "(network)" : "?", cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
+            s->host ? cs_text_safe(s->host, b, sizeof b) : s->kind == CS_DET_LINK ? "(network)"
+                                                                                  : "?",
+            cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
             s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind),
             causes ? " " : "", causes ? causes[i] : "");
   }

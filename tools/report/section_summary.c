@@ -9,10 +9,10 @@
 #include "report_agg.h"
 #include "xalloc.h"
 
-const char *const report_prof_standings[REPORT_NPROF] = {"trusted",    "rejected", "mixed", "probation",
-                                                         "not_loaded", "forced",   "other"};
-const char *const report_sdc_standings[REPORT_NSDC] = {"ready",        "unused",          "compiled_out",
-                                                       "no_driver",    "setup_failed",    "selftest_failed",
+const char *const report_prof_standings[REPORT_NPROF] = {"trusted", "rejected", "mixed", "probation",
+                                                         "not_loaded", "forced", "other"};
+const char *const report_sdc_standings[REPORT_NSDC] = {"ready", "unused", "compiled_out",
+                                                       "no_driver", "setup_failed", "selftest_failed",
                                                        "selftest_timeout", "other"};
 
 /* the index of footer standing v in names[0..n-1], the last ("other") when unknown */
@@ -43,7 +43,7 @@ static void build_summary(struct report *r) {
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];
     bool seen = false;
-    for (size_t k = 0; k < s->hosts; k++) seen |= hosts[k] == f->hdr.host;   /* interned */
+    for (size_t k = 0; k < s->hosts; k++) seen |= hosts[k] == f->hdr.host; /* interned */
     if (!seen) hosts[s->hosts++] = f->hdr.host;
     if (f->hdr.rank >= 0) ranks[nr++] = f->hdr.rank;
     s->xfers += r->op_filter ? 0 : f->nxfers;
@@ -82,7 +82,7 @@ static void build_summary(struct report *r) {
     if (k == 0 || ranks[k] != ranks[k - 1]) s->ranks++;
   free(hosts);
   free(ranks);
-  if (r->agg) {   /* the op records were counted while the dumps streamed */
+  if (r->agg) { /* the op records were counted while the dumps streamed */
     const struct agg_counts *c = &r->agg->counts;
     s->ops = c->ops, s->errors = c->errors, s->timed = c->timed, s->timed_profiler = c->timed_profiler;
     s->timed_host_span = c->timed_host_span, s->captured = c->captured, s->host_timed = c->host_timed;

@@ -5,21 +5,21 @@
 #include "report.h"
 
 const struct report_section *const report_sections[] = {
-  &report_section_summary,
-  &report_section_ops,
-  &report_section_ranks,
-  &report_section_comms,
-  &report_section_stragglers,
-  &report_section_hangs,
-  &report_section_links,        /* NCCL_NET wrapper (include/collscope/links.h) */
-  &report_section_slow_links,   /* JSON only: printed by the links text section */
-  &report_section_sdc,
-  &report_section_sdc_checks,   /* JSON only: the counts behind the sdc section */
-  &report_section_health,       /* GPU and IB health, and what it explains */
-  &report_section_notes,        /* text only: its counts are in the JSON summary */
-  &report_section_busbw_pct,    /* JSON only, for pictures (section_views.c) */
-  &report_section_lateness,
-  &report_section_progress,
-  &report_section_sdc_timeline,
+    &report_section_summary,
+    &report_section_ops,
+    &report_section_ranks,
+    &report_section_comms,
+    &report_section_stragglers,
+    &report_section_hangs,
+    &report_section_links,      /* NCCL_NET wrapper (include/collscope/links.h) */
+    &report_section_slow_links, /* JSON only: printed by the links text section */
+    &report_section_sdc,
+    &report_section_sdc_checks, /* JSON only: the counts behind the sdc section */
+    &report_section_health,     /* GPU and IB health, and what it explains */
+    &report_section_notes,      /* text only: its counts are in the JSON summary */
+    &report_section_busbw_pct,  /* JSON only, for pictures (section_views.c) */
+    &report_section_lateness,
+    &report_section_progress,
+    &report_section_sdc_timeline,
 };
 const size_t report_nsections = sizeof report_sections / sizeof report_sections[0];
