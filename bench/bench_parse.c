@@ -1,5 +1,5 @@
 /* bench/bench_parse.c: the dump loader's two ways of reading an op line, timed on the same
- * lines (README "Benchmarks", DESIGN.md "Reading dumps"):
+ * lines (docs/benchmarks.md, DESIGN.md "Reading dumps"):
  *   jansson: json_loadb + a json_object_get and type check per field, as the loader's
  *            fallback path reads a record;
  *   opscan:  tools/opscan.c, the fixed-layout scanner of the fast path.

@@ -1,4 +1,4 @@
-/* bench/bench_sdc.c: cost of the SDC checks (README "Benchmarks").
+/* bench/bench_sdc.c: cost of the SDC checks (docs/benchmarks.md).
  *
  *   bench_sdc [COLLSCOPE_CLI SDC_JOB]
  *

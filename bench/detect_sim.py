@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/detect_sim.py: straggler detection figures on the simulator (README "Stragglers and hangs").
+"""bench/detect_sim.py: straggler detection figures on the simulator (docs/detection.md).
 
   detect_sim.py sens  --build BUILD [--pct 5] [--runs 10] [--steps 40]
       8 ranks of dp_train on 4 simulated hosts in the quiet shape of tests/stats

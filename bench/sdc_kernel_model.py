@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/sdc_kernel_model.py: a static estimate of the SDC check kernel's main loop per
-datatype, for a machine without a GPU (README "Benchmarks"). An estimate to check with
+datatype, for a machine without a GPU (docs/benchmarks.md). An estimate to check with
 bench/sdc_kernel_lab.cu on a GPU, not a measurement.
 
   python3 bench/sdc_kernel_model.py [--nvcc PATH] [--arch sm_90] [--gbs 4300] [--ghz 1.83] [--sms 132]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/sdc_overhead.py: measured cost of the SDC checks on the simulator (issue 5: "default
+"""bench/sdc_overhead.py: measured cost of the SDC checks on the simulator ("default
 on at a rate whose measured overhead is under 1% on the simulator's bandwidth-bound runs").
 
   python3 bench/sdc_overhead.py [--build build] [--steps 8192] [--count 1048576] [--pairs 5]

@@ -1,4 +1,4 @@
-/* hooks/online.h: the job-wide online exchange (issue 4 stragglers, issue 5 SDC).
+/* hooks/online.h: the job-wide online exchange: stragglers and SDC verdicts.
  *
  * Protocol (the same on every rank):
  *  1. The first communicator whose size equals the job's world size (WORLD_SIZE,

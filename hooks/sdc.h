@@ -1,4 +1,4 @@
-/* hooks/sdc.h: silent-data-corruption checks of collective buffers (issue 5).
+/* hooks/sdc.h: silent-data-corruption checks of collective buffers.
  * Before an eligible collective, a kernel sums the input on the collective's stream;
  * after it, a kernel fingerprints and sums the output (hooks/sdc_kernels.cu). Results go
  * to pinned host memory; the harvest thread copies them into the record once the kernel

@@ -67,8 +67,8 @@ if [ "$ONLY" = all ] && [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/al
   ART="$NCCL_TESTS_DIR/all_reduce_perf -b 8 -e 256M -f 4 -g $NGPU -w 5 -n 200 -c 1"
   $ART > "$WORK/art.bare" 2>&1
   COLLSCOPE_TIMING=events COLLSCOPE_DIR=$WORK/art.dump LD_PRELOAD=$SHIM $ART > "$WORK/art.shim" 2>&1
-  # COLLSCOPE_TIMING=auto (the default): NCCL loads libcollscope as its profiler plugin
-  # (issue 7); after the probation the records must say "profiler" and the durations must
+  # COLLSCOPE_TIMING=auto (the default): NCCL loads libcollscope as its profiler plugin;
+  # after the probation the records must say "profiler" and the durations must
   # agree with the event timing; COLLSCOPE_LOG=info shows the probation's verdict
   COLLSCOPE_TIMING=auto COLLSCOPE_LOG=info COLLSCOPE_DIR=$WORK/art.auto LD_PRELOAD=$SHIM $ART > "$WORK/art.autoout" 2>&1
   printf '\nall_reduce_perf on %d GPU(s), out-of-place time (us)\n%12s %12s %12s %8s %12s %8s %8s\n' "$NGPU" size bare \
@@ -117,12 +117,12 @@ if [ "$ONLY" = all ] && [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/al
     grep -h "profiler chaining\|NCCL_PROFILER_PLUGIN=" "$WORK/art.chainout" | sed "s/^collscope\[[0-9]*\]: //" | sort | uniq -c
   fi
 fi
-# SDC check kernel on the GPU: bit-identical to its host twin, bandwidth vs DtoD copy (issue 5)
+# SDC check kernel on the GPU: bit-identical to its host twin, bandwidth vs DtoD copy
 if [ -x "$BUILD_DIR/tests/sdc/sdc_gpu_check" ]; then
   echo; "$BUILD_DIR/tests/sdc/sdc_gpu_check" 2>&1 | tail -25 || status=1
 fi
 # the check kernel against the read ceiling of its access pattern, where its time goes
-# (fingerprint, sums), and every datatype against issue 5's >= 85% of HBM read
+# (fingerprint, sums), and every datatype against the >= 85% of HBM read bar
 if [ -x "$BUILD_DIR/bench/sdc_kernel_lab" ]; then
   echo; "$BUILD_DIR/bench/sdc_kernel_lab" 2>&1 | tail -45 || status=1
 fi

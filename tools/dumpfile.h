@@ -21,7 +21,7 @@
  *  - a process's salvage file (collscope salvage, *.salvage.jsonl) next to its own dump (same
  *    host and pid) is merged into that dump: records already in the dump are counted once;
  *  - at most CS_DUMP_MAX_ERRORS messages are kept, the rest only counted.
- * Memory is bounded by the input's size (README "Dump files"): nothing is sized by a number
+ * Memory is bounded by the input's size (docs/dump-format.md): nothing is sized by a number
  * read from a file. Strings (host, op names, dtype, site, ...) are interned in the set and
  * live as long as it; text output passes them through cs_text_safe(). */
 #ifndef COLLSCOPE_TOOLS_DUMPFILE_H

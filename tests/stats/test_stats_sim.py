@@ -232,7 +232,7 @@ def slow_runs(cli, apps, tmp, pct, steps, bar, report_bar):
         assert s[0]["offset_us"] >= 0.5 * pct / 100 * s[0]["median_dur_us"], s
         firsts.append(s[0]["first_flag_instance"])
         since.append(s[0]["first_flag_instance"] - onset)
-    print("slow %g%%: first_flag_instance per run %s; instances since the first delayed one %s (issue's bar %d; "
+    print("slow %g%%: first_flag_instance per run %s; instances since the first delayed one %s (bar %d; "
           "asserted %d)" % (pct, firsts, since, report_bar, bar))
     assert max(since) <= bar, since
 
@@ -245,7 +245,7 @@ def case_slow5(cli, apps, tmp):
 def case_slow20(cli, apps, tmp):
     # 20 runs: 11-15 on a calm machine; 12-21 and one run not flagged within 30 instances
     # while other tests loaded it. The bar (20) is not met reliably under load, so
-    # the test asserts 40 and prints the figures; README "Stragglers and hangs".
+    # the test asserts 40 and prints the figures; docs/detection.md.
     slow_runs(cli, apps, tmp, 20, steps=16, bar=40, report_bar=20)
 
 

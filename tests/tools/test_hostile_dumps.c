@@ -517,7 +517,7 @@ static long long dir_bytes(const char *dir) {
   return n;
 }
 
-/* README "How report and trace read dumps": peak memory <= 64 x input bytes + 4 KiB per
+/* docs/dump-format.md: peak memory <= 64 x input bytes + 4 KiB per
  * file + 16 MiB (one file here) over the command's own start-up, measured as the peak of a run on a one-op dump. The hostile input: 20 ops on 20
  * communicators claiming 2^20 ranks and ranks up to 2^30, hang records naming the same, a
  * link record naming peer 2^31-1, 50000 one-byte bad lines and a line 8 times the cap. */
