@@ -413,6 +413,10 @@ static void start(void) {
   next_ns = cs_now_ns(CLOCK_MONOTONIC);
 }
 
+void cs_health_start(void) {
+  if (st == ST_NEW) start();
+}
+
 void cs_health_tick(bool final) {
   if (st == ST_NEW) start();
   if (st != ST_READY) return;

@@ -10,6 +10,9 @@
 
 /* Called by the harvest thread on every pass (cheap when no sample is due); final: the
  * process is ending, take a last sample now. */
+/* On the harvest thread as it starts: reads COLLSCOPE_HEALTH_MS, opens NVML and adds the GPU's
+ * identity to the dump header (before the header is written). */
+void cs_health_start(void);
 void cs_health_tick(bool final);
 
 /* IB ports (health_ib.c): append the sample's "ib":[...] JSON to buf (NUL terminated,

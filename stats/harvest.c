@@ -218,6 +218,8 @@ static void idle_wait(unsigned us) {
 static void *harvest_main(void *arg) {
   (void)arg;
   cs_ring_open(); /* this thread is the ring's one writer */
+  for (size_t c = 0; c < nclients; c++)
+    if (clients[c]->thread_start) clients[c]->thread_start();
   int64_t last_flush = cs_now_ns(CLOCK_MONOTONIC);
   unsigned idle_us = 1000;
   while (!atomic_load(&stop_req)) {

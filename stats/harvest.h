@@ -23,6 +23,9 @@ struct cs_harvest_client {
   void (*tick)(void);
   /* Hang reports: true when the op's GPU work has started. */
   bool (*started)(const struct cs_record *r);
+  /* Once, on the harvest thread as it starts, before its first pass (and so before the
+   * dump's header is written: e.g. the health sampler's header fields). */
+  void (*thread_start)(void);
 };
 
 /* Add a client (at most CS_HARVEST_CLIENTS; before cs_harvest_start). The struct must

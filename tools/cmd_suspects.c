@@ -30,7 +30,7 @@ static const char *level_name(int l) { return l == LVL_DRAIN ? "drain" : l == LV
                                                                                         : "ok"; }
 
 struct evidence {
-  const char *kind; /* straggler, sdc, slow_link, hang_missing, hang_stuck, nccl_errors (static) */
+  const char *kind; /* straggler, sdc, slow_link, hang_missing, hang_stuck, nccl_errors, health (static) */
   int level;
   size_t dir;     /* index into the DIR arguments */
   long long rank; /* -1: none */
@@ -40,6 +40,7 @@ struct evidence {
 struct gpu {
   long long rank, device;
   char pci[40];
+  char uuid[96]; /* NVML's, from the report's health section; "" unknown */
   size_t dir;
 };
 
@@ -124,6 +125,65 @@ static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t d
   add_gpu(h, ranks, rank, dir);
 }
 
+/* XIDs after which NVIDIA's guidance is a GPU reset or node service (double-bit ECC, row
+ * remapping events and failure, NVLink error, fell off the bus, ECC page retirement limits,
+ * contained/uncontained ECC, GSP errors): drain; any other XID: watch. */
+static bool xid_needs_reset(long long code) {
+  static const long long codes[] = {48, 63, 64, 74, 79, 92, 94, 95, 119, 120};
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
+    if (codes[i] == code) return true;
+  return false;
+}
+
+/* The report's health section (tools/report_health.c): GPU errors per rank, IB port errors
+ * per host. Uncorrectable ECC, a pending or failed row remap and XIDs that need a reset
+ * drain the host; other errors (corrected ECC, other XIDs, NVLink, PCIe replays, IB) watch it.
+ * The GPUs' UUIDs fill in the GPU lists. */
+static void gather_health(struct suspects *s, size_t d, json_t *doc, json_t *ranks) {
+  json_t *hl = json_object_get(doc, "health"), *o, *e;
+  size_t i, k;
+  json_array_foreach(json_object_get(hl, "ranks"), i, o) {
+    const char *host = jstr(o, "host");
+    long long r = jint(o, "rank", -1), ue = jint(o, "ecc_uncorrected", 0), ce = jint(o, "ecc_corrected", 0);
+    if (!host) continue;
+    if (ue > 0) add_ev(s, host, ranks, d, "health", LVL_DRAIN, r, "rank %lld: %lld uncorrectable ECC error%s", r, ue, ue == 1 ? "" : "s");
+    if (json_is_true(json_object_get(o, "remap_pending")))
+      add_ev(s, host, ranks, d, "health", LVL_DRAIN, r, "rank %lld: row remapping pending (the GPU needs a reset)", r);
+    if (json_is_true(json_object_get(o, "remap_failure")))
+      add_ev(s, host, ranks, d, "health", LVL_DRAIN, r, "rank %lld: row remapping failed", r);
+    json_array_foreach(json_object_get(o, "xid"), k, e) {
+      long long code = json_is_integer(e) ? (long long)json_integer_value(e) : jint(e, "code", -1);
+      if (code >= 0)
+        add_ev(s, host, ranks, d, "health", xid_needs_reset(code) ? LVL_DRAIN : LVL_WATCH, r, "rank %lld: XID %lld", r, code);
+    }
+    if (ce > 0 && ue <= 0)
+      add_ev(s, host, ranks, d, "health", LVL_WATCH, r, "rank %lld: %lld corrected ECC error%s", r, ce, ce == 1 ? "" : "s");
+    long long nvl = 0;
+    json_array_foreach(json_object_get(o, "nvlink"), k, e) nvl += jint(e, "crc", 0) + jint(e, "replay", 0) + jint(e, "recovery", 0);
+    if (nvl > 0) add_ev(s, host, ranks, d, "health", LVL_WATCH, r, "rank %lld: %lld NVLink CRC/replay/recovery errors", r, nvl);
+    long long pcie = jint(o, "pcie_replay", 0);
+    if (pcie > 0) add_ev(s, host, ranks, d, "health", LVL_WATCH, r, "rank %lld: %lld PCIe replays", r, pcie);
+    const char *uuid = jstr(o, "gpu_uuid");
+    struct host *h;
+    HASH_FIND_STR(s->hosts, host, h);
+    for (k = 0; h && uuid && k < h->ngpus; k++)
+      if (h->gpus[k].dir == d && h->gpus[k].rank == r) snprintf(h->gpus[k].uuid, sizeof h->gpus[k].uuid, "%s", uuid);
+  }
+  static const char *const ib_errors[] = {"symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
+                                          "port_xmit_discards", "local_link_integrity_errors",
+                                          "excessive_buffer_overrun_errors"};
+  json_array_foreach(json_object_get(hl, "hosts"), i, o) {
+    const char *host = jstr(o, "host");
+    json_array_foreach(json_object_get(o, "ports"), k, e) {
+      long long n = 0;
+      for (size_t c = 0; c < sizeof ib_errors / sizeof ib_errors[0]; c++) n += jint(e, ib_errors[c], 0) > 0 ? jint(e, ib_errors[c], 0) : 0;
+      if (n > 0 && host)
+        add_ev(s, host, ranks, d, "health", LVL_WATCH, -1, "IB %s port %lld: %lld link errors", jstr(e, "dev") ? jstr(e, "dev") : "?",
+               jint(e, "port", 0), n);
+    }
+  }
+}
+
 /* One report's findings into s. */
 static void gather(struct suspects *s, size_t d, json_t *doc) {
   json_t *ranks = json_object_get(doc, "ranks"), *a, *o;
@@ -197,6 +257,7 @@ static void gather(struct suspects *s, size_t d, json_t *doc) {
            jstr(o, "op") ? jstr(o, "op") : "?", jint(o, "seq", -1), jstr(o, "comm") ? jstr(o, "comm") : "?",
            jstr(o, "check") ? jstr(o, "check") : "?");
   }
+  gather_health(s, d, doc, ranks);
   json_decref(ranks);
 }
 
@@ -246,6 +307,7 @@ static void gpu_list(const struct host *h, FILE *o) {
     else
       fprintf(o, "?");
     if (g->pci[0]) fprintf(o, " (%s)", safe(g->pci, b, sizeof b));
+    if (g->uuid[0]) fprintf(o, " %s", safe(g->uuid, b, sizeof b));
     fprintf(o, " rank %lld", g->rank);
   }
 }
@@ -292,6 +354,7 @@ static json_t *doc_json(struct suspects *s) {
       json_object_set_new(x, "rank", json_integer(h->gpus[k].rank));
       json_object_set_new(x, "device", h->gpus[k].device >= 0 ? json_integer(h->gpus[k].device) : json_null());
       json_object_set_new(x, "pci_bus_id", json_string(h->gpus[k].pci));
+      json_object_set_new(x, "uuid", h->gpus[k].uuid[0] ? json_string(h->gpus[k].uuid) : json_null());
       json_object_set_new(x, "job", json_string(s->jobs[h->gpus[k].dir]));
       json_array_append_new(g, x);
     }
@@ -343,7 +406,7 @@ static void print_slurm(struct suspects *s, FILE *o) {
     /* the reason: the kinds of evidence and how often */
     char why[200] = "";
     size_t w = 0;
-    static const char *const kinds[] = {"sdc", "straggler", "slow_link", "hang_missing", "hang_stuck", "nccl_errors"};
+    static const char *const kinds[] = {"sdc", "health", "straggler", "slow_link", "hang_missing", "hang_stuck", "nccl_errors"};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
       size_t c = 0;
       for (size_t i = 0; i < h->nev; i++) c += !strcmp(h->ev[i].kind, kinds[k]);
@@ -391,11 +454,13 @@ static void usage(FILE *o) {
   fputs("usage: collscope suspects DIR... [--format text|json|slurm|hostfile] [--topology FILE]\n"
         "                          [-o FILE] [-j N]\n"
         "\n"
-        "Lists the hosts (and the GPUs, by device index and PCI bus id) that the reports of\n"
-        "the dump directories implicate, with the evidence: straggler (compute), SDC suspect,\n"
-        "slow link end, missing from or stuck in a hang, NCCL errors (failed calls).\n"
-        "Levels: drain (SDC suspect; implicated in 2 or more jobs and in more than half of\n"
-        "the jobs it ran in, e.g. a straggler in 3 of 5) and watch (anything else).\n"
+        "Lists the hosts (and the GPUs, by device index, PCI bus id and UUID) that the reports\n"
+        "of the dump directories implicate, with the evidence: straggler (compute), SDC suspect,\n"
+        "slow link end, missing from or stuck in a hang, NCCL errors (failed calls), health\n"
+        "(GPU ECC, XID, row remapping, NVLink, PCIe, IB port errors).\n"
+        "Levels: drain (SDC suspect; uncorrectable ECC, row remap pending or failed, an XID\n"
+        "that needs a GPU reset; implicated in 2 or more jobs and in more than half of the\n"
+        "jobs it ran in, e.g. a straggler in 3 of 5) and watch (anything else).\n"
         "\n"
         "  --format text      (default) one block per host\n"
         "  --format json      the same as one JSON object\n"

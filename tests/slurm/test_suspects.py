@@ -9,7 +9,9 @@ simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
   missing    fail:rank=5 (hang)   simhost3 watch: missing in the hang and NCCL errors
   stuck      hang:rank=5          the ranks stuck in the hang
   slowlink   link simhost2-3 over the NCCL_NET wrapper: both ends watch (slow link end)
-  repeat     the straggler job twice and a clean one: 2 of 3 jobs -> drain; 1 of 2 -> watch"""
+  repeat     the straggler job twice and a clean one: 2 of 3 jobs -> drain; 1 of 2 -> watch
+  health     ecc uncorrected + XID 79 on rank 2 (simhost2: drain, health), NVLink CRC errors on
+             rank 7 (simhost4: watch), IB symbol errors on simhost1 (watch); the GPUs' UUIDs"""
 import argparse, json, os, shutil, subprocess, sys, tempfile
 
 HOSTS = "simhost[1-4]"
@@ -141,6 +143,25 @@ def case_repeat(a, tmp):
     bad = os.path.join(tmp, "empty")
     os.makedirs(bad)
     suspects(a, [d1, bad], "text", rc=1)
+
+
+def case_health(a, tmp):
+    sysfs = os.path.join(tmp, "sysfs")
+    d = run_job(a, tmp, "health", "ecc:rank=2,corrected=2,uncorrected=1,seq=10;xid:rank=2,code=79,seq=12;"
+                "nvlink:rank=7,link=1,crc=40,replay=0,recovery=0;ib:host=simhost1,dev=mlx5_0,port=1,symbol_error=30",
+                {"COLLSCOPE_HEALTH_MS": "100", "COLLSCOPE_SIM_HEALTH_RAMP_MS": "300", "COLLSCOPE_SIM_SYSFS": sysfs,
+                 "COLLSCOPE_SYSFS_ROOT": os.path.join(sysfs, "%h")})
+    s = by_host(suspects(a, [d]))
+    h2 = s["simhost2"]
+    assert h2["level"] == "drain" and kinds(h2) == ["health"], h2
+    det = " ".join(e["detail"] for e in h2["evidence"])
+    assert "uncorrectable ECC" in det and "XID 79" in det, h2
+    assert any(g["rank"] == 2 and (g["uuid"] or "").startswith("GPU-") for g in h2["gpus"]), h2["gpus"]
+    assert s["simhost4"]["level"] == "watch" and "NVLink" in s["simhost4"]["evidence"][0]["detail"], s["simhost4"]
+    assert s["simhost1"]["level"] == "watch" and "IB mlx5_0 port 1" in s["simhost1"]["evidence"][0]["detail"], s["simhost1"]
+    assert "simhost3" not in s, s.keys()
+    out = suspects(a, [d], "slurm")
+    assert "NodeName=simhost2 State=DRAIN" in out and "health" in out, out
 
 
 def main():
