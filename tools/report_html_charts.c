@@ -1,0 +1,283 @@
+/* tools/report_html_charts.c: the page's SVG charts of performance: bus bandwidth against
+ * message size, and the lateness grids per communicator with the stragglers marked. */
+#include "report_html_internal.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "xalloc.h"
+
+static const char *const series[MAX_SERIES] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7",
+                                               "#56b4e9", "#d55e00", "#f0e442", "#999999"};
+/* viridis and cividis, 16 steps each: sequential, readable in grey and by colour-blind eyes */
+static const char *const viridis[NLEVELS] = {"#440154", "#481a6c", "#472f7d", "#414487", "#39568c", "#31688e",
+                                             "#2a788e", "#23888e", "#1f988b", "#22a884", "#35b779", "#54c568",
+                                             "#7ad151", "#a5db36", "#d2e21b", "#fde725"};
+/* ---- bus bandwidth against message size ---- */
+
+static const json_t *pct_row(const json_t *pct, const char *op, double csize, double bucket_lo) {
+  size_t i;
+  const json_t *r;
+  json_array_foreach((json_t *)pct, i, r) if (!strcmp(html_jstr(r, "op"), op) && html_jnum(r, "comm_size") == csize && html_jnum(r, "bucket_lo") == bucket_lo) return r;
+  return NULL;
+}
+
+void html_chart_busbw(FILE *o, const json_t *doc) {
+  const json_t *ops = json_object_get(doc, "ops"), *pct = json_object_get(doc, "busbw_pct");
+  fputs("<section id=\"busbw\" data-chart=\"busbw\"><h2>Bus bandwidth against message size</h2>", o);
+  /* series: (op, comm_size) with a bus bandwidth, in the ops section's order */
+  struct ser {
+    const char *op;
+    double csize;
+  } sv[MAX_SERIES];
+  size_t ns = 0, more = 0, i;
+  double xmin = INFINITY, xmax = -INFINITY, ymax = 0;
+  const json_t *r;
+  json_array_foreach((json_t *)ops, i, r) {
+    if (!html_jhas(r, "busbw_gbs") || html_jnum(r, "bytes") <= 0) continue;
+    const char *op = html_jstr(r, "op");
+    double cs = html_jnum(r, "comm_size");
+    size_t k = 0;
+    while (k < ns && !(sv[k].csize == cs && !strcmp(sv[k].op, op))) k++;
+    if (k == ns) {
+      if (ns == MAX_SERIES) {
+        more++;
+        continue;
+      }
+      sv[ns++] = (struct ser){op, cs};
+    }
+    double x = log2(html_jnum(r, "bytes")), y = html_jnum(r, "busbw_gbs");
+    const json_t *p = pct_row(pct, op, cs, html_jnum(r, "bucket_lo"));
+    if (p && html_jnum(p, "busbw_p90") > y) y = html_jnum(p, "busbw_p90");
+    if (x < xmin) xmin = x;
+    if (x > xmax) xmax = x;
+    if (y > ymax) ymax = y;
+  }
+  if (!ns) {
+    fputs("<p>No timed collectives with a size: nothing to draw.</p></section>\n", o);
+    return;
+  }
+  xmin = floor(xmin), xmax = ceil(xmax);
+  if (xmax <= xmin) xmax = xmin + 1;
+  ymax = ymax > 0 ? ymax * 1.08 : 1;
+  const double W = 780, H = 360, L = 84, T = 16, PW = 520, PH = 280;
+  html_svg_open(o, "busbw-svg", W, H, "Bus bandwidth (GB/s) against message size (bytes), one line per op and rank count",
+                "Lines: the report's busbw at the p50 time of each size bucket; bands: p10 to p90 of the per-record bus "
+                "bandwidth. The table below holds the same figures.");
+#define BX(v) (L + ((v)-xmin) / (xmax - xmin) * PW)
+#define BY(v) (T + PH - (v) / ymax * PH)
+  fputs("<g class=\"axis\">", o);
+  for (int k = 0; k <= 5; k++) {
+    double yv = ymax * k / 5;
+    fprintf(o, "<line class=\"gridl\" x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/><text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.3g</text>",
+            L, L + PW, BY(yv), BY(yv), L - 6, BY(yv) + 4, yv);
+  }
+  int step = (int)ceil((xmax - xmin) / 10);
+  for (double x = xmin; x <= xmax; x += step) {
+    char b[32];
+    html_fmt_bytes(b, sizeof b, exp2(x));
+    fprintf(o, "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/><text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%s</text>",
+            BX(x), BX(x), T + PH, T + PH + 5, BX(x), T + PH + 18, b);
+  }
+  fprintf(o, "<line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/><line x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/>", L, L + PW,
+          T + PH, T + PH, L, L, T, T + PH);
+  fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">message size (bytes, log scale)</text>", L + PW / 2, H - 20);
+  fprintf(o, "<text transform=\"translate(14 %g) rotate(-90)\" text-anchor=\"middle\">bus bandwidth (GB/s)</text></g>",
+          T + PH / 2);
+  for (size_t s = 0; s < ns; s++) {
+    /* band: p90 left to right, p10 back; line: the ops section's busbw */
+    double bx[128], lo[128], hi[128], ly[128];
+    size_t nb = 0;
+    json_array_foreach((json_t *)ops, i, r) {
+      if (nb == 128 || !html_jhas(r, "busbw_gbs") || html_jnum(r, "bytes") <= 0 || html_jnum(r, "comm_size") != sv[s].csize ||
+          strcmp(html_jstr(r, "op"), sv[s].op))
+        continue;
+      const json_t *p = pct_row(pct, sv[s].op, sv[s].csize, html_jnum(r, "bucket_lo"));
+      bx[nb] = log2(html_jnum(r, "bytes"));
+      ly[nb] = html_jnum(r, "busbw_gbs");
+      lo[nb] = p ? html_jnum(p, "busbw_p10") : ly[nb];
+      hi[nb] = p ? html_jnum(p, "busbw_p90") : ly[nb];
+      nb++;
+    }
+    fprintf(o, "<g data-series=\"%zu\" data-op=\"", s);
+    html_esc(o, sv[s].op);
+    fprintf(o, "\" data-comm-size=\"%.0f\"><polygon fill=\"%s\" fill-opacity=\"0.22\" points=\"", sv[s].csize, series[s]);
+    for (size_t k = 0; k < nb; k++) fprintf(o, "%.1f,%.1f ", BX(bx[k]), BY(hi[k]));
+    for (size_t k = nb; k-- > 0;) fprintf(o, "%.1f,%.1f ", BX(bx[k]), BY(lo[k]));
+    fprintf(o, "\"/><polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", series[s]);
+    for (size_t k = 0; k < nb; k++) fprintf(o, "%.1f,%.1f ", BX(bx[k]), BY(ly[k]));
+    fputs("\"/>", o);
+    for (size_t k = 0; k < nb; k++) {
+      char b[32];
+      html_fmt_bytes(b, sizeof b, exp2(bx[k]));
+      fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>", BX(bx[k]), BY(ly[k]), series[s]);
+      html_esc(o, sv[s].op);
+      fprintf(o, " %.0f ranks, %s: busbw p50 %.3g GB/s (p10 %.3g, p90 %.3g)</title></circle>", sv[s].csize, b, ly[k],
+              lo[k], hi[k]);
+    }
+    /* legend entry, with a dash pattern so the lines differ without colour */
+    fprintf(o, "<rect x=\"%g\" y=\"%g\" width=\"14\" height=\"10\" fill=\"%s\"/><text x=\"%g\" y=\"%g\">", L + PW + 20,
+            T + 8 + 18 * (double)s, series[s], L + PW + 40, T + 17 + 18 * (double)s);
+    html_esc_short(o, sv[s].op, 24);
+    fprintf(o, " (%.0f ranks)</text></g>", sv[s].csize);
+  }
+#undef BX
+#undef BY
+  fputs("</svg>", o);
+  if (more) fprintf(o, "<p>%zu more rows of other ops or rank counts are in the table only.</p>", more);
+  fputs("<details><summary>Table: bus bandwidth per op, ranks and size</summary><table><tr><th>op</th><th>ranks</th>"
+        "<th>size (B)</th><th>busbw p50 time (GB/s)</th><th>p10</th><th>p50</th><th>p90</th><th>timed</th></tr>",
+        o);
+  size_t rows = 0;
+  json_array_foreach((json_t *)ops, i, r) {
+    if (!html_jhas(r, "busbw_gbs") || rows++ == MAX_TABLE_ROWS) continue;
+    const json_t *p = pct_row(pct, html_jstr(r, "op"), html_jnum(r, "comm_size"), html_jnum(r, "bucket_lo"));
+    fputs("<tr><td class=\"l\">", o);
+    html_esc(o, html_jstr(r, "op"));
+    fprintf(o, "</td><td>%.0f</td><td>%.0f</td><td>%.3f</td>", html_jnum(r, "comm_size"), html_jnum(r, "bytes"),
+            html_jnum(r, "busbw_gbs"));
+    if (p)
+      fprintf(o, "<td>%.3f</td><td>%.3f</td><td>%.3f</td>", html_jnum(p, "busbw_p10"), html_jnum(p, "busbw_p50"), html_jnum(p, "busbw_p90"));
+    else
+      fputs("<td>-</td><td>-</td><td>-</td>", o);
+    fprintf(o, "<td>%.0f</td></tr>", html_jnum(r, "timed"));
+  }
+  fputs("</table></details></section>\n", o);
+}
+
+/* ---- lateness: rank groups x seq columns per communicator ---- */
+
+void html_chart_lateness(FILE *o, const json_t *doc) {
+  const json_t *comms = json_object_get(json_object_get(doc, "lateness"), "comms");
+  fputs("<section id=\"lateness\" data-chart=\"lateness\"><h2>Arrival lateness per rank over time</h2>"
+        "<p>Each cell: the largest lateness (the instance's median duration minus the rank's own: how long the others "
+        "waited for it) of the ranks in that row group over the instances in that column. Outlined: a straggler, at "
+        "the instance where it was first flagged.</p>",
+        o);
+  size_t ci;
+  const json_t *c;
+  if (!json_array_size(comms)) fputs("<p>No collective instances with two timed ranks: nothing to draw.</p>", o);
+  json_array_foreach((json_t *)comms, ci, c) {
+    const json_t *late = json_object_get(c, "lateness_us"), *worst = json_object_get(c, "worst_rank");
+    const json_t *cseq = json_object_get(c, "column_seq"), *ct = json_object_get(c, "column_t_s");
+    size_t ng = json_array_size(late), nc = json_array_size(cseq);
+    double rpg = html_jnum(c, "ranks_per_group"), csize = html_jnum(c, "comm_size"), max = 0;
+    bool ok;
+    for (size_t g = 0; g < ng; g++)
+      for (size_t k = 0; k < nc; k++) {
+        double v = html_jat(json_array_get(late, g), k, &ok);
+        if (ok && v > max) max = v;
+      }
+    if (!nc || !ng) continue;
+    const double L = 90, T = 10, PW = 600;
+    double cw = PW / (double)nc, rh = ng <= 16 ? 16 : ng <= 32 ? 8
+                                                               : 5,
+           PH = rh * (double)ng;
+    double W = L + PW + 170, H = T + PH + 80;
+    char id[64], title[160], desc[400];
+    snprintf(id, sizeof id, "late-%zu", ci);
+    snprintf(title, sizeof title, "Arrival lateness (microseconds) per rank group and instance, communicator %s (%.0f ranks)",
+             html_jstr(c, "comm"), csize);
+    snprintf(desc, sizeof desc, "%zu rank groups of %.0f ranks by %zu columns of %.0f instances from seq %.0f; largest "
+                                "lateness %.1f us; %zu flagged stragglers outlined. The table below lists each group's worst rank.",
+             ng, rpg, nc, html_jnum(c, "seq_per_column"), html_jnum(c, "seq_first"), max,
+             json_array_size(json_object_get(c, "flagged")));
+    fprintf(o, "<figure data-comm=\"%s\">", html_jstr(c, "comm"));
+    html_svg_open(o, id, W, H, title, desc);
+    fprintf(o, "<g class=\"hm\" transform=\"translate(%g %g) scale(%g %g)\"><rect class=\"bg\" x=\"0\" y=\"0\" "
+               "style=\"width:%zupx;height:%zupx\"/>",
+            L, T, cw, rh, nc, ng);
+    for (size_t g = 0; g < ng; g++)
+      for (size_t k = 0; k < nc; k++) {
+        double v = html_jat(json_array_get(late, g), k, &ok);
+        if (ok) fprintf(o, "<rect x=\"%zu\" y=\"%zu\" fill=\"%s\"/>", k, g, viridis[html_level_log(v, max)]);
+      }
+    size_t fi;
+    const json_t *f;
+    json_array_foreach(json_object_get(c, "flagged"), fi, f) {
+      fprintf(o, "<rect class=\"flag\" vector-effect=\"non-scaling-stroke\" x=\"%.0f\" y=\"%.0f\" "
+                 "data-flagged-rank=\"%.0f\" data-comm=\"%s\" data-seq=\"%.0f\" data-kind=\"",
+              html_jnum(f, "column"), html_jnum(f, "group"), html_jnum(f, "rank"), html_jstr(c, "comm"), html_jnum(f, "seq"));
+      html_esc(o, html_jstr(f, "kind"));
+      fprintf(o, "\"><title>rank %.0f flagged as a straggler at seq %.0f</title></rect>", html_jnum(f, "rank"),
+              html_jnum(f, "seq"));
+      fprintf(o, "<rect class=\"flag2\" vector-effect=\"non-scaling-stroke\" x=\"%.0f\" y=\"%.0f\"/>", html_jnum(f, "column"),
+              html_jnum(f, "group"));
+    }
+    fputs("</g><g class=\"axis\">", o);
+    json_array_foreach(json_object_get(c, "flagged"), fi, f)
+        fprintf(o, "<text x=\"%g\" y=\"%g\" class=\"flagtext\">&#9664; rank %.0f flagged (seq %.0f)</text>", L + PW + 6,
+                T + rh * (html_jnum(f, "group") + 0.5) + 4, html_jnum(f, "rank"), html_jnum(f, "seq"));
+    size_t gstep = ng <= 16 ? 1 : ng / 8;
+    for (size_t g = 0; g < ng; g += gstep) {
+      double lo = (double)g * rpg, hi = lo + rpg - 1;
+      if (hi > csize - 1) hi = csize - 1;
+      fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">", L - 6, T + rh * ((double)g + 0.5) + 4);
+      if (rpg > 1)
+        fprintf(o, "%.0f-%.0f", lo, hi);
+      else
+        fprintf(o, "%.0f", lo);
+      fputs("</text>", o);
+    }
+    size_t kstep = nc <= 8 ? 1 : nc / 8;
+    for (size_t k = 0; k < nc; k += kstep) {
+      double t = html_jat(ct, k, &ok);
+      fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.0f</text>", L + cw * ((double)k + 0.5), T + PH + 14,
+              html_jat(cseq, k, &ok));
+      if (json_is_number(json_array_get(ct, k)))
+        fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.3g s</text>", L + cw * ((double)k + 0.5),
+                T + PH + 28, t);
+    }
+    fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">instance (seq, first of column) and its start (s since "
+               "the job's first collective)</text>",
+            L + PW / 2, T + PH + 46);
+    fprintf(o, "<text transform=\"translate(12 %g) rotate(-90)\" text-anchor=\"middle\">comm rank</text></g>",
+            T + PH / 2);
+    char hi[32];
+    snprintf(hi, sizeof hi, "%.1f us", max);
+    html_legend(o, viridis, L + PW + 6, T + PH + 40 > H - 30 ? H - 30 : T + PH + 40, "0", hi, "lateness (log scale)");
+    fputs("</svg><figcaption>communicator ", o);
+    html_esc(o, html_jstr(c, "comm"));
+    fprintf(o, ", %.0f ranks, %.0f instances</figcaption>", csize, html_jnum(c, "instances"));
+    fputs("<details><summary>Table: the latest rank of each group</summary><table><tr><th>comm ranks</th>"
+          "<th>largest lateness (us)</th><th>rank</th><th>in column from seq</th></tr>",
+          o);
+    for (size_t g = 0; g < ng; g++) {
+      double best = -1, br = -1, bs = 0;
+      for (size_t k = 0; k < nc; k++) {
+        double v = html_jat(json_array_get(late, g), k, &ok);
+        if (ok && v > best) best = v, br = html_jat(json_array_get(worst, g), k, &ok), bs = html_jat(cseq, k, &ok);
+      }
+      double lo = (double)g * rpg;
+      if (best < 0)
+        fprintf(o, "<tr><td>%.0f+</td><td>-</td><td>-</td><td>-</td></tr>", lo);
+      else
+        fprintf(o, "<tr><td>%.0f+</td><td>%.1f</td><td>%.0f</td><td>%.0f</td></tr>", lo, best, br, bs);
+    }
+    fputs("</table></details></figure>", o);
+  }
+  /* the stragglers section as a list */
+  const json_t *st = json_object_get(doc, "stragglers");
+  fprintf(o, "<h3>Stragglers flagged: %zu</h3>", json_array_size(st));
+  if (json_array_size(st)) {
+    fputs("<table data-table=\"stragglers\"><tr><th>rank</th><th>host</th><th>comm</th><th>kind</th><th>first flagged "
+          "at seq</th><th>share last</th><th>lateness (us)</th></tr>",
+          o);
+    json_array_foreach((json_t *)st, ci, c) {
+      if (ci == MAX_TABLE_ROWS) break;
+      fprintf(o, "<tr><td>%.0f</td><td class=\"l\">", html_jnum(c, "rank"));
+      html_esc(o, html_jstr(c, "host"));
+      fprintf(o, "</td><td class=\"l\">%s</td><td class=\"l\">", html_jstr(c, "comm"));
+      html_esc(o, html_jstr(c, "kind"));
+      fprintf(o, "</td><td>%.0f</td><td>%.2f</td><td>%.1f</td></tr>", html_jnum(c, "first_flag_seq"), html_jnum(c, "share_last"),
+              html_jnum(c, "lateness_us"));
+    }
+    fputs("</table>", o);
+  }
+  fputs("</section>\n", o);
+}
