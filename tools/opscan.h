@@ -1,5 +1,5 @@
 /* tools/opscan.h: a scanner for "op" lines laid out exactly as the shim's dump writer writes
- * them (stats/dump_writer.c: fixed key order, no whitespace, no escapes), the fast path of the
+ * them (stats/dump_records.c: fixed key order, no whitespace, no escapes), the fast path of the
  * dump loader (DESIGN.md "Reading dumps").
  *
  * Contract: cs_opscan() accepts a line only when a JSON parser would read it as an op
