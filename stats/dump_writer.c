@@ -125,7 +125,7 @@ static bool create_file(int attempt) {
 }
 
 bool cs_dump_open(void) {
-  if (!cs_dump_lb.buf && !(cs_dump_lb.buf = malloc(BUF_CAP))) return false;
+  if (!cs_dump_lb.buf && !(cs_dump_lb.buf = malloc(DUMP_BUF_CAP))) return false;
   if (mkdir_p(cs_cfg.dir) != 0) {
     cs_log(CS_LOG_WARN, "cannot create COLLSCOPE_DIR %s: %s; recording off, job runs untouched", cs_cfg.dir,
            strerror(errno));
