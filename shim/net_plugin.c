@@ -3,8 +3,9 @@
  * named by COLLSCOPE_NET_INNER (a path, a library name, or <name> for libnccl-net-<name>.so),
  * whose highest version among v12, v11, v10, v9 is used whatever version NCCL calls us
  * through (v12 and v11 differ only in the property structs: a v12 inner is driven through
- * the v11 calls, its properties converted; shim/net_plugin_props.c). Every call is
- * forwarded; isend/irecv are timed from the post to the test() that reports done.
+ * the v11 calls, its properties converted; shim/net_plugin_props.c). This file loads the
+ * inner and holds the calls every exported table (shim/net_plugin_tables.c) forwards through.
+ * Every call is forwarded; isend/irecv are timed from the post to the test() that reports done.
  *
  * Fail open:
  *  - no COLLSCOPE_NET_INNER, the inner library or its symbols missing, the inner pointing back
@@ -49,7 +50,7 @@ const cs_net_v9_t *cs_net_in9;
 #define in12 cs_net_in12
 #define in10 cs_net_in10
 #define in9 cs_net_in9
-static char in_name[128] = "collscope";
+char cs_net_in_name[128] = "collscope";
 /* An inner with irecvConsumed may be handed a receive request after test() reported it done,
  * when the wrapper has already recycled its slot: such receives are passed through unwrapped
  * (untimed; the send side still measures the link). NCCL 2.28 does not call irecvConsumed. */
@@ -58,14 +59,9 @@ static int in_has_consumed;
 static _Atomic int in_global_done; /* v9/v10 inner init, or the v11 inner ctx of v9/v10 callers */
 static pthread_mutex_t in_global_lock = PTHREAD_MUTEX_INITIALIZER;
 static cs_net_result_t in_global_res;
-static void *in_global_ctx; /* v11 inner: the ctx used by v9/v10 callers */
+void *cs_net_in_global_ctx; /* v11 inner: the ctx used by v9/v10 callers */
 static uint64_t token_seed;
 static _Atomic uint64_t token_ctr;
-
-CS_EXPORT extern cs_net_v12_t ncclNetPlugin_v12;
-CS_EXPORT extern cs_net_v11_t ncclNetPlugin_v11;
-CS_EXPORT extern cs_net_v10_t ncclNetPlugin_v10;
-CS_EXPORT extern cs_net_v9_t ncclNetPlugin_v9;
 
 static void *open_inner(const char *v) {
   void *h = dlopen(v, RTLD_NOW | RTLD_LOCAL);
@@ -119,24 +115,16 @@ static void load_inner(void) {
   const char *n = in11 ? in11->name : in10 ? in10->name
                                            : in9->name;
   /* NCCL_NET=<name> selects a transport by name: keep the inner's */
-  snprintf(in_name, sizeof in_name, "%s", n ? n : "collscope");
-  cs_log(CS_LOG_INFO, "net plugin: wrapping %s (%s, ncclNetPlugin_v%d)", in_name, v, in12 ? 12 : in_ver);
+  snprintf(cs_net_in_name, sizeof cs_net_in_name, "%s", n ? n : "collscope");
+  cs_log(CS_LOG_INFO, "net plugin: wrapping %s (%s, ncclNetPlugin_v%d)", cs_net_in_name, v, in12 ? 12 : in_ver);
 }
 
-/* per-NCCL-communicator context of the v11 table */
-struct wctx {
-  void *inner; /* inner v11 ctx, else NULL */
-  struct cs_net_comm_config cfg;
-  int has_cfg;
-};
-static struct wctx global_ctx; /* v9/v10 callers */
-
-static cs_net_result_t inner_global_init(cs_net_logger_t log, cs_net_prof_cb_t prof) {
+cs_net_result_t cs_net_inner_global_init(cs_net_logger_t log, cs_net_prof_cb_t prof) {
   if (atomic_load_explicit(&in_global_done, memory_order_acquire)) return in_global_res;
   pthread_mutex_lock(&in_global_lock);
   if (!atomic_load(&in_global_done)) {
     if (in_ver == 11)
-      in_global_res = in11->init(&in_global_ctx, 0, NULL, log, prof);
+      in_global_res = in11->init(&cs_net_in_global_ctx, 0, NULL, log, prof);
     else if (in_ver == 10)
       in_global_res = in10->init(log, prof);
     else
@@ -273,15 +261,13 @@ static inline void conn_posted(struct wconn *c) {
 }
 
 /* ---- common implementations -------------------------------------------------------------- */
-static cs_net_result_t w_init_common(void) {
+cs_net_result_t cs_net_init_common(void) {
   cs_ensure_init();
   pthread_once(&load_once, load_inner);
   return in_ver ? CS_NET_OK : CS_NET_INTERNAL_ERROR;
 }
 
-static void patch_tables(void);
-
-static cs_net_result_t w_devices(int *ndev) {
+cs_net_result_t cs_net_devices(int *ndev) {
   return in_ver == 11 ? in11->devices(ndev) : in_ver == 10 ? in10->devices(ndev)
                                                            : in9->devices(ndev);
 }
@@ -294,7 +280,7 @@ static uint64_t new_token(void) {
   return z ? z : 1;
 }
 
-static cs_net_result_t w_listen(struct wctx *x, int dev, void *handle, void **listenComm) {
+cs_net_result_t cs_net_listen(struct wctx *x, int dev, void *handle, void **listenComm) {
   memset(handle, 0, CS_NET_HANDLE_MAXSIZE);
   void *lc = NULL;
   cs_net_result_t r = in_ver == 11   ? in11->listen(x->inner, dev, handle, &lc)
@@ -332,8 +318,8 @@ static cs_net_result_t w_listen(struct wctx *x, int dev, void *handle, void **li
   return r;
 }
 
-static cs_net_result_t w_connect(struct wctx *x, int dev, struct cs_net_comm_config *cfg, void *handle,
-                                 void **sendComm, void **devComm) {
+cs_net_result_t cs_net_connect(struct wctx *x, int dev, struct cs_net_comm_config *cfg, void *handle,
+                               void **sendComm, void **devComm) {
   struct cs_net_id id;
   unsigned char *tail = (unsigned char *)handle + CS_NET_ID_OFFSET;
   memcpy(&id, tail, sizeof id);
@@ -357,7 +343,7 @@ static cs_net_result_t w_connect(struct wctx *x, int dev, struct cs_net_comm_con
   return r;
 }
 
-static cs_net_result_t w_accept(void *listenComm, void **recvComm, void **devComm) {
+cs_net_result_t cs_net_accept(void *listenComm, void **recvComm, void **devComm) {
   struct wlisten *l = as_listen(listenComm);
   void *rc = NULL;
   void *lc = l ? l->inner : listenComm;
@@ -373,26 +359,26 @@ static cs_net_result_t w_accept(void *listenComm, void **recvComm, void **devCom
   return r;
 }
 
-static cs_net_result_t w_reg_mr(void *comm, void *data, size_t size, int type, void **mh) {
+cs_net_result_t cs_net_reg_mr(void *comm, void *data, size_t size, int type, void **mh) {
   void *ic = unwrap_comm(comm);
   return in_ver == 11   ? in11->regMr(ic, data, size, type, mh)
          : in_ver == 10 ? in10->regMr(ic, data, size, type, mh)
                         : in9->regMr(ic, data, size, type, mh);
 }
-static cs_net_result_t w_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off, int fd,
-                                       void **mh) {
+cs_net_result_t cs_net_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t off, int fd,
+                                     void **mh) {
   void *ic = unwrap_comm(comm);
   return in_ver == 11   ? in11->regMrDmaBuf(ic, data, size, type, off, fd, mh)
          : in_ver == 10 ? in10->regMrDmaBuf(ic, data, size, type, off, fd, mh)
                         : in9->regMrDmaBuf(ic, data, size, type, off, fd, mh);
 }
-static cs_net_result_t w_dereg_mr(void *comm, void *mh) {
+cs_net_result_t cs_net_dereg_mr(void *comm, void *mh) {
   void *ic = unwrap_comm(comm);
   return in_ver == 11 ? in11->deregMr(ic, mh) : in_ver == 10 ? in10->deregMr(ic, mh)
                                                              : in9->deregMr(ic, mh);
 }
 
-static cs_net_result_t w_isend(void *sendComm, void *data, size_t size, int tag, void *mh, void *ph, void **request) {
+cs_net_result_t cs_net_isend(void *sendComm, void *data, size_t size, int tag, void *mh, void *ph, void **request) {
   struct wconn *c = as_conn(sendComm);
   void *ic = c ? c->inner : sendComm;
   void *ir = NULL;
@@ -420,8 +406,8 @@ static cs_net_result_t w_isend(void *sendComm, void *data, size_t size, int tag,
   return r;
 }
 
-static cs_net_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhs, void **phs,
-                               void **request) {
+cs_net_result_t cs_net_irecv(void *recvComm, int n, void **data, size_t *sizes, int *tags, void **mhs, void **phs,
+                             void **request) {
   struct wconn *c = as_conn(recvComm);
   void *ic = c ? c->inner : recvComm;
   void *ir = NULL;
@@ -449,14 +435,14 @@ static cs_net_result_t w_irecv(void *recvComm, int n, void **data, size_t *sizes
   return r;
 }
 
-static cs_net_result_t w_iflush(void *recvComm, int n, void **data, int *sizes, void **mhs, void **request) {
+cs_net_result_t cs_net_iflush(void *recvComm, int n, void **data, int *sizes, void **mhs, void **request) {
   void *ic = unwrap_comm(recvComm);
   return in_ver == 11   ? in11->iflush(ic, n, data, sizes, mhs, request)
          : in_ver == 10 ? in10->iflush(ic, n, data, sizes, mhs, request)
                         : in9->iflush(ic, n, data, sizes, mhs, request);
 }
 
-static cs_net_result_t w_test(void *request, int *done, int *sizes) {
+cs_net_result_t cs_net_test(void *request, int *done, int *sizes) {
   struct wreq *w = as_req(request);
   void *ir = w ? w->inner : request;
   int local[8];
@@ -493,9 +479,9 @@ static cs_net_result_t close_conn(void *comm, int send) {
   if (c) atomic_store_explicit(&c->state, atomic_load(&cs_st.ready) ? 3 : 0, memory_order_release);
   return r;
 }
-static cs_net_result_t w_close_send(void *c) { return close_conn(c, 1); }
-static cs_net_result_t w_close_recv(void *c) { return close_conn(c, 0); }
-static cs_net_result_t w_close_listen(void *listenComm) {
+cs_net_result_t cs_net_close_send(void *c) { return close_conn(c, 1); }
+cs_net_result_t cs_net_close_recv(void *c) { return close_conn(c, 0); }
+cs_net_result_t cs_net_close_listen(void *listenComm) {
   struct wlisten *l = as_listen(listenComm);
   void *lc = l ? l->inner : listenComm;
   cs_net_result_t r = in_ver == 11 ? in11->closeListen(lc) : in_ver == 10 ? in10->closeListen(lc)
@@ -503,13 +489,13 @@ static cs_net_result_t w_close_listen(void *listenComm) {
   if (l) atomic_store_explicit(&l->used, 0, memory_order_release);
   return r;
 }
-static cs_net_result_t w_get_device_mr(void *comm, void *mh, void **dptr) {
+cs_net_result_t cs_net_get_device_mr(void *comm, void *mh, void **dptr) {
   void *ic = unwrap_comm(comm);
   return in_ver == 11   ? in11->getDeviceMr(ic, mh, dptr)
          : in_ver == 10 ? in10->getDeviceMr(ic, mh, dptr)
                         : in9->getDeviceMr(ic, mh, dptr);
 }
-static cs_net_result_t w_irecv_consumed(void *recvComm, int n, void *request) {
+cs_net_result_t cs_net_irecv_consumed(void *recvComm, int n, void *request) {
   void *ic = unwrap_comm(recvComm);
   struct wreq *w = as_req(request);
   void *ir = w ? w->inner : request;
@@ -517,193 +503,6 @@ static cs_net_result_t w_irecv_consumed(void *recvComm, int n, void *request) {
          : in_ver == 10 ? in10->irecvConsumed(ic, n, ir)
                         : in9->irecvConsumed(ic, n, ir);
 }
-/* ---- v11 entry points ---------------------------------------------------------------------- */
-static cs_net_result_t v11_init(void **ctx, uint64_t commId, struct cs_net_comm_config *cfg, cs_net_logger_t log,
-                                cs_net_prof_cb_t prof) {
-  cs_net_result_t r = w_init_common();
-  if (r != CS_NET_OK) return r;
-  struct wctx *x = calloc(1, sizeof *x);
-  if (!x) {
-    cs_log(CS_LOG_WARN, "net plugin: out of memory in init; declining");
-    return CS_NET_SYSTEM_ERROR;
-  }
-  if (cfg) {
-    x->cfg = *cfg;
-    x->has_cfg = 1;
-  }
-  if (in_ver == 11)
-    r = in11->init(&x->inner, commId, cfg, log, prof);
-  else
-    r = inner_global_init(log, prof);
-  if (r != CS_NET_OK) {
-    cs_log_once(CS_LOG_WARN, "net plugin: the inner plugin %s failed to initialise (%d); NCCL uses its own transports",
-                in_name, r);
-    free(x);
-    return r;
-  }
-  patch_tables();
-  *ctx = x;
-  return r;
-}
-static cs_net_result_t v11_listen(void *ctx, int dev, void *handle, void **lc) {
-  return w_listen(ctx ? ctx : &global_ctx, dev, handle, lc);
-}
-static cs_net_result_t v11_connect(void *ctx, int dev, void *handle, void **sc, void **dc) {
-  return w_connect(ctx ? ctx : &global_ctx, dev, NULL, handle, sc, dc);
-}
-static cs_net_result_t v11_finalize(void *ctx) {
-  struct wctx *x = ctx;
-  cs_net_result_t r = CS_NET_OK;
-  if (x && in_ver == 11 && in11->finalize) r = in11->finalize(x->inner);
-  free(x);
-  return r;
-}
-static cs_net_result_t v11_set_attr(void *ctx, struct cs_net_attr_v11 *a) {
-  struct wctx *x = ctx;
-  if (in_ver == 11 && in11->setNetAttr) return in11->setNetAttr(x ? x->inner : NULL, a);
-  return CS_NET_OK;
-}
-
-/* ---- v10 / v9 entry points (one global context) -------------------------------------------- */
-static cs_net_result_t v10_init(cs_net_logger_t log, cs_net_prof_cb_t prof) {
-  cs_net_result_t r = w_init_common();
-  if (r != CS_NET_OK) return r;
-  r = inner_global_init(log, prof);
-  if (r != CS_NET_OK) {
-    cs_log_once(CS_LOG_WARN, "net plugin: the inner plugin %s failed to initialise (%d); NCCL uses its own transports",
-                in_name, r);
-    return r;
-  }
-  global_ctx.inner = in_ver == 11 ? in_global_ctx : NULL;
-  patch_tables();
-  return r;
-}
-static cs_net_result_t v9_init(cs_net_logger_t log) { return v10_init(log, NULL); }
-static cs_net_result_t vx_listen(int dev, void *handle, void **lc) { return w_listen(&global_ctx, dev, handle, lc); }
-static cs_net_result_t v10_connect(int dev, struct cs_net_comm_config *cfg, void *handle, void **sc, void **dc) {
-  return w_connect(&global_ctx, dev, cfg, handle, sc, dc);
-}
-static cs_net_result_t v9_connect(int dev, void *handle, void **sc, void **dc) {
-  return w_connect(&global_ctx, dev, NULL, handle, sc, dc);
-}
-static cs_net_result_t v9_isend(void *s, void *data, size_t size, int tag, void *mh, void **req) {
-  return w_isend(s, data, size, tag, mh, NULL, req);
-}
-static cs_net_result_t v9_irecv(void *rc, int n, void **data, size_t *sizes, int *tags, void **mhs, void **req) {
-  return w_irecv(rc, n, data, sizes, tags, mhs, NULL, req);
-}
-
-CS_EXPORT cs_net_v12_t ncclNetPlugin_v12 = {
-    "collscope",
-    v11_init,
-    w_devices,
-    cs_net_get_props12,
-    v11_listen,
-    v11_connect,
-    w_accept,
-    w_reg_mr,
-    w_reg_mr_dmabuf,
-    w_dereg_mr,
-    w_isend,
-    w_irecv,
-    w_iflush,
-    w_test,
-    w_close_send,
-    w_close_recv,
-    w_close_listen,
-    w_get_device_mr,
-    w_irecv_consumed,
-    cs_net_make_vdevice12,
-    v11_finalize,
-    v11_set_attr,
-};
-CS_EXPORT cs_net_v11_t ncclNetPlugin_v11 = {
-    "collscope",
-    v11_init,
-    w_devices,
-    cs_net_get_props11,
-    v11_listen,
-    v11_connect,
-    w_accept,
-    w_reg_mr,
-    w_reg_mr_dmabuf,
-    w_dereg_mr,
-    w_isend,
-    w_irecv,
-    w_iflush,
-    w_test,
-    w_close_send,
-    w_close_recv,
-    w_close_listen,
-    w_get_device_mr,
-    w_irecv_consumed,
-    cs_net_make_vdevice,
-    v11_finalize,
-    v11_set_attr,
-};
-CS_EXPORT cs_net_v10_t ncclNetPlugin_v10 = {
-    "collscope",
-    v10_init,
-    w_devices,
-    cs_net_get_props9,
-    vx_listen,
-    v10_connect,
-    w_accept,
-    w_reg_mr,
-    w_reg_mr_dmabuf,
-    w_dereg_mr,
-    w_isend,
-    w_irecv,
-    w_iflush,
-    w_test,
-    w_close_send,
-    w_close_recv,
-    w_close_listen,
-    w_get_device_mr,
-    w_irecv_consumed,
-    cs_net_make_vdevice,
-};
-CS_EXPORT cs_net_v9_t ncclNetPlugin_v9 = {
-    "collscope",
-    v9_init,
-    w_devices,
-    cs_net_get_props9,
-    vx_listen,
-    v9_connect,
-    w_accept,
-    w_reg_mr,
-    w_reg_mr_dmabuf,
-    w_dereg_mr,
-    v9_isend,
-    v9_irecv,
-    w_iflush,
-    w_test,
-    w_close_send,
-    w_close_recv,
-    w_close_listen,
-    w_get_device_mr,
-    w_irecv_consumed,
-    cs_net_make_vdevice,
-};
-
-/* Optional entry points NCCL tests for NULL: mirror the inner's (once, before init returns). */
-static pthread_once_t patch_once = PTHREAD_ONCE_INIT;
-static void do_patch(void) {
-// clang-format off
-#define HAS(f) (in_ver == 11 ? in11->f != NULL : in_ver == 10 ? in10->f != NULL : in9->f != NULL)
-#define OPT(f)                                                   \
-  if (!HAS(f)) { ncclNetPlugin_v12.f = NULL; ncclNetPlugin_v11.f = NULL; ncclNetPlugin_v10.f = NULL; ncclNetPlugin_v9.f = NULL; }
-  OPT(regMrDmaBuf) OPT(iflush) OPT(getDeviceMr) OPT(irecvConsumed) OPT(makeVDevice)
-  if (in_ver == 11 && !in11->setNetAttr) ncclNetPlugin_v11.setNetAttr = NULL, ncclNetPlugin_v12.setNetAttr = NULL;
-#undef OPT
-#undef HAS
-  // clang-format on
-  ncclNetPlugin_v12.name = in_name;
-  ncclNetPlugin_v11.name = in_name;
-  ncclNetPlugin_v10.name = in_name;
-  ncclNetPlugin_v9.name = in_name;
-}
-static void patch_tables(void) { pthread_once(&patch_once, do_patch); }
 
 /* A forked child has none of the parent's connections (NCCL's do not survive fork): its dump
  * must not get the parent's figures. */
