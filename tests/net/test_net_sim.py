@@ -84,7 +84,7 @@ def check_slow(a, d, tag, need_straggler=False):
             print("  %s: straggler entry kind link (rank -1) now names %s -> %s" % (tag, s["src_host"], s["dst_host"]))
             named += 1
     assert named or not need_straggler, r["stragglers"]
-    text = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True).stdout
+    text = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True, env=dict(os.environ, **frac)).stdout
     assert "slow link: simhost2 -> simhost3" in text, text
     s = r["slow_links"][0]
     print("  %s: slow pair simhost2 -> simhost3 at %.3f Gbit/s p50 vs median %.3f of the others (ratio %.4f)" % (
@@ -131,7 +131,11 @@ def check_p2plink(a, d):
     assert len(far) == 48 - 8, far   # inter-host ring neighbours: 1-2, 3-4, 5-6, 7-0, each way
     print("  p2plink: send-side link records for all %d inter-host rank pairs, %d of them not ring neighbours "
           "(e.g. %d -> %d), bytes = the job's payload per pair" % (len(sent), len(far), far[0][0], far[0][1]))
-    r = report(a, d)
+    # pairwise traffic is CPU-bound in the simulator: on a loaded 2-core box a clean pair's p50
+    # has been seen at 0.24 of the others, while the faulty pair is at ~0.1 or below; judge
+    # at 0.2 (as the clean slowlink run does) so that load cannot add a pair
+    frac = {"COLLSCOPE_LINK_SLOW_FRAC": "0.2"}
+    r = report(a, d, frac)
     for l in r["links"]:
         print("  p2plink: %s -> %s  %d bytes  p50 %.3f Gbit/s  p10 %.3f  side %s%s" % (
             l["src_host"], l["dst_host"], l["bytes"], l["gbps_p50"], l["gbps_p10"], l["side"], "  SLOW" if l["slow"] else ""))
@@ -140,7 +144,7 @@ def check_p2plink(a, d):
     assert all(l["side"] == "send" for l in r["links"]), r["links"]
     slow = sorted((s["src_host"], s["dst_host"]) for s in r["slow_links"])
     assert slow == [("simhost2", "simhost3"), ("simhost3", "simhost2")], r["slow_links"]
-    text = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True).stdout
+    text = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True, env=dict(os.environ, **frac)).stdout
     assert "slow link: simhost2 -> simhost3" in text and "slow link: simhost3 -> simhost2" in text, text
     # simnet delivers every message of the pair 3000 us late: no message (256 KiB at most) can
     # beat 256 KiB / 3 ms, so the wire delay is in the plugin's post-to-done times
