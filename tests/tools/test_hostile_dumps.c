@@ -25,88 +25,20 @@
 
 #include "cli.h"
 #include "dumpfile.h"
+#include "tools_fixture.h"
 
 /* ---------- helpers ---------- */
-
-static char *make_tmpdir(void) {
-  const char *base = getenv("TMPDIR");
-  char *d = NULL;
-  assert_true(asprintf(&d, "%s/cshostile-XXXXXX", base && *base ? base : "/tmp") > 0);
-  assert_non_null(mkdtemp(d));
-  return d;
-}
-
-static void rm_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char p[2048];
-      snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      struct stat st;
-      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-        rm_tree(p);
-      else
-        unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
 
 static int setup(void **state) {
   *state = make_tmpdir();
   return 0;
 }
 static int teardown(void **state) {
-  rm_tree(*state);
-  free(*state);
+  rm_tree(*state); /* frees it */
   return 0;
 }
 
-static char *slurp(FILE *f) {
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  assert_non_null(s);
-  size_t got = fread(s, 1, (size_t)n, f);
-  s[got] = 0;
-  return s;
-}
-
-extern void __sanitizer_set_report_fd(void *fd) __attribute__((weak));
-
-/* Run a subcommand (argv NULL-terminated) with stdout/stderr captured. */
-static int run_capture(int (*fn)(int, char **), char **argv, char **out, char **err) {
-  fflush(stdout);
-  fflush(stderr);
-  FILE *to = tmpfile(), *te = tmpfile();
-  assert_non_null(to);
-  assert_non_null(te);
-  int so = dup(1), se = dup(2);
-  if (__sanitizer_set_report_fd) __sanitizer_set_report_fd((void *)(intptr_t)se);
-  dup2(fileno(to), 1);
-  dup2(fileno(te), 2);
-  int argc = 0;
-  while (argv[argc]) argc++;
-  int rc = fn(argc, argv);
-  fflush(stdout);
-  fflush(stderr);
-  dup2(so, 1);
-  dup2(se, 2);
-  if (__sanitizer_set_report_fd) __sanitizer_set_report_fd((void *)(intptr_t)2);
-  close(so);
-  close(se);
-  *out = slurp(to);
-  *err = slurp(te);
-  fclose(to);
-  fclose(te);
-  return rc;
-}
-
-static json_t *report_json(const char *dir, const char *job, int want_rc) {
+static json_t *hostile_report_json(const char *dir, const char *job, int want_rc) {
   char *argv[] = {"report", (char *)dir, "--json", job ? "--job" : NULL, (char *)job, NULL};
   char *out, *err;
   int rc = run_capture(cmd_report, argv, &out, &err);
@@ -185,7 +117,7 @@ static void test_footer_lost(void **state) {
   put_footer(f, 100);
   fclose(f);
 
-  json_t *root = report_json(dir, NULL, 0);
+  json_t *root = hostile_report_json(dir, NULL, 0);
   json_t *r0 = rank_entry(root, 0), *r1 = rank_entry(root, 1);
   assert_int_equal(jint(r0, "lost"), 1266);
   assert_false(json_is_true(json_object_get(r0, "clean_exit")));
@@ -228,7 +160,7 @@ static void test_salvage_dedup(void **state) {
     for (int s = 40; s < 100; s++) put_op(f, 7, 2, r, r, s, "gpu_event", 0);
     fclose(f);
   }
-  json_t *root = report_json(dir, NULL, 0);
+  json_t *root = hostile_report_json(dir, NULL, 0);
   json_t *s = json_object_get(root, "summary");
   assert_int_equal(jint(s, "files"), 2);
   assert_int_equal(jint(s, "ranks"), 2);
@@ -292,7 +224,7 @@ static void test_two_jobs_refused(void **state) {
   free(out);
   free(err);
 
-  json_t *root = report_json(dir, "jobB", 0);
+  json_t *root = hostile_report_json(dir, "jobB", 0);
   json_t *s = json_object_get(root, "summary");
   assert_int_equal(jint(s, "files"), 4);
   assert_int_equal(jint(s, "ranks"), 4);
@@ -300,7 +232,7 @@ static void test_two_jobs_refused(void **state) {
   assert_int_equal(jint(s, "other_job_files"), 4);
   assert_string_equal(json_string_value(json_object_get(s, "job")), "jobB");
   json_decref(root);
-  json_decref(report_json(dir, "jobC", 1)); /* no such job */
+  json_decref(hostile_report_json(dir, "jobC", 1)); /* no such job */
 
   char *targv2[] = {"trace", (char *)dir, "--job", "jobA", NULL};
   assert_int_equal(run_capture(cmd_trace, targv2, &out, &err), 0);
@@ -467,7 +399,7 @@ static void test_sparse_comm_straggler(void **state) {
     put_footer(f, 60);
     fclose(f);
   }
-  json_t *root = report_json(dir, NULL, 0);
+  json_t *root = hostile_report_json(dir, NULL, 0);
   json_t *st = json_object_get(root, "stragglers");
   assert_int_equal(json_array_size(st), 1);
   json_t *s0 = json_array_get(st, 0);

@@ -150,19 +150,28 @@ char *make_tmpdir(void) {
   return d;
 }
 
-void rm_tree(char *dir) {
+/* Remove a directory tree without following links. */
+static void rm_tree_at(const char *dir) {
   DIR *d = opendir(dir);
   if (d) {
     struct dirent *e;
     while ((e = readdir(d))) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char p[1024];
+      char p[2048];
       snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-      unlink(p);
+      struct stat st;
+      if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+        rm_tree_at(p);
+      else
+        unlink(p);
     }
     closedir(d);
   }
   rmdir(dir);
+}
+
+void rm_tree(char *dir) {
+  rm_tree_at(dir);
   free(dir);
 }
 
