@@ -78,7 +78,10 @@ def unescape(s):
             m = re.match(r"[0-7]{1,3}", s[i + 1:])
             out.append(int(m.group(0), 8))
             i += 1 + len(m.group(0))
-    return out.decode("utf-8")
+    try:
+        return out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise AssertionError("a string in the trace is not UTF-8: %r (%s)" % (bytes(out[:60]), e))
 
 
 def one(d, k, default=None):
@@ -290,7 +293,9 @@ def add_salvage(d):
 def make_hostile(d):
     """odd strings in every dump: a very long UTF-8 host, UTF-8 and control characters (escaped)
     in op, dtype and site, and a 54 KB site (lines stay under the reader's 64 KiB)"""
-    long_host = "n\u0153ud-\u65e5\u672c-" * 120  # ~1.9 KB of UTF-8
+    # ~1.6 KB of UTF-8; "rank R (" + host is cut at 255 bytes inside a character, so the process
+    # name is not UTF-8 unless the writer repairs it (as the JSON writer escapes it)
+    long_host = "hx" + "n\u0153ud-\u65e5\u672c-" * 120
     for n in sorted(os.listdir(d)):
         p = os.path.join(d, n)
         with open(p, encoding="utf-8") as f:
