@@ -566,7 +566,7 @@ static void pf_end(struct trace_run *R) {
 
 static const struct trace_emit emit = {
     .name = "perfetto",
-    .bytes_per_record = 300, /* measured on bench/gen_dumps sets (docs/benchmarks-readers.md) */
+    .bytes_per_record = 320, /* measured on bench/gen_dumps sets: ~306 (docs/benchmarks-readers.md) */
     .begin = pf_begin,
     .op = pf_op,
     .xfer = pf_xfer,
