@@ -291,12 +291,14 @@ def add_salvage(d):
 
 
 def make_hostile(d):
-    """odd strings in every dump: a very long UTF-8 host, UTF-8 and control characters (escaped)
-    in op, dtype and site, and a 54 KB site (lines stay under the reader's 64 KiB)"""
+    """odd strings in every dump: a very long UTF-8 host, UTF-8 and control characters (escaped),
+    in op, dtype and site, a 54 KB site (lines stay under the reader's 64 KiB), and an op, dtype
+    and site of their own on every other record (1,200 values: past the 1,024 that one reading
+    thread's sequence interns, when read with -j 1)"""
     # ~1.6 KB of UTF-8; "rank R (" + host is cut at 255 bytes inside a character, so the process
     # name is not UTF-8 unless the writer repairs it (as the JSON writer escapes it)
     long_host = "hx" + "n\u0153ud-\u65e5\u672c-" * 120
-    for n in sorted(os.listdir(d)):
+    for fi, n in enumerate(sorted(os.listdir(d))):
         p = os.path.join(d, n)
         with open(p, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -308,6 +310,10 @@ def make_hostile(d):
                 if i % 3 == 0:
                     l = l.replace('"op":"AllReduce"', '"op":"AllReduce\u2713\\u0001"')
                     l = l.replace('"dtype":"float32"', '"dtype":"fl\u00f6at\\t32"')
+                elif i % 2 == 1:  # more distinct names and values than a sequence interns
+                    l = re.sub(r'"op":"[^"]*"', lambda m: '"op":"Op\u00e9-%d-%d"' % (fi, i), l)
+                    l = re.sub(r'"dtype":"[^"]*"', lambda m: '"dtype":"dt-%d-%d"' % (fi, i), l)
+                    l = re.sub(r'"site":"[^"]*"', lambda m: '"site":"%s:%d"' % (n, i), l)
                 if i % 50 == 0:
                     l = re.sub(r'"site":"[^"]*"', lambda m: '"site":"' + "\u00e9\\u001b[31m" * 4500 + '"', l)
                 elif i % 7 == 0:
@@ -339,7 +345,7 @@ def main():
             assert 0 < m < n, "selection: %d slices of %d" % (m, n)
         if a.only in (None, "hostile"):
             make_hostile(d)
-            n, _ = compare(a.cli, a.protoc, a.proto, d, tmp, [], "hostile")
+            n, _ = compare(a.cli, a.protoc, a.proto, d, tmp, ["-j", "1"], "hostile")
             assert n >= 4 * 300, "hostile: %d slices" % n
         print("ok")
         return 0
