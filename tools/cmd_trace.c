@@ -44,7 +44,7 @@ static void usage(FILE *o) {
         "  --job ID       only the dumps of job ID (needed when DIR holds several jobs)\n"
         "  -o FILE        write the trace to FILE (default: standard output)\n"
         "  --format F     json: Chrome/Perfetto trace-event JSON (default); perfetto: Perfetto's\n"
-        "                 protobuf trace, about 3x smaller\n"
+        "                 protobuf trace, ~2.5x smaller\n"
         "  --ranks LIST   only these global ranks: 0,3,8-15\n"
         "  --comm ID      only this communicator's ops and events (16 hex digits, as the report shows)\n"
         "  --from/--to T  seconds from the job's first record (12.5), or seq:N for a range of\n"
