@@ -56,8 +56,8 @@ struct cli_dump_args {
   bool json, html; /* --json; --html (CLI_DUMP_ARGS_HTML) */
   unsigned jobs;   /* -j N: reading threads, 0 = one per core */
   /* CLI_DUMP_ARGS_SELECT (trace): --ranks LIST, --comm ID, --from/--to (seconds from the job's
-   * start, or seq:N), --max-size BYTES[KMG]; as given, the command parses them */
-  const char *ranks, *comm, *from, *to, *max_size;
+   * start, or seq:N), --max-size BYTES[KMG], --format NAME; as given, the command parses them */
+  const char *ranks, *comm, *from, *to, *max_size, *format;
 };
 enum { CLI_DUMP_ARGS_OP = 1,
        CLI_DUMP_ARGS_JSON = 2,

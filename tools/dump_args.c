@@ -33,6 +33,8 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
         sel = &out->to;
       else if (strcmp(a, "--max-size") == 0)
         sel = &out->max_size;
+      else if (strcmp(a, "--format") == 0)
+        sel = &out->format;
     }
     if ((flags & CLI_DUMP_ARGS_JSON) && strcmp(a, "--json") == 0) {
       out->json = true;

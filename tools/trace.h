@@ -7,12 +7,14 @@
  * own dump is small (a ring's worth): its op records are kept, to be written with the dump's
  * track and without the records the dump holds too.
  * Pass 2 (trace_write) reads the files again and writes each selected record as it streams
- * (Chrome trace events need no order), from every reading thread; the flow arrows of each
- * collective instance come from the per-communicator merge of tools/instwalk.h.
- * Memory: per file its tracks, per reading thread a buffer of text, and the instances the
+ * (trace events need no order), from every reading thread, in the chosen format (struct
+ * trace_emit: trace_json.c, trace_perfetto.c); the JSON's flow arrows of each collective
+ * instance come from the per-communicator merge of tools/instwalk.h.
+ * Memory: per file its tracks, per reading thread a buffer of output, and the instances the
  * merge holds; not the records. */
 #ifndef COLLSCOPE_TOOLS_TRACE_H
 #define COLLSCOPE_TOOLS_TRACE_H
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,7 +74,42 @@ struct tworker {
   uint64_t ops, events;
 };
 
+struct trace_run;
+
+/* One output format: how the pass's events are written. op is called from the reading threads
+ * (worker: the thread's buffer in R->out); the others from one thread at a time, on buffer 0. */
+struct trace_emit {
+  const char *name;
+  unsigned bytes_per_record;          /* about this many bytes of output per record, all included (size cap) */
+  void (*begin)(struct trace_run *R); /* the file's head and its tracks (processes, streams) */
+  void (*op)(struct trace_run *R, unsigned worker, const char *fname, const struct cs_op_rec *o, int pid, int tid);
+  void (*xfer)(struct trace_run *R, const char *fname, const struct cs_xfer_rec *x, int pid, int tid);
+  void (*comm)(struct trace_run *R, const struct cs_comm_rec *c, int pid);
+  /* the flow arrows of one collective instance (the per-communicator merge, instwalk.h);
+   * NULL: the format links an instance's members itself, no merge is run */
+  void (*instance)(void *R, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n);
+  void (*end)(struct trace_run *R); /* the file's tail; frees the format's state */
+};
+extern const struct trace_emit trace_emit_json;
+/* Perfetto's protobuf trace (trace_perfetto.c); NULL when built without protobuf-c */
+const struct trace_emit *trace_emit_perfetto(void);
+
+/* a record drawn as a slice (its GPU time) rather than an instant */
+static inline bool trace_op_slice(const struct cs_op_rec *o) {
+  return o->timing == CSD_TIMING_GPU_EVENT && o->start_ns > 0;
+}
+static inline bool trace_xfer_slice(const struct cs_xfer_rec *x) {
+  return x->timing == CSD_TIMING_GPU_EVENT && x->start_ns > 0;
+}
+/* a slice's duration: the record's dur_us, else end - start, else 0 */
+static inline double trace_slice_dur_us(int64_t start_ns, int64_t end_ns, double dur_us) {
+  if (dur_us > 0 && isfinite(dur_us)) return dur_us;
+  return end_ns > start_ns ? (double)(end_ns - start_ns) / 1e3 : 0.0;
+}
+
 struct trace_run {
+  const struct trace_emit *emit; /* the output format */
+  void *fmt;                     /* its state during pass 2 */
   struct trace_sel sel;
   unsigned jobs;
   struct tfile *f;
@@ -90,6 +127,14 @@ struct trace_run {
   uint64_t flows;
   bool changed, oom; /* the files changed between the passes; the merge ran out of memory */
 };
+
+/* names of tracks and events (trace_write.c), the same in every format; at most n - 1 bytes */
+void trace_process_name(const struct cs_dumpfile *f, char *buf, size_t n);    /* "rank R (host)" */
+void trace_stream_name(const struct tfile *F, size_t k, char *buf, size_t n); /* track k + 1 */
+/* the op's name for a slice, "OP (timing)" for an instant (in buf) */
+const char *trace_op_event_name(const struct cs_op_rec *o, char *buf, size_t n);
+void trace_xfer_event_name(const struct cs_xfer_rec *x, char *buf, size_t n); /* "Memcpy KIND[ (timing)]" */
+void trace_comm_event_name(const struct cs_comm_rec *c, char *buf, size_t n); /* "comm EVENT" */
 
 bool trace_rank_list_ok(const char *s);
 bool trace_rank_in(const char *s, int rank);

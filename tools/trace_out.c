@@ -1,4 +1,4 @@
-/* tools/trace_out.c: the trace's JSON text (trace_out.h). */
+/* tools/trace_out.c: the trace's per-thread output buffers and its JSON text (trace_out.h). */
 #include "trace_out.h"
 
 #include <inttypes.h>
@@ -37,6 +37,13 @@ void tb_raw(struct tbuf *b, const char *s, size_t n) {
 }
 void tb_lit(struct tbuf *b, const char *s) { tb_raw(b, s, strlen(s)); }
 
+char *tb_room(struct tbuf *b, size_t n) {
+  reserve(b, n);
+  char *p = b->s + b->n;
+  b->n += n;
+  return p;
+}
+
 void tb_key(struct tbuf *b, bool comma, const char *k) {
   size_t n = strlen(k);
   reserve(b, n + 4);
@@ -50,8 +57,7 @@ void tb_key(struct tbuf *b, bool comma, const char *k) {
   b->n = (size_t)(p - b->s);
 }
 
-/* length of the valid UTF-8 sequence at s (at most n bytes), 0 when invalid */
-static size_t utf8_len(const unsigned char *s, size_t n) {
+size_t tout_utf8_len(const unsigned char *s, size_t n) {
   unsigned c = s[0];
   size_t len;
   uint32_t cp;
@@ -87,7 +93,7 @@ void tb_str(struct tbuf *b, const char *s) {
       continue;
     }
     if (c >= 0x80) {
-      size_t l = utf8_len(u + i, n - i);
+      size_t l = tout_utf8_len(u + i, n - i);
       if (l) {
         memcpy(p, u + i, l);
         p += l;
@@ -225,6 +231,12 @@ void tout_flush(struct trace_out *t, struct tbuf *b) {
 
 void tout_end_event(struct trace_out *t, struct tbuf *b) {
   tb_raw(b, "}", 1);
+  if (b->n >= FLUSH_AT) tout_flush(t, b);
+}
+
+void tout_set_binary(struct trace_out *t) { t->first = false; }
+
+void tout_end_record(struct trace_out *t, struct tbuf *b) {
   if (b->n >= FLUSH_AT) tout_flush(t, b);
 }
 

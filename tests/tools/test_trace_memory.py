@@ -3,7 +3,8 @@
 grow with the records (tools/trace.h): the same 8 ranks with N and 4 N op records each
 (bench/gen_dumps), rank 0 with a salvage file next to its dump (which must not make the set
 load whole), the whole trace written (--max-size 0) to /dev/null, and the peak resident
-memory of each run (its own rusage) within a few MiB of each other. Loading the set whole, as
+memory of each run (its own rusage) within a few MiB of each other. --format picks the trace's
+format (json, perfetto). Loading the set whole, as
 the trace once did, costs ~240 bytes a record: +7 MiB here."""
 import argparse
 import collections
@@ -49,6 +50,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", required=True)
     ap.add_argument("--gen", required=True)
+    ap.add_argument("--format", default="json")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="collscope-trmem-")
     try:
@@ -58,11 +60,11 @@ def main():
             subprocess.run([a.gen, "--ranks", str(RANKS), "--ops", str(OPS * mult), "--out", d, "--jobs", "1"],
                            check=True)
             add_salvage(d)
-            rc, kb = peak_kb([a.cli, "trace", d, "--max-size", "0", "-j", "2"])
+            rc, kb = peak_kb([a.cli, "trace", d, "--max-size", "0", "-j", "2", "--format", a.format])
             if rc != 0:
                 print(f"FAIL: trace exited {rc} on {RANKS} x {OPS * mult}")
                 return 1
-            print(f"{RANKS} ranks x {OPS * mult} records: peak RSS {kb} KiB")
+            print(f"{a.format}: {RANKS} ranks x {OPS * mult} records: peak RSS {kb} KiB")
             peaks.append(kb)
         grew = peaks[1] - peaks[0]
         if grew > SLACK_KB:
