@@ -26,6 +26,25 @@ struct cs_call {
   uint64_t sdc_ctr_at; /* that counter's value before it did */
 };
 
+/* Fill every member (an initializer would zero the struct first, then store). */
+static inline void cs_call_set(struct cs_call *c, enum cs_op op, const void *sendbuff, void *recvbuff, size_t count,
+                               int dtype, int redop, int root, int peer, void *comm, void *stream,
+                               struct cs_record *rec) {
+  c->op = op;
+  c->sendbuff = sendbuff;
+  c->recvbuff = recvbuff;
+  c->count = count;
+  c->dtype = dtype;
+  c->redop = redop;
+  c->root = root;
+  c->peer = peer;
+  c->comm = comm;
+  c->stream = stream;
+  c->rec = rec;
+  c->sdc_ctr = 0;
+  c->sdc_ctr_at = 0;
+}
+
 /* (an accessor: the wrappers' macros use `root` as a parameter name) */
 static inline int cs_call_root(const struct cs_call *c) { return c->root; }
 

@@ -354,12 +354,7 @@ void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inpr
   stream_end(r, (void *)(uintptr_t)r->stream, ok);
 }
 
-void cs_op_end(struct cs_record *r) {
-  if (r->group)
-    pending_add(r);
-  else
-    cs_record_push(r);
-}
+void cs_op_group_add(const struct cs_record *r) { pending_add(r); }
 
 void cs_group_started(void) {
   if (cs_tls.group_depth++ == 0)

@@ -27,7 +27,13 @@ void cs_timed_stream_end(struct cs_record *r, void *stream, bool ok);
 struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype,
                             int redop, int root, int peer, void *stream, void *site);
 void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inprogress_code);
-void cs_op_end(struct cs_record *r);
+void cs_op_group_add(const struct cs_record *r); /* a grouped op: kept for the group launch */
+static inline void cs_op_end(struct cs_record *r) {
+  if (CS_UNLIKELY(r->group))
+    cs_op_group_add(r);
+  else
+    cs_record_push_inline(r);
+}
 
 /* Outermost group launch: events before/after the real ncclGroupEnd on every stream
  * used by the group's ops. cs_group_launch_returned records the end events right after

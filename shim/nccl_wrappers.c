@@ -127,8 +127,8 @@ void cs_missing_real(const char *name) {
     struct cs_record rec_; \
     struct cs_comm *cs_ce_ = cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), \
                                          root, peer, stream, cs_site_); \
-    struct cs_call call_ = {csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, \
-                            comm, stream, &rec_}; \
+    struct cs_call call_; \
+    cs_call_set(&call_, csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, comm, stream, &rec_); \
     cs_tls.depth++; \
     cs_hooks_before_op(&call_); \
     comm = (ncclComm_t)call_.comm; \
