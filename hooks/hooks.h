@@ -66,13 +66,23 @@ extern _Atomic int cs_online_running;
   ((1u << CS_OP_AllReduce) | (1u << CS_OP_Broadcast) | (1u << CS_OP_Reduce) | (1u << CS_OP_AllGather) | \
    (1u << CS_OP_ReduceScatter))
 
+/* SDC: the before-op part has work (checks on, the op checked, not too small). */
+static inline bool cs_hooks_sdc_wanted(const struct cs_record *r) {
+  return cs_cfg.sdc_mode != CS_SDC_OFF && ((CS_SDC_OP_MASK >> r->op) & 1u) && r->bytes >= cs_cfg.sdc_min_bytes;
+}
+
+/* Whether any hook may have work for this call (read once, before it): when not, the
+ * wrapper neither describes the call (struct cs_call) nor runs the dispatchers. */
+static inline bool cs_hooks_wanted(const struct cs_record *r) {
+  return cs_hooks_sdc_wanted(r) || atomic_load_explicit(&cs_topo_route_active, memory_order_relaxed) != 0 ||
+         atomic_load_explicit(&cs_online_running, memory_order_relaxed) != 0;
+}
+
 /* Before the real call. cs_sdc_before_op has nothing to do (and the record's SDC fields
  * stay zero, as cs_op_begin left them) when the checks are off, the op is not checked or
  * it is smaller than COLLSCOPE_SDC_MIN_BYTES: the common case of small collectives. */
 static inline void cs_hooks_before_op(struct cs_call *c) {
-  if (CS_UNLIKELY(cs_cfg.sdc_mode != CS_SDC_OFF) && ((CS_SDC_OP_MASK >> c->op) & 1u) &&
-      c->rec->bytes >= cs_cfg.sdc_min_bytes)
-    cs_sdc_before_op(c);
+  if (cs_hooks_sdc_wanted(c->rec)) cs_sdc_before_op(c);
   if (CS_UNLIKELY(atomic_load_explicit(&cs_topo_route_active, memory_order_relaxed) != 0)) cs_topo_route_before_op(c);
 }
 

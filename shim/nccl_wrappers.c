@@ -128,17 +128,20 @@ void cs_missing_real(const char *name) {
     struct cs_comm *cs_ce_ = cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), \
                                          root, peer, stream, cs_site_); \
     struct cs_call call_; \
-    cs_call_set(&call_, csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, comm, stream, &rec_); \
+    bool cs_hooked_ = cs_hooks_wanted(&rec_); /* no hook has work: no call to describe */ \
     cs_tls.depth++; \
-    cs_hooks_before_op(&call_); \
-    comm = (ncclComm_t)call_.comm; \
-    root = cs_call_root(&call_); \
+    if (CS_UNLIKELY(cs_hooked_)) { \
+      cs_call_set(&call_, csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, comm, stream, &rec_); \
+      cs_hooks_before_op(&call_); \
+      comm = (ncclComm_t)call_.comm; \
+      root = cs_call_root(&call_); \
+    } \
     (void)cs_noroot_; \
     cs_prof_cur = &rec_; /* NCCL's profiler Coll/P2p event of this call attaches here */ \
     ncclResult_t r_ = cs_real_##name args; \
     cs_prof_cur = NULL; \
     cs_op_returned(&rec_, cs_ce_, (int)r_, (int)ncclInProgress); /* end event, seq */ \
-    cs_hooks_after_op(&call_, (int)r_);                          /* may add work (SDC check) after the end event */ \
+    if (CS_UNLIKELY(cs_hooked_)) cs_hooks_after_op(&call_, (int)r_); /* may add work (SDC check) after the end event */ \
     cs_tls.depth--; \
     cs_op_end(&rec_); \
     return r_; \
