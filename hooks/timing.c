@@ -260,7 +260,8 @@ static inline void record_zero(struct cs_record *r) {
 #if defined(__x86_64__)
   typedef uint64_t v2u64 __attribute__((vector_size(16)));
   v2u64 z = {0, 0};
-  __asm__("" : "+x"(z));
+  __asm__(""
+          : "+x"(z));
   unsigned char *p = (unsigned char *)r;
 #pragma GCC unroll 16
   for (size_t i = 0; i + 16 <= sizeof(*r); i += 16) __builtin_memcpy(p + i, &z, 16);

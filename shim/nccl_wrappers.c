@@ -140,7 +140,7 @@ void cs_missing_real(const char *name) {
     cs_prof_cur = &rec_; /* NCCL's profiler Coll/P2p event of this call attaches here */ \
     ncclResult_t r_ = cs_real_##name args; \
     cs_prof_cur = NULL; \
-    cs_op_returned(&rec_, cs_ce_, (int)r_, (int)ncclInProgress); /* end event, seq */ \
+    cs_op_returned(&rec_, cs_ce_, (int)r_, (int)ncclInProgress);     /* end event, seq */ \
     if (CS_UNLIKELY(cs_hooked_)) cs_hooks_after_op(&call_, (int)r_); /* may add work (SDC check) after the end event */ \
     cs_tls.depth--; \
     cs_op_end(&rec_); \

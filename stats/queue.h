@@ -25,7 +25,7 @@ bool cs_queue_push(struct cs_queue *q, const void *item); /* false when full */
  * be q->item_size): the copy into the cell is a few vector moves, not a call. */
 static inline __attribute__((always_inline)) bool cs_queue_push_sized(struct cs_queue *q, const void *item,
                                                                       size_t size);
-bool cs_queue_pop(struct cs_queue *q, void *item);        /* false when empty */
+bool cs_queue_pop(struct cs_queue *q, void *item); /* false when empty */
 size_t cs_queue_size_approx(struct cs_queue *q);
 
 /* A cell: [sequence number][pad][item], cell_size bytes. */
