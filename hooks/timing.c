@@ -253,37 +253,11 @@ void cs_timed_end(struct cs_record *r, void *stream, bool ok) {
   cs_record_push(r);
 }
 
-/* memset(r, 0, sizeof(*r)) as 16-byte stores: gcc turns a plain memset of this size
- * into `rep stos`, which costs more than the stores on the hot path. (The empty asm
- * hides the zero from the compiler so that it cannot turn the stores back into memset.) */
-static inline void record_zero(struct cs_record *r) {
-#if defined(__x86_64__)
-  typedef uint64_t v2u64 __attribute__((vector_size(16)));
-  v2u64 z = {0, 0};
-  __asm__(""
-          : "+x"(z));
-  unsigned char *p = (unsigned char *)r;
-#pragma GCC unroll 16
-  for (size_t i = 0; i + 16 <= sizeof(*r); i += 16) __builtin_memcpy(p + i, &z, 16);
-  memset(p + (sizeof(*r) & ~(size_t)15), 0, sizeof(*r) & 15);
-#else
-  memset(r, 0, sizeof(*r));
-#endif
-}
-
-struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype, int redop,
-                            int root, int peer, void *stream, void *site) {
-  record_zero(r);
-  r->type = CS_REC_OP;
-  r->op = (uint8_t)op;
-  r->dtype = dtype;
-  r->redop = redop;
-  r->root = root;
-  r->peer = peer;
-  r->count = count;
-  r->stream = (uint64_t)(uintptr_t)stream;
-  r->site = (uint64_t)(uintptr_t)site;
-  r->comm_size = r->comm_rank = r->device = -1;
+struct cs_comm *cs_op_start(struct cs_record *r, void *comm) {
+  enum cs_op op = (enum cs_op)r->op; /* the call's arguments, as cs_op_fill stored them */
+  size_t count = (size_t)r->count;
+  int dtype = r->dtype;
+  void *stream = (void *)(uintptr_t)r->stream;
   /* the entry this thread used last, while it still holds this communicator */
   struct cs_comm *c = cs_tls.last_comm;
   if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm))

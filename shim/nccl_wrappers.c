@@ -125,8 +125,8 @@ void cs_missing_real(const char *name) {
     void *cs_site_ = cs_tls.site; \
     int cs_noroot_ = -1; \
     struct cs_record rec_; \
-    struct cs_comm *cs_ce_ = cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), \
-                                         root, peer, stream, cs_site_); \
+    cs_op_fill(&rec_, csop, count, (int)(dtype), (int)(redop), root, peer, stream, cs_site_); \
+    struct cs_comm *cs_ce_ = cs_op_start(&rec_, comm); \
     struct cs_call call_; \
     bool cs_hooked_ = cs_hooks_wanted(&rec_); /* no hook has work: no call to describe */ \
     cs_tls.depth++; \
