@@ -1,12 +1,10 @@
 /* hooks/hooks.c: dispatch of the communicator extension points (see hooks.h) to the
- * feature modules. A feature adds one call per hook here; nothing else in the shim changes. */
+ * feature modules. A feature adds one call per hook here (per-call hooks: a call and its
+ * gate in the inline dispatchers of hooks.h); nothing else in the shim changes. */
 #include "hooks.h"
 #include "online.h"
 #include "sdc.h"
 #include "topo_route.h"
-
-/* (the per-call dispatchers, cs_hooks_before_op and cs_hooks_after_op, are inline in
- * hooks.h: they run on every intercepted call) */
 
 void cs_hooks_comm_created(void *comm, struct cs_comm *info) {
   cs_topo_route_comm_created(comm, info);

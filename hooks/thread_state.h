@@ -24,7 +24,8 @@ struct cs_tls {
  * when NCCL dlopen()s the library as a plugin without LD_PRELOAD, the segment must fit
  * glibc's static-TLS surplus (a few hundred bytes): keep every __thread in the library
  * small (larger per-thread state is allocated per thread and reached through a pointer,
- * e.g. hooks/sdc.c's group list); tests/profiler dlopens the library that way. */
+ * e.g. hooks/sdc.c's group list). tests/shim_unit/test_dlopen_tls.c loads it that way and
+ * calls it from a thread older than the dlopen. */
 #define CS_TLS_IE __attribute__((tls_model("initial-exec")))
 extern __thread struct cs_tls cs_tls CS_TLS_IE;
 
