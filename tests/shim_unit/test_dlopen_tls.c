@@ -9,6 +9,7 @@
  *   test_dlopen_tls LIBCOLLSCOPE NULL_LIBCUDA NULL_LIBNCCL                           */
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <nccl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +19,9 @@
 #include <unistd.h>
 
 #define CALLS 100
+/* The library's TLS segment may not grow past this: glibc's surplus for libraries loaded
+ * later is shared by every one of them (CUDA, NCCL and its plugins, the framework's) */
+#define TLS_BUDGET 256
 
 typedef ncclResult_t (*get_id_fn)(ncclUniqueId *);
 typedef ncclResult_t (*init_fn)(ncclComm_t *, int, ncclUniqueId, int);
@@ -48,6 +52,22 @@ static void *old_thread(void *arg) {
   return NULL;
 }
 
+/* the PT_TLS size of the loaded object whose name ends in `base` */
+struct tls_find {
+  const char *base;
+  long memsz;
+};
+static int tls_of(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  struct tls_find *f = arg;
+  size_t n = strlen(info->dlpi_name), b = strlen(f->base);
+  if (n < b || strcmp(info->dlpi_name + n - b, f->base)) return 0;
+  f->memsz = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) f->memsz = (long)info->dlpi_phdr[i].p_memsz;
+  return 1;
+}
+
 static int child(const char *shim) {
   pthread_t th;
   if (pipe(go) || pthread_create(&th, NULL, old_thread, NULL)) return 10;
@@ -57,6 +77,13 @@ static int child(const char *shim) {
   void *res;
   pthread_join(th, &res);
   if (!lib) return 12;
+  const char *slash = strrchr(shim, '/');
+  struct tls_find f = {slash ? slash + 1 : shim, -1};
+  dl_iterate_phdr(tls_of, &f);
+  if (f.memsz < 0 || f.memsz > TLS_BUDGET) {
+    fprintf(stderr, "FAIL: the library's TLS segment is %ld bytes (budget %d)\n", f.memsz, TLS_BUDGET);
+    return 14;
+  }
   if (res) {
     fprintf(stderr, "FAIL: the thread started before the dlopen: step %ld failed\n", (long)(intptr_t)res);
     return 13;
