@@ -94,9 +94,9 @@ void cs_missing_real(const char *name) {
  * disabled or recording, it costs a few loads. Anything else (real function not found
  * yet, parking, re-entry, not initialised) goes to cs_slow_X, the full entry logic.
  * cs_timed_X records:
- * run the hooks (which may route the call to another communicator and translate its
- * root), call the real function, end the record's timing (and, if NCCL rejected the call,
- * give its seq back), run the after-op hooks, push the record. The wrapper tail-calls it
+ * fill the record in place on its stack, run the hooks when one may have work (they may
+ * route the call to another communicator and translate its root), call the real function, end the record's timing (and, if NCCL rejected the call,
+ * give its seq back), run the after-op hooks, copy the record into the queue (inline). The wrapper tail-calls it
  * with the same arguments, leaving the caller's return address (the call site) in
  * cs_tls.site, read before anything else can call a wrapper on this thread. */
 #define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
