@@ -93,11 +93,11 @@ void cs_missing_real(const char *name) {
  * whether to record, and ends in a tail call on every path, so it needs no stack frame:
  * disabled or recording, it costs a few loads. Anything else (real function not found
  * yet, parking, re-entry, not initialised) goes to cs_slow_X, the full entry logic.
- * cs_timed_X records:
- * fill the record in place on its stack, run the hooks when one may have work (they may
- * route the call to another communicator and translate its root), call the real function, end the record's timing (and, if NCCL rejected the call,
- * give its seq back), run the after-op hooks, copy the record into the queue (inline). The wrapper tail-calls it
- * with the same arguments, leaving the caller's return address (the call site) in
+ * cs_timed_X records: fill the record on its stack, run the hooks when one may have work
+ * (they may route the call to another communicator and translate its root), call the real
+ * function, end the record's timing (and, if NCCL rejected the call, give its seq back),
+ * run the after-op hooks, copy the record into the queue (inline). The wrapper tail-calls
+ * it with the same arguments, leaving the caller's return address (the call site) in
  * cs_tls.site, read before anything else can call a wrapper on this thread. */
 #define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
   static __attribute__((noinline)) ncclResult_t cs_timed_##name params; \
