@@ -21,6 +21,7 @@
 #include "stats/harvest.h"
 
 struct cs_online_hook cs_on;
+_Atomic int cs_online_running; /* state == ON_RUNNING (hooks.h), kept by cs_online_set_state */
 
 static void *exchange_main(void *arg);
 
@@ -372,7 +373,7 @@ static bool stop_thread(void) {
 void cs_online_comm_destroying(void *comm) {
   if (!comm || comm != cs_on.parent) return;
   stop_thread();
-  atomic_store(&cs_on.state, ON_OFF);
+  cs_online_set_state(ON_OFF);
   cs_on.parent = NULL;
   if (cs_on.own) {
     /* the thread abandons (aborts) any exchange it gives up on; should anything still be
@@ -390,7 +391,7 @@ void cs_online_comm_destroying(void *comm) {
 
 void cs_online_shutdown(void) {
   stop_thread();
-  atomic_store(&cs_on.state, ON_OFF);
+  cs_online_set_state(ON_OFF);
 }
 
 void cs_online_atfork_child(void) {
@@ -398,5 +399,5 @@ void cs_online_atfork_child(void) {
   cs_on.th_running = false;
   cs_on.own = NULL;
   cs_on.parent = NULL;
-  atomic_store(&cs_on.state, ON_OFF);
+  cs_online_set_state(ON_OFF);
 }

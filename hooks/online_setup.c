@@ -220,5 +220,5 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   }
   cs_log(CS_LOG_INFO, "online: exchange every %u collectives of communicator %016llx (%d ranks)", cs_on.every,
          (unsigned long long)info->id, cs_on.n);
-  atomic_store(&cs_on.state, ON_RUNNING);
+  cs_online_set_state(ON_RUNNING);
 }

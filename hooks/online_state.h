@@ -63,7 +63,13 @@ static inline void cs_online_sleep_ms(unsigned ms) {
   nanosleep(&ts, NULL);
 }
 
-static inline void cs_online_off(void) { atomic_store(&cs_on.state, ON_OFF); }
+/* Every change of cs_on.state but the claim (ON_UNSET -> ON_SETUP) goes through here:
+ * it keeps the wrappers' gate (cs_online_running, hooks.h) equal to state == ON_RUNNING. */
+static inline void cs_online_set_state(int s) {
+  atomic_store(&cs_on.state, s);
+  atomic_store(&cs_online_running, s == ON_RUNNING);
+}
+static inline void cs_online_off(void) { cs_online_set_state(ON_OFF); }
 static inline bool cs_online_stop_is_shutdown(void) { return atomic_load(&cs_on.stop) != 0; }
 
 /* hooks/online.c: start the exchange thread (false: it could not be started) */

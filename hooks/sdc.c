@@ -352,10 +352,7 @@ static struct sdc_ctx *ctx_get(int *index) {
   return x && x->ok ? x : NULL;
 }
 
-static bool eligible_op(int op) {
-  return op == CS_OP_AllReduce || op == CS_OP_Broadcast || op == CS_OP_Reduce || op == CS_OP_AllGather ||
-         op == CS_OP_ReduceScatter;
-}
+static bool eligible_op(int op) { return op >= 0 && op < 32 && ((CS_SDC_OP_MASK >> op) & 1u); }
 
 /* sample:N -- the k-th eligible collective of a communicator is checked when k % N == 0;
  * every rank sees the same eligible sequence, so all check the same ones. The counter is

@@ -22,9 +22,11 @@ struct cs_tls {
 /* Initial-exec TLS: the wrappers reach it with one %fs-relative access, no __tls_get_addr
  * call. The model puts the library's whole TLS segment in glibc's static TLS block, so
  * when NCCL dlopen()s the library as a plugin without LD_PRELOAD, the segment must fit
- * glibc's static-TLS surplus (a few hundred bytes): keep every __thread in the library
- * small (larger per-thread state is allocated per thread and reached through a pointer,
- * e.g. hooks/sdc.c's group list); tests/profiler dlopens the library that way. */
+ * glibc's static-TLS surplus (a few hundred bytes, shared with every library loaded
+ * later): the segment's budget is 256 bytes. Keep every __thread in the library small
+ * (larger per-thread state is allocated per thread and reached through a pointer, e.g.
+ * hooks/sdc.c's group list). tests/shim_unit/test_dlopen_tls.c loads the library that way,
+ * calls it from a thread older than the dlopen and checks the budget. */
 #define CS_TLS_IE __attribute__((tls_model("initial-exec")))
 extern __thread struct cs_tls cs_tls CS_TLS_IE;
 

@@ -253,19 +253,11 @@ void cs_timed_end(struct cs_record *r, void *stream, bool ok) {
   cs_record_push(r);
 }
 
-struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype, int redop,
-                            int root, int peer, void *stream, void *site) {
-  memset(r, 0, sizeof(*r));
-  r->type = CS_REC_OP;
-  r->op = (uint8_t)op;
-  r->dtype = dtype;
-  r->redop = redop;
-  r->root = root;
-  r->peer = peer;
-  r->count = count;
-  r->stream = (uint64_t)(uintptr_t)stream;
-  r->site = (uint64_t)(uintptr_t)site;
-  r->comm_size = r->comm_rank = r->device = -1;
+struct cs_comm *cs_op_start(struct cs_record *r, void *comm) {
+  enum cs_op op = (enum cs_op)r->op; /* the call's arguments, as cs_op_fill stored them */
+  size_t count = (size_t)r->count;
+  int dtype = r->dtype;
+  void *stream = (void *)(uintptr_t)r->stream;
   /* the entry this thread used last, while it still holds this communicator */
   struct cs_comm *c = cs_tls.last_comm;
   if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm))
@@ -354,12 +346,7 @@ void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inpr
   stream_end(r, (void *)(uintptr_t)r->stream, ok);
 }
 
-void cs_op_end(struct cs_record *r) {
-  if (r->group)
-    pending_add(r);
-  else
-    cs_record_push(r);
-}
+void cs_op_group_add(const struct cs_record *r) { pending_add(r); }
 
 void cs_group_started(void) {
   if (cs_tls.group_depth++ == 0)

@@ -5,6 +5,7 @@
 #define COLLSCOPE_TIMING_H
 #include "thread_state.h"
 #include "stats/harvest.h"
+#include <string.h>
 
 /* A single call timed on one stream (collectives outside a group, memcpys). */
 void cs_timed_begin(struct cs_record *r, void *stream);
@@ -15,7 +16,8 @@ void cs_timed_stream_begin(struct cs_record *r, void *stream);
 void cs_timed_stream_end(struct cs_record *r, void *stream, bool ok);
 
 /* NCCL op wrapper helpers, in this order around the real call:
- *  cs_op_begin    fill the record from the call's arguments, take the communicator's next
+ *  cs_op_begin    (cs_op_fill, then cs_op_start)
+ *                 fill the record from the call's arguments, take the communicator's next
  *                 seq (tentatively) and, outside a group, record the start event; returns
  *                 the communicator's entry (NULL when unknown), for cs_op_returned;
  *  cs_op_returned the call returned `status`: a call NCCL rejected (neither ncclSuccess nor
@@ -24,10 +26,56 @@ void cs_timed_stream_end(struct cs_record *r, void *stream, bool ok);
  *                 the op's timing ends where NCCL's work ends, before any work collscope's
  *                 after-op hooks add to the stream (the SDC output check);
  *  cs_op_end      after those hooks: push the record, or queue it for the group launch. */
-struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype,
-                            int redop, int root, int peer, void *stream, void *site);
+struct cs_comm *cs_op_start(struct cs_record *r, void *comm);
+
+/* memset(r, 0, sizeof(*r)) as 16-byte stores: gcc turns a plain memset of this size
+ * into `rep stos`, which costs more than the stores on the hot path. (The empty asm
+ * hides the zero from the compiler so that it cannot turn the stores back into memset.) */
+static inline void cs_record_zero(struct cs_record *r) {
+#if defined(__x86_64__)
+  typedef uint64_t v2u64 __attribute__((vector_size(16)));
+  v2u64 z = {0, 0};
+  __asm__(""
+          : "+x"(z));
+  unsigned char *p = (unsigned char *)r;
+#pragma GCC unroll 16
+  for (size_t i = 0; i + 16 <= sizeof(*r); i += 16) __builtin_memcpy(p + i, &z, 16);
+  memset(p + (sizeof(*r) & ~(size_t)15), 0, sizeof(*r) & 15);
+#else
+  memset(r, 0, sizeof(*r));
+#endif
+}
+
+/* cs_op_begin's first half, inline in the wrappers (no call with ten arguments): the
+ * record from the call's arguments; cs_op_start does the rest. */
+static inline void cs_op_fill(struct cs_record *r, enum cs_op op, size_t count, int dtype, int redop, int root,
+                              int peer, void *stream, void *site) {
+  cs_record_zero(r);
+  r->type = CS_REC_OP;
+  r->op = (uint8_t)op;
+  r->dtype = dtype;
+  r->redop = redop;
+  r->root = root;
+  r->peer = peer;
+  r->count = count;
+  r->stream = (uint64_t)(uintptr_t)stream;
+  r->site = (uint64_t)(uintptr_t)site;
+  r->comm_size = r->comm_rank = r->device = -1;
+}
+
+static inline struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype,
+                                          int redop, int root, int peer, void *stream, void *site) {
+  cs_op_fill(r, op, count, dtype, redop, root, peer, stream, site);
+  return cs_op_start(r, comm);
+}
 void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inprogress_code);
-void cs_op_end(struct cs_record *r);
+void cs_op_group_add(const struct cs_record *r); /* a grouped op: kept for the group launch */
+static inline void cs_op_end(struct cs_record *r) {
+  if (CS_UNLIKELY(r->group))
+    cs_op_group_add(r);
+  else
+    cs_record_push_inline(r);
+}
 
 /* Outermost group launch: events before/after the real ncclGroupEnd on every stream
  * used by the group's ops. cs_group_launch_returned records the end events right after

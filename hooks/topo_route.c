@@ -39,7 +39,7 @@ struct route {
 };
 
 static struct route slots[NSLOT];
-static _Atomic int active; /* slots in use: 0 = nothing to look up */
+_Atomic int cs_topo_route_active; /* slots in use: 0 = nothing to look up (hooks.h) */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int mode; /* 0 off, 1 COLLSCOPE_TOPOLOGY, 2 SLURM_TOPOLOGY_ADDR */
 static struct cs_topo *topo;
@@ -230,7 +230,7 @@ void cs_topo_route_comm_created(void *comm, struct cs_comm *info) {
   cs_drvx.cuMemcpyDtoHAsync(r->hbuf, r->dbuf, (size_t)r->n * REC, r->stream);
   atomic_store(&r->state, ST_PENDING);
   atomic_store_explicit(&r->key, comm, memory_order_release);
-  atomic_fetch_add(&active, 1);
+  atomic_fetch_add(&cs_topo_route_active, 1);
 }
 
 /* Wait for the host names, plan, maybe split. Runs at the first call on the comm. */
@@ -318,7 +318,7 @@ out:
 }
 
 void cs_topo_route_before_op(struct cs_call *c) {
-  if (CS_LIKELY(atomic_load_explicit(&active, memory_order_relaxed) == 0)) return;
+  if (CS_LIKELY(atomic_load_explicit(&cs_topo_route_active, memory_order_relaxed) == 0)) return;
   struct route *r = lookup(c->comm);
   if (!r) return;
   int st = atomic_load_explicit(&r->state, memory_order_acquire);
@@ -341,7 +341,7 @@ void cs_topo_route_before_op(struct cs_call *c) {
 }
 
 void cs_topo_route_comm_destroying(void *comm) {
-  if (atomic_load_explicit(&active, memory_order_relaxed) == 0) return;
+  if (atomic_load_explicit(&cs_topo_route_active, memory_order_relaxed) == 0) return;
   struct route *r = lookup(comm);
   if (!r) return;
   int st = atomic_load(&r->state);
@@ -352,5 +352,5 @@ void cs_topo_route_comm_destroying(void *comm) {
   r->newcomm = NULL;
   atomic_store_explicit(&r->key, TOMB, memory_order_release);
   atomic_store(&r->state, ST_FREE);
-  atomic_fetch_sub(&active, 1);
+  atomic_fetch_sub(&cs_topo_route_active, 1);
 }

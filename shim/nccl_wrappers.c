@@ -93,11 +93,11 @@ void cs_missing_real(const char *name) {
  * whether to record, and ends in a tail call on every path, so it needs no stack frame:
  * disabled or recording, it costs a few loads. Anything else (real function not found
  * yet, parking, re-entry, not initialised) goes to cs_slow_X, the full entry logic.
- * cs_timed_X records:
- * run the hooks (which may route the call to another communicator and translate its
- * root), call the real function, end the record's timing (and, if NCCL rejected the call,
- * give its seq back), run the after-op hooks, push the record. The wrapper tail-calls it
- * with the same arguments, leaving the caller's return address (the call site) in
+ * cs_timed_X records: fill the record on its stack, run the hooks when one may have work
+ * (they may route the call to another communicator and translate its root), call the real
+ * function, end the record's timing (and, if NCCL rejected the call, give its seq back),
+ * run the after-op hooks, copy the record into the queue (inline). The wrapper tail-calls
+ * it with the same arguments, leaving the caller's return address (the call site) in
  * cs_tls.site, read before anything else can call a wrapper on this thread. */
 #define NCCL_OP(name, csop, params, args, count, dtype, redop, root, peer, send, recv) \
   static __attribute__((noinline)) ncclResult_t cs_timed_##name params; \
@@ -125,20 +125,23 @@ void cs_missing_real(const char *name) {
     void *cs_site_ = cs_tls.site; \
     int cs_noroot_ = -1; \
     struct cs_record rec_; \
-    struct cs_comm *cs_ce_ = cs_op_begin(&rec_, csop, comm, count, (int)(dtype), (int)(redop), \
-                                         root, peer, stream, cs_site_); \
-    struct cs_call call_ = {csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, \
-                            comm, stream, &rec_}; \
+    cs_op_fill(&rec_, csop, count, (int)(dtype), (int)(redop), root, peer, stream, cs_site_); \
+    struct cs_comm *cs_ce_ = cs_op_start(&rec_, comm); \
+    struct cs_call call_; \
+    bool cs_hooked_ = cs_hooks_wanted(&rec_); /* no hook has work: no call to describe */ \
     cs_tls.depth++; \
-    cs_hooks_before_op(&call_); \
-    comm = (ncclComm_t)call_.comm; \
-    root = cs_call_root(&call_); \
+    if (CS_UNLIKELY(cs_hooked_)) { \
+      cs_call_set(&call_, csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, comm, stream, &rec_); \
+      cs_hooks_before_op(&call_); \
+      comm = (ncclComm_t)call_.comm; \
+      root = cs_call_root(&call_); \
+    } \
     (void)cs_noroot_; \
     cs_prof_cur = &rec_; /* NCCL's profiler Coll/P2p event of this call attaches here */ \
     ncclResult_t r_ = cs_real_##name args; \
     cs_prof_cur = NULL; \
-    cs_op_returned(&rec_, cs_ce_, (int)r_, (int)ncclInProgress); /* end event, seq */ \
-    cs_hooks_after_op(&call_, (int)r_);                          /* may add work (SDC check) after the end event */ \
+    cs_op_returned(&rec_, cs_ce_, (int)r_, (int)ncclInProgress);     /* end event, seq */ \
+    if (CS_UNLIKELY(cs_hooked_)) cs_hooks_after_op(&call_, (int)r_); /* may add work (SDC check) after the end event */ \
     cs_tls.depth--; \
     cs_op_end(&rec_); \
     return r_; \

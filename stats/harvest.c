@@ -24,8 +24,8 @@
 
 #define PENDING_MAX (1u << 22)
 
-static struct cs_queue rq;
-static bool rq_ok;
+struct cs_queue cs_rq; /* harvest.h */
+bool cs_rq_ok;         /* set before recording starts; cleared at stop / fork */
 static pthread_t th;
 static bool th_running;
 static _Atomic int stop_req;
@@ -45,14 +45,7 @@ static int done_fd[2] = {-1, -1}; /* footer written -> signal handler */
 static struct cs_record *pend;
 static size_t npend, cappend;
 
-bool cs_record_push(const struct cs_record *r) {
-  if (CS_LIKELY(rq_ok && cs_queue_push(&rq, r))) {
-    atomic_fetch_add_explicit(&cs_st.ops_total, 1, memory_order_relaxed);
-    return true;
-  }
-  atomic_fetch_add_explicit(&cs_st.drops, 1, memory_order_relaxed);
-  return false;
-}
+bool cs_record_push(const struct cs_record *r) { return cs_record_push_inline(r); }
 
 static const struct cs_harvest_client *clients[CS_HARVEST_CLIENTS];
 static size_t nclients;
@@ -145,7 +138,7 @@ static void emit(const struct cs_record *r) {
 static size_t harvest_pass(bool final) {
   struct cs_record r;
   size_t drained = 0;
-  while (cs_queue_pop(&rq, &r)) {
+  while (cs_queue_pop(&cs_rq, &r)) {
     pend_add(&r);
     drained++;
   }
@@ -185,7 +178,7 @@ static void finish(unsigned timeout_ms) {
   int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000LL;
   do {
     harvest_pass(false);
-    if (npend == 0 && cs_queue_size_approx(&rq) == 0) break;
+    if (npend == 0 && cs_queue_size_approx(&cs_rq) == 0) break;
     usleep(1000);
   } while (cs_now_ns(CLOCK_MONOTONIC) < deadline);
   harvest_pass(true);
@@ -236,7 +229,7 @@ static void *harvest_main(void *arg) {
     /* Wake as rarely as the queue allows: every wake-up preempts a job thread on a
      * busy core. Back off to 10 ms while the queue is under a quarter full (at 500k
      * ops/s, 10 ms is 5,000 of its 65,536 records); 1 ms when it fills up. */
-    if (cs_queue_size_approx(&rq) > cs_cfg.queue_cap / 4)
+    if (cs_queue_size_approx(&cs_rq) > cs_cfg.queue_cap / 4)
       idle_us = 1000;
     else if (idle_us < 10000)
       idle_us *= 2;
@@ -284,12 +277,12 @@ bool cs_harvest_final_from_signal(unsigned timeout_ms) {
 }
 
 bool cs_harvest_start(void) {
-  if (!rq_ok) {
-    if (!cs_queue_init(&rq, cs_cfg.queue_cap, sizeof(struct cs_record))) {
+  if (!cs_rq_ok) {
+    if (!cs_queue_init(&cs_rq, cs_cfg.queue_cap, sizeof(struct cs_record))) {
       cs_log(CS_LOG_WARN, "cannot allocate the record queue; recording off");
       return false;
     }
-    rq_ok = true;
+    cs_rq_ok = true;
   }
   if (!cs_dump_open()) return false;
   atomic_store(&stop_req, 0);
@@ -350,7 +343,7 @@ void cs_harvest_atfork_child(void) {
   atomic_store(&stopping_tid, 0);
   atomic_store(&final_state, FINAL_NONE);
   close_pipes(); /* shared with the parent: its harvest thread must not hear this process */
-  rq_ok = false;
+  cs_rq_ok = false;
   npend = 0;
   cappend = 0;
   pend = NULL;

@@ -7,6 +7,20 @@
 #ifndef COLLSCOPE_STATS_HARVEST_H
 #define COLLSCOPE_STATS_HARVEST_H
 #include "core.h"
+#include "queue.h"
+
+/* cs_record_push (core.h) inlined into the hot path: the record queue and whether it is
+ * set up (stats/harvest.c; cs_rq_ok is set once, before recording starts). */
+extern struct cs_queue cs_rq;
+extern bool cs_rq_ok;
+static inline __attribute__((always_inline)) bool cs_record_push_inline(const struct cs_record *r) {
+  if (CS_LIKELY(cs_rq_ok && cs_queue_push_sized(&cs_rq, r, sizeof(*r)))) {
+    atomic_fetch_add_explicit(&cs_st.ops_total, 1, memory_order_relaxed);
+    return true;
+  }
+  atomic_fetch_add_explicit(&cs_st.drops, 1, memory_order_relaxed);
+  return false;
+}
 
 struct cs_harvest_client {
   const char *name;

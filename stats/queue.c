@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CELL_SEQ(q, i) ((_Atomic size_t *)((q)->cells + (i) * (q)->cell_size))
-#define CELL_DATA(q, i) ((q)->cells + (i) * (q)->cell_size + sizeof(size_t) * 2)
+#define CELL_SEQ CS_QUEUE_CELL_SEQ
+#define CELL_DATA CS_QUEUE_CELL_DATA
 
 /* small items (the event pools' handle pairs) get a constant-size copy, not a call to memcpy */
 static inline void item_copy(const struct cs_queue *q, void *dst, const void *src) {
@@ -36,24 +36,10 @@ void cs_queue_destroy(struct cs_queue *q) {
 }
 
 bool cs_queue_push(struct cs_queue *q, const void *item) {
-  size_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
-  for (;;) {
-    size_t i = pos & q->mask;
-    size_t seq = atomic_load_explicit(CELL_SEQ(q, i), memory_order_acquire);
-    intptr_t dif = (intptr_t)seq - (intptr_t)pos;
-    if (dif == 0) {
-      if (atomic_compare_exchange_weak_explicit(&q->tail, &pos, pos + 1, memory_order_relaxed,
-                                                memory_order_relaxed)) {
-        item_copy(q, CELL_DATA(q, i), item);
-        atomic_store_explicit(CELL_SEQ(q, i), pos + 1, memory_order_release);
-        return true;
-      }
-    } else if (dif < 0) {
-      return false; /* full */
-    } else {
-      pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
-    }
-  }
+  /* small items (the event pools' handle pairs) get a constant-size copy */
+  if (q->item_size == 16) return cs_queue_push_sized(q, item, 16);
+  if (q->item_size == 8) return cs_queue_push_sized(q, item, 8);
+  return cs_queue_push_sized(q, item, q->item_size);
 }
 
 bool cs_queue_pop(struct cs_queue *q, void *item) {
