@@ -30,6 +30,7 @@
 #include "collscope/schema.h"
 #include "exporter_metrics.h"
 #include "exporter_state.h"
+#include "stats/ring_stats.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -65,6 +66,7 @@ static struct cs_ring_hdr *make_ring(const char *dir, int rank, int nranks, uint
   h->version = CS_RING_VERSION;
   h->rec_size = sizeof(struct cs_record);
   h->capacity = cap;
+  h->stats_size = sizeof(struct cs_ring_stats);
   h->pid = getpid();
   h->rank = rank;
   h->local_rank = rank % 8;
@@ -78,7 +80,10 @@ static struct cs_ring_hdr *make_ring(const char *dir, int rank, int nranks, uint
   return h;
 }
 
-static void publish(struct cs_ring_hdr *h, const struct cs_record *r) {
+static struct cs_ring_stats_writer *sw; /* one per ring, like the harvest thread's */
+
+/* the harvest thread's work per record: the slot, then the summary block (stats/ring_stats.c) */
+static void publish(struct cs_ring_hdr *h, const struct cs_record *r, int rank) {
   uint64_t n = atomic_load_explicit(&h->head, memory_order_relaxed);
   struct cs_ring_slot *s = &cs_ring_slots(h)[n & (h->capacity - 1)];
   atomic_store_explicit(&s->seq, 2 * n + 1, memory_order_relaxed);
@@ -89,6 +94,7 @@ static void publish(struct cs_ring_hdr *h, const struct cs_record *r) {
   atomic_store_explicit(&s->seq, 2 * n + 2, memory_order_release);
   atomic_store_explicit(&h->head, n + 1, memory_order_release);
   atomic_store_explicit(&h->heartbeat_ns, rt_ns(), memory_order_relaxed);
+  cs_ring_stats_add(cs_ring_stats_of(h), &sw[rank], r);
 }
 
 static void record(struct cs_record *r, uint64_t n, int rank, int nranks) {
@@ -189,7 +195,7 @@ static void inproc(const char *dir, struct cs_ring_hdr **h, int ranks, int reps)
   for (uint64_t n = 0; n < 16384; n++)
     for (int r = 0; r < ranks; r++) {
       record(&rec, n, r, ranks);
-      publish(h[r], &rec);
+      publish(h[r], &rec, r);
     }
   struct exp_state st;
   exp_state_init(&st, dir, 300, stderr);
@@ -246,6 +252,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   struct cs_ring_hdr **h = calloc((size_t)ranks, sizeof *h);
+  sw = calloc((size_t)ranks, sizeof *sw);
   for (int r = 0; r < ranks; r++) h[r] = make_ring(dir, r, ranks, 16384);
   if (inp) {
     inproc(dir, h, ranks, 5);
@@ -283,7 +290,7 @@ int main(int argc, char **argv) {
     for (; n < want; n++)
       for (int r = 0; r < ranks; r++) {
         record(&rec, n, r, ranks);
-        publish(h[r], &rec);
+        publish(h[r], &rec, r);
       }
     if (cpu0 < 0 && t >= 2) {
       cpu0 = proc_cpu_s(ex);

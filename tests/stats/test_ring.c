@@ -277,10 +277,11 @@ static void test_long_job(void **st) {
 
 /* A hand-made ring file: the header as a writer of uid `uid` and job `job` would make it. */
 static void hand_ring(const char *path, const char *job, uint64_t cap, uint64_t slots_in_file, uint64_t head) {
-  size_t len = sizeof(struct cs_ring_hdr) + slots_in_file * sizeof(struct cs_ring_slot);
+  size_t len = cs_ring_bytes(slots_in_file);
   struct cs_ring_hdr *h = calloc(1, len);
   h->magic = CS_RING_MAGIC;
   h->version = CS_RING_VERSION;
+  h->stats_size = sizeof(struct cs_ring_stats);
   h->rec_size = sizeof(struct cs_record);
   h->capacity = cap;
   h->pid = getpid();
