@@ -232,11 +232,16 @@ static const char *rank_labels(struct exp_rank *r) {
   if (ident) { /* dcgm-exporter's names, so that `on(UUID)` or `on(pci_bus_id)` joins as it is */
     char bus[48];
     nvml_bus_id(bus, sizeof bus, r->pci_bus_id);
-    puts_(&b, ",UUID=\"");
-    lv(&b, r->gpu_uuid);
-    puts_(&b, "\",pci_bus_id=\"");
-    lv(&b, bus);
-    putc_(&b, '"');
+    if (r->gpu_uuid[0]) { /* none without NVML: the bus id alone */
+      puts_(&b, ",UUID=\"");
+      lv(&b, r->gpu_uuid);
+      putc_(&b, '"');
+    }
+    if (bus[0]) {
+      puts_(&b, ",pci_bus_id=\"");
+      lv(&b, bus);
+      putc_(&b, '"');
+    }
   }
   putc_(&b, 0);
   if (!b.oom) {
