@@ -328,7 +328,7 @@ int main(int argc, char **argv) {
   printf("  records published: %llu per rank, %llu total\n", (unsigned long long)n, (unsigned long long)n * (unsigned)ranks);
   printf("  scrape (HTTP, %zu samples): median %.2f ms, max %.2f ms; exposition %zu bytes, %zu sample lines\n", nms,
          nms ? ms[nms / 2] : -1, nms ? ms[nms - 1] : -1, bytes, series);
-  printf("  at the last scrape: %.0f records read, %.0f lost (overwritten before the exporter read them)\n",
+  printf("  at the last scrape: %.0f records counted, %.0f lost (overwritten before the exporter read them)\n",
          last_records, last_lost);
   double rps = (double)n * ranks / seconds;
   printf("  exporter CPU: %.2f%% of one core (%.0f ns of CPU per record at %.0f records/s); private memory "
