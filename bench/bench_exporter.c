@@ -79,6 +79,10 @@ static struct cs_ring_hdr *make_ring(const char *dir, int rank, int nranks, uint
   snprintf(h->host, sizeof h->host, "node%03d", rank / 8);
   snprintf(h->job, sizeof h->job, "benchjob");
   atomic_store(&h->init, CS_RING_INIT_MAGIC);
+  char uuid[64], bus[32]; /* as the health sampler writes them: labels on every series */
+  snprintf(uuid, sizeof uuid, "GPU-%08x-5349-4d00-0000-%012x", 0xc3f08f4fu + (unsigned)rank / 8, (unsigned)rank);
+  snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x18 + rank % 8 * 0x10);
+  cs_ring_stats_ident(h, uuid, bus);
   return h;
 }
 
