@@ -1,6 +1,7 @@
 /* bench/bench_exporter.c: the cost of `collscope exporter` on synthetic rings.
  *
  *   bench_exporter CLI [--ranks 64] [--rate 10000] [--seconds 45] [--scrape 15] [--check]
+ *                      [--inproc [--reps 5]]
  *
  * Writes RANKS rings (capacity 16384, the shim's default) in a temporary directory and
  * publishes RATE op records per second into each (the ring protocol of
@@ -249,7 +250,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *cli = argv[1];
-  int ranks = 64, seconds = 45, scrape_every = 15, check = 0, inp = 0;
+  int ranks = 64, seconds = 45, scrape_every = 15, check = 0, inp = 0, reps = 5;
   double rate = 10000;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
@@ -264,6 +265,8 @@ int main(int argc, char **argv) {
       check = 1;
     else if (!strcmp(argv[i], "--inproc"))
       inp = 1;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
   }
   char dir[] = "/tmp/collscope-bench-exporter-XXXXXX";
   if (!mkdtemp(dir)) {
@@ -274,7 +277,7 @@ int main(int argc, char **argv) {
   sw = calloc((size_t)ranks, sizeof *sw);
   for (int r = 0; r < ranks; r++) h[r] = make_ring(dir, r, ranks, 16384);
   if (inp) {
-    inproc(dir, h, ranks, 5, rate);
+    inproc(dir, h, ranks, reps, rate);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) != 0;

@@ -574,7 +574,9 @@ static void render(struct exp_state *s, struct obuf *o, bool om, int64_t now_ns)
 
 char *exp_render_buf(struct exp_state *s, bool om, size_t *len) {
   struct obuf o = {0};
+  reserve(&o, s->last_render_len + s->last_render_len / 8 + 1); /* no doubling copies in steady state */
   render(s, &o, om, exp_now_ns());
+  s->last_render_len = o.n;
   putc_(&o, 0);
   if (o.oom) {
     free(o.p);

@@ -153,6 +153,7 @@ struct exp_state {
   double analyse_every_s; /* the detectors run at most this often (in the poller) */
   int64_t last_analyse_ns;
   double last_poll_s;      /* duration of the latest poll */
+  size_t last_render_len;  /* size of the latest exposition (the next one's first allocation) */
   struct cs_record *batch; /* EXP_READ_BATCH records: the poller's copy buffer */
 };
 
