@@ -62,7 +62,7 @@
 #define CS_RING_BUCKETS 14     /* finite duration buckets (cs_ring_bucket_ns), +Inf implied */
 #define CS_RING_SIDE_CAP 256   /* side ring slots */
 #define CS_RING_IB_PORTS 8     /* InfiniBand ports in the health block */
-#define CS_RING_IB_COUNTERS 14 /* counters per port (stats/ring_stats.c names them) */
+#define CS_RING_IB_COUNTERS 14 /* counters per port (cs_ring_ib_counter_name) */
 
 /* size classes: [0, 64 KiB), [64 KiB, 1 MiB), [1, 16 MiB), [16, 256 MiB), 256 MiB and more */
 static inline unsigned cs_ring_size_class(uint64_t bytes) {
@@ -152,7 +152,7 @@ enum { CS_RH_REASONS = 1,
        CS_RH_XID = 256,
        CS_RH_PLIMIT = 512,
        CS_RH_IB = 1024 };
-/* the IB port counters of struct cs_ring_ib_port.c, in order (sysfs counters/ then
+/* the IB port counters of struct cs_ring_ib_port's c[], in order (sysfs counters/ then
  * hw_counters/); error: a rise is an error (not traffic or congestion) */
 static inline const char *cs_ring_ib_counter_name(unsigned k) {
   static const char *const names[CS_RING_IB_COUNTERS] = {
@@ -169,7 +169,7 @@ struct cs_ring_ib_port {
   uint32_t port;
   uint32_t active;                 /* 1: state ACTIVE */
   uint64_t rate_mbps;              /* link rate, Mbit/s */
-  uint64_t c[CS_RING_IB_COUNTERS]; /* totals of the port's counters (ring_stats.c's order) */
+  uint64_t c[CS_RING_IB_COUNTERS]; /* totals of the port's counters (cs_ring_ib_counter_name) */
 };
 struct cs_ring_health_vals {
   int64_t t_ns;   /* CLOCK_REALTIME of the sample; 0: none yet */
