@@ -1,6 +1,7 @@
 /* bench/bench_exporter.c: the cost of `collscope exporter` on synthetic rings.
  *
  *   bench_exporter CLI [--ranks 64] [--rate 10000] [--seconds 45] [--scrape 15] [--check]
+ *                      [--inproc [--reps 5]]
  *
  * Writes RANKS rings (capacity 16384, the shim's default) in a temporary directory and
  * publishes RATE op records per second into each (the ring protocol of
@@ -11,6 +12,8 @@
  *   - the exporter's CPU (utime+stime from /proc) over the run, in % of one core;
  *   - its peak resident memory (VmHWM) and the exposition's size and series count;
  *   - records lost by the exporter (should be 0: it keeps up).
+ * The publisher does the harvest thread's work per record: the slot, then the ring's summary
+ * block (stats/ring_stats.c), which is what the exporter reads.
  * --check exits 1 when scrape > 10 ms or CPU > 1% of a core. */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -30,6 +33,7 @@
 #include "collscope/schema.h"
 #include "exporter_metrics.h"
 #include "exporter_state.h"
+#include "stats/ring_stats.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -65,6 +69,7 @@ static struct cs_ring_hdr *make_ring(const char *dir, int rank, int nranks, uint
   h->version = CS_RING_VERSION;
   h->rec_size = sizeof(struct cs_record);
   h->capacity = cap;
+  h->stats_size = sizeof(struct cs_ring_stats);
   h->pid = getpid();
   h->rank = rank;
   h->local_rank = rank % 8;
@@ -75,10 +80,17 @@ static struct cs_ring_hdr *make_ring(const char *dir, int rank, int nranks, uint
   snprintf(h->host, sizeof h->host, "node%03d", rank / 8);
   snprintf(h->job, sizeof h->job, "benchjob");
   atomic_store(&h->init, CS_RING_INIT_MAGIC);
+  char uuid[64], bus[32]; /* as the health sampler writes them: labels on every series */
+  snprintf(uuid, sizeof uuid, "GPU-%08x-5349-4d00-0000-%012x", 0xc3f08f4fu + (unsigned)rank / 8, (unsigned)rank);
+  snprintf(bus, sizeof bus, "0000:%02x:00.0", 0x18 + rank % 8 * 0x10);
+  cs_ring_stats_ident(h, uuid, bus);
   return h;
 }
 
-static void publish(struct cs_ring_hdr *h, const struct cs_record *r) {
+static struct cs_ring_stats_writer *sw; /* one per ring, like the harvest thread's */
+
+/* the harvest thread's work per record: the slot, then the summary block (stats/ring_stats.c) */
+static void publish(struct cs_ring_hdr *h, const struct cs_record *r, int rank) {
   uint64_t n = atomic_load_explicit(&h->head, memory_order_relaxed);
   struct cs_ring_slot *s = &cs_ring_slots(h)[n & (h->capacity - 1)];
   atomic_store_explicit(&s->seq, 2 * n + 1, memory_order_relaxed);
@@ -89,6 +101,7 @@ static void publish(struct cs_ring_hdr *h, const struct cs_record *r) {
   atomic_store_explicit(&s->seq, 2 * n + 2, memory_order_release);
   atomic_store_explicit(&h->head, n + 1, memory_order_release);
   atomic_store_explicit(&h->heartbeat_ns, rt_ns(), memory_order_relaxed);
+  cs_ring_stats_add(cs_ring_stats_of(h), &sw[rank], r);
 }
 
 static void record(struct cs_record *r, uint64_t n, int rank, int nranks) {
@@ -182,18 +195,30 @@ static long proc_hwm_kb(pid_t pid) {
   return kb;
 }
 
-/* In-process: RANKS full rings, one pass of the exporter's follower, then the parts of a
- * scrape timed on their own (analysis, rendering) over REPS scrapes. */
-static void inproc(const char *dir, struct cs_ring_hdr **h, int ranks, int reps) {
+/* In-process: RANKS full rings, one pass of the exporter's follower (opening the rings), then
+ * one more second of records at RATE per rank and the steady pass that follows (summary
+ * blocks only: the detectors are timed on their own), then the parts of a scrape timed on
+ * their own (analysis, rendering) over REPS scrapes. */
+static void inproc(const char *dir, struct cs_ring_hdr **h, int ranks, int reps, double rate) {
   struct cs_record rec;
-  for (uint64_t n = 0; n < 16384; n++)
+  uint64_t n = 0;
+  for (; n < 16384; n++)
     for (int r = 0; r < ranks; r++) {
       record(&rec, n, r, ranks);
-      publish(h[r], &rec);
+      publish(h[r], &rec, r);
     }
   struct exp_state st;
   exp_state_init(&st, dir, 300, stderr);
   double t0 = cpu_s();
+  exp_state_poll(&st, rt_ns());
+  double tfirst = cpu_s() - t0;
+  for (uint64_t end = n + (uint64_t)rate; n < end; n++)
+    for (int r = 0; r < ranks; r++) {
+      record(&rec, n, r, ranks);
+      publish(h[r], &rec, r);
+    }
+  st.analyse_every_s = 1e9; /* the steady pass alone */
+  t0 = cpu_s();
   exp_state_poll(&st, rt_ns());
   double tpoll = cpu_s() - t0;
   double ta = 0, tr = 0;
@@ -207,9 +232,10 @@ static void inproc(const char *dir, struct cs_ring_hdr **h, int ranks, int reps)
     tr += cpu_s() - t0;
     free(b);
   }
-  printf("in-process (CPU time), %d ranks x 16384 records: first poll %.1f ms (%.0f ns/record, page faults of "
-         "the mappings included); analysis %.2f ms (in the poller, every 10 s); render (a scrape) %.2f ms, %zu bytes\n",
-         ranks, tpoll * 1e3, tpoll * 1e9 / (16384.0 * ranks), ta / reps * 1e3, tr / reps * 1e3, len);
+  printf("in-process (CPU time), %d ranks: first poll of 16384 records each %.1f ms (page faults of the mappings "
+         "and the first analysis included); a poll after 1 s at %.0f records/s per rank %.3f ms; analysis %.2f ms "
+         "(in the poller, at most every 10 s); render (a scrape) %.2f ms, %zu bytes\n",
+         ranks, tfirst * 1e3, rate, tpoll * 1e3, ta / reps * 1e3, tr / reps * 1e3, len);
   exp_state_free(&st);
 }
 
@@ -224,7 +250,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *cli = argv[1];
-  int ranks = 64, seconds = 45, scrape_every = 15, check = 0, inp = 0;
+  int ranks = 64, seconds = 45, scrape_every = 15, check = 0, inp = 0, reps = 5;
   double rate = 10000;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--ranks") && i + 1 < argc)
@@ -239,6 +265,8 @@ int main(int argc, char **argv) {
       check = 1;
     else if (!strcmp(argv[i], "--inproc"))
       inp = 1;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
   }
   char dir[] = "/tmp/collscope-bench-exporter-XXXXXX";
   if (!mkdtemp(dir)) {
@@ -246,9 +274,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   struct cs_ring_hdr **h = calloc((size_t)ranks, sizeof *h);
+  sw = calloc((size_t)ranks, sizeof *sw);
   for (int r = 0; r < ranks; r++) h[r] = make_ring(dir, r, ranks, 16384);
   if (inp) {
-    inproc(dir, h, ranks, 5);
+    inproc(dir, h, ranks, reps, rate);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) != 0;
@@ -283,7 +312,7 @@ int main(int argc, char **argv) {
     for (; n < want; n++)
       for (int r = 0; r < ranks; r++) {
         record(&rec, n, r, ranks);
-        publish(h[r], &rec);
+        publish(h[r], &rec, r);
       }
     if (cpu0 < 0 && t >= 2) {
       cpu0 = proc_cpu_s(ex);
@@ -306,7 +335,7 @@ int main(int argc, char **argv) {
   printf("  records published: %llu per rank, %llu total\n", (unsigned long long)n, (unsigned long long)n * (unsigned)ranks);
   printf("  scrape (HTTP, %zu samples): median %.2f ms, max %.2f ms; exposition %zu bytes, %zu sample lines\n", nms,
          nms ? ms[nms / 2] : -1, nms ? ms[nms - 1] : -1, bytes, series);
-  printf("  at the last scrape: %.0f records read, %.0f lost (overwritten before the exporter read them)\n",
+  printf("  at the last scrape: %.0f records counted, %.0f lost (overwritten before the exporter read them)\n",
          last_records, last_lost);
   double rps = (double)n * ranks / seconds;
   printf("  exporter CPU: %.2f%% of one core (%.0f ns of CPU per record at %.0f records/s); private memory "

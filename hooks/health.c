@@ -96,7 +96,8 @@ static bool have_base;
 static unsigned long long base_ecc[2], base_nvl[NVML_NVLINK_MAX_LINKS][3];
 static unsigned base_pcie;
 static int nlinks;
-static unsigned sample_flags; /* CS_HEALTH_F_* of the sample being taken */
+static unsigned sample_flags;         /* CS_HEALTH_F_* of the sample being taken */
+static struct cs_ring_health_vals hv; /* the stats ring's copy: gauges as sampled, counters as totals */
 static unsigned long long sample_reasons;
 
 static void field_off(enum field f, const char *fn, int rc) {
@@ -211,7 +212,10 @@ static bool open_device(void) {
     bus_id[0] = 0;
     return false;
   }
-  if (!nv.by_bus) return true;
+  if (!nv.by_bus) {
+    cs_ring_gpu_identity("", bus_id);
+    return true;
+  }
   int rc = nv.by_bus(bus_id, &dev);
   if (rc != NVML_SUCCESS) {
     cs_log(CS_LOG_INFO, "health: nvmlDeviceGetHandleByPciBusId_v2(%s) returned %d: GPU health not sampled", bus_id, rc);
@@ -233,6 +237,11 @@ static bool open_device(void) {
       field_off(F_XID, "nvmlDeviceRegisterEvents", rc);
   }
   gpu_name[sizeof gpu_name - 1] = gpu_uuid[sizeof gpu_uuid - 1] = gpu_serial[sizeof gpu_serial - 1] = 0;
+  cs_ring_gpu_identity(on[F_UUID] ? gpu_uuid : "", bus_id); /* labels for the exporter's joins */
+  if (on[F_PLIMIT]) {
+    hv.power_limit_mw = gpu_plimit;
+    hv.valid |= CS_RH_PLIMIT;
+  }
   return true;
 }
 
@@ -282,6 +291,8 @@ static void sample_gpu(struct cs_strbuf *b) {
     else {
       cs_sb_printf(b, ",\"reasons\":%llu", x);
       sample_reasons = x;
+      hv.reasons = x;
+      hv.valid |= CS_RH_REASONS;
       if (x & 0x4ULL) sample_flags |= CS_HEALTH_F_POWER;
       if (x & 0x60ULL) sample_flags |= CS_HEALTH_F_THERMAL;
       if (x & 0x88ULL) sample_flags |= CS_HEALTH_F_HW_SLOWDOWN;
@@ -290,20 +301,30 @@ static void sample_gpu(struct cs_strbuf *b) {
   if (on[F_CLOCKS]) {
     if ((rc = nv.clock(dev, NVML_CLOCK_SM, &u)) != NVML_SUCCESS || (rc = nv.clock(dev, NVML_CLOCK_MEM, &u2)) != NVML_SUCCESS)
       field_off(F_CLOCKS, "nvmlDeviceGetClockInfo", rc);
-    else
+    else {
       cs_sb_printf(b, ",\"sm_mhz\":%u,\"mem_mhz\":%u", u, u2);
+      hv.sm_mhz = u;
+      hv.mem_mhz = u2;
+      hv.valid |= CS_RH_CLOCKS;
+    }
   }
   if (on[F_POWER]) {
     if ((rc = nv.power(dev, &u)) != NVML_SUCCESS)
       field_off(F_POWER, "nvmlDeviceGetPowerUsage", rc);
-    else
+    else {
       cs_sb_printf(b, ",\"power_mw\":%u", u);
+      hv.power_mw = u;
+      hv.valid |= CS_RH_POWER;
+    }
   }
   if (on[F_TEMP]) {
     if ((rc = nv.temp(dev, NVML_TEMPERATURE_GPU, &u)) != NVML_SUCCESS)
       field_off(F_TEMP, "nvmlDeviceGetTemperature", rc);
-    else
+    else {
       cs_sb_printf(b, ",\"temp_c\":%u", u);
+      hv.temp_c = u;
+      hv.valid |= CS_RH_TEMP;
+    }
   }
   if (on[F_ECC]) {
     unsigned long long c, un;
@@ -314,6 +335,11 @@ static void sample_gpu(struct cs_strbuf *b) {
       unsigned long long dc = delta(c, &base_ecc[0]), du = delta(un, &base_ecc[1]);
       if (base) cs_sb_printf(b, ",\"ecc_corrected\":%llu,\"ecc_uncorrected\":%llu", dc, du);
       if (base && (dc || du)) sample_flags |= CS_HEALTH_F_ECC;
+      if (base) {
+        hv.ecc_corrected += dc;
+        hv.ecc_uncorrected += du;
+      }
+      hv.valid |= CS_RH_ECC;
     }
   }
   if (on[F_REMAP]) {
@@ -322,6 +348,9 @@ static void sample_gpu(struct cs_strbuf *b) {
     else {
       cs_sb_printf(b, ",\"remap_pending\":%u,\"remap_failure\":%u", u3 ? 1u : 0u, u4 ? 1u : 0u);
       if (u3 || u4) sample_flags |= CS_HEALTH_F_ECC;
+      hv.remap_pending = u3 ? 1 : 0;
+      hv.remap_failure = u4 ? 1 : 0;
+      hv.valid |= CS_RH_REMAP;
     }
   }
   if (on[F_PCIE]) {
@@ -332,6 +361,8 @@ static void sample_gpu(struct cs_strbuf *b) {
       base_pcie = (unsigned)bp;
       if (base) cs_sb_printf(b, ",\"pcie_replay\":%llu", d);
       if (base && d) sample_flags |= CS_HEALTH_F_PCIE;
+      if (base) hv.pcie_replay += d;
+      hv.valid |= CS_RH_PCIE;
     }
   }
   if (on[F_NVLINK]) {
@@ -359,13 +390,23 @@ static void sample_gpu(struct cs_strbuf *b) {
         else
           d[k] = delta(x, &base_nvl[l][k]);
       }
+      if (on[F_NVLINK] && base) {
+        hv.nvlink_crc += d[0];
+        hv.nvlink_replay += d[1];
+        hv.nvlink_recovery += d[2];
+      }
       if (on[F_NVLINK] && base && (d[0] | d[1] | d[2])) {
         cs_sb_printf(&lb, "%s{\"link\":%d,\"crc\":%llu,\"replay\":%llu,\"recovery\":%llu}", first ? "" : ",", l, d[0], d[1], d[2]);
         first = false;
         sample_flags |= CS_HEALTH_F_NVLINK;
       }
     }
-    if (on[F_NVLINK]) cs_sb_printf(b, ",\"nvlinks\":%d,\"nvlink_down\":%d,\"nvlink\":[%s]", nlinks, down, lb.len < lb.cap ? links : "");
+    if (on[F_NVLINK]) {
+      cs_sb_printf(b, ",\"nvlinks\":%d,\"nvlink_down\":%d,\"nvlink\":[%s]", nlinks, down, lb.len < lb.cap ? links : "");
+      hv.nvlinks = (uint64_t)nlinks;
+      hv.nvlink_down = (uint64_t)down;
+      hv.valid |= CS_RH_NVLINK;
+    }
   }
   if (on[F_XID]) {
     cs_sb_printf(b, ",\"xid\":[");
@@ -383,9 +424,12 @@ static void sample_gpu(struct cs_strbuf *b) {
         cs_sb_printf(b, "%s%llu", first ? "" : ",", ev.eventData);
         first = false;
         sample_flags |= CS_HEALTH_F_XID;
+        hv.xid_events++;
+        hv.xid_last = ev.eventData;
       }
     }
     cs_sb_printf(b, "]");
+    if (on[F_XID]) hv.valid |= CS_RH_XID;
   }
   cs_sb_printf(b, "}");
   have_base = true;
@@ -431,11 +475,13 @@ void cs_health_tick(bool final) {
   bool any = false, ib_errors = false;
   sample_flags = 0;
   sample_reasons = 0;
+  hv.valid &= CS_RH_PLIMIT; /* the groups this sample answers are set again as they are read */
+  hv.t_ns = cs_now_ns(CLOCK_REALTIME);
   if (dev_open && nv.by_bus && dev) {
     sample_gpu(&b);
     any = true;
   }
-  if (cs_cfg.local_rank <= 0 && cs_health_ib_sample(&b, &ib_errors)) any = true;
+  if (cs_cfg.local_rank <= 0 && cs_health_ib_sample(&b, &ib_errors, &hv)) any = true;
   if (ib_errors) sample_flags |= CS_HEALTH_F_IB;
   cs_sb_printf(&b, ",\"cost_us\":%.1f}", (double)(cs_now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0) / 1e3);
   if (any && b.len < b.cap) cs_dump_raw_line(line, b.len, dev_index);
@@ -449,5 +495,6 @@ void cs_health_tick(bool final) {
     r.seq = UINT64_MAX;
     r.enqueue_ns = r.start_ns = r.end_ns = cs_now_ns(CLOCK_REALTIME);
     cs_ring_publish(&r);
+    cs_ring_health(&hv); /* the values, for `collscope exporter` */
   }
 }

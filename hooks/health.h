@@ -22,5 +22,8 @@ struct cs_strbuf {
   size_t len, cap;
 };
 void cs_sb_printf(struct cs_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors); /* *errors: an error counter moved */
+/* *errors: an error counter moved; hv (the stats ring's health sample): the first
+ * CS_RING_IB_PORTS ports' state, rate and counter totals */
+struct cs_ring_health_vals;
+bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors, struct cs_ring_health_vals *hv);
 #endif

@@ -6,6 +6,7 @@
  * first sample of a port is its baseline; later samples hold deltas. */
 #include "hooks/health.h"
 #include "stats/core.h"
+#include "collscope/ring.h"
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -114,12 +115,22 @@ static bool is_error_counter(size_t k) {
   return k <= 4 || k == 6 || k == 7 || k == NC || k == NC + 1;
 }
 
-bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors) {
+bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors, struct cs_ring_health_vals *hv) {
   if (nports < 0) scan();
   if (nports == 0) return false;
+  _Static_assert(NC + NH == CS_RING_IB_COUNTERS, "the ring's IB counters are these");
+  hv->valid |= CS_RH_IB;
+  hv->nib = (uint64_t)(nports < CS_RING_IB_PORTS ? nports : CS_RING_IB_PORTS);
   cs_sb_printf(b, ",\"ib\":[");
   for (int i = 0; i < nports; i++) {
     struct port *po = &ports[i];
+    struct cs_ring_ib_port *rp = i < CS_RING_IB_PORTS ? &hv->ib[i] : NULL;
+    if (rp) {
+      size_t n = strnlen(po->dev, sizeof rp->dev - 1);
+      memcpy(rp->dev, po->dev, n);
+      rp->dev[n] = 0;
+      rp->port = (uint32_t)po->port;
+    }
     char dir[1500], f[1700], t[64];
     if (snprintf(dir, sizeof dir, "%s/class/infiniband/%s/ports/%d", root, po->dev, po->port) >= (int)sizeof dir) continue;
     cs_sb_printf(b, "%s{\"dev\":\"%s\",\"port\":%d", i ? "," : "", po->dev, po->port);
@@ -133,8 +144,13 @@ bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors) {
       for (; s[n] && n < sizeof w - 1 && ((s[n] >= 'A' && s[n] <= 'Z') || s[n] == '_'); n++) w[n] = s[n];
       w[n] = 0;
       cs_sb_printf(b, ",\"state\":\"%s\"", w);
+      if (rp) rp->active = strcmp(w, "ACTIVE") == 0;
     }
-    if (snprintf(f, sizeof f, "%s/rate", dir) < (int)sizeof f && read_small(f, t, sizeof t)) cs_sb_printf(b, ",\"rate_gbps\":%g", strtod(t, NULL));
+    if (snprintf(f, sizeof f, "%s/rate", dir) < (int)sizeof f && read_small(f, t, sizeof t)) {
+      double gbps = strtod(t, NULL);
+      cs_sb_printf(b, ",\"rate_gbps\":%g", gbps);
+      if (rp) rp->rate_mbps = gbps > 0 && gbps < 1e7 ? (uint64_t)(gbps * 1000 + 0.5) : 0;
+    }
     for (size_t k = 0; k < NC + NH; k++) {
       unsigned long long v;
       if (snprintf(f, sizeof f, "%s/%s/%s", dir, k < NC ? "counters" : "hw_counters", k < NC ? counters[k] : hw_counters[k - NC]) >= (int)sizeof f ||
@@ -143,6 +159,7 @@ bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors) {
         unsigned long long d = v >= po->base[k] ? v - po->base[k] : v;
         cs_sb_printf(b, ",\"%s\":%llu", k < NC ? counters[k] : hw_counters[k - NC], d);
         if (d && is_error_counter(k)) *errors = true;
+        if (rp) rp->c[k] += d;
       }
       po->have[k] = true;
       po->base[k] = v;

@@ -135,9 +135,11 @@ int cs_ring_reader_open(struct cs_ring_reader *r, const char *path) {
   if (h.rec_size != sizeof(struct cs_record)) return open_fail(r, fd, EPROTO, "another record size");
   if (h.capacity == 0 || (h.capacity & (h.capacity - 1)) != 0 || h.capacity > CS_RING_MAX_CAPACITY)
     return open_fail(r, fd, EPROTO, "capacity is not a power of two up to 2^22");
+  if (h.stats_size != sizeof(struct cs_ring_stats)) return open_fail(r, fd, EPROTO, "another summary block size");
   uint64_t bytes;
   if (__builtin_mul_overflow(h.capacity, (uint64_t)sizeof(struct cs_ring_slot), &bytes) ||
-      __builtin_add_overflow(bytes, (uint64_t)sizeof(struct cs_ring_hdr), &bytes) || bytes > SIZE_MAX)
+      __builtin_add_overflow(bytes, (uint64_t)(sizeof(struct cs_ring_hdr) + sizeof(struct cs_ring_stats)), &bytes) ||
+      bytes > SIZE_MAX)
     return open_fail(r, fd, EPROTO, "capacity overflows");
   if (bytes != (uint64_t)st.st_size) return open_fail(r, fd, EPROTO, "file size does not match its capacity");
   if ((unsigned long)h.uid != name_uid) return open_fail(r, fd, EPERM, "header uid is not the uid in its name");
@@ -155,6 +157,8 @@ int cs_ring_reader_open(struct cs_ring_reader *r, const char *path) {
   r->ino = (uint64_t)st.st_ino;
   uint64_t head = atomic_load_explicit(&((struct cs_ring_hdr *)p)->head, memory_order_acquire);
   r->cursor = head > r->capacity ? head - r->capacity : 0;
+  uint64_t side = atomic_load_explicit(&cs_ring_stats_of(p)->side_head, memory_order_acquire);
+  r->side_cursor = side > CS_RING_SIDE_CAP ? side - CS_RING_SIDE_CAP : 0;
   return 0;
 }
 
@@ -163,19 +167,18 @@ void cs_ring_reader_close(struct cs_ring_reader *r) {
   r->h = NULL;
 }
 
-size_t cs_ring_read(struct cs_ring_reader *r, struct cs_record *out, size_t max) {
-  if (!r->h) return 0;
-  struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->h;
-  struct cs_ring_slot *slots = cs_ring_slots(h);
-  uint64_t cap = r->capacity, got = 0;
-  uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
+/* Copy up to max records of a slot ring (main or side) from *cursor on. */
+static size_t read_slots(_Atomic uint64_t *headp, struct cs_ring_slot *slots, uint64_t cap, uint64_t *cursor,
+                         uint64_t *lost, struct cs_record *out, size_t max) {
+  uint64_t got = 0;
+  uint64_t head = atomic_load_explicit(headp, memory_order_acquire);
   /* bounded even when a hostile writer keeps moving head */
-  for (uint64_t budget = cap + max; budget && got < max && r->cursor < head; budget--) {
-    if (head - r->cursor > cap) { /* fell behind: those are gone */
-      r->lost += head - cap - r->cursor;
-      r->cursor = head - cap;
+  for (uint64_t budget = cap + max; budget && got < max && *cursor < head; budget--) {
+    if (head - *cursor > cap) { /* fell behind: those are gone */
+      *lost += head - cap - *cursor;
+      *cursor = head - cap;
     }
-    uint64_t n = r->cursor;
+    uint64_t n = *cursor;
     struct cs_ring_slot *s = &slots[n & (cap - 1)];
     uint64_t want = 2 * n + 2;
     uint64_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
@@ -186,22 +189,102 @@ size_t cs_ring_read(struct cs_ring_reader *r, struct cs_record *out, size_t max)
       uint64_t s2 = atomic_load_explicit(&s->seq, memory_order_relaxed);
       if (s2 == want) {
         memcpy(&out[got++], tmp, sizeof(struct cs_record));
-        r->cursor++;
+        (*cursor)++;
         continue;
       }
     } else if (s1 < want) {
       break; /* not published yet (cannot happen below head, but be safe) */
     }
-    r->lost++; /* overwritten while (or before) we read it */
-    r->cursor++;
-    head = atomic_load_explicit(&h->head, memory_order_acquire);
+    (*lost)++; /* overwritten while (or before) we read it */
+    (*cursor)++;
+    head = atomic_load_explicit(headp, memory_order_acquire);
   }
   return (size_t)got;
+}
+
+size_t cs_ring_read(struct cs_ring_reader *r, struct cs_record *out, size_t max) {
+  if (!r->h) return 0;
+  struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->h;
+  return read_slots(&h->head, cs_ring_slots(h), r->capacity, &r->cursor, &r->lost, out, max);
+}
+
+size_t cs_ring_read_side(struct cs_ring_reader *r, struct cs_record *out, size_t max) {
+  if (!r->h) return 0;
+  struct cs_ring_stats *b = cs_ring_stats_of(r->h);
+  return read_slots(&b->side_head, b->side, CS_RING_SIDE_CAP, &r->side_cursor, &r->side_lost, out, max);
+}
+
+size_t cs_ring_read_latest(const struct cs_ring_reader *r, struct cs_record *out, size_t max) {
+  if (!r->h || !max) return 0;
+  struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->h;
+  uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
+  uint64_t back = max < r->capacity ? max : r->capacity;
+  uint64_t cursor = head > back ? head - back : 0, lost = 0;
+  return read_slots(&h->head, cs_ring_slots(h), r->capacity, &cursor, &lost, out, max);
+}
+
+/* seqlock copy of n words under gen: 1 copied, 0 empty or unchanged, -1 torn */
+static int seq_copy(_Atomic uint64_t *genp, _Atomic uint64_t *w, size_t n, uint64_t *out, uint64_t *gen) {
+  for (int attempt = 0; attempt < 4; attempt++) {
+    uint64_t g1 = atomic_load_explicit(genp, memory_order_acquire);
+    if (g1 == 0 || g1 == *gen) return 0;
+    if (g1 & 1) continue;
+    for (size_t i = 0; i < n; i++) out[i] = atomic_load_explicit(&w[i], memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(genp, memory_order_relaxed) == g1) {
+      *gen = g1;
+      return 1;
+    }
+  }
+  return -1;
+}
+
+int cs_ring_read_series(const struct cs_ring_series *s, struct cs_ring_series_vals *out, uint64_t *gen) {
+  _Static_assert(sizeof(struct cs_ring_series_vals) == sizeof(((struct cs_ring_series *)0)->w), "series words");
+  struct cs_ring_series *m = (struct cs_ring_series *)(uintptr_t)s;
+  uint64_t tmp[CS_RING_BUCKETS + 6];
+  int rc = seq_copy(&m->gen, m->w, CS_RING_BUCKETS + 6, tmp, gen);
+  if (rc == 1) memcpy(out, tmp, sizeof *out);
+  return rc;
+}
+
+int cs_ring_read_health(const struct cs_ring_reader *r, struct cs_ring_health_vals *out, uint64_t *gen) {
+  if (!r->h) return 0;
+  struct cs_ring_stats *b = cs_ring_stats_of(r->h);
+  uint64_t tmp[CS_RING_HEALTH_WORDS];
+  int rc = seq_copy(&b->health_gen, b->health_w, CS_RING_HEALTH_WORDS, tmp, gen);
+  if (rc != 1) return rc;
+  memcpy(out, tmp, sizeof *out);
+  if (out->nib > CS_RING_IB_PORTS) out->nib = CS_RING_IB_PORTS;
+  for (size_t i = 0; i < CS_RING_IB_PORTS; i++) out->ib[i].dev[sizeof out->ib[i].dev - 1] = 0;
+  return 1;
+}
+
+static void ident_copy(char *dst, size_t cap, const volatile char *src, size_t n) {
+  size_t k = 0;
+  for (; k < n && k + 1 < cap && src[k]; k++) {
+    char c = src[k];
+    dst[k] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == ':' || c == '.' ||
+                     c == '-'
+                 ? c
+                 : '_';
+  }
+  if (cap) dst[k] = 0;
+}
+
+bool cs_ring_gpu_ident(const struct cs_ring_reader *r, char *uuid, size_t uuid_cap, char *bus, size_t bus_cap) {
+  if (!r->h) return false;
+  struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->h;
+  if (atomic_load_explicit(&h->gpu_ident, memory_order_acquire) != 1) return false;
+  ident_copy(uuid, uuid_cap, h->gpu_uuid, sizeof h->gpu_uuid);
+  ident_copy(bus, bus_cap, h->gpu_bus_id, sizeof h->gpu_bus_id);
+  return true;
 }
 
 #ifndef CS_RING_READER_ONLY
 /* ------------------------------------------------------------------ writer */
 #include "stats/ring.h"
+#include "stats/ring_stats.h"
 #include <pthread.h>
 
 static struct cs_ring_hdr *W;
@@ -212,6 +295,7 @@ static ino_t wino;
 static pthread_t owner;
 static _Atomic int owner_set;
 static uint64_t whead;
+static struct cs_ring_stats_writer wstats;
 
 const char *cs_ring_path(void) { return W ? wpath : ""; }
 
@@ -274,6 +358,7 @@ static struct cs_ring_hdr *build(const char *tmp, uint64_t cap, size_t len) {
   h->version = CS_RING_VERSION;
   h->rec_size = sizeof(struct cs_record);
   h->capacity = cap;
+  h->stats_size = sizeof(struct cs_ring_stats);
   h->pid = getpid();
   char state;
   if (!proc_stat(getpid(), &state, &h->start_time)) h->start_time = 0;
@@ -343,6 +428,7 @@ bool cs_ring_open(void) {
   W = h;
   wlen = len;
   whead = 0;
+  memset(&wstats, 0, sizeof wstats);
   cs_ring_adopt();
   cs_log(CS_LOG_INFO, "stats ring %s (%llu records)", wpath, (unsigned long long)cap);
   return true;
@@ -351,6 +437,14 @@ bool cs_ring_open(void) {
 void cs_ring_adopt(void) {
   owner = pthread_self();
   atomic_store_explicit(&owner_set, 1, memory_order_release);
+}
+
+static bool is_writer(void) {
+  if (!atomic_load_explicit(&owner_set, memory_order_acquire) || !pthread_equal(owner, pthread_self())) {
+    cs_log_once(CS_LOG_WARN, "stats ring: publish from a thread that is not the ring's writer; ignored");
+    return false;
+  }
+  return true;
 }
 
 static void add_comm(const struct cs_record *r) {
@@ -367,11 +461,7 @@ static void add_comm(const struct cs_record *r) {
 }
 
 void cs_ring_publish(const struct cs_record *r) {
-  if (!W) return;
-  if (!atomic_load_explicit(&owner_set, memory_order_acquire) || !pthread_equal(owner, pthread_self())) {
-    cs_log_once(CS_LOG_WARN, "stats ring: publish from a thread that is not the ring's writer; ignored");
-    return;
-  }
+  if (!W || !is_writer()) return;
   if (r->type == CS_REC_COMM && (r->event == CS_COMM_INIT || r->event == CS_COMM_SPLIT)) add_comm(r);
   struct cs_ring_slot *s = &cs_ring_slots(W)[whead & (W->capacity - 1)];
   uint64_t words[CS_RING_WORDS] = {0};
@@ -382,6 +472,15 @@ void cs_ring_publish(const struct cs_record *r) {
   atomic_store_explicit(&s->seq, 2 * whead + 2, memory_order_release);
   whead++;
   atomic_store_explicit(&W->head, whead, memory_order_release);
+  cs_ring_stats_add(cs_ring_stats_of(W), &wstats, r); /* the summary block: totals for followers */
+}
+
+void cs_ring_health(const struct cs_ring_health_vals *v) {
+  if (W && is_writer()) cs_ring_stats_health(cs_ring_stats_of(W), v);
+}
+
+void cs_ring_gpu_identity(const char *uuid, const char *bus_id) {
+  if (W && is_writer()) cs_ring_stats_ident(W, uuid, bus_id);
 }
 
 void cs_ring_status(uint64_t pending, int64_t oldest_pending_ns, uint64_t drops) {

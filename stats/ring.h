@@ -14,6 +14,10 @@ void cs_ring_adopt(void);
 /* Publish a finished record (op, xfer, comm, or CS_REC_HANG). Ignored from any thread but
  * the writer (counted, logged once). */
 void cs_ring_publish(const struct cs_record *r);
+/* The latest health sample, and the GPU's identity (once), into the summary block
+ * (stats/ring_stats.h); from the writer thread only, like cs_ring_publish. */
+void cs_ring_health(const struct cs_ring_health_vals *v);
+void cs_ring_gpu_identity(const char *uuid, const char *bus_id);
 /* Liveness figures for readers. */
 void cs_ring_status(uint64_t pending, int64_t oldest_pending_ns, uint64_t drops);
 /* Unmap; at a clean exit also unlink unless COLLSCOPE_KEEP_SHM=1. */

@@ -40,8 +40,8 @@ static void usage(FILE *o) {
         "                      port 0 picks a free port; none: no HTTP)\n"
         "  --textfile DIR      also write DIR/collscope.prom for node_exporter's textfile\n"
         "                      collector (atomically: temporary + rename)\n"
-        "  --interval S        how often the rings are read (default 1; a ring of COLLSCOPE_RING\n"
-        "                      records must not wrap between two passes)\n"
+        "  --interval S        how often the rings' summaries are read (default 1; at most 256\n"
+        "                      SDC-checked ops, link and hang records per rank between passes)\n"
         "  --shm-dir DIR       where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm)\n"
         "  --grace S           how long a ring of an exited process stays visible (default 300)\n"
         "  --once              one pass, the exposition on stdout, exit\n",

@@ -1,6 +1,6 @@
 /* tools/exporter_state.c: the exporter's ring follower (see exporter_state.h): directory
- * scan, checked open, incremental reads, the fold of records into counters, grace period
- * and the per-job detectors. */
+ * scan, checked open, the summary block's series and health folded into monotonic totals,
+ * the side ring's rare records, grace period and the per-job detectors. */
 #include "exporter_state.h"
 
 #include <dirent.h>
@@ -13,18 +13,12 @@
 
 #include "collscope/sdc.h"
 
-const double exp_bucket_le[EXP_BUCKETS] = {1e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
-                                           5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 1.0};
-static const uint64_t size_bound[EXP_SIZE_CLASSES - 1] = {64ull << 10, 1ull << 20, 16ull << 20, 256ull << 20};
 static const char *const size_name[EXP_SIZE_CLASSES] = {"0-64KiB", "64KiB-1MiB", "1MiB-16MiB", "16MiB-256MiB",
                                                         "256MiB+"};
 
 const char *exp_size_class_name(unsigned c) { return c < EXP_SIZE_CLASSES ? size_name[c] : "?"; }
-unsigned exp_size_class(uint64_t bytes) {
-  unsigned c = 0;
-  while (c < EXP_SIZE_CLASSES - 1 && bytes >= size_bound[c]) c++;
-  return c;
-}
+unsigned exp_size_class(uint64_t bytes) { return cs_ring_size_class(bytes); }
+double exp_bucket_le(unsigned b) { return (double)cs_ring_bucket_ns(b) / 1e9; }
 
 int64_t exp_now_ns(void) {
   struct timespec ts;
@@ -97,88 +91,121 @@ static void skip_note(struct exp_state *s, const char *name, uint64_t dev, uint6
   snprintf(k->name, sizeof k->name, "%s", name);
 }
 
-/* ---- records ---- */
+/* ---- the summary block ---- */
 static bool sane_span(const struct cs_record *r) {
   return r->start_ns > 0 && r->end_ns >= r->start_ns && r->end_ns - r->start_ns < 1000000000000000LL;
 }
 
-static unsigned comm_label(struct exp_rank *r, uint64_t comm) {
-  for (unsigned i = 0; i < r->ncomm_labels; i++)
-    if (r->comm_ids[i] == comm) return i;
-  if (r->ncomm_labels < EXP_COMM_LABELS) {
-    r->comm_ids[r->ncomm_labels] = comm;
-    return r->ncomm_labels++;
-  }
-  return EXP_COMM_LABELS; /* "other" */
+/* a snapshot that cannot come from an honest writer: more timed than counted, more in the
+ * buckets than timed */
+static bool series_sane(const struct cs_ring_series_vals *v) {
+  uint64_t inb = 0;
+  for (unsigned b = 0; b < EXP_BUCKETS; b++)
+    if (__builtin_add_overflow(inb, v->bucket[b], &inb)) return false;
+  return v->timed <= v->count && v->errors <= v->count && inb <= v->timed;
 }
 
-static void fold_op(struct exp_state *s, struct exp_rank *r, const struct cs_record *rec) {
-  (void)s;
-  if (rec->op >= CS_OP_COUNT) {
+/* NOW - LAST, field by field; false when a field went backwards or the difference is not a
+ * sane snapshot itself (then the series restarted: NOW is added afresh) */
+static bool series_delta(const struct cs_ring_series_vals *now, const struct cs_ring_series_vals *last,
+                         struct cs_ring_series_vals *d) {
+  const uint64_t *a = (const uint64_t *)now, *b = (const uint64_t *)last;
+  uint64_t *o = (uint64_t *)d;
+  for (size_t i = 0; i < sizeof *d / 8; i++) {
+    if (a[i] < b[i]) return false;
+    o[i] = a[i] - b[i];
+  }
+  return series_sane(d);
+}
+
+static void take_series(struct exp_rank *r, struct exp_opstat *o, const struct cs_ring_series *src) {
+  struct cs_ring_series_vals v, d;
+  uint64_t gen = o->gen;
+  int rc = cs_ring_read_series(src, &v, &gen);
+  if (rc < 0) r->torn++;
+  if (rc != 1) return;
+  o->gen = gen;           /* this snapshot is judged once */
+  if (!series_sane(&v)) { /* not taken: the next honest snapshot is compared with the last good one */
     r->invalid++;
     return;
   }
-  unsigned c = comm_label(r, rec->comm_id), sc = exp_size_class(rec->bytes);
-  struct exp_opstat *o = &r->ops[c][rec->op][sc];
-  o->count++;
-  sat_add(&o->bytes, rec->bytes);
-  if (rec->status != 0 || rec->timing == CS_TIMING_ERROR) o->errors++;
-  bool timed = (rec->timing == CS_TIMING_GPU_EVENT || rec->timing == CS_TIMING_PROFILER ||
-                rec->timing == CS_TIMING_HOST_SPAN) &&
-               rec->status == 0 && sane_span(rec);
-  if (timed) {
-    double d = (double)(rec->end_ns - rec->start_ns) / 1e9;
-    unsigned b = 0;
-    while (b < EXP_BUCKETS && d > exp_bucket_le[b]) b++;
-    if (b < EXP_BUCKETS) o->bucket[b]++;
-    o->timed++;
-    o->dur_sum_s += d;
-    double bus = (double)rec->bytes * cs_busbw_factor((enum cs_op)rec->op, rec->comm_size);
-    o->bus_bytes += bus;
-    o->poll_bus += bus;
-    o->poll_dur += d;
+  if (!series_delta(&v, &o->raw, &d)) {
+    d = v;
+    r->restarts++;
   }
-  if (rec->seq != UINT64_MAX) { /* the detector's window */
-    struct cs_det_op *d = &r->det[r->det_next];
-    memset(d, 0, sizeof *d);
-    d->comm = rec->comm_id;
-    d->seq = (int64_t)rec->seq;
-    d->comm_size = rec->comm_size;
-    d->comm_rank = rec->comm_rank;
-    d->rank = r->rank;
-    d->host = r->host;
-    d->start_ns = rec->start_ns;
-    d->end_ns = rec->end_ns;
-    d->enqueue_ns = rec->enqueue_ns;
-    bool gpu = (rec->timing == CS_TIMING_GPU_EVENT || rec->timing == CS_TIMING_PROFILER) && sane_span(rec);
-    d->state = rec->status != 0 || rec->timing == CS_TIMING_ERROR ? CS_DET_FAILED : gpu ? CS_DET_DONE
-                                                                                        : CS_DET_UNTIMED;
-    d->p2p = cs_op_table[rec->op].cls == CS_CLASS_P2P;
-    d->bytes = rec->bytes;
-    r->det_next = (r->det_next + 1) % EXP_DET_WINDOW;
-    if (r->det_n < EXP_DET_WINDOW) r->det_n++;
+  o->raw = v;
+  sat_add(&o->count, d.count);
+  sat_add(&o->errors, d.errors);
+  sat_add(&o->bytes, d.bytes);
+  sat_add(&o->timed, d.timed);
+  for (unsigned b = 0; b < EXP_BUCKETS; b++) sat_add(&o->bucket[b], d.bucket[b]);
+  o->dur_sum_s += (double)d.dur_ns / 1e9;
+  o->bus_bytes += (double)d.bus_bytes;
+  if (d.dur_ns > 0 && d.timed > 0) o->busbw_Bps = (double)d.bus_bytes / ((double)d.dur_ns / 1e9);
+}
+
+/* a total of the ring (never backwards here): a value below the previous one is a restart */
+static void mono(uint64_t *total, uint64_t *last, uint64_t now) {
+  sat_add(total, now >= *last ? now - *last : now);
+  *last = now;
+}
+
+/* an IB device name as the sampler checks it: [A-Za-z0-9_.-], not starting with '.' */
+static bool dev_name_ok(const char *s) {
+  if (!*s || *s == '.') return false;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+          *s == '-' || *s == '.'))
+      return false;
+  return true;
+}
+
+static void take_health(struct exp_rank *r) {
+  struct exp_health *h = &r->health;
+  struct cs_ring_health_vals v;
+  uint64_t gen = h->gen;
+  if (cs_ring_read_health(&r->rd, &v, &gen) != 1) return;
+  h->gen = gen;
+  h->raw = v;
+  h->have = v.t_ns > 0;
+  const uint64_t now[EXP_HC_COUNT] = {v.ecc_corrected, v.ecc_uncorrected, v.pcie_replay, v.nvlink_crc,
+                                      v.nvlink_replay, v.nvlink_recovery, v.xid_events};
+  for (unsigned k = 0; k < EXP_HC_COUNT; k++) mono(&h->total[k], &h->last[k], now[k]);
+  for (unsigned p = 0; p < v.nib; p++) {
+    const struct cs_ring_ib_port *ip = &v.ib[p];
+    if (strcmp(h->ib_dev[p], ip->dev) != 0 || h->ib_port[p] != ip->port) { /* another port in this row */
+      h->ib_dev[p][0] = 0;
+      if (!dev_name_ok(ip->dev) || ip->port > 255) continue; /* not a name the sampler writes: no series */
+      snprintf(h->ib_dev[p], sizeof h->ib_dev[p], "%s", ip->dev);
+      h->ib_port[p] = ip->port;
+      memset(h->ib_total[p], 0, sizeof h->ib_total[p]);
+      memset(h->ib_last[p], 0, sizeof h->ib_last[p]);
+    }
+    for (unsigned k = 0; k < CS_RING_IB_COUNTERS; k++) mono(&h->ib_total[p][k], &h->ib_last[p][k], ip->c[k]);
   }
-  if ((rec->sdc_checked & 1) && rec->seq != UINT64_MAX && rec->status == 0) {
-    r->sdc_checks++;
-    struct exp_sdc_entry *e = &r->sdc[r->sdc_next];
-    e->comm = rec->comm_id;
-    e->seq = (int64_t)rec->seq;
-    e->op = rec->op;
-    e->dtype = rec->dtype;
-    e->redop = rec->redop;
-    e->root = rec->root;
-    e->comm_size = rec->comm_size;
-    e->comm_rank = rec->comm_rank;
-    e->count = rec->count;
-    e->checked = rec->sdc_checked;
-    e->fp = rec->fingerprint;
-    e->in_sum = rec->in_sum;
-    e->in_abs = rec->in_abs;
-    e->out_sum = rec->out_sum;
-    e->done = false;
-    r->sdc_next = (r->sdc_next + 1) % EXP_SDC_WINDOW;
-    if (r->sdc_n < EXP_SDC_WINDOW) r->sdc_n++;
-  }
+}
+
+/* ---- the side ring's records ---- */
+static void fold_sdc(struct exp_rank *r, const struct cs_record *rec) {
+  r->sdc_checks++;
+  struct exp_sdc_entry *e = &r->sdc[r->sdc_next];
+  e->comm = rec->comm_id;
+  e->seq = (int64_t)rec->seq;
+  e->op = rec->op;
+  e->dtype = rec->dtype;
+  e->redop = rec->redop;
+  e->root = rec->root;
+  e->comm_size = rec->comm_size;
+  e->comm_rank = rec->comm_rank;
+  e->count = rec->count;
+  e->checked = rec->sdc_checked;
+  e->fp = rec->fingerprint;
+  e->in_sum = rec->in_sum;
+  e->in_abs = rec->in_abs;
+  e->out_sum = rec->out_sum;
+  e->done = false;
+  r->sdc_next = (r->sdc_next + 1) % EXP_SDC_WINDOW;
+  if (r->sdc_n < EXP_SDC_WINDOW) r->sdc_n++;
 }
 
 static void fold_link(struct exp_rank *r, const struct cs_record *rec) {
@@ -199,36 +226,74 @@ static void fold_link(struct exp_rank *r, const struct cs_record *rec) {
   if (r->link_n < EXP_LINK_WINDOW) r->link_n++;
 }
 
-static void fold(struct exp_state *s, struct exp_rank *r, const struct cs_record *rec) {
-  r->records++;
-  switch (rec->type) {
-  case CS_REC_OP: fold_op(s, r, rec); break;
-  case CS_REC_HANG: r->hang_reports++; break;
-  case CS_REC_LINK: fold_link(r, rec); break;
-  case CS_REC_XFER:
-  case CS_REC_COMM: break;
-  default: r->invalid++;
+static void fold_side(struct exp_rank *r, const struct cs_record *rec) {
+  if (rec->type == CS_REC_OP && rec->op < CS_OP_COUNT && (rec->sdc_checked & 1) && rec->seq != UINT64_MAX &&
+      rec->status == 0)
+    fold_sdc(r, rec);
+  else if (rec->type == CS_REC_HANG)
+    r->hang_reports++;
+  else if (rec->type == CS_REC_LINK)
+    fold_link(r, rec);
+  else
+    r->invalid++;
+}
+
+/* the detector's window: the op records among the newest EXP_TAIL of the main ring */
+static void refill_window(struct exp_state *s, struct exp_rank *r) {
+  size_t got = s->batch ? cs_ring_read_latest(&r->rd, s->batch, EXP_TAIL) : 0;
+  r->det_n = r->det_next = 0;
+  for (size_t i = 0; i < got; i++) {
+    const struct cs_record *rec = &s->batch[i];
+    if (rec->type != CS_REC_OP || rec->op >= CS_OP_COUNT || rec->seq == UINT64_MAX) continue;
+    struct cs_det_op *d = &r->det[r->det_next];
+    memset(d, 0, sizeof *d);
+    d->comm = rec->comm_id;
+    d->seq = (int64_t)rec->seq;
+    d->comm_size = rec->comm_size;
+    d->comm_rank = rec->comm_rank;
+    d->rank = r->rank;
+    d->host = r->host;
+    d->start_ns = rec->start_ns;
+    d->end_ns = rec->end_ns;
+    d->enqueue_ns = rec->enqueue_ns;
+    bool gpu = (rec->timing == CS_TIMING_GPU_EVENT || rec->timing == CS_TIMING_PROFILER) && sane_span(rec);
+    d->state = rec->status != 0 || rec->timing == CS_TIMING_ERROR ? CS_DET_FAILED : gpu ? CS_DET_DONE
+                                                                                        : CS_DET_UNTIMED;
+    d->p2p = cs_op_table[rec->op].cls == CS_CLASS_P2P;
+    d->bytes = rec->bytes;
+    r->det_next = (r->det_next + 1) % EXP_DET_WINDOW;
+    if (r->det_n < EXP_DET_WINDOW) r->det_n++;
   }
 }
 
 static void follow(struct exp_state *s, struct exp_rank *r) {
-  struct cs_record *buf = s->batch;
-  for (unsigned c = 0; c <= EXP_COMM_LABELS; c++)
+  struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->rd.h;
+  struct cs_ring_stats *b = cs_ring_stats_of(h);
+  uint64_t head = atomic_load_explicit(&h->head, memory_order_acquire);
+  if (head != r->records) s->dirty = true;
+  if (head > r->records) r->records = head; /* a counter: never backwards, whatever the file does */
+  for (unsigned c = 0; c <= EXP_COMM_LABELS; c++) {
+    if (c < EXP_COMM_LABELS && c == r->ncomm_labels) { /* the row's communicator, as first seen */
+      uint64_t id = atomic_load_explicit(&b->comm_ids[c], memory_order_acquire);
+      bool dup = false;
+      for (unsigned k = 0; k < c; k++) dup |= r->comm_ids[k] == id;
+      if (id && !dup) r->comm_ids[r->ncomm_labels++] = id;
+    }
+    /* a row is read once its communicator is known (the writer names it first): two rows
+     * never render with the same labels */
+    if (c < EXP_COMM_LABELS && c >= r->ncomm_labels) continue;
     for (unsigned o = 0; o < CS_OP_COUNT; o++)
-      for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) r->ops[c][o][z].poll_bus = r->ops[c][o][z].poll_dur = 0;
+      for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) take_series(r, &r->ops[c][o][z], &b->series[c][o][z]);
+  }
+  struct cs_record *buf = s->batch;
   size_t got;
   do {
-    got = buf ? cs_ring_read(&r->rd, buf, EXP_READ_BATCH) : 0;
-    for (size_t i = 0; i < got; i++) fold(s, r, &buf[i]);
-    if (got) s->dirty = true;
+    got = buf ? cs_ring_read_side(&r->rd, buf, EXP_READ_BATCH) : 0;
+    for (size_t i = 0; i < got; i++) fold_side(r, &buf[i]);
   } while (got == EXP_READ_BATCH);
-  for (unsigned c = 0; c <= EXP_COMM_LABELS; c++)
-    for (unsigned o = 0; o < CS_OP_COUNT; o++)
-      for (unsigned z = 0; z < EXP_SIZE_CLASSES; z++) {
-        struct exp_opstat *st = &r->ops[c][o][z];
-        if (st->poll_dur > 0) st->busbw_Bps = st->poll_bus / st->poll_dur;
-      }
-  struct cs_ring_hdr *h = (struct cs_ring_hdr *)(uintptr_t)r->rd.h;
+  take_health(r);
+  if (!r->gpu_uuid[0] && !r->pci_bus_id[0])
+    cs_ring_gpu_ident(&r->rd, r->gpu_uuid, sizeof r->gpu_uuid, r->pci_bus_id, sizeof r->pci_bus_id);
   uint64_t d = atomic_load_explicit(&h->drops, memory_order_relaxed);
   if (d > r->drops) r->drops = d; /* a counter: never backwards, whatever the file does */
 }
@@ -261,7 +326,6 @@ static void rank_open(struct exp_state *s, const char *name, const struct stat *
   }
   const struct cs_ring_hdr *h = r->rd.h;
   snprintf(r->name, sizeof r->name, "%s", name);
-  r->first_cursor = r->rd.cursor;
   r->dev = r->rd.dev;
   r->ino = r->rd.ino;
   r->pid = *(const volatile int32_t *)&h->pid;
@@ -509,6 +573,7 @@ static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n) {
 
 void exp_state_analyse(struct exp_state *s, int64_t now_ns) {
   (void)now_ns;
+  for (size_t i = 0; i < s->n; i++) refill_window(s, s->v[i]);
   s->npairs = 0;
   size_t cap = s->npairs;
   free(s->pairs);

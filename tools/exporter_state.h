@@ -1,12 +1,16 @@
 /* tools/exporter_state.h: what `collscope exporter` knows about the rings of this host.
  *
  * One exp_rank per ring (per process): the ring is opened with the checked reader of
- * stats/ring.c (the same trust checks `top` and `salvage` use), followed from its cursor,
- * and every new record is folded into fixed-size counters and histograms, so memory is
- * bounded by ranks x series and never by what a ring says. A ring whose writer exited
- * (clean exit or dead) is kept for the grace period and then dropped; a process that
- * replaces it (a restarted job) gets a new exp_rank, hence fresh series with their own pid
- * label. Rings that fail the checks are skipped with one line each (once per file). */
+ * stats/ring.c (the same trust checks `top` and `salvage` use). Each poll reads the ring's
+ * summary block, not its records: the series' counters and histograms (O(series), each
+ * snapshot validated and folded into the exporter's own totals so that they never go
+ * backwards), the side ring of rare records (SDC-checked ops, link records, hang reports),
+ * the health sample and the GPU's identity. The straggler detector reads the newest
+ * EXP_TAIL records of the main ring when it runs (every analyse_every_s). Memory is bounded
+ * by ranks x series, never by what a ring says. A ring whose writer exited (clean exit or
+ * dead) is kept for the grace period and then dropped; a process that replaces it (a
+ * restarted job) gets a new exp_rank, hence fresh series with their own pid label. Rings
+ * that fail the checks are skipped with one line each (once per file). */
 #ifndef COLLSCOPE_TOOLS_EXPORTER_STATE_H
 #define COLLSCOPE_TOOLS_EXPORTER_STATE_H
 #include <pthread.h>
@@ -20,31 +24,54 @@
 #include "collscope/schema.h"
 #include "ring_view.h"
 
-#define EXP_COMM_LABELS 4  /* comm label values per rank; later comms share comm="other" */
-#define EXP_SIZE_CLASSES 5 /* message size classes (exp_size_class_name) */
-#define EXP_BUCKETS 14     /* finite duration buckets (exp_bucket_le), +Inf implied */
-#define EXP_DET_WINDOW 512 /* op records per rank kept for the straggler detector */
-#define EXP_LINK_WINDOW 64 /* link records per rank kept for the slow-link rule */
-#define EXP_SDC_WINDOW 256 /* SDC-checked op records per rank kept for the cross-rank check */
-#define EXP_MAX_RINGS 4096 /* rings followed at once; more are skipped with a line */
-#define EXP_MAX_SKIPS 4096 /* skipped files remembered (so each is reported once) */
-#define EXP_READ_BATCH 512 /* records copied out of a ring at a time */
+#define EXP_COMM_LABELS CS_RING_STAT_COMMS /* comm label values per rank; later comms share comm="other" */
+#define EXP_SIZE_CLASSES CS_RING_SIZES     /* message size classes (exp_size_class_name) */
+#define EXP_BUCKETS CS_RING_BUCKETS        /* finite duration buckets (exp_bucket_le), +Inf implied */
+#define EXP_DET_WINDOW 512                 /* op records per rank kept for the straggler detector */
+#define EXP_TAIL 1024                      /* newest records the detector reads from each ring when it runs */
+#define EXP_LINK_WINDOW 64                 /* link records per rank kept for the slow-link rule */
+#define EXP_SDC_WINDOW 256                 /* SDC-checked op records per rank kept for the cross-rank check */
+#define EXP_MAX_RINGS 4096                 /* rings followed at once; more are skipped with a line */
+#define EXP_MAX_SKIPS 4096                 /* skipped files remembered (so each is reported once) */
+#define EXP_READ_BATCH EXP_TAIL            /* records copied out of a ring at a time */
 
-extern const double exp_bucket_le[EXP_BUCKETS];
+double exp_bucket_le(unsigned b); /* seconds */
 const char *exp_size_class_name(unsigned c);
 unsigned exp_size_class(uint64_t bytes);
 
-/* One (comm label, op, size class) of a rank: counters only go up. */
+/* One (comm label, op, size class) of a rank: the exporter's totals, which only go up
+ * whatever the ring does (a snapshot below the previous one counts as a restart of the
+ * series: its values are added afresh). */
 struct exp_opstat {
-  uint64_t count;               /* op records */
-  uint64_t errors;              /* of those, calls that returned an error */
-  uint64_t bytes;               /* their bytes (saturating) */
-  uint64_t timed;               /* records with a usable GPU span: the histogram's count */
-  uint64_t bucket[EXP_BUCKETS]; /* non-cumulative; rendered cumulative */
-  double dur_sum_s;             /* sum of the timed durations */
-  double bus_bytes;             /* bytes x busbw factor of the timed records (rate() / dur rate = busbw) */
-  double busbw_Bps;             /* gauge: busbw of the timed records of the latest poll that had some */
-  double poll_bus, poll_dur;    /* the current poll's sums for the gauge */
+  uint64_t count;                 /* op records */
+  uint64_t errors;                /* of those, calls that returned an error */
+  uint64_t bytes;                 /* their bytes (saturating) */
+  uint64_t timed;                 /* records with a usable GPU span: the histogram's count */
+  uint64_t bucket[EXP_BUCKETS];   /* non-cumulative; rendered cumulative */
+  double dur_sum_s;               /* sum of the timed durations */
+  double bus_bytes;               /* bytes x busbw factor of the timed records (rate() / dur rate = busbw) */
+  double busbw_Bps;               /* gauge: busbw of the timed records of the latest poll that had some */
+  struct cs_ring_series_vals raw; /* the latest snapshot taken from the ring */
+  uint64_t gen;                   /* its seqlock generation (unchanged: nothing to read) */
+};
+
+/* the health counters exported as totals (kept monotonic like exp_opstat) */
+enum { EXP_HC_ECC_CORR,
+       EXP_HC_ECC_UNCORR,
+       EXP_HC_PCIE,
+       EXP_HC_NVL_CRC,
+       EXP_HC_NVL_REPLAY,
+       EXP_HC_NVL_RECOVERY,
+       EXP_HC_XID,
+       EXP_HC_COUNT };
+struct exp_health {
+  struct cs_ring_health_vals raw; /* the latest sample */
+  uint64_t gen;
+  bool have;
+  uint64_t total[EXP_HC_COUNT], last[EXP_HC_COUNT];
+  uint64_t ib_total[CS_RING_IB_PORTS][CS_RING_IB_COUNTERS], ib_last[CS_RING_IB_PORTS][CS_RING_IB_COUNTERS];
+  char ib_dev[CS_RING_IB_PORTS][32]; /* a port's identity as first seen (another one there: restart) */
+  uint32_t ib_port[CS_RING_IB_PORTS];
 };
 
 struct exp_sdc_entry {
@@ -68,9 +95,10 @@ struct exp_rank {
   uint64_t comm_ids[EXP_COMM_LABELS];
   unsigned ncomm_labels;
   struct exp_opstat ops[EXP_COMM_LABELS + 1][CS_OP_COUNT][EXP_SIZE_CLASSES];
-  uint64_t first_cursor; /* the oldest record in the ring when it was opened */
-  uint64_t records;      /* records read from the ring */
-  uint64_t invalid;      /* records with an op or type the exporter does not know */
+  uint64_t records;      /* records the rank published (its ring's head, kept monotonic) */
+  uint64_t invalid;      /* side records of an unknown type, series snapshots that fail the checks */
+  uint64_t torn;         /* series snapshots skipped (an update in flight on every try) */
+  uint64_t restarts;     /* series snapshots below the previous one (added afresh) */
   uint64_t drops;        /* the header's drop count (kept monotonic) */
   uint64_t hang_reports; /* CS_REC_HANG records */
   uint64_t sdc_checks, sdc_findings;
@@ -87,9 +115,12 @@ struct exp_rank {
   bool straggler, hung;
   double lateness_s, offset_s, hang_s;
   uint64_t pending;
+  struct exp_health health;
+  char gpu_uuid[96], pci_bus_id[32];        /* "" until the ring's writer published them */
   bool seen;                                /* found in the latest directory scan */
-  char labels[2 * 2 * RING_TEXT_MAX + 128]; /* the rendered rank label set (exporter_metrics.c) */
+  char labels[2 * 2 * RING_TEXT_MAX + 320]; /* the rendered rank label set (exporter_metrics.c) */
   int labels_dev;
+  bool labels_ident; /* the label set has the GPU's identity */
 };
 
 struct exp_skip {
@@ -122,6 +153,7 @@ struct exp_state {
   double analyse_every_s; /* the detectors run at most this often (in the poller) */
   int64_t last_analyse_ns;
   double last_poll_s;      /* duration of the latest poll */
+  size_t last_render_len;  /* size of the latest exposition (the next one's first allocation) */
   struct cs_record *batch; /* EXP_READ_BATCH records: the poller's copy buffer */
 };
 

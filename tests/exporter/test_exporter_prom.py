@@ -103,13 +103,32 @@ def dump_op_count(d):
     return n
 
 
+def dump_headers(d):
+    """rank -> the dump's header line"""
+    out = {}
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        with open(f) as fh:
+            h = json.loads(fh.readline())
+        out[h.get("rank")] = h
+    return out
+
+
+def nvml_bus(b):
+    """the CUDA driver's bus id in NVML's form: an 8-digit domain, upper-case hex"""
+    dom, rest = b.split(":", 1)
+    return ("0" * 8 + dom)[-8:].upper() + ":" + rest.upper()
+
+
 def case_e2e(a, tmp):
     prometheus, promtool = need("prometheus"), need("promtool")
     shm, dumps, tf = (os.path.join(tmp, x) for x in ("shm", "dumps", "textfile"))
     for d in (shm, tf):
         os.makedirs(d)
+    sysfs = os.path.join(tmp, "sysfs")
     env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_KEEP_SHM="1",
-               COLLSCOPE_SIM_FAULTS="slow:rank=5,us=3000")
+               COLLSCOPE_SIM_FAULTS="slow:rank=5,us=3000;ecc:rank=2,corrected=5,uncorrected=1,seq=30;"
+                                    "xid:rank=2,code=79,seq=60",
+               COLLSCOPE_HEALTH_MS="100", COLLSCOPE_SIM_SYSFS=sysfs, COLLSCOPE_SYSFS_ROOT=os.path.join(sysfs, "%h"))
     t0 = time.time()
     job = subprocess.run([a.cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--",
                           os.path.join(a.apps, "dp_train"), "--steps", "30", "--size", "256K"],
@@ -197,6 +216,25 @@ def case_e2e(a, tmp):
         hist = query("sum(collscope_collective_duration_seconds_count)")
         assert 0 < int(float(hist[0]["value"][1])) <= nops, hist
         assert query('count(collscope_up{job="evil"})') is None
+        # the GPU's identity as labels in dcgm-exporter's names and forms: the dump header's
+        hdr = dump_headers(dumps)
+        want_uuid, want_bus = hdr[5]["gpu_uuid"], nvml_bus(hdr[5]["gpu_pci_bus_id"])
+        assert m.get("UUID") == want_uuid and m.get("pci_bus_id") == want_bus, (m, hdr[5])
+        # health: every rank's GPU values in base units; rank 2's ECC and XID counters
+        power = query("collscope_gpu_power_watts")
+        assert power and len(power) == 8 and all(0 < float(x["value"][1]) < 2000 for x in power), power
+        ecc = query('collscope_gpu_ecc_errors_total > 0')
+        print("Prometheus: ECC series > 0: %s" % [(x["metric"]["rank"], x["metric"]["type"], x["value"][1]) for x in ecc])
+        assert sorted((x["metric"]["rank"], x["metric"]["type"], x["value"][1]) for x in ecc) == \
+            [("2", "corrected", "5"), ("2", "uncorrected", "1")], ecc
+        xid = query("collscope_gpu_last_xid > 0")
+        assert [(x["metric"]["rank"], x["value"][1]) for x in xid] == [("2", "79")], xid
+        # a join on UUID as one with dcgm-exporter's series would be: one GPU per rank
+        joined = query("count(collscope_up * on(UUID) group_left collscope_gpu_temperature_celsius)")
+        assert joined and int(float(joined[0]["value"][1])) == 8, joined
+        ib = query("count(collscope_ib_port_active)")
+        print("Prometheus: IB port series: %s" % ib)
+        assert ib and int(float(ib[0]["value"][1])) > 0, ib
     finally:
         for p in reversed(procs):
             p.stop()

@@ -32,6 +32,7 @@
 #include "exporter_metrics.h"
 #include "exporter_state.h"
 #include "exporter_textfile.h"
+#include "stats/ring_stats.h"
 
 static char shm[256];
 
@@ -68,6 +69,7 @@ static struct cs_ring_hdr *make_ring(const char *name, const char *job, int rank
   h->version = CS_RING_VERSION;
   h->rec_size = sizeof(struct cs_record);
   h->capacity = cap;
+  h->stats_size = sizeof(struct cs_ring_stats);
   h->pid = pid;
   h->rank = rank;
   h->local_rank = rank % 2;
@@ -82,9 +84,31 @@ static struct cs_ring_hdr *make_ring(const char *name, const char *job, int rank
   return h;
 }
 
-static void unmap_ring(struct cs_ring_hdr *h) { munmap(h, cs_ring_bytes(h->capacity)); }
+/* the summary block's writer state of each ring (the harvest thread keeps one) */
+static struct {
+  struct cs_ring_hdr *h;
+  struct cs_ring_stats_writer w;
+} writers[16];
+static struct cs_ring_stats_writer *writer_of(struct cs_ring_hdr *h) {
+  for (size_t i = 0; i < 16; i++)
+    if (writers[i].h == h) return &writers[i].w;
+  for (size_t i = 0; i < 16; i++)
+    if (!writers[i].h) {
+      writers[i].h = h;
+      memset(&writers[i].w, 0, sizeof writers[i].w);
+      return &writers[i].w;
+    }
+  fail_msg("too many rings");
+  return NULL;
+}
 
-/* the writer's protocol (include/collscope/ring.h) */
+static void unmap_ring(struct cs_ring_hdr *h) {
+  for (size_t i = 0; i < 16; i++)
+    if (writers[i].h == h) writers[i].h = NULL;
+  munmap(h, cs_ring_bytes(h->capacity));
+}
+
+/* the writer's protocol (include/collscope/ring.h): the slot, then the summary block */
 static void publish(struct cs_ring_hdr *h, const struct cs_record *r) {
   uint64_t n = atomic_load_explicit(&h->head, memory_order_relaxed);
   struct cs_ring_slot *s = &cs_ring_slots(h)[n & (h->capacity - 1)];
@@ -95,6 +119,7 @@ static void publish(struct cs_ring_hdr *h, const struct cs_record *r) {
   for (size_t i = 0; i < CS_RING_WORDS; i++) atomic_store_explicit(&s->w[i], w[i], memory_order_relaxed);
   atomic_store_explicit(&s->seq, 2 * n + 2, memory_order_release);
   atomic_store_explicit(&h->head, n + 1, memory_order_release);
+  cs_ring_stats_add(cs_ring_stats_of(h), writer_of(h), r);
 }
 
 static struct cs_record op_rec(uint64_t seq, int op, uint64_t bytes, int64_t dur_ns) {
@@ -283,13 +308,14 @@ static void test_scrape_races_overwrite(void **st) {
   check_consistent(text, &last);
   free(text);
   assert_int_equal(s.n, 1);
-  uint64_t read = s.v[0]->records, lost = s.v[0]->rd.lost;
-  fprintf(stderr, "race: %zu scrapes, %llu records read, %llu lost (overwritten first), %.0f counted\n", scrapes,
-          (unsigned long long)read, (unsigned long long)lost, last);
-  /* every record from the first one in the ring when the exporter opened it is counted */
-  assert_int_equal(s.v[0]->first_cursor + read + lost, RACE_RECORDS);
-  assert_true(last == (double)read);
+  uint64_t published = s.v[0]->records;
+  fprintf(stderr, "race: %zu scrapes, %llu records published, %.0f counted, %llu series snapshots torn\n", scrapes,
+          (unsigned long long)published, last, (unsigned long long)s.v[0]->torn);
+  /* the summary block counts every record, however far the ring (64 slots) wrapped */
+  assert_int_equal(published, RACE_RECORDS);
+  assert_true(last == (double)RACE_RECORDS);
   assert_int_equal(s.v[0]->invalid, 0);
+  assert_int_equal(s.v[0]->restarts, 0);
   exp_state_free(&s);
   unmap_ring(x.h);
   clean_dir();
@@ -454,6 +480,210 @@ static void test_hang_seconds(void **st) {
   clean_dir();
 }
 
+/* ---- the summary block read by a hostile reader's rules ---- */
+/* write series (row, op, size class) of H by hand, with the writer's seqlock */
+static void put_series(struct cs_ring_hdr *h, unsigned row, int op, unsigned z, const struct cs_ring_series_vals *v) {
+  struct cs_ring_series *s = &cs_ring_stats_of(h)->series[row][op][z];
+  uint64_t g = atomic_load(&s->gen);
+  atomic_store(&s->gen, g + 1);
+  uint64_t w[sizeof *v / 8];
+  memcpy(w, v, sizeof *v);
+  for (size_t i = 0; i < sizeof *v / 8; i++) atomic_store(&s->w[i], w[i]);
+  atomic_store(&s->gen, g + 2);
+}
+
+static double poll_and_count(struct exp_state *s, const char *prefix) {
+  exp_state_poll(s, exp_now_ns());
+  char *text = render(s);
+  double v = sample(text, prefix);
+  free(text);
+  return v;
+}
+
+static void test_summary_hostile(void **st) {
+  (void)st;
+  setup_dir();
+  char name[128];
+  snprintf(name, sizeof name, "collscope-%u-sum-r0.ring", (unsigned)geteuid());
+  struct cs_ring_hdr *h = make_ring(name, "sum", 0, getpid(), 64);
+  struct cs_ring_stats *b = cs_ring_stats_of(h);
+  atomic_store(&b->comm_ids[0], 0xabcull);
+  struct cs_ring_series_vals v = {.count = 100, .timed = 90, .bytes = 4096, .dur_ns = 90000, .bus_bytes = 8192};
+  v.bucket[1] = 90;
+  put_series(h, 0, CS_OP_AllReduce, 0, &v);
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  const char *coll = "collscope_collectives_total{job=\"sum\"";
+  const char *hcount = "collscope_collective_duration_seconds_count{job=\"sum\"";
+  assert_true(poll_and_count(&s, coll) == 100);
+  /* the writer's counters go back (a restarted writer, or a hostile one): the exporter's
+   * total never does; the new values count afresh */
+  v.count = 40;
+  v.timed = 30;
+  v.bucket[1] = 30;
+  put_series(h, 0, CS_OP_AllReduce, 0, &v);
+  assert_true(poll_and_count(&s, coll) == 140);
+  assert_true(poll_and_count(&s, hcount) == 120);
+  assert_int_equal(s.v[0]->restarts, 1);
+  /* a snapshot no honest writer makes (more in the buckets than timed): not taken */
+  struct cs_ring_series_vals bad = v;
+  bad.count = 50;
+  bad.bucket[3] = 1000;
+  put_series(h, 0, CS_OP_AllReduce, 0, &bad);
+  assert_true(poll_and_count(&s, coll) == 140);
+  assert_int_equal(s.v[0]->invalid, 1);
+  /* an update that never ends (gen stays odd): skipped, the previous figures stay */
+  struct cs_ring_series *ser = &b->series[0][CS_OP_AllReduce][0];
+  v.count = 45;
+  put_series(h, 0, CS_OP_AllReduce, 0, &v);
+  atomic_fetch_add(&ser->gen, 1);
+  uint64_t torn = s.v[0]->torn;
+  assert_true(poll_and_count(&s, coll) == 140);
+  assert_true(s.v[0]->torn > torn);
+  atomic_fetch_add(&ser->gen, 1); /* the update completes: its 5 more count */
+  assert_true(poll_and_count(&s, coll) == 145);
+  /* two rows naming the same communicator: the second is never read (no duplicate series) */
+  atomic_store(&b->comm_ids[1], 0xabcull);
+  put_series(h, 1, CS_OP_AllReduce, 0, &v);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  assert_int_equal(count_lines(text, "collscope_collectives_total{"), 1);
+  free(text);
+  exp_state_free(&s);
+  unmap_ring(h);
+  clean_dir();
+}
+
+/* ---- the GPU's identity: labels named and shaped as dcgm-exporter's ---- */
+static void test_gpu_identity_labels(void **st) {
+  (void)st;
+  setup_dir();
+  char name[128];
+  snprintf(name, sizeof name, "collscope-%u-id-r0.ring", (unsigned)geteuid());
+  struct cs_ring_hdr *h = make_ring(name, "id", 0, getpid(), 64);
+  struct cs_record r = op_rec(0, CS_OP_AllReduce, 4096, 50000);
+  publish(h, &r);
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  assert_null(strstr(text, "UUID=")); /* not known yet: no label */
+  free(text);
+  cs_ring_stats_ident(h, "GPU-1b2c\"x", "0000:8a:00.0");
+  cs_ring_stats_ident(h, "GPU-other", "0000:01:00.0"); /* written once */
+  exp_state_poll(&s, exp_now_ns());
+  text = render(&s);
+  assert_non_null(strstr(text, "collscope_up{job=\"id\",host=\"host0\",rank=\"0\",local_rank=\"0\",pid="));
+  /* every per-rank sample carries them (the NVML form of the bus id, the UUID made safe) */
+  size_t ranked = 0;
+  for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)len, p);
+    if (!strstr(line, ",pid=\"")) continue;
+    ranked++;
+    assert_non_null(strstr(line, ",UUID=\"GPU-1b2c_x\",pci_bus_id=\"00000000:8A:00.0\""));
+  }
+  assert_true(ranked > 20);
+  assert_non_null(strstr(text, "collscope_collectives_total{job=\"id\""));
+  assert_null(strstr(text, "GPU-other"));
+  free(text);
+  exp_state_free(&s);
+  unmap_ring(h);
+  clean_dir();
+}
+
+/* ---- health: gauges in base units, counters that never go backwards, bounded IB ports ---- */
+static void test_health_metrics(void **st) {
+  (void)st;
+  setup_dir();
+  char name[128];
+  snprintf(name, sizeof name, "collscope-%u-hl-r0.ring", (unsigned)geteuid());
+  struct cs_ring_hdr *h = make_ring(name, "hl", 0, getpid(), 64);
+  struct cs_ring_stats *b = cs_ring_stats_of(h);
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  assert_null(strstr(text, "collscope_gpu_power_watts{")); /* no sample: no series */
+  free(text);
+  struct cs_ring_health_vals v;
+  memset(&v, 0, sizeof v);
+  v.t_ns = 1700000000000000000LL;
+  v.valid = CS_RH_REASONS | CS_RH_CLOCKS | CS_RH_POWER | CS_RH_TEMP | CS_RH_ECC | CS_RH_PCIE | CS_RH_NVLINK |
+            CS_RH_XID | CS_RH_PLIMIT | CS_RH_IB | CS_RH_REMAP;
+  v.reasons = 0x4; /* power cap */
+  v.sm_mhz = 1410;
+  v.mem_mhz = 2619;
+  v.power_mw = 251500;
+  v.power_limit_mw = 700000;
+  v.temp_c = 71;
+  v.ecc_corrected = 3;
+  v.pcie_replay = 2;
+  v.nvlinks = 18;
+  v.nvlink_down = 1;
+  v.nvlink_crc = 9;
+  v.xid_events = 1;
+  v.xid_last = 79;
+  v.remap_pending = 1;
+  v.nib = 2;
+  snprintf(v.ib[0].dev, sizeof v.ib[0].dev, "mlx5_0");
+  v.ib[0].port = 1;
+  v.ib[0].active = 1;
+  v.ib[0].rate_mbps = 400000;
+  v.ib[0].c[0] = 5;                                  /* symbol_error */
+  v.ib[0].c[5] = 77;                                 /* port_xmit_wait */
+  v.ib[0].c[8] = 1000;                               /* port_xmit_data, 4-byte words */
+  snprintf(v.ib[1].dev, sizeof v.ib[1].dev, "a\"b"); /* not a name the sampler writes */
+  v.ib[1].port = 1;
+  cs_ring_stats_health(b, &v);
+  exp_state_poll(&s, exp_now_ns());
+  text = render(&s);
+  assert_true(sample(text, "collscope_gpu_power_watts{") == 251.5);
+  assert_true(sample(text, "collscope_gpu_power_limit_watts{") == 700);
+  assert_true(sample(text, "collscope_gpu_sm_clock_hertz{") == 1.41e9);
+  assert_true(sample(text, "collscope_gpu_memory_clock_hertz{") == 2.619e9);
+  assert_true(sample(text, "collscope_gpu_temperature_celsius{") == 71);
+  assert_true(sample(text, "collscope_gpu_clock_event_reasons{") == 4);
+  assert_non_null(strstr(text, ",reason=\"power\"} 1\n"));
+  assert_non_null(strstr(text, ",reason=\"thermal\"} 0\n"));
+  assert_non_null(strstr(text, "collscope_gpu_ecc_errors_total{"));
+  assert_non_null(strstr(text, ",type=\"corrected\"} 3\n"));
+  assert_non_null(strstr(text, ",type=\"crc\"} 9\n"));
+  assert_non_null(strstr(text, ",state=\"pending\"} 1\n"));
+  assert_true(sample(text, "collscope_gpu_pcie_replays_total{") == 2);
+  assert_true(sample(text, "collscope_gpu_nvlinks_down{") == 1);
+  assert_true(sample(text, "collscope_gpu_last_xid{") == 79);
+  assert_true(sample(text, "collscope_health_sample_timestamp_seconds{") == 1.7e9);
+  assert_non_null(strstr(text, ",ib_device=\"mlx5_0\",ib_port=\"1\",counter=\"symbol_error\"} 5\n"));
+  assert_non_null(strstr(text, ",ib_device=\"mlx5_0\",ib_port=\"1\",counter=\"port_xmit_wait\"} 77\n"));
+  assert_non_null(strstr(text, ",ib_device=\"mlx5_0\",ib_port=\"1\"} 4000\n")); /* transmit bytes */
+  assert_true(sample(text, "collscope_ib_port_rate_bytes_per_second{") == 5e10);
+  assert_null(strstr(text, "a\\\"b"));
+  assert_int_equal(count_lines(text, "collscope_ib_port_active{"), 1);
+  free(text);
+  /* the writer's totals go back (a reset counter): the exported total does not */
+  v.ecc_corrected = 1;
+  v.power_mw = 100000;
+  cs_ring_stats_health(b, &v);
+  exp_state_poll(&s, exp_now_ns());
+  text = render(&s);
+  assert_non_null(strstr(text, ",type=\"corrected\"} 4\n"));
+  assert_true(sample(text, "collscope_gpu_power_watts{") == 100);
+  free(text);
+  /* a group the sampler lost (valid bit clear): its series go away */
+  v.valid &= ~(uint64_t)CS_RH_POWER;
+  cs_ring_stats_health(b, &v);
+  exp_state_poll(&s, exp_now_ns());
+  text = render(&s);
+  assert_null(strstr(text, "collscope_gpu_power_watts{"));
+  free(text);
+  exp_state_free(&s);
+  unmap_ring(h);
+  clean_dir();
+}
+
 /* ---- the textfile: a link planted under its name is replaced, never followed ---- */
 static void test_textfile_never_follows_links(void **st) {
   (void)st;
@@ -499,6 +729,9 @@ int main(void) {
       cmocka_unit_test(test_sdc_findings),
       cmocka_unit_test(test_slow_link_pair),
       cmocka_unit_test(test_hang_seconds),
+      cmocka_unit_test(test_summary_hostile),
+      cmocka_unit_test(test_gpu_identity_labels),
+      cmocka_unit_test(test_health_metrics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,10 +1,12 @@
 /* tests/fuzz/fuzz_ring.c: libFuzzer entry point for the stats-ring reader, the code every
- * `collscope top` and `collscope salvage` input goes through: the input bytes become one
- * ring file (collscope-<euid>-fuzz-r0.ring in a private directory; the header's uid field,
- * when present, is set to the caller's so that the owner checks pass and the fuzzer gets
- * past them), which is loaded by tools/ring_view.c (stats/ring.c's checked reader), written
- * as a salvage dump to /dev/null, checked for liveness and freed. Built like the other
- * targets (see meson.build). */
+ * `collscope top`, `collscope salvage` and `collscope exporter` input goes through: the
+ * input bytes become one ring file (collscope-<euid>-fuzz-r0.ring in a private directory;
+ * the header's uid field, when present, is set to the caller's so that the owner checks pass
+ * and the fuzzer gets past them), which is loaded by tools/ring_view.c (stats/ring.c's
+ * checked reader), written as a salvage dump to /dev/null, checked for liveness and freed;
+ * then the exporter's follower reads it (summary block: series, side ring, health, GPU
+ * identity; the detectors over the newest records) and renders an exposition. Built like
+ * the other targets (see meson.build). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,9 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exporter_metrics.h"
+#include "exporter_state.h"
 #include "ring_view.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool pass_openmetrics(size_t size) { return size & 1; } /* both formats get inputs */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static char dir[64], path[160];
@@ -47,6 +53,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)cs_ring_writer_dead(v.rd.h);
     fprintf(devnull, "%s %s %s\n", v.host, v.job, v.path);
     ring_view_free(&v);
+  }
+  struct exp_state st;
+  if (exp_state_init(&st, dir, 300, devnull) == 0) {
+    for (int pass = 0; pass < 2; pass++) exp_state_poll(&st, exp_now_ns());
+    pthread_mutex_lock(&st.mu);
+    exp_state_analyse(&st, exp_now_ns());
+    size_t len = 0;
+    char *text = exp_render_buf(&st, pass_openmetrics(size), &len);
+    pthread_mutex_unlock(&st.mu);
+    if (text) fwrite(text, 1, len, devnull);
+    free(text);
+    exp_state_free(&st);
   }
   unlink(path);
   return 0;

@@ -179,6 +179,80 @@ static void *foreign_publisher(void *arg) {
   return NULL;
 }
 
+/* The writer's summary block: every published op counted in its series (also those the ring
+ * overwrote), rare records on the side ring, the health sample and the GPU identity (once),
+ * nothing from a thread that is not the writer. */
+static void *foreign_health(void *arg) {
+  (void)arg;
+  struct cs_ring_health_vals v;
+  memset(&v, 0, sizeof v);
+  v.t_ns = 99;
+  cs_ring_health(&v);
+  cs_ring_gpu_identity("GPU-foreign", "0000:99:00.0");
+  return NULL;
+}
+
+static void test_summary_block(void **st) {
+  (void)st;
+  setup_cfg(64, "summary");
+  assert_true(cs_ring_open());
+  for (uint64_t i = 0; i < 210; i++) {
+    struct cs_record r = mkrec(i);
+    if (i == 7) r.sdc_checked = 1;
+    if (i == 8) r.status = 5; /* an error: counted, not timed */
+    cs_ring_publish(&r);
+  }
+  struct cs_record link;
+  memset(&link, 0, sizeof link);
+  link.type = CS_REC_LINK;
+  cs_ring_publish(&link);
+  pthread_t t;
+  pthread_create(&t, NULL, foreign_health, NULL);
+  pthread_join(t, NULL);
+  struct cs_ring_health_vals hv;
+  memset(&hv, 0, sizeof hv);
+  hv.t_ns = 42;
+  hv.power_mw = 300000;
+  cs_ring_health(&hv);
+  cs_ring_gpu_identity("GPU-abc", "0000:0a:00.0");
+  cs_ring_gpu_identity("GPU-later", "0000:0b:00.0");
+
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, cs_ring_path()), 0);
+  const struct cs_ring_stats *b = cs_ring_stats_of(rd.h);
+  assert_int_equal(atomic_load(&((struct cs_ring_stats *)(uintptr_t)b)->comm_ids[0]), 0xabcdef);
+  struct cs_ring_series_vals v;
+  uint64_t gen = 0;
+  assert_int_equal(cs_ring_read_series(&b->series[0][CS_OP_AllReduce][0], &v, &gen), 1);
+  assert_int_equal(v.count, 210);
+  assert_int_equal(v.errors, 1);
+  assert_int_equal(v.timed, 209);
+  assert_int_equal(v.bucket[0], 209); /* 10 ns each */
+  assert_int_equal(v.dur_ns, 209 * 10);
+  assert_int_equal(cs_ring_read_series(&b->series[0][CS_OP_AllReduce][0], &v, &gen), 0); /* unchanged */
+  struct cs_record side[8];
+  size_t n = cs_ring_read_side(&rd, side, 8);
+  assert_int_equal(n, 2);
+  assert_int_equal(side[0].seq, 7);
+  assert_int_equal(side[1].type, CS_REC_LINK);
+  struct cs_ring_health_vals got;
+  gen = 0;
+  assert_int_equal(cs_ring_read_health(&rd, &got, &gen), 1);
+  assert_int_equal(got.t_ns, 42);
+  assert_int_equal(got.power_mw, 300000);
+  char uuid[96], bus[32];
+  assert_true(cs_ring_gpu_ident(&rd, uuid, sizeof uuid, bus, sizeof bus));
+  assert_string_equal(uuid, "GPU-abc");
+  assert_string_equal(bus, "0000:0a:00.0");
+  struct cs_record latest[8];
+  n = cs_ring_read_latest(&rd, latest, 8);
+  assert_int_equal(n, 8);
+  assert_int_equal(latest[7].type, CS_REC_LINK);
+  assert_int_equal(latest[0].seq, 203);
+  cs_ring_reader_close(&rd);
+  cs_ring_close(true);
+}
+
 static void test_one_writer(void **st) {
   (void)st;
   setup_cfg(16, "onewriter");
@@ -277,10 +351,11 @@ static void test_long_job(void **st) {
 
 /* A hand-made ring file: the header as a writer of uid `uid` and job `job` would make it. */
 static void hand_ring(const char *path, const char *job, uint64_t cap, uint64_t slots_in_file, uint64_t head) {
-  size_t len = sizeof(struct cs_ring_hdr) + slots_in_file * sizeof(struct cs_ring_slot);
+  size_t len = cs_ring_bytes(slots_in_file);
   struct cs_ring_hdr *h = calloc(1, len);
   h->magic = CS_RING_MAGIC;
   h->version = CS_RING_VERSION;
+  h->stats_size = sizeof(struct cs_ring_stats);
   h->rec_size = sizeof(struct cs_record);
   h->capacity = cap;
   h->pid = getpid();
@@ -459,6 +534,7 @@ int main(void) {
       cmocka_unit_test(test_long_job),
       cmocka_unit_test(test_capacity_changed_after_open),
       cmocka_unit_test(test_stress),
+      cmocka_unit_test(test_summary_block),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];

@@ -43,12 +43,13 @@ struct ring_spec {
 static void write_ring(const struct ring_spec *s) {
   char path[600];
   snprintf(path, sizeof path, "%s/%s", shm, s->name);
-  size_t len = sizeof(struct cs_ring_hdr) + s->slots * sizeof(struct cs_ring_slot);
+  size_t len = cs_ring_bytes(s->slots);
   char *buf = calloc(1, len);
   assert_non_null(buf);
   struct cs_ring_hdr *h = (struct cs_ring_hdr *)buf;
   h->magic = CS_RING_MAGIC;
   h->version = CS_RING_VERSION;
+  h->stats_size = sizeof(struct cs_ring_stats);
   h->rec_size = sizeof(struct cs_record);
   h->capacity = s->capacity;
   h->pid = s->pid;
