@@ -74,6 +74,23 @@ def case_throttle(cli, apps, tmp):
     assert not any(x in f for f in fl.values() for x in ("NVLINK", "ECC", "XID", "IB", "THERMAL")), fl
 
 
+def case_throttle_span(cli, apps, tmp):
+    # rank 5 is power capped early (no slowdown: pct=0) and slowed by heat late: the causes come
+    # from the samples of the span it was flagged, so the early power cap is no cause
+    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=0,until=75;"
+                   "throttle:rank=5,reason=thermal,pct=150,seq=120", steps=60)
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1), json.dumps(health_rank(r, 5)["throttle_share"]))
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    assert [x["rank"] for x in s] == [5], r["stragglers"]
+    assert s[0]["first_flag_seq"] >= 120, s
+    assert causes(r, 5) == {"thermal"}, s
+    share = health_rank(r, 5)["throttle_share"]   # over the whole job both reasons show
+    assert share["power_cap"] >= 0.25 and share["thermal"] > 0, share
+    assert straggler_line(txt, 5)[0].split()[-1] == "thermal"
+
+
 def case_model(cli, apps, tmp):
     p, d = run_job(cli, apps, tmp, QUIET, env_extra={
         "COLLSCOPE_SIM_GPU_MODEL": "simhost[1-3]=NVIDIA H100 80GB HBM3;simhost4=NVIDIA A100-SXM4-80GB,speed=0.4"})
