@@ -41,7 +41,9 @@ static int cmp_row(const void *pa, const void *pb) {
   }
   if (a->comm_size != b->comm_size) return a->comm_size < b->comm_size ? -1 : 1;
   if (a->bucket != b->bucket) return a->bucket < b->bucket ? -1 : 1;
-  return a->model == b->model ? 0 : !a->model ? -1 : !b->model ? 1 : strcmp(a->model, b->model); /* --by-model */
+  return a->model == b->model ? 0 : !a->model ? -1
+                                : !b->model   ? 1
+                                              : strcmp(a->model, b->model); /* --by-model */
 }
 static int cmp_comm(const void *pa, const void *pb) {
   const struct agg_comm *a = pa, *b = pb;

@@ -105,6 +105,26 @@ def case_model(cli, apps, tmp):
     assert health_rank(r, 6)["gpu_name"] == "NVIDIA A100-SXM4-80GB"
     assert health_rank(r, 0)["gpu_name"] == "NVIDIA H100 80GB HBM3"
     assert "gpu_model" in straggler_line(txt, s[0]["rank"])[0]
+    # report --by-model: the ranks and ops tables split by the dump headers' GPU model
+    p = subprocess.run([cli, "report", d, "--json", "--by-model"], stdout=subprocess.PIPE, text=True)
+    bm = json.loads(p.stdout)
+    a100, h100 = "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"
+    assert [(x["rank"], x["gpu_model"]) for x in bm["ranks"]] == [(6, a100), (7, a100)] + [(k, h100) for k in range(6)]
+    rows = {}
+    for x in bm["ops"]:
+        rows.setdefault((x["op"], x["bucket_lo"]), {})[x["gpu_model"]] = x
+    whole = {(x["op"], x["bucket_lo"]): x for x in r["ops"]}
+    assert set(rows) == set(whole) and all(set(v) == {a100, h100} for v in rows.values()), rows
+    for key, v in rows.items():
+        assert v[a100]["count"] * 3 == v[h100]["count"] and v[a100]["count"] + v[h100]["count"] == whole[key]["count"]
+        # one communicator over both models: the A100 ranks arrive last, so their own collective
+        # time is the undisturbed one and the H100 ranks' holds the wait for them
+        print(key, v[a100]["busbw_gbs"], v[h100]["busbw_gbs"])
+        assert v[a100]["time_us"]["p50"] * 1.5 < v[h100]["time_us"]["p50"], v
+    t = subprocess.run([cli, "report", d, "--by-model"], stdout=subprocess.PIPE, text=True).stdout
+    assert "# gpu %s: 2 ranks" % a100 in t and "# gpu %s: 6 ranks" % h100 in t, t
+    ops_text = t.split("# Operations")[1].split("\n# Ranks")[0]
+    assert sum(1 for l in ops_text.splitlines() if l.endswith(a100)) == len(rows), ops_text
 
 
 def case_nvlink(cli, apps, tmp):

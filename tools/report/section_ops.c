@@ -2,6 +2,7 @@
  * (op, communicator size, message-size bucket) with nearest-rank percentiles of the GPU
  * time, algbw and busbw (definitions: tools/cmd_report.c). Rows come from the figures
  * gathered while the dumps streamed (tools/report_agg.c). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "collscope/schema.h"
@@ -52,8 +53,9 @@ static void text_ops(const struct report *r, FILE *o) {
     const struct op_row *w = &r->rows[i];
     fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu", cs_text_safe(w->op_name, b, sizeof b), w->comm_size,
             (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed);
-    if (r->by_model) g[0] = ' ', g[1] = ' ', cs_text_safe(w->model ? w->model : "unknown", g + 2, sizeof g - 2);
-    else g[0] = 0;
+    char gb[128];
+    g[0] = 0;
+    if (r->by_model) snprintf(g, sizeof g, "  %s", cs_text_safe(w->model ? w->model : "unknown", gb, sizeof gb));
     if (w->timed)
       fprintf(o, " %10.2f %10.2f %10.2f", w->p50, w->p99, w->max);
     else

@@ -15,7 +15,8 @@ static const char *model_of(const struct cs_dumpfile *f) {
 static int cmp_by_model(const void *pa, const void *pb) {
   const struct rank_row *a = pa, *b = pb;
   int c = strcmp(model_of(a->f), model_of(b->f));
-  return c ? c : a->f < b->f ? -1 : a->f > b->f;
+  return c ? c : a->f < b->f ? -1
+                             : a->f > b->f;
 }
 static int cmp_dbl(const void *pa, const void *pb) {
   double a = *(const double *)pa, b = *(const double *)pb;
