@@ -99,6 +99,42 @@ static int nlinks;
 static unsigned sample_flags; /* CS_HEALTH_F_* of the sample being taken */
 static unsigned long long sample_reasons;
 
+/* The rank's own cause of slowness, for the online exchange's straggler reports (read on
+ * another thread): over the last RECENT GPU samples, a throttle reason active in >= 20% of
+ * them, NVLink or PCIe errors in any. */
+#define RECENT 16
+#define CAUSE_REASONS (CS_HEALTH_F_POWER | CS_HEALTH_F_THERMAL | CS_HEALTH_F_HW_SLOWDOWN)
+#define CAUSE_ERRORS (CS_HEALTH_F_NVLINK | CS_HEALTH_F_PCIE)
+static unsigned char recent_flags[RECENT];
+static unsigned nrecent;
+static _Atomic unsigned cause_now;
+
+static void note_cause(unsigned flags) {
+  recent_flags[nrecent++ % RECENT] = (unsigned char)flags;
+  unsigned n = nrecent < RECENT ? nrecent : RECENT, cause = 0;
+  for (unsigned bit = 1; bit <= CAUSE_REASONS; bit <<= 1) {
+    if (!(bit & CAUSE_REASONS)) continue;
+    unsigned k = 0;
+    for (unsigned i = 0; i < n; i++) k += (recent_flags[i] & bit) != 0;
+    if (5 * k >= n) cause |= bit;
+  }
+  for (unsigned i = 0; i < n; i++) cause |= recent_flags[i] & CAUSE_ERRORS;
+  atomic_store_explicit(&cause_now, cause, memory_order_relaxed);
+}
+unsigned cs_health_cause(void) { return atomic_load_explicit(&cause_now, memory_order_relaxed); }
+
+const char *cs_health_cause_text(unsigned cause, char *buf, size_t cap) {
+  static const struct {
+    unsigned bit;
+    const char *name;
+  } names[] = {{CS_HEALTH_F_POWER, "power_cap"}, {CS_HEALTH_F_THERMAL, "thermal"}, {CS_HEALTH_F_HW_SLOWDOWN, "hw_slowdown"}, {CS_HEALTH_F_NVLINK, "nvlink_errors"}, {CS_HEALTH_F_PCIE, "pcie_replay"}};
+  size_t len = 0;
+  if (cap) buf[0] = 0;
+  for (size_t i = 0; i < sizeof names / sizeof *names && len < cap; i++)
+    if (cause & names[i].bit) len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? "," : "", names[i].name);
+  return buf;
+}
+
 static void field_off(enum field f, const char *fn, int rc) {
   if (!on[f]) return;
   on[f] = false;
@@ -433,6 +469,7 @@ void cs_health_tick(bool final) {
   sample_reasons = 0;
   if (dev_open && nv.by_bus && dev) {
     sample_gpu(&b);
+    note_cause(sample_flags);
     any = true;
   }
   if (cs_cfg.local_rank <= 0 && cs_health_ib_sample(&b, &ib_errors)) any = true;

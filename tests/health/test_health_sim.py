@@ -91,6 +91,18 @@ def case_throttle_span(cli, apps, tmp):
     assert straggler_line(txt, 5)[0].split()[-1] == "thermal"
 
 
+def case_online(cli, apps, tmp):
+    # the online exchange: rank 0 logs the straggler during the run, with the cause its own
+    # health samples show (sent in its report)
+    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150", steps=60,
+                   env_extra={"COLLSCOPE_ONLINE_EVERY": "16", "COLLSCOPE_LOG": "warn"})
+    assert p.returncode == 0, p.stdout[-3000:]
+    st = [l for l in p.stdout.splitlines() if "online: straggler" in l]
+    print("\n".join(st))
+    assert st and all("straggler rank 5 (simhost3)" in l for l in st), p.stdout[-3000:]
+    assert all(l.endswith("cause=power_cap") for l in st), st
+
+
 def case_model(cli, apps, tmp):
     p, d = run_job(cli, apps, tmp, QUIET, env_extra={
         "COLLSCOPE_SIM_GPU_MODEL": "simhost[1-3]=NVIDIA H100 80GB HBM3;simhost4=NVIDIA A100-SXM4-80GB,speed=0.4"})
