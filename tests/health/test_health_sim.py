@@ -4,8 +4,10 @@
 GPU and network health end to end: 8 ranks of dp_train on 4 simulated hosts (collscope run
 --sim, the shim preloaded, the simulated libnvidia-ml.so.1 and sysfs trees), health faults
 from COLLSCOPE_SIM_FAULTS / COLLSCOPE_SIM_GPU_MODEL, then `collscope report` (JSON and text).
-Cases: throttle, model, nvlink, ecc_xid, ib, clean, nvml_absent, nvml_fail (nvmlInit_v2 fails),
-nvml_all_fail (every device function fails), field_fail (one function fails)."""
+Cases: throttle, throttle_span (causes from the flagged span's samples), online (the online
+exchange's log line names the cause), model (also report --by-model), nvlink, ecc_xid, ib, clean,
+nvml_absent, nvml_fail (nvmlInit_v2 fails), nvml_all_fail (every device function fails),
+field_fail (one function fails), demo (collscope demo's health step)."""
 import argparse, glob, json, os, shutil, subprocess, tempfile
 
 HOSTS = "simhost[1-4]"
@@ -101,6 +103,21 @@ def case_online(cli, apps, tmp):
     print("\n".join(st))
     assert st and all("straggler rank 5 (simhost3)" in l for l in st), p.stdout[-3000:]
     assert all(l.endswith("cause=power_cap") for l in st), st
+
+
+def case_demo(cli, apps, tmp):
+    # collscope demo's health step: the A100 host's ranks are explained by their GPU model,
+    # rank 1 by its power cap
+    p = subprocess.run([cli, "demo", "--steps", "2", "--keep", os.path.join(tmp, "demo")], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout[-3000:]
+    sec = p.stdout.split("collscope demo: GPU health")[1].split("collscope demo: topology")[0]
+    print(sec)
+    lines = [l.strip() for l in sec.splitlines() if l.strip().startswith("rank ")]
+    assert any(l.startswith("rank 1 (simhost1): power_cap:") for l in lines), lines
+    model = [l for l in lines if l.startswith(("rank 6 (simhost4)", "rank 7 (simhost4)"))]
+    assert model and all(": gpu_model: NVIDIA A100" in l for l in model), lines
+    assert len(lines) == 1 + len(model), lines
 
 
 def case_model(cli, apps, tmp):
