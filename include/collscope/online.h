@@ -76,7 +76,7 @@ struct cs_online_straggler { /* a rank that flagged itself (detector rules of de
   const char *host;
   double share_last, lateness_us, median_dur_us;
   size_t instances;
-  int kind; /* enum cs_det_kind from the compute gaps */
+  int kind;       /* enum cs_det_kind from the compute gaps */
   unsigned cause; /* what its own health samples showed as it reported: CS_HEALTH_F_* bits of
                      include/collscope/record.h (power, thermal, hw slowdown, NVLink, PCIe), 0 none */
 };

@@ -16,14 +16,14 @@
 /* the types: ours (int for NVML's enums, pointers to our own opaque structs) as NVML's */
 #undef CS_NVML_T
 #define CS_NVML_T(theirs, ours) ours
-#define SAME_SIZE(theirs, ours, name)                                                                  \
-  _Static_assert(sizeof(theirs) == sizeof(ours) && _Alignof(theirs) == _Alignof(ours),                \
+#define SAME_SIZE(theirs, ours, name) \
+  _Static_assert(sizeof(theirs) == sizeof(ours) && _Alignof(theirs) == _Alignof(ours), \
                  #theirs ": collscope's " #ours " differs in size or alignment");
 CS_NVML_TYPES(SAME_SIZE)
 
 /* nvmlEventData_t, member by member */
-#define SAME_MEMBER(m)                                                                                 \
-  _Static_assert(offsetof(struct cs_nvml_event_data, m) == offsetof(nvmlEventData_t, m) &&             \
+#define SAME_MEMBER(m) \
+  _Static_assert(offsetof(struct cs_nvml_event_data, m) == offsetof(nvmlEventData_t, m) && \
                      sizeof(((struct cs_nvml_event_data *)0)->m) == sizeof(((nvmlEventData_t *)0)->m), \
                  "nvmlEventData_t." #m);
 SAME_MEMBER(device)
@@ -34,7 +34,7 @@ SAME_MEMBER(computeInstanceId)
 SAME(sizeof(struct cs_nvml_event_data), sizeof(nvmlEventData_t));
 
 /* the functions: the type collscope calls through is NVML's (in NVML's types, see above) */
-#define SAME_FN(fn, name, params)                                                                      \
+#define SAME_FN(fn, name, params) \
   _Static_assert(__builtin_types_compatible_p(__typeof__(&fn), cs_nvml_##name##_fn), #fn);
 #ifndef nvmlClocksEventReasonGpuIdle /* before NVML 12.2: only the older name of the reasons call */
 #define nvmlDeviceGetCurrentClocksEventReasons nvmlDeviceGetCurrentClocksThrottleReasons

@@ -31,7 +31,7 @@ struct report_agg;
 struct op_row {
   const char *op_name;
   const char *model; /* --by-model: the ranks' GPU model, else NULL */
-  int op; /* enum cs_op or -1 */
+  int op;            /* enum cs_op or -1 */
   int comm_size;
   int bucket; /* -1 for bytes == 0 */
   uint64_t bucket_lo, bucket_hi, bytes, bytes_min, bytes_max;
