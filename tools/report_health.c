@@ -489,6 +489,67 @@ static void rank_errors_text(const struct rank_h *r, char *d, size_t cap) {
   if (len >= 2 && len < cap) d[len - 2] = 0;
 }
 
+/* "timeline": every rank's GPU samples in TL_BINS columns over the job's sample span (for
+ * pictures): per column the reasons active in any of its samples (OR of the bitmasks) and the
+ * lowest SM clock; null where a rank has no sample in a column. At most TL_RANKS ranks. */
+#define TL_BINS 100
+#define TL_RANKS 256
+static json_t *timeline_json(const struct report_health *h) {
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  size_t most = 0;
+  for (size_t i = 0; h && i < h->nranks; i++) {
+    const struct cs_dumpfile *f = h->ranks[i].f;
+    size_t n = 0;
+    for (size_t k = 0; k < f->nhealths; k++) {
+      if (!f->healths[k].has_gpu) continue;
+      n++;
+      if (f->healths[k].t_ns < t0) t0 = f->healths[k].t_ns;
+      if (f->healths[k].t_ns > t1) t1 = f->healths[k].t_ns;
+    }
+    if (n > most) most = n;
+  }
+  json_t *o = json_object(), *ranks = json_array();
+  size_t bins = most < TL_BINS ? most : TL_BINS, omitted = 0;
+  json_object_set_new(o, "t0_ns", most ? json_integer(t0) : json_null());
+  json_object_set_new(o, "t1_ns", most ? json_integer(t1) : json_null());
+  json_object_set_new(o, "columns", json_integer((json_int_t)bins));
+  double span = most && t1 > t0 ? (double)(t1 - t0) : 1;
+  int64_t *rs = xcalloc(bins ? bins : 1, sizeof *rs), *sm = xcalloc(bins ? bins : 1, sizeof *sm);
+  for (size_t i = 0; bins && h && i < h->nranks; i++) {
+    const struct rank_h *r = &h->ranks[i];
+    if (!r->samples) continue;
+    if (json_array_size(ranks) == TL_RANKS) {
+      omitted++;
+      continue;
+    }
+    for (size_t b = 0; b < bins; b++) rs[b] = sm[b] = -1;
+    for (size_t k = 0; k < r->f->nhealths; k++) {
+      const struct cs_health_rec *s = &r->f->healths[k];
+      if (!s->has_gpu) continue;
+      size_t b = (size_t)((double)(s->t_ns - t0) / span * (double)(bins - 1) + 0.5);
+      if (b >= bins) b = bins - 1;
+      if (s->reasons >= 0) rs[b] = (rs[b] < 0 ? 0 : rs[b]) | s->reasons;
+      if (s->sm_mhz >= 0 && (sm[b] < 0 || s->sm_mhz < sm[b])) sm[b] = s->sm_mhz;
+    }
+    json_t *e = json_object(), *ja = json_array(), *jb = json_array();
+    for (size_t b = 0; b < bins; b++) {
+      json_array_append_new(ja, rs[b] >= 0 ? json_integer(rs[b]) : json_null());
+      json_array_append_new(jb, sm[b] >= 0 ? json_integer(sm[b]) : json_null());
+    }
+    json_object_set_new(e, "rank", json_integer(r->rank));
+    json_object_set_new(e, "host", json_string(r->host));
+    json_object_set_new(e, "gpu_name", r->gpu_name ? json_string(r->gpu_name) : json_null());
+    json_object_set_new(e, "reasons", ja);
+    json_object_set_new(e, "sm_mhz", jb);
+    json_array_append_new(ranks, e);
+  }
+  free(rs);
+  free(sm);
+  json_object_set_new(o, "ranks", ranks);
+  json_object_set_new(o, "ranks_omitted", json_integer((json_int_t)omitted));
+  return o;
+}
+
 json_t *report_health_json(const struct report_health *h, const struct cs_det_result *det) {
   json_t *root = json_object(), *ranks = json_array(), *hosts = json_array(), *un = json_array();
   char d[1024];
@@ -555,6 +616,7 @@ json_t *report_health_json(const struct report_health *h, const struct cs_det_re
   json_object_set_new(root, "ranks", ranks);
   json_object_set_new(root, "hosts", hosts);
   json_object_set_new(root, "unexplained", un);
+  json_object_set_new(root, "timeline", timeline_json(h));
   return root;
 }
 

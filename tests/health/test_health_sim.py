@@ -8,7 +8,7 @@ Cases: throttle, throttle_span (causes from the flagged span's samples), online 
 exchange's log line names the cause), model (also report --by-model), nvlink, ecc_xid, ib, clean,
 nvml_absent, nvml_fail (nvmlInit_v2 fails), nvml_all_fail (every device function fails),
 field_fail (one function fails), demo (collscope demo's health step)."""
-import argparse, glob, json, os, shutil, subprocess, tempfile
+import argparse, glob, html.parser, json, os, shutil, subprocess, tempfile
 
 HOSTS = "simhost[1-4]"
 HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
@@ -57,6 +57,29 @@ def top_flags(cli, shm):
     return {x["rank"]: x["flags"] for x in json.loads(p.stdout)["processes"]}
 
 
+class DataAttrs(html.parser.HTMLParser):
+    """Every element's data-* attributes of an HTML page (report --html), as a list of dicts."""
+
+    def __init__(self):
+        super().__init__()
+        self.els = []
+
+    def handle_starttag(self, tag, attrs):
+        d = {k: v for k, v in attrs if k.startswith("data-")}
+        if d:
+            self.els.append(d)
+
+
+def html_attrs(cli, d, *extra):
+    out = os.path.join(d, "page.html")
+    p = subprocess.run([cli, "report", d, "--html", "-o", out] + list(extra), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    parser = DataAttrs()
+    parser.feed(open(out).read())
+    return parser.els
+
+
 def case_throttle(cli, apps, tmp):
     p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150", env_extra={"COLLSCOPE_KEEP_SHM": "1"})
     assert p.returncode == 0, p.stdout[-3000:]
@@ -74,6 +97,10 @@ def case_throttle(cli, apps, tmp):
     print(fl)
     assert len(fl) == 8 and all(("THROTTLED:POWER" in f) == (k == 5) for k, f in fl.items()), fl
     assert not any(x in f for f in fl.values() for x in ("NVLINK", "ECC", "XID", "IB", "THERMAL")), fl
+    # report --html: the health chart's row of rank 5 has power-capped slices, no other row has any
+    rows = {int(e["data-rank"]): int(e["data-power_cap"]) for e in html_attrs(cli, d) if "data-power_cap" in e}
+    print(rows)
+    assert sorted(rows) == list(range(8)) and rows[5] > 0 and all(v == 0 for k, v in rows.items() if k != 5), rows
 
 
 def case_throttle_span(cli, apps, tmp):
@@ -154,6 +181,10 @@ def case_model(cli, apps, tmp):
     assert "# gpu %s: 2 ranks" % a100 in t and "# gpu %s: 6 ranks" % h100 in t, t
     ops_text = t.split("# Operations")[1].split("\n# Ranks")[0]
     assert sum(1 for l in ops_text.splitlines() if l.endswith(a100)) == len(rows), ops_text
+    # report --html --by-model: one bus bandwidth line per GPU model
+    series = {e.get("data-gpu-model") for e in html_attrs(cli, d, "--by-model") if "data-series" in e}
+    assert series == {a100, h100}, series
+    assert not any("data-gpu-model" in e for e in html_attrs(cli, d)), "a model series without --by-model"
 
 
 def case_nvlink(cli, apps, tmp):
