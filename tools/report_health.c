@@ -2,9 +2,9 @@
  * Per rank: GPU model, the share of samples each clock event (throttle) reason was active,
  * median SM clock, counter deltas summed over the job, XIDs with their time. Per host: the IB
  * port deltas (from the samples of its local rank 0). A straggler's causes come from its
- * rank's samples over the span it was flagged (a link straggler's from its hosts' ports);
- * a GPU or port with errors that
- * no finding names is listed under "unexplained". */
+ * rank's samples over the span it was flagged (a link straggler's from its hosts' ports); a
+ * GPU or port with errors that no finding names is listed under "unexplained". The
+ * "timeline" (for the HTML page) puts every rank's samples in columns of the job's span. */
 #include "report_health.h"
 #include "xalloc.h"
 #include <math.h>
@@ -88,6 +88,7 @@ static void span_edges(const struct cs_dumpfile *f, const struct span *sp, ssize
   *inside = false;
   for (size_t i = 0; i < f->nhealths; i++) {
     int64_t t = f->healths[i].t_ns;
+    if (!f->healths[i].has_gpu) continue;
     if (t >= sp->t0 && t <= sp->t1) *inside = true;
     if (t > sp->t1 && (*after < 0 || t < f->healths[*after].t_ns)) *after = (ssize_t)i;
     if (t < sp->t0 && (*before < 0 || t > f->healths[*before].t_ns)) *before = (ssize_t)i;
