@@ -1,10 +1,12 @@
 /* hooks/health.c: the GPU half of the health sampler (hooks/health.h). NVML is loaded at run
  * time (dlopen COLLSCOPE_LIBNVML, default libnvidia-ml.so.1; nothing links it) on the harvest
- * thread; the functions and constants used are declared here from NVML's published API.
+ * thread; the functions and constants used are declared from NVML's published API in
+ * hooks/health_nvml.h.
  * The GPU is the first communicator's device, found by its PCI bus id. Each field has its
  * own switch: a function that is missing or fails turns off that field alone, with one INFO
  * line; NVML missing or nvmlInit failing turns off the GPU half (one INFO line). */
 #include "hooks/health.h"
+#include "hooks/health_nvml.h"
 #include "hooks/cuda_driver.h"
 #include "stats/core.h"
 #include "stats/dump_writer.h"
@@ -15,51 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- NVML's API (nvml.h), the part collscope uses ---- */
-typedef int nvmlReturn_t;
-#define NVML_SUCCESS 0
-#define NVML_ERROR_TIMEOUT 10
-typedef struct nvmlDevice_st *nvmlDevice_t;
-typedef struct nvmlEventSet_st *nvmlEventSet_t;
-typedef struct {
-  nvmlDevice_t device;
-  unsigned long long eventType;
-  unsigned long long eventData;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
-} nvmlEventData_t;
-#define NVML_EVENT_TYPE_XID_CRITICAL_ERROR 0x8ULL
-#define NVML_NVLINK_MAX_LINKS 18
-#define NVML_CLOCK_SM 1
-#define NVML_CLOCK_MEM 2
-#define NVML_TEMPERATURE_GPU 0
-#define NVML_MEMORY_ERROR_TYPE_CORRECTED 0
-#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1
-#define NVML_VOLATILE_ECC 0
-#define NVML_NVLINK_ERROR_DL_REPLAY 0
-#define NVML_NVLINK_ERROR_DL_RECOVERY 1
-#define NVML_NVLINK_ERROR_DL_CRC_FLIT 2
-
+/* NVML's API, the part collscope uses: hooks/health_nvml.h (checked against nvml.h by
+ * scripts/check-nvml-abi.sh) */
 static struct {
-  nvmlReturn_t (*init)(void);
-  nvmlReturn_t (*by_bus)(const char *, nvmlDevice_t *);
-  nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned);
-  nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned);
-  nvmlReturn_t (*serial)(nvmlDevice_t, char *, unsigned);
-  nvmlReturn_t (*arch)(nvmlDevice_t, unsigned *);
-  nvmlReturn_t (*plimit)(nvmlDevice_t, unsigned *);
-  nvmlReturn_t (*reasons)(nvmlDevice_t, unsigned long long *);
-  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned *);
-  nvmlReturn_t (*power)(nvmlDevice_t, unsigned *);
-  nvmlReturn_t (*temp)(nvmlDevice_t, int, unsigned *);
-  nvmlReturn_t (*ecc)(nvmlDevice_t, int, int, unsigned long long *);
-  nvmlReturn_t (*remap)(nvmlDevice_t, unsigned *, unsigned *, unsigned *, unsigned *);
-  nvmlReturn_t (*nvl_state)(nvmlDevice_t, unsigned, int *);
-  nvmlReturn_t (*nvl_err)(nvmlDevice_t, unsigned, int, unsigned long long *);
-  nvmlReturn_t (*pcie)(nvmlDevice_t, unsigned *);
-  nvmlReturn_t (*ev_create)(nvmlEventSet_t *);
-  nvmlReturn_t (*ev_register)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
-  nvmlReturn_t (*ev_wait)(nvmlEventSet_t, nvmlEventData_t *, unsigned);
+#define NV_MEMBER(fn, name, params) cs_nvml_##name##_fn name;
+  CS_NVML_FUNCTIONS(NV_MEMBER)
+#undef NV_MEMBER
 } nv;
 
 /* the fields, each with its own switch */
@@ -88,17 +51,53 @@ static enum { ST_NEW,
               ST_OFF } st;
 static int64_t period_ns, next_ns;
 static int dev_index = -1;
-static nvmlDevice_t dev;
-static nvmlEventSet_t evset;
+static cs_nvml_device_t dev;
+static cs_nvml_event_set_t evset;
 static char gpu_name[96], gpu_uuid[96], gpu_serial[64], bus_id[32];
 static unsigned gpu_arch, gpu_plimit;
 static bool have_base;
-static unsigned long long base_ecc[2], base_nvl[NVML_NVLINK_MAX_LINKS][3];
+static unsigned long long base_ecc[2], base_nvl[CS_NVML_NVLINK_MAX_LINKS][3];
 static unsigned base_pcie;
 static int nlinks;
 static unsigned sample_flags;         /* CS_HEALTH_F_* of the sample being taken */
 static struct cs_ring_health_vals hv; /* the stats ring's copy: gauges as sampled, counters as totals */
 static unsigned long long sample_reasons;
+
+/* The rank's own cause of slowness, for the online exchange's straggler reports (read on
+ * another thread): over the last RECENT GPU samples, a throttle reason active in >= 20% of
+ * them, NVLink or PCIe errors in any. */
+#define RECENT 16
+#define CAUSE_REASONS (CS_HEALTH_F_POWER | CS_HEALTH_F_THERMAL | CS_HEALTH_F_HW_SLOWDOWN)
+#define CAUSE_ERRORS (CS_HEALTH_F_NVLINK | CS_HEALTH_F_PCIE)
+static unsigned char recent_flags[RECENT];
+static unsigned nrecent;
+static _Atomic unsigned cause_now;
+
+static void note_cause(unsigned flags) {
+  recent_flags[nrecent++ % RECENT] = (unsigned char)flags;
+  unsigned n = nrecent < RECENT ? nrecent : RECENT, cause = 0;
+  for (unsigned bit = 1; bit <= CAUSE_REASONS; bit <<= 1) {
+    if (!(bit & CAUSE_REASONS)) continue;
+    unsigned k = 0;
+    for (unsigned i = 0; i < n; i++) k += (recent_flags[i] & bit) != 0;
+    if (5 * k >= n) cause |= bit;
+  }
+  for (unsigned i = 0; i < n; i++) cause |= recent_flags[i] & CAUSE_ERRORS;
+  atomic_store_explicit(&cause_now, cause, memory_order_relaxed);
+}
+unsigned cs_health_cause(void) { return atomic_load_explicit(&cause_now, memory_order_relaxed); }
+
+const char *cs_health_cause_text(unsigned cause, char *buf, size_t cap) {
+  static const struct {
+    unsigned bit;
+    const char *name;
+  } names[] = {{CS_HEALTH_F_POWER, "power_cap"}, {CS_HEALTH_F_THERMAL, "thermal"}, {CS_HEALTH_F_HW_SLOWDOWN, "hw_slowdown"}, {CS_HEALTH_F_NVLINK, "nvlink_errors"}, {CS_HEALTH_F_PCIE, "pcie_replay"}};
+  size_t len = 0;
+  if (cap) buf[0] = 0;
+  for (size_t i = 0; i < sizeof names / sizeof *names && len < cap; i++)
+    if (cause & names[i].bit) len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? "," : "", names[i].name);
+  return buf;
+}
 
 static void field_off(enum field f, const char *fn, int rc) {
   if (!on[f]) return;
@@ -150,7 +149,7 @@ static void open_nvml(void) {
     return;
   }
   int rc = nv.init();
-  if (rc != NVML_SUCCESS) {
+  if (rc != CS_NVML_SUCCESS) {
     cs_log(CS_LOG_INFO, "health: nvmlInit_v2 returned %d: GPU health not sampled", rc);
     memset(&nv, 0, sizeof nv);
     return;
@@ -217,23 +216,23 @@ static bool open_device(void) {
     return true;
   }
   int rc = nv.by_bus(bus_id, &dev);
-  if (rc != NVML_SUCCESS) {
+  if (rc != CS_NVML_SUCCESS) {
     cs_log(CS_LOG_INFO, "health: nvmlDeviceGetHandleByPciBusId_v2(%s) returned %d: GPU health not sampled", bus_id, rc);
     memset(&nv, 0, sizeof nv);
     return true;
   }
-  if (on[F_NAME] && (rc = nv.name(dev, gpu_name, sizeof gpu_name)) != NVML_SUCCESS) field_off(F_NAME, "nvmlDeviceGetName", rc);
-  if (on[F_UUID] && (rc = nv.uuid(dev, gpu_uuid, sizeof gpu_uuid)) != NVML_SUCCESS) field_off(F_UUID, "nvmlDeviceGetUUID", rc);
-  if (on[F_SERIAL] && (rc = nv.serial(dev, gpu_serial, sizeof gpu_serial)) != NVML_SUCCESS) {
+  if (on[F_NAME] && (rc = nv.name(dev, gpu_name, sizeof gpu_name)) != CS_NVML_SUCCESS) field_off(F_NAME, "nvmlDeviceGetName", rc);
+  if (on[F_UUID] && (rc = nv.uuid(dev, gpu_uuid, sizeof gpu_uuid)) != CS_NVML_SUCCESS) field_off(F_UUID, "nvmlDeviceGetUUID", rc);
+  if (on[F_SERIAL] && (rc = nv.serial(dev, gpu_serial, sizeof gpu_serial)) != CS_NVML_SUCCESS) {
     gpu_serial[0] = 0; /* not allowed for every user: quietly absent */
     on[F_SERIAL] = false;
   }
-  if (on[F_ARCH] && (rc = nv.arch(dev, &gpu_arch)) != NVML_SUCCESS) field_off(F_ARCH, "nvmlDeviceGetArchitecture", rc);
-  if (on[F_PLIMIT] && (rc = nv.plimit(dev, &gpu_plimit)) != NVML_SUCCESS) field_off(F_PLIMIT, "nvmlDeviceGetPowerManagementLimit", rc);
+  if (on[F_ARCH] && (rc = nv.arch(dev, &gpu_arch)) != CS_NVML_SUCCESS) field_off(F_ARCH, "nvmlDeviceGetArchitecture", rc);
+  if (on[F_PLIMIT] && (rc = nv.plimit(dev, &gpu_plimit)) != CS_NVML_SUCCESS) field_off(F_PLIMIT, "nvmlDeviceGetPowerManagementLimit", rc);
   if (on[F_XID]) {
-    if ((rc = nv.ev_create(&evset)) != NVML_SUCCESS)
+    if ((rc = nv.ev_create(&evset)) != CS_NVML_SUCCESS)
       field_off(F_XID, "nvmlEventSetCreate", rc);
-    else if ((rc = nv.ev_register(dev, NVML_EVENT_TYPE_XID_CRITICAL_ERROR, evset)) != NVML_SUCCESS)
+    else if ((rc = nv.ev_register(dev, CS_NVML_EVENT_TYPE_XID_CRITICAL_ERROR, evset)) != CS_NVML_SUCCESS)
       field_off(F_XID, "nvmlDeviceRegisterEvents", rc);
   }
   gpu_name[sizeof gpu_name - 1] = gpu_uuid[sizeof gpu_uuid - 1] = gpu_serial[sizeof gpu_serial - 1] = 0;
@@ -286,20 +285,20 @@ static void sample_gpu(struct cs_strbuf *b) {
   bool base = have_base;
   cs_sb_printf(b, ",\"gpu\":{\"bus\":\"%s\"", bus_id);
   if (on[F_REASONS]) {
-    if ((rc = nv.reasons(dev, &x)) != NVML_SUCCESS)
+    if ((rc = nv.reasons(dev, &x)) != CS_NVML_SUCCESS)
       field_off(F_REASONS, "nvmlDeviceGetCurrentClocksEventReasons", rc);
     else {
       cs_sb_printf(b, ",\"reasons\":%llu", x);
       sample_reasons = x;
       hv.reasons = x;
       hv.valid |= CS_RH_REASONS;
-      if (x & 0x4ULL) sample_flags |= CS_HEALTH_F_POWER;
-      if (x & 0x60ULL) sample_flags |= CS_HEALTH_F_THERMAL;
-      if (x & 0x88ULL) sample_flags |= CS_HEALTH_F_HW_SLOWDOWN;
+      if (x & CS_NVML_REASON_SW_POWER_CAP) sample_flags |= CS_HEALTH_F_POWER;
+      if (x & (CS_NVML_REASON_SW_THERMAL | CS_NVML_REASON_HW_THERMAL)) sample_flags |= CS_HEALTH_F_THERMAL;
+      if (x & (CS_NVML_REASON_HW_SLOWDOWN | CS_NVML_REASON_HW_POWER_BRAKE)) sample_flags |= CS_HEALTH_F_HW_SLOWDOWN;
     }
   }
   if (on[F_CLOCKS]) {
-    if ((rc = nv.clock(dev, NVML_CLOCK_SM, &u)) != NVML_SUCCESS || (rc = nv.clock(dev, NVML_CLOCK_MEM, &u2)) != NVML_SUCCESS)
+    if ((rc = nv.clock(dev, CS_NVML_CLOCK_SM, &u)) != CS_NVML_SUCCESS || (rc = nv.clock(dev, CS_NVML_CLOCK_MEM, &u2)) != CS_NVML_SUCCESS)
       field_off(F_CLOCKS, "nvmlDeviceGetClockInfo", rc);
     else {
       cs_sb_printf(b, ",\"sm_mhz\":%u,\"mem_mhz\":%u", u, u2);
@@ -309,7 +308,7 @@ static void sample_gpu(struct cs_strbuf *b) {
     }
   }
   if (on[F_POWER]) {
-    if ((rc = nv.power(dev, &u)) != NVML_SUCCESS)
+    if ((rc = nv.power(dev, &u)) != CS_NVML_SUCCESS)
       field_off(F_POWER, "nvmlDeviceGetPowerUsage", rc);
     else {
       cs_sb_printf(b, ",\"power_mw\":%u", u);
@@ -318,7 +317,7 @@ static void sample_gpu(struct cs_strbuf *b) {
     }
   }
   if (on[F_TEMP]) {
-    if ((rc = nv.temp(dev, NVML_TEMPERATURE_GPU, &u)) != NVML_SUCCESS)
+    if ((rc = nv.temp(dev, CS_NVML_TEMPERATURE_GPU, &u)) != CS_NVML_SUCCESS)
       field_off(F_TEMP, "nvmlDeviceGetTemperature", rc);
     else {
       cs_sb_printf(b, ",\"temp_c\":%u", u);
@@ -328,8 +327,8 @@ static void sample_gpu(struct cs_strbuf *b) {
   }
   if (on[F_ECC]) {
     unsigned long long c, un;
-    if ((rc = nv.ecc(dev, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &c)) != NVML_SUCCESS ||
-        (rc = nv.ecc(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &un)) != NVML_SUCCESS)
+    if ((rc = nv.ecc(dev, CS_NVML_MEMORY_ERROR_TYPE_CORRECTED, CS_NVML_VOLATILE_ECC, &c)) != CS_NVML_SUCCESS ||
+        (rc = nv.ecc(dev, CS_NVML_MEMORY_ERROR_TYPE_UNCORRECTED, CS_NVML_VOLATILE_ECC, &un)) != CS_NVML_SUCCESS)
       field_off(F_ECC, "nvmlDeviceGetTotalEccErrors", rc);
     else {
       unsigned long long dc = delta(c, &base_ecc[0]), du = delta(un, &base_ecc[1]);
@@ -343,7 +342,7 @@ static void sample_gpu(struct cs_strbuf *b) {
     }
   }
   if (on[F_REMAP]) {
-    if ((rc = nv.remap(dev, &u, &u2, &u3, &u4)) != NVML_SUCCESS)
+    if ((rc = nv.remap(dev, &u, &u2, &u3, &u4)) != CS_NVML_SUCCESS)
       field_off(F_REMAP, "nvmlDeviceGetRemappedRows", rc);
     else {
       cs_sb_printf(b, ",\"remap_pending\":%u,\"remap_failure\":%u", u3 ? 1u : 0u, u4 ? 1u : 0u);
@@ -354,7 +353,7 @@ static void sample_gpu(struct cs_strbuf *b) {
     }
   }
   if (on[F_PCIE]) {
-    if ((rc = nv.pcie(dev, &u)) != NVML_SUCCESS)
+    if ((rc = nv.pcie(dev, &u)) != CS_NVML_SUCCESS)
       field_off(F_PCIE, "nvmlDeviceGetPcieReplayCounter", rc);
     else {
       unsigned long long bp = base_pcie, d = delta(u, &bp);
@@ -368,24 +367,24 @@ static void sample_gpu(struct cs_strbuf *b) {
   if (on[F_NVLINK]) {
     if (!base) { /* the links there are: those whose state NVML answers */
       nlinks = 0;
-      for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
+      for (unsigned l = 0; l < CS_NVML_NVLINK_MAX_LINKS; l++) {
         int act;
-        if (nv.nvl_state(dev, l, &act) != NVML_SUCCESS) break;
+        if (nv.nvl_state(dev, l, &act) != CS_NVML_SUCCESS) break;
         nlinks = (int)l + 1;
       }
       if (!nlinks) field_off(F_NVLINK, "nvmlDeviceGetNvLinkState", 3);
     }
     int down = 0;
     bool first = true;
-    static const int kinds[3] = {NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_RECOVERY};
-    char links[2048] = "";
+    static const int kinds[3] = {CS_NVML_NVLINK_ERROR_DL_CRC_FLIT, CS_NVML_NVLINK_ERROR_DL_REPLAY, CS_NVML_NVLINK_ERROR_DL_RECOVERY};
+    char links[4096] = ""; /* up to CS_NVML_NVLINK_MAX_LINKS entries of ~70 bytes */
     struct cs_strbuf lb = {links, 0, sizeof links};
     for (int l = 0; l < nlinks && on[F_NVLINK]; l++) {
       int act = 0;
-      if (nv.nvl_state(dev, (unsigned)l, &act) == NVML_SUCCESS && !act) down++;
+      if (nv.nvl_state(dev, (unsigned)l, &act) == CS_NVML_SUCCESS && !act) down++;
       unsigned long long d[3];
       for (int k = 0; k < 3 && on[F_NVLINK]; k++) {
-        if ((rc = nv.nvl_err(dev, (unsigned)l, kinds[k], &x)) != NVML_SUCCESS)
+        if ((rc = nv.nvl_err(dev, (unsigned)l, kinds[k], &x)) != CS_NVML_SUCCESS)
           field_off(F_NVLINK, "nvmlDeviceGetNvLinkErrorCounter", rc);
         else
           d[k] = delta(x, &base_nvl[l][k]);
@@ -410,17 +409,17 @@ static void sample_gpu(struct cs_strbuf *b) {
   }
   if (on[F_XID]) {
     cs_sb_printf(b, ",\"xid\":[");
-    nvmlEventData_t ev;
+    cs_nvml_event_data_t ev;
     bool first = true;
     for (int i = 0; i < 16; i++) { /* polled, never blocking: timeout 0 */
       memset(&ev, 0, sizeof ev);
       rc = nv.ev_wait(evset, &ev, 0);
-      if (rc == NVML_ERROR_TIMEOUT) break;
-      if (rc != NVML_SUCCESS) {
+      if (rc == CS_NVML_ERROR_TIMEOUT) break;
+      if (rc != CS_NVML_SUCCESS) {
         field_off(F_XID, "nvmlEventSetWait_v2", rc);
         break;
       }
-      if (ev.device == dev && (ev.eventType & NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
+      if (ev.device == dev && (ev.eventType & CS_NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
         cs_sb_printf(b, "%s%llu", first ? "" : ",", ev.eventData);
         first = false;
         sample_flags |= CS_HEALTH_F_XID;
@@ -479,6 +478,7 @@ void cs_health_tick(bool final) {
   hv.t_ns = cs_now_ns(CLOCK_REALTIME);
   if (dev_open && nv.by_bus && dev) {
     sample_gpu(&b);
+    note_cause(sample_flags);
     any = true;
   }
   if (cs_cfg.local_rank <= 0 && cs_health_ib_sample(&b, &ib_errors, &hv)) any = true;

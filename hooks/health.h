@@ -26,4 +26,11 @@ void cs_sb_printf(struct cs_strbuf *b, const char *fmt, ...) __attribute__((form
  * CS_RING_IB_PORTS ports' state, rate and counter totals */
 struct cs_ring_health_vals;
 bool cs_health_ib_sample(struct cs_strbuf *b, bool *errors, struct cs_ring_health_vals *hv);
+
+/* What the rank's own recent GPU samples show (any thread): CS_HEALTH_F_* bits of
+ * include/collscope/record.h, a throttle reason active in >= 20% of the last 16 samples,
+ * NVLink or PCIe errors in any of them; 0 when none or not sampled. */
+unsigned cs_health_cause(void);
+/* Those bits as the report's cause kinds ("power_cap,thermal"), "" for none. */
+const char *cs_health_cause_text(unsigned cause, char *buf, size_t cap);
 #endif

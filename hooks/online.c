@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "collscope/online.h"
+#include "hooks/health.h"
 #include "cuda_driver.h"
 #include "nccl_calls.h"
 #include "stats/harvest.h"
@@ -140,10 +141,13 @@ static void act_on(const struct cs_online_findings *f, uint64_t exchange, double
   if (cs_on.rank == 0) {
     for (size_t i = 0; i < f->nstragglers; i++) {
       const struct cs_online_straggler *s = &f->stragglers[i];
+      char cause[96];
+      cs_health_cause_text(s->cause, cause, sizeof cause);
       cs_log(CS_LOG_WARN, "online: straggler rank %d (%s) on comm %016llx: last in %.0f%% of %zu sampled instances, "
-                          "lateness %.0f us (median duration %.0f us), kind %s",
+                          "lateness %.0f us (median duration %.0f us), kind %s%s%s",
              s->rank, s->host, (unsigned long long)s->comm,
-             100 * s->share_last, s->instances, s->lateness_us, s->median_dur_us, cs_det_kind_name(s->kind));
+             100 * s->share_last, s->instances, s->lateness_us, s->median_dur_us, cs_det_kind_name(s->kind),
+             cause[0] ? ", cause=" : "", cause);
     }
     for (size_t i = 0; i < f->nsdc; i++) {
       const struct cs_online_sdc_finding *s = &f->sdc[i];
@@ -288,6 +292,7 @@ static const char *reduce_round(int64_t deadline, unsigned *polls) {
 static bool exchange_once(uint64_t exchange) {
   drain_feed();
   cs_online_rank_set_drops(cs_on.st, atomic_load(&cs_st.drops) + atomic_load(&cs_on.feed_lost));
+  cs_online_rank_set_cause(cs_on.st, cs_health_cause()); /* hooks/health.c: its own samples */
   int64_t t0 = cs_now_ns(CLOCK_MONOTONIC), wait_ns = 0, eval_ns = 0;
   int64_t deadline = t0 + (int64_t)cs_cfg.online_timeout_s * 1000000000LL;
   unsigned polls = 0;

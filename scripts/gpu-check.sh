@@ -6,8 +6,11 @@
 # NCCL_TESTS_DIR points at built nccl-tests, runs all_reduce_perf 8 B..256 MiB with and
 # without the shim and prints one table of latency ratios, then the SDC kernel's checks
 # (bit-identity with its host twin, bandwidth against the read ceiling). Never touches GPU
-# settings.
-#   scripts/gpu-check.sh [sdc]    sdc: only the SDC kernel part (the shortest device run)
+# settings. Then GPU health: dp_train with the health sampler every 50 ms on the real NVML,
+# and a table of which health fields every rank's samples held and whether their values are
+# plausible (docs/health.md).
+#   scripts/gpu-check.sh [sdc|health]   sdc: only the SDC kernel part (the shortest device
+#                                       run); health: only the health sampling
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -27,9 +30,9 @@ echo "gpu-check: $NGPU GPU(s): $(nvidia-smi --query-gpu=name,driver_version --fo
 WORK=$(mktemp -d /tmp/collscope-gpu-XXXXXX)
 status=0
 ONLY=${1:-all}
-case $ONLY in all|sdc) ;; *) echo "usage: $0 [sdc]"; exit 2 ;; esac
+case $ONLY in all|sdc|health) ;; *) echo "usage: $0 [sdc|health]"; exit 2 ;; esac
 APP_LIST="dp_train fsdp pipeline multicomm threads initall"
-[ "$ONLY" = sdc ] && APP_LIST=""
+[ "$ONLY" != all ] && APP_LIST=""
 [ -n "$APP_LIST" ] && printf '\n%-34s %6s %10s %10s %8s %s\n' "job" "ranks" "bare s" "shim s" "ratio" "check"
 for app in $APP_LIST; do
   exe=$APPS/$app
@@ -117,13 +120,84 @@ if [ "$ONLY" = all ] && [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/al
     grep -h "profiler chaining\|NCCL_PROFILER_PLUGIN=" "$WORK/art.chainout" | sed "s/^collscope\[[0-9]*\]: //" | sort | uniq -c
   fi
 fi
+# GPU health through the real NVML (hooks/health.c): sampled every 50 ms during a short
+# dp_train, then per field: in how many ranks' samples it was present, and whether every
+# value was plausible. A field NVML refuses is absent, with its INFO line shown below.
+if [ "$ONLY" = all ] || [ "$ONLY" = health ]; then
+  COLLSCOPE_HEALTH_MS=50 COLLSCOPE_LOG=info COLLSCOPE_DIR=$WORK/health.dump \
+    "$CLI" run -n "$NGPU" -- "$APPS/dp_train" --steps 200 --size 16M --compute-us 5000 > "$WORK/health.out" 2>&1 ||
+    { echo "gpu-check: the health job failed"; status=1; }
+  printf '\nGPU health through NVML (COLLSCOPE_HEALTH_MS=50), per field over %d rank(s)\n' "$NGPU"
+  grep -h "health:" "$WORK/health.out" | sed "s/^collscope\[[0-9]*\]: //" | sort | uniq -c
+  python3 - "$WORK/health.dump" "$NGPU" <<'PYEOF' || status=1
+import glob, json, os, sys
+d, ngpu = sys.argv[1], int(sys.argv[2])
+ranks = {}   # file -> (header, [gpu samples])
+for f in sorted(glob.glob(os.path.join(d, "*.jsonl"))):
+    hdr, samples = None, []
+    for line in open(f):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if hdr is None:
+            hdr = r
+        elif r.get("type") == "health" and isinstance(r.get("gpu"), dict):
+            samples.append(r["gpu"])
+    ranks[f] = (hdr or {}, samples)
+limit = lambda h: h.get("gpu_power_limit_mw") or 2000000
+# field: (where, plausible(value, header))
+checks = [
+    ("gpu_name", "header", lambda v, h: isinstance(v, str) and v.startswith("NVIDIA")),
+    ("gpu_uuid", "header", lambda v, h: isinstance(v, str) and v.startswith("GPU-")),
+    ("gpu_arch", "header", lambda v, h: isinstance(v, int) and 2 <= v <= 20),
+    ("gpu_power_limit_mw", "header", lambda v, h: isinstance(v, int) and 10000 <= v <= 2000000),
+    ("gpu_pci_bus_id", "header", lambda v, h: v == h.get("pci_bus_id")),
+    ("reasons", "sample", lambda v, h: isinstance(v, int) and 0 <= v < 1 << 16),
+    ("sm_mhz", "sample", lambda v, h: isinstance(v, int) and 0 < v < 5000),
+    ("mem_mhz", "sample", lambda v, h: isinstance(v, int) and 0 < v < 20000),
+    ("power_mw", "sample", lambda v, h: isinstance(v, int) and 0 < v <= 1.5 * limit(h)),
+    ("temp_c", "sample", lambda v, h: isinstance(v, int) and 10 <= v <= 110),
+    ("ecc_corrected", "sample", lambda v, h: isinstance(v, int) and v >= 0),
+    ("ecc_uncorrected", "sample", lambda v, h: isinstance(v, int) and v >= 0),
+    ("remap_pending", "sample", lambda v, h: v in (0, 1)),
+    ("pcie_replay", "sample", lambda v, h: isinstance(v, int) and v >= 0),
+    ("nvlinks", "sample", lambda v, h: isinstance(v, int) and 0 <= v <= 36),
+    ("xid", "sample", lambda v, h: isinstance(v, list)),
+]
+nsamp = [len(s) for _, s in ranks.values()]
+print("%-20s %10s %10s  %s" % ("field", "ranks with", "plausible", "values (min..max)"))
+bad = 0
+for name, where, ok in checks:
+    have, plaus, vals = 0, True, []
+    for h, samples in ranks.values():
+        got = [h[name]] if where == "header" and name in h else [s[name] for s in samples if name in s]
+        # the first sample is the baseline: its counters are absent by design
+        if got:
+            have += 1
+        for v in got:
+            plaus &= bool(ok(v, h))
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                vals.append(v)
+    rng = "%s..%s" % (min(vals), max(vals)) if vals else ""
+    verdict = "yes" if have and plaus else "NO" if have else "-"
+    bad += have > 0 and not plaus
+    print("%-20s %10s %10s  %s" % (name, "%d/%d" % (have, len(ranks)), verdict, rng))
+print("samples per rank: %s (%d dump files, %d GPUs)" % (nsamp, len(ranks), ngpu))
+if len(ranks) != ngpu or min(nsamp or [0]) < 2:
+    print("gpu-check: health: expected %d ranks with >= 2 samples each" % ngpu)
+    bad += 1
+sys.exit(1 if bad else 0)
+PYEOF
+  "$CLI" report "$WORK/health.dump" 2>&1 | sed -n '/^# Health/,/^# errors with no finding/p'
+fi
 # SDC check kernel on the GPU: bit-identical to its host twin, bandwidth vs DtoD copy
-if [ -x "$BUILD_DIR/tests/sdc/sdc_gpu_check" ]; then
+if [ "$ONLY" != health ] && [ -x "$BUILD_DIR/tests/sdc/sdc_gpu_check" ]; then
   echo; "$BUILD_DIR/tests/sdc/sdc_gpu_check" 2>&1 | tail -25 || status=1
 fi
 # the check kernel against the read ceiling of its access pattern, where its time goes
 # (fingerprint, sums), and every datatype against the >= 85% of HBM read bar
-if [ -x "$BUILD_DIR/bench/sdc_kernel_lab" ]; then
+if [ "$ONLY" != health ] && [ -x "$BUILD_DIR/bench/sdc_kernel_lab" ]; then
   echo; "$BUILD_DIR/bench/sdc_kernel_lab" 2>&1 | tail -45 || status=1
 fi
 rm -rf "$WORK"

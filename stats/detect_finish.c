@@ -50,7 +50,7 @@ int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
       s->median_dur_us = small;
       s->gap_us = s->peer_gap_us = -1;
       s->first_flag_instance = C->total;
-      s->first_flag_seq = in[nin - 1].seq;
+      s->first_flag_seq = s->last_flag_seq = in[nin - 1].seq;
     }
   }
   for (int r = 0; r < csize; r++) {

@@ -28,6 +28,7 @@ struct inst {
 struct ent {
   int r;
   double a, gap;
+  int64_t t; /* its op's end_ns */
 };
 
 struct member { /* comm_rank -> identity */

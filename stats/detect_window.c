@@ -101,7 +101,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     }
     C->durs[nd++] = d;
     GROW(C->ents, C->nents, C->capents);
-    C->ents[C->nents++] = (struct ent){o->comm_rank, d, o->gap_us};
+    C->ents[C->nents++] = (struct ent){o->comm_rank, d, o->gap_us, o->end_ns};
   }
   if (!(nd >= 2 && lastr >= 0 && lastr < csize)) {
     C->nents -= nd;
@@ -238,15 +238,20 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     s.comm_rank = r;
     s.rank = C->mem[r].rank;
     s.host = C->mem[r].host;
+    const struct ent *own = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
     if (!R->sidx) {
       GROW(C->str, C->nstr, C->capstr);
       R->sidx = ++C->nstr;
       s.first_flag_instance = ai + 1;
       s.first_flag_seq = in[i].seq;
+      s.first_flag_ns = own ? own->t : 0;
     } else {
       s.first_flag_instance = C->str[R->sidx - 1].first_flag_instance;
       s.first_flag_seq = C->str[R->sidx - 1].first_flag_seq;
+      s.first_flag_ns = C->str[R->sidx - 1].first_flag_ns;
     }
+    s.last_flag_seq = in[i].seq;
+    s.last_flag_ns = own ? own->t : 0;
     C->str[R->sidx - 1] = s;
   }
 done:

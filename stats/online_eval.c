@@ -230,7 +230,8 @@ static void read_reports(struct cs_online_rank *st, const struct r0_min *mn, con
     f->s.rank = (int)mn->rep[s].rank;
     f->s.comm_rank = (int)sm->rep[s].comm_rank;
     f->s.instances = sm->rep[s].instances;
-    f->s.kind = (int)sm->rep[s].kind;
+    f->s.kind = (int)(sm->rep[s].kind & 0xff);
+    f->s.cause = (unsigned)(sm->rep[s].kind >> 8 & 0xff);
     f->s.share_last = fs->rep[s].share;
     f->s.lateness_us = fs->rep[s].lateness;
     f->s.median_dur_us = fs->rep[s].median;

@@ -144,6 +144,7 @@ struct cs_online_rank {
   char host[CS_ONLINE_HOST];
   struct cs_det_params p;
   uint64_t drops_ext, lost;
+  unsigned cause; /* cs_online_rank_set_cause */
   /* backlogs */
   struct cs_online_op ops[OPS_BACKLOG];
   uint32_t ops_first, ops_n;

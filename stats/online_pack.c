@@ -98,6 +98,7 @@ void cs_online_rank_feed_sdc(struct cs_online_rank *st, const struct cs_online_s
 
 uint64_t cs_online_rank_lost(const struct cs_online_rank *st) { return st->lost; }
 void cs_online_rank_set_drops(struct cs_online_rank *st, uint64_t drops) { st->drops_ext = drops; }
+void cs_online_rank_set_cause(struct cs_online_rank *st, unsigned cause) { st->cause = cause & 0xffu; }
 
 /* ---------------------------------------------------------------- pack */
 /* Linear probing from the hashed slot: ranks that ship the same items in the same order
@@ -232,7 +233,7 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
     sm->rep[s].comm = r->comm;
     sm->rep[s].comm_rank = r->crank;
     sm->rep[s].instances = r->instances;
-    sm->rep[s].kind = (uint64_t)r->kind;
+    sm->rep[s].kind = (uint64_t)(r->kind & 0xff) | (uint64_t)st->cause << 8; /* bits 8..15: its health cause */
     memcpy(sm->rep[s].host, st->host, CS_ONLINE_HOST);
     fs->rep[s].share = r->share;
     fs->rep[s].lateness = r->late;

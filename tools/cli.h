@@ -54,6 +54,7 @@ struct json_t *cli_report_json(const char *dir, const char *job, const char *op,
 struct cli_dump_args {
   const char *dir, *outpath, *op, *job;
   bool json, html; /* --json; --html (CLI_DUMP_ARGS_HTML) */
+  bool by_model;   /* --by-model (CLI_DUMP_ARGS_BY_MODEL) */
   unsigned jobs;   /* -j N: reading threads, 0 = one per core */
   /* CLI_DUMP_ARGS_SELECT (trace): --ranks LIST, --comm ID, --from/--to (seconds from the job's
    * start, or seq:N), --max-size BYTES[KMG], --format NAME; as given, the command parses them */
@@ -62,7 +63,8 @@ struct cli_dump_args {
 enum { CLI_DUMP_ARGS_OP = 1,
        CLI_DUMP_ARGS_JSON = 2,
        CLI_DUMP_ARGS_SELECT = 4,
-       CLI_DUMP_ARGS_HTML = 8 };
+       CLI_DUMP_ARGS_HTML = 8,
+       CLI_DUMP_ARGS_BY_MODEL = 16 };
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                         struct cli_dump_args *out);
 

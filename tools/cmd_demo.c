@@ -1,10 +1,13 @@
 /* tools/cmd_demo.c: `collscope demo` -- the data-parallel test job (tests/apps dp_train)
  * with 8 ranks on 2 simulated hosts, on the simulator, through cli_run_launch() (the
- * code of `collscope run`), then a summary and what the shim wrote. */
+ * code of `collscope run`), then a summary and what the shim wrote; then the same job with
+ * a straggler, with a corrupted collective, and on a mixed cluster with a power-capped GPU. */
 #include "cli.h"
 #include "collscope/detect.h"
 #include "collscope/topology.h"
 #include "dumpfile.h"
+
+#include <jansson.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -165,6 +168,58 @@ static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app
   }
   cs_dumpset_free(set);
   demo_html(sdir);
+  fflush(stdout);
+}
+
+/* demo_health(): why, not only who: a mixed cluster (simhost4's GPUs are A100s, 0.4x the
+ * speed of the other hosts' H100s) and rank 1's GPU held at its power cap (simulator faults,
+ * health sampled every 100 ms through the simulated NVML). The report's stragglers, each
+ * with the causes its rank's health samples show (tools/report_health.c). */
+static void demo_health(struct cli_run_opts *o, const char *absdir, char *app) {
+  char hdir[PATH_MAX], env_dir[PATH_MAX + 32];
+  if (snprintf(hdir, sizeof hdir, "%s/health", absdir) >= (int)sizeof hdir || mkdirs(hdir) != 0) return;
+  snprintf(env_dir, sizeof env_dir, "COLLSCOPE_DIR=%s", hdir);
+  char *env[] = {env_dir, "COLLSCOPE_SIM_FAULTS=link:a=*,b=*,us=300;throttle:rank=1,reason=power,pct=150",
+                 "COLLSCOPE_SIM_GPU_MODEL=simhost[1-3]=NVIDIA H100 80GB HBM3;simhost4=NVIDIA A100-SXM4-80GB,speed=0.4",
+                 "COLLSCOPE_HEALTH_MS=100", "COLLSCOPE_ONLINE_EVERY=16"};
+  char *app_argv[] = {app, "--steps", "30", "--size", "256K", "--compute-us", "2000", NULL};
+  const char *hosts = o->hosts;
+  o->env = env;
+  o->nenv = 5;
+  o->argv = app_argv;
+  o->hosts = "simhost[1-4]";
+  o->tag_output = 0;
+  printf("\ncollscope demo: GPU health -- 8 ranks on 4 hosts, 30 steps; simhost4's GPUs are A100s running\n"
+         "  collectives 0.4x as fast as the H100s of simhost[1-3] (COLLSCOPE_SIM_GPU_MODEL), and rank 1's GPU\n"
+         "  sits at its power cap (COLLSCOPE_SIM_FAULTS=throttle:rank=1,reason=power,pct=150); NVML sampled\n"
+         "  every 100 ms (COLLSCOPE_HEALTH_MS=100); dumps in %s\n",
+         hdir);
+  fflush(stdout);
+  int rc = cli_run_launch(o);
+  o->hosts = hosts;
+  if (rc != 0) {
+    printf("  the health job failed (status %d)\n", rc);
+    return;
+  }
+  int st = 0;
+  json_t *doc = cli_report_json(hdir, NULL, NULL, 0, &st);
+  json_t *stragglers = doc ? json_object_get(doc, "stragglers") : NULL;
+  size_t i, k;
+  json_t *s, *c;
+  printf("  the report's stragglers and their causes (collscope report %s; docs/health.md):\n", hdir);
+  json_array_foreach(stragglers, i, s) {
+    printf("    rank %lld (%s):", (long long)json_integer_value(json_object_get(s, "rank")),
+           json_string_value(json_object_get(s, "host")) ? json_string_value(json_object_get(s, "host")) : "network");
+    json_t *causes = json_object_get(s, "causes");
+    if (!json_array_size(causes)) printf(" no cause in its health samples");
+    json_array_foreach(causes, k, c) printf("%s %s: %s", k ? ";" : "", json_string_value(json_object_get(c, "kind")),
+                                            json_string_value(json_object_get(c, "detail")));
+    printf("\n");
+  }
+  if (!json_array_size(stragglers)) printf("    (none)\n");
+  json_decref(doc);
+  printf("  the per-model split of the ops and ranks tables: collscope report %s --by-model\n", hdir);
+  demo_html(hdir);
   fflush(stdout);
 }
 
@@ -351,6 +406,7 @@ int cmd_demo(int argc, char **argv) {
   fflush(stdout);
   if (rc == 0) demo_straggler(&o, absdir, app, steps < 20 ? 20 : steps, size_s);
   if (rc == 0) demo_sdc(&o, absdir, app, size_s);
+  if (rc == 0) demo_health(&o, absdir, app);
   if (rc == 0) demo_topology();
   if (rc == 0) demo_suspects(absdir);
   return rc;

@@ -79,12 +79,13 @@ static int write_json(const struct report *r, FILE *o) {
 /* ---------- command ---------- */
 
 static void usage(FILE *o) {
-  fputs("usage: collscope report DIR [--json | --html] [--op NAME] [--job ID] [-o FILE] [-j N]\n"
+  fputs("usage: collscope report DIR [--json | --html] [--op NAME] [--by-model] [--job ID] [-o FILE] [-j N]\n"
         "  DIR         directory of collscope dump files (*.jsonl), or one dump file\n"
         "  --job ID    only the dumps of job ID (needed when DIR holds several jobs)\n"
         "  --json      print one JSON object instead of tables\n"
         "  --html      write one self-contained HTML page of charts (docs/html-report.md)\n"
         "  --op NAME   only op records named NAME (AllReduce, AllGather, Send, ...)\n"
+        "  --by-model  the ranks and ops tables split by GPU model (mixed clusters)\n"
         "  -o FILE     write to FILE instead of standard output\n"
         "  -j N        read the files with N threads (default: one per core)\n",
         o);
@@ -100,8 +101,9 @@ static const char *canonical_op(const char *name) {
 /* Reads DIR and builds every section's model into *r (with *agg behind it). Returns 0, or the
  * command's exit status (1 unusable input, 2 unknown op) with a message on stderr. */
 static int report_build(struct report *r, struct report_agg *agg, const char *dir, const char *job, const char *op,
-                        unsigned jobs) {
+                        unsigned jobs, bool by_model) {
   memset(r, 0, sizeof *r);
+  r->by_model = by_model;
   cs_det_params_default(&r->detp);
   if (cs_det_params_env(&r->detp))
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_STRAGGLER_* value (collscope help)\n");
@@ -109,7 +111,7 @@ static int report_build(struct report *r, struct report_agg *agg, const char *di
    * (tools/report_agg.c), never held all at once */
   const char *canon = op ? canonical_op(op) : NULL;
   struct cs_dumpset *set =
-      report_agg_run(dir, job, canon ? canon : op, jobs ? jobs : cs_pool_default_jobs(), 0, &r->detp, agg);
+      report_agg_run_split(dir, job, canon ? canon : op, jobs ? jobs : cs_pool_default_jobs(), 0, &r->detp, by_model, agg);
   if (!set) {
     report_agg_free(agg);
     return 1;
@@ -147,7 +149,7 @@ static void report_free(struct report *r) {
 struct json_t *cli_report_json(const char *dir, const char *job, const char *op, unsigned jobs, int *status) {
   struct report r;
   struct report_agg agg;
-  int st = report_build(&r, &agg, dir, job, op, jobs);
+  int st = report_build(&r, &agg, dir, job, op, jobs, false);
   if (status) *status = st;
   if (st != 0) return NULL;
   json_t *doc = report_json_doc(&r);
@@ -157,12 +159,12 @@ struct json_t *cli_report_json(const char *dir, const char *job, const char *op,
 
 int cmd_report(int argc, char **argv) {
   struct cli_dump_args args;
-  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON | CLI_DUMP_ARGS_HTML, usage,
+  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON | CLI_DUMP_ARGS_HTML | CLI_DUMP_ARGS_BY_MODEL, usage,
                                &args);
   if (st >= 0) return st;
   struct report r;
   struct report_agg agg;
-  st = report_build(&r, &agg, args.dir, args.job, args.op, args.jobs);
+  st = report_build(&r, &agg, args.dir, args.job, args.op, args.jobs, args.by_model);
   if (st != 0) return st;
 
   char *tmp = NULL;

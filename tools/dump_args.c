@@ -40,6 +40,8 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
       out->json = true;
     } else if ((flags & CLI_DUMP_ARGS_HTML) && strcmp(a, "--html") == 0) {
       out->html = true;
+    } else if ((flags & CLI_DUMP_ARGS_BY_MODEL) && strcmp(a, "--by-model") == 0) {
+      out->by_model = true;
     } else if (sel || is_op || is_job || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "collscope %s: %s needs a value\n", cmd, a);

@@ -40,7 +40,10 @@ static int cmp_row(const void *pa, const void *pb) {
     if (c) return c;
   }
   if (a->comm_size != b->comm_size) return a->comm_size < b->comm_size ? -1 : 1;
-  return a->bucket < b->bucket ? -1 : a->bucket > b->bucket;
+  if (a->bucket != b->bucket) return a->bucket < b->bucket ? -1 : 1;
+  return a->model == b->model ? 0 : !a->model ? -1
+                                : !b->model   ? 1
+                                              : strcmp(a->model, b->model); /* --by-model */
 }
 static int cmp_comm(const void *pa, const void *pb) {
   const struct agg_comm *a = pa, *b = pb;
@@ -250,8 +253,14 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
 
 struct cs_dumpset *report_agg_run(const char *path, const char *job, const char *op_filter, unsigned jobs, size_t budget,
                                   const struct cs_det_params *detp, struct report_agg *agg) {
+  return report_agg_run_split(path, job, op_filter, jobs, budget, detp, false, agg);
+}
+struct cs_dumpset *report_agg_run_split(const char *path, const char *job, const char *op_filter, unsigned jobs,
+                                        size_t budget, const struct cs_det_params *detp, bool by_model,
+                                        struct report_agg *agg) {
   memset(agg, 0, sizeof *agg);
   agg->op_filter = op_filter;
+  agg->by_model = by_model;
   struct report_agg_priv *P = xcalloc(1, sizeof *P);
   agg->priv = P;
   P->agg = agg;

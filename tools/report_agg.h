@@ -27,6 +27,7 @@
 
 struct agg_row {
   const char *op_name;
+  const char *model; /* the ranks' GPU model (report --by-model), NULL when not split */
   int op, comm_size, bucket;
   size_t count;
   uint64_t bytes_min, bytes_max;
@@ -87,6 +88,7 @@ struct agg_sdc {
 
 struct report_agg {
   const char *op_filter; /* as given: a schema.h name, or any other name records may use */
+  bool by_model;         /* rows split by the GPU model of the file's header (report --by-model) */
   bool filter_matched;   /* some record has that name */
   /* results, valid after report_agg_finish() */
   struct agg_row *rows;
@@ -110,6 +112,10 @@ struct report_agg {
  * through the same tables from memory. */
 struct cs_dumpset *report_agg_run(const char *path, const char *job, const char *op_filter, unsigned jobs, size_t budget,
                                   const struct cs_det_params *detp, struct report_agg *agg);
+/* The same with the rows split by GPU model (by_model). */
+struct cs_dumpset *report_agg_run_split(const char *path, const char *job, const char *op_filter, unsigned jobs,
+                                        size_t budget, const struct cs_det_params *detp, bool by_model,
+                                        struct report_agg *agg);
 void report_agg_free(struct report_agg *agg);
 
 #endif

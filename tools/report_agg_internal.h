@@ -26,6 +26,7 @@
 struct row_key {
   const char *op_name;
   int comm_size, bucket;
+  const char *model; /* --by-model: the file's GPU model (interned), else NULL */
 };
 struct row_ent {
   struct row_key k;

@@ -117,6 +117,7 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   k.op_name = o->op_name;
   k.comm_size = o->comm_size;
   k.bucket = bucket_of(o->bytes);
+  if (P->agg->by_model) k.model = f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : "unknown";
   struct row_ent *re;
   HASH_FIND(hh, W->rows, &k, sizeof k, re);
   if (!re) {
@@ -126,6 +127,7 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
     re->r.op = o->op;
     re->r.comm_size = o->comm_size;
     re->r.bucket = k.bucket;
+    re->r.model = k.model;
     re->r.bytes_min = re->r.bytes_max = o->bytes;
     HASH_ADD(hh, W->rows, k, sizeof k, re);
   }

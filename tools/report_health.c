@@ -2,11 +2,13 @@
  * Per rank: GPU model, the share of samples each clock event (throttle) reason was active,
  * median SM clock, counter deltas summed over the job, XIDs with their time. Per host: the IB
  * port deltas (from the samples of its local rank 0). A straggler's causes come from its
- * rank's samples (a link straggler's from its hosts' ports); a GPU or port with errors that
- * no finding names is listed under "unexplained". */
+ * rank's samples over the span it was flagged (a link straggler's from its hosts' ports); a
+ * GPU or port with errors that no finding names is listed under "unexplained". The
+ * "timeline" (for the HTML page) puts every rank's samples in columns of the job's span. */
 #include "report_health.h"
 #include "xalloc.h"
 #include <math.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,7 @@
 #define XID_MAX 16
 
 struct rank_h {
+  const struct cs_dumpfile *f;
   int rank;
   const char *host, *gpu_name, *gpu_uuid, *bus;
   int arch; /* NVML architecture number, -1 unknown */
@@ -65,8 +68,36 @@ static void add(int64_t *acc, int64_t v) {
   *acc = *acc > INT64_MAX - v ? INT64_MAX : *acc + v;
 }
 
-static void build_rank(struct rank_h *r, const struct cs_dumpfile *f) {
+/* Which samples a rank's figures come from: the whole job, or the span a straggler was
+ * flagged over ([t0, t1] of its own clock, the op end times of its first and last flagged
+ * instances). A span takes the samples inside it plus the first one after it (a sample's
+ * counters cover the time since the one before), or, when it holds none, the last one
+ * before it; the state figures (throttle reasons, clocks, power, temperature) come from
+ * those, the error counters from every sample up to the span's end (errors come before the
+ * slowdown they cause). */
+struct span {
+  bool whole;
+  int64_t t0, t1;
+};
+static const struct span whole_job = {true, 0, 0};
+
+/* the index of the first sample after t1 (or of the last before t0 when none is inside
+ * [t0, t1] and none is after): -1 none */
+static void span_edges(const struct cs_dumpfile *f, const struct span *sp, ssize_t *after, ssize_t *before, bool *inside) {
+  *after = *before = -1;
+  *inside = false;
+  for (size_t i = 0; i < f->nhealths; i++) {
+    int64_t t = f->healths[i].t_ns;
+    if (!f->healths[i].has_gpu) continue;
+    if (t >= sp->t0 && t <= sp->t1) *inside = true;
+    if (t > sp->t1 && (*after < 0 || t < f->healths[*after].t_ns)) *after = (ssize_t)i;
+    if (t < sp->t0 && (*before < 0 || t > f->healths[*before].t_ns)) *before = (ssize_t)i;
+  }
+}
+
+static void build_rank(struct rank_h *r, const struct cs_dumpfile *f, const struct span *sp) {
   memset(r, 0, sizeof *r);
+  r->f = f;
   r->rank = f->hdr.rank;
   r->host = f->hdr.host;
   r->gpu_name = f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : NULL;
@@ -76,21 +107,32 @@ static void build_rank(struct rank_h *r, const struct cs_dumpfile *f) {
   r->ecc_c = r->ecc_u = r->pcie = -1;
   r->power_max = r->temp_max = -1;
   r->sm_med = -1;
+  ssize_t after = -1, before = -1;
+  bool inside = false;
+  int64_t t_end = INT64_MAX;
+  if (!sp->whole) {
+    span_edges(f, sp, &after, &before, &inside);
+    t_end = after >= 0 ? f->healths[after].t_ns : sp->t1;
+  }
   double *sm = xrealloc(NULL, (f->nhealths ? f->nhealths : 1) * sizeof *sm);
   size_t nsm = 0;
   for (size_t i = 0; i < f->nhealths; i++) {
     const struct cs_health_rec *h = &f->healths[i];
-    if (!h->has_gpu) continue;
-    r->samples++;
-    if (h->reasons >= 0) {
-      r->reason_samples++;
-      r->n_power += (h->reasons & R_POWER) != 0;
-      r->n_thermal += (h->reasons & R_THERMAL) != 0;
-      r->n_hw += (h->reasons & R_HW_SLOWDOWN) != 0;
+    if (!h->has_gpu || h->t_ns > t_end) continue;
+    bool state = sp->whole || (h->t_ns >= sp->t0 && h->t_ns <= sp->t1) || (ssize_t)i == after ||
+                 (!inside && after < 0 && (ssize_t)i == before);
+    if (state) {
+      r->samples++;
+      if (h->reasons >= 0) {
+        r->reason_samples++;
+        r->n_power += (h->reasons & R_POWER) != 0;
+        r->n_thermal += (h->reasons & R_THERMAL) != 0;
+        r->n_hw += (h->reasons & R_HW_SLOWDOWN) != 0;
+      }
+      if (h->sm_mhz >= 0) sm[nsm++] = (double)h->sm_mhz;
+      if (h->power_mw > r->power_max) r->power_max = h->power_mw;
+      if (h->temp_c > r->temp_max) r->temp_max = h->temp_c;
     }
-    if (h->sm_mhz >= 0) sm[nsm++] = (double)h->sm_mhz;
-    if (h->power_mw > r->power_max) r->power_max = h->power_mw;
-    if (h->temp_c > r->temp_max) r->temp_max = h->temp_c;
     add(&r->ecc_c, h->ecc_corrected);
     add(&r->ecc_u, h->ecc_uncorrected);
     add(&r->pcie, h->pcie_replay);
@@ -132,7 +174,7 @@ struct report_health *report_health_build(const struct cs_dumpset *set) {
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];
     if (!f->nhealths && !(f->hdr.gpu_name && *f->hdr.gpu_name)) continue;
-    build_rank(&h->ranks[h->nranks++], f);
+    build_rank(&h->ranks[h->nranks++], f, &whole_job);
     /* IB ports: one sampler per host; a second process of the same host sampling the same
      * port (two local rank 0s) is not added twice */
     bool host_taken = false;
@@ -200,7 +242,7 @@ static double peer_sm(const struct report_health *h, const struct rank_h *r) {
   size_t n = 0;
   for (size_t i = 0; i < h->nranks; i++) {
     const struct rank_h *q = &h->ranks[i];
-    if (q == r || q->sm_med < 0 || !q->gpu_name || !r->gpu_name || strcmp(q->gpu_name, r->gpu_name)) continue;
+    if (q->f == r->f || q->sm_med < 0 || !q->gpu_name || !r->gpu_name || strcmp(q->gpu_name, r->gpu_name)) continue;
     v[n++] = q->sm_med;
   }
   double m = -1;
@@ -326,7 +368,13 @@ static void straggler_causes(const struct report_health *h, const struct cs_det_
   if (!h) return;
   if (s->rank >= 0) {
     const struct rank_h *r = rank_of(h, s->rank);
-    if (r) rank_causes(h, r, fn, arg);
+    if (r && s->first_flag_ns > 0 && s->last_flag_ns >= s->first_flag_ns) { /* the flagged span */
+      struct rank_h w;
+      struct span sp = {false, s->first_flag_ns, s->last_flag_ns};
+      build_rank(&w, r->f, &sp);
+      rank_causes(h, &w, fn, arg);
+    } else if (r)
+      rank_causes(h, r, fn, arg);
     host_causes(h, s->host ? s->host : r ? r->host
                                          : NULL,
                 fn, arg);
@@ -442,6 +490,67 @@ static void rank_errors_text(const struct rank_h *r, char *d, size_t cap) {
   if (len >= 2 && len < cap) d[len - 2] = 0;
 }
 
+/* "timeline": every rank's GPU samples in TL_BINS columns over the job's sample span (for
+ * pictures): per column the reasons active in any of its samples (OR of the bitmasks) and the
+ * lowest SM clock; null where a rank has no sample in a column. At most TL_RANKS ranks. */
+#define TL_BINS 100
+#define TL_RANKS 256
+static json_t *timeline_json(const struct report_health *h) {
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  size_t most = 0;
+  for (size_t i = 0; h && i < h->nranks; i++) {
+    const struct cs_dumpfile *f = h->ranks[i].f;
+    size_t n = 0;
+    for (size_t k = 0; k < f->nhealths; k++) {
+      if (!f->healths[k].has_gpu) continue;
+      n++;
+      if (f->healths[k].t_ns < t0) t0 = f->healths[k].t_ns;
+      if (f->healths[k].t_ns > t1) t1 = f->healths[k].t_ns;
+    }
+    if (n > most) most = n;
+  }
+  json_t *o = json_object(), *ranks = json_array();
+  size_t bins = most < TL_BINS ? most : TL_BINS, omitted = 0;
+  json_object_set_new(o, "t0_ns", most ? json_integer(t0) : json_null());
+  json_object_set_new(o, "t1_ns", most ? json_integer(t1) : json_null());
+  json_object_set_new(o, "columns", json_integer((json_int_t)bins));
+  double span = most && t1 > t0 ? (double)(t1 - t0) : 1;
+  int64_t *rs = xcalloc(bins ? bins : 1, sizeof *rs), *sm = xcalloc(bins ? bins : 1, sizeof *sm);
+  for (size_t i = 0; bins && h && i < h->nranks; i++) {
+    const struct rank_h *r = &h->ranks[i];
+    if (!r->samples) continue;
+    if (json_array_size(ranks) == TL_RANKS) {
+      omitted++;
+      continue;
+    }
+    for (size_t b = 0; b < bins; b++) rs[b] = sm[b] = -1;
+    for (size_t k = 0; k < r->f->nhealths; k++) {
+      const struct cs_health_rec *s = &r->f->healths[k];
+      if (!s->has_gpu) continue;
+      size_t b = (size_t)((double)(s->t_ns - t0) / span * (double)(bins - 1) + 0.5);
+      if (b >= bins) b = bins - 1;
+      if (s->reasons >= 0) rs[b] = (rs[b] < 0 ? 0 : rs[b]) | s->reasons;
+      if (s->sm_mhz >= 0 && (sm[b] < 0 || s->sm_mhz < sm[b])) sm[b] = s->sm_mhz;
+    }
+    json_t *e = json_object(), *ja = json_array(), *jb = json_array();
+    for (size_t b = 0; b < bins; b++) {
+      json_array_append_new(ja, rs[b] >= 0 ? json_integer(rs[b]) : json_null());
+      json_array_append_new(jb, sm[b] >= 0 ? json_integer(sm[b]) : json_null());
+    }
+    json_object_set_new(e, "rank", json_integer(r->rank));
+    json_object_set_new(e, "host", json_string(r->host));
+    json_object_set_new(e, "gpu_name", r->gpu_name ? json_string(r->gpu_name) : json_null());
+    json_object_set_new(e, "reasons", ja);
+    json_object_set_new(e, "sm_mhz", jb);
+    json_array_append_new(ranks, e);
+  }
+  free(rs);
+  free(sm);
+  json_object_set_new(o, "ranks", ranks);
+  json_object_set_new(o, "ranks_omitted", json_integer((json_int_t)omitted));
+  return o;
+}
+
 json_t *report_health_json(const struct report_health *h, const struct cs_det_result *det) {
   json_t *root = json_object(), *ranks = json_array(), *hosts = json_array(), *un = json_array();
   char d[1024];
@@ -508,6 +617,7 @@ json_t *report_health_json(const struct report_health *h, const struct cs_det_re
   json_object_set_new(root, "ranks", ranks);
   json_object_set_new(root, "hosts", hosts);
   json_object_set_new(root, "unexplained", un);
+  json_object_set_new(root, "timeline", timeline_json(h));
   return root;
 }
 

@@ -3,7 +3,8 @@
  * Every figure comes from the report's JSON document: the notes from "summary", the bus
  * bandwidth lines from "ops" (p50) with the band of "busbw_pct" (p10-p90), the lateness grids
  * from "lateness" with "stragglers" marked, the link matrix from "links", where ranks got to
- * from "progress" and "hangs", the SDC timeline from "sdc_timeline" and "sdc". Every string
+ * from "progress" and "hangs", the SDC timeline from "sdc_timeline" and "sdc", the GPU health
+ * rows from "health" (report_html_health.c). Every string
  * that came from a dump (host, op, dtype names) is escaped for HTML and SVG. Charts carry a
  * <title>, a <desc>, an aria-label and a table of the same figures; marks a test or a reader
  * can find carry data-* attributes (data-chart, data-flagged-rank, data-slow-pair). The size
@@ -119,6 +120,7 @@ int report_html_write(const json_t *doc, FILE *o) {
   html_chart_links(o, doc);
   html_chart_progress(o, doc);
   html_chart_sdc(o, doc);
+  html_chart_health(o, doc);
   fputs("<footer><p>Drawn by collscope from the document <code>collscope report --json</code> prints; figures and "
         "definitions: docs/html-report.md.</p></footer>\n</body></html>\n",
         o);

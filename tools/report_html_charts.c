@@ -1,5 +1,6 @@
 /* tools/report_html_charts.c: the page's SVG charts of performance: bus bandwidth against
- * message size, and the lateness grids per communicator with the stragglers marked. */
+ * message size (one line per op, rank count and, with report --by-model, GPU model), and the
+ * lateness grids per communicator with the stragglers marked. */
 #include "report_html_internal.h"
 
 #include <math.h>
@@ -22,6 +23,7 @@ static const char *const viridis[NLEVELS] = {"#440154", "#481a6c", "#472f7d", "#
 
 static const json_t *pct_row(const json_t *pct, const char *op, double csize, double bucket_lo) {
   size_t i;
+  if (!op) return NULL;
   const json_t *r;
   json_array_foreach((json_t *)pct, i, r) if (!strcmp(html_jstr(r, "op"), op) && html_jnum(r, "comm_size") == csize && html_jnum(r, "bucket_lo") == bucket_lo) return r;
   return NULL;
@@ -32,27 +34,30 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
   fputs("<section id=\"busbw\" data-chart=\"busbw\"><h2>Bus bandwidth against message size</h2>", o);
   /* series: (op, comm_size) with a bus bandwidth, in the ops section's order */
   struct ser {
-    const char *op;
+    const char *op, *model; /* model: "" unless report --by-model split the rows */
     double csize;
   } sv[MAX_SERIES];
   size_t ns = 0, more = 0, i;
+  bool by_model = false; /* report --by-model: rows split by GPU model */
   double xmin = INFINITY, xmax = -INFINITY, ymax = 0;
   const json_t *r;
   json_array_foreach((json_t *)ops, i, r) {
+    by_model |= json_is_string(json_object_get(r, "gpu_model"));
     if (!html_jhas(r, "busbw_gbs") || html_jnum(r, "bytes") <= 0) continue;
-    const char *op = html_jstr(r, "op");
+    const char *op = html_jstr(r, "op"), *model = html_jstr(r, "gpu_model");
     double cs = html_jnum(r, "comm_size");
     size_t k = 0;
-    while (k < ns && !(sv[k].csize == cs && !strcmp(sv[k].op, op))) k++;
+    while (k < ns && !(sv[k].csize == cs && !strcmp(sv[k].op, op) && !strcmp(sv[k].model, model))) k++;
     if (k == ns) {
       if (ns == MAX_SERIES) {
         more++;
         continue;
       }
-      sv[ns++] = (struct ser){op, cs};
+      sv[ns++] = (struct ser){op, model, cs};
     }
     double x = log2(html_jnum(r, "bytes")), y = html_jnum(r, "busbw_gbs");
-    const json_t *p = pct_row(pct, op, cs, html_jnum(r, "bucket_lo"));
+    /* the p10-p90 band is over every rank's records: not drawn for one model's rows */
+    const json_t *p = pct_row(pct, *model ? NULL : op, cs, html_jnum(r, "bucket_lo"));
     if (p && html_jnum(p, "busbw_p90") > y) y = html_jnum(p, "busbw_p90");
     if (x < xmin) xmin = x;
     if (x > xmax) xmax = x;
@@ -95,9 +100,9 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
     size_t nb = 0;
     json_array_foreach((json_t *)ops, i, r) {
       if (nb == 128 || !html_jhas(r, "busbw_gbs") || html_jnum(r, "bytes") <= 0 || html_jnum(r, "comm_size") != sv[s].csize ||
-          strcmp(html_jstr(r, "op"), sv[s].op))
+          strcmp(html_jstr(r, "op"), sv[s].op) || strcmp(html_jstr(r, "gpu_model"), sv[s].model))
         continue;
-      const json_t *p = pct_row(pct, sv[s].op, sv[s].csize, html_jnum(r, "bucket_lo"));
+      const json_t *p = pct_row(pct, *sv[s].model ? NULL : sv[s].op, sv[s].csize, html_jnum(r, "bucket_lo"));
       bx[nb] = log2(html_jnum(r, "bytes"));
       ly[nb] = html_jnum(r, "busbw_gbs");
       lo[nb] = p ? html_jnum(p, "busbw_p10") : ly[nb];
@@ -106,6 +111,10 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
     }
     fprintf(o, "<g data-series=\"%zu\" data-op=\"", s);
     html_esc(o, sv[s].op);
+    if (*sv[s].model) {
+      fputs("\" data-gpu-model=\"", o);
+      html_esc(o, sv[s].model);
+    }
     fprintf(o, "\" data-comm-size=\"%.0f\"><polygon fill=\"%s\" fill-opacity=\"0.22\" points=\"", sv[s].csize, series[s]);
     for (size_t k = 0; k < nb; k++) fprintf(o, "%.1f,%.1f ", BX(bx[k]), BY(hi[k]));
     for (size_t k = nb; k-- > 0;) fprintf(o, "%.1f,%.1f ", BX(bx[k]), BY(lo[k]));
@@ -117,30 +126,48 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
       html_fmt_bytes(b, sizeof b, exp2(bx[k]));
       fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>", BX(bx[k]), BY(ly[k]), series[s]);
       html_esc(o, sv[s].op);
+      if (*sv[s].model) {
+        fputs(" ", o);
+        html_esc(o, sv[s].model);
+      }
       fprintf(o, " %.0f ranks, %s: busbw p50 %.3g GB/s (p10 %.3g, p90 %.3g)</title></circle>", sv[s].csize, b, ly[k],
               lo[k], hi[k]);
     }
     /* legend entry, with a dash pattern so the lines differ without colour */
+    double ly0 = T + (by_model ? 30 : 18) * (double)s; /* a model's name goes on a second line */
     fprintf(o, "<rect x=\"%g\" y=\"%g\" width=\"14\" height=\"10\" fill=\"%s\"/><text x=\"%g\" y=\"%g\">", L + PW + 20,
-            T + 8 + 18 * (double)s, series[s], L + PW + 40, T + 17 + 18 * (double)s);
+            ly0 + 8, series[s], L + PW + 40, ly0 + 17);
     html_esc_short(o, sv[s].op, 24);
-    fprintf(o, " (%.0f ranks)</text></g>", sv[s].csize);
+    fprintf(o, " (%.0f ranks)", sv[s].csize);
+    if (*sv[s].model) {
+      const char *m = sv[s].model;
+      if (!strncmp(m, "NVIDIA ", 7)) m += 7;
+      fprintf(o, "</text><text x=\"%g\" y=\"%g\">", L + PW + 40, ly0 + 29);
+      html_esc_short(o, m, 24);
+    }
+    fputs("</text></g>", o);
   }
 #undef BX
 #undef BY
   fputs("</svg>", o);
   if (more) fprintf(o, "<p>%zu more rows of other ops or rank counts are in the table only.</p>", more);
-  fputs("<details><summary>Table: bus bandwidth per op, ranks and size</summary><table><tr><th>op</th><th>ranks</th>"
-        "<th>size (B)</th><th>busbw p50 time (GB/s)</th><th>p10</th><th>p50</th><th>p90</th><th>timed</th></tr>",
+  fprintf(o, "<details><summary>Table: bus bandwidth per op, ranks and size</summary><table><tr><th>op</th><th>ranks</th>%s",
+          by_model ? "<th>GPU model</th>" : "");
+  fputs("<th>size (B)</th><th>busbw p50 time (GB/s)</th><th>p10</th><th>p50</th><th>p90</th><th>timed</th></tr>",
         o);
   size_t rows = 0;
   json_array_foreach((json_t *)ops, i, r) {
     if (!html_jhas(r, "busbw_gbs") || rows++ == MAX_TABLE_ROWS) continue;
-    const json_t *p = pct_row(pct, html_jstr(r, "op"), html_jnum(r, "comm_size"), html_jnum(r, "bucket_lo"));
+    const json_t *p = pct_row(pct, by_model ? NULL : html_jstr(r, "op"), html_jnum(r, "comm_size"), html_jnum(r, "bucket_lo"));
     fputs("<tr><td class=\"l\">", o);
     html_esc(o, html_jstr(r, "op"));
-    fprintf(o, "</td><td>%.0f</td><td>%.0f</td><td>%.3f</td>", html_jnum(r, "comm_size"), html_jnum(r, "bytes"),
-            html_jnum(r, "busbw_gbs"));
+    fprintf(o, "</td><td>%.0f</td>", html_jnum(r, "comm_size"));
+    if (by_model) {
+      fputs("<td class=\"l\">", o);
+      html_esc(o, html_jstr(r, "gpu_model"));
+      fputs("</td>", o);
+    }
+    fprintf(o, "<td>%.0f</td><td>%.3f</td>", html_jnum(r, "bytes"), html_jnum(r, "busbw_gbs"));
     if (p)
       fprintf(o, "<td>%.3f</td><td>%.3f</td><td>%.3f</td>", html_jnum(p, "busbw_p10"), html_jnum(p, "busbw_p50"), html_jnum(p, "busbw_p90"));
     else

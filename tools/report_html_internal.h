@@ -41,5 +41,6 @@ void html_chart_lateness(FILE *o, const json_t *doc);
 void html_chart_links(FILE *o, const json_t *doc);
 void html_chart_progress(FILE *o, const json_t *doc);
 void html_chart_sdc(FILE *o, const json_t *doc);
+void html_chart_health(FILE *o, const json_t *doc); /* GPU health (report_html_health.c) */
 
 #endif

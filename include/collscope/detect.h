@@ -111,6 +111,9 @@ struct cs_det_straggler {
   double peer_gap_us;             /* the other ranks' median compute gap (-1 unknown) */
   size_t first_flag_instance;     /* 1-based count of the comm's instances when first flagged */
   int64_t first_flag_seq;
+  int64_t last_flag_seq;               /* the seq of the last instance it was flagged at */
+  int64_t first_flag_ns, last_flag_ns; /* its op's end_ns in those two instances (its own clock;
+                                          0 for kind link with rank -1) */
 };
 
 struct cs_det_hang {

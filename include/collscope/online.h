@@ -76,7 +76,9 @@ struct cs_online_straggler { /* a rank that flagged itself (detector rules of de
   const char *host;
   double share_last, lateness_us, median_dur_us;
   size_t instances;
-  int kind; /* enum cs_det_kind from the compute gaps */
+  int kind;       /* enum cs_det_kind from the compute gaps */
+  unsigned cause; /* what its own health samples showed as it reported: CS_HEALTH_F_* bits of
+                     include/collscope/record.h (power, thermal, hw slowdown, NVLink, PCIe), 0 none */
 };
 
 struct cs_online_sdc_finding {
@@ -116,6 +118,9 @@ void cs_online_rank_feed_sdc(struct cs_online_rank *st, const struct cs_online_s
 uint64_t cs_online_rank_lost(const struct cs_online_rank *st);
 /* records this rank lost elsewhere (feed, harvest), carried in its next contribution */
 void cs_online_rank_set_drops(struct cs_online_rank *st, uint64_t drops);
+/* What this rank's own health samples show now (CS_HEALTH_F_* bits, at most 8 bits): sent
+ * with its straggler report, in the report's kind word (the exchange's size is unchanged). */
+void cs_online_rank_set_cause(struct cs_online_rank *st, unsigned cause);
 
 /* One exchange (1-based number, the same on every rank) is a sequence of rounds:
  *   round = 0; do { pack(st, exchange, round, &w); all-reduce w; } while (unpack(...) > 0, round++)

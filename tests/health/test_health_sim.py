@@ -4,9 +4,11 @@
 GPU and network health end to end: 8 ranks of dp_train on 4 simulated hosts (collscope run
 --sim, the shim preloaded, the simulated libnvidia-ml.so.1 and sysfs trees), health faults
 from COLLSCOPE_SIM_FAULTS / COLLSCOPE_SIM_GPU_MODEL, then `collscope report` (JSON and text).
-Cases: throttle, model, nvlink, ecc_xid, ib, clean, nvml_absent, nvml_fail (nvmlInit_v2 fails),
-nvml_all_fail (every device function fails), field_fail (one function fails)."""
-import argparse, glob, json, os, shutil, subprocess, tempfile
+Cases: throttle, throttle_span (causes from the flagged span's samples), online (the online
+exchange's log line names the cause), model (also report --by-model), nvlink, ecc_xid, ib, clean,
+nvml_absent, nvml_fail (nvmlInit_v2 fails), nvml_all_fail (every device function fails),
+field_fail (one function fails), demo (collscope demo's health step)."""
+import argparse, glob, html.parser, json, os, shutil, subprocess, tempfile
 
 HOSTS = "simhost[1-4]"
 HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
@@ -55,6 +57,29 @@ def top_flags(cli, shm):
     return {x["rank"]: x["flags"] for x in json.loads(p.stdout)["processes"]}
 
 
+class DataAttrs(html.parser.HTMLParser):
+    """Every element's data-* attributes of an HTML page (report --html), as a list of dicts."""
+
+    def __init__(self):
+        super().__init__()
+        self.els = []
+
+    def handle_starttag(self, tag, attrs):
+        d = {k: v for k, v in attrs if k.startswith("data-")}
+        if d:
+            self.els.append(d)
+
+
+def html_attrs(cli, d, *extra):
+    out = os.path.join(d, "page.html")
+    p = subprocess.run([cli, "report", d, "--html", "-o", out] + list(extra), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    parser = DataAttrs()
+    parser.feed(open(out).read())
+    return parser.els
+
+
 def case_throttle(cli, apps, tmp):
     p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150", env_extra={"COLLSCOPE_KEEP_SHM": "1"})
     assert p.returncode == 0, p.stdout[-3000:]
@@ -72,6 +97,54 @@ def case_throttle(cli, apps, tmp):
     print(fl)
     assert len(fl) == 8 and all(("THROTTLED:POWER" in f) == (k == 5) for k, f in fl.items()), fl
     assert not any(x in f for f in fl.values() for x in ("NVLINK", "ECC", "XID", "IB", "THERMAL")), fl
+    # report --html: the health chart's row of rank 5 has power-capped slices, no other row has any
+    rows = {int(e["data-rank"]): int(e["data-power_cap"]) for e in html_attrs(cli, d) if "data-power_cap" in e}
+    print(rows)
+    assert sorted(rows) == list(range(8)) and rows[5] > 0 and all(v == 0 for k, v in rows.items() if k != 5), rows
+
+
+def case_throttle_span(cli, apps, tmp):
+    # rank 5 is power capped early (no slowdown: pct=0) and slowed by heat late: the causes come
+    # from the samples of the span it was flagged, so the early power cap is no cause
+    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=0,until=75;"
+                   "throttle:rank=5,reason=thermal,pct=150,seq=120", steps=60)
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1), json.dumps(health_rank(r, 5)["throttle_share"]))
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    assert [x["rank"] for x in s] == [5], r["stragglers"]
+    assert s[0]["first_flag_seq"] >= 120, s
+    assert causes(r, 5) == {"thermal"}, s
+    share = health_rank(r, 5)["throttle_share"]   # over the whole job both reasons show
+    assert share["power_cap"] >= 0.25 and share["thermal"] > 0, share
+    assert straggler_line(txt, 5)[0].split()[-1] == "thermal"
+
+
+def case_online(cli, apps, tmp):
+    # the online exchange: rank 0 logs the straggler during the run, with the cause its own
+    # health samples show (sent in its report)
+    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150", steps=60,
+                   env_extra={"COLLSCOPE_ONLINE_EVERY": "16", "COLLSCOPE_LOG": "warn"})
+    assert p.returncode == 0, p.stdout[-3000:]
+    st = [l for l in p.stdout.splitlines() if "online: straggler" in l]
+    print("\n".join(st))
+    assert st and all("straggler rank 5 (simhost3)" in l for l in st), p.stdout[-3000:]
+    assert all(l.endswith("cause=power_cap") for l in st), st
+
+
+def case_demo(cli, apps, tmp):
+    # collscope demo's health step: the A100 host's ranks are explained by their GPU model,
+    # rank 1 by its power cap
+    p = subprocess.run([cli, "demo", "--steps", "2", "--keep", os.path.join(tmp, "demo")], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout[-3000:]
+    sec = p.stdout.split("collscope demo: GPU health")[1].split("collscope demo: topology")[0]
+    print(sec)
+    lines = [l.strip() for l in sec.splitlines() if l.strip().startswith("rank ")]
+    assert any(l.startswith("rank 1 (simhost1): power_cap:") for l in lines), lines
+    model = [l for l in lines if l.startswith(("rank 6 (simhost4)", "rank 7 (simhost4)"))]
+    assert model and all(": gpu_model: NVIDIA A100" in l for l in model), lines
+    assert len(lines) == 1 + len(model), lines
 
 
 def case_model(cli, apps, tmp):
@@ -88,6 +161,30 @@ def case_model(cli, apps, tmp):
     assert health_rank(r, 6)["gpu_name"] == "NVIDIA A100-SXM4-80GB"
     assert health_rank(r, 0)["gpu_name"] == "NVIDIA H100 80GB HBM3"
     assert "gpu_model" in straggler_line(txt, s[0]["rank"])[0]
+    # report --by-model: the ranks and ops tables split by the dump headers' GPU model
+    p = subprocess.run([cli, "report", d, "--json", "--by-model"], stdout=subprocess.PIPE, text=True)
+    bm = json.loads(p.stdout)
+    a100, h100 = "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"
+    assert [(x["rank"], x["gpu_model"]) for x in bm["ranks"]] == [(6, a100), (7, a100)] + [(k, h100) for k in range(6)]
+    rows = {}
+    for x in bm["ops"]:
+        rows.setdefault((x["op"], x["bucket_lo"]), {})[x["gpu_model"]] = x
+    whole = {(x["op"], x["bucket_lo"]): x for x in r["ops"]}
+    assert set(rows) == set(whole) and all(set(v) == {a100, h100} for v in rows.values()), rows
+    for key, v in rows.items():
+        assert v[a100]["count"] * 3 == v[h100]["count"] and v[a100]["count"] + v[h100]["count"] == whole[key]["count"]
+        # one communicator over both models: the A100 ranks arrive last, so their own collective
+        # time is the undisturbed one and the H100 ranks' holds the wait for them
+        print(key, v[a100]["busbw_gbs"], v[h100]["busbw_gbs"])
+        assert v[a100]["time_us"]["p50"] * 1.5 < v[h100]["time_us"]["p50"], v
+    t = subprocess.run([cli, "report", d, "--by-model"], stdout=subprocess.PIPE, text=True).stdout
+    assert "# gpu %s: 2 ranks" % a100 in t and "# gpu %s: 6 ranks" % h100 in t, t
+    ops_text = t.split("# Operations")[1].split("\n# Ranks")[0]
+    assert sum(1 for l in ops_text.splitlines() if l.endswith(a100)) == len(rows), ops_text
+    # report --html --by-model: one bus bandwidth line per GPU model
+    series = {e.get("data-gpu-model") for e in html_attrs(cli, d, "--by-model") if "data-series" in e}
+    assert series == {a100, h100}, series
+    assert not any("data-gpu-model" in e for e in html_attrs(cli, d)), "a model series without --by-model"
 
 
 def case_nvlink(cli, apps, tmp):

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "collscope/online.h"
+#include "collscope/record.h"
 #include "collscope/schema.h"
 #include "online_model.h"
 
@@ -43,6 +44,9 @@ static void test_straggler_flagged_once(void **state) {
   g.late_us = 400;
   struct model *m = model_new(N, NULL, model_gen_feed, &g);
   assert_non_null(m);
+  /* what each rank's own health samples show: the straggler's travels with its report */
+  cs_online_rank_set_cause(m->st[5], CS_HEALTH_F_POWER | CS_HEALTH_F_NVLINK);
+  cs_online_rank_set_cause(m->st[2], CS_HEALTH_F_THERMAL);
   size_t flagged = 0;
   for (uint32_t x = 1; x <= 8; x++) {
     assert_int_equal(model_exchange(m, x), 0);
@@ -56,6 +60,7 @@ static void test_straggler_flagged_once(void **state) {
       assert_int_equal(f->stragglers[i].kind, CS_DET_COMPUTE); /* its gap is longer by the lateness */
       assert_true(f->stragglers[i].lateness_us > 300 && f->stragglers[i].lateness_us < 500);
       assert_true(f->stragglers[i].share_last > 0.9);
+      assert_int_equal(f->stragglers[i].cause, CS_HEALTH_F_POWER | CS_HEALTH_F_NVLINK);
       flagged++;
     }
   }

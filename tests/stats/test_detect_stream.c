@@ -118,7 +118,8 @@ static void stream_equals_batch(void **state) {
     assert_true(a->share_last == b->share_last && a->lateness_us == b->lateness_us && a->offset_us == b->offset_us &&
                 a->later_share == b->later_share && a->median_dur_us == b->median_dur_us && a->gap_us == b->gap_us &&
                 a->peer_gap_us == b->peer_gap_us && a->first_flag_instance == b->first_flag_instance &&
-                a->first_flag_seq == b->first_flag_seq);
+                a->first_flag_seq == b->first_flag_seq && a->last_flag_seq == b->last_flag_seq &&
+                a->first_flag_ns == b->first_flag_ns && a->last_flag_ns == b->last_flag_ns);
   }
   assert_int_equal(str.nranks, batch.nranks);
   for (size_t i = 0; i < batch.nranks; i++) {

@@ -30,7 +30,8 @@ struct report_agg;
 /* ops: one row per (op, communicator size, size bucket) */
 struct op_row {
   const char *op_name;
-  int op; /* enum cs_op or -1 */
+  const char *model; /* --by-model: the ranks' GPU model, else NULL */
+  int op;            /* enum cs_op or -1 */
   int comm_size;
   int bucket; /* -1 for bytes == 0 */
   uint64_t bucket_lo, bucket_hi, bytes, bytes_min, bytes_max;
@@ -109,6 +110,7 @@ struct report {
   /* shared inputs, set before any section builds */
   const struct cs_dumpset *set;
   const char *op_filter;        /* canonical name or NULL */
+  bool by_model;                /* --by-model: the ranks and ops tables split by GPU model */
   struct report_agg *agg;       /* the op figures gathered while the dumps streamed; NULL: read set's ops */
   struct report_health *health; /* GPU and IB health samples (section_health.c, tools/report_health.c) */
   struct cs_det_result det;     /* stragglers and hangs (stats/detect.c) */

@@ -2,6 +2,7 @@
  * (op, communicator size, message-size bucket) with nearest-rank percentiles of the GPU
  * time, algbw and busbw (definitions: tools/cmd_report.c). Rows come from the figures
  * gathered while the dumps streamed (tools/report_agg.c). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "collscope/schema.h"
@@ -17,6 +18,7 @@ static void build_ops(struct report *r) {
     struct agg_row *ar = &a->rows[i];
     struct op_row *row = &r->rows[r->nrows++];
     row->op_name = ar->op_name;
+    row->model = ar->model;
     row->op = ar->op;
     row->comm_size = ar->comm_size;
     row->bucket = ar->bucket;
@@ -43,22 +45,25 @@ static void build_ops(struct report *r) {
 static void text_ops(const struct report *r, FILE *o) {
   fprintf(o, "\n# Operations: per-rank records; time from GPU events (nearest-rank percentiles);\n"
              "# algbw = size / p50 time, busbw = algbw x nccl-tests factor for nranks\n");
-  fprintf(o, "# %13s %6s %12s %12s %7s %7s %10s %10s %10s %11s %11s\n", "op", "nranks", "size(B)",
+  fprintf(o, "# %13s %6s %12s %12s %7s %7s %10s %10s %10s %11s %11s%s\n", "op", "nranks", "size(B)",
           "bucket_lo", "count", "timed", "p50(us)", "p99(us)", "max(us)", "algbw(GB/s)",
-          "busbw(GB/s)");
-  char b[128];
+          "busbw(GB/s)", r->by_model ? "  gpu (the records of its ranks)" : "");
+  char b[128], g[128];
   for (size_t i = 0; i < r->nrows; i++) {
     const struct op_row *w = &r->rows[i];
     fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu", cs_text_safe(w->op_name, b, sizeof b), w->comm_size,
             (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed);
+    char gb[128];
+    g[0] = 0;
+    if (r->by_model) snprintf(g, sizeof g, "  %s", cs_text_safe(w->model ? w->model : "unknown", gb, sizeof gb));
     if (w->timed)
       fprintf(o, " %10.2f %10.2f %10.2f", w->p50, w->p99, w->max);
     else
       fprintf(o, " %10s %10s %10s", "-", "-", "-");
     if (w->timed && w->p50 > 0)
-      fprintf(o, " %11.2f %11.2f\n", w->algbw, w->busbw);
+      fprintf(o, " %11.2f %11.2f%s\n", w->algbw, w->busbw, g);
     else
-      fprintf(o, " %11s %11s\n", "-", "-");
+      fprintf(o, " %11s %11s%s\n", "-", "-", g);
   }
   if (!r->nrows) fprintf(o, "  (no op records)\n");
 }
@@ -70,6 +75,7 @@ static json_t *json_ops(const struct report *r) {
     json_t *o = json_object();
     json_object_set_new(o, "op", json_string(w->op_name));
     json_object_set_new(o, "comm_size", json_integer(w->comm_size));
+    if (r->by_model) json_object_set_new(o, "gpu_model", json_string(w->model ? w->model : "unknown"));
     json_object_set_new(o, "bucket_lo", jbytes(w->bucket_lo));
     json_object_set_new(o, "bucket_hi", jbytes(w->bucket_hi));
     json_object_set_new(o, "bytes", jbytes(w->bytes));

@@ -1,11 +1,36 @@
 /* tools/report/section_ranks.c: the report's "ranks" section: one row per dump file (rank,
- * host, pid, records, GPU time, bytes, drops, lost records and how the process exited). */
+ * host, pid, records, GPU time, bytes, drops, lost records and how the process exited); with
+ * --by-model grouped by the GPU model of the dump header, each group with its GPU time. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
 #include "report_agg.h"
 #include "xalloc.h"
+
+static const char *model_of(const struct cs_dumpfile *f) {
+  return f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : "unknown";
+}
+/* --by-model: rows grouped by model (name order), the dump set's order within a model */
+static int cmp_by_model(const void *pa, const void *pb) {
+  const struct rank_row *a = pa, *b = pb;
+  int c = strcmp(model_of(a->f), model_of(b->f));
+  return c ? c : a->f < b->f ? -1
+                             : a->f > b->f;
+}
+static int cmp_dbl(const void *pa, const void *pb) {
+  double a = *(const double *)pa, b = *(const double *)pb;
+  return a < b ? -1 : a > b;
+}
+/* the median GPU time of the ranks of rows [i, j) */
+static double median_gpu_ms(const struct rank_row *rows, size_t i, size_t j) {
+  double *v = xcalloc(j - i + 1, sizeof *v);
+  for (size_t k = i; k < j; k++) v[k - i] = rows[k].gpu_ms;
+  qsort(v, j - i, sizeof *v, cmp_dbl);
+  double m = j > i ? v[(j - i - 1) / 2] : 0;
+  free(v);
+  return m;
+}
 
 static void build_ranks(struct report *r) {
   struct report_agg *a = r->agg;
@@ -26,6 +51,7 @@ static void build_ranks(struct report *r) {
     rr->drops = cs_dumpfile_drops(f);
     rr->lost = f->lost;
   }
+  if (r->by_model && r->nranks) qsort(r->ranks, r->nranks, sizeof *r->ranks, cmp_by_model);
 }
 
 static int host_width(const struct report *r) {
@@ -50,6 +76,12 @@ static void text_ranks(const struct report *r, FILE *o) {
   char b[128];
   for (size_t i = 0; i < r->nranks; i++) {
     const struct rank_row *w = &r->ranks[i];
+    if (r->by_model && (i == 0 || strcmp(model_of(w->f), model_of(r->ranks[i - 1].f)))) {
+      size_t j = i;
+      while (j < r->nranks && !strcmp(model_of(r->ranks[j].f), model_of(w->f))) j++;
+      fprintf(o, "# gpu %s: %zu rank%s, median gpu_time %.3f ms\n", cs_text_safe(model_of(w->f), b, sizeof b), j - i,
+              j - i == 1 ? "" : "s", median_gpu_ms(r->ranks, i, j));
+    }
     char rank[16];
     if (w->f->hdr.rank >= 0)
       snprintf(rank, sizeof rank, "%d", w->f->hdr.rank);
@@ -77,6 +109,7 @@ static json_t *json_ranks(const struct report *r) {
     json_object_set_new(o, "rank", json_integer(w->f->hdr.rank));
     json_object_set_new(o, "step", w->f->hdr.step >= 0 ? json_integer(w->f->hdr.step) : json_null());
     json_object_set_new(o, "host", json_string(w->f->hdr.host));
+    if (r->by_model) json_object_set_new(o, "gpu_model", json_string(model_of(w->f)));
     json_object_set_new(o, "pid", json_integer(w->f->hdr.pid));
     json_object_set_new(o, "file", json_string(w->f->name));
     json_object_set_new(o, "records", jcount(w->ops + w->xfers));

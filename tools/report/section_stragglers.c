@@ -95,6 +95,7 @@ json_t *cli_json_stragglers(const struct cs_det_result *det) {
     json_object_set_new(o, "window_instances", jcount(s->window_instances));
     json_object_set_new(o, "first_flag_instance", jcount(s->first_flag_instance));
     json_object_set_new(o, "first_flag_seq", json_integer(s->first_flag_seq));
+    json_object_set_new(o, "last_flag_seq", json_integer(s->last_flag_seq));
     json_object_set_new(o, "kind", json_string(cs_det_kind_name(s->kind)));
     json_array_append_new(a, o);
   }

@@ -123,7 +123,7 @@ static void work_join(void *arg) {
   while (!atomic_load(&w->finished)) sn_wait(&w->finished, 0);
 }
 
-static int slow_us(struct ncclComm *c) {
+static int slow_us(struct ncclComm *c, long long seq) {
   unsigned us = 0, med = 0;
   int have_med = 0;
   for (int i = 0; i < sn_nfaults; i++) {
@@ -133,7 +133,7 @@ static int slow_us(struct ncclComm *c) {
     if (!have_med) { med = dur_median_us(c); have_med = 1; }
     us += (unsigned)((double)med * (double)f->elem / 100000.0 + 0.5);
   }
-  double hp = sh_slow_pct(c->fault_rank, simcuda_hostname());   /* tests/sim/nvml/simhealth.h */
+  double hp = sh_slow_pct_at(c->fault_rank, simcuda_hostname(), seq);   /* tests/sim/nvml/simhealth.h */
   if (hp > 0) {
     if (!have_med) med = dur_median_us(c);
     us += (unsigned)((double)med * hp / 100.0 + 0.5);
@@ -177,7 +177,7 @@ static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops)
     if (simcuda_enqueue((CUstream)ops[i].stream, work_join, w, work_unref) != CUDA_SUCCESS) work_unref(w);
   }
   work_unref(w);   /* ops and w may be freed from here on */
-  int us = slow_us(c);
+  int us = slow_us(c, (long long)last_seq);
   if (us > 0) {
     simcuda_stream_stall_after(stream0, (unsigned)us);
     if (has_pct_fault(c)) {   /* where the slowdown starts (NCCL_DEBUG=INFO) */

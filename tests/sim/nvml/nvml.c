@@ -181,7 +181,8 @@ NV_API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned i
 static int throttled(const struct nvmlDevice_st *d, int reason) {
   for (int i = 0; i < sh_nfaults; i++)
     if (sh_faults[i].kind == SH_THROTTLE && sh_faults[i].rank == rank_of(d) &&
-        (reason < 0 || sh_faults[i].reason == reason)) return 1;
+        (reason < 0 || sh_faults[i].reason == reason) && sh_throttle_active(&sh_faults[i], simcuda_last_seq(d->index)))
+      return 1;
   return 0;
 }
 static unsigned long long reasons(const struct nvmlDevice_st *d) {

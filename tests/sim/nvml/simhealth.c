@@ -42,7 +42,7 @@ static int parse_entry(char *ent, struct sh_fault *f, const char **why) {
   if (!sh_is_health_kind(ent, (size_t)(colon - ent))) return 1;
   *colon = 0;
   memset(f, 0, sizeof *f);
-  f->rank = -1; f->seq = -1; f->port = 1; f->link = -1; f->reason = -1; f->code = -1;
+  f->rank = -1; f->seq = -1; f->until = -1; f->port = 1; f->link = -1; f->reason = -1; f->code = -1;
   for (int i = 0; i < 6; i++) if (!strcmp(ent, kinds[i])) f->kind = (enum sh_kind)i;
   char *save = NULL;
   for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -54,6 +54,7 @@ static int parse_entry(char *ent, struct sh_fault *f, const char **why) {
     int isnum = num(v, &x);
     if (!strcmp(k, "rank") && isnum && x < 1000000) f->rank = (int)x;
     else if (!strcmp(k, "seq") && isnum) f->seq = x;
+    else if (!strcmp(k, "until") && isnum) f->until = x;
     else if (!strcmp(k, "host") && strlen(v) < sizeof f->host) strcpy(f->host, v);
     else if (!strcmp(k, "dev") && strlen(v) < sizeof f->dev) strcpy(f->dev, v);
     else if (!strcmp(k, "port") && isnum && x > 0 && x < 256) f->port = (int)x;
@@ -66,7 +67,7 @@ static int parse_entry(char *ent, struct sh_fault *f, const char **why) {
     else if (!strcmp(k, "pct")) {
       char *end;
       f->pct = strtod(v, &end);
-      if (*end || !(f->pct > 0 && f->pct <= 1000)) { *why = "pct: expected 0 < P <= 1000"; return -1; }
+      if (*end || !(f->pct >= 0 && f->pct <= 1000)) { *why = "pct: expected 0 <= P <= 1000"; return -1; }
     }
     else if (!strcmp(k, "corrected") && isnum) f->corrected = x;
     else if (!strcmp(k, "uncorrected") && isnum) f->uncorrected = x;
@@ -80,7 +81,10 @@ static int parse_entry(char *ent, struct sh_fault *f, const char **why) {
     else { *why = "bad key or value"; return -1; }
   }
   switch (f->kind) {
-  case SH_THROTTLE: if (f->rank < 0 || f->reason < 0) { *why = "throttle needs rank and reason"; return -1; } break;
+  case SH_THROTTLE:
+    if (f->rank < 0 || f->reason < 0) { *why = "throttle needs rank and reason"; return -1; }
+    if (f->until >= 0 && f->until <= f->seq) { *why = "throttle: until must be after seq"; return -1; }
+    break;
   case SH_ECC: case SH_REMAP: if (f->rank < 0) { *why = "needs rank"; return -1; } break;
   case SH_XID: if (f->rank < 0 || f->code < 0 || f->seq < 0) { *why = "xid needs rank, code and seq"; return -1; } break;
   case SH_NVLINK: if (f->rank < 0 || f->link < 0) { *why = "nvlink needs rank and link"; return -1; } break;
@@ -173,15 +177,22 @@ int sh_any_slow(void) {
   return 0;
 }
 
-double sh_slow_pct(int rank, const char *host) {
+int sh_throttle_active(const struct sh_fault *f, long long seq) {
+  return f->kind == SH_THROTTLE && (f->seq < 0 || seq >= f->seq) && (f->until < 0 || seq < f->until);
+}
+
+static double slow_pct(int rank, const char *host, int any, long long seq) {
   sh_init();
   double pct = 0, speed = 1;
   for (int i = 0; i < sh_nfaults; i++)
-    if (sh_faults[i].kind == SH_THROTTLE && sh_faults[i].rank == rank) pct += sh_faults[i].pct;
+    if (sh_faults[i].kind == SH_THROTTLE && sh_faults[i].rank == rank && (any || sh_throttle_active(&sh_faults[i], seq)))
+      pct += sh_faults[i].pct;
   sh_gpu_model(host, &speed);
   if (speed < 1) pct += (1.0 / speed - 1.0) * 100.0;
   return pct;
 }
+double sh_slow_pct(int rank, const char *host) { return slow_pct(rank, host, 1, -1); }
+double sh_slow_pct_at(int rank, const char *host, long long seq) { return slow_pct(rank, host, 0, seq); }
 
 long long sh_ramp(long long n, double elapsed_ms) {
   sh_init();

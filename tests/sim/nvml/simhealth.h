@@ -15,7 +15,8 @@ struct sh_fault {
   int rank;                  /* -1: not given */
   char host[64], dev[32];    /* ib */
   int port, link, reason, code, pending;
-  long long seq;             /* -1: no seq (counters ramp over the job) */
+  long long seq;             /* -1: no seq (counters ramp over the job; a throttle from the start) */
+  long long until;           /* throttle: ends once the rank ran collective `until` (-1: never) */
   double pct;
   long long corrected, uncorrected, crc, replay, recovery;
   long long symbol_error, link_downed, xmit_wait, cnp;
@@ -30,8 +31,14 @@ extern int sh_nfaults;
  * speed 1.0 (a slower model has speed < 1: its collectives take 1/speed as long). */
 const char *sh_gpu_model(const char *host, double *speed);
 
-/* Extra work of rank's collectives on host, in percent: throttle pct plus (1/speed - 1). */
+/* Extra work of rank's collectives on host, in percent: throttle pct plus (1/speed - 1);
+ * every throttle fault of the rank counts, whatever its seq window. */
 double sh_slow_pct(int rank, const char *host);
+/* The same once the rank ran collective seq: only the throttles active then. */
+double sh_slow_pct_at(int rank, const char *host, long long seq);
+/* Is throttle fault f active once its device ran collective seq (-1: none yet)? A throttle
+ * with `seq=S` starts at collective S, one with `until=E` ends at collective E. */
+int sh_throttle_active(const struct sh_fault *f, long long seq);
 
 /* Any throttle fault or GPU model given (collective durations must be measured)? */
 int sh_any_slow(void);
