@@ -24,6 +24,10 @@ struct cs_config {
   bool timing;          /* COLLSCOPE_TIMING != off */
   int timing_mode;      /* COLLSCOPE_TIMING: CS_TMODE_* (shim/profiler.c) */
   unsigned prof_probes; /* COLLSCOPE_PROFILER_PROBES: auto mode's probation length (ops) */
+  /* COLLSCOPE_EVENT_SAMPLE=N, COLLSCOPE_EVENT_SAMPLE_BYTES=B (hooks/timing.c): on the CUDA-event
+   * path a collective of fewer than B bytes gets events only when seq & (N - 1) == 0 */
+  uint64_t event_sample_bytes;
+  uint64_t event_sample_mask; /* N - 1, N a power of two */
   int log_level;        /* COLLSCOPE_LOG: quiet|warn|info|debug */
   char dir[4096];       /* COLLSCOPE_DIR or ./collscope-<job> */
   char job[256];
