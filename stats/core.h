@@ -25,11 +25,12 @@ struct cs_config {
   int timing_mode;      /* COLLSCOPE_TIMING: CS_TMODE_* (shim/profiler.c) */
   unsigned prof_probes; /* COLLSCOPE_PROFILER_PROBES: auto mode's probation length (ops) */
   /* COLLSCOPE_EVENT_SAMPLE=N, COLLSCOPE_EVENT_SAMPLE_BYTES=B (hooks/timing.c): on the CUDA-event
-   * path a collective of fewer than B bytes gets events only when seq & (N - 1) == 0 */
+   * path a collective of fewer than B bytes gets events only when seq & mask == 0, where
+   * mask = N - 1 (N a power of two); B is 0 when timing is off */
   uint64_t event_sample_bytes;
-  uint64_t event_sample_mask; /* N - 1, N a power of two */
-  int log_level;        /* COLLSCOPE_LOG: quiet|warn|info|debug */
-  char dir[4096];       /* COLLSCOPE_DIR or ./collscope-<job> */
+  uint64_t event_sample_mask;
+  int log_level;  /* COLLSCOPE_LOG: quiet|warn|info|debug */
+  char dir[4096]; /* COLLSCOPE_DIR or ./collscope-<job> */
   char job[256];
   char host[256];
   int rank; /* global rank or -1 */

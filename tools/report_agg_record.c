@@ -75,8 +75,8 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   bool counts = !filter || strcmp(o->op_name, filter) == 0;
   W->matched |= filter && counts;
   bool err = is_error(o);
-  int state = err                                     ? CS_DET_FAILED
-              : o->timing == CSD_TIMING_GPU_EVENT     ? CS_DET_DONE
+  int state = err                                   ? CS_DET_FAILED
+              : o->timing == CSD_TIMING_GPU_EVENT   ? CS_DET_DONE
               : o->timing == CSD_TIMING_SAMPLED_OUT ? CS_DET_ENTERED
                                                     : CS_DET_UNTIMED;
   double gap = -1; /* this process's compute gap: start - its previous timed op's end */
