@@ -145,6 +145,26 @@ def case_hang(cli, apps, tmp):
     assert len(t["hangs"]) == 1 and t["hangs"][0]["seq"] == 10, t["hangs"]
 
 
+def case_hang_sampled(cli, apps, tmp):
+    # the hang at a sampled-out instance: events on every 2nd small instance, rank 5's stream
+    # blocks at seq 9 (sampled out); the shims see their timed seq 10 (enqueued in the same
+    # step) pending and report it; the report, reading seq 9's records as entered (not known
+    # to be complete), places the hang at 9
+    p, d, shm = run_job(cli, apps, tmp, "hang:rank=5,seq=9", steps=20, kill_after=6,
+                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2", "COLLSCOPE_TIMING": "events",
+                                   "COLLSCOPE_EVENT_SAMPLE": "2"})
+    assert [l for l in p.stdout.splitlines() if "hang: AllReduce seq 10" in l], p.stdout[-2000:]
+    r = report(cli, d)
+    print(json.dumps(r["hangs"], indent=1))
+    assert r["summary"]["sampled_out"] > 0, r["summary"]
+    assert len(r["hangs"]) == 1, r["hangs"]
+    h = r["hangs"][0]
+    assert h["reached"] == 8 and h["seq"] == 9, h
+    assert sorted(h["stuck_ranks"]) == list(range(8)) and h["missing_ranks"] == [], h
+    t = top(cli, shm)
+    assert len(t["hangs"]) == 1 and t["hangs"][0]["seq"] == 9, t["hangs"]
+
+
 def case_missing(cli, apps, tmp):
     # rank 5's call of seq 10 fails, so it never enters it; the others hang in it
     p, d, shm = run_job(cli, apps, tmp, "fail:rank=5,seq=10,code=SystemError", steps=20, kill_after=6,
