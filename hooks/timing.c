@@ -1,7 +1,8 @@
 /* hooks/timing.c: GPU timing of intercepted calls (see timing.h). The hot path pops a
  * pair of pre-created events from a lock-free per-context pool (one queue operation) and
  * records them on the caller's stream, or leaves an op to NCCL's profiler plugin (the
- * timing plugin the shim hands over); the harvest thread reads them later
+ * timing plugin the shim hands over), or, for a small collective outside the event sample
+ * (COLLSCOPE_EVENT_SAMPLE), records none; the harvest thread reads them later
  * (cs_timing_harvest). No syscall, lock or sync here. */
 #include "timing.h"
 #include "cuda_driver.h"
