@@ -49,7 +49,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="collscope-insn-") as tmp:
         base = {"COLLSCOPE_LIBCUDA": cuda, "COLLSCOPE_DIR": os.path.join(tmp, "dump")}
         bare = count(valgrind, driver, base, tmp, "bare")
-        on = count(valgrind, driver, dict(base, LD_PRELOAD=shim), tmp, "on")
+        # every op timed (COLLSCOPE_EVENT_SAMPLE=1): the full event path, not its sampled average
+        on = count(valgrind, driver, dict(base, LD_PRELOAD=shim, COLLSCOPE_EVENT_SAMPLE="1"), tmp, "on")
         off = count(valgrind, driver, dict(base, LD_PRELOAD=shim, COLLSCOPE_DISABLE="1"), tmp, "off")
     n = CALLS * BATCHES
     # added instructions per call from the integer totals (exact at n calls)

@@ -173,6 +173,13 @@ void cs_online_comm_created(void *comm, struct cs_comm *info) {
   cs_on.n = info->size;
   cs_on.every = cs_cfg.online_every;
   cs_on.stride = cs_on.every / 16 ? cs_on.every / 16 : 1;
+  /* rounded up to a multiple of the CUDA-event sample N (hooks/timing.c) when that at most
+   * doubles it: then each fed instance is timed on the event path, small ones too (a
+   * shorter stride keeps its value: small instances fed are those whose seq is a multiple
+   * of both, the same on every rank) */
+  uint64_t sample = cs_cfg.event_sample_mask + 1;
+  if (cs_cfg.event_sample_bytes && sample > 1 && sample <= (1u << 16) && 2 * (uint64_t)cs_on.stride >= sample)
+    cs_on.stride = (unsigned)((cs_on.stride + sample - 1) / sample * sample);
   cs_on.ctx = ctx;
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   cfg.blocking = 0;

@@ -1,7 +1,8 @@
 /* hooks/timing.c: GPU timing of intercepted calls (see timing.h). The hot path pops a
  * pair of pre-created events from a lock-free per-context pool (one queue operation) and
  * records them on the caller's stream, or leaves an op to NCCL's profiler plugin (the
- * timing plugin the shim hands over); the harvest thread reads them later
+ * timing plugin the shim hands over), or, for a small collective outside the event sample
+ * (COLLSCOPE_EVENT_SAMPLE), records none; the harvest thread reads them later
  * (cs_timing_harvest). No syscall, lock or sync here. */
 #include "timing.h"
 #include "cuda_driver.h"
@@ -286,7 +287,17 @@ struct cs_comm *cs_op_start(struct cs_record *r, void *comm) {
       r->prof_want = 1;
       return c;
     }
-    if (pc == CS_PROF_PROBE) r->prof_want = r->prof_probe = 1; /* both: events and the plugin */
+    if (pc == CS_PROF_PROBE) {
+      r->prof_want = r->prof_probe = 1; /* both: events and the plugin */
+    } else if (CS_UNLIKELY(r->bytes < cs_cfg.event_sample_bytes) && (r->seq & cs_cfg.event_sample_mask) &&
+               r->seq != UINT64_MAX && cs_drv.loaded) {
+      /* CUDA events only: a small collective outside the event sample (the same seqs on every
+       * rank of the communicator) keeps its enqueue time and no events. No driver call here,
+       * so a capturing stream's op is sampled_out too, not captured (docs/timing.md). */
+      r->enqueue_ns = cs_now_ns(CLOCK_REALTIME);
+      r->timing = CS_TIMING_SAMPLED_OUT;
+      return c;
+    }
     cs_timed_begin(r, stream);
   }
   return c;

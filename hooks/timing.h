@@ -18,7 +18,9 @@ void cs_timed_stream_end(struct cs_record *r, void *stream, bool ok);
 /* NCCL op wrapper helpers, in this order around the real call:
  *  cs_op_begin    (cs_op_fill, then cs_op_start)
  *                 fill the record from the call's arguments, take the communicator's next
- *                 seq (tentatively) and, outside a group, record the start event; returns
+ *                 seq (tentatively) and, outside a group, record the start event (unless
+ *                 the op is left to the profiler plugin, or is a small collective whose
+ *                 seq is outside the event sample: timing sampled_out); returns
  *                 the communicator's entry (NULL when unknown), for cs_op_returned;
  *  cs_op_returned the call returned `status`: a call NCCL rejected (neither ncclSuccess nor
  *                 ncclInProgress) gives its seq back and keeps seq UINT64_MAX (it is no

@@ -108,6 +108,13 @@ static int parse_log_level(const char *v) {
 
 static int parse_timing(const char *v) { return cs_timing_mode_parse(v); }
 
+/* COLLSCOPE_EVENT_SAMPLE: a power of two (the hot path masks the seq with N - 1) */
+static int parse_pow2(const char *v) {
+  long n;
+  if (!parse_long(v, 1, 1L << 16, &n) || (n & (n - 1))) return -1;
+  return (int)n;
+}
+
 static int parse_sdc_action(const char *v) {
   if (!strcmp(v, "log")) return CS_SDC_ACTION_LOG;
   if (!strcmp(v, "abort")) return CS_SDC_ACTION_ABORT;
@@ -198,6 +205,11 @@ void cs_config_load(void) {
   cs_cfg.timing_mode = env_word("COLLSCOPE_TIMING", parse_timing, "auto, events, profiler or off");
   cs_cfg.timing = cs_cfg.timing_mode != CS_TMODE_OFF;
   cs_cfg.prof_probes = (unsigned)env_long("COLLSCOPE_PROFILER_PROBES", 0, 1L << 20);
+  int event_sample = env_word("COLLSCOPE_EVENT_SAMPLE", parse_pow2, "a power of two in [1, 65536]");
+  cs_cfg.event_sample_mask = event_sample > 1 ? (uint64_t)event_sample - 1 : 0;
+  cs_cfg.event_sample_bytes = (uint64_t)env_long("COLLSCOPE_EVENT_SAMPLE_BYTES", 0, 1L << 50);
+  /* off: no events to save (every op says host); N = 1: every op timed, one compare */
+  if (!cs_cfg.timing || !cs_cfg.event_sample_mask) cs_cfg.event_sample_bytes = 0;
   cs_cfg.queue_cap = (size_t)env_long("COLLSCOPE_QUEUE", 1024, 1L << 24);
   cs_cfg.flush_ms = (unsigned)env_long("COLLSCOPE_FLUSH_MS", 10, 1000);
   cs_cfg.libcuda = env("COLLSCOPE_LIBCUDA");

@@ -46,6 +46,11 @@ struct cs_config {
   bool online;               /* COLLSCOPE_ONLINE (default 1): the job-wide exchange (hooks/online.c) */
   unsigned online_every;     /* COLLSCOPE_ONLINE_EVERY: world-communicator collectives between exchanges */
   unsigned online_timeout_s; /* COLLSCOPE_ONLINE_TIMEOUT: bound on the split and on each exchange */
+  /* COLLSCOPE_EVENT_SAMPLE=N, COLLSCOPE_EVENT_SAMPLE_BYTES=B (hooks/timing.c): on the CUDA-event
+   * path a collective of fewer than B bytes gets events only when seq & mask == 0, where
+   * mask = N - 1 (N a power of two); B is 0 when timing is off */
+  uint64_t event_sample_bytes;
+  uint64_t event_sample_mask;
 };
 enum { CS_SDC_OFF = 0,
        CS_SDC_ALL = 1,

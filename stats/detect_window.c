@@ -82,6 +82,8 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
         if (o->state == CS_DET_DONE || o->state == CS_DET_UNTIMED) {
           if (seq > C->done_max[o->comm_rank]) C->done_max[o->comm_rank] = seq;
           if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+        } else if (o->state == CS_DET_ENTERED) {
+          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
         } else if (o->state == CS_DET_PENDING) {
           C->any_pending = true;
           if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;

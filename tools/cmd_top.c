@@ -193,8 +193,10 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
       d->start_ns = r->start_ns;
       d->end_ns = r->end_ns;
       d->enqueue_ns = r->enqueue_ns;
-      d->state = r->status != 0 || r->timing == CS_TIMING_ERROR ? CS_DET_FAILED : timed ? CS_DET_DONE
-                                                                                        : CS_DET_UNTIMED;
+      d->state = r->status != 0 || r->timing == CS_TIMING_ERROR ? CS_DET_FAILED
+                 : timed                                        ? CS_DET_DONE
+                 : r->timing == CS_TIMING_SAMPLED_OUT           ? CS_DET_ENTERED
+                                                                : CS_DET_UNTIMED;
       d->p2p = r->op < CS_OP_COUNT && cs_op_table[r->op].cls == CS_CLASS_P2P;
       d->bytes = r->bytes;
     }

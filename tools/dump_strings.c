@@ -9,6 +9,7 @@
 
 #include <uthash.h>
 
+#include "collscope/record.h"
 #include "dump_internal.h"
 #include "xalloc.h"
 
@@ -121,6 +122,7 @@ const char *csd_timing_name(enum csd_timing t) {
   case CSD_TIMING_CAPTURED: return "captured";
   case CSD_TIMING_HOST: return "host";
   case CSD_TIMING_ERROR: return "error";
+  case CSD_TIMING_SAMPLED_OUT: return cs_timing_name(CS_TIMING_SAMPLED_OUT);
   default: return "unknown";
   }
 }
@@ -133,6 +135,7 @@ enum csd_timing dump_timing_from_name(const char *s) {
   if (strcmp(s, "captured") == 0) return CSD_TIMING_CAPTURED;
   if (strcmp(s, "host") == 0) return CSD_TIMING_HOST;
   if (strcmp(s, "error") == 0) return CSD_TIMING_ERROR;
+  if (strcmp(s, cs_timing_name(CS_TIMING_SAMPLED_OUT)) == 0) return CSD_TIMING_SAMPLED_OUT; /* the writer's name */
   return CSD_TIMING_UNKNOWN;
 }
 

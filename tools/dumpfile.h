@@ -43,6 +43,9 @@ enum csd_timing {
   CSD_TIMING_HOST,      /* "host": no GPU timing, enqueue only */
   CSD_TIMING_ERROR,     /* "error": the call returned status != 0 */
   CSD_TIMING_UNKNOWN,   /* any other string (newer writer) */
+  /* "sampled_out": a small collective outside the CUDA-event sample (COLLSCOPE_EVENT_SAMPLE),
+   * only enqueue_ns valid */
+  CSD_TIMING_SAMPLED_OUT,
 };
 const char *csd_timing_name(enum csd_timing t);
 

@@ -174,7 +174,7 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
     struct agg_counts *c = &agg->counts, *d = &W->counts;
     c->ops += d->ops, c->errors += d->errors, c->timed += d->timed, c->timed_profiler += d->timed_profiler;
     c->timed_host_span += d->timed_host_span, c->captured += d->captured, c->host_timed += d->host_timed;
-    c->unknown_timing += d->unknown_timing;
+    c->unknown_timing += d->unknown_timing, c->sampled_out += d->sampled_out;
     struct row_ent *e, *t;
     HASH_ITER(hh, W->rows, e, t) {
       HASH_DEL(W->rows, e);

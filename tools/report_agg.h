@@ -69,6 +69,7 @@ struct agg_file {
 
 struct agg_counts {
   size_t ops, errors, timed, timed_profiler, timed_host_span, captured, host_timed, unknown_timing;
+  size_t sampled_out; /* CUDA-event path, outside the event sample (COLLSCOPE_EVENT_SAMPLE) */
 };
 
 /* one SDC finding, as cmd_report.c prints it */

@@ -75,8 +75,10 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   bool counts = !filter || strcmp(o->op_name, filter) == 0;
   W->matched |= filter && counts;
   bool err = is_error(o);
-  int state = err ? CS_DET_FAILED : o->timing == CSD_TIMING_GPU_EVENT ? CS_DET_DONE
-                                                                      : CS_DET_UNTIMED;
+  int state = err                                   ? CS_DET_FAILED
+              : o->timing == CSD_TIMING_GPU_EVENT   ? CS_DET_DONE
+              : o->timing == CSD_TIMING_SAMPLED_OUT ? CS_DET_ENTERED
+                                                    : CS_DET_UNTIMED;
   double gap = -1; /* this process's compute gap: start - its previous timed op's end */
   if (state == CS_DET_DONE) {
     if (F->has_prev) {
@@ -107,6 +109,7 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
     break;
   case CSD_TIMING_CAPTURED: c->captured++; break;
   case CSD_TIMING_HOST: c->host_timed++; break;
+  case CSD_TIMING_SAMPLED_OUT: c->sampled_out++; break;
   case CSD_TIMING_ERROR: break;
   default: c->unknown_timing++; break;
   }

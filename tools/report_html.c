@@ -72,9 +72,11 @@ static void notes(FILE *o, const json_t *doc) {
   }
   if (!bad) fputs("<li class=\"ok\" data-note=\"complete\">no records dropped or lost</li>", o);
   fprintf(o, "<li data-note=\"timing\">timing sources: %.0f op records timed (%.0f CUDA events, %.0f NCCL profiler, %.0f "
-             "host clock), %.0f captured in graphs, %.0f host-timed, %.0f unknown</li>",
+             "host clock), %.0f captured in graphs, %.0f host-timed, %.0f sampled out (counted, not timed), %.0f "
+             "unknown</li>",
           html_jnum(s, "timed"), html_jnum(s, "timed_gpu_event"), html_jnum(s, "timed_profiler"), html_jnum(s, "timed_host_span"),
-          html_jnum(s, "captured"), html_jnum(s, "host_timed"), html_jnum(s, "unknown_timing"));
+          html_jnum(s, "captured"), html_jnum(s, "host_timed"), html_jnum(s, "sampled_out"),
+          html_jnum(s, "unknown_timing"));
   const json_t *sr = json_object_get(s, "sdc_ranks");
   double off = 0;
   const char *k;

@@ -52,6 +52,8 @@ enum cs_det_state {
   CS_DET_UNTIMED = 1, /* completed, no GPU timing (captured/host) */
   CS_DET_PENDING = 2, /* entered (enqueued) but not complete: in flight or hung */
   CS_DET_FAILED = 3,  /* the call returned an error: the rank did not enter */
+  CS_DET_ENTERED = 4, /* enqueued, completion not observed (sampled out of the CUDA-event path):
+                       * entered; completed once a later instance of the rank completed */
 };
 
 struct cs_det_op {

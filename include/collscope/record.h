@@ -36,6 +36,9 @@ enum cs_timing {
   CS_TIMING_PENDING = 4,   /* internal: events not yet harvested */
   CS_TIMING_HOST_SPAN = 5, /* synchronous call: start/end from the host clock around it */
   CS_TIMING_PROFILER = 6,  /* start/end from NCCL's profiler plugin KernelCh timer stamps */
+  /* CUDA-event path, a small collective outside the event sample (COLLSCOPE_EVENT_SAMPLE):
+   * enqueue time only, no events */
+  CS_TIMING_SAMPLED_OUT = 7,
 };
 /* algo / proto reported by NCCL's profiler plugin (0 = not known) */
 enum cs_algo { CS_ALGO_NONE,
@@ -61,6 +64,7 @@ static inline const char *cs_timing_name(int t) {
   case CS_TIMING_ERROR: return "error";
   case CS_TIMING_HOST_SPAN: return "host_span";
   case CS_TIMING_PROFILER: return "profiler";
+  case CS_TIMING_SAMPLED_OUT: return "sampled_out";
   default: return "host";
   }
 }

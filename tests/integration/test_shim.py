@@ -57,6 +57,9 @@ def run_ranks(args, n, argv, shim=True, extra_env=None, hosts=2, timeout=120):
             "LOCAL_WORLD_SIZE": str(per_host), "COLLSCOPE_HOSTNAME": "h%d" % (r // per_host + 1),
             "PROBE_DIR": probe_dir, "COLLSCOPE_DIR": dump, "COLLSCOPE_JOB_ID": "test",
             "LD_LIBRARY_PATH": args.sim_dir + ":" + env.get("LD_LIBRARY_PATH", ""),
+            # every op on the event path timed: these checks are per op (the sampled event
+            # path has its own tests, stats-sim-sampled_counts)
+            "COLLSCOPE_EVENT_SAMPLE": "1",
         })
         env.pop("LD_PRELOAD", None)
         if shim:

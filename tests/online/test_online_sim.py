@@ -5,6 +5,7 @@ The online exchange end to end on the simulator: real-linked jobs under
 `collscope run --sim` with the shim preloaded and a small COLLSCOPE_ONLINE_EVERY.
   straggler  8 ranks of dp_train on 4 hosts, rank 5 slowed: rank 0 logs it during the run
              with its host, and logs no other rank
+  straggler_sampled  the same on the CUDA-event path with 1 in 4 small instances timed
   sdc        4 ranks of sdc_job, one delivered-data flip on rank 2: rank 0 logs the
              collective (seq, op, bytes, dtype) and names rank 2 and its host
   abort      the same with COLLSCOPE_SDC_ACTION=abort and a long job: every rank exits
@@ -45,8 +46,9 @@ def check(cond, msg, out=None):
         sys.exit(1)
 
 
-def case_straggler(a, tmp):
+def case_straggler(a, tmp, extra=None):
     env = {"COLLSCOPE_ONLINE_EVERY": "16", "COLLSCOPE_SIM_FAULTS": "slow:rank=5,us=3000", "COLLSCOPE_LOG": "warn"}
+    env.update(extra or {})
     rc, out = run(a.cli, a.build, tmp, "dp_train", 8, "simhost[1-4]", ["--steps", "120", "--size", "256K"], env)
     check(rc == 0, "job failed (%d)" % rc, out)
     st = [l for l in online_lines(out) if "straggler" in l]
@@ -57,6 +59,16 @@ def case_straggler(a, tmp):
     check(m and int(m.group(3)) >= 2000, "lateness not near the injected 3000 us", out)
     pids = {re.match(r"collscope\[(\d+)\]", l).group(1) for l in st}
     check(len(pids) == 1, "more than one rank logged findings: %s" % pids, out)
+    return out
+
+
+def case_straggler_sampled(a, tmp):
+    # CUDA events on 1 in 4 small instances (the same seqs on every rank); the exchange's
+    # stride, 48 / 16 = 3, becomes 4: every fed instance is a timed one
+    out = case_straggler(a, tmp, {"COLLSCOPE_TIMING": "events", "COLLSCOPE_EVENT_SAMPLE": "4",
+                                  "COLLSCOPE_ONLINE_EVERY": "48"})
+    m = [int(x) for x in re.findall(r"of (\d+) sampled instances", out)]
+    print("sampled instances per finding: %s" % m)
 
 
 def sdc_env(action):
@@ -256,7 +268,7 @@ def main():
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        {"straggler": case_straggler, "sdc": case_sdc, "abort": case_abort, "off": case_off, "bytes": case_bytes,
+        {"straggler": case_straggler, "straggler_sampled": case_straggler_sampled, "sdc": case_sdc, "abort": case_abort, "off": case_off, "bytes": case_bytes,
          "failopen": case_failopen,
          **{c: (lambda a, tmp, c=c: case_one_rank(a, tmp, c)) for c in ONE_RANK}}[a.case](a, tmp)
     print("ok")

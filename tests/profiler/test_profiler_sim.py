@@ -81,6 +81,9 @@ def run(args, scenario, env_extra, n=2):
             "COLLSCOPE_JOB_ID": "proftest", "COLLSCOPE_RING": "0",
             "LD_LIBRARY_PATH": args.sim_dir + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
             "LD_PRELOAD": args.shim,
+            # every op left to CUDA events is timed: the checks below are per op (the sampled
+            # event path has its own tests, stats-sim-sampled_counts)
+            "COLLSCOPE_EVENT_SAMPLE": "1",
         })
         if getattr(args, "example", None):
             env["LD_LIBRARY_PATH"] = os.path.dirname(args.example) + ":" + env["LD_LIBRARY_PATH"]

@@ -252,6 +252,31 @@ static void test_hang_missing(void **st) {
   free(v);
 }
 
+/* Sampled-out records (CS_DET_ENTERED): entered, completed only once a later instance of the
+ * rank completed. Seqs 20-31 are sampled out on every rank except the timed 24; the stream
+ * stops at 25, so every rank's timed 32 stays pending (the shim's hang record): the hang is at
+ * 25, the first instance no later completion covers, not at 32. */
+static void test_hang_sampled_out(void **st) {
+  (void)st;
+  size_t n;
+  struct cs_det_op *v = gen(33, -1, 0, 5, &n);
+  for (size_t i = 0; i < n; i++) {
+    struct cs_det_op *o = &v[i];
+    if (o->seq >= 20 && o->seq != 24 && o->seq < 32) o->state = CS_DET_ENTERED, o->start_ns = o->end_ns = 0;
+    if (o->seq == 32) o->state = CS_DET_PENDING;
+  }
+  struct cs_det_result r;
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.instances, 21); /* the timed ones: 0-19 and 24 */
+  assert_int_equal(r.nhangs, 1);
+  assert_int_equal(r.hangs[0].reached, 24); /* 24 completed everywhere, so 20-23 did too */
+  assert_int_equal(r.hangs[0].seq, 25);
+  assert_int_equal(r.hangs[0].nmissing, 0);
+  assert_int_equal(r.hangs[0].nstuck, W);
+  cs_det_result_free(&r);
+  free(v);
+}
+
 static void test_params_env(void **st) {
   (void)st;
   struct cs_det_params p;
@@ -279,6 +304,7 @@ int main(void) {
       cmocka_unit_test(test_slow_link),
       cmocka_unit_test(test_no_false_positives),
       cmocka_unit_test(test_hang_missing),
+      cmocka_unit_test(test_hang_sampled_out),
       cmocka_unit_test(test_params_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

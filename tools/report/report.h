@@ -61,6 +61,8 @@ struct comm_row {
 struct summary {
   size_t files, ranks, hosts, ops, xfers, instances;
   size_t timed, captured, host_timed, errors, unknown_timing;
+  /* sampled_out: outside the CUDA-event sample (COLLSCOPE_EVENT_SAMPLE), counted, not timed */
+  size_t sampled_out;
   size_t timed_profiler, timed_host_span; /* of `timed`: NCCL profiler stamps, host clock; the rest CUDA events */
   uint64_t drops, timing_lost;
   uint64_t lost;                                      /* footer op + xfer counts minus the records read, over all files */

@@ -46,6 +46,10 @@ static void text_notes(const struct report *r, FILE *o) {
   }
   fprintf(o, "#   captured ops (graph capture, no timing): %zu\n", s->captured);
   fprintf(o, "#   host-timed ops (no GPU timing):          %zu\n", s->host_timed);
+  if (s->sampled_out)
+    fprintf(o, "#   sampled-out ops (counted, not timed):    %zu -- COLLSCOPE_EVENT_SAMPLE: durations, percentiles and "
+               "busbw come from the timed ones\n",
+            s->sampled_out);
   fprintf(o, "#   error ops (call failed):                 %zu\n", s->errors);
   if (s->unknown_timing)
     fprintf(o, "#   ops with unknown timing kind:            %zu\n", s->unknown_timing);

@@ -86,7 +86,7 @@ static void build_summary(struct report *r) {
     const struct agg_counts *c = &r->agg->counts;
     s->ops = c->ops, s->errors = c->errors, s->timed = c->timed, s->timed_profiler = c->timed_profiler;
     s->timed_host_span = c->timed_host_span, s->captured = c->captured, s->host_timed = c->host_timed;
-    s->unknown_timing = c->unknown_timing;
+    s->unknown_timing = c->unknown_timing, s->sampled_out = c->sampled_out;
     for (size_t i = 0; i < r->agg->ncomms; i++) s->instances += r->agg->comms[i].instances;
   }
 }
@@ -132,6 +132,7 @@ static json_t *json_summary(const struct report *r) {
   }
   json_object_set_new(o, "sdc_selftest_failed", stf);
   json_object_set_new(o, "host_timed", jcount(s->host_timed));
+  json_object_set_new(o, "sampled_out", jcount(s->sampled_out));
   json_object_set_new(o, "errors", jcount(s->errors));
   json_object_set_new(o, "unknown_timing", jcount(s->unknown_timing));
   json_object_set_new(o, "drops", jbytes(s->drops));

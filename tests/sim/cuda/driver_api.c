@@ -897,7 +897,9 @@ static CUresult ev_rec(CUevent e, CUstream h, unsigned flags, int pt)
 {
     if (!reg_ok(e, OBJ_EVENT)) return CUDA_ERROR_INVALID_HANDLE;
     RESOLVE(h, pt, s);
-    return event_record(e, s, flags);
+    CUresult rc = event_record(e, s, flags);
+    if (rc == CUDA_SUCCESS && sim_kstats_on) sim_kstats_event_record();
+    return rc;
 }
 CUresult cuEventRecord(CUevent e, CUstream h) { return ev_rec(e, h, 0, 0); }
 CUresult cuEventRecord_ptsz(CUevent e, CUstream h) { return ev_rec(e, h, 0, 1); }

@@ -7,7 +7,8 @@
  *
  *   {"pid": P, "host": H, "proc_cpu_ns": user+sys of the process, "busy_ns": sum of the
  *    items' wall time, "busy_cpu_ns": their thread CPU, "items": N, "span_ns": first item
- *    start to last item end, "fns": [{"name": ..., "kind": "kernel"|"fn", "count": launches,
+ *    start to last item end, "event_records": successful cuEventRecord* calls (any caller's),
+ *    "fns": [{"name": ..., "kind": "kernel"|"fn", "count": launches,
  *    "ns": wall, "cpu_ns": thread CPU}, ...]}
  *
  * Kernels are named by their kernel name, functions of this library by what they do
@@ -40,7 +41,7 @@ static char ks_dir[1024];
 static struct ks_ent ks_tab[KS_MAX];
 static _Atomic int ks_n;
 static pthread_mutex_t ks_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic uint64_t ks_items, ks_busy, ks_busy_cpu, ks_first, ks_last;
+static _Atomic uint64_t ks_items, ks_busy, ks_busy_cpu, ks_first, ks_last, ks_event_records;
 static const void *ks_label_key[8];
 static const char *ks_label_name[8];
 static int ks_nlabels;
@@ -125,6 +126,8 @@ void sim_kstats_run(const struct unit *u)
     while (l < t1 && !atomic_compare_exchange_weak(&ks_last, &l, t1)) {}
 }
 
+void sim_kstats_event_record(void) { atomic_fetch_add_explicit(&ks_event_records, 1, memory_order_relaxed); }
+
 static void json_str(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -156,10 +159,10 @@ static void ks_write(void)
     fprintf(f, "{\"pid\": %ld, \"host\": ", (long)getpid());
     json_str(f, host);
     fprintf(f, ", \"proc_cpu_ns\": %llu, \"busy_ns\": %llu, \"busy_cpu_ns\": %llu, \"items\": %llu, "
-               "\"span_ns\": %llu, \"fns\": [",
+               "\"span_ns\": %llu, \"event_records\": %llu, \"fns\": [",
             (unsigned long long)cpu, (unsigned long long)atomic_load(&ks_busy),
             (unsigned long long)atomic_load(&ks_busy_cpu), (unsigned long long)atomic_load(&ks_items),
-            (unsigned long long)(last > first ? last - first : 0));
+            (unsigned long long)(last > first ? last - first : 0), (unsigned long long)atomic_load(&ks_event_records));
     int n = atomic_load_explicit(&ks_n, memory_order_acquire);
     for (int i = 0; i < n; i++) {
         struct ks_ent *e = &ks_tab[i];
@@ -195,6 +198,7 @@ void sim_kstats_fork_child(void)
         atomic_store(&ks_tab[i].cpu_ns, 0);
     }
     atomic_store(&ks_items, 0);
+    atomic_store(&ks_event_records, 0);
     atomic_store(&ks_busy, 0);
     atomic_store(&ks_busy_cpu, 0);
     atomic_store(&ks_first, 0);

@@ -232,6 +232,7 @@ SIM_HIDDEN void sim_kstats_init(void);
 SIM_HIDDEN void sim_kstats_fork_child(void);
 SIM_HIDDEN void sim_kstats_label(const void *fn, const char *name);
 SIM_HIDDEN void sim_kstats_run(const struct unit *u);
+SIM_HIDDEN void sim_kstats_event_record(void); /* one successful cuEventRecord* call */
 /* driver_core.c: is this item a kernel launch (then its host function and name)? */
 SIM_HIDDEN int sim_kernel_item(const struct unit *u, const void **fn, const char **name);
 /* driver_api.c: names of its function items for the accounting */
