@@ -4,7 +4,9 @@ counted by callgrind (deterministic, unlike nanoseconds) on the null backend: th
 driver bench_insn_count runs bare, through the shim with timing on, and through the
 shim with COLLSCOPE_DISABLE=1; only its measured_calls() function is counted. Fails
 when an added count is above its bar.
-  insn_check.py VALGRIND DRIVER SHIM NULL_CUDA [--max-on N] [--max-off N]"""
+The "on" run times every op (COLLSCOPE_EVENT_SAMPLE=1); the "default" run is the shipped
+configuration, where small collectives are timed 1 in COLLSCOPE_EVENT_SAMPLE (its average).
+  insn_check.py VALGRIND DRIVER SHIM NULL_CUDA [--max-on N] [--max-default N] [--max-off N]"""
 import os
 import subprocess
 import sys
@@ -39,11 +41,13 @@ def main():
     if len(a) < 4:
         sys.exit(__doc__)
     valgrind, driver, shim, cuda = a[:4]
-    max_on, max_off = 250.0, 15.0
+    max_on, max_def, max_off = 250.0, 250.0, 15.0
     rest = a[4:]
     for i in range(0, len(rest) - 1, 2):
         if rest[i] == "--max-on":
             max_on = float(rest[i + 1])
+        elif rest[i] == "--max-default":
+            max_def = float(rest[i + 1])
         elif rest[i] == "--max-off":
             max_off = float(rest[i + 1])
     with tempfile.TemporaryDirectory(prefix="collscope-insn-") as tmp:
@@ -51,17 +55,21 @@ def main():
         bare = count(valgrind, driver, base, tmp, "bare")
         # every op timed (COLLSCOPE_EVENT_SAMPLE=1): the full event path, not its sampled average
         on = count(valgrind, driver, dict(base, LD_PRELOAD=shim, COLLSCOPE_EVENT_SAMPLE="1"), tmp, "on")
+        dflt = count(valgrind, driver, dict(base, LD_PRELOAD=shim), tmp, "default")
         off = count(valgrind, driver, dict(base, LD_PRELOAD=shim, COLLSCOPE_DISABLE="1"), tmp, "off")
     n = CALLS * BATCHES
     # added instructions per call from the integer totals (exact at n calls)
-    add_on, add_off = (on - bare) / n, (off - bare) / n
-    bare, on, off = bare / n, on / n, off / n
+    add_on, add_def, add_off = (on - bare) / n, (dflt - bare) / n, (off - bare) / n
+    bare, on, dflt, off = bare / n, on / n, dflt / n, off / n
     print("instructions per ncclAllReduce call (callgrind, null backend, %d calls):" % n)
-    print("  bare %.1f; shim, timing on %.1f (+%.1f, bar %g); COLLSCOPE_DISABLE=1 %.1f (+%.1f, bar %g)"
-          % (bare, on, add_on, max_on, off, add_off, max_off))
+    print("  bare %.1f; shim, every op timed %.1f (+%.1f, bar %g); default (sampled events) %.1f (+%.1f, bar %g);"
+          " COLLSCOPE_DISABLE=1 %.1f (+%.1f, bar %g)"
+          % (bare, on, add_on, max_on, dflt, add_def, max_def, off, add_off, max_off))
     bad = []
     if add_on > max_on:
         bad.append("timing on adds %.1f > %g" % (add_on, max_on))
+    if add_def > max_def:
+        bad.append("default config adds %.1f > %g" % (add_def, max_def))
     if add_off > max_off:
         bad.append("disabled adds %.1f > %g" % (add_off, max_off))
     if bad:
