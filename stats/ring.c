@@ -463,13 +463,7 @@ static void add_comm(const struct cs_record *r) {
 void cs_ring_publish(const struct cs_record *r) {
   if (!W || !is_writer()) return;
   if (r->type == CS_REC_COMM && (r->event == CS_COMM_INIT || r->event == CS_COMM_SPLIT)) add_comm(r);
-  struct cs_ring_slot *s = &cs_ring_slots(W)[whead & (W->capacity - 1)];
-  uint64_t words[CS_RING_WORDS] = {0};
-  memcpy(words, r, sizeof *r);
-  atomic_store_explicit(&s->seq, 2 * whead + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  for (size_t i = 0; i < CS_RING_WORDS; i++) atomic_store_explicit(&s->w[i], words[i], memory_order_relaxed);
-  atomic_store_explicit(&s->seq, 2 * whead + 2, memory_order_release);
+  cs_ring_slot_store(&cs_ring_slots(W)[whead & (W->capacity - 1)], whead, r);
   whead++;
   atomic_store_explicit(&W->head, whead, memory_order_release);
   cs_ring_stats_add(cs_ring_stats_of(W), &wstats, r); /* the summary block: totals for followers */

@@ -49,15 +49,18 @@ static void add_op(struct cs_ring_stats *b, struct cs_ring_stats_writer *w, cons
   atomic_store_explicit(&s->gen, g + 2, memory_order_release);
 }
 
-static void add_side(struct cs_ring_stats *b, const struct cs_record *r) {
-  uint64_t n = atomic_load_explicit(&b->side_head, memory_order_relaxed);
-  struct cs_ring_slot *s = &b->side[n & (CS_RING_SIDE_CAP - 1)];
+void cs_ring_slot_store(struct cs_ring_slot *s, uint64_t n, const struct cs_record *r) {
   uint64_t words[CS_RING_WORDS] = {0};
   memcpy(words, r, sizeof *r);
   atomic_store_explicit(&s->seq, 2 * n + 1, memory_order_relaxed);
   atomic_thread_fence(memory_order_release);
   for (size_t i = 0; i < CS_RING_WORDS; i++) atomic_store_explicit(&s->w[i], words[i], memory_order_relaxed);
   atomic_store_explicit(&s->seq, 2 * n + 2, memory_order_release);
+}
+
+static void add_side(struct cs_ring_stats *b, const struct cs_record *r) {
+  uint64_t n = atomic_load_explicit(&b->side_head, memory_order_relaxed);
+  cs_ring_slot_store(&b->side[n & (CS_RING_SIDE_CAP - 1)], n, r);
   atomic_store_explicit(&b->side_head, n + 1, memory_order_release);
 }
 

@@ -13,6 +13,9 @@ struct cs_ring_stats_writer {
   unsigned ncomms;
 };
 
+/* Store record r as the n-th record of a slot ring (the slot's seqlock: odd while written). */
+void cs_ring_slot_store(struct cs_ring_slot *s, uint64_t n, const struct cs_record *r);
+
 /* Fold one published record into the block: an op record into its series, an SDC-checked op,
  * a link or a hang record also into the side ring. */
 void cs_ring_stats_add(struct cs_ring_stats *b, struct cs_ring_stats_writer *w, const struct cs_record *r);
