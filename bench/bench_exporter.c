@@ -92,13 +92,7 @@ static struct cs_ring_stats_writer *sw; /* one per ring, like the harvest thread
 /* the harvest thread's work per record: the slot, then the summary block (stats/ring_stats.c) */
 static void publish(struct cs_ring_hdr *h, const struct cs_record *r, int rank) {
   uint64_t n = atomic_load_explicit(&h->head, memory_order_relaxed);
-  struct cs_ring_slot *s = &cs_ring_slots(h)[n & (h->capacity - 1)];
-  atomic_store_explicit(&s->seq, 2 * n + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  uint64_t w[CS_RING_WORDS] = {0};
-  memcpy(w, r, sizeof *r);
-  for (size_t i = 0; i < CS_RING_WORDS; i++) atomic_store_explicit(&s->w[i], w[i], memory_order_relaxed);
-  atomic_store_explicit(&s->seq, 2 * n + 2, memory_order_release);
+  cs_ring_slot_store(&cs_ring_slots(h)[n & (h->capacity - 1)], n, r);
   atomic_store_explicit(&h->head, n + 1, memory_order_release);
   atomic_store_explicit(&h->heartbeat_ns, rt_ns(), memory_order_relaxed);
   cs_ring_stats_add(cs_ring_stats_of(h), &sw[rank], r);

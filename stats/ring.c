@@ -184,8 +184,8 @@ static size_t read_slots(_Atomic uint64_t *headp, struct cs_ring_slot *slots, ui
     uint64_t s1 = atomic_load_explicit(&s->seq, memory_order_acquire);
     if (s1 == want) {
       uint64_t tmp[CS_RING_WORDS];
-      for (size_t i = 0; i < CS_RING_WORDS; i++) tmp[i] = atomic_load_explicit(&s->w[i], memory_order_relaxed);
-      atomic_thread_fence(memory_order_acquire);
+      for (size_t i = 0; i < CS_RING_WORDS; i++) tmp[i] = atomic_load_explicit(&s->w[i], CS_SEQ_LOAD);
+      CS_SEQ_FENCE(memory_order_acquire);
       uint64_t s2 = atomic_load_explicit(&s->seq, memory_order_relaxed);
       if (s2 == want) {
         memcpy(&out[got++], tmp, sizeof(struct cs_record));
@@ -229,8 +229,8 @@ static int seq_copy(_Atomic uint64_t *genp, _Atomic uint64_t *w, size_t n, uint6
     uint64_t g1 = atomic_load_explicit(genp, memory_order_acquire);
     if (g1 == 0 || g1 == *gen) return 0;
     if (g1 & 1) continue;
-    for (size_t i = 0; i < n; i++) out[i] = atomic_load_explicit(&w[i], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+    for (size_t i = 0; i < n; i++) out[i] = atomic_load_explicit(&w[i], CS_SEQ_LOAD);
+    CS_SEQ_FENCE(memory_order_acquire);
     if (atomic_load_explicit(genp, memory_order_relaxed) == g1) {
       *gen = g1;
       return 1;

@@ -19,7 +19,7 @@ static unsigned comm_row(struct cs_ring_stats *b, struct cs_ring_stats_writer *w
 static void add(_Atomic uint64_t *x, uint64_t v) {
   uint64_t cur = atomic_load_explicit(x, memory_order_relaxed), sum;
   if (__builtin_add_overflow(cur, v, &sum)) sum = UINT64_MAX;
-  atomic_store_explicit(x, sum, memory_order_relaxed);
+  atomic_store_explicit(x, sum, CS_SEQ_STORE);
 }
 
 static void add_op(struct cs_ring_stats *b, struct cs_ring_stats_writer *w, const struct cs_record *r) {
@@ -32,7 +32,7 @@ static void add_op(struct cs_ring_stats *b, struct cs_ring_stats_writer *w, cons
                r->end_ns - r->start_ns < 1000000000000000LL;
   uint64_t g = atomic_load_explicit(&s->gen, memory_order_relaxed);
   atomic_store_explicit(&s->gen, g + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
+  CS_SEQ_FENCE(memory_order_release);
   add(&s->w[offsetof(struct cs_ring_series_vals, count) / 8], 1);
   if (r->status != 0 || r->timing == CS_TIMING_ERROR) add(&s->w[offsetof(struct cs_ring_series_vals, errors) / 8], 1);
   add(&s->w[offsetof(struct cs_ring_series_vals, bytes) / 8], r->bytes);
@@ -53,8 +53,8 @@ void cs_ring_slot_store(struct cs_ring_slot *s, uint64_t n, const struct cs_reco
   uint64_t words[CS_RING_WORDS] = {0};
   memcpy(words, r, sizeof *r);
   atomic_store_explicit(&s->seq, 2 * n + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  for (size_t i = 0; i < CS_RING_WORDS; i++) atomic_store_explicit(&s->w[i], words[i], memory_order_relaxed);
+  CS_SEQ_FENCE(memory_order_release);
+  for (size_t i = 0; i < CS_RING_WORDS; i++) atomic_store_explicit(&s->w[i], words[i], CS_SEQ_STORE);
   atomic_store_explicit(&s->seq, 2 * n + 2, memory_order_release);
 }
 
@@ -78,8 +78,8 @@ void cs_ring_stats_health(struct cs_ring_stats *b, const struct cs_ring_health_v
   memcpy(words, v, sizeof *v);
   uint64_t g = atomic_load_explicit(&b->health_gen, memory_order_relaxed);
   atomic_store_explicit(&b->health_gen, g + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  for (size_t i = 0; i < CS_RING_HEALTH_WORDS; i++) atomic_store_explicit(&b->health_w[i], words[i], memory_order_relaxed);
+  CS_SEQ_FENCE(memory_order_release);
+  for (size_t i = 0; i < CS_RING_HEALTH_WORDS; i++) atomic_store_explicit(&b->health_w[i], words[i], CS_SEQ_STORE);
   atomic_store_explicit(&b->health_gen, g + 2, memory_order_release);
 }
 

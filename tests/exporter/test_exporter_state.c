@@ -111,13 +111,7 @@ static void unmap_ring(struct cs_ring_hdr *h) {
 /* the writer's protocol (include/collscope/ring.h): the slot, then the summary block */
 static void publish(struct cs_ring_hdr *h, const struct cs_record *r) {
   uint64_t n = atomic_load_explicit(&h->head, memory_order_relaxed);
-  struct cs_ring_slot *s = &cs_ring_slots(h)[n & (h->capacity - 1)];
-  atomic_store_explicit(&s->seq, 2 * n + 1, memory_order_relaxed);
-  atomic_thread_fence(memory_order_release);
-  uint64_t w[CS_RING_WORDS] = {0};
-  memcpy(w, r, sizeof *r);
-  for (size_t i = 0; i < CS_RING_WORDS; i++) atomic_store_explicit(&s->w[i], w[i], memory_order_relaxed);
-  atomic_store_explicit(&s->seq, 2 * n + 2, memory_order_release);
+  cs_ring_slot_store(&cs_ring_slots(h)[n & (h->capacity - 1)], n, r);
   atomic_store_explicit(&h->head, n + 1, memory_order_release);
   cs_ring_stats_add(cs_ring_stats_of(h), writer_of(h), r);
 }
