@@ -7,7 +7,6 @@
 #include "online_state.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,17 +26,7 @@ _Atomic int cs_online_running; /* state == ON_RUNNING (hooks.h), kept by cs_onli
 static void *exchange_main(void *arg);
 
 bool cs_online_start_thread(void) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setstacksize(&a, 1 << 20);
-  int rc = pthread_create(&cs_on.th, &a, exchange_main, NULL);
-  pthread_attr_destroy(&a);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc) return false;
-  pthread_setname_np(cs_on.th, "collscope-online");
+  if (cs_thread_start(&cs_on.th, exchange_main, false, "collscope-online")) return false;
   cs_on.th_running = true;
   return true;
 }

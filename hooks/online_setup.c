@@ -6,7 +6,6 @@
  * off; the job's communicators are never waited on. */
 #include "online_state.h"
 
-#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -81,19 +80,9 @@ static ncclResult_t split_bounded(void *comm, int color, int key, const ncclConf
   sp.key = key;
   sp.cfg = *cfg;
   atomic_store(&sp.state, SPLIT_RUNNING);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setstacksize(&a, 1 << 20);
-  pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
   pthread_t th;
-  int rc = pthread_create(&th, &a, split_main, NULL);
-  pthread_attr_destroy(&a);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc) return ncclSystemError; /* the peers' split then times out like a missing rank's */
-  pthread_setname_np(th, "collscope-split");
+  if (cs_thread_start(&th, split_main, true, "collscope-split"))
+    return ncclSystemError; /* the peers' split then times out like a missing rank's */
   int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)cs_cfg.online_timeout_s * 1000000000LL;
   unsigned nap = 1;
   while (atomic_load(&sp.state) != SPLIT_DONE) {

@@ -1,7 +1,8 @@
 /* stats/core.c: the process-wide records every layer shares (stats/core.h): the
  * configuration (filled from the environment by shim/config.c), the process counters,
- * and the one-line logger. */
+ * the one-line logger, and the start of collscope's own threads. */
 #include "core.h"
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -22,4 +23,19 @@ void cs_log(int level, const char *fmt, ...) {
   line[n++] = '\n';
   ssize_t w = write(STDERR_FILENO, line, (size_t)n);
   (void)w;
+}
+
+int cs_thread_start(pthread_t *th, void *(*fn)(void *), bool detached, const char *name) {
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 1 << 20);
+  if (detached) pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(th, &a, fn, NULL);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&a);
+  if (rc == 0) pthread_setname_np(*th, name);
+  return rc;
 }

@@ -5,6 +5,7 @@
  * cs_cfg). Nothing here names a function of hooks/ or shim/. */
 #ifndef COLLSCOPE_STATS_CORE_H
 #define COLLSCOPE_STATS_CORE_H
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -76,6 +77,11 @@ void cs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)
     static _Atomic int cs_once_; \
     if (!atomic_exchange(&cs_once_, 1)) cs_log(level, __VA_ARGS__); \
   } while (0)
+
+/* Start one of collscope's own threads: every signal blocked in it (the job's signals stay
+ * the job's), a 1 MiB stack, the given name; detached unless th is kept for a join.
+ * Returns pthread_create's result. */
+int cs_thread_start(pthread_t *th, void *(*fn)(void *), bool detached, const char *name);
 
 static inline int64_t cs_now_ns(clockid_t clk) {
   struct timespec ts;

@@ -292,22 +292,11 @@ bool cs_harvest_start(void) {
            strerror(errno));
     close_pipes();
   }
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setstacksize(&a, 1 << 20);
-  /* the thread must not take the job's signals */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  int rc = pthread_create(&th, &a, harvest_main, NULL);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&a);
-  if (rc != 0) {
+  if (cs_thread_start(&th, harvest_main, false, "collscope") != 0) {
     cs_log(CS_LOG_WARN, "cannot start the harvest thread; recording off");
     cs_dump_close();
     return false;
   }
-  pthread_setname_np(th, "collscope");
   th_running = true;
   atomic_store(&th_live, wake_fd[0] >= 0);
   return true;
