@@ -378,6 +378,24 @@ cs_net_result_t cs_net_dereg_mr(void *comm, void *mh) {
                                                              : in9->deregMr(ic, mh);
 }
 
+/* The request handed to NCCL for a posted isend/irecv: collscope's wrapper around the inner
+ * plugin's request ir, so that its completion is timed; the inner request itself (counted as
+ * untracked) when no wrapper is free. */
+static void *track(void *ir, struct wconn *c, int64_t t0, size_t bytes, int n) {
+  struct wreq *w = req_new();
+  if (!w) {
+    atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
+    return ir;
+  }
+  w->inner = ir;
+  w->c = c;
+  w->t0 = t0;
+  w->bytes = bytes;
+  w->n = n;
+  conn_posted(c);
+  return w;
+}
+
 cs_net_result_t cs_net_isend(void *sendComm, void *data, size_t size, int tag, void *mh, void *ph, void **request) {
   struct wconn *c = as_conn(sendComm);
   void *ic = c ? c->inner : sendComm;
@@ -386,23 +404,7 @@ cs_net_result_t cs_net_isend(void *sendComm, void *data, size_t size, int tag, v
   cs_net_result_t r = in_ver == 11   ? in11->isend(ic, data, size, tag, mh, ph, &ir)
                       : in_ver == 10 ? in10->isend(ic, data, size, tag, mh, ph, &ir)
                                      : in9->isend(ic, data, size, tag, mh, &ir);
-  if (r != CS_NET_OK || !ir || !c) {
-    *request = ir;
-    return r;
-  }
-  struct wreq *w = req_new();
-  if (!w) {
-    atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
-    *request = ir;
-    return r;
-  }
-  w->inner = ir;
-  w->c = c;
-  w->t0 = t0;
-  w->bytes = size;
-  w->n = 0;
-  conn_posted(c);
-  *request = w;
+  *request = (r == CS_NET_OK && ir && c) ? track(ir, c, t0, size, 0) : ir;
   return r;
 }
 
@@ -415,23 +417,7 @@ cs_net_result_t cs_net_irecv(void *recvComm, int n, void **data, size_t *sizes, 
   cs_net_result_t r = in_ver == 11   ? in11->irecv(ic, n, data, sizes, tags, mhs, phs, &ir)
                       : in_ver == 10 ? in10->irecv(ic, n, data, sizes, tags, mhs, phs, &ir)
                                      : in9->irecv(ic, n, data, sizes, tags, mhs, &ir);
-  if (r != CS_NET_OK || !ir || !c || in_has_consumed) {
-    *request = ir;
-    return r;
-  }
-  struct wreq *w = req_new();
-  if (!w) {
-    atomic_fetch_add_explicit(&untracked, 1, memory_order_relaxed);
-    *request = ir;
-    return r;
-  }
-  w->inner = ir;
-  w->c = c;
-  w->t0 = t0;
-  w->bytes = 0;
-  w->n = n;
-  conn_posted(c);
-  *request = w;
+  *request = (r == CS_NET_OK && ir && c && !in_has_consumed) ? track(ir, c, t0, 0, n) : ir;
   return r;
 }
 
