@@ -103,10 +103,6 @@ static void free_procs(struct proc *v, size_t n) {
 /* (a - b) in seconds, without overflow whatever the ring holds */
 static double secs_between(int64_t a, int64_t b) { return ((double)a - (double)b) / 1e9; }
 
-static bool sane_span(const struct cs_record *r) {
-  return r->start_ns > 0 && r->end_ns >= r->start_ns && r->end_ns < INT64_MAX / 2;
-}
-
 static double hang_timeout_s(void) {
   const char *t = getenv("COLLSCOPE_HANG_TIMEOUT");
   double x = t && *t ? atof(t) : 300;
@@ -172,7 +168,7 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
       }
       if (r->type != CS_REC_OP) continue;
       /* times are the file's: a span is used only when it is a plain one */
-      bool timed = (r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_PROFILER) && sane_span(r);
+      bool timed = ring_rec_timed(r);
       int64_t t = timed ? r->end_ns : r->enqueue_ns;
       if (r->comm_id == best && r->status == 0 && r->seq != UINT64_MAX && (int64_t)r->seq > p->seq) p->seq = (int64_t)r->seq;
       if (t > last) last = t;
@@ -183,22 +179,7 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
                       cs_busbw_factor((enum cs_op)r->op, r->comm_size);
       }
       if (r->seq == UINT64_MAX) continue;
-      struct cs_det_op *d = &ops[k++];
-      d->comm = r->comm_id;
-      d->seq = (int64_t)r->seq;
-      d->comm_size = r->comm_size;
-      d->comm_rank = r->comm_rank;
-      d->rank = p->rank;
-      d->host = p->v.host;
-      d->start_ns = r->start_ns;
-      d->end_ns = r->end_ns;
-      d->enqueue_ns = r->enqueue_ns;
-      d->state = r->status != 0 || r->timing == CS_TIMING_ERROR ? CS_DET_FAILED
-                 : timed                                        ? CS_DET_DONE
-                 : r->timing == CS_TIMING_SAMPLED_OUT           ? CS_DET_ENTERED
-                                                                : CS_DET_UNTIMED;
-      d->p2p = r->op < CS_OP_COUNT && cs_op_table[r->op].cls == CS_CLASS_P2P;
-      d->bytes = r->bytes;
+      ring_det_op(&ops[k++], r, p->rank, p->v.host);
     }
     p->ops_per_s = (double)recent;
     p->since_last_s = last ? secs_between(now, last) : -1;

@@ -92,10 +92,6 @@ static void skip_note(struct exp_state *s, const char *name, uint64_t dev, uint6
 }
 
 /* ---- the summary block ---- */
-static bool sane_span(const struct cs_record *r) {
-  return r->start_ns > 0 && r->end_ns >= r->start_ns && r->end_ns - r->start_ns < 1000000000000000LL;
-}
-
 /* a snapshot that cannot come from an honest writer: more timed than counted, more in the
  * buckets than timed */
 static bool series_sane(const struct cs_ring_series_vals *v) {
@@ -245,22 +241,7 @@ static void refill_window(struct exp_state *s, struct exp_rank *r) {
   for (size_t i = 0; i < got; i++) {
     const struct cs_record *rec = &s->batch[i];
     if (rec->type != CS_REC_OP || rec->op >= CS_OP_COUNT || rec->seq == UINT64_MAX) continue;
-    struct cs_det_op *d = &r->det[r->det_next];
-    memset(d, 0, sizeof *d);
-    d->comm = rec->comm_id;
-    d->seq = (int64_t)rec->seq;
-    d->comm_size = rec->comm_size;
-    d->comm_rank = rec->comm_rank;
-    d->rank = r->rank;
-    d->host = r->host;
-    d->start_ns = rec->start_ns;
-    d->end_ns = rec->end_ns;
-    d->enqueue_ns = rec->enqueue_ns;
-    bool gpu = (rec->timing == CS_TIMING_GPU_EVENT || rec->timing == CS_TIMING_PROFILER) && sane_span(rec);
-    d->state = rec->status != 0 || rec->timing == CS_TIMING_ERROR ? CS_DET_FAILED : gpu ? CS_DET_DONE
-                                                                                        : CS_DET_UNTIMED;
-    d->p2p = cs_op_table[rec->op].cls == CS_CLASS_P2P;
-    d->bytes = rec->bytes;
+    ring_det_op(&r->det[r->det_next], rec, r->rank, r->host);
     r->det_next = (r->det_next + 1) % EXP_DET_WINDOW;
     if (r->det_n < EXP_DET_WINDOW) r->det_n++;
   }

@@ -3,6 +3,7 @@
 #include "ring_view.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,4 +70,28 @@ void ring_view_free(struct ring_view *v) {
   free(v->recs);
   v->recs = NULL;
   cs_ring_reader_close(&v->rd);
+}
+
+bool ring_rec_timed(const struct cs_record *r) {
+  return (r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_PROFILER) && r->start_ns > 0 &&
+         r->end_ns >= r->start_ns && r->end_ns < INT64_MAX / 2 && r->end_ns - r->start_ns < 1000000000000000LL;
+}
+
+void ring_det_op(struct cs_det_op *d, const struct cs_record *r, int rank, const char *host) {
+  memset(d, 0, sizeof *d);
+  d->comm = r->comm_id;
+  d->seq = (int64_t)r->seq;
+  d->comm_size = r->comm_size;
+  d->comm_rank = r->comm_rank;
+  d->rank = rank;
+  d->host = host;
+  d->start_ns = r->start_ns;
+  d->end_ns = r->end_ns;
+  d->enqueue_ns = r->enqueue_ns;
+  d->state = r->status != 0 || r->timing == CS_TIMING_ERROR ? CS_DET_FAILED
+             : ring_rec_timed(r)                            ? CS_DET_DONE
+             : r->timing == CS_TIMING_SAMPLED_OUT           ? CS_DET_ENTERED
+                                                            : CS_DET_UNTIMED;
+  d->p2p = r->op < CS_OP_COUNT && cs_op_table[r->op].cls == CS_CLASS_P2P;
+  d->bytes = r->bytes;
 }

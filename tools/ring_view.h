@@ -6,6 +6,7 @@
 #define COLLSCOPE_TOOLS_RING_VIEW_H
 #include <stdio.h>
 
+#include "collscope/detect.h"
 #include "collscope/ring.h"
 
 #define RING_TEXT_MAX (4 * 128 + 1) /* a 128-byte field with every byte escaped as \xHH */
@@ -31,6 +32,14 @@ void ring_text_escape(char *dst, size_t dstlen, const char *src, size_t srclen);
 /* S as a JSON string literal: '"' and '\\' escaped, every byte outside 0x20..0x7e as \u00XX
  * (a byte read as Latin-1), so the line is valid JSON and valid UTF-8 whatever S holds. */
 void ring_json_string(FILE *o, const char *s);
+
+/* Whether op record R carries a GPU-timed span that an honest writer could have produced
+ * (profiler or CUDA events, start > 0, end >= start, end and duration far from overflow). */
+bool ring_rec_timed(const struct cs_record *r);
+/* Op record R of rank RANK on HOST as the detector's op (top's and the exporter's detector
+ * input): identity, times, bytes and state (failed, done when timed, entered when its
+ * events were sampled out, untimed otherwise). */
+void ring_det_op(struct cs_det_op *d, const struct cs_record *r, int rank, const char *host);
 
 /* salvage's dump writer (tools/cmd_salvage.c): V's records as dump-file lines (header, comm,
  * op, xfer, hang, drops), every string JSON-escaped. Returns the number of op records. */
