@@ -119,4 +119,17 @@ struct cs_dumpset *report_agg_run_split(const char *path, const char *job, const
                                         struct report_agg *agg);
 void report_agg_free(struct report_agg *agg);
 
+/* A dump op record as the detector sees it: failed (timing "error" or a non-zero status),
+ * done (timed by GPU events), entered (its events sampled out: completion not observed),
+ * untimed otherwise. (The report's walk and its detector input, tools/report/detect_input.c.) */
+static inline bool report_op_is_error(const struct cs_op_rec *o) {
+  return o->timing == CSD_TIMING_ERROR || o->status != 0;
+}
+static inline int report_op_det_state(const struct cs_op_rec *o) {
+  return report_op_is_error(o)                 ? CS_DET_FAILED
+         : o->timing == CSD_TIMING_GPU_EVENT   ? CS_DET_DONE
+         : o->timing == CSD_TIMING_SAMPLED_OUT ? CS_DET_ENTERED
+                                               : CS_DET_UNTIMED;
+}
+
 #endif

@@ -18,7 +18,6 @@
 #include "xalloc.h"
 
 static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : -1; }
-static bool is_error(const struct cs_op_rec *o) { return o->timing == CSD_TIMING_ERROR || o->status != 0; }
 
 /* the row's kept durations into its histogram: from now on every one goes there */
 void agg_row_pour(struct report_agg_priv *P, struct agg_row *r) {
@@ -74,11 +73,8 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   const char *filter = P->agg->op_filter;
   bool counts = !filter || strcmp(o->op_name, filter) == 0;
   W->matched |= filter && counts;
-  bool err = is_error(o);
-  int state = err                                   ? CS_DET_FAILED
-              : o->timing == CSD_TIMING_GPU_EVENT   ? CS_DET_DONE
-              : o->timing == CSD_TIMING_SAMPLED_OUT ? CS_DET_ENTERED
-                                                    : CS_DET_UNTIMED;
+  bool err = report_op_is_error(o);
+  int state = report_op_det_state(o);
   double gap = -1; /* this process's compute gap: start - its previous timed op's end */
   if (state == CS_DET_DONE) {
     if (F->has_prev) {

@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "collscope/schema.h"
 #include "report.h"
+#include "report_agg.h"
 #include "xalloc.h"
 
 static int cmp_int(const void *a, const void *b) {
@@ -100,10 +101,7 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
       d->start_ns = o->start_ns;
       d->end_ns = o->end_ns;
       d->enqueue_ns = o->enqueue_ns;
-      d->state = report_is_error(o)                    ? CS_DET_FAILED
-                 : o->timing == CSD_TIMING_GPU_EVENT   ? CS_DET_DONE
-                 : o->timing == CSD_TIMING_SAMPLED_OUT ? CS_DET_ENTERED
-                                                       : CS_DET_UNTIMED;
+      d->state = report_op_det_state(o);
       d->p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P;
       d->bytes = o->bytes;
     }

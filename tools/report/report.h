@@ -172,10 +172,6 @@ const struct cs_link_pair *report_slowest_link(const struct report *r);
 
 /* ---------- shared by the sections' writers ---------- */
 
-/* a failed call: timing "error" or a non-zero status */
-static inline bool report_is_error(const struct cs_op_rec *o) {
-  return o->timing == CSD_TIMING_ERROR || o->status != 0;
-}
 static inline json_t *jnum_or_null(bool ok, double v) {
   return ok && isfinite(v) ? json_real(v) : json_null();
 }
