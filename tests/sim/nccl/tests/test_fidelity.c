@@ -307,8 +307,13 @@ static void r_null_default(struct rank_ctx *rc) {
   NCCLOK(ncclCommGetAsyncError(c, &ae));
   CHECK(ae == ncclSuccess, "count 0 must not fault: async %d", (int)ae);
   CHECK(cudaGetLastError() == cudaSuccess, "no error before the fault");
+  /* both in one group: nothing runs before ncclGroupEnd, so the second call cannot see the
+   * first one's fault; outside a group it may, since every enqueue returns the comm's async
+   * error once set (ncclEnqueueCheck -> ncclCommEnsureReady) */
+  NCCLOK(ncclGroupStart());
   CHECK(ncclAllReduce(NULL, d, 4, ncclFloat, ncclSum, c, st) == ncclSuccess, "NULL sendbuff accepted at the call");
   CHECK(ncclReduce(d, NULL, 4, ncclFloat, ncclSum, 0, c, st) == ncclSuccess, "NULL recvbuff at the root accepted");
+  NCCLOK(ncclGroupEnd());
   CUDAOK(cudaEventRecord(ev, st));
   cudaError_t ce = cudaStreamSynchronize(st);
   CHECK(ce == cudaErrorIllegalAddress, "next stream sync after the fault: %d (%s)", (int)ce, cudaGetErrorName(ce));
