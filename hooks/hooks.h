@@ -66,15 +66,19 @@ extern _Atomic int cs_online_running;
   ((1u << CS_OP_AllReduce) | (1u << CS_OP_Broadcast) | (1u << CS_OP_Reduce) | (1u << CS_OP_AllGather) | \
    (1u << CS_OP_ReduceScatter))
 
-/* SDC: the before-op part has work (checks on, the op checked, not too small). */
+/* SDC: the before-op part has work (checks on, the op checked, not too small): one
+ * compare, the op being a constant in each wrapper. */
+static inline bool cs_hooks_sdc_wanted_op(enum cs_op op, uint64_t bytes) {
+  return ((CS_SDC_OP_MASK >> op) & 1u) && bytes >= cs_cfg.sdc_gate_bytes;
+}
 static inline bool cs_hooks_sdc_wanted(const struct cs_record *r) {
-  return cs_cfg.sdc_mode != CS_SDC_OFF && ((CS_SDC_OP_MASK >> r->op) & 1u) && r->bytes >= cs_cfg.sdc_min_bytes;
+  return cs_hooks_sdc_wanted_op((enum cs_op)r->op, r->bytes);
 }
 
 /* Whether any hook may have work for this call (read once, before it): when not, the
  * wrapper neither describes the call (struct cs_call) nor runs the dispatchers. */
-static inline bool cs_hooks_wanted(const struct cs_record *r) {
-  return cs_hooks_sdc_wanted(r) || atomic_load_explicit(&cs_topo_route_active, memory_order_relaxed) != 0 ||
+static inline bool cs_hooks_wanted(enum cs_op op, uint64_t bytes) {
+  return cs_hooks_sdc_wanted_op(op, bytes) || atomic_load_explicit(&cs_topo_route_active, memory_order_relaxed) != 0 ||
          atomic_load_explicit(&cs_online_running, memory_order_relaxed) != 0;
 }
 

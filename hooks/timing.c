@@ -65,6 +65,8 @@ static struct cs_timing_plugin plugin = {
 };
 
 void cs_timing_plugin_set(const struct cs_timing_plugin *p) { plugin = *p; }
+_Atomic int cs_timing_plugin_on;
+void cs_timing_plugin_live(void) { atomic_store(&cs_timing_plugin_on, 1); }
 
 static struct cs_evpool pools[CS_MAX_CTX];
 static _Atomic int npools;
@@ -254,7 +256,7 @@ void cs_timed_end(struct cs_record *r, void *stream, bool ok) {
   cs_record_push(r);
 }
 
-struct cs_comm *cs_op_start(struct cs_record *r, void *comm) {
+struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm) {
   enum cs_op op = (enum cs_op)r->op; /* the call's arguments, as cs_op_fill stored them */
   size_t count = (size_t)r->count;
   int dtype = r->dtype;
@@ -269,8 +271,9 @@ struct cs_comm *cs_op_start(struct cs_record *r, void *comm) {
     r->comm_rank = c->rank;
     r->device = c->device;
     r->comm_nb = c->nonblocking;
-    r->seq = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed); /* tentative: see seq_give_back */
+    r->seq = cs_comm_seq_take(c); /* tentative: see seq_give_back */
   } else {
+    r->comm_size = r->comm_rank = r->device = -1;
     r->seq = UINT64_MAX;
   }
   r->bytes = cs_op_bytes(op, count, cs_dtype_size(dtype), r->comm_size > 0 ? r->comm_size : 1);
@@ -280,7 +283,9 @@ struct cs_comm *cs_op_start(struct cs_record *r, void *comm) {
     r->timing = CS_TIMING_PENDING; /* decided at the group launch */
   } else {
     int pc = CS_PROF_NONE;
-    if (!r->comm_nb && plugin.wanted(op) && !stream_capturing(stream)) pc = plugin.claim(op);
+    if (!r->comm_nb && atomic_load_explicit(&cs_timing_plugin_on, memory_order_relaxed) && plugin.wanted(op) &&
+        !stream_capturing(stream))
+      pc = plugin.claim(op);
     if (pc == CS_PROF_ONLY) {
       r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
       r->timing = CS_TIMING_PENDING;
@@ -341,7 +346,7 @@ static void seq_give_back(struct cs_record *r, struct cs_comm *c) {
   r->seq = UINT64_MAX;
 }
 
-void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inprogress_code) {
+void cs_op_returned_slow(struct cs_record *r, struct cs_comm *c, int status, int inprogress_code) {
   bool ok = status == 0 || status == inprogress_code;
   r->status = status;
   if (!ok) seq_give_back(r, c);

@@ -4,6 +4,7 @@
 #ifndef COLLSCOPE_TIMING_H
 #define COLLSCOPE_TIMING_H
 #include "thread_state.h"
+#include "cuda_driver.h"
 #include "stats/harvest.h"
 #include <string.h>
 
@@ -28,7 +29,39 @@ void cs_timed_stream_end(struct cs_record *r, void *stream, bool ok);
  *                 the op's timing ends where NCCL's work ends, before any work collscope's
  *                 after-op hooks add to the stream (the SDC output check);
  *  cs_op_end      after those hooks: push the record, or queue it for the group launch. */
-struct cs_comm *cs_op_start(struct cs_record *r, void *comm);
+struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm); /* every case */
+
+/* Whether NCCL's profiler plugin may time ops (hooks/timing.c; set once, by the shim, when
+ * the plugin is forced or NCCL initialised it): until then the wrappers never ask it. */
+extern _Atomic int cs_timing_plugin_on;
+void cs_timing_plugin_live(void);
+
+/* cs_op_start's common case, inline in the wrappers: the communicator this thread used
+ * last, outside a group, no profiler plugin. The op takes its seq and either its events
+ * (cs_timed_begin) or, a small collective outside the event sample, its enqueue time
+ * only. Anything else is cs_op_start_slow's. */
+static inline __attribute__((always_inline)) struct cs_comm *cs_op_start(struct cs_record *r, void *comm,
+                                                                         enum cs_op op, size_t count, int dtype) {
+  struct cs_comm *c = cs_tls.last_comm;
+  if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm ||
+                  cs_tls.group_depth > 0 || atomic_load_explicit(&cs_timing_plugin_on, memory_order_relaxed)))
+    return cs_op_start_slow(r, comm);
+  r->comm_id = c->id;
+  r->comm_size = c->size;
+  r->comm_rank = c->rank;
+  r->device = c->device;
+  r->comm_nb = c->nonblocking;
+  r->seq = cs_comm_seq_take(c); /* tentative: see seq_give_back */
+  /* (the call's arguments, not the record's copies: constants fold) */
+  r->bytes = cs_op_bytes(op, count, cs_dtype_size(dtype), c->size > 0 ? c->size : 1);
+  if (r->bytes < cs_cfg.event_sample_bytes && (r->seq & cs_cfg.event_sample_mask) && cs_drv.loaded) {
+    r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* sampled out: see cs_op_start_slow */
+    r->timing = CS_TIMING_SAMPLED_OUT;
+    return c;
+  }
+  cs_timed_begin(r, (void *)(uintptr_t)r->stream);
+  return c;
+}
 
 /* memset(r, 0, sizeof(*r)) as 16-byte stores: gcc turns a plain memset of this size
  * into `rep stos`, which costs more than the stores on the hot path. (The empty asm
@@ -62,15 +95,21 @@ static inline void cs_op_fill(struct cs_record *r, enum cs_op op, size_t count, 
   r->count = count;
   r->stream = (uint64_t)(uintptr_t)stream;
   r->site = (uint64_t)(uintptr_t)site;
-  r->comm_size = r->comm_rank = r->device = -1;
+  /* (comm_size, comm_rank, device: cs_op_start's, -1 for an unknown communicator) */
 }
 
 static inline struct cs_comm *cs_op_begin(struct cs_record *r, enum cs_op op, void *comm, size_t count, int dtype,
                                           int redop, int root, int peer, void *stream, void *site) {
   cs_op_fill(r, op, count, dtype, redop, root, peer, stream, site);
-  return cs_op_start(r, comm);
+  return cs_op_start(r, comm, op, count, dtype);
 }
-void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status, int inprogress_code);
+void cs_op_returned_slow(struct cs_record *r, struct cs_comm *c, int status, int inprogress_code);
+/* (inline: a sampled-out op that succeeded has nothing to end) */
+static inline __attribute__((always_inline)) void cs_op_returned(struct cs_record *r, struct cs_comm *c, int status,
+                                                                 int inprogress_code) {
+  if (CS_LIKELY(status == 0) && r->timing == CS_TIMING_SAMPLED_OUT) return;
+  cs_op_returned_slow(r, c, status, inprogress_code);
+}
 void cs_op_group_add(const struct cs_record *r); /* a grouped op: kept for the group launch */
 static inline void cs_op_end(struct cs_record *r) {
   if (CS_UNLIKELY(r->group))

@@ -143,6 +143,7 @@ static void cs_sdc_config_load(void) {
   cs_cfg.sdc_mode = mode < 0 ? CS_SDC_OFF : mode;
   cs_cfg.sdc_sample = sample;
   cs_cfg.sdc_min_bytes = (uint64_t)env_long("COLLSCOPE_SDC_MIN_BYTES", 0, 1L << 50);
+  cs_cfg.sdc_gate_bytes = cs_cfg.sdc_mode == CS_SDC_OFF ? UINT64_MAX : cs_cfg.sdc_min_bytes;
   cs_cfg.sdc_action = env_word("COLLSCOPE_SDC_ACTION", parse_sdc_action, "log or abort");
 }
 

@@ -118,5 +118,7 @@ static void atfork_child(void) {
 __attribute__((constructor)) static void cs_constructor(void) {
   cs_wiring_connect();
   cs_config_load();
+  /* forced profiler timing: every eligible op asks the plugin, loaded or not */
+  if (cs_cfg.timing_mode == CS_TMODE_PROFILER) cs_timing_plugin_live();
   pthread_atfork(NULL, NULL, atfork_child);
 }

@@ -126,9 +126,9 @@ void cs_missing_real(const char *name) {
     int cs_noroot_ = -1; \
     struct cs_record rec_; \
     cs_op_fill(&rec_, csop, count, (int)(dtype), (int)(redop), root, peer, stream, cs_site_); \
-    struct cs_comm *cs_ce_ = cs_op_start(&rec_, comm); \
+    struct cs_comm *cs_ce_ = cs_op_start(&rec_, comm, csop, count, (int)(dtype)); \
     struct cs_call call_; \
-    bool cs_hooked_ = cs_hooks_wanted(&rec_); /* no hook has work: no call to describe */ \
+    bool cs_hooked_ = cs_hooks_wanted(csop, rec_.bytes); /* no hook has work: no call to describe */ \
     cs_tls.depth++; \
     if (CS_UNLIKELY(cs_hooked_)) { \
       cs_call_set(&call_, csop, send, recv, count, (int)(dtype), (int)(redop), root, peer, comm, stream, &rec_); \

@@ -378,6 +378,7 @@ cs_nccl_result_t cs_prof_core_init(void **context, uint64_t comm, int nranks, in
   if (abi >= 6) want |= CS_NCCL_PROFILE_CE_COLL;
   if (!atomic_exchange(&prof_inited, 1)) {
     atomic_store(&cs_bits, want);
+    cs_timing_plugin_live(); /* from now on the wrappers ask cs_prof_wanted */
     cs_log(CS_LOG_INFO, "NCCL profiler plugin initialised (ncclProfiler_v%d): collectives are timed from NCCL's "
                         "kernel timer stamps",
            abi);

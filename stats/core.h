@@ -43,6 +43,8 @@ struct cs_config {
   int sdc_mode;              /* COLLSCOPE_SDC: CS_SDC_OFF | CS_SDC_ALL | CS_SDC_SAMPLE (hooks/sdc.c) */
   unsigned sdc_sample;       /* COLLSCOPE_SDC=sample:N: every Nth eligible collective per comm */
   uint64_t sdc_min_bytes;    /* COLLSCOPE_SDC_MIN_BYTES: smaller collectives are not checked */
+  uint64_t sdc_gate_bytes;   /* derived: sdc_min_bytes, UINT64_MAX when the checks are off (the
+                              * wrappers' one compare; sdc_min_bytes is at most 2^50) */
   int sdc_action;            /* COLLSCOPE_SDC_ACTION: CS_SDC_ACTION_LOG | CS_SDC_ACTION_ABORT */
   bool online;               /* COLLSCOPE_ONLINE (default 1): the job-wide exchange (hooks/online.c) */
   unsigned online_every;     /* COLLSCOPE_ONLINE_EVERY: world-communicator collectives between exchanges */
@@ -95,7 +97,6 @@ struct cs_state {
   _Atomic uint64_t group_ids;   /* process-unique group ids */
   _Atomic uint64_t drops;       /* records lost: queue full or bounded list full */
   _Atomic uint64_t timing_lost; /* ops that got host timing only because no event was free */
-  _Atomic uint64_t ops_total;   /* records enqueued */
   _Atomic uint64_t comm_index;  /* communicator creation counter */
   _Atomic int park;             /* 1: the process is ending (COLLSCOPE_SDC_ACTION=abort) */
   _Atomic int64_t park_since;   /* CLOCK_MONOTONIC ns when park was set */
@@ -130,6 +131,15 @@ struct cs_comm {
   _Atomic uint64_t splits; /* ncclCommSplit/Shrink calls on this comm (child ids) */
   bool nonblocking;        /* its init/split returned ncclInProgress (config blocking = 0) */
 };
+/* The communicator's next seq, taken by the thread calling NCCL on it: a load and a store,
+ * no locked read-modify-write (~7 ns), since NCCL forbids issuing operations to one
+ * communicator from several threads in parallel (user guide, "Thread Safety"); threads
+ * taking turns are ordered by the job's own synchronisation. */
+static inline uint64_t cs_comm_seq_take(struct cs_comm *c) {
+  uint64_t s = atomic_load_explicit(&c->seq, memory_order_relaxed);
+  atomic_store_explicit(&c->seq, s + 1, memory_order_relaxed);
+  return s;
+}
 struct cs_comm *cs_comm_lookup(void *comm);
 struct cs_comm *cs_comm_insert(void *comm); /* NULL when the table is full */
 void cs_comm_remove(void *comm);

@@ -14,10 +14,7 @@
 extern struct cs_queue cs_rq;
 extern bool cs_rq_ok;
 static inline __attribute__((always_inline)) bool cs_record_push_inline(const struct cs_record *r) {
-  if (CS_LIKELY(cs_rq_ok && cs_queue_push_sized(&cs_rq, r, sizeof(*r)))) {
-    atomic_fetch_add_explicit(&cs_st.ops_total, 1, memory_order_relaxed);
-    return true;
-  }
+  if (CS_LIKELY(cs_rq_ok && cs_queue_push_sized(&cs_rq, r, sizeof(*r)))) return true;
   atomic_fetch_add_explicit(&cs_st.drops, 1, memory_order_relaxed);
   return false;
 }
