@@ -294,7 +294,7 @@ struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm) {
     }
     if (pc == CS_PROF_PROBE) {
       r->prof_want = r->prof_probe = 1; /* both: events and the plugin */
-    } else if (CS_UNLIKELY(r->bytes < cs_cfg.event_sample_bytes) && (r->seq & cs_cfg.event_sample_mask) &&
+    } else if (r->bytes < cs_cfg.event_sample_bytes && (r->seq & cs_cfg.event_sample_mask) &&
                r->seq != UINT64_MAX && cs_drv.loaded) {
       /* CUDA events only: a small collective outside the event sample (the same seqs on every
        * rank of the communicator) keeps its enqueue time and no events. No driver call here,

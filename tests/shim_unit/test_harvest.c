@@ -28,6 +28,10 @@
 #define OPS 5000
 static const char *null_cuda;
 static int comm_a, comm_b; /* addresses used as ncclComm_t keys */
+/* Two threads per communicator, taking turns as NCCL requires ("only one thread operates the
+ * communicator at a time", user guide, Thread Safety): the shim takes a communicator's seq
+ * with a load and a store, which relies on that rule. */
+static pthread_mutex_t comm_lock[2] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 
 static void *worker(void *arg) {
   int t = (int)(intptr_t)arg;
@@ -35,6 +39,7 @@ static void *worker(void *arg) {
   void *stream = (void *)(uintptr_t)(0x1000 + t);
   for (int i = 0; i < OPS; i++) {
     struct cs_record r;
+    pthread_mutex_lock(&comm_lock[t % 2]);
     if (i % 10 == 0) { /* a group of two ops */
       cs_group_started();
       struct cs_comm *c = cs_op_begin(&r, CS_OP_Send, comm, 16, 7, -1, -1, 1, stream, NULL);
@@ -52,6 +57,7 @@ static void *worker(void *arg) {
       cs_op_returned(&r, c, 0, 7);
       cs_op_end(&r);
     }
+    pthread_mutex_unlock(&comm_lock[t % 2]);
   }
   return NULL;
 }
