@@ -103,6 +103,19 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
 FILE *cli_out_open(const char *cmd, const char *path, char **tmp) {
   *tmp = NULL;
   if (!path || strcmp(path, "-") == 0) return stdout;
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    /* a device, FIFO or socket (/dev/null, a pipe to a pager): written where it is; the
+     * temporary-and-rename below would replace it with a regular file (for root, /dev/null) */
+    int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    FILE *o = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!o) {
+      int e = errno;
+      if (fd >= 0) close(fd);
+      fprintf(stderr, "collscope %s: cannot write %s: %s\n", cmd, path, strerror(e));
+    }
+    return o;
+  }
   const char *slash = strrchr(path, '/');
   int dirlen = slash ? (int)(slash - path) + 1 : 0;
   if (asprintf(tmp, "%.*s.%s.XXXXXX", dirlen, path, slash ? slash + 1 : path) < 0) {

@@ -8,6 +8,7 @@
  * algbw 10.48576 GB/s, busbw 15.72864 GB/s). */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,10 +16,12 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -77,6 +80,36 @@ static void test_load_fixture(void **state) {
   assert_false(in.v[0].mixed_ops);
   cs_instances_free(&in);
   cs_dumpset_free(set);
+}
+
+/* -o naming a FIFO (or a device such as /dev/null): written where it is, not replaced by a
+ * regular file through the temporary-and-rename that protects regular outputs */
+static void test_output_to_fifo(void **state) {
+  char fifo[512];
+  snprintf(fifo, sizeof fifo, "%s/out.fifo", (const char *)*state);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) { /* the reader: count what arrives */
+    FILE *f = fopen(fifo, "r");
+    size_t n = 0;
+    int c;
+    while (f && (c = fgetc(f)) != EOF) n++;
+    _exit(n > 100 ? 0 : 1);
+  }
+  char *argv[] = {"report", *state, "-o", fifo, NULL};
+  char *out, *err;
+  assert_int_equal(run_capture(cmd_report, argv, &out, &err), 0);
+  struct stat st;
+  assert_int_equal(lstat(fifo, &st), 0);
+  bool still_fifo = S_ISFIFO(st.st_mode);
+  if (!still_fifo) kill(pid, SIGKILL); /* replaced: the reader waits for a writer forever */
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(still_fifo);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0); /* the report came through the FIFO */
+  free(out);
+  free(err);
 }
 
 static void test_truncated_last_line(void **state) {
@@ -304,6 +337,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_load_fixture, setup_dir, teardown_dir),
       cmocka_unit_test_setup_teardown(test_truncated_last_line, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(test_output_to_fifo, setup_dir, teardown_dir),
       cmocka_unit_test_setup_teardown(test_malformed_lines, setup_dir, teardown_dir),
       cmocka_unit_test(test_schema_too_new),
       cmocka_unit_test_setup_teardown(test_missing_header_uses_name, setup_dir, teardown_dir),
