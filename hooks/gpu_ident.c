@@ -50,3 +50,8 @@ const struct cs_harvest_client cs_gpu_ident_harvest = {.name = "gpu identity", .
 
 int cs_gpu_ident_device(void) { return ident_dev; }
 const char *cs_gpu_ident_uuid(void) { return uuid_text; }
+
+void cs_gpu_ident_atfork_child(void) {
+  ident_dev = -1;
+  uuid_text[0] = 0;
+}

@@ -18,6 +18,9 @@ int cs_gpu_ident_device(void);
  * xxxxxxxxxxxx"), "" when not known. */
 const char *cs_gpu_ident_uuid(void);
 
+/* In a forked child: its ring is new, so its first communicator names the identity again. */
+void cs_gpu_ident_atfork_child(void);
+
 /* 16 UUID bytes in NVML's text form; out must hold 41 bytes. */
 void cs_gpu_uuid_text(const unsigned char bytes[16], char *out, size_t cap);
 
