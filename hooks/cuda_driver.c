@@ -52,6 +52,9 @@ static void drv_load_once(void) {
   CS_DRIVER_FNS(CS_DRV_LOOK)
 #undef CS_DRV_LOOK
   if (!ok) cs_log(CS_LOG_WARN, "%s lacks%s: GPU timing off, ops recorded with host time only", name, missing);
+#define CS_DRV_OPT(ret, fname, params, sym) cs_drv.fname = ok ? (ret(*) params)dlsym(h, sym) : NULL;
+  CS_DRIVER_OPT_FNS(CS_DRV_OPT)
+#undef CS_DRV_OPT
   cs_drv.loaded = ok;
   drv_ok = ok;
 }

@@ -23,10 +23,17 @@
   X(CUresult, cuStreamIsCapturing, (CUstream s, CUstreamCaptureStatus * st), "cuStreamIsCapturing") \
   X(CUresult, cuStreamCreate, (CUstream * s, unsigned flags), "cuStreamCreate")
 
+/* Optional entry points: each may be NULL on a driver that lacks it, which turns off only what
+ * uses it (never the timing). cuDeviceGetUuid is asked by its legacy unversioned name: the
+ * physical GPU's UUID, as NVML's handle by PCI bus id reports it (cuDeviceGetUuid_v2 names
+ * the MIG compute instance in MIG mode). */
+#define CS_DRIVER_OPT_FNS(X) X(CUresult, cuDeviceGetUuid, (CUuuid * u, CUdevice d), "cuDeviceGetUuid")
+
 struct cs_driver {
   bool loaded;
 #define CS_DRV_FIELD(ret, name, params, sym) ret(*name) params;
   CS_DRIVER_FNS(CS_DRV_FIELD)
+  CS_DRIVER_OPT_FNS(CS_DRV_FIELD)
 #undef CS_DRV_FIELD
 };
 

@@ -8,6 +8,7 @@
 #include "hooks/health.h"
 #include "hooks/health_nvml.h"
 #include "hooks/cuda_driver.h"
+#include "hooks/gpu_ident.h"
 #include "stats/core.h"
 #include "stats/dump_writer.h"
 #include "stats/ring.h"
@@ -128,7 +129,8 @@ static void sb_str(struct cs_strbuf *b, const char *s) {
 
 #define SYM(member, name) (*(void **)&nv.member = dlsym(lib, name))
 
-/* the communicator's device: the first registered communicator's */
+/* the communicator's device: the first registered communicator's (hooks/gpu_ident.c's, when
+ * its record was seen; else the communicator table's) */
 static void find_dev(void *comm, struct cs_comm *c, void *arg) {
   (void)comm;
   (void)arg;
@@ -205,6 +207,7 @@ static void open_nvml(void) {
 /* Once the device is known: its handle and identity (name, UUID, serial, architecture,
  * power limit), the XID event set. */
 static bool open_device(void) {
+  if (dev_index < 0) dev_index = cs_gpu_ident_device();
   if (dev_index < 0) cs_comm_foreach(find_dev, NULL);
   if (dev_index < 0 || !cs_drv.loaded) return false;
   if (cs_drv.cuDeviceGetPCIBusId(bus_id, sizeof bus_id, (CUdevice)dev_index) != CUDA_SUCCESS) {
@@ -236,7 +239,13 @@ static bool open_device(void) {
       field_off(F_XID, "nvmlDeviceRegisterEvents", rc);
   }
   gpu_name[sizeof gpu_name - 1] = gpu_uuid[sizeof gpu_uuid - 1] = gpu_serial[sizeof gpu_serial - 1] = 0;
-  cs_ring_gpu_identity(on[F_UUID] ? gpu_uuid : "", bus_id); /* labels for the exporter's joins */
+  /* labels for the exporter's joins: the driver's, written at the first communicator
+   * (hooks/gpu_ident.c), stay; NVML's are written only when the driver could not tell */
+  const char *drv_uuid = cs_gpu_ident_uuid();
+  if (on[F_UUID] && drv_uuid[0] && strcmp(drv_uuid, gpu_uuid) != 0)
+    cs_log(CS_LOG_WARN, "health: NVML's UUID %.96s differs from the CUDA driver's %s for bus %s: the driver's is kept", gpu_uuid,
+           drv_uuid, bus_id);
+  cs_ring_gpu_identity(on[F_UUID] ? gpu_uuid : "", bus_id);
   if (on[F_PLIMIT]) {
     hv.power_limit_mw = gpu_plimit;
     hv.valid |= CS_RH_PLIMIT;
@@ -244,15 +253,24 @@ static bool open_device(void) {
   return true;
 }
 
+/* The device opened once. A failed try (device not known yet, or the driver cannot tell its
+ * bus id) is tried again at the sampling period's pace, not on every harvest pass; the first
+ * sight of the communicator's device (hooks/gpu_ident.c) is tried at once. */
 static bool dev_open;
-static bool ensure_dev(void) {
-  if (!dev_open) dev_open = open_device();
+static int64_t next_open_ns;
+static bool ensure_dev(bool now_anyway) {
+  if (dev_open) return true;
+  int64_t now = cs_now_ns(CLOCK_MONOTONIC);
+  bool fresh = dev_index < 0 && cs_gpu_ident_device() >= 0;
+  if (!now_anyway && !fresh && now < next_open_ns) return false;
+  next_open_ns = now + period_ns;
+  dev_open = open_device();
   return dev_open;
 }
 
 static size_t header_extra(int device, char *out, size_t cap) {
   if (dev_index < 0 && device >= 0) dev_index = device;
-  if (st != ST_READY || !ensure_dev() || !nv.by_bus || !dev) return 0;
+  if (st != ST_READY || !ensure_dev(true) || !nv.by_bus || !dev) return 0;
   struct cs_strbuf b = {out, 0, cap};
   if (on[F_NAME]) {
     cs_sb_printf(&b, ",\"gpu_name\":");
@@ -463,7 +481,7 @@ void cs_health_start(void) {
 void cs_health_tick(bool final) {
   if (st == ST_NEW) start();
   if (st != ST_READY) return;
-  if (!ensure_dev()) return; /* nothing before the communicator's device is known */
+  if (!ensure_dev(final)) return; /* nothing before the communicator's device is known */
   int64_t now = cs_now_ns(CLOCK_MONOTONIC);
   if (!final && now < next_ns) return;
   next_ns = now + period_ns;

@@ -4,6 +4,7 @@
  * gives the child a clean slate. Every failure leaves the job in pure pass-through. */
 #include "cs_internal.h"
 #include "hooks/cuda_driver.h"
+#include "hooks/gpu_ident.h"
 #include "hooks/online.h"
 #include "hooks/timing.h"
 #include <errno.h>
@@ -109,6 +110,7 @@ static void atfork_child(void) {
   cs_harvest_atfork_child();
   cs_timing_atfork_child();
   cs_online_atfork_child();
+  cs_gpu_ident_atfork_child();
   atomic_store(&cs_st.drops, 0);
   atomic_store(&cs_st.timing_lost, 0);
   /* re-initialise lazily in the child if the parent was recording */

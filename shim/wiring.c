@@ -4,11 +4,12 @@
  * runtime call, hooks/ calling NCCL or the NCCL profiler plugin -- it offers a table and
  * this file fills it, once, from the constructor (shim/init.c), before any thread of
  * collscope runs. The order of the harvest clients is the order each record is finished
- * in: SDC results, then timing (the profiler plugin's span, the GPU events, the probation
+ * in: the GPU's identity (from the first communicator record, before the ring has it), SDC results, then timing (the profiler plugin's span, the GPU events, the probation
  * verdict); then the online exchange sees the finished record; then the NCCL_NET links; then
  * the health sampler (its own clock decides when a pass samples). */
 #include "nccl_shim.h"
 #include "hooks/cuda_driver.h"
+#include "hooks/gpu_ident.h"
 #include "hooks/health.h"
 #include "hooks/nccl_calls.h"
 #include "hooks/online.h"
@@ -67,6 +68,7 @@ static const struct cs_dump_sources dump_sources = {
 void cs_wiring_connect(void) {
   cs_nccl_calls_set(&nccl_calls);
   cs_timing_plugin_set(&profiler_plugin);
+  cs_harvest_register(&cs_gpu_ident_harvest);
   cs_harvest_register(&cs_sdc_harvest);
   cs_harvest_register(&cs_timing_harvest);
   cs_harvest_register(&cs_online_harvest);

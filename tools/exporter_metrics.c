@@ -222,6 +222,11 @@ static void nvml_bus_id(char *out, size_t cap, const char *in) {
 static const char *rank_labels(struct exp_rank *r) {
   int dev = *(const volatile int32_t *)&r->rd.h->device;
   bool ident = r->gpu_uuid[0] || r->pci_bus_id[0];
+  if (!ident && dev >= 0) { /* the writer names the GPU before its device: one label set from the first */
+    atomic_thread_fence(memory_order_acquire);
+    cs_ring_gpu_ident(&r->rd, r->gpu_uuid, sizeof r->gpu_uuid, r->pci_bus_id, sizeof r->pci_bus_id);
+    ident = r->gpu_uuid[0] || r->pci_bus_id[0];
+  }
   if (r->labels[0] && dev == r->labels_dev && ident == r->labels_ident) return r->labels;
   struct obuf b = {0};
   puts_(&b, "job=\"");

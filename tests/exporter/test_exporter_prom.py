@@ -9,6 +9,10 @@
              asks Prometheus' HTTP API for the straggler (rank 5 on simhost3) and the collective
              count (equal to the op records in the dumps); `promtool check metrics` on a scrape
              (text and OpenMetrics) and on the textfile.
+  ident:     the GPU's identity labels (UUID, pci_bus_id) on a live 4-rank job scraped every
+             few ms: with health sampling off (no NVML at all) every series of a rank whose
+             device is known carries them; with it on, no series' labels change between two
+             scrapes; the labels equal what the simulated NVML reports (the dump header).
   dashboard: every PromQL expression of the Grafana dashboard parses (promtool check rules on
              a generated rules file) and names only metrics the exporter produces.
 Every process it starts is stopped by its pid. Prints the measured figures."""
@@ -242,6 +246,83 @@ def case_e2e(a, tmp):
     print("exporter log:\n" + log)
     skips = [l for l in log.splitlines() if "skipping" in l]
     assert len(skips) == 2 and all("evil" in l for l in skips), log  # once each, however many passes
+
+
+LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+IDENT = ("gpu", "UUID", "pci_bus_id")
+
+
+def rank_series(text):
+    """[(name, labels)] of the exposition's samples that belong to a rank"""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("#") or "{" not in line:
+            continue
+        name, rest = line.split("{", 1)
+        labels = dict(LABEL.findall(rest.rsplit("}", 1)[0]))
+        if "rank" in labels:
+            out.append((name, labels))
+    return out
+
+
+def ident_phase(a, tmp, health_ms):
+    """one live job scraped while it runs: {(host, rank): (UUID, pci_bus_id)}, dump headers, figures"""
+    base = os.path.join(tmp, "health" + health_ms)
+    shm, dumps = os.path.join(base, "shm"), os.path.join(base, "dumps")
+    os.makedirs(shm)
+    env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_KEEP_SHM="1",
+               COLLSCOPE_HEALTH_MS=health_ms)
+    ex, port = start_exporter(a.cli, shm, base, ["--interval", "0.05"])
+    url = "http://127.0.0.1:%d/metrics" % port
+    job = Proc([a.cli, "run", "-n", "4", "--hosts", "simhost[1-2]", "--sim", "--", os.path.join(a.apps, "dp_train"),
+                "--steps", "60", "--size", "64K", "--compute-us", "3000"], os.path.join(base, "job.log"), env=env)
+    seen = {}  # series (labels but the GPU's) -> (gpu, UUID, pci_bus_id) once its device is known
+    scrapes = known = unknown = 0
+    try:
+        while True:
+            running = job.alive()
+            text = http_get(url)[1]
+            scrapes += 1
+            for name, l in rank_series(text):
+                if l["gpu"] == "-1":  # no communicator yet: no device, no identity
+                    unknown += 1
+                    continue
+                known += 1
+                assert l.get("UUID", "").startswith("GPU-") and l.get("pci_bus_id"), \
+                    "scrape %d: %s of rank %s has its device but not its GPU's identity: %s" % (scrapes, name, l["rank"], l)
+                key = (name,) + tuple(sorted((k, v) for k, v in l.items() if k not in IDENT))
+                got = tuple(l[k] for k in IDENT)
+                assert seen.setdefault(key, got) == got, "scrape %d: %s changed its labels %s -> %s" % (
+                    scrapes, key, seen[key], got)
+            if not running:
+                break
+            time.sleep(0.01)
+    finally:
+        job.stop()
+        ex.stop()
+    assert job.p.returncode == 0, job.text()
+    assert "differs from the CUDA driver's" not in job.text(), job.text()
+    idents = {}
+    for key, (gpu, uuid, bus) in seen.items():
+        d = dict(key[1:])
+        assert idents.setdefault((d["host"], d["rank"]), (uuid, bus)) == (uuid, bus), (key, idents)
+    assert len(idents) == 4 and len(set(idents.values())) == 4, idents
+    print("COLLSCOPE_HEALTH_MS=%s: %d scrapes while the job ran, %d samples with the device known (all with "
+          "UUID and pci_bus_id, %d series, none changed), %d before it" % (health_ms, scrapes, known, len(seen), unknown))
+    return idents, dump_headers(dumps)
+
+
+def case_ident(a, tmp):
+    off, hdr_off = ident_phase(a, tmp, "0")
+    on, hdr_on = ident_phase(a, tmp, "100")
+    assert off == on, (off, on)  # the same simulated GPUs: the same identity with or without NVML
+    for (host, rank), (uuid, bus) in on.items():
+        h = hdr_on[int(rank)]
+        assert h["host"] == host, (h["host"], host)
+        # NVML's (the sampler's dump header) and the CUDA driver's (the ring header) agree
+        assert uuid == h["gpu_uuid"] and bus == nvml_bus(h["gpu_pci_bus_id"]), (uuid, bus, h)
+        assert bus == nvml_bus(hdr_off[int(rank)]["pci_bus_id"]), (bus, hdr_off[int(rank)])
+    print("identity of each rank's GPU (driver, as labels) == NVML's (dump header): %s" % sorted(on.items()))
 
 
 def promql_exprs(node, out):

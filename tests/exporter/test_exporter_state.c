@@ -548,6 +548,36 @@ static void test_summary_hostile(void **st) {
   clean_dir();
 }
 
+/* The writer names the GPU before the ring shows its device: a render that sees the device
+ * has the identity too, even when the last poll came before both (no series is ever seen
+ * with the device and without the identity). */
+static void test_gpu_identity_with_device(void **st) {
+  (void)st;
+  setup_dir();
+  char name[128];
+  snprintf(name, sizeof name, "collscope-%u-idd-r0.ring", (unsigned)geteuid());
+  struct cs_ring_hdr *h = make_ring(name, "idd", 0, getpid(), 64);
+  h->device = -1;
+  struct exp_state s;
+  assert_int_equal(exp_state_init(&s, shm, 300, stderr), 0);
+  exp_state_poll(&s, exp_now_ns());
+  char *text = render(&s);
+  assert_non_null(strstr(text, ",gpu=\"-1\"}"));
+  assert_null(strstr(text, "UUID="));
+  free(text);
+  cs_ring_stats_ident(h, "GPU-00aa", "0000:18:00.0"); /* as stats/ring.c's writer: identity, then device */
+  atomic_thread_fence(memory_order_release);
+  h->device = 0;
+  text = render(&s); /* no poll in between */
+  assert_null(strstr(text, ",gpu=\"-1\""));
+  assert_non_null(strstr(text, ",gpu=\"0\",UUID=\"GPU-00aa\",pci_bus_id=\"00000000:18:00.0\"}"));
+  assert_null(strstr(text, ",gpu=\"0\"}"));
+  free(text);
+  exp_state_free(&s);
+  unmap_ring(h);
+  clean_dir();
+}
+
 /* ---- the GPU's identity: labels named and shaped as dcgm-exporter's ---- */
 static void test_gpu_identity_labels(void **st) {
   (void)st;
@@ -725,6 +755,7 @@ int main(void) {
       cmocka_unit_test(test_hang_seconds),
       cmocka_unit_test(test_summary_hostile),
       cmocka_unit_test(test_gpu_identity_labels),
+      cmocka_unit_test(test_gpu_identity_with_device),
       cmocka_unit_test(test_health_metrics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

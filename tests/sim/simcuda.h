@@ -34,6 +34,9 @@ int simcuda_device_count(void);              /* COLLSCOPE_SIM_GPUS, default 8 */
 int simcuda_stream_device(CUstream s);       /* device a stream belongs to */
 int simcuda_stream_capturing(CUstream s);    /* 1 while s is being captured */
 void simcuda_pci_bus_id(int dev, char *buf, size_t len);   /* "0000:18:00.0" */
+/* The GPU's 16 UUID bytes (cuDeviceGetUuid's; NVML's nvmlDeviceGetUUID prints the same bytes as
+ * "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"): the simulated host's hash, "SIM", the index. */
+void simcuda_gpu_uuid(int dev, unsigned char out[16]);
 
 /* What a pointer is: 0 = unknown/plain host memory, 1 = device allocation,
  * 2 = pinned host allocation, 3 = managed. *device set for kinds 1 and 3. */

@@ -111,12 +111,7 @@ CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice d)
 {
     if (!uuid) return CUDA_ERROR_INVALID_VALUE;
     if (!dev_ok(d)) return CUDA_ERROR_INVALID_DEVICE;
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = simcuda_hostname(); *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    for (int i = 0; i < 16; i++) {
-        h = (h ^ (uint64_t)(d + 1) ^ (uint64_t)i) * 1099511628211ull;
-        uuid->bytes[i] = (char)(h >> 56);
-    }
+    simcuda_gpu_uuid(d, (unsigned char *)uuid->bytes); /* the same bytes the simulated NVML prints */
     return CUDA_SUCCESS;
 }
 

@@ -226,6 +226,17 @@ void simcuda_pci_bus_id(int dev, char *buf, size_t len)
     snprintf(buf, len, "%04x:%02x:00.0", (unsigned)(dev / 8), (unsigned)bus[dev % 8]);
 }
 
+void simcuda_gpu_uuid(int dev, unsigned char out[16])
+{
+    unsigned h = 2166136261u; /* FNV-1a of the host name */
+    for (const char *p = simcuda_hostname(); *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+    static const unsigned char mid[6] = { 0x53, 0x49, 0x4d, 0x00, 0x00, 0x00 };
+    for (int i = 0; i < 4; i++) out[i] = (unsigned char)(h >> (24 - 8 * i));
+    memcpy(out + 4, mid, sizeof mid);
+    unsigned long long d = dev < 0 ? 0 : (unsigned long long)dev;
+    for (int i = 0; i < 6; i++) out[10 + i] = (unsigned char)(d >> (40 - 8 * i));
+}
+
 /* ------------------------------------------------------------------ allocations */
 static struct sim_alloc *g_allocs;
 static size_t g_nallocs, g_capallocs;

@@ -155,8 +155,11 @@ static unsigned host_hash(void) {
 }
 NV_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int len) {
   ENTER("nvmlDeviceGetUUID"); DEV(d);
+  unsigned char b[16]; /* libcuda.so.1's cuDeviceGetUuid bytes, in NVML's text form */
+  simcuda_gpu_uuid(d->index, b);
   char s[96];
-  snprintf(s, sizeof s, "GPU-%08x-5349-4d00-0000-%012x", host_hash(), (unsigned)d->index);
+  snprintf(s, sizeof s, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3],
+           b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return put_str(uuid, len, s);
 }
 NV_API nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t d, char *serial, unsigned int len) {
