@@ -456,10 +456,8 @@ static void add_comm(const struct cs_record *r) {
   W->comms[n].size = r->comm_size;
   W->comms[n].rank = r->comm_rank;
   W->comms[n].device = r->device;
-  if (W->device < 0) {
-    atomic_thread_fence(memory_order_release); /* a reader that sees the device sees the GPU's identity written before it */
-    W->device = r->device;
-  }
+  if (W->device < 0) /* a release store: a reader that sees the device sees the GPU's identity written before it */
+    __atomic_store_n(&W->device, r->device, __ATOMIC_RELEASE);
   atomic_store_explicit(&W->ncomms, n + 1, memory_order_release);
 }
 

@@ -220,10 +220,9 @@ static void nvml_bus_id(char *out, size_t cap, const char *in) {
 /* the rank's label set, built once per rank and again when its device or its GPU's
  * identity becomes known */
 static const char *rank_labels(struct exp_rank *r) {
-  int dev = *(const volatile int32_t *)&r->rd.h->device;
+  int dev = __atomic_load_n(&r->rd.h->device, __ATOMIC_ACQUIRE); /* pairs with the writer's release store */
   bool ident = r->gpu_uuid[0] || r->pci_bus_id[0];
   if (!ident && dev >= 0) { /* the writer names the GPU before its device: one label set from the first */
-    atomic_thread_fence(memory_order_acquire);
     cs_ring_gpu_ident(&r->rd, r->gpu_uuid, sizeof r->gpu_uuid, r->pci_bus_id, sizeof r->pci_bus_id);
     ident = r->gpu_uuid[0] || r->pci_bus_id[0];
   }

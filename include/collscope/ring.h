@@ -42,7 +42,7 @@
  *    ops, NCCL_NET link records, hang reports), same slot protocol as the main ring;
  *  - the header's gpu_uuid and gpu_bus_id: written once when the GPU is known, then
  *    gpu_ident = 1 (release); the CUDA driver's identity is written before the header's
- *    device (a release fence between), so a reader that sees the device finds it. */
+ *    device (with a release store), so a reader that sees the device finds it. */
 #ifndef COLLSCOPE_RING_H
 #define COLLSCOPE_RING_H
 #include <stdatomic.h>

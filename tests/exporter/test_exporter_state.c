@@ -566,8 +566,7 @@ static void test_gpu_identity_with_device(void **st) {
   assert_null(strstr(text, "UUID="));
   free(text);
   cs_ring_stats_ident(h, "GPU-00aa", "0000:18:00.0"); /* as stats/ring.c's writer: identity, then device */
-  atomic_thread_fence(memory_order_release);
-  h->device = 0;
+  __atomic_store_n(&h->device, 0, __ATOMIC_RELEASE);
   text = render(&s); /* no poll in between */
   assert_null(strstr(text, ",gpu=\"-1\""));
   assert_non_null(strstr(text, ",gpu=\"0\",UUID=\"GPU-00aa\",pci_bus_id=\"00000000:18:00.0\"}"));
