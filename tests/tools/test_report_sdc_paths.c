@@ -20,6 +20,7 @@
 #include "dumpfile.h"
 #include "report/report.h"
 #include "report_agg.h"
+#include "tools_fixture.h"
 
 enum { RANKS = 4 };
 #define COMM_W 0x100ull /* the world: comm rank = rank */
@@ -166,8 +167,7 @@ static bool same_str(const char *a, const char *b) { return a == b || (a && b &&
 
 static void streamed_and_loaded_agree(void **state) {
   (void)state;
-  char dir[] = "/tmp/collscope-sdcpaths-XXXXXX";
-  assert_non_null(mkdtemp(dir));
+  char *dir = make_tmpdir();
   write_set(dir);
 
   /* the set loaded whole: the sdc section with no streamed figures (collscope demo) */
@@ -214,9 +214,7 @@ static void streamed_and_loaded_agree(void **state) {
   report_agg_free(&agg);
   cs_dumpset_free(s);
   cs_dumpset_free(all);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
+  rm_tree(dir);
 }
 
 int main(void) {
