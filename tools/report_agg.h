@@ -72,13 +72,13 @@ struct agg_counts {
   size_t sampled_out; /* CUDA-event path, outside the event sample (COLLSCOPE_EVENT_SAMPLE) */
 };
 
-/* one SDC finding, as cmd_report.c prints it */
+/* one SDC finding, as the report's sdc section prints it (tools/report/section_sdc.c) */
 struct agg_sdc_item {
   uint64_t comm;
   int64_t seq;
-  const char *op, *dtype, *host;
+  const char *op, *dtype, *host; /* host NULL when the suspect is unknown */
   uint64_t bytes;
-  int check, suspect_comm_rank, suspect_rank;
+  int check, suspect_comm_rank, suspect_rank; /* -1: unknown */
   double got, want, tol;
 };
 struct agg_sdc {
@@ -86,6 +86,19 @@ struct agg_sdc {
   struct agg_sdc_item *items;
   size_t nitems, cap;
 };
+
+struct cs_walk_rec;
+struct cs_sdc_member;
+/* The SDC comparison of one collective instance (include/collscope/sdc.h), the one both the
+ * streamed walk and the sdc section over a set loaded whole (collscope demo) use. m[0..n): the
+ * instance's records sorted by comm_rank, then file, then file order, as the walk gives them
+ * (of a duplicate comm_rank the first is compared). Nothing happens unless some record was
+ * checked, all name the same op and it passes op_filter (NULL: any op); then the outcome is
+ * counted in out and each finding appended, naming the suspect's own rank and host from its
+ * record. It reads comm_rank, comm_size, status, op, op_name, dtype, redop, root, count,
+ * bytes, rec_rank, host and the sdc_ fields. *mem, *memcap: scratch kept between calls. */
+void report_agg_sdc_instance(struct agg_sdc *out, struct cs_sdc_member **mem, size_t *memcap, const char *op_filter,
+                             uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n);
 
 struct report_agg {
   const char *op_filter; /* as given: a schema.h name, or any other name records may use */

@@ -56,33 +56,32 @@ int agg_declared_of(struct report_agg_priv *P, uint64_t comm, int size) {
   HASH_FIND(hh, P->dcomms, &comm, sizeof comm, c);
   return c && c->declared > size ? c->declared : size;
 }
-static void sdc_instance(struct report_agg_priv *P, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
-  const char *filter = P->agg->op_filter;
+void report_agg_sdc_instance(struct agg_sdc *out, struct cs_sdc_member **mem, size_t *memcap, const char *op_filter,
+                             uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
   bool mixed = false, any = false;
   for (size_t k = 0; k < n; k++) {
     mixed |= m[k].op_name != m[0].op_name; /* interned */
     any |= m[k].sdc_checked != 0;
   }
-  if (!any || mixed || (filter && strcmp(m[0].op_name, filter) != 0)) return;
-  if (n > P->memcap) {
-    P->memcap = 2 * n;
-    P->mem = xrealloc(P->mem, P->memcap * sizeof *P->mem);
+  if (!any || mixed || (op_filter && strcmp(m[0].op_name, op_filter) != 0)) return;
+  if (n > *memcap) {
+    *memcap = 2 * n;
+    *mem = xrealloc(*mem, *memcap * sizeof **mem);
   }
   int csize = 0;
   size_t nm = 0;
   for (size_t k = 0; k < n; k++) {
     if (m[k].comm_size > csize) csize = m[k].comm_size;
-    if (nm && P->mem[nm - 1].comm_rank == m[k].comm_rank) continue; /* duplicate rank: keep the first */
-    P->mem[nm++] = (struct cs_sdc_member){m[k].comm_rank, m[k].status == 0 ? m[k].sdc_checked : 0, m[k].sdc_fp, m[k].sdc_in_sum,
-                                          m[k].sdc_in_abs, m[k].sdc_out_sum};
+    if (nm && (*mem)[nm - 1].comm_rank == m[k].comm_rank) continue; /* duplicate rank: keep the first */
+    (*mem)[nm++] = (struct cs_sdc_member){m[k].comm_rank, m[k].status == 0 ? m[k].sdc_checked : 0, m[k].sdc_fp,
+                                          m[k].sdc_in_sum, m[k].sdc_in_abs, m[k].sdc_out_sum};
   }
   const struct cs_walk_rec *o0 = &m[0];
   struct cs_sdc_instance si = {o0->op, cli_sdc_dtype(o0->dtype), cli_sdc_redop(o0->redop), o0->root, csize,
-                               (uint64_t)(o0->count > 0 ? o0->count : 0), nm, P->mem};
+                               (uint64_t)(o0->count > 0 ? o0->count : 0), nm, *mem};
   struct cs_sdc_finding f[64];
   struct cs_sdc_outcome oc;
   size_t nf = cs_sdc_compare(&si, f, 64, &oc);
-  struct agg_sdc *out = &P->agg->sdc;
   out->compared++;
   out->fp_checked += (size_t)oc.fp_checked;
   out->sum_checked += (size_t)oc.sum_checked;
@@ -144,7 +143,7 @@ void agg_on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk
   }
   if (P->det && cs_det_stream_instance(P->det, comm, seq, P->dm, n)) P->oom = true;
   size_t nfound = P->agg->sdc.nitems;
-  sdc_instance(P, comm, seq, m, n);
+  report_agg_sdc_instance(&P->agg->sdc, &P->mem, &P->memcap, P->agg->op_filter, comm, seq, m, n);
   report_views_instance(P->agg->views, comm, seq, m, n, P->agg->sdc.nitems - nfound);
 }
 

@@ -22,8 +22,7 @@
 #include "collscope/detect.h"
 #include "collscope/links.h"
 #include "dumpfile.h"
-
-struct report_agg;
+#include "report_agg.h"
 
 /* ---------- the models the sections build ---------- */
 
@@ -91,21 +90,6 @@ extern const char *const report_sdc_standings[REPORT_NSDC];
 /* ranks whose SDC checks were off: every standing but ready and unused (section_summary.c) */
 size_t report_sdc_off_ranks(const struct summary *s);
 
-/* sdc: cross-rank SDC check comparison (include/collscope/sdc.h) */
-struct sdc_item {
-  uint64_t comm;
-  int64_t seq;
-  const char *op, *dtype, *host; /* host NULL when the suspect is unknown */
-  uint64_t bytes;
-  int check, suspect_comm_rank, suspect_rank; /* -1: unknown */
-  double got, want, tol;
-};
-struct sdc_report {
-  size_t compared, fp_checked, sum_checked, skipped_nonfinite, skipped_incomplete;
-  struct sdc_item *items;
-  size_t nitems, cap;
-};
-
 /* ---------- the report: shared inputs, then each section's model ---------- */
 
 struct report {
@@ -129,7 +113,7 @@ struct report {
   size_t nlinks; /* links: NCCL_NET wrapper pairs (stats/links.c) */
   struct cs_link_params linkp;
   size_t link_records;
-  struct sdc_report sdc; /* sdc */
+  struct agg_sdc sdc; /* sdc: the cross-rank SDC comparison's counts and findings (report_agg.h) */
 };
 
 /* ---------- a section ---------- */

@@ -8,88 +8,69 @@
 #include "collscope/sdc.h"
 #include "report.h"
 #include "../report_health.h"
+#include "instwalk.h"
 #include "report_agg.h"
 #include "xalloc.h"
 
-static void sdc_analyse(const struct report *r, struct sdc_report *out) {
-  memset(out, 0, sizeof *out);
-  if (r->agg) { /* streamed: compared as the instances completed */
-    const struct agg_sdc *a = &r->agg->sdc;
-    out->compared = a->compared, out->fp_checked = a->fp_checked, out->sum_checked = a->sum_checked;
-    out->skipped_nonfinite = a->skipped_nonfinite, out->skipped_incomplete = a->skipped_incomplete;
-    out->items = xcalloc(a->nitems, sizeof *out->items);
-    out->nitems = out->cap = a->nitems;
-    for (size_t i = 0; i < a->nitems; i++) {
-      const struct agg_sdc_item *it = &a->items[i];
-      out->items[i] = (struct sdc_item){it->comm, it->seq, it->op, it->dtype, it->host, it->bytes, it->check,
-                                        it->suspect_comm_rank, it->suspect_rank, it->got, it->want, it->tol};
-    }
-    return;
-  }
+/* A set loaded whole (collscope demo, no streamed figures): its instances through the same
+ * per-instance comparison as the streamed walk, each record in the walk's form. */
+static void sdc_compare_loaded(const struct cs_dumpset *set, const char *op_filter, struct agg_sdc *out) {
   struct cs_instances inst;
-  cs_group_instances(r->set, &inst);
+  cs_group_instances(set, &inst);
+  struct cs_walk_rec *m = NULL;
   struct cs_sdc_member *mem = NULL;
-  size_t memcap = 0;
+  size_t mcap = 0, memcap = 0;
   for (size_t i = 0; i < inst.n; i++) {
     const struct cs_instance *in = &inst.v[i];
-    if (in->mixed_ops || (r->op_filter && strcmp(in->op_name, r->op_filter) != 0)) continue;
-    bool any = false;
-    for (size_t k = 0; k < in->n && !any; k++) any = in->ops[k]->sdc_checked != 0;
-    if (!any) continue;
-    if (in->n > memcap) {
-      memcap = in->n * 2;
-      mem = realloc(mem, memcap * sizeof *mem);
-      if (!mem) {
-        fprintf(stderr, "collscope: out of memory\n");
-        exit(1);
-      }
+    if (in->n > mcap) {
+      mcap = 2 * in->n;
+      m = xrealloc(m, mcap * sizeof *m);
     }
-    const struct cs_op_rec *o0 = in->ops[0];
-    size_t n = 0;
     for (size_t k = 0; k < in->n; k++) {
       const struct cs_op_rec *o = in->ops[k];
-      if (n && mem[n - 1].comm_rank == o->comm_rank) continue; /* duplicate rank: keep the first */
-      mem[n++] = (struct cs_sdc_member){o->comm_rank, o->status == 0 ? o->sdc_checked : 0, o->sdc_fp,
-                                        o->sdc_in_sum, o->sdc_in_abs, o->sdc_out_sum};
+      /* the fields report_agg_sdc_instance reads, as tools/report_agg_record.c fills them */
+      m[k] = (struct cs_walk_rec){.comm = o->comm,
+                                  .seq = o->seq,
+                                  .comm_rank = o->comm_rank,
+                                  .comm_size = o->comm_size,
+                                  .op = o->op,
+                                  .root = o->root,
+                                  .status = o->status,
+                                  .rec_rank = o->rank,
+                                  .file = o->file,
+                                  .op_name = o->op_name,
+                                  .dtype = o->dtype,
+                                  .redop = o->redop,
+                                  .host = set->files[o->file].hdr.host,
+                                  .count = o->count,
+                                  .bytes = o->bytes,
+                                  .sdc_checked = o->sdc_checked,
+                                  .sdc_fp = o->sdc_fp,
+                                  .sdc_in_sum = o->sdc_in_sum,
+                                  .sdc_in_abs = o->sdc_in_abs,
+                                  .sdc_out_sum = o->sdc_out_sum};
     }
-    struct cs_sdc_instance si = {o0->op, cli_sdc_dtype(o0->dtype), cli_sdc_redop(o0->redop), o0->root, in->comm_size,
-                                 (uint64_t)(o0->count > 0 ? o0->count : 0), n, mem};
-    struct cs_sdc_finding f[64];
-    struct cs_sdc_outcome oc;
-    size_t nf = cs_sdc_compare(&si, f, 64, &oc);
-    out->compared++;
-    out->fp_checked += (size_t)oc.fp_checked;
-    out->sum_checked += (size_t)oc.sum_checked;
-    out->skipped_nonfinite += (size_t)oc.sum_skipped_nonfinite;
-    out->skipped_incomplete += (size_t)oc.sum_skipped_incomplete;
-    for (size_t k = 0; k < nf && k < 64; k++) {
-      if (out->nitems == out->cap) {
-        out->cap = out->cap ? out->cap * 2 : 16;
-        out->items = realloc(out->items, out->cap * sizeof *out->items);
-        if (!out->items) {
-          fprintf(stderr, "collscope: out of memory\n");
-          exit(1);
-        }
-      }
-      struct sdc_item *it = &out->items[out->nitems++];
-      *it = (struct sdc_item){in->comm, in->seq, in->op_name, o0->dtype, NULL, o0->bytes, f[k].check,
-                              f[k].suspect, -1, f[k].got, f[k].want, f[k].tol};
-      for (size_t j = 0; j < in->n && f[k].suspect >= 0; j++)
-        if (in->ops[j]->comm_rank == f[k].suspect) {
-          it->suspect_rank = in->ops[j]->rank;
-          it->host = r->set->files[in->ops[j]->file].hdr.host;
-          break;
-        }
-    }
+    report_agg_sdc_instance(out, &mem, &memcap, op_filter, in->comm, in->seq, m, in->n);
   }
   free(mem);
+  free(m);
   cs_instances_free(&inst);
 }
 
-static void build_sdc(struct report *r) { sdc_analyse(r, &r->sdc); }
+/* streamed: compared as the instances completed (tools/report_agg_walk.c), the results moved
+ * here; else over the set loaded whole */
+static void build_sdc(struct report *r) {
+  memset(&r->sdc, 0, sizeof r->sdc);
+  if (r->agg) {
+    r->sdc = r->agg->sdc;
+    memset(&r->agg->sdc, 0, sizeof r->agg->sdc);
+  } else {
+    sdc_compare_loaded(r->set, r->op_filter, &r->sdc);
+  }
+}
 
 static void text_sdc(const struct report *r, FILE *o) {
-  const struct sdc_report *s = &r->sdc;
+  const struct agg_sdc *s = &r->sdc;
   if (!s->compared) {
     size_t off = report_sdc_off_ranks(&r->sum), on = r->sum.sdc_ranks[0] + r->sum.sdc_ranks[1];
     if (off && !on)
@@ -109,7 +90,7 @@ static void text_sdc(const struct report *r, FILE *o) {
             "suspect", "host");
   char hex[17], rk[24], b1[128], b2[128], b3[128];
   for (size_t i = 0; i < s->nitems; i++) {
-    const struct sdc_item *it = &s->items[i];
+    const struct agg_sdc_item *it = &s->items[i];
     if (it->suspect_rank >= 0)
       snprintf(rk, sizeof rk, "rank %d", it->suspect_rank);
     else if (it->suspect_comm_rank >= 0)
@@ -144,11 +125,11 @@ int cli_report_sdc_text(const char *dir, FILE *o) {
 
 /* "sdc": the findings, one per (collective, check, suspect); "sdc_checks": the counts */
 static json_t *json_sdc(const struct report *r) {
-  const struct sdc_report *s = &r->sdc;
+  const struct agg_sdc *s = &r->sdc;
   json_t *a = json_array();
   char hex[17];
   for (size_t i = 0; i < s->nitems; i++) {
-    const struct sdc_item *it = &s->items[i];
+    const struct agg_sdc_item *it = &s->items[i];
     json_t *o = json_object();
     json_object_set_new(o, "comm", json_string(cs_comm_hex(it->comm, hex)));
     json_object_set_new(o, "seq", json_integer(it->seq));
@@ -171,7 +152,7 @@ static json_t *json_sdc(const struct report *r) {
   return a;
 }
 static json_t *json_sdc_checks(const struct report *r) {
-  const struct sdc_report *s = &r->sdc;
+  const struct agg_sdc *s = &r->sdc;
   json_t *o = json_object();
   json_object_set_new(o, "compared", jcount(s->compared));
   json_object_set_new(o, "fingerprint_checked", jcount(s->fp_checked));
