@@ -39,6 +39,9 @@ void cli_text_hangs(const struct cs_det_result *det, FILE *o);
  * unknown; redop -1 none, 5 one without a sum rule (premulsum or a newer name) */
 int cli_sdc_dtype(const char *name);
 int cli_sdc_redop(const char *name);
+/* The SDC findings of the dumps in dir as text (collscope demo's SDC step; tools/report/
+ * section_sdc.c): 1 when there are findings, 0 when none, -1 when the dumps cannot be read. */
+int cli_report_sdc_text(const char *dir, FILE *o);
 struct json_t *cli_json_stragglers(const struct cs_det_result *det);
 struct json_t *cli_json_hangs(const struct cs_det_result *det);
 

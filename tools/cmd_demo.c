@@ -227,7 +227,6 @@ static void demo_health(struct cli_run_opts *o, const char *absdir, char *app) {
  * receives at seq 3 (simulator fault flip:...,at=out), SDC checks on every collective;
  * then the report's sdc section: the fingerprint check names rank 6 and its host. The
  * flipped rank's own result check fails, so the other ranks are not killed when it exits. */
-int cli_report_sdc_text(const char *dir, FILE *o); /* tools/report/section_sdc.c */
 static void demo_sdc(struct cli_run_opts *o, const char *absdir, char *app, char *size_s) {
   char sdir[PATH_MAX], env_dir[PATH_MAX + 32];
   if (snprintf(sdir, sizeof sdir, "%s/sdc", absdir) >= (int)sizeof sdir || mkdirs(sdir) != 0) return;

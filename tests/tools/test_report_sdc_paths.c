@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "collscope/sdc.h"
 #include "dumpfile.h"
 #include "report/report.h"
@@ -27,8 +28,6 @@ enum { RANKS = 4 };
 #define COMM_G 0x200ull /* three ranks, numbered in another order */
 #define FP_GOOD "00000000000000aa"
 #define FP_BAD "00000000000000bb"
-
-int cli_report_sdc_text(const char *dir, FILE *o); /* tools/report/section_sdc.c (collscope demo) */
 
 static const char *host_of_rank(int r) { return r < 2 ? "hostA" : "hostB"; }
 static const int g_rank_of_crank[3] = {3, 0, 2}; /* COMM_G's comm rank -> rank */

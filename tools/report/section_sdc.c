@@ -107,7 +107,6 @@ static void text_sdc(const struct report *r, FILE *o) {
 }
 
 /* The sdc section of DIR alone (collscope demo). Returns 1 if any finding, 0 none, -1 error. */
-int cli_report_sdc_text(const char *dir, FILE *o);
 int cli_report_sdc_text(const char *dir, FILE *o) {
   struct cs_dumpset *set = cs_dumpset_load(dir);
   if (set->fatal) {
