@@ -266,12 +266,7 @@ struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm) {
   if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm))
     c = cs_tls.last_comm = cs_comm_lookup(comm);
   if (c) {
-    r->comm_id = c->id;
-    r->comm_size = c->size;
-    r->comm_rank = c->rank;
-    r->device = c->device;
-    r->comm_nb = c->nonblocking;
-    r->seq = cs_comm_seq_take(c); /* tentative: see seq_give_back */
+    cs_op_comm_fill(r, c);
   } else {
     r->comm_size = r->comm_rank = r->device = -1;
     r->seq = UINT64_MAX;

@@ -36,6 +36,16 @@ struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm); /* every case
 extern _Atomic int cs_timing_plugin_on;
 void cs_timing_plugin_live(void);
 
+/* The record's communicator fields and its tentative seq (see seq_give_back in timing.c). */
+static inline __attribute__((always_inline)) void cs_op_comm_fill(struct cs_record *r, struct cs_comm *c) {
+  r->comm_id = c->id;
+  r->comm_size = c->size;
+  r->comm_rank = c->rank;
+  r->device = c->device;
+  r->comm_nb = c->nonblocking;
+  r->seq = cs_comm_seq_take(c);
+}
+
 /* cs_op_start's common case, inline in the wrappers: the communicator this thread used
  * last, outside a group, no profiler plugin. The op takes its seq and either its events
  * (cs_timed_begin) or, a small collective outside the event sample, its enqueue time
@@ -46,12 +56,7 @@ static inline __attribute__((always_inline)) struct cs_comm *cs_op_start(struct 
   if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm ||
                   cs_tls.group_depth > 0 || atomic_load_explicit(&cs_timing_plugin_on, memory_order_relaxed)))
     return cs_op_start_slow(r, comm);
-  r->comm_id = c->id;
-  r->comm_size = c->size;
-  r->comm_rank = c->rank;
-  r->device = c->device;
-  r->comm_nb = c->nonblocking;
-  r->seq = cs_comm_seq_take(c); /* tentative: see seq_give_back */
+  cs_op_comm_fill(r, c);
   /* (the call's arguments, not the record's copies: constants fold) */
   r->bytes = cs_op_bytes(op, count, cs_dtype_size(dtype), c->size > 0 ? c->size : 1);
   if (r->bytes < cs_cfg.event_sample_bytes && (r->seq & cs_cfg.event_sample_mask) && cs_drv.loaded) {
