@@ -75,7 +75,11 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   W->matched |= filter && counts;
   bool err = report_op_is_error(o);
   int state = report_op_det_state(o);
-  double gap = -1; /* this process's compute gap: start - its previous timed op's end */
+  /* this process's compute gap: start - the end of its previous op, when that op was timed.
+   * An op that ran untimed in between (sampled out of the CUDA-event path, host-timed) makes
+   * the span no compute gap: with 1 in 64 small collectives timed it would hold 63 collectives,
+   * the waits for the straggler included, on every rank alike (docs/detection.md). */
+  double gap = -1;
   if (state == CS_DET_DONE) {
     if (F->has_prev) {
       int64_t g = o->start_ns - F->prev_end;
@@ -83,6 +87,8 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
     }
     F->has_prev = true;
     F->prev_end = o->end_ns;
+  } else if (state == CS_DET_ENTERED || state == CS_DET_UNTIMED) {
+    F->has_prev = false;
   }
   int rank = o->rank >= 0 ? o->rank : f->hdr.rank;
   if (o->seq >= 0) {
