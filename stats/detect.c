@@ -76,6 +76,39 @@ static int cmp_proc(const void *a, const void *b, void *ctx) {
   if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
   return 0;
 }
+/* the same process (host, rank) as x, ordered by enqueue time: the ops that ran untimed */
+static int cmp_proc_enq(const void *a, const void *b, void *ctx) {
+  const struct cs_det_op *g_ops = ctx;
+  const struct cs_det_op *x = &g_ops[*(const size_t *)a], *y = &g_ops[*(const size_t *)b];
+  int c = strcmp(x->host ? x->host : "", y->host ? y->host : "");
+  if (c) return c;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->enqueue_ns != y->enqueue_ns) return x->enqueue_ns < y->enqueue_ns ? -1 : 1;
+  return 0;
+}
+/* Whether an op of a's process that ran untimed (u: sorted by cmp_proc_enq) was enqueued
+ * between a and b: then b's start - a's end spans it, no compute gap. */
+static bool untimed_between(const struct cs_det_op *ops, const size_t *u, size_t nu, const struct cs_det_op *a,
+                            const struct cs_det_op *b) {
+  int64_t lo = a->enqueue_ns < b->enqueue_ns ? a->enqueue_ns : b->enqueue_ns;
+  int64_t hi = a->enqueue_ns < b->enqueue_ns ? b->enqueue_ns : a->enqueue_ns;
+  const char *ha = a->host ? a->host : "";
+  size_t l = 0, h = nu; /* the first untimed op not before (a's process, lo) */
+  while (l < h) {
+    size_t mid = l + (h - l) / 2;
+    const struct cs_det_op *x = &ops[u[mid]];
+    int c = strcmp(x->host ? x->host : "", ha);
+    bool before = c < 0 || (c == 0 && (x->rank < a->rank || (x->rank == a->rank && x->enqueue_ns <= lo)));
+    if (before)
+      l = mid + 1;
+    else
+      h = mid;
+  }
+  if (l == nu) return false;
+  const struct cs_det_op *x = &ops[u[l]];
+  return strcmp(x->host ? x->host : "", ha) == 0 && x->rank == a->rank && x->enqueue_ns < hi;
+}
+
 static void params_fix(struct cs_det_params *p, const struct cs_det_params *pp) {
   if (pp)
     *p = *pp;
@@ -94,22 +127,30 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
   struct cs_det_params p;
   params_fix(&p, pp);
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+  size_t *uidx = malloc((n ? n : 1) * sizeof *uidx);
   double *gap = malloc((n ? n : 1) * sizeof *gap);
   struct cs_det_member *mb = NULL;
   size_t capmb = 0, capS = 0, capH = 0, capR = 0;
   struct cstate C = {0};
-  if (!idx || !gap) goto oom;
+  if (!idx || !uidx || !gap) goto oom;
 
-  /* compute gaps: per process, this op's start - the previous op's end */
-  size_t m = 0;
+  /* compute gaps: per process, this op's start - the previous op's end, when no op that ran
+   * untimed (sampled out, host-timed) was enqueued between them: a span over such ops holds
+   * their waits for a straggler on every rank alike (as the report's streamed walk) */
+  size_t m = 0, nu = 0;
   for (size_t i = 0; i < n; i++) {
     gap[i] = -1;
-    if (ops[i].state == CS_DET_DONE) idx[m++] = i;
+    if (ops[i].state == CS_DET_DONE)
+      idx[m++] = i;
+    else if (ops[i].state == CS_DET_ENTERED || ops[i].state == CS_DET_UNTIMED)
+      uidx[nu++] = i;
   }
   qsort_r(idx, m, sizeof *idx, cmp_proc, (void *)ops);
+  qsort_r(uidx, nu, sizeof *uidx, cmp_proc_enq, (void *)ops);
   for (size_t k = 1; k < m; k++) {
     const struct cs_det_op *a = &ops[idx[k - 1]], *b = &ops[idx[k]];
     if (a->rank != b->rank || strcmp(a->host ? a->host : "", b->host ? b->host : "")) continue;
+    if (nu && untimed_between(ops, uidx, nu, a, b)) continue;
     int64_t g = b->start_ns - a->end_ns;
     gap[idx[k]] = g > 0 ? (double)g / 1e3 : 0;
   }
@@ -151,12 +192,14 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
     c0 = c1;
   }
   free(idx);
+  free(uidx);
   free(gap);
   free(mb);
   cs_det_cstate_free(&C);
   return 0;
 oom:
   free(idx);
+  free(uidx);
   free(gap);
   free(mb);
   cs_det_cstate_free(&C);

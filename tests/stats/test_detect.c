@@ -277,6 +277,34 @@ static void test_hang_sampled_out(void **st) {
   free(v);
 }
 
+/* 1 in 2 instances sampled out (the CUDA-event path's sample): every timed op of a rank
+ * follows an untimed one, so no compute gap is measured (a span over the untimed op would
+ * hold its wait for the straggler on every rank); the straggler is still found */
+static void test_gap_over_sampled_out(void **st) {
+  (void)st;
+  size_t n;
+  struct cs_det_op *v = gen(400, 5, 0.2, 5, &n);
+  for (size_t i = 0; i < n; i++) {
+    struct cs_det_op *o = &v[i];
+    o->enqueue_ns = o->start_ns - 1000;
+    if (o->seq % 2) o->state = CS_DET_ENTERED, o->start_ns = o->end_ns = 0;
+  }
+  struct cs_det_result r;
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.nstragglers, 1);
+  assert_int_equal(r.stragglers[0].rank, 5);
+  assert_true(r.stragglers[0].gap_us == -1 && r.stragglers[0].peer_gap_us == -1);
+  assert_int_equal(r.stragglers[0].kind, CS_DET_COMPUTE);
+  cs_det_result_free(&r);
+  free(v); /* all timed: the gaps are there */
+  v = gen(400, 5, 0.2, 5, &n);
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  assert_int_equal(r.nstragglers, 1);
+  assert_true(r.stragglers[0].gap_us >= 0 && r.stragglers[0].peer_gap_us >= 0);
+  cs_det_result_free(&r);
+  free(v);
+}
+
 static void test_params_env(void **st) {
   (void)st;
   struct cs_det_params p;
@@ -305,6 +333,7 @@ int main(void) {
       cmocka_unit_test(test_no_false_positives),
       cmocka_unit_test(test_hang_missing),
       cmocka_unit_test(test_hang_sampled_out),
+      cmocka_unit_test(test_gap_over_sampled_out),
       cmocka_unit_test(test_params_env),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
