@@ -251,9 +251,7 @@ def slow_runs(cli, apps, tmp, pct, steps, bar, report_bar):
         print("slow %g%%, run %d: %s" % (pct, i, json.dumps(s)))
         assert len(s) == 1 and s[0]["rank"] == 5 and s[0]["host"] == "simhost3", r["stragglers"]
         assert s[0]["kind"] == "compute", s
-        # every timed op follows sampled-out ones: no compute gap (a span over them would hold
-        # their waits for rank 5 on every rank alike, and could call the straggler a link)
-        assert s[0]["gap_us"] == -1 and s[0]["peer_gap_us"] == -1, s
+        assert s[0]["gap_us"] >= 0 and s[0]["peer_gap_us"] >= 0, s  # every op timed: the gaps are there
         assert s[0]["offset_us"] >= 0.5 * pct / 100 * s[0]["median_dur_us"], s
         firsts.append(s[0]["first_flag_instance"])
         since.append(s[0]["first_flag_instance"] - onset)
