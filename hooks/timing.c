@@ -289,13 +289,8 @@ struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm) {
     }
     if (pc == CS_PROF_PROBE) {
       r->prof_want = r->prof_probe = 1; /* both: events and the plugin */
-    } else if (r->bytes < cs_cfg.event_sample_bytes && (r->seq & cs_cfg.event_sample_mask) &&
-               r->seq != UINT64_MAX && cs_drv.loaded) {
-      /* CUDA events only: a small collective outside the event sample (the same seqs on every
-       * rank of the communicator) keeps its enqueue time and no events. No driver call here,
-       * so a capturing stream's op is sampled_out too, not captured (docs/timing.md). */
-      r->enqueue_ns = cs_now_ns(CLOCK_REALTIME);
-      r->timing = CS_TIMING_SAMPLED_OUT;
+    } else if (r->seq != UINT64_MAX && cs_op_sampled_out(r->bytes, r->seq)) {
+      cs_op_sample_out(r); /* CUDA events only, and this op outside their sample */
       return c;
     }
     cs_timed_begin(r, stream);

@@ -46,6 +46,18 @@ static inline __attribute__((always_inline)) void cs_op_comm_fill(struct cs_reco
   r->seq = cs_comm_seq_take(c);
 }
 
+/* The CUDA-event path's sample (COLLSCOPE_EVENT_SAMPLE): a small collective whose seq is
+ * outside it keeps its enqueue time and no events, the same seqs on every rank of the
+ * communicator. No driver call, so a capturing stream's op is sampled_out too, not captured
+ * (docs/timing.md). */
+static inline bool cs_op_sampled_out(uint64_t bytes, uint64_t seq) {
+  return bytes < cs_cfg.event_sample_bytes && (seq & cs_cfg.event_sample_mask) && cs_drv.loaded;
+}
+static inline void cs_op_sample_out(struct cs_record *r) {
+  r->enqueue_ns = cs_now_ns(CLOCK_REALTIME);
+  r->timing = CS_TIMING_SAMPLED_OUT;
+}
+
 /* cs_op_start's common case, inline in the wrappers: the communicator this thread used
  * last, outside a group, no profiler plugin. The op takes its seq and either its events
  * (cs_timed_begin) or, a small collective outside the event sample, its enqueue time
@@ -59,9 +71,8 @@ static inline __attribute__((always_inline)) struct cs_comm *cs_op_start(struct 
   cs_op_comm_fill(r, c);
   /* (the call's arguments, not the record's copies: constants fold) */
   r->bytes = cs_op_bytes(op, count, cs_dtype_size(dtype), c->size > 0 ? c->size : 1);
-  if (r->bytes < cs_cfg.event_sample_bytes && (r->seq & cs_cfg.event_sample_mask) && cs_drv.loaded) {
-    r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* sampled out: see cs_op_start_slow */
-    r->timing = CS_TIMING_SAMPLED_OUT;
+  if (cs_op_sampled_out(r->bytes, r->seq)) {
+    cs_op_sample_out(r);
     return c;
   }
   cs_timed_begin(r, (void *)(uintptr_t)r->stream);
