@@ -67,24 +67,24 @@ static int cmp_inst(const void *a, const void *b, void *ctx) {
   if (x->comm_rank != y->comm_rank) return x->comm_rank < y->comm_rank ? -1 : 1;
   return 0;
 }
+/* (process: host, rank; then a time t) order of two ops */
+static int proc_order(const struct cs_det_op *x, int64_t tx, const struct cs_det_op *y, int64_t ty) {
+  int c = strcmp(x->host ? x->host : "", y->host ? y->host : "");
+  if (c) return c;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return tx < ty ? -1 : tx > ty;
+}
+/* the timed ops of a process by GPU start */
 static int cmp_proc(const void *a, const void *b, void *ctx) {
   const struct cs_det_op *g_ops = ctx;
   const struct cs_det_op *x = &g_ops[*(const size_t *)a], *y = &g_ops[*(const size_t *)b];
-  int c = strcmp(x->host ? x->host : "", y->host ? y->host : "");
-  if (c) return c;
-  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-  if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
-  return 0;
+  return proc_order(x, x->start_ns, y, y->start_ns);
 }
-/* the same process (host, rank) as x, ordered by enqueue time: the ops that ran untimed */
+/* the ops of a process that ran untimed, by enqueue time */
 static int cmp_proc_enq(const void *a, const void *b, void *ctx) {
   const struct cs_det_op *g_ops = ctx;
   const struct cs_det_op *x = &g_ops[*(const size_t *)a], *y = &g_ops[*(const size_t *)b];
-  int c = strcmp(x->host ? x->host : "", y->host ? y->host : "");
-  if (c) return c;
-  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
-  if (x->enqueue_ns != y->enqueue_ns) return x->enqueue_ns < y->enqueue_ns ? -1 : 1;
-  return 0;
+  return proc_order(x, x->enqueue_ns, y, y->enqueue_ns);
 }
 /* Whether an op of a's process that ran untimed (u: sorted by cmp_proc_enq) was enqueued
  * between a and b: then b's start - a's end spans it, no compute gap. */
@@ -92,21 +92,18 @@ static bool untimed_between(const struct cs_det_op *ops, const size_t *u, size_t
                             const struct cs_det_op *b) {
   int64_t lo = a->enqueue_ns < b->enqueue_ns ? a->enqueue_ns : b->enqueue_ns;
   int64_t hi = a->enqueue_ns < b->enqueue_ns ? b->enqueue_ns : a->enqueue_ns;
-  const char *ha = a->host ? a->host : "";
-  size_t l = 0, h = nu; /* the first untimed op not before (a's process, lo) */
+  size_t l = 0, h = nu; /* the first untimed op after (a's process, lo) */
   while (l < h) {
     size_t mid = l + (h - l) / 2;
     const struct cs_det_op *x = &ops[u[mid]];
-    int c = strcmp(x->host ? x->host : "", ha);
-    bool before = c < 0 || (c == 0 && (x->rank < a->rank || (x->rank == a->rank && x->enqueue_ns <= lo)));
-    if (before)
+    if (proc_order(x, x->enqueue_ns, a, lo) <= 0)
       l = mid + 1;
     else
       h = mid;
   }
   if (l == nu) return false;
   const struct cs_det_op *x = &ops[u[l]];
-  return strcmp(x->host ? x->host : "", ha) == 0 && x->rank == a->rank && x->enqueue_ns < hi;
+  return proc_order(x, x->enqueue_ns, a, hi) < 0; /* a's process, before hi */
 }
 
 static void params_fix(struct cs_det_params *p, const struct cs_det_params *pp) {
