@@ -60,7 +60,7 @@ void cs_online_note(const struct cs_record *r) {
   if (timed) {
     if (cs_on.last_end) gap = r->start_ns > cs_on.last_end ? (double)(r->start_ns - cs_on.last_end) / 1e3 : 0;
     if (r->end_ns > cs_on.last_end) cs_on.last_end = r->end_ns;
-  } else if (r->timing == CS_TIMING_SAMPLED_OUT || r->timing == CS_TIMING_HOST) {
+  } else {
     cs_on.last_end = 0; /* ran untimed: the next timed op's gap would span it (as the report) */
   }
   struct feed_item it;
