@@ -113,11 +113,11 @@ class Cdp:
         msg, self.buf = self.buf.split(b"\0", 1)
         return json.loads(msg)
 
-    def call(self, method, params=None, session=None, timeout=60):
+    def call(self, method, params=None, target_session=None, timeout=60):
         self.id += 1
         m = {"id": self.id, "method": method, "params": params or {}}
-        if session:
-            m["sessionId"] = session
+        if target_session:
+            m["sessionId"] = target_session
         os.write(self.w, json.dumps(m).encode() + b"\0")
         while True:
             r = self._read(timeout)
@@ -159,20 +159,20 @@ def browse(browser, url, tmp, tag, shot=None):
         tid = b.call("Target.createTarget", {"url": "about:blank"})["targetId"]
         sid = b.call("Target.attachToTarget", {"targetId": tid, "flatten": True})["sessionId"]
         for m in ("Network.enable", "Page.enable", "Log.enable", "Runtime.enable"):
-            b.call(m, session=sid)
+            b.call(m, target_session=sid)
         b.call("Emulation.setDeviceMetricsOverride", {"width": 1200, "height": 900, "deviceScaleFactor": 1,
-                                                       "mobile": False}, session=sid)
+                                                       "mobile": False}, target_session=sid)
         t0 = time.time()
-        b.call("Page.navigate", {"url": url}, session=sid)
+        b.call("Page.navigate", {"url": url}, target_session=sid)
         b.wait_event("Page.loadEventFired")
         load = time.time() - t0
         dom = b.call("Runtime.evaluate", {"expression": "document.documentElement.outerHTML", "returnByValue": True},
-                     session=sid)["result"]["value"]
+                     target_session=sid)["result"]["value"]
         if shot:
-            png = b.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=sid)
+            png = b.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, target_session=sid)
             open(shot, "wb").write(base64.b64decode(png["data"]))
         time.sleep(0.5)
-        b.call("Runtime.evaluate", {"expression": "1"}, session=sid)   # drains the events so far
+        b.call("Runtime.evaluate", {"expression": "1"}, target_session=sid)   # drains the events so far
         reqs = [e["params"]["request"]["url"] for e in b.events if e.get("method") == "Network.requestWillBeSent"
                 and e["params"]["request"]["url"] != url]
         errs = [e["params"]["entry"]["text"] for e in b.events if e.get("method") == "Log.entryAdded"
