@@ -14,15 +14,6 @@
 #include "collscope/hostlist.h"
 #include "xalloc.h"
 
-/* room for one more element in *v (n used of *cap), doubling */
-#define XGROW(v, n, cap) \
-  do { \
-    if ((n) == (cap)) { \
-      (cap) = (cap) ? 2 * (cap) : 8; \
-      (v) = xrealloc((v), (cap) * sizeof *(v)); \
-    } \
-  } while (0)
-
 enum level { LVL_NONE = 0,
              LVL_WATCH = 1,
              LVL_DRAIN = 2 };

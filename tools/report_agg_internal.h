@@ -15,14 +15,6 @@
 #include "instwalk.h"
 #include "xalloc.h"
 
-#define XGROW(v, n, cap) \
-  do { \
-    if ((n) == (cap)) { \
-      (cap) = (cap) ? 2 * (cap) : 16; \
-      (v) = xrealloc((v), (cap) * sizeof *(v)); \
-    } \
-  } while (0)
-
 struct row_key {
   const char *op_name;
   int comm_size, bucket;

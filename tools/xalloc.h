@@ -3,6 +3,7 @@
  * byte, so a NULL result always means failure). */
 #ifndef COLLSCOPE_TOOLS_XALLOC_H
 #define COLLSCOPE_TOOLS_XALLOC_H
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,20 @@ static inline void *xrealloc(void *p, size_t n) {
   if (!q) oom();
   return q;
 }
+/* realloc of n elements of sz bytes, with the product checked for overflow */
+static inline void *xreallocarray(void *p, size_t n, size_t sz) {
+  if (sz && n > SIZE_MAX / sz) oom();
+  return xrealloc(p, n * sz);
+}
+/* room for one more element in the array v (n used of cap), doubling from 16 */
+#define XGROW(v, n, cap) \
+  do { \
+    if ((n) == (cap)) { \
+      if ((cap) > SIZE_MAX / 2) oom(); \
+      (cap) = (cap) ? 2 * (cap) : 16; \
+      (v) = xreallocarray((v), (cap), sizeof *(v)); \
+    } \
+  } while (0)
 static inline char *xstrdup(const char *s) {
   char *d = strdup(s);
   if (!d) oom();
