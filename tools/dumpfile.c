@@ -27,7 +27,8 @@ static int cmp_files(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
-static void add_file(struct cs_dumpset *set, size_t *cap, const char *path) {
+static void add_file(struct cs_dumpset *set, size_t *cap, const char *path, off_t size) {
+  if (size > 0 && (uint64_t)size > set->largest_file) set->largest_file = (uint64_t)size;
   dump_grow((void **)&set->files, cap, set->nfiles, sizeof *set->files);
   struct cs_dumpfile *f = &set->files[set->nfiles++];
   memset(f, 0, sizeof *f);
@@ -89,11 +90,12 @@ static struct cs_dumpset *discover(const char *path) {
       }
       dump_grow((void **)&names, &ncap, nn, sizeof *names);
       names[nn++] = full;
+      if (fst.st_size > 0 && (uint64_t)fst.st_size > set->largest_file) set->largest_file = (uint64_t)fst.st_size;
     }
     closedir(d);
     if (nn) qsort(names, nn, sizeof *names, cmp_names); /* qsort(NULL, 0) is UB */
     for (size_t i = 0; i < nn; i++) {
-      add_file(set, &cap, names[i]);
+      add_file(set, &cap, names[i], 0);
       free(names[i]);
     }
     free(names);
@@ -103,7 +105,7 @@ static struct cs_dumpset *discover(const char *path) {
       return set;
     }
   } else {
-    add_file(set, &cap, path);
+    add_file(set, &cap, path, st.st_size);
   }
 
   return set;
@@ -140,13 +142,17 @@ static void load_one(void *ctx, size_t i, unsigned worker) {
 }
 
 struct cs_dumpset *cs_dumpset_load_job(const char *path, const char *job) {
+  return cs_dumpset_load_jobs(path, job, 0);
+}
+
+struct cs_dumpset *cs_dumpset_load_jobs(const char *path, const char *job, unsigned jobs) {
   struct cs_dumpset *set = discover(path);
   if (set->fatal) return set;
   struct freader *fr = calloc(set->nfiles, sizeof *fr);
   if (!fr) oom();
   for (size_t i = 0; i < set->nfiles; i++) dump_rd_start(&fr[i], set, &set->files[i], i);
   struct load_job j = {fr};
-  cs_pool_run(cs_pool_default_jobs(), set->nfiles, load_one, &j);
+  cs_pool_run(jobs ? jobs : cs_pool_default_jobs(), set->nfiles, load_one, &j);
   finish_set(set, fr, job);
   free(fr);
   return set;
@@ -181,6 +187,10 @@ struct cs_dumpset *cs_dumpset_stream(const char *path, const char *job, const st
   size_t chunk = budget / n;
   if (chunk < ((size_t)16 << 10)) chunk = (size_t)16 << 10;
   if (chunk > ((size_t)1 << 20)) chunk = (size_t)1 << 20;
+  /* no piece larger than the largest file was when found (plus one byte, to see its end in
+   * one read), 4 KiB at least: a set of small files gets small buffers. A file that grew
+   * since is read in more pieces, with the same line bound (wcap keeps CS_DUMP_LINE_MAX). */
+  if (set->largest_file < chunk) chunk = set->largest_file + 1 < 4096 ? 4096 : (size_t)set->largest_file + 1;
   unsigned jobs = ops->jobs ? ops->jobs : cs_pool_default_jobs();
   struct stream_job j = {fr, live, chunk, chunk + CS_DUMP_LINE_MAX + 2, calloc(jobs, sizeof(char *))};
   if (!j.wbuf) oom();

@@ -251,7 +251,8 @@ struct cs_dumpset {
   bool fatal;             /* the set must not be reported: unreadable path, no dump files,
                              or a file with an unsupported schema version (see errors) */
   struct cs_strpool *pool;
-  size_t errors_cap; /* internal */
+  size_t errors_cap;     /* internal */
+  uint64_t largest_file; /* internal: bytes of the largest file when it was found */
 };
 
 /* Load PATH: a directory (every regular *.jsonl file in it, not recursive) or one dump file.
@@ -261,6 +262,8 @@ struct cs_dumpset *cs_dumpset_load(const char *path);
 /* The same, keeping only the files of job `job` (NULL: the path must hold a single job, else
  * the set is fatal with a message naming the jobs found). */
 struct cs_dumpset *cs_dumpset_load_job(const char *path, const char *job);
+/* The same with `jobs` reading threads (0: one per online CPU). */
+struct cs_dumpset *cs_dumpset_load_jobs(const char *path, const char *job, unsigned jobs);
 /* Streaming (DESIGN.md "Reading dumps"): the same reading, but op records are handed to
  * ops->op (from the reading threads, each file's records in file order, r->file = the file's
  * read_index) instead of kept, so memory does not grow with the records. A first round reads

@@ -273,7 +273,7 @@ struct cs_dumpset *report_agg_run_split(const char *path, const char *job, const
   agg_walk_join(P);
   if (set->whole) { /* salvage to merge: the whole set, then the same callbacks */
     cs_dumpset_free(set);
-    set = cs_dumpset_load_job(path, job);
+    set = cs_dumpset_load_jobs(path, job, P->nw); /* -j holds here too */
     if (!set->fatal) {
       size_t nf = 0;
       for (size_t i = 0; i < set->nfiles; i++)

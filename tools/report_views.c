@@ -61,9 +61,9 @@ struct report_views {
   struct bw_ent *bw;
   struct vcomm *comms;
   struct rank_ent *ranks;
-  int64_t t0; /* earliest timed start of any instance, INT64_MAX none */
-  struct sdc_point *pts;
-  size_t npts;
+  int64_t t0;            /* earliest timed start of any instance, INT64_MAX none */
+  struct sdc_point *pts; /* grown up to VIEW_SDC_POINTS */
+  size_t npts, ptscap;
   size_t sdc_untimed_checked, sdc_untimed_findings;
   double *scratch;
   size_t scap;
@@ -73,7 +73,6 @@ struct report_views *report_views_new(const char *op_filter) {
   struct report_views *v = xcalloc(1, sizeof *v);
   v->op_filter = op_filter;
   v->t0 = INT64_MAX;
-  v->pts = xcalloc(VIEW_SDC_POINTS, sizeof *v->pts);
   return v;
 }
 
@@ -155,6 +154,11 @@ static void sdc_point(struct report_views *v, int64_t t, size_t findings) {
       v->pts[n++] = (struct sdc_point){v->pts[i].t, v->pts[i].checked + v->pts[i + 1].checked,
                                        v->pts[i].findings + v->pts[i + 1].findings};
     v->npts = n;
+  }
+  if (v->npts == v->ptscap) {
+    v->ptscap = v->ptscap ? 2 * v->ptscap : 64;
+    if (v->ptscap > VIEW_SDC_POINTS) v->ptscap = VIEW_SDC_POINTS;
+    v->pts = xreallocarray(v->pts, v->ptscap, sizeof *v->pts);
   }
   /* kept in time order (instances of different communicators arrive a little out of order) */
   size_t i = v->npts++;

@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t first = nl ? (size_t)(nl - data) + 1 : size, half = size / 2 > first ? size / 2 : first;
   write_file(salv, data, first, data + half, size - half);
 
-  struct cs_dumpset *set = cs_dumpset_load(dir);
+  struct cs_dumpset *set = cs_dumpset_load_jobs(dir, NULL, 1);
   if (set) {
     FILE *devnull = fopen("/dev/null", "w");
     if (devnull) cs_dumpset_print_errors(set, devnull);

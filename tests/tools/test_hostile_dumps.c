@@ -143,23 +143,28 @@ static void test_footer_lost(void **state) {
 
 /* Ranks killed mid-job: the dump holds seq 0..59, the salvaged ring seq 40..99, both in one
  * directory (`collscope salvage -o DIR` into the dump directory). Each op counts once. */
-static void test_salvage_dedup(void **state) {
-  const char *dir = *state;
-  for (int r = 0; r < 2; r++) {
+static void write_salvage_set(const char *dir, int nranks, bool salvage) {
+  for (int r = 0; r < nranks; r++) {
     char name[128];
     snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.jsonl", r, 400 + r);
     FILE *f = open_dump(dir, name);
     put_header(f, "nodeA", r, 400 + r, "j", false);
-    for (int s = 0; s < 60; s++) put_op(f, 7, 2, r, r, s, "gpu_event", 0);
+    for (int s = 0; s < 60; s++) put_op(f, 7, nranks, r, r, s, "gpu_event", 0);
     put_op(f, 0, -1, -1, r, -1, "error", 4); /* a failed NULL-comm call, in both files */
     fclose(f);
+    if (!salvage) continue;
     snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.salvage.jsonl", r, 400 + r);
     f = open_dump(dir, name);
     put_header(f, "nodeA", r, 400 + r, "j", true);
     put_op(f, 0, -1, -1, r, -1, "error", 4);
-    for (int s = 40; s < 100; s++) put_op(f, 7, 2, r, r, s, "gpu_event", 0);
+    for (int s = 40; s < 100; s++) put_op(f, 7, nranks, r, r, s, "gpu_event", 0);
     fclose(f);
   }
+}
+
+static void test_salvage_dedup(void **state) {
+  const char *dir = *state;
+  write_salvage_set(dir, 2, true);
   json_t *root = hostile_report_json(dir, NULL, 0);
   json_t *s = json_object_get(root, "summary");
   assert_int_equal(jint(s, "files"), 2);
@@ -190,6 +195,38 @@ static void test_salvage_dedup(void **state) {
   assert_non_null(strstr(err, "(2 processes, 202 events"));
   free(out);
   free(err);
+}
+
+/* `report -j N` reads with N threads, also when salvage files make it load the set whole:
+ * cs_pool_run is wrapped (-Wl,--wrap, tests/tools/meson.build) and every reading round's
+ * thread count recorded */
+void __real_cs_pool_run(unsigned jobs, size_t n, void (*fn)(void *ctx, size_t i, unsigned worker), void *ctx);
+void __wrap_cs_pool_run(unsigned jobs, size_t n, void (*fn)(void *ctx, size_t i, unsigned worker), void *ctx);
+static unsigned pool_jobs_min = ~0u, pool_jobs_max, pool_runs;
+void __wrap_cs_pool_run(unsigned jobs, size_t n, void (*fn)(void *ctx, size_t i, unsigned worker), void *ctx) {
+  if (jobs < pool_jobs_min) pool_jobs_min = jobs;
+  if (jobs > pool_jobs_max) pool_jobs_max = jobs;
+  pool_runs++;
+  __real_cs_pool_run(jobs, n, fn, ctx);
+}
+static void report_pools(const char *dir, const char *jobs, unsigned want) {
+  char *argv[] = {"report", (char *)dir, "--json", "-j", (char *)jobs, NULL};
+  char *out, *err;
+  pool_jobs_min = ~0u, pool_jobs_max = pool_runs = 0;
+  assert_int_equal(run_capture(cmd_report, argv, &out, &err), 0);
+  assert_non_null(strstr(out, "\"salvage_merged\": 160")); /* the whole load ran */
+  free(out);
+  free(err);
+  fprintf(stderr, "-j %s: %u reading rounds, %u-%u threads\n", jobs, pool_runs, pool_jobs_min, pool_jobs_max);
+  assert_true(pool_runs >= 2); /* the stream's header round, then the whole load */
+  assert_int_equal(pool_jobs_min, want);
+  assert_int_equal(pool_jobs_max, want);
+}
+static void test_salvage_reading_threads(void **state) {
+  const char *dir = *state;
+  write_salvage_set(dir, 4, true);
+  report_pools(dir, "1", 1);
+  report_pools(dir, "3", 3);
 }
 
 /* ---------- one job per report ---------- */
@@ -492,6 +529,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_footer_lost, setup, teardown),
       cmocka_unit_test_setup_teardown(test_salvage_dedup, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_salvage_reading_threads, setup, teardown),
       cmocka_unit_test_setup_teardown(test_two_jobs_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_null_comm_ops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_long_line_skipped, setup, teardown),
