@@ -22,6 +22,10 @@ import argparse, glob, json, os, shutil, subprocess, sys, tempfile
 
 HOSTS = "simhost[1-4]"
 FAULT = "link:a=simhost2,b=simhost3,us=3000"
+# pairwise traffic: every pair at once, so a healthy pair is CPU-bound at ~2 Gbit/s on the
+# simulator, within 10x of what a 3000 us delay leaves; the p2p case delays 12000 us
+P2P_US = 30000
+FAULT_P2P = "link:a=simhost2,b=simhost3,us=%d" % P2P_US
 
 
 def run_job(a, tmp, tag, env_extra, ops=None, steps=10):
@@ -67,10 +71,11 @@ def wrapped(a, extra=None):
     return e
 
 
-# The simulator's transport is CPU-bound: on a loaded 2-core box clean pairs differ by up to
-# 6x (seen: 7.7 vs 45 Gbit/s, across the default 0.5 threshold), while a pair with the
-# 3000 us fault is at ~0.005 of the others. The fault runs are judged at 0.2.
-SLOW_FRAC = {"COLLSCOPE_LINK_SLOW_FRAC": "0.2"}
+# The simulator's transport is CPU-bound: on a loaded 2-core box healthy pairs differ by up
+# to 6x (seen: 7.7 vs 45 Gbit/s; 6.7 vs 36.9 with two busy loops beside the suite), across
+# the default 0.5 threshold, while a pair with the 3000 us fault is at 0.005-0.012 of the
+# others. Ring runs are judged at 0.05, about midway (in ratio) between the two.
+SLOW_FRAC = {"COLLSCOPE_LINK_SLOW_FRAC": "0.05"}
 
 
 def check_slow(a, d, tag, need_straggler=False):
@@ -137,9 +142,10 @@ def check_p2plink(a, d):
     assert len(far) == 48 - 8, far   # inter-host ring neighbours: 1-2, 3-4, 5-6, 7-0, each way
     print("  p2plink: send-side link records for all %d inter-host rank pairs, %d of them not ring neighbours "
           "(e.g. %d -> %d), bytes = the job's payload per pair" % (len(sent), len(far), far[0][0], far[0][1]))
-    # pairwise traffic: a clean pair's p50 has been seen at 0.24 of the others under load, the
-    # faulty pair at ~0.1 or below; judged at 0.2 as above
-    frac = SLOW_FRAC
+    # pairwise traffic: a healthy pair's p50 has been seen at 0.24 of the others under load;
+    # the pair with the 3000 us fault was at 0.09-0.125, too close, hence P2P_US, which puts
+    # it at 0.036-0.052. Judged at 0.1.
+    frac = {"COLLSCOPE_LINK_SLOW_FRAC": "0.1"}
     r = report(a, d, frac)
     for l in r["links"]:
         print("  p2plink: %s -> %s  %d bytes  p50 %.3f Gbit/s  p10 %.3f  side %s%s" % (
@@ -151,9 +157,11 @@ def check_p2plink(a, d):
     assert slow == [("simhost2", "simhost3"), ("simhost3", "simhost2")], r["slow_links"]
     text = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True, env=dict(os.environ, **frac)).stdout
     assert "slow link: simhost2 -> simhost3" in text and "slow link: simhost3 -> simhost2" in text, text
-    # simnet delivers every message of the pair 3000 us late: no message (256 KiB at most) can
-    # beat 256 KiB / 3 ms, so the wire delay is in the plugin's post-to-done times
-    cap = 262144 * 8 / 3000e-6 / 1e9
+    # simnet delivers every message of the pair P2P_US late: no message (256 KiB at most) can
+    # beat 256 KiB / P2P_US, so the wire delay is in the plugin's post-to-done times. The p50
+    # is a histogram bucket's middle (4 buckets per octave, shim/net_plugin_harvest.c): up to
+    # 12.5% above the throughput it stands for.
+    cap = 262144 * 8 / (P2P_US * 1e-6) / 1e9 * 1.125
     assert all(s["gbps_p50"] < cap for s in r["slow_links"]), (cap, r["slow_links"])
     for s in r["slow_links"]:
         print("  p2plink: slow pair %s -> %s at %.3f Gbit/s p50 vs median %.3f of the others (ratio %.4f)" % (
@@ -175,14 +183,13 @@ def main():
             check_slow(a, d, "slowlink", need_straggler=True)
             # no fault: no slow pair
             out, _, d = run_job(a, tmp, "clean", wrapped(a))
-            # the simulator's transport is CPU-bound: on a loaded 2-core box clean pairs differ
-            # by 2-3x (seen: 22.5 vs 45-53 Gbit/s), across the default 0.5 threshold; the faulty
-            # pair above is at ~0.007 of the others. Judge the clean run at 0.2.
-            r = report(a, d, {"COLLSCOPE_LINK_SLOW_FRAC": "0.2"})
+            # judged as the fault run above (SLOW_FRAC): a loaded suite has had a healthy pair
+            # at 0.2 x the others here (11.3 Gbit/s)
+            r = report(a, d, SLOW_FRAC)
             assert len(r["links"]) == 4 and r["slow_links"] == [], r["links"]
             print("  clean: 4 pairs, no slow link (p50 %s Gbit/s)" % ", ".join("%.2f" % l["gbps_p50"] for l in r["links"]))
         elif a.case == "p2plink":
-            _, sums, d = run_job(a, tmp, "p2p", wrapped(a, {"COLLSCOPE_SIM_FAULTS": FAULT}), ops="pairwise", steps=20)
+            _, sums, d = run_job(a, tmp, "p2p", wrapped(a, {"COLLSCOPE_SIM_FAULTS": FAULT_P2P}), ops="pairwise", steps=20)
             assert "ops=pairwise transfers=40 " in sums[0], sums
             check_p2plink(a, d)
         elif a.case == "identical":
