@@ -229,6 +229,59 @@ static void test_salvage_reading_threads(void **state) {
   report_pools(dir, "3", 3);
 }
 
+/* ---------- a file that grows while it is read ---------- */
+
+/* The read pieces are sized by the largest file at discovery (here ~1 KiB, so 4 KiB pieces);
+ * a live job's file that grew since is still read whole, lines cut at every piece boundary. */
+struct grow_ctx {
+  const char *dir;
+  size_t ops[2];
+  long long last_seq[2];
+  bool ordered;
+};
+static void grow_begin(void *ctx, size_t nfiles) {
+  struct grow_ctx *g = ctx;
+  assert_int_equal(nfiles, 2);
+  char p[2048];
+  snprintf(p, sizeof p, "%s/collscope-nodeA-r0-p400.jsonl", g->dir);
+  FILE *f = fopen(p, "a");
+  assert_non_null(f);
+  for (int s = 2; s < 3000; s++) put_op(f, 7, 2, 0, 0, s, "gpu_event", 0); /* ~1.5 MB */
+  fclose(f);
+}
+static void grow_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *r) {
+  (void)worker;
+  (void)f;
+  struct grow_ctx *g = ctx;
+  assert_true(file < 2);
+  if (r->seq != g->last_seq[file] + 1) g->ordered = false;
+  g->last_seq[file] = r->seq;
+  g->ops[file]++;
+}
+static void test_file_grows_while_streamed(void **state) {
+  const char *dir = *state;
+  for (int r = 0; r < 2; r++) {
+    char name[128];
+    snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.jsonl", r, 400 + r);
+    FILE *f = open_dump(dir, name);
+    put_header(f, "nodeA", r, 400 + r, "j", false);
+    for (int s = 0; s < 2; s++) put_op(f, 7, 2, r, r, s, "gpu_event", 0);
+    fclose(f);
+  }
+  struct grow_ctx g = {.dir = dir, .last_seq = {-1, -1}, .ordered = true};
+  struct cs_stream_ops ops = {.ctx = &g, .jobs = 1, .begin = grow_begin, .op = grow_op};
+  struct cs_dumpset *set = cs_dumpset_stream(dir, NULL, &ops);
+  assert_false(set->fatal);
+  assert_false(set->whole);
+  for (size_t i = 0; i < set->nerrors; i++) fprintf(stderr, "reader: %s\n", set->errors[i]);
+  assert_int_equal(set->nerrors, 0);
+  fprintf(stderr, "grown file: %zu ops read (of 3000), its peer %zu (of 2)\n", g.ops[0], g.ops[1]);
+  assert_int_equal(g.ops[0], 3000);
+  assert_int_equal(g.ops[1], 2);
+  assert_true(g.ordered);
+  cs_dumpset_free(set);
+}
+
 /* ---------- one job per report ---------- */
 
 static void write_two_jobs(const char *dir) {
@@ -530,6 +583,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_footer_lost, setup, teardown),
       cmocka_unit_test_setup_teardown(test_salvage_dedup, setup, teardown),
       cmocka_unit_test_setup_teardown(test_salvage_reading_threads, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_file_grows_while_streamed, setup, teardown),
       cmocka_unit_test_setup_teardown(test_two_jobs_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(test_null_comm_ops, setup, teardown),
       cmocka_unit_test_setup_teardown(test_long_line_skipped, setup, teardown),
