@@ -2,8 +2,9 @@
  * inputs that lie, collide or attack: a footer counting records the file lacks, a salvage
  * file next to its process's own dump, two jobs in one directory, NULL-communicator ops,
  * lines over the length cap, control characters in strings, a planted link at the trace's
- * temporary name, and a file sized to blow up per-communicator state (peak memory of a
- * child process against the README's bound). Fixtures are generated into a temp directory. */
+ * temporary name, a file sized to blow up per-communicator state (peak memory of a child
+ * process against the README's bound), `-j` on a set with salvage files, and a file that
+ * grows while it is read. Fixtures are generated into a temp directory. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
