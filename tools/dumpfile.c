@@ -27,8 +27,12 @@ static int cmp_files(const void *a, const void *b) {
   return strcmp(x->name, y->name);
 }
 
-static void add_file(struct cs_dumpset *set, size_t *cap, const char *path, off_t size) {
+/* the read pieces' bound (cs_dumpset_stream): the largest file at discovery */
+static void note_size(struct cs_dumpset *set, off_t size) {
   if (size > 0 && (uint64_t)size > set->largest_file) set->largest_file = (uint64_t)size;
+}
+
+static void add_file(struct cs_dumpset *set, size_t *cap, const char *path) {
   dump_grow((void **)&set->files, cap, set->nfiles, sizeof *set->files);
   struct cs_dumpfile *f = &set->files[set->nfiles++];
   memset(f, 0, sizeof *f);
@@ -90,12 +94,12 @@ static struct cs_dumpset *discover(const char *path) {
       }
       dump_grow((void **)&names, &ncap, nn, sizeof *names);
       names[nn++] = full;
-      if (fst.st_size > 0 && (uint64_t)fst.st_size > set->largest_file) set->largest_file = (uint64_t)fst.st_size;
+      note_size(set, fst.st_size);
     }
     closedir(d);
     if (nn) qsort(names, nn, sizeof *names, cmp_names); /* qsort(NULL, 0) is UB */
     for (size_t i = 0; i < nn; i++) {
-      add_file(set, &cap, names[i], 0);
+      add_file(set, &cap, names[i]);
       free(names[i]);
     }
     free(names);
@@ -105,7 +109,8 @@ static struct cs_dumpset *discover(const char *path) {
       return set;
     }
   } else {
-    add_file(set, &cap, path, st.st_size);
+    note_size(set, st.st_size);
+    add_file(set, &cap, path);
   }
 
   return set;
