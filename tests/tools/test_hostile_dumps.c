@@ -88,6 +88,17 @@ static void put_op(FILE *f, unsigned long long comm, int comm_size, int comm_ran
           timed ? st + 100000 : 0, timed ? "100.0" : "0", timing, status);
 }
 
+/* nodeA's dump of rank r (pid), its header and `nops` timed AllReduces on communicator 7
+ * (comm_size ranks), left open for more records */
+static FILE *start_rank_dump(const char *dir, int r, int pid, int comm_size, int nops) {
+  char name[128];
+  snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.jsonl", r, pid);
+  FILE *f = open_dump(dir, name);
+  put_header(f, "nodeA", r, pid, "j", false);
+  for (int s = 0; s < nops; s++) put_op(f, 7, comm_size, r, r, s, "gpu_event", 0);
+  return f;
+}
+
 static void put_footer(FILE *f, unsigned long long ops) {
   fprintf(f, "{\"type\":\"footer\",\"ops\":%llu,\"xfers\":0,\"drops\":0,\"timing_lost\":0,\"t_ns\":2}\n", ops);
 }
@@ -146,14 +157,11 @@ static void test_footer_lost(void **state) {
  * directory (`collscope salvage -o DIR` into the dump directory). Each op counts once. */
 static void write_salvage_set(const char *dir, int nranks, bool salvage) {
   for (int r = 0; r < nranks; r++) {
-    char name[128];
-    snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.jsonl", r, 400 + r);
-    FILE *f = open_dump(dir, name);
-    put_header(f, "nodeA", r, 400 + r, "j", false);
-    for (int s = 0; s < 60; s++) put_op(f, 7, nranks, r, r, s, "gpu_event", 0);
+    FILE *f = start_rank_dump(dir, r, 400 + r, nranks, 60);
     put_op(f, 0, -1, -1, r, -1, "error", 4); /* a failed NULL-comm call, in both files */
     fclose(f);
     if (!salvage) continue;
+    char name[128];
     snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.salvage.jsonl", r, 400 + r);
     f = open_dump(dir, name);
     put_header(f, "nodeA", r, 400 + r, "j", true);
@@ -261,14 +269,7 @@ static void grow_op(void *ctx, unsigned worker, size_t file, const struct cs_dum
 }
 static void test_file_grows_while_streamed(void **state) {
   const char *dir = *state;
-  for (int r = 0; r < 2; r++) {
-    char name[128];
-    snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.jsonl", r, 400 + r);
-    FILE *f = open_dump(dir, name);
-    put_header(f, "nodeA", r, 400 + r, "j", false);
-    for (int s = 0; s < 2; s++) put_op(f, 7, 2, r, r, s, "gpu_event", 0);
-    fclose(f);
-  }
+  for (int r = 0; r < 2; r++) fclose(start_rank_dump(dir, r, 400 + r, 2, 2));
   struct grow_ctx g = {.dir = dir, .last_seq = {-1, -1}, .ordered = true};
   struct cs_stream_ops ops = {.ctx = &g, .jobs = 1, .begin = grow_begin, .op = grow_op};
   struct cs_dumpset *set = cs_dumpset_stream(dir, NULL, &ops);
@@ -344,11 +345,7 @@ static void test_two_jobs_refused(void **state) {
 static void test_null_comm_ops(void **state) {
   const char *dir = *state;
   for (int r = 0; r < 2; r++) {
-    char name[128];
-    snprintf(name, sizeof name, "collscope-nodeA-r%d-p%d.jsonl", r, 200 + r);
-    FILE *f = open_dump(dir, name);
-    put_header(f, "nodeA", r, 200 + r, "j", false);
-    for (int s = 0; s < 40; s++) put_op(f, 7, 2, r, r, s, "gpu_event", 0);
+    FILE *f = start_rank_dump(dir, r, 200 + r, 2, 40);
     for (int k = 0; k < 2 - r; k++) put_op(f, 0, -1, -1, r, -1, "error", 4 + k);
     put_footer(f, 42 - (unsigned)r);
     fclose(f);
