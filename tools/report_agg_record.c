@@ -66,6 +66,34 @@ void agg_row_size(struct agg_row *r, uint64_t v, size_t n) {
   cs_hist_add_n(&r->bytes_hist, (double)v, n);
 }
 
+struct cs_walk_rec report_agg_walk_rec(const struct cs_dumpfile *f, const struct cs_op_rec *o, uint32_t file) {
+  return (struct cs_walk_rec){.comm = o->comm,
+                              .seq = o->seq,
+                              .comm_rank = o->comm_rank,
+                              .comm_size = o->comm_size,
+                              .rank = o->rank >= 0 ? o->rank : f->hdr.rank,
+                              .op = o->op,
+                              .root = o->root,
+                              .status = o->status,
+                              .file = file,
+                              .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P,
+                              .op_name = o->op_name,
+                              .dtype = o->dtype,
+                              .redop = o->redop,
+                              .host = f->hdr.host,
+                              .count = o->count,
+                              .bytes = o->bytes,
+                              .start_ns = o->start_ns,
+                              .end_ns = o->end_ns,
+                              .enqueue_ns = o->enqueue_ns,
+                              .sdc_checked = o->sdc_checked,
+                              .rec_rank = o->rank,
+                              .sdc_fp = o->sdc_fp,
+                              .sdc_in_sum = o->sdc_in_sum,
+                              .sdc_in_abs = o->sdc_in_abs,
+                              .sdc_out_sum = o->sdc_out_sum};
+}
+
 void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o) {
   struct report_agg_priv *P = ctx;
   struct worker *W = &P->w[worker < P->nw ? worker : 0];
@@ -90,11 +118,13 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   } else if (state == CS_DET_ENTERED || state == CS_DET_UNTIMED) {
     F->has_prev = false;
   }
-  int rank = o->rank >= 0 ? o->rank : f->hdr.rank;
   if (o->seq >= 0) {
     XGROW(F->buf, F->n, F->cap);
-    F->buf[F->n++] = (struct cs_walk_rec){
-        .comm = o->comm, .seq = o->seq, .comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = rank, .op = o->op, .root = o->root, .status = o->status, .det_state = state, .file = (uint32_t)file, .counts = counts, .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P, .op_name = o->op_name, .dtype = o->dtype, .redop = o->redop, .host = f->hdr.host, .count = o->count, .bytes = o->bytes, .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .gap_us = gap, .sdc_checked = o->sdc_checked, .rec_rank = o->rank, .sdc_fp = o->sdc_fp, .sdc_in_sum = o->sdc_in_sum, .sdc_in_abs = o->sdc_in_abs, .sdc_out_sum = o->sdc_out_sum};
+    struct cs_walk_rec *w = &F->buf[F->n++];
+    *w = report_agg_walk_rec(f, o, (uint32_t)file);
+    w->det_state = state;
+    w->counts = counts;
+    w->gap_us = gap;
   } /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
   if (!counts) return;
 

@@ -28,27 +28,7 @@ static void sdc_compare_loaded(const struct cs_dumpset *set, const char *op_filt
     }
     for (size_t k = 0; k < in->n; k++) {
       const struct cs_op_rec *o = in->ops[k];
-      /* the fields report_agg_sdc_instance reads, as tools/report_agg_record.c fills them */
-      m[k] = (struct cs_walk_rec){.comm = o->comm,
-                                  .seq = o->seq,
-                                  .comm_rank = o->comm_rank,
-                                  .comm_size = o->comm_size,
-                                  .op = o->op,
-                                  .root = o->root,
-                                  .status = o->status,
-                                  .rec_rank = o->rank,
-                                  .file = o->file,
-                                  .op_name = o->op_name,
-                                  .dtype = o->dtype,
-                                  .redop = o->redop,
-                                  .host = set->files[o->file].hdr.host,
-                                  .count = o->count,
-                                  .bytes = o->bytes,
-                                  .sdc_checked = o->sdc_checked,
-                                  .sdc_fp = o->sdc_fp,
-                                  .sdc_in_sum = o->sdc_in_sum,
-                                  .sdc_in_abs = o->sdc_in_abs,
-                                  .sdc_out_sum = o->sdc_out_sum};
+      m[k] = report_agg_walk_rec(&set->files[o->file], o, o->file);
     }
     report_agg_sdc_instance(out, &mem, &memcap, op_filter, in->comm, in->seq, m, in->n);
   }
