@@ -14,6 +14,8 @@
 
 #define CS_NCCL_CALLS(X) \
   X(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config)) \
+  X(ncclGetUniqueId, (ncclUniqueId * uniqueId)) \
+  X(ncclCommInitRankConfig, (ncclComm_t * comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t *config)) \
   X(ncclCommAbort, (ncclComm_t comm)) \
   X(ncclCommDestroy, (ncclComm_t comm)) \
   X(ncclCommCount, (const ncclComm_t comm, int *count)) \

@@ -317,6 +317,7 @@ static void *exchange_main(void *arg) {
     cs_online_off();
     return NULL;
   }
+  if (!cs_online_own_setup()) return NULL;
   unsigned finals = 0;
   for (;;) {
     int stop = atomic_load(&cs_on.stop);

@@ -3,17 +3,16 @@
  * Protocol (the same on every rank):
  *  1. The first communicator whose size equals the job's world size (WORLD_SIZE,
  *     SLURM_NTASKS, ...) and whose rank equals the process's global rank, created outside
- *     a group by the process's main thread, blocking (several threads creating communicators at
- *     once would make "first" differ between processes): right after its init returns, on the caller's thread, collscope calls
- *     ncclCommSplit(world, 0, rank) with a non-blocking child config and one CTA. The
- *     split of a blocking parent completes only when every rank has called it, so it
- *     runs on a thread of its own and the caller waits at most COLLSCOPE_ONLINE_TIMEOUT
- *     seconds (then turns the feature off and leaves the split pending). A rank that
- *     finds the world communicator but cannot take part (recording off, no CUDA
- *     context, NCCL entry points missing) calls the split with NCCL_SPLIT_NOCOLOR: the
- *     others get a child smaller than the world and turn the feature off at once.
- *     The user's communicator sees exactly one extra call, at the same place on every
- *     rank, before the user gets it back.
+ *     a group by the process's main thread, blocking (several threads creating
+ *     communicators at once would make "first" differ between processes), is the world:
+ *     its collectives are counted from its creation on. The job's thread only starts
+ *     collscope's online thread (no NCCL call, no wait). That thread creates collscope's
+ *     own communicator: world rank 0 makes an ncclUniqueId and leaves it in COLLSCOPE_DIR
+ *     (hooks/online_setup.c), every rank reads it and calls a non-blocking
+ *     ncclCommInitRankConfig with one CTA, polls it, and aborts it when it is not
+ *     complete within COLLSCOPE_ONLINE_TIMEOUT or at shutdown. The job's communicators
+ *     are never called by collscope, so a rank without collscope (or with the exchange
+ *     off) costs the others nothing on the job's threads.
  *  2. The harvest thread feeds this module the finished records: every stride-th
  *     collective instance of each communicator (stride = max(1, K/16)) and every record
  *     with SDC check results.
@@ -28,11 +27,8 @@
  *  4. Destroying the world communicator (or exit) stops the thread; a pending exchange
  *     is aborted, never waited for.
  * Hot path cost: one relaxed load and a modulo per collective on the world communicator.
- * Requirements: one rank per process, collscope preloaded and the same COLLSCOPE_ONLINE
- * and COLLSCOPE_DISABLE on every rank (the launcher's environment). Otherwise the ranks
- * with the feature on wait COLLSCOPE_ONLINE_TIMEOUT for the split, once, and the job
- * goes on; their split stays pending on the world communicator, so a later
- * ncclCommSplit of that communicator by the job itself could pair with it. */
+ * Requirements: one rank per process; COLLSCOPE_DIR shared by world rank 0 and the others
+ * (else the exchange stays off, in the background). */
 #ifndef COLLSCOPE_ONLINE_HOOK_H
 #define COLLSCOPE_ONLINE_HOOK_H
 #include "hooks.h"

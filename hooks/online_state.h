@@ -1,5 +1,5 @@
 /* hooks/online_state.h: what the two halves of the online exchange share -- the set-up
- * on the thread that created the world communicator (hooks/online_setup.c) and the feed,
+ * (hooks/online_setup.c) and the feed,
  * exchange thread and shutdown (hooks/online.c): the feature's state and its feed items.
  * Protocol: hooks/online.h. Only hooks/online*.c include it. */
 #ifndef COLLSCOPE_ONLINE_STATE_H
@@ -74,5 +74,8 @@ static inline bool cs_online_stop_is_shutdown(void) { return atomic_load(&cs_on.
 
 /* hooks/online.c: start the exchange thread (false: it could not be started) */
 bool cs_online_start_thread(void);
+/* hooks/online_setup.c: on that thread, before any exchange: collscope's own communicator
+ * and buffers (false: not ready, one line logged, the feature off) */
+bool cs_online_own_setup(void);
 
 #endif

@@ -342,8 +342,10 @@ static void poison(struct sn_shm *h, ncclResult_t r) {
   bump(&h->board_bell);
 }
 
-/* bootstrap: map the segment, check in, wait until all nranks have joined */
-static ncclResult_t comm_join(struct ncclComm *c) {
+/* bootstrap: map the segment, check in, wait until all nranks have joined. watch: the
+ * parent's segment of a split child (its abort ends the wait, as the parent's
+ * childAbortFlag does in NCCL 2.28.9: init.cc:2394-2401 setCommAbortFlags), else NULL */
+static ncclResult_t comm_join_watch(struct ncclComm *c, struct sn_shm *watch) {
   int n = c->nranks;
   size_t sz = sn_shm_bytes(n);
   int fd = shm_open(c->shm_name, O_CREAT | O_RDWR, 0600);
@@ -383,9 +385,12 @@ static ncclResult_t comm_join(struct ncclComm *c) {
     uint32_t b = atomic_load(&h->board_bell);
     uint32_t err = atomic_load(&h->error);
     if (err) return (ncclResult_t)err;
-    if (atomic_load(&h->abort)) return ncclRemoteError;
+    if (atomic_load(&h->abort) || (watch && atomic_load(&watch->abort))) return ncclRemoteError;
     if (atomic_load(&h->joined) >= (uint32_t)n) break;
-    sn_wait(&h->board_bell, b);
+    if (watch)
+      sn_wait_ns(&h->board_bell, b, 10000000L); /* the parent's abort rings the parent's bell */
+    else
+      sn_wait(&h->board_bell, b);
   }
   if (ring_build(h, n, c->ring, c->pos) != 0) return ncclSystemError;
   const char *multi = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
@@ -407,6 +412,7 @@ static ncclResult_t comm_join(struct ncclComm *c) {
   sn_prof_comm_init(c);   /* NCCL_PROFILER_PLUGIN */
   return ncclSuccess;
 }
+static ncclResult_t comm_join(struct ncclComm *c) { return comm_join_watch(c, NULL); }
 
 static ncclResult_t join_job(struct sn_job *j) {
   ncclResult_t r = comm_join(j->comm);
@@ -573,14 +579,15 @@ static ncclResult_t split_job(struct sn_job *j) {
   hsh = fnv(hsh, &j->is_shrink, sizeof j->is_shrink);
   char name[112];
   snprintf(name, sizeof name, "/collscope-nccl-%u-split-%016llx", (unsigned)getuid(), (unsigned long long)hsh);
+  /* the child's config is the given one, else a copy of the parent's (init.cc:2598-2602):
+   * its blocking flag is the child's own (init.cc:1936); the split call itself follows the
+   * parent's (split_common) */
   ncclConfig_t cfg;
   ncclResult_t r = parse_config(j->has_config ? &j->config : &p->config, &cfg);
   if (r) return r;
-  cfg.blocking = 1;   /* split/shrink always complete before returning (see README) */
   struct ncclComm *c = comm_new(nm, newrank, p->dev, name, &cfg);
   if (!c) return ncclSystemError;
-  c->blocking = p->blocking;
-  r = comm_join(c);
+  r = comm_join_watch(c, h);
   atomic_store(&c->async_err, r);
   atomic_store(&c->ready, 1);
   if (r != ncclSuccess) {
@@ -590,8 +597,17 @@ static ncclResult_t split_job(struct sn_job *j) {
     *j->newcomm = NULL;
     return r;
   }
-  *j->newcomm = c;
+  __atomic_store_n(j->newcomm, c, __ATOMIC_RELEASE); /* init.cc:1612-1614 */
   return ncclSuccess;
+}
+
+/* A split of a non-blocking parent finishing on its own thread: its result becomes the
+ * parent's asynchronous error (group.cc:608-611; on failure group.cc:389-391), so
+ * ncclSuccess once the child is ready. */
+static ncclResult_t split_async_job(struct sn_job *j) {
+  ncclResult_t r = split_job(j);
+  atomic_store(&j->parent->async_err, r);
+  return r;
 }
 
 static ncclResult_t split_common(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config,
@@ -619,6 +635,30 @@ static ncclResult_t split_common(ncclComm_t comm, int color, int key, ncclComm_t
   j->gen = comm->splits++;
   pthread_mutex_unlock(&comm->lock);
   if (sn_group_add_job(j)) return ncclSuccess;
+  if (!comm->blocking) {
+    /* NCCL 2.28.9: ncclCommSplit runs in a group of its own (init.cc:2670, 2678) whose
+     * blocking mode is the parent's (group.cc:54-56, ncclAsyncLaunch), whatever the child's
+     * config says. A non-blocking group marks the parent ncclInProgress, finishes on a
+     * thread and returns ncclInProgress (group.cc:706-738); *newcomm stays NULL until the
+     * child is complete (init.cc:2572, 1612-1614). The caller polls the parent with
+     * ncclCommGetAsyncError (init.cc:2706-2710); ncclCommAbort of the parent ends a split
+     * still waiting for ranks (init.cc:2515-2519: the abort flags, then the join). The
+     * parent is ready here (sn_comm_ensure_ready above), so its init thread slot is free. */
+    j->fn = split_async_job;
+    atomic_store(&comm->async_err, ncclInProgress);
+    pthread_mutex_lock(&comm->lock);
+    if (pthread_create(&comm->init_thread, NULL, sn_job_thread, j) != 0) {
+      pthread_mutex_unlock(&comm->lock);
+      atomic_store(&comm->async_err, ncclSuccess);
+      free(j);
+      return ncclSystemError;
+    }
+    comm->init_thread_live = 1;
+    comm->init_job = j;
+    pthread_mutex_unlock(&comm->lock);
+    return ncclInProgress;
+  }
+  /* a blocking parent: the split returns once every rank of the parent has called it */
   r = split_job(j);
   free(j);
   return r;

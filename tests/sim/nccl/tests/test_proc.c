@@ -1,6 +1,7 @@
 /* tests/sim/nccl/tests/test_proc.c: multi-process tests of the NCCL simulator:
  * asynchrony (the call returns before peers arrive), NCCL_DEBUG=INFO ring print, link
- * statistics with a topology map, and every COLLSCOPE_SIM_FAULTS kind. */
+ * statistics with a topology map, every COLLSCOPE_SIM_FAULTS kind, and ncclCommSplit with a
+ * rank that calls late or never (blocking and non-blocking parents, abort). */
 #include "harness.h"
 #include <dirent.h>
 #include <fcntl.h>
@@ -141,6 +142,69 @@ static void r_timed(struct rank_ctx *c) {
   NCCLOK(ncclCommDestroy(comm));
 }
 
+/* ---- split: rank 3 calls late (shared[2000] set just before), or never ---- */
+static ncclResult_t poll_parent(ncclComm_t parent, double for_s) {
+  ncclResult_t st = ncclInProgress;
+  double t0 = now_s();
+  do {
+    NCCLOK(ncclCommGetAsyncError(parent, &st));
+    if (st != ncclInProgress) break;
+    usleep(2000);
+  } while (for_s <= 0 || now_s() - t0 < for_s);
+  return st;
+}
+static void r_split(struct rank_ctx *c) {
+  volatile float *late = &shared[2000], *gave_up = &shared[2001 + c->rank];
+  int blocking = *(int *)c->arg;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = blocking;
+  ncclComm_t parent = NULL, child = NULL;
+  ncclResult_t r = ncclCommInitRankConfig(&parent, c->nranks, c->id, c->rank, &cfg);
+  CHECK(r == ncclSuccess || r == ncclInProgress, "init %d", r);
+  CHECK(poll_parent(parent, 0) == ncclSuccess, "parent init");
+  /* 1: rank 3 calls 300 ms late */
+  if (c->rank == 3) {
+    usleep(300000);
+    *late = 1.0f;
+  }
+  r = ncclCommSplit(parent, 0, c->rank, &child, NULL);
+  if (blocking) {
+    /* a blocking parent: the call returns once every rank has called it */
+    CHECK(r == ncclSuccess, "blocking split %d", r);
+    CHECK(*late == 1.0f, "rank %d: a blocking split returned before rank 3 called it", c->rank);
+  } else {
+    /* a non-blocking parent: ncclInProgress at once, the child NULL until complete */
+    CHECK(r == ncclInProgress, "non-blocking split returned %d", r);
+    if (c->rank != 3) CHECK(__atomic_load_n(&child, __ATOMIC_ACQUIRE) == NULL, "child set before the split completed");
+    if (c->rank != 3) CHECK(poll_parent(parent, 0.1) == ncclInProgress, "split complete before rank 3 called it");
+    CHECK(poll_parent(parent, 0) == ncclSuccess, "split failed");
+  }
+  int n = 0;
+  CHECK(child && ncclCommCount(child, &n) == ncclSuccess && n == 4, "child of %d ranks", n);
+  NCCLOK(ncclCommDestroy(child));
+  if (blocking) {
+    NCCLOK(ncclCommDestroy(parent));
+    return;
+  }
+  /* 2: rank 3 never calls; the others see ncclInProgress and abort the parent */
+  if (c->rank != 3) {
+    child = NULL;
+    CHECK(ncclCommSplit(parent, 0, c->rank, &child, NULL) == ncclInProgress, "second split");
+    CHECK(poll_parent(parent, 0.2) == ncclInProgress, "second split completed without rank 3");
+    /* the simulator's abort reaches every rank's segment: abort once all three have polled */
+    shared[2005 + c->rank] = 1.0f;
+    for (int i = 0; i < 20000 && (shared[2005] == 0 || shared[2006] == 0 || shared[2007] == 0); i++) usleep(1000);
+    double t0 = now_s();
+    NCCLOK(ncclCommAbort(parent));
+    CHECK(now_s() - t0 < 10, "the abort took %.1f s", now_s() - t0);
+    CHECK(child == NULL, "child of an aborted split");
+    *gave_up = 1.0f;
+  } else {
+    for (int i = 0; i < 20000 && (shared[2001] == 0 || shared[2002] == 0 || shared[2003] == 0); i++) usleep(1000);
+    NCCLOK(ncclCommAbort(parent));
+  }
+}
+
 static const char *const h2[] = {"hostA", "hostB"};
 static int body_debug(void *a) {
   (void)a;
@@ -214,6 +278,15 @@ int main(void) {
     int ok = !rc && files == 3 && leafonly == 1 && cross == 2;
     printf("link stats (files %d, same_leaf-only %d, cross_leaf %d): %s\n", files, leafonly, cross, ok ? "ok" : "FAIL");
     bad += !ok;
+  }
+
+  /* split with rank 3 late or absent */
+  for (int blocking = 1; blocking >= 0; blocking--) {
+    for (int i = 2000; i < 2010; i++) shared[i] = 0.0f;
+    rc = run_ranks(4, h2, 2, r_split, &blocking, NULL, 30);
+    printf("split of a %s parent, rank 3 late%s: %s\n", blocking ? "blocking" : "non-blocking",
+           blocking ? "" : ", then absent and aborted", rc ? "FAIL" : "ok");
+    bad += rc;
   }
 
   /* flips */
