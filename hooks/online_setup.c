@@ -137,15 +137,11 @@ static bool own_ready(ncclComm_t own, int64_t t0, int64_t deadline) {
   }
 }
 
-/* The first thing collscope's online thread does (hooks/online.c, exchange_main): true
- * when collscope's communicator and buffers are ready; false (one line logged, the
- * feature off) when not. */
-bool cs_online_own_setup(void) {
+static bool own_setup(void) {
   int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);
   int64_t deadline = t0 + (int64_t)cs_cfg.online_timeout_s * 1000000000LL;
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
-  cs_tls.depth = 1; /* whatever NCCL calls back from here passes straight through */
   if (!id_path_set()) {
     setup_off(t0, "during set-up", "(COLLSCOPE_DIR is too long for the rendezvous file's name)");
     return false;
@@ -159,10 +155,20 @@ bool cs_online_own_setup(void) {
       return false;
     }
   } else {
-    unsigned nap = 1;
+    /* the file may sit on a shared file system that every rank polls: its reads back off
+     * from 1 ms to 1 s (where rank 0 never writes it, 10,000 ranks read it 10,000 times a
+     * second at most), while the stop checks stay at 20 ms (the job's thread joins this
+     * one at shutdown) */
+    unsigned nap = 1, read_gap_ms = 1;
+    int64_t next_read = t0;
     for (;;) {
-      int got = id_read(&id);
-      if (got == 1) break;
+      int got = 0;
+      if (cs_now_ns(CLOCK_MONOTONIC) >= next_read) {
+        got = id_read(&id);
+        if (got == 1) break;
+        next_read = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)read_gap_ms * 1000000LL;
+        if (read_gap_ms < 1000) read_gap_ms *= 2;
+      }
       char what[sizeof id_path + 80];
       if (got < 0) {
         snprintf(what, sizeof what, "%s is not world rank 0's rendezvous file for this job", id_path);
@@ -203,6 +209,16 @@ bool cs_online_own_setup(void) {
                       "communicator ready after %.1f ms on its own thread",
          cs_on.every, (unsigned long long)cs_on.parent_id, cs_on.n, (double)(cs_now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
   return true;
+}
+
+/* The first thing collscope's online thread does (hooks/online.c, exchange_main): true
+ * when collscope's communicator and buffers are ready; false (one line logged, the
+ * feature off) when not. */
+bool cs_online_own_setup(void) {
+  cs_tls.depth++; /* whatever NCCL calls back meanwhile passes straight through */
+  bool ok = own_setup();
+  cs_tls.depth--;
+  return ok;
 }
 
 /* ---- the job's thread ---- */
