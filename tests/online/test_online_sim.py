@@ -17,7 +17,8 @@ The online exchange end to end on the simulator: real-linked jobs under
   failopen   no world size in the environment, or a bad COLLSCOPE_ONLINE_EVERY: the
              job runs unchanged, one clear line at most
   rank0-norecord, rank0-noshim, rank0-online0, rank0-disabled (2 ranks),
-  rank3-noshim, rank3-online0, rank3-disabled (4 ranks)
+  rank3-noshim, rank3-online0, rank3-disabled (4 ranks), rank3-noshim-timeout (the
+             same, COLLSCOPE_ONLINE_TIMEOUT=1 in a job of at least 3 s: given up during the run)
              that rank alone cannot record (COLLSCOPE_DIR not creatable), runs without the
              shim, with COLLSCOPE_ONLINE=0 or with COLLSCOPE_DISABLE=1, at the default
              COLLSCOPE_ONLINE_TIMEOUT (300 s): the job ends long before it, with the exit
@@ -217,6 +218,12 @@ ONE_RANK = {  # what the wrapper does on one rank only
 # (the rank that differs, ranks): rank 0 makes the rendezvous file, rank 3 is any other rank
 ONE_RANK_CASES = {"rank0-" + k: (0, 2, v) for k, v in ONE_RANK.items()}
 ONE_RANK_CASES.update({"rank3-" + k: (3, 4, v) for k, v in ONE_RANK.items() if k != "norecord"})
+# rank 3 without the shim in a job that outlasts COLLSCOPE_ONLINE_TIMEOUT=1: each other rank
+# aborts its pending init on collscope's thread while the job runs on (rank 0's stream
+# stalls 50 ms before each of its 60 collectives: the job takes at least 3 s, whatever the load)
+ONE_RANK_CASES["rank3-noshim-timeout"] = (3, 4, ONE_RANK["noshim"])
+TIMEOUT_CASE = {"env": {"COLLSCOPE_ONLINE_TIMEOUT": "1", "COLLSCOPE_SIM_FAULTS": "slow:rank=0,us=50000"},
+                "args": ["--steps", "20", "--size", "64K"]}
 JOB_BOUND_S = 60  # the job alone takes about 1 s; waiting for COLLSCOPE_ONLINE_TIMEOUT (300 s) would pass it
 JOB_THREAD_BOUND_US = 1000000  # the set-up's time on the job's thread, as each rank logs it
 
@@ -243,8 +250,9 @@ def case_one_rank(a, tmp, case):
     would not), each other rank must log that the set-up took at most 1 s on its job thread
     and one line saying why it has no exchange; the wall times are printed only."""
     odd, n, action = ONE_RANK_CASES[case]
+    timeout_case = case.endswith("-timeout")
     app = os.path.join(a.build, "tests", "apps", "dp_train")
-    args = ["--steps", "3", "--size", "64K"]
+    args = TIMEOUT_CASE["args"] if timeout_case else ["--steps", "3", "--size", "64K"]
     wrap = os.path.join(tmp, "one.sh")
     open(wrap, "w").write('#!/bin/sh\n[ "$RANK" = %d ] && %s\nexec "$@"\n' % (odd, action))
     os.chmod(wrap, 0o755)
@@ -255,6 +263,8 @@ def case_one_rank(a, tmp, case):
     cmd = lambda w: [a.cli, "run", "-n", str(n), "--hosts", hosts, "--sim", "--", w, app] + args
     base_env = dict(os.environ, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_LOG="info", COLLSCOPE_ONLINE_EVERY="4")
     base_env.pop("COLLSCOPE_ONLINE_TIMEOUT", None)
+    if timeout_case:
+        base_env.update(TIMEOUT_CASE["env"])
     rc0, out0, t0 = run_bounded(cmd(nowhere), dict(base_env, COLLSCOPE_DIR=os.path.join(tmp, "d0")), JOB_BOUND_S)
     rc1, out1, t1 = run_bounded(cmd(wrap), dict(base_env, COLLSCOPE_DIR=os.path.join(tmp, "d1")), JOB_BOUND_S)
     print("%s: without collscope rc %s in %.1f s; with collscope (rank %d differs) rc %s in %.1f s (%+.1f s; "
@@ -278,7 +288,11 @@ def case_one_rank(a, tmp, case):
     # where each rank was when the job ended (waiting for rank 0's file or for the others
     # to join, or seeing its init fail when a peer aborted its own: the simulator's abort
     # reaches every rank) depends on timing; the line and its reasons do not
-    check(all(re.search(r"online exchange off: (at shutdown|during set-up) \([0-9.]+ s\) collscope's communicator was not "
+    # the first to give up says so; the simulator's abort then fails the others' inits
+    when = "after COLLSCOPE_ONLINE_TIMEOUT|during set-up" if timeout_case else "at shutdown|during set-up"
+    if timeout_case:
+        check(any("after COLLSCOPE_ONLINE_TIMEOUT" in l for l in off), "no rank gave up after the timeout", out1)
+    check(all(re.search(r"online exchange off: (" + when + r") \([0-9.]+ s\) collscope's communicator was not "
                         r"complete \(.*\): a rank runs without collscope, or with COLLSCOPE_ONLINE=0 or "
                         r"COLLSCOPE_DISABLE=1", l) for l in off),
           "the other ranks did not say why the exchange is off", out1)
