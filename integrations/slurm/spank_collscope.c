@@ -11,6 +11,7 @@
 #include <pwd.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -35,17 +36,33 @@ static struct spank_option collscope_opt = {
     "online=0|1, sdc_action=log|abort, sdc_min_bytes=N; or off",
     2, 0, opt_collscope};
 
+/* A bad option in a step (the plugin newer or older in slurmstepd than where the job was
+ * submitted) is kept here and told in one line by the first task: the job runs without. */
+static char step_opt_error[320];
+
+/* Whether srun got the option from the job's environment (every srun of an `sbatch
+ * --collscope` job) rather than from its own command line: Slurm carries a job's SPANK
+ * options to the steps' sruns as SLURM_SPANK__SLURM_SPANK_OPTION_<plugin>_<option>. */
+static int inherited(const char *optarg) {
+  const char *env = getenv("SLURM_SPANK__SLURM_SPANK_OPTION_collscope_collscope");
+  return env && getenv("SLURM_JOB_ID") && strcmp(env, optarg ? optarg : "(null)") == 0;
+}
+
 static int opt_collscope(int val, const char *optarg, int remote) {
   (void)val;
-  char err[768];
+  char err[768], shown[CS_SPANK_SHOW_MAX + 32];
   if (cs_spank_job_parse(&job, optarg, err, sizeof err) == 0) return 0;
-  if (remote) {
-    /* srun checked it; a step reaching here anyway runs without collscope */
+  cs_spank_opts_show(optarg, shown, sizeof shown);
+  if (remote || inherited(optarg)) {
+    /* srun checked it when the job was submitted: a step reaching here anyway runs
+     * without collscope, and says so once */
     job.given = true;
     job.off = true;
+    snprintf(step_opt_error, sizeof step_opt_error, "--collscope=%s: %.160s", shown, err);
+    if (!remote) fprintf(stderr, "collscope: %s; the job runs without collscope\n", step_opt_error);
     return 0;
   }
-  slurm_error("collscope: --collscope=%s: %s", optarg ? optarg : "", err);
+  slurm_error("collscope: --collscope=%s: %s", shown, err);
   return -1;
 }
 
@@ -77,7 +94,7 @@ static void say_once(spank_t sp, const char *what) {
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   (void)ac, (void)av;
-  if (!spank_remote(sp) || site_bad || !cs_spank_job_enabled(&site, &job)) return 0;
+  if (!spank_remote(sp) || site_bad || (!step_opt_error[0] && !cs_spank_job_enabled(&site, &job))) return 0;
   uint32_t jobid = 0, stepid = 0;
   uid_t uid = 0;
   if (spank_get_item(sp, S_JOB_ID, &jobid) != ESPANK_SUCCESS ||
@@ -89,6 +106,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   /* the batch script, the extern and interactive steps are shells, not the job's ranks:
    * the sruns they start are steps of their own */
   if (stepid == SLURM_BATCH_SCRIPT || stepid == SLURM_EXTERN_CONT || stepid == SLURM_INTERACTIVE_STEP) return 0;
+  if (step_opt_error[0]) {
+    say_once(sp, step_opt_error);
+    return 0;
+  }
 
   char jobs[16], steps[16], user[256], pwbuf[4096], msg[1200];
   snprintf(jobs, sizeof jobs, "%u", (unsigned)jobid);

@@ -33,8 +33,8 @@ static void test_options(void **st) {
   assert_string_equal(var(&j, "COLLSCOPE_TOPOLOGY"), "/etc/topo.conf");
   assert_string_equal(var(&j, "COLLSCOPE_HANG_TIMEOUT"), "60");
   assert_int_equal(j.nvars, 4);
-  assert_int_equal(cs_spank_job_parse(&j, "sdc=sample:64,sdc=off,dir=/scratch/%u/%j", err, sizeof err), 0);
-  assert_string_equal(var(&j, "COLLSCOPE_SDC"), "off"); /* the last one wins, once */
+  assert_int_equal(cs_spank_job_parse(&j, "sdc=sample:64,dir=/scratch/%u/%j", err, sizeof err), 0);
+  assert_string_equal(var(&j, "COLLSCOPE_SDC"), "sample:64");
   assert_int_equal(j.nvars, 1);
   assert_string_equal(j.dir, "/scratch/%u/%j");
   assert_int_equal(cs_spank_job_parse(&j, NULL, err, sizeof err), 0);
@@ -54,6 +54,57 @@ static void test_options(void **st) {
     assert_int_equal(cs_spank_job_parse(&j, bad[i], err, sizeof err), -1);
     assert_true(err[0] != 0);
   }
+}
+
+/* the bare flag in every form Slurm hands it: on, with defaults */
+static void test_bare_flag(void **st) {
+  (void)st;
+  struct cs_spank_job j;
+  char err[768];
+  static const char *const bare[] = {"(null)", "", "on"};
+  for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++) {
+    err[0] = 0;
+    assert_int_equal(cs_spank_job_parse(&j, bare[i], err, sizeof err), 0);
+    assert_true(j.given && !j.off && j.nvars == 0 && j.dir[0] == 0);
+  }
+  assert_int_equal(cs_spank_job_parse(&j, NULL, err, sizeof err), 0);
+  assert_true(j.given && !j.off);
+}
+
+/* a key given twice and empty items are refused, naming what is wrong */
+static void test_duplicates_and_empty_items(void **st) {
+  (void)st;
+  struct cs_spank_job j;
+  char err[768];
+  assert_int_equal(cs_spank_job_parse(&j, "sdc=all,sdc=off", err, sizeof err), -1);
+  assert_string_equal(err, "sdc is given twice (each key at most once)");
+  assert_int_equal(cs_spank_job_parse(&j, "dir=/a/%j,timing=off,dir=/b/%j", err, sizeof err), -1);
+  assert_non_null(strstr(err, "dir is given twice"));
+  static const char *const empty[] = {",", "sdc=all,", ",sdc=all", "sdc=all,,timing=off", ",,"};
+  for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+    err[0] = 0;
+    assert_int_equal(cs_spank_job_parse(&j, empty[i], err, sizeof err), -1);
+    assert_non_null(strstr(err, "an empty item"));
+  }
+}
+
+/* an error shows at most 64 bytes of the value, then its length */
+static void test_error_shows_64_bytes(void **st) {
+  (void)st;
+  char big[10241], shown[CS_SPANK_SHOW_MAX + 32], err[768];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  memcpy(big, "sdc=", 4);
+  assert_string_equal(cs_spank_opts_show(big, shown, sizeof shown),
+                      "sdc=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (10240 bytes)");
+  assert_string_equal(cs_spank_opts_show("sdc=all", shown, sizeof shown), "sdc=all");
+  assert_string_equal(cs_spank_opts_show("a\nb", shown, sizeof shown), "a?b");
+  struct cs_spank_job j;
+  assert_int_equal(cs_spank_job_parse(&j, big, err, sizeof err), -1);
+  assert_true(strlen(err) < 200);
+  big[2000] = 0; /* fits the list, one bad value of 1996 bytes */
+  assert_int_equal(cs_spank_job_parse(&j, big, err, sizeof err), -1);
+  assert_true(strlen(err) < 200);
 }
 
 static void test_site(void **st) {
@@ -164,6 +215,9 @@ int main(void) {
   chmod(base, 0755);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_options),
+      cmocka_unit_test(test_bare_flag),
+      cmocka_unit_test(test_duplicates_and_empty_items),
+      cmocka_unit_test(test_error_shows_64_bytes),
       cmocka_unit_test(test_site),
       cmocka_unit_test(test_expand_preload),
       cmocka_unit_test(test_jobdir),
