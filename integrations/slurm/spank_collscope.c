@@ -65,8 +65,12 @@ static int opt_collscope(int val, const char *optarg, int remote) {
     if (!remote) fprintf(stderr, "collscope: %s; the job runs without collscope\n", step_opt_error);
     return 0;
   }
+  /* srun/sbatch/salloc: the job is refused before anything runs. Returning -1 would make
+   * Slurm add "Invalid --collscope argument: VALUE" with the whole value, however long; the
+   * plugin's line (at most 64 bytes of it) is the message, and the command stops here as it
+   * would after Slurm's. */
   slurm_error("collscope: --collscope=%s: %s", shown, err);
-  return -1;
+  exit(1);
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av) {
