@@ -31,7 +31,7 @@ struct cs_config {
   char host[256];
   char slurm_node[64]; /* SLURMD_NODENAME when it is a plain node name, "" otherwise
                         * (include/collscope/slurm_node.h) */
-  int rank; /* global rank or -1 */
+  int rank;            /* global rank or -1 */
   int local_rank;
   int world_size;
   int step;                  /* SLURM_STEP_ID: the job step, -1 when unset */

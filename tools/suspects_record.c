@@ -30,4 +30,3 @@ bool sn_record_parse(const char *text, size_t len, struct sn_record *out) {
     return false;
   return cs_node_name_ok(out->node);
 }
-
