@@ -2,6 +2,7 @@
  * variables) into cs_cfg (stats/core.c). Defaults come from the table of variables
  * (include/collscope/env_vars.def); a bad value is logged in one line (variable, value,
  * default used) and defaulted. */
+#include "collscope/slurm_node.h"
 #include "cs_internal.h"
 #include <errno.h>
 #include <stdio.h>
@@ -244,6 +245,11 @@ void cs_config_load(void) {
   }
   set_file_name_part(cs_cfg.host, CS_HOST_MAX, h, env("COLLSCOPE_HOSTNAME") ? "COLLSCOPE_HOSTNAME" : "host name",
                      CS_LOG_WARN);
+
+  /* the node Slurm says this task runs on: a header field, the label above stays the user's */
+  const char *node = env("SLURMD_NODENAME");
+  if (node && cs_node_name_ok(node) && strlen(node) < sizeof cs_cfg.slurm_node)
+    snprintf(cs_cfg.slurm_node, sizeof cs_cfg.slurm_node, "%s", node);
 
   const char *job = env("SLURM_JOB_ID");
   const char *job_var = "SLURM_JOB_ID";

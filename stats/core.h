@@ -29,7 +29,9 @@ struct cs_config {
   char dir[4096];       /* COLLSCOPE_DIR or ./collscope-<job> */
   char job[256];
   char host[256];
-  int rank; /* global rank or -1 */
+  char slurm_node[64]; /* SLURMD_NODENAME when it is a plain node name, "" otherwise
+                        * (include/collscope/slurm_node.h) */
+  int rank;            /* global rank or -1 */
   int local_rank;
   int world_size;
   int step;                  /* SLURM_STEP_ID: the job step, -1 when unset */

@@ -3,6 +3,7 @@
  * files") into the writer's buffer (stats/dump_writer.c). Formatting is hand-rolled
  * (integers, hex, fixed-point microseconds) because it runs for every op at up to
  * hundreds of thousands of records per second. */
+#include "collscope/slurm_node.h"
 #include "dump_internal.h"
 #include <dlfcn.h>
 #define UNW_LOCAL_ONLY
@@ -208,6 +209,10 @@ static void write_header(int device) {
   if (cs_cfg.step >= 0) {
     KEY("step");
     put_i64(cs_cfg.step);
+  }
+  if (cs_cfg.slurm_node[0]) {
+    KEY(CS_HDR_SLURM_NODE);
+    put_str(cs_cfg.slurm_node);
   }
   KEY("device");
   put_i64(device);

@@ -12,6 +12,8 @@
 #include <uthash.h>
 
 #include "collscope/hostlist.h"
+#include "collscope/slurm_node.h"
+#include "suspects_nodes.h"
 #include "xalloc.h"
 
 enum level { LVL_NONE = 0,
@@ -35,8 +37,14 @@ struct gpu {
   size_t dir;
 };
 
+/* A host is keyed by what an action would name: a verified node ("v:" node), or an
+ * unverified host name from the dumps ("u:" name), which no action ever names. */
 struct host {
-  char *name;
+  char *key;
+  const char *name; /* the node, or the dump's host name (points into key) */
+  bool verified;
+  char why[200];   /* unverified: what is missing (the first reason found) */
+  char label[128]; /* verified: the dumps' host name when it differs from the node, else "" */
   struct evidence *ev;
   size_t nev, capev;
   struct gpu *gpus; /* the GPUs of the ranks the evidence names */
@@ -48,19 +56,35 @@ struct host {
 };
 
 struct suspects {
-  struct host *hosts; /* uthash by name */
+  struct host *hosts; /* uthash by key */
   const char **dirs, **jobs;
   size_t ndirs;
+  struct sn_dir *nodes; /* per DIR: its node records and dump headers */
+  bool trust_names;     /* --trust-host-names: act on plain host names no record vouches for */
 };
 
-static struct host *host_get(struct suspects *s, const char *name) {
+/* The host entry for a host name of DIR d's report (and the rank the evidence names, -1
+ * none): its verified node when the node records vouch for it, else the name, unverified. */
+static struct host *host_get(struct suspects *s, size_t d, const char *label, long long rank) {
+  char why[200] = "";
+  const char *node = sn_node_of(&s->nodes[d], label, rank, why, sizeof why);
+  if (!node && s->trust_names && cs_node_name_ok(label)) node = label;
+  size_t kl = strlen(node ? node : label) + 3;
+  char *key = xcalloc(1, kl);
+  snprintf(key, kl, "%s%s", node ? "v:" : "u:", node ? node : label);
   struct host *h;
-  HASH_FIND_STR(s->hosts, name, h);
-  if (!h) {
+  HASH_FIND_STR(s->hosts, key, h);
+  if (h) {
+    free(key);
+  } else {
     h = xcalloc(1, sizeof *h);
-    h->name = xstrdup(name);
-    HASH_ADD_KEYPTR(hh, s->hosts, h->name, strlen(h->name), h);
+    h->key = key;
+    h->name = key + 2;
+    h->verified = node != NULL;
+    HASH_ADD_KEYPTR(hh, s->hosts, h->key, strlen(h->key), h);
   }
+  if (!h->verified && !h->why[0]) snprintf(h->why, sizeof h->why, "%s", why);
+  if (h->verified && !h->label[0] && strcmp(label, h->name) != 0) snprintf(h->label, sizeof h->label, "%s", label);
   return h;
 }
 
@@ -78,14 +102,14 @@ static double jreal(json_t *o, const char *k) {
 }
 
 /* the rank's GPU (device index, PCI bus id) from the report's rank table */
-static void add_gpu(struct host *h, json_t *ranks, long long rank, size_t dir) {
+static void add_gpu(struct host *h, const char *label, json_t *ranks, long long rank, size_t dir) {
   if (rank < 0) return;
   size_t i;
   json_t *r;
   json_array_foreach(ranks, i, r) {
     if (jint(r, "rank", -2) != rank) continue;
     const char *host = jstr(r, "host");
-    if (!host || strcmp(host, h->name) != 0) continue;
+    if (!host || strcmp(host, label) != 0) continue;
     long long dev = jint(r, "device", -1);
     const char *pci = jstr(r, "pci_bus_id");
     for (size_t k = 0; k < h->ngpus; k++)
@@ -103,7 +127,7 @@ static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t d
 static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t dir, const char *kind, int level,
                    long long rank, const char *fmt, ...) {
   if (!host) return;
-  struct host *h = host_get(s, host);
+  struct host *h = host_get(s, dir, host, rank);
   XGROW(h->ev, h->nev, h->capev);
   struct evidence *e = &h->ev[h->nev++];
   e->kind = kind, e->level = level, e->dir = dir, e->rank = rank;
@@ -113,7 +137,7 @@ static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t d
   va_end(ap);
   if (h->last_impl_dir != dir + 1) h->jobs_implicated++, h->last_impl_dir = dir + 1;
   if (!strcmp(kind, "straggler") && h->last_strag_dir != dir + 1) h->jobs_straggler++, h->last_strag_dir = dir + 1;
-  add_gpu(h, ranks, rank, dir);
+  add_gpu(h, host, ranks, rank, dir);
 }
 
 /* XIDs after which NVIDIA's guidance is a GPU reset or node service (double-bit ECC, row
@@ -155,9 +179,8 @@ static void gather_health(struct suspects *s, size_t d, json_t *doc, json_t *ran
     long long pcie = jint(o, "pcie_replay", 0);
     if (pcie > 0) add_ev(s, host, ranks, d, "health", LVL_WATCH, r, "rank %lld: %lld PCIe replays", r, pcie);
     const char *uuid = jstr(o, "gpu_uuid");
-    struct host *h;
-    HASH_FIND_STR(s->hosts, host, h);
-    for (k = 0; h && uuid && k < h->ngpus; k++)
+    struct host *h = host_get(s, d, host, r);
+    for (k = 0; uuid && k < h->ngpus; k++)
       if (h->gpus[k].dir == d && h->gpus[k].rank == r) snprintf(h->gpus[k].uuid, sizeof h->gpus[k].uuid, "%s", uuid);
   }
   static const char *const ib_errors[] = {"symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
@@ -186,7 +209,7 @@ static void gather(struct suspects *s, size_t d, json_t *doc) {
   json_array_foreach(ranks, i, o) { /* every host of the job */
     const char *host = jstr(o, "host");
     if (!host) continue;
-    struct host *h = host_get(s, host);
+    struct host *h = host_get(s, d, host, jint(o, "rank", -1));
     if (h->last_seen_dir != d + 1) h->jobs_seen++, h->last_seen_dir = d + 1;
     long long errs = jint(o, "errors", 0);
     if (errs > 0)
@@ -267,17 +290,17 @@ static void classify(struct suspects *s) {
 
 static int by_level_name(struct host *a, struct host *b) {
   if (a->level != b->level) return b->level - a->level;
-  return strcmp(a->name, b->name);
+  return strcmp(a->key, b->key);
 }
 
-/* host names usable in scontrol and hostlists: what the shim keeps in a dump file's name */
-static bool name_ok(const char *n) {
-  if (!*n || *n == '.' || *n == '-') return false;
-  for (const char *p = n; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
-          *p == '_' || *p == '-'))
-      return false;
-  return true;
+/* a host an action may name: a verified node (or, with --trust-host-names, a plain name),
+ * never ALL, a hostlist expression or a name outside Slurm's node-name characters */
+static bool actionable(const struct host *h) { return h->verified && cs_node_name_ok(h->name); }
+static const char *why_not(const struct host *h, char *buf, size_t cap) {
+  const char *plain = cs_node_name_ok(h->name) ? "" : "not a plain node name (ALL, a hostlist expression or other characters)";
+  if (h->verified) return plain;
+  snprintf(buf, cap, "%s%s%s", h->why[0] ? h->why : "not a verified node name", *plain ? "; " : "", plain);
+  return buf;
 }
 
 /* the printable form of a hostile string (at most 127 bytes, anything odd as '?') */
@@ -306,7 +329,7 @@ static void gpu_list(const struct host *h, FILE *o) {
 static void print_text(struct suspects *s, FILE *o) {
   size_t n = 0;
   struct host *h, *t;
-  char b1[160], b2[300];
+  char b1[160], b2[300], wb[400];
   fprintf(o, "# collscope suspects over %zu job%s (dump directories):\n", s->ndirs, s->ndirs == 1 ? "" : "s");
   for (size_t d = 0; d < s->ndirs; d++)
     fprintf(o, "#   %s  %s\n", safe(s->jobs[d], b1, sizeof b1), safe(s->dirs[d], b2, sizeof b2));
@@ -317,6 +340,10 @@ static void print_text(struct suspects *s, FILE *o) {
             h->jobs_implicated, h->jobs_seen, h->jobs_seen == 1 ? "" : "s");
     gpu_list(h, o);
     fprintf(o, "\n");
+    if (!actionable(h))
+      fprintf(o, "    (no action: %s)\n", safe(why_not(h, wb, sizeof wb), b2, sizeof b2));
+    else if (h->label[0])
+      fprintf(o, "    (host name in the dumps: %s)\n", safe(h->label, b2, sizeof b2));
     for (size_t i = 0; i < h->nev; i++)
       fprintf(o, "    %-12s %s  [%s]\n", h->ev[i].kind, safe(h->ev[i].detail, b2, sizeof b2),
               safe(s->jobs[h->ev[i].dir], b1, sizeof b1));
@@ -338,6 +365,11 @@ static json_t *doc_json(struct suspects *s) {
     json_t *o = json_object(), *ev = json_array(), *g = json_array();
     json_object_set_new(o, "host", json_string(h->name));
     json_object_set_new(o, "level", json_string(level_name(h->level)));
+    /* verified: a node the actions may name; else why not */
+    json_object_set_new(o, "verified", json_boolean(actionable(h)));
+    char wb[400];
+    if (!actionable(h)) json_object_set_new(o, "unverified_reason", json_string(why_not(h, wb, sizeof wb)));
+    if (h->label[0]) json_object_set_new(o, "dump_host", json_string(h->label));
     json_object_set_new(o, "jobs_implicated", json_integer((json_int_t)h->jobs_implicated));
     json_object_set_new(o, "jobs_seen", json_integer((json_int_t)h->jobs_seen));
     for (size_t k = 0; k < h->ngpus; k++) {
@@ -368,14 +400,14 @@ static json_t *doc_json(struct suspects *s) {
   return root;
 }
 
-/* the suspects (level >= min) whose names a hostlist can hold; *skipped counts the others */
+/* the suspects (level >= min) an action may name; *skipped counts the others */
 static const char **pick(struct suspects *s, int min, bool healthy, size_t *n, size_t *skipped) {
   const char **v = xcalloc(HASH_COUNT(s->hosts) + 1, sizeof *v);
   *n = 0, *skipped = 0;
   struct host *h, *t;
   HASH_ITER(hh, s->hosts, h, t) {
     if (healthy ? h->level != LVL_NONE : h->level < min) continue;
-    if (!name_ok(h->name)) {
+    if (!actionable(h)) {
       (*skipped)++;
       continue;
     }
@@ -386,12 +418,12 @@ static const char **pick(struct suspects *s, int min, bool healthy, size_t *n, s
 
 static void print_slurm(struct suspects *s, FILE *o) {
   struct host *h, *t;
-  char b[160];
+  char b[160], wb[400];
   fprintf(o, "# collscope suspects: scheduler actions (printed, not run)\n");
   HASH_ITER(hh, s->hosts, h, t) {
     if (h->level != LVL_DRAIN) continue;
-    if (!name_ok(h->name)) {
-      fprintf(o, "# not a node name: %s\n", safe(h->name, b, sizeof b));
+    if (!actionable(h)) {
+      fprintf(o, "# not drained: %s: %s\n", safe(h->name, b, sizeof b), why_not(h, wb, sizeof wb));
       continue;
     }
     /* the reason: the kinds of evidence and how often */
@@ -408,6 +440,10 @@ static void print_slurm(struct suspects *s, FILE *o) {
   }
   size_t n, skipped;
   const char **v = pick(s, LVL_WATCH, false, &n, &skipped);
+  HASH_ITER(hh, s->hosts, h, t) {
+    if (h->level >= LVL_WATCH && h->level != LVL_DRAIN && !actionable(h))
+      fprintf(o, "# not excluded: %s: %s\n", safe(h->name, b, sizeof b), why_not(h, wb, sizeof wb));
+  }
   char *hl = n ? cs_hostlist_compress(v, n) : NULL;
   if (hl)
     fprintf(o, "--exclude=%s\n", hl);
@@ -420,6 +456,9 @@ static void print_slurm(struct suspects *s, FILE *o) {
 static int print_hostfile(struct suspects *s, const char *topofile, FILE *o) {
   size_t n, skipped;
   const char **v = pick(s, 0, true, &n, &skipped);
+  if (skipped)
+    fprintf(stderr, "collscope suspects: %zu host%s left out of the hostfile: not verified node names (docs/slurm.md)\n",
+            skipped, skipped == 1 ? "" : "s");
   int rc = 0;
   if (topofile && n && cli_topo_order_hosts(topofile, (char **)v, n, 0))
     rc = 1;
@@ -443,7 +482,7 @@ static int print_hostfile(struct suspects *s, const char *topofile, FILE *o) {
 
 static void usage(FILE *o) {
   fputs("usage: collscope suspects DIR... [--format text|json|slurm|hostfile] [--topology FILE]\n"
-        "                          [-o FILE] [-j N]\n"
+        "                          [--trust-host-names] [-o FILE] [-j N]\n"
         "\n"
         "Lists the hosts (and the GPUs, by device index, PCI bus id and UUID) that the reports\n"
         "of the dump directories implicate, with the evidence: straggler (compute), SDC suspect,\n"
@@ -460,8 +499,14 @@ static void usage(FILE *o) {
         "  --format hostfile  the jobs' other hosts, one a line, for a rerun: in the order of\n"
         "                     the topology plan with --topology FILE (collscope topo plan),\n"
         "                     else in hostlist order\n"
+        "  --trust-host-names act on plain host names of the dumps that no node record of the\n"
+        "                     SPANK plugin vouches for (dumps from collscope run, or a site\n"
+        "                     whose jobs cannot choose COLLSCOPE_HOSTNAME); never on ALL, a\n"
+        "                     hostlist expression or a name outside [A-Za-z0-9._-]\n"
         "  -o, --output FILE  write there (whole or not at all)\n"
         "  -j N               reading threads per report (default: one per core)\n"
+        "Actions (slurm, hostfile) name only nodes the SPANK plugin's root-owned node records\n"
+        "vouch for; any other host is a '#' line saying why (docs/slurm.md).\n"
         "exit status: 0, 1 when a directory has no usable report, 2 for a usage error.\n",
         o);
 }
@@ -484,6 +529,10 @@ int cmd_suspects(int argc, char **argv) {
       usage(stdout);
       free(s.dirs), free(s.jobs);
       return 0;
+    }
+    if (!dashdash && !strcmp(a, "--trust-host-names")) {
+      s.trust_names = true;
+      continue;
     }
     if (!dashdash && a[0] == '-' && a[1]) {
       if (!val) {
@@ -527,6 +576,7 @@ int cmd_suspects(int argc, char **argv) {
   }
   int rc = 0;
   json_t **docs = xcalloc(s.ndirs, sizeof *docs);
+  s.nodes = xcalloc(s.ndirs, sizeof *s.nodes);
   for (size_t d = 0; d < s.ndirs; d++) {
     int st = 0;
     docs[d] = cli_report_json(s.dirs[d], NULL, NULL, jobs, &st);
@@ -538,6 +588,7 @@ int cmd_suspects(int argc, char **argv) {
     }
     const char *job = jstr(json_object_get(docs[d], "summary"), "job");
     s.jobs[d] = job && *job ? job : s.dirs[d];
+    sn_dir_load(&s.nodes[d], s.dirs[d], jobs);
     gather(&s, d, docs[d]);
   }
   classify(&s);
@@ -567,9 +618,10 @@ int cmd_suspects(int argc, char **argv) {
   struct host *h, *t;
   HASH_ITER(hh, s.hosts, h, t) {
     HASH_DEL(s.hosts, h);
-    free(h->name), free(h->ev), free(h->gpus), free(h);
+    free(h->key), free(h->ev), free(h->gpus), free(h);
   }
-  for (size_t d = 0; d < s.ndirs; d++) json_decref(docs[d]);
+  for (size_t d = 0; d < s.ndirs; d++) json_decref(docs[d]), sn_dir_free(&s.nodes[d]);
+  free(s.nodes);
   free(docs), free(s.dirs), free(s.jobs);
   return rc;
 }

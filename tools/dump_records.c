@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collscope/slurm_node.h"
 #include "collscope/schema.h"
 #include "dump_internal.h"
 
@@ -113,6 +114,7 @@ bool dump_parse_header(struct lctx *c, struct cs_header *h) {
   h->job = get_str(c, "job", false, dump_intern(p, ""));
   h->pci_bus_id = get_str(c, "pci_bus_id", false, dump_intern(p, ""));
   h->exe = get_str(c, "exe", false, dump_intern(p, ""));
+  h->slurm_node = get_str(c, CS_HDR_SLURM_NODE, false, dump_intern(p, ""));
   h->salvaged = json_object_get(c->obj, "salvaged_from") != NULL;
   h->nccl_version = get_int(c, "nccl_version", false, 0);
   h->cuda_driver_version = get_int(c, "cuda_driver_version", false, 0);

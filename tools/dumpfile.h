@@ -59,6 +59,7 @@ struct cs_header {
   int step;                           /* the Slurm job step, -1 when the header has none */
   int local_rank, world_size, device; /* -1 when absent */
   const char *job, *pci_bus_id, *exe; /* "" when absent */
+  const char *slurm_node;             /* the header's SLURMD_NODENAME (collscope/slurm_node.h), "" when absent */
   long long nccl_version, cuda_driver_version;
   int64_t clock_realtime_ns, clock_monotonic_ns;
   bool salvaged; /* written by collscope salvage (a "salvaged_from" field) */

@@ -6,7 +6,7 @@
 #
 # A job asks with COLLSCOPE_SLURM=on or COLLSCOPE_SLURM=OPTS (the keys of `srun --collscope`:
 # sdc=, timing=, dir=, topology=, hang=, ring=, log=, online=, sdc_action=, sdc_min_bytes=),
-# or off. Site settings (edit here or set in the slurmd environment):
+# or off; each key at most once, no empty item. Site settings (edit here or set in the slurmd environment):
 #   COLLSCOPE_TP_SHIM      libcollscope.so to preload (default below)
 #   COLLSCOPE_TP_DIR       job directory template, %j job id, %u user, %s step (default collscope-%j)
 #   COLLSCOPE_TP_DEFAULT   on: every job unless COLLSCOPE_SLURM=off
@@ -21,11 +21,15 @@ case "${SLURM_STEP_ID:-}" in ""|batch|extern|interactive|4294967291|4294967292|4
 say() { [ "${SLURM_LOCALID:-0}" = 0 ] && echo "collscope: $*; the job runs without collscope" >&2; exit 0; }
 
 vars=()
+seen=,
 if [ "$want" != on ]; then
+  case ",$want," in *,,*) say "COLLSCOPE_SLURM: an empty item in the option list" ;; esac
   IFS=, read -r -a items <<< "$want"
   for it in "${items[@]}"; do
     k=${it%%=*} v=${it#*=}
-    [ "$k" = "$it" ] && say "COLLSCOPE_SLURM: '$it' is not KEY=VALUE"
+    [ "$k" = "$it" ] && say "COLLSCOPE_SLURM: '${it:0:64}' is not KEY=VALUE"
+    case $seen in *,"$k",*) say "COLLSCOPE_SLURM: ${k:0:64} is given twice (each key at most once)" ;; esac
+    seen=$seen$k,
     case "$k:$v" in
       sdc:off|sdc:all) vars+=("COLLSCOPE_SDC=$v") ;;
       sdc:sample:[1-9]*) [[ ${v#sample:} =~ ^[0-9]+$ ]] || say "bad value '$v' for sdc"; vars+=("COLLSCOPE_SDC=$v") ;;
@@ -39,7 +43,7 @@ if [ "$want" != on ]; then
                    *) vars+=("COLLSCOPE_SDC_MIN_BYTES=$v") ;; esac ;;
       topology:?*) vars+=("COLLSCOPE_TOPOLOGY=$v") ;;
       dir:?*) tmpl=$v ;;
-      *) say "COLLSCOPE_SLURM: unknown key or bad value '$it'" ;;
+      *) say "COLLSCOPE_SLURM: unknown key or bad value '${it:0:64}'" ;;
     esac
   done
 fi

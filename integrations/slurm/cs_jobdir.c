@@ -39,7 +39,7 @@ static int parent_ok(int fd, const char *name, const char *path, char *err, size
   return 0;
 }
 
-int cs_jobdir_make(const char *path, gid_t gid, char *err, size_t errlen) {
+int cs_jobdir_open(const char *path, gid_t gid, char *err, size_t errlen) {
   char buf[4096];
   size_t len = strlen(path);
   if (len == 0 || len >= sizeof buf) {
@@ -104,10 +104,16 @@ int cs_jobdir_make(const char *path, gid_t gid, char *err, size_t errlen) {
     close(fd);
     goto fail;
   }
-  close(fd);
   close(dfd);
-  return 0;
+  return fd;
 fail:
   close(dfd);
   return -1;
+}
+
+int cs_jobdir_make(const char *path, gid_t gid, char *err, size_t errlen) {
+  int fd = cs_jobdir_open(path, gid, err, errlen);
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
 }

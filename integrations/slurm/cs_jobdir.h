@@ -12,4 +12,6 @@
  * last component ends up owned by the caller with mode 0700, or 0750 and group gid when gid
  * is not (gid_t)-1. Returns 0, or -1 with one line in err. */
 int cs_jobdir_make(const char *path, gid_t gid, char *err, size_t errlen);
+/* The same, returning the directory opened (O_DIRECTORY, close-on-exec) instead of 0. */
+int cs_jobdir_open(const char *path, gid_t gid, char *err, size_t errlen);
 #endif

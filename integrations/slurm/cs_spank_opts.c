@@ -98,10 +98,19 @@ static void key_list(char *buf, size_t cap) {
   }
 }
 
+/* What Slurm hands a plugin for the bare flag: NULL on srun's own command line, and the
+ * string "(null)" in the steps of a job submitted with a bare `sbatch --collscope` or
+ * `#SBATCH --collscope` (the option travels through the job's environment as printf's
+ * rendering of NULL). `--collscope=` (empty) is the bare flag too: Slurm cannot tell the two
+ * apart everywhere. */
+static bool bare_flag(const char *opts) {
+  return !opts || !*opts || strcmp(opts, "(null)") == 0 || strcmp(opts, "on") == 0;
+}
+
 int cs_spank_job_parse(struct cs_spank_job *job, const char *opts, char *err, size_t errlen) {
   memset(job, 0, sizeof *job);
   job->given = true;
-  if (!opts || !*opts || strcmp(opts, "on") == 0) return 0;
+  if (bare_flag(opts)) return 0;
   if (strcmp(opts, "off") == 0) {
     job->off = true;
     return 0;
@@ -111,8 +120,17 @@ int cs_spank_job_parse(struct cs_spank_job *job, const char *opts, char *err, si
     snprintf(err, errlen, "the option list is longer than %zu bytes", sizeof buf - 1);
     return -1;
   }
-  char *save = NULL;
-  for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+  bool seen[NKEYS] = {0};
+  /* items split by hand, not strtok: an empty item (",", "a=1,,b=2", a trailing ',') is an
+   * error, never silently skipped */
+  char *item = buf;
+  for (;;) {
+    char *comma = strchr(item, ',');
+    if (comma) *comma = 0;
+    if (!*item) {
+      snprintf(err, errlen, "an empty item in the option list (KEY=VALUE items separated by single commas)");
+      return -1;
+    }
     char *eq = strchr(item, '=');
     if (!eq) {
       char keys[512];
@@ -122,15 +140,21 @@ int cs_spank_job_parse(struct cs_spank_job *job, const char *opts, char *err, si
     }
     *eq = 0;
     const char *val = eq + 1;
-    const struct opt_key *k = NULL;
+    size_t ki = NKEYS;
     for (size_t i = 0; i < NKEYS; i++)
-      if (strcmp(item, opt_keys[i].key) == 0) k = &opt_keys[i];
-    if (!k) {
+      if (strcmp(item, opt_keys[i].key) == 0) ki = i;
+    if (ki == NKEYS) {
       char keys[512];
       key_list(keys, sizeof keys);
       snprintf(err, errlen, "unknown key '%.64s' (keys: %s)", item, keys);
       return -1;
     }
+    const struct opt_key *k = &opt_keys[ki];
+    if (seen[ki]) {
+      snprintf(err, errlen, "%s is given twice (each key at most once)", k->key);
+      return -1;
+    }
+    seen[ki] = true;
     if (!k->ok(val)) {
       snprintf(err, errlen, "bad value '%.64s' for %s (expected %s)", val, k->key, k->accepts);
       return -1;
@@ -141,25 +165,35 @@ int cs_spank_job_parse(struct cs_spank_job *job, const char *opts, char *err, si
         snprintf(err, errlen, "bad value '%.64s' for dir (a path; %%j job id, %%u user, %%s step id, %%%% a %%)", val);
         return -1;
       }
-      continue;
+    } else {
+      if (job->nvars == CS_SPANK_MAX_VARS) {
+        snprintf(err, errlen, "too many options");
+        return -1;
+      }
+      int w = snprintf(job->vars[job->nvars], sizeof job->vars[job->nvars], "%s=%s", k->var, val);
+      if (w < 0 || (size_t)w >= sizeof job->vars[job->nvars]) {
+        snprintf(err, errlen, "the value of %s is too long", k->key);
+        return -1;
+      }
+      job->nvars++;
     }
-    /* a key given twice: the last one wins, once */
-    size_t slot = job->nvars;
-    size_t vl = strlen(k->var);
-    for (size_t i = 0; i < job->nvars; i++)
-      if (strncmp(job->vars[i], k->var, vl) == 0 && job->vars[i][vl] == '=') slot = i;
-    if (slot == CS_SPANK_MAX_VARS) {
-      snprintf(err, errlen, "too many options");
-      return -1;
-    }
-    int w = snprintf(job->vars[slot], sizeof job->vars[slot], "%s=%s", k->var, val);
-    if (w < 0 || (size_t)w >= sizeof job->vars[slot]) {
-      snprintf(err, errlen, "the value of %s is too long", k->key);
-      return -1;
-    }
-    if (slot == job->nvars) job->nvars++;
+    if (!comma) break;
+    item = comma + 1;
   }
   return 0;
+}
+
+const char *cs_spank_opts_show(const char *opts, char *out, size_t outlen) {
+  if (!opts) opts = "";
+  size_t n = strlen(opts);
+  if (n <= CS_SPANK_SHOW_MAX)
+    snprintf(out, outlen, "%s", opts);
+  else
+    snprintf(out, outlen, "%.*s... (%zu bytes)", CS_SPANK_SHOW_MAX, opts, n);
+  /* control bytes as '?': one line in a log */
+  for (char *p = out; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+  return out;
 }
 
 int cs_spank_site_arg(struct cs_spank_site *s, const char *arg, char *err, size_t errlen) {

@@ -28,9 +28,17 @@ void cs_spank_site_init(struct cs_spank_site *s);
 /* One plugstack.conf argument (KEY=VALUE). Returns 0, or -1 with err filled. */
 int cs_spank_site_arg(struct cs_spank_site *s, const char *arg, char *err, size_t errlen);
 
-/* OPTS of --collscope[=OPTS] (NULL or "" for the bare flag) into job. Returns 0, or -1 with
- * a message naming the bad key or value and the accepted ones in err. */
+/* OPTS of --collscope[=OPTS] into job. NULL, "", "(null)" (how Slurm hands the bare flag
+ * of sbatch to the job's steps) and "on" are the bare flag: collscope on with defaults;
+ * "off"; else KEY=VALUE items separated by single commas, each key at most once (an empty
+ * item, as in "," or "a=1,,b=2", and a repeated key are errors). Returns 0, or -1 with a
+ * message naming the bad item, key or value (at most 64 bytes of it) in err. */
 int cs_spank_job_parse(struct cs_spank_job *job, const char *opts, char *err, size_t errlen);
+
+/* OPTS as an error message shows it: whole up to CS_SPANK_SHOW_MAX bytes, else the first
+ * CS_SPANK_SHOW_MAX and the length; control bytes as '?'. Returns out. */
+#define CS_SPANK_SHOW_MAX 64
+const char *cs_spank_opts_show(const char *opts, char *out, size_t outlen);
 
 /* Whether a job runs with collscope: asked (and not off), or site default on and not off. */
 bool cs_spank_job_enabled(const struct cs_spank_site *s, const struct cs_spank_job *job);

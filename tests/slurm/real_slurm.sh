@@ -203,6 +203,63 @@ assert steps == [(s, r) for s in (0, 1) for r in range(4)], steps
 assert d["summary"]["files_without_footer"] == 0
 PY
 grep -q "^# step  rank" "$T/report4.txt" || fail "the report's rank table has no step column"
+
+echo "[$(elapsed) s] 4b. #SBATCH --collscope, bare"
+# ---- 4b. the bare flag in the script (#SBATCH --collscope): Slurm hands it to the steps' sruns
+# as "(null)"; collscope is on with its defaults and the job completes
+cat > "$T/batch-bare.sh" <<B
+#!/bin/bash
+#SBATCH --collscope
+srun -n 4 -O "$WRAP" "$APP" --steps 2 || exit 1
+B
+bjob=$(sbatch --parsable -n 4 -O -o "$T/batch-bare.out" "$T/batch-bare.sh") || fail "sbatch (#SBATCH --collscope) failed"
+bjob=${bjob%%;*}
+state=
+for i in $(seq 900); do
+  state=$(scontrol show job "$bjob" -o 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
+  sleep 0.1
+done
+[ "$state" = COMPLETED ] || { cat "$T/batch-bare.out" >&2; fail "#SBATCH --collscope: the batch job ended $state"; }
+grep -q "collscope:" "$T/batch-bare.out" && { cat "$T/batch-bare.out" >&2; fail "#SBATCH --collscope: collscope complained"; }
+n=$(ls "$T/out/$bjob"/*.jsonl 2>/dev/null | wc -l)
+[ "$n" = 4 ] || { cat "$T/batch-bare.out" >&2; fail "#SBATCH --collscope: expected 4 dump files in $T/out/$bjob, found $n"; }
+echo "#SBATCH --collscope: job $bjob COMPLETED, $n dump files"
+
+echo "[$(elapsed) s] 4c. options: a key twice, a 10 KB value"
+out=$(timeout 30 srun -n 1 --collscope=sdc=all,sdc=off true 2>&1) && fail "srun --collscope=sdc=all,sdc=off succeeded: $out"
+echo "$out" | grep -q "collscope: --collscope=sdc=all,sdc=off: sdc is given twice" || fail "duplicate key: $out"
+big=sdc=$(head -c 10236 /dev/zero | tr '\0' x)
+out=$(timeout 30 srun -n 1 --collscope="$big" true 2>&1) && fail "srun with a 10 KB option succeeded"
+echo "$out" | grep -q "x\.\.\. (10240 bytes): the option list is longer than 4095 bytes" || fail "10 KB option: $out"
+[ "${#out}" -lt 256 ] || fail "a 10 KB option gave ${#out} bytes of messages: $out"
+echo "10 KB option: ${#out} bytes of messages"
+
+echo "[$(elapsed) s] 4d. COLLSCOPE_HOSTNAME=ALL"
+# ---- 4d. a job names its host ALL (and passes its own SLURMD_NODENAME): the dumps keep ALL as
+# a label, the header has Slurm's node name, the plugin's root-owned node record vouches for
+# it, and suspects acts on csnode only, never on ALL
+dirs=()
+for run in 1 2; do
+  out=$(COLLSCOPE_HOSTNAME=ALL SLURMD_NODENAME=forged COLLSCOPE_SIM_FAULTS='slow:rank=2,us=3000' \
+        timeout 90 srun -n 4 -O --collscope "$WRAP" "$APP" --steps 30 2>"$T/err-all") ||
+    { cat "$T/err-all" >&2; fail "the COLLSCOPE_HOSTNAME=ALL job failed"; }
+  j=$(echo "$out" | sed -n 's/^slurm_rank: job=\([0-9]*\) .*/\1/p')
+  dirs+=("$T/out/$j")
+  recs=("$T/out/$j"/.collscope-node.0.*)
+  [ "${#recs[@]}" = 1 ] && [ -f "${recs[0]}" ] || { ls -la "$T/out/$j" >&2; fail "expected one node record in $T/out/$j"; }
+  [ "$(stat -c '%u %a' "${recs[0]}")" = "0 444" ] || fail "node record not root's 0444: $(stat -c '%u %a' "${recs[0]}")"
+  grep -qx "node=csnode" "${recs[0]}" && grep -qx "job=$j" "${recs[0]}" || fail "node record: $(cat "${recs[0]}")"
+  hdr=$(head -n 1 "$(ls "$T/out/$j"/*.jsonl | head -n 1)")
+  echo "$hdr" | grep -q '"host":"ALL"' && echo "$hdr" | grep -q '"slurm_node":"csnode"' || fail "header: $hdr"
+done
+out=$("$CLI" suspects "${dirs[@]}" --format slurm) || fail "suspects failed: $out"
+echo "$out"
+echo "$out" | grep -q '^scontrol update NodeName=csnode State=DRAIN Reason="collscope: straggler x2 in 2 of 2 jobs"$' ||
+  fail "suspects did not drain csnode: $out"
+echo "$out" | grep -qx -- "--exclude=csnode" || fail "suspects did not exclude csnode: $out"
+echo "$out" | grep -v '^#' | grep -q ALL && fail "an action names ALL: $out"
+
 # ---- 5. a site that turns it on for every job (default=on): on without the flag, off with =off
 echo "[$(elapsed) s] 5. default=on"
 echo "optional $PLUGIN shim=$SHIM dir=$T/out/%j default=on" > "$T/plugstack.conf"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/slurm/taskprolog_test.sh TASKPROLOG: the TaskProlog script as slurmd runs it (the
 # task's environment in, `export` lines out): a job that asks, one that does not, a bad
-# option, a planted link on the directory's path.
+# option, a key given twice, empty items, a planted link on the directory's path.
 set -u
 TP=$1
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -30,6 +30,15 @@ echo "$out" | grep -q "^export LD_PRELOAD=" || fail "default=on did not preload:
 out=$(run COLLSCOPE_SLURM=bogus=1 2>&1)
 [ "$out" = "collscope: COLLSCOPE_SLURM: unknown key or bad value 'bogus=1'; the job runs without collscope" ] ||
   fail "bad option: $out"
+
+out=$(run COLLSCOPE_SLURM=sdc=all,sdc=off 2>&1)
+[ "$out" = "collscope: COLLSCOPE_SLURM: sdc is given twice (each key at most once); the job runs without collscope" ] ||
+  fail "duplicate key: $out"
+for empty in , sdc=all, ,sdc=all sdc=all,,timing=off; do
+  out=$(run COLLSCOPE_SLURM=$empty 2>&1)
+  [ "$out" = "collscope: COLLSCOPE_SLURM: an empty item in the option list; the job runs without collscope" ] ||
+    fail "empty item in '$empty': $out"
+done
 
 mkdir -m 0755 "$T/victim" "$T/plant"
 ln -s "$T/victim" "$T/plant/$user"

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collscope/slurm_node.h"
 #include "cs_jobdir.h"
+#include "cs_node_record.h"
 #include "cs_spank_opts.h"
 
 static const char *var(const struct cs_spank_job *j, const char *name) {
@@ -33,8 +36,8 @@ static void test_options(void **st) {
   assert_string_equal(var(&j, "COLLSCOPE_TOPOLOGY"), "/etc/topo.conf");
   assert_string_equal(var(&j, "COLLSCOPE_HANG_TIMEOUT"), "60");
   assert_int_equal(j.nvars, 4);
-  assert_int_equal(cs_spank_job_parse(&j, "sdc=sample:64,sdc=off,dir=/scratch/%u/%j", err, sizeof err), 0);
-  assert_string_equal(var(&j, "COLLSCOPE_SDC"), "off"); /* the last one wins, once */
+  assert_int_equal(cs_spank_job_parse(&j, "sdc=sample:64,dir=/scratch/%u/%j", err, sizeof err), 0);
+  assert_string_equal(var(&j, "COLLSCOPE_SDC"), "sample:64");
   assert_int_equal(j.nvars, 1);
   assert_string_equal(j.dir, "/scratch/%u/%j");
   assert_int_equal(cs_spank_job_parse(&j, NULL, err, sizeof err), 0);
@@ -54,6 +57,57 @@ static void test_options(void **st) {
     assert_int_equal(cs_spank_job_parse(&j, bad[i], err, sizeof err), -1);
     assert_true(err[0] != 0);
   }
+}
+
+/* the bare flag in every form Slurm hands it: on, with defaults */
+static void test_bare_flag(void **st) {
+  (void)st;
+  struct cs_spank_job j;
+  char err[768];
+  static const char *const bare[] = {"(null)", "", "on"};
+  for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++) {
+    err[0] = 0;
+    assert_int_equal(cs_spank_job_parse(&j, bare[i], err, sizeof err), 0);
+    assert_true(j.given && !j.off && j.nvars == 0 && j.dir[0] == 0);
+  }
+  assert_int_equal(cs_spank_job_parse(&j, NULL, err, sizeof err), 0);
+  assert_true(j.given && !j.off);
+}
+
+/* a key given twice and empty items are refused, naming what is wrong */
+static void test_duplicates_and_empty_items(void **st) {
+  (void)st;
+  struct cs_spank_job j;
+  char err[768];
+  assert_int_equal(cs_spank_job_parse(&j, "sdc=all,sdc=off", err, sizeof err), -1);
+  assert_string_equal(err, "sdc is given twice (each key at most once)");
+  assert_int_equal(cs_spank_job_parse(&j, "dir=/a/%j,timing=off,dir=/b/%j", err, sizeof err), -1);
+  assert_non_null(strstr(err, "dir is given twice"));
+  static const char *const empty[] = {",", "sdc=all,", ",sdc=all", "sdc=all,,timing=off", ",,"};
+  for (size_t i = 0; i < sizeof empty / sizeof empty[0]; i++) {
+    err[0] = 0;
+    assert_int_equal(cs_spank_job_parse(&j, empty[i], err, sizeof err), -1);
+    assert_non_null(strstr(err, "an empty item"));
+  }
+}
+
+/* an error shows at most 64 bytes of the value, then its length */
+static void test_error_shows_64_bytes(void **st) {
+  (void)st;
+  char big[10241], shown[CS_SPANK_SHOW_MAX + 32], err[768];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  memcpy(big, "sdc=", 4);
+  assert_string_equal(cs_spank_opts_show(big, shown, sizeof shown),
+                      "sdc=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (10240 bytes)");
+  assert_string_equal(cs_spank_opts_show("sdc=all", shown, sizeof shown), "sdc=all");
+  assert_string_equal(cs_spank_opts_show("a\nb", shown, sizeof shown), "a?b");
+  struct cs_spank_job j;
+  assert_int_equal(cs_spank_job_parse(&j, big, err, sizeof err), -1);
+  assert_true(strlen(err) < 200);
+  big[2000] = 0; /* fits the list, one bad value of 1996 bytes */
+  assert_int_equal(cs_spank_job_parse(&j, big, err, sizeof err), -1);
+  assert_true(strlen(err) < 200);
 }
 
 static void test_site(void **st) {
@@ -158,15 +212,64 @@ static void test_jobdir(void **st) {
   assert_int_equal(cs_jobdir_make(path, (gid_t)-1, err, sizeof err), -1);
 }
 
+/* the node record: created 0444 in the job directory, filled once, only with a plain node
+ * name; a name already taken (a file or link the user planted) is refused, never followed */
+static void test_node_record(void **st) {
+  (void)st;
+  char path[512], err[512], buf[256];
+  snprintf(path, sizeof path, "%s/rec/9", base);
+  int dfd = cs_jobdir_open(path, (gid_t)-1, err, sizeof err);
+  assert_true(dfd >= 0);
+  int fd = cs_node_record_create(dfd, "3", err, sizeof err);
+  assert_true(fd >= 0);
+  assert_int_equal(cs_node_record_fill(fd, "9", "3", "node07", err, sizeof err), 0);
+  fd = cs_node_record_create(dfd, "3", err, sizeof err); /* the same step, node and pid: taken */
+  assert_int_equal(fd, -1);
+  assert_non_null(strstr(err, "cannot create the node record"));
+  int ok = 0;
+  DIR *d = fdopendir(dup(dfd));
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (strncmp(e->d_name, CS_NODE_RECORD_PREFIX "3.", strlen(CS_NODE_RECORD_PREFIX) + 2) != 0) continue;
+    struct stat sb;
+    assert_int_equal(fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW), 0);
+    assert_int_equal(sb.st_mode & 07777, 0444);
+    int rfd = openat(dfd, e->d_name, O_RDONLY);
+    ssize_t n = read(rfd, buf, sizeof buf - 1);
+    close(rfd);
+    assert_true(n > 0);
+    buf[n] = 0;
+    assert_string_equal(buf, CS_NODE_RECORD_MAGIC "\njob=9\nstep=3\nnode=node07\n");
+    ok++;
+  }
+  if (d) closedir(d);
+  assert_int_equal(ok, 1);
+  /* ALL, a hostlist expression, nothing: no record is filled */
+  static const char *const bad[] = {"ALL", "all", "n[1-4]", "a,b", "", "-x"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char step[8];
+    snprintf(step, sizeof step, "%zu", 10 + i);
+    fd = cs_node_record_create(dfd, step, err, sizeof err);
+    assert_true(fd >= 0);
+    assert_int_equal(cs_node_record_fill(fd, "9", step, bad[i], err, sizeof err), -1);
+  }
+  fd = cs_node_record_create(dfd, "20", err, sizeof err);
+  assert_int_equal(cs_node_record_fill(fd, "9", "20", NULL, err, sizeof err), -1);
+  close(dfd);
+}
+
 int main(void) {
   snprintf(base, sizeof base, "/tmp/cs-spank-test.XXXXXX");
   if (!mkdtemp(base)) return 1;
   chmod(base, 0755);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_options),
+      cmocka_unit_test(test_bare_flag),
+      cmocka_unit_test(test_duplicates_and_empty_items),
+      cmocka_unit_test(test_error_shows_64_bytes),
       cmocka_unit_test(test_site),
       cmocka_unit_test(test_expand_preload),
       cmocka_unit_test(test_jobdir),
+      cmocka_unit_test(test_node_record),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[512];

@@ -11,20 +11,24 @@ simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
   slowlink   link simhost2-3 over the NCCL_NET wrapper: both ends watch (slow link end)
   repeat     the straggler job twice and a clean one: 2 of 3 jobs -> drain; 1 of 2 -> watch
   health     ecc uncorrected + XID 79 on rank 2 (simhost2: drain, health), NVLink CRC errors on
-             rank 7 (simhost4: watch), IB symbol errors on simhost1 (watch); the GPUs' UUIDs"""
+             rank 7 (simhost4: watch), IB symbol errors on simhost1 (watch); the GPUs' UUIDs
+  verified   a job that names its host ALL, twice, slow:rank=2: no action names ALL; with a
+             root-owned node record (as the SPANK plugin writes) the actions name the node
+             Slurm gave (SLURMD_NODENAME), never the label; records of another owner, with
+             another's write bit, or of another step are not trusted"""
 import argparse, json, os, shutil, subprocess, sys, tempfile
 
 HOSTS = "simhost[1-4]"
 
 
-def run_job(a, tmp, tag, faults="", env_extra=None, steps=30, kill_after=None, ok=True):
+def run_job(a, tmp, tag, faults="", env_extra=None, steps=30, kill_after=None, ok=True, hosts=HOSTS):
     out = os.path.join(tmp, tag)
     env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_DIR=a.sim_dir,
                COLLSCOPE_SIM_FAULTS=faults, COLLSCOPE_JOB_ID="job-" + tag)
-    for k in ("NCCL_NET_PLUGIN", "COLLSCOPE_NET_INNER", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"):
+    for k in ("NCCL_NET_PLUGIN", "COLLSCOPE_NET_INNER", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "SLURMD_NODENAME"):
         env.pop(k, None)
     env.update(env_extra or {})
-    cmd = [a.cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--"]
+    cmd = [a.cli, "run", "-n", "8", "--hosts", hosts, "--sim", "--no-kill-on-fail", "--"]
     if kill_after:
         cmd += ["timeout", "-s", "KILL", str(kill_after)]
     cmd += [os.path.join(a.apps, "dp_train"), "--steps", str(steps), "--size", "256K"]
@@ -35,7 +39,10 @@ def run_job(a, tmp, tag, faults="", env_extra=None, steps=30, kill_after=None, o
     return out
 
 
-def suspects(a, dirs, fmt="json", extra=(), rc=0, env=None):
+def suspects(a, dirs, fmt="json", extra=(), rc=0, env=None, trust=True):
+    # these jobs are `collscope run`'s, whose host names the test chose: trusted (the node
+    # records of the SPANK plugin are case_verified's and tests/slurm/real_slurm.sh's)
+    extra = list(extra) + (["--trust-host-names"] if trust and fmt in ("slurm", "hostfile") else [])
     p = subprocess.run([a.cli, "suspects"] + dirs + ["--format", fmt] + list(extra), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, env=dict(os.environ, **(env or {})))
     print("$ collscope suspects %s --format %s\n%s%s" % (" ".join(os.path.basename(d) for d in dirs), fmt,
@@ -166,6 +173,45 @@ def case_health(a, tmp):
     assert "simhost3" not in s, s.keys()
     out = suspects(a, [d], "slurm")
     assert "NodeName=simhost2 State=DRAIN" in out and "health" in out, out
+
+
+def write_record(d, name, job, step, node, uid=0, mode=0o444):
+    p = os.path.join(d, ".collscope-node." + name)
+    with open(p, "w") as f:
+        f.write("collscope-node-record 1\njob=%s\nstep=%s\nnode=%s\n" % (job, step, node))
+    os.chown(p, uid, 0)
+    os.chmod(p, mode)
+    return p
+
+
+def case_verified(a, tmp):
+    env = {"SLURMD_NODENAME": "simnode7", "SLURM_STEP_ID": "0"}
+    d1 = run_job(a, tmp, "all1", "slow:rank=2,us=3000", env, hosts="ALL")
+    d2 = run_job(a, tmp, "all2", "slow:rank=2,us=3000", env, hosts="ALL")
+    hdr = json.loads(open(os.path.join(d1, sorted(f for f in os.listdir(d1) if f.endswith(".jsonl"))[0])).readline())
+    assert hdr["host"] == "ALL" and hdr["slurm_node"] == "simnode7", hdr
+    # no node record: nothing to act on, said in '#' lines; not even --trust-host-names acts on ALL
+    for trust in (False, True):
+        out = suspects(a, [d1, d2], "slurm", trust=trust)
+        assert "scontrol" not in out and "--exclude=" not in out, out
+        assert "# not drained: ALL: " in out, out
+    # records of another owner, writable by others, of another step or job: not trusted
+    write_record(d1, "0.x.1", "job-all1", "0", "simnode7", uid=65534)
+    write_record(d2, "0.x.1", "job-all2", "0", "simnode7", mode=0o666)
+    write_record(d2, "1.x.1", "job-all2", "1", "simnode7")
+    write_record(d2, "0.x.2", "job-all1", "0", "simnode7")
+    out = suspects(a, [d1, d2], "slurm", trust=False)
+    assert "scontrol" not in out and "--exclude=" not in out, out
+    assert "no node record of the SPANK plugin vouches for node simnode7" in out, out
+    # root's records of these jobs' step: the node Slurm named, never the label
+    for d, job in ((d1, "job-all1"), (d2, "job-all2")):
+        write_record(d, "0.y.1", job, "0", "simnode7")
+    out = suspects(a, [d1, d2], "slurm", trust=False)
+    assert 'scontrol update NodeName=simnode7 State=DRAIN Reason="collscope: straggler x2 in 2 of 2 jobs"' in out, out
+    assert "--exclude=simnode7\n" in out and "ALL" not in out, out
+    doc = by_host(suspects(a, [d1, d2], "json"))
+    assert doc["simnode7"]["verified"] and doc["simnode7"]["dump_host"] == "ALL", doc
+    assert suspects(a, [d1, d2], "hostfile", trust=False).split() == [], "a straggler's node is not healthy"
 
 
 def main():
