@@ -14,6 +14,7 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/collscope-pkg.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+chmod 755 "$work" # the unit's check runs a job as another user from the unpacked root
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok - $*"; }
 
@@ -113,6 +114,22 @@ if command -v systemd-analyze >/dev/null; then
   ok "systemd-analyze verify collscope-exporter.service"
 else
   ok "systemd-analyze not present: unit not verified"
+fi
+# the unit's privileges read another user's rings: a job of uid 65534 keeps its 0600 rings,
+# and the exporter, as root with only the unit's CapabilityBoundingSet, reports both ranks
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+  caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$unit" | tr 'A-Z' 'a-z' | sed 's/cap_//g; s/ /,+/g')
+  shm="$work/shm"
+  mkdir -m 1777 "$shm"
+  setpriv --reuid=65534 --regid=65534 --clear-groups "${run_env[@]}" COLLSCOPE_KEEP_SHM=1 \
+    "COLLSCOPE_SHM_DIR=$shm" "COLLSCOPE_DIR=$shm/dumps" "$cli" run -n 2 --hosts simhost1 --sim -- \
+    "$root/usr/lib/collscope/apps/dp_train" --steps 2 --size 64K >"$work/ringjob.txt" 2>&1 ||
+    { cat "$work/ringjob.txt"; fail "a job as uid 65534 from the install"; }
+  setpriv --no-new-privs --bounding-set "-all,+$caps" --inh-caps -all "${run_env[@]}" \
+    "$cli" exporter --once --shm-dir "$shm" >"$work/exporter.txt" 2>&1 || true
+  n=$(grep -c '^collscope_up{' "$work/exporter.txt" || true)
+  [ "$n" -eq 2 ] || { grep -v '^#' "$work/exporter.txt" | head -n 5; fail "exporter with CapabilityBoundingSet=$caps read $n of 2 rings of another user"; }
+  ok "exporter with the unit's capabilities ($caps) reads another user's rings"
 fi
 
 # 8. collscope-slurm: the plugin, the TaskProlog, and a plugstack.conf.d file that loads nothing
