@@ -14,6 +14,7 @@ pkgs+=(libmicrohttpd-dev)  # the exporter's HTTP server
 pkgs+=(prometheus)  # the exporter's end-to-end test (prometheus, promtool)
 pkgs+=(chromium)  # headless browser for the HTML report's test (tests/html)
 pkgs+=(clang-format)  # the layout check (scripts/check-format.sh, test check-format)
+pkgs+=(debhelper dpkg-dev lintian man-db)  # the Debian packages' test (scripts/test-package.sh)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

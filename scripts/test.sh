@@ -2,7 +2,8 @@
 # scripts/test.sh: the README's test command. Sets up and builds with gcc, runs the
 # whole meson test suite, then checks that clang also builds the tree warning-free
 # (-Werror), and runs the sanitizer suites (ASan+UBSan, TSan) on the unit and shim
-# tests. Ends with one line counting the individual tests of every stage, from meson's
+# tests. The Debian packages' test (suite package: build, lintian, install into a
+# temporary root, demo from there) is a stage of its own; COLLSCOPE_SKIP_PACKAGE=1 skips it. Ends with one line counting the individual tests of every stage, from meson's
 # summary of each ("155 passed, 0 failed"); a stage that fails outside its tests (a build
 # error) counts as one failed. Exit status: 0 only when every stage passed.
 set -uo pipefail
@@ -31,7 +32,10 @@ run() { # name, command...
   passed=$((passed + ok)); failed=$((failed + bad))
 }
 
-run "meson test (gcc)" meson test -C build --print-errorlogs --num-processes 2
+run "meson test (gcc)" meson test -C build --print-errorlogs --num-processes 2 --no-suite package
+if [ "${COLLSCOPE_SKIP_PACKAGE:-0}" != 1 ]; then
+  run "debian packages (dpkg-buildpackage, lintian, dpkg -x, demo from the install)" meson test -C build --print-errorlogs --suite package
+fi
 run "clang build (-Werror)" bash -c '[ -f build-clang/build.ninja ] || CC=clang meson setup build-clang >/dev/null; meson compile -C build-clang >/dev/null'
 run "fuzz (clang: libFuzzer+ASan+UBSan, ~10 s a parser)" meson test -C build-clang --print-errorlogs --num-processes 2 --suite fuzz
 if [ "${COLLSCOPE_SKIP_SANITIZERS:-0}" != 1 ]; then

@@ -15,6 +15,11 @@
 #ifndef COLLSCOPE_PREFIX
 #define COLLSCOPE_PREFIX "/usr/local"
 #endif
+/* where the install keeps the simulator (sim/) and the demo's job (apps/): meson's
+ * collscope_pkglibdir, tried after the directories next to the executable */
+#ifndef COLLSCOPE_PKGLIBDIR
+#define COLLSCOPE_PKGLIBDIR COLLSCOPE_PREFIX "/lib/collscope"
+#endif
 
 /* ------------------------------------------------------------------ help texts */
 
@@ -273,7 +278,9 @@ const char *cli_sim_dir(void) {
     return first_existing(buf, sizeof buf, 1, exe_parent(NULL), rel, "libcuda.so.1");
   }
   static const char *const rel[] = {"lib/collscope/sim", "lib64/collscope/sim", NULL};
-  return first_existing(buf, sizeof buf, 1, install_prefix(), rel, "libcuda.so.1");
+  static const char *const configured[] = {"sim", NULL};
+  const char *d = first_existing(buf, sizeof buf, 1, install_prefix(), rel, "libcuda.so.1");
+  return d ? d : first_existing(buf, sizeof buf, 1, COLLSCOPE_PKGLIBDIR, configured, "libcuda.so.1");
 }
 
 const char *cli_shim_path(void) {
@@ -298,8 +305,10 @@ const char *cli_apps_dir(void) {
     static const char *const rel[] = {"tests/apps", NULL};
     return first_existing(buf, sizeof buf, 1, exe_parent(NULL), rel, "dp_train");
   }
-  static const char *const rel[] = {"libexec/collscope/apps", NULL};
-  return first_existing(buf, sizeof buf, 1, install_prefix(), rel, "dp_train");
+  static const char *const rel[] = {"lib/collscope/apps", "libexec/collscope/apps", NULL};
+  static const char *const configured[] = {"apps", NULL};
+  const char *d = first_existing(buf, sizeof buf, 1, install_prefix(), rel, "dp_train");
+  return d ? d : first_existing(buf, sizeof buf, 1, COLLSCOPE_PKGLIBDIR, configured, "dp_train");
 }
 
 /* ------------------------------------------------------------------ dispatcher */
