@@ -22,8 +22,8 @@ static bool due(const struct exp_ratelog *l, int64_t now_ns) {
 /* the held count and the newest held message; called with mu held and something held */
 static void write_held(struct exp_ratelog *l, int64_t now_ns) {
   if (l->out)
-    fprintf(l->out, "%s%llu more message%s in the last %lld s, the latest: %s\n", l->prefix,
-            (unsigned long long)l->held, l->held == 1 ? "" : "s", (long long)(l->period_ns / 1000000000), l->latest);
+    fprintf(l->out, "%s%llu more message%s since the previous line, the latest: %s\n", l->prefix,
+            (unsigned long long)l->held, l->held == 1 ? "" : "s", l->latest);
   l->held = 0;
   l->last_ns = now_ns;
 }
