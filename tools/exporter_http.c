@@ -146,7 +146,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
   for (int i = 0; i < EXP_HTTP_TABLE && !k; i++)
     if (!h->conns[i].c) k = &h->conns[i];
   if (!fdi) return; /* cannot happen: untracked, libmicrohttpd's idle timeout still applies */
-  if (!k) {          /* the table is full of connections being closed: turn this one away */
+  if (!k) {         /* the table is full of connections being closed: turn this one away */
     shutdown(fdi->connect_fd, SHUT_RDWR);
     count_bad(h, EXP_BAD_REFUSED);
     return;

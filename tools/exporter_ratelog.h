@@ -9,11 +9,11 @@
 struct exp_ratelog {
   pthread_mutex_t mu;
   FILE *out;
-  const char *prefix;      /* "collscope exporter: http: " */
-  int64_t period_ns;       /* at most one line per period */
-  int64_t last_ns;         /* when the latest line was written (0: never) */
-  uint64_t held;           /* messages since then that were not written */
-  char latest[256];        /* the newest of them */
+  const char *prefix; /* "collscope exporter: http: " */
+  int64_t period_ns;  /* at most one line per period */
+  int64_t last_ns;    /* when the latest line was written (0: never) */
+  uint64_t held;      /* messages since then that were not written */
+  char latest[256];   /* the newest of them */
 };
 
 void exp_ratelog_init(struct exp_ratelog *l, FILE *out, const char *prefix, int64_t period_ns);
