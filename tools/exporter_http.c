@@ -9,10 +9,11 @@
  *              its request header is complete (the access handler's first call);
  *   in request until the response is done (libmicrohttpd's completion callback).
  * A connection waiting longer than EXP_HTTP_HEADER_DEADLINE_S after accept (a kept-alive
- * one: EXP_HTTP_IDLE_TIMEOUT_S after its previous response) is shut down: absolute, from
- * the start of the wait, whatever trickles in. A new connection over the per-client cap or the total cap shuts
- * down the oldest waiting connection of that client (or of all) to make room; only when
- * every connection in question is in a request is the new one turned away. Shutting down
+ * one that was answered 2xx/3xx: EXP_HTTP_IDLE_TIMEOUT_S after that response) is shut
+ * down: absolute, from the start of the wait, whatever trickles in. A new connection over
+ * the per-client cap or the total cap shuts down the oldest waiting connection of that
+ * client (or of all) to make room; only when every connection in question is in a request
+ * is the new one turned away. Shutting down
  * is shutdown(2) of the socket from this thread while the connection is in the table (its
  * descriptor is still libmicrohttpd's and open); libmicrohttpd then reads the end of
  * stream and closes it. No timer races: the order of arrival decides who is evicted. */
@@ -51,7 +52,7 @@ struct conn {
   int64_t wait_since_ns;  /* start of the current wait for a request header */
   uint64_t wait_seq;      /* order of the waits: the oldest is evicted first */
   bool in_request;
-  bool served;  /* a request was answered: the wait is a kept-alive one */
+  bool served;  /* a request was answered below 400: the wait is a kept-alive one */
   bool closing; /* shut down here; libmicrohttpd has not closed it yet */
 };
 
@@ -92,12 +93,12 @@ static bool same_client(const struct conn *a, const struct conn *b) {
   return a->family == b->family && memcmp(a->addr, b->addr, sizeof a->addr) == 0;
 }
 
-/* the oldest live connection waiting for its header, of KEY's client (or of all: NULL) */
-static struct conn *oldest_waiting(struct exp_http *h, const struct conn *key) {
+/* the oldest live connection but NEW waiting for its header, of NEW's client or of all */
+static struct conn *oldest_waiting(struct exp_http *h, const struct conn *new, bool same_client_only) {
   struct conn *best = NULL;
   for (int i = 0; i < EXP_HTTP_TABLE; i++) {
     struct conn *k = &h->conns[i];
-    if (!k->c || k->closing || k->in_request || k == key || (key && !same_client(k, key))) continue;
+    if (!k->c || k->closing || k->in_request || k == new || (same_client_only && !same_client(k, new))) continue;
     if (!best || k->wait_seq < best->wait_seq) best = k;
   }
   return best;
@@ -113,7 +114,7 @@ static void admit(struct exp_http *h, struct conn *k) {
     if (same_client(o, k)) client++;
   }
   if (client >= EXP_HTTP_PER_CLIENT) {
-    struct conn *v = oldest_waiting(h, k);
+    struct conn *v = oldest_waiting(h, k, true);
     if (!v) {
       evict(h, k, EXP_BAD_REFUSED);
       return;
@@ -122,7 +123,7 @@ static void admit(struct exp_http *h, struct conn *k) {
     total--;
   }
   if (total >= EXP_HTTP_MAX_CONNS) {
-    struct conn *v = oldest_waiting(h, NULL);
+    struct conn *v = oldest_waiting(h, k, false);
     if (!v) {
       evict(h, k, EXP_BAD_REFUSED);
       return;
@@ -185,10 +186,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
   (void)toe;
   struct exp_http *h = cls;
   const union MHD_ConnectionInfo *st = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
-  if (st && st->http_status >= 400 && st->http_status < 500) count_bad(h, EXP_BAD_REJECTED);
+  unsigned status = st ? st->http_status : 0;
+  if (status >= 400 && status < 500) count_bad(h, EXP_BAD_REJECTED);
   struct conn *k = conn_of(c);
   if (k && k->c == c) { /* kept alive: waits for its next request */
-    k->served = true;
+    k->served = status > 0 && status < 400;
     start_wait(h, k, mono_ns());
   }
 }
