@@ -115,6 +115,7 @@ enum {
   F_DROPPED,
   F_POLL,
   F_SCRAPES,
+  F_BAD,
   F_N
 };
 static const struct family fam[F_N] = {
@@ -168,6 +169,8 @@ static const struct family fam[F_N] = {
     [F_DROPPED] = {"collscope_exporter_rings_dropped", COUNTER, "Rings dropped after their grace period"},
     [F_POLL] = {"collscope_exporter_poll_seconds", GAUGE, "Duration of the exporter's latest pass over the rings"},
     [F_SCRAPES] = {"collscope_exporter_scrapes", COUNTER, "Scrapes served"},
+    [F_BAD] = {"collscope_exporter_bad_requests", COUNTER,
+               "Requests and connections the HTTP endpoint turned away (reason rejected, header_timeout, evicted or refused)"},
 };
 
 bool exp_wants_openmetrics(const char *accept) {
@@ -542,6 +545,22 @@ static void plain(struct obuf *o, int f, double v, bool om) {
   putc_(o, '\n');
 }
 
+static void bad_requests(struct obuf *o, struct exp_state *s, bool om) {
+  static const char *const why[EXP_BAD_N] = {
+      [EXP_BAD_REJECTED] = "rejected",
+      [EXP_BAD_HEADER_TIMEOUT] = "header_timeout",
+      [EXP_BAD_EVICTED] = "evicted",
+      [EXP_BAD_REFUSED] = "refused",
+  };
+  header(o, F_BAD, om);
+  for (int i = 0; i < EXP_BAD_N; i++) {
+    name(o, F_BAD);
+    putf(o, "{reason=\"%s\"} ", why[i]);
+    num(o, (double)__atomic_load_n(&s->bad_requests[i], __ATOMIC_RELAXED));
+    putc_(o, '\n');
+  }
+}
+
 static void render(struct exp_state *s, struct obuf *o, bool om, int64_t now_ns) {
   exp_state_live(s, now_ns);
   s->scrapes++;
@@ -573,6 +592,7 @@ static void render(struct exp_state *s, struct obuf *o, bool om, int64_t now_ns)
   plain(o, F_DROPPED, (double)s->dropped_total, om);
   plain(o, F_POLL, s->last_poll_s, om);
   plain(o, F_SCRAPES, (double)s->scrapes, om);
+  bad_requests(o, s, om);
   if (om) puts_(o, "# EOF\n");
 }
 

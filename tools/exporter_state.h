@@ -135,6 +135,15 @@ struct exp_linkpair {
   bool slow;
 };
 
+/* why the HTTP endpoint turned a request or connection away (exporter_http.c counts) */
+enum exp_bad_reason {
+  EXP_BAD_REJECTED,       /* answered 4xx: malformed, too large, not GET/HEAD /metrics */
+  EXP_BAD_HEADER_TIMEOUT, /* its request header was not complete within the deadline */
+  EXP_BAD_EVICTED,        /* still waiting for its header when a new connection needed room */
+  EXP_BAD_REFUSED,        /* a new connection while every slot in question was in a request */
+  EXP_BAD_N
+};
+
 struct exp_state {
   pthread_mutex_t mu; /* held by the poller and by a scrape while it renders */
   char dir[512];
@@ -145,6 +154,7 @@ struct exp_state {
   struct exp_skip *skips; /* files reported as skipped (by dev/ino), bounded */
   size_t nskips;
   uint64_t skipped_total, dropped_total, scrapes;
+  uint64_t bad_requests[EXP_BAD_N]; /* the HTTP thread adds, a scrape reads (__atomic, no mutex) */
   struct exp_linkpair *pairs;
   size_t npairs;
   struct cs_det_params dp;

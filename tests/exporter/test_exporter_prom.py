@@ -14,7 +14,12 @@
              device is known carries them; with it on, no series' labels change between two
              scrapes; the labels equal what the simulated NVML reports (the dump header).
   dashboard: every PromQL expression of the Grafana dashboard parses (promtool check rules on
-             a generated rules file) and names only metrics the exporter produces.
+             a generated rules file), names only metrics the exporter produces, and keeps the
+             job label through every aggregation (by (..., job, ...)).
+  dashboard_live: two 8-rank jobs with a slowed rank each (4 and 6) fill a real Prometheus;
+             the dashboard's straggler ranking panel (read from the dashboard file), evaluated
+             through Prometheus' HTTP API as Grafana would, puts each job's slowed rank on top,
+             and every panel's result series carry `job`.
 Every process it starts is stopped by its pid. Prints the measured figures."""
 import argparse, glob, json, os, re, shutil, socket, subprocess, sys, tempfile, time, urllib.parse, urllib.request
 
@@ -123,6 +128,50 @@ def nvml_bus(b):
     return ("0" * 8 + dom)[-8:].upper() + ":" + rest.upper()
 
 
+def start_prometheus(prometheus, tmp, exporter_port, watch):
+    """Prometheus on 127.0.0.1 scraping the exporter every second, from a config generated
+    here: (its Proc, API base URL, query(expr) -> result list or None); fails loudly when it
+    does not start"""
+    pport = free_port()
+    cfg = os.path.join(tmp, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "scrape_configs:\n  - job_name: collscope\n    honor_labels: true\n"
+                "    static_configs:\n      - targets: ['127.0.0.1:%d']\n" % exporter_port)
+    pr = Proc([prometheus, "--config.file", cfg, "--storage.tsdb.path", os.path.join(tmp, "tsdb"),
+               "--web.listen-address", "127.0.0.1:%d" % pport], os.path.join(tmp, "prometheus.log"))
+    api = "http://127.0.0.1:%d" % pport
+
+    def ready():
+        try:
+            return http_get(api + "/-/ready")[1]
+        except OSError:
+            return None
+    try:
+        wait_for("Prometheus to be ready", ready, 60, [pr] + list(watch))
+    except SystemExit:
+        pr.stop()
+        raise
+
+    def query(q):
+        try:
+            _, body = http_get(api + "/api/v1/query?" + urllib.parse.urlencode({"query": q}))
+        except OSError:
+            return None
+        r = json.loads(body)
+        assert r["status"] == "success", r
+        return r["data"]["result"] or None
+    return pr, api, query
+
+
+def prometheus_target_up(api):
+    def target_up():
+        _, body = http_get(api + "/api/v1/targets")
+        t = json.loads(body)["data"]["activeTargets"]
+        return t if t and t[0]["health"] == "up" else None
+    return target_up
+
+
 def case_e2e(a, tmp):
     prometheus, promtool = need("prometheus"), need("promtool")
     shm, dumps, tf = (os.path.join(tmp, x) for x in ("shm", "dumps", "textfile"))
@@ -170,36 +219,9 @@ def case_e2e(a, tmp):
         promtool_check(promtool, open(prom_file).read(), "textfile")
         assert not [f for f in os.listdir(tf) if f != "collscope.prom"], os.listdir(tf)  # no temporaries left
 
-        pport = free_port()
-        cfg = os.path.join(tmp, "prometheus.yml")
-        with open(cfg, "w") as f:
-            f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                    "scrape_configs:\n  - job_name: collscope\n    honor_labels: true\n"
-                    "    static_configs:\n      - targets: ['127.0.0.1:%d']\n" % port)
-        pr = Proc([prometheus, "--config.file", cfg, "--storage.tsdb.path", os.path.join(tmp, "tsdb"),
-                   "--web.listen-address", "127.0.0.1:%d" % pport], os.path.join(tmp, "prometheus.log"))
+        pr, api, query = start_prometheus(prometheus, tmp, port, [ex])
         procs.append(pr)
-        api = "http://127.0.0.1:%d" % pport
-
-        def ready():
-            try:
-                return http_get(api + "/-/ready")[1]
-            except OSError:
-                return None
-        wait_for("Prometheus to be ready", ready, 60, [pr, ex])
-
-        def query(q):
-            try:
-                _, body = http_get(api + "/api/v1/query?" + urllib.parse.urlencode({"query": q}))
-            except OSError:
-                return None
-            r = json.loads(body)
-            assert r["status"] == "success", r
-            return r["data"]["result"] or None
-        def target_up():
-            _, body = http_get(api + "/api/v1/targets")
-            t = json.loads(body)["data"]["activeTargets"]
-            return t if t and t[0]["health"] == "up" else None
+        target_up = prometheus_target_up(api)
         tg = wait_for("the exporter's target to be up", target_up, 30, [pr, ex])[0]
         assert tg["lastError"] == "", tg
         print("Prometheus target: health %s, last scrape %.1f ms" % (tg["health"], tg["lastScrapeDuration"] * 1e3))
@@ -246,6 +268,81 @@ def case_e2e(a, tmp):
     print("exporter log:\n" + log)
     skips = [l for l in log.splitlines() if "skipping" in l]
     assert len(skips) == 2 and all("evil" in l for l in skips), log  # once each, however many passes
+
+
+# job id, its straggler (slowed by 3 ms on every op), and a rank throttled for a moment only
+# (5 collectives, by 4x the median duration): that one is last in a few instances by a lot,
+# so its median lateness when last is the larger, while the straggler arrives late always
+STRAGGLER_JOBS = (("collscope-strag-a", 4, 3), ("collscope-strag-b", 6, 5))
+STRAGGLER_PANEL = re.compile(r"(?i)(straggler|lateness|arrival).*per rank")
+
+
+def grafana_expr(e, job):
+    """a dashboard expression as Grafana sends it, with the job variable set to JOB (a regex)"""
+    e = e.replace("$__rate_interval", "1m").replace("$__interval", "1m")
+    return re.sub(r"\$\{?job\}?", job, e)
+
+
+def case_dashboard_live(a, tmp):
+    """two 8-rank straggler jobs in one Prometheus: the dashboard's straggler panel, evaluated
+    as Grafana would, ranks each job's slowed rank first; every panel's result keeps `job`"""
+    prometheus = need("prometheus")
+    dash = json.load(open(a.dashboard))
+    panels = [(p.get("title", ""), promql_exprs(p, [])) for p in dash["panels"]]
+    strag = [(t, e) for t, e in panels if STRAGGLER_PANEL.search(t)]
+    assert len(strag) == 1 and len(strag[0][1]) >= 1, "one straggler ranking panel per rank expected: %s" % strag
+    title, strag_exprs = strag[0]
+    shm = os.path.join(tmp, "shm")
+    os.makedirs(shm)
+    for job_id, slow, blip in STRAGGLER_JOBS:
+        dumps = os.path.join(tmp, "dumps-" + job_id)
+        sysfs = os.path.join(tmp, "sysfs-" + job_id)  # IB ports: the IB panels get data too
+        env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_KEEP_SHM="1",
+                   COLLSCOPE_HEALTH_MS="100", COLLSCOPE_SIM_SYSFS=sysfs,
+                   COLLSCOPE_SYSFS_ROOT=os.path.join(sysfs, "%h"),
+                   COLLSCOPE_SIM_FAULTS="slow:rank=%d,us=3000;throttle:rank=%d,reason=thermal,pct=400,seq=30,until=35"
+                                        % (slow, blip))
+        t0 = time.time()
+        job = subprocess.run([a.cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--job-id", job_id,
+                              "--no-kill-on-fail", "--", os.path.join(a.apps, "dp_train"), "--steps", "40", "--size",
+                              "256K"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+        assert job.returncode == 0, job.stdout
+        print("job %s (rank %d slowed by 3 ms, rank %d for 5 collectives): %.1f s" % (job_id, slow, blip,
+                                                                                     time.time() - t0))
+    procs = []
+    try:
+        ex, port = start_exporter(a.cli, shm, tmp)
+        procs.append(ex)
+        pr, api, query = start_prometheus(prometheus, tmp, port, [ex])
+        procs.append(pr)
+        # the detectors have run over both jobs once each job's straggler is flagged
+        want = {j[:2] for j in STRAGGLER_JOBS}
+
+        def flagged():
+            got = {(m["metric"]["job"], int(m["metric"]["rank"])) for m in query("collscope_straggler == 1") or []}
+            return got if want <= got else None
+        print("flagged by the live detector: %s" % sorted(wait_for("both jobs' straggler in Prometheus", flagged, 90,
+                                                                   [pr, ex])))
+        time.sleep(3)  # a few more scrapes: every series has samples in the range vectors
+        for e in strag_exprs:
+            for job_id, slow, _ in STRAGGLER_JOBS:
+                for sel in (job_id, ".*"):  # the job picked in Grafana, or All
+                    res = [x for x in query(grafana_expr(e, sel)) or [] if x["metric"].get("job") == job_id]
+                    assert res, "%s: no series for %s" % (e, job_id)
+                    ranked = sorted(((float(x["value"][1]), x["metric"].get("rank")) for x in res), reverse=True)
+                    print("panel %r, job %s ($job=%s): %s" % (title, job_id, sel, ", ".join(
+                        "r%s %.3f ms" % (r, v * 1e3) for v, r in ranked)))
+                    assert ranked[0][1] == str(slow), "%s: the top series of %s is rank %s, not the straggler rank %d" % (
+                        e, job_id, ranked[0][1], slow)
+        for t, exprs in panels:
+            for e in exprs:
+                res = query(grafana_expr(e, ".*")) or []
+                nojob = [x["metric"] for x in res if "job" not in x["metric"]]
+                print("panel %r: %d series%s" % (t, len(res), "" if res else " (no data here: checked statically)"))
+                assert not nojob, "panel %r: %s gives series without a job label: %s" % (t, e, nojob[:3])
+    finally:
+        for p in reversed(procs):
+            p.stop()
 
 
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -351,6 +448,34 @@ def exporter_metric_names(cli, tmp):
     return names
 
 
+AGGREGATION = re.compile(r"\b(sum|min|max|avg|group|stddev|stdvar|count|count_values|bottomk|topk|quantile)\s*"
+                         r"(?:(by|without)\s*\(([^)]*)\)\s*)?\(")
+GROUPING_AFTER = re.compile(r"\s*(by|without)\s*\(([^)]*)\)")
+
+
+def aggregations_without_job(expr):
+    """the aggregations of a PromQL expression whose result has no job label: no grouping,
+    `by (...)` without job, or `without (..., job, ...)`; the grouping may come before or
+    after the argument"""
+    e = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # label values are not operators
+    out = []
+    for m in AGGREGATION.finditer(e):
+        kind, labels = m.group(2), m.group(3)
+        if not kind:  # `sum(x) by (job)`: after the argument's closing parenthesis
+            depth, i = 1, m.end()
+            while i < len(e) and depth:
+                depth += {"(": 1, ")": -1}.get(e[i], 0)
+                i += 1
+            after = GROUPING_AFTER.match(e, i)
+            if after:
+                kind, labels = after.groups()
+        names = {x.strip() for x in (labels or "").split(",")}
+        if kind == "by" and "job" in names or kind == "without" and "job" not in names:
+            continue
+        out.append(m.group(0).rstrip("(").strip() or m.group(1))
+    return out
+
+
 def case_dashboard(a, tmp):
     promtool = need("promtool")
     dash = json.load(open(a.dashboard))
@@ -372,6 +497,9 @@ def case_dashboard(a, tmp):
         used |= set(re.findall(r"\bcollscope_\w+", e))
     unknown = used - names
     assert not unknown, "the dashboard names metrics the exporter does not produce: %s" % sorted(unknown)
+    lost = [(e, agg) for e in exprs for agg in aggregations_without_job(e)]
+    assert not lost, "aggregations that drop the job label (they sum or compare across jobs):\n" + "\n".join(
+        "  %s   in   %s" % (agg, e) for e, agg in lost)
     print("dashboard: %d expressions parse; metrics used: %s" % (len(exprs), sorted(used)))
 
 

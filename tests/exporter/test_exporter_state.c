@@ -152,8 +152,8 @@ static size_t count_lines(const char *text, const char *needle) {
 static double sample(const char *text, const char *prefix) {
   for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
     if (!strncmp(p, prefix, strlen(prefix))) {
-      const char *sp = strchr(p, '}');
-      return sp ? atof(sp + 2) : atof(strchr(p, ' ') + 1);
+      const char *eol = strchr(p, '\n'), *sp = strchr(p, '}'); /* a label set on this line only */
+      return sp && (!eol || sp < eol) ? atof(sp + 2) : atof(strchr(p, ' ') + 1);
     }
   return -1;
 }
