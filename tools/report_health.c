@@ -41,19 +41,20 @@ struct port_h {
   double rate;
   int64_t c[CS_IB_NCOUNTERS]; /* -1: never sampled */
 };
+struct model_count {
+  const char *name;
+  size_t ranks;
+};
 struct report_health {
   struct rank_h *ranks;
   size_t nranks;
   struct port_h *ports;
   size_t nports;
-  struct {
-    const char *name;
-    size_t ranks;
-  } *models; /* each GPU model once, with how many ranks run it */
+  struct model_count *models; /* each GPU model once, with how many ranks run it */
   size_t nmodels;
   const char *major_model; /* the model more ranks run than any other, NULL when none / tie */
   size_t major_count, model_ranks;
-  int max_arch; /* the newest architecture in the job, -1 unknown */
+  int max_arch;               /* the newest architecture in the job, -1 unknown */
   const char *max_arch_model; /* a model of that architecture, and how many ranks run it */
   size_t max_arch_count;
 };
