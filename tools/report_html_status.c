@@ -137,9 +137,13 @@ void html_chart_progress(FILE *o, const json_t *doc) {
       if (ok && b > hi) hi = b;
     }
     if (!ng || lo > hi) continue;
-    if (ci > 0 && !hung && lo == hi) { /* nothing to see: one line instead of a chart */
-      fprintf(o, "<p data-comm=\"%s\">communicator %s (%.0f ranks): every rank entered seq %.0f last.</p>",
-              html_jstr(c, "comm"), html_jstr(c, "comm"), html_jnum(c, "comm_size"), hi);
+    /* nothing to see: one line instead of a chart. Without a hang, ranks a seq apart are a
+     * job that ended (or was cut) while some had enqueued their next collective */
+    if (!hung && hi - lo <= 1) {
+      fprintf(o, "<p data-comm=\"%s\">communicator %s (%.0f ranks): every rank entered seq %.0f", html_jstr(c, "comm"),
+              html_jstr(c, "comm"), html_jnum(c, "comm_size"), lo);
+      if (hi > lo) fprintf(o, " or %.0f", hi);
+      fputs(" last.</p>", o);
       continue;
     }
     if (hung && html_jnum(c, "hang_seq") > hi) hi = html_jnum(c, "hang_seq");
@@ -227,9 +231,20 @@ void html_chart_sdc(FILE *o, const json_t *doc) {
                "y2=\"%g\"/><text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.0f</text><text x=\"%g\" y=\"%g\" "
                "text-anchor=\"end\">0</text>",
             L, L + PW, T + PH, T + PH, L, L, T, T + PH, L - 4, T + 4, cmax, L - 4, T + PH);
-    for (size_t k = 0; k < nb; k += nb / 6 ? nb / 6 : 1)
-      fprintf(o, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%.3g</text>", L + bw * (double)k, T + PH + 14,
-              html_jnum(json_array_get(b, k), "t_s"));
+    /* time ticks on 1-2-5 steps: the buckets are bs wide from the first one's start */
+    double t0 = html_jnum(json_array_get(b, 0), "t_s");
+    if (bs > 0) {
+      double tstep = html_nice_step(bs * (double)nb, 6);
+      for (int k = 0; k <= 10; k++) { /* bounded: a step lost in rounding */
+        double t = (ceil(t0 / tstep - 1e-9) + k) * tstep, x = L + bw * (t - t0) / bs;
+        if (!(x <= L + PW + 0.5)) break;
+        char tb[32];
+        html_fmt_tick(tb, sizeof tb, t, tstep);
+        fprintf(o, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\"/><text class=\"timetick\" x=\"%.1f\" y=\"%g\" "
+                   "text-anchor=\"middle\">%s</text>",
+                x, x, T + PH, T + PH + 3, x, T + PH + 14, tb);
+      }
+    }
     fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">time since the job's first collective (s; buckets of "
                "%.3g s)</text><text transform=\"translate(14 %g) rotate(-90)\" text-anchor=\"middle\">collectives "
                "compared</text></g></svg>",
