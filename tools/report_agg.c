@@ -299,6 +299,38 @@ struct cs_dumpset *report_agg_run_split(const char *path, const char *job, const
   return set;
 }
 
+/* the reading threads' tables and the instance counts finish() did not merge: a set found
+ * fatal (a newer schema, several jobs) after its first files were streamed */
+static void free_unmerged(struct report_agg_priv *P) {
+  for (unsigned w = 0; w < P->nw; w++) {
+    struct worker *W = &P->w[w];
+    struct row_ent *e, *t;
+    HASH_ITER(hh, W->rows, e, t) {
+      HASH_DEL(W->rows, e);
+      cs_hist_free(&e->r.dur);
+      cs_hist_free(&e->r.bytes_hist);
+      free(e->r.exact);
+      free(e->r.sizes);
+      free(e);
+    }
+    struct comm_ent *ce, *ct;
+    HASH_ITER(hh, W->comms, ce, ct) {
+      HASH_DEL(W->comms, ce);
+      free(ce);
+    }
+    struct crank_ent *re, *rt;
+    HASH_ITER(hh, W->cranks, re, rt) {
+      HASH_DEL(W->cranks, re);
+      free(re);
+    }
+  }
+  struct inst_ent *ie, *it;
+  HASH_ITER(hh, P->inst, ie, it) {
+    HASH_DEL(P->inst, ie);
+    free(ie);
+  }
+}
+
 void report_agg_free(struct report_agg *agg) {
   struct report_agg_priv *P = agg->priv;
   for (size_t i = 0; i < agg->nrows; i++) {
@@ -320,6 +352,7 @@ void report_agg_free(struct report_agg *agg) {
     }
     free(P->pdone);
     free(P->fs);
+    free_unmerged(P);
     free(P->w);
     cs_walk_free(P->walk);
     cs_det_stream_free(P->det);

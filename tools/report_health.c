@@ -41,15 +41,22 @@ struct port_h {
   double rate;
   int64_t c[CS_IB_NCOUNTERS]; /* -1: never sampled */
 };
+struct model_count {
+  const char *name;
+  size_t ranks;
+};
 struct report_health {
   struct rank_h *ranks;
   size_t nranks;
   struct port_h *ports;
   size_t nports;
-  const char *major_model; /* the model most ranks run, NULL when none / tie */
+  struct model_count *models; /* each GPU model once, with how many ranks run it */
+  size_t nmodels;
+  const char *major_model; /* the model more ranks run than any other, NULL when none / tie */
   size_t major_count, model_ranks;
-  int max_arch; /* the newest architecture in the job, -1 unknown */
-  const char *max_arch_model;
+  int max_arch;               /* the newest architecture in the job, -1 unknown */
+  const char *max_arch_model; /* a model of that architecture, and how many ranks run it */
+  size_t max_arch_count;
 };
 
 static const int ib_error_counters[] = {CS_IB_SYMBOL_ERROR, CS_IB_LINK_DOWNED, CS_IB_LINK_ERROR_RECOVERY,
@@ -208,24 +215,36 @@ struct report_health *report_health_build(const struct cs_dumpset *set) {
       h->max_arch = h->ranks[i].arch;
       h->max_arch_model = h->ranks[i].gpu_name;
     }
+  /* the models and how many ranks run each; the majority model: the one more ranks run than
+   * any other; a tie at the top (2:2) has none, and no rank is "the odd model out" */
+  h->models = xcalloc(h->nranks ? h->nranks : 1, sizeof *h->models);
   for (size_t i = 0; i < h->nranks; i++) {
     if (!h->ranks[i].gpu_name) continue;
     h->model_ranks++;
-    size_t n = 0;
-    for (size_t j = 0; j < h->nranks; j++)
-      n += h->ranks[j].gpu_name && !strcmp(h->ranks[j].gpu_name, h->ranks[i].gpu_name);
-    if (n > h->major_count) {
-      h->major_count = n;
-      h->major_model = h->ranks[i].gpu_name;
-    } else if (n == h->major_count && strcmp(h->major_model, h->ranks[i].gpu_name))
-      h->major_model = NULL;
+    size_t k = 0;
+    while (k < h->nmodels && strcmp(h->models[k].name, h->ranks[i].gpu_name)) k++;
+    if (k == h->nmodels) h->models[h->nmodels++].name = h->ranks[i].gpu_name;
+    h->models[k].ranks++;
   }
+  size_t runner_up = 0;
+  for (size_t k = 0; k < h->nmodels; k++)
+    if (h->models[k].ranks > h->major_count) {
+      runner_up = h->major_count;
+      h->major_count = h->models[k].ranks;
+      h->major_model = h->models[k].name;
+    } else if (h->models[k].ranks > runner_up)
+      runner_up = h->models[k].ranks;
+  if (runner_up == h->major_count) h->major_model = NULL;
+  /* how many ranks run the newest architecture's model named in the causes */
+  for (size_t k = 0; h->max_arch_model && k < h->nmodels; k++)
+    if (!strcmp(h->models[k].name, h->max_arch_model)) h->max_arch_count = h->models[k].ranks;
   return h;
 }
 
 void report_health_free(struct report_health *h) {
   if (!h) return;
   free(h->ranks);
+  free(h->models);
   free(h->ports);
   free(h);
 }
@@ -315,6 +334,19 @@ static void host_causes(const struct report_health *h, const char *host, cause_f
   }
 }
 
+/* the model most ranks run other than name (the first seen on a tie), its count in *other_n
+ * and name's own in *mine; NULL when every rank with a model runs name */
+static const char *most_run_other(const struct report_health *h, const char *name, size_t *mine, size_t *other_n) {
+  const char *best = NULL;
+  *mine = *other_n = 0;
+  for (size_t k = 0; k < h->nmodels; k++)
+    if (!strcmp(h->models[k].name, name))
+      *mine = h->models[k].ranks;
+    else if (h->models[k].ranks > *other_n)
+      *other_n = h->models[k].ranks, best = h->models[k].name;
+  return best;
+}
+
 static void rank_causes(const struct report_health *h, const struct rank_h *r, cause_fn fn, void *arg) {
   char d[512];
   if (r->reason_samples) {
@@ -340,12 +372,27 @@ static void rank_causes(const struct report_health *h, const struct rank_h *r, c
     fn(arg, "clocks_low", d);
   }
   if (r->gpu_name && r->arch >= 0 && r->arch < h->max_arch) { /* an older generation than its peers' */
-    snprintf(d, sizeof d, "%s, an older architecture than the job's %s", r->gpu_name, h->max_arch_model);
+    /* "the job's" only for the model most ranks run: in a 2:2 split neither is */
+    if (h->major_model && !strcmp(h->major_model, h->max_arch_model))
+      snprintf(d, sizeof d, "%s, an older architecture than the job's %s (%zu of %zu ranks)", r->gpu_name, h->max_arch_model,
+               h->max_arch_count, h->model_ranks);
+    else
+      snprintf(d, sizeof d, "%s, an older architecture than %s, which %zu of %zu ranks run", r->gpu_name, h->max_arch_model,
+               h->max_arch_count, h->model_ranks);
     fn(arg, "gpu_model", d);
   } else if (r->gpu_name && h->major_model && strcmp(r->gpu_name, h->major_model) &&
              (r->arch < 0 || r->arch == h->max_arch)) { /* same or unknown generation: the odd model out */
     snprintf(d, sizeof d, "%s; %zu of %zu ranks run %s", r->gpu_name, h->major_count, h->model_ranks, h->major_model);
     fn(arg, "gpu_model", d);
+  } else if (r->gpu_name && !h->major_model && (r->arch < 0 || r->arch == h->max_arch)) {
+    /* a tie at the top (2:2): no model is the job's; the split itself is the cause */
+    size_t mine = 0, other_n = 0;
+    const char *other = most_run_other(h, r->gpu_name, &mine, &other_n);
+    if (other) {
+      snprintf(d, sizeof d, "%s (%zu of %zu ranks); no model is the job's: %zu run %s", r->gpu_name, mine, h->model_ranks,
+               other_n, other);
+      fn(arg, "gpu_model", d);
+    }
   }
   if (r->nvl_any) {
     size_t len = 0;

@@ -69,7 +69,9 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
   }
   xmin = floor(xmin), xmax = ceil(xmax);
   if (xmax <= xmin) xmax = xmin + 1;
-  ymax = ymax > 0 ? ymax * 1.08 : 1;
+  /* y axis: 0 to the first 1-2-5 tick at or above the highest point, at most 6 ticks */
+  double ystep = html_nice_step(ymax > 0 ? ymax : 1, 5);
+  ymax = ystep * ceil((ymax > 0 ? ymax : 1) / ystep - 1e-9);
   const double W = 780, H = 360, L = 84, T = 16, PW = 520, PH = 280;
   html_svg_open(o, "busbw-svg", W, H, "Bus bandwidth (GB/s) against message size (bytes), one line per op and rank count",
                 "Lines: the report's busbw at the p50 time of each size bucket; bands: p10 to p90 of the per-record bus "
@@ -77,10 +79,13 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
 #define BX(v) (L + ((v)-xmin) / (xmax - xmin) * PW)
 #define BY(v) (T + PH - (v) / ymax * PH)
   fputs("<g class=\"axis\">", o);
-  for (int k = 0; k <= 5; k++) {
-    double yv = ymax * k / 5;
-    fprintf(o, "<line class=\"gridl\" x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/><text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.3g</text>",
-            L, L + PW, BY(yv), BY(yv), L - 6, BY(yv) + 4, yv);
+  for (int k = 0; k <= 10 && k * ystep <= ymax * (1 + 1e-9); k++) { /* bounded: hostile figures */
+    double yv = k * ystep;
+    char tb[32];
+    html_fmt_tick(tb, sizeof tb, yv, ystep);
+    fprintf(o, "<line class=\"gridl\" x1=\"%g\" x2=\"%g\" y1=\"%g\" y2=\"%g\"/><text class=\"ytick\" x=\"%g\" y=\"%g\" "
+               "text-anchor=\"end\">%s</text>",
+            L, L + PW, BY(yv), BY(yv), L - 6, BY(yv) + 4, tb);
   }
   int step = (int)ceil((xmax - xmin) / 10);
   for (double x = xmin; x <= xmax; x += step) {
@@ -179,6 +184,16 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
 
 /* ---- lateness: rank groups x seq columns per communicator ---- */
 
+/* a 1-2-5 value of microseconds in the unit that keeps it short: "200 us", "5 ms", "1 s" */
+static void fmt_us(char *b, size_t n, double us, const char *tail) {
+  if (us >= 1e6)
+    snprintf(b, n, "%g s%s", us / 1e6, tail);
+  else if (us >= 1e3)
+    snprintf(b, n, "%g ms%s", us / 1e3, tail);
+  else
+    snprintf(b, n, "%g us%s", us, tail);
+}
+
 void html_chart_lateness(FILE *o, const json_t *doc) {
   const json_t *comms = json_object_get(json_object_get(doc, "lateness"), "comms");
   fputs("<section id=\"lateness\" data-chart=\"lateness\"><h2>Arrival lateness per rank over time</h2>"
@@ -201,6 +216,10 @@ void html_chart_lateness(FILE *o, const json_t *doc) {
         if (ok && v > max) max = v;
       }
     if (!nc || !ng) continue;
+    /* the colour scale: log from a 1-2-5 value three decades under the largest lateness
+     * (and everything below it, 0 included) to the 1-2-5 value at or above it; a log scale
+     * has no 0 to start from */
+    double lmax = html_nice_ceil(max > 0 ? max : 1), lmin = html_nice_floor(lmax / 1000);
     const double L = 90, T = 10, PW = 600;
     double cw = PW / (double)nc, rh = ng <= 16 ? 16 : ng <= 32 ? 8
                                                                : 5,
@@ -222,7 +241,7 @@ void html_chart_lateness(FILE *o, const json_t *doc) {
     for (size_t g = 0; g < ng; g++)
       for (size_t k = 0; k < nc; k++) {
         double v = html_jat(json_array_get(late, g), k, &ok);
-        if (ok) fprintf(o, "<rect x=\"%zu\" y=\"%zu\" fill=\"%s\"/>", k, g, viridis[html_level_log(v, max)]);
+        if (ok) fprintf(o, "<rect x=\"%zu\" y=\"%zu\" fill=\"%s\"/>", k, g, viridis[html_level_log(v, lmin, lmax)]);
       }
     size_t fi;
     const json_t *f;
@@ -251,23 +270,58 @@ void html_chart_lateness(FILE *o, const json_t *doc) {
         fprintf(o, "%.0f", lo);
       fputs("</text>", o);
     }
-    size_t kstep = nc <= 8 ? 1 : nc / 8;
-    for (size_t k = 0; k < nc; k += kstep) {
-      double t = html_jat(ct, k, &ok);
-      fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.0f</text>", L + cw * ((double)k + 0.5), T + PH + 14,
-              html_jat(cseq, k, &ok));
-      if (json_is_number(json_array_get(ct, k)))
-        fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">%.3g s</text>", L + cw * ((double)k + 0.5),
-                T + PH + 28, t);
+    /* x axis: seqs on 1-2-5 steps at their place in the columns; below them the job's time,
+     * also on 1-2-5 steps, placed between the starts of the columns it falls in */
+    double seq0 = html_jnum(c, "seq_first"), spc = html_jnum(c, "seq_per_column"), nseq;
+    if (!(spc >= 1)) spc = 1;
+    nseq = spc * (double)nc;
+    double sstep = html_nice_step(nseq, 8);
+    if (sstep < 1) sstep = 1;
+#define SX(q) (L + cw * (((q)-seq0) / spc + 0.5 / spc))
+    for (int i = 0; i <= 10; i++) { /* bounded: seqs so large that a step is lost in rounding */
+      double q = (ceil(seq0 / sstep) + i) * sstep;
+      if (!(q < seq0 + nseq)) break;
+      char tb[32];
+      html_fmt_tick(tb, sizeof tb, q, sstep);
+      fprintf(o, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\"/><text class=\"seqtick\" x=\"%.1f\" y=\"%g\" "
+                 "text-anchor=\"middle\">%s</text>",
+              SX(q), SX(q), T + PH, T + PH + 3, SX(q), T + PH + 14, tb);
     }
-    fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">instance (seq, first of column) and its start (s since "
-               "the job's first collective)</text>",
+#undef SX
+    double t_lo = INFINITY, t_hi = -INFINITY;
+    for (size_t k = 0; k < nc; k++) {
+      double t = html_jat(ct, k, &ok);
+      if (!ok) continue;
+      if (t < t_lo) t_lo = t;
+      if (t > t_hi) t_hi = t;
+    }
+    if (t_hi > t_lo) {
+      double tstep = html_nice_step(t_hi - t_lo, 6);
+      for (int i = 0; i <= 10; i++) {
+        double t = (ceil(t_lo / tstep - 1e-9) + i) * tstep;
+        if (!(t <= t_hi)) break;
+        /* the columns whose starts hold t: the tick goes between their centres */
+        for (size_t k = 0; k + 1 < nc; k++) {
+          bool ok2;
+          double a = html_jat(ct, k, &ok), b = html_jat(ct, k + 1, &ok2);
+          if (!ok || !ok2 || !(a <= t && t <= b) || !(b > a)) continue;
+          double x = L + cw * ((double)k + 0.5 + (t - a) / (b - a));
+          char tb[32];
+          html_fmt_tick(tb, sizeof tb, t, tstep);
+          fprintf(o, "<text class=\"timetick\" x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%s s</text>", x, T + PH + 28, tb);
+          break;
+        }
+      }
+    }
+    fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">instance (seq) and its start (s since the job's first "
+               "collective)</text>",
             L + PW / 2, T + PH + 46);
     fprintf(o, "<text transform=\"translate(12 %g) rotate(-90)\" text-anchor=\"middle\">comm rank</text></g>",
             T + PH / 2);
-    char hi[32];
-    snprintf(hi, sizeof hi, "%.1f us", max);
-    html_legend(o, viridis, L + PW + 6, T + PH + 40 > H - 30 ? H - 30 : T + PH + 40, "0", hi, "lateness (log scale)");
+    char lo_s[48], hi_s[48];
+    fmt_us(lo_s, sizeof lo_s, lmin, " or less");
+    fmt_us(hi_s, sizeof hi_s, lmax, "");
+    html_legend(o, viridis, L + PW + 6, T + PH + 40 > H - 30 ? H - 30 : T + PH + 40, lo_s, hi_s, "lateness (log scale)");
     fputs("</svg><figcaption>communicator ", o);
     html_esc(o, html_jstr(c, "comm"));
     fprintf(o, ", %.0f ranks, %.0f instances</figcaption>", csize, html_jnum(c, "instances"));

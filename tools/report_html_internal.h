@@ -27,8 +27,12 @@ const char *html_jstr(const json_t *o, const char *k);
 bool html_jhas(const json_t *o, const char *k);
 double html_jnum(const json_t *o, const char *k);
 double html_jat(const json_t *a, size_t i, bool *ok);
-int html_level(double v, double max);     /* 0..NLEVELS-1 */
-int html_level_log(double v, double max); /* the same on a log scale */
+int html_level(double v, double max);                         /* 0..NLEVELS-1 */
+int html_level_log(double v, double lo, double hi);           /* log scale from lo (and under) to hi */
+double html_nice_step(double span, int n);                    /* 1, 2 or 5 x 10^k: [0, span] in at most n steps */
+double html_nice_floor(double v);                             /* the largest 1, 2 or 5 x 10^k <= v (v > 0) */
+double html_nice_ceil(double v);                              /* the smallest 1, 2 or 5 x 10^k >= v (v > 0) */
+void html_fmt_tick(char *b, size_t n, double v, double step); /* v with the decimals step needs */
 void html_fmt_bytes(char *b, size_t n, double v);
 void html_legend(FILE *o, const char *const *scale, double x, double y, const char *lo, const char *hi,
                  const char *what);

@@ -115,31 +115,53 @@ void html_chart_links(FILE *o, const json_t *doc) {
 
 /* ---- progress: the last seq each rank group reached ---- */
 
+/* a communicator's lowest and highest last seq entered over its groups; false when none */
+static bool progress_span(const json_t *c, double *lo, double *hi) {
+  const json_t *emin = json_object_get(c, "entered_min"), *emax = json_object_get(c, "entered_max");
+  bool ok;
+  *lo = INFINITY, *hi = -INFINITY;
+  for (size_t g = 0; g < json_array_size(emin); g++) {
+    double a = html_jat(emin, g, &ok);
+    if (ok && a < *lo) *lo = a;
+    double b = html_jat(emax, g, &ok);
+    if (ok && b > *hi) *hi = b;
+  }
+  return *lo <= *hi;
+}
+/* a chart tells something: the communicator hangs, or its ranks got further than a seq apart
+ * (without a hang, ranks a seq apart are a job that ended, or was cut, while some had enqueued
+ * their next collective) */
+static bool progress_drawn(const json_t *c) {
+  double lo, hi;
+  return progress_span(c, &lo, &hi) && (html_jhas(c, "hang_seq") || hi - lo > 1);
+}
+
 void html_chart_progress(FILE *o, const json_t *doc) {
   const json_t *comms = json_object_get(json_object_get(doc, "progress"), "comms");
   const json_t *hangs = json_object_get(doc, "hangs");
-  fprintf(o, "<section id=\"hangs\" data-chart=\"hangs\" data-hangs=\"%zu\"><h2>Where the ranks got to: last seq per "
-             "rank, per communicator</h2><p>%zu hung communicator%s. Bars: the lowest last seq a rank of the group "
-             "entered; the thin mark: the highest; dashed: the seq the job is stuck at.</p>",
-          json_array_size(hangs), json_array_size(hangs), json_array_size(hangs) == 1 ? "" : "s");
-  size_t ci;
+  size_t ci, drawn = 0;
   const json_t *c;
+  json_array_foreach((json_t *)comms, ci, c) drawn += progress_drawn(c);
+  fprintf(o, "<section id=\"hangs\" data-chart=\"hangs\" data-hangs=\"%zu\"><h2>Where the ranks got to: last seq per "
+             "rank, per communicator</h2><p>%zu hung communicator%s.",
+          json_array_size(hangs), json_array_size(hangs), json_array_size(hangs) == 1 ? "" : "s");
+  if (drawn)
+    fputs(" Bars: the lowest last seq a rank of the group entered; the thin mark: the highest; dashed: the seq the job "
+          "is stuck at.",
+          o);
+  fputs("</p>", o);
   json_array_foreach((json_t *)comms, ci, c) {
     const json_t *emin = json_object_get(c, "entered_min"), *emax = json_object_get(c, "entered_max");
     const json_t *er = json_object_get(c, "entered_min_rank"), *dmin = json_object_get(c, "done_min");
     size_t ng = json_array_size(emin);
-    double rpg = html_jnum(c, "ranks_per_group"), lo = INFINITY, hi = -INFINITY;
+    double rpg = html_jnum(c, "ranks_per_group"), lo, hi;
     bool ok, hung = html_jhas(c, "hang_seq");
-    for (size_t g = 0; g < ng; g++) {
-      double a = html_jat(emin, g, &ok);
-      if (ok && a < lo) lo = a;
-      double b = html_jat(emax, g, &ok);
-      if (ok && b > hi) hi = b;
-    }
-    if (!ng || lo > hi) continue;
-    if (ci > 0 && !hung && lo == hi) { /* nothing to see: one line instead of a chart */
-      fprintf(o, "<p data-comm=\"%s\">communicator %s (%.0f ranks): every rank entered seq %.0f last.</p>",
-              html_jstr(c, "comm"), html_jstr(c, "comm"), html_jnum(c, "comm_size"), hi);
+    if (!progress_span(c, &lo, &hi)) continue;
+    if (!progress_drawn(c)) { /* nothing to see: one line instead of a chart */
+      fprintf(o, "<p data-comm=\"%s\">communicator %s (%.0f ranks): every rank entered seq %.0f", html_jstr(c, "comm"),
+              html_jstr(c, "comm"), html_jnum(c, "comm_size"), lo);
+      if (hi > lo) fprintf(o, " or %.0f", hi);
+      fputs(" last.</p>", o);
       continue;
     }
     if (hung && html_jnum(c, "hang_seq") > hi) hi = html_jnum(c, "hang_seq");
@@ -227,9 +249,20 @@ void html_chart_sdc(FILE *o, const json_t *doc) {
                "y2=\"%g\"/><text x=\"%g\" y=\"%g\" text-anchor=\"end\">%.0f</text><text x=\"%g\" y=\"%g\" "
                "text-anchor=\"end\">0</text>",
             L, L + PW, T + PH, T + PH, L, L, T, T + PH, L - 4, T + 4, cmax, L - 4, T + PH);
-    for (size_t k = 0; k < nb; k += nb / 6 ? nb / 6 : 1)
-      fprintf(o, "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\">%.3g</text>", L + bw * (double)k, T + PH + 14,
-              html_jnum(json_array_get(b, k), "t_s"));
+    /* time ticks on 1-2-5 steps: the buckets are bs wide from the first one's start */
+    double t0 = html_jnum(json_array_get(b, 0), "t_s");
+    if (bs > 0) {
+      double tstep = html_nice_step(bs * (double)nb, 6);
+      for (int k = 0; k <= 10; k++) { /* bounded: a step lost in rounding */
+        double t = (ceil(t0 / tstep - 1e-9) + k) * tstep, x = L + bw * (t - t0) / bs;
+        if (!(x <= L + PW + 0.5)) break;
+        char tb[32];
+        html_fmt_tick(tb, sizeof tb, t, tstep);
+        fprintf(o, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%g\" y2=\"%g\"/><text class=\"timetick\" x=\"%.1f\" y=\"%g\" "
+                   "text-anchor=\"middle\">%s</text>",
+                x, x, T + PH, T + PH + 3, x, T + PH + 14, tb);
+      }
+    }
     fprintf(o, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">time since the job's first collective (s; buckets of "
                "%.3g s)</text><text transform=\"translate(14 %g) rotate(-90)\" text-anchor=\"middle\">collectives "
                "compared</text></g></svg>",

@@ -64,10 +64,34 @@ int html_level(double v, double max) {
   return k < 0 ? 0 : k >= NLEVELS ? NLEVELS - 1
                                   : k;
 }
-/* the same on a log scale (lateness: one late start must not flatten every other cell) */
-int html_level_log(double v, double max) {
-  if (!(max > 0) || !(v > 0)) return 0;
-  return html_level(log1p(v), log1p(max));
+/* on a log scale from lo to hi: lo and under (0 included) the first level, hi the last (lateness:
+ * one late start must not flatten every other cell) */
+int html_level_log(double v, double lo, double hi) {
+  if (!(lo > 0) || !(hi > lo) || !(v > lo)) return 0;
+  return html_level(log(v / lo), log(hi / lo));
+}
+/* 1, 2 or 5 x 10^k around v: the largest <= v (up = false) or the smallest >= v (up = true) */
+static double nice_round(double v, bool up) {
+  if (!(v > 0) || !isfinite(v)) return 1;
+  double mag = pow(10, floor(log10(v))), f = v / mag;
+  static const double m[] = {1, 2, 5, 10};
+  if (up) {
+    for (int k = 0; k < 4; k++)
+      if (f <= m[k] * (1 + 1e-9)) return m[k] * mag;
+    return 10 * mag;
+  }
+  for (int k = 3; k >= 0; k--)
+    if (f >= m[k] * (1 - 1e-9)) return m[k] * mag;
+  return mag;
+}
+double html_nice_floor(double v) { return nice_round(v, false); }
+double html_nice_ceil(double v) { return nice_round(v, true); }
+double html_nice_step(double span, int n) { return nice_round(span / (n > 0 ? n : 1), true); }
+void html_fmt_tick(char *b, size_t n, double v, double step) {
+  int dec = step > 0 && step < 1 ? (int)ceil(-log10(step) - 1e-9) : 0;
+  if (dec > 12) dec = 12;
+  if (fabs(v) < step * 1e-6) v = 0; /* not "-0" */
+  snprintf(b, n, "%.*f", dec, v);
 }
 void html_fmt_bytes(char *b, size_t n, double v) {
   const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -5,7 +5,8 @@ GPU and network health end to end: 8 ranks of dp_train on 4 simulated hosts (col
 --sim, the shim preloaded, the simulated libnvidia-ml.so.1 and sysfs trees), health faults
 from COLLSCOPE_SIM_FAULTS / COLLSCOPE_SIM_GPU_MODEL, then `collscope report` (JSON and text).
 Cases: throttle, throttle_span (causes from the flagged span's samples), online (the online
-exchange's log line names the cause), model (also report --by-model), nvlink, ecc_xid, ib, clean,
+exchange's log line names the cause), model (also report --by-model), half (4 ranks, half H100
+and half A100: no majority model), nvlink, ecc_xid, ib, clean,
 nvml_absent, nvml_fail (nvmlInit_v2 fails), nvml_all_fail (every device function fails),
 field_fail (one function fails), demo (collscope demo's health step)."""
 import argparse, glob, html.parser, json, os, shutil, subprocess, tempfile
@@ -16,14 +17,14 @@ QUIET = "link:a=*,b=*,us=300"          # the simulator, not the host's CPU, sets
 QUIET_ARGS = ("--compute-us", "2000")
 
 
-def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, args=QUIET_ARGS):
+def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, args=QUIET_ARGS, ranks=8, hosts=HOSTS):
     out = os.path.join(tmp, "dumps")
     sysfs = os.path.join(tmp, "sysfs")
     env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_FAULTS=faults,
                COLLSCOPE_HEALTH_MS="100", COLLSCOPE_SIM_HEALTH_RAMP_MS="300", COLLSCOPE_SIM_SYSFS=sysfs,
                COLLSCOPE_SYSFS_ROOT=os.path.join(sysfs, "%h"), COLLSCOPE_LOG="info")
     env.update(env_extra or {})
-    cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--",
+    cmd = [cli, "run", "-n", str(ranks), "--hosts", hosts, "--sim", "--no-kill-on-fail", "--",
            os.path.join(apps, "dp_train"), "--steps", str(steps), "--size", "256K"] + list(args)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
     return p, out
@@ -185,6 +186,27 @@ def case_model(cli, apps, tmp):
     series = {e.get("data-gpu-model") for e in html_attrs(cli, d, "--by-model") if "data-series" in e}
     assert series == {a100, h100}, series
     assert not any("data-gpu-model" in e for e in html_attrs(cli, d)), "a model series without --by-model"
+
+
+def case_half(cli, apps, tmp):
+    # half H100, half A100 (4 ranks on 2 hosts): no model is the job's majority. The report
+    # (text, JSON, HTML) reads the set; the A100 ranks' gpu_model cause names the newer model
+    # with its count and does not call it the job's
+    h100, a100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
+    p, d = run_job(cli, apps, tmp, QUIET, ranks=4, hosts="simh[1-2]", env_extra={
+        "COLLSCOPE_SIM_GPU_MODEL": "simh1=%s;simh2=%s,speed=0.6" % (h100, a100)})
+    assert p.returncode == 0, p.stdout[-3000:]
+    r, txt = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1))
+    assert [health_rank(r, k)["gpu_name"] for k in range(4)] == [h100, h100, a100, a100]
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    assert s and all(x["rank"] in (2, 3) for x in s), r["stragglers"]
+    for x in s:
+        assert causes(r, x["rank"]) == {"gpu_model"}, x
+        detail = [c for c in x["causes"] if c["kind"] == "gpu_model"][0]["detail"]
+        assert detail == "%s, an older architecture than %s, which 2 of 4 ranks run" % (a100, h100), detail
+        assert "gpu_model" in straggler_line(txt, x["rank"])[0]
+    assert html_attrs(cli, d) is not None
 
 
 def case_nvlink(cli, apps, tmp):

@@ -10,7 +10,8 @@ link simhost2 <-> simhost3 delayed (a slow pair), one bit of rank 3's output fli
 driven over --remote-debugging-pipe, its proxy a local listener that records every connection):
 a full-page screenshot is taken and the DOM it built is checked:
   - every chart is there (notes, busbw, lateness, links, hangs, sdc), each an <svg role=img>
-    with a <title>, a <desc> and a table beside it;
+    with a <title>, a <desc> and a table beside it, but hangs: the job does not hang, so one
+    line per communicator instead;
   - the straggler `report --json` names is marked (data-flagged-rank) in the cell of its comm
     rank's group and its first flagged seq's column, and it is rank 5; the slow pair of
     `slow_links` is marked (data-slow-pair) and it is simhost2 -> simhost3; the SDC chart
@@ -20,8 +21,10 @@ a full-page screenshot is taken and the DOM it built is checked:
     console error, no proxy connection but the browser's own service calls. Control pages
     with an outside image (without and with the page's policy) must trip those checks.
 --case hang: a job hung at seq 10; the hangs chart marks that seq (read from the page, no browser).
+--case axes: the page's axis ticks on 1-2-5 values, the log-scale legend, and no hangs chart for a
+clean job whose ranks' last seqs are one apart (read from the page, no browser).
 Exit 0 on success, 77 (skip) when chromium is not installed."""
-import argparse, base64, glob, html.parser, select, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
+import argparse, base64, glob, html.parser, math, select, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
 
 FAULTS = "slow:rank=5,us=3000;link:a=simhost2,b=simhost3,us=3000;flip:rank=3,seq=20,elem=77,bit=30,at=out"
 HOSTILE = 'sim<script>alert("x")</script>host4'
@@ -315,15 +318,109 @@ def case_hang(a):
     return 0
 
 
+def nice(v):
+    """v is 0 or 1, 2 or 5 x 10^k"""
+    if v == 0:
+        return True
+    m = abs(v) / 10 ** math.floor(math.log10(abs(v)))
+    return any(abs(m - x) < 1e-6 for x in (1, 2, 5, 10))
+
+
+class Texts(html.parser.HTMLParser):
+    """(class, svg id, text) of every <text> element of a page"""
+
+    def __init__(self):
+        super().__init__()
+        self.svg, self.cur, self.items = None, None, []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg":
+            self.svg = a.get("id")
+        if tag == "text":
+            self.cur = [a.get("class"), self.svg, ""]
+
+    def handle_endtag(self, tag):
+        if tag == "text" and self.cur:
+            self.items.append(tuple(self.cur))
+            self.cur = None
+
+    def handle_data(self, d):
+        if self.cur:
+            self.cur[2] += d
+
+
+def case_axes(a):
+    """A clean job with a straggler (rank 5 slowed), SDC checks on, rank 0's last op record cut
+    from its dump (its last seq one under the others'): read from the page itself (no
+    browser). Every axis (bus bandwidth, seq, time) ticks in equal steps of 1, 2 or 5 x 10^k,
+    each tick a multiple of the step; the lateness legend (log scale) does not start at 0; the
+    hangs section has no chart, one line per communicator instead (no hang, last seqs one
+    apart)."""
+    tmp = tempfile.mkdtemp(prefix="collscope-html-axes-")
+    try:
+        d = os.path.join(tmp, "dump")
+        env = dict(os.environ, COLLSCOPE_DIR=d, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_DIR=a.sim_dir, COLLSCOPE_SDC="all",
+                   COLLSCOPE_SDC_MIN_BYTES="0", COLLSCOPE_SIM_FAULTS="slow:rank=5,us=3000", COLLSCOPE_LOG="warn")
+        p = subprocess.run([a.cli, "run", "-n", "8", "--hosts", "simhost[1-4]", "--sim", "--no-kill-on-fail", "--",
+                            os.path.join(a.apps, "dp_train"), "--steps", "20", "--size", "256K"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+        assert p.returncode == 0, p.stdout[-3000:]
+        f = glob.glob(os.path.join(d, "*-r0-*.jsonl"))[0]
+        lines = open(f).read().split("\n")
+        last = max(i for i, l in enumerate(lines) if '"type":"op"' in l.replace(" ", ""))
+        open(f, "w").write("\n".join(lines[:last] + lines[last + 1:]))
+        r = json.loads(subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout)
+        assert not r["hangs"], r["hangs"]
+        spread = [(min(x for x in c["entered_min"] if x is not None), max(x for x in c["entered_max"] if x is not None))
+                  for c in r["progress"]["comms"]]
+        assert spread and all(hi - lo <= 1 for lo, hi in spread) and any(hi - lo == 1 for lo, hi in spread), spread
+        page = os.path.join(tmp, "p.html")
+        assert subprocess.run([a.cli, "report", d, "--html", "-o", page]).returncode == 0
+        src = open(page, encoding="utf-8").read()
+        T = Texts()
+        T.feed(src)
+        ticks = {}
+        for cls, svg, text in T.items:
+            if cls in ("ytick", "seqtick", "timetick"):
+                ticks.setdefault((cls, svg), []).append(float(text.split()[0]))
+        kinds = {k[0] for k in ticks}
+        assert kinds == {"ytick", "seqtick", "timetick"}, ticks
+        assert ("timetick", "sdc-svg") in ticks, ticks
+        for k, v in ticks.items():
+            # equal steps of 1, 2 or 5 x 10^k, every tick a multiple of the step
+            assert len(v) >= 2, (k, v)
+            steps = {round(y - x, 9) for x, y in zip(v, v[1:])}
+            assert len(steps) == 1, (k, v)
+            step = steps.pop()
+            assert nice(step) and all(abs(x / step - round(x / step)) < 1e-6 for x in v), (k, v)
+        print("ticks: " + "; ".join("%s %s: %s" % (k[0], k[1], v) for k, v in sorted(ticks.items())))
+        legend = [text for cls, svg, text in T.items if svg and svg.startswith("late-")]
+        lo = [legend[i + 1] for i, t in enumerate(legend) if t == "lateness (log scale)"]
+        assert lo and all(not x.startswith("0") and x.endswith("or less") for x in lo), lo
+        P = Dom()
+        P.feed(src)
+        assert not any(t == "svg" and "hangs" in anc for t, at, anc in P.elems), "a hangs chart that tells nothing"
+        said = [at["data-comm"] for t, at, anc in P.elems if t == "p" and "hangs" in anc and "data-comm" in at]
+        assert sorted(said) == sorted(c["comm"] for c in r["progress"]["comms"]), said
+        print("legend from %s; hangs: %d communicators in one line each, no chart" % (lo, len(said)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--case", default="page", choices=["page", "hang"])
+    ap.add_argument("--case", default="page", choices=["page", "hang", "axes"])
     for k in ("--cli", "--apps", "--shim", "--sim-dir"):
         ap.add_argument(k, required=True)
     ap.add_argument("--keep", help="copy the page and the screenshot here")
     a = ap.parse_args()
     if a.case == "hang":
         return case_hang(a)
+    if a.case == "axes":
+        return case_axes(a)
     browser = chromium()
     if not browser:
         print("SKIP: chromium is not installed (scripts/setup.sh installs it)")
@@ -373,6 +470,9 @@ def main():
             assert len(secs) == 1, (c, len(secs))
             if c == "notes":
                 continue
+            if c == "hangs" and not r["hangs"]:   # a clean job: one line per communicator, no chart
+                assert not any(t == "svg" and c in anc for t, _, anc in P.elems), c
+                continue
             svgs = [e for e in P.elems if e[0] == "svg" and c in e[2]]
             assert svgs, "chart %s has no svg" % c
             for t, at, _ in svgs:
@@ -399,7 +499,7 @@ def main():
         assert int(sdc["data-findings"]) == len(r["sdc"]), sdc
         finds = sum(int(at["data-findings"]) for t, at, anc in P.elems if t == "path" and "data-findings" in at)
         assert finds == len(r["sdc"]) - r["sdc_timeline"]["untimed_findings"], finds
-        print("DOM: 6 charts; flagged rank %s at seq %s; slow pair %s; %d SDC finding(s)" % (
+        print("DOM: 6 sections; flagged rank %s at seq %s; slow pair %s; %d SDC finding(s)" % (
             [m["data-flagged-rank"] for m in marks], [m["data-seq"] for m in marks], pairs, finds))
 
         # the controls: an outside image must show as a page request and on the wire without the
