@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "dumpfile.h"
+#include "fuzz_report_quiet.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,28 +24,6 @@ static void write_file(const char *path, const uint8_t *a, size_t na, const uint
   if (na) fwrite(a, 1, na, f);
   if (nb) fwrite(b, 1, nb, f);
   fclose(f);
-}
-
-/* cmd_report with stdout/stderr to /dev/null */
-static void report(char **argv) {
-  int argc = 0;
-  while (argv[argc]) argc++;
-  fflush(stdout);
-  fflush(stderr);
-  int so = dup(1), se = dup(2);
-  FILE *dn = fopen("/dev/null", "w");
-  if (dn && so >= 0 && se >= 0) {
-    dup2(fileno(dn), 1);
-    dup2(fileno(dn), 2);
-    cmd_report(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-  }
-  if (dn) fclose(dn);
-  if (so >= 0) close(so);
-  if (se >= 0) close(se);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -77,10 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *json[] = {"report", dir, "-j1", "--json", "-o", out, NULL};
   char *other[] = {"report", dir, "-j1", "--job", "no-such-job", NULL};
   char *html[] = {"report", dir, "-j1", "--html", "-o", out, NULL};
-  report(text);
-  report(json);
-  report(html);
-  report(other);
+  fuzz_report_quiet(text);
+  fuzz_report_quiet(json);
+  fuzz_report_quiet(html);
+  fuzz_report_quiet(other);
   unlink(out);
   unlink(salv);
   unlink(dump);

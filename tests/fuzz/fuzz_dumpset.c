@@ -15,33 +15,12 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fuzz_report_quiet.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_FILES 8
 #define SEP "\n%%\n"
-
-/* cmd_report with stdout/stderr to /dev/null */
-static void report(char **argv) {
-  int argc = 0;
-  while (argv[argc]) argc++;
-  fflush(stdout);
-  fflush(stderr);
-  int so = dup(1), se = dup(2);
-  FILE *dn = fopen("/dev/null", "w");
-  if (dn && so >= 0 && se >= 0) {
-    dup2(fileno(dn), 1);
-    dup2(fileno(dn), 2);
-    cmd_report(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-  }
-  if (dn) fclose(dn);
-  if (so >= 0) close(so);
-  if (se >= 0) close(se);
-}
 
 /* the next "\n%%\n" in [p, end) (its newline before), or NULL */
 static const uint8_t *next_sep(const uint8_t *p, const uint8_t *end) {
@@ -90,9 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text[] = {"report", dir, "-j1", "-o", out, NULL};
   char *json[] = {"report", dir, "-j1", "--json", "-o", out, NULL};
   char *html[] = {"report", dir, "-j1", "--html", "-o", out, NULL};
-  report(text);
-  report(json);
-  report(html);
+  fuzz_report_quiet(text);
+  fuzz_report_quiet(json);
+  fuzz_report_quiet(html);
   unlink(out);
   for (int k = 0; k < nfiles; k++) {
     file_path(path, sizeof path, dir, k);

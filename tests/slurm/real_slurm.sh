@@ -10,6 +10,17 @@ CLI=$1 SHIM=$2 PLUGIN=$3 SIM_DIR=$4 APP=$5 WRAP=$6
 started=$(date +%s%N)
 elapsed() { local ns=$(( $(date +%s%N) - started )); printf "%d.%02d" $((ns / 1000000000)) $((ns / 10000000 % 100)); }
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# wait_job ID: polls until the batch job ends (at most 90 s), prints its final state;
+# polled here because sbatch --wait backs off to 10 s between its own polls
+wait_job() {
+  local state= i
+  for i in $(seq 900); do
+    state=$(scontrol show job "$1" -o 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
+    sleep 0.1
+  done
+  echo "$state"
+}
 
 for b in munged slurmctld slurmd srun sbatch sinfo scontrol; do
   command -v "$b" >/dev/null || [ -x "/usr/sbin/$b" ] || fail "$b not installed (scripts/setup.sh installs slurm-wlm and munge)"
@@ -182,13 +193,7 @@ B
 chmod +x "$T/batch.sh"
 bjob=$(sbatch --parsable -n 4 -O --collscope=sdc=all -o "$T/batch.out" "$T/batch.sh") || fail "sbatch failed"
 bjob=${bjob%%;*}
-# polled here: sbatch --wait backs off to 10 s between its own polls
-state=
-for i in $(seq 900); do
-  state=$(scontrol show job "$bjob" -o 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
-  sleep 0.1
-done
+state=$(wait_job "$bjob")
 [ "$state" = COMPLETED ] || { cat "$T/batch.out" >&2; fail "the batch job ended $state"; }
 n=$(ls "$T/out/$bjob"/*.jsonl 2>/dev/null | wc -l)
 [ "$n" = 8 ] || { cat "$T/batch.out" >&2; fail "expected 8 dump files (2 steps x 4) in $T/out/$bjob, found $n"; }
@@ -214,12 +219,7 @@ srun -n 4 -O "$WRAP" "$APP" --steps 2 || exit 1
 B
 bjob=$(sbatch --parsable -n 4 -O -o "$T/batch-bare.out" "$T/batch-bare.sh") || fail "sbatch (#SBATCH --collscope) failed"
 bjob=${bjob%%;*}
-state=
-for i in $(seq 900); do
-  state=$(scontrol show job "$bjob" -o 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
-  case "$state" in COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) break ;; esac
-  sleep 0.1
-done
+state=$(wait_job "$bjob")
 [ "$state" = COMPLETED ] || { cat "$T/batch-bare.out" >&2; fail "#SBATCH --collscope: the batch job ended $state"; }
 grep -q "collscope:" "$T/batch-bare.out" && { cat "$T/batch-bare.out" >&2; fail "#SBATCH --collscope: collscope complained"; }
 n=$(ls "$T/out/$bjob"/*.jsonl 2>/dev/null | wc -l)
