@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "stats/core.h"
 
@@ -32,7 +33,8 @@ static int comm_index(const void *key) {
 
 /* the entry of communicator i in round r: each field derived from (i, r) */
 static struct cs_comm entry_of(int i, uint64_t r) {
-  struct cs_comm e = {0};
+  struct cs_comm e;
+  memset(&e, 0, sizeof e);
   e.id = (r << 16) | (uint64_t)i;
   e.parent_id = ~e.id;
   e.size = (int)(r % 1000) + i + 2;
