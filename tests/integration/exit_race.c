@@ -7,7 +7,7 @@
  *   abort    a thread calls exit(1) while another calls abort()
  *   signal   a thread calls exit(1) while another takes SIGUSR1, whose handler calls exit(1)
  * No timing decides anything: the barrier releases every thread at once. Prints
- * "exit_race: ready" (flushed) just before the barrier. */
+ * "exit_race: ready" (flushed) once the collective is done, before the threads start. */
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <pthread.h>
@@ -98,13 +98,13 @@ int main(int argc, char **argv) {
   }
   int rc = run_collective();
   if (rc) return rc;
+  printf("exit_race: ready\n"); /* before any thread can end the process */
+  fflush(stdout);
   int parties = nthreads + (mode == MODE_MAIN);
   CHECK("pthread_barrier_init", pthread_barrier_init(&go, NULL, (unsigned)parties) == 0);
   pthread_t th[MAX_THREADS];
   for (int i = 0; i < nthreads; i++)
     CHECK("pthread_create", pthread_create(&th[i], NULL, ender, (void *)(long)i) == 0);
-  printf("exit_race: ready\n");
-  fflush(stdout);
   if (mode == MODE_MAIN) {
     pthread_barrier_wait(&go);
     return 0;
