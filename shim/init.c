@@ -88,8 +88,8 @@ static void exit_gate(int status, void *arg) {
 /* ---- termination signals ----
  * SIGTERM, SIGINT and SIGHUP (what Slurm, torchrun and a terminal send first), and SIGABRT
  * (abort(): a failed check, std::terminate, also while another thread is inside exit())
- * would end the job before the harvest thread wrote its last records and the footer. collscope's handler
- * (async-signal-safe throughout) stops recording, has the harvest thread write everything
+ * would end the job before the harvest thread wrote its last records and the footer.
+ * collscope's handler (async-signal-safe throughout) stops recording, has the harvest thread write everything
  * queued and the footer (at most CS_TERM_FLUSH_MS), puts the job's previous disposition
  * back and sends the signal again with its original siginfo: when the handler returns, the
  * job's own handler or the default action runs as it would have without collscope, so the
