@@ -50,22 +50,24 @@ static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int eve
     comm_unrecorded(comm, r);
     return;
   }
-  struct cs_comm *c = cs_comm_insert(comm);
+  /* every field is known before the entry is published: collscope's threads read the table */
+  struct cs_comm init;
+  memset(&init, 0, sizeof init);
+  int v;
+  init.id = id;
+  init.parent_id = parent;
+  init.nonblocking = r == ncclInProgress;
+  cs_tls.depth++;
+  init.size = (cs_real_ncclCommCount && cs_real_ncclCommCount(comm, &v) == ncclSuccess) ? v : -1;
+  init.rank = (cs_real_ncclCommUserRank && cs_real_ncclCommUserRank(comm, &v) == ncclSuccess) ? v : -1;
+  init.device = (cs_real_ncclCommCuDevice && cs_real_ncclCommCuDevice(comm, &v) == ncclSuccess) ? v : -1;
+  cs_tls.depth--;
+  struct cs_comm *c = cs_comm_insert(comm, &init);
   if (!c) {
     cs_log_once(CS_LOG_WARN, "communicator table full: ops of further communicators are recorded without comm info");
     comm_unrecorded(comm, r);
     return;
   }
-  int v;
-  c->id = id;
-  c->parent_id = parent;
-  c->nonblocking = r == ncclInProgress;
-  cs_tls.depth++;
-  c->size = (cs_real_ncclCommCount && cs_real_ncclCommCount(comm, &v) == ncclSuccess) ? v : -1;
-  c->rank = (cs_real_ncclCommUserRank && cs_real_ncclCommUserRank(comm, &v) == ncclSuccess) ? v : -1;
-  c->device = (cs_real_ncclCommCuDevice && cs_real_ncclCommCuDevice(comm, &v) == ncclSuccess) ? v : -1;
-  cs_tls.depth--;
-  c->index = atomic_fetch_add(&cs_st.comm_index, 1);
   comm_record(c, event);
   cs_tls.depth++;
   cs_hooks_comm_created(comm, c);

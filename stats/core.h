@@ -142,10 +142,17 @@ static inline uint64_t cs_comm_seq_take(struct cs_comm *c) {
   atomic_store_explicit(&c->seq, s + 1, memory_order_relaxed);
   return s;
 }
+/* Lock-free (an acquire load of the key): the entry found is complete. Its fields stay valid
+ * while the caller holds the communicator (NCCL forbids using one being destroyed). */
 struct cs_comm *cs_comm_lookup(void *comm);
-struct cs_comm *cs_comm_insert(void *comm); /* NULL when the table is full */
+/* A new entry for comm with init's id, parent_id, size, rank, device and nonblocking (index
+ * from cs_st.comm_index; seq and splits start at 0), published complete: a reader on another thread sees no entry
+ * or this one whole. NULL when the table is full. */
+struct cs_comm *cs_comm_insert(void *comm, const struct cs_comm *init);
 void cs_comm_remove(void *comm);
-/* Calls fn for every registered communicator (a snapshot; not for the hot path). */
+/* Calls fn for every registered communicator with a copy of its entry, taken under the
+ * table's lock (never torn by a concurrent insert, remove or reuse of the slot); fn runs
+ * without the lock. Not for the hot path. */
 void cs_comm_foreach(void (*fn)(void *comm, struct cs_comm *c, void *arg), void *arg);
 
 uint64_t cs_hash_bytes(const void *p, size_t n, uint64_t seed);

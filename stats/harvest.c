@@ -39,6 +39,7 @@ enum { FINAL_NONE,
 static _Atomic int final_state;
 static _Atomic int th_live;       /* the thread runs and no one is stopping it */
 static _Atomic long stopping_tid; /* the thread inside cs_harvest_stop */
+static _Atomic long harvest_tid;  /* the harvest thread itself (abort() on it waits for no one) */
 static int wake_fd[2] = {-1, -1}; /* signal handler -> harvest thread */
 static int done_fd[2] = {-1, -1}; /* footer written -> signal handler */
 
@@ -210,6 +211,7 @@ static void idle_wait(unsigned us) {
 
 static void *harvest_main(void *arg) {
   (void)arg;
+  atomic_store(&harvest_tid, (long)syscall(SYS_gettid));
   cs_ring_open(); /* this thread is the ring's one writer */
   for (size_t c = 0; c < nclients; c++)
     if (clients[c]->thread_start) clients[c]->thread_start();
@@ -261,7 +263,7 @@ bool cs_harvest_final_from_signal(unsigned timeout_ms) {
     }
   }
   /* nothing to wait for: no thread, or this very thread is the one finishing */
-  if (done_fd[0] < 0 || atomic_load(&stopping_tid) == tid ||
+  if (done_fd[0] < 0 || atomic_load(&stopping_tid) == tid || atomic_load(&harvest_tid) == tid ||
       (atomic_load(&final_state) == FINAL_NONE && !atomic_load(&stopping_tid)))
     return atomic_load(&final_state) == FINAL_DONE;
   struct timespec t0, t;
@@ -330,6 +332,7 @@ void cs_harvest_atfork_child(void) {
   th_running = false;
   atomic_store(&th_live, 0);
   atomic_store(&stopping_tid, 0);
+  atomic_store(&harvest_tid, 0);
   atomic_store(&final_state, FINAL_NONE);
   close_pipes(); /* shared with the parent: its harvest thread must not hear this process */
   cs_rq_ok = false;

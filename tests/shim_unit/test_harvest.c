@@ -3,7 +3,7 @@
  * memcpy-like transfers through hooks/timing.c while the harvest thread completes and
  * writes them. Checks that every record reaches the file exactly once, that grouped
  * ops share one group id per group, and that per-comm sequence numbers are unique.
- * Termination signals (in child processes): SIGTERM, SIGINT or SIGHUP after N ops leaves N
+ * Termination signals (in child processes): SIGTERM, SIGINT, SIGHUP or abort() after N ops leaves N
  * op records and a footer and still kills the process with that signal; a handler the job had installed runs
  * after the flush; an ignored SIGTERM stays ignored.
  * Run under TSan by scripts/test.sh. argv[1] = path of the null libcuda.so.1. */
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "hooks/timing.h"
@@ -73,15 +74,11 @@ static void many_threads(void **state) {
   cs_config_load();
   cs_ensure_init();
   assert_int_equal(atomic_load(&cs_st.ready), 1);
-  struct cs_comm *a = cs_comm_insert(&comm_a), *b = cs_comm_insert(&comm_b);
+  struct cs_comm ia = {.id = 0xaaaa, .size = 2, .rank = 0, .device = -1},
+                 ib = {.id = 0xbbbb, .size = 2, .rank = 1, .device = -1};
+  struct cs_comm *a = cs_comm_insert(&comm_a, &ia), *b = cs_comm_insert(&comm_b, &ib);
   assert_non_null(a);
   assert_non_null(b);
-  a->id = 0xaaaa;
-  a->size = 2;
-  a->rank = 0;
-  b->id = 0xbbbb;
-  b->size = 2;
-  b->rank = 1;
   pthread_t th[THREADS];
   for (intptr_t t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, worker, (void *)t);
   for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
@@ -156,16 +153,18 @@ static __attribute__((noreturn)) void term_child(const char *dir, enum job_handl
   cs_config_load();
   cs_ensure_init();
   if (!atomic_load(&cs_st.ready)) _exit(3);
-  struct cs_comm *c = cs_comm_insert(&comm_a);
-  if (!c) _exit(4);
-  c->id = 0xaaaa;
-  c->size = 2;
-  c->rank = 0;
+  struct cs_comm ic = {.id = 0xaaaa, .size = 2, .rank = 0, .device = -1};
+  if (!cs_comm_insert(&comm_a, &ic)) _exit(4);
   for (int i = 0; i < n; i++) {
     struct cs_record r;
     struct cs_comm *cc = cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)(0x1000 + i % 2), NULL);
     cs_op_returned(&r, cc, 0, 7);
     cs_op_end(&r);
+  }
+  if (sig == SIGABRT) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    abort(); /* the job's own abort(): glibc raises SIGABRT, collscope's handler runs first */
   }
   raise(sig);
   /* only an ignored signal gets here: recording goes on, exit writes the footer */
@@ -221,8 +220,8 @@ static int run_term_child(enum job_handler h, int sig, int n, long *ops, long *d
 
 static void sigterm_writes_footer_and_still_kills(void **state) {
   (void)state;
-  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
-  for (int k = 0; k < 3; k++) {
+  static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGABRT};
+  for (int k = 0; k < 4; k++) {
     long ops, drops;
     int footer;
     int st = run_term_child(JOB_DEFAULT, sigs[k], 3000, &ops, &drops, &footer);
