@@ -25,6 +25,10 @@
 #define AGG_SIZES 64
 #define AGG_EXACT 1024 /* a row with at most this many timed records keeps them: exact percentiles */
 
+/* An ops row whose figures rest on fewer timed records than this is marked (text `*`,
+ * HTML, JSON "few_timed"), so that nobody reads a bandwidth built on two samples. */
+#define REPORT_FEW_TIMED 10
+
 struct agg_row {
   const char *op_name;
   const char *model; /* the ranks' GPU model (report --by-model), NULL when not split */
@@ -43,6 +47,7 @@ struct agg_row {
    * then, so a small row costs a few hundred bytes) */
   size_t timed;
   double dur_max;
+  double dur_sum; /* for the mean (the statistic a host-timed benchmark loop reports) */
   double *exact;
   size_t nexact, capexact;
   bool exact_lost;

@@ -32,6 +32,7 @@ void agg_row_pour(struct report_agg_priv *P, struct agg_row *r) {
 /* one timed record's duration */
 static void row_dur(struct report_agg_priv *P, struct agg_row *r, double v) {
   if (!r->timed || v > r->dur_max) r->dur_max = v;
+  r->dur_sum += v;
   r->timed++;
   if (!r->exact_lost && r->nexact == AGG_EXACT) agg_row_pour(P, r);
   if (r->exact_lost) {
