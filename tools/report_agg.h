@@ -25,8 +25,9 @@
 #define AGG_SIZES 64
 #define AGG_EXACT 1024 /* a row with at most this many timed records keeps them: exact percentiles */
 
-/* An ops row whose figures rest on fewer timed records than this is marked (text `*`,
- * HTML, JSON "few_timed"), so that nobody reads a bandwidth built on two samples. */
+/* An ops row whose figures rest on fewer timed records than this (but some) is marked
+ * (text and HTML `*`, JSON "few_timed"), so that nobody reads a bandwidth built on two
+ * samples. */
 #define REPORT_FEW_TIMED 10
 
 struct agg_row {

@@ -44,7 +44,7 @@ static void build_ops(struct report *r) {
         row->busbw_mean = (double)row->bytes / (row->mean * 1e3) *
                           (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
     }
-    row->few = row->timed < REPORT_FEW_TIMED;
+    row->few = row->timed > 0 && row->timed < REPORT_FEW_TIMED; /* (an untimed row shows no figures) */
   }
 }
 
