@@ -41,7 +41,6 @@ struct op_row {
   bool few;                   /* timed on fewer than REPORT_FEW_TIMED records (report_agg.h) */
 };
 
-
 /* ranks: one row per dump file */
 struct rank_row {
   const struct cs_dumpfile *f;
