@@ -29,6 +29,7 @@
  * (text and HTML `*`, JSON "few_timed"), so that nobody reads a bandwidth built on two
  * samples. */
 #define REPORT_FEW_TIMED 10
+#define AGG_CRANK_BITS 1024 /* communicator ranks a file's bitmap tells apart (struct agg_file) */
 
 struct agg_row {
   const char *op_name;
@@ -71,6 +72,12 @@ struct agg_file {
   size_t ops, errors;
   uint64_t bytes;
   double gpu_ms;
+  /* the communicator ranks the file's process held in its largest communicator: how a
+   * process without RANK (one process driving several GPUs) is named in the report */
+  uint64_t rcomm;
+  int rcomm_size, crank_lo, crank_hi;
+  size_t ncrank; /* distinct ranks among the first AGG_CRANK_BITS */
+  uint64_t crank_bits[AGG_CRANK_BITS / 64];
 };
 
 struct agg_counts {

@@ -41,6 +41,10 @@ struct op_row {
   bool few;                   /* timed on fewer than REPORT_FEW_TIMED records (report_agg.h) */
 };
 
+struct report;
+/* a file's rank for the tables: RANK, else its communicator ranks ("c0-7"), else "?" */
+void report_rank_name(const struct report *r, const struct cs_dumpfile *f, char *out, size_t n);
+
 /* ranks: one row per dump file */
 struct rank_row {
   const struct cs_dumpfile *f;
