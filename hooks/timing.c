@@ -278,8 +278,8 @@ struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm) {
     r->timing = CS_TIMING_PENDING; /* decided at the group launch */
   } else {
     int pc = CS_PROF_NONE;
-    if (!r->comm_nb && atomic_load_explicit(&cs_timing_plugin_on, memory_order_relaxed) && plugin.wanted(op) &&
-        !stream_capturing(stream))
+    if (!r->comm_nb && count && atomic_load_explicit(&cs_timing_plugin_on, memory_order_relaxed) &&
+        plugin.wanted(op) && !stream_capturing(stream))
       pc = plugin.claim(op);
     if (pc == CS_PROF_ONLY) {
       r->enqueue_ns = cs_now_ns(CLOCK_REALTIME); /* NCCL's profiler plugin times it: no events */
@@ -289,7 +289,7 @@ struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm) {
     }
     if (pc == CS_PROF_PROBE) {
       r->prof_want = r->prof_probe = 1; /* both: events and the plugin */
-    } else if (r->seq != UINT64_MAX && cs_op_sampled_out(r->bytes, r->seq)) {
+    } else if (pc != CS_PROF_EVENTS && r->seq != UINT64_MAX && cs_op_sampled_out(r->bytes, r->seq)) {
       cs_op_sample_out(r); /* CUDA events only, and this op outside their sample */
       return c;
     }
@@ -373,7 +373,7 @@ void cs_group_launch_begin(void) {
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
     if (r->timing != CS_TIMING_PENDING) continue;
-    if ((r->prof_slot || (!r->comm_nb && plugin.wanted(r->op))) &&
+    if ((r->prof_slot || (!r->comm_nb && r->count && plugin.wanted(r->op))) &&
         !stream_capturing((void *)(uintptr_t)r->stream)) {
       /* claimed when NCCL started its event inside the call (prof_slot), or now */
       int pc = r->prof_slot ? (r->prof_probe ? CS_PROF_PROBE : CS_PROF_ONLY) : plugin.claim(r->op);

@@ -149,10 +149,17 @@ void cs_group_started(void); /* after a successful real ncclGroupStart */
  * CS_PROF_PROBE  auto mode's probation: CUDA events AND the plugin, compared by the harvest
  *                thread (probe_judge) until COLLSCOPE_PROFILER_PROBES ops agreed or
  *                not -- the verdict then makes every later op ONLY or NONE;
- * CS_PROF_NONE   CUDA events only. */
+ * CS_PROF_NONE   CUDA events only (a small op: within the event sample);
+ * CS_PROF_EVENTS CUDA events on every op, outside the event sample: the type is on probation
+ *                and its probes are all in flight, so that a short job is not left with the
+ *                sample alone until the verdict comes.
+ * An empty collective (count 0) is never offered to the plugin: NCCL discards it before
+ * its profiler sees a task (enqueue.cc:2554-2555), so it could only count as a probe
+ * without stamps, or a trusted op without an event. */
 enum { CS_PROF_NONE = 0,
        CS_PROF_ONLY = 1,
-       CS_PROF_PROBE = 2 };
+       CS_PROF_PROBE = 2,
+       CS_PROF_EVENTS = 3 };
 
 /* The second timing source beside CUDA events: NCCL's profiler plugin (shim/profiler.c),
  * handed over at load by shim/wiring.c (which makes hooks/ call the shim's plugin

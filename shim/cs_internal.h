@@ -30,7 +30,7 @@ bool cs_prof_active(void);
 /* cs_prof_active, the op is eligible, and its type's probation has not rejected the plugin */
 bool cs_prof_wanted(int op);
 /* How an eligible op is timed (hot path; call once per op, after cs_prof_wanted):
- * CS_PROF_ONLY, CS_PROF_PROBE or CS_PROF_NONE (hooks/timing.h). */
+ * CS_PROF_ONLY, CS_PROF_PROBE, CS_PROF_EVENTS or CS_PROF_NONE (hooks/timing.h). */
 int cs_prof_claim(int op);
 /* hot path, rare: an op the plugin was trusted to time got no event from NCCL (e.g. NCCL
  * launched it from a CUDA host callback once CUDA graphs with NCCL work exist); after

@@ -163,10 +163,11 @@ int cs_prof_claim(int op) {
              cs_op_table[op].name);
     return CS_PROF_ONLY;
   }
-  /* at most COLLSCOPE_PROFILER_PROBES probes of a type in flight; the others keep events */
+  /* at most COLLSCOPE_PROFILER_PROBES probes of a type in flight; until the verdict the
+   * others get CUDA events every time (not the event sample's 1 in N) */
   uint32_t issued = atomic_load_explicit(&probes_issued[op], memory_order_relaxed);
   if (issued - atomic_load_explicit(&probes_settled[op], memory_order_relaxed) >= cs_cfg.prof_probes)
-    return CS_PROF_NONE;
+    return CS_PROF_EVENTS;
   atomic_fetch_add_explicit(&probes_issued[op], 1, memory_order_relaxed);
   return CS_PROF_PROBE;
 }
@@ -226,7 +227,7 @@ static bool grouped_call_matches(struct cs_record *r, const char *func, size_t c
   bool m = rec_matches(r, func, count);
   r->prof_want = 0;
   int pc = m ? cs_prof_claim(r->op) : CS_PROF_NONE;
-  if (pc == CS_PROF_NONE) return false;
+  if (pc != CS_PROF_ONLY && pc != CS_PROF_PROBE) return false;
   r->prof_want = 1;
   r->prof_probe = pc == CS_PROF_PROBE; /* cs_group_launch_begin adds the stream's events */
   return true;

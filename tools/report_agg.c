@@ -80,6 +80,7 @@ static void merge_row(struct report_agg_priv *P, struct agg_row *into, struct ag
     if (from->exact_lost && !cs_hist_merge(&into->dur, &from->dur)) P->oom = true;
   }
   into->timed += from->timed;
+  into->dur_sum += from->dur_sum;
   free(from->exact);
   cs_hist_free(&from->dur);
   cs_hist_free(&from->bytes_hist);

@@ -25,6 +25,12 @@
 #define AGG_SIZES 64
 #define AGG_EXACT 1024 /* a row with at most this many timed records keeps them: exact percentiles */
 
+/* An ops row whose figures rest on fewer timed records than this (but some) is marked
+ * (text and HTML `*`, JSON "few_timed"), so that nobody reads a bandwidth built on two
+ * samples. */
+#define REPORT_FEW_TIMED 10
+#define AGG_CRANK_BITS 1024 /* communicator ranks a file's bitmap tells apart (struct agg_file) */
+
 struct agg_row {
   const char *op_name;
   const char *model; /* the ranks' GPU model (report --by-model), NULL when not split */
@@ -43,6 +49,7 @@ struct agg_row {
    * then, so a small row costs a few hundred bytes) */
   size_t timed;
   double dur_max;
+  double dur_sum; /* for the mean (the statistic a host-timed benchmark loop reports) */
   double *exact;
   size_t nexact, capexact;
   bool exact_lost;
@@ -65,6 +72,12 @@ struct agg_file {
   size_t ops, errors;
   uint64_t bytes;
   double gpu_ms;
+  /* the communicator ranks the file's process held in its largest communicator: how a
+   * process without RANK (one process driving several GPUs) is named in the report */
+  uint64_t rcomm;
+  int rcomm_size, crank_lo, crank_hi;
+  size_t ncrank; /* distinct ranks among the first AGG_CRANK_BITS */
+  uint64_t crank_bits[AGG_CRANK_BITS / 64];
 };
 
 struct agg_counts {

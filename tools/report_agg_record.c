@@ -32,6 +32,7 @@ void agg_row_pour(struct report_agg_priv *P, struct agg_row *r) {
 /* one timed record's duration */
 static void row_dur(struct report_agg_priv *P, struct agg_row *r, double v) {
   if (!r->timed || v > r->dur_max) r->dur_max = v;
+  r->dur_sum += v;
   r->timed++;
   if (!r->exact_lost && r->nexact == AGG_EXACT) agg_row_pour(P, r);
   if (r->exact_lost) {
@@ -214,6 +215,20 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   }
 
   struct agg_file *af = &P->agg->files[file];
+  if (o->comm_rank >= 0 && o->comm_size > 0 && o->comm_rank < o->comm_size &&
+      (o->comm_size > af->rcomm_size || (o->comm_size == af->rcomm_size && o->comm == af->rcomm))) {
+    if (o->comm_size > af->rcomm_size || o->comm != af->rcomm) { /* a larger communicator: start again */
+      memset(af->crank_bits, 0, sizeof af->crank_bits);
+      af->rcomm = o->comm, af->rcomm_size = o->comm_size, af->ncrank = 0;
+      af->crank_lo = af->crank_hi = o->comm_rank;
+    }
+    if (o->comm_rank < af->crank_lo) af->crank_lo = o->comm_rank;
+    if (o->comm_rank > af->crank_hi) af->crank_hi = o->comm_rank;
+    if (o->comm_rank < AGG_CRANK_BITS) {
+      uint64_t bit = (uint64_t)1 << (o->comm_rank % 64);
+      if (!(af->crank_bits[o->comm_rank / 64] & bit)) af->crank_bits[o->comm_rank / 64] |= bit, af->ncrank++;
+    }
+  }
   af->ops++;
   af->errors += err;
   af->bytes += o->bytes;

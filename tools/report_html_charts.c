@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "report_agg.h"
 #include "xalloc.h"
 
 static const char *const series[MAX_SERIES] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7",
@@ -158,9 +159,10 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
   if (more) fprintf(o, "<p>%zu more rows of other ops or rank counts are in the table only.</p>", more);
   fprintf(o, "<details><summary>Table: bus bandwidth per op, ranks and size</summary><table><tr><th>op</th><th>ranks</th>%s",
           by_model ? "<th>GPU model</th>" : "");
-  fputs("<th>size (B)</th><th>busbw p50 time (GB/s)</th><th>p10</th><th>p50</th><th>p90</th><th>timed</th></tr>",
+  fputs("<th>size (B)</th><th>busbw p50 time (GB/s)</th><th>busbw mean time (GB/s)</th><th>p10</th><th>p50</th>"
+        "<th>p90</th><th>timed</th></tr>",
         o);
-  size_t rows = 0;
+  size_t rows = 0, few = 0;
   json_array_foreach((json_t *)ops, i, r) {
     if (!html_jhas(r, "busbw_gbs") || rows++ == MAX_TABLE_ROWS) continue;
     const json_t *p = pct_row(pct, by_model ? NULL : html_jstr(r, "op"), html_jnum(r, "comm_size"), html_jnum(r, "bucket_lo"));
@@ -173,13 +175,23 @@ void html_chart_busbw(FILE *o, const json_t *doc) {
       fputs("</td>", o);
     }
     fprintf(o, "<td>%.0f</td><td>%.3f</td>", html_jnum(r, "bytes"), html_jnum(r, "busbw_gbs"));
+    if (html_jhas(r, "busbw_mean_gbs"))
+      fprintf(o, "<td>%.3f</td>", html_jnum(r, "busbw_mean_gbs"));
+    else
+      fputs("<td>-</td>", o);
     if (p)
       fprintf(o, "<td>%.3f</td><td>%.3f</td><td>%.3f</td>", html_jnum(p, "busbw_p10"), html_jnum(p, "busbw_p50"), html_jnum(p, "busbw_p90"));
     else
       fputs("<td>-</td><td>-</td><td>-</td>", o);
-    fprintf(o, "<td>%.0f</td></tr>", html_jnum(r, "timed"));
+    bool f = json_is_true(json_object_get(r, "few_timed"));
+    few += f;
+    fprintf(o, f ? "<td class=\"warn\" data-few-timed=\"1\">%.0f *</td></tr>" : "<td>%.0f</td></tr>", html_jnum(r, "timed"));
   }
-  fputs("</table></details></section>\n", o);
+  fputs("</table>", o);
+  if (few)
+    fprintf(o, "<p data-note=\"few_timed\">* %zu row%s timed on fewer than %d records: not a measurement to compare.</p>",
+            few, few == 1 ? "" : "s", REPORT_FEW_TIMED);
+  fputs("</details></section>\n", o);
 }
 
 /* ---- lateness: rank groups x seq columns per communicator ---- */

@@ -35,9 +35,15 @@ struct op_row {
   int bucket; /* -1 for bytes == 0 */
   uint64_t bucket_lo, bucket_hi, bytes, bytes_min, bytes_max;
   size_t count, timed;
-  double p50, p99, max; /* us, valid when timed > 0 */
-  double algbw, busbw;  /* GB/s, valid when timed > 0 and p50 > 0 */
+  double p50, p99, max, mean; /* us, valid when timed > 0 */
+  double algbw, busbw;        /* GB/s, valid when timed > 0 and p50 > 0 */
+  double busbw_mean;          /* GB/s: size / mean x factor, valid when timed > 0 and mean > 0 */
+  bool few;                   /* timed on fewer than REPORT_FEW_TIMED records (report_agg.h) */
 };
+
+struct report;
+/* a file's rank for the tables: RANK, else its communicator ranks ("c0-7"), else "?" */
+void report_rank_name(const struct report *r, const struct cs_dumpfile *f, char *out, size_t n);
 
 /* ranks: one row per dump file */
 struct rank_row {

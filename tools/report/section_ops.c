@@ -1,6 +1,7 @@
 /* tools/report/section_ops.c: the report's "ops" section, nccl-tests style: one row per
- * (op, communicator size, message-size bucket) with nearest-rank percentiles of the GPU
- * time, algbw and busbw (definitions: tools/cmd_report.c). Rows come from the figures
+ * (op, communicator size, message-size bucket) with nearest-rank percentiles and the mean of
+ * the GPU time, algbw and busbw (definitions: tools/cmd_report.c), busbw of the mean, and a
+ * `*` on a row timed on fewer than REPORT_FEW_TIMED records. Rows come from the figures
  * gathered while the dumps streamed (tools/report_agg.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,34 +39,50 @@ static void build_ops(struct report *r) {
         row->algbw = (double)row->bytes / (row->p50 * 1e3);
         row->busbw = row->algbw * (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
       }
+      row->mean = ar->dur_sum / (double)row->timed;
+      if (row->mean > 0)
+        row->busbw_mean = (double)row->bytes / (row->mean * 1e3) *
+                          (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
     }
+    row->few = row->timed > 0 && row->timed < REPORT_FEW_TIMED; /* (an untimed row shows no figures) */
   }
 }
 
 static void text_ops(const struct report *r, FILE *o) {
-  fprintf(o, "\n# Operations: per-rank records; time from GPU events (nearest-rank percentiles);\n"
-             "# algbw = size / p50 time, busbw = algbw x nccl-tests factor for nranks\n");
-  fprintf(o, "# %13s %6s %12s %12s %7s %7s %10s %10s %10s %11s %11s%s\n", "op", "nranks", "size(B)",
-          "bucket_lo", "count", "timed", "p50(us)", "p99(us)", "max(us)", "algbw(GB/s)",
-          "busbw(GB/s)", r->by_model ? "  gpu (the records of its ranks)" : "");
+  fprintf(o, "\n# Operations: per-rank records; time from GPU events (nearest-rank percentiles, mean);\n"
+             "# algbw = size / p50 time, busbw = algbw x nccl-tests factor for nranks;\n"
+             "# busbw(mean) = size / mean time x factor (a host-timed benchmark loop's statistic)\n");
+  fprintf(o, "# %13s %6s %12s %12s %7s %8s %10s %10s %10s %10s %11s %11s %11s%s\n", "op", "nranks", "size(B)",
+          "bucket_lo", "count", "timed", "p50(us)", "p99(us)", "max(us)", "mean(us)", "algbw(GB/s)",
+          "busbw(GB/s)", "busbw(mean)", r->by_model ? "  gpu (the records of its ranks)" : "");
   char b[128], g[128];
+  size_t nfew = 0;
   for (size_t i = 0; i < r->nrows; i++) {
     const struct op_row *w = &r->rows[i];
-    fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu", cs_text_safe(w->op_name, b, sizeof b), w->comm_size,
-            (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed);
+    nfew += w->few;
+    fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu%s", cs_text_safe(w->op_name, b, sizeof b), w->comm_size,
+            (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed, w->few ? "*" : " ");
     char gb[128];
     g[0] = 0;
     if (r->by_model) snprintf(g, sizeof g, "  %s", cs_text_safe(w->model ? w->model : "unknown", gb, sizeof gb));
     if (w->timed)
-      fprintf(o, " %10.2f %10.2f %10.2f", w->p50, w->p99, w->max);
+      fprintf(o, " %10.2f %10.2f %10.2f %10.2f", w->p50, w->p99, w->max, w->mean);
     else
-      fprintf(o, " %10s %10s %10s", "-", "-", "-");
+      fprintf(o, " %10s %10s %10s %10s", "-", "-", "-", "-");
     if (w->timed && w->p50 > 0)
-      fprintf(o, " %11.2f %11.2f%s\n", w->algbw, w->busbw, g);
+      fprintf(o, " %11.2f %11.2f", w->algbw, w->busbw);
     else
-      fprintf(o, " %11s %11s%s\n", "-", "-", g);
+      fprintf(o, " %11s %11s", "-", "-");
+    if (w->timed && w->mean > 0)
+      fprintf(o, " %11.2f%s\n", w->busbw_mean, g);
+    else
+      fprintf(o, " %11s%s\n", "-", g);
   }
   if (!r->nrows) fprintf(o, "  (no op records)\n");
+  if (nfew)
+    fprintf(o, "  * %zu row%s timed on fewer than %d records (count `timed`): %s figures are not a measurement "
+               "to compare\n",
+            nfew, nfew == 1 ? "" : "s", REPORT_FEW_TIMED, nfew == 1 ? "its" : "their");
 }
 
 static json_t *json_ops(const struct report *r) {
@@ -88,6 +105,7 @@ static json_t *json_ops(const struct report *r) {
       json_object_set_new(t, "p50", json_real(w->p50));
       json_object_set_new(t, "p99", json_real(w->p99));
       json_object_set_new(t, "max", json_real(w->max));
+      json_object_set_new(t, "mean", json_real(w->mean));
       json_object_set_new(o, "time_us", t);
     } else {
       json_object_set_new(o, "time_us", json_null());
@@ -95,6 +113,8 @@ static json_t *json_ops(const struct report *r) {
     bool bw = w->timed && w->p50 > 0;
     json_object_set_new(o, "algbw_gbs", jnum_or_null(bw, w->algbw));
     json_object_set_new(o, "busbw_gbs", jnum_or_null(bw, w->busbw));
+    json_object_set_new(o, "busbw_mean_gbs", jnum_or_null(w->timed && w->mean > 0, w->busbw_mean));
+    json_object_set_new(o, "few_timed", json_boolean(w->few));
     json_array_append_new(a, o);
   }
   return a;

@@ -54,6 +54,23 @@ static void build_ranks(struct report *r) {
   if (r->by_model && r->nranks) qsort(r->ranks, r->nranks, sizeof *r->ranks, cmp_by_model);
 }
 
+/* A file's rank as the tables print it: RANK from its header; without one (a process
+ * driving several GPUs, RANK unset), the communicator ranks it held in its largest
+ * communicator, "c0-7" (or "c0..6/4" when they are not contiguous: first..last/count). */
+void report_rank_name(const struct report *r, const struct cs_dumpfile *f, char *out, size_t n) {
+  const struct agg_file *af = r->agg ? &r->agg->files[f->read_index] : NULL;
+  if (f->hdr.rank >= 0)
+    snprintf(out, n, "%d", f->hdr.rank);
+  else if (!af || !af->ncrank)
+    snprintf(out, n, "?");
+  else if (af->crank_lo == af->crank_hi)
+    snprintf(out, n, "c%d", af->crank_lo);
+  else if ((size_t)(af->crank_hi - af->crank_lo) + 1 == af->ncrank)
+    snprintf(out, n, "c%d-%d", af->crank_lo, af->crank_hi);
+  else
+    snprintf(out, n, "c%d..%d/%zu", af->crank_lo, af->crank_hi, af->ncrank);
+}
+
 static int host_width(const struct report *r) {
   int w = 4;
   char b[128];
@@ -82,11 +99,8 @@ static void text_ranks(const struct report *r, FILE *o) {
       fprintf(o, "# gpu %s: %zu rank%s, median gpu_time %.3f ms\n", cs_text_safe(model_of(w->f), b, sizeof b), j - i,
               j - i == 1 ? "" : "s", median_gpu_ms(r->ranks, i, j));
     }
-    char rank[16];
-    if (w->f->hdr.rank >= 0)
-      snprintf(rank, sizeof rank, "%d", w->f->hdr.rank);
-    else
-      snprintf(rank, sizeof rank, "?");
+    char rank[32];
+    report_rank_name(r, w->f, rank, sizeof rank);
     /* exit: no-footer (the process did not exit cleanly), lost (its footer counts records the
      * file does not hold), else clean */
     if (steps && w->f->hdr.step >= 0)
@@ -107,6 +121,15 @@ static json_t *json_ranks(const struct report *r) {
     const struct rank_row *w = &r->ranks[i];
     json_t *o = json_object();
     json_object_set_new(o, "rank", json_integer(w->f->hdr.rank));
+    const struct agg_file *af = r->agg ? &r->agg->files[w->f->read_index] : NULL;
+    if (w->f->hdr.rank < 0 && af && af->ncrank) { /* no RANK: the communicator ranks it held */
+      json_t *cr = json_object();
+      json_object_set_new(cr, "comm_size", json_integer(af->rcomm_size));
+      json_object_set_new(cr, "first", json_integer(af->crank_lo));
+      json_object_set_new(cr, "last", json_integer(af->crank_hi));
+      json_object_set_new(cr, "count", jcount(af->ncrank));
+      json_object_set_new(o, "comm_ranks", cr);
+    }
     json_object_set_new(o, "step", w->f->hdr.step >= 0 ? json_integer(w->f->hdr.step) : json_null());
     json_object_set_new(o, "host", json_string(w->f->hdr.host));
     if (r->by_model) json_object_set_new(o, "gpu_model", json_string(model_of(w->f)));

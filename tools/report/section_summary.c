@@ -82,6 +82,10 @@ static void build_summary(struct report *r) {
     if (k == 0 || ranks[k] != ranks[k - 1]) s->ranks++;
   free(hosts);
   free(ranks);
+  /* a file without RANK (one process driving several GPUs) counts the communicator ranks
+   * it held */
+  for (size_t i = 0; r->agg && i < set->nfiles; i++)
+    if (set->files[i].hdr.rank < 0) s->ranks += r->agg->files[set->files[i].read_index].ncrank;
   if (r->agg) { /* the op records were counted while the dumps streamed */
     const struct agg_counts *c = &r->agg->counts;
     s->ops = c->ops, s->errors = c->errors, s->timed = c->timed, s->timed_profiler = c->timed_profiler;

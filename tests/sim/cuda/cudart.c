@@ -866,6 +866,9 @@ EXPORT void __cudaRegisterVar(void **h, char *hostVar, char *deviceAddress, cons
                               int constant, int global);
 EXPORT unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, void *stream);
 EXPORT cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream);
+EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func);
+EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s);
+EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s);
 
 static char g_fatbin_dummy;
 
@@ -1042,6 +1045,37 @@ EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *c, const v
     if (!c) return R(cudaErrorInvalidValue);
     return launch_kernel(func, c->gridDim, c->blockDim, args, c->dynamicSmemBytes, c->stream, 1);
 }
+
+/* nvcc 13's <<<>>> launch (crt/host_runtime.h, __cudaLaunch): __cudaGetKernel once per call
+ * site turns the host stub into a cudaKernel_t, then __cudaLaunchKernel(_ptsz) launches it
+ * (crt/device_functions.h). The handle is the registration entry itself; a handle that is
+ * not one (0: the stub was never registered) returns cudaErrorInvalidResourceHandle. */
+EXPORT cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func)
+{
+    if (!kernel) return R(cudaErrorInvalidValue);
+    INIT();
+    pthread_mutex_lock(&g_kreg_mu);
+    struct kreg *k = g_kregs;
+    while (k && k->host != func) k = k->next;
+    pthread_mutex_unlock(&g_kreg_mu);
+    if (!k) return R(cudaErrorInvalidDeviceFunction);
+    *kernel = (cudaKernel_t)(void *)k;
+    return cudaSuccess;
+}
+static cudaError_t launch_handle(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s, int pt)
+{
+    pthread_mutex_lock(&g_kreg_mu);
+    struct kreg *k = g_kregs;
+    while (k && (void *)k != (void *)kernel) k = k->next;
+    const void *host = k ? k->host : NULL;
+    pthread_mutex_unlock(&g_kreg_mu);
+    if (!host) return R(cudaErrorInvalidResourceHandle);
+    return launch_kernel(host, g, b, args, shmem, s, pt);
+}
+EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s)
+{ return launch_handle(kernel, g, b, args, shmem, s, 0); }
+EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s)
+{ return launch_handle(kernel, g, b, args, shmem, s, 1); }
 
 EXPORT cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *a, const void *func)
 {

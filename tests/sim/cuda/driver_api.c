@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 /* every function this file defines outside `static` is driver API: exported */
 SIMCUDA_API_BEGIN
@@ -939,28 +940,114 @@ CUresult cuModuleUnload(CUmodule m)
     return CUDA_SUCCESS;
 }
 
-/* Host implementation of kernel <name>: collscope_simkernel_<name>, found with
- * dlsym(RTLD_DEFAULT); optional collscope_simkernel_<name>_argsizes (const size_t[], 0-ended)
- * lets the launch copy the argument values, as a real launch does. */
-SIM_HIDDEN struct CUfunc_st *sim_func_lookup(const char *name, struct CUmod_st *mod)
+/* A kernel in an anonymous namespace carries a per-build component in its mangled name:
+ * nvcc writes `_ZN36_GLOBAL__N__5747c7f7_4_k_cu_5c0bf09a5scaleEPff` (the length, then
+ * `_GLOBAL__N_`, hashes and the file name). The lookup name leaves every such component out
+ * (`_ZN5scaleEPff`), so that collscope_simkernel_<that> matches every build. Returns 1 when
+ * `out` differs from `name`; 0 (and out unset) when nothing was left out or it does not fit. */
+static int sim_kernel_name_stable(const char *name, char *out, size_t n)
 {
-    char sym[512];
-    if (snprintf(sym, sizeof sym, "collscope_simkernel_%s", name) >= (int)sizeof sym) return NULL;
-    void *fn = dlsym(RTLD_DEFAULT, sym);
-    if (!fn) return NULL;
-    size_t len = strlen(sym);
-    snprintf(sym + len, sizeof sym - len, "_argsizes");
-    const size_t *argsizes = dlsym(RTLD_DEFAULT, sym);
+    size_t o = 0;
+    int changed = 0;
+    for (const char *p = name; *p;) {
+        if (*p >= '1' && *p <= '9' && (p == name || p[-1] < '0' || p[-1] > '9')) {
+            char *end;
+            unsigned long len = strtoul(p, &end, 10);
+            size_t rest = strlen(end);
+            if (len >= 11 && len <= rest && !strncmp(end, "_GLOBAL__N_", 11)) {
+                p = end + len; /* the whole component */
+                changed = 1;
+                continue;
+            }
+        }
+        if (o + 1 >= n) return 0;
+        out[o++] = *p++;
+    }
+    if (!changed) return 0;
+    out[o] = 0;
+    return 1;
+}
+
+/* COLLSCOPE_SIM_KERNELS=model: a kernel with no host implementation runs as modeled time and
+ * touches no data. Duration: COLLSCOPE_SIM_KERNEL_US when set (0..10^7), else 5 us plus 1 us
+ * per 132 blocks (one wave of the simulated H100's SMs). */
+static pthread_once_t model_once = PTHREAD_ONCE_INIT;
+static int model_mode;
+static long model_us_env = -1; /* -1: unset, the grid-size model */
+static void model_read_env(void)
+{
+    const char *e = getenv("COLLSCOPE_SIM_KERNELS");
+    model_mode = e && !strcmp(e, "model");
+    const char *u = getenv("COLLSCOPE_SIM_KERNEL_US");
+    if (!u || !*u) return;
+    char *end;
+    long v = strtol(u, &end, 10);
+    if (*end || v < 0 || v > 10000000)
+        fprintf(stderr, "collscope sim: COLLSCOPE_SIM_KERNEL_US=%s is not 0..10000000: the grid-size model applies\n", u);
+    else
+        model_us_env = v;
+}
+static int model_on(void)
+{
+    pthread_once(&model_once, model_read_env);
+    return model_mode;
+}
+static void model_kernel(void **params, const unsigned grid[3], const unsigned block[3])
+{
+    (void)params; (void)block;
+    long us = model_us_env;
+    if (us < 0) {
+        unsigned long long blocks = (unsigned long long)grid[0] * grid[1] * grid[2];
+        us = 5 + (long)(blocks / 132 < 10000000ull ? blocks / 132 : 10000000ull);
+    }
+    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+
+static struct CUfunc_st *func_new(const char *name, struct CUmod_st *mod, simkernel_fn fn, const size_t *argsizes)
+{
     struct CUfunc_st *f = calloc(1, sizeof *f + strlen(name) + 1);
     if (!f) return NULL;
     f->type = OBJ_FUNC;
-    /* POSIX guarantees data/function pointer conversion for dlsym */
-    memcpy(&f->fn, &fn, sizeof fn);
+    f->fn = fn;
     f->argsizes = argsizes;
     f->mod = mod;
     strcpy(f->name, name);
     reg_add(f, OBJ_FUNC);
     return f;
+}
+
+/* Host implementation of kernel <name>: collscope_simkernel_<name>, found with
+ * dlsym(RTLD_DEFAULT) (for a kernel in an anonymous namespace, the name without that
+ * component: sim_kernel_name_stable); optional collscope_simkernel_<name>_argsizes (const
+ * size_t[], 0-ended) lets the launch copy the argument values, as a real launch does. None,
+ * and COLLSCOPE_SIM_KERNELS=model: a modeled kernel (model_kernel), announced once per name
+ * and module, loudly, since its results are not computed. */
+SIM_HIDDEN struct CUfunc_st *sim_func_lookup(const char *name, struct CUmod_st *mod)
+{
+    char sym[512], stable[480];
+    if (snprintf(sym, sizeof sym, "collscope_simkernel_%s", name) >= (int)sizeof sym) return NULL;
+    void *fn = dlsym(RTLD_DEFAULT, sym);
+    if (!fn && sim_kernel_name_stable(name, stable, sizeof stable)) {
+        snprintf(sym, sizeof sym, "collscope_simkernel_%s", stable);
+        fn = dlsym(RTLD_DEFAULT, sym);
+    }
+    if (!fn) {
+        if (!model_on()) return NULL;
+        struct CUfunc_st *f = func_new(name, mod, model_kernel, NULL);
+        if (f)
+            fprintf(stderr, "collscope sim: WARNING: kernel %s has no simulator implementation; COLLSCOPE_SIM_KERNELS=model "
+                            "runs it as modeled time only: its results are NOT computed, its output memory is left as it was\n",
+                    name);
+        return f;
+    }
+    size_t len = strlen(sym);
+    snprintf(sym + len, sizeof sym - len, "_argsizes");
+    const size_t *argsizes = dlsym(RTLD_DEFAULT, sym);
+    simkernel_fn kfn;
+    /* POSIX guarantees data/function pointer conversion for dlsym */
+    memcpy(&kfn, &fn, sizeof fn);
+    return func_new(name, mod, kfn, argsizes);
 }
 
 CUresult cuModuleGetFunction(CUfunction *pf, CUmodule m, const char *name)

@@ -664,11 +664,9 @@ static ncclResult_t split_common(ncclComm_t comm, int color, int key, ncclComm_t
   return r;
 }
 
+/* Any color is accepted: NCCL 2.28.9 treats only NCCL_SPLIT_NOCOLOR specially (init.cc:1468,
+ * 2573) and has no range check, so a color of -5 is one more color. */
 SN_API ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
-  if (color < 0 && color != NCCL_SPLIT_NOCOLOR) {
-    sn_warn(-1, "ncclCommSplit : invalid color %d", color);
-    return ncclInvalidArgument;
-  }
   return split_common(comm, color, key, newcomm, config, NULL, 0, 0, "ncclCommSplit");
 }
 SN_ALIAS(ncclCommSplit)
@@ -727,8 +725,11 @@ SN_ALIAS(ncclCommFinalize)
 
 SN_API ncclResult_t pncclCommDestroy(ncclComm_t comm) {
   if (comm == NULL) return ncclSuccess;
-  ncclResult_t r;
-  if ((r = sn_comm_check(comm, "ncclCommDestroy"))) return r;
+  /* a destroyed comm: NCCL's own double-free check and text (init.cc:2373-2376) */
+  if (!sn_comm_ok(comm)) {
+    sn_warn(-1, "comm %p has already been destroyed", (void *)comm);
+    return ncclInvalidArgument;
+  }
   (void)sn_comm_ensure_ready(comm);
   sn_info(comm->dev, "comm %p rank %d nRanks %d cudaDev %d - Destroy COMPLETE", (void *)comm, comm->rank,
           comm->nranks, comm->dev);
@@ -780,11 +781,12 @@ SN_API ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncE
 }
 SN_ALIAS(ncclCommGetAsyncError)
 
+/* NCCL names these checks "CommCount", "CommCuDevice", "CommUserRank" (init.cc:2744-2772) */
 #define QUERY(fnname, T, field, label)                                                      \
   SN_API ncclResult_t p##fnname(const ncclComm_t comm, T *out) {                            \
     ncclResult_t r;                                                                         \
-    if ((r = sn_comm_check(comm, #fnname))) return r;                                       \
-    if (ptr_check(out, #fnname, label)) return ncclInvalidArgument;                         \
+    if ((r = sn_comm_check(comm, &#fnname[4]))) return r;                                   \
+    if (ptr_check(out, &#fnname[4], label)) return ncclInvalidArgument;                     \
     if ((r = sn_comm_ensure_ready(comm))) return r;                                         \
     *out = comm->field;                                                                     \
     return ncclSuccess;                                                                     \
@@ -795,8 +797,19 @@ QUERY(ncclCommCuDevice, int, dev, "devid")
 QUERY(ncclCommUserRank, int, rank, "rank")
 
 /* ---------------------------------------------------------------- memory, registration */
+/* NCCL 2.28.9 (allocator.cc:27, 92): a NULL ptr or a size of 0 falls through to
+ * cudaMalloc(ptr, size) under CUDACHECKGOTO (checks.h:21-28): size 0 returns ncclSuccess with
+ * *ptr NULL (cudaMalloc's answer), a NULL ptr "Cuda failure 'invalid argument'" and
+ * ncclUnhandledCudaError. */
 SN_API ncclResult_t pncclMemAlloc(void **ptr, size_t size) {
-  if (ptr == NULL || size == 0) { sn_warn(-1, "ncclMemAlloc : pointer NULL or size 0"); return ncclInvalidArgument; }
+  if (ptr == NULL) {
+    sn_warn(-1, "Cuda failure 'invalid argument'");
+    return ncclUnhandledCudaError;
+  }
+  if (size == 0) {
+    *ptr = NULL;
+    return ncclSuccess;
+  }
   CUdeviceptr d = 0;
   CUresult cr = cuMemAlloc(&d, size);
   if (cr != CUDA_SUCCESS) { sn_warn(-1, "Cuda failure %d in ncclMemAlloc", (int)cr); return ncclUnhandledCudaError; }

@@ -50,7 +50,10 @@ static void test_errors(void) {
   CHECK(ncclRedOpDestroy(ncclSum, NULL) == ncclInvalidArgument, "destroy builtin op");
   CHECK(ncclCommDestroy(NULL) == ncclSuccess, "destroy NULL");
   CHECK(ncclCommCount(NULL, &v) == ncclInvalidArgument, "count NULL comm");
-  CHECK(ncclMemAlloc(NULL, 10) == ncclInvalidArgument, "memalloc NULL");
+  /* NCCL 2.28.9 falls through to cudaMalloc(ptr, size) (allocator.cc:27, 92) */
+  CHECK(ncclMemAlloc(NULL, 64) == ncclUnhandledCudaError, "memalloc NULL");
+  void *p0 = &v;
+  CHECK(ncclMemAlloc(&p0, 0) == ncclSuccess && p0 == NULL, "memalloc size 0: %p", p0);
   int dl[2] = {0, 0};
   CHECK(ncclCommInitAll(comms, 2, dl) == ncclInvalidUsage, "InitAll duplicate device");
   dl[1] = 999;
@@ -177,10 +180,11 @@ static void test_split(void) {
     int want = (i >= 2) ? 0 : 1;   /* {0,2}: 2 first, {1,3}: 3 first */
     CHECK(n == 2 && r == want, "split: parent %d -> rank %d of %d", i, r, n);
   }
-  /* equal keys: ties broken by parent rank; NOCOLOR -> NULL */
+  /* equal keys: ties broken by parent rank; NOCOLOR -> NULL; a negative color other than
+   * NOCOLOR is a color like any other (init.cc:1468, 2573) */
   ncclComm_t s2[ND];
   NCCLOK(ncclGroupStart());
-  for (int i = 0; i < ND; i++) NCCLOK(ncclCommSplit(comms[i], i == 0 ? NCCL_SPLIT_NOCOLOR : 5, 7, &s2[i], NULL));
+  for (int i = 0; i < ND; i++) NCCLOK(ncclCommSplit(comms[i], i == 0 ? NCCL_SPLIT_NOCOLOR : -5, 7, &s2[i], NULL));
   NCCLOK(ncclGroupEnd());
   CHECK(s2[0] == NULL, "NOCOLOR gives NULL");
   for (int i = 1; i < ND; i++) {
