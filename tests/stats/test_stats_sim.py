@@ -9,7 +9,7 @@ top, slow5/slow20 (sensitivity, quiet job shape), clean_quiet, clean_mixed (10,0
 instances), stall (host-side hang before enqueue: missing), slow5_sampled/slow20_sampled (the
 sensitivity cases with 1 in 16 small instances timed), sampled_counts (records, counts and
 CUDA events of the sampled event path). Prints the measured figures."""
-import argparse, glob, json, os, re, shutil, statistics, subprocess, sys, tempfile
+import argparse, glob, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 HOSTS = "simhost[1-4]"
 HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
@@ -322,6 +322,64 @@ def sampled_slow_runs(cli, apps, tmp, pct, steps, bar, runs=RUNS):
 def case_slow5_sampled(cli, apps, tmp):
     # dp_train: 3 collectives per step; 560 steps hold the bar's 100 timed instances after the onset
     sampled_slow_runs(cli, apps, tmp, 5, steps=560, bar=100)
+
+
+# The modeled clock (COLLSCOPE_SIM_CLOCK=model, docs/simulator.md): GPU time is virtual, so
+# the same job with the same seed writes the same GPU durations under any host load. Timed by
+# CUDA events alone: with `auto` the op where a process switches to the profiler plugin's
+# stamps (integer ns; events give float ms) depends on when its harvest thread judged the
+# probes (docs/timing.md), so a few records around it could differ by a nanosecond.
+MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "NCCL_DEBUG": "INFO"}
+MODEL_EVENTS = dict(MODEL, COLLSCOPE_TIMING="events", COLLSCOPE_EVENT_SAMPLE="1")  # every op timed
+MODEL_FAULTS = QUIET + ";slow:rank=5,pct=5;jitter:pct=2"
+MODEL_FIRST_FLAG = 16  # rank 5 first flagged at instance 16 with seed 1 (12 after the onset)
+
+
+def gpu_durations(d):
+    """(rank, seq, op) -> dur_us of every GPU-timed op record (CUDA events or the NCCL profiler
+    plugin's KernelCh stamps: both read the modeled clock) of the dumps."""
+    out = {}
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        for line in open(f):
+            o = json.loads(line)
+            if o.get("type") == "op" and o.get("timing") in ("gpu_event", "profiler"):
+                out[(o["rank"], o["seq"], o.get("op"))] = o["dur_us"]
+    return out
+
+
+def model_straggler(cli, apps, tmp, busy):
+    loops = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL) for _ in range(busy)]
+    try:
+        t0 = time.monotonic()
+        p, d, shm = run_job(cli, apps, tmp, MODEL_FAULTS, steps=60, args=QUIET_ARGS, env_extra=MODEL_EVENTS)
+        wall = time.monotonic() - t0
+    finally:
+        for y in loops:
+            y.kill()
+            y.wait()
+    assert p.returncode == 0, p.stdout[-3000:]
+    m = re.findall(r"slow fault: rank 5 first stall (\d+) us, before seq (\d+)", p.stdout)
+    assert len(m) == 1, p.stdout[-3000:]
+    r = report(cli, d)
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    print("model, %d busy loops: %.1f s wall, onset seq %s, stragglers %s" % (busy, wall, m[0][1], json.dumps(s)))
+    assert len(s) == 1 and s[0]["rank"] == 5 and s[0]["host"] == "simhost3", r["stragglers"]
+    return gpu_durations(d), s[0]["first_flag_instance"], int(m[0][1])
+
+
+def case_model_determinism(cli, apps, tmp):
+    # the same 8-rank straggler job twice with seed 1, the second time beside two busy loops:
+    # every op record's dur_us and the first-flag instance are identical
+    da, fa, onset_a = model_straggler(cli, apps, os.path.join(tmp, "calm"), 0)
+    db, fb, onset_b = model_straggler(cli, apps, os.path.join(tmp, "busy"), 2)
+    assert da and set(da) == set(db), (len(da), len(db))
+    diff = [k for k in da if da[k] != db[k]]
+    assert not diff, ["%s: %s vs %s" % (k, da[k], db[k]) for k in diff[:10]]
+    assert onset_a == onset_b and fa == fb, (onset_a, onset_b, fa, fb)
+    print("rank 5 first flagged at instance %d with seed 1 (onset seq %d, %d instances after it); %d op "
+          "durations identical" % (fa, onset_a, fa - onset_a, len(da)))
+    assert fa - onset_a <= 30, (fa, onset_a)
+    assert fa == MODEL_FIRST_FLAG, (fa, MODEL_FIRST_FLAG)
 
 
 def case_slow20_sampled(cli, apps, tmp):

@@ -6,6 +6,7 @@
 #include "../nvml/simhealth.h"
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---------------------------------------------------------------- group state */
 struct pend { struct ncclComm *c; struct sn_op op; };
@@ -31,6 +32,7 @@ struct work {
   struct sn_op *ops;
   int nops, captured;
   uint32_t ticket;
+  uint64_t vt_end;               /* modeled clock: the item's completion (for work_join) */
   _Atomic int refs;
   _Atomic uint32_t finished;
 };
@@ -107,9 +109,13 @@ static void work_run(void *arg) {
       sn_wait(&c->done, d);
     }
   }
-  uint64_t t0_ = sn_prof_now();
+  /* modeled clock (model.c): the GPU timer is the stream's virtual time on the realtime epoch */
+  int model = simcuda_model_on();
+  uint64_t v0 = model ? simcuda_model_now() : 0;
+  uint64_t t0_ = model ? SIMCUDA_MODEL_EPOCH_NS + v0 : sn_prof_now();
   sn_exec_ops(c, w->ops, w->nops);
-  uint64_t t1_ = sn_prof_now();
+  if (model) sn_model_item_done(c, w->ops, w->nops, v0);
+  uint64_t t1_ = model ? SIMCUDA_MODEL_EPOCH_NS + (w->vt_end = simcuda_model_now()) : sn_prof_now();
   if (!w->captured) sn_prof_kernels(c, w->ops, w->nops, t0_, t1_);
   if (!w->captured && (sn_nfaults || sh_any_slow())) dur_note(c, t1_ - t0_);
   if (c->index == 0 && w->nops > 0) simcuda_note_seq(c->dev, (long long)w->ops[w->nops - 1].seq);
@@ -121,6 +127,7 @@ static void work_run(void *arg) {
 static void work_join(void *arg) {
   struct work *w = arg;
   while (!atomic_load(&w->finished)) sn_wait(&w->finished, 0);
+  if (simcuda_model_on()) simcuda_model_advance_to(w->vt_end);
 }
 
 static int slow_us(struct ncclComm *c, long long seq) {
@@ -134,6 +141,11 @@ static int slow_us(struct ncclComm *c, long long seq) {
     us += (unsigned)((double)med * (double)f->elem / 100000.0 + 0.5);
   }
   double hp = sh_slow_pct_at(c->fault_rank, simcuda_hostname(), seq);   /* tests/sim/nvml/simhealth.h */
+  if (simcuda_model_on()) {   /* the modeled cost already divides by the GPU model's speed */
+    double speed = 1;
+    sh_gpu_model(simcuda_hostname(), &speed);
+    if (speed < 1) hp -= (1.0 / speed - 1.0) * 100.0;
+  }
   if (hp > 0) {
     if (!have_med) med = dur_median_us(c);
     us += (unsigned)((double)med * hp / 100.0 + 0.5);
@@ -141,10 +153,27 @@ static int slow_us(struct ncclComm *c, long long seq) {
   return (int)us;
 }
 
+/* `hostdelay:rank=R,us=N[,seq=S]`: rank R's host thread is N us late before each launch
+ * (or only the one holding seq S), as a slow data loader: the modeled host clock advances,
+ * on the wall clock the thread sleeps. */
+static void host_delay(struct ncclComm *c, long long first_seq, long long last_seq) {
+  unsigned us = 0;
+  for (int i = 0; i < sn_nfaults; i++) {
+    const struct sn_fault *f = &sn_faults[i];
+    if (f->kind != SN_F_HOSTDELAY || f->rank != c->fault_rank) continue;
+    if (f->seq >= 0 && (f->seq < first_seq || f->seq > last_seq)) continue;
+    us += f->us;
+  }
+  if (!us) return;
+  if (simcuda_model_on()) simcuda_model_advance((uint64_t)us * 1000u);
+  else usleep(us);
+}
+
 static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops) {
   /* the work item owns ops; they are freed with its last reference (read below only) */
   CUstream stream0 = (CUstream)ops[0].stream;
   unsigned long long last_seq = (unsigned long long)ops[nops - 1].seq;
+  if (sn_nfaults) host_delay(c, (long long)ops[0].seq, (long long)last_seq);
   struct work *w = calloc(1, sizeof *w);
   if (!w) { free(ops); return ncclSystemError; }
   w->c = c; w->ops = ops; w->nops = nops;
