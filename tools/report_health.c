@@ -217,7 +217,7 @@ struct report_health *report_health_build(const struct cs_dumpset *set) {
     if (n > h->major_count) {
       h->major_count = n;
       h->major_model = h->ranks[i].gpu_name;
-    } else if (n == h->major_count && strcmp(h->major_model, h->ranks[i].gpu_name))
+    } else if (n == h->major_count && h->major_model && strcmp(h->major_model, h->ranks[i].gpu_name))
       h->major_model = NULL;
   }
   return h;
