@@ -138,7 +138,7 @@ static uint64_t str_hash(const char *s) {
 /* what makes two ops of a rank "the same op of the next step": kind, size and (Send/Recv) peer */
 static uint64_t op_sig(const struct cs_walk_rec *r) {
   uint64_t op = r->op >= 0 ? (uint64_t)r->op : str_hash(r->op_name) | 1ull << 63;
-  return mix64(op ^ mix64(r->bytes) ^ mix64((uint64_t)(int64_t)(r->p2p ? r->root : -1) + 7));
+  return mix64(op ^ mix64(r->bytes) ^ mix64((uint64_t)(int64_t)(r->p2p ? r->peer : r->root) + 7));
 }
 static bool reduce_op(int op) { return op == CS_OP_AllReduce || op == CS_OP_ReduceScatter; }
 
@@ -677,12 +677,14 @@ void report_balance_text(const struct report_balance *b, FILE *o) {
       fprintf(o, "%9s %9s", "-", "-");
     fprintf(o, "  %s%s%s%s\n", verdict_names[r->verdict], r->cause[0] ? " (" : "", r->cause, r->cause[0] ? ")" : "");
   }
-  for (size_t g = 0; g < b->nmodels; g++)
-    fprintf(o, "# by model: %-28.28s %zu rank%s, %.1f us/step each, share %.4f in all\n", b->models[g].name,
-            b->models[g].ranks, b->models[g].ranks == 1 ? "" : "s", b->models[g].compute_us, b->models[g].share);
-  for (size_t g = 0; g < b->nhosts; g++)
-    fprintf(o, "# by host:  %-28.28s %zu rank%s, %.1f us/step each, share %.4f in all\n", b->hosts[g].name,
-            b->hosts[g].ranks, b->hosts[g].ranks == 1 ? "" : "s", b->hosts[g].compute_us, b->hosts[g].share);
+  for (int k = 0; k < 2; k++)
+    for (size_t g = 0; g < (k ? b->nhosts : b->nmodels); g++) {
+      const struct bal_group *G = k ? &b->hosts[g] : &b->models[g];
+      fprintf(o, "# by %s %-28.28s %zu rank%s, %.1f us/step each", k ? "host: " : "model:", G->name, G->ranks,
+              G->ranks == 1 ? "" : "s", G->compute_us);
+      if (dp && v->ok) fprintf(o, ", share %.4f in all", G->share);
+      fputc('\n', o);
+    }
   if (dp && v->ok)
     fprintf(o, "# step time now %.1f us; with these shares %.1f us predicted: %.1f %% faster\n", v->step_now,
             v->step_bal, v->gain_pct);
