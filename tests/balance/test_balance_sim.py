@@ -12,9 +12,10 @@ Cases:
       the H100 shares, predicted gain >= 15 %; rerun with dp_train --shares;
   pipeline: pipeline --compute-us 1000 --layers 24,24,24,24 (4 stages, one per rank); report
       --layers gives fewer layers to the A100 stages, predicted gain >= 15 %; rerun with them.
+  demo: collscope demo's balance step prints the shares and realises the gain.
 The step time is measured here from the dumps' GPU end times (the steps are known from the
 command line), not taken from the report."""
-import argparse, glob, json, os, shutil, subprocess, sys, tempfile
+import argparse, glob, json, os, re, shutil, subprocess, tempfile
 
 GPUS = "simhost1=NVIDIA H100 80GB HBM3;simhost2=NVIDIA A100-SXM4-80GB,speed=0.5"
 STEPS = 8
@@ -111,6 +112,18 @@ def case_pipeline(cli, apps, tmp):
     check_gain(now, b["pipeline_step_us_now"], b["pipeline_step_us_balanced"], after, "pipeline, --layers " + arg)
 
 
+def case_demo(cli, apps, tmp):
+    p = subprocess.run([cli, "demo", "--steps", "2", "--keep", os.path.join(tmp, "demo")], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=200)
+    assert p.returncode == 0, p.stdout[-3000:]
+    sec = p.stdout.split("collscope demo: balance")[1].split("collscope demo: topology")[0]
+    print(sec)
+    assert "rank 2 NVIDIA A100-SXM4-80GB" in sec and "share 0.1667 (slower_model)" in sec, sec
+    assert "action: balance" in sec and "dp_train --shares 0.3333,0.3333,0.1667,0.1667" in sec, sec
+    m = re.search(r"step \d+ us measured: (\d+) % of the predicted gain realised", sec)
+    assert m and int(m.group(1)) >= 80, sec
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -119,7 +132,7 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="cs-balance-")
     try:
-        {"dp": case_dp, "pipeline": case_pipeline}[a.case](a.cli, a.apps, tmp)
+        {"dp": case_dp, "pipeline": case_pipeline, "demo": case_demo}[a.case](a.cli, a.apps, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("ok")
