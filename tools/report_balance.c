@@ -261,7 +261,8 @@ static int cmp_member(const void *pa, const void *pb) {
 
 /* the members of comm, in comm_rank order, into v->r (their figures); false when a member has
  * fewer than two steps */
-static bool view_build(struct report_balance *b, uint64_t comm, const struct cs_dumpset *set, struct bal_view *v) {
+static bool view_build(struct report_balance *b, uint64_t comm, const struct cs_dumpfile **by_index, size_t nindex,
+                       struct bal_view *v) {
   size_t n = 0;
   struct bal_member *m, *mt;
   HASH_ITER(hh, b->members, m, mt)
@@ -285,10 +286,8 @@ static bool view_build(struct report_balance *b, uint64_t comm, const struct cs_
     r->rank = list[i]->rank;
     r->comm_rank = list[i]->k.comm_rank;
     r->host = list[i]->host;
-    r->gpu = "unknown";
-    for (size_t f = 0; f < set->nfiles; f++)
-      if (set->files[f].read_index == list[i]->file && set->files[f].hdr.gpu_name && *set->files[f].hdr.gpu_name)
-        r->gpu = set->files[f].hdr.gpu_name;
+    const struct cs_dumpfile *f = list[i]->file < nindex ? by_index[list[i]->file] : NULL;
+    r->gpu = f && f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : "unknown";
     /* a pipeline's stages run different op sequences: each its own period */
     int p = v->period;
     if (list[i]->p2p) p = member_period(list[i]);
@@ -539,13 +538,19 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
       dp = c->comm, dp_n = n, dp_i = c->instances;
     if (p2p && (n > pp_n || (n == pp_n && c->instances > pp_i))) pp = c->comm, pp_n = n, pp_i = c->instances;
   }
-  if (dp_n && view_build(b, dp, set, &b->dp)) {
+  /* the files by read_index (the walk's file numbers) */
+  size_t nindex = 0;
+  for (size_t f = 0; set && f < set->nfiles; f++)
+    if (set->files[f].read_index + 1 > nindex) nindex = set->files[f].read_index + 1;
+  const struct cs_dumpfile **by_index = xcalloc(nindex ? nindex : 1, sizeof *by_index);
+  for (size_t f = 0; set && f < set->nfiles; f++) by_index[set->files[f].read_index] = &set->files[f];
+  if (dp_n && view_build(b, dp, by_index, nindex, &b->dp)) {
     dp_model(b, shares, nshares);
     judge_ranks(&b->dp, h);
     groups(&b->models, &b->nmodels, &b->dp, false);
     groups(&b->hosts, &b->nhosts, &b->dp, true);
   }
-  if (pp_n && view_build(b, pp, set, &b->pp)) {
+  if (pp_n && view_build(b, pp, by_index, nindex, &b->pp)) {
     pp_model(b, layers, nlayers);
     judge_ranks(&b->pp, h);
     if (!b->dp.ok) {
@@ -555,6 +560,7 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
   } else if (layers) {
     snprintf(b->layers_note, sizeof b->layers_note, "--layers given, but no Send/Recv pipeline with two steps");
   }
+  free(by_index);
   advise(b);
 }
 
