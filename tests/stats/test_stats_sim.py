@@ -8,7 +8,10 @@ Cases: slow (3 ms), link, clean, hang (stream hang: stuck), missing (failed call
 top, slow5/slow20 (sensitivity, quiet job shape), clean_quiet, clean_mixed (10,000 mixed
 instances), stall (host-side hang before enqueue: missing), slow5_sampled/slow20_sampled (the
 sensitivity cases with 1 in 16 small instances timed), sampled_counts (records, counts and
-CUDA events of the sampled event path). Prints the measured figures."""
+CUDA events of the sampled event path), model_determinism (the same straggler job twice on the
+modeled clock, once beside two busy loops: identical durations and verdict). The slow5/slow20
+cases run on the modeled clock (COLLSCOPE_SIM_CLOCK=model) and assert exact figures. Prints the
+measured figures."""
 import argparse, glob, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 HOSTS = "simhost[1-4]"
@@ -236,40 +239,52 @@ QUIET_ARGS = ("--compute-us", "2000")
 RUNS = 3
 
 
-def slow_runs(cli, apps, tmp, pct, steps, bar, report_bar):
-    firsts, since = [], []
-    for i in range(RUNS):
-        t = os.path.join(tmp, "run%d" % i)
-        p, d, shm = run_job(cli, apps, t, QUIET + ";slow:rank=5,pct=%g" % pct, steps=steps, args=QUIET_ARGS,
-                            env_extra={"NCCL_DEBUG": "INFO"})
-        assert p.returncode == 0, p.stdout
-        m = re.findall(r"slow fault: rank 5 first stall (\d+) us, before seq (\d+)", p.stdout)
-        assert len(m) == 1, p.stdout[-3000:]
-        onset = int(m[0][1])
-        r = report(cli, d)
-        s = [x for x in r["stragglers"] if x["rank"] >= 0]
-        print("slow %g%%, run %d: %s" % (pct, i, json.dumps(s)))
-        assert len(s) == 1 and s[0]["rank"] == 5 and s[0]["host"] == "simhost3", r["stragglers"]
-        assert s[0]["kind"] == "compute", s
-        assert s[0]["gap_us"] >= 0 and s[0]["peer_gap_us"] >= 0, s  # every op timed: the gaps are there
-        assert s[0]["offset_us"] >= 0.5 * pct / 100 * s[0]["median_dur_us"], s
-        firsts.append(s[0]["first_flag_instance"])
-        since.append(s[0]["first_flag_instance"] - onset)
-    print("slow %g%%: first_flag_instance per run %s; instances since the first delayed one %s (bar %d; "
-          "asserted %d)" % (pct, firsts, since, report_bar, bar))
-    assert max(since) <= bar, since
-
-
 def case_slow5(cli, apps, tmp):
-    # 20 runs (bench/detect_sim.py): 12-42 instances after the onset
-    slow_runs(cli, apps, tmp, 5, steps=40, bar=100, report_bar=100)
+    # on the modeled clock: one run, an exact figure (on the wall clock 20 runs gave 12-42
+    # instances after the onset on a calm machine and over 100 under load)
+    since = model_slow_run(cli, apps, tmp, 5, steps=40)
+    assert since == SLOW5_SINCE, (since, SLOW5_SINCE)
+
+
+# Exact figures on the modeled clock (COLLSCOPE_SIM_CLOCK=model, seed 1; MODEL below): instances
+# from the first delayed seq to the flag. Every op is timed by CUDA events (MODEL_EVENTS): the
+# `auto` path's probation and its wait for KernelCh stamps are judged on the host's monotonic
+# clock (docs/timing.md), so under load a process may keep or drop the plugin at another op.
+SLOW5_SINCE = 14
+SLOW20_SINCE = 14
+# The sampled cases' dumps are exact too (every op and xfer record identical run to run), but
+# the report's verdict still depends on the order of the records in the files (the harvest
+# thread's completion order, which interleaves sampled-out and timed records as the host
+# schedules it): 15 for 5% and 14-18 for 20% in repeated runs. So they assert the issue's bar.
+SLOW5_SAMPLED_STEPS = 560
+SAMPLED_BAR = 30
+
+
+def model_slow_run(cli, apps, tmp, pct, steps):
+    p, d, shm = run_job(cli, apps, tmp, QUIET + ";slow:rank=5,pct=%g" % pct, steps=steps, args=QUIET_ARGS,
+                        env_extra=MODEL_EVENTS)
+    assert p.returncode == 0, p.stdout
+    m = re.findall(r"slow fault: rank 5 first stall (\d+) us, before seq (\d+)", p.stdout)
+    assert len(m) == 1, p.stdout[-3000:]
+    onset = int(m[0][1])
+    r = report(cli, d)
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    print("model slow %g%%: %s" % (pct, json.dumps(s)))
+    assert len(s) == 1 and s[0]["rank"] == 5 and s[0]["host"] == "simhost3", r["stragglers"]
+    assert s[0]["kind"] == "compute", s
+    assert s[0]["gap_us"] >= 0 and s[0]["peer_gap_us"] >= 0, s
+    assert s[0]["offset_us"] >= 0.5 * pct / 100 * s[0]["median_dur_us"], s
+    since = s[0]["first_flag_instance"] - onset
+    print("model slow %g%%: first_flag_instance %d, onset seq %d: %d instances after it" %
+          (pct, s[0]["first_flag_instance"], onset, since))
+    return since
 
 
 def case_slow20(cli, apps, tmp):
-    # 20 runs: 11-15 on a calm machine; 12-21 and one run not flagged within 30 instances
-    # while other tests loaded it. The issue's bar (20) is not met reliably under load, so
-    # the test asserts 40 and prints the figures; docs/detection.md.
-    slow_runs(cli, apps, tmp, 20, steps=16, bar=40, report_bar=20)
+    # on the modeled clock: one run, an exact figure (on the wall clock 20 runs gave 11-15 on
+    # a calm machine, up to 21 and one run not flagged within 30 under load)
+    since = model_slow_run(cli, apps, tmp, 20, steps=16)
+    assert since == SLOW20_SINCE, (since, SLOW20_SINCE)
 
 
 # The same slowdowns on the CUDA-event path with 1 in 16 small instances timed
@@ -280,12 +295,12 @@ def case_slow20(cli, apps, tmp):
 SAMPLED = {"COLLSCOPE_TIMING": "events", "COLLSCOPE_EVENT_SAMPLE": "16"}
 
 
-def sampled_slow_runs(cli, apps, tmp, pct, steps, bar, runs=RUNS):
+def sampled_slow_runs(cli, apps, tmp, pct, steps, bar, runs=RUNS, env=None):
     since_timed, since_seq = [], []
     for i in range(runs):
         t = os.path.join(tmp, "run%d" % i)
         p, d, shm = run_job(cli, apps, t, QUIET + ";slow:rank=5,pct=%g" % pct, steps=steps, args=QUIET_ARGS,
-                            env_extra=dict(SAMPLED, NCCL_DEBUG="INFO"), timeout=400)
+                            env_extra=dict(SAMPLED, NCCL_DEBUG="INFO") | (env or {}), timeout=400)
         assert p.returncode == 0, p.stdout
         # the job's thread (pid = tid); collscope's own thread logs the stall on its online
         # exchange's communicator too once the job is long enough for an exchange
@@ -317,11 +332,12 @@ def sampled_slow_runs(cli, apps, tmp, pct, steps, bar, runs=RUNS):
     print("sampled slow %g%% (1 in 16 timed): timed instances from the first delayed one to the flag %s (bar %d); "
           "job instances %s" % (pct, since_timed, bar, since_seq))
     assert max(since_timed) <= bar, since_timed
+    return since_timed
 
 
 def case_slow5_sampled(cli, apps, tmp):
-    # dp_train: 3 collectives per step; 560 steps hold the bar's 100 timed instances after the onset
-    sampled_slow_runs(cli, apps, tmp, 5, steps=560, bar=100)
+    # on the modeled clock, one run; dp_train: 3 collectives per step
+    sampled_slow_runs(cli, apps, tmp, 5, steps=SLOW5_SAMPLED_STEPS, bar=SAMPLED_BAR, runs=1, env=MODEL)
 
 
 # The modeled clock (COLLSCOPE_SIM_CLOCK=model, docs/simulator.md): GPU time is virtual, so
@@ -383,7 +399,7 @@ def case_model_determinism(cli, apps, tmp):
 
 
 def case_slow20_sampled(cli, apps, tmp):
-    sampled_slow_runs(cli, apps, tmp, 20, steps=240, bar=40)
+    sampled_slow_runs(cli, apps, tmp, 20, steps=240, bar=SAMPLED_BAR, runs=1, env=MODEL)
 
 
 def kstats(d):

@@ -7,12 +7,14 @@
  *    inside host-function items (a "compute kernel", e.g. dp_train --compute-us), copies,
  *    sim kernels and collectives (libnccl.so.2 computes their cost) advance it; nothing
  *    sleeps for modeled time;
- *  - the process has one virtual host time H. It advances with modeled host work
- *    (simcuda_model_advance on an application thread: the `hostdelay` fault) and jumps to the
- *    GPU's time when the host observes completed work (stream/event/device synchronize, a
- *    query that reports completion);
+ *  - every host thread has a virtual host time H, from 0 at its first use. It advances with
+ *    modeled host work (simcuda_model_advance: the `hostdelay` fault) and jumps to the GPU's
+ *    time when the thread waits for completed work (stream/event/device synchronize). Per
+ *    thread, so collscope's own threads (harvest, online exchange), which synchronise at
+ *    host-scheduled moments, never move the application thread's clock. A query that
+ *    reports completion does not move it either;
  *  - events complete at their stream's vt; the host's CLOCK_REALTIME (../vclock.c) reads
- *    SIMCUDA_MODEL_EPOCH_NS + H, a stream worker's reads its stream's vt on the same epoch;
+ *    SIMCUDA_MODEL_EPOCH_NS + the thread's H, a stream worker's its stream's vt;
  *  - seeded noise: COLLSCOPE_SIM_SEED=N and a `jitter:pct=P[,tail=T]` entry of
  *    COLLSCOPE_SIM_FAULTS give per-op multiplicative factors that depend only on the seed,
  *    the rank and the op's key, never on the host's scheduling. */
@@ -25,7 +27,7 @@
 #include <string.h>
 
 static _Atomic int g_model = -1;           /* -1 not read yet, 0 wall, 1 model */
-static _Atomic uint64_t g_host_vt;         /* H, ns */
+static __thread uint64_t tls_host_vt;      /* this thread's host time, ns */
 static __thread struct CUstream_st *tls_worker;
 static __thread int tls_app_fn;            /* running an application's host function */
 
@@ -121,28 +123,21 @@ uint64_t simcuda_model_rank_key(void)
     return g_rank_key;
 }
 
-static void max_u64(_Atomic uint64_t *a, uint64_t v)
-{
-    uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
-    while (cur < v && !atomic_compare_exchange_weak(a, &cur, v)) {}
-}
-
 uint64_t simcuda_model_now(void)
 {
-    if (tls_worker) return tls_worker->vt;
-    return atomic_load_explicit(&g_host_vt, memory_order_acquire);
+    return tls_worker ? tls_worker->vt : tls_host_vt;
 }
 
 void simcuda_model_advance(uint64_t ns)
 {
     if (tls_worker) tls_worker->vt += ns;
-    else atomic_fetch_add(&g_host_vt, ns);
+    else tls_host_vt += ns;
 }
 
 void simcuda_model_advance_to(uint64_t t)
 {
     if (tls_worker) { if (tls_worker->vt < t) tls_worker->vt = t; }
-    else max_u64(&g_host_vt, t);
+    else if (tls_host_vt < t) tls_host_vt = t;
 }
 
 /* A sleep inside an application's host function on a stream is the GPU being busy for that
@@ -161,8 +156,8 @@ int simcuda_model_sleep(uint64_t ns)
 }
 
 /* ---- hidden helpers for driver_core.c / driver_api.c ---- */
-uint64_t sim_model_host_now(void) { return atomic_load_explicit(&g_host_vt, memory_order_acquire); }
-void sim_model_host_observe(uint64_t t) { max_u64(&g_host_vt, t); }
+uint64_t sim_model_host_now(void) { return tls_host_vt; }
+void sim_model_host_observe(uint64_t t) { if (tls_host_vt < t) tls_host_vt = t; }
 void sim_model_worker_enter(struct CUstream_st *s) { tls_worker = s; }
 void sim_model_app_fn(int on) { tls_app_fn = on; }
 

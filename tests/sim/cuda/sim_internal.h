@@ -76,6 +76,7 @@ struct CUstream_st {
     unsigned stall_pending_us;     /* worker-side slow-GPU state */
     int stall_ev_allow;
     uint64_t vt;                   /* modeled clock: the stream's virtual time (its worker's) */
+    uint64_t vt_done;              /* vt when done_seq was last set (under mu) */
     uint64_t model_ops;            /* modeled sleeps so far (their jitter key) */
     /* under g_lock */
     struct capture *cap;
