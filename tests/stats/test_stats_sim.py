@@ -398,6 +398,34 @@ def case_model_determinism(cli, apps, tmp):
     assert fa == MODEL_FIRST_FLAG, (fa, MODEL_FIRST_FLAG)
 
 
+def case_model_hostdelay(cli, apps, tmp):
+    # a late CPU (a slow data loader) on the modeled clock: after each step's synchronize rank
+    # 3's host thread spends 400 us more (hostdelay:) before it enqueues the next step; its GPU
+    # is not slowed. The first collective of every later step then waits exactly 400 us for
+    # rank 3 on every other rank: their durations exceed rank 3's by 400 us (CUDA events,
+    # float ms: to 0.01 us). The rest of the step runs in lockstep again (equal durations).
+    p, d, shm = run_job(cli, apps, tmp, QUIET + ";hostdelay:rank=3,us=400", steps=20, args=("--compute-us", "0"),
+                        env_extra=MODEL_EVENTS)
+    assert p.returncode == 0, p.stdout[-3000:]
+    dur = {}
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        for line in open(f):
+            o = json.loads(line)
+            if o.get("type") == "op" and o["timing"] == "gpu_event":
+                dur.setdefault(o["seq"], {})[o["rank"]] = o["dur_us"]
+    assert sorted(dur) == list(range(60)) and all(len(v) == 8 for v in dur.values()), sorted(dur)
+    for seq in range(3, 60):
+        v = dur[seq]
+        others = [v[r] for r in range(8) if r != 3]
+        wait = [x - v[3] for x in others]
+        if seq % 3 == 0:
+            assert all(abs(w - 400.0) < 0.01 for w in wait), (seq, v)
+        else:
+            assert all(abs(w) < 0.01 for w in wait), (seq, v)
+    print("model hostdelay: the first collective of steps 1-19 waits 400 us for rank 3 on the 7 other ranks "
+          "(e.g. seq 3: rank 3 %.3f us, rank 0 %.3f us); the others run in lockstep" % (dur[3][3], dur[3][0]))
+
+
 def case_slow20_sampled(cli, apps, tmp):
     sampled_slow_runs(cli, apps, tmp, 20, steps=240, bar=SAMPLED_BAR, runs=1, env=MODEL)
 

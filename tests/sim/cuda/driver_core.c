@@ -1023,6 +1023,7 @@ CUresult stream_sync(struct CUstream_st *s)
     uint64_t target = s->enq_seq;
     pthread_mutex_unlock(&s->mu);
     sync_wait_seq(s, target);
+    sim_model_after_sync();
     return sim_dev_fault(s->device);
 }
 
@@ -1062,6 +1063,7 @@ CUresult device_sync(int dev)
         stream_unref(deps[i].s);
     }
     free(deps);
+    sim_model_after_sync();
     return sim_dev_fault(dev);
 }
 
@@ -1248,6 +1250,7 @@ CUresult event_sync(CUevent e)
     uint64_t t = e->ts_ns;
     pthread_mutex_unlock(&ev_mu);
     if (simcuda_model_on()) sim_model_host_observe(t);
+    sim_model_after_sync();
     return sim_dev_fault(e->device);
 }
 

@@ -96,7 +96,7 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   else if (!strcmp(ent, "hang")) f->kind = SN_F_HANG;
   else if (!strcmp(ent, "stall")) { f->kind = SN_F_HANG; f->at_hop = 1; }
   else if (!strcmp(ent, "fail")) f->kind = SN_F_FAIL;
-  else if (!strcmp(ent, "hostdelay")) f->kind = SN_F_HOSTDELAY;
+  else if (!strcmp(ent, "hostdelay")) f->kind = SN_F_HOSTDELAY;   /* applied by libcuda.so.1 (cuda/model.c) */
   else if (!strcmp(ent, "jitter")) f->kind = SN_F_JITTER;   /* applied by libcuda.so.1 (cuda/model.c) */
   else { *why = "unknown kind"; return -1; }
   char *save = NULL;
