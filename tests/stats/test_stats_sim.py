@@ -348,6 +348,7 @@ def case_slow5_sampled(cli, apps, tmp):
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "NCCL_DEBUG": "INFO"}
 MODEL_EVENTS = dict(MODEL, COLLSCOPE_TIMING="events", COLLSCOPE_EVENT_SAMPLE="1")  # every op timed
 MODEL_FAULTS = QUIET + ";slow:rank=5,pct=5;jitter:pct=2"
+SIM_EPOCH_NS = 1767225600000000000  # the modeled clock's CLOCK_REALTIME origin (tests/sim/simcuda.h)
 MODEL_FIRST_FLAG = 16  # rank 5 first flagged at instance 16 with seed 1 (12 after the onset)
 
 
@@ -378,7 +379,10 @@ def model_straggler(cli, apps, tmp, busy):
     assert len(m) == 1, p.stdout[-3000:]
     r = report(cli, d)
     s = [x for x in r["stragglers"] if x["rank"] >= 0]
-    print("model, %d busy loops: %.1f s wall, onset seq %s, stragglers %s" % (busy, wall, m[0][1], json.dumps(s)))
+    ends = [o["end_ns"] for f in glob.glob(os.path.join(d, "*.jsonl")) for o in map(json.loads, open(f))
+            if o.get("type") == "op" and o.get("timing") == "gpu_event"]
+    print("model, %d busy loops: %.1f s wall for %.3f s of modeled GPU time, onset seq %s, stragglers %s" % (
+        busy, wall, (max(ends) - SIM_EPOCH_NS) / 1e9, m[0][1], json.dumps(s)))
     assert len(s) == 1 and s[0]["rank"] == 5 and s[0]["host"] == "simhost3", r["stragglers"]
     return gpu_durations(d), s[0]["first_flag_instance"], int(m[0][1])
 
