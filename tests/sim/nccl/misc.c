@@ -147,7 +147,9 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
     break;
   case SN_F_HANG: if (f->rank < 0 || f->seq < 0) { *why = "hang/stall needs rank and seq"; return -1; } break;
   case SN_F_FAIL: if (f->rank < 0 || f->seq < 0 || f->code < 0) { *why = "fail needs rank, seq and code"; return -1; } break;
-  case SN_F_HOSTDELAY: if (f->rank < 0 || !have_us) { *why = "hostdelay needs rank and us"; return -1; } break;
+  case SN_F_HOSTDELAY:
+    if (f->rank < 0 || !have_us || f->seq >= 0) { *why = "hostdelay takes rank and us"; return -1; }
+    break;
   case SN_F_JITTER: if (!have_pct) { *why = "jitter needs pct"; return -1; } break;
   }
   return 0;
