@@ -227,6 +227,16 @@ static const char *leaf_of(const char *h) {
   for (int i = 0; i < nleaves; i++) if (!strcmp(leaves[i].host, h)) return leaves[i].leaf;
   return NULL;
 }
+const char *sn_leaf_of(const char *host) {
+  pthread_once(&topo_once, topo_load);
+  return leaf_of(host);
+}
+int sn_leaf_hosts(const char *leaf) {
+  pthread_once(&topo_once, topo_load);
+  int n = 0;
+  for (int i = 0; i < nleaves; i++) n += !strcmp(leaves[i].leaf, leaf);
+  return n;
+}
 int sn_link_class(const char *ha, const char *hb) {
   pthread_once(&topo_once, topo_load);
   if (!strcmp(ha, hb)) return 0;
