@@ -59,7 +59,7 @@ long long simcuda_last_seq(int dev);
  * Times are ns since the job's virtual start; CLOCK_REALTIME reads EPOCH + that time. */
 #define SIMCUDA_MODEL_EPOCH_NS 1767225600000000000ull   /* 2026-01-01T00:00:00Z */
 int simcuda_model_on(void);                  /* 1 with COLLSCOPE_SIM_CLOCK=model */
-/* the caller's time: a stream worker's stream virtual time, else the process's host time */
+/* the caller's time: a stream worker's stream virtual time, else the thread's host time */
 uint64_t simcuda_model_now(void);
 void simcuda_model_advance(uint64_t ns);     /* the caller's time += ns */
 void simcuda_model_advance_to(uint64_t t);   /* the caller's time = max(it, t) */

@@ -1,10 +1,9 @@
 /* tests/sim/vclock.c: what a simulated process sees of time under COLLSCOPE_SIM_CLOCK=model
  * (tests/sim/cuda/model.c). Like ../hostname.c, each simulator library defines these, so
  * whichever of them a program links directly comes before libc in the symbol search order:
- *  - clock_gettime(CLOCK_REALTIME[_COARSE]) reads the modeled clock: the process's virtual
- *    host time on application threads, the stream's virtual time on a stream worker, both
- *    on the epoch SIMCUDA_MODEL_EPOCH_NS. Other clocks (MONOTONIC: timeouts, pacing) stay
- *    the host's;
+ *  - clock_gettime(CLOCK_REALTIME[_COARSE]) reads the modeled clock: the calling thread's
+ *    virtual host time, on a stream worker its stream's virtual time, both on the epoch
+ *    SIMCUDA_MODEL_EPOCH_NS. Other clocks (MONOTONIC: timeouts, pacing) stay the host's;
  *  - nanosleep/usleep inside an application's host function on a stream (a "compute
  *    kernel") advance that stream's virtual time instead of sleeping.
  * Everything else, and everything with the wall clock (the default), calls the next

@@ -614,7 +614,7 @@ static void *stream_worker(void *p)
             stream_wait_seq(it->u.ws, it->u.wseq);
             if (simcuda_model_on()) {
                 pthread_mutex_lock(&it->u.ws->mu);
-                uint64_t t = it->u.ws->vt;
+                uint64_t t = it->u.ws->vt_done;
                 pthread_mutex_unlock(&it->u.ws->mu);
                 if (s->vt < t) s->vt = t;
             }
@@ -636,6 +636,7 @@ static void *stream_worker(void *p)
         free(it);
         pthread_mutex_lock(&s->mu);
         s->done_seq = seq;
+        s->vt_done = s->vt;
         /* an event record queued right behind completes at once: wake the waiters once,
          * after it, instead of twice (a spurious wake-up costs a context switch) */
         if (!(s->head && s->head->u.kind == U_REC && !s->stall_pending_us))
@@ -937,7 +938,7 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
      * than on real hardware). Not while a slow-GPU stall is pending: it must apply. */
     if (ndeps == 0 && u->kind == U_REC && !seq_out && !s->head && !s->running && !s->stall_pending_us &&
         !u->stall_us) {
-        if (model && s->vt < items[0]->u.not_before) s->vt = items[0]->u.not_before;
+        if (model && s->vt < items[0]->u.not_before) s->vt_done = s->vt = items[0]->u.not_before;
         event_complete_at(items[0]->u.ev, items[0]->u.gen, model ? s->vt : sim_now_ns());
         pthread_mutex_unlock(&s->mu);
         item_release(items[0]);
@@ -998,7 +999,7 @@ static void sync_wait_seq(struct CUstream_st *s, uint64_t seq)
 {
     pthread_mutex_lock(&s->mu);
     while (s->done_seq < seq && sim_dev_fault(s->device) == CUDA_SUCCESS) pthread_cond_wait(&s->cv_done, &s->mu);
-    uint64_t t = s->vt;
+    uint64_t t = s->vt_done;
     pthread_mutex_unlock(&s->mu);
     if (simcuda_model_on()) sim_model_host_observe(t);   /* the host waited until then */
 }
@@ -1022,6 +1023,7 @@ CUresult stream_sync(struct CUstream_st *s)
     uint64_t target = s->enq_seq;
     pthread_mutex_unlock(&s->mu);
     sync_wait_seq(s, target);
+    sim_model_after_sync();
     return sim_dev_fault(s->device);
 }
 
@@ -1061,6 +1063,7 @@ CUresult device_sync(int dev)
         stream_unref(deps[i].s);
     }
     free(deps);
+    sim_model_after_sync();
     return sim_dev_fault(dev);
 }
 
@@ -1247,6 +1250,7 @@ CUresult event_sync(CUevent e)
     uint64_t t = e->ts_ns;
     pthread_mutex_unlock(&ev_mu);
     if (simcuda_model_on()) sim_model_host_observe(t);
+    sim_model_after_sync();
     return sim_dev_fault(e->device);
 }
 

@@ -7,12 +7,16 @@
  *    inside host-function items (a "compute kernel", e.g. dp_train --compute-us), copies,
  *    sim kernels and collectives (libnccl.so.2 computes their cost) advance it; nothing
  *    sleeps for modeled time;
- *  - the process has one virtual host time H. It advances with modeled host work
- *    (simcuda_model_advance on an application thread: the `hostdelay` fault) and jumps to the
- *    GPU's time when the host observes completed work (stream/event/device synchronize, a
- *    query that reports completion);
+ *  - every host thread has a virtual host time H, from 0 at its first use. It advances with
+ *    modeled host work (simcuda_model_advance) and jumps to the GPU's time when the thread
+ *    waits for completed work (stream/event/device synchronize); with a
+ *    `hostdelay:rank=R,us=N` fault, rank R's thread then spends N us more (the next batch's
+ *    loading) before it goes on (on the wall clock it sleeps N us after the wait). Per
+ *    thread, so collscope's own threads (harvest, online exchange), which synchronise at
+ *    host-scheduled moments, never move the application thread's clock. A query that
+ *    reports completion does not move it either;
  *  - events complete at their stream's vt; the host's CLOCK_REALTIME (../vclock.c) reads
- *    SIMCUDA_MODEL_EPOCH_NS + H, a stream worker's reads its stream's vt on the same epoch;
+ *    SIMCUDA_MODEL_EPOCH_NS + the thread's H, a stream worker's its stream's vt;
  *  - seeded noise: COLLSCOPE_SIM_SEED=N and a `jitter:pct=P[,tail=T]` entry of
  *    COLLSCOPE_SIM_FAULTS give per-op multiplicative factors that depend only on the seed,
  *    the rank and the op's key, never on the host's scheduling. */
@@ -23,9 +27,10 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static _Atomic int g_model = -1;           /* -1 not read yet, 0 wall, 1 model */
-static _Atomic uint64_t g_host_vt;         /* H, ns */
+static __thread uint64_t tls_host_vt;      /* this thread's host time, ns */
 static __thread struct CUstream_st *tls_worker;
 static __thread int tls_app_fn;            /* running an application's host function */
 
@@ -33,6 +38,7 @@ static pthread_once_t params_once = PTHREAD_ONCE_INIT;
 static uint64_t g_seed = 1;
 static double g_jitter_pct, g_jitter_tail, g_speed = 1.0;
 static uint64_t g_rank_key;
+static unsigned g_hostdelay_us;            /* hostdelay: faults of this process's rank */
 
 int simcuda_model_on(void)
 {
@@ -44,13 +50,34 @@ int simcuda_model_on(void)
     return m;
 }
 
-/* jitter:pct=P[,tail=T] inside COLLSCOPE_SIM_FAULTS ("kind:k=v,...;..."); libnccl.so.2's
- * parser validates the same entry and reports a bad one */
-static void parse_jitter(const char *env)
+/* hostdelay:rank=R,us=N (R = this process's RANK): N us added to g_hostdelay_us */
+static void parse_hostdelay(char *kvs, long rank)
+{
+    long r = -1, us = -1;
+    char *save = NULL;
+    for (char *kv = strtok_r(kvs, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(kv + (strchr(kv, '=') ? (size_t)(strchr(kv, '=') - kv) + 1 : 0), &end, 10);
+        if (*end) return;
+        if (!strncmp(kv, "rank=", 5)) r = v;
+        else if (!strncmp(kv, "us=", 3) && v >= 0 && v < 100000000) us = v;
+    }
+    if (r >= 0 && r == rank && us > 0) g_hostdelay_us += (unsigned)us;
+}
+
+/* jitter:pct=P[,tail=T] and hostdelay:rank=R,us=N inside COLLSCOPE_SIM_FAULTS
+ * ("kind:k=v,...;..."); libnccl.so.2's parser validates the same entries and reports bad ones */
+static void parse_faults(const char *env, long rank)
 {
     for (const char *p = env; p && *p;) {
         while (*p == ' ' || *p == ';') p++;
         size_t len = strcspn(p, ";");
+        if (len > 10 && len < 128 && !strncmp(p, "hostdelay:", 10)) {
+            char buf[128];
+            memcpy(buf, p + 10, len - 10);
+            buf[len - 10] = 0;
+            parse_hostdelay(buf, rank);
+        }
         if (len > 7 && !strncmp(p, "jitter:", 7)) {
             char buf[128];
             if (len >= sizeof buf) len = sizeof buf - 1;
@@ -80,11 +107,11 @@ static void params_read(void)
         unsigned long long v = strtoull(s, &end, 10);
         if (!*end) g_seed = v;
     }
-    parse_jitter(getenv("COLLSCOPE_SIM_FAULTS"));
-    sh_gpu_model(simcuda_hostname(), &g_speed);
-    if (!(g_speed > 0.01)) g_speed = 1.0;
     const char *r = getenv("RANK");
     g_rank_key = r && *r ? strtoull(r, NULL, 10) + 1 : 0;
+    parse_faults(getenv("COLLSCOPE_SIM_FAULTS"), g_rank_key ? (long)g_rank_key - 1 : -1);
+    sh_gpu_model(simcuda_hostname(), &g_speed);
+    if (!(g_speed > 0.01)) g_speed = 1.0;
 }
 
 static uint64_t mix64(uint64_t x)   /* splitmix64's finaliser */
@@ -121,28 +148,21 @@ uint64_t simcuda_model_rank_key(void)
     return g_rank_key;
 }
 
-static void max_u64(_Atomic uint64_t *a, uint64_t v)
-{
-    uint64_t cur = atomic_load_explicit(a, memory_order_relaxed);
-    while (cur < v && !atomic_compare_exchange_weak(a, &cur, v)) {}
-}
-
 uint64_t simcuda_model_now(void)
 {
-    if (tls_worker) return tls_worker->vt;
-    return atomic_load_explicit(&g_host_vt, memory_order_acquire);
+    return tls_worker ? tls_worker->vt : tls_host_vt;
 }
 
 void simcuda_model_advance(uint64_t ns)
 {
     if (tls_worker) tls_worker->vt += ns;
-    else atomic_fetch_add(&g_host_vt, ns);
+    else tls_host_vt += ns;
 }
 
 void simcuda_model_advance_to(uint64_t t)
 {
     if (tls_worker) { if (tls_worker->vt < t) tls_worker->vt = t; }
-    else max_u64(&g_host_vt, t);
+    else if (tls_host_vt < t) tls_host_vt = t;
 }
 
 /* A sleep inside an application's host function on a stream is the GPU being busy for that
@@ -161,8 +181,18 @@ int simcuda_model_sleep(uint64_t ns)
 }
 
 /* ---- hidden helpers for driver_core.c / driver_api.c ---- */
-uint64_t sim_model_host_now(void) { return atomic_load_explicit(&g_host_vt, memory_order_acquire); }
-void sim_model_host_observe(uint64_t t) { max_u64(&g_host_vt, t); }
+uint64_t sim_model_host_now(void) { return tls_host_vt; }
+void sim_model_host_observe(uint64_t t) { if (tls_host_vt < t) tls_host_vt = t; }
+
+/* after a host thread's synchronize: the hostdelay fault (both clocks) */
+void sim_model_after_sync(void)
+{
+    pthread_once(&params_once, params_read);
+    if (!g_hostdelay_us || tls_worker) return;
+    if (simcuda_model_on()) { tls_host_vt += (uint64_t)g_hostdelay_us * 1000u; return; }
+    struct timespec ts = { g_hostdelay_us / 1000000u, (long)(g_hostdelay_us % 1000000u) * 1000L };
+    while (nanosleep(&ts, &ts) != 0) {}
+}
 void sim_model_worker_enter(struct CUstream_st *s) { tls_worker = s; }
 void sim_model_app_fn(int on) { tls_app_fn = on; }
 

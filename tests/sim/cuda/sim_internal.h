@@ -76,6 +76,7 @@ struct CUstream_st {
     unsigned stall_pending_us;     /* worker-side slow-GPU state */
     int stall_ev_allow;
     uint64_t vt;                   /* modeled clock: the stream's virtual time (its worker's) */
+    uint64_t vt_done;              /* vt when done_seq was last set (under mu) */
     uint64_t model_ops;            /* modeled sleeps so far (their jitter key) */
     /* under g_lock */
     struct capture *cap;
@@ -159,6 +160,7 @@ struct sim_alloc {
 /* ---- model.c: the modeled clock (COLLSCOPE_SIM_CLOCK=model) ---- */
 SIM_HIDDEN uint64_t sim_model_host_now(void);
 SIM_HIDDEN void sim_model_host_observe(uint64_t t);   /* the host saw work done at t */
+SIM_HIDDEN void sim_model_after_sync(void);           /* hostdelay fault, after a host's sync */
 SIM_HIDDEN void sim_model_worker_enter(struct CUstream_st *s);
 SIM_HIDDEN void sim_model_app_fn(int on);
 SIM_HIDDEN void sim_model_copy(size_t n);

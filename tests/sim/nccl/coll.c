@@ -6,7 +6,6 @@
 #include "../nvml/simhealth.h"
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* ---------------------------------------------------------------- group state */
 struct pend { struct ncclComm *c; struct sn_op op; };
@@ -153,27 +152,10 @@ static int slow_us(struct ncclComm *c, long long seq) {
   return (int)us;
 }
 
-/* `hostdelay:rank=R,us=N[,seq=S]`: rank R's host thread is N us late before each launch
- * (or only the one holding seq S), as a slow data loader: the modeled host clock advances,
- * on the wall clock the thread sleeps. */
-static void host_delay(struct ncclComm *c, long long first_seq, long long last_seq) {
-  unsigned us = 0;
-  for (int i = 0; i < sn_nfaults; i++) {
-    const struct sn_fault *f = &sn_faults[i];
-    if (f->kind != SN_F_HOSTDELAY || f->rank != c->fault_rank) continue;
-    if (f->seq >= 0 && (f->seq < first_seq || f->seq > last_seq)) continue;
-    us += f->us;
-  }
-  if (!us) return;
-  if (simcuda_model_on()) simcuda_model_advance((uint64_t)us * 1000u);
-  else usleep(us);
-}
-
 static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops) {
   /* the work item owns ops; they are freed with its last reference (read below only) */
   CUstream stream0 = (CUstream)ops[0].stream;
   unsigned long long last_seq = (unsigned long long)ops[nops - 1].seq;
-  if (sn_nfaults) host_delay(c, (long long)ops[0].seq, (long long)last_seq);
   struct work *w = calloc(1, sizeof *w);
   if (!w) { free(ops); return ncclSystemError; }
   w->c = c; w->ops = ops; w->nops = nops;

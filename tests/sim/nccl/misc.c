@@ -96,7 +96,7 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   else if (!strcmp(ent, "hang")) f->kind = SN_F_HANG;
   else if (!strcmp(ent, "stall")) { f->kind = SN_F_HANG; f->at_hop = 1; }
   else if (!strcmp(ent, "fail")) f->kind = SN_F_FAIL;
-  else if (!strcmp(ent, "hostdelay")) f->kind = SN_F_HOSTDELAY;
+  else if (!strcmp(ent, "hostdelay")) f->kind = SN_F_HOSTDELAY;   /* applied by libcuda.so.1 (cuda/model.c) */
   else if (!strcmp(ent, "jitter")) f->kind = SN_F_JITTER;   /* applied by libcuda.so.1 (cuda/model.c) */
   else { *why = "unknown kind"; return -1; }
   char *save = NULL;
@@ -147,7 +147,9 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
     break;
   case SN_F_HANG: if (f->rank < 0 || f->seq < 0) { *why = "hang/stall needs rank and seq"; return -1; } break;
   case SN_F_FAIL: if (f->rank < 0 || f->seq < 0 || f->code < 0) { *why = "fail needs rank, seq and code"; return -1; } break;
-  case SN_F_HOSTDELAY: if (f->rank < 0 || !have_us) { *why = "hostdelay needs rank and us"; return -1; } break;
+  case SN_F_HOSTDELAY:
+    if (f->rank < 0 || !have_us || f->seq >= 0) { *why = "hostdelay takes rank and us"; return -1; }
+    break;
   case SN_F_JITTER: if (!have_pct) { *why = "jitter needs pct"; return -1; } break;
   }
   return 0;
@@ -224,6 +226,16 @@ static void topo_load(void) {
 static const char *leaf_of(const char *h) {
   for (int i = 0; i < nleaves; i++) if (!strcmp(leaves[i].host, h)) return leaves[i].leaf;
   return NULL;
+}
+const char *sn_leaf_of(const char *host) {
+  pthread_once(&topo_once, topo_load);
+  return leaf_of(host);
+}
+int sn_leaf_hosts(const char *leaf) {
+  pthread_once(&topo_once, topo_load);
+  int n = 0;
+  for (int i = 0; i < nleaves; i++) n += !strcmp(leaves[i].leaf, leaf);
+  return n;
 }
 int sn_link_class(const char *ha, const char *hb) {
   pthread_once(&topo_once, topo_load);

@@ -15,7 +15,11 @@
  *   chunk / bandwidth. Edge latency: 3.4 us inside a host (NVLink Ring/Simple,
  *   tuning.cc:150-151), 14 us between hosts (NET Ring/Simple, tuning.cc:162-163), plus the
  *   `link:` fault's us of that host pair; bandwidth: 150 GB/s inside a host,
- *   COLLSCOPE_SIMNET_GBPS (Gbit/s, default 100) between hosts. Broadcast/Reduce are
+ *   COLLSCOPE_SIMNET_GBPS (Gbit/s, default 100) between hosts. Fabric (with a
+ *   COLLSCOPE_SIM_TOPOLOGY map): an edge between two leaves crosses two more switches
+ *   (+1 us) and shares its leaves' uplinks: a leaf of H hosts has H x NIC / COLLSCOPE_SIM_OVERSUB
+ *   (default 2, i.e. 2:1) up and down; the ring edges leaving (entering) a leaf split its
+ *   uplink (downlink) evenly, so a ring that crosses leaves more often is slower. Broadcast/Reduce are
  *   pipelined chains: nsteps latencies plus bytes / the slowest bandwidth once.
  *   Pairwise ops (AlltoAll, Gather, Scatter): n-1 steps of one peer's block over the
  *   slowest pair. Send/Recv: one step on the pair's edge. One rank: a local copy.
@@ -40,6 +44,18 @@ static double net_bytes_per_ns(void) {
   return bpns;
 }
 
+#define FABRIC_HOP_NS 1000.0 /* two more switches between leaves */
+
+static double oversub(void) {
+  static double o;
+  if (o <= 0) {
+    const char *v = getenv("COLLSCOPE_SIM_OVERSUB");
+    double x = v ? atof(v) : 0;
+    o = x >= 1 && x <= 64 ? x : 2.0;
+  }
+  return o;
+}
+
 struct edge { double lat, bpns; };
 static struct edge edge_of(struct ncclComm *c, int a, int b) {
   const char *ha = c->shm->ranks[a].host, *hb = c->shm->ranks[b].host;
@@ -50,11 +66,38 @@ static struct edge edge_of(struct ncclComm *c, int a, int b) {
   return e;
 }
 
+/* Fabric: the ring edges that leave (out) or enter leaf `leaf` from another leaf */
+static int leaf_flows(struct ncclComm *c, const char *leaf, int out) {
+  int n = 0;
+  for (int p = 0; p < c->nranks; p++) {
+    const char *hs = c->shm->ranks[c->ring[p]].host, *hd = c->shm->ranks[c->ring[(p + 1) % c->nranks]].host;
+    const char *ls = sn_leaf_of(hs), *ld = sn_leaf_of(hd);
+    if (!ls || !ld || !strcmp(ls, ld)) continue;
+    n += !strcmp(out ? ls : ld, leaf);
+  }
+  return n;
+}
+/* a ring edge's bandwidth and latency with the fabric: an inter-leaf edge gets its share of
+ * the source leaf's uplink and the destination leaf's downlink, at most the NIC's */
+static struct edge ring_edge(struct ncclComm *c, int p) {
+  int a = c->ring[p], b = c->ring[(p + 1) % c->nranks];
+  struct edge e = edge_of(c, a, b);
+  const char *la = sn_leaf_of(c->shm->ranks[a].host), *lb = sn_leaf_of(c->shm->ranks[b].host);
+  if (!la || !lb || !strcmp(la, lb)) return e;
+  double nic = net_bytes_per_ns();
+  double up = sn_leaf_hosts(la) * nic / oversub() / leaf_flows(c, la, 1);
+  double down = sn_leaf_hosts(lb) * nic / oversub() / leaf_flows(c, lb, 0);
+  if (up < e.bpns) e.bpns = up;
+  if (down < e.bpns) e.bpns = down;
+  e.lat += FABRIC_HOP_NS;
+  return e;
+}
+
 /* the slowest step moving `chunk` bytes over every ring edge at once */
 static double ring_step(struct ncclComm *c, double chunk) {
   double worst = 0;
   for (int p = 0; p < c->nranks; p++) {
-    struct edge e = edge_of(c, c->ring[p], c->ring[(p + 1) % c->nranks]);
+    struct edge e = ring_edge(c, p);
     double t = e.lat + chunk / e.bpns;
     if (t > worst) worst = t;
   }
@@ -74,7 +117,7 @@ static double pairs_step(struct ncclComm *c, double chunk) {
 static double chain_cost(struct ncclComm *c, double bytes) {
   double lat = 0, bpns = 1e30;
   for (int p = 0; p < c->nranks; p++) {
-    struct edge e = edge_of(c, c->ring[p], c->ring[(p + 1) % c->nranks]);
+    struct edge e = ring_edge(c, p);
     if (e.lat > lat) lat = e.lat;
     if (e.bpns < bpns) bpns = e.bpns;
   }

@@ -166,6 +166,8 @@ extern struct sn_fault *sn_faults;
 extern int sn_nfaults;
 unsigned sn_link_delay_us(const char *ha, const char *hb);
 int sn_link_class(const char *ha, const char *hb);   /* 0 same_host 1 same_leaf 2 cross_leaf */
+const char *sn_leaf_of(const char *host);            /* COLLSCOPE_SIM_TOPOLOGY leaf, or NULL */
+int sn_leaf_hosts(const char *leaf);                 /* hosts the map puts under that leaf */
 void sn_linkstats_register(void);
 void sn_linkstats_fold(struct ncclComm *c);
 void sn_linkstats_track(struct ncclComm *c, int add);
