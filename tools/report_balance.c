@@ -669,7 +669,8 @@ void report_balance_text(const struct report_balance *b, FILE *o) {
   bool dp = v == &b->dp;
   fprintf(o, "# %s comm %016llx, %zu ranks, ", dp ? "data-parallel" : "pipeline", (unsigned long long)v->comm, v->n);
   if (v->period > 0)
-    fprintf(o, "a step = %d ops per rank, %zu steps measured (the first left out)\n", v->period, v->steps);
+    fprintf(o, "a step = %d ops %s, %zu steps measured (the first left out)\n", v->period,
+            dp ? "per rank" : "on the first stage", v->steps);
   else
     fprintf(o, "no repeating step: per op, %zu measured\n", v->steps);
   fprintf(o, "# %5s  %-16s %-28s %15s %9s %9s  %s\n", "rank", "host", "gpu", "compute_us/step", "share_now", "share",
