@@ -295,7 +295,10 @@ static bool view_build(struct report_balance *b, uint64_t comm, const struct cs_
     if (ok && r->steps < v->steps) v->steps = r->steps;
   }
   free(list);
-  if (!ok) v->steps = 0;
+  if (!ok) { /* fewer than two steps somewhere: nothing to say about this communicator */
+    free(v->r);
+    memset(v, 0, sizeof *v);
+  }
   return ok;
 }
 

@@ -9,10 +9,10 @@
  *    A100s given twice the work today) move the shares the other way;
  *  - throttled: 4 H100s, rank 3 slow and at its power cap in the health samples: verdict
  *    throttled, action fix;
- *  - balanced: equal compute: action none;
+ *  - balanced: equal compute: action none; one step of 3 different ops: per op;
  *  - pipeline: 4 stages of Send/Recv with 24 layers each, layer times 100, 100, 200, 200 us:
  *    --layers 24,24,24,24 gives 32, 32, 16, 16 and the gain; a wrong count is a note, a bad
- *    list a usage error. */
+ *    list a usage error; one op per stage (fewer than two steps): kind none, no figures. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -181,6 +181,16 @@ static void test_balanced(void **state) {
   assert_string_equal(jstr(b, "action"), "none");
   json_decref(b);
   rm_tree(dir);
+  /* one step of 3 different ops: no repeating step, so per op (the first left out) */
+  dir = make_tmpdir();
+  write_dp(dir, op_us, mixed_gpu, mixed_arch, 1, -1);
+  b = balance_of(dir, NULL, NULL);
+  assert_string_equal(jstr(b, "kind"), "data_parallel");
+  assert_true(json_is_null(json_object_get(b, "ops_per_step")));
+  assert_int_equal((int)jnum(b, "steps"), 2);
+  near(jnum(rank_of(b, 0), "compute_us"), 1000, 1e-3);
+  json_decref(b);
+  rm_tree(dir);
 }
 
 /* 4 stages, each per step: its compute (layers x layer time), then one Send downstream (the
@@ -206,6 +216,22 @@ static void write_pipeline(const char *dir, int steps) {
 static void test_pipeline(void **state) {
   (void)state;
   char *dir = make_tmpdir();
+  /* one Send or Recv per stage: fewer than two steps, nothing measured */
+  write_pipeline(dir, 1);
+  json_t *one = balance_of(dir, "--layers", "24,24,24,24");
+  assert_string_equal(jstr(one, "kind"), "none");
+  assert_int_equal(json_array_size(json_object_get(one, "ranks")), 0);
+  assert_null(json_object_get(one, "stages"));
+  assert_non_null(strstr(json_string_value(json_array_get(json_object_get(one, "notes"), 0)), "no Send/Recv pipeline"));
+  json_decref(one);
+  char *argv1[] = {"report", dir, NULL};
+  char *out1, *err1;
+  assert_int_equal(run_capture(cmd_report, argv1, &out1, &err1), 0);
+  assert_non_null(strstr(out1, "# no data-parallel or pipeline communicator with two steps or more"));
+  free(out1);
+  free(err1);
+  rm_tree(dir);
+  dir = make_tmpdir();
   write_pipeline(dir, 5);
   json_t *b = balance_of(dir, "--layers", "24,24,24,24");
   assert_string_equal(jstr(b, "kind"), "pipeline");
