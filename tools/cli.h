@@ -62,12 +62,15 @@ struct cli_dump_args {
   /* CLI_DUMP_ARGS_SELECT (trace): --ranks LIST, --comm ID, --from/--to (seconds from the job's
    * start, or seq:N), --max-size BYTES[KMG], --format NAME; as given, the command parses them */
   const char *ranks, *comm, *from, *to, *max_size, *format;
+  /* CLI_DUMP_ARGS_BALANCE (report): --layers LIST, --shares LIST, as given */
+  const char *layers, *shares;
 };
 enum { CLI_DUMP_ARGS_OP = 1,
        CLI_DUMP_ARGS_JSON = 2,
        CLI_DUMP_ARGS_SELECT = 4,
        CLI_DUMP_ARGS_HTML = 8,
-       CLI_DUMP_ARGS_BY_MODEL = 16 };
+       CLI_DUMP_ARGS_BY_MODEL = 16,
+       CLI_DUMP_ARGS_BALANCE = 32 };
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                         struct cli_dump_args *out);
 

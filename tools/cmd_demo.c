@@ -1,7 +1,8 @@
 /* tools/cmd_demo.c: `collscope demo` -- the data-parallel test job (tests/apps dp_train)
  * with 8 ranks on 2 simulated hosts, on the simulator, through cli_run_launch() (the
  * code of `collscope run`), then a summary and what the shim wrote; then the same job with
- * a straggler, with a corrupted collective, and on a mixed cluster with a power-capped GPU. */
+ * a straggler, with a corrupted collective, and on a mixed cluster with a power-capped GPU;
+ * then the balance section's advice for a mixed cluster, applied. */
 #include "cli.h"
 #include "collscope/detect.h"
 #include "collscope/topology.h"
@@ -223,6 +224,82 @@ static void demo_health(struct cli_run_opts *o, const char *absdir, char *app) {
   fflush(stdout);
 }
 
+/* one balance job: 4 ranks, 2 H100s on simhost1 and 2 A100s at half their speed on simhost2,
+ * on the modeled clock (every op timed); its report's balance section (NULL on failure) */
+static json_t *balance_job(const struct cli_run_opts *o, const char *dir, char *app, const char *shares) {
+  char env_dir[PATH_MAX + 32];
+  snprintf(env_dir, sizeof env_dir, "COLLSCOPE_DIR=%s", dir);
+  char *env[] = {env_dir, "COLLSCOPE_SIM_CLOCK=model", "COLLSCOPE_TIMING=events", "COLLSCOPE_EVENT_SAMPLE=1",
+                 "COLLSCOPE_SIM_GPUS=2",
+                 "COLLSCOPE_SIM_GPU_MODEL=simhost1=NVIDIA H100 80GB HBM3;simhost2=NVIDIA A100-SXM4-80GB,speed=0.5"};
+  char *app_argv[] = {app, "--steps", "8", "--size", "256K", "--compute-us", "20000",
+                      shares ? "--shares" : NULL, (char *)shares, NULL};
+  struct cli_run_opts b = *o;
+  b.nranks = 4;
+  b.hosts = "simhost[1-2]";
+  b.env = env;
+  b.nenv = 6;
+  b.argv = app_argv;
+  b.tag_output = 0;
+  if (mkdirs(dir) != 0 || cli_run_launch(&b) != 0) return NULL;
+  int st = 0;
+  json_t *doc = cli_report_json(dir, NULL, NULL, 0, &st);
+  json_t *bal = doc ? json_incref(json_object_get(doc, "balance")) : NULL;
+  json_decref(doc);
+  return bal;
+}
+
+/* demo_balance(): what to do about the slower GPUs: the balance section's shares for 2 H100s
+ * and 2 A100s at half speed, the job run again with them (dp_train --shares), and the step
+ * time measured from its dumps against the prediction (docs/balance.md) */
+static void demo_balance(const struct cli_run_opts *o, const char *absdir, char *app) {
+  char d0[PATH_MAX], d1[PATH_MAX];
+  if (snprintf(d0, sizeof d0, "%s/balance/even", absdir) >= (int)sizeof d0 ||
+      snprintf(d1, sizeof d1, "%s/balance/shares", absdir) >= (int)sizeof d1)
+    return;
+  printf("\ncollscope demo: balance -- what to do about slower GPUs: 4 ranks, 2 H100s (simhost1) and 2 A100s at\n"
+         "  half their speed (simhost2), 8 steps of dp_train --compute-us 20000 on the modeled clock\n"
+         "  (COLLSCOPE_SIM_CLOCK=model); dumps in %s\n",
+         d0);
+  fflush(stdout);
+  json_t *bal = balance_job(o, d0, app, NULL);
+  if (!bal || !json_is_number(json_object_get(bal, "gain_pct"))) {
+    printf("  the balance job failed or gave no prediction\n");
+    json_decref(bal);
+    return;
+  }
+  char shares[256];
+  size_t len = 0, i;
+  json_t *r;
+  printf("  the report's balance section (collscope report %s):\n", d0);
+  json_array_foreach(json_object_get(bal, "ranks"), i, r) {
+    printf("    rank %lld %-24s compute %8.0f us/step, share %.4f (%s)\n",
+           (long long)json_integer_value(json_object_get(r, "rank")), json_string_value(json_object_get(r, "gpu")),
+           json_number_value(json_object_get(r, "compute_us")), json_number_value(json_object_get(r, "share")),
+           json_string_value(json_object_get(r, "verdict")));
+    if (len < sizeof shares)
+      len += (size_t)snprintf(shares + len, sizeof shares - len, "%s%.4f", i ? "," : "",
+                              json_number_value(json_object_get(r, "share")));
+  }
+  double now = json_number_value(json_object_get(bal, "step_us_now"));
+  double pred = json_number_value(json_object_get(bal, "step_us_balanced"));
+  printf("    step %.0f us now, %.0f us predicted with these shares (%.1f %% faster); action: %s\n", now, pred,
+         json_number_value(json_object_get(bal, "gain_pct")), json_string_value(json_object_get(bal, "action")));
+  json_decref(bal);
+  printf("  the job again with dp_train --shares %s (dumps in %s):\n", shares, d1);
+  fflush(stdout);
+  bal = balance_job(o, d1, app, shares);
+  if (bal && json_is_number(json_object_get(bal, "step_us_now"))) {
+    double after = json_number_value(json_object_get(bal, "step_us_now"));
+    printf("    step %.0f us measured: %.0f %% of the predicted gain realised (docs/balance.md)\n", after,
+           now > pred ? 100.0 * (now - after) / (now - pred) : 0.0);
+  } else {
+    printf("    the rerun failed\n");
+  }
+  json_decref(bal);
+  fflush(stdout);
+}
+
 /* demo_sdc(): the job again with a bit flipped in the AllReduce output that rank 6
  * receives at seq 3 (simulator fault flip:...,at=out), SDC checks on every collective;
  * then the report's sdc section: the fingerprint check names rank 6 and its host. The
@@ -406,6 +483,7 @@ int cmd_demo(int argc, char **argv) {
   if (rc == 0) demo_straggler(&o, absdir, app, steps < 20 ? 20 : steps, size_s);
   if (rc == 0) demo_sdc(&o, absdir, app, size_s);
   if (rc == 0) demo_health(&o, absdir, app);
+  if (rc == 0) demo_balance(&o, absdir, app);
   if (rc == 0) demo_topology();
   if (rc == 0) demo_suspects(absdir);
   return rc;

@@ -33,6 +33,16 @@
  *    other end from the record with the same `conn` token in another file, else (send side)
  *    the host of the peer rank. Straggler entries of kind "link" with rank -1 get
  *    "src_host"/"dst_host" of the slowest slow pair (null when there is none).
+ *  - balance (docs/balance.md): per rank of the data-parallel communicator (every instance an
+ *    AllReduce or ReduceScatter of one size on every rank; else a Send/Recv pipeline's),
+ *    ranks[] {rank, host, gpu, compute_us (GPU time between its ops, summed per step; step 0
+ *    left out), step_us, share_now (--shares, default equal), share (proportional to
+ *    share_now / compute_us, summing to 1), verdict (ok, throttled, slower_model, unexplained),
+ *    cause}; by_model[], by_host[]; step_us_now (the slowest rank's step), step_us_balanced
+ *    (now minus the largest compute plus the balanced compute), gain_pct; with a pipeline,
+ *    stages[] {stage, rank, compute_us, layers_now, layers (--layers: the integer counts with
+ *    today's total that minimise the slowest stage), layer_us} and pipeline_step_us_*,
+ *    pipeline_gain_pct; action (none, balance, fix, fix_then_balance) and advice.
  *
  * Exit status: 0 report written (malformed lines only produce messages on stderr),
  * 1 unusable input (no dump files, unreadable, unsupported schema) or write error, 2 usage. */
@@ -51,6 +61,7 @@
 #include "readpool.h"
 #include "report/report.h"
 #include "report_agg.h"
+#include "report_balance.h"
 #include "report_html.h"
 
 /* The whole report as one JSON object: what --json prints, and what other commands (suspects,
@@ -79,13 +90,17 @@ static int write_json(const struct report *r, FILE *o) {
 /* ---------- command ---------- */
 
 static void usage(FILE *o) {
-  fputs("usage: collscope report DIR [--json | --html] [--op NAME] [--by-model] [--job ID] [-o FILE] [-j N]\n"
+  fputs("usage: collscope report DIR [--json | --html] [--op NAME] [--by-model] [--layers L0,L1,...]\n"
+        "                        [--shares W0,W1,...] [--job ID] [-o FILE] [-j N]\n"
         "  DIR         directory of collscope dump files (*.jsonl), or one dump file\n"
         "  --job ID    only the dumps of job ID (needed when DIR holds several jobs)\n"
         "  --json      print one JSON object instead of tables\n"
         "  --html      write one self-contained HTML page of charts (docs/html-report.md)\n"
         "  --op NAME   only op records named NAME (AllReduce, AllGather, Send, ...)\n"
         "  --by-model  the ranks and ops tables split by GPU model (mixed clusters)\n"
+        "  --layers L  today's layer count per pipeline stage: the balance section gives the\n"
+        "              counts that balance the stages (docs/balance.md)\n"
+        "  --shares W  today's work share per data-parallel rank (default: equal)\n"
         "  -o FILE     write to FILE instead of standard output\n"
         "  -j N        read the files with N threads (default: one per core)\n",
         o);
@@ -100,10 +115,19 @@ static const char *canonical_op(const char *name) {
 
 /* Reads DIR and builds every section's model into *r (with *agg behind it). Returns 0, or the
  * command's exit status (1 unusable input, 2 unknown op) with a message on stderr. */
+/* today's layers and shares for the balance section (report --layers, --shares) */
+struct balance_args {
+  double layers[BAL_MAX_LIST], shares[BAL_MAX_LIST];
+  size_t nlayers, nshares;
+  bool have_layers, have_shares;
+};
+
 static int report_build(struct report *r, struct report_agg *agg, const char *dir, const char *job, const char *op,
-                        unsigned jobs, bool by_model) {
+                        unsigned jobs, bool by_model, const struct balance_args *ba) {
   memset(r, 0, sizeof *r);
   r->by_model = by_model;
+  if (ba && ba->have_layers) r->layers = ba->layers, r->nlayers = ba->nlayers;
+  if (ba && ba->have_shares) r->shares = ba->shares, r->nshares = ba->nshares;
   cs_det_params_default(&r->detp);
   if (cs_det_params_env(&r->detp))
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_STRAGGLER_* value (collscope help)\n");
@@ -149,7 +173,7 @@ static void report_free(struct report *r) {
 struct json_t *cli_report_json(const char *dir, const char *job, const char *op, unsigned jobs, int *status) {
   struct report r;
   struct report_agg agg;
-  int st = report_build(&r, &agg, dir, job, op, jobs, false);
+  int st = report_build(&r, &agg, dir, job, op, jobs, false, NULL);
   if (status) *status = st;
   if (st != 0) return NULL;
   json_t *doc = report_json_doc(&r);
@@ -159,13 +183,39 @@ struct json_t *cli_report_json(const char *dir, const char *job, const char *op,
 
 int cmd_report(int argc, char **argv) {
   struct cli_dump_args args;
-  int st = cli_dump_args_parse("report", argc, argv, CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON | CLI_DUMP_ARGS_HTML | CLI_DUMP_ARGS_BY_MODEL, usage,
-                               &args);
+  int st = cli_dump_args_parse("report", argc, argv,
+                               CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON | CLI_DUMP_ARGS_HTML | CLI_DUMP_ARGS_BY_MODEL |
+                                   CLI_DUMP_ARGS_BALANCE,
+                               usage, &args);
   if (st >= 0) return st;
+  struct balance_args *ba = calloc(1, sizeof *ba);
+  if (!ba) {
+    fputs("collscope report: out of memory\n", stderr);
+    return 1;
+  }
+  const char *lists[2] = {args.layers, args.shares};
+  for (int k = 0; k < 2; k++) {
+    if (!lists[k]) continue;
+    char err[128];
+    int n = report_balance_parse_list(lists[k], k == 0, k == 0 ? ba->layers : ba->shares, BAL_MAX_LIST, err, sizeof err);
+    if (n < 0) {
+      fprintf(stderr, "collscope report: %s: %s\n", k == 0 ? "--layers" : "--shares", err);
+      usage(stderr);
+      free(ba);
+      return CLI_EXIT_USAGE;
+    }
+    if (k == 0)
+      ba->nlayers = (size_t)n, ba->have_layers = true;
+    else
+      ba->nshares = (size_t)n, ba->have_shares = true;
+  }
   struct report r;
   struct report_agg agg;
-  st = report_build(&r, &agg, args.dir, args.job, args.op, args.jobs, args.by_model);
-  if (st != 0) return st;
+  st = report_build(&r, &agg, args.dir, args.job, args.op, args.jobs, args.by_model, ba);
+  if (st != 0) {
+    free(ba);
+    return st;
+  }
 
   char *tmp = NULL;
   FILE *o = cli_out_open("report", args.outpath, &tmp);
@@ -185,5 +235,6 @@ int cmd_report(int argc, char **argv) {
     rc = cli_out_close("report", o, tmp, args.outpath, rc);
   }
   report_free(&r);
+  free(ba);
   return rc;
 }

@@ -1,6 +1,6 @@
 /* tools/dump_args.c: the command line shared by the subcommands that read a dump
  * directory (report, trace): DIR, -o/--output FILE, --job ID, -j N, and where the command takes
- * them, --op NAME and --json. One parser, so both say the same things the same way. Also
+ * them, --op NAME, --json, trace's selection and report's --layers/--shares. One parser, so both say the same things the same way. Also
  * their output file: a temporary beside it, renamed into place once written whole. And the
  * dtype / redop names as the SDC comparison numbers them. */
 #include "cli.h"
@@ -35,6 +35,12 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
         sel = &out->max_size;
       else if (strcmp(a, "--format") == 0)
         sel = &out->format;
+    }
+    if (flags & CLI_DUMP_ARGS_BALANCE) {
+      if (strcmp(a, "--layers") == 0)
+        sel = &out->layers;
+      else if (strcmp(a, "--shares") == 0)
+        sel = &out->shares;
     }
     if ((flags & CLI_DUMP_ARGS_JSON) && strcmp(a, "--json") == 0) {
       out->json = true;

@@ -25,6 +25,7 @@ struct cs_walk_rec {
   uint64_t comm;
   int64_t seq;
   int comm_rank, comm_size, rank, op, root, status, det_state;
+  int peer;     /* Send/Recv: the other rank, -1 when not applicable */
   int rec_rank; /* the record's own "rank" (rank: the file's when that is -1) */
   uint32_t file;
   bool counts; /* passes the report's --op filter */

@@ -14,6 +14,7 @@
 #include "collscope/sdc.h"
 #include "cli.h"
 #include "instwalk.h"
+#include "report_balance.h"
 #include "report_views.h"
 #include "xalloc.h"
 /* the files are listed: per-file state */
@@ -269,6 +270,7 @@ struct cs_dumpset *report_agg_run_split(const char *path, const char *job, const
   P->w = xcalloc(P->nw, sizeof *P->w);
   P->det = cs_det_stream_new(detp, CS_DET_HANG_PENDING);
   agg->views = report_views_new(op_filter);
+  agg->balance = report_balance_new();
   struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .budget = budget, .begin = on_begin, .op = agg_on_op, .round = agg_on_round};
   struct cs_dumpset *set = cs_dumpset_stream(path, job, &ops);
   agg_walk_join(P);
@@ -346,6 +348,7 @@ void report_agg_free(struct report_agg *agg) {
   free(agg->sdc.items);
   cs_det_result_free(&agg->det);
   report_views_free(agg->views);
+  report_balance_free(agg->balance);
   if (P) {
     for (size_t i = 0; i < P->nf; i++) {
       free(P->fs[i].buf);

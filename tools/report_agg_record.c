@@ -75,6 +75,7 @@ struct cs_walk_rec report_agg_walk_rec(const struct cs_dumpfile *f, const struct
                               .rank = o->rank >= 0 ? o->rank : f->hdr.rank,
                               .op = o->op,
                               .root = o->root,
+                              .peer = o->peer,
                               .status = o->status,
                               .file = file,
                               .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P,

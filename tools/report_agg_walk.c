@@ -14,6 +14,7 @@
 #include "collscope/sdc.h"
 #include "cli.h"
 #include "instwalk.h"
+#include "report_balance.h"
 #include "report_views.h"
 #include "xalloc.h"
 
@@ -145,6 +146,7 @@ void agg_on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk
   size_t nfound = P->agg->sdc.nitems;
   report_agg_sdc_instance(&P->agg->sdc, &P->mem, &P->memcap, P->agg->op_filter, comm, seq, m, n);
   report_views_instance(P->agg->views, comm, seq, m, n, P->agg->sdc.nitems - nfound);
+  report_balance_instance(P->agg->balance, comm, seq, m, n);
 }
 
 /* the last round's records through the walker (and so the detector and the SDC comparison) */

@@ -1,6 +1,7 @@
 /* tests/apps/common.c: see common.h. */
 #include "common.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "bootstrap.h"
@@ -58,6 +59,24 @@ static int parse_count(const char *name, const char *opt, const char *v, int lo,
   return (int)x;
 }
 
+/* a comma list of positive numbers (integers up to 1000 when `integers`), or exit 2 */
+static int parse_list(const char *name, const char *opt, const char *v, double *out, int cap, int integers) {
+  int n = 0;
+  for (const char *p = v;;) {
+    char *end;
+    double x = strtod(p, &end);
+    if (end == p || !(x > 0) || x > 1e6 || (integers && (x != (double)(int)x || x > 1000)) || n == cap ||
+        (*end && *end != ',')) {
+      fprintf(stderr, "%s: %s: expected a comma list of positive %s, got '%s'\n", name, opt,
+              integers ? "integers" : "numbers", v);
+      exit(2);
+    }
+    out[n++] = x;
+    if (!*end) return n;
+    p = end + 1;
+  }
+}
+
 void app_init(struct app *a, const char *name, int argc, char **argv, const char *usage) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   memset(a, 0, sizeof *a);
@@ -69,6 +88,8 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
   a->microbatches = 4;
   a->tp = 2;
   a->ndevs = 0;
+  a->work = 1.0;
+  const char *share_list = NULL, *layer_list = NULL;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -88,8 +109,12 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
       a->steps = parse_count(name, o, v, 1, 1000000);
     else if (!strcmp(o, "--size"))
       a->size = parse_size(name, v);
+    else if (!strcmp(o, "--layers") && strchr(v, ','))
+      layer_list = v;
     else if (!strcmp(o, "--layers"))
       a->layers = parse_count(name, o, v, 1, 1000);
+    else if (!strcmp(o, "--shares"))
+      share_list = v;
     else if (!strcmp(o, "--microbatches"))
       a->microbatches = parse_count(name, o, v, 1, 1000);
     else if (!strcmp(o, "--tp"))
@@ -116,6 +141,25 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
   if (a->world < 1 || a->rank >= a->world) {
     fprintf(stderr, "%s: RANK=%d WORLD_SIZE=%d is inconsistent\n", name, a->rank, a->world);
     exit(2);
+  }
+  if (share_list) {
+    double w[1024], sum = 0;
+    int n = parse_list(name, "--shares", share_list, w, 1024, 0);
+    if (n != a->world) {
+      fprintf(stderr, "%s: --shares gives %d weights for %d ranks\n", name, n, a->world);
+      exit(2);
+    }
+    for (int i = 0; i < n; i++) sum += w[i];
+    a->work = (double)a->world * w[a->rank] / sum;
+  }
+  if (layer_list) {
+    double l[1024];
+    int n = parse_list(name, "--layers", layer_list, l, 1024, 1);
+    if (n != a->world) {
+      fprintf(stderr, "%s: --layers gives %d stages for %d ranks\n", name, n, a->world);
+      exit(2);
+    }
+    a->stage_layers = (int)l[a->rank];
   }
   CUDACHECK(cudaGetDeviceCount(&a->ndev));
   if (a->ndev < 1) app_die(__FILE__, __LINE__, "cudaGetDeviceCount", "no devices");

@@ -10,7 +10,10 @@
  *
  * --compute-us N: the "backward pass" also takes N us on the stream (a sleep: a busy GPU
  * costs the host no CPU), so the collectives' arrival times are set by it rather than by
- * the host's CPU scheduling.
+ * the host's CPU scheduling. On the modeled clock it is GPU time, 1/speed as long on a
+ * slower GPU model (tests/sim/cuda/model.c).
+ * --shares W0,W1,...: one weight per rank; rank r's compute is N x WORLD x W_r / sum(W) (its
+ * share of the global batch; the gradients, and so the collectives, keep their size).
  * --ops mixed: per step one AllReduce, AllGather, ReduceScatter and Broadcast (root
  * rotating), sizes cycling over 8 B .. 4 MiB (capped by --size), each checked exactly.
  * --ops pairwise: per step one AlltoAll and one grouped Send/Recv exchange (rank r sends to
@@ -24,10 +27,12 @@
 #define NBUCKETS 3
 
 static const char usage[] =
-    "usage: dp_train [--steps N] [--size BYTES] [--compute-us N] [--ops allreduce|mixed|pairwise] [-v]\n"
+    "usage: dp_train [--steps N] [--size BYTES] [--compute-us N] [--shares W0,W1,...]\n"
+    "                [--ops allreduce|mixed|pairwise] [-v]\n"
     "  data-parallel loop: per step, fp32 sum-AllReduce of gradient buckets of BYTES,\n"
     "  BYTES/8 and BYTES/64 (default --size 1M, --steps 5), results checked exactly.\n"
     "  --compute-us N: each bucket's compute also sleeps N us on the stream.\n"
+    "  --shares W0,...: per-rank work weights: rank r's compute is N x WORLD x W_r / sum(W).\n"
     "  --ops mixed: per step AllReduce, AllGather, ReduceScatter, Broadcast of 8 B..BYTES.\n"
     "  --ops pairwise: per step AlltoAll and grouped Send/Recv (peer r+shift), 8 B..BYTES per peer.\n"
     "  Run under a launcher: collscope run -n N -- dp_train ...\n";
@@ -203,7 +208,7 @@ static int run_pairwise(struct app *a, ncclComm_t comm, cudaStream_t s) {
 int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "dp_train", argc, argv, usage);
-  compute_us = a.compute_us;
+  compute_us = (int)((double)a.compute_us * a.work + 0.5); /* --shares */
   ncclUniqueId id;
   app_share_ids(&a, &id, 1);
   ncclComm_t comm;

@@ -5,16 +5,30 @@
  * way. GPipe-style ticks: at tick t, stage r receives microbatch t-r from its
  * upstream neighbour and sends the output of microbatch t-1-r downstream, both inside
  * one ncclGroupStart/ncclGroupEnd. The last stage checks the forward outputs
- * (x + W(W+1)/2), stage 0 the backward outputs (y + W(W+1)/2), exactly. */
+ * (x + W(W+1)/2), stage 0 the backward outputs (y + W(W+1)/2), exactly.
+ * --compute-us N with --layers L0,L1,...: stage r's work on each microbatch also takes
+ * L_r x N us on its stream (a sleep, as dp_train --compute-us: GPU time on the modeled clock,
+ * 1/speed as long on a slower GPU model). */
 #include <string.h>
+#include <time.h>
 
 #include "common.h"
 
 static const char usage[] =
-    "usage: pipeline [--steps N] [--size BYTES] [--microbatches N] [-v]\n"
+    "usage: pipeline [--steps N] [--size BYTES] [--microbatches N] [--compute-us N [--layers L0,L1,...]] [-v]\n"
     "  one pipeline stage per rank; per step a forward and a backward pass of N\n"
     "  microbatches (default 4) of BYTES (default 1M) of fp32, neighbour send/recv\n"
-    "  grouped with ncclGroupStart/End.\n";
+    "  grouped with ncclGroupStart/End.\n"
+    "  --compute-us N: each stage's work per microbatch and layer sleeps N us on its stream;\n"
+    "  --layers: one layer count per stage (default 1 each).\n";
+
+static int stage_us; /* this stage's compute per microbatch: layers x --compute-us */
+static void CUDART_CB stage_compute(void *p) {
+  (void)p;
+  struct timespec ts = {stage_us / 1000000, (long)(stage_us % 1000000) * 1000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
 
 static double x_val(int m, size_t i) { return (double)(((size_t)m * 3 + i) % 17); }
 static double y_val(int m, size_t i) { return (double)(((size_t)m + 2 * i) % 19); }
@@ -53,6 +67,7 @@ static void pass(struct pipe *p, int dir, int step, uint64_t *h) {
       NCCLCHECK(ncclGroupEnd());
     }
     if (m < 0 || m >= M) continue;
+    if (stage_us > 0) CUDACHECK(cudaLaunchHostFunc(p->s, stage_compute, NULL));
     /* this stage's "compute" on microbatch m: out = in + (rank+1) */
     if (first) {
       for (size_t i = 0; i < p->n; i++) p->host[i] = (float)(dir > 0 ? x_val(m, i) : y_val(m, i));
@@ -79,6 +94,7 @@ static void pass(struct pipe *p, int dir, int step, uint64_t *h) {
 int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "pipeline", argc, argv, usage);
+  if (a.compute_us > 0) stage_us = (a.stage_layers > 0 ? a.stage_layers : 1) * a.compute_us;
   ncclUniqueId id;
   app_share_ids(&a, &id, 1);
   struct pipe p = {.a = &a};

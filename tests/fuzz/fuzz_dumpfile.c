@@ -3,8 +3,8 @@
  * The input bytes become a process's dump collscope-fz-r0-p1.jsonl; its first line plus the
  * second half of the input become the same process's salvage file, so the salvage merge
  * runs too. The directory is loaded, grouped into collective instances, and reported as
- * text and as JSON (stragglers, hangs, links, SDC) into a file, then once with a --job that
- * is absent. Built like the other targets (fuzz_target.c's meson rules). */
+ * text and as JSON (stragglers, hangs, links, SDC, balance with --layers and --shares) into a
+ * file, then once with a --job that is absent. Built like the other targets (fuzz_target.c's meson rules). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +56,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *json[] = {"report", dir, "-j1", "--json", "-o", out, NULL};
   char *other[] = {"report", dir, "-j1", "--job", "no-such-job", NULL};
   char *html[] = {"report", dir, "-j1", "--html", "-o", out, NULL};
+  /* the balance section's layer counts and today's shares (a pipeline of 2 stages, 2 ranks) */
+  char *balance[] = {"report", dir, "-j1", "--json", "--layers", "3,5", "--shares", "1,2", "-o", out, NULL};
   fuzz_report_quiet(text);
   fuzz_report_quiet(json);
   fuzz_report_quiet(html);
+  fuzz_report_quiet(balance);
   fuzz_report_quiet(other);
   unlink(out);
   unlink(salv);

@@ -139,7 +139,7 @@ def case_demo(cli, apps, tmp):
     p = subprocess.run([cli, "demo", "--steps", "2", "--keep", os.path.join(tmp, "demo")], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=240)
     assert p.returncode == 0, p.stdout[-3000:]
-    sec = p.stdout.split("collscope demo: GPU health")[1].split("collscope demo: topology")[0]
+    sec = p.stdout.split("collscope demo: GPU health")[1].split("collscope demo: balance")[0]
     print(sec)
     lines = [l.strip() for l in sec.splitlines() if l.strip().startswith("rank ")]
     assert any(l.startswith("rank 1 (simhost1): power_cap:") for l in lines), lines

@@ -28,7 +28,7 @@ import argparse, base64, glob, html.parser, math, select, json, os, shutil, sock
 
 FAULTS = "slow:rank=5,us=3000;link:a=simhost2,b=simhost3,us=3000;flip:rank=3,seq=20,elem=77,bit=30,at=out"
 HOSTILE = 'sim<script>alert("x")</script>host4'
-CHARTS = ["notes", "busbw", "lateness", "links", "hangs", "sdc"]
+CHARTS = ["notes", "busbw", "lateness", "links", "hangs", "sdc", "balance"]
 
 
 def chromium():

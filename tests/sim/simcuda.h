@@ -4,6 +4,7 @@
 #ifndef COLLSCOPE_SIMCUDA_H
 #define COLLSCOPE_SIMCUDA_H
 #include <stddef.h>
+#include <stdint.h>
 
 /* The simulator libraries are built with -fvisibility=hidden: only names declared with
  * SIMCUDA_API (and the CUDA headers' own declarations, see SIMCUDA_API_BEGIN) are exported. */
@@ -53,6 +54,23 @@ CUresult simcuda_device_error(int dev);      /* the device's sticky fault, CUDA_
  * (-1 before the first). */
 void simcuda_note_seq(int dev, long long seq);
 long long simcuda_last_seq(int dev);
+
+/* ---- the modeled clock (COLLSCOPE_SIM_CLOCK=model, tests/sim/cuda/model.c) ----
+ * Times are ns since the job's virtual start; CLOCK_REALTIME reads EPOCH + that time. */
+#define SIMCUDA_MODEL_EPOCH_NS 1767225600000000000ull   /* 2026-01-01T00:00:00Z */
+int simcuda_model_on(void);                  /* 1 with COLLSCOPE_SIM_CLOCK=model */
+/* the caller's time: a stream worker's stream virtual time, else the thread's host time */
+uint64_t simcuda_model_now(void);
+void simcuda_model_advance(uint64_t ns);     /* the caller's time += ns */
+void simcuda_model_advance_to(uint64_t t);   /* the caller's time = max(it, t) */
+/* inside an application's host function on a stream: the stream is busy ns (scaled by the
+ * GPU model's speed, with jitter); returns 1. Elsewhere 0 (the caller really sleeps). */
+int simcuda_model_sleep(uint64_t ns);
+/* multiplicative noise of the op with this key (`jitter:` fault, COLLSCOPE_SIM_SEED): the
+ * same key and seed give the same factor in every process; 1.0 without jitter */
+double simcuda_model_noise(uint64_t key);
+double simcuda_model_speed(void);            /* this host's GPU model speed (1.0 = H100) */
+uint64_t simcuda_model_rank_key(void);       /* RANK + 1, or 0 without RANK */
 
 /* ---- additions (CUDA half), documentation only: no signature above changed ----
  * simcuda_enqueue errors: CUDA_ERROR_INVALID_VALUE (fn NULL), CUDA_ERROR_INVALID_HANDLE (bad

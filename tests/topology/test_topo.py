@@ -3,7 +3,7 @@
 the in-process reordering (COLLSCOPE_TOPOLOGY) on the simulator with its link stats.
 
 usage: test_topo.py CASE --cli PATH [--app PATH] [--sim-dir DIR]
-CASE: cli | scale | sim | failopen | apps | bounded
+CASE: cli | scale | sim | failopen | apps | bounded | busbw
 """
 import argparse
 import glob
@@ -187,6 +187,59 @@ def case_sim(a, d):
           f"SLURM_TOPOLOGY_ADDR (no file): same results, 4 leaf and 2 spine hops ({lh3}, {sh3})")
 
 
+# busbw on the modeled clock's fabric (docs/simulator.md, tests/sim/nccl/model.c): the MAP's
+# 4 leaves of 2 hosts, 2:1 uplinks (COLLSCOPE_SIM_OVERSUB=2), 100 Gbit/s NICs. An AllReduce step
+# moves one chunk over every ring edge at once; the slowest edge sets its time. Launched
+# h1..h8, every one of the 8 inter-host ring edges crosses leaves: 2 leave each leaf and share
+# its uplink (2 hosts x NIC / 2 = one NIC), NIC/2 each. Reordered (COLLSCOPE_TOPOLOGY), 4 edges
+# cross leaves, one per uplink: a full NIC each.
+NIC = 100e9 / 8 / 1e9            # bytes per ns
+NET_LAT, HOP, BASE = 14000.0, 1000.0, 8400.0
+
+
+def predicted_ns(nranks, nbytes, flows_per_uplink):
+    step = NET_LAT + HOP + (nbytes / nranks) / (NIC / flows_per_uplink)
+    return BASE + 2 * (nranks - 1) * step
+
+
+def busbw_run(a, d, name, extra_env):
+    out = os.path.join(d, "dump-" + name)
+    env = {"COLLSCOPE_SIM_TOPOLOGY": os.path.join(d, "net.map"), "COLLSCOPE_DIR": out, "COLLSCOPE_SIM_DIR": a.sim_dir,
+           "COLLSCOPE_ONLINE": "0", "COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_OVERSUB": "2",
+           "COLLSCOPE_TIMING": "events", "COLLSCOPE_EVENT_SAMPLE": "1"}
+    env.update(extra_env)
+    r = run([a.cli, "run", "-n", "16", "--hosts", "h[1-8]", "--sim", "--", a.app, "--steps", "2", "--size", "16M"],
+            env=env)
+    check(r.returncode == 0, f"busbw {name}: job passes ({r.stdout[-500:]})")
+    durs = {}
+    for f in glob.glob(os.path.join(out, "*.jsonl")):
+        for line in open(f):
+            o = json.loads(line)
+            if o.get("type") == "op" and o.get("timing") == "gpu_event" and o["bytes"] == 16 << 20:
+                durs.setdefault(o["seq"], []).append(o["dur_us"])
+    # every member completes at the last arrival + the cost: the last to arrive measures the cost
+    cost_us = [min(v) for k, v in sorted(durs.items()) if len(v) == 16]
+    return cost_us
+
+
+def case_busbw(a, d):
+    open(os.path.join(d, "net.map"), "w").write(MAP)
+    plain = busbw_run(a, d, "plain", {})
+    ordered = busbw_run(a, d, "env", {"COLLSCOPE_TOPOLOGY": os.path.join(d, "net.map")})
+    n, nbytes = 16, 16 << 20
+    check(len(plain) == 2 and len(ordered) == 2, f"two 16 MiB AllReduces timed on 16 ranks ({plain}, {ordered})")
+    if len(plain) != 2 or len(ordered) != 2:
+        return
+    bus = lambda us: nbytes / (us * 1e-6) / 1e9 * 2 * (n - 1) / n
+    want_plain, want_ordered = predicted_ns(n, nbytes, 2) / 1e3, predicted_ns(n, nbytes, 1) / 1e3
+    print(f"figures: 16 MiB AllReduce, 16 ranks, 4 leaves with 2:1 uplinks: busbw {bus(plain[-1]):.2f} GB/s launched "
+          f"h1..h8, {bus(ordered[-1]):.2f} GB/s with COLLSCOPE_TOPOLOGY (x{plain[-1] / ordered[-1]:.3f}; predicted "
+          f"{bus(want_plain * 1):.2f} -> {bus(want_ordered):.2f}, x{want_plain / want_ordered:.3f})")
+    # the second step's (the first instance on a comm also pays for a 5 us kernel ahead of it)
+    for got, want, what in ((plain, want_plain, "launched order"), (ordered, want_ordered, "COLLSCOPE_TOPOLOGY")):
+        check(abs(got[-1] - want) < 0.01, f"{what}: the AllReduce takes the predicted {want:.3f} us ({got})")
+
+
 def case_failopen(a, d):
     open(os.path.join(d, "net.map"), "w").write(MAP)
     r0, s0, _, _ = sim_run(a, d, "plain", {})
@@ -368,7 +421,7 @@ def main():
     a.real_app = a.app
     with tempfile.TemporaryDirectory(prefix="cs-topo-") as d:
         {"cli": case_cli, "scale": case_scale, "sim": case_sim, "failopen": case_failopen, "apps": case_apps,
-         "bounded": case_bounded}[a.case](a, d)
+         "bounded": case_bounded, "busbw": case_busbw}[a.case](a, d)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

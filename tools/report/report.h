@@ -120,6 +120,10 @@ struct report {
   struct cs_link_params linkp;
   size_t link_records;
   struct agg_sdc sdc; /* sdc: the cross-rank SDC comparison's counts and findings (report_agg.h) */
+  /* balance (report --layers, --shares): today's layer count per pipeline stage and work
+   * share per data-parallel rank; NULL when not given */
+  const double *layers, *shares;
+  size_t nlayers, nshares;
 };
 
 /* ---------- a section ---------- */
@@ -151,6 +155,7 @@ extern const struct report_section report_section_slow_links;   /* section_links
 extern const struct report_section report_section_sdc;          /* section_sdc.c */
 extern const struct report_section report_section_sdc_checks;   /* section_sdc.c */
 extern const struct report_section report_section_health;       /* section_health.c */
+extern const struct report_section report_section_balance;      /* section_balance.c */
 extern const struct report_section report_section_notes;        /* section_notes.c */
 extern const struct report_section report_section_busbw_pct;    /* section_views.c: for pictures */
 extern const struct report_section report_section_lateness;     /* section_views.c */

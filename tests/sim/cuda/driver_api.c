@@ -519,13 +519,14 @@ CUresult cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 
 /* ---- copies and sets: work items */
 struct copy1d { void *dst; const void *src; size_t n; };
-static void copy1d_run(void *p) { struct copy1d *c = p; memmove(c->dst, c->src, c->n); }
+static void copy1d_run(void *p) { struct copy1d *c = p; memmove(c->dst, c->src, c->n); sim_model_copy(c->n); }
 
 struct copy2d { char *dst; const char *src; size_t dpitch, spitch, width, height; };
 static void copy2d_run(void *p)
 {
     struct copy2d *c = p;
     for (size_t y = 0; y < c->height; y++) memmove(c->dst + y * c->dpitch, c->src + y * c->spitch, c->width);
+    sim_model_copy(c->width * c->height);
 }
 
 struct memset_op { char *dst; size_t pitch, width, height; unsigned elem; unsigned value; };
@@ -750,7 +751,7 @@ static CUresult host_fn(CUstream h, CUhostFn fn, void *ud, int pt)
 {
     if (!fn) return CUDA_ERROR_INVALID_VALUE;
     RESOLVE(h, pt, s);
-    struct unit u = { .kind = U_FN, .fn = fn, .arg = ud };
+    struct unit u = { .kind = U_FN, .fn = fn, .arg = ud, .app_fn = 1 };
     return stream_submit(s, &u, NULL);
 }
 CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *ud) { return host_fn(h, fn, ud, 0); }
@@ -766,7 +767,7 @@ static CUresult add_cb(CUstream h, CUstreamCallback cb, void *ud, unsigned flags
     struct cb_arg *c = malloc(sizeof *c);
     if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
     *c = (struct cb_arg){ cb, h, ud };
-    struct unit u = { .kind = U_FN, .fn = cb_run, .arg = c, .free_arg = free };
+    struct unit u = { .kind = U_FN, .fn = cb_run, .arg = c, .free_arg = free, .app_fn = 1 };
     CUresult r = stream_submit(s, &u, NULL);
     if (r != CUDA_SUCCESS) free(c);
     return r;

@@ -55,6 +55,7 @@ static __thread CUstreamCaptureMode tls_capmode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 uint64_t sim_now_ns(void)
 {
+    if (simcuda_model_on()) return simcuda_model_now();   /* model.c: virtual time */
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -397,9 +398,8 @@ struct remote_wait { struct CUevent_st *e; uint32_t target; };
 static void remote_wait_run(void *p) { struct remote_wait *w = p; ipc_event_wait(w->e->ipc, w->target); }
 static void remote_wait_free(void *p) { struct remote_wait *w = p; event_unref(w->e); free(w); }
 
-static void event_complete(struct CUevent_st *e, uint64_t gen)
+static void event_complete_at(struct CUevent_st *e, uint64_t gen, uint64_t now)
 {
-    uint64_t now = sim_now_ns();
     pthread_mutex_lock(&ev_mu);
     if (gen > e->done_gen) {
         e->done_gen = gen;
@@ -409,6 +409,8 @@ static void event_complete(struct CUevent_st *e, uint64_t gen)
     pthread_cond_broadcast(&ev_cv);
     pthread_mutex_unlock(&ev_mu);
 }
+
+static void event_complete(struct CUevent_st *e, uint64_t gen) { event_complete_at(e, gen, sim_now_ns()); }
 
 static void event_wait_gen(struct CUevent_st *e, uint64_t gen)
 {
@@ -537,13 +539,32 @@ static void stall_before(struct CUstream_st *s, int kind)
         }
     }
     pthread_mutex_unlock(&s->mu);
-    if (us) sleep_us(us);
+    if (us && simcuda_model_on()) s->vt += (uint64_t)us * 1000u;   /* the worker's own stream */
+    else if (us) sleep_us(us);
 }
 
 static void stall_arm(struct CUstream_st *s, unsigned us)   /* s->mu held */
 {
     s->stall_pending_us += us;
     s->stall_ev_allow = 1;
+}
+
+/* a function item; an application's host function runs with its sleeps modeled */
+static void run_fn(struct unit *u)
+{
+    if (u->app_fn) sim_model_app_fn(1);
+    if (sim_kstats_on) sim_kstats_run(u); else u->fn(u->arg);
+    if (u->app_fn) sim_model_app_fn(0);
+}
+
+/* modeled clock: a wait on an event ends no earlier than the event's time (its ts_ns) */
+static void model_after_wait(struct CUstream_st *s, struct CUevent_st *e)
+{
+    if (!simcuda_model_on()) return;
+    pthread_mutex_lock(&ev_mu);
+    uint64_t t = e->ts_ns;
+    pthread_mutex_unlock(&ev_mu);
+    if (s->vt < t) s->vt = t;
 }
 
 static void run_graph(struct CUstream_st *s, struct unit *g)
@@ -555,9 +576,9 @@ static void run_graph(struct CUstream_st *s, struct unit *g)
         if (kind == U_REC && !u->external) kind = U_NOP;   /* internal dependency only */
         stall_before(s, kind);
         switch (kind) {
-        case U_FN: if (sim_kstats_on) sim_kstats_run(u); else u->fn(u->arg); break;
+        case U_FN: run_fn(u); break;
         case U_REC: event_complete(u->ev, g->gens[i]); break;
-        case U_WAITEV: event_wait_gen(u->ev, g->gens[i]); break;
+        case U_WAITEV: event_wait_gen(u->ev, g->gens[i]); model_after_wait(s, u->ev); break;
         default: break;
         }
         if (u->stall_us) {
@@ -571,6 +592,7 @@ static void run_graph(struct CUstream_st *s, struct unit *g)
 static void *stream_worker(void *p)
 {
     struct CUstream_st *s = p;
+    sim_model_worker_enter(s);
     pthread_mutex_lock(&s->mu);
     for (;;) {
         while (!s->head && !s->destroyed) pthread_cond_wait(&s->cv_work, &s->mu);
@@ -581,12 +603,22 @@ static void *stream_worker(void *p)
         s->running = it;
         pthread_mutex_unlock(&s->mu);
 
+        /* modeled clock: work starts no earlier than the host enqueued it */
+        if (s->vt < it->u.not_before) s->vt = it->u.not_before;
         if (it->u.kind != U_GRAPH) stall_before(s, it->u.kind);
         switch (it->u.kind) {
-        case U_FN: if (sim_kstats_on) sim_kstats_run(&it->u); else it->u.fn(it->u.arg); break;
+        case U_FN: run_fn(&it->u); break;
         case U_REC: event_complete(it->u.ev, it->u.gen); break;
-        case U_WAITEV: event_wait_gen(it->u.ev, it->u.gen); break;
-        case U_WAITSTREAM: stream_wait_seq(it->u.ws, it->u.wseq); break;
+        case U_WAITEV: event_wait_gen(it->u.ev, it->u.gen); model_after_wait(s, it->u.ev); break;
+        case U_WAITSTREAM:
+            stream_wait_seq(it->u.ws, it->u.wseq);
+            if (simcuda_model_on()) {
+                pthread_mutex_lock(&it->u.ws->mu);
+                uint64_t t = it->u.ws->vt_done;
+                pthread_mutex_unlock(&it->u.ws->mu);
+                if (s->vt < t) s->vt = t;
+            }
+            break;
         case U_GRAPH: run_graph(s, &it->u); break;
         default: break;
         }
@@ -604,6 +636,7 @@ static void *stream_worker(void *p)
         free(it);
         pthread_mutex_lock(&s->mu);
         s->done_seq = seq;
+        s->vt_done = s->vt;
         /* an event record queued right behind completes at once: wake the waiters once,
          * after it, instead of twice (a spurious wake-up costs a context switch) */
         if (!(s->head && s->head->u.kind == U_REC && !s->stall_pending_us))
@@ -896,6 +929,8 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
     }
     items[ndeps]->u = *u;
     free(deps);
+    int model = simcuda_model_on();
+    if (model) items[ndeps]->u.not_before = sim_model_host_now();
 
     pthread_mutex_lock(&s->mu);
     /* An event recorded on an idle stream completes at once, as on a GPU, without a round
@@ -903,7 +938,8 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
      * than on real hardware). Not while a slow-GPU stall is pending: it must apply. */
     if (ndeps == 0 && u->kind == U_REC && !seq_out && !s->head && !s->running && !s->stall_pending_us &&
         !u->stall_us) {
-        event_complete(items[0]->u.ev, items[0]->u.gen);
+        if (model && s->vt < items[0]->u.not_before) s->vt_done = s->vt = items[0]->u.not_before;
+        event_complete_at(items[0]->u.ev, items[0]->u.gen, model ? s->vt : sim_now_ns());
         pthread_mutex_unlock(&s->mu);
         item_release(items[0]);
         free(items[0]);
@@ -963,7 +999,9 @@ static void sync_wait_seq(struct CUstream_st *s, uint64_t seq)
 {
     pthread_mutex_lock(&s->mu);
     while (s->done_seq < seq && sim_dev_fault(s->device) == CUDA_SUCCESS) pthread_cond_wait(&s->cv_done, &s->mu);
+    uint64_t t = s->vt_done;
     pthread_mutex_unlock(&s->mu);
+    if (simcuda_model_on()) sim_model_host_observe(t);   /* the host waited until then */
 }
 
 CUresult stream_sync(struct CUstream_st *s)
@@ -985,6 +1023,7 @@ CUresult stream_sync(struct CUstream_st *s)
     uint64_t target = s->enq_seq;
     pthread_mutex_unlock(&s->mu);
     sync_wait_seq(s, target);
+    sim_model_after_sync();
     return sim_dev_fault(s->device);
 }
 
@@ -996,7 +1035,7 @@ CUresult stream_query(struct CUstream_st *s)
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&s->mu);
     r = s->done_seq < s->enq_seq ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
-    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->mu);   /* no host-time jump, as event_query */
     if (r == CUDA_SUCCESS && s->kind == STREAM_LEGACY) {
         size_t n;
         struct dep *deps = legacy_deps(s, &n);   /* only streams with pending work */
@@ -1024,6 +1063,7 @@ CUresult device_sync(int dev)
         stream_unref(deps[i].s);
     }
     free(deps);
+    sim_model_after_sync();
     return sim_dev_fault(dev);
 }
 
@@ -1194,7 +1234,7 @@ CUresult event_query(CUevent e)
     pthread_mutex_lock(&ev_mu);
     r = e->done_gen >= e->rec_gen ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
     pthread_mutex_unlock(&ev_mu);
-    return r;
+    return r;   /* no host-time jump: a background thread's poll would make it scheduling-dependent */
 }
 
 CUresult event_sync(CUevent e)
@@ -1207,7 +1247,10 @@ CUresult event_sync(CUevent e)
     pthread_mutex_lock(&ev_mu);
     uint64_t target = e->rec_gen;
     while (e->done_gen < target && sim_dev_fault(e->device) == CUDA_SUCCESS) pthread_cond_wait(&ev_cv, &ev_mu);
+    uint64_t t = e->ts_ns;
     pthread_mutex_unlock(&ev_mu);
+    if (simcuda_model_on()) sim_model_host_observe(t);
+    sim_model_after_sync();
     return sim_dev_fault(e->device);
 }
 
@@ -1549,7 +1592,8 @@ static void kcall_run(void *p)
         atomic_fetch_add(&kfault.seen, 1ul) + 1ul == kfault.n) {
         if (kfault.delay_ms) {
             struct timespec ts = { (time_t)(kfault.delay_ms / 1000), (long)(kfault.delay_ms % 1000) * 1000000L };
-            nanosleep(&ts, NULL);
+            if (simcuda_model_on()) simcuda_model_advance((uint64_t)kfault.delay_ms * 1000000u);
+            else nanosleep(&ts, NULL);
         } else {
             flip = *(unsigned char **)k->params[0];
             if (flip) *flip ^= 1;
@@ -1557,6 +1601,7 @@ static void kcall_run(void *p)
     }
     k->fn(k->params, k->grid, k->block);
     if (flip) *flip ^= 1;
+    sim_model_kernel();
 }
 
 int sim_kernel_item(const struct unit *u, const void **fn, const char **name)

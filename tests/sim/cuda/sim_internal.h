@@ -46,6 +46,8 @@ struct unit {
     uint64_t *gens;        /* U_GRAPH: per-node generation of external records */
     unsigned stall_us;     /* slow-GPU fault attached after this unit */
     int external;          /* U_REC: CU_EVENT_RECORD_EXTERNAL; U_WAITEV: CU_EVENT_WAIT_EXTERNAL */
+    int app_fn;            /* U_FN: an application's host function (its sleeps are GPU time) */
+    uint64_t not_before;   /* modeled clock: the host's virtual time when enqueued */
 };
 
 struct item {
@@ -73,6 +75,9 @@ struct CUstream_st {
     int worker_started, worker_exited;
     unsigned stall_pending_us;     /* worker-side slow-GPU state */
     int stall_ev_allow;
+    uint64_t vt;                   /* modeled clock: the stream's virtual time (its worker's) */
+    uint64_t vt_done;              /* vt when done_seq was last set (under mu) */
+    uint64_t model_ops;            /* modeled sleeps so far (their jitter key) */
     /* under g_lock */
     struct capture *cap;
     struct CUgraphNode_st *cap_last;   /* last node this stream added to the capture */
@@ -151,6 +156,15 @@ struct sim_alloc {
 #define SIM_OWN_HEAP 1             /* posix_memalign'ed (pinned host, managed) */
 #define SIM_OWN_MAP 2              /* device memory: its own page-rounded mapping */
 #define SIM_OWN_IPC 3              /* a mapping of another process's allocation (cuIpcOpenMemHandle) */
+
+/* ---- model.c: the modeled clock (COLLSCOPE_SIM_CLOCK=model) ---- */
+SIM_HIDDEN uint64_t sim_model_host_now(void);
+SIM_HIDDEN void sim_model_host_observe(uint64_t t);   /* the host saw work done at t */
+SIM_HIDDEN void sim_model_after_sync(void);           /* hostdelay fault, after a host's sync */
+SIM_HIDDEN void sim_model_worker_enter(struct CUstream_st *s);
+SIM_HIDDEN void sim_model_app_fn(int on);
+SIM_HIDDEN void sim_model_copy(size_t n);
+SIM_HIDDEN void sim_model_kernel(void);
 
 /* ---- driver_core.c ---- */
 SIM_HIDDEN extern pthread_mutex_t g_lock;

@@ -31,6 +31,7 @@ struct work {
   struct sn_op *ops;
   int nops, captured;
   uint32_t ticket;
+  uint64_t vt_end;               /* modeled clock: the item's completion (for work_join) */
   _Atomic int refs;
   _Atomic uint32_t finished;
 };
@@ -107,9 +108,13 @@ static void work_run(void *arg) {
       sn_wait(&c->done, d);
     }
   }
-  uint64_t t0_ = sn_prof_now();
+  /* modeled clock (model.c): the GPU timer is the stream's virtual time on the realtime epoch */
+  int model = simcuda_model_on();
+  uint64_t v0 = model ? simcuda_model_now() : 0;
+  uint64_t t0_ = model ? SIMCUDA_MODEL_EPOCH_NS + v0 : sn_prof_now();
   sn_exec_ops(c, w->ops, w->nops);
-  uint64_t t1_ = sn_prof_now();
+  if (model) sn_model_item_done(c, w->ops, w->nops, v0);
+  uint64_t t1_ = model ? SIMCUDA_MODEL_EPOCH_NS + (w->vt_end = simcuda_model_now()) : sn_prof_now();
   if (!w->captured) sn_prof_kernels(c, w->ops, w->nops, t0_, t1_);
   if (!w->captured && (sn_nfaults || sh_any_slow())) dur_note(c, t1_ - t0_);
   if (c->index == 0 && w->nops > 0) simcuda_note_seq(c->dev, (long long)w->ops[w->nops - 1].seq);
@@ -121,6 +126,7 @@ static void work_run(void *arg) {
 static void work_join(void *arg) {
   struct work *w = arg;
   while (!atomic_load(&w->finished)) sn_wait(&w->finished, 0);
+  if (simcuda_model_on()) simcuda_model_advance_to(w->vt_end);
 }
 
 static int slow_us(struct ncclComm *c, long long seq) {
@@ -134,6 +140,11 @@ static int slow_us(struct ncclComm *c, long long seq) {
     us += (unsigned)((double)med * (double)f->elem / 100000.0 + 0.5);
   }
   double hp = sh_slow_pct_at(c->fault_rank, simcuda_hostname(), seq);   /* tests/sim/nvml/simhealth.h */
+  if (simcuda_model_on()) {   /* the modeled cost already divides by the GPU model's speed */
+    double speed = 1;
+    sh_gpu_model(simcuda_hostname(), &speed);
+    if (speed < 1) hp -= (1.0 / speed - 1.0) * 100.0;
+  }
   if (hp > 0) {
     if (!have_med) med = dur_median_us(c);
     us += (unsigned)((double)med * hp / 100.0 + 0.5);

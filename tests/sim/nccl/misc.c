@@ -96,6 +96,8 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   else if (!strcmp(ent, "hang")) f->kind = SN_F_HANG;
   else if (!strcmp(ent, "stall")) { f->kind = SN_F_HANG; f->at_hop = 1; }
   else if (!strcmp(ent, "fail")) f->kind = SN_F_FAIL;
+  else if (!strcmp(ent, "hostdelay")) f->kind = SN_F_HOSTDELAY;   /* applied by libcuda.so.1 (cuda/model.c) */
+  else if (!strcmp(ent, "jitter")) f->kind = SN_F_JITTER;   /* applied by libcuda.so.1 (cuda/model.c) */
   else { *why = "unknown kind"; return -1; }
   char *save = NULL;
   for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -110,6 +112,15 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
     else if (!strcmp(k, "seq") && isnum && num >= 0) f->seq = num;
     else if (!strcmp(k, "comm") && isnum && num >= 0) f->comm = (int)num;
     else if (!strcmp(k, "us") && isnum && num >= 0 && num < 100000000) { f->us = (unsigned)num; have_us = 1; }
+    else if ((!strcmp(k, "pct") || !strcmp(k, "tail")) && f->kind == SN_F_JITTER) {
+      double x = strtod(v, &end);
+      int tail = !strcmp(k, "tail");
+      if (*end || end == v || !(x >= 0 && x <= (tail ? 1000 : 99))) {
+        *why = tail ? "tail: expected 0 <= T <= 1000" : "pct: expected 0 <= P <= 99";
+        return -1;
+      }
+      have_pct |= !tail;
+    }
     else if (!strcmp(k, "pct") && f->kind == SN_F_SLOW) {
       double x = strtod(v, &end);
       if (*end || end == v || !(x > 0 && x <= 1000)) { *why = "pct: expected 0 < P <= 1000"; return -1; }
@@ -136,6 +147,10 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
     break;
   case SN_F_HANG: if (f->rank < 0 || f->seq < 0) { *why = "hang/stall needs rank and seq"; return -1; } break;
   case SN_F_FAIL: if (f->rank < 0 || f->seq < 0 || f->code < 0) { *why = "fail needs rank, seq and code"; return -1; } break;
+  case SN_F_HOSTDELAY:
+    if (f->rank < 0 || !have_us || f->seq >= 0) { *why = "hostdelay takes rank and us"; return -1; }
+    break;
+  case SN_F_JITTER: if (!have_pct) { *why = "jitter needs pct"; return -1; } break;
   }
   return 0;
 }
@@ -211,6 +226,16 @@ static void topo_load(void) {
 static const char *leaf_of(const char *h) {
   for (int i = 0; i < nleaves; i++) if (!strcmp(leaves[i].host, h)) return leaves[i].leaf;
   return NULL;
+}
+const char *sn_leaf_of(const char *host) {
+  pthread_once(&topo_once, topo_load);
+  return leaf_of(host);
+}
+int sn_leaf_hosts(const char *leaf) {
+  pthread_once(&topo_once, topo_load);
+  int n = 0;
+  for (int i = 0; i < nleaves; i++) n += !strcmp(leaves[i].leaf, leaf);
+  return n;
 }
 int sn_link_class(const char *ha, const char *hb) {
   pthread_once(&topo_once, topo_load);

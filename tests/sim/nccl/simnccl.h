@@ -57,6 +57,11 @@ struct sn_shm {
     uint32_t pad[2];
     unsigned char handle[128];
   } net_pair[SN_MAXRANKS][SN_MAXRANKS];
+  /* modeled clock (model.c): each rank's arrival and cost of the comm's collective instance
+   * `gen`, double-buffered like the split board; vt_bell is the futex */
+  _Atomic uint32_t vt_bell;
+  uint32_t vt_pad[15];
+  struct sn_vt_entry { _Atomic uint32_t gen; uint32_t pad; uint64_t t, d; } vt_board[2][SN_MAXRANKS];
 };
 static inline size_t sn_chan_bytes(void) {
   return sizeof(struct sn_chan_ctrl) + SN_SLOTS * (sizeof(struct sn_slot_hdr) + SN_SLOT_BYTES);
@@ -103,6 +108,7 @@ struct ncclComm {
   int net_init, net_setup;             /* plugin state published / ring edges set up */
   int check_pointers;                  /* NCCL_CHECK_POINTERS=1 at init (checks at the call) */
   _Atomic int faulted;                 /* a work item touched a NULL buffer: later items do nothing */
+  uint32_t vt_gen;                     /* modeled clock: collective instances run (model.c) */
   uint64_t end_magic;
 };
 
@@ -151,7 +157,7 @@ void sn_warn(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 void sn_info(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* faults.c */
 struct sn_fault {
-  enum { SN_F_SLOW, SN_F_LINK, SN_F_FLIP, SN_F_HANG, SN_F_FAIL } kind;
+  enum { SN_F_SLOW, SN_F_LINK, SN_F_FLIP, SN_F_HANG, SN_F_FAIL, SN_F_HOSTDELAY, SN_F_JITTER } kind;
   int rank; long long seq; int comm; unsigned us; char a[64], b[64];
   unsigned long long elem; int bit; int at_hop; int code;
 };
@@ -160,6 +166,8 @@ extern struct sn_fault *sn_faults;
 extern int sn_nfaults;
 unsigned sn_link_delay_us(const char *ha, const char *hb);
 int sn_link_class(const char *ha, const char *hb);   /* 0 same_host 1 same_leaf 2 cross_leaf */
+const char *sn_leaf_of(const char *host);            /* COLLSCOPE_SIM_TOPOLOGY leaf, or NULL */
+int sn_leaf_hosts(const char *leaf);                 /* hosts the map puts under that leaf */
 void sn_linkstats_register(void);
 void sn_linkstats_fold(struct ncclComm *c);
 void sn_linkstats_track(struct ncclComm *c, int add);
@@ -248,4 +256,10 @@ int sn_net_p2p_send_progress(struct ncclComm *c, int peer, uint32_t *busy);
 int sn_net_p2p_recv(struct ncclComm *c, int peer, const void **data, size_t *len);
 /* exec.c */
 void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops);
+/* model.c: the modeled clock (COLLSCOPE_SIM_CLOCK=model). On the stream worker, after the
+ * item's ops ran (data moved) with the stream's virtual time at v0 when it started: advance
+ * the stream's virtual time to the item's modeled completion. */
+void sn_model_item_done(struct ncclComm *c, const struct sn_op *ops, int nops, uint64_t v0);
+/* the item's modeled cost in ns on this rank (speed and jitter applied) */
+uint64_t sn_model_item_ns(struct ncclComm *c, const struct sn_op *ops, int nops);
 #endif

@@ -1,0 +1,211 @@
+/* tests/sim/cuda/model.c: the modeled clock (COLLSCOPE_SIM_CLOCK=model).
+ *
+ * Unset or `wall`: the simulated GPU's time is the host's CLOCK_MONOTONIC and nothing here
+ * runs beyond one flag test. `model`: time is virtual, in ns from the job's start:
+ *  - every stream has a virtual time `vt`, touched only by its worker thread. An item starts
+ *    at max(vt, the process's host time when it was enqueued); stalls (slow faults), sleeps
+ *    inside host-function items (a "compute kernel", e.g. dp_train --compute-us), copies,
+ *    sim kernels and collectives (libnccl.so.2 computes their cost) advance it; nothing
+ *    sleeps for modeled time;
+ *  - every host thread has a virtual host time H, from 0 at its first use. It advances with
+ *    modeled host work (simcuda_model_advance) and jumps to the GPU's time when the thread
+ *    waits for completed work (stream/event/device synchronize); with a
+ *    `hostdelay:rank=R,us=N` fault, rank R's thread then spends N us more (the next batch's
+ *    loading) before it goes on (on the wall clock it sleeps N us after the wait). Per
+ *    thread, so collscope's own threads (harvest, online exchange), which synchronise at
+ *    host-scheduled moments, never move the application thread's clock. A query that
+ *    reports completion does not move it either;
+ *  - events complete at their stream's vt; the host's CLOCK_REALTIME (../vclock.c) reads
+ *    SIMCUDA_MODEL_EPOCH_NS + the thread's H, a stream worker's its stream's vt;
+ *  - seeded noise: COLLSCOPE_SIM_SEED=N and a `jitter:pct=P[,tail=T]` entry of
+ *    COLLSCOPE_SIM_FAULTS give per-op multiplicative factors that depend only on the seed,
+ *    the rank and the op's key, never on the host's scheduling. */
+#include "sim_internal.h"
+#include "nvml/simhealth.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static _Atomic int g_model = -1;           /* -1 not read yet, 0 wall, 1 model */
+static __thread uint64_t tls_host_vt;      /* this thread's host time, ns */
+static __thread struct CUstream_st *tls_worker;
+static __thread int tls_app_fn;            /* running an application's host function */
+
+static pthread_once_t params_once = PTHREAD_ONCE_INIT;
+static uint64_t g_seed = 1;
+static double g_jitter_pct, g_jitter_tail, g_speed = 1.0;
+static uint64_t g_rank_key;
+static unsigned g_hostdelay_us;            /* hostdelay: faults of this process's rank */
+
+int simcuda_model_on(void)
+{
+    int m = atomic_load_explicit(&g_model, memory_order_relaxed);
+    if (m >= 0) return m;
+    const char *e = getenv("COLLSCOPE_SIM_CLOCK");
+    m = e && !strcmp(e, "model");
+    atomic_store(&g_model, m);
+    return m;
+}
+
+/* hostdelay:rank=R,us=N (R = this process's RANK): N us added to g_hostdelay_us */
+static void parse_hostdelay(char *kvs, long rank)
+{
+    long r = -1, us = -1;
+    char *save = NULL;
+    for (char *kv = strtok_r(kvs, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(kv + (strchr(kv, '=') ? (size_t)(strchr(kv, '=') - kv) + 1 : 0), &end, 10);
+        if (*end) return;
+        if (!strncmp(kv, "rank=", 5)) r = v;
+        else if (!strncmp(kv, "us=", 3) && v >= 0 && v < 100000000) us = v;
+    }
+    if (r >= 0 && r == rank && us > 0) g_hostdelay_us += (unsigned)us;
+}
+
+/* jitter:pct=P[,tail=T] and hostdelay:rank=R,us=N inside COLLSCOPE_SIM_FAULTS
+ * ("kind:k=v,...;..."); libnccl.so.2's parser validates the same entries and reports bad ones */
+static void parse_faults(const char *env, long rank)
+{
+    for (const char *p = env; p && *p;) {
+        while (*p == ' ' || *p == ';') p++;
+        size_t len = strcspn(p, ";");
+        if (len > 10 && len < 128 && !strncmp(p, "hostdelay:", 10)) {
+            char buf[128];
+            memcpy(buf, p + 10, len - 10);
+            buf[len - 10] = 0;
+            parse_hostdelay(buf, rank);
+        }
+        if (len > 7 && !strncmp(p, "jitter:", 7)) {
+            char buf[128];
+            if (len >= sizeof buf) len = sizeof buf - 1;
+            memcpy(buf, p + 7, len - 7);
+            buf[len - 7] = 0;
+            char *save = NULL;
+            for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+                char *end;
+                if (!strncmp(kv, "pct=", 4)) {
+                    double x = strtod(kv + 4, &end);
+                    if (!*end && x >= 0 && x < 100) g_jitter_pct = x;
+                } else if (!strncmp(kv, "tail=", 5)) {
+                    double x = strtod(kv + 5, &end);
+                    if (!*end && x >= 0 && x <= 1000) g_jitter_tail = x;
+                }
+            }
+        }
+        p += len;
+    }
+}
+
+static void params_read(void)
+{
+    const char *s = getenv("COLLSCOPE_SIM_SEED");
+    if (s && *s) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (!*end) g_seed = v;
+    }
+    const char *r = getenv("RANK");
+    g_rank_key = r && *r ? strtoull(r, NULL, 10) + 1 : 0;
+    parse_faults(getenv("COLLSCOPE_SIM_FAULTS"), g_rank_key ? (long)g_rank_key - 1 : -1);
+    sh_gpu_model(simcuda_hostname(), &g_speed);
+    if (!(g_speed > 0.01)) g_speed = 1.0;
+}
+
+static uint64_t mix64(uint64_t x)   /* splitmix64's finaliser */
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+double simcuda_model_noise(uint64_t key)
+{
+    pthread_once(&params_once, params_read);
+    if (g_jitter_pct <= 0 && g_jitter_tail <= 0) return 1.0;
+    uint64_t h = mix64(g_seed ^ mix64(key));
+    double u = (double)(h >> 11) / 9007199254740992.0;              /* [0, 1) */
+    double f = 1.0 + g_jitter_pct / 100.0 * (2.0 * u - 1.0);
+    if (g_jitter_tail > 0) {                                        /* exponential tail, mean T% */
+        double v = (double)((mix64(h) >> 11) + 1) / 9007199254740993.0;   /* (0, 1] */
+        f += g_jitter_tail / 100.0 * -log(v);
+    }
+    return f > 0.01 ? f : 0.01;
+}
+
+double simcuda_model_speed(void)
+{
+    pthread_once(&params_once, params_read);
+    return g_speed;
+}
+
+uint64_t simcuda_model_rank_key(void)
+{
+    pthread_once(&params_once, params_read);
+    return g_rank_key;
+}
+
+uint64_t simcuda_model_now(void)
+{
+    return tls_worker ? tls_worker->vt : tls_host_vt;
+}
+
+void simcuda_model_advance(uint64_t ns)
+{
+    if (tls_worker) tls_worker->vt += ns;
+    else tls_host_vt += ns;
+}
+
+void simcuda_model_advance_to(uint64_t t)
+{
+    if (tls_worker) { if (tls_worker->vt < t) tls_worker->vt = t; }
+    else if (tls_host_vt < t) tls_host_vt = t;
+}
+
+/* A sleep inside an application's host function on a stream is the GPU being busy for that
+ * long (scaled by the GPU model's speed, with jitter keyed by rank and the stream's item
+ * count): consumed here, 1. Anywhere else: 0, the caller sleeps for real. */
+int simcuda_model_sleep(uint64_t ns)
+{
+    if (!tls_worker || !tls_app_fn || !simcuda_model_on()) return 0;
+    struct CUstream_st *s = tls_worker;
+    /* keyed by rank and the stream's own count, not its id: the shim's streams, created by
+     * a background thread, make ids scheduling-dependent */
+    uint64_t key = (simcuda_model_rank_key() << 40) ^ (0x5a5aull << 56) ^ ++s->model_ops;
+    double d = (double)ns / simcuda_model_speed() * simcuda_model_noise(key);
+    s->vt += (uint64_t)(d + 0.5);
+    return 1;
+}
+
+/* ---- hidden helpers for driver_core.c / driver_api.c ---- */
+uint64_t sim_model_host_now(void) { return tls_host_vt; }
+void sim_model_host_observe(uint64_t t) { if (tls_host_vt < t) tls_host_vt = t; }
+
+/* after a host thread's synchronize: the hostdelay fault (both clocks) */
+void sim_model_after_sync(void)
+{
+    pthread_once(&params_once, params_read);
+    if (!g_hostdelay_us || tls_worker) return;
+    if (simcuda_model_on()) { tls_host_vt += (uint64_t)g_hostdelay_us * 1000u; return; }
+    struct timespec ts = { g_hostdelay_us / 1000000u, (long)(g_hostdelay_us % 1000000u) * 1000L };
+    while (nanosleep(&ts, &ts) != 0) {}
+}
+void sim_model_worker_enter(struct CUstream_st *s) { tls_worker = s; }
+void sim_model_app_fn(int on) { tls_app_fn = on; }
+
+/* a copy of n bytes on the current worker: 25 GB/s (a PCIe 5 x16 link's practical rate) */
+void sim_model_copy(size_t n)
+{
+    if (!tls_worker || !simcuda_model_on()) return;
+    tls_worker->vt += 2000 + (uint64_t)((double)n / 25.0);   /* 2 us launch + n / 25 B/ns */
+}
+
+/* a sim kernel: 5 us of GPU time at speed 1 */
+void sim_model_kernel(void)
+{
+    if (!tls_worker || !simcuda_model_on()) return;
+    tls_worker->vt += (uint64_t)(5000.0 / simcuda_model_speed() + 0.5);
+}
