@@ -4,6 +4,8 @@
  *  - clock_gettime(CLOCK_REALTIME[_COARSE]) reads the modeled clock: the calling thread's
  *    virtual host time, on a stream worker its stream's virtual time, both on the epoch
  *    SIMCUDA_MODEL_EPOCH_NS. Other clocks (MONOTONIC: timeouts, pacing) stay the host's;
+ *  - clock_gettime(CLOCK_MONOTONIC[_RAW|_COARSE]) on a stream worker while a collective's
+ *    network transfers run: the modeled network clock (simcuda_model_net_begin);
  *  - nanosleep/usleep inside an application's host function on a stream (a "compute
  *    kernel") advance that stream's virtual time instead of sleeping.
  * Everything else, and everything with the wall clock (the default), calls the next
@@ -52,6 +54,13 @@ SIMCLOCK_API int clock_gettime(clockid_t clk, struct timespec *ts)
         uint64_t ns = SIMCUDA_MODEL_EPOCH_NS + simcuda_model_now();
         ts->tv_sec = (time_t)(ns / 1000000000ull);
         ts->tv_nsec = (long)(ns % 1000000000ull);
+        return 0;
+    }
+    uint64_t mono;
+    if ((clk == CLOCK_MONOTONIC || clk == CLOCK_MONOTONIC_RAW || clk == CLOCK_MONOTONIC_COARSE) &&
+        simcuda_model_mono(&mono)) {
+        ts->tv_sec = (time_t)(mono / 1000000000ull);
+        ts->tv_nsec = (long)(mono % 1000000000ull);
         return 0;
     }
     gettime_fn f = next_gettime();
