@@ -70,7 +70,7 @@ SIMCLOCK_API int clock_gettime(clockid_t clk, struct timespec *ts)
 
 SIMCLOCK_API int nanosleep(const struct timespec *req, struct timespec *rem)
 {
-    if (req->tv_sec >= 0 && req->tv_nsec >= 0 && req->tv_nsec < 1000000000L &&
+    if (req && req->tv_sec >= 0 && req->tv_nsec >= 0 && req->tv_nsec < 1000000000L &&
         simcuda_model_sleep((uint64_t)req->tv_sec * 1000000000ull + (uint64_t)req->tv_nsec)) {
         if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
         return 0;
