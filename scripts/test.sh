@@ -5,21 +5,24 @@
 # tests. The Debian packages' test (suite package: build, lintian, install into a
 # temporary root, demo from there) is a stage of its own; COLLSCOPE_SKIP_PACKAGE=1 skips it. Ends with one line counting the individual tests of every stage, from meson's
 # summary of each ("155 passed, 0 failed"); a stage that fails outside its tests (a build
-# error) counts as one failed. Exit status: 0 only when every stage passed.
+# error) counts as one failed, and with each stage's wall time. Exit status: 0 only when
+# every stage passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh || exit 1
 
-passed=0; failed=0; skipped=0; stages_failed=0
+passed=0; failed=0; skipped=0; stages_failed=0; stage_times=(); t_all=$SECONDS
 stage_log=$(mktemp)
 trap 'rm -f "$stage_log"' EXIT
 # meson's summary line "Name:   N" of a stage's output, its last one (0 when absent)
 summary_count() { awk -v k="$1:" '$0 ~ "^" k { n = $NF } END { print n + 0 }' "$stage_log"; }
 run() { # name, command...
   local name=$1; shift
+  local t0=$SECONDS
   echo "== $name"
   "$@" 2>&1 | tee "$stage_log"
   local rc=${PIPESTATUS[0]}
+  stage_times+=("$(printf '%6d s  %s' $((SECONDS - t0)) "$name")")
   local ok bad
   ok=$(( $(summary_count "Ok") + $(summary_count "Expected Fail") ))
   bad=$(( $(summary_count "Fail") + $(summary_count "Unexpected Pass") + $(summary_count "Timeout") ))
@@ -43,5 +46,7 @@ if [ "${COLLSCOPE_SKIP_SANITIZERS:-0}" != 1 ]; then
   run "tsan build and tests" bash -c '[ -f build-tsan/build.ninja ] || meson setup build-tsan -Dsim=false -Db_sanitize=thread -Db_lundef=false >/dev/null; meson compile -C build-tsan >/dev/null && TSAN_OPTIONS=halt_on_error=1 meson test -C build-tsan --print-errorlogs --num-processes 2 --suite unit --suite stats --suite profiler --suite net'
 fi
 echo
+printf '%s\n' "${stage_times[@]}"
+printf '%6d s  total\n' $((SECONDS - t_all))
 echo "$passed passed, $failed failed$([ "$skipped" -gt 0 ] && echo ", $skipped skipped")"
 [ "$stages_failed" -eq 0 ]

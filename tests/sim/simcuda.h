@@ -71,6 +71,13 @@ int simcuda_model_sleep(uint64_t ns);
 double simcuda_model_noise(uint64_t key);
 double simcuda_model_speed(void);            /* this host's GPU model speed (1.0 = H100) */
 uint64_t simcuda_model_rank_key(void);       /* RANK + 1, or 0 without RANK */
+/* a collective item's network transfers on this worker: between begin and end the worker's
+ * CLOCK_MONOTONIC is modeled (starts at the host's, advances only through
+ * simcuda_model_mono_advance_to: a net plugin completing a send at its modeled delivery) */
+void simcuda_model_net_begin(void);
+void simcuda_model_net_end(void);
+int simcuda_model_mono(uint64_t *ns);        /* 1 and that clock while it is on, else 0 */
+void simcuda_model_mono_advance_to(uint64_t t);
 
 /* ---- additions (CUDA half), documentation only: no signature above changed ----
  * simcuda_enqueue errors: CUDA_ERROR_INVALID_VALUE (fn NULL), CUDA_ERROR_INVALID_HANDLE (bad

@@ -4,6 +4,8 @@
  *  - clock_gettime(CLOCK_REALTIME[_COARSE]) reads the modeled clock: the calling thread's
  *    virtual host time, on a stream worker its stream's virtual time, both on the epoch
  *    SIMCUDA_MODEL_EPOCH_NS. Other clocks (MONOTONIC: timeouts, pacing) stay the host's;
+ *  - clock_gettime(CLOCK_MONOTONIC[_RAW|_COARSE]) on a stream worker while a collective's
+ *    network transfers run: the modeled network clock (simcuda_model_net_begin);
  *  - nanosleep/usleep inside an application's host function on a stream (a "compute
  *    kernel") advance that stream's virtual time instead of sleeping.
  * Everything else, and everything with the wall clock (the default), calls the next
@@ -54,6 +56,13 @@ SIMCLOCK_API int clock_gettime(clockid_t clk, struct timespec *ts)
         ts->tv_nsec = (long)(ns % 1000000000ull);
         return 0;
     }
+    uint64_t mono;
+    if ((clk == CLOCK_MONOTONIC || clk == CLOCK_MONOTONIC_RAW || clk == CLOCK_MONOTONIC_COARSE) &&
+        simcuda_model_mono(&mono)) {
+        ts->tv_sec = (time_t)(mono / 1000000000ull);
+        ts->tv_nsec = (long)(mono % 1000000000ull);
+        return 0;
+    }
     gettime_fn f = next_gettime();
     if (f) return f(clk, ts);
     return (int)syscall(SYS_clock_gettime, clk, ts);
@@ -61,7 +70,7 @@ SIMCLOCK_API int clock_gettime(clockid_t clk, struct timespec *ts)
 
 SIMCLOCK_API int nanosleep(const struct timespec *req, struct timespec *rem)
 {
-    if (req->tv_sec >= 0 && req->tv_nsec >= 0 && req->tv_nsec < 1000000000L &&
+    if (req && req->tv_sec >= 0 && req->tv_nsec >= 0 && req->tv_nsec < 1000000000L &&
         simcuda_model_sleep((uint64_t)req->tv_sec * 1000000000ull + (uint64_t)req->tv_nsec)) {
         if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
         return 0;

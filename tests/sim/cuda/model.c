@@ -28,11 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/syscall.h>
 
 static _Atomic int g_model = -1;           /* -1 not read yet, 0 wall, 1 model */
 static __thread uint64_t tls_host_vt;      /* this thread's host time, ns */
 static __thread struct CUstream_st *tls_worker;
 static __thread int tls_app_fn;            /* running an application's host function */
+static __thread int tls_mono_on;           /* a collective's network transfers: modeled MONOTONIC */
+static __thread uint64_t tls_mono;         /* that clock, ns */
 
 static pthread_once_t params_once = PTHREAD_ONCE_INIT;
 static uint64_t g_seed = 1;
@@ -178,6 +182,31 @@ int simcuda_model_sleep(uint64_t ns)
     double d = (double)ns / simcuda_model_speed() * simcuda_model_noise(key);
     s->vt += (uint64_t)(d + 0.5);
     return 1;
+}
+
+/* Network transfers inside one collective item (libnccl.so.2 brackets sn_exec_ops): the
+ * worker's CLOCK_MONOTONIC becomes a modeled clock that starts at the host's and advances
+ * only when the net plugin completes a send at its modeled delivery (simnet), so a plugin
+ * wrapper's post-to-done times are the wire model's, whatever the host's load. */
+void simcuda_model_net_begin(void)
+{
+    if (!tls_worker || !simcuda_model_on()) return;
+    struct timespec ts;
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (tls_mono < now) tls_mono = now;
+    tls_mono_on = 1;
+}
+void simcuda_model_net_end(void) { tls_mono_on = 0; }
+int simcuda_model_mono(uint64_t *ns)
+{
+    if (!tls_mono_on) return 0;
+    *ns = tls_mono;
+    return 1;
+}
+void simcuda_model_mono_advance_to(uint64_t t)
+{
+    if (tls_mono_on && tls_mono < t) tls_mono = t;
 }
 
 /* ---- hidden helpers for driver_core.c / driver_api.c ---- */

@@ -112,7 +112,9 @@ static void work_run(void *arg) {
   int model = simcuda_model_on();
   uint64_t v0 = model ? simcuda_model_now() : 0;
   uint64_t t0_ = model ? SIMCUDA_MODEL_EPOCH_NS + v0 : sn_prof_now();
+  if (model) simcuda_model_net_begin();   /* a net plugin's transfers on the modeled clock */
   sn_exec_ops(c, w->ops, w->nops);
+  if (model) simcuda_model_net_end();
   if (model) sn_model_item_done(c, w->ops, w->nops, v0);
   uint64_t t1_ = model ? SIMCUDA_MODEL_EPOCH_NS + (w->vt_end = simcuda_model_now()) : sn_prof_now();
   if (!w->captured) sn_prof_kernels(c, w->ops, w->nops, t0_, t1_);

@@ -39,6 +39,8 @@
  *  - Link faults: on a net edge or pair the plugin models the wire (simnet applies the
  *    COLLSCOPE_SIM_FAULTS `link:` delay to each message), so exec.c adds no delay of its own. */
 #include "simnccl.h"
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "collscope/nccl_net_abi.h"
 #include <dlfcn.h>
 #include <stdio.h>
@@ -348,13 +350,14 @@ int sn_net_send_commit(struct ncclComm *c, size_t len) {
    * post-to-done time is the wire's, not this thread's other work); a plugin whose send
    * needs the receiver (rendezvous) gets SEND_POLL_NS, then the request stays outstanding
    * and is tested again when its slot is reused or at sn_net_drain(). */
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  struct timespec t0, t1;   /* the host's clock (a syscall: on the modeled clock this
+                             * thread's CLOCK_MONOTONIC only moves with completed sends) */
+  syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t0);
   for (;;) {
     int done = 0, size = 0;
     if (do_test(req, &done, &size) != ncclSuccess) { n->failed = 1; return -1; }
     if (done) { req = NULL; break; }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &t1);
     if ((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec) > SEND_POLL_NS || aborted(c)) break;
     nap();
   }

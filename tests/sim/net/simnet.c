@@ -18,6 +18,13 @@
  * connector computed). Both sides' test() report done no earlier than the
  * delivery time, so a slow link shows in every message's isend/irecv-to-done time.
  *
+ * Modeled clock (COLLSCOPE_SIM_CLOCK=model, docs/simulator.md): inside a collective the
+ * stream worker's CLOCK_MONOTONIC is the simulator's modeled network clock (libcuda.so.1's
+ * simcuda_model_mono, found with dlsym: this plugin links no simulator library). Then a
+ * send completes at its first test(), moving that clock to its delivery time (post + wire
+ * + link delay), and a receive as soon as the message is there: no waiting, and every
+ * post-to-done time a wrapper measures on the sending side is the wire model's.
+ *
  * Waiting: to keep 2-core machines usable, a test() that cannot complete waits up
  * to 1 ms (futex on the segment's doorbell, or a sleep until the delivery time) before it
  * returns "not done"; callers poll again. No thread of its own.
@@ -25,7 +32,9 @@
  * Test hooks: COLLSCOPE_SIMNET_FAIL=init makes init fail (fail-open tests), =connect makes
  * connect fail. */
 #include "collscope/nccl_net_abi.h"
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -84,6 +93,23 @@ static void host_init(void) {
   const char *h = getenv("COLLSCOPE_HOSTNAME");
   if (h && *h) snprintf(self_host, sizeof self_host, "%s", h);
   else if (gethostname(self_host, sizeof self_host - 1) != 0) snprintf(self_host, sizeof self_host, "localhost");
+}
+
+/* the modeled network clock, while a collective runs on this stream worker (see above) */
+typedef int (*mono_fn)(uint64_t *);
+typedef void (*mono_adv_fn)(uint64_t);
+static int model_mono(uint64_t *ns, mono_adv_fn *adv) {
+  static _Atomic int looked;
+  static mono_fn get;
+  static mono_adv_fn set;
+  if (!atomic_load_explicit(&looked, memory_order_acquire)) {
+    get = (mono_fn)dlsym(RTLD_DEFAULT, "simcuda_model_mono");
+    set = (mono_adv_fn)dlsym(RTLD_DEFAULT, "simcuda_model_mono_advance_to");
+    atomic_store_explicit(&looked, 1, memory_order_release);
+  }
+  if (!get || !set || !get(ns)) return 0;
+  if (adv) *adv = set;
+  return 1;
 }
 
 static int64_t now_ns(void) {
@@ -303,7 +329,17 @@ static cs_net_result_t sn_test(void *request, int *done, int *sizes) {
   struct req *r = request;
   struct comm *c = r->c;
   struct seg *s = c->s;
+  uint64_t m;
+  mono_adv_fn adv = NULL;
+  int model = model_mono(&m, &adv);
   *done = 0;
+  if (r->send && model) {   /* delivered at its modeled time: the clock moves there */
+    adv((uint64_t)r->deliver_ns);
+    if (sizes) sizes[0] = 0;
+    r->used = 0;
+    *done = 1;
+    return CS_NET_OK;
+  }
   if (r->send) {
     int64_t left = r->deliver_ns - now_ns();
     if (left > 0) sleep_ns(left < 1000000 ? left : 1000000);
@@ -321,7 +357,7 @@ static cs_net_result_t sn_test(void *request, int *done, int *sizes) {
     if (atomic_load_explicit(&s->head, memory_order_acquire) == tail) return CS_NET_OK;
   }
   unsigned i = tail % SN_NET_SLOTS;
-  int64_t left = s->meta[i].deliver_ns - now_ns();
+  int64_t left = model ? 0 : s->meta[i].deliver_ns - now_ns();   /* model: the sender's clock, not ours */
   if (left > 0) {
     sleep_ns(left < 1000000 ? left : 1000000);
     if (s->meta[i].deliver_ns - now_ns() > 0) return CS_NET_OK;
