@@ -59,6 +59,18 @@ struct cs_walk {
  * ever write records must not make the walker hold the whole comm. */
 #define WAIT_HOLD_CAP 65536u
 
+/* How far out of seq order a file's records of one communicator may come and still join
+ * their instance: the shim writes a record when its work is done, so a timed op follows the
+ * sampled-out ops enqueued after it that finished while its events were pending. A queue
+ * is kept in seq order, and an instance waits until every open file in the communicator has
+ * a record REORDER_SEQS seqs past it queued: which records make an instance is then a
+ * function of the records, not of their order in the files. Memory: REORDER_SEQS more
+ * instances per communicator held. */
+#define REORDER_SEQS 16
+/* at most this many queued records are moved to put one in order (a file whose records come
+ * backwards must not make each push walk its whole queue) */
+#define REORDER_MOVES (4 * REORDER_SEQS)
+
 struct cs_walk *cs_walk_new(size_t nfiles, cs_walk_emit emit, void *ctx) {
   struct cs_walk *w = calloc(1, sizeof *w);
   if (!w) return NULL;
@@ -138,7 +150,17 @@ bool cs_walk_push(struct cs_walk *w, const struct cs_walk_rec *r) {
     q->head = 0;
     q->cap = nc;
   }
-  q->v[(q->head + q->n++) & (q->cap - 1)] = *r; /* cap: a power of two */
+  /* into seq order (stable; cap is a power of two); a record further out of order than the
+   * shim writes is late */
+  size_t mask = q->cap - 1, j = q->n;
+  while (j > 0 && q->n - j < REORDER_MOVES && q->v[(q->head + j - 1) & mask].seq > r->seq) j--;
+  if (j > 0 && q->v[(q->head + j - 1) & mask].seq > r->seq) {
+    w->late++;
+    return true;
+  }
+  for (size_t k = q->n; k > j; k--) q->v[(q->head + k) & mask] = q->v[(q->head + k - 1) & mask];
+  q->v[(q->head + j) & mask] = *r;
+  q->n++;
   w->held++;
   c->held++;
   if (r->comm_size > 0 && (size_t)r->comm_size > c->expect)
@@ -178,6 +200,11 @@ static bool advance_comm(struct cs_walk *w, struct wcomm *c) {
       if (!any || s < min) min = s, any = true;
     }
     if (!any) return true;
+    for (size_t i = 0; i < c->nq; i++) { /* an open file may still bring a record of min */
+      const struct queue *q = &c->q[i];
+      if (!w->f[q->file].done && (uint64_t)(q->v[(q->head + q->n - 1) & (q->cap - 1)].seq - min) < REORDER_SEQS)
+        return true;
+    }
     if (c->nq < c->expect && c->held < WAIT_HOLD_CAP) {
       /* fewer files than its comm_size have shown up: wait while a file that is not in the
        * comm yet may still bring its first record of it */

@@ -2,11 +2,14 @@
  * files that are read a piece at a time: per communicator a k-way merge of the files'
  * record queues (DESIGN.md "Reading dumps").
  *
- * Each file's records of one communicator come in seq order (the shim numbers a comm's
- * calls in order and writes them in order). An instance is complete when every file that
- * takes part in the communicator (it had a record of it) and is not finished has a record
- * with a later seq queued, so only the records between the slowest and the fastest file
- * are held: memory is bounded by files x the reading chunk, not by the records of the set.
+ * Each file's records of one communicator come in seq order but for a few (the shim numbers
+ * a comm's calls in order and writes each when its work is done: a timed op after the
+ * sampled-out ops that finished while its events were pending). Each queue is kept in seq
+ * order, and an instance is complete when every file that takes part in the communicator (it
+ * had a record of it) and is not finished has a record 16 seqs later queued (REORDER_SEQS:
+ * the records of an instance then follow from the records, not from the files' order), so
+ * only the records between the slowest and the fastest file, plus 16 seqs, are held: memory
+ * is bounded by files x (the reading chunk + 16), not by the records of the set.
  * While fewer files have shown up in a communicator than its records' comm_size (at most the
  * number of files), its instances also wait for the files that are not finished and not yet
  * in it: a comm created mid-job reaches each file's reading position in a different round.

@@ -1,7 +1,8 @@
 /* tests/tools/test_instwalk.c: the per-communicator k-way merge (tools/instwalk.c) against
  * grouping everything at once: files pushed a random piece at a time, communicators that
  * not every file is in, a file that stops early, duplicates and a record out of order; a
- * communicator that reaches each file in a different round, and a comm_size never filled. */
+ * communicator that reaches each file in a different round, a comm_size never filled, and
+ * records a few seqs out of order within a file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -158,8 +159,60 @@ static void claimed_size_never_filled(void **state) {
   cs_walk_free(w);
 }
 
+/* a file whose timed records come after later sampled-out ones (the shim writes a record when
+ * its work is done): 4 files, every 16th seq of a file written 1-3 records late, pushed a
+ * random piece at a time; every instance has all 4 members, in seq order, nothing late (before
+ * the queues were kept in seq order the merge gave such an instance out without that file's
+ * record and dropped it as late, so which records made an instance followed the file order) */
+static size_t ro_members[256], ro_instances;
+static int64_t ro_last = -1;
+static void on_reordered(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
+  (void)ctx;
+  (void)m;
+  assert_true(comm == 0xe && seq > ro_last && seq < 256);
+  ro_last = seq;
+  ro_members[seq] = n;
+  ro_instances++;
+}
+static void reordered_within_files(void **state) {
+  (void)state;
+  enum { NFR = 4,
+         NS = 256 };
+  struct cs_walk_rec recs[NFR][NS];
+  for (int f = 0; f < NFR; f++) {
+    for (int s = 0; s < NS; s++)
+      recs[f][s] = (struct cs_walk_rec){.comm = 0xe, .seq = s, .comm_rank = f, .comm_size = NFR, .file = (uint32_t)f};
+    for (int s = 0; s + 4 < NS; s += 16) { /* seq s moves behind the next 1-3 records */
+      int k = 1 + (int)(next() % 3);
+      struct cs_walk_rec t = recs[f][s];
+      memmove(&recs[f][s], &recs[f][s + 1], (size_t)k * sizeof t);
+      recs[f][s + k] = t;
+    }
+  }
+  struct cs_walk *w = cs_walk_new(NFR, on_reordered, NULL);
+  assert_non_null(w);
+  size_t pos[NFR] = {0};
+  for (bool left = true; left;) {
+    left = false;
+    for (int f = 0; f < NFR; f++) {
+      size_t k = next() % 7;
+      while (k-- && pos[f] < NS) assert_true(cs_walk_push(w, &recs[f][pos[f]++]));
+      if (pos[f] == NS)
+        cs_walk_file_done(w, (uint32_t)f);
+      else
+        left = true;
+    }
+    assert_true(cs_walk_advance(w));
+  }
+  assert_int_equal(cs_walk_late(w), 0);
+  assert_int_equal(ro_instances, NS);
+  for (int s = 0; s < NS; s++) assert_int_equal(ro_members[s], NFR);
+  assert_int_equal(cs_walk_held(w), 0);
+  cs_walk_free(w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(merge_equals_grouping), cmocka_unit_test(late_joiner),
-                                     cmocka_unit_test(claimed_size_never_filled)};
+                                     cmocka_unit_test(claimed_size_never_filled), cmocka_unit_test(reordered_within_files)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
