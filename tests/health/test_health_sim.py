@@ -8,7 +8,8 @@ Cases: throttle, throttle_span (causes from the flagged span's samples), online 
 exchange's log line names the cause), model (also report --by-model), half (4 ranks, half H100
 and half A100: no majority model), nvlink, ecc_xid, ib, clean,
 nvml_absent, nvml_fail (nvmlInit_v2 fails), nvml_all_fail (every device function fails),
-field_fail (one function fails), demo (collscope demo's health step)."""
+field_fail (one function fails), demo (collscope demo's health step). throttle and half run on
+the modeled clock (COLLSCOPE_SIM_CLOCK=model) and assert the first flag exactly."""
 import argparse, glob, html.parser, json, os, shutil, subprocess, tempfile
 
 HOSTS = "simhost[1-4]"
@@ -81,13 +82,30 @@ def html_attrs(cli, d, *extra):
     return parser.els
 
 
+# The modeled clock (docs/simulator.md), every op timed by CUDA events: GPU durations, and so
+# the straggler verdict, are exact under any load. The health sampler still runs on the host's
+# wall-clock interval (COLLSCOPE_HEALTH_MS) and its samples are stamped on collscope's harvest
+# thread, whose modeled clock stays at its anchor's time: the cases whose cause follows a
+# constant fault (throttle, half) run on it and assert the flag exactly. throttle_span (causes
+# from the samples in the flagged span), online (the exchange's wall-clock period) and model
+# (its --by-model rows expect the slow GPU's collectives to take longer, as the wall clock's
+# in-kernel stall makes them; on the modeled clock a synchronising collective ends together on
+# every member, so the slow GPU's are the shorter ones) keep the wall clock.
+MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
+         "COLLSCOPE_EVENT_SAMPLE": "1"}
+THROTTLE_FIRST_FLAG = 18  # rank 5, throttled 150% from seq 0: first flagged at instance 18
+HALF_FIRST_FLAG = 15      # the A100 ranks (speed 0.6) of `half`: first flagged at instance 15
+
+
 def case_throttle(cli, apps, tmp):
-    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150", env_extra={"COLLSCOPE_KEEP_SHM": "1"})
+    p, d = run_job(cli, apps, tmp, QUIET + ";throttle:rank=5,reason=power,pct=150",
+                   env_extra=dict(MODEL, COLLSCOPE_KEEP_SHM="1"))
     assert p.returncode == 0, p.stdout[-3000:]
     r, txt = report(cli, d)
     print(json.dumps(r["stragglers"], indent=1))
     s = [x for x in r["stragglers"] if x["rank"] >= 0]
     assert [x["rank"] for x in s] == [5], r["stragglers"]
+    assert s[0]["first_flag_instance"] == THROTTLE_FIRST_FLAG, (s[0]["first_flag_instance"], THROTTLE_FIRST_FLAG)
     assert causes(r, 5) == {"power_cap"}, s
     assert health_rank(r, 5)["throttle_share"]["power_cap"] >= 0.9
     assert all(health_rank(r, k)["throttle_share"]["power_cap"] == 0 for k in range(8) if k != 5)
@@ -193,14 +211,16 @@ def case_half(cli, apps, tmp):
     # (text, JSON, HTML) reads the set; the A100 ranks' gpu_model cause names the newer model
     # with its count and does not call it the job's
     h100, a100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
-    p, d = run_job(cli, apps, tmp, QUIET, ranks=4, hosts="simh[1-2]", env_extra={
-        "COLLSCOPE_SIM_GPU_MODEL": "simh1=%s;simh2=%s,speed=0.6" % (h100, a100)})
+    p, d = run_job(cli, apps, tmp, QUIET, ranks=4, hosts="simh[1-2]", env_extra=dict(MODEL, **{
+        "COLLSCOPE_SIM_GPU_MODEL": "simh1=%s;simh2=%s,speed=0.6" % (h100, a100)}))
     assert p.returncode == 0, p.stdout[-3000:]
     r, txt = report(cli, d)
     print(json.dumps(r["stragglers"], indent=1))
     assert [health_rank(r, k)["gpu_name"] for k in range(4)] == [h100, h100, a100, a100]
     s = [x for x in r["stragglers"] if x["rank"] >= 0]
     assert s and all(x["rank"] in (2, 3) for x in s), r["stragglers"]
+    assert sorted(x["rank"] for x in s) == [2, 3], s  # the same GPUs, the same durations
+    assert [x["first_flag_instance"] for x in s] == [HALF_FIRST_FLAG] * 2, (s, HALF_FIRST_FLAG)
     for x in s:
         assert causes(r, x["rank"]) == {"gpu_model"}, x
         detail = [c for c in x["causes"] if c["kind"] == "gpu_model"][0]["detail"]
