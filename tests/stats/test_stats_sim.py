@@ -9,9 +9,9 @@ top, slow5/slow20 (sensitivity, quiet job shape), clean_quiet, clean_mixed (10,0
 instances), stall (host-side hang before enqueue: missing), slow5_sampled/slow20_sampled (the
 sensitivity cases with 1 in 16 small instances timed), sampled_counts (records, counts and
 CUDA events of the sampled event path), model_determinism (the same straggler job twice on the
-modeled clock, once beside two busy loops: identical durations and verdict). The slow5/slow20
-cases run on the modeled clock (COLLSCOPE_SIM_CLOCK=model) and assert exact figures. Prints the
-measured figures."""
+modeled clock, once beside two busy loops: identical durations and verdict). The slow, top,
+slow5/slow20 and sampled cases run on the modeled clock (COLLSCOPE_SIM_CLOCK=model) and assert
+exact figures. Prints the measured figures."""
 import argparse, glob, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 HOSTS = "simhost[1-4]"
@@ -88,8 +88,14 @@ def main():
     print("PASS", a.case)
 
 
+# slow and top on the modeled clock (MODEL_EVENTS, below): rank 5, stalled 3 ms before its
+# collectives, is last in 89 of the 90 instances, 3000 us late, and first flagged at instance
+# 15, in the report and in `collscope top`'s ring alike
+SLOW3MS = {"share_last": 89 / 90, "lateness_us": 3000.0, "first_flag_instance": 15}
+
+
 def case_slow(cli, apps, tmp):
-    p, d, shm = run_job(cli, apps, tmp, "slow:rank=5,us=3000", steps=30)
+    p, d, shm = run_job(cli, apps, tmp, "slow:rank=5,us=3000", steps=30, env_extra=MODEL_EVENTS)
     assert p.returncode == 0, p.stdout
     r = report(cli, d)
     print(json.dumps(r["stragglers"], indent=1))
@@ -97,7 +103,7 @@ def case_slow(cli, apps, tmp):
     s = [x for x in r["stragglers"] if x["rank"] >= 0]
     assert len(s) == 1, r["stragglers"]
     assert s[0]["rank"] == 5 and s[0]["host"] == "simhost3" and s[0]["kind"] == "compute", s
-    assert s[0]["share_last"] >= 0.6 and s[0]["lateness_us"] >= 1000, s
+    assert {k: round(s[0][k], 9) for k in SLOW3MS} == {k: round(v, 9) for k, v in SLOW3MS.items()}, (s, SLOW3MS)
     assert r["hangs"] == []
     assert os.listdir(shm) == [], os.listdir(shm)  # rings removed at clean exit
 
@@ -206,7 +212,8 @@ def case_salvage(cli, apps, tmp):
 
 
 def case_top(cli, apps, tmp):
-    p, d, shm = run_job(cli, apps, tmp, "slow:rank=5,us=3000", steps=30, env_extra={"COLLSCOPE_KEEP_SHM": "1"})
+    p, d, shm = run_job(cli, apps, tmp, "slow:rank=5,us=3000", steps=30,
+                        env_extra=dict(MODEL_EVENTS, COLLSCOPE_KEEP_SHM="1"))
     assert p.returncode == 0
     t = top(cli, shm)
     print(json.dumps(t["processes"][5], indent=1))
@@ -221,6 +228,9 @@ def case_top(cli, apps, tmp):
         assert x["seq"] == 89 and x["records"] >= 90
         assert ("STRAGGLER" in x["flags"]) == (i == 5), (i, x["flags"])
     assert [s["rank"] for s in t["stragglers"]] == [5]
+    p5, s5 = t["processes"][5], t["stragglers"][0]
+    assert round(p5["share_last"], 9) == round(SLOW3MS["share_last"], 9) and p5["lateness_us"] == 3000.0, p5
+    assert s5["first_flag_instance"] == SLOW3MS["first_flag_instance"], s5
     txt = subprocess.run([cli, "top", "--once", "--dir", shm], stdout=subprocess.PIPE, text=True).stdout
     assert "STRAGGLER" in txt
 
