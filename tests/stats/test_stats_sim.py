@@ -108,8 +108,13 @@ def case_slow(cli, apps, tmp):
     assert os.listdir(shm) == [], os.listdir(shm)  # rings removed at clean exit
 
 
+# link on the modeled clock: the simhost1-simhost2 edge's 3 ms per ring step makes every
+# instance 42204.971 us on every rank; the slow link is named over the job's 30 instances
+LINK3MS = {"median_dur_us": 42204.971, "window_instances": 30, "first_flag_instance": 30}
+
+
 def case_link(cli, apps, tmp):
-    p, d, shm = run_job(cli, apps, tmp, "link:a=simhost1,b=simhost2,us=3000", steps=10)
+    p, d, shm = run_job(cli, apps, tmp, "link:a=simhost1,b=simhost2,us=3000", steps=10, env_extra=MODEL_EVENTS)
     assert p.returncode == 0, p.stdout
     r = report(cli, d)
     print(json.dumps(r["stragglers"], indent=1))
@@ -117,6 +122,7 @@ def case_link(cli, apps, tmp):
     assert not [x for x in r["stragglers"] if x["kind"] == "compute" or x["rank"] >= 0], r["stragglers"]
     links = [x for x in r["stragglers"] if x["kind"] == "link"]
     assert len(links) == 1 and links[0]["rank"] == -1 and links[0]["host"] is None, links
+    assert {k: links[0][k] for k in LINK3MS} == LINK3MS, (links, LINK3MS)
 
 
 def case_clean(cli, apps, tmp):
