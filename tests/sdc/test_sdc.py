@@ -455,6 +455,13 @@ def median(v):
     return v[len(v) // 2] if v else 0.0
 
 
+# the straggler cases on the modeled clock (docs/simulator.md), every op timed by CUDA events:
+# the same first flag with and without checks, exactly
+MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
+         "COLLSCOPE_EVENT_SAMPLE": "1"}
+STRAGGLER_FIRST_FLAG = 15
+
+
 def straggler(cli, job, wd, extra=()):
     """The slowed rank arrives last at every collective, so its measured durations are the
     shortest: only if the collective's end event sits where NCCL's work ends. Before, a
@@ -465,7 +472,7 @@ def straggler(cli, job, wd, extra=()):
     args = ["--steps", str(STRAGGLER_STEPS), "--op", "AllReduce", "--dtype", "float32", "--count", "4096"] + list(extra)
     res = {}
     for sdc in ("off", "all"):
-        rep = run(cli, job, wd, SLOW, args, {"COLLSCOPE_SDC": sdc})
+        rep = run(cli, job, wd, SLOW, args, dict(MODEL, COLLSCOPE_SDC=sdc))
         recs = [r for r in op_records(wd) if r["timing"] == "gpu_event" and r["seq"] >= 1]
         dur = {r: median([x["dur_us"] for x in recs if x["rank"] == r]) for r in range(NRANKS)}
         res[sdc] = stragglers(rep)
@@ -477,6 +484,9 @@ def straggler(cli, job, wd, extra=()):
             ok = False
         if dur[2] >= min(d for r, d in dur.items() if r != 2):
             print("FAIL: COLLSCOPE_SDC=%s: the slowed rank's median duration is not the shortest" % sdc)
+            ok = False
+        if res[sdc] != [(2, STRAGGLER_FIRST_FLAG)]:
+            print("FAIL: COLLSCOPE_SDC=%s: first flagged at %s, want instance %s" % (sdc, res[sdc], STRAGGLER_FIRST_FLAG))
             ok = False
         if sdc == "all" and checked != STRAGGLER_STEPS:
             print("FAIL: %d collectives compared, want %d" % (checked, STRAGGLER_STEPS))
