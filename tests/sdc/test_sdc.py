@@ -486,7 +486,8 @@ def straggler(cli, job, wd, extra=()):
             print("FAIL: COLLSCOPE_SDC=%s: the slowed rank's median duration is not the shortest" % sdc)
             ok = False
         if res[sdc] != [(2, STRAGGLER_FIRST_FLAG)]:
-            print("FAIL: COLLSCOPE_SDC=%s: first flagged at %s, want instance %s" % (sdc, res[sdc], STRAGGLER_FIRST_FLAG))
+            print("FAIL: COLLSCOPE_SDC=%s: first flagged at %s, want instance %s"
+                  % (sdc, res[sdc], STRAGGLER_FIRST_FLAG))
             ok = False
         if sdc == "all" and checked != STRAGGLER_STEPS:
             print("FAIL: %d collectives compared, want %d" % (checked, STRAGGLER_STEPS))
