@@ -49,10 +49,7 @@ int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "busbw_loop", nrest, rest, usage);
   if (min_bytes < 4) min_bytes = 4;
-  ncclUniqueId id;
-  app_share_ids(&a, &id, 1);
-  ncclComm_t comm;
-  NCCLCHECK(ncclCommInitRank(&comm, a.world, id, a.rank));
+  ncclComm_t comm = app_world_comm(&a);
   cudaStream_t s;
   CUDACHECK(cudaStreamCreate(&s));
   void *d;

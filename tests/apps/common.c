@@ -186,6 +186,14 @@ void app_share_ids(struct app *a, ncclUniqueId *ids, int n) {
   }
 }
 
+ncclComm_t app_world_comm(struct app *a) {
+  ncclUniqueId id;
+  app_share_ids(a, &id, 1);
+  ncclComm_t comm;
+  NCCLCHECK(ncclCommInitRank(&comm, a->world, id, a->rank));
+  return comm;
+}
+
 uint64_t app_fnv(uint64_t h, const void *p, size_t len) {
   const unsigned char *c = p;
   for (size_t i = 0; i < len; i++) {

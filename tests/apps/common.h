@@ -60,6 +60,10 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
  * store (bootstrap.c, key "<name>.id<k>"); every other rank fetches all n. */
 void app_share_ids(struct app *a, ncclUniqueId *ids, int n);
 
+/* The world communicator: one unique id shared as above, then ncclCommInitRank of every
+ * rank (exits the process on failure, as NCCLCHECK does). */
+ncclComm_t app_world_comm(struct app *a);
+
 /* FNV-1a 64 over bytes, chainable. */
 uint64_t app_fnv(uint64_t h, const void *p, size_t len);
 #define APP_FNV_INIT 0xcbf29ce484222325ull

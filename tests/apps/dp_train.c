@@ -209,10 +209,7 @@ int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "dp_train", argc, argv, usage);
   compute_us = (int)((double)a.compute_us * a.work + 0.5); /* --shares */
-  ncclUniqueId id;
-  app_share_ids(&a, &id, 1);
-  ncclComm_t comm;
-  NCCLCHECK(ncclCommInitRank(&comm, a.world, id, a.rank));
+  ncclComm_t comm = app_world_comm(&a);
   cudaStream_t s;
   CUDACHECK(cudaStreamCreate(&s));
   if (a.mixed) {

@@ -40,10 +40,7 @@ int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "fsdp", argc, argv, usage);
   if (a.world > 64) app_die(__FILE__, __LINE__, "fsdp", "more than 64 ranks: bf16 sums would not be exact");
-  ncclUniqueId id;
-  app_share_ids(&a, &id, 1);
-  ncclComm_t comm;
-  NCCLCHECK(ncclCommInitRank(&comm, a.world, id, a.rank));
+  ncclComm_t comm = app_world_comm(&a);
   cudaStream_t s;
   CUDACHECK(cudaStreamCreate(&s));
 

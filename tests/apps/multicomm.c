@@ -25,10 +25,7 @@ int main(int argc, char **argv) {
     tp = 1;
   }
   int dp = a.world / tp;
-  ncclUniqueId id;
-  app_share_ids(&a, &id, 1);
-  ncclComm_t world, tpc, dpc;
-  NCCLCHECK(ncclCommInitRank(&world, a.world, id, a.rank));
+  ncclComm_t world = app_world_comm(&a), tpc, dpc;
   NCCLCHECK(ncclCommSplit(world, a.rank / tp, a.rank, &tpc, NULL));
   NCCLCHECK(ncclCommSplit(world, a.rank % tp, a.rank, &dpc, NULL));
   int n, r;

@@ -95,10 +95,7 @@ int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "pipeline", argc, argv, usage);
   if (a.compute_us > 0) stage_us = (a.stage_layers > 0 ? a.stage_layers : 1) * a.compute_us;
-  ncclUniqueId id;
-  app_share_ids(&a, &id, 1);
-  struct pipe p = {.a = &a};
-  NCCLCHECK(ncclCommInitRank(&p.comm, a.world, id, a.rank));
+  struct pipe p = {.a = &a, .comm = app_world_comm(&a)};
   CUDACHECK(cudaStreamCreate(&p.s));
   p.n = a.size / sizeof(float) ? a.size / sizeof(float) : 1;
   p.din = calloc((size_t)a.microbatches, sizeof *p.din);

@@ -51,10 +51,7 @@ int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "opcount_job", argc, argv, usage);
   volatile uint64_t *counter = map_counter(a.rank);
-  ncclUniqueId id;
-  app_share_ids(&a, &id, 1);
-  ncclComm_t comm;
-  NCCLCHECK(ncclCommInitRank(&comm, a.world, id, a.rank));
+  ncclComm_t comm = app_world_comm(&a);
   cudaStream_t s;
   CUDACHECK(cudaStreamCreate(&s));
   size_t n = a.size / sizeof(float) ? a.size / sizeof(float) : 1;

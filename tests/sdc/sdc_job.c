@@ -158,10 +158,7 @@ int main(int argc, char **argv) {
            "[--inplace] [--seed S]");
   int op0 = find(ops, 5, opn), dt0 = find(dtypes, 12, dtn), red = find(redops, 5, redn);
   if (red < 0) red = 0;
-  ncclUniqueId id;
-  app_share_ids(&a, &id, 1);
-  ncclComm_t comm;
-  NCCLCHECK(ncclCommInitRank(&comm, a.world, id, a.rank));
+  ncclComm_t comm = app_world_comm(&a);
   cudaStream_t s;
   CUDACHECK(cudaStreamCreate(&s));
   size_t n = (size_t)a.world, maxbytes = count * 8 * n;
