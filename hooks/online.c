@@ -362,8 +362,23 @@ static bool stop_thread(void) {
   cs_flush(200); /* the harvest thread feeds what has completed */
   atomic_store(&cs_on.drain_deadline, cs_now_ns(CLOCK_MONOTONIC) + DRAIN_MS * 1000000LL);
   atomic_store(&cs_on.stop, 2);
-  pthread_join(cs_on.th, NULL);
+  /* bounded: the job's thread never waits on collscope longer than STOP_WAIT_MS; a thread
+   * still inside NCCL then is left to end with the process, with what it owns.
+   * CLOCK_MONOTONIC: the simulator's modeled clock replaces CLOCK_REALTIME */
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  long long ns = (long long)until.tv_nsec + (STOP_WAIT_MS % 1000) * 1000000LL;
+  until.tv_sec += STOP_WAIT_MS / 1000 + (time_t)(ns / 1000000000LL);
+  until.tv_nsec = (long)(ns % 1000000000LL);
   cs_on.th_running = false;
+  if (pthread_clockjoin_np(cs_on.th, NULL, CLOCK_MONOTONIC, &until) != 0) {
+    cs_log(CS_LOG_WARN, "online: collscope's exchange thread did not stop within %d ms; the job goes on "
+                        "without waiting for it (its communicator is left to end with the process)",
+           STOP_WAIT_MS);
+    pthread_detach(cs_on.th);
+    cs_on.th_abandoned = true;
+    return false;
+  }
   return true;
 }
 
@@ -372,6 +387,7 @@ void cs_online_comm_destroying(void *comm) {
   stop_thread();
   cs_online_set_state(ON_OFF);
   cs_on.parent = NULL;
+  if (cs_on.th_abandoned) cs_on.own = NULL; /* still the abandoned thread's */
   if (cs_on.own) {
     /* the thread abandons (aborts) any exchange it gives up on; should anything still be
      * in flight on collscope's stream, a destroy would wait for it: abort instead */
@@ -394,6 +410,7 @@ void cs_online_shutdown(void) {
 void cs_online_atfork_child(void) {
   /* the thread and the communicator belong to the parent */
   cs_on.th_running = false;
+  cs_on.th_abandoned = false;
   cs_on.own = NULL;
   cs_on.parent = NULL;
   cs_online_set_state(ON_OFF);

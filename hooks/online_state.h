@@ -20,7 +20,10 @@ enum { ON_UNSET = 0,
 
 #define FEED_CAP 4096u /* harvest -> exchange thread (single producer, single consumer) */
 #define DRAIN_MS 2000  /* at shutdown: how long the exchanges already due may take */
-#define FINAL_MAX 4    /* at shutdown: exchanges after the due ones (see exchange_main) */
+/* the most the job's thread waits for collscope's thread at shutdown: the drain, then an
+ * abort of collscope's communicator (NCCL's abort joins the init thread of a pending one) */
+#define STOP_WAIT_MS (DRAIN_MS + 1000)
+#define FINAL_MAX 4 /* at shutdown: exchanges after the due ones (see exchange_main) */
 
 struct feed_item {
   int kind; /* 1 op, 2 sdc */
@@ -44,6 +47,7 @@ struct cs_online_hook {
   struct cs_online_wire *hwire; /* pinned: this rank's contribution, then the result */
   pthread_t th;
   bool th_running;
+  bool th_abandoned;              /* did not stop within STOP_WAIT_MS: still owns `own` and `stream` */
   _Atomic int stop;               /* 1: leave now; 2: run the exchanges due, then leave */
   _Atomic int64_t drain_deadline; /* CLOCK_MONOTONIC ns bound of a drain */
   _Atomic uint64_t trigger;       /* exchanges due (world collectives / K) */

@@ -385,12 +385,12 @@ static ncclResult_t comm_join_watch(struct ncclComm *c, struct sn_shm *watch) {
     uint32_t b = atomic_load(&h->board_bell);
     uint32_t err = atomic_load(&h->error);
     if (err) return (ncclResult_t)err;
-    if (atomic_load(&h->abort) || (watch && atomic_load(&watch->abort))) return ncclRemoteError;
+    if (atomic_load(&h->abort) || atomic_load(&c->aborting) || (watch && atomic_load(&watch->abort)))
+      return ncclRemoteError;
     if (atomic_load(&h->joined) >= (uint32_t)n) break;
-    if (watch)
-      sn_wait_ns(&h->board_bell, b, 10000000L); /* the parent's abort rings the parent's bell */
-    else
-      sn_wait(&h->board_bell, b);
+    /* timed: the parent's abort rings the parent's bell, and this comm's own abort may have
+     * come before the segment was mapped */
+    sn_wait_ns(&h->board_bell, b, 10000000L);
   }
   if (ring_build(h, n, c->ring, c->pos) != 0) return ncclSystemError;
   const char *multi = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
@@ -691,6 +691,9 @@ void sn_comm_wait_idle(struct ncclComm *c) {
 }
 
 static void set_abort(struct ncclComm *c) {
+  /* also before the init thread mapped the segment: it checks this flag every 10 ms (NCCL's
+   * abort sets the flag its bootstrap waits poll, then joins the init thread: init.cc:2515-2519) */
+  atomic_store(&c->aborting, 1);
   struct sn_shm *h = c->shm;
   if (!h) return;
   atomic_store(&h->abort, 1);

@@ -91,6 +91,7 @@ struct ncclComm {
   ncclConfig_t config;
   _Atomic int async_err;
   _Atomic int ready;                   /* 1 once joined (nonblocking init) */
+  _Atomic int aborting;                /* ncclCommAbort called: a pending init stops */
   pthread_t init_thread;
   void *init_job;                      /* freed once init_thread is joined */
   int init_thread_live;

@@ -1,7 +1,8 @@
 /* tests/sim/nccl/tests/test_proc.c: multi-process tests of the NCCL simulator:
  * asynchrony (the call returns before peers arrive), NCCL_DEBUG=INFO ring print, link
  * statistics with a topology map, every COLLSCOPE_SIM_FAULTS kind, and ncclCommSplit with a
- * rank that calls late or never (blocking and non-blocking parents, abort). */
+ * rank that calls late or never (blocking and non-blocking parents, abort), and the abort of a
+ * non-blocking init whose peer never comes. */
 #include "harness.h"
 #include <dirent.h>
 #include <fcntl.h>
@@ -205,6 +206,23 @@ static void r_split(struct rank_ctx *c) {
   }
 }
 
+/* a non-blocking init whose peer never comes, aborted at once, 200 times: the abort ends
+ * it whether or not its init thread has mapped the segment yet (rank 1 never joins) */
+static void r_abort_pending(struct rank_ctx *c) {
+  if (c->rank != 0) return;
+  double t0 = now_s();
+  for (int i = 0; i < 200; i++) {
+    ncclUniqueId id;
+    NCCLOK(ncclGetUniqueId(&id));
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclComm_t comm = NULL;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, 2, id, 0, &cfg);
+    CHECK(r == ncclInProgress, "init %d", r);
+    NCCLOK(ncclCommAbort(comm));
+  }
+  CHECK(now_s() - t0 < 20, "200 aborts took %.1f s", now_s() - t0);
+}
 static const char *const h2[] = {"hostA", "hostB"};
 static int body_debug(void *a) {
   (void)a;
@@ -225,6 +243,9 @@ int main(void) {
 
   rc = run_ranks(2, NULL, 1, r_async, NULL, NULL, 30);
   printf("asynchrony: %s\n", rc ? "FAIL" : "ok"); bad += rc;
+
+  rc = run_ranks(2, NULL, 1, r_abort_pending, NULL, NULL, 30);
+  printf("abort of a pending non-blocking init: %s\n", rc ? "FAIL" : "ok"); bad += rc;
 
   char *out = capture(1, body_debug, NULL, &rc);
   int okd = !rc && count_substr(out, "NCCL INFO Channel 00/02 : 0 2 1 3\n") == 1 &&
