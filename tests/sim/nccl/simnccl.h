@@ -14,7 +14,7 @@
 /* real NCCL: ncclX is weak, pncclX strong, same address */
 #define SN_ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name), visibility("default")));
 
-#define SN_MAXRANKS 64
+#define SN_MAXRANKS 256
 #define SN_SLOTS 2                      /* slots per directed channel */
 #define SN_SLOT_BYTES (512u * 1024u)    /* bytes per slot (multiple of 8) */
 #define SN_MAGIC 0x53494d4e43434c32ull  /* "SIMNCCL2" */
