@@ -23,14 +23,15 @@ MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_T
 
 
 def run(cli, apps, tmp, app, args, env_extra=None, n=8):
-    out = os.path.join(tmp, "dumps")
+    out = os.path.join(tmp, "dumps-%s-%d" % (app, len(os.listdir(tmp))))
     shm = os.path.join(tmp, "shm")
     os.makedirs(shm, exist_ok=True)
     env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, **MODEL)
     env.update(env_extra or {})
-    cmd = [cli, "run", "-n", str(n), "--hosts", HOSTS, "--sim", "--", os.path.join(apps, app)] + list(args)
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-    print(p.stdout[-4000:])
+    hosts = HOSTS if n == 8 else "simhost[1-%d]" % (n // 8)  # 8 GPUs per simulated host
+    cmd = [cli, "run", "-n", str(n), "--hosts", hosts, "--sim", "--", os.path.join(apps, app)] + list(args)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
+    print("\n".join(x for x in p.stdout.splitlines() if "summary" in x or "FAIL" in x or "MISMATCH" in x))
     assert p.returncode == 0, "%s exited %d" % (app, p.returncode)
     return out, p.stdout
 
@@ -135,6 +136,46 @@ def case_hetero(cli, apps, tmp):
     comms, ops, _ = load(d)
     for r in range(8):
         assert ops[r] == {(8, "AllReduce"): 12}, ops[r]
+    # the slow GPUs (ranks 4-7) compute 2 x 1000 us per bucket and arrive last: the fast ones
+    # wait about 1000 us in every collective after the first, the slow ones not at all
+    wait = collections.defaultdict(list)
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        for line in open(f):
+            x = json.loads(line)
+            if x.get("type") == "op" and x["seq"] >= 1:
+                wait[x["rank"]].append(x["dur_us"])
+    fast, slow = max(min(wait[r]) for r in range(4)), max(max(wait[r]) for r in range(4, 8))
+    print("fast ranks wait at least %.1f us, slow ones at most %.1f us" % (fast, slow))
+    assert fast > slow + 900, (fast, slow)
+
+
+# Every app at N ranks (8 GPUs per simulated host; train3d: TP 4 inside a host, PP 4 across
+# hosts, DP the rest), each with one dump per rank. `scale64` is registered; `scale256` (about
+# 10-40 s per app on two loaded cores) is run by hand.
+SCALE = [("dp_train", ["--steps", "4", "--size", "64K", "--compute-us", "1000"], None),
+         ("fsdp", ["--steps", "3", "--size", "64K", "--layers", "4", "--compute-us", "500"], None),
+         ("train3d", ["--steps", "2", "--size", "16K", "--tp", "4", "--pp", "4", "--compute-us", "300"], None),
+         ("moe", ["--steps", "3", "--size", "32K", "--compute-us", "400"], None),
+         ("accum", ["--steps", "8", "--accum", "4", "--size", "64K", "--compute-us", "1000"], None),
+         ("multicomm", ["--steps", "3", "--size", "64K", "--comms", "4"], None),
+         ("dp_train", ["--steps", "4", "--size", "64K", "--compute-us", "1000"],
+          {"COLLSCOPE_SIM_GPU_MODEL": "simhost2=NVIDIA A100-SXM4-80GB,speed=0.5"})]
+
+
+def scale(cli, apps, tmp, n):
+    for app, args, env in SCALE:
+        d, out = run(cli, apps, tmp, app, args, env, n=n)
+        assert "PASS" in out, out[-2000:]
+        files = glob.glob(os.path.join(d, "*.jsonl"))
+        assert len(files) == n, (app, len(files))
+
+
+def case_scale64(cli, apps, tmp):
+    scale(cli, apps, tmp, 64)
+
+
+def case_scale256(cli, apps, tmp):
+    scale(cli, apps, tmp, 256)
 
 
 def main():
