@@ -29,11 +29,11 @@ struct app {
   /* --layers L0,L1,... (one per pipeline stage): this rank's layer count (pipeline); 0 when
    * --layers is one number (`layers`) or absent */
   int stage_layers;
-  int accum;      /* --accum K: collectives every K steps (accum) */
-  int pp;         /* --pp N: pipeline stages (train3d) */
-  double skew;    /* --skew A: Zipf exponent of the token routing (moe) */
-  int comms;      /* --comms N: concurrent communicators on their own streams (multicomm) */
-  int prefetch;   /* --prefetch 0|1: AllGather of the next layer on a second stream (fsdp) */
+  int accum;    /* --accum K: collectives every K steps (accum) */
+  int pp;       /* --pp N: pipeline stages (train3d) */
+  double skew;  /* --skew A: Zipf exponent of the token routing (moe) */
+  int comms;    /* --comms N: concurrent communicators on their own streams (multicomm) */
+  int prefetch; /* --prefetch 0|1: AllGather of the next layer on a second stream (fsdp) */
 };
 
 #define APP_OPS_MIXED 1    /* dp_train --ops mixed: cycles ring collectives and sizes */

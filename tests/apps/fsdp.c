@@ -27,7 +27,7 @@ struct layer {
   size_t esize, full, shard; /* elements */
   void *dshard, *dfull, *dgrad, *dgshard;
   void *hfull, *hgshard, *hshard; /* pinned: staging and results */
-  cudaEvent_t ev;                  /* --prefetch 1: AllGather done (forward), gradients ready (backward) */
+  cudaEvent_t ev;                 /* --prefetch 1: AllGather done (forward), gradients ready (backward) */
 };
 
 static double param_val(size_t j, int l, int step) { return (double)((j * 7 + (size_t)l + (size_t)step) % 13); }
