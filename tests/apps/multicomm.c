@@ -8,12 +8,12 @@
 #include "common.h"
 
 static const char usage[] =
-    "usage: multicomm [--steps N] [--size BYTES] [--tp N | --comms N] [-v]\n"
+    "usage: multicomm [--steps N] [--size BYTES] [--tp N | --comms N [--compute-us N]] [-v]\n"
     "  world comm + ncclCommSplit into tensor-parallel groups of N consecutive ranks\n"
     "  (default 2; 1 if it does not divide the world) and data-parallel groups, used\n"
     "  alternately each step.\n"
     "  --comms N (2..16): instead, N world-sized communicators on N streams, one AllReduce\n"
-    "  on each per step, all in flight at once.\n";
+    "  on each per step, all in flight at once; --compute-us N: GPU time before each.\n";
 
 static double v_of(int r, size_t i, int step, int salt) {
   return (double)((r + 1) * (int)((i + (size_t)step + (size_t)salt) % 5 + 1));
@@ -22,9 +22,13 @@ static double v_of(int r, size_t i, int step, int salt) {
 /* --comms N: N communicators (ncclCommSplit of the world, each with every rank), each with
  * its own stream; per step one AllReduce on each, all in flight at once (no synchronize in
  * between: the streams run concurrently, as PyTorch's process groups do), then every result
- * is checked. Communicator k sums (r + 1) x (k + 1) x f(i, step). */
+ * is checked. --compute-us N: N us of GPU time on each stream before its AllReduce. Communicator k sums (r + 1) x (k + 1) x f(i, step). */
+static long compute_us;
+static void CUDART_CB compute(void *p) { app_sleep_us(*(long *)p); }
+
 static int concurrent(struct app *a) {
   int N = a->comms;
+  compute_us = a->compute_us;
   ncclComm_t world = app_world_comm(a), cs[16];
   cudaStream_t ss[16];
   float *d[16], *h[16];
@@ -41,6 +45,7 @@ static int concurrent(struct app *a) {
     for (int k = 0; k < N; k++) {
       for (size_t i = 0; i < cnt; i++) h[k][i] = (float)((a->rank + 1) * (k + 1) * (int)((i + (size_t)step) % 5 + 1));
       CUDACHECK(cudaMemcpyAsync(d[k], h[k], cnt * sizeof(float), cudaMemcpyHostToDevice, ss[k]));
+      if (compute_us > 0) CUDACHECK(cudaLaunchHostFunc(ss[k], compute, &compute_us));
       NCCLCHECK(ncclAllReduce(d[k], d[k], cnt, ncclFloat32, ncclSum, cs[k], ss[k]));
       CUDACHECK(cudaMemcpyAsync(h[k], d[k], cnt * sizeof(float), cudaMemcpyDeviceToHost, ss[k]));
     }

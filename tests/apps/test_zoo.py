@@ -118,7 +118,7 @@ def case_accum(cli, apps, tmp):
 
 
 def case_multicomm4(cli, apps, tmp):
-    d, _ = run(cli, apps, tmp, "multicomm", ["--steps", "3", "--size", "64K", "--comms", "4"])
+    d, _ = run(cli, apps, tmp, "multicomm", ["--steps", "3", "--size", "64K", "--comms", "4", "--compute-us", "500"])
     comms, ops, streams = load(d)
     for r in range(8):
         assert sizes(comms, r) == [8] * 5, comms[r]
@@ -157,7 +157,7 @@ SCALE = [("dp_train", ["--steps", "4", "--size", "64K", "--compute-us", "1000"],
          ("train3d", ["--steps", "2", "--size", "16K", "--tp", "4", "--pp", "4", "--compute-us", "300"], None),
          ("moe", ["--steps", "3", "--size", "32K", "--compute-us", "400"], None),
          ("accum", ["--steps", "8", "--accum", "4", "--size", "64K", "--compute-us", "1000"], None),
-         ("multicomm", ["--steps", "3", "--size", "64K", "--comms", "4"], None),
+         ("multicomm", ["--steps", "3", "--size", "64K", "--comms", "4", "--compute-us", "500"], None),
          ("dp_train", ["--steps", "4", "--size", "64K", "--compute-us", "1000"],
           {"COLLSCOPE_SIM_GPU_MODEL": "simhost2=NVIDIA A100-SXM4-80GB,speed=0.5"})]
 
