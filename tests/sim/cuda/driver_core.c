@@ -1088,6 +1088,7 @@ void simcuda_note_seq(int dev, long long seq)
     if (dev < 0 || dev >= 64) return;
     long long cur = atomic_load(&dev_seq[dev]);
     while (seq > cur && !atomic_compare_exchange_weak(&dev_seq[dev], &cur, seq)) {}
+    sim_model_note_seq(seq);   /* from= onsets on the modeled clock (model.c) */
 }
 long long simcuda_last_seq(int dev) { return dev >= 0 && dev < 64 ? atomic_load(&dev_seq[dev]) : -1; }
 

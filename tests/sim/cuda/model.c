@@ -43,9 +43,16 @@ static uint64_t g_seed = 1;
 static double g_jitter_pct, g_jitter_tail, g_speed = 1.0;
 static uint64_t g_rank_key;
 /* faults of this process's rank, each from its onset on (`from=S`: once the device ran its
- * first communicator's collective S-1, i.e. the work that leads to collective S) */
+ * first communicator's collective S-1, i.e. the work that leads to collective S). On the
+ * modeled clock `at` is that collective's completion time + 1 (0: not yet), and work starting
+ * at or after it is affected: so a stream other than the collectives' sees the onset at the
+ * same modeled time run after run, however far ahead the collectives' stream has run */
 #define MODEL_MAX_FAULTS 8
-static struct onset_fault { double amount; long long from; } g_hostdelay[MODEL_MAX_FAULTS], g_compute[MODEL_MAX_FAULTS];
+static struct onset_fault {
+    double amount;
+    long long from;
+    _Atomic uint64_t at;
+} g_hostdelay[MODEL_MAX_FAULTS], g_compute[MODEL_MAX_FAULTS];
 static int g_nhostdelay, g_ncompute;       /* hostdelay:us=N (amount us), slow:compute=P (amount %) */
 
 int simcuda_model_on(void)
@@ -79,7 +86,11 @@ static void parse_rank_fault(char *kvs, long rank, int compute)
     }
     struct onset_fault *list = compute ? g_compute : g_hostdelay;
     int *n = compute ? &g_ncompute : &g_nhostdelay;
-    if (r >= 0 && r == rank && amount > 0 && *n < MODEL_MAX_FAULTS) list[(*n)++] = (struct onset_fault){amount, from};
+    if (r >= 0 && r == rank && amount > 0 && *n < MODEL_MAX_FAULTS) {
+        list[*n].amount = amount;
+        list[*n].from = from;
+        (*n)++;
+    }
 }
 
 /* jitter:pct=P[,tail=T], hostdelay:rank=R,us=N and slow:rank=R,compute=P inside COLLSCOPE_SIM_FAULTS
@@ -188,14 +199,38 @@ void simcuda_model_advance_to(uint64_t t)
     else if (tls_host_vt < t) tls_host_vt = t;
 }
 
-/* the sum of g_compute's (or g_hostdelay's) amounts whose onset has passed on device dev */
-static double onset_sum(const struct onset_fault *list, int n, int dev)
+/* the sum of g_compute's (or g_hostdelay's) amounts whose onset has passed on device dev for
+ * work starting now (the modeled clock: the calling worker's or host thread's time) */
+static double onset_sum(struct onset_fault *list, int n, int dev)
 {
     double sum = 0;
-    long long done = n ? simcuda_last_seq(dev) : -1;
-    for (int i = 0; i < n; i++)
-        if (done >= list[i].from - 1) sum += list[i].amount;
+    int model = simcuda_model_on();
+    long long done = n && !model ? simcuda_last_seq(dev) : -1;
+    uint64_t now = model ? simcuda_model_now() : 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t at = model ? atomic_load_explicit(&list[i].at, memory_order_acquire) : 0;
+        if (list[i].from <= 0 || (model ? at && at - 1 <= now : done >= list[i].from - 1)) sum += list[i].amount;
+    }
     return sum;
+}
+
+/* libnccl.so.2 ran collective seq of the first communicator on this worker (its completion:
+ * the worker's time): the onsets it starts (simcuda_note_seq) */
+void sim_model_note_seq(long long seq)
+{
+    if (!simcuda_model_on() || !tls_worker) return;
+    pthread_once(&params_once, params_read);
+    uint64_t t = tls_worker->vt + 1;
+    for (int k = 0; k < 2; k++) {
+        struct onset_fault *list = k ? g_compute : g_hostdelay;
+        int n = k ? g_ncompute : g_nhostdelay;
+        for (int i = 0; i < n; i++) {
+            uint64_t zero = 0;
+            if (list[i].from > 0 && seq >= list[i].from - 1)
+                atomic_compare_exchange_strong_explicit(&list[i].at, &zero, t, memory_order_release,
+                                                        memory_order_relaxed);
+        }
+    }
 }
 
 /* How much longer this rank's GPU compute takes on device dev, in %: its slow:compute faults

@@ -161,6 +161,7 @@ struct sim_alloc {
 SIM_HIDDEN uint64_t sim_model_host_now(void);
 SIM_HIDDEN void sim_model_host_observe(uint64_t t);   /* the host saw work done at t */
 SIM_HIDDEN void sim_model_after_sync(void);           /* hostdelay fault, after a host's sync */
+SIM_HIDDEN void sim_model_note_seq(long long seq);    /* comm 0's collective seq done on this worker */
 SIM_HIDDEN void sim_model_worker_enter(struct CUstream_st *s);
 SIM_HIDDEN void sim_model_app_fn(int on);
 SIM_HIDDEN void sim_model_copy(size_t n);
