@@ -6,7 +6,8 @@
  *    at max(vt, the process's host time when it was enqueued); stalls (slow faults), sleeps
  *    inside host-function items (a "compute kernel", e.g. dp_train --compute-us), copies,
  *    sim kernels and collectives (libnccl.so.2 computes their cost) advance it; nothing
- *    sleeps for modeled time;
+ *    sleeps for modeled time; a `slow:rank=R,compute=P` fault or an active `throttle` of R
+ *    makes R's host-function sleeps P% longer;
  *  - every host thread has a virtual host time H, from 0 at its first use. It advances with
  *    modeled host work (simcuda_model_advance) and jumps to the GPU's time when the thread
  *    waits for completed work (stream/event/device synchronize); with a
