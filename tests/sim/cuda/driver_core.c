@@ -395,6 +395,7 @@ static void event_unref(struct CUevent_st *e)
 /* a stream waiting on an opened interprocess event: blocks its worker until the exporter's
  * record that was last when the wait was enqueued completed */
 struct remote_wait { struct CUevent_st *e; uint32_t target; };
+static void model_advance_run(void *p) { simcuda_model_advance_to(*(uint64_t *)p); }
 static void remote_wait_run(void *p) { struct remote_wait *w = p; ipc_event_wait(w->e->ipc, w->target); }
 static void remote_wait_free(void *p) { struct remote_wait *w = p; event_unref(w->e); free(w); }
 
@@ -1334,7 +1335,19 @@ CUresult stream_wait_event(struct CUstream_st *s, CUevent e, unsigned flags)
     pthread_mutex_lock(&ev_mu);
     uint64_t gen = e->rec_gen;
     int needed = gen != 0 && e->done_gen < gen;
+    uint64_t t_done = e->ts_ns;
     pthread_mutex_unlock(&ev_mu);
+    if (!needed && gen != 0 && simcuda_model_on()) {
+        /* complete already (in wall time, which depends on the host's scheduling): on the
+         * modeled clock the stream still resumes no earlier than the event's time */
+        uint64_t *t = malloc(sizeof *t);
+        if (!t) return CUDA_ERROR_OUT_OF_MEMORY;
+        *t = t_done;
+        struct unit u = { .kind = U_FN, .fn = model_advance_run, .arg = t, .free_arg = free };
+        CUresult r = stream_submit(s, &u, NULL);
+        if (r != CUDA_SUCCESS) free(t);
+        return r;
+    }
     if (!needed) return CUDA_SUCCESS;   /* never recorded or already complete: no-op */
     struct unit u = { .kind = U_WAITEV, .ev = e, .gen = gen };
     /* stream_submit takes the event reference; U_WAITEV keeps the gen we read above */

@@ -64,8 +64,30 @@ static void test_model(void)
     CHECK_EQ(ev_us(d, e), 250);                       /* the host enqueued it 250 us after d */
 }
 
+/* A stream that waits on an event complete already in wall time (the host polled it, which
+ * moves no clock) still resumes at the event's modeled time, not at its own earlier one:
+ * whether the event had completed when cudaStreamWaitEvent was called depends on the host's
+ * scheduling, the modeled times must not. */
+static void test_wait_done_event(void)
+{
+    cudaStream_t s, t;
+    cudaEvent_t x, y;
+    REQUIRE(cudaStreamCreate(&s) == cudaSuccess && cudaStreamCreate(&t) == cudaSuccess);
+    cudaEventCreate(&x); cudaEventCreate(&y);
+    CHECK_EQ(cudaLaunchHostFunc(s, busy_3s, NULL), cudaSuccess);
+    cudaEventRecord(x, s);
+    while (cudaEventQuery(x) == cudaErrorNotReady) usleep(1000);
+    CHECK_EQ(cudaStreamWaitEvent(t, x, 0), cudaSuccess);
+    cudaEventRecord(y, t);
+    CHECK_EQ(cudaEventSynchronize(y), cudaSuccess);
+    float ms = -1;
+    CHECK_EQ(cudaEventElapsedTime(&ms, x, y), cudaSuccess);
+    CHECK_EQ((int64_t)((double)ms * 1000.0 + 0.5), 0);   /* t resumed at x's time */
+}
+
 int main(void)
 {
     RUN(test_model);
+    RUN(test_wait_done_event);
     return simtest_done("simcuda_model");
 }
