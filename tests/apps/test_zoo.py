@@ -149,6 +149,39 @@ def case_hetero(cli, apps, tmp):
     assert fast > slow + 900, (fast, slow)
 
 
+def timeline(d):
+    """per rank: sorted (communicator creation index, seq, op, start_ns, end_ns) of its ops"""
+    out = {}
+    for f in glob.glob(os.path.join(d, "*.jsonl")):
+        idx, ops, rank = {}, [], None
+        for line in open(f):
+            x = json.loads(line)
+            if x.get("type") == "header":
+                rank = x["rank"]
+            elif x.get("type") == "comm" and x["comm"] not in idx:
+                idx[x["comm"]] = len(idx)
+            elif x.get("type") == "op" and x["seq"] >= 0:
+                ops.append((idx[x["comm"]], x["seq"], x["op"], x["start_ns"], x["end_ns"]))
+        out[rank] = sorted(ops)
+    return out
+
+
+# The same job twice, with mid-job faults: the same GPU times to the nanosecond. fsdp's
+# prefetch (a second stream joined by events) and train3d's four communicators are where the
+# host's scheduling could leak into the modeled clock.
+def case_deterministic(cli, apps, tmp):
+    env = {"COLLSCOPE_SIM_FAULTS": "slow:rank=2,compute=50,from=9;hostdelay:rank=5,us=200,from=7;"
+           "nic:host=simhost2,us=20,from=4;jitter:pct=2", "COLLSCOPE_SIM_SEED": "7"}
+    for app, args in (("fsdp", ["--steps", "4", "--size", "64K", "--layers", "4", "--compute-us", "800"]),
+                      ("train3d", ["--steps", "2", "--size", "16K", "--tp", "2", "--pp", "2", "--compute-us", "300"]),
+                      ("moe", ["--steps", "3", "--size", "32K", "--compute-us", "400"])):
+        runs = [timeline(run(cli, apps, tmp, app, args, env)[0]) for _ in range(3)]
+        assert len(runs[0]) == 8 and all(len(v) > 0 for v in runs[0].values()), runs[0].keys()
+        for k in (1, 2):
+            diff = [(r, a, b) for r in range(8) for a, b in zip(runs[0][r], runs[k][r]) if a != b]
+            assert runs[k] == runs[0], (app, diff[:4])
+
+
 # Every app at N ranks (8 GPUs per simulated host; train3d: TP 4 inside a host, PP 4 across
 # hosts, DP the rest), each with one dump per rank. `scale64` is registered; `scale256` (about
 # 10-40 s per app on two loaded cores) is run by hand.

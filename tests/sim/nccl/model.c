@@ -24,7 +24,7 @@
  *   Pairwise ops (AlltoAll, Gather, Scatter): n-1 steps of one peer's block over the
  *   slowest pair. Send/Recv: one step on the pair's edge. One rank: a local copy.
  * The total is divided by the GPU model's speed and multiplied by the item's jitter factor
- * (keyed by the comm and the instance, so every member draws the same). */
+ * (keyed by the comm's members and the instance, so every member draws the same). */
 #include "simnccl.h"
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +156,17 @@ static int has_collective(const struct sn_op *ops, int nops) {
   return 0;
 }
 
+/* the comm's identity across runs: its members' job ranks (RANK), the same on every member;
+ * not its creation index, which another thread's communicator (collscope's own) can shift */
+static uint64_t comm_key(struct ncclComm *c) {
+  if (c->model_key) return c->model_key;
+  uint64_t h = 0xcbf29ce484222325ull ^ (uint64_t)c->nranks;
+  for (int r = 0; r < c->nranks; r++) {
+    h ^= (uint64_t)(uint32_t)c->shm->ranks[r].pad;
+    h *= 0x100000001b3ull;
+  }
+  return c->model_key = h | 1;
+}
 uint64_t sn_model_item_ns(struct ncclComm *c, const struct sn_op *ops, int nops) {
   double ns = 0;
   for (int i = 0; i < nops; i++) {
@@ -164,10 +175,10 @@ uint64_t sn_model_item_ns(struct ncclComm *c, const struct sn_op *ops, int nops)
   }
   cost_seq = -1;
   ns /= simcuda_model_speed();
-  /* jitter: collectives keyed by the comm (creation index, size) and the instance, so the
+  /* jitter: collectives keyed by the comm (its members' job ranks) and the instance, so the
    * members of a job's comms draw the same factors run after run (the segment name is
    * random); Send/Recv-only items also by the rank */
-  uint64_t key = ((uint64_t)c->index << 56) ^ ((uint64_t)c->nranks << 40) ^ c->vt_gen;
+  uint64_t key = comm_key(c) ^ ((uint64_t)c->vt_gen << 20);
   if (!has_collective(ops, nops)) key ^= (uint64_t)(c->rank + 1) << 48;
   ns *= simcuda_model_noise(key);
   return (uint64_t)(ns + 0.5);

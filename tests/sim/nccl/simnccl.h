@@ -25,7 +25,7 @@
  * and nobody has to initialise anything. */
 struct sn_rankinfo {
   char host[64];
-  int dev, pid, present, pad;
+  int dev, pid, present, pad;   /* pad: the rank's RANK (or comm rank), set at join */
   uint64_t busid;
 };
 struct sn_board_entry { uint32_t gen, pad; int64_t v[4]; };
@@ -110,6 +110,7 @@ struct ncclComm {
   int check_pointers;                  /* NCCL_CHECK_POINTERS=1 at init (checks at the call) */
   _Atomic int faulted;                 /* a work item touched a NULL buffer: later items do nothing */
   uint32_t vt_gen;                     /* modeled clock: collective instances run (model.c) */
+  uint64_t model_key;                  /* modeled clock: the members' job ranks hashed (0: not yet) */
   uint64_t end_magic;
 };
 
