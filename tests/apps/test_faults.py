@@ -144,6 +144,15 @@ def case_throttle_compute(cli, apps, tmp):
     expect(e, straggler(6, lambda k: k >= 6, u))
 
 
+# throttle seq=S,until=E: slowed from the first collective after S to collective E (the
+# throttle ends once E completed), compute and stall alike
+def case_throttle_window(cli, apps, tmp):
+    e = effect(cli, apps, tmp, "throttle:rank=6,reason=thermal,pct=20,seq=5,until=11")
+    u = e[(6, 6)][0]
+    assert 200 < u < 300, e[(6, 6)]
+    expect(e, straggler(6, lambda k: 6 <= k <= 11, u))
+
+
 # two faults on different hosts with different onsets: each rank's own delay, the peers wait
 # for the later of the two
 def case_two_faults(cli, apps, tmp):

@@ -55,6 +55,15 @@ static struct onset_fault {
     _Atomic uint64_t at;
 } g_hostdelay[MODEL_MAX_FAULTS], g_compute[MODEL_MAX_FAULTS];
 static int g_nhostdelay, g_ncompute;       /* hostdelay:us=N (amount us), slow:compute=P (amount %) */
+/* the rank's throttles (tests/sim/nvml/simhealth.c): active once collective `seq` completed
+ * until collective `until` completed (-1: open); on the modeled clock from/to those
+ * completion times (+ 1; 0: not yet) */
+static struct throttle_win {
+    double pct;
+    long long seq, until;
+    _Atomic uint64_t at_start, at_end;
+} g_throttle[MODEL_MAX_FAULTS];
+static int g_nthrottle;
 
 int simcuda_model_on(void)
 {
@@ -147,6 +156,15 @@ static void params_read(void)
     parse_faults(getenv("COLLSCOPE_SIM_FAULTS"), g_rank_key ? (long)g_rank_key - 1 : -1);
     sh_gpu_model(simcuda_hostname(), &g_speed);
     if (!(g_speed > 0.01)) g_speed = 1.0;
+    sh_init();
+    for (int i = 0; g_rank_key && i < sh_nfaults && g_nthrottle < MODEL_MAX_FAULTS; i++) {
+        const struct sh_fault *f = &sh_faults[i];
+        if (f->kind != SH_THROTTLE || f->rank != (int)g_rank_key - 1 || !(f->pct > 0)) continue;
+        g_throttle[g_nthrottle].pct = f->pct;
+        g_throttle[g_nthrottle].seq = f->seq;
+        g_throttle[g_nthrottle].until = f->until;
+        g_nthrottle++;
+    }
 }
 
 static uint64_t mix64(uint64_t x)   /* splitmix64's finaliser */
@@ -222,6 +240,15 @@ void sim_model_note_seq(long long seq)
     if (!simcuda_model_on() || !tls_worker) return;
     pthread_once(&params_once, params_read);
     uint64_t t = tls_worker->vt + 1;
+    for (int i = 0; i < g_nthrottle; i++) {
+        struct throttle_win *w = &g_throttle[i];
+        uint64_t zero = 0;
+        if (w->seq >= 0 && seq >= w->seq)
+            atomic_compare_exchange_strong_explicit(&w->at_start, &zero, t, memory_order_release, memory_order_relaxed);
+        zero = 0;
+        if (w->until >= 0 && seq >= w->until)
+            atomic_compare_exchange_strong_explicit(&w->at_end, &zero, t, memory_order_release, memory_order_relaxed);
+    }
     for (int k = 0; k < 2; k++) {
         struct onset_fault *list = k ? g_compute : g_hostdelay;
         int n = k ? g_ncompute : g_nhostdelay;
@@ -234,16 +261,18 @@ void sim_model_note_seq(long long seq)
     }
 }
 
-/* How much longer this rank's GPU compute takes on device dev, in %: its slow:compute faults
- * and its active throttles (a throttled GPU runs its kernels slower; tests/sim/nvml/simhealth.c,
- * the throttle's pct, active once the device ran collective seq=S) */
+/* How much longer this rank's GPU compute takes on device dev, in % (modeled clock): its
+ * slow:compute faults and its active throttles (a throttled GPU runs its kernels slower: the
+ * throttle's pct once the device ran collective seq=S, until it ran until=E) */
 static double compute_slow_pct(int dev)
 {
     double pct = onset_sum(g_compute, g_ncompute, dev);
-    if (g_rank_key && sh_any_slow()) {
-        double hp = sh_slow_pct_at((int)g_rank_key - 1, simcuda_hostname(), simcuda_last_seq(dev));
-        if (g_speed < 1) hp -= (1.0 / g_speed - 1.0) * 100.0;   /* the speed divides already */
-        if (hp > 0) pct += hp;
+    uint64_t now = simcuda_model_now();
+    for (int i = 0; i < g_nthrottle; i++) {   /* the modeled clock: by completion times */
+        struct throttle_win *t = &g_throttle[i];
+        uint64_t a = atomic_load_explicit(&t->at_start, memory_order_acquire);
+        uint64_t e = atomic_load_explicit(&t->at_end, memory_order_acquire);
+        if ((t->seq < 0 || (a && a - 1 <= now)) && !(t->until >= 0 && e && e - 1 <= now)) pct += t->pct;
     }
     return pct;
 }
