@@ -39,6 +39,7 @@ static pthread_t th;
 static bool th_running;
 static _Atomic int stop_req;
 static _Atomic uint64_t flush_req, flush_done;
+static _Atomic unsigned stop_timeout_ms; /* cs_harvest_stop's bound for in-flight GPU work */
 
 /* the final flush: FINAL_NONE, then FINAL_ASKED (by a signal handler), FINAL_DONE (the
  * footer is written, by this thread or by cs_harvest_stop) */
@@ -308,6 +309,10 @@ static void *harvest_main(void *arg) {
       break;
     }
   }
+  /* cs_harvest_stop: the last records, the final pass and the footer on this thread too, so
+   * every record is finished by the same thread (clients that read its clock, e.g. the
+   * health sampler's stamps, see one clock) */
+  if (atomic_load(&final_state) != FINAL_DONE) finish(atomic_load(&stop_timeout_ms));
   return NULL;
 }
 
@@ -382,11 +387,17 @@ void cs_harvest_stop(unsigned timeout_ms) {
   if (!th_running) return;
   atomic_store(&stopping_tid, (long)syscall(SYS_gettid));
   atomic_store(&th_live, 0);
+  atomic_store(&stop_timeout_ms, timeout_ms);
   atomic_store(&stop_req, 1);
-  pthread_join(th, NULL);
+  if (wake_fd[1] >= 0) {
+    char c = 1;
+    if (write(wake_fd[1], &c, 1) < 0) { /* full: the thread is being woken anyway */
+    }
+  }
+  pthread_join(th, NULL); /* the thread writes what is left and the footer (harvest_main) */
   th_running = false;
-  if (atomic_load(&final_state) == FINAL_DONE) return; /* a termination signal did it all */
-  cs_ring_adopt();                                     /* the writer thread is gone: this one finishes the ring */
+  if (atomic_load(&final_state) == FINAL_DONE) return;
+  cs_ring_adopt(); /* not reached while the thread finishes: kept for a thread that could not */
   finish(timeout_ms);
 }
 
