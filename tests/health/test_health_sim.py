@@ -88,9 +88,9 @@ def html_attrs(cli, d, *extra):
 # harvest thread sees it (the end of the last GPU work it saw done), and the simulated NVML
 # answers as of the caller's modeled time: which samples a rank takes, when, and what they hold
 # follow from the job alone (docs/health.md "Sampling"). The cases that judge timing or causes
-# run on it with exact figures and a 20 ms period of modeled time.
+# run on it with exact figures (a sample per 100 ms of the job's modeled time).
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
-         "COLLSCOPE_EVENT_SAMPLE": "1", "COLLSCOPE_HEALTH_MS": "20"}
+         "COLLSCOPE_EVENT_SAMPLE": "1"}
 THROTTLE_FIRST_FLAG = 18  # rank 5, throttled 150% from seq 0: first flagged at instance 18
 HALF_FIRST_FLAG = 15      # the A100 ranks (speed 0.6) of `half`: first flagged at instance 15
 
@@ -120,11 +120,11 @@ def case_throttle(cli, apps, tmp):
     assert sorted(rows) == list(range(8)) and rows[5] > 0 and all(v == 0 for k, v in rows.items() if k != 5), rows
 
 
-# throttle_span: rank 5 is flagged from seq 139 to its last op (179), 140th instance; of its 65
-# samples (one per 20 ms of the job's time) 21 are power capped (up to seq 75) and 31 thermal
+# throttle_span: rank 5 is flagged from seq 139 to its last op (179), 140th instance; of its 16
+# samples (one per 100 ms of the job's time) 4 are power capped (up to seq 75) and 9 thermal
 # (from seq 120), and those of the flagged span all thermal
-SPAN = {"first_flag_seq": 139, "last_flag_seq": 179, "first_flag_instance": 140, "samples": 65, "power_cap": 21,
-        "thermal": 31}
+SPAN = {"first_flag_seq": 139, "last_flag_seq": 179, "first_flag_instance": 140, "samples": 16, "power_cap": 4,
+        "thermal": 9}
 
 
 def case_throttle_span(cli, apps, tmp):
@@ -183,8 +183,8 @@ def case_demo(cli, apps, tmp):
 
 
 MODEL_FIRST_FLAG = 15      # the A100 ranks (speed 0.4) of `model`: first flagged at instance 15
-# their samples (per 20 ms of the job's time) and median SM clock: H100 ranks, A100 ranks
-MODEL_SAMPLES = {"NVIDIA H100 80GB HBM3": (46, 1980), "NVIDIA A100-SXM4-80GB": (61, 1410)}
+# their samples (per 100 ms of the job's time) and median SM clock: H100 ranks, A100 ranks
+MODEL_SAMPLES = {"NVIDIA H100 80GB HBM3": (13, 1980), "NVIDIA A100-SXM4-80GB": (14, 1410)}
 
 
 def case_model(cli, apps, tmp):
