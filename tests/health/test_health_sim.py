@@ -144,6 +144,14 @@ def case_throttle_span(cli, apps, tmp):
     assert got == SPAN, (got, SPAN)
     assert s[0]["causes"] == [{"kind": "thermal", "detail": "thermal slowdown in 100% of samples (up to 91 C)"}], s
     assert straggler_line(txt, 5)[0].split()[-1] == "thermal"
+    # each of rank 5's samples holds what its GPU reported at the sample's own stamp: power
+    # capped while its last op ended by then is before seq 75, thermal from seq 120 on
+    lines = [json.loads(l) for f in glob.glob(os.path.join(d, "*.jsonl")) for l in open(f)]
+    ends = sorted((x["end_ns"], x["seq"]) for x in lines if x["type"] == "op" and x["rank"] == 5)
+    for h in (x for x in lines if x["type"] == "health" and x["rank"] == 5):
+        seq = max([q for e, q in ends if e <= h["t_ns"] + 1000], default=-1)   # op ends: +-ns of the anchor
+        want = (4 if seq < 75 else 0) | (0x60 if seq >= 120 else 0)
+        assert h["gpu"]["reasons"] == want, (h["t_ns"], seq, h["gpu"]["reasons"], want)
     assert all(health_rank(r, k)["throttle_share"] == {"power_cap": 0, "thermal": 0, "hw_slowdown": 0}
                for k in range(8) if k != 5), r["health"]["ranks"]
 
