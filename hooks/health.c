@@ -6,9 +6,10 @@
  * own switch: a function that is missing or fails turns off that field alone, with one INFO
  * line; NVML missing or nvmlInit failing turns off the GPU half (one INFO line).
  * Time: samples are paced and stamped on CLOCK_REALTIME, the clock of the op records they are
- * joined with (docs/health.md "Sampling"): one is due a period after the last (the first a
- * period after the sampler starts), looked for once a harvest pass and as each record whose
- * GPU work ended about then is written, so the samples follow the job's timeline. */
+ * joined with (docs/health.md "Sampling"): the first as soon as the device is known, each next
+ * one a period after the last, looked for once a harvest pass and as each communicator record
+ * and each record whose GPU work ended about then is written, so the samples follow the job's
+ * timeline. */
 #include "hooks/health.h"
 #include "hooks/health_nvml.h"
 #include "hooks/cuda_driver.h"
@@ -475,19 +476,22 @@ static void start(void) {
   open_nvml();
   cs_dump_header_extra = header_extra;
   st = ST_READY;
-  next_ns = cs_now_ns(CLOCK_REALTIME) + period_ns;
+  next_ns = cs_now_ns(CLOCK_REALTIME); /* the first (the counters' baseline) once the device is known */
 }
 
 void cs_health_start(void) {
   if (st == ST_NEW) start();
 }
 
-/* A record timed on the GPU (an op, a copy) whose end is within 1 ms of the next sample's
- * moment: the clock decides (its end came from an event the harvest thread saw done, so the
- * clock is at least there; the 1 ms spares a clock read per record). */
+/* A communicator record (it may name the device: the first sample, the counters' baseline,
+ * is taken then, before any of its ops is written), or a record timed on the GPU (an op, a
+ * copy) whose end is within 1 ms of the next sample's moment: the clock decides (its end came
+ * from an event the harvest thread saw done, so the clock is at least there; the 1 ms spares
+ * a clock read per record). */
 void cs_health_record_done(const struct cs_record *r) {
-  if (st == ST_READY && (r->type == CS_REC_OP || r->type == CS_REC_XFER) && r->end_ns > 0 &&
-      r->end_ns + 1000000 >= next_ns)
+  if (st != ST_READY) return;
+  if (r->type == CS_REC_COMM ||
+      ((r->type == CS_REC_OP || r->type == CS_REC_XFER) && r->end_ns > 0 && r->end_ns + 1000000 >= next_ns))
     cs_health_tick(false);
 }
 

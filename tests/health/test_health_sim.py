@@ -120,10 +120,10 @@ def case_throttle(cli, apps, tmp):
     assert sorted(rows) == list(range(8)) and rows[5] > 0 and all(v == 0 for k, v in rows.items() if k != 5), rows
 
 
-# throttle_span: rank 5 is flagged from seq 139 to its last op (179), 140th instance; of its 16
-# samples (one per 100 ms of the job's time) 4 are power capped (up to seq 75) and 9 thermal
-# (from seq 120), and those of the flagged span all thermal
-SPAN = {"first_flag_seq": 139, "last_flag_seq": 179, "first_flag_instance": 140, "samples": 16, "power_cap": 4,
+# throttle_span: rank 5 is flagged from seq 139 to its last op (179), 140th instance; of its 17
+# samples (the baseline at the job's start, then one per 100 ms of the job's time) 5 are power
+# capped (up to seq 75) and 9 thermal (from seq 120), and those of the flagged span all thermal
+SPAN = {"first_flag_seq": 139, "last_flag_seq": 179, "first_flag_instance": 140, "samples": 17, "power_cap": 5,
         "thermal": 9}
 
 
@@ -192,7 +192,7 @@ def case_demo(cli, apps, tmp):
 
 MODEL_FIRST_FLAG = 15      # the A100 ranks (speed 0.4) of `model`: first flagged at instance 15
 # their samples (per 100 ms of the job's time) and median SM clock: H100 ranks, A100 ranks
-MODEL_SAMPLES = {"NVIDIA H100 80GB HBM3": (13, 1980), "NVIDIA A100-SXM4-80GB": (14, 1410)}
+MODEL_SAMPLES = {"NVIDIA H100 80GB HBM3": (14, 1980), "NVIDIA A100-SXM4-80GB": (15, 1410)}
 
 
 def case_model(cli, apps, tmp):
