@@ -515,10 +515,14 @@ def case_sampled_counts(cli, apps, tmp):
     assert p.returncode == 0, p.stdout
     per_pid, seqs = {}, {}
     for f in glob.glob(os.path.join(d, "*.jsonl")):
+        last = {}   # a file's op records of one communicator come in seq order (stats/harvest.c)
         for line in open(f):
             o = json.loads(line)
             if o.get("type") not in ("op", "xfer"):
                 continue
+            if o["type"] == "op":
+                assert o["seq"] > last.get(o["comm"], -1), (f, o["comm"], last.get(o["comm"]), o["seq"])
+                last[o["comm"]] = o["seq"]
             pid = int(re.search(r"-p(\d+)\.jsonl$", f).group(1))
             c = per_pid.setdefault(pid, {"ops": 0, "events": 0, "sampled_out": 0})
             if o["type"] == "op":
