@@ -9,7 +9,8 @@ exchange's log line names the cause), model (also report --by-model), half (4 ra
 and half A100: no majority model), nvlink, ecc_xid, ib, clean,
 nvml_absent, nvml_fail (nvmlInit_v2 fails), nvml_all_fail (every device function fails),
 field_fail (one function fails), demo (collscope demo's health step). throttle, throttle_span,
-online, model and half run on the modeled clock (COLLSCOPE_SIM_CLOCK=model) with exact figures."""
+online, model, half, nvlink, ecc_xid and clean run on the modeled clock (COLLSCOPE_SIM_CLOCK=model)
+with exact figures."""
 import argparse, glob, html.parser, json, os, shutil, subprocess, tempfile
 
 HOSTS = "simhost[1-4]"
@@ -92,6 +93,7 @@ def html_attrs(cli, d, *extra):
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
          "COLLSCOPE_EVENT_SAMPLE": "1"}
 THROTTLE_FIRST_FLAG = 18  # rank 5, throttled 150% from seq 0: first flagged at instance 18
+SIM_EPOCH_NS = 1767225600000000000  # the modeled clock's CLOCK_REALTIME origin (tests/sim/simcuda.h)
 HALF_FIRST_FLAG = 15      # the A100 ranks (speed 0.6) of `half`: first flagged at instance 15
 
 
@@ -267,11 +269,12 @@ def case_nvlink(cli, apps, tmp):
     # NVLink errors on rank 3 link 2 while rank 3 is also slowed: the cause names them; the
     # errors of rank 1 (not slow) are listed as errors with no finding
     p, d = run_job(cli, apps, tmp, QUIET + ";slow:rank=3,pct=150;nvlink:rank=3,link=2,crc=40,replay=7,recovery=1;"
-                   "nvlink:rank=1,link=5,crc=9,replay=0,recovery=0", env_extra={"COLLSCOPE_KEEP_SHM": "1"})
+                   "nvlink:rank=1,link=5,crc=9,replay=0,recovery=0", env_extra=dict(MODEL, COLLSCOPE_KEEP_SHM="1"))
     assert p.returncode == 0, p.stdout[-3000:]
     r, txt = report(cli, d)
     print(json.dumps(r["stragglers"], indent=1), json.dumps(r["health"]["unexplained"]))
     assert causes(r, 3) == {"nvlink_errors"}, r["stragglers"]
+    assert [(x["rank"], x["first_flag_instance"]) for x in r["stragglers"]] == [(3, 18)], r["stragglers"]
     h3 = health_rank(r, 3)["nvlink"]
     assert h3 == [{"link": 2, "crc": 40, "replay": 7, "recovery": 1}], h3
     un = r["health"]["unexplained"]
@@ -285,13 +288,15 @@ def case_nvlink(cli, apps, tmp):
 def case_ecc_xid(cli, apps, tmp):
     # no straggler: the GPU errors are listed with no finding; XID with its time
     p, d = run_job(cli, apps, tmp, "ecc:rank=2,corrected=5,uncorrected=1,seq=30;xid:rank=2,code=79,seq=60;"
-                   "remap:rank=2,pending=1")
+                   "remap:rank=2,pending=1", env_extra=MODEL)
     assert p.returncode == 0, p.stdout[-3000:]
     r, txt = report(cli, d)
     h = health_rank(r, 2)
     print(json.dumps(h))
     assert h["ecc_corrected"] == 5 and h["ecc_uncorrected"] == 1 and h["remap_pending"] is True, h
-    assert [x["code"] for x in h["xid"]] == [79] and h["xid"][0]["t_ns"] > 0, h
+    # on the modeled clock: the first sample after rank 2's seq 60 ended, 200.522174 ms into the
+    # job, of its 4 samples
+    assert h["xid"] == [{"code": 79, "t_ns": SIM_EPOCH_NS + 200522174}] and h["samples"] == 4, h
     assert all(health_rank(r, k)["ecc_corrected"] == 0 and health_rank(r, k)["xid"] == [] for k in range(8) if k != 2)
     un = r["health"]["unexplained"]
     assert [u["rank"] for u in un] == [2] and "XID 79" in un[0]["errors"], un
@@ -319,7 +324,7 @@ def case_ib(cli, apps, tmp):
 
 
 def case_clean(cli, apps, tmp):
-    p, d = run_job(cli, apps, tmp, QUIET)
+    p, d = run_job(cli, apps, tmp, QUIET, env_extra=MODEL)
     assert p.returncode == 0, p.stdout[-3000:]
     r, txt = report(cli, d)
     assert r["stragglers"] == [], r["stragglers"]
