@@ -4,7 +4,12 @@
  * hooks/health_nvml.h.
  * The GPU is the first communicator's device, found by its PCI bus id. Each field has its
  * own switch: a function that is missing or fails turns off that field alone, with one INFO
- * line; NVML missing or nvmlInit failing turns off the GPU half (one INFO line). */
+ * line; NVML missing or nvmlInit failing turns off the GPU half (one INFO line).
+ * Time: samples are paced and stamped on CLOCK_REALTIME, the clock of the op records they are
+ * joined with (docs/health.md "Sampling"): the first as soon as the device is known, each next
+ * one a period after the last, looked for once a harvest pass and as each communicator record
+ * and each record whose GPU work ended about then is written, so the samples follow the job's
+ * timeline. */
 #include "hooks/health.h"
 #include "hooks/health_nvml.h"
 #include "hooks/cuda_driver.h"
@@ -471,29 +476,42 @@ static void start(void) {
   open_nvml();
   cs_dump_header_extra = header_extra;
   st = ST_READY;
-  next_ns = cs_now_ns(CLOCK_MONOTONIC);
+  next_ns = cs_now_ns(CLOCK_REALTIME); /* the first (the counters' baseline) once the device is known */
 }
 
 void cs_health_start(void) {
   if (st == ST_NEW) start();
 }
 
+/* A communicator record (it may name the device: the first sample, the counters' baseline,
+ * is taken then, before any of its ops is written), or a record timed on the GPU (an op, a
+ * copy) whose end is within 1 ms of the next sample's moment: the clock decides (its end came
+ * from an event the harvest thread saw done, so the clock is at least there; the 1 ms spares
+ * a clock read per record). */
+void cs_health_record_done(const struct cs_record *r) {
+  if (st != ST_READY) return;
+  if (r->type == CS_REC_COMM ||
+      ((r->type == CS_REC_OP || r->type == CS_REC_XFER) && r->end_ns > 0 && r->end_ns + 1000000 >= next_ns))
+    cs_health_tick(false);
+}
+
 void cs_health_tick(bool final) {
   if (st == ST_NEW) start();
   if (st != ST_READY) return;
   if (!ensure_dev(final)) return; /* nothing before the communicator's device is known */
-  int64_t now = cs_now_ns(CLOCK_MONOTONIC);
+  int64_t now = cs_now_ns(CLOCK_REALTIME);
+  if (next_ns - now > period_ns) next_ns = now; /* the clock was set back: due now */
   if (!final && now < next_ns) return;
   next_ns = now + period_ns;
   int64_t cpu0 = cs_now_ns(CLOCK_THREAD_CPUTIME_ID); /* the sample's own cost, in the record */
   static char line[CS_DUMP_RAW_MAX];
   struct cs_strbuf b = {line, 0, sizeof line};
-  cs_sb_printf(&b, "{\"type\":\"health\",\"rank\":%d,\"t_ns\":%lld", cs_cfg.rank, (long long)cs_now_ns(CLOCK_REALTIME));
+  cs_sb_printf(&b, "{\"type\":\"health\",\"rank\":%d,\"t_ns\":%lld", cs_cfg.rank, (long long)now);
   bool any = false, ib_errors = false;
   sample_flags = 0;
   sample_reasons = 0;
   hv.valid &= CS_RH_PLIMIT; /* the groups this sample answers are set again as they are read */
-  hv.t_ns = cs_now_ns(CLOCK_REALTIME);
+  hv.t_ns = now;
   if (dev_open && nv.by_bus && dev) {
     sample_gpu(&b);
     note_cause(sample_flags);
@@ -511,7 +529,7 @@ void cs_health_tick(bool final) {
     r.count = sample_reasons;
     r.device = dev_index;
     r.seq = UINT64_MAX;
-    r.enqueue_ns = r.start_ns = r.end_ns = cs_now_ns(CLOCK_REALTIME);
+    r.enqueue_ns = r.start_ns = r.end_ns = now;
     cs_ring_publish(&r);
     cs_ring_health(&hv); /* the values, for `collscope exporter` */
   }

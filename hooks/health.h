@@ -14,6 +14,10 @@
  * identity to the dump header (before the header is written). */
 void cs_health_start(void);
 void cs_health_tick(bool final);
+/* Called by the harvest thread as each record is written: an op whose GPU work ended past the
+ * next sample's moment makes it due now (samples follow the job's timeline). */
+struct cs_record;
+void cs_health_record_done(const struct cs_record *r);
 
 /* IB ports (health_ib.c): append the sample's "ib":[...] JSON to buf (NUL terminated,
  * truncated at cap); returns false when nothing was written. */

@@ -46,7 +46,8 @@ static void health_pass(bool final, void (*emit)(const struct cs_record *r)) {
   (void)emit;
   cs_health_tick(final);
 }
-static const struct cs_harvest_client health = {.name = "health", .pass = health_pass, .thread_start = cs_health_start};
+static const struct cs_harvest_client health = {
+    .name = "health", .finished = cs_health_record_done, .pass = health_pass, .thread_start = cs_health_start};
 
 /* ---- the dump: the profiler's standing in the footer ---- */
 static void profiler_footer(const struct cs_dump_kv *kv) {

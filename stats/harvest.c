@@ -1,9 +1,16 @@
 /* stats/harvest.c: the background thread. It drains the record queue, asks the
  * registered clients (harvest.h; e.g. hooks/timing.c reads the GPU events without
  * blocking) whether each record is finished, hands finished records to the dump writer
- * and the ring in completion order, runs the clients' periodic work, and flushes the file
- * at least every COLLSCOPE_FLUSH_MS. Records whose work never completes stay pending;
- * nothing here can block the job.
+ * and the ring, runs the clients' periodic work, and flushes the file at least every
+ * COLLSCOPE_FLUSH_MS. Records whose work never completes stay pending; nothing here can
+ * block the job.
+ *
+ * Order: a communicator's op records are written in seq order (DESIGN.md "Instances"). A
+ * finished op is held while an earlier op of its communicator is still pending (a timed op
+ * whose GPU work runs while the sampled-out ops enqueued after it finish at once), at most
+ * HOLD_MAX per communicator: past that the pending op stops holding the others, is written
+ * when it finishes, late, and counted (cs_harvest_order_breaks; one log line at the first
+ * and the total at exit). Other records go out as they finish.
  *
  * Termination signals (shim/init.c): the handler asks this thread, through a pipe
  * (write(2) and poll(2) are async-signal-safe), to write everything queued and the footer,
@@ -23,6 +30,8 @@
 #include <unistd.h>
 
 #define PENDING_MAX (1u << 22)
+#define HOLD_MAX 1024 /* finished op records held behind one pending op of their communicator */
+#define HOLD_COMMS 64 /* communicators with a pending op tracked in a pass */
 
 struct cs_queue cs_rq; /* harvest.h */
 bool cs_rq_ok;         /* set before recording starts; cleared at stop / fork */
@@ -30,6 +39,7 @@ static pthread_t th;
 static bool th_running;
 static _Atomic int stop_req;
 static _Atomic uint64_t flush_req, flush_done;
+static _Atomic unsigned stop_timeout_ms; /* cs_harvest_stop's bound for in-flight GPU work */
 
 /* the final flush: FINAL_NONE, then FINAL_ASKED (by a signal handler), FINAL_DONE (the
  * footer is written, by this thread or by cs_harvest_stop) */
@@ -43,8 +53,15 @@ static _Atomic long harvest_tid;  /* the harvest thread itself (abort() on it wa
 static int wake_fd[2] = {-1, -1}; /* signal handler -> harvest thread */
 static int done_fd[2] = {-1, -1}; /* footer written -> signal handler */
 
-static struct cs_record *pend;
+/* the pending list, in queue order: a record not finished yet, or finished and held */
+struct pending {
+  struct cs_record r;
+  bool done;   /* finished, waiting for an earlier op of its communicator */
+  bool waived; /* pending, but no longer holds its communicator's later ops */
+};
+static struct pending *pend;
 static size_t npend, cappend;
+static _Atomic uint64_t order_breaks;
 
 bool cs_record_push(const struct cs_record *r) { return cs_record_push_inline(r); }
 
@@ -73,7 +90,7 @@ static bool gpu_started(const struct cs_record *r) {
 static void pend_add(const struct cs_record *r) {
   if (npend == cappend) {
     size_t cap = cappend ? cappend * 2 : 4096;
-    struct cs_record *np = cap <= PENDING_MAX ? realloc(pend, cap * sizeof(*np)) : NULL;
+    struct pending *np = cap <= PENDING_MAX ? realloc(pend, cap * sizeof(*np)) : NULL;
     if (!np) {
       atomic_fetch_add(&cs_st.drops, 1);
       return;
@@ -81,8 +98,21 @@ static void pend_add(const struct cs_record *r) {
     pend = np;
     cappend = cap;
   }
-  pend[npend++] = *r;
+  pend[npend].r = *r;
+  pend[npend].done = pend[npend].waived = false;
+  npend++;
 }
+
+uint64_t cs_harvest_order_breaks(void) { return atomic_load(&order_breaks); }
+
+static void order_broken(uint64_t comm, uint64_t seq) {
+  if (atomic_fetch_add(&order_breaks, 1) == 0)
+    cs_log(CS_LOG_WARN, "harvest: comm %016llx seq %llu still pending behind %d finished ops: it will be written out of "
+                        "seq order",
+           (unsigned long long)comm, (unsigned long long)seq, HOLD_MAX);
+}
+
+static bool ordered(const struct cs_record *r) { return r->type == CS_REC_OP && r->seq != UINT64_MAX; }
 
 /* Hang detection (COLLSCOPE_HANG_TIMEOUT): the oldest not-complete op of a communicator
  * that is older than the timeout gets one log line, a "hang" dump record and a CS_REC_HANG
@@ -93,22 +123,22 @@ static void hang_check(void) {
   int64_t now = cs_now_ns(CLOCK_REALTIME), oldest = 0;
   uint64_t npending = 0;
   for (size_t i = 0; i < npend; i++)
-    if (pend[i].type == CS_REC_OP && pend[i].timing == CS_TIMING_PENDING) {
+    if (pend[i].r.type == CS_REC_OP && pend[i].r.timing == CS_TIMING_PENDING) {
       npending++;
-      if (!oldest || pend[i].enqueue_ns < oldest) oldest = pend[i].enqueue_ns;
+      if (!oldest || pend[i].r.enqueue_ns < oldest) oldest = pend[i].r.enqueue_ns;
     }
   cs_ring_status(npending, oldest, atomic_load(&cs_st.drops));
   int64_t tmo = (int64_t)cs_cfg.hang_timeout_s * 1000000000LL;
   if (!tmo || !oldest || now - oldest < tmo) return;
   for (size_t i = 0; i < npend && nhang_seen < 256; i++) {
-    const struct cs_record *r = &pend[i];
+    const struct cs_record *r = &pend[i].r;
     if (r->type != CS_REC_OP || r->timing != CS_TIMING_PENDING || r->seq == UINT64_MAX || now - r->enqueue_ns < tmo)
       continue;
     bool skip = false;
     for (size_t k = 0; k < nhang_seen && !skip; k++) skip = hang_seen[k].comm == r->comm_id && hang_seen[k].seq == r->seq;
     for (size_t j = 0; j < npend && !skip; j++)
-      skip = pend[j].type == CS_REC_OP && pend[j].timing == CS_TIMING_PENDING && pend[j].comm_id == r->comm_id &&
-             pend[j].seq < r->seq;
+      skip = pend[j].r.type == CS_REC_OP && pend[j].r.timing == CS_TIMING_PENDING && pend[j].r.comm_id == r->comm_id &&
+             pend[j].r.seq < r->seq;
     if (skip) continue;
     hang_seen[nhang_seen].comm = r->comm_id;
     hang_seen[nhang_seen++].seq = r->seq;
@@ -150,20 +180,51 @@ static size_t harvest_pass(bool final) {
    * job's launches). */
   uint64_t blocked[64];
   size_t nblocked = 0;
+  /* communicators whose earliest pending op (not waived) comes before: their finished ops
+   * are held; at (where it sits now in pend) and held (how many) */
+  struct {
+    uint64_t comm;
+    size_t at, held;
+  } hold[HOLD_COMMS];
+  size_t nhold = 0;
   for (size_t i = 0; i < npend; i++) {
-    bool skip = false;
-    if (!final && pend[i].timing == CS_TIMING_PENDING)
-      for (size_t k = 0; k < nblocked && !skip; k++) skip = blocked[k] == pend[i].stream;
-    if (!skip && try_complete(&pend[i], final)) {
-      cs_dump_record(&pend[i]);
-      cs_ring_publish(&pend[i]);
+    struct pending *e = &pend[i];
+    if (!e->done) {
+      bool skip = false;
+      if (!final && e->r.timing == CS_TIMING_PENDING)
+        for (size_t k = 0; k < nblocked && !skip; k++) skip = blocked[k] == e->r.stream;
+      if (!skip && try_complete(&e->r, final)) e->done = true;
+      if (!skip && !e->done && e->r.timing == CS_TIMING_PENDING && nblocked < 64) blocked[nblocked++] = e->r.stream;
+    }
+    size_t h = nhold;
+    if (ordered(&e->r))
+      for (h = 0; h < nhold && hold[h].comm != e->r.comm_id; h++) {
+      }
+    /* the bound: the pending op stops holding from the next pass on (this pass's held ops
+     * then go out first, in order) */
+    if (e->done && h < nhold && ++hold[h].held == HOLD_MAX + 1) {
+      pend[hold[h].at].waived = true;
+      order_broken(pend[hold[h].at].r.comm_id, pend[hold[h].at].r.seq);
+    }
+    if (e->done && h == nhold) {
+      cs_dump_record(&e->r);
+      cs_ring_publish(&e->r);
       for (size_t c = 0; c < nclients; c++)
-        if (clients[c]->finished) clients[c]->finished(&pend[i]);
+        if (clients[c]->finished) clients[c]->finished(&e->r);
       done++;
       continue;
     }
-    if (!skip && pend[i].timing == CS_TIMING_PENDING && nblocked < 64) blocked[nblocked++] = pend[i].stream;
-    if (keep != i) pend[keep] = pend[i];
+    if (!e->done && !e->waived && ordered(&e->r) && h == nhold) {
+      if (nhold < HOLD_COMMS) {
+        hold[nhold].comm = e->r.comm_id;
+        hold[nhold].at = keep;
+        hold[nhold++].held = 0;
+      } else { /* more communicators with pending ops than tracked: this one's later ops go as they finish */
+        e->waived = true;
+        order_broken(e->r.comm_id, e->r.seq);
+      }
+    }
+    if (keep != i) pend[keep] = *e;
     keep++;
   }
   npend = keep;
@@ -183,6 +244,11 @@ static void finish(unsigned timeout_ms) {
     usleep(1000);
   } while (cs_now_ns(CLOCK_MONOTONIC) < deadline);
   harvest_pass(true);
+  uint64_t breaks = atomic_load(&order_breaks);
+  if (breaks)
+    cs_log(CS_LOG_WARN, "harvest: %llu pending ops stopped holding their communicator's later ops (more than %d held): "
+                        "written out of seq order",
+           (unsigned long long)breaks, HOLD_MAX);
   cs_dump_footer();
   cs_dump_close();
   cs_ring_close(true);
@@ -243,6 +309,10 @@ static void *harvest_main(void *arg) {
       break;
     }
   }
+  /* cs_harvest_stop: the last records, the final pass and the footer on this thread too, so
+   * every record is finished by the same thread (clients that read its clock, e.g. the
+   * health sampler's stamps, see one clock) */
+  if (atomic_load(&final_state) != FINAL_DONE) finish(atomic_load(&stop_timeout_ms));
   return NULL;
 }
 
@@ -317,11 +387,17 @@ void cs_harvest_stop(unsigned timeout_ms) {
   if (!th_running) return;
   atomic_store(&stopping_tid, (long)syscall(SYS_gettid));
   atomic_store(&th_live, 0);
+  atomic_store(&stop_timeout_ms, timeout_ms);
   atomic_store(&stop_req, 1);
-  pthread_join(th, NULL);
+  if (wake_fd[1] >= 0) {
+    char c = 1;
+    if (write(wake_fd[1], &c, 1) < 0) { /* full: the thread is being woken anyway */
+    }
+  }
+  pthread_join(th, NULL); /* the thread writes what is left and the footer (harvest_main) */
   th_running = false;
-  if (atomic_load(&final_state) == FINAL_DONE) return; /* a termination signal did it all */
-  cs_ring_adopt();                                     /* the writer thread is gone: this one finishes the ring */
+  if (atomic_load(&final_state) == FINAL_DONE) return;
+  cs_ring_adopt(); /* not reached while the thread finishes: kept for a thread that could not */
   finish(timeout_ms);
 }
 
@@ -340,6 +416,7 @@ void cs_harvest_atfork_child(void) {
   cappend = 0;
   pend = NULL;
   nhang_seen = 0;
+  atomic_store(&order_breaks, 0);
   cs_ring_atfork_child();
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);

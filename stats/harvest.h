@@ -44,4 +44,8 @@ struct cs_harvest_client {
 #define CS_HARVEST_CLIENTS 8
 bool cs_harvest_register(const struct cs_harvest_client *c);
 
+/* How many pending ops stopped holding their communicator's later, finished ops (more than
+ * the bound held behind one; stats/harvest.c "Order"): each is written out of seq order. */
+uint64_t cs_harvest_order_breaks(void);
+
 #endif

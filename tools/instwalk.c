@@ -60,7 +60,8 @@ struct cs_walk {
 #define WAIT_HOLD_CAP 65536u
 
 /* How far out of seq order a file's records of one communicator may come and still join
- * their instance: the shim writes a record when its work is done, so a timed op follows the
+ * their instance. The shim writes them in seq order (stats/harvest.c holds a comm's finished
+ * ops behind a pending one, up to 1,024); dumps of older versions wrote a timed op after the
  * sampled-out ops enqueued after it that finished while its events were pending. A queue
  * is kept in seq order, and an instance waits until every open file in the communicator has
  * a record REORDER_SEQS seqs past it queued: which records make an instance is then a

@@ -2,9 +2,10 @@
  * files that are read a piece at a time: per communicator a k-way merge of the files'
  * record queues (DESIGN.md "Reading dumps").
  *
- * Each file's records of one communicator come in seq order but for a few (the shim numbers
- * a comm's calls in order and writes each when its work is done: a timed op after the
- * sampled-out ops that finished while its events were pending). Each queue is kept in seq
+ * Each file's records of one communicator come in seq order but for a few (the shim writes
+ * them in seq order, holding finished ops behind a pending one up to a bound; older versions
+ * wrote a timed op after the sampled-out ops that finished while its events were pending,
+ * and an op pending past the bound still comes late). Each queue is kept in seq
  * order, and an instance is complete when every file that takes part in the communicator (it
  * had a record of it) and is not finished has a record 16 seqs later queued (REORDER_SEQS:
  * the records of an instance then follow from the records, not from the files' order), so

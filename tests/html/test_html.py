@@ -293,16 +293,30 @@ def check_views(r, d):
 
 def case_hang(a):
     """Rank 5 blocks at seq 10 (hang fault; every shim reports its op hung after 2 s; the job is
-    killed at 6 s): the hangs chart marks the seq `hangs` names, and every bar is at it (all
-    ranks entered it). Read from the page itself (no browser needed)."""
+    killed once `collscope top` shows all 8 hang reports): the hangs chart marks the seq `hangs`
+    names, and every bar is at it (all ranks entered it). Read from the page itself (no browser
+    needed)."""
     tmp = tempfile.mkdtemp(prefix="collscope-html-hang-")
     try:
         d = os.path.join(tmp, "dump")
         env = dict(os.environ, COLLSCOPE_DIR=d, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_DIR=a.sim_dir,
                    COLLSCOPE_SIM_FAULTS="hang:rank=5,seq=10", COLLSCOPE_HANG_TIMEOUT="2", COLLSCOPE_LOG="warn")
-        subprocess.run([a.cli, "run", "-n", "8", "--hosts", "simhost[1-4]", "--sim", "--no-kill-on-fail", "--",
-                        "timeout", "-s", "KILL", "6", os.path.join(a.apps, "dp_train"), "--steps", "20", "--size",
-                        "256K"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        p = subprocess.Popen([a.cli, "run", "-n", "8", "--hosts", "simhost[1-4]", "--sim", "--no-kill-on-fail", "--",
+                              "timeout", "-s", "KILL", "100", os.path.join(a.apps, "dp_train"), "--steps", "20",
+                              "--size", "256K"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while p.poll() is None:   # each shim flushes its hang record before its ring says HUNG
+            q = subprocess.run([a.cli, "top", "--once", "--json", "--dir", tmp], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+            procs = json.loads(q.stdout)["processes"] if q.returncode == 0 else []
+            if sum("HUNG" in x["flags"] for x in procs) == 8:
+                for x in procs:
+                    try:
+                        os.kill(x["pid"], 9)
+                    except ProcessLookupError:
+                        pass
+                break
+            time.sleep(0.1)
+        p.wait(timeout=120)
         r = json.loads(subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout)
         assert len(r["hangs"]) == 1, r["hangs"]
         h = r["hangs"][0]

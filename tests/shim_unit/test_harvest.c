@@ -3,6 +3,9 @@
  * memcpy-like transfers through hooks/timing.c while the harvest thread completes and
  * writes them. Checks that every record reaches the file exactly once, that grouped
  * ops share one group id per group, and that per-comm sequence numbers are unique.
+ * Order (in a child process): one op whose work stays pending while the N ops enqueued after
+ * it on its communicator finish (sampled-out ops behind a timed one) is still written before
+ * them; past the bound (stats/harvest.c HOLD_MAX) it stops holding them and is counted.
  * Termination signals (in child processes): SIGTERM, SIGINT, SIGHUP or abort() after N ops leaves N
  * op records and a footer and still kills the process with that signal; a handler the job had installed runs
  * after the flush; an ignored SIGTERM stays ignored.
@@ -24,6 +27,8 @@
 #include "hooks/timing.h"
 #include "shim/cs_internal.h"
 #include "stats/dump_writer.h"
+#include "stats/harvest.h"
+#include <stdatomic.h>
 
 #define THREADS 4
 #define OPS 5000
@@ -177,6 +182,89 @@ static __attribute__((noreturn)) void term_child(const char *dir, enum job_handl
   exit(0);
 }
 
+/* ---- the order of a communicator's records (argv "order-child DIR N") ---- */
+static _Atomic int gate_open;
+static bool gate_complete(struct cs_record *r, bool final) {
+  return final || atomic_load(&gate_open) || r->type != CS_REC_OP || r->seq != 0;
+}
+static const struct cs_harvest_client gate = {.name = "gate", .complete = gate_complete};
+
+/* the child: seq 0 stays pending until n later ops of its communicator were harvested; exits
+ * with the number of pending ops that stopped holding (at most 100) */
+static __attribute__((noreturn)) void order_child(const char *dir, int n) {
+  setenv("COLLSCOPE_DIR", dir, 1);
+  setenv("COLLSCOPE_LIBCUDA", null_cuda, 1);
+  setenv("COLLSCOPE_QUEUE", "65536", 1);
+  setenv("COLLSCOPE_TIMING", "off", 1); /* host timing: every op but the gated one finishes at once */
+  if (!cs_harvest_register(&gate)) _exit(101);
+  cs_config_load();
+  cs_ensure_init();
+  if (!atomic_load(&cs_st.ready)) _exit(102);
+  struct cs_comm ic = {.id = 0xaaaa, .size = 2, .rank = 0, .device = -1};
+  if (!cs_comm_insert(&comm_a, &ic)) _exit(103);
+  for (int i = 0; i <= n; i++) {
+    struct cs_record r;
+    struct cs_comm *cc = cs_op_begin(&r, CS_OP_AllReduce, &comm_a, 1024, 7, 0, -1, -1, (void *)(uintptr_t)0x1000, NULL);
+    cs_op_returned(&r, cc, 0, 7);
+    cs_op_end(&r);
+  }
+  cs_flush(10000); /* a pass after every op was queued: all but seq 0 are finished */
+  cs_flush(10000);
+  atomic_store(&gate_open, 1);
+  cs_harvest_stop(5000);
+  uint64_t breaks = cs_harvest_order_breaks();
+  _exit(breaks > 100 ? 100 : (int)breaks);
+}
+
+/* runs the order child; returns its exit status, the op seqs in the file's order in seqs */
+static int run_order_child(int n, long *seqs, long *nseqs) {
+  char dir[] = "/tmp/cs-harvest-order-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    char ns[16];
+    snprintf(ns, sizeof ns, "%d", n);
+    execl("/proc/self/exe", "test_shim_harvest", null_cuda, "order-child", dir, ns, (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "cat %s/*.jsonl", dir);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  char line[4096];
+  *nseqs = 0;
+  while (fgets(line, sizeof line, f)) {
+    json_t *j = json_loads(line, 0, NULL);
+    assert_non_null(j);
+    if (!strcmp(json_string_value(json_object_get(j, "type")), "op") && *nseqs <= n)
+      seqs[(*nseqs)++] = (long)json_integer_value(json_object_get(j, "seq"));
+    json_decref(j);
+  }
+  pclose(f);
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+  return WEXITSTATUS(st);
+}
+
+static void ops_behind_a_pending_op_keep_seq_order(void **state) {
+  (void)state;
+  static long seqs[2001];
+  long n;
+  assert_int_equal(run_order_child(500, seqs, &n), 0); /* 500 held: nothing out of order */
+  assert_int_equal(n, 501);
+  for (long i = 0; i < n; i++) assert_int_equal(seqs[i], i);
+  /* 2000 behind it: past the bound the pending op stops holding them, once, and comes last */
+  assert_int_equal(run_order_child(2000, seqs, &n), 1);
+  assert_int_equal(n, 2001);
+  for (long i = 0; i < 2000; i++) assert_int_equal(seqs[i], i + 1);
+  assert_int_equal(seqs[2000], 0);
+}
+
 /* runs the child; returns its wait status and the op records and footer of its dump */
 static int run_term_child(enum job_handler h, int sig, int n, long *ops, long *drops, int *footer) {
   char dir[] = "/tmp/cs-harvest-term-XXXXXX";
@@ -259,9 +347,11 @@ int main(int argc, char **argv) {
   null_cuda = argv[1];
   if (argc == 7 && !strcmp(argv[2], "term-child"))
     term_child(argv[3], (enum job_handler)atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+  if (argc == 5 && !strcmp(argv[2], "order-child")) order_child(argv[3], atoi(argv[4]));
   const struct CMUnitTest tests[] = {cmocka_unit_test(sigterm_writes_footer_and_still_kills),
                                      cmocka_unit_test(sigterm_reaches_the_jobs_handler),
                                      cmocka_unit_test(ignored_sigterm_stays_ignored),
+                                     cmocka_unit_test(ops_behind_a_pending_op_keep_seq_order),
                                      cmocka_unit_test(many_threads)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

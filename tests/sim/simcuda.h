@@ -54,6 +54,9 @@ CUresult simcuda_device_error(int dev);      /* the device's sticky fault, CUDA_
  * (-1 before the first). */
 void simcuda_note_seq(int dev, long long seq);
 long long simcuda_last_seq(int dev);
+/* Modeled clock: the seq of the last of those collectives that had ended by modeled time t
+ * (-1 before the first): what the device had run when a thread whose clock reads t looks. */
+long long simcuda_seq_at(int dev, uint64_t t);
 
 /* ---- the modeled clock (COLLSCOPE_SIM_CLOCK=model, tests/sim/cuda/model.c) ----
  * Times are ns since the job's virtual start; CLOCK_REALTIME reads EPOCH + that time. */

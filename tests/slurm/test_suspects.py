@@ -16,12 +16,35 @@ simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
              root-owned node record (as the SPANK plugin writes) the actions name the node
              Slurm gave (SLURMD_NODENAME), never the label; records of another owner, with
              another's write bit, or of another step are not trusted"""
-import argparse, json, os, shutil, subprocess, sys, tempfile
+import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
 HOSTS = "simhost[1-4]"
 
 
-def run_job(a, tmp, tag, faults="", env_extra=None, steps=30, kill_after=None, ok=True, hosts=HOSTS):
+def run_until_hung(a, cmd, env, shm, hung):
+    """Runs a job that hangs until `collscope top` shows `hung` processes flagged HUNG (each
+    shim flushes its hang record before its ring says so), then SIGKILLs every rank that still
+    has a ring: the verdict follows the shims' reports, whenever the host gets there."""
+    log = tempfile.TemporaryFile("w+")
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    while p.poll() is None:
+        q = subprocess.run([a.cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+        procs = json.loads(q.stdout)["processes"] if q.returncode == 0 else []
+        if sum("HUNG" in x["flags"] for x in procs) >= hung:
+            for x in procs:
+                try:
+                    os.kill(x["pid"], 9)
+                except ProcessLookupError:
+                    pass
+            break
+        time.sleep(0.1)
+    p.wait(timeout=240)
+    log.seek(0)
+    return subprocess.CompletedProcess(cmd, p.returncode, log.read())
+
+
+def run_job(a, tmp, tag, faults="", env_extra=None, steps=30, kill_after=None, ok=True, hosts=HOSTS, hung=0):
     out = os.path.join(tmp, tag)
     env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_DIR=a.sim_dir,
                COLLSCOPE_SIM_FAULTS=faults, COLLSCOPE_JOB_ID="job-" + tag)
@@ -32,7 +55,10 @@ def run_job(a, tmp, tag, faults="", env_extra=None, steps=30, kill_after=None, o
     if kill_after:
         cmd += ["timeout", "-s", "KILL", str(kill_after)]
     cmd += [os.path.join(a.apps, "dp_train"), "--steps", str(steps), "--size", "256K"]
-    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    if hung:
+        p = run_until_hung(a, cmd, env, tmp, hung)
+    else:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
     if ok and p.returncode != 0:
         print(p.stdout[-3000:])
         raise SystemExit("%s: job failed (%d)" % (tag, p.returncode))
@@ -102,7 +128,7 @@ def case_sdc(a, tmp):
 def case_missing(a, tmp):
     # rank 5's call of seq 10 fails, so it never enters it; the others hang in it
     d = run_job(a, tmp, "missing", "fail:rank=5,seq=10,code=SystemError", {"COLLSCOPE_HANG_TIMEOUT": "2"},
-                steps=20, kill_after=10, ok=False)
+                steps=20, kill_after=120, ok=False, hung=7)
     s = by_host(suspects(a, [d]))
     assert list(s) == ["simhost3"], s
     assert kinds(s["simhost3"]) == ["hang_missing", "nccl_errors"], s["simhost3"]
@@ -110,8 +136,8 @@ def case_missing(a, tmp):
 
 
 def case_stuck(a, tmp):
-    d = run_job(a, tmp, "stuck", "hang:rank=5,seq=10", {"COLLSCOPE_HANG_TIMEOUT": "2"}, steps=20, kill_after=10,
-                ok=False)
+    d = run_job(a, tmp, "stuck", "hang:rank=5,seq=10", {"COLLSCOPE_HANG_TIMEOUT": "2"}, steps=20, kill_after=120,
+                ok=False, hung=8)
     rep = json.loads(subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout)
     h = rep["hangs"][0]
     s = by_host(suspects(a, [d]))

@@ -32,6 +32,40 @@ def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, kill_after=None
     return p, out, shm
 
 
+def run_until_hung(cli, apps, tmp, faults, hung, env_extra=None, steps=20, limit=120):
+    """A job that hangs: runs it until `collscope top` shows `hung` processes flagged HUNG (each
+    shim writes its hang record and flushes its dump before its ring says so), then SIGKILLs
+    every rank that still has a ring, as a job's scheduler would. The verdict follows the
+    shims' reports, whenever the host gets there; `limit` s (each rank under `timeout`) only
+    bounds a run whose shims never report. Returns the job's output, the dumps and the rings."""
+    out, shm = os.path.join(tmp, "dumps"), os.path.join(tmp, "shm")
+    os.makedirs(shm, exist_ok=True)
+    env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS=faults,
+               COLLSCOPE_HANG_TIMEOUT="2")
+    env.update(env_extra or {})
+    cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--", "timeout", "-s", "KILL",
+           str(limit), os.path.join(apps, "dp_train"), "--steps", str(steps), "--size", "256K"]
+    log = open(os.path.join(tmp, "job.log"), "w+")
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    t0 = time.monotonic()
+    while p.poll() is None:
+        q = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+        t = json.loads(q.stdout) if q.returncode == 0 else {"processes": []}
+        if sum("HUNG" in x["flags"] for x in t["processes"]) >= hung:
+            for x in t["processes"]:
+                try:
+                    os.kill(x["pid"], 9)
+                except ProcessLookupError:
+                    pass
+            break
+        time.sleep(0.1)
+    p.wait(timeout=limit + 60)
+    print("job ran %.1f s" % (time.monotonic() - t0))
+    log.seek(0)
+    return subprocess.CompletedProcess(cmd, p.returncode, log.read()), out, shm
+
+
 def report(cli, d):
     p = subprocess.run([cli, "report", d, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.returncode == 0, p.stderr
@@ -143,9 +177,8 @@ def check_hang_logs(out):
 
 def case_hang(cli, apps, tmp):
     # rank 5 blocks at seq 10 (the simulator's stream never joins); every rank's shim
-    # reports its op as hung after 2 s; the job is SIGKILLed at 6 s
-    p, d, shm = run_job(cli, apps, tmp, "hang:rank=5,seq=10", steps=20, kill_after=6,
-                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    # reports its op as hung after 2 s; then the job is SIGKILLed
+    p, d, shm = run_until_hung(cli, apps, tmp, "hang:rank=5,seq=10", 8)
     check_hang_logs(p.stdout)
     r = report(cli, d)
     print(json.dumps(r["hangs"], indent=1))
@@ -166,9 +199,8 @@ def case_hang_sampled(cli, apps, tmp):
     # blocks at seq 9 (sampled out); the shims see their timed seq 10 (enqueued in the same
     # step) pending and report it; the report, reading seq 9's records as entered (not known
     # to be complete), places the hang at 9
-    p, d, shm = run_job(cli, apps, tmp, "hang:rank=5,seq=9", steps=20, kill_after=6,
-                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2", "COLLSCOPE_TIMING": "events",
-                                   "COLLSCOPE_EVENT_SAMPLE": "2"})
+    p, d, shm = run_until_hung(cli, apps, tmp, "hang:rank=5,seq=9", 8,
+                               env_extra={"COLLSCOPE_TIMING": "events", "COLLSCOPE_EVENT_SAMPLE": "2"})
     assert [l for l in p.stdout.splitlines() if "hang: AllReduce seq 10" in l], p.stdout[-2000:]
     r = report(cli, d)
     print(json.dumps(r["hangs"], indent=1))
@@ -183,8 +215,7 @@ def case_hang_sampled(cli, apps, tmp):
 
 def case_missing(cli, apps, tmp):
     # rank 5's call of seq 10 fails, so it never enters it; the others hang in it
-    p, d, shm = run_job(cli, apps, tmp, "fail:rank=5,seq=10,code=SystemError", steps=20, kill_after=6,
-                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    p, d, shm = run_until_hung(cli, apps, tmp, "fail:rank=5,seq=10,code=SystemError", 7)
     check_hang_logs(p.stdout)
     r = report(cli, d)
     print(json.dumps(r["hangs"], indent=1))
@@ -197,8 +228,7 @@ def case_missing(cli, apps, tmp):
 
 
 def case_salvage(cli, apps, tmp):
-    p, d, shm = run_job(cli, apps, tmp, "hang:rank=5,seq=10", steps=20, kill_after=5,
-                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    p, d, shm = run_until_hung(cli, apps, tmp, "hang:rank=5,seq=10", 8)
     rings = sorted(os.listdir(shm))
     assert len(rings) == 8, rings
     for n in rings:
@@ -485,10 +515,14 @@ def case_sampled_counts(cli, apps, tmp):
     assert p.returncode == 0, p.stdout
     per_pid, seqs = {}, {}
     for f in glob.glob(os.path.join(d, "*.jsonl")):
+        last = {}   # a file's op records of one communicator come in seq order (stats/harvest.c)
         for line in open(f):
             o = json.loads(line)
             if o.get("type") not in ("op", "xfer"):
                 continue
+            if o["type"] == "op":
+                assert o["seq"] > last.get(o["comm"], -1), (f, o["comm"], last.get(o["comm"]), o["seq"])
+                last[o["comm"]] = o["seq"]
             pid = int(re.search(r"-p(\d+)\.jsonl$", f).group(1))
             c = per_pid.setdefault(pid, {"ops": 0, "events": 0, "sampled_out": 0})
             if o["type"] == "op":
@@ -541,11 +575,13 @@ def case_clean_quiet(cli, apps, tmp):
 
 
 def case_clean_mixed(cli, apps, tmp):
-    # AllReduce/AllGather/ReduceScatter/Broadcast of 8 B .. 4 MiB on the modeled clock with 2%
+    # AllReduce/AllGather/ReduceScatter/Broadcast of 8 B .. 256 KiB on the modeled clock with 2%
     # seeded noise (the wall clock's CPU-bound timing followed the host's load); the
-    # 100,000-instance run on the wall clock is bench/clean_fp.py. The time is the simulator's
-    # data movement (about 95 s here on either clock), not modeled waits.
-    p, d, shm = run_job(cli, apps, tmp, "jitter:pct=2", steps=2500, size="4M", args=("--ops", "mixed"), timeout=540,
+    # 100,000-instance run on the wall clock is bench/clean_fp.py. 256 KiB: the model's
+    # latency-bound and bandwidth-bound sizes both (an inter-host ring step moves 256 KiB in
+    # 21 us at 100 Gbit/s, against its 14 us latency) at a fifth of the simulator's data
+    # movement for 4 MiB (about 25 s here instead of 95 s).
+    p, d, shm = run_job(cli, apps, tmp, "jitter:pct=2", steps=2500, size="256K", args=("--ops", "mixed"), timeout=540,
                         env_extra=MODEL_EVENTS)
     assert p.returncode == 0, p.stdout
     r = report(cli, d)
@@ -557,9 +593,8 @@ def case_clean_mixed(cli, apps, tmp):
 def case_stall(cli, apps, tmp):
     # rank 5's host thread blocks inside its call of seq 10 before anything is enqueued: it
     # never enters seq 10 (the shim pushes a record only when the call returns); the other
-    # ranks enter it and wait; their shims report the hang after 2 s; SIGKILL at 6 s
-    p, d, shm = run_job(cli, apps, tmp, "stall:rank=5,seq=10", steps=20, kill_after=6,
-                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    # ranks enter it and wait; their shims report the hang after 2 s; then SIGKILL
+    p, d, shm = run_until_hung(cli, apps, tmp, "stall:rank=5,seq=10", 7)
     check_hang_logs(p.stdout)
     r = report(cli, d)
     print(json.dumps(r["hangs"], indent=1))
@@ -581,8 +616,7 @@ def case_stall(cli, apps, tmp):
 def case_stall0(cli, apps, tmp):
     # rank 5 blocks inside its very first collective: it has no op record on the comm at all,
     # only the comm's init record; the report still names it as the missing rank
-    p, d, shm = run_job(cli, apps, tmp, "stall:rank=5,seq=0", steps=20, kill_after=6,
-                        env_extra={"COLLSCOPE_HANG_TIMEOUT": "2"})
+    p, d, shm = run_until_hung(cli, apps, tmp, "stall:rank=5,seq=0", 7)
     r = report(cli, d)
     print(json.dumps(r["hangs"], indent=1))
     assert len(r["hangs"]) == 1, r["hangs"]

@@ -1084,14 +1084,54 @@ CUresult sim_dev_fault(int dev)
 CUresult simcuda_device_error(int dev) { return sim_dev_fault(dev); }
 
 static _Atomic long long dev_seq[64] = {[0 ... 63] = -1};
+/* modeled clock: each device's collectives as (seq, the stream's time at its end), in the
+ * order they ran (one stream of the first communicator: both rise), for simcuda_seq_at */
+#define SEQ_HIST_MAX (1u << 20)
+static struct seq_hist { long long *seq; uint64_t *t; size_t n, cap; } seq_hist[64];
+static pthread_mutex_t seq_hist_mu = PTHREAD_MUTEX_INITIALIZER;
+static void seq_hist_add(int dev, long long seq, uint64_t t)
+{
+    struct seq_hist *h = &seq_hist[dev];
+    pthread_mutex_lock(&seq_hist_mu);
+    if (h->n == h->cap && h->cap < SEQ_HIST_MAX) {
+        size_t cap = h->cap ? h->cap * 2 : 1024;
+        long long *ns = realloc(h->seq, cap * sizeof *ns);
+        if (ns) h->seq = ns;
+        uint64_t *nt = ns ? realloc(h->t, cap * sizeof *nt) : NULL;
+        if (nt) { h->t = nt; h->cap = cap; }
+    }
+    if (h->n < h->cap && (!h->n || (h->seq[h->n - 1] < seq && h->t[h->n - 1] <= t))) {
+        h->seq[h->n] = seq;
+        h->t[h->n++] = t;
+    }
+    pthread_mutex_unlock(&seq_hist_mu);
+}
 void simcuda_note_seq(int dev, long long seq)
 {
     if (dev < 0 || dev >= 64) return;
     long long cur = atomic_load(&dev_seq[dev]);
     while (seq > cur && !atomic_compare_exchange_weak(&dev_seq[dev], &cur, seq)) {}
     sim_model_note_seq(seq);   /* from= onsets on the modeled clock (model.c) */
+    if (simcuda_model_on()) seq_hist_add(dev, seq, simcuda_model_now());
 }
 long long simcuda_last_seq(int dev) { return dev >= 0 && dev < 64 ? atomic_load(&dev_seq[dev]) : -1; }
+long long simcuda_seq_at(int dev, uint64_t t)
+{
+    if (dev < 0 || dev >= 64) return -1;
+    struct seq_hist *h = &seq_hist[dev];
+    long long seq = -1;
+    pthread_mutex_lock(&seq_hist_mu);
+    size_t lo = 0, hi = h->n;   /* the last entry at or before t */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (h->t[mid] <= t) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo) seq = h->seq[lo - 1];
+    if (h->n == SEQ_HIST_MAX && lo == h->n) seq = simcuda_last_seq(dev);   /* past the history's end */
+    pthread_mutex_unlock(&seq_hist_mu);
+    return seq;
+}
 
 void simcuda_device_fault(int dev, CUresult err)
 {
@@ -1235,8 +1275,13 @@ CUresult event_query(CUevent e)
     if (r != CUDA_SUCCESS) return r;
     pthread_mutex_lock(&ev_mu);
     r = e->done_gen >= e->rec_gen ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    uint64_t t = e->ts_ns;
     pthread_mutex_unlock(&ev_mu);
-    return r;   /* no host-time jump: a background thread's poll would make it scheduling-dependent */
+    /* a thread that saw the event done is no earlier than it: its host time moves up to the
+     * event's (a poll that finds it not done moves nothing, so how often the host's scheduler
+     * let the thread poll never shows) */
+    if (r == CUDA_SUCCESS && simcuda_model_on()) sim_model_host_observe(t);
+    return r;
 }
 
 CUresult event_sync(CUevent e)

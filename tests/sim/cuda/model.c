@@ -14,8 +14,10 @@
  *    `hostdelay:rank=R,us=N` fault, rank R's thread then spends N us more (the next batch's
  *    loading) before it goes on (on the wall clock it sleeps N us after the wait). Per
  *    thread, so collscope's own threads (harvest, online exchange), which synchronise at
- *    host-scheduled moments, never move the application thread's clock. A query that
- *    reports completion does not move it either;
+ *    host-scheduled moments, never move the application thread's clock. An event query
+ *    that reports completion moves the querying thread's clock up to the event's time (it
+ *    cannot have seen the work done before it was); one that does not, and stream queries,
+ *    move nothing;
  *  - events complete at their stream's vt; the host's CLOCK_REALTIME (../vclock.c) reads
  *    SIMCUDA_MODEL_EPOCH_NS + the thread's H, a stream worker's its stream's vt;
  *  - seeded noise: COLLSCOPE_SIM_SEED=N and a `jitter:pct=P[,tail=T]` entry of

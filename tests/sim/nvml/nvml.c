@@ -4,7 +4,12 @@
  * (COLLSCOPE_HOSTNAME; a device is found by the PCI bus id libcuda.so.1 gives it). Health
  * faults (simhealth.h) change what a GPU reports; COLLSCOPE_SIM_NVML_FAIL makes functions
  * fail. nvmlEventSetWait_v2 also brings the simulated host's InfiniBand sysfs tree (ibsysfs.c)
- * up to date. */
+ * up to date.
+ * Time: on the wall clock a GPU reports what it has run so far (its last collective's seq) and
+ * its counters ramp over CLOCK_MONOTONIC. On the modeled clock (COLLSCOPE_SIM_CLOCK=model) it
+ * reports as of the calling thread's modeled time (CLOCK_REALTIME there): the collectives that
+ * had ended by then (simcuda_seq_at), counters ramped over modeled time, so what a sample
+ * holds follows from its own stamp, never from the host's scheduling. */
 #include "simhealth.h"
 #include "simcuda.h"
 #include <pthread.h>
@@ -61,6 +66,7 @@ static _Atomic int inited;
 static _Atomic int ramp_started;   /* a GPU counter was read (the reader's baseline): GPU and sysfs
                                     * counters rise from then on (t0) */
 static struct timespec t0;
+static uint64_t t0_model;          /* the ramp's start on the modeled clock */
 static const char *fail_list;
 
 void sh_ibsysfs_tick(void);   /* ibsysfs.c */
@@ -79,6 +85,10 @@ static int fails(const char *fn) {
 #define DEV(d) do { if (!(d) || (d) < devs || (d) >= devs + 64) return NVML_ERROR_INVALID_ARGUMENT; } while (0)
 
 static double elapsed_ms(void) {
+  if (simcuda_model_on()) {
+    uint64_t now = simcuda_model_now();
+    return now > t0_model ? (double)(now - t0_model) / 1e6 : 0;
+  }
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)(t.tv_sec - t0.tv_sec) * 1e3 + (double)(t.tv_nsec - t0.tv_nsec) / 1e6;
@@ -88,14 +98,19 @@ static int rank_of(const struct nvmlDevice_st *d) {
   const char *r = getenv("RANK");
   return r && *r ? atoi(r) : d->index;
 }
+/* the last collective the device had run: so far (wall clock), or by the caller's modeled time */
+static long long dev_seq(int index) {
+  return simcuda_model_on() ? simcuda_seq_at(index, simcuda_model_now()) : simcuda_last_seq(index);
+}
 /* a counter that rises by n over the job, or jumps to n once the device reached seq */
 static long long counter(const struct nvmlDevice_st *d, long long n, long long seq) {
-  if (seq >= 0) return simcuda_last_seq(d->index) >= seq ? n : 0;
+  if (seq >= 0) return dev_seq(d->index) >= seq ? n : 0;
   return sh_ramp(n, elapsed_ms());
 }
 static void begin_ramp(void) {
   if (atomic_load(&ramp_started)) return;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  t0_model = simcuda_model_on() ? simcuda_model_now() : 0;
   atomic_store(&ramp_started, 1);
 }
 
@@ -184,7 +199,7 @@ NV_API nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned i
 static int throttled(const struct nvmlDevice_st *d, int reason) {
   for (int i = 0; i < sh_nfaults; i++)
     if (sh_faults[i].kind == SH_THROTTLE && sh_faults[i].rank == rank_of(d) &&
-        (reason < 0 || sh_faults[i].reason == reason) && sh_throttle_active(&sh_faults[i], simcuda_last_seq(d->index)))
+        (reason < 0 || sh_faults[i].reason == reason) && sh_throttle_active(&sh_faults[i], dev_seq(d->index)))
       return 1;
   return 0;
 }
@@ -307,7 +322,7 @@ NV_API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *dat
     for (int i = 0; i < sh_nfaults && k < 8; i++) {
       const struct sh_fault *f = &sh_faults[i];
       if (f->kind != SH_XID || f->rank != rank_of(&devs[di])) continue;
-      if (!set->delivered[di][k] && simcuda_last_seq(di) >= f->seq) {
+      if (!set->delivered[di][k] && dev_seq(di) >= f->seq) {
         set->delivered[di][k] = 1;
         memset(data, 0, sizeof *data);
         data->device = &devs[di];
