@@ -25,6 +25,43 @@
 #define DEMO_NHOSTS 2
 #define DEMO_SIZE (1u << 20) /* dp_train --size: buckets of SIZE, SIZE/8, SIZE/64 bytes */
 
+static const char help_demo[] =
+    "usage: collscope demo [--keep DIR] [--steps N] [--no-shim] [-v]\n"
+    "\n"
+    "Runs the data-parallel test job (tests/apps dp_train: fp32 AllReduce of gradient\n"
+    "buckets of several sizes each step, results checked exactly) with 8 ranks on the\n"
+    "two simulated hosts simhost[1-2] on the CUDA/NCCL simulator, through the same code\n"
+    "as `collscope run -n 8 --hosts simhost[1-2] --sim --tag-output`, then prints what\n"
+    "it did (ranks, hosts, steps, sizes, pass/fail, wall time) and the dump files the\n"
+    "shim wrote. No GPU is needed.\n"
+    "\n"
+    "options:\n"
+    "  --keep DIR     write the dump files into DIR (created if missing); default: a\n"
+    "                 fresh collscope-demo-<date>-<time> directory under $COLLSCOPE_DIR,\n"
+    "                 or under the current directory when COLLSCOPE_DIR is unset.\n"
+    "                 The ranks get COLLSCOPE_DIR set to that directory.\n"
+    "  --steps N      training steps (default 5)\n"
+    "  --no-shim      run without libcollscope.so (no dump files)\n"
+    "  -v, --verbose  launcher details (see collscope run --verbose)\n"
+    "  -h, --help     this text\n"
+    "\n"
+    "exit status: 0 if every rank checked its results, else the job's status.\n";
+
+void cmd_demo_help(FILE *out) {
+  fputs(help_demo, out);
+  fputc('\n', out);
+  cli_help_env(out);
+}
+
+/* -h or --help anywhere before "--", even where an option would take it as its value */
+static int wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--")) return 0;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+  }
+  return 0;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -365,9 +402,12 @@ int cmd_demo(int argc, char **argv) {
   const char *keep = NULL;
   long steps = 5;
   int no_shim = 0, verbose = 0;
+  if (wants_help(argc, argv)) {
+    cmd_demo_help(stdout);
+    return 0;
+  }
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return cli_help("demo", stdout);
     if (!strcmp(a, "--no-shim")) {
       no_shim = 1;
       continue;

@@ -480,7 +480,7 @@ static int print_hostfile(struct suspects *s, const char *topofile, FILE *o) {
   return rc;
 }
 
-static void usage(FILE *o) {
+void cmd_suspects_help(FILE *o) {
   fputs("usage: collscope suspects DIR... [--format text|json|slurm|hostfile] [--topology FILE]\n"
         "                          [--trust-host-names] [-o FILE] [-j N]\n"
         "\n"
@@ -526,7 +526,7 @@ int cmd_suspects(int argc, char **argv) {
       continue;
     }
     if (!dashdash && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
-      usage(stdout);
+      cmd_suspects_help(stdout);
       free(s.dirs), free(s.jobs);
       return 0;
     }
@@ -537,7 +537,7 @@ int cmd_suspects(int argc, char **argv) {
     if (!dashdash && a[0] == '-' && a[1]) {
       if (!val) {
         fprintf(stderr, "collscope suspects: %s needs a value\n", a);
-        usage(stderr);
+        cmd_suspects_help(stderr);
         free(s.dirs), free(s.jobs);
         return CLI_EXIT_USAGE;
       }
@@ -558,7 +558,7 @@ int cmd_suspects(int argc, char **argv) {
         jobs = (unsigned)n;
       } else {
         fprintf(stderr, "collscope suspects: unknown option '%s'\n", a);
-        usage(stderr);
+        cmd_suspects_help(stderr);
         free(s.dirs), free(s.jobs);
         return CLI_EXIT_USAGE;
       }
@@ -570,7 +570,7 @@ int cmd_suspects(int argc, char **argv) {
   if (!s.ndirs || (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "slurm") &&
                    strcmp(format, "hostfile"))) {
     fprintf(stderr, "collscope suspects: %s\n", s.ndirs ? "--format: expected text, json, slurm or hostfile" : "no DIR given");
-    usage(stderr);
+    cmd_suspects_help(stderr);
     free(s.dirs), free(s.jobs);
     return CLI_EXIT_USAGE;
   }
@@ -625,5 +625,3 @@ int cmd_suspects(int argc, char **argv) {
   free(docs), free(s.dirs), free(s.jobs);
   return rc;
 }
-
-void cmd_suspects_help(FILE *out) { usage(out); }
