@@ -268,9 +268,10 @@ static bool ensure_dev(bool now_anyway) {
   return dev_open;
 }
 
-static size_t header_extra(int device, char *out, size_t cap) {
+size_t cs_health_header_extra(int device, char *out, size_t cap) {
+  if (st != ST_READY) return 0; /* not started, or off */
   if (dev_index < 0 && device >= 0) dev_index = device;
-  if (st != ST_READY || !ensure_dev(true) || !nv.by_bus || !dev) return 0;
+  if (!ensure_dev(true) || !nv.by_bus || !dev) return 0;
   struct cs_strbuf b = {out, 0, cap};
   if (on[F_NAME]) {
     cs_sb_printf(&b, ",\"gpu_name\":");
@@ -469,7 +470,6 @@ static void start(void) {
   }
   period_ns = ms * 1000000LL;
   open_nvml();
-  cs_dump_header_extra = header_extra;
   st = ST_READY;
   next_ns = cs_now_ns(CLOCK_MONOTONIC);
 }
