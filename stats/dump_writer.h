@@ -41,7 +41,7 @@ void cs_dump_record(const struct cs_record *r);
 void cs_dump_drops(uint64_t count);
 /* a "drops" line for the drops (cs_st.drops) no line covers yet, if any */
 void cs_dump_drops_sync(void);
-/* an op not complete after COLLSCOPE_HANG_TIMEOUT (DESIGN.md "hang" record) */
+/* an op not complete after COLLSCOPE_HANG_TIMEOUT (docs/dump-format.md, "hang" record) */
 void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started);
 /* flushes, then the footer: ops/xfers (records on the file), drops (all, write_drops among
  * them), ops_recorded (op records written or lost to write errors), ... */

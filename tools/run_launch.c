@@ -1,5 +1,5 @@
 /* tools/run_launch.c: `collscope run -n N`'s ranks (cli_run_launch): forks N ranks with
- * torchrun's environment (DESIGN.md "Launcher contract"), each in its own process group with
+ * torchrun's environment (DESIGN.md "The CLI", launcher contract), each in its own process group with
  * stdin from /dev/null, then waits in one poll() loop that (a) forwards whole output lines
  * with a "[R] " prefix (--tag-output, tools/run_output.c), (b) reaps ranks (SIGCHLD through a
  * self-pipe), (c) forwards SIGINT/SIGTERM/..., and (d) runs the kill-on-fail grace timer.
