@@ -78,7 +78,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_parse: line %zu refused\n", i);
         return 1;
       }
-      sink += s.seq + (long long)s.op.n;
+      sink += s.seq + (long long)s.op_name.n;
     }
     double t2 = cpu_s();
     if (t1 - t0 < best_j) best_j = t1 - t0;

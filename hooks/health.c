@@ -273,9 +273,10 @@ static bool ensure_dev(bool now_anyway) {
   return dev_open;
 }
 
-static size_t header_extra(int device, char *out, size_t cap) {
+size_t cs_health_header_extra(int device, char *out, size_t cap) {
+  if (st != ST_READY) return 0; /* not started, or off */
   if (dev_index < 0 && device >= 0) dev_index = device;
-  if (st != ST_READY || !ensure_dev(true) || !nv.by_bus || !dev) return 0;
+  if (!ensure_dev(true) || !nv.by_bus || !dev) return 0;
   struct cs_strbuf b = {out, 0, cap};
   if (on[F_NAME]) {
     cs_sb_printf(&b, ",\"gpu_name\":");
@@ -299,6 +300,80 @@ static unsigned long long delta(unsigned long long now, unsigned long long *base
   unsigned long long d = now >= *base ? now - *base : now; /* a reset counter starts over */
   *base = now;
   return d;
+}
+
+/* the NVLinks: how many there are (those whose state NVML answers, counted at the first
+ * sample), how many are down, and each link's error counter deltas since the last sample */
+static void sample_nvlink(struct cs_strbuf *b, bool base) {
+  int rc;
+  unsigned long long x;
+  if (!base) { /* the links there are: those whose state NVML answers */
+    nlinks = 0;
+    for (unsigned l = 0; l < CS_NVML_NVLINK_MAX_LINKS; l++) {
+      int act;
+      if (nv.nvl_state(dev, l, &act) != CS_NVML_SUCCESS) break;
+      nlinks = (int)l + 1;
+    }
+    if (!nlinks) field_off(F_NVLINK, "nvmlDeviceGetNvLinkState", 3);
+  }
+  int down = 0;
+  bool first = true;
+  static const int kinds[3] = {CS_NVML_NVLINK_ERROR_DL_CRC_FLIT, CS_NVML_NVLINK_ERROR_DL_REPLAY, CS_NVML_NVLINK_ERROR_DL_RECOVERY};
+  char links[4096] = ""; /* up to CS_NVML_NVLINK_MAX_LINKS entries of ~70 bytes */
+  struct cs_strbuf lb = {links, 0, sizeof links};
+  for (int l = 0; l < nlinks && on[F_NVLINK]; l++) {
+    int act = 0;
+    if (nv.nvl_state(dev, (unsigned)l, &act) == CS_NVML_SUCCESS && !act) down++;
+    unsigned long long d[3];
+    for (int k = 0; k < 3 && on[F_NVLINK]; k++) {
+      if ((rc = nv.nvl_err(dev, (unsigned)l, kinds[k], &x)) != CS_NVML_SUCCESS)
+        field_off(F_NVLINK, "nvmlDeviceGetNvLinkErrorCounter", rc);
+      else
+        d[k] = delta(x, &base_nvl[l][k]);
+    }
+    if (on[F_NVLINK] && base) {
+      hv.nvlink_crc += d[0];
+      hv.nvlink_replay += d[1];
+      hv.nvlink_recovery += d[2];
+    }
+    if (on[F_NVLINK] && base && (d[0] | d[1] | d[2])) {
+      cs_sb_printf(&lb, "%s{\"link\":%d,\"crc\":%llu,\"replay\":%llu,\"recovery\":%llu}", first ? "" : ",", l, d[0], d[1], d[2]);
+      first = false;
+      sample_flags |= CS_HEALTH_F_NVLINK;
+    }
+  }
+  if (on[F_NVLINK]) {
+    cs_sb_printf(b, ",\"nvlinks\":%d,\"nvlink_down\":%d,\"nvlink\":[%s]", nlinks, down, lb.len < lb.cap ? links : "");
+    hv.nvlinks = (uint64_t)nlinks;
+    hv.nvlink_down = (uint64_t)down;
+    hv.valid |= CS_RH_NVLINK;
+  }
+}
+
+/* the XID events since the last sample (polled, never blocking) */
+static void sample_xid(struct cs_strbuf *b) {
+  int rc;
+  cs_sb_printf(b, ",\"xid\":[");
+  cs_nvml_event_data_t ev;
+  bool first = true;
+  for (int i = 0; i < 16; i++) { /* polled, never blocking: timeout 0 */
+    memset(&ev, 0, sizeof ev);
+    rc = nv.ev_wait(evset, &ev, 0);
+    if (rc == CS_NVML_ERROR_TIMEOUT) break;
+    if (rc != CS_NVML_SUCCESS) {
+      field_off(F_XID, "nvmlEventSetWait_v2", rc);
+      break;
+    }
+    if (ev.device == dev && (ev.eventType & CS_NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
+      cs_sb_printf(b, "%s%llu", first ? "" : ",", ev.eventData);
+      first = false;
+      sample_flags |= CS_HEALTH_F_XID;
+      hv.xid_events++;
+      hv.xid_last = ev.eventData;
+    }
+  }
+  cs_sb_printf(b, "]");
+  if (on[F_XID]) hv.valid |= CS_RH_XID;
 }
 
 static void sample_gpu(struct cs_strbuf *b) {
@@ -387,72 +462,8 @@ static void sample_gpu(struct cs_strbuf *b) {
       hv.valid |= CS_RH_PCIE;
     }
   }
-  if (on[F_NVLINK]) {
-    if (!base) { /* the links there are: those whose state NVML answers */
-      nlinks = 0;
-      for (unsigned l = 0; l < CS_NVML_NVLINK_MAX_LINKS; l++) {
-        int act;
-        if (nv.nvl_state(dev, l, &act) != CS_NVML_SUCCESS) break;
-        nlinks = (int)l + 1;
-      }
-      if (!nlinks) field_off(F_NVLINK, "nvmlDeviceGetNvLinkState", 3);
-    }
-    int down = 0;
-    bool first = true;
-    static const int kinds[3] = {CS_NVML_NVLINK_ERROR_DL_CRC_FLIT, CS_NVML_NVLINK_ERROR_DL_REPLAY, CS_NVML_NVLINK_ERROR_DL_RECOVERY};
-    char links[4096] = ""; /* up to CS_NVML_NVLINK_MAX_LINKS entries of ~70 bytes */
-    struct cs_strbuf lb = {links, 0, sizeof links};
-    for (int l = 0; l < nlinks && on[F_NVLINK]; l++) {
-      int act = 0;
-      if (nv.nvl_state(dev, (unsigned)l, &act) == CS_NVML_SUCCESS && !act) down++;
-      unsigned long long d[3];
-      for (int k = 0; k < 3 && on[F_NVLINK]; k++) {
-        if ((rc = nv.nvl_err(dev, (unsigned)l, kinds[k], &x)) != CS_NVML_SUCCESS)
-          field_off(F_NVLINK, "nvmlDeviceGetNvLinkErrorCounter", rc);
-        else
-          d[k] = delta(x, &base_nvl[l][k]);
-      }
-      if (on[F_NVLINK] && base) {
-        hv.nvlink_crc += d[0];
-        hv.nvlink_replay += d[1];
-        hv.nvlink_recovery += d[2];
-      }
-      if (on[F_NVLINK] && base && (d[0] | d[1] | d[2])) {
-        cs_sb_printf(&lb, "%s{\"link\":%d,\"crc\":%llu,\"replay\":%llu,\"recovery\":%llu}", first ? "" : ",", l, d[0], d[1], d[2]);
-        first = false;
-        sample_flags |= CS_HEALTH_F_NVLINK;
-      }
-    }
-    if (on[F_NVLINK]) {
-      cs_sb_printf(b, ",\"nvlinks\":%d,\"nvlink_down\":%d,\"nvlink\":[%s]", nlinks, down, lb.len < lb.cap ? links : "");
-      hv.nvlinks = (uint64_t)nlinks;
-      hv.nvlink_down = (uint64_t)down;
-      hv.valid |= CS_RH_NVLINK;
-    }
-  }
-  if (on[F_XID]) {
-    cs_sb_printf(b, ",\"xid\":[");
-    cs_nvml_event_data_t ev;
-    bool first = true;
-    for (int i = 0; i < 16; i++) { /* polled, never blocking: timeout 0 */
-      memset(&ev, 0, sizeof ev);
-      rc = nv.ev_wait(evset, &ev, 0);
-      if (rc == CS_NVML_ERROR_TIMEOUT) break;
-      if (rc != CS_NVML_SUCCESS) {
-        field_off(F_XID, "nvmlEventSetWait_v2", rc);
-        break;
-      }
-      if (ev.device == dev && (ev.eventType & CS_NVML_EVENT_TYPE_XID_CRITICAL_ERROR)) {
-        cs_sb_printf(b, "%s%llu", first ? "" : ",", ev.eventData);
-        first = false;
-        sample_flags |= CS_HEALTH_F_XID;
-        hv.xid_events++;
-        hv.xid_last = ev.eventData;
-      }
-    }
-    cs_sb_printf(b, "]");
-    if (on[F_XID]) hv.valid |= CS_RH_XID;
-  }
+  if (on[F_NVLINK]) sample_nvlink(b, base);
+  if (on[F_XID]) sample_xid(b);
   cs_sb_printf(b, "}");
   have_base = true;
 }
@@ -474,7 +485,6 @@ static void start(void) {
   }
   period_ns = ms * 1000000LL;
   open_nvml();
-  cs_dump_header_extra = header_extra;
   st = ST_READY;
   next_ns = cs_now_ns(CLOCK_REALTIME); /* the first (the counters' baseline) once the device is known */
 }

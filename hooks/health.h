@@ -10,9 +10,12 @@
 
 /* Called by the harvest thread on every pass (cheap when no sample is due); final: the
  * process is ending, take a last sample now. */
-/* On the harvest thread as it starts: reads COLLSCOPE_HEALTH_MS, opens NVML and adds the GPU's
- * identity to the dump header (before the header is written). */
+/* On the harvest thread as it starts: reads COLLSCOPE_HEALTH_MS and opens NVML (before the
+ * dump header is written). */
 void cs_health_start(void);
+/* The dump header's GPU identity (struct cs_dump_sources' header_extra, shim/wiring.c):
+ * `,"gpu_name":...` into out, its length; 0 before cs_health_start() or with health off. */
+size_t cs_health_header_extra(int device, char *out, size_t cap);
 void cs_health_tick(bool final);
 /* Called by the harvest thread as each record is written: an op whose GPU work ended past the
  * next sample's moment makes it due now (samples follow the job's timeline). */

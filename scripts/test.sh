@@ -4,7 +4,7 @@
 # (-Werror), and runs the sanitizer suites (ASan+UBSan, TSan) on the unit and shim
 # tests. The Debian packages' test (suite package: build, lintian, install into a
 # temporary root, demo from there) is a stage of its own; COLLSCOPE_SKIP_PACKAGE=1 skips it. Ends with one line counting the individual tests of every stage, from meson's
-# summary of each ("155 passed, 0 failed"); a stage that fails outside its tests (a build
+# summary of each ("N passed, N failed"); a stage that fails outside its tests (a build
 # error) counts as one failed, and with each stage's wall time. Exit status: 0 only when
 # every stage passed.
 set -uo pipefail

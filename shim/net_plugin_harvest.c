@@ -1,6 +1,6 @@
 /* shim/net_plugin_harvest.c: the net plugin wrapper's harvest side: every
  * COLLSCOPE_FLUSH_MS, at close and at exit the harvest thread turns each connection's
- * counters (shim/net_plugin.c) into a CS_REC_LINK record. */
+ * counters (shim/net_plugin.c) into a struct cs_link_record, handed on as a CS_REC_LINK record. */
 #include "net_plugin_internal.h"
 #include <string.h>
 
@@ -44,27 +44,26 @@ size_t cs_net_collect(bool final, void (*emit)(const struct cs_record *r)) {
         c->l_hist[b] = v;
         tot += h[b];
       }
-      struct cs_record r;
-      memset(&r, 0, sizeof r);
-      r.type = CS_REC_LINK;
-      r.timing = CS_TIMING_HOST;
-      r.event = closed;
-      r.root = c->dir;
-      r.peer = c->peer_rank;
-      r.comm_rank = cs_cfg.rank;
-      r.device = c->dev;
-      r.comm_id = c->token;
-      r.count = msgs - c->l_msgs;
-      r.bytes = bytes - c->l_bytes;
-      r.stream = busy - c->l_busy;
-      r.seq = (uint64_t)atomic_load_explicit(&c->max_inflight, memory_order_relaxed);
+      struct cs_link_record l = {
+          .recv = c->dir != 0,
+          .closed = closed,
+          .rank = cs_cfg.rank,
+          .peer = c->peer_rank,
+          .dev = c->dev,
+          .token = c->token,
+          .msgs = msgs - c->l_msgs,
+          .bytes = bytes - c->l_bytes,
+          .busy_ns = busy - c->l_busy,
+          .max_inflight = (uint64_t)atomic_load_explicit(&c->max_inflight, memory_order_relaxed),
+      };
       int64_t real = cs_now_ns(CLOCK_REALTIME);
-      r.start_ns = c->l_emit_real;
-      r.end_ns = real;
-      r.enqueue_ns = real;
-      r.in_sum = hist_quantile(h, tot, 0.5);
-      r.in_abs = hist_quantile(h, tot, 0.1);
-      r.out_sum = r.stream ? (double)r.bytes * 8.0 / (double)r.stream : 0;
+      l.t0_ns = c->l_emit_real;
+      l.t_ns = real;
+      l.gbps_p50 = hist_quantile(h, tot, 0.5);
+      l.gbps_p10 = hist_quantile(h, tot, 0.1);
+      l.gbps_mean = l.busy_ns ? (double)l.bytes * 8.0 / (double)l.busy_ns : 0;
+      struct cs_record r;
+      cs_link_pack(&l, &r);
       c->l_msgs = msgs;
       c->l_bytes = bytes;
       c->l_busy = busy;

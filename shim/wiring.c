@@ -63,6 +63,7 @@ static void profiler_footer(const struct cs_dump_kv *kv) {
 static const struct cs_dump_sources dump_sources = {
     .device_info = cs_driver_device_info,
     .xfer_api_name = cs_cudart_api_name,
+    .header_extra = cs_health_header_extra,
     .footer = {profiler_footer, cs_sdc_dump_footer},
 };
 

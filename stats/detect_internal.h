@@ -23,11 +23,11 @@ struct inst {
   double pg_val; /* that median, -1 when no peer has a gap */
 };
 
-/* one rank's timed op in an instance: its arrival offset a = median(duration) - its
- * duration (> 0: it arrived after the median rank) and its compute gap */
+/* one rank's timed op in an instance: its duration, its arrival offset (the instance's
+ * median duration minus its own: > 0, it arrived after the median rank) and its compute gap */
 struct ent {
   int r;
-  double a, gap;
+  double dur, offset, gap;
   int64_t t; /* its op's end_ns */
 };
 
@@ -48,7 +48,7 @@ struct member { /* comm_rank -> identity */
   } while (0)
 /* Per-rank sliding state of one communicator. */
 struct rstate {
-  size_t n, pos;   /* instances in the window it has a timed op in; of those, a > 0 */
+  size_t n, pos;   /* instances in the window it has a timed op in; of those, offset > 0 */
   size_t rn, rpos; /* the same over the last `recent` instances */
   unsigned streak; /* consecutive instances the flag conditions held, ending at `at` */
   size_t at;

@@ -1,7 +1,8 @@
 /* stats/dump_internal.h: what the dump writer's two files share. stats/dump_writer.c owns
  * the file and its line buffer (open, flush, cut back after a failed write, continuation
- * files, the accounting of what was written or lost); stats/dump_records.c formats each
- * record kind into one JSON line of that buffer. */
+ * files, the accounting of what was written or lost): a sink of whole lines that calls
+ * nothing back. stats/dump_records.c formats each record kind into one JSON line of that
+ * buffer, and decides from the writer's counts what else to write (a "drops" line). */
 #ifndef COLLSCOPE_DUMP_INTERNAL_H
 #define COLLSCOPE_DUMP_INTERNAL_H
 #include "dump_writer.h"
@@ -52,6 +53,7 @@ struct dump_counts {
   uint64_t ops, xfers;  /* op / xfer records written or buffered */
   uint64_t write_drops; /* records lost to write errors */
   uint64_t ops_lost;    /* op records among them */
+  uint64_t drops_noted; /* drops covered by "drops" lines buffered or on the file */
 };
 struct dump_counts cs_dump_counts(void);
 

@@ -1,13 +1,16 @@
 /* stats/dump_records.c: formats each record kind (header, op, xfer, comm, link, hang,
  * drops, footer, lines handed over by the layers above) as one JSON line (DESIGN.md "Dump
- * files") into the writer's buffer (stats/dump_writer.c). Formatting is hand-rolled
+ * files") into the writer's buffer (stats/dump_writer.c). The keys, their order and their
+ * JSON types come from include/collscope/dump_schema.h: each record is first put into a
+ * struct generated from its list, then the list writes it. Formatting is hand-rolled
  * (integers, hex, fixed-point microseconds) because it runs for every op at up to
  * hundreds of thousands of records per second. */
-#include "collscope/slurm_node.h"
+#include "collscope/dump_schema.h"
 #include "dump_internal.h"
 #include <dlfcn.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +183,147 @@ static void put_site(uint64_t addr) {
   put("\"", 1);
 }
 
+static void put_bool(bool v) {
+  if (v)
+    PUTL("true");
+  else
+    PUTL("false");
+}
+static void put_name0(const char *s) { /* a name, or null */
+  if (s)
+    put_name(s);
+  else
+    PUTL("null");
+}
+static void put_id0(const uint64_t *v) { /* an id, or null */
+  if (v)
+    put_id(*v);
+  else
+    PUTL("null");
+}
+/* %.17g, or null when not finite */
+static void put_f64(double v) {
+  char t[40];
+  if (!__builtin_isfinite(v)) {
+    PUTL("null");
+    return;
+  }
+  put(t, (size_t)snprintf(t, sizeof t, "%.17g", v));
+}
+
+/* ---- the schema's rows as writer code (include/collscope/dump_schema.h) ---- */
+
+/* a field as the writer holds it: struct w_<type> has one member per row */
+#define W_T_I32 int64_t
+#define W_T_I64 int64_t
+#define W_T_U64 uint64_t
+#define W_T_US int64_t /* nanoseconds */
+#define W_T_F64 double
+#define W_T_STR const char *
+#define W_T_SITE uint64_t /* code address */
+#define W_T_NAME const char *
+#define W_T_NAME0 const char * /* NULL: null */
+#define W_T_ID uint64_t
+#define W_T_ID0 const uint64_t * /* NULL: null */
+#define W_T_HEX uint64_t
+#define W_T_BOOL bool
+#define W_T_OBJ const void * /* the object's struct w_<member>; NULL: not written */
+#define W_MEMBER(m, key, jt, wr, rd, def) W_T_##jt m;
+
+/* a field's value onto the line */
+#define W_VAL_I32(m, v) put_i64(v)
+#define W_VAL_I64(m, v) put_i64(v)
+#define W_VAL_U64(m, v) put_u64(v)
+#define W_VAL_US(m, v) put_us(v)
+#define W_VAL_F64(m, v) put_f64(v)
+#define W_VAL_STR(m, v) put_str(v)
+#define W_VAL_SITE(m, v) put_site(v)
+#define W_VAL_NAME(m, v) put_name(v)
+#define W_VAL_NAME0(m, v) put_name0(v)
+#define W_VAL_ID(m, v) put_id(v)
+#define W_VAL_ID0(m, v) put_id0(v)
+#define W_VAL_HEX(m, v) put_hex(v)
+#define W_VAL_BOOL(m, v) put_bool(v)
+#define W_VAL_OBJ(m, v) put_obj_##m(v)
+
+/* IFSET rows: whether the field is written */
+#define W_SET_I32(v) ((v) >= 0)
+#define W_SET_I64(v) ((v) >= 0)
+#define W_SET_U64(v) ((v) != 0)
+#define W_SET_NAME(v) ((v) && *(v))
+#define W_SET_STR(v) ((v) && *(v))
+#define W_SET_OBJ(v) ((v) != NULL)
+
+#define W_ROW(m, key, jt, wr, rd, def) W_##wr(m, key, jt)
+#define W_ALWAYS(m, key, jt) \
+  KEY(key); \
+  W_VAL_##jt(m, v->m);
+#define W_IFSET(m, key, jt) \
+  if (W_SET_##jt(v->m)) { \
+    KEY(key); \
+    W_VAL_##jt(m, v->m); \
+  }
+/* the layers' fields go where the first SOURCE row stands */
+#define W_SOURCE(m, key, jt) \
+  if (!sources_done) { \
+    sources_done = true; \
+    put_sources(v); \
+  }
+#define put_sources(v) _Generic((v), const struct w_header * \
+                                : header_sources, const struct w_footer * \
+                                : footer_sources)(v)
+
+/* put_<type>_line(): {"type":"<type>" and the list's rows, a whole line */
+#define W_LINE(type, LIST) \
+  struct w_##type { \
+    LIST(W_MEMBER) \
+  }; \
+  static void put_##type##_line(const struct w_##type *v) { \
+    bool sources_done = false; \
+    (void)sources_done; \
+    PUTL("{\"type\":\"" #type "\""); \
+    LIST(W_ROW) \
+    PUTL("}\n"); \
+  }
+/* put_obj_<name>(): an object field's value; its first key's comma becomes the brace */
+#define W_OBJECT(name, LIST) \
+  struct w_##name { \
+    LIST(W_MEMBER) \
+  }; \
+  static void put_obj_##name(const void *p) { \
+    const struct w_##name *v = p; \
+    size_t brace = cs_dump_lb.len; \
+    LIST(W_ROW) \
+    if (cs_dump_lb.len > brace) cs_dump_lb.buf[brace] = '{'; \
+    PUTL("}"); \
+  }
+
+struct w_header;
+struct w_footer;
+static void header_sources(const struct w_header *v);
+static void footer_sources(const struct w_footer *v);
+
+W_OBJECT(clock, CS_DUMP_CLOCK_FIELDS)
+W_OBJECT(sdc, CS_DUMP_SDC_FIELDS)
+W_LINE(header, CS_DUMP_HEADER_FIELDS)
+W_LINE(op, CS_DUMP_OP_FIELDS)
+W_LINE(xfer, CS_DUMP_XFER_FIELDS)
+W_LINE(comm, CS_DUMP_COMM_FIELDS)
+W_LINE(hang, CS_DUMP_HANG_FIELDS)
+W_LINE(link, CS_DUMP_LINK_FIELDS)
+W_LINE(drops, CS_DUMP_DROPS_FIELDS)
+W_LINE(footer, CS_DUMP_FOOTER_FIELDS)
+
+/* ---- the records ---- */
+
+/* the GPU's identity (hooks/health.c through cs_dump_sources) */
+static void header_sources(const struct w_header *v) {
+  if (!sources.header_extra) return;
+  char extra[1024];
+  size_t n = sources.header_extra((int)v->device, extra, sizeof extra);
+  if (n < sizeof extra) put(extra, n);
+}
+
 static void write_header(int device) {
   int nccl_ver = 0, drv_ver = 0;
   int (*getver)(int *) = (int (*)(int *))dlsym(RTLD_DEFAULT, "pncclGetVersion");
@@ -189,60 +333,37 @@ static void write_header(int device) {
   char exe[1024] = "";
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   exe[n > 0 ? n : 0] = 0;
+  struct w_clock clock;
+  clock.realtime_ns = cs_now_ns(CLOCK_REALTIME);
+  clock.monotonic_ns = cs_now_ns(CLOCK_MONOTONIC);
+  const struct w_header h = {
+      .schema = COLLSCOPE_SCHEMA_VERSION,
+      .collscope = "0.1.0",
+      .host = cs_cfg.host,
+      .pid = getpid(),
+      .rank = cs_cfg.rank,
+      .local_rank = cs_cfg.local_rank,
+      .world_size = cs_cfg.world_size,
+      .job = cs_cfg.job,
+      .step = cs_cfg.step,
+      .slurm_node = cs_cfg.slurm_node,
+      .device = device,
+      .pci_bus_id = bus,
+      .nccl_version = nccl_ver,
+      .cuda_driver_version = drv_ver,
+      .clock = &clock,
+      .exe = exe,
+  };
   cs_dump_line_begin();
-  PUTL("{\"type\":\"header\",\"schema\":");
-  put_u64(COLLSCOPE_SCHEMA_VERSION);
-  KEY("collscope");
-  put_str("0.1.0");
-  KEY("host");
-  put_str(cs_cfg.host);
-  KEY("pid");
-  put_i64(getpid());
-  KEY("rank");
-  put_i64(cs_cfg.rank);
-  KEY("local_rank");
-  put_i64(cs_cfg.local_rank);
-  KEY("world_size");
-  put_i64(cs_cfg.world_size);
-  KEY("job");
-  put_str(cs_cfg.job);
-  if (cs_cfg.step >= 0) {
-    KEY("step");
-    put_i64(cs_cfg.step);
-  }
-  if (cs_cfg.slurm_node[0]) {
-    KEY(CS_HDR_SLURM_NODE);
-    put_str(cs_cfg.slurm_node);
-  }
-  KEY("device");
-  put_i64(device);
-  KEY("pci_bus_id");
-  put_str(bus);
-  KEY("nccl_version");
-  put_i64(nccl_ver);
-  KEY("cuda_driver_version");
-  put_i64(drv_ver);
-  KEY("clock");
-  PUTL("{\"realtime_ns\":");
-  put_i64(cs_now_ns(CLOCK_REALTIME));
-  PUTL(",\"monotonic_ns\":");
-  put_i64(cs_now_ns(CLOCK_MONOTONIC));
-  PUTL("}");
-  KEY("exe");
-  put_str(exe);
-  if (cs_dump_header_extra) { /* gpu_name, gpu_uuid (hooks/health.c) */
-    char extra[1024];
-    size_t n = cs_dump_header_extra(device, extra, sizeof extra);
-    if (n < sizeof extra) put(extra, n);
-  }
-  PUTL("}\n");
+  put_header_line(&h);
   cs_dump_lb.header_done = true;
   cs_dump_line_end(LINE_HEADER, 0);
 }
 
-size_t (*cs_dump_header_extra)(int device, char *out, size_t cap);
+static void ensure_header(int device) {
+  if (!cs_dump_lb.header_done) write_header(device);
+}
 
-static void ensure_header(int device);
 void cs_dump_raw_line(const char *json, size_t len, int device) {
   if (!cs_dump_active()) return;
   ensure_header(device);
@@ -254,10 +375,6 @@ void cs_dump_raw_line(const char *json, size_t len, int device) {
     PUTL("\n");
   }
   cs_dump_line_end(LINE_RECORD, 0);
-}
-
-static void ensure_header(int device) {
-  if (!cs_dump_lb.header_done) write_header(device);
 }
 
 static const char *comm_event_name(int e) {
@@ -273,215 +390,160 @@ static const char *xfer_api_name(int api) {
   return sources.xfer_api_name ? sources.xfer_api_name(api) : "unknown";
 }
 
-/* SDC check results (hooks/sdc.c): "sdc":{"checked":BITS,"fp":HEX16,"in_sum":F,"in_abs":F,"out_sum":F};
- * fields whose bit of sdc_checked is clear, and non-finite sums, are null. */
-static void put_f64(bool ok, double v) {
-  char t[40];
-  if (!ok || !__builtin_isfinite(v)) {
-    PUTL("null");
-    return;
-  }
-  put(t, (size_t)snprintf(t, sizeof t, "%.17g", v));
-}
-static void put_sdc(const struct cs_record *r) {
+static int64_t seq_or_none(uint64_t seq) { return seq == UINT64_MAX ? -1 : (int64_t)seq; }
+
+static void write_op(const struct cs_record *r, bool timed) {
+  /* SDC check results (hooks/sdc.c): a field whose bit of sdc_checked is clear is null */
   bool out = r->sdc_checked & 1, in = r->sdc_checked & 2;
-  KEY("sdc");
-  PUTL("{\"checked\":");
-  put_u64(r->sdc_checked);
-  PUTL(",\"fp\":");
-  if (out)
-    put_id(r->fingerprint);
-  else
-    PUTL("null");
-  PUTL(",\"in_sum\":");
-  put_f64(in, r->in_sum);
-  PUTL(",\"in_abs\":");
-  put_f64(in, r->in_abs);
-  PUTL(",\"out_sum\":");
-  put_f64(out, r->out_sum);
-  PUTL("}");
+  const struct w_sdc sdc = {
+      .checked = r->sdc_checked,
+      .fp = out ? &r->fingerprint : NULL,
+      .in_sum = in ? r->in_sum : NAN,
+      .in_abs = in ? r->in_abs : NAN,
+      .out_sum = out ? r->out_sum : NAN,
+  };
+  const struct w_op v = {
+      .comm = r->comm_id,
+      .comm_size = r->comm_size,
+      .comm_rank = r->comm_rank,
+      .rank = cs_cfg.rank,
+      .seq = seq_or_none(r->seq),
+      .op_name = r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown",
+      .dtype = cs_dtype_name(r->dtype),
+      .count = (int64_t)r->count,
+      .bytes = r->bytes,
+      .redop = r->redop >= 0 ? cs_redop_name(r->redop) : NULL,
+      .root = r->root,
+      .peer = r->peer,
+      .stream = r->stream,
+      .group = (int64_t)r->group,
+      .enqueue_ns = r->enqueue_ns,
+      .start_ns = timed ? r->start_ns : 0,
+      .end_ns = timed ? r->end_ns : 0,
+      .dur_us = timed ? r->end_ns - r->start_ns : 0,
+      .timing_name = cs_timing_name(r->timing),
+      .captured = r->captured,
+      .site = r->site,
+      .status = r->status,
+      .sdc = r->sdc_checked ? &sdc : NULL,
+      .algo = r->algo ? cs_algo_name(r->algo) : NULL,
+      .proto = r->proto ? cs_proto_name(r->proto) : NULL,
+      .nchannels = r->nchannels,
+  };
+  put_op_line(&v);
 }
 
-/* the fields that name an op, shared by "op" and "hang" lines: the communicator's id (after
- * the caller's `"comm":`), comm_size, comm_rank, rank, seq (-1: none) and op */
-static void put_op_identity(const struct cs_record *r) {
-  put_id(r->comm_id);
-  KEY("comm_size");
-  put_i64(r->comm_size);
-  KEY("comm_rank");
-  put_i64(r->comm_rank);
-  KEY("rank");
-  put_i64(cs_cfg.rank);
-  KEY("seq");
-  if (r->seq == UINT64_MAX)
-    PUTL("-1");
-  else
-    put_u64(r->seq);
-  KEY("op");
-  put_name(r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown");
+static void write_xfer(const struct cs_record *r, bool timed) {
+  const struct w_xfer v = {
+      .op_name = "Memcpy",
+      .api = xfer_api_name(r->api),
+      .kind = xfer_kind_name(r->event),
+      .bytes = r->bytes,
+      .async = r->async,
+      .stream = r->stream,
+      .enqueue_ns = r->enqueue_ns,
+      .start_ns = timed ? r->start_ns : 0,
+      .end_ns = timed ? r->end_ns : 0,
+      .dur_us = timed ? r->end_ns - r->start_ns : 0,
+      .timing_name = cs_timing_name(r->timing),
+      .captured = r->captured,
+      .site = r->site,
+      .status = r->status,
+  };
+  put_xfer_line(&v);
+}
+
+static void write_comm(const struct cs_record *r) {
+  const struct w_comm v = {
+      .event = comm_event_name(r->event),
+      .comm = r->comm_id,
+      .size = r->comm_size,
+      .rank = r->comm_rank,
+      .device = r->device,
+      .parent = r->parent_id ? &r->parent_id : NULL,
+      .t_ns = r->enqueue_ns,
+  };
+  put_comm_line(&v);
+}
+
+/* NCCL_NET wrapper: one connection over [t0_ns, t_ns] */
+static void write_link(const struct cs_record *r) {
+  struct cs_link_record l;
+  cs_link_unpack(r, &l);
+  const struct w_link v = {
+      .dir = l.recv ? "recv" : "send",
+      .rank = cs_cfg.rank,
+      .peer = l.peer,
+      .conn = l.token,
+      .dev = l.dev,
+      .bytes = l.bytes,
+      .msgs = l.msgs,
+      .busy_us = (int64_t)l.busy_ns,
+      .gbps_p50 = l.gbps_p50,
+      .gbps_p10 = l.gbps_p10,
+      .gbps_mean = l.gbps_mean,
+      .max_inflight = l.max_inflight,
+      .t0_ns = l.t0_ns,
+      .t_ns = l.t_ns,
+      .closed = l.closed,
+  };
+  put_link_line(&v);
 }
 
 void cs_dump_record(const struct cs_record *r) {
   if (!cs_dump_active()) return;
   ensure_header(r->device);
+  if (r->type != CS_REC_COMM && r->type != CS_REC_OP && r->type != CS_REC_LINK && r->type != CS_REC_XFER) return;
   bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN || r->timing == CS_TIMING_PROFILER;
   cs_dump_line_begin();
+  enum line_kind kind = LINE_RECORD;
   switch (r->type) {
-  case CS_REC_COMM:
-    PUTL("{\"type\":\"comm\",\"event\":");
-    put_name(comm_event_name(r->event));
-    KEY("comm");
-    put_id(r->comm_id);
-    KEY("size");
-    put_i64(r->comm_size);
-    KEY("rank");
-    put_i64(r->comm_rank);
-    KEY("device");
-    put_i64(r->device);
-    KEY("parent");
-    if (r->parent_id)
-      put_id(r->parent_id);
-    else
-      PUTL("null");
-    KEY("t_ns");
-    put_i64(r->enqueue_ns);
-    PUTL("}\n");
-    cs_dump_line_end(LINE_RECORD, 0);
-    return;
+  case CS_REC_COMM: write_comm(r); break;
   case CS_REC_OP:
-    PUTL("{\"type\":\"op\",\"comm\":");
-    put_op_identity(r);
-    KEY("dtype");
-    put_name(cs_dtype_name(r->dtype));
-    KEY("count");
-    put_u64(r->count);
-    KEY("bytes");
-    put_u64(r->bytes);
-    KEY("redop");
-    if (r->redop >= 0)
-      put_name(cs_redop_name(r->redop));
-    else
-      PUTL("null");
-    KEY("root");
-    put_i64(r->root);
-    KEY("peer");
-    put_i64(r->peer);
+    write_op(r, timed);
+    kind = LINE_OP;
     break;
-  case CS_REC_LINK: { /* NCCL_NET wrapper: one connection over [t0_ns, t_ns] (DESIGN.md) */
-    PUTL("{\"type\":\"link\",\"dir\":");
-    put_name(r->root ? "recv" : "send");
-    KEY("rank");
-    put_i64(cs_cfg.rank);
-    KEY("peer");
-    put_i64(r->peer);
-    KEY("conn");
-    put_id(r->comm_id);
-    KEY("dev");
-    put_i64(r->device);
-    KEY("bytes");
-    put_u64(r->bytes);
-    KEY("msgs");
-    put_u64(r->count);
-    KEY("busy_us");
-    put_us((int64_t)r->stream);
-    KEY("gbps_p50");
-    put_f64(true, r->in_sum);
-    KEY("gbps_p10");
-    put_f64(true, r->in_abs);
-    KEY("gbps_mean");
-    put_f64(true, r->out_sum);
-    KEY("max_inflight");
-    put_u64(r->seq);
-    KEY("t0_ns");
-    put_i64(r->start_ns);
-    KEY("t_ns");
-    put_i64(r->end_ns);
-    KEY("closed");
-    puts_(r->event ? "true" : "false");
-    PUTL("}\n");
-    cs_dump_line_end(LINE_RECORD, 0);
-    return;
-  }
-  case CS_REC_XFER:
-    PUTL("{\"type\":\"xfer\",\"op\":\"Memcpy\",\"api\":");
-    put_name(xfer_api_name(r->api));
-    KEY("kind");
-    put_name(xfer_kind_name(r->event));
-    KEY("bytes");
-    put_u64(r->bytes);
-    KEY("async");
-    puts_(r->async ? "true" : "false");
-    break;
+  case CS_REC_LINK: write_link(r); break;
   default:
-    return;
+    write_xfer(r, timed);
+    kind = LINE_XFER;
+    break;
   }
-  KEY("stream");
-  put_hex(r->stream);
-  if (r->type == CS_REC_OP) {
-    KEY("group");
-    put_u64(r->group);
-  }
-  KEY("enqueue_ns");
-  put_i64(r->enqueue_ns);
-  KEY("start_ns");
-  put_i64(timed ? r->start_ns : 0);
-  KEY("end_ns");
-  put_i64(timed ? r->end_ns : 0);
-  KEY("dur_us");
-  put_us(timed ? r->end_ns - r->start_ns : 0);
-  KEY("timing");
-  put_name(cs_timing_name(r->timing));
-  KEY("captured");
-  puts_(r->captured ? "true" : "false");
-  KEY("site");
-  put_site(r->site);
-  KEY("status");
-  put_i64(r->status);
-  if (r->type == CS_REC_OP && r->sdc_checked) put_sdc(r);
-  if (r->type == CS_REC_OP && r->algo) {
-    KEY("algo");
-    put_name(cs_algo_name(r->algo));
-  }
-  if (r->type == CS_REC_OP && r->proto) {
-    KEY("proto");
-    put_name(cs_proto_name(r->proto));
-  }
-  if (r->type == CS_REC_OP && r->nchannels) {
-    KEY("nchannels");
-    put_u64(r->nchannels);
-  }
-  PUTL("}\n");
-  cs_dump_line_end(r->type == CS_REC_OP ? LINE_OP : LINE_XFER, 0);
+  cs_dump_line_end(kind, 0);
 }
 
 void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
   if (!cs_dump_active()) return;
   ensure_header(r->device);
+  const struct w_hang v = {
+      .comm = r->comm_id,
+      .comm_size = r->comm_size,
+      .comm_rank = r->comm_rank,
+      .rank = cs_cfg.rank,
+      .seq = seq_or_none(r->seq),
+      .op_name = r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown",
+      .enqueue_ns = r->enqueue_ns,
+      .age_ms = (now_ns - r->enqueue_ns) / 1000000,
+      .started = started,
+      .t_ns = now_ns,
+  };
   cs_dump_line_begin();
-  PUTL("{\"type\":\"hang\",\"comm\":");
-  put_op_identity(r);
-  KEY("enqueue_ns");
-  put_i64(r->enqueue_ns);
-  KEY("age_ms");
-  put_i64((now_ns - r->enqueue_ns) / 1000000);
-  KEY("started");
-  puts_(started ? "true" : "false");
-  KEY("t_ns");
-  put_i64(now_ns);
-  PUTL("}\n");
+  put_hang_line(&v);
   cs_dump_line_end(LINE_RECORD, 0);
 }
 
 void cs_dump_drops(uint64_t count) {
   if (!cs_dump_active()) return;
   ensure_header(-1);
+  const struct w_drops v = {.count = count, .t_ns = cs_now_ns(CLOCK_REALTIME)};
   cs_dump_line_begin();
-  PUTL("{\"type\":\"drops\",\"count\":");
-  put_u64(count);
-  KEY("t_ns");
-  put_i64(cs_now_ns(CLOCK_REALTIME));
-  PUTL("}\n");
+  put_drops_line(&v);
   cs_dump_line_end(LINE_DROPS, count);
+}
+
+void cs_dump_drops_sync(void) {
+  uint64_t d = atomic_load(&cs_st.drops), noted = cs_dump_counts().drops_noted;
+  if (d > noted) cs_dump_drops(d - noted);
 }
 
 /* the footer writers' fields (cs_dump_sources) */
@@ -500,6 +562,12 @@ static void footer_u64(const char *key, uint64_t v) {
 }
 static const struct cs_dump_kv footer_kv = {footer_str, footer_u64};
 
+static void footer_sources(const struct w_footer *v) {
+  (void)v;
+  for (int i = 0; i < CS_DUMP_FOOTERS; i++)
+    if (sources.footer[i]) sources.footer[i](&footer_kv);
+}
+
 void cs_dump_footer(void) {
   if (!cs_dump_active()) return;
   /* write what is buffered first, so the footer counts its fate, and note new drops */
@@ -508,22 +576,15 @@ void cs_dump_footer(void) {
   ensure_header(-1);
   cs_dump_line_begin();
   struct dump_counts c = cs_dump_counts();
-  PUTL("{\"type\":\"footer\",\"ops\":");
-  put_u64(c.ops);
-  KEY("xfers");
-  put_u64(c.xfers);
-  KEY("drops");
-  put_u64(atomic_load(&cs_st.drops));
-  KEY("write_drops");
-  put_u64(c.write_drops);
-  KEY("ops_recorded");
-  put_u64(c.ops + c.ops_lost);
-  KEY("timing_lost");
-  put_u64(atomic_load(&cs_st.timing_lost));
-  for (int i = 0; i < CS_DUMP_FOOTERS; i++)
-    if (sources.footer[i]) sources.footer[i](&footer_kv);
-  KEY("t_ns");
-  put_i64(cs_now_ns(CLOCK_REALTIME));
-  PUTL("}\n");
+  const struct w_footer v = {
+      .ops = c.ops,
+      .xfers = c.xfers,
+      .drops = atomic_load(&cs_st.drops),
+      .write_drops = c.write_drops,
+      .ops_recorded = c.ops + c.ops_lost,
+      .timing_lost = atomic_load(&cs_st.timing_lost),
+      .t_ns = cs_now_ns(CLOCK_REALTIME),
+  };
+  put_footer_line(&v);
   cs_dump_line_end(LINE_FOOTER, 0);
 }

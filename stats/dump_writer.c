@@ -1,6 +1,7 @@
 /* stats/dump_writer.c: the per-process dump file and its line buffer (DESIGN.md "Dump
  * files"): creating the file (O_EXCL|O_NOFOLLOW), writing whole lines, and counting what
- * reached the file or was lost. The lines themselves are formatted by stats/dump_records.c.
+ * reached the file or was lost: a sink of whole lines. The lines themselves, and when to
+ * write which, are stats/dump_records.c's; nothing here calls it.
  *
  * Write errors (a full disk): the file keeps ending at its last whole line (a partial
  * write is cut back with ftruncate, or, if that fails, a continuation file is started),
@@ -143,13 +144,8 @@ bool cs_dump_open(void) {
 
 const char *cs_dump_path(void) { return path; }
 
-void cs_dump_drops_sync(void) {
-  uint64_t d = atomic_load(&cs_st.drops);
-  if (d > drops_noted) cs_dump_drops(d - drops_noted);
-}
-
 struct dump_counts cs_dump_counts(void) {
-  return (struct dump_counts){n_ops + buf_ops, n_xfers + buf_xfers, write_drops, ops_lost};
+  return (struct dump_counts){n_ops + buf_ops, n_xfers + buf_xfers, write_drops, ops_lost, drops_noted};
 }
 
 /* The buffer could not be written: count its records as dropped, and let its lines about

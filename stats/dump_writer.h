@@ -15,7 +15,8 @@ struct cs_dump_io {
 extern struct cs_dump_io cs_dump_io;
 
 /* What the dump writes about the layers above it, handed over at load (shim/wiring.c).
- * Without them: driver version 0, no PCI bus id, xfer api "unknown", no footer fields. */
+ * Without them: driver version 0, no PCI bus id, xfer api "unknown", no GPU identity in the
+ * header, no footer fields. The keys they write are rows of include/collscope/dump_schema.h. */
 struct cs_dump_kv { /* a footer writer's output: ,"key":value in call order */
   void (*str)(const char *key, const char *v);
   void (*u64)(const char *key, uint64_t v);
@@ -26,6 +27,9 @@ struct cs_dump_sources {
   void (*device_info)(int device, int *driver_version, char *bus, size_t bus_len);
   /* xfer records: the name of the CUDA runtime call (shim/cudart_wrappers.c) */
   const char *(*xfer_api_name)(int api);
+  /* header: appends `,"key":value...` (at most cap bytes) after the writer's own fields: the
+   * GPU's identity (hooks/health.c); called once a header, on the harvest thread */
+  size_t (*header_extra)(int device, char *out, size_t cap);
   /* footer: each writes its fields, in this order (NCCL profiler's standing, SDC's) */
   void (*footer[CS_DUMP_FOOTERS])(const struct cs_dump_kv *kv);
 };
@@ -37,7 +41,7 @@ void cs_dump_record(const struct cs_record *r);
 void cs_dump_drops(uint64_t count);
 /* a "drops" line for the drops (cs_st.drops) no line covers yet, if any */
 void cs_dump_drops_sync(void);
-/* an op not complete after COLLSCOPE_HANG_TIMEOUT (DESIGN.md "hang" record) */
+/* an op not complete after COLLSCOPE_HANG_TIMEOUT (docs/dump-format.md, "hang" record) */
 void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started);
 /* flushes, then the footer: ops/xfers (records on the file), drops (all, write_drops among
  * them), ops_recorded (op records written or lost to write errors), ... */
@@ -47,9 +51,6 @@ void cs_dump_footer(void);
  * counted). device: the header's device should the header not be written yet. */
 #define CS_DUMP_RAW_MAX 12288
 void cs_dump_raw_line(const char *json, size_t len, int device);
-/* Extra header fields (the GPU's identity, hooks/health.c): called once, on the harvest
- * thread, when the header is written; appends `,"key":value...` (at most cap bytes). */
-extern size_t (*cs_dump_header_extra)(int device, char *out, size_t cap);
 /* write(2) the buffered whole lines; on an error the file is cut back to its last whole
  * line and the buffer's records are counted as dropped (the next flush tries again) */
 void cs_dump_flush(void);

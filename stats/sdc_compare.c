@@ -45,23 +45,17 @@ static int sum_verdict(const struct cs_sdc_dtype_info *t, double got, double wan
   return fabs(got - want) > tol;
 }
 
-size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *out, size_t max,
-                      struct cs_sdc_outcome *oc) {
-  struct cs_sdc_outcome dummy;
-  if (!oc) oc = &dummy;
-  *oc = (struct cs_sdc_outcome){0, 0, 0, 0};
-  size_t nf = 0;
-  struct cs_sdc_dtype_info t;
-  if (!cs_sdc_dtype_info(in->dtype, &t) || in->n == 0) return 0;
-  const int op = in->op, n = in->comm_size > 0 ? in->comm_size : (int)in->n;
+/* The fingerprints' majority vote: a finding for each member whose output differs from a
+ * strict majority's (flagged[i] set for it), or one without a suspect when no value has a
+ * majority. Returns the index of a member holding the reference output, -1 when none. */
+static int vote_fingerprints(const struct cs_sdc_instance *in, struct cs_sdc_finding *out, size_t max, size_t *nf,
+                             struct cs_sdc_outcome *oc, bool *flagged) {
+  const int op = in->op;
   const struct cs_sdc_member *m = in->m;
-
-  /* ---- fingerprint: majority vote ---- */
-  int ref = -1; /* index of a member holding the reference (majority) output */
+  int ref = -1;
   size_t nfp = 0;
   bool fp_op = op == CS_OP_AllReduce || op == CS_OP_Broadcast || op == CS_OP_AllGather;
   for (size_t i = 0; i < in->n; i++) nfp += (m[i].checked & 1) != 0;
-  bool flagged[4096] = {false};
   if (fp_op && nfp >= 2) {
     oc->fp_checked = 1;
     size_t best = 0;
@@ -75,17 +69,77 @@ size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *o
     if (2 * best > nfp) {
       for (size_t i = 0; i < in->n; i++)
         if ((m[i].checked & 1) && m[i].fp != m[ref].fp) {
-          add(out, max, &nf, CS_SDC_CHECK_FINGERPRINT, m[i].comm_rank, 0, 0, 0);
+          add(out, max, nf, CS_SDC_CHECK_FINGERPRINT, m[i].comm_rank, 0, 0, 0);
           if (i < 4096) flagged[i] = true;
         }
     } else if (best < nfp) {
-      add(out, max, &nf, CS_SDC_CHECK_FINGERPRINT, -1, 0, 0, 0);
+      add(out, max, nf, CS_SDC_CHECK_FINGERPRINT, -1, 0, 0, 0);
       ref = -1;
     }
   } else if (nfp >= 1) {
     for (size_t i = 0; i < in->n && ref < 0; i++)
       if (m[i].checked & 1) ref = (int)i;
   }
+  return ref;
+}
+
+/* what the outputs' sums are checked against: the inputs' sum (modulo the type's ring for
+ * integers), their magnitude S, and the rounding tolerance */
+struct sum_want {
+  double want, S, tol, out_elems;
+  int nred; /* ranks whose values are reduced (0: Broadcast, AllGather) */
+};
+
+/* the inputs' side of the sum rule; false (oc says why) when a member lacks its input sums */
+static bool input_sums(const struct cs_sdc_instance *in, const struct cs_sdc_dtype_info *t, int n,
+                       struct cs_sdc_outcome *oc, struct sum_want *w) {
+  const int op = in->op;
+  const struct cs_sdc_member *m = in->m;
+  double want = 0, S = 0;
+  uint64_t iwant = 0;
+  double per_in = (double)in->count * (op == CS_OP_ReduceScatter ? n : 1);
+  double N = 0;
+  for (size_t i = 0; i < in->n; i++) {
+    if (op == CS_OP_Broadcast && m[i].comm_rank != in->root) continue;
+    if (!(m[i].checked & 2)) {
+      oc->sum_skipped_incomplete = 1;
+      return false;
+    }
+    want += m[i].in_sum;
+    S += m[i].in_abs;
+    N += per_in;
+    if (t->is_int) iwant += imod(m[i].in_sum, t->bits);
+  }
+  if (N == 0) {
+    oc->sum_skipped_incomplete = 1;
+    return false;
+  }
+  if (t->is_int) want = (double)(iwant & ((1ull << t->bits) - 1));
+  w->nred = (op == CS_OP_Broadcast || op == CS_OP_AllGather) ? 0 : n;
+  w->out_elems = (double)in->count * (op == CS_OP_AllGather ? n : 1);
+  /* rigorous: each of the n-1 hops of an element rounds once, by at most u |partial| <=
+   * u sum_r |x_r| (plus d absolute near subnormals); the fp64 sums themselves add at most
+   * (N + 64) 2^-53 S; 1/16 of margin on top */
+  int hops = w->nred ? w->nred - 1 : 0;
+  w->tol = 1.0625 * ((hops * t->u + (N + 64) * 0x1p-53) * S + hops * w->out_elems * t->d);
+  w->want = want;
+  w->S = S;
+  return true;
+}
+
+size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *out, size_t max,
+                      struct cs_sdc_outcome *oc) {
+  struct cs_sdc_outcome dummy;
+  if (!oc) oc = &dummy;
+  *oc = (struct cs_sdc_outcome){0, 0, 0, 0};
+  size_t nf = 0;
+  struct cs_sdc_dtype_info t;
+  if (!cs_sdc_dtype_info(in->dtype, &t) || in->n == 0) return 0;
+  const int op = in->op, n = in->comm_size > 0 ? in->comm_size : (int)in->n;
+  const struct cs_sdc_member *m = in->m;
+
+  bool flagged[4096] = {false};
+  int ref = vote_fingerprints(in, out, max, &nf, oc, flagged);
 
   /* ---- sum ---- */
   bool sum_red = in->redop == 0 || in->redop == 4; /* sum, avg */
@@ -101,34 +155,10 @@ size_t cs_sdc_compare(const struct cs_sdc_instance *in, struct cs_sdc_finding *o
     oc->sum_skipped_incomplete = 1;
     return nf;
   }
-  /* input side */
-  double want = 0, S = 0;
-  uint64_t iwant = 0;
-  double per_in = (double)in->count * (op == CS_OP_ReduceScatter ? n : 1);
-  double N = 0;
-  for (size_t i = 0; i < in->n; i++) {
-    if (op == CS_OP_Broadcast && m[i].comm_rank != in->root) continue;
-    if (!(m[i].checked & 2)) {
-      oc->sum_skipped_incomplete = 1;
-      return nf;
-    }
-    want += m[i].in_sum;
-    S += m[i].in_abs;
-    N += per_in;
-    if (t.is_int) iwant += imod(m[i].in_sum, t.bits);
-  }
-  if (N == 0) {
-    oc->sum_skipped_incomplete = 1;
-    return nf;
-  }
-  if (t.is_int) want = (double)(iwant & ((1ull << t.bits) - 1));
-  int nred = (op == CS_OP_Broadcast || op == CS_OP_AllGather) ? 0 : n;
-  double out_elems = (double)in->count * (op == CS_OP_AllGather ? n : 1);
-  /* rigorous: each of the n-1 hops of an element rounds once, by at most u |partial| <=
-   * u sum_r |x_r| (plus d absolute near subnormals); the fp64 sums themselves add at most
-   * (N + 64) 2^-53 S; 1/16 of margin on top */
-  int hops = nred ? nred - 1 : 0;
-  double tol = 1.0625 * ((hops * t.u + (N + 64) * 0x1p-53) * S + hops * out_elems * t.d);
+  struct sum_want w;
+  if (!input_sums(in, &t, n, oc, &w)) return nf;
+  double want = w.want, S = w.S, tol = w.tol, out_elems = w.out_elems;
+  int nred = w.nred;
   oc->sum_checked = 1;
   int v;
   switch (op) {

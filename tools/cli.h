@@ -6,15 +6,25 @@
 #include <stddef.h>
 #include <stdio.h>
 
-int cmd_run(int argc, char **argv);      /* tools/cmd_run.c */
-int cmd_demo(int argc, char **argv);     /* tools/cmd_demo.c */
-int cmd_report(int argc, char **argv);   /* tools/cmd_report.c */
-int cmd_trace(int argc, char **argv);    /* tools/cmd_trace.c */
-int cmd_top(int argc, char **argv);      /* tools/cmd_top.c */
-int cmd_salvage(int argc, char **argv);  /* tools/cmd_salvage.c */
-int cmd_topo(int argc, char **argv);     /* tools/cmd_topo.c */
+/* The commands, one cmd_*.c each (tools/main.c's table dispatches to them): the entry point
+ * returns a process exit status; cmd_*_help() prints the help text that both
+ * `collscope NAME --help` and `collscope help NAME` show. */
+int cmd_run(int argc, char **argv); /* tools/cmd_run.c */
+void cmd_run_help(FILE *out);
+int cmd_demo(int argc, char **argv); /* tools/cmd_demo.c */
+void cmd_demo_help(FILE *out);
+int cmd_report(int argc, char **argv); /* tools/cmd_report.c */
+void cmd_report_help(FILE *out);
+int cmd_trace(int argc, char **argv); /* tools/cmd_trace.c */
+void cmd_trace_help(FILE *out);
+int cmd_top(int argc, char **argv); /* tools/cmd_top.c */
+void cmd_top_help(FILE *out);
+int cmd_salvage(int argc, char **argv); /* tools/cmd_salvage.c */
+void cmd_salvage_help(FILE *out);
+int cmd_topo(int argc, char **argv); /* tools/cmd_topo.c */
+void cmd_topo_help(FILE *out);
 int cmd_exporter(int argc, char **argv); /* tools/cmd_exporter.c */
-int cmd_topo_help(FILE *out);            /* its help text (collscope help topo) */
+void cmd_exporter_help(FILE *out);
 int cmd_suspects(int argc, char **argv); /* tools/cmd_suspects.c */
 void cmd_suspects_help(FILE *out);
 /* tools/cmd_topo.c: reorder hosts[0..n) in place by the topology plan of topofile
@@ -82,17 +92,15 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
 FILE *cli_out_open(const char *cmd, const char *path, char **tmp);
 int cli_out_close(const char *cmd, FILE *o, char *tmp, const char *path, int rc);
 
-/* Locations of collscope's own artefacts, found relative to the running
+/* tools/run_paths.c: locations of collscope's own artefacts, found relative to the running
  * executable (build tree or install prefix) or from env overrides:
  * COLLSCOPE_SIM_DIR, COLLSCOPE_SHIM, COLLSCOPE_APPS_DIR. Return NULL if absent. */
 const char *cli_sim_dir(void);
 const char *cli_shim_path(void);
 const char *cli_apps_dir(void);
 
-/* tools/main.c: help texts. cli_help() prints the help of `cmd` (NULL: the overview)
- * and returns 0, or 2 for an unknown command. cli_help_env() prints the table of every
- * environment variable collscope reads or sets. */
-int cli_help(const char *cmd, FILE *out);
+/* tools/env_help.c: the table of every environment variable collscope reads or sets
+ * (include/collscope/env_vars.def), for the help texts. */
 void cli_help_env(FILE *out);
 
 /* Exit statuses shared by the subcommands. */

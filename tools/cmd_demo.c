@@ -25,6 +25,43 @@
 #define DEMO_NHOSTS 2
 #define DEMO_SIZE (1u << 20) /* dp_train --size: buckets of SIZE, SIZE/8, SIZE/64 bytes */
 
+static const char help_demo[] =
+    "usage: collscope demo [--keep DIR] [--steps N] [--no-shim] [-v]\n"
+    "\n"
+    "Runs the data-parallel test job (tests/apps dp_train: fp32 AllReduce of gradient\n"
+    "buckets of several sizes each step, results checked exactly) with 8 ranks on the\n"
+    "two simulated hosts simhost[1-2] on the CUDA/NCCL simulator, through the same code\n"
+    "as `collscope run -n 8 --hosts simhost[1-2] --sim --tag-output`, then prints what\n"
+    "it did (ranks, hosts, steps, sizes, pass/fail, wall time) and the dump files the\n"
+    "shim wrote. No GPU is needed.\n"
+    "\n"
+    "options:\n"
+    "  --keep DIR     write the dump files into DIR (created if missing); default: a\n"
+    "                 fresh collscope-demo-<date>-<time> directory under $COLLSCOPE_DIR,\n"
+    "                 or under the current directory when COLLSCOPE_DIR is unset.\n"
+    "                 The ranks get COLLSCOPE_DIR set to that directory.\n"
+    "  --steps N      training steps (default 5)\n"
+    "  --no-shim      run without libcollscope.so (no dump files)\n"
+    "  -v, --verbose  launcher details (see collscope run --verbose)\n"
+    "  -h, --help     this text\n"
+    "\n"
+    "exit status: 0 if every rank checked its results, else the job's status.\n";
+
+void cmd_demo_help(FILE *out) {
+  fputs(help_demo, out);
+  fputc('\n', out);
+  cli_help_env(out);
+}
+
+/* -h or --help anywhere before "--", even where an option would take it as its value */
+static int wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--")) return 0;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+  }
+  return 0;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -361,24 +398,27 @@ static void demo_topology(void) {
   cs_topo_free(t);
 }
 
-int cmd_demo(int argc, char **argv) {
-  const char *keep = NULL;
-  long steps = 5;
-  int no_shim = 0, verbose = 0;
+/* the demo's options */
+struct demo_opts {
+  const char *keep; /* --keep DIR, NULL: a fresh directory */
+  long steps;
+  int no_shim, verbose;
+};
+/* the command line into d; -1: go on, else the exit status */
+static int demo_args(int argc, char **argv, struct demo_opts *d) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return cli_help("demo", stdout);
     if (!strcmp(a, "--no-shim")) {
-      no_shim = 1;
+      d->no_shim = 1;
       continue;
     }
     if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-      verbose = 1;
+      d->verbose = 1;
       continue;
     }
     if (!strcmp(a, "--keep") || !strncmp(a, "--keep=", 7)) {
-      keep = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
-      if (!keep || !*keep) {
+      d->keep = a[6] == '=' ? a + 7 : (i + 1 < argc ? argv[++i] : NULL);
+      if (!d->keep || !*d->keep) {
         fprintf(stderr, "collscope demo: --keep needs a directory\n");
         return CLI_EXIT_USAGE;
       }
@@ -387,8 +427,8 @@ int cmd_demo(int argc, char **argv) {
     if (!strcmp(a, "--steps") || !strncmp(a, "--steps=", 8)) {
       const char *v = a[7] == '=' ? a + 8 : (i + 1 < argc ? argv[++i] : NULL);
       char *end;
-      steps = v ? strtol(v, &end, 10) : -1;
-      if (!v || *end || steps < 1 || steps > 100000) {
+      d->steps = v ? strtol(v, &end, 10) : -1;
+      if (!v || *end || d->steps < 1 || d->steps > 100000) {
         fprintf(stderr, "collscope demo: --steps: expected 1..100000\n");
         return CLI_EXIT_USAGE;
       }
@@ -398,19 +438,13 @@ int cmd_demo(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   }
 
-  const char *sim = cli_sim_dir();
-  if (!sim) {
-    fprintf(stderr, "collscope demo: simulator libraries not found (build tests/sim, or set COLLSCOPE_SIM_DIR)\n");
-    return 1;
-  }
-  const char *apps = cli_apps_dir();
-  char app[PATH_MAX];
-  if (!apps || snprintf(app, sizeof app, "%s/dp_train", apps) >= (int)sizeof app || access(app, X_OK) != 0) {
-    fprintf(stderr, "collscope demo: test job dp_train not found (build tests/apps, or set COLLSCOPE_APPS_DIR)\n");
-    return 1;
-  }
+  return -1;
+}
 
-  /* output directory */
+/* the dumps' directory, made if missing: DIR of --keep, else a fresh
+ * collscope-demo-<date>-<time> under $COLLSCOPE_DIR (or .); its absolute path into absdir.
+ * 0, or 1 with a message. */
+static int demo_dir(const char *keep, char *absdir, size_t cap) {
   char dir[PATH_MAX];
   if (keep) {
     snprintf(dir, sizeof dir, "%s", keep);
@@ -430,8 +464,36 @@ int cmd_demo(int argc, char **argv) {
     fprintf(stderr, "collscope demo: cannot create %s: %s\n", dir, strerror(errno));
     return 1;
   }
+  char resolved[PATH_MAX];
+  snprintf(absdir, cap, "%s", realpath(dir, resolved) ? resolved : dir);
+  return 0;
+}
+
+int cmd_demo(int argc, char **argv) {
+  if (wants_help(argc, argv)) {
+    cmd_demo_help(stdout);
+    return 0;
+  }
+  struct demo_opts d = {NULL, 5, 0, 0};
+  int st = demo_args(argc, argv, &d);
+  if (st >= 0) return st;
+  const char *keep = d.keep;
+  long steps = d.steps;
+  int no_shim = d.no_shim, verbose = d.verbose;
+  const char *sim = cli_sim_dir();
+  if (!sim) {
+    fprintf(stderr, "collscope demo: simulator libraries not found (build tests/sim, or set COLLSCOPE_SIM_DIR)\n");
+    return 1;
+  }
+  const char *apps = cli_apps_dir();
+  char app[PATH_MAX];
+  if (!apps || snprintf(app, sizeof app, "%s/dp_train", apps) >= (int)sizeof app || access(app, X_OK) != 0) {
+    fprintf(stderr, "collscope demo: test job dp_train not found (build tests/apps, or set COLLSCOPE_APPS_DIR)\n");
+    return 1;
+  }
+
   char absdir[PATH_MAX];
-  if (!realpath(dir, absdir)) snprintf(absdir, sizeof absdir, "%s", dir);
+  if (demo_dir(keep, absdir, sizeof absdir)) return 1;
 
   char steps_s[32], size_s[32], env_dir[PATH_MAX + 32];
   snprintf(steps_s, sizeof steps_s, "%ld", steps);

@@ -30,7 +30,7 @@ static void on_stop(int sig) {
   stop_flag = 1;
 }
 
-static void usage(FILE *o) {
+void cmd_exporter_help(FILE *o) {
   fputs("usage: collscope exporter [--listen ADDR:PORT|none] [--textfile DIR] [--interval S]\n"
         "                          [--shm-dir DIR] [--grace S] [--once]\n"
         "  Prometheus exporter of the collscope stats rings on this host (one per node; the\n"
@@ -87,11 +87,11 @@ int cmd_exporter(int argc, char **argv) {
     } else if (!strcmp(a, "--once"))
       once = true;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
+      cmd_exporter_help(stdout);
       return 0;
     } else {
       fprintf(stderr, "collscope exporter: unknown argument %s\n", a);
-      usage(stderr);
+      cmd_exporter_help(stderr);
       return CLI_EXIT_USAGE;
     }
   }

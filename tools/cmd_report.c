@@ -89,7 +89,7 @@ static int write_json(const struct report *r, FILE *o) {
 
 /* ---------- command ---------- */
 
-static void usage(FILE *o) {
+void cmd_report_help(FILE *o) {
   fputs("usage: collscope report DIR [--json | --html] [--op NAME] [--by-model] [--layers L0,L1,...]\n"
         "                        [--shares W0,W1,...] [--job ID] [-o FILE] [-j N]\n"
         "  DIR         directory of collscope dump files (*.jsonl), or one dump file\n"
@@ -186,7 +186,7 @@ int cmd_report(int argc, char **argv) {
   int st = cli_dump_args_parse("report", argc, argv,
                                CLI_DUMP_ARGS_OP | CLI_DUMP_ARGS_JSON | CLI_DUMP_ARGS_HTML | CLI_DUMP_ARGS_BY_MODEL |
                                    CLI_DUMP_ARGS_BALANCE,
-                               usage, &args);
+                               cmd_report_help, &args);
   if (st >= 0) return st;
   struct balance_args *ba = calloc(1, sizeof *ba);
   if (!ba) {
@@ -200,7 +200,7 @@ int cmd_report(int argc, char **argv) {
     int n = report_balance_parse_list(lists[k], k == 0, k == 0 ? ba->layers : ba->shares, BAL_MAX_LIST, err, sizeof err);
     if (n < 0) {
       fprintf(stderr, "collscope report: %s: %s\n", k == 0 ? "--layers" : "--shares", err);
-      usage(stderr);
+      cmd_report_help(stderr);
       free(ba);
       return CLI_EXIT_USAGE;
     }

@@ -11,6 +11,66 @@
 
 #include "run_internal.h"
 
+static const char help_run[] =
+    "usage: collscope run -n N [options] [--] CMD [ARGS...]      (launch N ranks)\n"
+    "       collscope run [--sim] [--no-shim] [--env K=V]... [--] LAUNCHER ARGS...\n"
+    "                                                            (wrap a launcher)\n"
+    "\n"
+    "With -n, starts N copies of CMD (fork/execvp) with the environment torchrun gives\n"
+    "its workers, each rank in its own process group:\n"
+    "  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (node index),\n"
+    "  GROUP_WORLD_SIZE (hosts), MASTER_ADDR=127.0.0.1, MASTER_PORT (a free TCP port),\n"
+    "  COLLSCOPE_HOSTNAME (the rank's host), COLLSCOPE_JOB_ID (kept if already set,\n"
+    "  else generated as run-<pid>-<time>).\n"
+    "Ranks are spread in blocks over the hosts of --hosts: ranks 0..N/H-1 on the first\n"
+    "host, and so on (N must be a multiple of the number of hosts H).\n"
+    "Without -n, sets LD_PRELOAD (appended to any existing value), COLLSCOPE_JOB_ID,\n"
+    "the simulator path (--sim) and --env variables, then execvp()s the launcher, so every\n"
+    "rank it starts (torchrun, srun, mpirun, a single process) is covered.\n"
+    "\n"
+    "options:\n"
+    "  -n, --nproc N         number of ranks to start (1..4096)\n"
+    "  -H, --hosts HOSTLIST  Slurm hostlist the ranks are spread over, e.g. simhost[1-2]\n"
+    "                        or node[01-04],gpu7 (default: this machine's hostname).\n"
+    "                        Only names: every rank runs on this machine; the host name\n"
+    "                        reaches the rank as COLLSCOPE_HOSTNAME (the simulator and\n"
+    "                        the shim use it as the rank's host)\n"
+    "  --topology FILE       order the --hosts by the rack/switch topology FILE first\n"
+    "                        (leaves contiguous, see `collscope topo plan`)\n"
+    "  --sim                 prepend the CUDA/NCCL simulator directory to LD_LIBRARY_PATH\n"
+    "                        (error if the simulator is not found)\n"
+    "  --no-shim             do not LD_PRELOAD libcollscope.so (default: preload it when\n"
+    "                        found; when not found the job runs without it)\n"
+    "  --tag-output          prefix every output line of rank R with \"[R] \" (stdout to\n"
+    "                        stdout, stderr to stderr, whole lines only)\n"
+    "  -x, --env K=V         set K=V for every rank (repeatable; applied last, so it\n"
+    "                        overrides the launcher's own variables)\n"
+    "  --job-id ID           set COLLSCOPE_JOB_ID=ID\n"
+    "  --kill-on-fail        when a rank fails (non-zero exit or signal), SIGTERM the\n"
+    "                        others, SIGKILL after the grace period (default, like torchrun)\n"
+    "  --no-kill-on-fail     let the other ranks keep running when one fails\n"
+    "  --grace SECONDS       grace period between SIGTERM and SIGKILL (default 5)\n"
+    "  -v, --verbose         print the plan (hosts, port, shim, simulator) and each\n"
+    "                        rank's exit on stderr\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to every rank; a second\n"
+    "SIGINT/SIGTERM kills them (SIGKILL). Ranks get stdin from /dev/null.\n"
+    "exit status: the worst rank status (exit code, or 128+signal for a rank killed by a\n"
+    "signal; ranks stopped by --kill-on-fail do not count), 2 for a usage error, 127 if\n"
+    "CMD cannot be executed.\n"
+    "\n"
+    "examples:\n"
+    "  collscope run -n 8 --hosts simhost[1-2] --sim -- ./dp_train --steps 3\n"
+    "  collscope run -- torchrun --nproc-per-node 8 train.py\n"
+    "  collscope run -- srun -N 4 --ntasks-per-node 8 python train.py\n";
+
+void cmd_run_help(FILE *out) {
+  fputs(help_run, out);
+  fputc('\n', out);
+  cli_help_env(out);
+}
+
 void run_say(const char *fmt, ...) {
   char line[2048];
   va_list ap;
@@ -83,7 +143,8 @@ int cmd_run(int argc, char **argv) {
     }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       free(env);
-      return cli_help("run", stdout);
+      cmd_run_help(stdout);
+      return 0;
     }
     if (!strcmp(a, "--sim")) {
       o.sim = 1;

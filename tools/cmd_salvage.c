@@ -178,7 +178,7 @@ static int salvage_one(const char *ring, const char *outdir, const char *job, bo
   return rc;
 }
 
-static void usage(FILE *o) {
+void cmd_salvage_help(FILE *o) {
   fputs("usage: collscope salvage [-o DIR] [--job ID] [--keep] [--dir SHMDIR] [RING...]\n"
         "  writes the records held in the stats rings of dead collscope processes as dump\n"
         "  files DIR/collscope-<host>-r<rank>-p<pid>.salvage.jsonl (read them with\n"
@@ -248,12 +248,12 @@ int cmd_salvage(int argc, char **argv) {
     } else if (!strcmp(a, "--keep")) {
       keep = true;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
+      cmd_salvage_help(stdout);
       free(rings);
       return 0;
     } else if (a[0] == '-') {
       fprintf(stderr, "collscope salvage: unknown option %s\n", a);
-      usage(stderr);
+      cmd_salvage_help(stderr);
       free(rings);
       return CLI_EXIT_USAGE;
     } else {

@@ -13,281 +13,8 @@
 
 #include "collscope/hostlist.h"
 #include "collscope/slurm_node.h"
-#include "suspects_nodes.h"
+#include "suspects_internal.h"
 #include "xalloc.h"
-
-enum level { LVL_NONE = 0,
-             LVL_WATCH = 1,
-             LVL_DRAIN = 2 };
-static const char *level_name(int l) { return l == LVL_DRAIN ? "drain" : l == LVL_WATCH ? "watch"
-                                                                                        : "ok"; }
-
-struct evidence {
-  const char *kind; /* straggler, sdc, slow_link, hang_missing, hang_stuck, nccl_errors, health (static) */
-  int level;
-  size_t dir;     /* index into the DIR arguments */
-  long long rank; /* -1: none */
-  char detail[256];
-};
-
-struct gpu {
-  long long rank, device;
-  char pci[40];
-  char uuid[96]; /* NVML's, from the report's health section; "" unknown */
-  size_t dir;
-};
-
-/* A host is keyed by what an action would name: a verified node ("v:" node), or an
- * unverified host name from the dumps ("u:" name), which no action ever names. */
-struct host {
-  char *key;
-  const char *name; /* the node, or the dump's host name (points into key) */
-  bool verified;
-  char why[200];   /* unverified: what is missing (the first reason found) */
-  char label[128]; /* verified: the dumps' host name when it differs from the node, else "" */
-  struct evidence *ev;
-  size_t nev, capev;
-  struct gpu *gpus; /* the GPUs of the ranks the evidence names */
-  size_t ngpus, capgpus;
-  size_t jobs_seen, jobs_implicated, jobs_straggler;
-  size_t last_seen_dir, last_impl_dir, last_strag_dir; /* +1: 0 = none yet */
-  int level;
-  UT_hash_handle hh;
-};
-
-struct suspects {
-  struct host *hosts; /* uthash by key */
-  const char **dirs, **jobs;
-  size_t ndirs;
-  struct sn_dir *nodes; /* per DIR: its node records and dump headers */
-  bool trust_names;     /* --trust-host-names: act on plain host names no record vouches for */
-};
-
-/* The host entry for a host name of DIR d's report (and the rank the evidence names, -1
- * none): its verified node when the node records vouch for it, else the name, unverified. */
-static struct host *host_get(struct suspects *s, size_t d, const char *label, long long rank) {
-  char why[200] = "";
-  const char *node = sn_node_of(&s->nodes[d], label, rank, why, sizeof why);
-  if (!node && s->trust_names && cs_node_name_ok(label)) node = label;
-  size_t kl = strlen(node ? node : label) + 3;
-  char *key = xcalloc(1, kl);
-  snprintf(key, kl, "%s%s", node ? "v:" : "u:", node ? node : label);
-  struct host *h;
-  HASH_FIND_STR(s->hosts, key, h);
-  if (h) {
-    free(key);
-  } else {
-    h = xcalloc(1, sizeof *h);
-    h->key = key;
-    h->name = key + 2;
-    h->verified = node != NULL;
-    HASH_ADD_KEYPTR(hh, s->hosts, h->key, strlen(h->key), h);
-  }
-  if (!h->verified && !h->why[0]) snprintf(h->why, sizeof h->why, "%s", why);
-  if (h->verified && !h->label[0] && strcmp(label, h->name) != 0) snprintf(h->label, sizeof h->label, "%s", label);
-  return h;
-}
-
-static const char *jstr(json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_string(v) ? json_string_value(v) : NULL;
-}
-static long long jint(json_t *o, const char *k, long long def) {
-  json_t *v = json_object_get(o, k);
-  return json_is_integer(v) ? (long long)json_integer_value(v) : def;
-}
-static double jreal(json_t *o, const char *k) {
-  json_t *v = json_object_get(o, k);
-  return json_is_number(v) ? json_number_value(v) : 0;
-}
-
-/* the rank's GPU (device index, PCI bus id) from the report's rank table */
-static void add_gpu(struct host *h, const char *label, json_t *ranks, long long rank, size_t dir) {
-  if (rank < 0) return;
-  size_t i;
-  json_t *r;
-  json_array_foreach(ranks, i, r) {
-    if (jint(r, "rank", -2) != rank) continue;
-    const char *host = jstr(r, "host");
-    if (!host || strcmp(host, label) != 0) continue;
-    long long dev = jint(r, "device", -1);
-    const char *pci = jstr(r, "pci_bus_id");
-    for (size_t k = 0; k < h->ngpus; k++)
-      if (h->gpus[k].dir == dir && h->gpus[k].rank == rank) return;
-    XGROW(h->gpus, h->ngpus, h->capgpus);
-    struct gpu *g = &h->gpus[h->ngpus++];
-    g->rank = rank, g->device = dev, g->dir = dir;
-    snprintf(g->pci, sizeof g->pci, "%s", pci ? pci : "");
-    return;
-  }
-}
-
-static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t dir, const char *kind, int level,
-                   long long rank, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
-static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t dir, const char *kind, int level,
-                   long long rank, const char *fmt, ...) {
-  if (!host) return;
-  struct host *h = host_get(s, dir, host, rank);
-  XGROW(h->ev, h->nev, h->capev);
-  struct evidence *e = &h->ev[h->nev++];
-  e->kind = kind, e->level = level, e->dir = dir, e->rank = rank;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(e->detail, sizeof e->detail, fmt, ap);
-  va_end(ap);
-  if (h->last_impl_dir != dir + 1) h->jobs_implicated++, h->last_impl_dir = dir + 1;
-  if (!strcmp(kind, "straggler") && h->last_strag_dir != dir + 1) h->jobs_straggler++, h->last_strag_dir = dir + 1;
-  add_gpu(h, host, ranks, rank, dir);
-}
-
-/* XIDs after which NVIDIA's guidance is a GPU reset or node service (double-bit ECC, row
- * remapping events and failure, NVLink error, fell off the bus, ECC page retirement limits,
- * contained/uncontained ECC, GSP errors): drain; any other XID: watch. */
-static bool xid_needs_reset(long long code) {
-  static const long long codes[] = {48, 63, 64, 74, 79, 92, 94, 95, 119, 120};
-  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
-    if (codes[i] == code) return true;
-  return false;
-}
-
-/* The report's health section (tools/report_health.c): GPU errors per rank, IB port errors
- * per host. Uncorrectable ECC, a pending or failed row remap and XIDs that need a reset
- * drain the host; other errors (corrected ECC, other XIDs, NVLink, PCIe replays, IB) watch it.
- * The GPUs' UUIDs fill in the GPU lists. */
-static void gather_health(struct suspects *s, size_t d, json_t *doc, json_t *ranks) {
-  json_t *hl = json_object_get(doc, "health"), *o, *e;
-  size_t i, k;
-  json_array_foreach(json_object_get(hl, "ranks"), i, o) {
-    const char *host = jstr(o, "host");
-    long long r = jint(o, "rank", -1), ue = jint(o, "ecc_uncorrected", 0), ce = jint(o, "ecc_corrected", 0);
-    if (!host) continue;
-    if (ue > 0) add_ev(s, host, ranks, d, "health", LVL_DRAIN, r, "rank %lld: %lld uncorrectable ECC error%s", r, ue, ue == 1 ? "" : "s");
-    if (json_is_true(json_object_get(o, "remap_pending")))
-      add_ev(s, host, ranks, d, "health", LVL_DRAIN, r, "rank %lld: row remapping pending (the GPU needs a reset)", r);
-    if (json_is_true(json_object_get(o, "remap_failure")))
-      add_ev(s, host, ranks, d, "health", LVL_DRAIN, r, "rank %lld: row remapping failed", r);
-    json_array_foreach(json_object_get(o, "xid"), k, e) {
-      long long code = json_is_integer(e) ? (long long)json_integer_value(e) : jint(e, "code", -1);
-      if (code >= 0)
-        add_ev(s, host, ranks, d, "health", xid_needs_reset(code) ? LVL_DRAIN : LVL_WATCH, r, "rank %lld: XID %lld", r, code);
-    }
-    if (ce > 0 && ue <= 0)
-      add_ev(s, host, ranks, d, "health", LVL_WATCH, r, "rank %lld: %lld corrected ECC error%s", r, ce, ce == 1 ? "" : "s");
-    long long nvl = 0;
-    json_array_foreach(json_object_get(o, "nvlink"), k, e) nvl += jint(e, "crc", 0) + jint(e, "replay", 0) + jint(e, "recovery", 0);
-    if (nvl > 0) add_ev(s, host, ranks, d, "health", LVL_WATCH, r, "rank %lld: %lld NVLink CRC/replay/recovery errors", r, nvl);
-    long long pcie = jint(o, "pcie_replay", 0);
-    if (pcie > 0) add_ev(s, host, ranks, d, "health", LVL_WATCH, r, "rank %lld: %lld PCIe replays", r, pcie);
-    const char *uuid = jstr(o, "gpu_uuid");
-    struct host *h = host_get(s, d, host, r);
-    for (k = 0; uuid && k < h->ngpus; k++)
-      if (h->gpus[k].dir == d && h->gpus[k].rank == r) snprintf(h->gpus[k].uuid, sizeof h->gpus[k].uuid, "%s", uuid);
-  }
-  static const char *const ib_errors[] = {"symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
-                                          "port_xmit_discards", "local_link_integrity_errors",
-                                          "excessive_buffer_overrun_errors"};
-  json_array_foreach(json_object_get(hl, "hosts"), i, o) {
-    const char *host = jstr(o, "host");
-    json_array_foreach(json_object_get(o, "ports"), k, e) {
-      long long n = 0;
-      for (size_t c = 0; c < sizeof ib_errors / sizeof ib_errors[0]; c++) n += jint(e, ib_errors[c], 0) > 0 ? jint(e, ib_errors[c], 0) : 0;
-      if (n > 0 && host)
-        add_ev(s, host, ranks, d, "health", LVL_WATCH, -1, "IB %s port %lld: %lld link errors", jstr(e, "dev") ? jstr(e, "dev") : "?",
-               jint(e, "port", 0), n);
-    }
-  }
-}
-
-/* One report's findings into s. */
-static void gather(struct suspects *s, size_t d, json_t *doc) {
-  json_t *ranks = json_object_get(doc, "ranks"), *a, *o;
-  if (!json_is_array(ranks))
-    ranks = json_array();
-  else
-    json_incref(ranks);
-  size_t i;
-  json_array_foreach(ranks, i, o) { /* every host of the job */
-    const char *host = jstr(o, "host");
-    if (!host) continue;
-    struct host *h = host_get(s, d, host, jint(o, "rank", -1));
-    if (h->last_seen_dir != d + 1) h->jobs_seen++, h->last_seen_dir = d + 1;
-    long long errs = jint(o, "errors", 0);
-    if (errs > 0)
-      add_ev(s, host, ranks, d, "nccl_errors", LVL_WATCH, jint(o, "rank", -1), "rank %lld: %lld NCCL call%s failed",
-             jint(o, "rank", -1), errs, errs == 1 ? "" : "s");
-  }
-  a = json_object_get(doc, "stragglers");
-  json_array_foreach(a, i, o) {
-    const char *kind = jstr(o, "kind");
-    long long rank = jint(o, "rank", -1);
-    if (kind && !strcmp(kind, "link")) {
-      if (rank >= 0)
-        add_ev(s, jstr(o, "host"), ranks, d, "slow_link", LVL_WATCH, rank, "rank %lld on comm %s: collectives slow with no late arrival (link)",
-               rank, jstr(o, "comm") ? jstr(o, "comm") : "?");
-      /* the pair itself, unless the slow_links section names it (then it is read there) */
-      const char *src = jstr(o, "src_host"), *dst = jstr(o, "dst_host");
-      if (src && dst && !json_array_size(json_object_get(doc, "slow_links"))) {
-        add_ev(s, src, ranks, d, "slow_link", LVL_WATCH, -1, "slow link end %s -> %s", src, dst);
-        add_ev(s, dst, ranks, d, "slow_link", LVL_WATCH, -1, "slow link end %s -> %s", src, dst);
-      }
-      continue;
-    }
-    add_ev(s, jstr(o, "host"), ranks, d, "straggler", LVL_WATCH, rank,
-           "rank %lld on comm %s: last in %.0f%% of its collectives, %.0f us late (median collective %.0f us)", rank,
-           jstr(o, "comm") ? jstr(o, "comm") : "?", jreal(o, "share_last") * 100, jreal(o, "lateness_us"),
-           jreal(o, "median_dur_us"));
-  }
-  a = json_object_get(doc, "slow_links");
-  json_array_foreach(a, i, o) {
-    const char *src = jstr(o, "src_host"), *dst = jstr(o, "dst_host");
-    if (!src || !dst) continue;
-    double g = jreal(o, "gbps_p50"), ref = jreal(o, "ref_gbps_p50");
-    add_ev(s, src, ranks, d, "slow_link", LVL_WATCH, -1, "slow link end %s -> %s: %.3g Gbit/s vs %.3g", src, dst, g, ref);
-    add_ev(s, dst, ranks, d, "slow_link", LVL_WATCH, -1, "slow link end %s -> %s: %.3g Gbit/s vs %.3g", src, dst, g, ref);
-  }
-  a = json_object_get(doc, "hangs");
-  json_array_foreach(a, i, o) {
-    json_t *mr = json_object_get(o, "missing_ranks"), *mh = json_object_get(o, "hosts");
-    json_t *sr = json_object_get(o, "stuck_ranks"), *sh = json_object_get(o, "stuck_hosts");
-    const char *comm = jstr(o, "comm") ? jstr(o, "comm") : "?";
-    long long seq = jint(o, "seq", -1);
-    size_t nm = json_array_size(mh);
-    /* the ranks that never entered are the cause; the stuck ones only when none is missing */
-    for (size_t k = 0; k < nm; k++) {
-      long long r = json_integer_value(json_array_get(mr, k));
-      add_ev(s, json_string_value(json_array_get(mh, k)), ranks, d, "hang_missing", LVL_WATCH, r,
-             "rank %lld never entered seq %lld of comm %s (hang)", r, seq, comm);
-    }
-    for (size_t k = 0; nm == 0 && k < json_array_size(sh); k++) {
-      long long r = json_integer_value(json_array_get(sr, k));
-      add_ev(s, json_string_value(json_array_get(sh, k)), ranks, d, "hang_stuck", LVL_WATCH, r,
-             "rank %lld stuck inside seq %lld of comm %s (hang)", r, seq, comm);
-    }
-  }
-  a = json_object_get(doc, "sdc");
-  json_array_foreach(a, i, o) {
-    long long r = jint(o, "suspect_rank", -1);
-    add_ev(s, jstr(o, "host"), ranks, d, "sdc", LVL_DRAIN, r, "SDC suspect: rank %lld, %s seq %lld of comm %s (%s check)", r,
-           jstr(o, "op") ? jstr(o, "op") : "?", jint(o, "seq", -1), jstr(o, "comm") ? jstr(o, "comm") : "?",
-           jstr(o, "check") ? jstr(o, "check") : "?");
-  }
-  gather_health(s, d, doc, ranks);
-  json_decref(ranks);
-}
-
-/* drain: any drain evidence, or implicated in 2 or more jobs and in more than half the jobs
- * the host took part in; watch: any other evidence */
-static void classify(struct suspects *s) {
-  struct host *h, *t;
-  HASH_ITER(hh, s->hosts, h, t) {
-    h->level = LVL_NONE;
-    for (size_t i = 0; i < h->nev; i++)
-      if (h->ev[i].level > h->level) h->level = h->ev[i].level;
-    size_t seen = h->jobs_seen > h->jobs_implicated ? h->jobs_seen : h->jobs_implicated;
-    if (h->jobs_implicated >= 2 && 2 * h->jobs_implicated > seen) h->level = LVL_DRAIN;
-  }
-}
-
 static int by_level_name(struct host *a, struct host *b) {
   if (a->level != b->level) return b->level - a->level;
   return strcmp(a->key, b->key);
@@ -480,7 +207,7 @@ static int print_hostfile(struct suspects *s, const char *topofile, FILE *o) {
   return rc;
 }
 
-static void usage(FILE *o) {
+void cmd_suspects_help(FILE *o) {
   fputs("usage: collscope suspects DIR... [--format text|json|slurm|hostfile] [--topology FILE]\n"
         "                          [--trust-host-names] [-o FILE] [-j N]\n"
         "\n"
@@ -526,7 +253,7 @@ int cmd_suspects(int argc, char **argv) {
       continue;
     }
     if (!dashdash && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
-      usage(stdout);
+      cmd_suspects_help(stdout);
       free(s.dirs), free(s.jobs);
       return 0;
     }
@@ -537,7 +264,7 @@ int cmd_suspects(int argc, char **argv) {
     if (!dashdash && a[0] == '-' && a[1]) {
       if (!val) {
         fprintf(stderr, "collscope suspects: %s needs a value\n", a);
-        usage(stderr);
+        cmd_suspects_help(stderr);
         free(s.dirs), free(s.jobs);
         return CLI_EXIT_USAGE;
       }
@@ -558,7 +285,7 @@ int cmd_suspects(int argc, char **argv) {
         jobs = (unsigned)n;
       } else {
         fprintf(stderr, "collscope suspects: unknown option '%s'\n", a);
-        usage(stderr);
+        cmd_suspects_help(stderr);
         free(s.dirs), free(s.jobs);
         return CLI_EXIT_USAGE;
       }
@@ -570,7 +297,7 @@ int cmd_suspects(int argc, char **argv) {
   if (!s.ndirs || (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "slurm") &&
                    strcmp(format, "hostfile"))) {
     fprintf(stderr, "collscope suspects: %s\n", s.ndirs ? "--format: expected text, json, slurm or hostfile" : "no DIR given");
-    usage(stderr);
+    cmd_suspects_help(stderr);
     free(s.dirs), free(s.jobs);
     return CLI_EXIT_USAGE;
   }
@@ -586,12 +313,12 @@ int cmd_suspects(int argc, char **argv) {
       s.jobs[d] = s.dirs[d];
       continue;
     }
-    const char *job = jstr(json_object_get(docs[d], "summary"), "job");
+    const char *job = suspects_jstr(json_object_get(docs[d], "summary"), "job");
     s.jobs[d] = job && *job ? job : s.dirs[d];
     sn_dir_load(&s.nodes[d], s.dirs[d], jobs);
-    gather(&s, d, docs[d]);
+    suspects_gather(&s, d, docs[d]);
   }
-  classify(&s);
+  suspects_classify(&s);
   HASH_SORT(s.hosts, by_level_name);
 
   char *tmp = NULL;
@@ -625,5 +352,3 @@ int cmd_suspects(int argc, char **argv) {
   free(docs), free(s.dirs), free(s.jobs);
   return rc;
 }
-
-void cmd_suspects_help(FILE *out) { usage(out); }

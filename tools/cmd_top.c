@@ -367,7 +367,7 @@ static void print_text(const struct proc *v, size_t n, const struct findings *f,
   if (skipped && *skipped) fprintf(o, "\n# Rings skipped (failed the reader's checks)\n%s", skipped);
 }
 
-static void usage(FILE *o) {
+void cmd_top_help(FILE *o) {
   fputs("usage: collscope top [--once] [--json] [--interval S] [--dir SHMDIR]\n"
         "  live view of the collscope processes on this host (their /dev/shm stats rings; root\n"
         "  sees every user's), refreshed every S seconds (default 1): job, rank, pid, device,\n"
@@ -396,11 +396,11 @@ int cmd_top(int argc, char **argv) {
       else
         interval = atof(argv[++i]);
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
+      cmd_top_help(stdout);
       return 0;
     } else {
       fprintf(stderr, "collscope top: unknown argument %s\n", a);
-      usage(stderr);
+      cmd_top_help(stderr);
       return CLI_EXIT_USAGE;
     }
   }

@@ -53,10 +53,7 @@ static const char help_topo[] =
     "Reduce through a communicator reordered the same way (see README).\n"
     "exit status: 0, 1 on a bad file or unknown hosts, 2 on a usage error.\n";
 
-int cmd_topo_help(FILE *out) {
-  fputs(help_topo, out);
-  return 0;
-}
+void cmd_topo_help(FILE *out) { fputs(help_topo, out); }
 
 static void tsay(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void tsay(const char *fmt, ...) {
@@ -327,9 +324,10 @@ static int topo_plan(int argc, char **argv) {
     const char *v;
     if (!strcmp(a, "--json"))
       json = 1;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-      return cmd_topo_help(stdout);
-    else if ((v = VAL("--topology")))
+    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      cmd_topo_help(stdout);
+      return 0;
+    } else if ((v = VAL("--topology")))
       topo = v;
     else if ((v = VAL("--hosts")) || (v = VAL("-H")))
       hostlist = v;
@@ -416,7 +414,10 @@ static int topo_show(int argc, char **argv) {
   const char *file = NULL;
   int format = CS_TOPO_AUTO;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return cmd_topo_help(stdout);
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      cmd_topo_help(stdout);
+      return 0;
+    }
     if (!strcmp(argv[i], "--format") && i + 1 < argc) {
       if ((format = parse_format(argv[++i])) < 0) {
         tsay("--format %s: expected auto, slurm, map or ibnet", argv[i]);
@@ -492,7 +493,10 @@ int cmd_topo(int argc, char **argv) {
     cmd_topo_help(stderr);
     return CLI_EXIT_USAGE;
   }
-  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return cmd_topo_help(stdout);
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    cmd_topo_help(stdout);
+    return 0;
+  }
   if (!strcmp(argv[1], "plan")) return topo_plan(argc - 2, argv + 2);
   if (!strcmp(argv[1], "show")) return topo_show(argc - 2, argv + 2);
   tsay("unknown subcommand '%s' (expected plan or show)", argv[1]);

@@ -37,7 +37,7 @@
 #include "readpool.h"
 #include "trace.h"
 
-static void usage(FILE *o) {
+void cmd_trace_help(FILE *o) {
   fputs("usage: collscope trace DIR [-o FILE] [--job ID] [--ranks LIST] [--comm ID] [--from T] [--to T]\n"
         "                       [--max-size N] [--format json|perfetto] [-j N]\n"
         "  DIR            directory of collscope dump files (*.jsonl), or one dump file\n"
@@ -88,7 +88,7 @@ static bool parse_point(const char *s, int64_t start, bool *is_seq, int64_t *v) 
 
 int cmd_trace(int argc, char **argv) {
   struct cli_dump_args args;
-  int st = cli_dump_args_parse("trace", argc, argv, CLI_DUMP_ARGS_SELECT, usage, &args);
+  int st = cli_dump_args_parse("trace", argc, argv, CLI_DUMP_ARGS_SELECT, cmd_trace_help, &args);
   if (st >= 0) return st;
   const char *dir = args.dir, *outpath = args.outpath;
 
@@ -126,7 +126,7 @@ int cmd_trace(int argc, char **argv) {
   if (!bad && args.from && args.to && seq_pt[0] != seq_pt[1]) bad = "--from/--to (both seconds or both seq:N)";
   if (bad) {
     fprintf(stderr, "collscope trace: bad %s value\n", bad);
-    usage(stderr);
+    cmd_trace_help(stderr);
     return CLI_EXIT_USAGE;
   }
   if (seq_pt[0] || seq_pt[1]) {

@@ -157,7 +157,7 @@ static bool fast_op(struct freader *fr, const char *buf, size_t len) {
   r.comm_rank = dump_clamp_int(s.comm_rank);
   r.rank = dump_clamp_int(s.rank);
   r.seq = s.seq;
-  r.op_name = cached(fr, &fr->c_op, s.op, &r.op, NULL);
+  r.op_name = cached(fr, &fr->c_op, s.op_name, &r.op, NULL);
   r.dtype = cached(fr, &fr->c_dtype, s.dtype, NULL, NULL);
   r.count = s.count;
   r.bytes = s.bytes;
@@ -170,11 +170,11 @@ static bool fast_op(struct freader *fr, const char *buf, size_t len) {
   r.start_ns = s.start_ns;
   r.end_ns = s.end_ns;
   r.dur_us = s.dur_us;
-  r.timing_name = cached(fr, &fr->c_timing, s.timing, NULL, &r.timing);
+  r.timing_name = cached(fr, &fr->c_timing, s.timing_name, NULL, &r.timing);
   r.captured = s.captured;
   r.site = cached(fr, &fr->c_site, s.site, NULL, NULL);
   r.status = dump_clamp_int(s.status);
-  r.sdc_checked = s.sdc_checked;
+  r.sdc_checked = (unsigned)s.sdc_checked;
   r.sdc_fp = s.sdc_fp;
   r.sdc_in_sum = s.sdc_in_sum;
   r.sdc_in_abs = s.sdc_in_abs;

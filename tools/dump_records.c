@@ -1,13 +1,14 @@
 /* tools/dump_records.c: one dump line's JSON object into one record (DESIGN.md "Dump files"):
  * typed field access where the first problem of a line wins and names the field, and one
- * parser per record type. The fast path for the writer's own op lines is tools/opscan.c;
- * both give the same values. Part of the reader (tools/dumpfile.h). */
+ * parser per record type, its keys, types and defaults read from the record's list in
+ * include/collscope/dump_schema.h. The fast path for the writer's own op lines is
+ * tools/opscan.c; both give the same values. Part of the reader (tools/dumpfile.h). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "collscope/slurm_node.h"
+#include "collscope/dump_schema.h"
 #include "collscope/schema.h"
 #include "dump_internal.h"
 
@@ -98,41 +99,85 @@ static uint64_t get_hex(struct lctx *c, const char *key, bool required, bool *pr
   return strtoull(s, NULL, 16);
 }
 
+/* ---------- the schema's rows as reader code (include/collscope/dump_schema.h) ---------- */
+
+/* a row's value: RD_TO(member) = the field read as its JSON type (the reader of the row
+ * defines RD_TO and RD_HAS: where the value and an ID0's presence go) */
+#define RD_GET_I32(key, req, def, m) dump_clamp_int(get_int(c, key, req, def))
+#define RD_GET_I64(key, req, def, m) get_int(c, key, req, def)
+#define RD_GET_U64(key, req, def, m) get_uint(c, key, req, def)
+#define RD_GET_US(key, req, def, m) get_num(c, key, req, def)
+#define RD_GET_F64(key, req, def, m) get_num(c, key, req, def)
+#define RD_GET_STR(key, req, def, m) get_str(c, key, req, def)
+#define RD_GET_SITE(key, req, def, m) get_str(c, key, req, def)
+#define RD_GET_NAME(key, req, def, m) get_str(c, key, req, def)
+#define RD_GET_NAME0(key, req, def, m) get_str(c, key, req, def)
+#define RD_GET_ID(key, req, def, m) get_hex(c, key, req, NULL)
+#define RD_GET_ID0(key, req, def, m) get_hex(c, key, req, &RD_HAS(m))
+#define RD_GET_HEX(key, req, def, m) get_hex(c, key, req, NULL)
+#define RD_GET_BOOL(key, req, def, m) get_bool(c, key, req, def)
+
+/* an OPT row's value when the field is absent or null */
+#define RD_DEF_ZERO 0
+#define RD_DEF_MINUS1 (-1)
+#define RD_DEF_NO false
+#define RD_DEF_NAN_ NAN
+#define RD_DEF_NONE NULL
+#define RD_DEF_EMPTY dump_intern(c->set->pool, "")
+#define RD_DEF_QMARK dump_intern(c->set->pool, "?")
+#define RD_DEF_UNKNOWN dump_intern(c->set->pool, "unknown")
+#define RD_DEF_MEMCPY dump_intern(c->set->pool, "Memcpy")
+#define RD_DEF_HDR_RANK (c->f->hdr.rank)
+#define RD_DEF_BY_TIMING (dump_timing_from_name(RD_TO(timing_name)) == CSD_TIMING_CAPTURED)
+
+#define RD_ROW(m, key, jt, wr, rd, def) RD_##rd(m, key, jt, def)
+#define RD_REQ(m, key, jt, def) RD_TO(m) = RD_GET_##jt(key, true, RD_DEF_##def, m);
+#define RD_OPT(m, key, jt, def) RD_TO(m) = RD_GET_##jt(key, false, RD_DEF_##def, m);
+#define RD_HAND(m, key, jt, def) /* read by the record's parser */
+#define RD_SKIP(m, key, jt, def) /* not read */
+
+/* a struct of a list's rows as the reader holds them (footer, drops, sdc: read whole first) */
+#define RD_T_I32(m) int m;
+#define RD_T_I64(m) long long m;
+#define RD_T_U64(m) uint64_t m;
+#define RD_T_US(m) double m;
+#define RD_T_F64(m) double m;
+#define RD_T_STR(m) const char *m;
+#define RD_T_SITE(m) const char *m;
+#define RD_T_NAME(m) const char *m;
+#define RD_T_NAME0(m) const char *m;
+#define RD_T_ID(m) uint64_t m;
+#define RD_T_ID0(m) \
+  uint64_t m; \
+  bool has_##m;
+#define RD_T_HEX(m) uint64_t m;
+#define RD_T_BOOL(m) bool m;
+#define RD_T_OBJ(m)
+#define RD_MEMBER(m, key, jt, wr, rd, def) RD_T_##jt(m)
+
+/* rows into r->member, the record's parser's own struct */
+#define RD_TO(m) r->m
+#define RD_HAS(m) r->has_##m
+
 /* ---------- per-record parsers: return false (with c->err) when malformed ---------- */
 
-bool dump_parse_header(struct lctx *c, struct cs_header *h) {
-  struct cs_strpool *p = c->set->pool;
-  h->schema = dump_clamp_int(get_int(c, "schema", true, 0));
-  h->collscope = get_str(c, "collscope", false, dump_intern(p, ""));
-  h->host = get_str(c, "host", true, dump_intern(p, "?"));
-  h->pid = get_int(c, "pid", false, 0);
-  h->rank = dump_clamp_int(get_int(c, "rank", false, -1));
-  h->local_rank = dump_clamp_int(get_int(c, "local_rank", false, -1));
-  h->world_size = dump_clamp_int(get_int(c, "world_size", false, -1));
-  h->step = dump_clamp_int(get_int(c, "step", false, -1));
-  h->device = dump_clamp_int(get_int(c, "device", false, -1));
-  h->job = get_str(c, "job", false, dump_intern(p, ""));
-  h->pci_bus_id = get_str(c, "pci_bus_id", false, dump_intern(p, ""));
-  h->exe = get_str(c, "exe", false, dump_intern(p, ""));
-  h->slurm_node = get_str(c, CS_HDR_SLURM_NODE, false, dump_intern(p, ""));
-  h->salvaged = json_object_get(c->obj, "salvaged_from") != NULL;
-  h->nccl_version = get_int(c, "nccl_version", false, 0);
-  h->cuda_driver_version = get_int(c, "cuda_driver_version", false, 0);
+bool dump_parse_header(struct lctx *c, struct cs_header *r) {
+  CS_DUMP_HEADER_FIELDS(RD_ROW)
+  r->salvaged = json_object_get(c->obj, "salvaged_from") != NULL;
   json_t *clk = json_object_get(c->obj, "clock");
   if (clk && json_is_object(clk)) {
     json_t *saved = c->obj;
     c->obj = clk;
-    h->clock_realtime_ns = get_int(c, "realtime_ns", false, 0);
-    h->clock_monotonic_ns = get_int(c, "monotonic_ns", false, 0);
+#undef RD_TO
+#define RD_TO(m) r->clock_##m
+    CS_DUMP_CLOCK_FIELDS(RD_ROW)
+#undef RD_TO
+#define RD_TO(m) r->m
     c->obj = saved;
   } else if (clk && !json_is_null(clk)) {
     dump_fail(c, "header record: field \"clock\" is not an object");
   }
-  h->gpu_name = get_str(c, "gpu_name", false, dump_intern(p, ""));
-  h->gpu_uuid = get_str(c, "gpu_uuid", false, dump_intern(p, ""));
-  h->gpu_pci_bus_id = get_str(c, "gpu_pci_bus_id", false, dump_intern(p, ""));
-  h->gpu_arch = dump_clamp_int(get_int(c, "gpu_arch", false, -1));
-  h->valid = !c->bad;
+  r->valid = !c->bad;
   return !c->bad;
 }
 
@@ -231,7 +276,7 @@ void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno) {
   f->healths[f->nhealths++] = r;
 }
 
-/* optional "sdc":{"checked":N,"fp":HEX16|null,"in_sum":F|null,"in_abs":F|null,"out_sum":F|null} */
+/* optional "sdc" object: a checked value outside 1..3 reads as 0, bit 0 cleared when fp is null */
 static void parse_op_sdc(struct lctx *c, struct cs_op_rec *r) {
   json_t *o = json_object_get(c->obj, "sdc");
   if (!o || json_is_null(o)) return;
@@ -241,44 +286,32 @@ static void parse_op_sdc(struct lctx *c, struct cs_op_rec *r) {
   }
   json_t *saved = c->obj;
   c->obj = o;
-  long long checked = get_int(c, "checked", true, 0);
-  r->sdc_checked = checked > 0 && checked < 4 ? (unsigned)checked : 0;
-  bool has_fp = false;
-  r->sdc_fp = get_hex(c, "fp", false, &has_fp);
-  if ((r->sdc_checked & 1) && !has_fp) r->sdc_checked &= ~1u;
-  r->sdc_in_sum = get_num(c, "in_sum", false, NAN);
-  r->sdc_in_abs = get_num(c, "in_abs", false, NAN);
-  r->sdc_out_sum = get_num(c, "out_sum", false, NAN);
+  struct {
+    CS_DUMP_SDC_FIELDS(RD_MEMBER)
+  } sdc;
+#undef RD_TO
+#undef RD_HAS
+#define RD_TO(m) sdc.m
+#define RD_HAS(m) sdc.has_##m
+  CS_DUMP_SDC_FIELDS(RD_ROW)
+#undef RD_TO
+#undef RD_HAS
+#define RD_TO(m) r->m
+#define RD_HAS(m) r->has_##m
+  r->sdc_checked = sdc.checked > 0 && sdc.checked < 4 ? (unsigned)sdc.checked : 0;
+  if ((r->sdc_checked & 1) && !sdc.has_fp) r->sdc_checked &= ~1u;
+  r->sdc_fp = sdc.fp;
+  r->sdc_in_sum = sdc.in_sum;
+  r->sdc_in_abs = sdc.in_abs;
+  r->sdc_out_sum = sdc.out_sum;
   c->obj = saved;
 }
 
 bool dump_parse_op(struct lctx *c, struct cs_op_rec *r) {
-  struct cs_strpool *p = c->set->pool;
   memset(r, 0, sizeof *r);
-  r->comm = get_hex(c, "comm", true, NULL);
-  r->comm_size = dump_clamp_int(get_int(c, "comm_size", true, 0));
-  r->comm_rank = dump_clamp_int(get_int(c, "comm_rank", true, -1));
-  r->rank = dump_clamp_int(get_int(c, "rank", false, c->f->hdr.rank));
-  r->seq = get_int(c, "seq", true, 0);
-  r->op_name = get_str(c, "op", true, dump_intern(p, "?"));
+  CS_DUMP_OP_FIELDS(RD_ROW)
   r->op = cs_op_from_name(r->op_name);
-  r->dtype = get_str(c, "dtype", false, dump_intern(p, ""));
-  r->count = get_int(c, "count", false, 0);
-  r->bytes = get_uint(c, "bytes", true, 0);
-  r->redop = get_str(c, "redop", false, NULL);
-  r->root = dump_clamp_int(get_int(c, "root", false, -1));
-  r->peer = dump_clamp_int(get_int(c, "peer", false, -1));
-  r->stream = get_hex(c, "stream", false, NULL);
-  r->group = get_int(c, "group", false, 0);
-  r->enqueue_ns = get_int(c, "enqueue_ns", false, 0);
-  r->start_ns = get_int(c, "start_ns", false, 0);
-  r->end_ns = get_int(c, "end_ns", false, 0);
-  r->dur_us = get_num(c, "dur_us", false, 0.0);
-  r->timing_name = get_str(c, "timing", true, dump_intern(p, "unknown"));
   r->timing = dump_timing_from_name(r->timing_name);
-  r->captured = get_bool(c, "captured", false, r->timing == CSD_TIMING_CAPTURED);
-  r->site = get_str(c, "site", false, dump_intern(p, ""));
-  r->status = dump_clamp_int(get_int(c, "status", false, 0));
   parse_op_sdc(c, r);
   /* comm_size < 1 (the writer's -1): a call on no known communicator, e.g. a NULL comm that
    * NCCL rejected; the record is read and counted like any other (its seq is -1) */
@@ -286,49 +319,22 @@ bool dump_parse_op(struct lctx *c, struct cs_op_rec *r) {
 }
 
 bool dump_parse_xfer(struct lctx *c, struct cs_xfer_rec *r) {
-  struct cs_strpool *p = c->set->pool;
   memset(r, 0, sizeof *r);
-  r->op_name = get_str(c, "op", false, dump_intern(p, "Memcpy"));
-  r->api = get_str(c, "api", false, dump_intern(p, ""));
-  r->kind = get_str(c, "kind", false, dump_intern(p, ""));
-  r->bytes = get_uint(c, "bytes", true, 0);
-  r->stream = get_hex(c, "stream", false, NULL);
-  r->async = get_bool(c, "async", false, false);
-  r->enqueue_ns = get_int(c, "enqueue_ns", false, 0);
-  r->start_ns = get_int(c, "start_ns", false, 0);
-  r->end_ns = get_int(c, "end_ns", false, 0);
-  r->dur_us = get_num(c, "dur_us", false, 0.0);
-  r->timing_name = get_str(c, "timing", true, dump_intern(p, "unknown"));
+  CS_DUMP_XFER_FIELDS(RD_ROW)
   r->timing = dump_timing_from_name(r->timing_name);
-  r->site = get_str(c, "site", false, dump_intern(p, ""));
-  r->status = dump_clamp_int(get_int(c, "status", false, 0));
   return !c->bad;
 }
 
 bool dump_parse_comm(struct lctx *c, struct cs_comm_rec *r) {
   memset(r, 0, sizeof *r);
-  r->event = get_str(c, "event", true, dump_intern(c->set->pool, "?"));
-  r->comm = get_hex(c, "comm", true, NULL);
-  r->size = dump_clamp_int(get_int(c, "size", false, 0));
-  r->rank = dump_clamp_int(get_int(c, "rank", false, -1));
-  r->device = dump_clamp_int(get_int(c, "device", false, -1));
-  r->parent = get_hex(c, "parent", false, &r->has_parent);
-  r->t_ns = get_int(c, "t_ns", false, 0);
+  CS_DUMP_COMM_FIELDS(RD_ROW)
   return !c->bad;
 }
 
 bool dump_parse_hang(struct lctx *c, struct cs_hang_rec *r) {
   memset(r, 0, sizeof *r);
-  r->comm = get_hex(c, "comm", true, NULL);
-  r->comm_size = dump_clamp_int(get_int(c, "comm_size", false, 0));
-  r->comm_rank = dump_clamp_int(get_int(c, "comm_rank", true, -1));
-  r->rank = dump_clamp_int(get_int(c, "rank", false, c->f->hdr.rank));
-  r->seq = get_int(c, "seq", true, 0);
-  r->op_name = get_str(c, "op", false, dump_intern(c->set->pool, "?"));
-  r->enqueue_ns = get_int(c, "enqueue_ns", false, 0);
-  r->t_ns = get_int(c, "t_ns", false, 0);
+  CS_DUMP_HANG_FIELDS(RD_ROW)
   r->age_s = (double)get_int(c, "age_ms", false, 0) / 1e3;
-  r->started = get_bool(c, "started", false, false);
   return !c->bad;
 }
 
@@ -338,54 +344,38 @@ bool dump_parse_link(struct lctx *c, struct cs_link_rec *r) {
   const char *dir = get_str(c, "dir", true, "");
   r->send = dir && strcmp(dir, "send") == 0;
   if (!c->bad && !r->send && strcmp(dir, "recv") != 0) dump_fail(c, "field \"dir\" is neither \"send\" nor \"recv\"");
-  r->rank = dump_clamp_int(get_int(c, "rank", false, c->f->hdr.rank));
-  r->peer = dump_clamp_int(get_int(c, "peer", false, -1));
-  r->conn = get_hex(c, "conn", false, NULL);
-  r->dev = dump_clamp_int(get_int(c, "dev", false, -1));
-  r->bytes = get_uint(c, "bytes", true, 0);
-  r->msgs = get_uint(c, "msgs", false, 0);
-  r->busy_us = get_num(c, "busy_us", false, 0);
-  r->gbps_p50 = get_num(c, "gbps_p50", false, 0);
-  r->gbps_p10 = get_num(c, "gbps_p10", false, 0);
-  r->gbps_mean = get_num(c, "gbps_mean", false, 0);
-  r->max_inflight = get_uint(c, "max_inflight", false, 0);
-  r->t0_ns = get_int(c, "t0_ns", false, 0);
-  r->t_ns = get_int(c, "t_ns", false, 0);
-  r->closed = get_bool(c, "closed", false, false);
+  CS_DUMP_LINK_FIELDS(RD_ROW)
   return !c->bad;
 }
+
+#undef RD_TO
+#undef RD_HAS
+#define RD_TO(m) v.m
+#define RD_HAS(m) v.has_##m
 
 bool dump_parse_drops(struct lctx *c, uint64_t *count) {
-  uint64_t n = get_uint(c, "count", true, 0);
-  if (!c->bad) *count = n;
+  struct {
+    CS_DUMP_DROPS_FIELDS(RD_MEMBER)
+  } v;
+  CS_DUMP_DROPS_FIELDS(RD_ROW)
+  if (!c->bad) *count = v.count;
   return !c->bad;
 }
 
-/* the footer's fields go into the file only when the whole record is well formed */
+/* the footer's fields go into the file (f->footer_<name>) only when the whole record is well formed */
+#define RD_COMMIT(m, key, jt, wr, rd, def) RD_COMMIT_##rd(m)
+#define RD_COMMIT_REQ(m) f->footer_##m = v.m;
+#define RD_COMMIT_OPT(m) f->footer_##m = v.m;
+#define RD_COMMIT_HAND(m)
+#define RD_COMMIT_SKIP(m)
 bool dump_parse_footer(struct lctx *c, struct cs_dumpfile *f) {
-  uint64_t o = get_uint(c, "ops", false, 0), x = get_uint(c, "xfers", false, 0);
-  uint64_t d = get_uint(c, "drops", false, 0), tl = get_uint(c, "timing_lost", false, 0);
-  int64_t t = get_int(c, "t_ns", false, 0);
-  const char *prof = get_str(c, "profiler", false, NULL);
-  const char *ptr = get_str(c, "prof_trusted", false, ""), *prj = get_str(c, "prof_rejected", false, "");
-  uint64_t pp = get_uint(c, "prof_probes", false, 0), pa = get_uint(c, "prof_agreed", false, 0);
-  const char *sdc = get_str(c, "sdc", false, NULL);
-  uint64_t sl = get_uint(c, "sdc_launches", false, 0), sn = get_uint(c, "sdc_no_slot", false, 0);
+  struct {
+    CS_DUMP_FOOTER_FIELDS(RD_MEMBER)
+  } v;
+  CS_DUMP_FOOTER_FIELDS(RD_ROW)
   if (!c->bad) {
-    f->footer_sdc = sdc;
-    f->footer_sdc_launches = sl;
-    f->footer_sdc_no_slot = sn;
-    f->footer_profiler = prof;
-    f->footer_prof_trusted = ptr;
-    f->footer_prof_rejected = prj;
-    f->footer_prof_probes = pp;
-    f->footer_prof_agreed = pa;
+    CS_DUMP_FOOTER_FIELDS(RD_COMMIT)
     f->has_footer = true;
-    f->footer_ops = o;
-    f->footer_xfers = x;
-    f->footer_drops = d;
-    f->footer_timing_lost = tl;
-    f->footer_t_ns = t;
   }
   return !c->bad;
 }

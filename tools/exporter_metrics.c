@@ -3,58 +3,12 @@
  * Every label value comes from a ring and was made printable (ring_text_escape); it is
  * escaped once more for the exposition (backslash, quote, newline). */
 #include "exporter_metrics.h"
+#include "exporter_obuf.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* The exposition is built in one growing buffer with hand-rolled number formatting: a
- * scrape of 64 ranks is tens of thousands of lines, and stdio's per-call cost dominated. */
-struct obuf {
-  char *p;
-  size_t n, cap;
-  bool oom;
-};
-
-static void reserve(struct obuf *o, size_t more) {
-  if (o->oom || o->n + more <= o->cap) return;
-  size_t nc = o->cap ? o->cap : 1 << 16;
-  while (nc < o->n + more) nc *= 2;
-  char *np = realloc(o->p, nc);
-  if (!np) {
-    o->oom = true;
-    return;
-  }
-  o->p = np;
-  o->cap = nc;
-}
-static void putn(struct obuf *o, const char *s, size_t n) {
-  reserve(o, n);
-  if (o->oom) return;
-  memcpy(o->p + o->n, s, n);
-  o->n += n;
-}
-static void puts_(struct obuf *o, const char *s) { putn(o, s, strlen(s)); }
-static void putc_(struct obuf *o, char c) { putn(o, &c, 1); }
-static void putu(struct obuf *o, uint64_t v) {
-  char b[24];
-  int i = sizeof b;
-  do {
-    b[--i] = (char)('0' + v % 10);
-    v /= 10;
-  } while (v);
-  putn(o, b + i, sizeof b - (size_t)i);
-}
-static void putf(struct obuf *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(struct obuf *o, const char *fmt, ...) {
-  char b[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(b, sizeof b, fmt, ap);
-  va_end(ap);
-  if (n > 0) putn(o, b, (size_t)n < sizeof b ? (size_t)n : sizeof b - 1);
-}
 
 enum kind { GAUGE,
             COUNTER,

@@ -206,18 +206,20 @@ static void fold_sdc(struct exp_rank *r, const struct cs_record *rec) {
 
 static void fold_link(struct exp_rank *r, const struct cs_record *rec) {
   struct cs_link_obs *o = &r->links[r->link_next];
+  struct cs_link_record l;
+  cs_link_unpack(rec, &l);
   memset(o, 0, sizeof *o);
-  bool send = rec->root == 0;
+  bool send = !l.recv;
   o->send = send;
-  o->src_rank = send ? r->rank : rec->peer;
-  o->dst_rank = send ? rec->peer : r->rank;
+  o->src_rank = send ? r->rank : l.peer;
+  o->dst_rank = send ? l.peer : r->rank;
   o->src_host = send ? r->host : NULL; /* peers' hosts are filled in by the job's analysis */
   o->dst_host = send ? NULL : r->host;
-  o->bytes = rec->bytes;
-  o->msgs = rec->count;
-  o->busy_us = (double)rec->stream / 1e3;
-  o->gbps_p50 = rec->in_sum;
-  o->gbps_p10 = rec->in_abs;
+  o->bytes = l.bytes;
+  o->msgs = l.msgs;
+  o->busy_us = (double)l.busy_ns / 1e3;
+  o->gbps_p50 = l.gbps_p50;
+  o->gbps_p10 = l.gbps_p10;
   r->link_next = (r->link_next + 1) % EXP_LINK_WINDOW;
   if (r->link_n < EXP_LINK_WINDOW) r->link_n++;
 }

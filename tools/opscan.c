@@ -1,6 +1,7 @@
 /* tools/opscan.c: fixed-layout scanner for the dump writer's "op" lines (contract in
- * opscan.h): a cursor walks the writer's keys in order; every value is checked against the
- * JSON grammar as it is converted, and any surprise hands the line back to jansson. */
+ * opscan.h): a cursor walks the op list's keys (include/collscope/dump_schema.h) in order;
+ * every value is checked against the JSON grammar as it is converted, and any surprise hands
+ * the line back to jansson. */
 #include "opscan.h"
 
 #include <math.h>
@@ -17,7 +18,15 @@ static bool lit(struct cur *c, const char *s, size_t n) {
   return true;
 }
 #define LIT(c, s) lit(c, s, sizeof(s) - 1)
-#define KEY(c, k) LIT(c, ",\"" k "\":")
+
+/* the separator *sep (',' between keys, '{' before an object's first) and "key": */
+static bool key(struct cur *c, char *sep, const char *k, size_t n) {
+  if (c->p >= c->e || *c->p != *sep || (size_t)(c->e - c->p - 1) < n || memcmp(c->p + 1, k, n) != 0) return false;
+  c->p += n + 1;
+  *sep = ',';
+  return true;
+}
+#define KEY(c, k) key(c, &sep, "\"" k "\":", sizeof(k) + 2)
 
 static bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 
@@ -141,55 +150,64 @@ static bool num_or_null(struct cur *c, double *out) {
   return number(c, out);
 }
 
-static bool sdc(struct cur *c, struct cs_opscan *o) {
-  long long checked;
-  if (!LIT(c, "{\"checked\":") || !integer(c, &checked) || !LIT(c, ",\"fp\":")) return false;
-  bool has_fp = false;
-  if (!LIT(c, "null")) {
-    if (!hexid(c, &o->sdc_fp)) return false;
-    has_fp = true;
+static bool hexid_or_null(struct cur *c, uint64_t *out, bool *set) {
+  *set = false;
+  if (LIT(c, "null")) return true;
+  return *set = hexid(c, out);
+}
+
+static bool name_or_null(struct cur *c, struct cs_slice *out) {
+  if (LIT(c, "null")) {
+    out->s = NULL;
+    out->n = 0;
+    return true;
   }
-  if (!LIT(c, ",\"in_sum\":") || !num_or_null(c, &o->sdc_in_sum) || !LIT(c, ",\"in_abs\":") ||
-      !num_or_null(c, &o->sdc_in_abs) || !LIT(c, ",\"out_sum\":") || !num_or_null(c, &o->sdc_out_sum) || !LIT(c, "}"))
-    return false;
-  o->sdc_checked = checked > 0 && checked < 4 ? (unsigned)checked : 0;
-  if ((o->sdc_checked & 1) && !has_fp) o->sdc_checked &= ~1u;
+  return string(c, out);
+}
+
+/* ---- the op list's rows (include/collscope/dump_schema.h) as scanner code ---- */
+#define SCAN_I32(c, o, m) integer(c, &(o)->m)
+#define SCAN_I64(c, o, m) integer(c, &(o)->m)
+#define SCAN_U64(c, o, m) uinteger(c, &(o)->m)
+#define SCAN_US(c, o, m) number(c, &(o)->m)
+#define SCAN_F64(c, o, m) num_or_null(c, &(o)->m)
+#define SCAN_STR(c, o, m) string(c, &(o)->m)
+#define SCAN_SITE(c, o, m) string(c, &(o)->m)
+#define SCAN_NAME(c, o, m) string(c, &(o)->m)
+#define SCAN_NAME0(c, o, m) name_or_null(c, &(o)->m)
+#define SCAN_ID(c, o, m) hexid(c, &(o)->m)
+#define SCAN_ID0(c, o, m) hexid_or_null(c, &(o)->m, &(o)->has_##m)
+#define SCAN_HEX(c, o, m) hexid(c, &(o)->m)
+#define SCAN_BOOL(c, o, m) boolean(c, &(o)->m)
+#define SCAN_OBJ(c, o, m) obj_##m(c, o)
+
+#define SCAN_ROW(m, key, jt, wr, rd, def) SCAN_##wr(m, key, jt, m)
+#define SCAN_SDC_ROW(m, key, jt, wr, rd, def) SCAN_##wr(m, key, jt, sdc_##m)
+#define SCAN_ALWAYS(m, key, jt, dst) \
+  if (!KEY(c, key) || !SCAN_##jt(c, o, dst)) return false;
+#define SCAN_IFSET(m, key, jt, dst) \
+  if (KEY(c, key) && !SCAN_##jt(c, o, dst)) return false;
+
+static bool obj_sdc(struct cur *c, struct cs_opscan *o) {
+  char sep = '{';
+  CS_DUMP_SDC_FIELDS(SCAN_SDC_ROW)
+  if (!LIT(c, "}")) return false;
+  o->sdc_checked = o->sdc_checked > 0 && o->sdc_checked < 4 ? o->sdc_checked : 0;
+  if ((o->sdc_checked & 1) && !o->has_sdc_fp) o->sdc_checked &= ~1;
+  return true;
+}
+
+static bool op_rows(struct cur *c, struct cs_opscan *o) {
+  char sep = ',';
+  CS_DUMP_OP_FIELDS(SCAN_ROW)
   return true;
 }
 
 bool cs_opscan(const char *line, size_t len, struct cs_opscan *o) {
   struct cur c = {line, line + len};
-  struct cs_slice t;
-  long long ll;
   memset(o, 0, sizeof *o);
   o->sdc_in_sum = o->sdc_in_abs = o->sdc_out_sum = NAN;
-  if (!LIT(&c, "{\"type\":\"op\",\"comm\":") || !hexid(&c, &o->comm)) return false;
-  if (!KEY(&c, "comm_size") || !integer(&c, &o->comm_size)) return false;
-  if (!KEY(&c, "comm_rank") || !integer(&c, &o->comm_rank)) return false;
-  if (!KEY(&c, "rank") || !integer(&c, &o->rank)) return false;
-  if (!KEY(&c, "seq") || !integer(&c, &o->seq)) return false;
-  if (!KEY(&c, "op") || !string(&c, &o->op)) return false;
-  if (!KEY(&c, "dtype") || !string(&c, &o->dtype)) return false;
-  if (!KEY(&c, "count") || !integer(&c, &o->count)) return false;
-  if (!KEY(&c, "bytes") || !uinteger(&c, &o->bytes)) return false;
-  if (!KEY(&c, "redop")) return false;
-  if (!LIT(&c, "null") && !string(&c, &o->redop)) return false;
-  if (!KEY(&c, "root") || !integer(&c, &o->root)) return false;
-  if (!KEY(&c, "peer") || !integer(&c, &o->peer)) return false;
-  if (!KEY(&c, "stream") || !hexid(&c, &o->stream)) return false;
-  if (!KEY(&c, "group") || !integer(&c, &o->group)) return false;
-  if (!KEY(&c, "enqueue_ns") || !integer(&c, &o->enqueue_ns)) return false;
-  if (!KEY(&c, "start_ns") || !integer(&c, &o->start_ns)) return false;
-  if (!KEY(&c, "end_ns") || !integer(&c, &o->end_ns)) return false;
-  if (!KEY(&c, "dur_us") || !number(&c, &o->dur_us)) return false;
-  if (!KEY(&c, "timing") || !string(&c, &o->timing)) return false;
-  if (!KEY(&c, "captured") || !boolean(&c, &o->captured)) return false;
-  if (!KEY(&c, "site") || !string(&c, &o->site)) return false;
-  if (!KEY(&c, "status") || !integer(&c, &o->status)) return false;
-  if (KEY(&c, "sdc") && !sdc(&c, o)) return false;
-  if (KEY(&c, "algo") && !string(&c, &t)) return false;
-  if (KEY(&c, "proto") && !string(&c, &t)) return false;
-  if (KEY(&c, "nchannels") && !integer(&c, &ll)) return false;
+  if (!LIT(&c, "{\"type\":\"op\"") || !op_rows(&c, o)) return false;
   if (!LIT(&c, "}") || c.p != c.e) return false;
   return o->comm_size >= 1;
 }

@@ -96,41 +96,8 @@ struct cs_walk_rec report_agg_walk_rec(const struct cs_dumpfile *f, const struct
                               .sdc_out_sum = o->sdc_out_sum};
 }
 
-void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o) {
-  struct report_agg_priv *P = ctx;
-  struct worker *W = &P->w[worker < P->nw ? worker : 0];
-  struct fstate *F = &P->fs[file];
-  const char *filter = P->agg->op_filter;
-  bool counts = !filter || strcmp(o->op_name, filter) == 0;
-  W->matched |= filter && counts;
-  bool err = report_op_is_error(o);
-  int state = report_op_det_state(o);
-  /* this process's compute gap: start - the end of its previous op, when that op was timed.
-   * An op that ran untimed in between (sampled out of the CUDA-event path, host-timed) makes
-   * the span no compute gap: with 1 in 64 small collectives timed it would hold 63 collectives,
-   * the waits for the straggler included, on every rank alike (docs/detection.md). */
-  double gap = -1;
-  if (state == CS_DET_DONE) {
-    if (F->has_prev) {
-      int64_t g = o->start_ns - F->prev_end;
-      gap = g > 0 ? (double)g / 1e3 : 0;
-    }
-    F->has_prev = true;
-    F->prev_end = o->end_ns;
-  } else if (state == CS_DET_ENTERED || state == CS_DET_UNTIMED) {
-    F->has_prev = false;
-  }
-  if (o->seq >= 0) {
-    XGROW(F->buf, F->n, F->cap);
-    struct cs_walk_rec *w = &F->buf[F->n++];
-    *w = report_agg_walk_rec(f, o, (uint32_t)file);
-    w->det_state = state;
-    w->counts = counts;
-    w->gap_us = gap;
-  } /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
-  if (!counts) return;
-
-  struct agg_counts *c = &W->counts;
+/* the op's timing source in the worker's counts */
+static void count_timing(struct agg_counts *c, const struct cs_op_rec *o, bool err) {
   c->ops++;
   if (err) c->errors++;
   switch (o->timing) {
@@ -147,8 +114,11 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   case CSD_TIMING_ERROR: break;
   default: c->unknown_timing++; break;
   }
-  bool timed = o->timing == CSD_TIMING_GPU_EVENT;
+}
 
+/* the op table's row of (op, comm size, size bucket[, GPU model]) in the worker's table */
+static void add_to_row(struct report_agg_priv *P, struct worker *W, const struct cs_dumpfile *f, const struct cs_op_rec *o,
+                       bool timed) {
   struct row_key k;
   memset(&k, 0, sizeof k);
   k.op_name = o->op_name;
@@ -174,7 +144,11 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   if (o->bytes > r->bytes_max) r->bytes_max = o->bytes;
   agg_row_size(r, o->bytes, 1);
   if (timed) row_dur(P, r, o->dur_us);
+}
 
+/* the communicator's and the (communicator, comm rank)'s entries in the worker's tables,
+ * through the file's cache of its last two of each */
+static void add_to_comm(struct fstate *F, struct worker *W, unsigned worker, const struct cs_op_rec *o, bool timed) {
   if (F->cw != worker + 1) {
     memset(F->cc, 0, sizeof F->cc);
     memset(F->cr, 0, sizeof F->cr);
@@ -214,8 +188,11 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
     F->cr[1] = F->cr[0];
     F->cr[0] = cr;
   }
+}
 
-  struct agg_file *af = &P->agg->files[file];
+/* the file's figures: ops, errors, bytes, GPU time, and the comm ranks of its largest
+ * communicator */
+static void add_to_file(struct agg_file *af, const struct cs_op_rec *o, bool err, bool timed) {
   if (o->comm_rank >= 0 && o->comm_size > 0 && o->comm_rank < o->comm_size &&
       (o->comm_size > af->rcomm_size || (o->comm_size == af->rcomm_size && o->comm == af->rcomm))) {
     if (o->comm_size > af->rcomm_size || o->comm != af->rcomm) { /* a larger communicator: start again */
@@ -234,4 +211,46 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   af->errors += err;
   af->bytes += o->bytes;
   if (timed) af->gpu_ms += o->dur_us / 1e3;
+}
+
+void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o) {
+  struct report_agg_priv *P = ctx;
+  struct worker *W = &P->w[worker < P->nw ? worker : 0];
+  struct fstate *F = &P->fs[file];
+  const char *filter = P->agg->op_filter;
+  bool counts = !filter || strcmp(o->op_name, filter) == 0;
+  W->matched |= filter && counts;
+  bool err = report_op_is_error(o);
+  int state = report_op_det_state(o);
+  /* this process's compute gap: start - the end of its previous op, when that op was timed.
+   * An op that ran untimed in between (sampled out of the CUDA-event path, host-timed) makes
+   * the span no compute gap: with 1 in 64 small collectives timed it would hold 63 collectives,
+   * the waits for the straggler included, on every rank alike (docs/detection.md). */
+  double gap = -1;
+  if (state == CS_DET_DONE) {
+    if (F->has_prev) {
+      int64_t g = o->start_ns - F->prev_end;
+      gap = g > 0 ? (double)g / 1e3 : 0;
+    }
+    F->has_prev = true;
+    F->prev_end = o->end_ns;
+  } else if (state == CS_DET_ENTERED || state == CS_DET_UNTIMED) {
+    F->has_prev = false;
+  }
+  if (o->seq >= 0) {
+    XGROW(F->buf, F->n, F->cap);
+    struct cs_walk_rec *w = &F->buf[F->n++];
+    *w = report_agg_walk_rec(f, o, (uint32_t)file);
+    w->det_state = state;
+    w->counts = counts;
+    w->gap_us = gap;
+  } /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
+  if (!counts) return;
+
+  count_timing(&W->counts, o, err);
+  bool timed = o->timing == CSD_TIMING_GPU_EVENT;
+
+  add_to_row(P, W, f, o, timed);
+  add_to_comm(F, W, worker, o, timed);
+  add_to_file(&P->agg->files[file], o, err, timed);
 }

@@ -1,5 +1,5 @@
 /* tools/run_launch.c: `collscope run -n N`'s ranks (cli_run_launch): forks N ranks with
- * torchrun's environment (DESIGN.md "Launcher contract"), each in its own process group with
+ * torchrun's environment (DESIGN.md "The CLI", launcher contract), each in its own process group with
  * stdin from /dev/null, then waits in one poll() loop that (a) forwards whole output lines
  * with a "[R] " prefix (--tag-output, tools/run_output.c), (b) reaps ranks (SIGCHLD through a
  * self-pipe), (c) forwards SIGINT/SIGTERM/..., and (d) runs the kill-on-fail grace timer.
@@ -133,43 +133,60 @@ static void child_exec(const struct cli_run_opts *o, const struct plan *p, int r
   _exit(e == ENOENT ? CLI_EXIT_NOEXEC : 126);
 }
 
-static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
-  int n = o->nranks, rc = 0;
-  struct rank *r = calloc((size_t)n, sizeof *r);
-  struct run_outbuf *ob = o->tag_output ? calloc((size_t)n * 2, sizeof *ob) : NULL;
-  struct pollfd *pf = calloc((size_t)n * 2 + 1, sizeof *pf);
-  if (!r || !pf || (o->tag_output && !ob)) {
-    run_say("out of memory");
-    free(r);
-    free(ob);
-    free(pf);
-    return 1;
-  }
-  for (int i = 0; ob && i < 2 * n; i++) ob[i].fd = -1;
+/* the launcher's state while its ranks run */
+struct launch {
+  const struct cli_run_opts *o;
+  const struct plan *p;
+  int n;                 /* ranks to start */
+  struct rank *r;        /* n */
+  struct run_outbuf *ob; /* --tag-output: the ranks' stdout and stderr pipes (2 per rank), else NULL */
+  struct pollfd *pf;     /* the signal pipe and ob's open pipes */
+  struct sigaction old_sa[N_FWD + 2];
+  int started, alive, open_fds;
+  int killing, killed_hard; /* SIGTERM sent (SIGKILL at deadline); SIGKILL sent */
+  int int_count, failed;    /* SIGINT/SIGTERM received; ranks that failed on their own */
+  double deadline, drain_deadline;
+};
 
-  struct sigaction sa, old_sa[N_FWD + 2];
+/* The forwarded signals, SIGCHLD (both into sig_pipe, for poll) and SIGPIPE (ignored: a
+ * closed stdout must not kill us). 0, or 1 with a message. */
+static int handlers_install(struct launch *L) {
   if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
     run_say("pipe: %s", strerror(errno));
-    free(r);
-    free(ob);
-    free(pf);
     return 1;
   }
+  struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int i = 0; i < NSIG; i++) sig_pending[i] = 0;
   for (int i = 0; i < N_FWD; i++) {
-    sigaction(fwd_signals[i], &sa, &old_sa[i]);
-    fwd_ignored[i] = old_sa[i].sa_handler == SIG_IGN;
+    sigaction(fwd_signals[i], &sa, &L->old_sa[i]);
+    fwd_ignored[i] = L->old_sa[i].sa_handler == SIG_IGN;
   }
   sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-  sigaction(SIGCHLD, &sa, &old_sa[N_FWD]);
+  sigaction(SIGCHLD, &sa, &L->old_sa[N_FWD]);
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = SIG_IGN;
-  sigaction(SIGPIPE, &sa, &old_sa[N_FWD + 1]); /* a closed stdout must not kill us */
+  sigaction(SIGPIPE, &sa, &L->old_sa[N_FWD + 1]);
+  return 0;
+}
 
+static void handlers_restore(struct launch *L) {
+  for (int i = 0; i < N_FWD; i++) sigaction(fwd_signals[i], &L->old_sa[i], NULL);
+  sigaction(SIGCHLD, &L->old_sa[N_FWD], NULL);
+  sigaction(SIGPIPE, &L->old_sa[N_FWD + 1], NULL);
+  close(sig_pipe[0]);
+  close(sig_pipe[1]);
+  sig_pipe[0] = sig_pipe[1] = -1;
+}
+
+/* Fork and exec every rank, each in its own process group. 0, or 1 when one could not be
+ * started (a message; the ranks already started are killed). */
+static int start_ranks(struct launch *L) {
+  const struct cli_run_opts *o = L->o;
+  int rc = 0;
   /* Block the handled signals while forking: a child must not run on_signal() (it
    * would swallow a SIGTERM meant for it) before it resets the dispositions. */
   sigset_t block, old_mask;
@@ -178,9 +195,8 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
   sigaddset(&block, SIGCHLD);
   sigprocmask(SIG_BLOCK, &block, &old_mask);
   pid_t self = getpid();
-  int started = 0, alive = 0;
   fflush(NULL);
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < L->n; i++) {
     int po[2] = {-1, -1}, pe[2] = {-1, -1};
     if (o->tag_output && (pipe2(po, O_CLOEXEC) || pipe2(pe, O_CLOEXEC))) {
       run_say("pipe: %s", strerror(errno));
@@ -203,147 +219,178 @@ static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
       rc = 1;
       break;
     }
-    if (pid == 0) child_exec(o, p, i, po[1], pe[1], self);
+    if (pid == 0) child_exec(o, L->p, i, po[1], pe[1], self);
     setpgid(pid, pid); /* also here: no window where a signal misses the group */
-    r[i].pid = pid;
-    r[i].alive = 1;
-    started++;
-    alive++;
+    L->r[i].pid = pid;
+    L->r[i].alive = 1;
+    L->started++;
+    L->alive++;
     if (o->tag_output) {
       close(po[1]);
       close(pe[1]);
       fcntl(po[0], F_SETFL, O_NONBLOCK);
       fcntl(pe[0], F_SETFL, O_NONBLOCK);
-      ob[2 * i] = (struct run_outbuf){.fd = po[0], .dest = 1, .rank = i};
-      ob[2 * i + 1] = (struct run_outbuf){.fd = pe[0], .dest = 2, .rank = i};
+      L->ob[2 * i] = (struct run_outbuf){.fd = po[0], .dest = 1, .rank = i};
+      L->ob[2 * i + 1] = (struct run_outbuf){.fd = pe[0], .dest = 2, .rank = i};
     }
   }
   sigprocmask(SIG_SETMASK, &old_mask, NULL);
   if (rc) { /* could not start them all: stop the ones that run */
-    run_say("stopping the %d ranks already started", started);
-    signal_ranks(r, started, SIGKILL, 1);
+    run_say("stopping the %d ranks already started", L->started);
+    signal_ranks(L->r, L->started, SIGKILL, 1);
   }
+  return rc;
+}
 
-  int killing = rc != 0, killed_hard = rc != 0, int_count = 0, failed = 0;
-  double deadline = 0, drain_deadline = 0;
-  int open_fds = ob ? 2 * started : 0;
-  while (alive > 0 || open_fds > 0) {
+/* the signals received since the last pass, forwarded to every rank; a second SIGINT or
+ * SIGTERM kills them */
+static void forward_signals(struct launch *L) {
+  for (int s = 0; s < N_FWD; s++) {
+    int sig = fwd_signals[s];
+    if (!sig_pending[sig]) continue;
+    sig_pending[sig] = 0;
+    if (sig == SIGINT || sig == SIGTERM) L->int_count++;
+    if (L->int_count >= 2 && (sig == SIGINT || sig == SIGTERM)) {
+      run_say("second %s: killing %d ranks", strsignal(sig), L->alive);
+      signal_ranks(L->r, L->started, SIGKILL, 0);
+      L->killed_hard = L->killing = 1;
+    } else {
+      if (L->o->verbose || sig == SIGINT || sig == SIGTERM)
+        run_say("forwarding %s to %d ranks", strsignal(sig), L->alive);
+      signal_ranks(L->r, L->started, sig, 0);
+    }
+  }
+}
+
+/* the ranks that ended: their status; with --kill-on-fail, the first failure starts the
+ * others' termination (SIGTERM, SIGKILL after the grace period) */
+static void reap_ranks(struct launch *L) {
+  const struct cli_run_opts *o = L->o;
+  for (;;) {
+    int st;
+    pid_t pid = waitpid(-1, &st, WNOHANG);
+    if (pid <= 0) break;
+    for (int i = 0; i < L->started; i++) {
+      struct rank *r = &L->r[i];
+      if (r->pid != pid || !r->alive) continue;
+      r->alive = 0;
+      r->status = st;
+      /* "stopped by us" only if it died of what we sent; an exit code still counts */
+      if (r->stopped_by_us && !(WIFSIGNALED(st) && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL)))
+        r->stopped_by_us = 0;
+      r->code = status_code(st);
+      L->alive--;
+      char d[96];
+      describe(d, sizeof d, st);
+      if (r->code != 0 && !r->stopped_by_us) {
+        L->failed++;
+        run_say("rank %d (host %s, pid %d) %s", i, L->p->hosts ? L->p->hosts[i / L->p->per_host] : L->p->hostname,
+                (int)pid, d);
+        if (o->kill_on_fail && !L->killing && L->alive > 0) {
+          run_say("terminating the other %d ranks (SIGKILL after %.3g s; --no-kill-on-fail keeps them)", L->alive,
+                  o->grace_s);
+          signal_ranks(L->r, L->started, SIGTERM, 1);
+          L->killing = 1;
+          L->deadline = now_s() + o->grace_s;
+        }
+      } else if (o->verbose) {
+        run_say("rank %d (pid %d) %s%s", i, (int)pid, d, r->stopped_by_us ? " (stopped by collscope)" : "");
+      }
+      break;
+    }
+  }
+}
+
+/* Until every rank has ended and its output is drained: poll the signal pipe and the output
+ * pipes, forward signals, reap, and enforce the grace and drain deadlines. */
+static void wait_ranks(struct launch *L) {
+  struct run_outbuf *ob = L->ob;
+  while (L->alive > 0 || L->open_fds > 0) {
     int nf = 0;
-    pf[nf++] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
-    for (int i = 0; ob && i < 2 * started; i++)
-      if (ob[i].fd >= 0) pf[nf++] = (struct pollfd){.fd = ob[i].fd, .events = POLLIN};
+    L->pf[nf++] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
+    for (int i = 0; ob && i < 2 * L->started; i++)
+      if (ob[i].fd >= 0) L->pf[nf++] = (struct pollfd){.fd = ob[i].fd, .events = POLLIN};
     int timeout = -1;
     double t = now_s();
-    if (killing && !killed_hard) timeout = deadline > t ? (int)((deadline - t) * 1000) + 1 : 0;
-    if (alive == 0) { /* ranks gone; descendants may hold the pipes: drain briefly */
-      if (drain_deadline == 0) drain_deadline = t + 2.0;
-      int d = drain_deadline > t ? (int)((drain_deadline - t) * 1000) + 1 : 0;
+    if (L->killing && !L->killed_hard) timeout = L->deadline > t ? (int)((L->deadline - t) * 1000) + 1 : 0;
+    if (L->alive == 0) { /* ranks gone; descendants may hold the pipes: drain briefly */
+      if (L->drain_deadline == 0) L->drain_deadline = t + 2.0;
+      int d = L->drain_deadline > t ? (int)((L->drain_deadline - t) * 1000) + 1 : 0;
       if (timeout < 0 || d < timeout) timeout = d;
     }
-    int pr = poll(pf, (nfds_t)nf, timeout);
+    int pr = poll(L->pf, (nfds_t)nf, timeout);
     if (pr < 0 && errno != EINTR) {
       run_say("poll: %s", strerror(errno));
       break;
     }
-
-    if (pr > 0 && (pf[0].revents & POLLIN)) {
+    if (pr > 0 && (L->pf[0].revents & POLLIN)) {
       char drain[64];
       while (read(sig_pipe[0], drain, sizeof drain) > 0) {
       }
     }
     for (int k = 1; k < nf && pr > 0; k++) {
-      if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      for (int i = 0; i < 2 * started; i++)
-        if (ob[i].fd == pf[k].fd) {
-          if (!run_pump(&ob[i])) open_fds--;
+      if (!(L->pf[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      for (int i = 0; i < 2 * L->started; i++)
+        if (ob[i].fd == L->pf[k].fd) {
+          if (!run_pump(&ob[i])) L->open_fds--;
           break;
         }
     }
-    /* forwarded signals */
-    for (int s = 0; s < N_FWD; s++) {
-      int sig = fwd_signals[s];
-      if (!sig_pending[sig]) continue;
-      sig_pending[sig] = 0;
-      if (sig == SIGINT || sig == SIGTERM) int_count++;
-      if (int_count >= 2 && (sig == SIGINT || sig == SIGTERM)) {
-        run_say("second %s: killing %d ranks", strsignal(sig), alive);
-        signal_ranks(r, started, SIGKILL, 0);
-        killed_hard = killing = 1;
-      } else {
-        if (o->verbose || sig == SIGINT || sig == SIGTERM)
-          run_say("forwarding %s to %d ranks", strsignal(sig), alive);
-        signal_ranks(r, started, sig, 0);
-      }
+    forward_signals(L);
+    reap_ranks(L);
+    if (L->killing && !L->killed_hard && L->alive > 0 && now_s() >= L->deadline) {
+      run_say("grace period over: killing %d ranks", L->alive);
+      signal_ranks(L->r, L->started, SIGKILL, 1);
+      L->killed_hard = 1;
     }
-    /* reap */
-    for (;;) {
-      int st;
-      pid_t pid = waitpid(-1, &st, WNOHANG);
-      if (pid <= 0) break;
-      for (int i = 0; i < started; i++) {
-        if (r[i].pid != pid || !r[i].alive) continue;
-        r[i].alive = 0;
-        r[i].status = st;
-        /* "stopped by us" only if it died of what we sent; an exit code still counts */
-        if (r[i].stopped_by_us && !(WIFSIGNALED(st) && (WTERMSIG(st) == SIGTERM || WTERMSIG(st) == SIGKILL)))
-          r[i].stopped_by_us = 0;
-        r[i].code = status_code(st);
-        alive--;
-        char d[96];
-        describe(d, sizeof d, st);
-        if (r[i].code != 0 && !r[i].stopped_by_us) {
-          failed++;
-          run_say("rank %d (host %s, pid %d) %s", i, p->hosts ? p->hosts[i / p->per_host] : p->hostname,
-                  (int)pid, d);
-          if (o->kill_on_fail && !killing && alive > 0) {
-            run_say("terminating the other %d ranks (SIGKILL after %.3g s; --no-kill-on-fail keeps them)",
-                    alive, o->grace_s);
-            signal_ranks(r, started, SIGTERM, 1);
-            killing = 1;
-            deadline = now_s() + o->grace_s;
-          }
-        } else if (o->verbose) {
-          run_say("rank %d (pid %d) %s%s", i, (int)pid, d, r[i].stopped_by_us ? " (stopped by collscope)" : "");
-        }
-        break;
-      }
-    }
-    if (killing && !killed_hard && alive > 0 && now_s() >= deadline) {
-      run_say("grace period over: killing %d ranks", alive);
-      signal_ranks(r, started, SIGKILL, 1);
-      killed_hard = 1;
-    }
-    if (alive == 0 && open_fds > 0 && drain_deadline > 0 && now_s() >= drain_deadline) {
-      for (int i = 0; i < 2 * started; i++)
+    if (L->alive == 0 && L->open_fds > 0 && L->drain_deadline > 0 && now_s() >= L->drain_deadline) {
+      for (int i = 0; i < 2 * L->started; i++)
         if (ob[i].fd >= 0) {
           if (ob[i].len) run_emit(&ob[i], ob[i].buf, ob[i].len, 1);
           close(ob[i].fd);
           ob[i].fd = -1;
         }
-      open_fds = 0;
+      L->open_fds = 0;
     }
   }
+}
 
-  /* worst status; ranks we stopped only count if nothing else failed */
+/* the worst status; ranks we stopped only count if nothing else failed */
+static int worst_status(const struct launch *L, int rc) {
   int worst = 0, worst_any = 0;
-  for (int i = 0; i < started; i++) {
-    if (r[i].code > worst_any) worst_any = r[i].code;
-    if (!r[i].stopped_by_us && r[i].code > worst) worst = r[i].code;
+  for (int i = 0; i < L->started; i++) {
+    if (L->r[i].code > worst_any) worst_any = L->r[i].code;
+    if (!L->r[i].stopped_by_us && L->r[i].code > worst) worst = L->r[i].code;
   }
   if (worst == 0) worst = worst_any;
   if (rc) worst = worst ? worst : rc;
-  if (failed > 0 || (worst && o->verbose))
-    run_say("%d of %d ranks failed; exit status %d", failed, n, worst);
+  if (L->failed > 0 || (worst && L->o->verbose))
+    run_say("%d of %d ranks failed; exit status %d", L->failed, L->n, worst);
+  return worst;
+}
 
-  for (int i = 0; i < N_FWD; i++) sigaction(fwd_signals[i], &old_sa[i], NULL);
-  sigaction(SIGCHLD, &old_sa[N_FWD], NULL);
-  sigaction(SIGPIPE, &old_sa[N_FWD + 1], NULL);
-  close(sig_pipe[0]);
-  close(sig_pipe[1]);
-  sig_pipe[0] = sig_pipe[1] = -1;
-  free(r);
-  free(ob);
-  free(pf);
+static int launch_ranks(const struct cli_run_opts *o, struct plan *p) {
+  struct launch L = {.o = o, .p = p, .n = o->nranks};
+  L.r = calloc((size_t)L.n, sizeof *L.r);
+  L.ob = o->tag_output ? calloc((size_t)L.n * 2, sizeof *L.ob) : NULL;
+  L.pf = calloc((size_t)L.n * 2 + 1, sizeof *L.pf);
+  int worst = 1;
+  if (!L.r || !L.pf || (o->tag_output && !L.ob)) {
+    run_say("out of memory");
+    goto out;
+  }
+  for (int i = 0; L.ob && i < 2 * L.n; i++) L.ob[i].fd = -1;
+  if (handlers_install(&L)) goto out;
+  int rc = start_ranks(&L);
+  L.killing = L.killed_hard = rc != 0;
+  L.open_fds = L.ob ? 2 * L.started : 0;
+  wait_ranks(&L);
+  worst = worst_status(&L, rc);
+  handlers_restore(&L);
+out:
+  free(L.r);
+  free(L.ob);
+  free(L.pf);
   return worst;
 }
 

@@ -1,4 +1,4 @@
-/* tools/trace.h: `collscope trace`'s two streamed passes over the dumps (DESIGN.md "Trace").
+/* tools/trace.h: `collscope trace`'s two streamed passes over the dumps (docs/trace.md).
  *
  * Pass 1 (trace_scan) reads every file once without keeping its op records: per file the
  * CUDA streams seen (its tracks), the job's first and last record times, and a histogram of the

@@ -90,19 +90,91 @@ static int uf_find(int *p, int x) {
   return x;
 }
 
-int parse_ibnet(struct ctx *c, const char *text, size_t len) {
-  struct cs_topo *t = c->t;
-  struct lines L;
-  if (split_lines(c, text, len, 0, 0, &L)) return -1; /* rejects NUL bytes */
-  free_lines(&L);
-  /* the '#' descriptions matter here: the raw lines are read below */
-  struct cs_name_index idx = {0};
-  struct ibnode *nodes = NULL;
-  struct ibpeer *peers = NULL;
-  size_t nn = 0, np = 0, capn = 0, capp = 0;
-  int rc = 0, cur = -1;
+/* the fabric as read: its nodes (switches and CAs, by guid in idx) and the switches' peers */
+struct ibgraph {
+  struct cs_name_index idx;
+  struct ibnode *nodes;
+  struct ibpeer *peers;
+  size_t nn, np, capn, capp;
+};
+
+/* A `Switch N "S-<guid>"`, `Ca N "H-<guid>"` or `Rt ...` line (s after the leading blanks;
+ * buf the line, at lstart in the text): a new node, now the current one (*cur), or none
+ * for a router. */
+static int node_line(struct ctx *c, struct ibgraph *g, char *s, const char *buf, size_t lstart, int lineno, int *cur) {
+  int is_sw = s[0] == 'S', is_rt = s[0] == 'R';
+  s += is_sw ? 6 : 2;
+  if (*s != ' ') return ferr(c, lineno, "expected 'Switch N \"S-<guid>\"' or 'Ca N \"H-<guid>\"'");
+  while (*s == ' ') s++;
+  while (isdigit((unsigned char)*s)) s++;
+  char guid[40], ty;
+  const char *at;
+  if (ib_id(&s, guid, sizeof guid, &ty, &at) || (is_sw && ty != 'S') || (!is_sw && !is_rt && ty != 'H'))
+    return ferr(c, lineno, "expected a quoted node id (\"S-<guid>\" for a Switch, \"H-<guid>\" for a Ca)");
+  if (is_rt) {
+    *cur = -1;
+    return 0;
+  }
+  if (g->nn == g->capn) {
+    size_t nc = g->capn ? g->capn * 2 : 32;
+    struct ibnode *nv = realloc(g->nodes, nc * sizeof *nv);
+    if (!nv) return ferr(c, lineno, "out of memory");
+    g->nodes = nv;
+    g->capn = nc;
+  }
+  struct ibnode *node = &g->nodes[g->nn];
+  memset(node, 0, sizeof *node);
+  snprintf(node->guid, sizeof node->guid, "%s", guid);
+  node->is_switch = is_sw;
+  node->line = lineno;
+  node->first_peer = g->np;
+  node->desc = ib_desc(s, buf, lstart);
+  int prev = name_index_add(&g->idx, g->nodes, node_key, g->nn, node->guid, (int)g->nn);
+  if (prev == -2) return ferr(c, lineno, "out of memory");
+  if (prev >= 0) return ferr(c, lineno, "node %s described twice", guid);
+  *cur = (int)g->nn++;
+  return 0;
+}
+
+/* A `[port](...) "<peer id>"` line of node cur: the peer, kept when cur is a switch. */
+static int port_line(struct ctx *c, struct ibgraph *g, char *s, const char *buf, size_t lstart, int lineno, int cur) {
+  if (cur < 0) return ferr(c, lineno, "port line outside a Switch or Ca block");
+  char *r = strchr(s, ']');
+  if (!r) return ferr(c, lineno, "expected '[port]' at the start of a port line");
+  s = r + 1;
+  if (*s == '(') {
+    r = strchr(s, ')');
+    if (!r) return ferr(c, lineno, "unbalanced '(' in a port line");
+    s = r + 1;
+  }
+  struct ibpeer pe;
+  memset(&pe, 0, sizeof pe);
+  char ty, pguid[40];
+  const char *at;
+  if (ib_id(&s, pguid, sizeof pguid, &ty, &at))
+    return ferr(c, lineno, "expected the peer's quoted id (\"S-<guid>\" or \"H-<guid>\") after the port");
+  if (ty == 'R') return 0;
+  pe.is_ca = ty == 'H';
+  pe.guid = (struct span){(uint32_t)(lstart + (size_t)(at - buf)), (uint16_t)strlen(pguid)};
+  pe.desc = ib_desc(s, buf, lstart);
+  if (!g->nodes[cur].is_switch) return 0;
+  if (g->np == g->capp) {
+    size_t nc = g->capp ? g->capp * 2 : 64;
+    struct ibpeer *nv = realloc(g->peers, nc * sizeof *nv);
+    if (!nv) return ferr(c, lineno, "out of memory");
+    g->peers = nv;
+    g->capp = nc;
+  }
+  g->peers[g->np++] = pe;
+  g->nodes[cur].npeers++;
+  return 0;
+}
+
+/* the text's nodes and their ports, line by line (the '#' descriptions matter here: the raw
+ * lines are read, with tabs, CRs and NULs as blanks and lines cut at 1023 bytes) */
+static int read_graph(struct ctx *c, const char *text, size_t len, struct ibgraph *g) {
+  int rc = 0, cur = -1, lineno = 0;
   size_t off = 0;
-  int lineno = 0;
   while (off < len && !rc) {
     size_t e = off;
     while (e < len && text[e] != '\n') e++;
@@ -118,130 +190,33 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
     char *s = buf;
     while (*s == ' ') s++;
     if (!*s || *s == '#') continue;
-    if (!strncmp(s, "Switch", 6) || !strncmp(s, "Ca", 2) || !strncmp(s, "Rt", 2)) {
-      int is_sw = s[0] == 'S', is_rt = s[0] == 'R';
-      s += is_sw ? 6 : 2;
-      if (*s != ' ') {
-        rc = ferr(c, lineno, "expected 'Switch N \"S-<guid>\"' or 'Ca N \"H-<guid>\"'");
-        break;
-      }
-      while (*s == ' ') s++;
-      while (isdigit((unsigned char)*s)) s++;
-      char guid[40], ty;
-      const char *at;
-      if (ib_id(&s, guid, sizeof guid, &ty, &at) || (is_sw && ty != 'S') || (!is_sw && !is_rt && ty != 'H')) {
-        rc = ferr(c, lineno, "expected a quoted node id (\"S-<guid>\" for a Switch, \"H-<guid>\" for a Ca)");
-        break;
-      }
-      if (is_rt) {
-        cur = -1;
-        continue;
-      }
-      if (nn == capn) {
-        size_t nc = capn ? capn * 2 : 32;
-        struct ibnode *nv = realloc(nodes, nc * sizeof *nv);
-        if (!nv) {
-          rc = ferr(c, lineno, "out of memory");
-          break;
-        }
-        nodes = nv;
-        capn = nc;
-      }
-      struct ibnode *nd = &nodes[nn];
-      memset(nd, 0, sizeof *nd);
-      snprintf(nd->guid, sizeof nd->guid, "%s", guid);
-      nd->is_switch = is_sw;
-      nd->line = lineno;
-      nd->first_peer = np;
-      nd->desc = ib_desc(s, buf, lstart);
-      int prev = name_index_add(&idx, nodes, node_key, nn, nd->guid, (int)nn);
-      if (prev == -2) {
-        rc = ferr(c, lineno, "out of memory");
-        break;
-      }
-      if (prev >= 0) {
-        rc = ferr(c, lineno, "node %s described twice", guid);
-        break;
-      }
-      cur = (int)nn++;
-      continue;
-    }
-    if (*s == '[') {
-      if (cur < 0) {
-        rc = ferr(c, lineno, "port line outside a Switch or Ca block");
-        break;
-      }
-      char *r = strchr(s, ']');
-      if (!r) {
-        rc = ferr(c, lineno, "expected '[port]' at the start of a port line");
-        break;
-      }
-      s = r + 1;
-      if (*s == '(') {
-        r = strchr(s, ')');
-        if (!r) {
-          rc = ferr(c, lineno, "unbalanced '(' in a port line");
-          break;
-        }
-        s = r + 1;
-      }
-      struct ibpeer pe;
-      memset(&pe, 0, sizeof pe);
-      char ty, pguid[40];
-      const char *at;
-      if (ib_id(&s, pguid, sizeof pguid, &ty, &at)) {
-        rc = ferr(c, lineno, "expected the peer's quoted id (\"S-<guid>\" or \"H-<guid>\") after the port");
-        break;
-      }
-      if (ty == 'R') continue;
-      pe.is_ca = ty == 'H';
-      pe.guid = (struct span){(uint32_t)(lstart + (size_t)(at - buf)), (uint16_t)strlen(pguid)};
-      pe.desc = ib_desc(s, buf, lstart);
-      if (nodes[cur].is_switch) {
-        if (np == capp) {
-          size_t nc = capp ? capp * 2 : 64;
-          struct ibpeer *nv = realloc(peers, nc * sizeof *nv);
-          if (!nv) {
-            rc = ferr(c, lineno, "out of memory");
-            break;
-          }
-          peers = nv;
-          capp = nc;
-        }
-        peers[np++] = pe;
-        nodes[cur].npeers++;
-      }
-      continue;
-    }
-    /* vendid=, devid=, sysimgguid=, switchguid=, caguid= and other attribute lines */
-    if (strchr(s, '=')) continue;
-    rc = ferr(c, lineno, "unexpected line '%.40s' (expected Switch, Ca, a port line or key=value)", s);
+    if (!strncmp(s, "Switch", 6) || !strncmp(s, "Ca", 2) || !strncmp(s, "Rt", 2))
+      rc = node_line(c, g, s, buf, lstart, lineno, &cur);
+    else if (*s == '[')
+      rc = port_line(c, g, s, buf, lstart, lineno, cur);
+    else if (!strchr(s, '=')) /* vendid=, devid=, sysimgguid=, switchguid=, caguid= and other attribute lines */
+      rc = ferr(c, lineno, "unexpected line '%.40s' (expected Switch, Ca, a port line or key=value)", s);
   }
-  /* hosts and leaves */
-  int *swid = NULL, *par = NULL;
-  if (!rc) {
-    swid = malloc((nn ? nn : 1) * sizeof *swid);
-    par = malloc((nn ? nn : 1) * sizeof *par);
-    if (!swid || !par) rc = ferr(c, 0, "out of memory");
-  }
-  for (size_t i = 0; i < nn && !rc; i++) {
-    swid[i] = -1;
-    par[i] = (int)i;
-  }
-  for (size_t i = 0; i < nn && !rc; i++) {
+  return rc;
+}
+
+/* Hosts and leaves: every CA on a switch port is a host (its description's first word; the
+ * first leaf wins for a host with more HCAs) under that switch, which becomes a leaf of t;
+ * swid[i]: node i's switch in t, -1 when it is not a leaf. */
+static int add_leaves(struct ctx *c, const char *text, struct ibgraph *g, int *swid) {
+  struct cs_topo *t = c->t;
+  struct ibnode *nodes = g->nodes;
+  for (size_t i = 0; i < g->nn; i++) {
     if (!nodes[i].is_switch) continue;
-    for (size_t k = 0; k < nodes[i].npeers && !rc; k++) {
-      struct ibpeer *pe = &peers[nodes[i].first_peer + k];
+    for (size_t k = 0; k < nodes[i].npeers; k++) {
+      struct ibpeer *pe = &g->peers[nodes[i].first_peer + k];
       if (!pe->is_ca) continue;
       char pguid[40], desc[256], host[256];
       span_str(text, pe->guid, pguid, sizeof pguid);
-      int ca = name_index_find(&idx, nodes, node_key, pguid);
+      int ca = name_index_find(&g->idx, nodes, node_key, pguid);
       span_str(text, ca >= 0 && nodes[ca].desc.len ? nodes[ca].desc : pe->desc, desc, sizeof desc);
       first_word(desc, host, sizeof host);
-      if (!host[0]) {
-        rc = ferr(c, nodes[i].line, "CA %s has no description (the host name is its first word)", pguid);
-        break;
-      }
+      if (!host[0]) return ferr(c, nodes[i].line, "CA %s has no description (the host name is its first word)", pguid);
       if (swid[i] < 0) {
         char nm[300], sdesc[256];
         span_str(text, nodes[i].desc, sdesc, sizeof sdesc);
@@ -249,69 +224,91 @@ int parse_ibnet(struct ctx *c, const char *text, size_t len) {
         snprintf(nm, sizeof nm, "%s", d);
         if (cs_topo_switch_index(t, nm) >= 0) snprintf(nm, sizeof nm, "%.200s (%s)", d, nodes[i].guid);
         swid[i] = add_switch(t, nm, nodes[i].line);
-        if (swid[i] < 0) {
+        if (swid[i] < 0) return ferr(c, 0, "out of memory");
+      }
+      if (cs_topo_host_index(t, host) >= 0) continue; /* more HCAs: first leaf wins */
+      if (t->nhost >= c->max_hosts) return ferr(c, nodes[i].line, "more than %zu hosts in the file (the limit)", c->max_hosts);
+      int rc = charge(c, nodes[i].line, 1);
+      if (rc) return rc;
+      if (add_host(t, host, swid[i]) < 0) return ferr(c, 0, "out of memory");
+    }
+  }
+  return 0;
+}
+
+/* Pods: leaves joined through the switches directly attached to them (union-find over par);
+ * with more than one pod, each gets a switch pod0, pod1, ... as its leaves' parent. */
+static int add_pods(struct ctx *c, const char *text, struct ibgraph *g, const int *swid, int *par) {
+  struct cs_topo *t = c->t;
+  size_t nn = g->nn;
+  for (size_t i = 0; i < nn; i++) {
+    if (!g->nodes[i].is_switch || swid[i] < 0) continue;
+    for (size_t k = 0; k < g->nodes[i].npeers; k++) {
+      struct ibpeer *pe = &g->peers[g->nodes[i].first_peer + k];
+      if (pe->is_ca) continue;
+      char pguid[40];
+      span_str(text, pe->guid, pguid, sizeof pguid);
+      int j = name_index_find(&g->idx, g->nodes, node_key, pguid);
+      if (j < 0 || swid[j] >= 0) continue; /* unknown, or another leaf */
+      int a = uf_find(par, (int)i), b = uf_find(par, j);
+      if (a != b) par[a] = b;
+    }
+  }
+  int rc = 0;
+  size_t npods = 0;
+  int *podsw = calloc(nn ? nn : 1, sizeof *podsw);
+  if (!podsw) rc = ferr(c, 0, "out of memory");
+  for (size_t i = 0; i < nn && !rc; i++) podsw[i] = -1;
+  for (size_t i = 0; i < nn && !rc; i++)
+    if (swid[i] >= 0 && podsw[uf_find(par, (int)i)] < 0) {
+      podsw[uf_find(par, (int)i)] = 0;
+      npods++;
+    }
+  if (!rc && npods > 1) {
+    size_t k = 0;
+    for (size_t i = 0; i < nn; i++) podsw[i] = -1;
+    for (size_t i = 0; i < nn && !rc; i++) {
+      if (swid[i] < 0) continue;
+      int r = uf_find(par, (int)i);
+      if (podsw[r] < 0) {
+        char nm[64];
+        snprintf(nm, sizeof nm, "pod%zu", k++);
+        podsw[r] = add_switch(t, nm, 0);
+        if (podsw[r] < 0) {
           rc = ferr(c, 0, "out of memory");
           break;
         }
       }
-      if (cs_topo_host_index(t, host) >= 0) continue; /* more HCAs: first leaf wins */
-      if (t->nhost >= c->max_hosts) {
-        rc = ferr(c, nodes[i].line, "more than %zu hosts in the file (the limit)", c->max_hosts);
-        break;
-      }
-      if ((rc = charge(c, nodes[i].line, 1))) break;
-      if (add_host(t, host, swid[i]) < 0) rc = ferr(c, 0, "out of memory");
+      t->sw[swid[i]].parent = podsw[r];
     }
   }
-  /* pods: leaves joined through the switches directly attached to them */
+  free(podsw);
+  return rc;
+}
+
+int parse_ibnet(struct ctx *c, const char *text, size_t len) {
+  struct lines L;
+  if (split_lines(c, text, len, 0, 0, &L)) return -1; /* rejects NUL bytes */
+  free_lines(&L);
+  struct ibgraph g = {0};
+  int rc = read_graph(c, text, len, &g);
+  int *swid = NULL, *par = NULL;
   if (!rc) {
-    for (size_t i = 0; i < nn; i++) {
-      if (!nodes[i].is_switch || swid[i] < 0) continue;
-      for (size_t k = 0; k < nodes[i].npeers; k++) {
-        struct ibpeer *pe = &peers[nodes[i].first_peer + k];
-        if (pe->is_ca) continue;
-        char pguid[40];
-        span_str(text, pe->guid, pguid, sizeof pguid);
-        int j = name_index_find(&idx, nodes, node_key, pguid);
-        if (j < 0 || swid[j] >= 0) continue; /* unknown, or another leaf */
-        int a = uf_find(par, (int)i), b = uf_find(par, j);
-        if (a != b) par[a] = b;
-      }
-    }
-    size_t npods = 0;
-    int *podsw = calloc(nn ? nn : 1, sizeof *podsw);
-    if (!podsw) rc = ferr(c, 0, "out of memory");
-    for (size_t i = 0; i < nn && !rc; i++) podsw[i] = -1;
-    for (size_t i = 0; i < nn && !rc; i++)
-      if (swid[i] >= 0 && podsw[uf_find(par, (int)i)] < 0) {
-        podsw[uf_find(par, (int)i)] = 0;
-        npods++;
-      }
-    if (!rc && npods > 1) {
-      size_t k = 0;
-      for (size_t i = 0; i < nn; i++) podsw[i] = -1;
-      for (size_t i = 0; i < nn && !rc; i++) {
-        if (swid[i] < 0) continue;
-        int r = uf_find(par, (int)i);
-        if (podsw[r] < 0) {
-          char nm[64];
-          snprintf(nm, sizeof nm, "pod%zu", k++);
-          podsw[r] = add_switch(t, nm, 0);
-          if (podsw[r] < 0) {
-            rc = ferr(c, 0, "out of memory");
-            break;
-          }
-        }
-        t->sw[swid[i]].parent = podsw[r];
-      }
-    }
-    free(podsw);
+    swid = malloc((g.nn ? g.nn : 1) * sizeof *swid);
+    par = malloc((g.nn ? g.nn : 1) * sizeof *par);
+    if (!swid || !par) rc = ferr(c, 0, "out of memory");
   }
-  if (!rc && t->nhost == 0) rc = ferr(c, 0, "no switch with host channel adapters found (expected ibnetdiscover output)");
+  for (size_t i = 0; i < g.nn && !rc; i++) {
+    swid[i] = -1;
+    par[i] = (int)i;
+  }
+  if (!rc) rc = add_leaves(c, text, &g, swid);
+  if (!rc) rc = add_pods(c, text, &g, swid, par);
+  if (!rc && c->t->nhost == 0) rc = ferr(c, 0, "no switch with host channel adapters found (expected ibnetdiscover output)");
   free(swid);
   free(par);
-  free(nodes);
-  free(peers);
-  name_index_free(&idx);
+  free(g.nodes);
+  free(g.peers);
+  name_index_free(&g.idx);
   return rc;
 }

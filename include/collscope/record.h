@@ -4,17 +4,16 @@
  * JSONL schema in DESIGN.md ("Dump files"). */
 #ifndef COLLSCOPE_RECORD_H
 #define COLLSCOPE_RECORD_H
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 enum cs_rec_type { CS_REC_OP = 1,
                    CS_REC_XFER = 2,
                    CS_REC_COMM = 3,
                    /* 4 is CS_REC_HANG (ring.h) */
                    CS_REC_LINK = 5,  /* NCCL_NET wrapper (shim/net_plugin.c): one connection's figures over an
-                                    * interval; root = dir (0 send, 1 recv), peer = peer rank, comm_id = token,
-                                    * count = messages, bytes, stream = busy ns, seq = max in flight,
-                                    * in_sum/in_abs/out_sum = Gbit/s p50/p10/mean, start/end_ns = interval,
-                                    * event = 1 on the connection's last record (closed) */
+                                    * interval, a struct cs_link_record (cs_link_pack / cs_link_unpack) */
                    CS_REC_HEALTH = 6 /* health sampler (hooks/health.c), stats ring only: op = CS_HEALTH_F_*
                                       * flags of the sample, count = NVML clock event reasons, end_ns = time */
 };
@@ -135,5 +134,64 @@ struct cs_record {
   int64_t prof_start_ns; /* internal: a probation op's profiler-timed span (CLOCK_REALTIME) */
   int64_t prof_end_ns;
 };
+
+/* A CS_REC_LINK record's figures: one NCCL_NET connection over [t0_ns, t_ns], as the NCCL_NET
+ * wrapper measures them (shim/net_plugin_harvest.c) and the dump's "link" line and the
+ * exporter read them. The queue and the stats ring carry every record in the fixed-size
+ * struct cs_record; cs_link_pack() and cs_link_unpack() are the one place that says which of
+ * its fields hold which figure. */
+struct cs_link_record {
+  bool recv;                 /* the receiving end (irecv); else the sending end (isend) */
+  bool closed;               /* the connection's last record */
+  int32_t rank;              /* this process's global rank */
+  int32_t peer;              /* the peer's global rank, -1 when unknown (receiving end) */
+  int32_t dev;               /* the net plugin's device index */
+  uint64_t token;            /* the connection token that joins both ends across files, 0 when none */
+  uint64_t msgs, bytes;      /* over the interval */
+  uint64_t busy_ns;          /* time with a message in flight */
+  uint64_t max_inflight;     /* most messages in flight at once */
+  double gbps_p50, gbps_p10; /* byte-weighted percentiles of per-message Gbit/s */
+  double gbps_mean;          /* bytes over busy time, Gbit/s */
+  int64_t t0_ns, t_ns;       /* the interval, CLOCK_REALTIME */
+};
+
+static inline void cs_link_pack(const struct cs_link_record *l, struct cs_record *r) {
+  memset(r, 0, sizeof *r);
+  r->type = CS_REC_LINK;
+  r->timing = CS_TIMING_HOST;
+  r->event = l->closed;
+  r->root = l->recv;
+  r->comm_rank = l->rank;
+  r->peer = l->peer;
+  r->device = l->dev;
+  r->comm_id = l->token;
+  r->count = l->msgs;
+  r->bytes = l->bytes;
+  r->stream = l->busy_ns;
+  r->seq = l->max_inflight;
+  r->in_sum = l->gbps_p50;
+  r->in_abs = l->gbps_p10;
+  r->out_sum = l->gbps_mean;
+  r->start_ns = l->t0_ns;
+  r->end_ns = r->enqueue_ns = l->t_ns;
+}
+
+static inline void cs_link_unpack(const struct cs_record *r, struct cs_link_record *l) {
+  l->recv = r->root != 0;
+  l->closed = r->event != 0;
+  l->rank = r->comm_rank;
+  l->peer = r->peer;
+  l->dev = r->device;
+  l->token = r->comm_id;
+  l->msgs = r->count;
+  l->bytes = r->bytes;
+  l->busy_ns = r->stream;
+  l->max_inflight = r->seq;
+  l->gbps_p50 = r->in_sum;
+  l->gbps_p10 = r->in_abs;
+  l->gbps_mean = r->out_sum;
+  l->t0_ns = r->start_ns;
+  l->t_ns = r->end_ns;
+}
 
 #endif

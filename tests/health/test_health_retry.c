@@ -26,7 +26,6 @@
 /* ---- fakes ---- */
 struct cs_config cs_cfg;
 struct cs_driver cs_drv;
-size_t (*cs_dump_header_extra)(int device, char *out, size_t cap);
 static int comm_device = -1, ident_device = -1;
 static unsigned foreach_calls, busid_calls;
 

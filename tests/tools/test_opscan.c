@@ -67,7 +67,7 @@ static void check_against_jansson(const char *line, size_t len, const struct cs_
   }
   assert_true(json_is_integer(get(o, "bytes")) && (uint64_t)ival(o, "bytes") == s->bytes);
   assert_true(same_num(s->dur_us, get(o, "dur_us")));
-  assert_true(same_str(o, "op", s->op) && same_str(o, "dtype", s->dtype) && same_str(o, "timing", s->timing) &&
+  assert_true(same_str(o, "op", s->op_name) && same_str(o, "dtype", s->dtype) && same_str(o, "timing", s->timing_name) &&
               same_str(o, "site", s->site));
   assert_true(s->redop.s ? same_str(o, "redop", s->redop) : json_is_null(get(o, "redop")));
   assert_true(json_is_boolean(get(o, "captured")) && json_is_true(get(o, "captured")) == s->captured);

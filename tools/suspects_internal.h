@@ -1,0 +1,68 @@
+/* tools/suspects_internal.h: what `collscope suspects`' two files share: the hosts and GPUs
+ * the reports implicate with their evidence, gathered from each DIR's report document by
+ * tools/suspects_gather.c, and printed with the scheduler actions by tools/cmd_suspects.c. */
+#ifndef COLLSCOPE_TOOLS_SUSPECTS_INTERNAL_H
+#define COLLSCOPE_TOOLS_SUSPECTS_INTERNAL_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <uthash.h>
+
+#include "suspects_nodes.h"
+
+enum level { LVL_NONE = 0,
+             LVL_WATCH = 1,
+             LVL_DRAIN = 2 };
+static inline const char *level_name(int l) { return l == LVL_DRAIN ? "drain" : l == LVL_WATCH ? "watch"
+                                                                                               : "ok"; }
+
+struct evidence {
+  const char *kind; /* straggler, sdc, slow_link, hang_missing, hang_stuck, nccl_errors, health (static) */
+  int level;
+  size_t dir;     /* index into the DIR arguments */
+  long long rank; /* -1: none */
+  char detail[256];
+};
+
+struct gpu {
+  long long rank, device;
+  char pci[40];
+  char uuid[96]; /* NVML's, from the report's health section; "" unknown */
+  size_t dir;
+};
+
+/* A host is keyed by what an action would name: a verified node ("v:" node), or an
+ * unverified host name from the dumps ("u:" name), which no action ever names. */
+struct host {
+  char *key;
+  const char *name; /* the node, or the dump's host name (points into key) */
+  bool verified;
+  char why[200];   /* unverified: what is missing (the first reason found) */
+  char label[128]; /* verified: the dumps' host name when it differs from the node, else "" */
+  struct evidence *ev;
+  size_t nev, capev;
+  struct gpu *gpus; /* the GPUs of the ranks the evidence names */
+  size_t ngpus, capgpus;
+  size_t jobs_seen, jobs_implicated, jobs_straggler;
+  size_t last_seen_dir, last_impl_dir, last_strag_dir; /* +1: 0 = none yet */
+  int level;
+  UT_hash_handle hh;
+};
+
+struct suspects {
+  struct host *hosts; /* uthash by key */
+  const char **dirs, **jobs;
+  size_t ndirs;
+  struct sn_dir *nodes; /* per DIR: its node records and dump headers */
+  bool trust_names;     /* --trust-host-names: act on plain host names no record vouches for */
+};
+
+/* DIR d's report document (cli_report_json) into s: the hosts and GPUs it implicates, with
+ * their evidence, and the hosts it saw */
+void suspects_gather(struct suspects *s, size_t d, json_t *doc);
+/* each host's level from its evidence, once every DIR is gathered */
+void suspects_classify(struct suspects *s);
+/* a string field of a JSON object, NULL when absent or not a string */
+const char *suspects_jstr(json_t *o, const char *k);
+
+#endif
