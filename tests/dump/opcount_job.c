@@ -4,7 +4,9 @@
  * number of calls made so far in an 8-byte shared mapping of $OPCOUNT_DIR/ops.r<RANK>
  * (the page outlives the process). With OPCOUNT_GATE=1, SIGTERM/SIGINT/SIGHUP are blocked
  * in every thread (the mask is set before any thread exists) and unblocked on the main
- * thread only between two calls, so a termination signal lands where the count is exact.
+ * thread only between two calls (and in the synchronisations, which come after a call's count
+ * is stored), so a termination signal lands where the count is exact and no rank waits, with
+ * the signal blocked, on a collective of a peer that already died of it.
  * OPCOUNT_PACE_US=N: a sleep of N us after each call (a run of --steps calls lasts at
  * least steps x N us, however loaded the machine).
  * Rank 0 prints "opcount world=W ops=N" at the end. */
@@ -67,7 +69,13 @@ int main(int argc, char **argv) {
     ops++;
     if (counter) *counter = ops;
     if (pace > 0) nanosleep(&pace_ts, NULL);
-    if (i % 64 == 63) CUDACHECK(cudaStreamSynchronize(s));
+    if (i % 64 == 63) {
+      /* the count is stored: the wait is between two calls too, and a rank that waits on a
+       * collective a peer that took the signal will never run must be able to take it */
+      if (gate) sigprocmask(SIG_UNBLOCK, &term, NULL);
+      CUDACHECK(cudaStreamSynchronize(s));
+      if (gate) sigprocmask(SIG_BLOCK, &term, NULL);
+    }
   }
   CUDACHECK(cudaStreamSynchronize(s));
   CUDACHECK(cudaFree(d));
