@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "opscan.h"
+#include "dump/opscan.h"
 
 static double cpu_s(void) {
   struct timespec t;

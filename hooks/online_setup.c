@@ -211,7 +211,7 @@ static bool own_setup(void) {
   return true;
 }
 
-/* The first thing collscope's online thread does (hooks/online.c, exchange_main): true
+/* The first thing collscope's online thread does (hooks/online_exchange.c, exchange_main): true
  * when collscope's communicator and buffers are ready; false (one line logged, the
  * feature off) when not. */
 bool cs_online_own_setup(void) {

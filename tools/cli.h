@@ -21,7 +21,7 @@ void cmd_suspects_help(FILE *out);
  * (for `collscope run --topology`). Returns 0, or -1 with a message on stderr. */
 int cli_topo_order_hosts(const char *topofile, char **hosts, size_t n, int verbose);
 
-/* tools/report/detect_input.c: run stats/detect.c over a loaded dump set (all op records plus
+/* tools/report/detect_input.c: run analysis/detect.c over a loaded dump set (all op records plus
  * the shim's hang records). Returns 0, -1 out of memory. */
 struct cs_dumpset;
 struct cs_det_params;

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "collscope/detect.h"
 #include "collscope/topology.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 
 #include <jansson.h>
 

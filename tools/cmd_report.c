@@ -57,12 +57,12 @@
 #include <jansson.h>
 
 #include "collscope/schema.h"
-#include "dumpfile.h"
-#include "readpool.h"
+#include "dump/dumpfile.h"
+#include "dump/readpool.h"
 #include "report/report.h"
-#include "report_agg.h"
-#include "report_balance.h"
-#include "report_html.h"
+#include "report/report_agg.h"
+#include "report/report_balance.h"
+#include "report/report_html.h"
 
 /* The whole report as one JSON object: what --json prints, and what other commands (suspects,
  * the HTML page) read through cli_report_json(), so they can never disagree with it. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_internal.h"
+#include "run/run_internal.h"
 
 void run_say(const char *fmt, ...) {
   char line[2048];

@@ -34,8 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "readpool.h"
-#include "trace.h"
+#include "dump/readpool.h"
+#include "trace/trace.h"
 
 static void usage(FILE *o) {
   fputs("usage: collscope trace DIR [-o FILE] [--job ID] [--ranks LIST] [--comm ID] [--from T] [--to T]\n"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "fuzz_report_quiet.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "instwalk.h"
+#include "dump/instwalk.h"
 
 enum { NF = 6,
        NSEQ = 400 };

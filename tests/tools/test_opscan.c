@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "opscan.h"
+#include "dump/opscan.h"
 
 static const char *const good[] = {
     "{\"type\":\"op\",\"comm\":\"c965d6348c188782\",\"comm_size\":16,\"comm_rank\":5,\"rank\":5,\"seq\":0,"

@@ -18,9 +18,9 @@
 
 #include "cli.h"
 #include "collscope/sdc.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "report/report.h"
-#include "report_agg.h"
+#include "report/report_agg.h"
 #include "tools_fixture.h"
 
 enum { RANKS = 4 };

@@ -19,8 +19,8 @@
 #include "cli.h"
 #include "collscope/detect.h"
 #include "collscope/histogram.h"
-#include "dumpfile.h"
-#include "report_agg.h"
+#include "dump/dumpfile.h"
+#include "report/report_agg.h"
 
 enum { RANKS = 8,
        OPS = 1200 };

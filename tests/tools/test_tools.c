@@ -27,7 +27,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "tools_fixture.h"
 static void test_load_fixture(void **state) {
   struct cs_dumpset *set = cs_dumpset_load(*state);

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "trace_hist.h"
+#include "trace/trace_hist.h"
 
 #define N 200000
 

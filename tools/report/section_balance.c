@@ -4,7 +4,7 @@
  * figures are gathered during the instance walk (r->agg->balance, tools/report_balance.c);
  * the model is made here, after the health section's build (it reads r->health). */
 #include "report.h"
-#include "../report_balance.h"
+#include "report_balance.h"
 
 static void build_balance(struct report *r) {
   report_balance_finish(r->agg ? r->agg->balance : NULL, r->set, r->health, r->layers, r->nlayers, r->shares,

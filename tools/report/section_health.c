@@ -4,7 +4,7 @@
  * tools/report_health.c; the sections that join read r->health (built here first: every
  * section's build runs before any output). */
 #include "report.h"
-#include "../report_health.h"
+#include "report_health.h"
 
 static void build_health(struct report *r) { r->health = report_health_build(r->set); }
 static void text_health(const struct report *r, FILE *o) { report_health_text(r->health, &r->det, o); }

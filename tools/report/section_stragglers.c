@@ -1,11 +1,11 @@
-/* tools/report/section_stragglers.c: the report's "stragglers" section (stats/detect.c's
+/* tools/report/section_stragglers.c: the report's "stragglers" section (analysis/detect.c's
  * findings; definitions in include/collscope/detect.h), also printed by `collscope top`
  * (cli_text_stragglers, cli_json_stragglers). Link entries with no rank name the slowest
  * slow host pair of the links section. */
 #include "cli.h"
 #include "report.h"
-#include "../report_health.h"
-#include "../xalloc.h"
+#include "report_health.h"
+#include "xalloc.h"
 
 static void text_stragglers(const struct report *r, FILE *o) {
   const struct cs_link_pair *q = report_slowest_link(r);
