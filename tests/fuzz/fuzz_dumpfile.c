@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_dumpfile.c: libFuzzer entry point for the dump-file reader
- * (tools/dumpfile.c) and `collscope report`, the path every dump a job leaves goes through.
+ * (tools/dump/dumpfile.c) and `collscope report`, the path every dump a job leaves goes through.
  * The input bytes become a process's dump collscope-fz-r0-p1.jsonl; its first line plus the
  * second half of the input become the same process's salvage file, so the salvage merge
  * runs too. The directory is loaded, grouped into collective instances, and reported as

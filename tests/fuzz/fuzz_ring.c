@@ -2,7 +2,7 @@
  * `collscope top`, `collscope salvage` and `collscope exporter` input goes through: the
  * input bytes become one ring file (collscope-<euid>-fuzz-r0.ring in a private directory;
  * the header's uid field, when present, is set to the caller's so that the owner checks pass
- * and the fuzzer gets past them), which is loaded by tools/ring_view.c (analysis/ring_reader.c's
+ * and the fuzzer gets past them), which is loaded by tools/ring/ring_view.c (analysis/ring_reader.c's
  * checked reader), written as a salvage dump to /dev/null, checked for liveness and freed;
  * then the exporter's follower reads it (summary block: series, side ring, health, GPU
  * identity; the detectors over the newest records) and renders an exposition. Built like

@@ -1,4 +1,4 @@
-/* tests/tools/test_opscan.c: the fast op-line scanner (tools/opscan.c) against jansson.
+/* tests/tools/test_opscan.c: the fast op-line scanner (tools/dump/opscan.c) against jansson.
  * Writer-layout lines must be accepted with the values jansson reads; and over many random
  * mutations of those lines, every line the scanner still accepts must be one jansson reads
  * as the same op record (the scanner may refuse more, never accept what jansson would not). */

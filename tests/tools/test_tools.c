@@ -1,4 +1,4 @@
-/* tests/tools/test_tools.c: cmocka tests for the dump reader (tools/dumpfile.c) and the
+/* tests/tools/test_tools.c: cmocka tests for the dump reader (tools/dump/dumpfile.c) and the
  * `collscope report` / `collscope trace` subcommands (called in-process; stdout/stderr are
  * captured through temporary files).
  *

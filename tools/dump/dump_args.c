@@ -1,4 +1,4 @@
-/* tools/dump_args.c: the command line shared by the subcommands that read a dump
+/* tools/dump/dump_args.c: the command line shared by the subcommands that read a dump
  * directory (report, trace): DIR, -o/--output FILE, --job ID, -j N, and where the command takes
  * them, --op NAME, --json, trace's selection and report's --layers/--shares. One parser, so both say the same things the same way. Also
  * their output file: a temporary beside it, renamed into place once written whole. And the

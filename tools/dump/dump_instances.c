@@ -1,5 +1,5 @@
-/* tools/dump_instances.c: the op records of a loaded set grouped into collective instances,
- * (comm, seq) with one record per member rank (cs_group_instances, tools/dumpfile.h). */
+/* tools/dump/dump_instances.c: the op records of a loaded set grouped into collective instances,
+ * (comm, seq) with one record per member rank (cs_group_instances, tools/dump/dumpfile.h). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* tools/dump_internal.h: what the dump reader's files share; the commands use dumpfile.h.
+/* tools/dump/dump_internal.h: what the dump reader's files share; the commands use dumpfile.h.
  *   dumpfile.c       the set: files found, read (whole or streamed), finished, freed
  *   dump_reader.c    one file (struct freader): lines, pieces, messages, footer counts
  *   dump_records.c   one line's JSON object into one record (struct lctx)

@@ -1,6 +1,6 @@
-/* tools/dump_jobs.c: one job per dump set: the files of the job picked with --job, or of the
+/* tools/dump/dump_jobs.c: one job per dump set: the files of the job picked with --job, or of the
  * only job found; several jobs and none picked refuse the set with a message naming them.
- * Part of the reader (tools/dumpfile.h). */
+ * Part of the reader (tools/dump/dumpfile.h). */
 #include <stdlib.h>
 #include <string.h>
 

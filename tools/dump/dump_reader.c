@@ -1,7 +1,7 @@
-/* tools/dump_reader.c: reading one dump file (struct freader): its lines, whole (one read of
- * the file) or a piece per round (streaming), each to a record through tools/dump_records.c
- * or, for the writer's own op lines, tools/opscan.c; its messages kept in file order; what
- * its footer says was written against what it holds. Part of the reader (tools/dumpfile.h). */
+/* tools/dump/dump_reader.c: reading one dump file (struct freader): its lines, whole (one read of
+ * the file) or a piece per round (streaming), each to a record through tools/dump/dump_records.c
+ * or, for the writer's own op lines, tools/dump/opscan.c; its messages kept in file order; what
+ * its footer says was written against what it holds. Part of the reader (tools/dump/dumpfile.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -146,7 +146,7 @@ static const char *cached(struct freader *fr, struct icache *c, struct cs_slice 
 }
 
 /* The fast path (DESIGN.md "Reading dumps"): an op line in the writer's own layout, read by
- * tools/opscan.c with the values dump_parse_op() would give; false: read it with jansson. */
+ * tools/dump/opscan.c with the values dump_parse_op() would give; false: read it with jansson. */
 static bool fast_op(struct freader *fr, const char *buf, size_t len) {
   struct cs_opscan s;
   if (!cs_opscan(buf, len, &s)) return false;

@@ -1,7 +1,7 @@
-/* tools/dump_records.c: one dump line's JSON object into one record (DESIGN.md "Dump files"):
+/* tools/dump/dump_records.c: one dump line's JSON object into one record (DESIGN.md "Dump files"):
  * typed field access where the first problem of a line wins and names the field, and one
- * parser per record type. The fast path for the writer's own op lines is tools/opscan.c;
- * both give the same values. Part of the reader (tools/dumpfile.h). */
+ * parser per record type. The fast path for the writer's own op lines is tools/dump/opscan.c;
+ * both give the same values. Part of the reader (tools/dump/dumpfile.h). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* tools/dump_salvage.c: a salvage file (collscope salvage, *.salvage.jsonl) next to its
+/* tools/dump/dump_salvage.c: a salvage file (collscope salvage, *.salvage.jsonl) next to its
  * process's own dump (same host and pid) is merged into that dump; records already in the
- * dump are counted once. Part of the reader (tools/dumpfile.h). */
+ * dump are counted once. Part of the reader (tools/dump/dumpfile.h). */
 #include <stdlib.h>
 #include <string.h>
 

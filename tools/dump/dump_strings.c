@@ -1,6 +1,6 @@
-/* tools/dump_strings.c: the dump reader's memory and text: growable arrays, the set's
+/* tools/dump/dump_strings.c: the dump reader's memory and text: growable arrays, the set's
  * interned strings (shared by the reading threads), its list of messages, and strings made
- * safe to print (cs_text_safe). Part of the reader (tools/dumpfile.h). */
+ * safe to print (cs_text_safe). Part of the reader (tools/dump/dumpfile.h). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>

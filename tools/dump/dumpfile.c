@@ -1,7 +1,7 @@
-/* tools/dumpfile.c: loader for collscope JSONL dump files (see dumpfile.h for the
+/* tools/dump/dumpfile.c: loader for collscope JSONL dump files (see dumpfile.h for the
  * robustness contract and DESIGN.md "Dump files" for the schema): the set's files found,
  * read by a pool of threads (whole, or streamed in rounds), the job picked, salvage merged,
- * files sorted, and freed. The parts: tools/dump_reader.c (one file), dump_records.c (one
+ * files sorted, and freed. The parts: tools/dump/dump_reader.c (one file), dump_records.c (one
  * line), dump_jobs.c, dump_salvage.c, dump_instances.c, dump_strings.c. */
 #include <dirent.h>
 #include <errno.h>

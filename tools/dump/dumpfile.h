@@ -1,4 +1,4 @@
-/* tools/dumpfile.h: in-memory model of a directory of collscope dump files
+/* tools/dump/dumpfile.h: in-memory model of a directory of collscope dump files
  * (DESIGN.md "Dump files") and the loader shared by `collscope report` and `collscope trace`.
  *
  * Loading is robust by contract:

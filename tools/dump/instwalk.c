@@ -1,4 +1,4 @@
-/* tools/instwalk.c: per-communicator k-way merge of the files' record queues (instwalk.h). */
+/* tools/dump/instwalk.c: per-communicator k-way merge of the files' record queues (instwalk.h). */
 #include "instwalk.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* tools/instwalk.h: walks collective instances (comm, seq) in seq order across many dump
+/* tools/dump/instwalk.h: walks collective instances (comm, seq) in seq order across many dump
  * files that are read a piece at a time: per communicator a k-way merge of the files'
  * record queues (DESIGN.md "Reading dumps").
  *

@@ -1,4 +1,4 @@
-/* tools/opscan.c: fixed-layout scanner for the dump writer's "op" lines (contract in
+/* tools/dump/opscan.c: fixed-layout scanner for the dump writer's "op" lines (contract in
  * opscan.h): a cursor walks the writer's keys in order; every value is checked against the
  * JSON grammar as it is converted, and any surprise hands the line back to jansson. */
 #include "opscan.h"

@@ -1,4 +1,4 @@
-/* tools/opscan.h: a scanner for "op" lines laid out exactly as the shim's dump writer writes
+/* tools/dump/opscan.h: a scanner for "op" lines laid out exactly as the shim's dump writer writes
  * them (stats/dump_writer_records.c: fixed key order, no whitespace, no escapes), the fast path of the
  * dump loader (DESIGN.md "Reading dumps").
  *

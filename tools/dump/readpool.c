@@ -1,4 +1,4 @@
-/* tools/readpool.c: the readers' thread pool (readpool.h). */
+/* tools/dump/readpool.c: the readers' thread pool (readpool.h). */
 #include "readpool.h"
 
 #include <pthread.h>

@@ -1,4 +1,4 @@
-/* tools/readpool.h: a pool of threads for the dump readers: runs fn(ctx, i, worker) for
+/* tools/dump/readpool.h: a pool of threads for the dump readers: runs fn(ctx, i, worker) for
  * every i in [0, n), each index once, on `jobs` threads (the caller's thread is worker 0);
  * returns when all are done. Workers take the next index from a shared counter, so a slow
  * file does not hold up the others. */

@@ -1,4 +1,4 @@
-/* tools/exporter_http.c: /metrics over HTTP with libmicrohttpd, run from the exporter's own
+/* tools/exporter/exporter_http.c: /metrics over HTTP with libmicrohttpd, run from the exporter's own
  * HTTP thread (MHD_run_wait), so that every libmicrohttpd callback and the connection table
  * below live on that one thread. A scrape renders the state under its mutex; the rings
  * themselves are read only by the poller, so a scrape never waits on a ring.

@@ -1,4 +1,4 @@
-/* tools/exporter_http.h: the exporter's HTTP endpoint (/metrics) on libmicrohttpd. */
+/* tools/exporter/exporter_http.h: the exporter's HTTP endpoint (/metrics) on libmicrohttpd. */
 #ifndef COLLSCOPE_TOOLS_EXPORTER_HTTP_H
 #define COLLSCOPE_TOOLS_EXPORTER_HTTP_H
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* tools/exporter_metrics.c: metric families (names, HELP, TYPE, labels) and their exposition
+/* tools/exporter/exporter_metrics.c: metric families (names, HELP, TYPE, labels) and their exposition
  * in the Prometheus text format or OpenMetrics (see exporter_metrics.h and docs/exporter.md).
  * Every label value comes from a ring and was made printable (ring_text_escape); it is
  * escaped once more for the exposition (backslash, quote, newline). */

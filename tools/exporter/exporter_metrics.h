@@ -1,4 +1,4 @@
-/* tools/exporter_metrics.h: the exporter's metric families and their exposition, in the
+/* tools/exporter/exporter_metrics.h: the exporter's metric families and their exposition, in the
  * Prometheus text format (0.0.4) or OpenMetrics 1.0. */
 #ifndef COLLSCOPE_TOOLS_EXPORTER_METRICS_H
 #define COLLSCOPE_TOOLS_EXPORTER_METRICS_H

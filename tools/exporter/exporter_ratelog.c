@@ -1,4 +1,4 @@
-/* tools/exporter_ratelog.c: at most one log line per period; the messages in between are
+/* tools/exporter/exporter_ratelog.c: at most one log line per period; the messages in between are
  * counted and the newest is kept for the next line (see exporter_ratelog.h). */
 #include "exporter_ratelog.h"
 

@@ -1,4 +1,4 @@
-/* tools/exporter_ratelog.h: a log that writes at most one line per period and counts the
+/* tools/exporter/exporter_ratelog.h: a log that writes at most one line per period and counts the
  * rest (libmicrohttpd writes one line per bad client; a flood must not fill a disk). */
 #ifndef COLLSCOPE_TOOLS_EXPORTER_RATELOG_H
 #define COLLSCOPE_TOOLS_EXPORTER_RATELOG_H

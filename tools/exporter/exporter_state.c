@@ -1,4 +1,4 @@
-/* tools/exporter_state.c: the exporter's ring follower (see exporter_state.h): directory
+/* tools/exporter/exporter_state.c: the exporter's ring follower (see exporter_state.h): directory
  * scan, checked open, the summary block's series and health folded into monotonic totals,
  * the side ring's rare records, grace period and the per-job detectors. */
 #include "exporter_state.h"

@@ -1,4 +1,4 @@
-/* tools/exporter_state.h: what `collscope exporter` knows about the rings of this host.
+/* tools/exporter/exporter_state.h: what `collscope exporter` knows about the rings of this host.
  *
  * One exp_rank per ring (per process): the ring is opened with the checked reader of
  * analysis/ring_reader.c (the same trust checks `top` and `salvage` use). Each poll reads the ring's

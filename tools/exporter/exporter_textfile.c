@@ -1,4 +1,4 @@
-/* tools/exporter_textfile.c: the atomic textfile writer (see exporter_textfile.h). */
+/* tools/exporter/exporter_textfile.c: the atomic textfile writer (see exporter_textfile.h). */
 #include "exporter_textfile.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* tools/exporter_textfile.h: collscope.prom for node_exporter's textfile collector. */
+/* tools/exporter/exporter_textfile.h: collscope.prom for node_exporter's textfile collector. */
 #ifndef COLLSCOPE_TOOLS_EXPORTER_TEXTFILE_H
 #define COLLSCOPE_TOOLS_EXPORTER_TEXTFILE_H
 #include <stddef.h>

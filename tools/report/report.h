@@ -1,6 +1,6 @@
 /* tools/report/report.h: the report of a dump set as a table of sections.
  *
- * `collscope report` (tools/cmd_report.c) reads the dumps once (tools/report_agg.c) into the
+ * `collscope report` (tools/cmd_report.c) reads the dumps once (tools/report/report_agg.c) into the
  * shared inputs of struct report; then every section builds its own part of the model, and
  * prints it as text, as one key of the JSON document, or both. A section is one struct
  * report_section in its own file (section_*.c); the order of the report is the table in
@@ -104,7 +104,7 @@ struct report {
   const char *op_filter;        /* canonical name or NULL */
   bool by_model;                /* --by-model: the ranks and ops tables split by GPU model */
   struct report_agg *agg;       /* the op figures gathered while the dumps streamed; NULL: read set's ops */
-  struct report_health *health; /* GPU and IB health samples (section_health.c, tools/report_health.c) */
+  struct report_health *health; /* GPU and IB health samples (section_health.c, tools/report/report_health.c) */
   struct cs_det_result det;     /* stragglers and hangs (analysis/detect.c) */
   struct cs_det_params detp;
   /* built by the sections */

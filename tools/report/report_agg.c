@@ -1,4 +1,4 @@
-/* tools/report_agg.c: the report's figures gathered while the dumps stream (report_agg.h). This
+/* tools/report/report_agg.c: the report's figures gathered while the dumps stream (report_agg.h). This
  * file owns the run, the merge of the reading threads' tables at the end and the free; the
  * per-record tables are in report_agg_record.c, the instance walk in report_agg_walk.c. */
 #include "report_agg_internal.h"

@@ -1,5 +1,5 @@
-/* tools/report_agg.h: what `collscope report` needs from the op records, gathered while the
- * dumps stream by (tools/dumpfile.c cs_dumpset_stream), in memory bounded by ranks x
+/* tools/report/report_agg.h: what `collscope report` needs from the op records, gathered while the
+ * dumps stream by (tools/dump/dumpfile.c cs_dumpset_stream), in memory bounded by ranks x
  * communicators x the detector's window instead of by records (DESIGN.md "Reading dumps"):
  *  - per (op, comm size, size bucket) row: exact counts and byte range, durations in a
  *    fixed-error histogram (include/collscope/histogram.h; exact while the row has <= AGG_EXACT
@@ -7,7 +7,7 @@
  *    while it has <= AGG_SIZES distinct sizes (else from a histogram of sizes, 0.5 %);
  *  - per file: ops, bytes, GPU time; per communicator: ops, bytes, GPU time, ranks seen,
  *    instances; the summary's timing counts;
- *  - stragglers and hangs: instances walked in seq order across files (tools/instwalk.c)
+ *  - stragglers and hangs: instances walked in seq order across files (tools/dump/instwalk.c)
  *    into the streaming detector (cs_det_stream_*);
  *  - SDC: each instance with a checked member compared as it completes; only findings kept.
  * Per-reading-thread tables are merged at the end; per-file state needs no lock (a file is
@@ -131,8 +131,8 @@ struct report_agg {
   struct agg_sdc sdc;
   size_t late_records;            /* op records out of seq order, left out of the per-instance analyses */
   size_t max_held;                /* the most op records held at once (the walker's queues) */
-  struct report_views *views;     /* the figures for pictures, per instance (tools/report_views.h) */
-  struct report_balance *balance; /* compute per rank and step, per instance (tools/report_balance.h) */
+  struct report_views *views;     /* the figures for pictures, per instance (tools/report/report_views.h) */
+  struct report_balance *balance; /* compute per rank and step, per instance (tools/report/report_balance.h) */
   struct report_agg_priv *priv;
 };
 

@@ -1,4 +1,4 @@
-/* tools/report_agg_internal.h: what the report aggregation's files share (report_agg*.c): the
+/* tools/report/report_agg_internal.h: what the report aggregation's files share (report_agg*.c): the
  * reading threads' tables, the per-file state, the aggregation's private state, and the calls
  * between the per-record tables, the walk of instances and the final merge. */
 #ifndef COLLSCOPE_REPORT_AGG_INTERNAL_H

@@ -1,4 +1,4 @@
-/* tools/report_agg_record.c: the report's per-record tables, filled on the reading threads:
+/* tools/report/report_agg_record.c: the report's per-record tables, filled on the reading threads:
  * rows per (op, comm size, size bucket) with their durations and sizes, communicators and
  * their ranks, the counts, and each file's records kept for the walk. */
 #include "report_agg_internal.h"

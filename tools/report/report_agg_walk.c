@@ -1,4 +1,4 @@
-/* tools/report_agg_walk.c: the report's per-instance work on the main side: the dense rank
+/* tools/report/report_agg_walk.c: the report's per-instance work on the main side: the dense rank
  * numbering the detector sees, each instance into the detector and the SDC comparison, and
  * the walk of a round's records on a thread of its own while the next round is read. */
 #include "report_agg_internal.h"

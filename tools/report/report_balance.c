@@ -1,4 +1,4 @@
-/* tools/report_balance.c: the report's `balance` section: compute time per rank and step,
+/* tools/report/report_balance.c: the report's `balance` section: compute time per rank and step,
  * the data-parallel shares and pipeline layer counts that equalise it, and whether a slow
  * rank is a node to fix or a slower GPU to balance (definitions in report_balance.h; the
  * model, its assumptions and the simulator's proof in docs/balance.md). */

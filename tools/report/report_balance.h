@@ -1,7 +1,7 @@
-/* tools/report_balance.h: the report's `balance` section (docs/balance.md): how to split the
+/* tools/report/report_balance.h: the report's `balance` section (docs/balance.md): how to split the
  * work across GPUs of different speed, from what the dumps already hold.
  *
- * Gathered per collective instance as the dumps stream by (tools/report_agg.c calls
+ * Gathered per collective instance as the dumps stream by (tools/report/report_agg.c calls
  * report_balance_instance() for each instance the walker gives out), in memory bounded by
  * communicators x ranks x BAL_PMAX, never by the number of records:
  *  - per (communicator, rank): its sequence of ops, the running sum of its compute gaps (the
@@ -16,7 +16,7 @@
  * (proportional to each rank's speed, today's share / its compute, summing to 1) and the
  * step time predicted with them; for a pipeline the compute per stage and, given today's
  * layer counts, the integer layer counts that minimise the slowest stage. Slow ranks are
- * judged by their health samples (tools/report_health.h): throttled (fix the node) or a
+ * judged by their health samples (tools/report/report_health.h): throttled (fix the node) or a
  * slower GPU model (balance). */
 #ifndef COLLSCOPE_TOOLS_REPORT_BALANCE_H
 #define COLLSCOPE_TOOLS_REPORT_BALANCE_H

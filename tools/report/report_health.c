@@ -1,4 +1,4 @@
-/* tools/report_health.c: the report's `health` section and its joins (report_health.h).
+/* tools/report/report_health.c: the report's `health` section and its joins (report_health.h).
  * Per rank: GPU model, the share of samples each clock event (throttle) reason was active,
  * median SM clock, counter deltas summed over the job, XIDs with their time. Per host: the IB
  * port deltas (from the samples of its local rank 0). A straggler's causes come from its

@@ -1,4 +1,4 @@
-/* tools/report_health.h: the report's `health` section (docs/health.md) and its joins: the
+/* tools/report/report_health.h: the report's `health` section (docs/health.md) and its joins: the
  * causes of each straggler, the GPU context of SDC suspects, both ends' IB port deltas of a
  * slow host pair. Pure readers of a loaded dump set and the detector's result. */
 #ifndef COLLSCOPE_TOOLS_REPORT_HEALTH_H

@@ -1,4 +1,4 @@
-/* tools/report_html.c: the report's HTML page (report_html.h; reference docs/html-report.md).
+/* tools/report/report_html.c: the report's HTML page (report_html.h; reference docs/html-report.md).
  *
  * Every figure comes from the report's JSON document: the notes from "summary", the bus
  * bandwidth lines from "ops" (p50) with the band of "busbw_pct" (p10-p90), the lateness grids

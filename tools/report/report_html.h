@@ -1,4 +1,4 @@
-/* tools/report_html.h: `collscope report --html`: one self-contained HTML page (inline SVG and
+/* tools/report/report_html.h: `collscope report --html`: one self-contained HTML page (inline SVG and
  * CSS, no script, a Content-Security-Policy that forbids every fetch) drawn from the very JSON
  * document `report --json` prints, so the page can never disagree with the text and JSON
  * reports (reference: docs/html-report.md). */

@@ -1,5 +1,5 @@
-/* tools/report_html_balance.c: the page's balance chart, drawn from the "balance" section of
- * the report's JSON document (tools/report_balance.c): one bar per rank, its compute time per
+/* tools/report/report_html_balance.c: the page's balance chart, drawn from the "balance" section of
+ * the report's JSON document (tools/report/report_balance.c): one bar per rank, its compute time per
  * step today, a tick at the compute every rank would have with the proposed shares, and a
  * table of the same figures (GPU, share today and proposed, verdict); then the pipeline's
  * stages with today's and the proposed layer counts, and the advice. */

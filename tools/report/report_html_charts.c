@@ -1,4 +1,4 @@
-/* tools/report_html_charts.c: the page's SVG charts of performance: bus bandwidth against
+/* tools/report/report_html_charts.c: the page's SVG charts of performance: bus bandwidth against
  * message size (one line per op, rank count and, with report --by-model, GPU model), and the
  * lateness grids per communicator with the stragglers marked. */
 #include "report_html_internal.h"

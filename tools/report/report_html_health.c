@@ -1,5 +1,5 @@
-/* tools/report_html_health.c: the page's GPU health chart, drawn from the "health" section of
- * the report's JSON document (tools/report_health.c): one row per rank, one column per slice
+/* tools/report/report_html_health.c: the page's GPU health chart, drawn from the "health" section of
+ * the report's JSON document (tools/report/report_health.c): one row per rank, one column per slice
  * of the job's sample span; a cell is coloured by the clock event (throttle) reason active in
  * it (power cap, thermal, hardware slowdown), else by its lowest SM clock. A table beside it
  * lists each rank's GPU, throttle shares, errors, and the causes of its straggler entries. */

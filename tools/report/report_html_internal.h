@@ -1,4 +1,4 @@
-/* tools/report_html_internal.h: what the HTML page's files share (report_html*.c): the
+/* tools/report/report_html_internal.h: what the HTML page's files share (report_html*.c): the
  * page's caps, the escaping and JSON helpers, the colour scales' levels, and the charts. */
 #ifndef COLLSCOPE_REPORT_HTML_INTERNAL_H
 #define COLLSCOPE_REPORT_HTML_INTERNAL_H

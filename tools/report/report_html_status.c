@@ -1,4 +1,4 @@
-/* tools/report_html_status.c: the page's SVG charts of where the job stands: the host x host
+/* tools/report/report_html_status.c: the page's SVG charts of where the job stands: the host x host
  * link matrix, the last seq each rank group reached (with the hangs), and the SDC timeline. */
 #include "report_html_internal.h"
 

@@ -1,4 +1,4 @@
-/* tools/report_html_util.c: the HTML page's small helpers: escaping of dump strings for HTML
+/* tools/report/report_html_util.c: the HTML page's small helpers: escaping of dump strings for HTML
  * and SVG, reading the JSON document, colour levels, legends and the opening of a chart. */
 #include "report_html_internal.h"
 

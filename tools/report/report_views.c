@@ -1,4 +1,4 @@
-/* tools/report_views.c: the report's figures for pictures, gathered per collective instance
+/* tools/report/report_views.c: the report's figures for pictures, gathered per collective instance
  * (definitions in report_views.h; the contract of the busbw_pct, lateness, progress and
  * sdc_timeline sections of `report --json`, which the HTML page draws). */
 #include "report_views.h"

@@ -1,5 +1,5 @@
-/* tools/report_views.h: the report's figures made for pictures (the HTML page, also in --json),
- * gathered from the collective instances as the dumps stream by (tools/report_agg.c calls
+/* tools/report/report_views.h: the report's figures made for pictures (the HTML page, also in --json),
+ * gathered from the collective instances as the dumps stream by (tools/report/report_agg.c calls
  * report_views_instance() for each instance the walker gives out), in memory bounded by the
  * input (ranks x communicators, a fixed number of cells each), never by a number inside it:
  *  - busbw_pct: per (op, comm size, size bucket) row of the ops section, p10/p50/p90 of the

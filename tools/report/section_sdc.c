@@ -37,7 +37,7 @@ static void sdc_compare_loaded(const struct cs_dumpset *set, const char *op_filt
   cs_instances_free(&inst);
 }
 
-/* streamed: compared as the instances completed (tools/report_agg_walk.c), the results moved
+/* streamed: compared as the instances completed (tools/report/report_agg_walk.c), the results moved
  * here; else over the set loaded whole */
 static void build_sdc(struct report *r) {
   memset(&r->sdc, 0, sizeof r->sdc);

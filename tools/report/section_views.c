@@ -1,4 +1,4 @@
-/* tools/report/section_views.c: the figures the HTML page draws (tools/report_views.c), as
+/* tools/report/section_views.c: the figures the HTML page draws (tools/report/report_views.c), as
  * JSON-only sections so that --json carries them too and the page can never disagree with
  * it: bus bandwidth percentiles per op and size, lateness per rank group over time, each
  * rank's last seq per communicator, and SDC checks over time. */

@@ -1,4 +1,4 @@
-/* tools/ring_view.c: loading a stats ring for the CLI and making its strings printable
+/* tools/ring/ring_view.c: loading a stats ring for the CLI and making its strings printable
  * (see ring_view.h). */
 #include "ring_view.h"
 

@@ -1,4 +1,4 @@
-/* tools/ring_view.h: a stats ring as `collscope top` and `collscope salvage` see it. The
+/* tools/ring/ring_view.h: a stats ring as `collscope top` and `collscope salvage` see it. The
  * ring is opened through the checked reader (analysis/ring_reader.c: owner, name, sizes), its records
  * are copied out, and every string that came from the file is made printable before any
  * CLI output uses it. */

@@ -1,4 +1,4 @@
-/* tools/run_env.c: the environment `collscope run` gives every rank (or a wrapped launcher):
+/* tools/run/run_env.c: the environment `collscope run` gives every rank (or a wrapped launcher):
  * the job id, the simulator's libraries first in LD_LIBRARY_PATH (--sim), the shim in
  * LD_PRELOAD, --env KEY=VALUE, and a free port for MASTER_PORT. */
 #include <arpa/inet.h>

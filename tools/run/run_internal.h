@@ -1,4 +1,4 @@
-/* tools/run_internal.h: what the launcher's files share (`collscope run`, tools/cli.h
+/* tools/run/run_internal.h: what the launcher's files share (`collscope run`, tools/cli.h
  * cli_run_launch):
  *   cmd_run.c     the command line
  *   run_launch.c  the ranks: started, waited for, signals forwarded, kill-on-fail

@@ -1,10 +1,10 @@
-/* tools/run_launch.c: `collscope run -n N`'s ranks (cli_run_launch): forks N ranks with
+/* tools/run/run_launch.c: `collscope run -n N`'s ranks (cli_run_launch): forks N ranks with
  * torchrun's environment (DESIGN.md "Launcher contract"), each in its own process group with
  * stdin from /dev/null, then waits in one poll() loop that (a) forwards whole output lines
- * with a "[R] " prefix (--tag-output, tools/run_output.c), (b) reaps ranks (SIGCHLD through a
+ * with a "[R] " prefix (--tag-output, tools/run/run_output.c), (b) reaps ranks (SIGCHLD through a
  * self-pipe), (c) forwards SIGINT/SIGTERM/..., and (d) runs the kill-on-fail grace timer.
  * Nothing spins: poll() sleeps until an event. Without -n: prepares the environment
- * (tools/run_env.c) and execvp()s an existing launcher. */
+ * (tools/run/run_env.c) and execvp()s an existing launcher. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

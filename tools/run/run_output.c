@@ -1,4 +1,4 @@
-/* tools/run_output.c: `collscope run --tag-output`: each rank's stdout and stderr read from
+/* tools/run/run_output.c: `collscope run --tag-output`: each rank's stdout and stderr read from
  * a pipe and forwarded a whole line at a time with a "[R] " prefix (an over-long line in
  * pieces, tagged once); writes that fail drop the output, never the job. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* tools/trace.h: `collscope trace`'s two streamed passes over the dumps (DESIGN.md "Trace").
+/* tools/trace/trace.h: `collscope trace`'s two streamed passes over the dumps (DESIGN.md "Trace").
  *
  * Pass 1 (trace_scan) reads every file once without keeping its op records: per file the
  * CUDA streams seen (its tracks), the job's first and last record times, and a histogram of the
@@ -9,7 +9,7 @@
  * Pass 2 (trace_write) reads the files again and writes each selected record as it streams
  * (trace events need no order), from every reading thread, in the chosen format (struct
  * trace_emit: trace_json.c, trace_perfetto.c); the JSON's flow arrows of each collective
- * instance come from the per-communicator merge of tools/instwalk.h.
+ * instance come from the per-communicator merge of tools/dump/instwalk.h.
  * Memory: per file its tracks, per reading thread a buffer of output, and the instances the
  * merge holds; not the records. */
 #ifndef COLLSCOPE_TOOLS_TRACE_H

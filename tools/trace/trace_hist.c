@@ -1,4 +1,4 @@
-/* tools/trace_hist.c: the trace's collapsing time histogram (trace_hist.h). */
+/* tools/trace/trace_hist.c: the trace's collapsing time histogram (trace_hist.h). */
 #include "trace_hist.h"
 
 #include <stdlib.h>

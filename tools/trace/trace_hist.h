@@ -1,4 +1,4 @@
-/* tools/trace_hist.h: counts of record times in a fixed number of buckets whose width (a power
+/* tools/trace/trace_hist.h: counts of record times in a fixed number of buckets whose width (a power
  * of two nanoseconds) doubles whenever the times seen no longer fit, so the trace's selection
  * can be sized before anything is written without keeping the records: counts are exact per
  * bucket, and a bucket spans at most 2 x (the times' span / TH_BUCKETS). */

@@ -1,4 +1,4 @@
-/* tools/trace_json.c: `collscope trace`'s Chrome trace-event JSON (the default format; layout in
+/* tools/trace/trace_json.c: `collscope trace`'s Chrome trace-event JSON (the default format; layout in
  * cmd_trace.c): the events of the pass as text in the reading threads' buffers (trace_out.h). */
 #include <inttypes.h>
 #include <math.h>

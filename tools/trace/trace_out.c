@@ -1,4 +1,4 @@
-/* tools/trace_out.c: the trace's per-thread output buffers and its JSON text (trace_out.h). */
+/* tools/trace/trace_out.c: the trace's per-thread output buffers and its JSON text (trace_out.h). */
 #include "trace_out.h"
 
 #include <inttypes.h>

@@ -1,4 +1,4 @@
-/* tools/trace_out.h: the trace's output buffers and its JSON text, written without building JSON
+/* tools/trace/trace_out.h: the trace's output buffers and its JSON text, written without building JSON
  * values: events are formatted into per-thread buffers (one per reading thread) that go to the
  * output file whole, under a lock, so the reading threads write events as the dumps stream (the
  * binary formats use the same buffers, tout_set_binary). The JSON text is what

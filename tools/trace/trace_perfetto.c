@@ -1,4 +1,4 @@
-/* tools/trace_perfetto.c: `collscope trace --format perfetto`: the JSON trace's tracks and
+/* tools/trace/trace_perfetto.c: `collscope trace --format perfetto`: the JSON trace's tracks and
  * events as a Perfetto protobuf trace (schema: tools/trace/perfetto/perfetto_trace.proto, encoded by
  * protobuf-c).
  *

@@ -1,4 +1,4 @@
-/* tools/trace_scan.c: `collscope trace`'s first pass (trace.h): tracks, times, and the size of
+/* tools/trace/trace_scan.c: `collscope trace`'s first pass (trace.h): tracks, times, and the size of
  * the selection, without keeping the op records. */
 #include "trace.h"
 

@@ -1,4 +1,4 @@
-/* tools/trace_write.c: `collscope trace`'s second pass (trace.h): every selected record handed to
+/* tools/trace/trace_write.c: `collscope trace`'s second pass (trace.h): every selected record handed to
  * the format (R->emit) as the dumps stream, by the reading threads; the instances' members
  * gathered for the per-communicator merge when the format draws flows from it. The selection
  * is decided here, once, for every format. */
