@@ -1,4 +1,4 @@
-/* hooks/online_exchange.c: the job-wide online exchange (protocol in online.h) once it runs: the
+/* hooks/online_exchange.c: the job-wide online exchange (protocol in online_exchange.h) once it runs: the
  * count of world collectives, the feed from the harvest thread, the exchange thread, what
  * it does with the findings (analysis/online_eval.c), and shutdown. The set-up (the world
  * communicator, collscope's own communicator split from it) is hooks/online_setup.c. Every
