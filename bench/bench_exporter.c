@@ -31,8 +31,8 @@
 
 #include "collscope/ring.h"
 #include "collscope/schema.h"
-#include "exporter_metrics.h"
-#include "exporter_state.h"
+#include "exporter/exporter_metrics.h"
+#include "exporter/exporter_state.h"
 #include "stats/ring_stats.h"
 
 static double now_s(void) {

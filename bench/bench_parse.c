@@ -2,7 +2,7 @@
  * lines (docs/benchmarks.md, DESIGN.md "Reading dumps"):
  *   jansson: json_loadb + a json_object_get and type check per field, as the loader's
  *            fallback path reads a record;
- *   opscan:  tools/opscan.c, the fixed-layout scanner of the fast path.
+ *   opscan:  tools/dump/opscan.c, the fixed-layout scanner of the fast path.
  *   bench_parse FILE [--repeat N]
  * Prints op lines per second of CPU time for each (CPU time, so a loaded machine gives the
  * same figure) and checks that both read the same values for every line. */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "opscan.h"
+#include "dump/opscan.h"
 
 static double cpu_s(void) {
   struct timespec t;

@@ -1,5 +1,5 @@
 /* bench/gen_dumps.c: writes a deterministic synthetic set of collscope dump files, one per
- * rank, with lines laid out exactly as stats/dump_records.c writes them (docs/dump-format.md),
+ * rank, with lines laid out exactly as stats/dump_writer_records.c writes them (docs/dump-format.md),
  * for the reader benchmarks (docs/benchmarks.md).
  *
  *   gen_dumps --ranks N --ops M --out DIR [--jobs J] [--seed S]

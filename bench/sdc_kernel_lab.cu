@@ -12,7 +12,7 @@
  *   sums_only     16-byte loads, fp64 sum and |sum| of the elements only
  *   full_v16      16-byte loads, fingerprint + sums, minimal epilogue (a lower bound for
  *                 the production kernel's cost)
- *   production    hooks/sdc_kernels.cu's sdc_reduce at hooks/sdc.c's grid (cs_sdc_grid)
+ *   production    hooks/sdc_kernels.cu's sdc_reduce at hooks/sdc_check.c's grid (cs_sdc_grid)
  * The lab kernels run at grid = SMs x resident blocks per SM (occupancy API) x 256
  * threads. full_v16's fingerprint must equal production's bit for bit (the mix is order
  * independent) and its sum must agree to 1e-9 relative; the program exits 1 otherwise.
@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
   lab_part *d_part, *h_part;
   CKR(cudaMalloc(&d_part, max_grid * sizeof(lab_part)));
   CKR(cudaMallocHost(&h_part, max_grid * sizeof(lab_part)));
-  /* production kernel's scratch, counter and pinned result, as hooks/sdc.c allocates them */
+  /* production kernel's scratch, counter and pinned result, as hooks/sdc_check.c allocates them */
   struct cs_sdc_part *d_scratch;
   unsigned *d_counter;
   struct cs_sdc_result *h_res;
@@ -216,7 +216,7 @@ int main(int argc, char **argv) {
     CKR(cudaMemcpy(h_part, d_part, gu * sizeof(lab_part), cudaMemcpyDeviceToHost));
     lab_part full = lab_total(h_part, gu);
 
-    unsigned gp = cs_sdc_grid(nbytes, (unsigned)sms);   /* hooks/sdc.c's grid rule */
+    unsigned gp = cs_sdc_grid(nbytes, (unsigned)sms);   /* hooks/sdc_check.c's grid rule */
     uint32_t tag = 0;
     float t_prod = time_ms([&] {
       tag++;

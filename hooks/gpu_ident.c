@@ -7,7 +7,7 @@
 #include "hooks/gpu_ident.h"
 #include "hooks/cuda_driver.h"
 #include "stats/core.h"
-#include "stats/ring.h"
+#include "stats/ring_writer.h"
 #include <stdio.h>
 
 static int ident_dev = -1;
@@ -40,7 +40,7 @@ static void resolve(int device) {
 
 static bool ident_complete(struct cs_record *r, bool final) {
   (void) final;
-  /* the records that give the ring its device (stats/ring.c add_comm) */
+  /* the records that give the ring its device (stats/ring_writer.c add_comm) */
   if (ident_dev < 0 && r->type == CS_REC_COMM && (r->event == CS_COMM_INIT || r->event == CS_COMM_SPLIT) && r->device >= 0)
     resolve(r->device);
   return true;

@@ -16,7 +16,7 @@
 #include "hooks/gpu_ident.h"
 #include "stats/core.h"
 #include "stats/dump_writer.h"
-#include "stats/ring.h"
+#include "stats/ring_writer.h"
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>

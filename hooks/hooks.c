@@ -2,8 +2,8 @@
  * feature modules. A feature adds one call per hook here (per-call hooks: a call and its
  * gate in the inline dispatchers of hooks.h); nothing else in the shim changes. */
 #include "hooks.h"
-#include "online.h"
-#include "sdc.h"
+#include "online_exchange.h"
+#include "sdc_check.h"
 #include "topo_route.h"
 
 void cs_hooks_comm_created(void *comm, struct cs_comm *info) {

@@ -22,7 +22,7 @@ struct cs_call {
   void *stream;
   struct cs_record *rec;
   /* set by the before-op hooks, for their after-op part (zero-initialised by the wrapper) */
-  uint32_t sdc_ctr;    /* 1 + hooks/sdc.c sample:N counter this call advanced, 0 when none */
+  uint32_t sdc_ctr;    /* 1 + hooks/sdc_check.c sample:N counter this call advanced, 0 when none */
   uint64_t sdc_ctr_at; /* that counter's value before it did */
 };
 
@@ -48,7 +48,7 @@ static inline void cs_call_set(struct cs_call *c, enum cs_op op, const void *sen
 /* (an accessor: the wrappers' macros use `root` as a parameter name) */
 static inline int cs_call_root(const struct cs_call *c) { return c->root; }
 
-/* The feature hooks the dispatchers call (hooks/sdc.c, hooks/topo_route.c, hooks/online.c). */
+/* The feature hooks the dispatchers call (hooks/sdc_check.c, hooks/topo_route.c, hooks/online_exchange.c). */
 void cs_sdc_before_op(struct cs_call *c);
 void cs_sdc_after_op(struct cs_call *c, int status);
 void cs_topo_route_before_op(struct cs_call *c);
@@ -56,11 +56,11 @@ void cs_online_after_op(struct cs_call *c, int status);
 /* Their gates, read by the inline dispatchers below so that a hook with nothing to do
  * costs one load and one predictable branch, no call:
  *  cs_topo_route_active  routes in use (hooks/topo_route.c); 0: nothing to look up
- *  cs_online_running     the online exchange is running (hooks/online.c) */
+ *  cs_online_running     the online exchange is running (hooks/online_exchange.c) */
 extern _Atomic int cs_topo_route_active;
 extern _Atomic int cs_online_running;
 
-/* The ops hooks/sdc.c checks (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter), as
+/* The ops hooks/sdc_check.c checks (AllReduce, Broadcast, Reduce, AllGather, ReduceScatter), as
  * a bit mask of enum cs_op. */
 #define CS_SDC_OP_MASK \
   ((1u << CS_OP_AllReduce) | (1u << CS_OP_Broadcast) | (1u << CS_OP_Reduce) | (1u << CS_OP_AllGather) | \

@@ -1,4 +1,4 @@
-/* hooks/online_setup.c: the online exchange's set-up (protocol in online.h, step 1), in two
+/* hooks/online_setup.c: the online exchange's set-up (protocol in online_exchange.h, step 1), in two
  * halves that never wait on each other:
  *  - on the job's thread (cs_online_comm_created): which communicator is the world, the
  *    feed, and the start of collscope's online thread; no NCCL call and no wait;
@@ -211,7 +211,7 @@ static bool own_setup(void) {
   return true;
 }
 
-/* The first thing collscope's online thread does (hooks/online.c, exchange_main): true
+/* The first thing collscope's online thread does (hooks/online_exchange.c, exchange_main): true
  * when collscope's communicator and buffers are ready; false (one line logged, the
  * feature off) when not. */
 bool cs_online_own_setup(void) {

@@ -1,10 +1,10 @@
 /* hooks/online_state.h: what the two halves of the online exchange share -- the set-up
  * (hooks/online_setup.c) and the feed,
- * exchange thread and shutdown (hooks/online.c): the feature's state and its feed items.
- * Protocol: hooks/online.h. Only hooks/online*.c include it. */
+ * exchange thread and shutdown (hooks/online_exchange.c): the feature's state and its feed items.
+ * Protocol: hooks/online_exchange.h. Only hooks/online*.c include it. */
 #ifndef COLLSCOPE_ONLINE_STATE_H
 #define COLLSCOPE_ONLINE_STATE_H
-#include "online.h"
+#include "online_exchange.h"
 
 #include <nccl.h>
 #include <pthread.h>
@@ -52,7 +52,7 @@ struct cs_online_hook {
   _Atomic int64_t drain_deadline; /* CLOCK_MONOTONIC ns bound of a drain */
   _Atomic uint64_t trigger;       /* exchanges due (world collectives / K) */
   uint64_t done;
-  struct cs_online_rank *st; /* protocol state (stats/online_eval.c) */
+  struct cs_online_rank *st; /* protocol state (analysis/online_eval.c) */
   /* feed */
   struct feed_item *feed;
   _Atomic uint32_t head, tail;
@@ -60,7 +60,7 @@ struct cs_online_hook {
   int64_t last_end;         /* harvest thread: latest op end seen */
   uint32_t reduced_backlog; /* the last exchange: most entries any rank still had queued */
 };
-extern struct cs_online_hook cs_on; /* hooks/online.c */
+extern struct cs_online_hook cs_on; /* hooks/online_exchange.c */
 
 static inline void cs_online_sleep_ms(unsigned ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
@@ -76,7 +76,7 @@ static inline void cs_online_set_state(int s) {
 static inline void cs_online_off(void) { cs_online_set_state(ON_OFF); }
 static inline bool cs_online_stop_is_shutdown(void) { return atomic_load(&cs_on.stop) != 0; }
 
-/* hooks/online.c: start the exchange thread (false: it could not be started) */
+/* hooks/online_exchange.c: start the exchange thread (false: it could not be started) */
 bool cs_online_start_thread(void);
 /* hooks/online_setup.c: on that thread, before any exchange: collscope's own communicator
  * and buffers (false: not ready, one line logged, the feature off) */

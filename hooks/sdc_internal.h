@@ -1,9 +1,9 @@
 /* hooks/sdc_internal.h: what the SDC checks' two files share: the per-CUDA-context state
  * (kernel, device scratch, pinned result slots), set up once per context by
- * hooks/sdc_context.c, and used on the hot path by hooks/sdc.c. */
+ * hooks/sdc_context.c, and used on the hot path by hooks/sdc_check.c. */
 #ifndef COLLSCOPE_HOOKS_SDC_INTERNAL_H
 #define COLLSCOPE_HOOKS_SDC_INTERNAL_H
-#include "sdc.h"
+#include "sdc_check.h"
 #include "cuda_driver.h"
 #include "sdc_kernel_defs.h"
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /* hooks/sdc_kernel_defs.h: what the SDC kernel (hooks/sdc_kernels.cu, CUDA and host C)
- * and its launcher (hooks/sdc.c) share: result layout, datatype codes, the word mix. */
+ * and its launcher (hooks/sdc_check.c) share: result layout, datatype codes, the word mix. */
 #ifndef COLLSCOPE_SDC_KERNEL_DEFS_H
 #define COLLSCOPE_SDC_KERNEL_DEFS_H
 #include <stdint.h>
@@ -52,7 +52,7 @@ CS_SDC_HD unsigned cs_sdc_dtype_size(int dt) {
 
 /* The launch grid for a buffer of nbytes on a device with `sms` multiprocessors (0:
  * unknown): one block per 64 KiB (256 threads x 256 bytes), at most CS_SDC_BLOCKS_PER_SM
- * per SM (all resident at once: one wave) and CS_SDC_MAX_BLOCKS. hooks/sdc.c, the GPU
+ * per SM (all resident at once: one wave) and CS_SDC_MAX_BLOCKS. hooks/sdc_check.c, the GPU
  * check and the kernel lab all use this rule. */
 CS_SDC_HD unsigned cs_sdc_grid(uint64_t nbytes, unsigned sms) {
   uint64_t per_block = (uint64_t)CS_SDC_THREADS * CS_SDC_BYTES_PER_THREAD;

@@ -1,7 +1,7 @@
 /* hooks/sdc_kernels.cu: the silent-data-corruption check kernel, ONE source for two
  * compilers:
  *  - nvcc (meson custom_target, see shim/meson.build) builds it into a fatbin (sm_80,
- *    sm_90 + PTX) that hooks/sdc.c loads with cuModuleLoadData and launches on the
+ *    sm_90 + PTX) that hooks/sdc_check.c loads with cuModuleLoadData and launches on the
  *    collective's stream;
  *  - the C compiler builds it (through hooks/sdc_kernels_host.c) into the host twin
  *    collscope_simkernel_sdc_reduce(), which the simulator's cuLaunchKernel runs.
@@ -31,7 +31,7 @@
  * Every thread accumulates in registers; integer datatypes of 1 and 4 bytes are summed
  * exactly in 64-bit integers (no fp64 conversion per element; 1-byte ones four at a time
  * with dp4a, which the host twin emulates). The host twin's loads trap on a misaligned
- * address, as the GPU's would fault, so the simulator catches one. hooks/sdc.c runs this
+ * address, as the GPU's would fault, so the simulator catches one. hooks/sdc_check.c runs this
  * kernel against its host twin at set-up on every context (the self-test). */
 #include "sdc_kernel_defs.h"
 
@@ -347,7 +347,7 @@ CS_KDEV struct cs_sdc_part thread_partial(const unsigned char *buf, uint64_t nby
     CS_SDC_CASE(CS_SDC_INT8) CS_SDC_CASE(CS_SDC_UINT8) CS_SDC_CASE(CS_SDC_INT32) CS_SDC_CASE(CS_SDC_UINT32)
     CS_SDC_CASE(CS_SDC_INT64) CS_SDC_CASE(CS_SDC_UINT64) CS_SDC_CASE(CS_SDC_FLOAT16) CS_SDC_CASE(CS_SDC_FLOAT32)
     CS_SDC_CASE(CS_SDC_FLOAT64) CS_SDC_CASE(CS_SDC_BFLOAT16)
-  default:   /* -1: what hooks/sdc.c launches for fp8, which has no sum rule */
+  default:   /* -1: what hooks/sdc_check.c launches for fp8, which has no sum rule */
     return thread_share(buf, nbytes, -1, gtid, stride);
   }
 }

@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
 """scripts/check-layers.py: fails when a dependency points up the layers.
 
-The layers (DESIGN.md "Layers and where things are decided"), each a folder:
-    shim -> hooks -> stats        tools -> stats
+The layers (DESIGN.md "Layers and where things are decided"), each a folder and a static
+library (its meson.build):
+    shim -> hooks -> stats -> analysis        tools -> analysis
     topology is a leaf library (used by hooks, shim and tools); include/collscope is the
     public headers every layer may use.
 A file may include headers of its own folder and of the folders ALLOWED lists for it.
 
-Two checks:
+Three checks:
   1. includes: every #include "..." line of the C sources, resolved to a folder;
-  2. symbols (with --lib LIB.a, optional): every object of the shim's static library
-     (objects are named after their source by meson: ".._hooks_timing.c.o") may only
-     reference symbols defined by objects of its own or an allowed folder. This catches
-     what an include check cannot: an extern declaration of a higher layer's function
-     or variable written inside a lower layer's file.
+  2. symbols (with --lib LAYER=LIB.a, once per library): every undefined symbol of a layer's
+     library must be defined by a library of its own layer or of a layer ALLOWED lists for
+     it (symbols no layer defines -- libc, jansson -- are not judged). This catches what an
+     include check cannot: an extern declaration of a higher layer's function or variable
+     written inside a lower layer's file;
+  3. the build (with --uses LAYER=A,B,..., once per layer): the layers each layer's
+     meson.build links (layer_uses in meson.build) are the ones ALLOWED lists for it.
 Exit status 0 when nothing points up, 1 otherwise (one line per finding).
 """
 import argparse
@@ -25,12 +28,13 @@ import sys
 ALLOWED = {
     "include": {"include"},
     "topology": {"include"},
-    "stats": {"include"},
-    "hooks": {"stats", "topology", "include"},
-    "shim": {"hooks", "stats", "topology", "include"},
-    "tools": {"stats", "topology", "include"},
+    "analysis": {"include"},
+    "stats": {"analysis", "include"},
+    "hooks": {"stats", "analysis", "topology", "include"},
+    "shim": {"hooks", "stats", "analysis", "topology", "include"},
+    "tools": {"analysis", "topology", "include"},
 }
-LAYERS = ("shim", "hooks", "stats", "topology", "tools")
+LAYERS = ("shim", "hooks", "stats", "analysis", "topology", "tools")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SOURCE_EXT = (".c", ".h", ".cu", ".def")
 # nm -A: "LIB.a:OBJ.o:ADDRESS T name" or "LIB.a:OBJ.o:                 U name"
@@ -57,6 +61,9 @@ def resolve(src_root, including_rel, name):
         return "include"
     if os.path.exists(os.path.join(src_root, name)):  # -I<root>
         return layer_of_path(os.path.normpath(name))
+    top = here.split("/")[0]
+    if top in LAYERS and os.path.exists(os.path.join(src_root, top, name)):  # -I<layer>: "dump/dumpfile.h"
+        return top
     return None
 
 
@@ -83,67 +90,86 @@ def check_includes(src_root):
     return bad
 
 
-def object_layer(member):
-    """Layer of an object named by meson after its source, relative to the library's
-    folder (shim/): "init.c.o" is shim/init.c, ".._hooks_timing.c.o" is hooks/timing.c."""
-    name = member[:-2]  # the source's name: "init.c", ".._hooks_timing.c"
-    if name.startswith("meson-generated_"):  # e.g. the SDC kernel's fatbin as C (hooks/)
-        name = name[len("meson-generated_"):]
-        if name.startswith(".._"):
-            return "hooks", "hooks/(generated) " + name[3:]
-    if name.startswith(".._"):
-        name = name[3:]
-        for layer in LAYERS:
-            if name.startswith(layer + "_"):
-                return layer, layer + "/" + name[len(layer) + 1:]
-        return None, name
-    return "shim", "shim/" + name
-
-
-def check_symbols(lib):
-    out = subprocess.run(["nm", "-A", "--defined-only", "-g", lib], capture_output=True, text=True)
-    und = subprocess.run(["nm", "-A", "-u", lib], capture_output=True, text=True)
-    if out.returncode or und.returncode:
-        return [f"{lib}: nm failed: {out.stderr.strip() or und.stderr.strip()}"]
-    defined = {}  # symbol -> (layer, source)
+def nm_symbols(lib, *flags):
+    """(object, symbol) of `nm -A FLAGS LIB`, or an error line."""
+    out = subprocess.run(["nm", "-A", *flags, lib], capture_output=True, text=True)
+    if out.returncode:
+        return None, f"{lib}: nm failed: {out.stderr.strip()}"
+    syms = []
     for line in out.stdout.splitlines():
         m = NM_RE.match(line)
-        if not m:
-            continue
-        layer, src = object_layer(os.path.basename(m.group("obj")))
-        if layer:
-            defined.setdefault(m.group("sym"), (layer, src))
+        if m:
+            syms.append((os.path.basename(m.group("obj")), m.group("sym")))
+    return syms, None
+
+
+def check_symbols(libs):
+    """libs: [(layer, path)]. Every undefined symbol of a layer's objects that some layer
+    defines must be defined by its own layer or one ALLOWED for it."""
+    defined = {}  # symbol -> {layer: "lib(object)"}
+    undefined = []  # (layer, "lib(object)", symbol)
     bad = []
-    for line in und.stdout.splitlines():
-        m = NM_RE.match(line)
-        if not m:
+    for layer, lib in libs:
+        if layer not in ALLOWED:
+            bad.append(f"{lib}: unknown layer {layer}")
             continue
-        layer, src = object_layer(os.path.basename(m.group("obj")))
-        sym = m.group("sym")
-        if not layer or sym not in defined:
+        name = os.path.basename(lib)
+        syms, err = nm_symbols(lib, "--defined-only", "-g")
+        und, err2 = nm_symbols(lib, "-u")
+        if err or err2:
+            bad.append(err or err2)
             continue
-        dlayer, dsrc = defined[sym]
-        if dlayer != layer and dlayer not in ALLOWED[layer]:
-            bad.append(f"{src} uses {sym}, defined in {dsrc}: {layer}/ may use only "
-                       f"{', '.join(sorted(ALLOWED[layer]))}")
+        for obj, sym in syms:
+            defined.setdefault(sym, {}).setdefault(layer, f"{name}({obj})")
+        undefined += [(layer, f"{name}({obj})", sym) for obj, sym in und]
+    for layer, where, sym in undefined:
+        by = defined.get(sym)
+        if not by or layer in by or any(d in ALLOWED[layer] for d in by):
+            continue
+        dlayer, dwhere = sorted(by.items())[0]
+        bad.append(f"{layer}/ {where} uses {sym}, defined in {dlayer}/ {dwhere}: {layer}/ may use only "
+                   f"{', '.join(sorted(ALLOWED[layer]))}")
     return sorted(set(bad))
+
+
+def check_uses(uses):
+    """uses: [(layer, [layers its library links])], from meson.build's layer_uses."""
+    bad = []
+    for layer, used in uses:
+        want = ALLOWED.get(layer, set()) - {"include", layer}
+        if set(used) != want:
+            bad.append(f"{layer}/meson.build links {', '.join(sorted(used)) or 'no layer'}; "
+                       f"the table says {', '.join(sorted(want)) or 'no layer'}")
+    return bad
+
+
+def pair(text):
+    k, sep, v = text.partition("=")
+    if not sep or not k:
+        raise argparse.ArgumentTypeError(f"expected LAYER=VALUE, got {text!r}")
+    return k, v
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    ap.add_argument("--lib", help="the shim's static library (libcollscope_core.a) for the symbol check")
+    ap.add_argument("--lib", type=pair, action="append", default=[],
+                    help="LAYER=LIB.a: a layer's static library for the symbol check (repeat)")
+    ap.add_argument("--uses", type=pair, action="append", default=[],
+                    help="LAYER=A,B: the layers LAYER's meson.build links (repeat)")
     a = ap.parse_args()
     src_root = os.path.abspath(a.src)
     bad = check_includes(src_root)
     if a.lib:
         bad += check_symbols(a.lib)
+    bad += check_uses([(k, [x for x in v.split(",") if x]) for k, v in a.uses])
     for b in bad:
         print(b)
     if bad:
         print(f"check-layers: {len(bad)} upward dependencies (DESIGN.md, \"Layers and where things are decided\")")
         return 1
-    print("check-layers: every include" + (" and symbol" if a.lib else "") + " points down the layers")
+    print("check-layers: every include" + (" and symbol" if a.lib else "") +
+          (" and library" if a.uses else "") + " points down the layers")
     return 0
 
 

@@ -65,7 +65,7 @@ for app in $APP_LIST; do
 done
 if [ "$status" -eq 0 ] && [ -n "$APP_LIST" ]; then "$CLI" report "$WORK/dp_train.dump" 2>&1 | head -30; fi
 # the SDC kernel's self-test ran on this GPU in every job that checked a collective
-[ -n "$APP_LIST" ] && echo "SDC standing in the jobs' dump footers (hooks/sdc.h): $(cat "$WORK"/*.dump/*.jsonl 2>/dev/null |
+[ -n "$APP_LIST" ] && echo "SDC standing in the jobs' dump footers (hooks/sdc_check.h): $(cat "$WORK"/*.dump/*.jsonl 2>/dev/null |
   grep -o '"sdc":"[a-z_]*"' | sort | uniq -c | tr -s ' \n' ' ')"
 
 if [ "$ONLY" = all ] && [ -n "${NCCL_TESTS_DIR:-}" ] && [ -x "$NCCL_TESTS_DIR/all_reduce_perf" ]; then

@@ -5,7 +5,7 @@
 #include "cs_internal.h"
 #include "hooks/cuda_driver.h"
 #include "hooks/gpu_ident.h"
-#include "hooks/online.h"
+#include "hooks/online_exchange.h"
 #include "hooks/timing.h"
 #include <errno.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
 #include "nccl_shim.h"
 #include "hooks/cuda_driver.h"
 #include "hooks/hooks.h"
-#include "hooks/sdc.h"
+#include "hooks/sdc_check.h"
 #include "hooks/timing.h"
 #include <string.h>
 

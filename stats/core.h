@@ -42,13 +42,13 @@ struct cs_config {
   size_t ring_cap;           /* COLLSCOPE_RING: shm stats ring slots (0 = no ring) */
   bool keep_shm;             /* COLLSCOPE_KEEP_SHM=1: leave the ring at clean exit */
   unsigned hang_timeout_s;   /* COLLSCOPE_HANG_TIMEOUT: report ops not complete after this (0 = off) */
-  int sdc_mode;              /* COLLSCOPE_SDC: CS_SDC_OFF | CS_SDC_ALL | CS_SDC_SAMPLE (hooks/sdc.c) */
+  int sdc_mode;              /* COLLSCOPE_SDC: CS_SDC_OFF | CS_SDC_ALL | CS_SDC_SAMPLE (hooks/sdc_check.c) */
   unsigned sdc_sample;       /* COLLSCOPE_SDC=sample:N: every Nth eligible collective per comm */
   uint64_t sdc_min_bytes;    /* COLLSCOPE_SDC_MIN_BYTES: smaller collectives are not checked */
   uint64_t sdc_gate_bytes;   /* derived: sdc_min_bytes, UINT64_MAX when the checks are off (the
                               * wrappers' one compare; sdc_min_bytes is at most 2^50) */
   int sdc_action;            /* COLLSCOPE_SDC_ACTION: CS_SDC_ACTION_LOG | CS_SDC_ACTION_ABORT */
-  bool online;               /* COLLSCOPE_ONLINE (default 1): the job-wide exchange (hooks/online.c) */
+  bool online;               /* COLLSCOPE_ONLINE (default 1): the job-wide exchange (hooks/online_exchange.c) */
   unsigned online_every;     /* COLLSCOPE_ONLINE_EVERY: world-communicator collectives between exchanges */
   unsigned online_timeout_s; /* COLLSCOPE_ONLINE_TIMEOUT: bound on the split and on each exchange */
   /* COLLSCOPE_EVENT_SAMPLE=N, COLLSCOPE_EVENT_SAMPLE_BYTES=B (hooks/timing.c): on the CUDA-event

@@ -1,14 +1,14 @@
 /* stats/dump_writer.c: the per-process dump file and its line buffer (DESIGN.md "Dump
  * files"): creating the file (O_EXCL|O_NOFOLLOW), writing whole lines, and counting what
  * reached the file or was lost: a sink of whole lines. The lines themselves, and when to
- * write which, are stats/dump_records.c's; nothing here calls it.
+ * write which, are stats/dump_writer_records.c's; nothing here calls it.
  *
  * Write errors (a full disk): the file keeps ending at its last whole line (a partial
  * write is cut back with ftruncate, or, if that fails, a continuation file is started),
  * every record of the failed buffer is counted as dropped (cs_st.drops, footer
  * `write_drops`), and every later flush tries again, so writing resumes when space
  * returns. A lost header is written again before the next record. */
-#include "dump_internal.h"
+#include "dump_writer_internal.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

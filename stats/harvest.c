@@ -18,7 +18,7 @@
 #include "dump_writer.h"
 #include "harvest.h"
 #include "queue.h"
-#include "ring.h"
+#include "ring_writer.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

@@ -31,7 +31,7 @@ void cmd_suspects_help(FILE *out);
  * (for `collscope run --topology`). Returns 0, or -1 with a message on stderr. */
 int cli_topo_order_hosts(const char *topofile, char **hosts, size_t n, int verbose);
 
-/* tools/report/detect_input.c: run stats/detect.c over a loaded dump set (all op records plus
+/* tools/report/detect_input.c: run analysis/detect.c over a loaded dump set (all op records plus
  * the shim's hang records). Returns 0, -1 out of memory. */
 struct cs_dumpset;
 struct cs_det_params;
@@ -45,7 +45,7 @@ void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_pa
 void cli_text_stragglers_causes(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o,
                                 const char *const *causes);
 void cli_text_hangs(const struct cs_det_result *det, FILE *o);
-/* a dump's dtype / redop name as the SDC comparison numbers it (tools/dump_args.c): dtype -1
+/* a dump's dtype / redop name as the SDC comparison numbers it (tools/dump/dump_args.c): dtype -1
  * unknown; redop -1 none, 5 one without a sum rule (premulsum or a newer name) */
 int cli_sdc_dtype(const char *name);
 int cli_sdc_redop(const char *name);
@@ -61,7 +61,7 @@ struct json_t *cli_json_hangs(const struct cs_det_result *det);
  * *status set to report's exit status (1 unusable input, 2 unknown op); the caller decrefs. */
 struct json_t *cli_report_json(const char *dir, const char *job, const char *op, unsigned jobs, int *status);
 
-/* tools/dump_args.c: the command line of report and trace (DIR, -o/--output FILE,
+/* tools/dump/dump_args.c: the command line of report and trace (DIR, -o/--output FILE,
  * --job ID, and per flags --op NAME, --json). Returns -1 when the command goes on, else its
  * exit status (0 after --help, CLI_EXIT_USAGE with a message and the usage on stderr). */
 struct cli_dump_args {
@@ -84,7 +84,7 @@ enum { CLI_DUMP_ARGS_OP = 1,
 int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, void (*usage)(FILE *),
                         struct cli_dump_args *out);
 
-/* tools/dump_args.c: an output file written whole or not at all. cli_out_open() returns
+/* tools/dump/dump_args.c: an output file written whole or not at all. cli_out_open() returns
  * stdout for NULL or "-", else a new temporary next to path (mkstemp: O_EXCL, never a
  * planted file or link) whose name is kept in *tmp; NULL with a message on failure.
  * cli_out_close() flushes, closes and renames it onto path (rc == 0), or removes it;
@@ -92,7 +92,7 @@ int cli_dump_args_parse(const char *cmd, int argc, char **argv, unsigned flags, 
 FILE *cli_out_open(const char *cmd, const char *path, char **tmp);
 int cli_out_close(const char *cmd, FILE *o, char *tmp, const char *path, int rc);
 
-/* tools/run_paths.c: locations of collscope's own artefacts, found relative to the running
+/* tools/run/run_paths.c: locations of collscope's own artefacts, found relative to the running
  * executable (build tree or install prefix) or from env overrides:
  * COLLSCOPE_SIM_DIR, COLLSCOPE_SHIM, COLLSCOPE_APPS_DIR. Return NULL if absent. */
 const char *cli_sim_dir(void);

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "collscope/detect.h"
 #include "collscope/topology.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 
 #include <jansson.h>
 
@@ -212,7 +212,7 @@ static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app
 /* demo_health(): why, not only who: a mixed cluster (simhost4's GPUs are A100s, 0.4x the
  * speed of the other hosts' H100s) and rank 1's GPU held at its power cap (simulator faults,
  * health sampled every 100 ms through the simulated NVML). The report's stragglers, each
- * with the causes its rank's health samples show (tools/report_health.c). */
+ * with the causes its rank's health samples show (tools/report/report_health.c). */
 static void demo_health(struct cli_run_opts *o, const char *absdir, char *app) {
   char hdir[PATH_MAX], env_dir[PATH_MAX + 32];
   if (snprintf(hdir, sizeof hdir, "%s/health", absdir) >= (int)sizeof hdir || mkdirs(hdir) != 0) return;

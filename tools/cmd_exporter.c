@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "exporter_http.h"
-#include "exporter_metrics.h"
-#include "exporter_state.h"
-#include "exporter_textfile.h"
+#include "exporter/exporter_http.h"
+#include "exporter/exporter_metrics.h"
+#include "exporter/exporter_state.h"
+#include "exporter/exporter_textfile.h"
 
 #define EXP_DEFAULT_LISTEN "127.0.0.1:9464"
 #define EXP_TEXTFILE_MIN_S 5.0 /* the textfile is rewritten at most this often */

@@ -1,6 +1,6 @@
 /* tools/cmd_report.c: `collscope report DIR [--json] [--op NAME] [-o FILE]`.
  *
- * Reads a directory of dump files (tools/dumpfile.c, streamed through tools/report_agg.c) and
+ * Reads a directory of dump files (tools/dump/dumpfile.c, streamed through tools/report/report_agg.c) and
  * prints nccl-tests style tables: per (op, communicator size, message-size bucket), per rank,
  * per communicator, stragglers, hangs, links, SDC findings and notes. The report is a table
  * of sections (tools/report/sections.c), each in its own file behind struct report_section
@@ -57,12 +57,12 @@
 #include <jansson.h>
 
 #include "collscope/schema.h"
-#include "dumpfile.h"
-#include "readpool.h"
+#include "dump/dumpfile.h"
+#include "dump/readpool.h"
 #include "report/report.h"
-#include "report_agg.h"
-#include "report_balance.h"
-#include "report_html.h"
+#include "report/report_agg.h"
+#include "report/report_balance.h"
+#include "report/report_html.h"
 
 /* The whole report as one JSON object: what --json prints, and what other commands (suspects,
  * the HTML page) read through cli_report_json(), so they can never disagree with it. */
@@ -132,7 +132,7 @@ static int report_build(struct report *r, struct report_agg *agg, const char *di
   if (cs_det_params_env(&r->detp))
     fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_STRAGGLER_* value (collscope help)\n");
   /* streamed: the op records are read into tables, instances and findings as they go by
-   * (tools/report_agg.c), never held all at once */
+   * (tools/report/report_agg.c), never held all at once */
   const char *canon = op ? canonical_op(op) : NULL;
   struct cs_dumpset *set =
       report_agg_run_split(dir, job, canon ? canon : op, jobs ? jobs : cs_pool_default_jobs(), 0, &r->detp, by_model, agg);
@@ -222,7 +222,7 @@ int cmd_report(int argc, char **argv) {
   int rc = 1;
   if (o) {
     rc = 0;
-    if (args.html) { /* the page draws the --json document (tools/report_html.c) */
+    if (args.html) { /* the page draws the --json document (tools/report/report_html.c) */
       json_t *doc = report_json_doc(&r);
       rc = report_html_write(doc, o);
       json_decref(doc);

@@ -1,6 +1,6 @@
 /* tools/cmd_run.c: `collscope run`, the launcher's command line: options into struct
- * cli_run_opts, then cli_run_launch() (tools/run_launch.c; the parts are listed in
- * tools/run_internal.h). */
+ * cli_run_opts, then cli_run_launch() (tools/run/run_launch.c; the parts are listed in
+ * tools/run/run_internal.h). */
 #include "cli.h"
 
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "run_internal.h"
+#include "run/run_internal.h"
 
 static const char help_run[] =
     "usage: collscope run -n N [options] [--] CMD [ARGS...]      (launch N ranks)\n"

@@ -5,7 +5,7 @@
  * DIR/collscope-<host>-r<rank>-p<pid>.salvage.jsonl in the dump schema (header, comm, op,
  * xfer and hang records; no footer; every string JSON-escaped), so `collscope report DIR`
  * reads it. Only the caller's own rings are read (its uid in the name, owned by it; the
- * reader's checks in stats/ring.c), and only one job's: --job ID picks it; without --job
+ * reader's checks in analysis/ring_reader.c), and only one job's: --job ID picks it; without --job
  * (and without RING arguments) the dead rings must all belong to one job, else the jobs
  * found are listed and nothing is touched. Without RING arguments every ring of that job
  * whose writer is dead and that was not closed cleanly is salvaged. A salvaged ring is then
@@ -27,7 +27,7 @@
 
 #include "collscope/ring.h"
 #include "collscope/schema.h"
-#include "ring_view.h"
+#include "ring/ring_view.h"
 
 /* a - b in ns as a double: the ring's times may be anything */
 static double ns_diff(int64_t a, int64_t b) { return (double)a - (double)b; }

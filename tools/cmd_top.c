@@ -5,7 +5,7 @@
  * the writers are never blocked; a ring that fails the reader's checks is skipped with one
  * line). One row per process: job, rank, pid, device, comm, current seq, ops/s, busbw, time
  * since the last completion, lateness score, flags (STRAGGLER, HUNG, DROPS, EXITED, DEAD).
- * Stragglers and hangs come from stats/detect.c, run over each job's rings on their own, so
+ * Stragglers and hangs come from analysis/detect.c, run over each job's rings on their own, so
  * every flag belongs to a (job, rank): the same detector `collscope report` runs over dump
  * files. Exit status 0, 1 when no ring was found with --once/--json, 2 usage. */
 #include "cli.h"
@@ -26,8 +26,8 @@
 #include "collscope/detect.h"
 #include "collscope/ring.h"
 #include "collscope/schema.h"
-#include "dumpfile.h"
-#include "ring_view.h"
+#include "dump/dumpfile.h"
+#include "ring/ring_view.h"
 
 struct proc {
   struct ring_view v;

@@ -21,7 +21,7 @@
  *    (own id, "bp":"e"), placed at the middle of each slice so they bind to it.
  * Timestamps are written as exact decimals (ns / 1000 with three decimals), not through a
  * double, so realtime nanoseconds survive in the file.
- * The dumps are read twice and never held (tools/trace.h): once to size the selection, once to
+ * The dumps are read twice and never held (tools/trace/trace.h): once to size the selection, once to
  * write it; events come in reading order (files interleaved), which trace viewers accept.
  * Exit status: 0 written, 1 unusable input or write error, 2 usage. */
 #include "cli.h"
@@ -34,8 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "readpool.h"
-#include "trace.h"
+#include "dump/readpool.h"
+#include "trace/trace.h"
 
 void cmd_trace_help(FILE *o) {
   fputs("usage: collscope trace DIR [-o FILE] [--job ID] [--ranks LIST] [--comm ID] [--from T] [--to T]\n"

@@ -97,7 +97,7 @@ static bool xid_needs_reset(long long code) {
   return false;
 }
 
-/* The report's health section (tools/report_health.c): GPU errors per rank, IB port errors
+/* The report's health section (tools/report/report_health.c): GPU errors per rank, IB port errors
  * per host. Uncorrectable ECC, a pending or failed row remap and XIDs that need a reset
  * drain the host; other errors (corrected ECC, other XIDs, NVLink, PCIe replays, IB) watch it.
  * The GPUs' UUIDs fill in the GPU lists. */

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "collscope/slurm_node.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "xalloc.h"
 
 /* one directory entry named like a node record: trusted only when root's alone */

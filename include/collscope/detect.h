@@ -167,7 +167,7 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
               struct cs_det_result *out);
 void cs_det_result_free(struct cs_det_result *r);
 /* sqrt without libm (the shim links no libm): Newton from a power-of-two guess; 0 for x <= 0
- * or NaN. Also the online evaluator's (stats/online_eval.c). */
+ * or NaN. Also the online evaluator's (analysis/online_eval.c). */
 double cs_det_sqrt(double x);
 
 /* The same detector fed one collective instance at a time (the dump readers, which never

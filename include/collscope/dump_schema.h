@@ -1,11 +1,11 @@
 /* include/collscope/dump_schema.h: the fields of every dump record type, in the order the
  * shim's writer puts them on the line (DESIGN.md "Dump files"). One list per record type
- * generates the writer's field sequence (stats/dump_records.c), the JSON reader's key table
- * (tools/dump_records.c) and the op-line fast path (tools/opscan.c), so a key is named once.
+ * generates the writer's field sequence (stats/dump_writer_records.c), the JSON reader's key table
+ * (tools/dump/dump_records.c) and the op-line fast path (tools/dump/opscan.c), so a key is named once.
  *
  * A row is X(MEMBER, "key", JTYPE, WRITE, READ, DEFAULT):
  *  MEMBER   the field's name in the record structs generated from the list, and in the
- *           reader's record (tools/dumpfile.h)
+ *           reader's record (tools/dump/dumpfile.h)
  *  JTYPE    the value on the line:
  *             I32 / I64  integer (the reader keeps an I32 in an int, clamped)
  *             U64        non-negative integer
@@ -97,7 +97,7 @@
   X(proto, "proto", NAME, IFSET, SKIP, NONE) \
   X(nchannels, "nchannels", U64, IFSET, SKIP, NONE)
 
-/* an op's "sdc": the SDC checks' results (hooks/sdc.c); checked bit 0: fp and out_sum are
+/* an op's "sdc": the SDC checks' results (hooks/sdc_check.c); checked bit 0: fp and out_sum are
  * valid, bit 1: in_sum and in_abs; the others are null */
 #define CS_DUMP_SDC_FIELDS(X) \
   X(checked, "checked", I64, ALWAYS, REQ, ZERO) \
@@ -183,7 +183,7 @@
   X(prof_agreed, "prof_agreed", U64, SOURCE, OPT, ZERO) \
   X(prof_trusted, "prof_trusted", STR, SOURCE, OPT, EMPTY) \
   X(prof_rejected, "prof_rejected", STR, SOURCE, OPT, EMPTY) \
-  /* the SDC checks' standing (hooks/sdc.c) */ \
+  /* the SDC checks' standing (hooks/sdc_check.c) */ \
   X(sdc, "sdc", STR, SOURCE, OPT, NONE) \
   X(sdc_launches, "sdc_launches", U64, SOURCE, OPT, ZERO) \
   X(sdc_no_slot, "sdc_no_slot", U64, SOURCE, OPT, ZERO) \

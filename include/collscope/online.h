@@ -1,6 +1,6 @@
-/* include/collscope/online.h: the job-wide online exchange (hooks/online.c) -- what the
+/* include/collscope/online.h: the job-wide online exchange (hooks/online_exchange.c) -- what the
  * ranks all-reduce on collscope's own communicator every K collectives of the world
- * communicator, and the per-rank protocol state (stats/online_eval.c) that builds each
+ * communicator, and the per-rank protocol state (analysis/online_eval.c) that builds each
  * rank's contribution and turns the reduced result into findings: stragglers (each rank
  * judges itself against the instance's minimum, maximum and sum of durations, the rules of
  * detect.h) and SDC mismatches (the rules of sdc.h over aggregates of the checked
@@ -106,7 +106,7 @@ struct cs_online_findings {
   unsigned rounds;      /* rounds this exchange took */
 };
 
-/* ---- per-rank protocol state (stats/online_eval.c): pure, no I/O ---- */
+/* ---- per-rank protocol state (analysis/online_eval.c): pure, no I/O ---- */
 struct cs_online_rank;
 
 /* rank in [0, nranks); params NULL: detector defaults. NULL when out of memory. */

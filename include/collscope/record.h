@@ -109,9 +109,9 @@ struct cs_record {
   int64_t enqueue_ns; /* CLOCK_REALTIME */
   int64_t start_ns;   /* CLOCK_REALTIME, aligned from the GPU clock */
   int64_t end_ns;
-  /* silent-data-corruption checks (hooks/sdc.c); valid when sdc_checked != 0 */
+  /* silent-data-corruption checks (hooks/sdc_check.c); valid when sdc_checked != 0 */
   uint8_t sdc_checked;  /* bit 0: fingerprint and out_sum valid, bit 1: in_sum/in_abs valid */
-  uint8_t sdc_ctx;      /* internal: 1 + hooks/sdc.c context index while results are pending */
+  uint8_t sdc_ctx;      /* internal: 1 + hooks/sdc_check.c context index while results are pending */
   uint8_t prof_probe;   /* internal: COLLSCOPE_TIMING=auto probation op, timed by CUDA events
                           * AND the profiler plugin (1; 2 once the plugin's stamps are in) */
   uint8_t comm_nb;      /* internal: its communicator is non-blocking (NCCL launches its

@@ -1,5 +1,5 @@
 /* include/collscope/ring.h: the shared-memory stats ring, ONE layout for the writer (the
- * shim's harvest thread, stats/ring.c) and its readers (`collscope top`, `collscope
+ * shim's harvest thread, stats/ring_writer.c) and its readers (`collscope top`, `collscope
  * salvage`, tests).
  *
  * File: $COLLSCOPE_SHM_DIR (default /dev/shm) / collscope-<uid>-<job>-r<rank>[-p<pid>].ring.
@@ -222,7 +222,7 @@ static inline struct cs_ring_slot *cs_ring_slots(const struct cs_ring_hdr *h) {
   return (struct cs_ring_slot *)(void *)((char *)(uintptr_t)h + sizeof(struct cs_ring_hdr) + sizeof(struct cs_ring_stats));
 }
 
-/* ---- reader API (stats/ring.c; also linked into the CLI) ---- */
+/* ---- reader API (analysis/ring_reader.c; also linked into the CLI) ---- */
 struct cs_ring_reader {
   const struct cs_ring_hdr *h; /* read-only mapping, NULL when not open */
   size_t map_len;
@@ -269,5 +269,8 @@ bool cs_ring_name_job(const char *name, const char *job);
 /* true when the writer is gone: its pid does not exist, is a zombie, or now belongs to a
  * process with another start time than the header's. Unknown (no /proc) counts as alive. */
 bool cs_ring_writer_dead(const struct cs_ring_hdr *h);
+/* State letter and start time (field 22 of /proc/<pid>/stat, clock ticks after boot) of a
+ * process; false when it cannot be read. The writer stamps its own into the header. */
+bool cs_ring_proc_stat(int pid, char *state, uint64_t *start);
 
 #endif

@@ -1,5 +1,5 @@
 /* include/collscope/sdc.h: cross-rank comparison of the SDC check results of one
- * collective instance (stats/sdc_compare.c). Used by `collscope report` and, later, by the
+ * collective instance (analysis/sdc_compare.c). Used by `collscope report` and, later, by the
  * shim's online exchange. Pure functions: no I/O, no allocation.
  *
  * Rules (DESIGN.md "SDC checks"):
@@ -71,7 +71,7 @@ const char *cs_sdc_check_name(int check);
 /* An element type's figures for the sum rule: an integer type (sums kept modulo 2^bits), or a
  * float type's unit roundoff u, largest finite value and smallest subnormal d. false: a type
  * without a sum rule (fp8 has fingerprints only). Shared by the comparison here and the online
- * exchange's evaluator (stats/online_eval.c). */
+ * exchange's evaluator (analysis/online_eval.c). */
 struct cs_sdc_dtype_info {
   bool is_int;
   unsigned bits;

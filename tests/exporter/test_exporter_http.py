@@ -20,7 +20,7 @@ import argparse, os, re, shutil, socket, subprocess, sys, tempfile, threading, t
 
 SLOW = 200
 REQUEST_LINE = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: "
-PER_CLIENT, MAX_CONNS = 8, 32  # tools/exporter_http.c
+PER_CLIENT, MAX_CONNS = 8, 32  # tools/exporter/exporter_http.c
 
 
 class Exporter:

@@ -29,9 +29,9 @@
 
 #include <cmocka.h>
 
-#include "exporter_metrics.h"
-#include "exporter_state.h"
-#include "exporter_textfile.h"
+#include "exporter/exporter_metrics.h"
+#include "exporter/exporter_state.h"
+#include "exporter/exporter_textfile.h"
 #include "stats/ring_stats.h"
 
 static char shm[256];
@@ -565,7 +565,7 @@ static void test_gpu_identity_with_device(void **st) {
   assert_non_null(strstr(text, ",gpu=\"-1\"}"));
   assert_null(strstr(text, "UUID="));
   free(text);
-  cs_ring_stats_ident(h, "GPU-00aa", "0000:18:00.0"); /* as stats/ring.c's writer: identity, then device */
+  cs_ring_stats_ident(h, "GPU-00aa", "0000:18:00.0"); /* as stats/ring_writer.c's writer: identity, then device */
   __atomic_store_n(&h->device, 0, __ATOMIC_RELEASE);
   text = render(&s); /* no poll in between */
   assert_null(strstr(text, ",gpu=\"-1\""));

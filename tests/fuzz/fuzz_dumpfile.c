@@ -1,5 +1,5 @@
 /* tests/fuzz/fuzz_dumpfile.c: libFuzzer entry point for the dump-file reader
- * (tools/dumpfile.c) and `collscope report`, the path every dump a job leaves goes through.
+ * (tools/dump/dumpfile.c) and `collscope report`, the path every dump a job leaves goes through.
  * The input bytes become a process's dump collscope-fz-r0-p1.jsonl; its first line plus the
  * second half of the input become the same process's salvage file, so the salvage merge
  * runs too. The directory is loaded, grouped into collective instances, and reported as
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "fuzz_report_quiet.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -2,7 +2,7 @@
  * `collscope top`, `collscope salvage` and `collscope exporter` input goes through: the
  * input bytes become one ring file (collscope-<euid>-fuzz-r0.ring in a private directory;
  * the header's uid field, when present, is set to the caller's so that the owner checks pass
- * and the fuzzer gets past them), which is loaded by tools/ring_view.c (stats/ring.c's
+ * and the fuzzer gets past them), which is loaded by tools/ring/ring_view.c (analysis/ring_reader.c's
  * checked reader), written as a salvage dump to /dev/null, checked for liveness and freed;
  * then the exporter's follower reads it (summary block: series, side ring, health, GPU
  * identity; the detectors over the newest records) and renders an exposition. Built like
@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "exporter_metrics.h"
-#include "exporter_state.h"
-#include "ring_view.h"
+#include "exporter/exporter_metrics.h"
+#include "exporter/exporter_state.h"
+#include "ring/ring_view.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

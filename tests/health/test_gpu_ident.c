@@ -12,7 +12,7 @@
 #include "hooks/cuda_driver.h"
 #include "hooks/gpu_ident.h"
 #include "stats/core.h"
-#include "stats/ring.h"
+#include "stats/ring_writer.h"
 
 /* ---- fakes ---- */
 struct cs_driver cs_drv;

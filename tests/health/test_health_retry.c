@@ -18,7 +18,7 @@
 #include "hooks/health.h"
 #include "stats/core.h"
 #include "stats/dump_writer.h"
-#include "stats/ring.h"
+#include "stats/ring_writer.h"
 
 #define PERIOD_MS 40
 #define PASSES 400 /* one every millisecond: ~10 periods */

@@ -1,5 +1,5 @@
 /* tests/online/online_model.h: an in-process model of N ranks running the online
- * exchange's real protocol code (stats/online_eval.c). The collectives are replaced by
+ * exchange's real protocol code (analysis/online_eval.c). The collectives are replaced by
  * their mathematical result: every rank's contribution is folded (MIN / SUM) into one
  * reduced wire that every rank then unpacks.
  *

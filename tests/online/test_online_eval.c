@@ -1,4 +1,4 @@
-/* tests/online/test_online_eval.c: the online exchange's protocol (stats/online_eval.c) on
+/* tests/online/test_online_eval.c: the online exchange's protocol (analysis/online_eval.c) on
  * the in-process model of 8 ranks (online_model.h): a straggler flags itself once and
  * rank 0 learns it with its host; jittered clean data flags nobody; a fingerprint flip is
  * resolved by a detail round that names the rank and its host; a wrong sum on every rank

@@ -3,7 +3,7 @@
  *
  *   sdc_gpu_check [--quick]
  *
- * 1. For every datatype (and -1, fingerprint only), several lengths and misalignments, and the grid hooks/sdc.c
+ * 1. For every datatype (and -1, fingerprint only), several lengths and misalignments, and the grid hooks/sdc_check.c
  *    uses (cs_sdc_grid): GPU result == host twin result, bit for bit (fingerprint,
  *    integer sum, fp64 sum and |sum|), done tag written, counter reset.
  * 2. Bandwidth: the kernel over 1 GiB (fp32 and bf16) at several grid sizes, against

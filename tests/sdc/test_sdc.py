@@ -302,7 +302,7 @@ def kstats(cli, job, wd):
     return ok
 
 
-SELFTEST_LAUNCHES = 8   # hooks/sdc.c: the kernel self-test's cases, once per context
+SELFTEST_LAUNCHES = 8   # hooks/sdc_check.c: the kernel self-test's cases, once per context
 
 
 def sdc_ranks(rep):

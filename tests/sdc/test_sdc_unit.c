@@ -1,5 +1,5 @@
 /* tests/sdc/test_sdc_unit.c: the SDC kernel's host twin (hooks/sdc_kernels.cu compiled as
- * C, exactly what the simulator runs) and the comparison rules (stats/sdc_compare.c).
+ * C, exactly what the simulator runs) and the comparison rules (analysis/sdc_compare.c).
  *  1. fingerprint = a plain serial loop, for any grid/block, alignment and length;
  *     integer sums exact; fp64 sums within rounding of a serial sum; the result does not
  *     depend on the grid for a fixed (grid, block) pair across runs (bitwise);
@@ -249,7 +249,7 @@ static void test_decode(void) {
   uint64_t inf = 0x7c00, nan = 0x7e00;
   CHECK(isinf(kernel(&inf, 2, CS_SDC_FLOAT16, 1, 1).sum), "fp16 inf");
   CHECK(isnan(kernel(&nan, 2, CS_SDC_FLOAT16, 1, 1).sum), "fp16 nan");
-  /* fp8 has no sum rule (hooks/sdc.c launches it as -1): the kernel takes its words for
+  /* fp8 has no sum rule (hooks/sdc_check.c launches it as -1): the kernel takes its words for
    * the fingerprint alone, as any datatype it does not decode */
   uint64_t w8[3] = {0x3c387e7f01fe80ffull, 0x0102030405060708ull, 0xfcfdfeff7b7c7d7eull};
   struct cs_sdc_result fo = kernel(w8, sizeof w8, -1, 2, 32);

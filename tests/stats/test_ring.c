@@ -1,4 +1,4 @@
-/* tests/stats/test_ring.c: the shared-memory stats ring (stats/ring.c,
+/* tests/stats/test_ring.c: the shared-memory stats ring (stats/ring_writer.c, analysis/ring_reader.c,
  * include/collscope/ring.h): header/init ordering, overwrite detection by sequence
  * numbers, one-writer enforcement, 0600 + O_EXCL|O_NOFOLLOW, stale segment reclaim (writer
  * dead or its pid reused, logged at WARN; never a ring that only looks half-written),
@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "stats/ring.h"
+#include "stats/ring_writer.h"
 
 static char dir[256];
 

@@ -1,4 +1,4 @@
-/* tests/stats/test_ring_race.c: concurrent creation of stats rings (stats/ring.c), the real
+/* tests/stats/test_ring_race.c: concurrent creation of stats rings (stats/ring_writer.c), the real
  * writer code in forked processes. A trial is NPROC processes of one job without a rank (so
  * they all want the same ring name); each round starts PAR trials (jobs) at the same instant.
  * While all of them are still alive, every process must have a ring that a reader finds
@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "stats/ring.h"
+#include "stats/ring_writer.h"
 
 #define ROUNDS 30
 #define PAR 10 /* trials per round, run together */

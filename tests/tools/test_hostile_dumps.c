@@ -25,7 +25,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "tools_fixture.h"
 
 /* ---------- helpers ---------- */

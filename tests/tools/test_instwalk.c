@@ -1,4 +1,4 @@
-/* tests/tools/test_instwalk.c: the per-communicator k-way merge (tools/instwalk.c) against
+/* tests/tools/test_instwalk.c: the per-communicator k-way merge (tools/dump/instwalk.c) against
  * grouping everything at once: files pushed a random piece at a time, communicators that
  * not every file is in, a file that stops early, duplicates and a record out of order; a
  * communicator that reaches each file in a different round, a comm_size never filled, and
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "instwalk.h"
+#include "dump/instwalk.h"
 
 enum { NF = 6,
        NSEQ = 400 };

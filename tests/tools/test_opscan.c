@@ -1,4 +1,4 @@
-/* tests/tools/test_opscan.c: the fast op-line scanner (tools/opscan.c) against jansson.
+/* tests/tools/test_opscan.c: the fast op-line scanner (tools/dump/opscan.c) against jansson.
  * Writer-layout lines must be accepted with the values jansson reads; and over many random
  * mutations of those lines, every line the scanner still accepts must be one jansson reads
  * as the same op record (the scanner may refuse more, never accept what jansson would not). */
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "opscan.h"
+#include "dump/opscan.h"
 
 static const char *const good[] = {
     "{\"type\":\"op\",\"comm\":\"c965d6348c188782\",\"comm_size\":16,\"comm_rank\":5,\"rank\":5,\"seq\":0,"

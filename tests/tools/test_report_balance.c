@@ -1,4 +1,4 @@
-/* tests/tools/test_report_balance.c: the report's balance section (tools/report_balance.c) on
+/* tests/tools/test_report_balance.c: the report's balance section (tools/report/report_balance.c) on
  * synthetic dumps whose timelines are computed here: every rank computes for its own time
  * before each collective, a collective starts at the rank's arrival and ends on every rank at
  * the last arrival plus its cost (a synchronising ring), so the expected compute per step,

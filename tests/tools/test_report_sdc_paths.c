@@ -1,5 +1,5 @@
 /* tests/tools/test_report_sdc_paths.c: the report's SDC findings are the same whether the
- * instances come from the streamed walk (`collscope report`, tools/report_agg_walk.c) or from
+ * instances come from the streamed walk (`collscope report`, tools/report/report_agg_walk.c) or from
  * the set loaded whole (`collscope demo`'s sdc section, agg NULL), and they are the ones the
  * dumps were written to produce: each finding's check, suspect comm rank, that rank's own
  * rank and host, on communicators whose comm ranks are not the global ranks, a record that
@@ -18,9 +18,9 @@
 
 #include "cli.h"
 #include "collscope/sdc.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "report/report.h"
-#include "report_agg.h"
+#include "report/report_agg.h"
 #include "tools_fixture.h"
 
 enum { RANKS = 4 };

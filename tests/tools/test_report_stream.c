@@ -1,4 +1,4 @@
-/* tests/tools/test_report_stream.c: `collscope report`'s streamed reading (tools/report_agg.c
+/* tests/tools/test_report_stream.c: `collscope report`'s streamed reading (tools/report/report_agg.c
  * over cs_dumpset_stream) against the whole set loaded at once, on dumps big enough to be read
  * in many rounds: the same stragglers and hangs as cs_detect over every record, the same
  * instance and rank counts per communicator, exact counts per row, percentiles within the
@@ -19,8 +19,8 @@
 #include "cli.h"
 #include "collscope/detect.h"
 #include "collscope/histogram.h"
-#include "dumpfile.h"
-#include "report_agg.h"
+#include "dump/dumpfile.h"
+#include "report/report_agg.h"
 
 enum { RANKS = 8,
        OPS = 1200 };

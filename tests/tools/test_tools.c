@@ -1,4 +1,4 @@
-/* tests/tools/test_tools.c: cmocka tests for the dump reader (tools/dumpfile.c) and the
+/* tests/tools/test_tools.c: cmocka tests for the dump reader (tools/dump/dumpfile.c) and the
  * `collscope report` / `collscope trace` subcommands (called in-process; stdout/stderr are
  * captured through temporary files).
  *
@@ -27,7 +27,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "tools_fixture.h"
 static void test_load_fixture(void **state) {
   struct cs_dumpset *set = cs_dumpset_load(*state);

@@ -24,7 +24,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "tools_fixture.h"
 void test_report_json(void **state) {
   json_t *root = report_json(*state, NULL, NULL);

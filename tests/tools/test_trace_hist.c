@@ -1,4 +1,4 @@
-/* tests/tools/test_trace_hist.c: the trace's collapsing time histogram (tools/trace_hist.h)
+/* tests/tools/test_trace_hist.c: the trace's collapsing time histogram (tools/trace/trace_hist.h)
  * against the exact counts of the same times: totals, upper bounds on any range, exact
  * counts on bucket edges, th_fit's window, and a merge of per-thread histograms. */
 #include <setjmp.h>
@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "trace_hist.h"
+#include "trace/trace_hist.h"
 
 #define N 200000
 

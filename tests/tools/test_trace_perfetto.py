@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/tools/test_trace_perfetto.py: `collscope trace --format perfetto` read back by an
 independent reader, protoc --decode (Debian's protobuf-compiler) against the schema in
-tools/perfetto/, and compared with the JSON trace of the same dumps and selection:
+tools/trace/perfetto/, and compared with the JSON trace of the same dumps and selection:
 
   same   the same small dump set (bench/gen_dumps, comm events, a salvage file next to rank 0's
          dump) written both ways, whole and with a selection (--ranks, --from/--to): the file

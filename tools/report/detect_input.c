@@ -1,6 +1,6 @@
-/* tools/report/detect_input.c: a loaded dump set as the detector's input (stats/detect.c):
+/* tools/report/detect_input.c: a loaded dump set as the detector's input (analysis/detect.c):
  * every op record (all comms, no --op filter) plus the shim's "hang" records. The report
- * itself feeds the streaming detector while it reads (tools/report_agg.c); this whole-set
+ * itself feeds the streaming detector while it reads (tools/report/report_agg.c); this whole-set
  * path serves `collscope demo` and the tests that check the two agree. */
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* tools/report/report.h: the report of a dump set as a table of sections.
  *
- * `collscope report` (tools/cmd_report.c) reads the dumps once (tools/report_agg.c) into the
+ * `collscope report` (tools/cmd_report.c) reads the dumps once (tools/report/report_agg.c) into the
  * shared inputs of struct report; then every section builds its own part of the model, and
  * prints it as text, as one key of the JSON document, or both. A section is one struct
  * report_section in its own file (section_*.c); the order of the report is the table in
@@ -21,7 +21,7 @@
 
 #include "collscope/detect.h"
 #include "collscope/links.h"
-#include "dumpfile.h"
+#include "dump/dumpfile.h"
 #include "report_agg.h"
 
 /* ---------- the models the sections build ---------- */
@@ -80,7 +80,7 @@ struct summary {
   size_t prof_ranks[7];
   uint64_t rejected_probes, rejected_agreed;
   const char *rejected_ops;
-  /* SDC standing per rank (footers, hooks/sdc.h), an unknown one counted as "other"; checks
+  /* SDC standing per rank (footers, hooks/sdc_check.h), an unknown one counted as "other"; checks
    * skipped for want of a result slot */
   size_t sdc_ranks[8];
   uint64_t sdc_no_slot;
@@ -104,8 +104,8 @@ struct report {
   const char *op_filter;        /* canonical name or NULL */
   bool by_model;                /* --by-model: the ranks and ops tables split by GPU model */
   struct report_agg *agg;       /* the op figures gathered while the dumps streamed; NULL: read set's ops */
-  struct report_health *health; /* GPU and IB health samples (section_health.c, tools/report_health.c) */
-  struct cs_det_result det;     /* stragglers and hangs (stats/detect.c) */
+  struct report_health *health; /* GPU and IB health samples (section_health.c, tools/report/report_health.c) */
+  struct cs_det_result det;     /* stragglers and hangs (analysis/detect.c) */
   struct cs_det_params detp;
   /* built by the sections */
   struct op_row *rows;
@@ -116,7 +116,7 @@ struct report {
   size_t ncomms;      /* comms */
   struct summary sum; /* summary */
   struct cs_link_pair *links;
-  size_t nlinks; /* links: NCCL_NET wrapper pairs (stats/links.c) */
+  size_t nlinks; /* links: NCCL_NET wrapper pairs (analysis/links.c) */
   struct cs_link_params linkp;
   size_t link_records;
   struct agg_sdc sdc; /* sdc: the cross-rank SDC comparison's counts and findings (report_agg.h) */

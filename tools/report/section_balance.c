@@ -1,10 +1,10 @@
 /* tools/report/section_balance.c: the report's "balance" section: per rank the compute time
  * per step, the data-parallel shares and pipeline layer counts that equalise it, the step time
  * they predict, and whether a slow rank is a node to fix or a slower GPU to balance. The
- * figures are gathered during the instance walk (r->agg->balance, tools/report_balance.c);
+ * figures are gathered during the instance walk (r->agg->balance, tools/report/report_balance.c);
  * the model is made here, after the health section's build (it reads r->health). */
 #include "report.h"
-#include "../report_balance.h"
+#include "report_balance.h"
 
 static void build_balance(struct report *r) {
   report_balance_finish(r->agg ? r->agg->balance : NULL, r->set, r->health, r->layers, r->nlayers, r->shares,

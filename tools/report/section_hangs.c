@@ -1,5 +1,5 @@
 /* tools/report/section_hangs.c: the report's "hangs" section: ops the shim reported not
- * complete after COLLSCOPE_HANG_TIMEOUT, per communicator (stats/detect.c), also printed by
+ * complete after COLLSCOPE_HANG_TIMEOUT, per communicator (analysis/detect.c), also printed by
  * `collscope top` (cli_text_hangs, cli_json_hangs). */
 #include "cli.h"
 #include "report.h"

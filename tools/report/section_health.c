@@ -1,10 +1,10 @@
 /* tools/report/section_health.c: the report's "health" section: the GPU and IB health
  * samples of every rank (hooks/health.c), per rank and host, and the errors no finding
  * explains. The model and the joins to stragglers, SDC suspects and slow links are
- * tools/report_health.c; the sections that join read r->health (built here first: every
+ * tools/report/report_health.c; the sections that join read r->health (built here first: every
  * section's build runs before any output). */
 #include "report.h"
-#include "../report_health.h"
+#include "report_health.h"
 
 static void build_health(struct report *r) { r->health = report_health_build(r->set); }
 static void text_health(const struct report *r, FILE *o) { report_health_text(r->health, &r->det, o); }

@@ -1,12 +1,12 @@
 /* tools/report/section_links.c: the report's "links" and "slow_links" sections: the NCCL_NET
  * wrapper's "link" records per host pair (definitions in include/collscope/links.h, figures
- * by stats/links.c). Hosts: the writing file's header host for its own end; the other end
+ * by analysis/links.c). Hosts: the writing file's header host for its own end; the other end
  * from the record with the same `conn` token in another file, else (send side) the host of
  * the peer rank. */
 #include <stdlib.h>
 
 #include "report.h"
-#include "../report_health.h"
+#include "report_health.h"
 #include "xalloc.h"
 
 struct conn_end {

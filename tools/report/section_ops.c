@@ -2,7 +2,7 @@
  * (op, communicator size, message-size bucket) with nearest-rank percentiles and the mean of
  * the GPU time, algbw and busbw (definitions: tools/cmd_report.c), busbw of the mean, and a
  * `*` on a row timed on fewer than REPORT_FEW_TIMED records. Rows come from the figures
- * gathered while the dumps streamed (tools/report_agg.c). */
+ * gathered while the dumps streamed (tools/report/report_agg.c). */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* tools/report/section_sdc.c: the report's "sdc" and "sdc_checks" sections: the cross-rank
- * comparison of the SDC checks' per-rank figures (include/collscope/sdc.h, stats/sdc_compare.c),
+ * comparison of the SDC checks' per-rank figures (include/collscope/sdc.h, analysis/sdc_compare.c),
  * one finding per (collective, check, suspect), and the counts behind them. */
 #include <stdlib.h>
 #include <string.h>
@@ -7,8 +7,8 @@
 #include "cli.h"
 #include "collscope/sdc.h"
 #include "report.h"
-#include "../report_health.h"
-#include "instwalk.h"
+#include "report_health.h"
+#include "dump/instwalk.h"
 #include "report_agg.h"
 #include "xalloc.h"
 
@@ -37,7 +37,7 @@ static void sdc_compare_loaded(const struct cs_dumpset *set, const char *op_filt
   cs_instances_free(&inst);
 }
 
-/* streamed: compared as the instances completed (tools/report_agg_walk.c), the results moved
+/* streamed: compared as the instances completed (tools/report/report_agg_walk.c), the results moved
  * here; else over the set loaded whole */
 static void build_sdc(struct report *r) {
   memset(&r->sdc, 0, sizeof r->sdc);

@@ -1,15 +1,15 @@
-/* tools/report/section_stragglers.c: the report's "stragglers" section (stats/detect.c's
+/* tools/report/section_stragglers.c: the report's "stragglers" section (analysis/detect.c's
  * findings; definitions in include/collscope/detect.h), also printed by `collscope top`
  * (cli_text_stragglers, cli_json_stragglers). Link entries with no rank name the slowest
  * slow host pair of the links section. */
 #include "cli.h"
 #include "report.h"
-#include "../report_health.h"
-#include "../xalloc.h"
+#include "report_health.h"
+#include "xalloc.h"
 
 static void text_stragglers(const struct report *r, FILE *o) {
   const struct cs_link_pair *q = report_slowest_link(r);
-  /* the cause column: what the health samples say (tools/report_health.c) */
+  /* the cause column: what the health samples say (tools/report/report_health.c) */
   char **causes = xcalloc(r->det.nstragglers + 1, sizeof *causes);
   for (size_t i = 0; i < r->det.nstragglers; i++)
     causes[i] = xstrdup(report_health_cause_text(r->health, &r->det.stragglers[i], q ? q->src_host : NULL,
@@ -39,7 +39,7 @@ static json_t *json_stragglers(const struct report *r) {
     json_object_set_new(o, "src_host", q ? json_string(q->src_host) : json_null());
     json_object_set_new(o, "dst_host", q ? json_string(q->dst_host) : json_null());
   }
-  for (size_t i = 0; i < r->det.nstragglers && i < json_array_size(a); i++) /* tools/report_health.c */
+  for (size_t i = 0; i < r->det.nstragglers && i < json_array_size(a); i++) /* tools/report/report_health.c */
     json_object_set_new(json_array_get(a, i), "causes", report_health_causes(r->health, &r->det.stragglers[i], q ? q->src_host : NULL, q ? q->dst_host : NULL));
   return a;
 }

@@ -1,10 +1,10 @@
-/* tools/report/section_views.c: the figures the HTML page draws (tools/report_views.c), as
+/* tools/report/section_views.c: the figures the HTML page draws (tools/report/report_views.c), as
  * JSON-only sections so that --json carries them too and the page can never disagree with
  * it: bus bandwidth percentiles per op and size, lateness per rank group over time, each
  * rank's last seq per communicator, and SDC checks over time. */
 #include "report.h"
-#include "../report_agg.h"
-#include "../report_views.h"
+#include "report_agg.h"
+#include "report_views.h"
 
 static json_t *json_busbw_pct(const struct report *r) { return report_views_json_busbw(r->agg->views); }
 static json_t *json_lateness(const struct report *r) { return report_views_json_lateness(r->agg->views, &r->det); }

@@ -1,0 +1,113 @@
+/* analysis/detect_finish.c: a communicator's results after its last instance: its stragglers,
+ * the slow-link entry, per-rank figures over the final window, and the hang analysis. */
+#include "detect_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The comm's results after its last instance: stragglers, a slow-link entry, per-rank
+ * figures over the final window, the hang. 0, or -1 out of memory. */
+int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int hang_mode, struct cs_det_result *out,
+                         size_t *capS, size_t *capH, size_t *capR) {
+  int csize = C->csize;
+  struct inst *in = C->in;
+  struct ent *ents = C->ents;
+  double *scratch = C->scratch;
+  size_t nin = C->nin;
+  out->instances += C->total;
+  for (size_t k = 0; k < C->nstr; k++) {
+    GROW(out->stragglers, out->nstragglers, *capS);
+    out->stragglers[out->nstragglers++] = C->str[k];
+  }
+  /* the final window, in buffer indices */
+  size_t lo = nin > p->window ? nin - p->window : 0;
+  /* slow link: no rank flagged now, everyone equally slow on small messages */
+  if (!C->any_flagged_now && nin - lo >= p->min_instances) {
+    size_t ns = 0, nl = 0;
+    for (size_t i = lo; i < nin; i++)
+      if (in[i].bytes <= 65536) scratch[ns++] = in[i].med;
+    double small = cs_det_median(scratch, ns);
+    for (size_t i = lo; i < nin; i++) scratch[nl++] = in[i].med > 0 ? in[i].lateness / in[i].med : 0;
+    double rel = cs_det_median(scratch, nl);
+    if (ns >= 2 && small >= p->link_floor_us && rel < 0.1) {
+      GROW(out->stragglers, out->nstragglers, *capS);
+      struct cs_det_straggler *s = &out->stragglers[out->nstragglers++];
+      memset(s, 0, sizeof *s);
+      s->comm = C->comm;
+      s->comm_size = csize;
+      s->comm_rank = s->rank = -1;
+      s->kind = CS_DET_LINK;
+      s->window_instances = nin - lo;
+      size_t mx = 0;
+      for (int r = 0; r < csize; r++) {
+        size_t c = 0;
+        for (size_t i = lo; i < nin; i++) c += in[i].last == r;
+        if (c > mx) mx = c;
+      }
+      s->last = mx;
+      s->share_last = (double)mx / (double)(nin - lo);
+      s->lateness_us = rel * small;
+      s->median_dur_us = small;
+      s->gap_us = s->peer_gap_us = -1;
+      s->first_flag_instance = C->total;
+      s->first_flag_seq = s->last_flag_seq = in[nin - 1].seq;
+    }
+  }
+  for (int r = 0; r < csize; r++) {
+    GROW(out->ranks, out->nranks, *capR);
+    struct cs_det_rankstat *st = &out->ranks[out->nranks++];
+    memset(st, 0, sizeof *st);
+    st->comm = C->comm;
+    st->comm_rank = r;
+    st->rank = C->mem[r].rank;
+    st->host = C->mem[r].host;
+    st->instances = nin - lo;
+    size_t k = 0;
+    for (size_t i = lo; i < nin; i++)
+      if (in[i].last == r) scratch[k++] = in[i].lateness;
+    st->last = k;
+    st->lateness_us = cs_det_median(scratch, k);
+    k = 0;
+    for (size_t i = lo; i < nin; i++) {
+      const struct ent *e = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
+      if (e) scratch[k++] = e->offset;
+    }
+    st->offset_us = cs_det_median_mid(scratch, k);
+    st->straggler = C->rs[r].flagged_now;
+  }
+
+  /* hang */
+  if (hang_mode != CS_DET_HANG_OFF && C->any_pending) {
+    int64_t reached = INT64_MAX;
+    bool seen_only = hang_mode == CS_DET_HANG_SEEN;
+    struct member *mem = C->mem;
+    for (int r = 0; r < csize; r++)
+      if (C->done_max[r] < reached && !(seen_only && mem[r].rank < 0 && !mem[r].host)) reached = C->done_max[r];
+    GROW(out->hangs, out->nhangs, *capH);
+    struct cs_det_hang *h = &out->hangs[out->nhangs++];
+    memset(h, 0, sizeof *h);
+    h->comm = C->comm;
+    h->comm_size = csize;
+    h->reached = reached;
+    h->seq = reached + 1;
+    h->oldest_enqueue_ns = C->oldest;
+    h->missing = calloc((size_t)csize, sizeof *h->missing);
+    h->stuck = calloc((size_t)csize, sizeof *h->stuck);
+    h->missing_hosts = calloc((size_t)csize, sizeof *h->missing_hosts);
+    h->stuck_hosts = calloc((size_t)csize, sizeof *h->stuck_hosts);
+    if (!h->missing || !h->stuck || !h->missing_hosts || !h->stuck_hosts) goto oom;
+    for (int r = 0; r < csize; r++) {
+      if (seen_only && mem[r].rank < 0 && !mem[r].host) continue;
+      if (C->entered_max[r] < h->seq) {
+        h->missing_hosts[h->nmissing] = mem[r].host ? mem[r].host : "?";
+        h->missing[h->nmissing++] = mem[r].rank;
+      } else if (C->done_max[r] < h->seq) {
+        h->stuck_hosts[h->nstuck] = mem[r].host ? mem[r].host : "?";
+        h->stuck[h->nstuck++] = mem[r].rank;
+      }
+    }
+  }
+  return 0;
+oom:
+  return -1;
+}

@@ -1,0 +1,104 @@
+/* analysis/detect_internal.h: what the detector's files share (analysis/detect*.c): an instance's
+ * figures, one communicator's sliding state, and the calls between the median helpers, the
+ * straggler rules, the window bookkeeping and the final-window/hang analysis. */
+#ifndef COLLSCOPE_DETECT_INTERNAL_H
+#define COLLSCOPE_DETECT_INTERNAL_H
+
+#include "collscope/detect.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <uthash.h>
+
+struct inst {
+  int last; /* comm_rank that arrived last */
+  double lateness, med, gap_last, gap_peers;
+  int64_t seq;
+  uint64_t bytes;
+  size_t e0, ne; /* its entries in ents[] */
+  int pg_rank;   /* the rank whose peers' median gap pg_val holds (-1: none yet); a flagged
+                      * rank's figures reuse it as the window slides */
+  double pg_val; /* that median, -1 when no peer has a gap */
+};
+
+/* one rank's timed op in an instance: its duration, its arrival offset (the instance's
+ * median duration minus its own: > 0, it arrived after the median rank) and its compute gap */
+struct ent {
+  int r;
+  double dur, offset, gap;
+  int64_t t; /* its op's end_ns */
+};
+
+struct member { /* comm_rank -> identity */
+  int rank;
+  const char *host;
+};
+
+#define GROW(ptr, n, cap) \
+  do { \
+    if ((n) == (cap)) { \
+      size_t nc_ = (cap) ? (cap)*2 : 16; \
+      void *np_ = realloc((ptr), nc_ * sizeof *(ptr)); \
+      if (!np_) goto oom; \
+      (ptr) = np_; \
+      (cap) = nc_; \
+    } \
+  } while (0)
+/* Per-rank sliding state of one communicator. */
+struct rstate {
+  size_t n, pos;   /* instances in the window it has a timed op in; of those, offset > 0 */
+  size_t rn, rpos; /* the same over the last `recent` instances */
+  unsigned streak; /* consecutive instances the flag conditions held, ending at `at` */
+  size_t at;
+  bool flagged_now;
+  size_t sidx; /* its entry in out->stragglers + 1, 0 none */
+};
+/* The state of one communicator while its instances are fed in seq order. Only the last
+ * window + 1 instances (and their entries) are kept: in[] is compacted when it reaches
+ * 2 * (window + 1), so memory is bounded by comm size x window. `base` is the absolute
+ * index (0-based count of the comm's instances) of in[0]. */
+struct cstate {
+  uint64_t comm;
+  int csize;
+  bool invalid; /* comm size out of range: the comm is ignored */
+  struct member *mem;
+  size_t *cnt;
+  struct rstate *rs;
+  int64_t *done_max, *entered_max;
+  double *durs, *gaps, *scratch;
+  bool any_pending, any_flagged_now;
+  int64_t oldest;
+  struct inst *in;
+  size_t nin, capin, base, total;
+  struct ent *ents;
+  size_t nents, capents;
+  struct cs_det_straggler *str;
+  size_t nstr, capstr;
+  UT_hash_handle hh; /* the stream's table of communicators */
+};
+
+/* median helpers (detect_median.c); each reorders v */
+double cs_det_median(double *v, size_t n);
+double cs_det_median_mid(double *v, size_t n);
+double cs_det_median_z(double *v, size_t k, double m);
+
+/* straggler rules (detect_rules.c) */
+const struct ent *cs_det_find_ent(const struct ent *ents, size_t e0, size_t ne, int r);
+bool cs_det_eval_cand(const struct inst *in, size_t lo, size_t hi, int cand, const struct cs_det_params *p,
+                      double *scratch, struct cs_det_straggler *s);
+bool cs_det_eval_offset(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double thr,
+                        double zmin, double *scratch, double *off);
+void cs_det_rank_figures(struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double *scratch,
+                         double *off, double *gap, double *pgap);
+
+/* one communicator's window (detect_window.c) and its final analysis (detect_finish.c) */
+void cs_det_cstate_free(struct cstate *C);
+int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *p);
+int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
+                       size_t n);
+int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int hang_mode, struct cs_det_result *out,
+                         size_t *capS, size_t *capH, size_t *capR);
+
+#endif

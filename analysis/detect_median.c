@@ -1,0 +1,78 @@
+/* analysis/detect_median.c: the detector's robust statistics without libm: sqrt, k-th smallest,
+ * medians and the robust z of a median. */
+#include "detect_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* sqrt without libm (the shim links no libm): Newton from a power-of-two guess */
+double cs_det_sqrt(double x) {
+  if (!(x > 0)) return 0;
+  double g = x > 1 ? x : 1;
+  for (int i = 0; i < 64; i++) {
+    double n = 0.5 * (g + x / g);
+    if (n == g) break;
+    g = n;
+  }
+  return g;
+}
+
+/* the k-th smallest of v[0..n) (0-based; reorders v): quickselect, median-of-three pivot */
+double select_k(double *v, size_t n, size_t k) {
+  size_t lo = 0, hi = n - 1;
+  while (hi > lo) {
+    size_t mid = lo + (hi - lo) / 2;
+    double a = v[lo], b = v[mid], c = v[hi];
+    double pivot = a < b ? (b < c ? b : a < c ? c
+                                              : a)
+                         : (a < c ? a : b < c ? c
+                                              : b);
+    size_t i = lo, j = hi;
+    while (i <= j) {
+      while (v[i] < pivot) i++;
+      while (v[j] > pivot) j--;
+      if (i <= j) {
+        double t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+        i++;
+        if (j == 0) break;
+        j--;
+      }
+    }
+    if (k <= j)
+      hi = j;
+    else if (k >= i)
+      lo = i;
+    else
+      return v[k];
+  }
+  return v[k];
+}
+/* median of v[0..n) (reorders v); lower middle for even n */
+double cs_det_median(double *v, size_t n) {
+  if (!n) return 0;
+  return select_k(v, n, (n - 1) / 2);
+}
+
+/* the true median (mean of the two middle values for even n; reorders v) */
+double cs_det_median_mid(double *v, size_t n) {
+  if (!n) return 0;
+  double lo = select_k(v, n, (n - 1) / 2);
+  if (n % 2) return lo;
+  /* after the select, v[n/2 ..] are all >= lo: the upper middle is their minimum */
+  double hi = v[n / 2];
+  for (size_t i = n / 2 + 1; i < n; i++)
+    if (v[i] < hi) hi = v[i];
+  return 0.5 * (lo + hi);
+}
+
+/* robust z of a median: m / (1.2533 * 1.4826 * MAD / sqrt(k)) (the sd of a median of k
+ * draws ~ 1.2533 sigma; sigma ~ 1.4826 MAD). Overwrites v. Huge when the MAD is 0. */
+double cs_det_median_z(double *v, size_t k, double m) {
+  for (size_t j = 0; j < k; j++) v[j] = v[j] > m ? v[j] - m : m - v[j];
+  double mad = cs_det_median_mid(v, k);
+  double se = 1.2533 * 1.4826 * mad / cs_det_sqrt((double)k);
+  return se > 0 ? m / se : m > 0 ? 1e300
+                                 : 0;
+}

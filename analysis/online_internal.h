@@ -1,0 +1,232 @@
+/* analysis/online_internal.h: what the files of one rank's online-exchange evaluator share
+ * (analysis/online_eval.c has the protocol): the layouts of round 0 and the detail rounds
+ * inside struct cs_online_wire, the rank's state (backlogs, shipped items, aggregates,
+ * self-judging windows, findings), and the encodings both directions use. Not an
+ * interface: only analysis/online_*.c include it. */
+#ifndef COLLSCOPE_STATS_ONLINE_INTERNAL_H
+#define COLLSCOPE_STATS_ONLINE_INTERNAL_H
+#include "collscope/online.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "collscope/schema.h"
+#include "collscope/sdc.h"
+
+#define OPS_BACKLOG 256u  /* sampled instances waiting to be shipped */
+#define SDC_BACKLOG 4096u /* checked collectives waiting to be shipped */
+#define LOCAL_CAP 4096u   /* shipped items kept until their instance completes */
+#define AGG_CAP 4096u     /* partial aggregates (shared) */
+#define AGG_MAX_AGE 64u   /* exchanges an incomplete aggregate or a shipped item is kept */
+#define WIN_COMMS 64u     /* communicators a rank judges itself on */
+#define PENDING_REPORTS 8u
+#define RANK_BITS 24 /* comm ranks packed under a duration */
+#define DUR_MAX ((1ull << 40) - 1)
+
+/* ---------------------------------------------------------------- wire layouts */
+struct r0_min {
+  uint64_t magic, nmagic, exch, nexch, nbacklog;
+  struct {
+    uint64_t comm, ncomm, seq, nseq, size, nsize, durmin, ndurmax;
+  } op[CS_ONLINE_OP_SLOTS];
+  struct {
+    uint64_t comm, ncomm, seq, nseq, size, nsize, meta, nmeta, count, ncount, fp, nfp, out, nout;
+  } sdc[CS_ONLINE_SDC_SLOTS];
+  struct {
+    uint64_t rank, nrank;
+  } rep[CS_ONLINE_REPORT_SLOTS];
+};
+struct r0_sum {
+  uint64_t ranks, drops;
+  struct {
+    uint64_t count, dursum, gapsum, gapcnt;
+  } op[CS_ONLINE_OP_SLOTS];
+  struct {
+    uint64_t members, nfp, nin, int_in, int_out, root_out_ok, out_nonfinite;
+  } sdc[CS_ONLINE_SDC_SLOTS];
+  struct {
+    uint64_t count, comm, comm_rank, instances, kind, host[CS_ONLINE_HOST / 8];
+  } rep[CS_ONLINE_REPORT_SLOTS];
+};
+struct r0_fsum {
+  struct {
+    double in_sum, in_abs, out_sum, root_out;
+  } sdc[CS_ONLINE_SDC_SLOTS];
+  struct {
+    double share, lateness, median;
+  } rep[CS_ONLINE_REPORT_SLOTS];
+};
+struct bucket_min {
+  uint64_t fp, nfp, crank, ncrank, wrank, out;
+};
+struct bucket_sum {
+  uint64_t count, wrank, host[CS_ONLINE_HOST / 8];
+};
+struct rd_min {
+  struct bucket_min b[CS_ONLINE_DETAIL][CS_ONLINE_BUCKETS];
+};
+struct rd_sum {
+  struct bucket_sum b[CS_ONLINE_DETAIL][CS_ONLINE_BUCKETS];
+};
+_Static_assert(sizeof(struct r0_min) <= sizeof(((struct cs_online_wire *)0)->min), "round 0 MIN fits");
+_Static_assert(sizeof(struct r0_sum) <= sizeof(((struct cs_online_wire *)0)->sum), "round 0 SUM fits");
+_Static_assert(sizeof(struct r0_fsum) <= sizeof(((struct cs_online_wire *)0)->fsum), "round 0 FSUM fits");
+_Static_assert(sizeof(struct rd_min) <= sizeof(((struct cs_online_wire *)0)->min), "detail MIN fits");
+_Static_assert(sizeof(struct rd_sum) <= sizeof(((struct cs_online_wire *)0)->sum), "detail SUM fits");
+
+/* ---------------------------------------------------------------- state */
+struct key {
+  uint64_t comm, seq;
+};
+
+struct op_local { /* this rank's shipped sampled instance */
+  struct key k;
+  struct cs_online_op o;
+  unsigned shipped;
+  UT_hash_handle hh;
+};
+struct sdc_local { /* this rank's shipped checked collective */
+  struct key k;
+  struct cs_online_sdc c;
+  unsigned shipped;
+  UT_hash_handle hh;
+};
+struct op_agg { /* shared: partial aggregate of a sampled instance */
+  struct key k;
+  uint64_t size, count, durmin, durmax, dursum, gapsum, gapcnt;
+  unsigned born;
+  UT_hash_handle hh;
+};
+struct sdc_agg { /* shared: partial aggregate of a checked collective */
+  struct key k;
+  uint64_t size, meta, count, fpmin, fpmax, outmin, outmax;
+  uint64_t members, nfp, nin, int_in, int_out, root_out_ok, out_nonfinite;
+  double in_sum, in_abs, out_sum, root_out;
+  unsigned born, detail; /* detail rounds run on it */
+  UT_hash_handle hh;
+};
+struct went {
+  int last;
+  double late, med, a, gap, pgap;
+};
+struct self_win { /* this rank's window of a communicator's complete instances */
+  uint64_t comm;
+  uint32_t size, crank;
+  struct went *e; /* ring of `window` entries */
+  size_t n;       /* instances pushed */
+  unsigned streak;
+  size_t at;
+  bool flagged;
+  UT_hash_handle hh;
+};
+struct report {
+  uint64_t comm;
+  uint32_t crank;
+  size_t instances;
+  int kind;
+  double share, late, med;
+};
+
+struct f_st {
+  struct cs_online_straggler s;
+  char host[CS_ONLINE_HOST + 1];
+};
+struct f_sdc {
+  struct cs_online_sdc_finding f;
+  char host[CS_ONLINE_HOST + 1];
+};
+
+struct cs_online_rank {
+  int rank, n;
+  char host[CS_ONLINE_HOST];
+  struct cs_det_params p;
+  uint64_t drops_ext, lost;
+  unsigned cause; /* cs_online_rank_set_cause */
+  /* backlogs */
+  struct cs_online_op ops[OPS_BACKLOG];
+  uint32_t ops_first, ops_n;
+  struct cs_online_sdc *sdcq;
+  uint32_t sdc_first, sdc_n;
+  /* what this round shipped: slot -> item */
+  struct cs_online_op op_slot[CS_ONLINE_OP_SLOTS];
+  bool op_used[CS_ONLINE_OP_SLOTS];
+  struct cs_online_sdc sdc_slot[CS_ONLINE_SDC_SLOTS];
+  bool sdc_used[CS_ONLINE_SDC_SLOTS];
+  int rep_slot; /* report slot used this exchange, -1 none */
+  /* local tables */
+  struct op_local *opl;
+  size_t nopl;
+  struct sdc_local *sdl;
+  size_t nsdl;
+  /* shared tables */
+  struct op_agg *opa;
+  size_t nopa;
+  struct sdc_agg *sda;
+  size_t nsda;
+  struct sdc_agg *detail[CS_ONLINE_DETAIL];
+  size_t ndetail;
+  struct self_win *wins;
+  size_t nwins;
+  struct report pend[PENDING_REPORTS];
+  size_t npend;
+  double *scratch; /* 2 * window doubles */
+  /* this exchange's findings */
+  struct f_st *st;
+  size_t nst, capst;
+  struct f_sdc *sf;
+  size_t nsf, capsf;
+  struct cs_online_straggler *out_st;
+  struct cs_online_sdc_finding *out_sf;
+  size_t cap_out_st, cap_out_sf;
+  struct cs_online_findings cur;
+  bool oom;
+};
+
+static inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+static inline unsigned slot_of(uint64_t comm, uint64_t seq, uint32_t exchange, unsigned nslots) {
+  return (unsigned)(mix64(comm ^ mix64(seq ^ ((uint64_t)exchange << 40))) % nslots);
+}
+
+/* order-preserving encoding of a double for MIN/MAX (NaN: not encoded, counted apart) */
+static inline uint64_t enc_d(double x) {
+  uint64_t b;
+  memcpy(&b, &x, sizeof b);
+  return (b >> 63) ? ~b : b | (1ull << 63);
+}
+static inline double dec_d(uint64_t e) {
+  uint64_t b = (e >> 63) ? e & ~(1ull << 63) : ~e;
+  double x;
+  memcpy(&x, &b, sizeof x);
+  return x;
+}
+static inline uint64_t sdc_meta(const struct cs_online_sdc *c) {
+  return (uint64_t)c->op | (uint64_t)(uint8_t)c->dtype << 8 | (uint64_t)(uint8_t)c->redop << 16 |
+         (uint64_t)(uint32_t)(c->root + 1) << 24;
+}
+
+/* integer sums are kept in [0, 2^bits) by the writer; anything else carries 0 */
+static inline uint64_t as_u64(double x) { return x >= 0 && x < 18446744073709551616.0 ? (uint64_t)x : 0; }
+
+/* ---------------------------------------------------------------- across the files */
+/* analysis/online_eval.c: a finding for a checked collective (NULL: out of memory, counted) */
+struct f_sdc *cs_onl_sdc_finding(struct cs_online_rank *st, const struct sdc_agg *a, int check);
+/* analysis/online_sdc_verdict.c: verdicts of the complete checked collectives of round 0
+ * (those whose fingerprints disagree wait for detail rounds), a detail round's verdict
+ * on one of them (1: decided), and the end of one */
+void cs_onl_sdc_evaluate(struct cs_online_rank *st, uint32_t exchange);
+int cs_onl_sdc_verdict_detail(struct cs_online_rank *st, struct sdc_agg *a, const struct bucket_min *bm,
+                              const struct bucket_sum *bs, bool last_try);
+void cs_onl_sdc_done(struct cs_online_rank *st, struct sdc_agg *a);
+/* analysis/online_stragglers.c: the complete sampled instances of this exchange, judged */
+void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange);
+
+#endif

@@ -1,0 +1,135 @@
+/* tools/dump/dump_internal.h: what the dump reader's files share; the commands use dumpfile.h.
+ *   dumpfile.c       the set: files found, read (whole or streamed), finished, freed
+ *   dump_reader.c    one file (struct freader): lines, pieces, messages, footer counts
+ *   dump_records.c   one line's JSON object into one record (struct lctx)
+ *   dump_jobs.c      one job per set
+ *   dump_salvage.c   a salvage file merged into its process's dump
+ *   dump_instances.c collective instances of a loaded set
+ *   dump_strings.c   growable arrays, interned strings, the set's messages, printable text */
+#ifndef COLLSCOPE_TOOLS_DUMP_INTERNAL_H
+#define COLLSCOPE_TOOLS_DUMP_INTERNAL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "dumpfile.h"
+
+/* ---------- dump_strings.c ---------- */
+
+/* Grow *v (element size sz, capacity *cap) so that index n is valid. */
+void dump_grow(void **v, size_t *cap, size_t n, size_t sz);
+struct cs_strpool *dump_pool_new(void);
+void dump_pool_free(struct cs_strpool *p);
+/* the interned copy of s[0..len) (s need not be NUL-terminated); of s */
+const char *dump_intern_n(struct cs_strpool *p, const char *s, size_t len);
+const char *dump_intern(struct cs_strpool *p, const char *s);
+/* a message in the set's list (at most CS_DUMP_MAX_ERRORS kept, the rest counted) */
+__attribute__((format(printf, 2, 3))) void dump_add_error(struct cs_dumpset *set, const char *fmt, ...);
+/* a record's "timing" string as enum csd_timing */
+enum csd_timing dump_timing_from_name(const char *s);
+
+static inline int dump_clamp_int(long long v) {
+  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN
+                                                   : (int)v;
+}
+
+/* ---------- dump_records.c: typed field access with "first error wins" ---------- */
+
+struct lctx {
+  struct cs_dumpset *set;
+  struct cs_dumpfile *f;
+  json_t *obj;
+  const char *type; /* record type, for messages */
+  char err[256];    /* first problem found in this line */
+  bool bad;
+};
+__attribute__((format(printf, 2, 3))) void dump_fail(struct lctx *c, const char *fmt, ...);
+/* per-record parsers: false (with c->err) when malformed */
+bool dump_parse_header(struct lctx *c, struct cs_header *h);
+bool dump_parse_op(struct lctx *c, struct cs_op_rec *r);
+bool dump_parse_xfer(struct lctx *c, struct cs_xfer_rec *r);
+bool dump_parse_comm(struct lctx *c, struct cs_comm_rec *r);
+bool dump_parse_hang(struct lctx *c, struct cs_hang_rec *r);
+bool dump_parse_link(struct lctx *c, struct cs_link_rec *r);
+bool dump_parse_drops(struct lctx *c, uint64_t *count);
+bool dump_parse_footer(struct lctx *c, struct cs_dumpfile *f);
+/* a "health" record (hooks/health.c) appended to fr's file, its IB ports too; malformed: c->bad */
+struct freader;
+void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno);
+
+/* ---------- dump_reader.c: one file's reader ---------- */
+
+/* A few recent strings of one field, so the fast path interns without the pool's lock. */
+#define ICACHE_N 8
+struct icache {
+  struct {
+    const char *s;
+    size_t n;
+    int op;
+    enum csd_timing timing;
+  } e[ICACHE_N];
+  unsigned next;
+};
+
+/* Reading one file: its line counter and header state, its errors (moved to the set in
+ * file order once every file is read, so the order does not depend on the threads), and
+ * where its op records go. */
+struct freader {
+  struct cs_dumpset *set;
+  struct cs_dumpfile *f;
+  size_t index; /* in the set, before the final sort */
+  size_t lineno;
+  bool ok, have_header, first_op_rank_set;
+  int first_op_rank;
+  char **errors;
+  size_t nerrors, errors_cap;
+  const struct cs_stream_ops *sink; /* NULL: ops are kept in f->ops */
+  unsigned worker;
+  struct icache c_op, c_dtype, c_redop, c_timing, c_site;
+  /* streaming: the file's read buffer */
+  int fd;
+  char *buf;
+  size_t blen, bcap;
+  bool eof, skipping; /* skipping: inside a line longer than the buffer */
+  bool header_only;   /* the stream's first round: line 1 only */
+  bool excluded;      /* another job's file: not read further */
+  size_t ops_seen, errors_omitted;
+};
+
+/* Starts reading file f (index in the set, before the final sort): its name-derived identity. */
+void dump_rd_start(struct freader *fr, struct cs_dumpset *set, struct cs_dumpfile *f, size_t index);
+/* Reads the whole file. Returns false when it is unusable as a whole (I/O error, unsupported
+ * schema); the message is in fr's errors. */
+bool dump_load_file(struct freader *fr);
+/* Streaming: the file's next piece (about `chunk` bytes) through the reading thread's buffer
+ * buf (wcap bytes: chunk + CS_DUMP_LINE_MAX + 2); in the header round line 1 only. */
+void dump_rd_piece(struct freader *fr, size_t chunk, char *buf, size_t wcap);
+/* Closes a file that will not be read further (another job's). */
+void dump_rd_drop(struct freader *fr);
+/* Moves fr's messages to the set (in file order once every file is read). */
+void dump_rd_flush_errors(struct freader *fr);
+
+/* ---------- dump_jobs.c ---------- */
+
+/* Keeps the files of `job` (NULL: the only job found). Returns false (message added) when the
+ * set holds several jobs and none was picked, or the picked one is absent. */
+bool dump_select_job(struct cs_dumpset *set, const char *job);
+/* dump_select_job()'s choice made on the headers, before the records are read: the files it
+ * will leave out are marked excluded (all when it will refuse the set). */
+void dump_mark_job(struct cs_dumpset *set, struct freader *fr, const char *job);
+
+/* ---------- dump_salvage.c ---------- */
+
+/* Each salvage file whose process (host, pid) also left its own dump is merged into it. */
+void dump_merge_salvaged(struct cs_dumpset *set);
+/* whether some salvage file has such a pair (the stream then loads the set whole) */
+bool dump_salvage_pairs(const struct cs_dumpset *set, const struct freader *fr);
+
+/* ---------- dumpfile.c ---------- */
+
+void dump_free_file(struct cs_dumpfile *f);
+
+#endif

@@ -1,0 +1,127 @@
+/* tools/report/report_agg_internal.h: what the report aggregation's files share (report_agg*.c): the
+ * reading threads' tables, the per-file state, the aggregation's private state, and the calls
+ * between the per-record tables, the walk of instances and the final merge. */
+#ifndef COLLSCOPE_REPORT_AGG_INTERNAL_H
+#define COLLSCOPE_REPORT_AGG_INTERNAL_H
+
+#include "report_agg.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uthash.h>
+
+#include "collscope/sdc.h"
+#include "dump/instwalk.h"
+#include "xalloc.h"
+
+struct row_key {
+  const char *op_name;
+  int comm_size, bucket;
+  const char *model; /* --by-model: the file's GPU model (interned), else NULL */
+};
+struct row_ent {
+  struct row_key k;
+  struct agg_row r;
+  UT_hash_handle hh;
+};
+struct comm_ent {
+  uint64_t comm;
+  struct agg_comm c;
+  UT_hash_handle hh;
+};
+struct crank_key {
+  uint64_t comm;
+  int comm_rank;
+};
+struct crank_ent {
+  struct crank_key k;
+  UT_hash_handle hh;
+};
+struct inst_ent {
+  uint64_t comm;
+  size_t n;
+  UT_hash_handle hh;
+};
+/* The detector sees a communicator's ranks renumbered 0..n-1 over the ranks that have records
+ * (as cli_detect_dumpset does): its memory follows the ranks seen, never a comm_size or
+ * comm_rank a record claims. Numbers are given in order of first appearance. */
+struct dense_key {
+  uint64_t comm;
+  int real;
+};
+struct dense_ent {
+  struct dense_key k;
+  int dense;
+  UT_hash_handle hh;
+};
+struct dense_comm {
+  uint64_t comm;
+  int declared;
+  int *real;
+  size_t n, cap;
+  UT_hash_handle hh;
+};
+
+struct worker { /* one reading thread's tables */
+  struct row_ent *rows;
+  struct comm_ent *comms;
+  struct crank_ent *cranks;
+  struct agg_counts counts;
+  bool matched;
+};
+
+struct fstate { /* one file's state across rounds */
+  struct cs_walk_rec *buf;
+  size_t n, cap; /* this round's records (seq >= 0) */
+  struct cs_walk_rec *pbuf;
+  size_t pn, pcap; /* the last round's, walked while this one is read */
+  bool walked_done;
+  /* the worker's table entries this file used last (most records repeat a few): valid while
+   * the same worker reads the file (cw = worker + 1) */
+  unsigned cw;
+  struct comm_ent *cc[2];
+  struct crank_ent *cr[2];
+  bool has_prev;
+  int64_t prev_end;
+};
+
+struct report_agg_priv {
+  struct report_agg *agg;
+  struct worker *w;
+  unsigned nw;
+  struct fstate *fs;
+  size_t nf;
+  struct cs_walk *walk;
+  struct cs_det_stream *det;
+  struct inst_ent *inst; /* instances per comm (with a member passing the filter) */
+  struct cs_sdc_member *mem;
+  size_t memcap;
+  struct cs_det_member *dm;
+  size_t dmcap;
+  struct dense_ent *dense;
+  struct dense_comm *dcomms;
+  bool oom;
+  /* the walk of the last round's records runs on its own thread while the next is read */
+  pthread_t bg;
+  bool bg_on;
+  bool *pdone; /* per file: its last records are in pbuf */
+};
+
+/* the detector's dense comm_rank numbering (report_agg_walk.c) */
+struct dense_comm *agg_dense_comm_of(struct report_agg_priv *P, uint64_t comm);
+int agg_dense_of(struct report_agg_priv *P, struct dense_comm *c, int real, int declared);
+int agg_real_of(struct report_agg_priv *P, uint64_t comm, int dense);
+int agg_declared_of(struct report_agg_priv *P, uint64_t comm, int size);
+
+/* per record, on the reading threads (report_agg_record.c) */
+void agg_row_pour(struct report_agg_priv *P, struct agg_row *r);
+void agg_row_size(struct agg_row *r, uint64_t v, size_t n);
+void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o);
+
+/* per instance and round, the walk thread (report_agg_walk.c) */
+void agg_on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n);
+void agg_on_round(void *ctx, const bool *done, size_t nfiles);
+void agg_walk_join(struct report_agg_priv *P);
+
+#endif

@@ -1,0 +1,92 @@
+/* tools/report/report_balance_internal.h: what the balance section's two files share: the figures
+ * gathered per communicator and member, and the model tools/report/report_balance.c builds from
+ * them, which tools/report/report_balance_json.c writes as JSON and text. */
+#ifndef COLLSCOPE_TOOLS_REPORT_BALANCE_INTERNAL_H
+#define COLLSCOPE_TOOLS_REPORT_BALANCE_INTERNAL_H
+#include "report_balance.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uthash.h>
+
+struct bal_key {
+  uint64_t comm;
+  int comm_rank;
+};
+struct bal_member {
+  struct bal_key k;
+  int rank;
+  const char *host;
+  uint32_t file;
+  size_t n, untimed; /* its ops in the communicator; of those, without a compute gap */
+  bool coll_reduce;  /* every op an AllReduce or ReduceScatter */
+  bool p2p;          /* every op a Send or Recv */
+  uint64_t periodic; /* bit q-1: the sequence so far repeats with period q */
+  uint64_t sig[BAL_PMAX];
+  double cum_gap; /* us */
+  double head_gap[BAL_PMAX], ring_gap[BAL_PMAX];
+  int64_t head_end[BAL_PMAX], ring_end[BAL_PMAX];
+  UT_hash_handle hh;
+};
+struct bal_comm {
+  uint64_t comm;
+  size_t instances;
+  bool same_size; /* every instance one op of one size on every member */
+  UT_hash_handle hh;
+};
+
+enum { VERDICT_OK = 0,
+       VERDICT_THROTTLED,
+       VERDICT_MODEL,
+       VERDICT_UNEXPLAINED };
+static const char *const verdict_names[] = {"ok", "throttled", "slower_model", "unexplained"};
+
+struct bal_rank {
+  int rank, comm_rank, period;
+  const char *host, *gpu;
+  size_t steps, untimed;
+  double compute_us, step_us; /* per step; step_us -1 unknown */
+  double share_now, share, speed;
+  int verdict;
+  char cause[256];
+};
+struct bal_view { /* one communicator analysed */
+  bool found, ok;
+  uint64_t comm;
+  struct bal_rank *r;
+  size_t n, steps;
+  int period;
+  double step_now, step_bal, gain_pct, compute_bal;
+};
+struct bal_group {
+  const char *name, *gpu;
+  size_t ranks;
+  double compute_us, share; /* mean compute; summed share */
+};
+struct bal_stage {
+  int stage, rank;
+  const char *host, *gpu;
+  double compute_us, per_layer_us;
+  long layers_now, layers;
+};
+
+struct report_balance {
+  struct bal_member *members;
+  struct bal_comm *comms;
+  /* the model (report_balance_finish) */
+  bool finished;
+  struct bal_view dp, pp;
+  struct bal_group *models, *hosts;
+  size_t nmodels, nhosts;
+  struct bal_stage *stages;
+  size_t nstages;
+  bool layers_given, layers_ok;
+  double pp_step_bal, pp_gain_pct;
+  char layers_note[160], shares_note[160];
+  const char *action;
+  char advice[1024];
+};
+
+#endif
