@@ -53,6 +53,7 @@ struct rstate {
   unsigned streak; /* consecutive instances the flag conditions held, ending at `at` */
   size_t at;
   bool flagged_now;
+  bool ok;     /* a rule held at the current instance (before persistence) */
   size_t sidx; /* its entry in out->stragglers + 1, 0 none */
 };
 /* The state of one communicator while its instances are fed in seq order. Only the last

@@ -63,6 +63,8 @@ static void cstate_compact(struct cstate *C, const struct cs_det_params *p) {
   C->base += drop;
 }
 
+static bool same_host(const char *a, const char *b) { return a && b ? strcmp(a, b) == 0 : a == b; }
+
 /* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
  * the members' identities. 0, or -1 out of memory. */
 int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
@@ -174,6 +176,9 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   if (need < p->share) need = p->share;
   struct cs_det_straggler s_last = {0};
   bool last_ok = (double)cnt[cand] >= need * (double)w && cs_det_eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
+  /* pass 1: which ranks meet a rule at this instance */
+  int nok = 0, first_ok = -1;
+  bool multi_host = false;
   for (int r = 0; r < csize; r++) {
     struct rstate *R = &rs[r];
     bool ok = last_ok && r == cand;
@@ -199,7 +204,23 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
       double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
       ok = cs_det_eval_offset(in, ents, rlo, i + 1, r, thr, p->recent_z, scratch, &off);
     }
+    R->ok = ok;
     if (!ok) continue;
+    if (first_ok < 0)
+      first_ok = r;
+    else if (!multi_host && !same_host(C->mem[first_ok].host, C->mem[r].host))
+      multi_host = true;
+    nok++;
+  }
+  /* A hardware straggler is one GPU, or the GPUs of one host (and now and then a second
+   * one): lateness that three or more ranks on several hosts share at once is where the
+   * schedule puts them (a pipeline stage's place in 1F1B at a world collective) or the
+   * work the data gives them, not a slow GPU: none of them is flagged (docs/detection.md). */
+  bool group = nok >= 3 && multi_host;
+  /* pass 2: persistence and the flags */
+  for (int r = 0; r < csize; r++) {
+    struct rstate *R = &rs[r];
+    if (!R->ok || group) continue;
     /* persistence: a burst of scheduling noise on a busy host is not a straggler */
     R->streak = R->streak && R->at + 1 == ai ? R->streak + 1 : 1;
     R->at = ai;
