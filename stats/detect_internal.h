@@ -54,6 +54,7 @@ struct rstate {
   size_t at;
   bool flagged_now;
   bool ok;     /* a rule held at the current instance (before persistence) */
+  double off;  /* then its median offset (share-last rule: its median lateness) */
   size_t sidx; /* its entry in out->stragglers + 1, 0 none */
 };
 /* The state of one communicator while its instances are fed in seq order. Only the last
@@ -99,6 +100,8 @@ void cs_det_cstate_free(struct cstate *C);
 int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *p);
 int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
                        size_t n);
+bool cs_det_link_bound(struct cstate *C, const struct cs_det_params *p, size_t lo, size_t hi, double *small,
+                       double *rel);
 int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int hang_mode, struct cs_det_result *out,
                          size_t *capS, size_t *capH, size_t *capR);
 

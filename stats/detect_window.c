@@ -205,6 +205,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
       ok = cs_det_eval_offset(in, ents, rlo, i + 1, r, thr, p->recent_z, scratch, &off);
     }
     R->ok = ok;
+    R->off = !ok ? 0 : last_ok && r == cand ? s_last.lateness_us : off;
     if (!ok) continue;
     if (first_ok < 0)
       first_ok = r;
@@ -216,7 +217,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
    * one): lateness that three or more ranks on several hosts share at once is where the
    * schedule puts them (a pipeline stage's place in 1F1B at a world collective) or the
    * work the data gives them, not a slow GPU: none of them is flagged (docs/detection.md). */
-  bool group = nok >= 3 && multi_host;
+  bool group = nok >= 3 && multi_host, linkb = false, linkb_known = false;
   /* pass 2: persistence and the flags */
   for (int r = 0; r < csize; r++) {
     struct rstate *R = &rs[r];
@@ -225,6 +226,21 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     R->streak = R->streak && R->at + 1 == ai ? R->streak + 1 : 1;
     R->at = ai;
     if (R->streak < p->persist) continue;
+    /* a comm bound by a slow link: every rank waits for the network, and the endpoints of
+     * the slow pair (the stream that sends into it, the one that receives from it) come to
+     * the next collective a little late; lateness under 10% of the duration there is the
+     * link's, reported as the comm's link entry (detect_finish.c), never as a compute
+     * straggler on an endpoint */
+    if (!linkb_known) {
+      double sm, rl;
+      linkb = cs_det_link_bound(C, p, lo, i + 1, &sm, &rl);
+      linkb_known = true;
+      if (med < 0) {
+        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+        med = cs_det_median(scratch, w);
+      }
+    }
+    if (linkb && R->off < 0.1 * med) continue;
     R->flagged_now = C->any_flagged_now = true;
     struct cs_det_straggler s;
     if (last_ok && r == cand) {
