@@ -379,6 +379,7 @@ int main(int argc, char **argv) {
   }
   struct cs_det_params p;
   cs_det_params_default(&p);
+  if (cs_det_params_env(&p)) fprintf(stderr, "accuracy_driver: a COLLSCOPE_STRAGGLER_* value was ignored\n");
   W.det = cs_det_stream_new(&p, CS_DET_HANG_PENDING);
   if (!W.det) return 2;
   if (!strcmp(wl, "dp")) run_dp();
@@ -399,11 +400,14 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < res.nstragglers; i++) {
     const struct cs_det_straggler *s = &res.stragglers[i];
     const struct comm *c = &W.comms[s->comm - 1];
-    long long after = c->onset ? (long long)s->first_flag_instance - (long long)c->onset : -1;
+    /* instances from the first delayed one (counted as 1) to the first flag */
+    long long after = c->onset ? (long long)s->first_flag_instance - (long long)c->onset + 1 : -1;
     printf("%s{\"rank\":%d,\"host\":%s%s%s,\"kind\":\"%s\",\"comm\":%d,\"comm_size\":%d,\"first_flag_instance\":%zu,"
-           "\"onset\":%lld,\"after\":%lld}",
+           "\"onset\":%lld,\"after\":%lld,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"
+           "\"lateness_us\":%.1f,\"median_dur_us\":%.1f,\"gap_us\":%.1f,\"peer_gap_us\":%.1f}",
            i ? "," : "", s->rank, s->host ? "\"" : "", s->host ? s->host : "null", s->host ? "\"" : "",
-           cs_det_kind_name(s->kind), c->id, c->n, s->first_flag_instance, (long long)c->onset, after);
+           cs_det_kind_name(s->kind), c->id, c->n, s->first_flag_instance, (long long)c->onset, after, s->offset_us,
+           s->later_share, s->share_last, s->lateness_us, s->median_dur_us, s->gap_us, s->peer_gap_us);
   }
   printf("],\"hangs\":[");
   for (size_t i = 0; i < res.nhangs; i++) {

@@ -175,7 +175,13 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)w);
   if (need < p->share) need = p->share;
   struct cs_det_straggler s_last = {0};
-  bool last_ok = (double)cnt[cand] >= need * (double)w && cs_det_eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
+  /* last that often by chance: the binomial tail itself, not its normal approximation, which
+   * at 8 ranks and a short window is far too thin (a rank last in 9 of 13 instances has a
+   * chance of 3e-6, not the 1e-9 of z = 6): data-following work (a hot MoE expert) then
+   * reads as a straggler somewhere among thousands of communicators */
+  bool last_ok = (double)cnt[cand] >= need * (double)w &&
+                 cs_det_binom_tail(w, cnt[cand], p0) <= cs_det_normal_tail(p->z) &&
+                 cs_det_eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
   /* pass 1: which ranks meet a rule at this instance */
   int nok = 0, first_ok = -1;
   bool multi_host = false;

@@ -80,7 +80,8 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
       if (wat(w, W, j)->last == (int)w->crank) sc[m++] = wat(w, W, j)->late;
     late = median(sc, m);
   }
-  bool last_ok = cand == (double)w->crank && (double)best >= need * (double)nw && late >= thr;
+  bool last_ok = cand == (double)w->crank && (double)best >= need * (double)nw && late >= thr &&
+                 cs_det_binom_tail(nw, best, p0) <= cs_det_normal_tail(p->z); /* stats/detect_window.c */
   bool ok = last_ok;
   double off = 0;
   if (!ok) {
