@@ -67,6 +67,7 @@ static struct {
   struct comm *comms;
   size_t ncomms;
   int64_t step;
+  size_t ninst, min_inst; /* instances fed; run on past --steps until --min-instances */
   bool hung;
 } W;
 
@@ -172,12 +173,13 @@ static void compute(int r, double us) {
 static void collective(struct comm *c, enum op op, double bytes) {
   if (W.hung) return;
   int64_t seq = c->seq++;
+  W.ninst++;
   double tmax = 0;
   bool delayed = false;
   for (int k = 0; k < c->n; k++) {
     int r = c->m[k];
     double s = stall_us(c, r, W.step);
-    if (s > 0) delayed = true;
+    if (s > 0 || (W.fault == F_THROTTLE && r == W.culprit && W.step >= W.from)) delayed = true;
     W.t[r] += s;
     if (W.t[r] > tmax) tmax = W.t[r];
   }
@@ -220,7 +222,7 @@ static void run_dp(void) {
   for (int r = 0; r < W.n; r++) m[r] = r;
   struct comm *c = comm_new(m, W.n);
   free(m);
-  for (W.step = 0; W.step < W.steps && !W.hung; W.step++)
+  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++)
     for (int b = 0; b < 3; b++) {
       for (int r = 0; r < W.n; r++) compute(r, COMPUTE_US);
       collective(c, OP_ALLREDUCE, 262144.0 / (1 << (3 * b)));
@@ -251,7 +253,7 @@ static void run_3d(void) {
     }
   for (int r = 0; r < W.n; r++) m[r] = r;
   struct comm *world = comm_new(m, W.n);
-  for (W.step = 0; W.step < W.steps && !W.hung; W.step++) {
+  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++) {
     for (int d = 0; d < dp; d++)
       for (int s = 0; s < pp; s++) {
         struct comm *c = tpc[d * pp + s];
@@ -287,7 +289,7 @@ static void run_moe(void) {
   }
   for (int r = 0; r < W.n; r++) m[r] = r;
   struct comm *world = comm_new(m, W.n);
-  for (W.step = 0; W.step < W.steps && !W.hung; W.step++) {
+  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++) {
     for (int layer = 0; layer < 2; layer++)
       for (int i = 0; i < ng; i++) {
         struct comm *c = g[i];
@@ -351,6 +353,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--seed")) W.seed = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--steps")) W.steps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--ranks-per-host")) W.rph = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--min-instances")) W.min_inst = strtoull(argv[i + 1], NULL, 10);
     else {
       fprintf(stderr, "accuracy_driver: unknown option %s\n", argv[i]);
       return 2;
@@ -401,9 +404,10 @@ int main(int argc, char **argv) {
     const struct cs_det_straggler *s = &res.stragglers[i];
     const struct comm *c = &W.comms[s->comm - 1];
     /* instances from the first delayed one (counted as 1) to the first flag */
-    long long after = c->onset ? (long long)s->first_flag_instance - (long long)c->onset + 1 : -1;
+    char after[32] = "null";
+    if (c->onset) snprintf(after, sizeof after, "%lld", (long long)s->first_flag_instance - (long long)c->onset + 1);
     printf("%s{\"rank\":%d,\"host\":%s%s%s,\"kind\":\"%s\",\"comm\":%d,\"comm_size\":%d,\"first_flag_instance\":%zu,"
-           "\"onset\":%lld,\"after\":%lld,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"
+           "\"onset\":%lld,\"after\":%s,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"
            "\"lateness_us\":%.1f,\"median_dur_us\":%.1f,\"gap_us\":%.1f,\"peer_gap_us\":%.1f}",
            i ? "," : "", s->rank, s->host ? "\"" : "", s->host ? s->host : "null", s->host ? "\"" : "",
            cs_det_kind_name(s->kind), c->id, c->n, s->first_flag_instance, (long long)c->onset, after, s->offset_us,

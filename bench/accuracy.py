@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""bench/accuracy.py: collscope's detection accuracy on the simulator's modeled clock
+(docs/accuracy.md is this script's output; docs/detection.md explains the figures).
+
+  accuracy.py --build BUILD --workload W --fault F --ranks N --seeds K [--json]
+      W: dp, 3d, moe. F: none, slow:pct=P, intermittent:pct=P, host:pct=P, link, throttle,
+      two, hang_host, hang_gpu. Prints one JSON object per (workload, fault, ranks): recall
+      (the injected rank and host flagged), kind_ok (compute or link as injected), cause_ok
+      (the report's `causes` name the injected cause; null where none is injected or the run
+      has no health data), flag_after (per seed, instances from the fault's onset, the first
+      delayed one counted as 1, to the first flag; null when missed), false_per_million
+      (findings before the onset, or in a clean run, per 1M clean instances) and
+      clean_instances, plus mode (processes / in-process), collateral (seeds with a finding
+      on a rank the fault did not touch) and wall_s.
+  accuracy.py --build BUILD --generate docs/accuracy.md [--seeds K] [--max-process-ranks N]
+      the whole sweep, written as the generated table.
+
+Up to 256 ranks of dp run as real processes through the simulator (`collscope run --sim`,
+COLLSCOPE_SIM_CLOCK=model, the shim timing every op with CUDA events, `collscope report
+--json`); the other workloads and 4,096 and 16,384 ranks run in process
+(bench/accuracy_driver.c: the same cost model's durations fed into stats/detect*.c, the
+detector the report and the online exchange link). Job shape (tests/stats): every ring step
+300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket, `jitter:pct=2`, seed K per run.
+Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md)."""
+import argparse, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
+
+QUIET = "link:a=*,b=*,us=300"
+STEPS = {"dp": 40, "3d": 12, "moe": 24}  # fault runs: >= 100 instances of every comm after the onset
+HANG_SEQ = 20
+FAULTS = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "intermittent:pct=20", "host:pct=20", "link",
+          "throttle", "two", "hang_host", "hang_gpu"]
+WORKLOADS = ["dp", "3d", "moe"]
+SCALES = [8, 64, 256, 4096, 16384]
+CLEAN_TARGET = 1000000  # clean instances per workload, in process
+BARS = {20: 12, 5: 30, 2: 100}  # slowdown % -> instances to the first flag
+
+
+def ranks_per_host(n):
+    return 2 if n == 8 else 8
+
+
+def culprits(fault, n):
+    """the ranks the fault touches and their host (bench/accuracy_driver.c picks the same)"""
+    c = 5 if n == 8 else n // 2 + 5
+    c2 = 1 if n == 8 else n // 4 + 1
+    h = c // ranks_per_host(n)
+    kind = fault.split(":")[0]
+    if kind in ("none", "link"):
+        return [], None
+    if kind == "host":
+        return list(range(h * ranks_per_host(n), (h + 1) * ranks_per_host(n))), "simhost%d" % (h + 1)
+    if kind == "two":
+        return sorted([c, c2]), "simhost%d" % (h + 1)
+    return [c], "simhost%d" % (h + 1)
+
+
+def pct_of(fault):
+    m = re.search(r"pct=([0-9.]+)", fault)
+    return float(m.group(1)) if m else None
+
+
+# ---------------------------------------------------------------- in process
+
+def run_driver(b, w, fault, n, seed, steps=None, min_instances=0):
+    cmd = [os.path.join(b, "bench", "accuracy_driver"), "--workload", w, "--fault", fault, "--ranks", str(n),
+           "--seed", str(seed), "--steps", str(steps or STEPS[w])]
+    if min_instances:
+        cmd += ["--min-instances", str(min_instances)]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode:
+        sys.exit("accuracy_driver failed: %s %s" % (" ".join(cmd), p.stderr))
+    r = json.loads(p.stdout)
+    hangs = [{"missing_ranks": h["missing"], "stuck": h["stuck"]} for h in r["hangs"]]
+    st = [dict(s, causes=None) for s in r["stragglers"]]
+    return {"instances": r["instances"], "stragglers": st, "hangs": hangs, "onset": None}
+
+
+# ---------------------------------------------------------------- real processes
+
+def sim_faults(fault, n):
+    kind = fault.split(":")[0]
+    cs, _ = culprits(fault, n)
+    p = pct_of(fault)
+    f = [QUIET, "jitter:pct=2"]
+    if kind == "slow":
+        f.append("slow:rank=%d,pct=%g" % (cs[0], p))
+    elif kind in ("host", "two"):
+        f += ["slow:rank=%d,pct=%g" % (r, p or 20) for r in cs]
+    elif kind == "link":
+        f.append("link:a=simhost2,b=simhost3,us=3000")
+    elif kind == "throttle":
+        f.append("throttle:rank=%d,reason=thermal,pct=30,seq=2" % cs[0])
+    elif kind == "hang_host":
+        f.append("stall:rank=%d,seq=%d" % (cs[0], HANG_SEQ))
+    elif kind == "hang_gpu":
+        f.append("hang:rank=%d,seq=%d" % (cs[0], HANG_SEQ))
+    elif kind != "none":
+        return None
+    return ";".join(f)
+
+
+def run_processes(b, w, fault, n, seed, steps=None):
+    faults = sim_faults(fault, n)
+    if w != "dp" or faults is None:
+        return None
+    hang = fault.startswith("hang")
+    tmp = tempfile.mkdtemp(prefix="cs-acc-")
+    try:
+        out, shm = os.path.join(tmp, "d"), os.path.join(tmp, "shm")
+        os.makedirs(shm)
+        env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS=faults,
+                   COLLSCOPE_SIM_SEED=str(seed), COLLSCOPE_TIMING="events", COLLSCOPE_EVENT_SAMPLE="1",
+                   NCCL_DEBUG="INFO")
+        if hang:
+            env["COLLSCOPE_HANG_TIMEOUT"] = "2"
+        else:
+            env["COLLSCOPE_SIM_CLOCK"] = "model"
+        cli = os.path.join(b, "tools", "collscope")
+        cmd = [cli, "run", "-n", str(n), "--hosts", "simhost[1-%d]" % (n // ranks_per_host(n)), "--sim",
+               "--no-kill-on-fail", "--"]
+        if hang:
+            cmd += ["timeout", "-s", "KILL", "8"]
+        cmd += [os.path.join(b, "tests", "apps", "dp_train"), "--steps", str(steps or STEPS[w]), "--size", "256K",
+                "--compute-us", "2000"]
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+        if p.returncode and not hang:
+            sys.exit("job failed (%d): %s" % (p.returncode, p.stdout[-3000:]))
+        r = subprocess.run([cli, "report", out, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if r.returncode:
+            sys.exit("report failed: %s" % r.stderr)
+        rep = json.loads(r.stdout)
+        onsets = [int(s) for s in re.findall(r"slow fault: rank \d+ first stall \d+ us, before seq (\d+)", p.stdout)]
+        onset = min(onsets) if onsets else (2 if fault == "throttle" else None)
+        hangs = [{"missing_ranks": h.get("missing_ranks", []), "stuck": len(h.get("stuck_ranks", []))}
+                 for h in rep.get("hangs", [])]
+        st = []
+        for s in rep["stragglers"]:
+            after = s["first_flag_instance"] - onset if onset is not None else None
+            st.append({"rank": s["rank"], "host": s["host"], "kind": s["kind"], "after": after,
+                       "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
+        return {"instances": rep["summary"]["instances"], "stragglers": st, "hangs": hangs, "onset": onset}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- scoring
+
+def score(fault, n, runs):
+    cs, chost = culprits(fault, n)
+    kind = fault.split(":")[0]
+    rec = kok = cok = coll = 0
+    cause_n = 0
+    after, false, clean = [], 0, 0
+    for r in runs:
+        st = [s for s in r["stragglers"]]
+        ranked = [s for s in st if s["rank"] >= 0]
+        if kind == "none":
+            clean += r["instances"]
+            false += len(st) + len(r["hangs"])
+            continue
+        # before the onset the job is clean: findings there are false
+        pre = [s for s in st if s["rank"] >= 0 and s.get("after") is not None and s["after"] <= 0]
+        false += len(pre)
+        if r.get("onset") is not None:
+            clean += r["onset"]
+        if kind == "link":
+            link = [s for s in st if s["kind"] == "link"]
+            compute = [s for s in ranked if s["kind"] == "compute"]
+            ok = bool(link) and not compute
+            rec += bool(link)
+            kok += ok
+            coll += bool(ranked)
+            after.append(None)
+            continue
+        if kind in ("hang_host", "hang_gpu"):
+            named = any(h["missing_ranks"] == cs for h in r["hangs"])
+            rec += named
+            kok += named
+            after.append(None)
+            continue
+        hit = [s for s in ranked if s["rank"] in cs and s["host"] == "simhost%d" % (s["rank"] // ranks_per_host(n) + 1)]
+        need = len(cs) if kind == "two" else 1
+        got = len({s["rank"] for s in hit})
+        ok = got >= need
+        rec += ok
+        kok += ok and all(s["kind"] == "compute" for s in hit)
+        coll += any(s["rank"] not in cs for s in ranked)
+        fa = [s["after"] for s in hit if s.get("after") is not None and s["after"] > 0]
+        after.append(min(fa) if ok and fa else None)
+        if kind == "throttle" and any(s["causes"] is not None for s in hit):
+            cause_n += 1
+            cok += any(c.get("kind") == "thermal" for s in hit for c in (s["causes"] or []))
+    k = len(runs)
+    res = {"recall": None if kind == "none" else rec / k, "kind_ok": None if kind == "none" else kok / k,
+           "cause_ok": cok / cause_n if cause_n else None, "flag_after": after if kind != "none" else [],
+           "false_per_million": (false / clean * 1e6) if clean else None, "clean_instances": clean,
+           "collateral": None if kind == "none" else coll / k}
+    return res
+
+
+def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0):
+    t0 = time.monotonic()
+    runs, mode = [], "in-process"
+    for s in range(1, seeds + 1):
+        r = run_processes(b, w, fault, n, s, steps) if n <= max_proc else None
+        if r is not None:
+            mode = "processes"
+        else:
+            r = run_driver(b, w, fault, n, s, steps, min_instances)  # `after` per comm, null: no onset there
+        runs.append(r)
+    o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode}
+    o.update(score(fault, n, runs))
+    o["instances"] = sum(r["instances"] for r in runs)
+    o["wall_s"] = round(time.monotonic() - t0, 2)
+    return o
+
+
+# ---------------------------------------------------------------- the generated page
+
+def fmt(x, pct=True):
+    if x is None:
+        return "n/a"
+    return "%d%%" % round(100 * x) if pct else ("%g" % x)
+
+
+def after_cell(v):
+    got = [x for x in v if x is not None]
+    if not v or not got:
+        return "n/a" if not v or all(x is None for x in v) else "missed"
+    return "%g / %d%s" % (statistics.median(got), max(got), "" if len(got) == len(v) else " (%d missed)" % (len(v) - len(got)))
+
+
+def bar_cell(fault, v):
+    p = pct_of(fault)
+    kind = fault.split(":")[0]
+    if kind not in ("slow", "host", "two", "intermittent") or p is None or p not in BARS:
+        return ""
+    got = [x for x in v if x is not None]
+    ok = len(got) == len(v) and got and max(got) <= BARS[p]
+    return "met (<= %d)" % BARS[p] if ok else "**unmet** (<= %d)" % BARS[p]
+
+
+def generate(a):
+    t0 = time.monotonic()
+    rows = []
+    for w in WORKLOADS:
+        for n in SCALES:
+            for f in FAULTS:
+                o = evaluate(a.build, w, f, n, a.seeds, a.max_process_ranks)
+                rows.append(o)
+                print(json.dumps(o), flush=True)
+    clean = []
+    for w in WORKLOADS:
+        for n in (8, 64):
+            o = evaluate(a.build, w, "none", n, a.seeds, 0, steps=1, min_instances=CLEAN_TARGET // (2 * a.seeds) + 1)
+            clean.append(o)
+            print(json.dumps(o), flush=True)
+    wall = time.monotonic() - t0
+    L = ["# Detection accuracy", "",
+         "Generated by `bench/accuracy.py --generate docs/accuracy.md` (never edited by hand); what the",
+         "figures mean and why they are what they are: [detection.md](detection.md).", "",
+         "Every run is on the simulator's modeled clock ([simulator.md](simulator.md), \"The modeled clock\"):",
+         "each ring step 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket or layer, `jitter:pct=2`",
+         "(each compute 1 +- 2% per rank, each collective instance 1 +- 2% on every member), seeds 1..%d." % a.seeds,
+         "`processes`: `collscope run --sim` jobs of tests/apps/dp_train (%d ranks at most here), every op timed by" % a.max_process_ranks,
+         "CUDA events, read by `collscope report --json`; `in-process`: bench/accuracy_driver.c, the same cost model",
+         "(tests/sim/nccl/model.c) fed into the detector the report and the online exchange link (stats/detect*.c).",
+         "Workloads: `dp` one communicator of all ranks (3 AllReduce buckets a step); `3d` TP 2 inside a host x PP 2",
+         "(8 ranks) or 4 x DP, 1F1B over 4 microbatches, TP AllReduces per microbatch, DP AllReduces and a world",
+         "AllReduce each step (the pipeline's fill and drain put each stage at its own place there); `moe` expert",
+         "groups of 8 (AlltoAll dispatch and combine, the expert's work following the tokens routed to it: one hot",
+         "expert per layer and step at 1.5-3x the mean) and a world AllReduce. 8 ranks on 4 hosts, else 8 a host.",
+         "Faults: `slow:pct=P` rank 5 (8 ranks) or N/2+5 stalls P% of its collective's duration before each",
+         "collective; `intermittent` the same, 5 steps on, 5 off; `host` every rank of that host; `two` that rank and",
+         "rank 1 (or N/4+1) at 20%; `throttle` that GPU at 70% clocks (in processes: `throttle:reason=thermal,pct=30`,",
+         "with the health sampler's cause); `link` simhost2 <-> simhost3 3 ms per step; `hang_host` the rank's",
+         "host thread blocks in the call of seq 20 (`stall:`), `hang_gpu` its stream blocks there (`hang:`).", "",
+         "Columns: recall (the injected rank and host flagged; link: a link finding; hang: the culprit named as",
+         "missing), kind (compute for a slowed GPU, link and no compute straggler for a slow link), cause (the",
+         "report's `causes` name the throttle), after (instances from the first delayed one, counted as 1, to the",
+         "first flag: median / max over the seeds), bar (the target: 20% in <= 12, 5% in <= 30, 2% in <= 100),",
+         "collateral (seeds with a finding on a rank the fault did not touch, e.g. a slowed GPU's tensor-parallel",
+         "partner in its data-parallel communicator), false (findings per 1M clean instances: before the onset,",
+         "or in clean runs).", ""]
+    for w in WORKLOADS:
+        L += ["## %s" % w, "", "| ranks | fault | mode | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (clean instances) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+        for o in rows:
+            if o["workload"] != w:
+                continue
+            L.append("| %d | `%s` | %s | %s | %s | %s | %s | %s | %s | %s (%d) |" % (
+                o["ranks"], o["fault"], o["mode"], fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
+                after_cell(o["flag_after"]), bar_cell(o["fault"], o["flag_after"]), fmt(o["collateral"]),
+                fmt(o["false_per_million"], False), o["clean_instances"]))
+        tot = sum(o["clean_instances"] for o in rows + clean if o["workload"] == w and o["fault"] == "none")
+        fp = sum((o["false_per_million"] or 0) * o["clean_instances"] / 1e6 for o in rows + clean
+                 if o["workload"] == w and o["fault"] == "none")
+        L += ["", "Clean, all scales and the long in-process runs at 8 and 64 ranks (%s): %d instances, %d false "
+              "findings: %s per 1M." % (", ".join("%d ranks %d" % (o["ranks"], o["clean_instances"]) for o in clean
+                                                  if o["workload"] == w), tot, round(fp), "%g" % (fp / tot * 1e6)), ""]
+    L += ["## Hangs", "",
+          "`hang_host`: the culprit never enters the collective, so it is `missing` and the others `stuck`: named",
+          "at every scale. `hang_gpu`: the culprit entered the call and its stream never runs the kernel, so every",
+          "rank is `stuck` alike: per-rank records cannot tell it (recall 0 is that, measured); no net-wrapper",
+          "traffic tells it either, since the hung kernel never posts its sends.", "",
+          "## Run", "",
+          "%d seeds; %.0f s of wall time for the whole sweep on %s (%d CPUs, shared with other builds), %s." % (
+              a.seeds, wall, platform.machine(), os.cpu_count() or 0, time.strftime("%Y-%m-%d", time.gmtime())), ""]
+    with open(a.generate, "w") as f:
+        f.write("\n".join(L))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--workload", choices=WORKLOADS, default="dp")
+    ap.add_argument("--fault", default="none")
+    ap.add_argument("--ranks", type=int, default=8)
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=None)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--max-process-ranks", type=int, default=256)
+    ap.add_argument("--generate", metavar="FILE")
+    a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
+    if a.generate:
+        return generate(a)
+    o = evaluate(a.build, a.workload, a.fault, a.ranks, a.seeds, a.max_process_ranks, a.steps)
+    print(json.dumps(o) if a.json else "\n".join("%s: %s" % kv for kv in o.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
