@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bootstrap.h"
 
@@ -89,6 +90,10 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
   a->tp = 2;
   a->ndevs = 0;
   a->work = 1.0;
+  a->accum = 4;
+  a->pp = 2;
+  a->skew = 1.2;
+  a->prefetch = 1;
   const char *share_list = NULL, *layer_list = NULL;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
@@ -123,7 +128,22 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
       a->ndevs = parse_count(name, o, v, 1, 4096);
     else if (!strcmp(o, "--compute-us"))
       a->compute_us = parse_count(name, o, v, 0, 10000000);
-    else if (!strcmp(o, "--ops") && (!strcmp(v, "allreduce") || !strcmp(v, "mixed") || !strcmp(v, "pairwise")))
+    else if (!strcmp(o, "--accum"))
+      a->accum = parse_count(name, o, v, 1, 1000);
+    else if (!strcmp(o, "--pp"))
+      a->pp = parse_count(name, o, v, 1, 1024);
+    else if (!strcmp(o, "--comms"))
+      a->comms = parse_count(name, o, v, 1, 16);
+    else if (!strcmp(o, "--prefetch"))
+      a->prefetch = parse_count(name, o, v, 0, 1);
+    else if (!strcmp(o, "--skew")) {
+      char *end;
+      a->skew = strtod(v, &end);
+      if (*end || end == v || !(a->skew >= 0 && a->skew <= 10)) {
+        fprintf(stderr, "%s: --skew: expected 0..10, got '%s'\n", name, v);
+        exit(2);
+      }
+    } else if (!strcmp(o, "--ops") && (!strcmp(v, "allreduce") || !strcmp(v, "mixed") || !strcmp(v, "pairwise")))
       a->mixed = !strcmp(v, "mixed") ? APP_OPS_MIXED : !strcmp(v, "pairwise") ? APP_OPS_PAIRWISE
                                                                               : 0;
     else {
@@ -215,6 +235,13 @@ float app_bf2f(uint16_t b) {
   float f;
   memcpy(&f, &u, 4);
   return f;
+}
+
+void app_sleep_us(long us) {
+  if (us <= 0) return;
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
 }
 
 void app_mismatch(struct app *a, const char *what, size_t idx, double got, double want) {

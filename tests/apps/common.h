@@ -29,6 +29,11 @@ struct app {
   /* --layers L0,L1,... (one per pipeline stage): this rank's layer count (pipeline); 0 when
    * --layers is one number (`layers`) or absent */
   int stage_layers;
+  int accum;    /* --accum K: collectives every K steps (accum) */
+  int pp;       /* --pp N: pipeline stages (train3d) */
+  double skew;  /* --skew A: Zipf exponent of the token routing (moe) */
+  int comms;    /* --comms N: concurrent communicators on their own streams (multicomm) */
+  int prefetch; /* --prefetch 0|1: AllGather of the next layer on a second stream (fsdp) */
 };
 
 #define APP_OPS_MIXED 1    /* dp_train --ops mixed: cycles ring collectives and sizes */
@@ -50,7 +55,8 @@ extern struct app *app_self; /* for messages from app_die */
 void app_die(const char *file, int line, const char *what, const char *why) __attribute__((noreturn));
 
 /* Parse the common options (--steps N --size BYTES[K|M] --layers N|L0,L1,... --microbatches N
- * --tp N --ndev N --compute-us N --ops allreduce|mixed|pairwise --shares W0,W1,... -v, --help;
+ * --tp N --ndev N --compute-us N --ops allreduce|mixed|pairwise --shares W0,W1,... --accum K
+ * --pp N --skew A --comms N --prefetch 0|1 -v, --help;
  * --ops and --shares are dp_train's, a list of --layers the pipeline's), read RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
  * COLLSCOPE_HOSTNAME (defaults: one process), pick device LOCAL_RANK % device count.
  * `usage` is printed for --help. Makes stdout line buffered. */
@@ -71,6 +77,10 @@ uint64_t app_fnv(uint64_t h, const void *p, size_t len);
 /* bf16 helpers (exact for the small integers the jobs use). */
 uint16_t app_f2bf(float f);
 float app_bf2f(uint16_t b);
+
+/* Sleep n us: inside a host function on a stream this is modeled GPU compute on the modeled
+ * clock (tests/sim/vclock.c), 1/speed as long on a slower GPU model. */
+void app_sleep_us(long us);
 
 /* Report a mismatch (the first few of them) and count it. */
 void app_mismatch(struct app *a, const char *what, size_t idx, double got, double want);

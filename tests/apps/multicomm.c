@@ -1,24 +1,81 @@
 /* tests/apps/multicomm.c: one world communicator split into tensor-parallel groups
  * (consecutive ranks, --tp of them) and data-parallel groups (same position in each
  * TP group) with ncclCommSplit, used alternately per step: TP AllReduce, TP AllGather,
- * DP AllReduce, world Broadcast. Every result is checked exactly. */
+ * DP AllReduce, world Broadcast. Every result is checked exactly.
+ * --comms N: N concurrent communicators on their own streams instead (concurrent()). */
 #include <string.h>
 
 #include "common.h"
 
 static const char usage[] =
-    "usage: multicomm [--steps N] [--size BYTES] [--tp N] [-v]\n"
+    "usage: multicomm [--steps N] [--size BYTES] [--tp N | --comms N [--compute-us N]] [-v]\n"
     "  world comm + ncclCommSplit into tensor-parallel groups of N consecutive ranks\n"
     "  (default 2; 1 if it does not divide the world) and data-parallel groups, used\n"
-    "  alternately each step.\n";
+    "  alternately each step.\n"
+    "  --comms N (2..16): instead, N world-sized communicators on N streams, one AllReduce\n"
+    "  on each per step, all in flight at once; --compute-us N: GPU time before each.\n";
 
 static double v_of(int r, size_t i, int step, int salt) {
   return (double)((r + 1) * (int)((i + (size_t)step + (size_t)salt) % 5 + 1));
 }
 
+/* --comms N: N communicators (ncclCommSplit of the world, each with every rank), each with
+ * its own stream; per step one AllReduce on each, all in flight at once (no synchronize in
+ * between: the streams run concurrently, as PyTorch's process groups do), then every result
+ * is checked. --compute-us N: N us of GPU time on each stream before its AllReduce. Communicator k sums (r + 1) x (k + 1) x f(i, step). */
+static long compute_us;
+static void CUDART_CB compute(void *p) { app_sleep_us(*(long *)p); }
+
+static int concurrent(struct app *a) {
+  int N = a->comms;
+  compute_us = a->compute_us;
+  ncclComm_t world = app_world_comm(a), cs[16];
+  cudaStream_t ss[16];
+  float *d[16], *h[16];
+  size_t cnt = a->size / sizeof(float) ? a->size / sizeof(float) : 1;
+  for (int k = 0; k < N; k++) {
+    NCCLCHECK(ncclCommSplit(world, 0, a->rank, &cs[k], NULL));
+    CUDACHECK(cudaStreamCreate(&ss[k]));
+    CUDACHECK(cudaMalloc((void **)&d[k], cnt * sizeof(float)));
+    CUDACHECK(cudaMallocHost((void **)&h[k], cnt * sizeof(float)));
+  }
+  double tri = (double)a->world * (a->world + 1) / 2.0;
+  uint64_t hsum = APP_FNV_INIT;
+  for (int step = 0; step < a->steps; step++) {
+    for (int k = 0; k < N; k++) {
+      for (size_t i = 0; i < cnt; i++) h[k][i] = (float)((a->rank + 1) * (k + 1) * (int)((i + (size_t)step) % 5 + 1));
+      CUDACHECK(cudaMemcpyAsync(d[k], h[k], cnt * sizeof(float), cudaMemcpyHostToDevice, ss[k]));
+      if (compute_us > 0) CUDACHECK(cudaLaunchHostFunc(ss[k], compute, &compute_us));
+      NCCLCHECK(ncclAllReduce(d[k], d[k], cnt, ncclFloat32, ncclSum, cs[k], ss[k]));
+      CUDACHECK(cudaMemcpyAsync(h[k], d[k], cnt * sizeof(float), cudaMemcpyDeviceToHost, ss[k]));
+    }
+    for (int k = 0; k < N; k++) {
+      CUDACHECK(cudaStreamSynchronize(ss[k]));
+      for (size_t i = 0; i < cnt; i++) {
+        double want = tri * (k + 1) * (double)((i + (size_t)step) % 5 + 1);
+        if (h[k][i] != want) app_mismatch(a, "concurrent.allreduce", i, h[k][i], want);
+      }
+      hsum = app_fnv(hsum, h[k], cnt * sizeof(float));
+    }
+  }
+  int rc = app_finish(a);
+  if (rc == 0 && a->rank == 0)
+    printf("summary multicomm world=%d comms=%d steps=%d checksum=%016llx PASS\n", a->world, N, a->steps,
+           (unsigned long long)hsum);
+  for (int k = 0; k < N; k++) {
+    CUDACHECK(cudaFree(d[k]));
+    CUDACHECK(cudaFreeHost(h[k]));
+    CUDACHECK(cudaStreamDestroy(ss[k]));
+    NCCLCHECK(ncclCommDestroy(cs[k]));
+  }
+  NCCLCHECK(ncclCommDestroy(world));
+  return rc;
+}
+
 int main(int argc, char **argv) {
   struct app a;
   app_init(&a, "multicomm", argc, argv, usage);
+  if (a.comms > 1) return concurrent(&a);
   int tp = a.tp;
   if (tp > a.world || a.world % tp != 0) {
     if (a.rank == 0) printf("multicomm: --tp %d does not divide world %d: using tp=1\n", tp, a.world);

@@ -93,7 +93,7 @@ def html_attrs(cli, d, *extra):
 # every member, so the slow GPU's are the shorter ones) keep the wall clock.
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
          "COLLSCOPE_EVENT_SAMPLE": "1"}
-THROTTLE_FIRST_FLAG = 18  # rank 5, throttled 150% from seq 0: first flagged at instance 18
+THROTTLE_FIRST_FLAG = 15  # rank 5, throttled 150% from seq 0 (its compute and collectives): first flagged at instance 15
 HALF_FIRST_FLAG = 15      # the A100 ranks (speed 0.6) of `half`: first flagged at instance 15
 
 

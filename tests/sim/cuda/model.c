@@ -42,7 +42,11 @@ static pthread_once_t params_once = PTHREAD_ONCE_INIT;
 static uint64_t g_seed = 1;
 static double g_jitter_pct, g_jitter_tail, g_speed = 1.0;
 static uint64_t g_rank_key;
-static unsigned g_hostdelay_us;            /* hostdelay: faults of this process's rank */
+/* faults of this process's rank, each from its onset on (`from=S`: once the device ran its
+ * first communicator's collective S-1, i.e. the work that leads to collective S) */
+#define MODEL_MAX_FAULTS 8
+static struct onset_fault { double amount; long long from; } g_hostdelay[MODEL_MAX_FAULTS], g_compute[MODEL_MAX_FAULTS];
+static int g_nhostdelay, g_ncompute;       /* hostdelay:us=N (amount us), slow:compute=P (amount %) */
 
 int simcuda_model_on(void)
 {
@@ -54,22 +58,31 @@ int simcuda_model_on(void)
     return m;
 }
 
-/* hostdelay:rank=R,us=N (R = this process's RANK): N us added to g_hostdelay_us */
-static void parse_hostdelay(char *kvs, long rank)
+/* hostdelay:rank=R,us=N[,from=S] and slow:rank=R,compute=P[,from=S] (R = this process's
+ * RANK): appended to g_hostdelay / g_compute; other slow forms are libnccl.so.2's */
+static void parse_rank_fault(char *kvs, long rank, int compute)
 {
-    long r = -1, us = -1;
+    long r = -1, from = 0;
+    double amount = -1;
     char *save = NULL;
     for (char *kv = strtok_r(kvs, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long v = strtol(kv + (strchr(kv, '=') ? (size_t)(strchr(kv, '=') - kv) + 1 : 0), &end, 10);
-        if (*end) return;
-        if (!strncmp(kv, "rank=", 5)) r = v;
-        else if (!strncmp(kv, "us=", 3) && v >= 0 && v < 100000000) us = v;
+        char *eq = strchr(kv, '='), *end;
+        if (!eq) return;
+        double v = strtod(eq + 1, &end);
+        if (*end || end == eq + 1) return;
+        if (!strncmp(kv, "rank=", 5) && v >= 0 && v == (double)(long)v) r = (long)v;
+        else if (!strncmp(kv, "from=", 5) && v >= 0 && v < 1e15 && v == (double)(long)v) from = (long)v;
+        else if (!compute && !strncmp(kv, "us=", 3) && v >= 0 && v < 100000000 && v == (double)(long)v) amount = v;
+        else if (compute && !strncmp(kv, "compute=", 8) && v > 0 && v <= 1000) amount = v;
+        else if (compute && !strncmp(kv, "every=", 6)) return;   /* libnccl.so.2 rejects it */
+        else if (!strncmp(kv, "us=", 3) || !strncmp(kv, "pct=", 4) || !strncmp(kv, "every=", 6)) return;
     }
-    if (r >= 0 && r == rank && us > 0) g_hostdelay_us += (unsigned)us;
+    struct onset_fault *list = compute ? g_compute : g_hostdelay;
+    int *n = compute ? &g_ncompute : &g_nhostdelay;
+    if (r >= 0 && r == rank && amount > 0 && *n < MODEL_MAX_FAULTS) list[(*n)++] = (struct onset_fault){amount, from};
 }
 
-/* jitter:pct=P[,tail=T] and hostdelay:rank=R,us=N inside COLLSCOPE_SIM_FAULTS
+/* jitter:pct=P[,tail=T], hostdelay:rank=R,us=N and slow:rank=R,compute=P inside COLLSCOPE_SIM_FAULTS
  * ("kind:k=v,...;..."); libnccl.so.2's parser validates the same entries and reports bad ones */
 static void parse_faults(const char *env, long rank)
 {
@@ -80,7 +93,13 @@ static void parse_faults(const char *env, long rank)
             char buf[128];
             memcpy(buf, p + 10, len - 10);
             buf[len - 10] = 0;
-            parse_hostdelay(buf, rank);
+            parse_rank_fault(buf, rank, 0);
+        }
+        if (len > 5 && len < 128 && !strncmp(p, "slow:", 5) && memmem(p, len, "compute=", 8)) {
+            char buf[128];
+            memcpy(buf, p + 5, len - 5);
+            buf[len - 5] = 0;
+            parse_rank_fault(buf, rank, 1);
         }
         if (len > 7 && !strncmp(p, "jitter:", 7)) {
             char buf[128];
@@ -169,9 +188,34 @@ void simcuda_model_advance_to(uint64_t t)
     else if (tls_host_vt < t) tls_host_vt = t;
 }
 
+/* the sum of g_compute's (or g_hostdelay's) amounts whose onset has passed on device dev */
+static double onset_sum(const struct onset_fault *list, int n, int dev)
+{
+    double sum = 0;
+    long long done = n ? simcuda_last_seq(dev) : -1;
+    for (int i = 0; i < n; i++)
+        if (done >= list[i].from - 1) sum += list[i].amount;
+    return sum;
+}
+
+/* How much longer this rank's GPU compute takes on device dev, in %: its slow:compute faults
+ * and its active throttles (a throttled GPU runs its kernels slower; tests/sim/nvml/simhealth.c,
+ * the throttle's pct, active once the device ran collective seq=S) */
+static double compute_slow_pct(int dev)
+{
+    double pct = onset_sum(g_compute, g_ncompute, dev);
+    if (g_rank_key && sh_any_slow()) {
+        double hp = sh_slow_pct_at((int)g_rank_key - 1, simcuda_hostname(), simcuda_last_seq(dev));
+        if (g_speed < 1) hp -= (1.0 / g_speed - 1.0) * 100.0;   /* the speed divides already */
+        if (hp > 0) pct += hp;
+    }
+    return pct;
+}
+
 /* A sleep inside an application's host function on a stream is the GPU being busy for that
- * long (scaled by the GPU model's speed, with jitter keyed by rank and the stream's item
- * count): consumed here, 1. Anywhere else: 0, the caller sleeps for real. */
+ * long (scaled by the GPU model's speed and the rank's compute faults, with jitter keyed by
+ * rank and the stream's item count): consumed here, 1. Anywhere else: 0, the caller sleeps
+ * for real. */
 int simcuda_model_sleep(uint64_t ns)
 {
     if (!tls_worker || !tls_app_fn || !simcuda_model_on()) return 0;
@@ -180,6 +224,8 @@ int simcuda_model_sleep(uint64_t ns)
      * a background thread, make ids scheduling-dependent */
     uint64_t key = (simcuda_model_rank_key() << 40) ^ (0x5a5aull << 56) ^ ++s->model_ops;
     double d = (double)ns / simcuda_model_speed() * simcuda_model_noise(key);
+    double slow = compute_slow_pct(s->device);
+    if (slow > 0) d *= 1.0 + slow / 100.0;
     s->vt += (uint64_t)(d + 0.5);
     return 1;
 }
@@ -217,9 +263,11 @@ void sim_model_host_observe(uint64_t t) { if (tls_host_vt < t) tls_host_vt = t; 
 void sim_model_after_sync(void)
 {
     pthread_once(&params_once, params_read);
-    if (!g_hostdelay_us || tls_worker) return;
-    if (simcuda_model_on()) { tls_host_vt += (uint64_t)g_hostdelay_us * 1000u; return; }
-    struct timespec ts = { g_hostdelay_us / 1000000u, (long)(g_hostdelay_us % 1000000u) * 1000L };
+    if (!g_nhostdelay || tls_worker) return;
+    unsigned us = (unsigned)onset_sum(g_hostdelay, g_nhostdelay, sim_cur_dev());
+    if (!us) return;
+    if (simcuda_model_on()) { tls_host_vt += (uint64_t)us * 1000u; return; }
+    struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000L };
     while (nanosleep(&ts, &ts) != 0) {}
 }
 void sim_model_worker_enter(struct CUstream_st *s) { tls_worker = s; }

@@ -131,12 +131,14 @@ static void work_join(void *arg) {
   if (simcuda_model_on()) simcuda_model_advance_to(w->vt_end);
 }
 
+/* the stall after collective seq: it delays collective seq + 1, the one a `from=`/`every=`
+ * onset names */
 static int slow_us(struct ncclComm *c, long long seq) {
   unsigned us = 0, med = 0;
   int have_med = 0;
   for (int i = 0; i < sn_nfaults; i++) {
     const struct sn_fault *f = &sn_faults[i];
-    if (f->kind != SN_F_SLOW || f->rank != c->fault_rank) continue;
+    if (f->kind != SN_F_SLOW || f->rank != c->fault_rank || f->compute || !sn_fault_on(f, seq + 1)) continue;
     if (!f->elem) { us += f->us; continue; }
     if (!have_med) { med = dur_median_us(c); have_med = 1; }
     us += (unsigned)((double)med * (double)f->elem / 100000.0 + 0.5);
@@ -451,7 +453,7 @@ static ncclResult_t enqueue(int coll, const void *sendbuff, void *recvbuff, size
   pthread_mutex_unlock(&comm->lock);
   for (int i = 0; i < sn_nfaults; i++) {
     struct sn_fault *f = &sn_faults[i];
-    if (f->kind == SN_F_SLOW || f->kind == SN_F_LINK) continue;
+    if (f->kind == SN_F_SLOW || f->kind == SN_F_LINK || f->kind == SN_F_NIC) continue;
     if (f->rank != comm->fault_rank || (unsigned long long)f->seq != o.seq || f->comm != comm->index) continue;
     if (f->kind == SN_F_FAIL) {
       sn_warn(comm->dev, "%s : injected failure %d (COLLSCOPE_SIM_FAULTS)", name, f->code);

@@ -35,9 +35,9 @@ static void sleep_us(unsigned us) {
   struct timespec ts = {us / 1000000u, (long)(us % 1000000u) * 1000L};
   while (nanosleep(&ts, &ts) != 0) {}
 }
-static unsigned edge_delay(struct ncclComm *c, int peer) {
+static unsigned edge_delay(struct ncclComm *c, int peer, long long seq) {
   if (!sn_nfaults) return 0;
-  return sn_link_delay_us(c->shm->ranks[c->rank].host, c->shm->ranks[peer].host);
+  return sn_link_delay_us(c->shm->ranks[c->rank].host, c->shm->ranks[peer].host, seq, NULL);
 }
 
 /* ---- blocking channel primitives (return NULL/-1 on abort) ---- */
@@ -426,7 +426,7 @@ static int p2p_run(struct ncclComm *c, struct xfer *v, int nv) {
       }
       if (t->send) {
         struct sn_chan_ctrl *ch = sn_chan(c, c->rank, t->peer);
-        if (!t->delayed) { t->delayed = 1; sleep_us(edge_delay(c, t->peer)); }
+        if (!t->delayed) { t->delayed = 1; sleep_us(edge_delay(c, t->peer, t->op ? (long long)t->op->seq : -1)); }
         while (!t->pushed_last) {
           uint32_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
           if (head - atomic_load_explicit(&ch->tail, memory_order_acquire) >= SN_SLOTS) break;
@@ -595,7 +595,7 @@ void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops) {
     int ring_op = x.n > 1 && op->coll <= SN_REDUCESCATTER;   /* AllReduce..ReduceScatter */
     if (ring_op) sn_net_setup(c);
     if (c->net) c->net->in_ring = ring_op;
-    x.delay_next = x.n > 1 && !net_send(c, x.next) ? edge_delay(c, x.next) : 0;
+    x.delay_next = x.n > 1 && !net_send(c, x.next) ? edge_delay(c, x.next, (long long)op->seq) : 0;
     set_scalar(&x, op);
     int r = 0;
     switch (op->coll) {

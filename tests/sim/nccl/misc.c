@@ -76,10 +76,11 @@ static int parse_code(const char *v) {
   return -1;
 }
 
-/* Two fault forms reuse fields of struct sn_fault (simnccl.h) that their kind does not
+/* Fault forms reuse fields of struct sn_fault (simnccl.h) that their kind does not
  * otherwise use:
- *  - `slow:rank=R,pct=P`: kind SN_F_SLOW, us = 0, elem = P in thousandths of a percent
- *    (coll.c: slow_pct_us);
+ *  - `slow:rank=R,pct=P` and `nic:host=H,pct=P`: us = 0, elem = P in thousandths of a percent
+ *    (coll.c: slow_pct_us; sn_link_delay_us);
+ *  - `nic:host=H`: the host in a;
  *  - `stall:rank=R,seq=S`: kind SN_F_HANG with at_hop = 1 (the host thread blocks inside
  *    the call before enqueuing anything; coll.c: enqueue). */
 static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
@@ -89,7 +90,7 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   *colon = 0;
   memset(f, 0, sizeof *f);
   f->rank = -1; f->seq = -1; f->comm = 0; f->bit = -1; f->code = -1;
-  int have_us = 0, have_elem = 0, have_at = 0, have_pct = 0;
+  int have_us = 0, have_elem = 0, have_at = 0, have_pct = 0, have_every = 0;
   if (!strcmp(ent, "slow")) f->kind = SN_F_SLOW;
   else if (!strcmp(ent, "link")) f->kind = SN_F_LINK;
   else if (!strcmp(ent, "flip")) f->kind = SN_F_FLIP;
@@ -98,6 +99,7 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   else if (!strcmp(ent, "fail")) f->kind = SN_F_FAIL;
   else if (!strcmp(ent, "hostdelay")) f->kind = SN_F_HOSTDELAY;   /* applied by libcuda.so.1 (cuda/model.c) */
   else if (!strcmp(ent, "jitter")) f->kind = SN_F_JITTER;   /* applied by libcuda.so.1 (cuda/model.c) */
+  else if (!strcmp(ent, "nic")) f->kind = SN_F_NIC;
   else { *why = "unknown kind"; return -1; }
   char *save = NULL;
   for (char *kv = strtok_r(colon + 1, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -121,7 +123,18 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
       }
       have_pct |= !tail;
     }
-    else if (!strcmp(k, "pct") && f->kind == SN_F_SLOW) {
+    else if (!strcmp(k, "from") && isnum && num >= 0 && f->kind != SN_F_JITTER) f->from = num;
+    else if (!strcmp(k, "every") && isnum && num >= 1 && num <= 1000000 && f->kind == SN_F_SLOW) {
+      f->every = num;
+      have_every = 1;
+    }
+    else if (!strcmp(k, "compute") && f->kind == SN_F_SLOW) {   /* applied by libcuda.so.1 (cuda/model.c) */
+      double x = strtod(v, &end);
+      if (*end || end == v || !(x > 0 && x <= 1000)) { *why = "compute: expected 0 < P <= 1000"; return -1; }
+      f->compute = 1;
+    }
+    else if (!strcmp(k, "host") && f->kind == SN_F_NIC && strlen(v) < sizeof f->a) strcpy(f->a, v);
+    else if (!strcmp(k, "pct") && (f->kind == SN_F_SLOW || f->kind == SN_F_NIC)) {
       double x = strtod(v, &end);
       if (*end || end == v || !(x > 0 && x <= 1000)) { *why = "pct: expected 0 < P <= 1000"; return -1; }
       f->elem = (unsigned long long)(x * 1000 + 0.5);
@@ -137,7 +150,13 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   }
   switch (f->kind) {
   case SN_F_SLOW:
-    if (f->rank < 0 || have_us == have_pct) { *why = "slow needs rank and one of us, pct"; return -1; }
+    if (f->rank < 0 || have_us + have_pct + f->compute != 1) {
+      *why = "slow needs rank and one of us, pct, compute"; return -1;
+    }
+    if (have_every && f->compute) { *why = "slow: every applies to us and pct"; return -1; }
+    break;
+  case SN_F_NIC:
+    if (!f->a[0] || have_us == have_pct) { *why = "nic needs host and one of us, pct"; return -1; }
     break;
   case SN_F_LINK: if (!f->a[0] || !f->b[0] || !have_us) { *why = "link needs a, b and us"; return -1; } break;
   case SN_F_FLIP:
@@ -182,13 +201,23 @@ void sn_faults_init(void) { pthread_once(&faults_once, faults_parse); }
 /* a link fault's host: a name, or `*` for any host (also the same host) */
 static int host_is(const char *pat, const char *h) { return !strcmp(pat, "*") || !strcmp(pat, h); }
 
-unsigned sn_link_delay_us(const char *ha, const char *hb) {
+/* seq < 0: a transfer outside any collective's count (every onset has passed) */
+unsigned sn_link_delay_us(const char *ha, const char *hb, long long seq, double *bw_scale) {
   unsigned us = 0;
   sn_faults_init();
   for (int i = 0; i < sn_nfaults; i++) {
     struct sn_fault *f = &sn_faults[i];
-    if (f->kind != SN_F_LINK) continue;
-    if ((host_is(f->a, ha) && host_is(f->b, hb)) || (host_is(f->a, hb) && host_is(f->b, ha))) us += f->us;
+    if (f->kind != SN_F_LINK && f->kind != SN_F_NIC) continue;
+    if (seq >= 0 && !sn_fault_on(f, seq)) continue;
+    if (f->kind == SN_F_LINK) {
+      if ((host_is(f->a, ha) && host_is(f->b, hb)) || (host_is(f->a, hb) && host_is(f->b, ha))) us += f->us;
+      continue;
+    }
+    /* nic: every inter-host edge with one end on the host (its NIC carries them all) */
+    if (strcmp(ha, hb) && (!strcmp(f->a, ha) || !strcmp(f->a, hb))) {
+      us += f->us;
+      if (f->elem && bw_scale) *bw_scale /= 1.0 + (double)f->elem / 100000.0;
+    }
   }
   return us;
 }

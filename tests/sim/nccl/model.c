@@ -57,12 +57,18 @@ static double oversub(void) {
 }
 
 struct edge { double lat, bpns; };
+/* the op being costed: its seq selects the link/nic faults whose onset has passed */
+static __thread long long cost_seq = -1;
 static struct edge edge_of(struct ncclComm *c, int a, int b) {
   const char *ha = c->shm->ranks[a].host, *hb = c->shm->ranks[b].host;
   struct edge e;
   if (!strcmp(ha, hb)) { e.lat = NVL_LAT_NS; e.bpns = NVL_BYTES_PER_NS; }
   else { e.lat = NET_LAT_NS; e.bpns = net_bytes_per_ns(); }
-  if (sn_nfaults) e.lat += 1000.0 * sn_link_delay_us(ha, hb);
+  if (sn_nfaults) {
+    double scale = 1.0;
+    e.lat += 1000.0 * sn_link_delay_us(ha, hb, cost_seq, &scale);
+    e.bpns *= scale;
+  }
   return e;
 }
 
@@ -152,7 +158,11 @@ static int has_collective(const struct sn_op *ops, int nops) {
 
 uint64_t sn_model_item_ns(struct ncclComm *c, const struct sn_op *ops, int nops) {
   double ns = 0;
-  for (int i = 0; i < nops; i++) ns += op_ns(c, &ops[i]);
+  for (int i = 0; i < nops; i++) {
+    cost_seq = (long long)ops[i].seq;
+    ns += op_ns(c, &ops[i]);
+  }
+  cost_seq = -1;
   ns /= simcuda_model_speed();
   /* jitter: collectives keyed by the comm (creation index, size) and the instance, so the
    * members of a job's comms draw the same factors run after run (the segment name is

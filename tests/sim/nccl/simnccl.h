@@ -14,7 +14,7 @@
 /* real NCCL: ncclX is weak, pncclX strong, same address */
 #define SN_ALIAS(name) extern __typeof(p##name) name __attribute__((weak, alias("p" #name), visibility("default")));
 
-#define SN_MAXRANKS 64
+#define SN_MAXRANKS 256
 #define SN_SLOTS 2                      /* slots per directed channel */
 #define SN_SLOT_BYTES (512u * 1024u)    /* bytes per slot (multiple of 8) */
 #define SN_MAGIC 0x53494d4e43434c32ull  /* "SIMNCCL2" */
@@ -158,14 +158,24 @@ void sn_warn(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 void sn_info(int dev, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* faults.c */
 struct sn_fault {
-  enum { SN_F_SLOW, SN_F_LINK, SN_F_FLIP, SN_F_HANG, SN_F_FAIL, SN_F_HOSTDELAY, SN_F_JITTER } kind;
+  enum { SN_F_SLOW, SN_F_LINK, SN_F_FLIP, SN_F_HANG, SN_F_FAIL, SN_F_HOSTDELAY, SN_F_JITTER, SN_F_NIC } kind;
   int rank; long long seq; int comm; unsigned us; char a[64], b[64];
   unsigned long long elem; int bit; int at_hop; int code;
+  long long from;            /* onset: acts on seq >= from (0: from the start) */
+  long long every;           /* slow: only on seq from, from + every, ... (0: every seq) */
+  int compute;               /* slow:compute=P: the rank's compute (libcuda, cuda/model.c), no stall */
 };
+/* does fault f (with onset from= and period every=) act on seq? */
+static inline int sn_fault_on(const struct sn_fault *f, long long seq) {
+  if (seq < f->from) return 0;
+  return f->every <= 0 || (seq - f->from) % f->every == 0;
+}
 void sn_faults_init(void);
 extern struct sn_fault *sn_faults;
 extern int sn_nfaults;
-unsigned sn_link_delay_us(const char *ha, const char *hb);
+/* link: and nic: faults' extra latency (us) of an edge between two hosts for a transfer of
+ * collective seq (-1: any onset); nic:pct= also scales the edge's bandwidth by *bw_scale */
+unsigned sn_link_delay_us(const char *ha, const char *hb, long long seq, double *bw_scale);
 int sn_link_class(const char *ha, const char *hb);   /* 0 same_host 1 same_leaf 2 cross_leaf */
 const char *sn_leaf_of(const char *host);            /* COLLSCOPE_SIM_TOPOLOGY leaf, or NULL */
 int sn_leaf_hosts(const char *leaf);                 /* hosts the map puts under that leaf */

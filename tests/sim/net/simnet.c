@@ -139,7 +139,9 @@ static void bell_ring(_Atomic uint32_t *w) {
 }
 
 /* `link:a=HOST,b=HOST,us=U` entries of COLLSCOPE_SIM_FAULTS between the two hosts (summed);
- * other kinds and bad entries are the simulator's business (it reports them). */
+ * other kinds and bad entries are the simulator's business (it reports them). A link with a
+ * mid-job onset (`from=S`, S > 0) is left to the simulator's modeled cost: a connection here
+ * has no collective count. */
 static unsigned link_delay_us(const char *ha, const char *hb) {
   const char *v = getenv("COLLSCOPE_SIM_FAULTS");
   if (!v || !*v) return 0;
@@ -158,6 +160,7 @@ static unsigned link_delay_us(const char *ha, const char *hb) {
       if (!strcmp(kv, "a")) snprintf(a, sizeof a, "%s", eq + 1);
       else if (!strcmp(kv, "b")) snprintf(b, sizeof b, "%s", eq + 1);
       else if (!strcmp(kv, "us")) u = strtol(eq + 1, NULL, 10);
+      else if (!strcmp(kv, "from") && strtol(eq + 1, NULL, 10) > 0) u = -1;   /* an onset: the simulator's cost only */
     }
     if (!a[0] || !b[0] || u < 0) continue;
     if ((!strcmp(a, ha) && !strcmp(b, hb)) || (!strcmp(a, hb) && !strcmp(b, ha))) us += (unsigned)u;

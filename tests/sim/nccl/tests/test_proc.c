@@ -231,7 +231,9 @@ static int body_debug(void *a) {
 }
 static int body_badfault(void *a) {
   (void)a;
-  static const char *const env[] = {"COLLSCOPE_SIM_FAULTS=bogus:x=1;flip:rank=0;slow:rank=0,us=1", NULL};
+  static const char *const env[] = {"COLLSCOPE_SIM_FAULTS=bogus:x=1;flip:rank=0;slow:rank=0,us=1;"
+                                     "nic:us=5;slow:rank=0,compute=5,every=2;slow:rank=0,us=1,pct=2;"
+                                     "jitter:pct=1,from=3;nic:host=h,us=1,from=2;slow:rank=0,us=1,from=4,every=3", NULL};
   return run_ranks(1, NULL, 1, r_simple, NULL, env, 30);
 }
 
@@ -351,7 +353,12 @@ int main(void) {
   {
     char *err = capture(2, body_badfault, NULL, &rc);
     int ok = !rc && count_substr(err, "ignoring bad entry 'bogus:x=1'") == 1 &&
-             count_substr(err, "ignoring bad entry 'flip:rank=0'") == 1 && count_substr(err, "slow:") == 0;
+             count_substr(err, "ignoring bad entry 'flip:rank=0'") == 1 &&
+             count_substr(err, "ignoring bad entry 'nic:us=5' (nic needs host") == 1 &&
+             count_substr(err, "'slow:rank=0,compute=5,every=2' (slow: every applies to us and pct)") == 1 &&
+             count_substr(err, "'slow:rank=0,us=1,pct=2' (slow needs rank and one of us, pct, compute)") == 1 &&
+             count_substr(err, "ignoring bad entry 'jitter:pct=1,from=3' (bad key") == 1 &&
+             count_substr(err, "ignoring bad entry") == 6;
     if (!ok) fprintf(stderr, "---- stderr ----\n%s----\n", err);
     printf("fault syntax errors: %s\n", ok ? "ok" : "FAIL"); bad += !ok;
     free(err);
