@@ -25,11 +25,37 @@ Hangs run on the wall clock (the modeled clock never declares a hang: docs/simul
 import argparse, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
 
 QUIET = "link:a=*,b=*,us=300"
-STEPS = {"dp": 40, "3d": 12, "moe": 24}  # fault runs: >= 100 instances of every comm after the onset
+# in process (bench/accuracy_driver.c): steps of a fault run, >= 100 instances of the
+# culprit's communicators after the onset
+STEPS = {"dp": 40, "3d": 12, "moe": 24}
+
+
+def app_cmd(w, n, steps=None):
+    """the zoo app (tests/apps) that runs workload w as processes, its arguments and extra
+    environment; steps: >= ~110 instances of the culprit's busiest communicator"""
+    if w == "dp":
+        return "dp_train", ["--steps", str(steps or 40), "--size", "256K", "--compute-us", "2000"], {}
+    if w == "hetero":  # simhost2's GPUs are an older, half-speed model
+        return "dp_train", ["--steps", str(steps or 40), "--size", "256K", "--compute-us", "2000"], {
+            "COLLSCOPE_SIM_GPU_MODEL": "simhost2=NVIDIA A100-SXM4-80GB,speed=0.5"}
+    if w == "fsdp":
+        return "fsdp", ["--steps", str(steps or 16), "--size", "256K", "--layers", "4", "--compute-us", "2000"], {}
+    if w == "3d":
+        tp, pp = (2, 2) if n == 8 else (4, 4)
+        return "train3d", ["--steps", str(steps or 16), "--size", "64K", "--tp", str(tp), "--pp", str(pp),
+                           "--microbatches", "4", "--compute-us", "1000"], {}
+    if w == "moe":
+        return "moe", ["--steps", str(steps or 120), "--size", "64K", "--compute-us", "2000"], {}
+    if w == "accum":
+        return "accum", ["--steps", str(steps or 440), "--accum", "4", "--size", "256K", "--compute-us", "500"], {}
+    if w == "multicomm":
+        return "multicomm", ["--steps", str(steps or 120), "--size", "256K", "--comms", "4", "--compute-us", "2000"], {}
+    return None
 HANG_SEQ = 20
 FAULTS = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "intermittent:pct=20", "host:pct=20", "link",
           "throttle", "two", "hang_host", "hang_gpu"]
-WORKLOADS = ["dp", "3d", "moe"]
+WORKLOADS = ["dp", "fsdp", "3d", "moe", "accum", "multicomm", "hetero"]
+DRIVER_WORKLOADS = ["dp", "3d", "moe"]
 SCALES = [8, 64, 256, 4096, 16384]
 CLEAN_TARGET = 1000000  # clean instances per workload, in process
 BARS = {20: 12, 5: 30, 2: 100}  # slowdown % -> instances to the first flag
@@ -101,7 +127,8 @@ def sim_faults(fault, n):
 
 def run_processes(b, w, fault, n, seed, steps=None):
     faults = sim_faults(fault, n)
-    if w != "dp" or faults is None:
+    app = app_cmd(w, n, steps)
+    if app is None or faults is None:
         return None
     hang = fault.startswith("hang")
     tmp = tempfile.mkdtemp(prefix="cs-acc-")
@@ -120,8 +147,8 @@ def run_processes(b, w, fault, n, seed, steps=None):
                "--no-kill-on-fail", "--"]
         if hang:
             cmd += ["timeout", "-s", "KILL", "8"]
-        cmd += [os.path.join(b, "tests", "apps", "dp_train"), "--steps", str(steps or STEPS[w]), "--size", "256K",
-                "--compute-us", "2000"]
+        env.update(app[2])
+        cmd += [os.path.join(b, "tests", "apps", app[0])] + app[1]
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
         if p.returncode and not hang:
             sys.exit("job failed (%d): %s" % (p.returncode, p.stdout[-3000:]))
