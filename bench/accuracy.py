@@ -125,6 +125,23 @@ def sim_faults(fault, n):
     return ";".join(f)
 
 
+def comm_seqs(d):
+    """(comm, rank) -> the seqs of its collectives (not Send/Recv) in the dumps of d"""
+    v = {}
+    for f in os.listdir(d):
+        if not f.endswith(".jsonl"):
+            continue
+        with open(os.path.join(d, f)) as fh:
+            for line in fh:
+                if '"type":"op"' not in line:
+                    continue
+                o = json.loads(line)
+                if o.get("op") in ("Send", "Recv") or o.get("seq", -1) < 0:
+                    continue
+                v.setdefault((o["comm"], o["rank"]), []).append(o["seq"])
+    return v
+
+
 def run_processes(b, w, fault, n, seed, steps=None):
     faults = sim_faults(fault, n)
     app = app_cmd(w, n, steps)
@@ -160,9 +177,17 @@ def run_processes(b, w, fault, n, seed, steps=None):
         onset = min(onsets) if onsets else (2 if fault == "throttle" else None)
         hangs = [{"missing_ranks": h.get("missing_ranks", []), "stuck": len(h.get("stuck_ranks", []))}
                  for h in rep.get("hangs", [])]
+        seqs = comm_seqs(out) if onset is not None else {}
         st = []
         for s in rep["stragglers"]:
-            after = s["first_flag_instance"] - onset if onset is not None else None
+            after = None
+            if onset is not None and s["rank"] >= 0:
+                # the comm's collective instances from the onset to the first flag, both counted
+                # (seq counts Send/Recv calls too; the detector's instances do not)
+                v = seqs.get((s["comm"], s["rank"]), [])
+                after = sum(1 for q in v if onset <= q <= s["first_flag_seq"])
+                if s["first_flag_seq"] < onset:
+                    after = 0
             st.append({"rank": s["rank"], "host": s["host"], "kind": s["kind"], "after": after,
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
         return {"instances": rep["summary"]["instances"], "stragglers": st, "hangs": hangs, "onset": onset}

@@ -31,6 +31,11 @@ struct ent {
   int64_t t; /* its op's end_ns */
 };
 
+struct okrank { /* a rank that meets a rule at the current instance, and its offset */
+  double off;
+  int r;
+};
+
 struct member { /* comm_rank -> identity */
   int rank;
   const char *host;
@@ -55,6 +60,7 @@ struct rstate {
   bool flagged_now;
   bool ok;     /* a rule held at the current instance (before persistence) */
   double off;  /* then its median offset (share-last rule: its median lateness) */
+  bool grouped; /* ... shared with ranks on other hosts alike: not flagged (detect_window.c) */
   size_t sidx; /* its entry in out->stragglers + 1, 0 none */
 };
 /* The state of one communicator while its instances are fed in seq order. Only the last
@@ -70,6 +76,8 @@ struct cstate {
   struct rstate *rs;
   int64_t *done_max, *entered_max;
   double *durs, *gaps, *scratch;
+  struct okrank *okv; /* per rank: the grouping of late ranks (detect_window.c) */
+  size_t *okchg;
   bool any_pending, any_flagged_now;
   int64_t oldest;
   struct inst *in;

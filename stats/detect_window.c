@@ -14,6 +14,8 @@ void cs_det_cstate_free(struct cstate *C) {
   free(C->durs);
   free(C->gaps);
   free(C->scratch);
+  free(C->okv);
+  free(C->okchg);
   free(C->in);
   free(C->ents);
   free(C->str);
@@ -37,6 +39,8 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
   RESIZE(C->entered_max, n);
   RESIZE(C->durs, n);
   RESIZE(C->gaps, n);
+  RESIZE(C->okv, n);
+  RESIZE(C->okchg, n);
   RESIZE(C->scratch, 2 * (size_t)p->window + n + 1);
 #undef RESIZE
   for (size_t r = o; r < n; r++) {
@@ -64,6 +68,42 @@ static void cstate_compact(struct cstate *C, const struct cs_det_params *p) {
 }
 
 static bool same_host(const char *a, const char *b) { return a && b ? strcmp(a, b) == 0 : a == b; }
+
+static int cmp_okrank(const void *a, const void *b) {
+  const struct okrank *x = a, *y = b;
+  if (x->off != y->off) return x->off < y->off ? -1 : 1;
+  return x->r < y->r ? -1 : x->r > y->r;
+}
+/* the first index in v[0..n) (sorted by off) with off >= x */
+static size_t lower_off(const struct okrank *v, size_t n, double x) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t m = lo + (hi - lo) / 2;
+    if (v[m].off < x)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  return lo;
+}
+/* Of the n ranks in C->okv that meet a rule now: mark `grouped` those with at least two
+ * others whose offset is within a factor of 2 of theirs, on two or more hosts in all.
+ * O(n log n): sorted by offset, a rank's peers are a range, and whether a range holds two
+ * hosts is a prefix count of host changes along the order. */
+static void mark_groups(struct cstate *C, size_t n) {
+  struct okrank *v = C->okv;
+  qsort(v, n, sizeof *v, cmp_okrank);
+  size_t *chg = C->okchg; /* chg[i]: host changes between neighbours in v[0..i] */
+  chg[0] = 0;
+  for (size_t i = 1; i < n; i++)
+    chg[i] = chg[i - 1] + !same_host(C->mem[v[i - 1].r].host, C->mem[v[i].r].host);
+  for (size_t i = 0; i < n; i++) {
+    double o = v[i].off;
+    if (!(o > 0)) continue;
+    size_t lo = lower_off(v, n, 0.5 * o), hi = lower_off(v, n, 2.0 * o * (1 + 1e-12));
+    if (hi - lo >= 3 && chg[hi - 1] > chg[lo]) C->rs[v[i].r].grouped = true;
+  }
+}
 
 /* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
  * the members' identities. 0, or -1 out of memory. */
@@ -183,8 +223,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
                  cs_det_binom_tail(w, cnt[cand], p0) <= cs_det_normal_tail(p->z) &&
                  cs_det_eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
   /* pass 1: which ranks meet a rule at this instance */
-  int nok = 0, first_ok = -1;
-  bool multi_host = false;
+  size_t nok = 0;
   for (int r = 0; r < csize; r++) {
     struct rstate *R = &rs[r];
     bool ok = last_ok && r == cand;
@@ -211,23 +250,22 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
       ok = cs_det_eval_offset(in, ents, rlo, i + 1, r, thr, p->recent_z, scratch, &off);
     }
     R->ok = ok;
+    R->grouped = false;
     R->off = !ok ? 0 : last_ok && r == cand ? s_last.lateness_us : off;
     if (!ok) continue;
-    if (first_ok < 0)
-      first_ok = r;
-    else if (!multi_host && !same_host(C->mem[first_ok].host, C->mem[r].host))
-      multi_host = true;
-    nok++;
+    C->okv[nok++] = (struct okrank){R->off, r};
   }
   /* A hardware straggler is one GPU, or the GPUs of one host (and now and then a second
-   * one): lateness that three or more ranks on several hosts share at once is where the
-   * schedule puts them (a pipeline stage's place in 1F1B at a world collective) or the
-   * work the data gives them, not a slow GPU: none of them is flagged (docs/detection.md). */
-  bool group = nok >= 3 && multi_host, linkb = false, linkb_known = false;
+   * one): lateness of about the same size (within a factor of 2) that three or more ranks on
+   * several hosts share at once is where the schedule puts them (a pipeline stage's place in
+   * 1F1B at a world collective) or the work the data gives them, not a slow GPU: none of
+   * those ranks is flagged (docs/detection.md). */
+  if (nok >= 3) mark_groups(C, nok);
+  bool linkb = false, linkb_known = false;
   /* pass 2: persistence and the flags */
   for (int r = 0; r < csize; r++) {
     struct rstate *R = &rs[r];
-    if (!R->ok || group) continue;
+    if (!R->ok || R->grouped) continue;
     /* persistence: a burst of scheduling noise on a busy host is not a straggler */
     R->streak = R->streak && R->at + 1 == ai ? R->streak + 1 : 1;
     R->at = ai;
