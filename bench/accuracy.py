@@ -12,8 +12,11 @@
       (findings before the onset, or in a clean run, per 1M clean instances) and
       clean_instances, plus mode (processes / in-process), collateral (seeds with a finding
       on a rank the fault did not touch) and wall_s.
-  accuracy.py --build BUILD --generate docs/accuracy.md [--seeds K] [--max-process-ranks N]
-      the whole sweep, written as the generated table.
+  accuracy.py --build BUILD --sweep [--seeds K] [--results FILE]
+      the whole sweep (plan() below), each row appended to FILE as it is done (rows already
+      there are kept: a sweep can be run in parts).
+  accuracy.py --generate docs/accuracy.md [--results FILE]
+      the table of FILE's rows.
 
 Up to 256 ranks of dp run as real processes through the simulator (`collscope run --sim`,
 COLLSCOPE_SIM_CLOCK=model, the shim timing every op with CUDA events, `collscope report
@@ -98,7 +101,7 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0):
     r = json.loads(p.stdout)
     hangs = [{"missing_ranks": h["missing"], "stuck": h["stuck"]} for h in r["hangs"]]
     st = [dict(s, causes=None) for s in r["stragglers"]]
-    return {"instances": r["instances"], "stragglers": st, "hangs": hangs, "onset": None}
+    return {"instances": r["instances"], "stragglers": st, "hangs": hangs, "onset": None, "slow_links": []}
 
 
 # ---------------------------------------------------------------- real processes
@@ -110,10 +113,12 @@ def sim_faults(fault, n):
     f = [QUIET, "jitter:pct=2"]
     if kind == "slow":
         f.append("slow:rank=%d,pct=%g" % (cs[0], p))
+    elif kind == "intermittent":  # every other collective of each of its communicators
+        f.append("slow:rank=%d,pct=%g,every=2" % (cs[0], p))
     elif kind in ("host", "two"):
         f += ["slow:rank=%d,pct=%g" % (r, p or 20) for r in cs]
     elif kind == "link":
-        f.append("link:a=simhost2,b=simhost3,us=3000")
+        f.append("link:a=simhost1,b=simhost2,us=3000")
     elif kind == "throttle":
         f.append("throttle:rank=%d,reason=thermal,pct=30,seq=2" % cs[0])
     elif kind == "hang_host":
@@ -154,7 +159,8 @@ def run_processes(b, w, fault, n, seed, steps=None):
         os.makedirs(shm)
         env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS=faults,
                    COLLSCOPE_SIM_SEED=str(seed), COLLSCOPE_TIMING="events", COLLSCOPE_EVENT_SAMPLE="1",
-                   NCCL_DEBUG="INFO")
+                   NCCL_DEBUG="INFO", NCCL_NET_PLUGIN=os.path.join(b, "shim", "libcollscope.so"),
+                   COLLSCOPE_NET_INNER="simnet")  # the NCCL_NET wrapper times the inter-host pairs
         if hang:
             env["COLLSCOPE_HANG_TIMEOUT"] = "2"
         else:
@@ -190,17 +196,24 @@ def run_processes(b, w, fault, n, seed, steps=None):
                     after = 0
             st.append({"rank": s["rank"], "host": s["host"], "kind": s["kind"], "after": after,
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
-        return {"instances": rep["summary"]["instances"], "stragglers": st, "hangs": hangs, "onset": onset}
+        slow = [(x["src_host"], x["dst_host"]) for x in rep.get("slow_links", [])]
+        return {"instances": rep["summary"]["instances"], "stragglers": st, "hangs": hangs, "onset": onset,
+                "slow_links": slow}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- scoring
 
+def explained(s):
+    """a straggler the report explains by the GPU inventory (an older, slower model: hetero)"""
+    return any(c.get("kind") == "gpu_model" for c in (s.get("causes") or []))
+
+
 def score(fault, n, runs):
     cs, chost = culprits(fault, n)
     kind = fault.split(":")[0]
-    rec = kok = cok = coll = 0
+    rec = kok = cok = coll = expl = 0
     cause_n = 0
     after, false, clean = [], 0, 0
     for r in runs:
@@ -208,7 +221,8 @@ def score(fault, n, runs):
         ranked = [s for s in st if s["rank"] >= 0]
         if kind == "none":
             clean += r["instances"]
-            false += len(st) + len(r["hangs"])
+            false += len([s for s in st if not explained(s)]) + len(r["hangs"]) + len(r["slow_links"])
+            expl += len([s for s in st if explained(s)])
             continue
         # before the onset the job is clean: findings there are false
         pre = [s for s in st if s["rank"] >= 0 and s.get("after") is not None and s["after"] <= 0]
@@ -216,11 +230,15 @@ def score(fault, n, runs):
         if r.get("onset") is not None:
             clean += r["onset"]
         if kind == "link":
-            link = [s for s in st if s["kind"] == "link"]
-            compute = [s for s in ranked if s["kind"] == "compute"]
-            ok = bool(link) and not compute
-            rec += bool(link)
-            kok += ok
+            # named: the NCCL_NET wrapper's slow pair, or the comm's link entry (rank -1)
+            pair = {("simhost1", "simhost2"), ("simhost2", "simhost1")}
+            named = bool(set(r["slow_links"]) & pair) or any(s["kind"] == "link" and s["rank"] < 0 for s in st)
+            on_end = [s for s in ranked if s["kind"] == "compute" and s["host"] in ("simhost1", "simhost2")]
+            rec += named
+            kok += named and not on_end
+            if r["slow_links"] or any(s["rank"] < 0 for s in st):
+                cause_n += 1
+                cok += bool(r["slow_links"]) and set(r["slow_links"]) <= pair
             coll += bool(ranked)
             after.append(None)
             continue
@@ -236,7 +254,7 @@ def score(fault, n, runs):
         ok = got >= need
         rec += ok
         kok += ok and all(s["kind"] == "compute" for s in hit)
-        coll += any(s["rank"] not in cs for s in ranked)
+        coll += any(s["rank"] not in cs and not explained(s) for s in ranked)
         fa = [s["after"] for s in hit if s.get("after") is not None and s["after"] > 0]
         after.append(min(fa) if ok and fa else None)
         if kind == "throttle" and any(s["causes"] is not None for s in hit):
@@ -246,7 +264,7 @@ def score(fault, n, runs):
     res = {"recall": None if kind == "none" else rec / k, "kind_ok": None if kind == "none" else kok / k,
            "cause_ok": cok / cause_n if cause_n else None, "flag_after": after if kind != "none" else [],
            "false_per_million": (false / clean * 1e6) if clean else None, "clean_instances": clean,
-           "collateral": None if kind == "none" else coll / k}
+           "collateral": None if kind == "none" else coll / k, "explained": expl}
     return res
 
 
@@ -292,72 +310,132 @@ def bar_cell(fault, v):
     return "met (<= %d)" % BARS[p] if ok else "**unmet** (<= %d)" % BARS[p]
 
 
-def generate(a):
-    t0 = time.monotonic()
-    rows = []
+CORE = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "link"]
+MORE = ["intermittent:pct=20", "host:pct=20", "throttle", "two"]
+HANGS = ["hang_host", "hang_gpu"]
+
+
+def plan(seeds):
+    """(workload, ranks, fault, seeds, max process ranks): the sweep, most telling first"""
+    p = []
     for w in WORKLOADS:
+        p += [(w, 8, f, seeds, 256) for f in CORE]
+    for w in DRIVER_WORKLOADS:
+        p += [(w, 8, f, seeds, 256) for f in MORE]
+    for w in DRIVER_WORKLOADS:
         for n in SCALES:
-            for f in FAULTS:
-                o = evaluate(a.build, w, f, n, a.seeds, a.max_process_ranks)
-                rows.append(o)
-                print(json.dumps(o), flush=True)
-    clean = []
-    for w in WORKLOADS:
+            p += [(w, n, f, seeds, 0) for f in FAULTS]
+    for w in ("dp", "3d"):
+        p += [(w, 8, f, 3, 256) for f in HANGS]
+    for w in DRIVER_WORKLOADS:
+        p += [(w, 64, f, seeds, 256) for f in ("none", "slow:pct=5", "link")]
+    p += [("dp", 256, f, 1, 256) for f in ("slow:pct=5", "none")]
+    return p
+
+
+def key(o):
+    return (o["workload"], o["ranks"], o["fault"], o["seeds"], o["mode"])
+
+
+def sweep(a):
+    """run the plan, appending each result to a.results (JSON lines); rows already there are
+    kept, so a sweep can be run in parts"""
+    have = {}
+    if os.path.exists(a.results):
+        for line in open(a.results):
+            o = json.loads(line)
+            have[key(o)] = o
+    for w, n, f, k, mp in plan(a.seeds):
+        mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
+        if (w, n, f, k, mode) in have:
+            continue
+        o = evaluate(a.build, w, f, n, k, mp)
+        with open(a.results, "a") as fh:
+            fh.write(json.dumps(o) + "\n")
+        print(json.dumps(o), flush=True)
+    for w in DRIVER_WORKLOADS:
         for n in (8, 64):
-            o = evaluate(a.build, w, "none", n, a.seeds, 0, steps=1, min_instances=CLEAN_TARGET // (2 * a.seeds) + 1)
-            clean.append(o)
-            print(json.dumps(o), flush=True)
-    wall = time.monotonic() - t0
-    L = ["# Detection accuracy", "",
-         "Generated by `bench/accuracy.py --generate docs/accuracy.md` (never edited by hand); what the",
-         "figures mean and why they are what they are: [detection.md](detection.md).", "",
-         "Every run is on the simulator's modeled clock ([simulator.md](simulator.md), \"The modeled clock\"):",
-         "each ring step 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket or layer, `jitter:pct=2`",
-         "(each compute 1 +- 2% per rank, each collective instance 1 +- 2% on every member), seeds 1..%d." % a.seeds,
-         "`processes`: `collscope run --sim` jobs of tests/apps/dp_train (%d ranks at most here), every op timed by" % a.max_process_ranks,
-         "CUDA events, read by `collscope report --json`; `in-process`: bench/accuracy_driver.c, the same cost model",
-         "(tests/sim/nccl/model.c) fed into the detector the report and the online exchange link (stats/detect*.c).",
-         "Workloads: `dp` one communicator of all ranks (3 AllReduce buckets a step); `3d` TP 2 inside a host x PP 2",
-         "(8 ranks) or 4 x DP, 1F1B over 4 microbatches, TP AllReduces per microbatch, DP AllReduces and a world",
-         "AllReduce each step (the pipeline's fill and drain put each stage at its own place there); `moe` expert",
-         "groups of 8 (AlltoAll dispatch and combine, the expert's work following the tokens routed to it: one hot",
-         "expert per layer and step at 1.5-3x the mean) and a world AllReduce. 8 ranks on 4 hosts, else 8 a host.",
-         "Faults: `slow:pct=P` rank 5 (8 ranks) or N/2+5 stalls P% of its collective's duration before each",
-         "collective; `intermittent` the same, 5 steps on, 5 off; `host` every rank of that host; `two` that rank and",
-         "rank 1 (or N/4+1) at 20%; `throttle` that GPU at 70% clocks (in processes: `throttle:reason=thermal,pct=30`,",
-         "with the health sampler's cause); `link` simhost2 <-> simhost3 3 ms per step; `hang_host` the rank's",
-         "host thread blocks in the call of seq 20 (`stall:`), `hang_gpu` its stream blocks there (`hang:`).", "",
-         "Columns: recall (the injected rank and host flagged; link: a link finding; hang: the culprit named as",
-         "missing), kind (compute for a slowed GPU, link and no compute straggler for a slow link), cause (the",
-         "report's `causes` name the throttle), after (instances from the first delayed one, counted as 1, to the",
-         "first flag: median / max over the seeds), bar (the target: 20% in <= 12, 5% in <= 30, 2% in <= 100),",
-         "collateral (seeds with a finding on a rank the fault did not touch, e.g. a slowed GPU's tensor-parallel",
-         "partner in its data-parallel communicator), false (findings per 1M clean instances: before the onset,",
-         "or in clean runs).", ""]
-    for w in WORKLOADS:
-        L += ["## %s" % w, "", "| ranks | fault | mode | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (clean instances) |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-        for o in rows:
-            if o["workload"] != w:
+            o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long"}
+            if key(o) in have:
                 continue
-            L.append("| %d | `%s` | %s | %s | %s | %s | %s | %s | %s | %s (%d) |" % (
-                o["ranks"], o["fault"], o["mode"], fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
-                after_cell(o["flag_after"]), bar_cell(o["fault"], o["flag_after"]), fmt(o["collateral"]),
-                fmt(o["false_per_million"], False), o["clean_instances"]))
-        tot = sum(o["clean_instances"] for o in rows + clean if o["workload"] == w and o["fault"] == "none")
-        fp = sum((o["false_per_million"] or 0) * o["clean_instances"] / 1e6 for o in rows + clean
-                 if o["workload"] == w and o["fault"] == "none")
-        L += ["", "Clean, all scales and the long in-process runs at 8 and 64 ranks (%s): %d instances, %d false "
-              "findings: %s per 1M." % (", ".join("%d ranks %d" % (o["ranks"], o["clean_instances"]) for o in clean
-                                                  if o["workload"] == w), tot, round(fp), "%g" % (fp / tot * 1e6)), ""]
-    L += ["## Hangs", "",
-          "`hang_host`: the culprit never enters the collective, so it is `missing` and the others `stuck`: named",
-          "at every scale. `hang_gpu`: the culprit entered the call and its stream never runs the kernel, so every",
-          "rank is `stuck` alike: per-rank records cannot tell it (recall 0 is that, measured); no net-wrapper",
-          "traffic tells it either, since the hung kernel never posts its sends.", "",
-          "## Run", "",
-          "%d seeds; %.0f s of wall time for the whole sweep on %s (%d CPUs, shared with other builds), %s." % (
-              a.seeds, wall, platform.machine(), os.cpu_count() or 0, time.strftime("%Y-%m-%d", time.gmtime())), ""]
+            o = evaluate(a.build, w, "none", n, a.seeds, 0, steps=1, min_instances=CLEAN_TARGET // (2 * a.seeds) + 1)
+            o["mode"] = "in-process-long"
+            with open(a.results, "a") as fh:
+                fh.write(json.dumps(o) + "\n")
+            print(json.dumps(o), flush=True)
+    return 0
+
+
+def run_processes_ok(w, f):
+    return app_cmd(w, 8) is not None and sim_faults(f, 8) is not None
+
+
+def generate(a):
+    rows = [json.loads(line) for line in open(a.results)]
+    wall = sum(o["wall_s"] for o in rows)
+    long_ = [o for o in rows if o["mode"] == "in-process-long"]
+    rows = [o for o in rows if o["mode"] != "in-process-long"]
+    L = ["# Detection accuracy", "",
+         "Generated by `bench/accuracy.py --sweep` and `--generate docs/accuracy.md` (never edited by hand);",
+         "what the figures mean and why they are what they are: [detection.md](detection.md).", "",
+         "Every run is on the simulator's modeled clock ([simulator.md](simulator.md), \"The modeled clock\"):",
+         "each ring step 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket or layer (1 ms a pipeline",
+         "pass), `jitter:pct=2` (each compute 1 +- 2% per rank, each collective instance 1 +- 2% on every",
+         "member), seed = 1..seeds. 8 ranks on 4 hosts, else 8 a host.", "",
+         "- `processes`: `collscope run --sim` jobs of the test apps (tests/apps: dp_train, fsdp with prefetch,",
+         "  train3d, moe, accum, multicomm --comms 4, dp_train with simhost2 an older half-speed GPU model for",
+         "  `hetero`), every op timed by CUDA events, the NCCL_NET wrapper over simnet, read by",
+         "  `collscope report --json`.",
+         "- `in-process`: bench/accuracy_driver.c, the same cost model (tests/sim/nccl/model.c) fed into the",
+         "  detector the report and the online exchange link (stats/detect*.c); its own `dp` (3 buckets a step),",
+         "  `3d` (TP 2 x PP 2 or 4 x DP, 1F1B over 4 microbatches, a world AllReduce each step at which every",
+         "  stage arrives at its place in the schedule) and `moe` (expert groups of 8: AlltoAll dispatch and",
+         "  combine around the experts' work, one hot expert per layer and step at 1.5-3x the mean, and a world",
+         "  AllReduce).", "",
+         "Faults on rank 5 (8 ranks) or N/2+5, on simhost3 or host N/16+1: `slow:pct=P` stalls P% of its",
+         "collective's duration before each collective; `intermittent` the same on every other one",
+         "(`every=2`); `host` on every rank of that host; `two` that rank and rank 1 (or N/4+1) at 20%;",
+         "`throttle` that GPU thermally throttled, 30% slower (in process: 70% clocks), from collective 2;",
+         "`link` simhost1 <-> simhost2 3 ms per transfer; `hang_host` the rank's host thread blocks in the call",
+         "of seq 20 (`stall:`), `hang_gpu` its stream blocks there (`hang:`) (wall clock: the modeled clock",
+         "never declares a hang).", "",
+         "Columns: recall (the injected rank and host flagged; `link`: the slow pair or the comm's link entry",
+         "named; hang: the culprit named as the one rank missing), kind (compute on the culprit for a slowed",
+         "GPU; for `link`: named and no compute straggler on an endpoint host), cause (the report's `causes`",
+         "name the throttle; for `link`: the NCCL_NET wrapper's slow pairs are exactly the injected one), after",
+         "(instances of the flagged communicator from the first delayed one, counted as 1, to the first flag:",
+         "median / max over the seeds), bar (20% in <= 12, 5% in <= 30, 2% in <= 100), collateral (share of",
+         "seeds with a finding on a rank the fault did not touch: a slowed GPU's tensor-parallel partner, late",
+         "to its data-parallel collective because it waited for it), false (findings per 1M clean instances:",
+         "before the onset, or in clean runs; stragglers the report explains by the GPU inventory, `gpu_model`,",
+         "are counted apart).", ""]
+    order = {f: i for i, f in enumerate(FAULTS)}
+    for w in WORKLOADS:
+        L += ["## %s" % w, "",
+              "| ranks | fault | mode | seeds | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (clean instances) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for o in sorted((o for o in rows if o["workload"] == w),
+                        key=lambda o: (o["mode"] != "processes", o["ranks"], order.get(o["fault"], 99))):
+            fp = fmt(o["false_per_million"], False)
+            if o.get("explained"):
+                fp += ", %d explained (gpu_model)" % o["explained"]
+            L.append("| %d | `%s` | %s | %d | %s | %s | %s | %s | %s | %s | %s (%d) |" % (
+                o["ranks"], o["fault"], o["mode"], o["seeds"], fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
+                after_cell(o["flag_after"]), bar_cell(o["fault"], o["flag_after"]), fmt(o["collateral"]), fp,
+                o["clean_instances"]))
+        cl = [o for o in rows + long_ if o["workload"] == w and o["fault"] == "none"]
+        tot = sum(o["clean_instances"] for o in cl)
+        fp = sum((o["false_per_million"] or 0) * o["clean_instances"] / 1e6 for o in cl)
+        ex = sum(o.get("explained") or 0 for o in cl)
+        lg = ", ".join("%d ranks %d" % (o["ranks"], o["clean_instances"]) for o in long_ if o["workload"] == w)
+        L += ["", "Clean instances in all, %s: %d, false findings %d (%s per 1M)%s." % (
+            ("with the long in-process runs (%s)" % lg) if lg else "in the rows above", tot, round(fp),
+            "%g" % (fp / tot * 1e6) if tot else "n/a", (", %d explained by the GPU inventory" % ex) if ex else ""), ""]
+    L += ["## Run", "",
+          "%d rows, %.0f s of wall time in all (each row's own, summed), on %s (%d CPUs shared with other builds" % (
+              len(rows) + len(long_), wall, platform.machine(), os.cpu_count() or 0),
+          "and tests), %s. A 256-rank job of dp_train through the simulator takes about 200 s here, so 256 ranks" % time.strftime("%Y-%m-%d", time.gmtime()),
+          "as processes ran one seed of two faults; the in-process driver covers every fault there.", ""]
     with open(a.generate, "w") as f:
         f.write("\n".join(L))
     return 0
@@ -374,8 +452,13 @@ def main():
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--max-process-ranks", type=int, default=256)
     ap.add_argument("--generate", metavar="FILE")
+    ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--results", default="bench/accuracy_results.jsonl",
+                    help="the sweep's rows, one JSON object a line (--sweep appends, --generate reads)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
+    if a.sweep:
+        return sweep(a)
     if a.generate:
         return generate(a)
     o = evaluate(a.build, a.workload, a.fault, a.ranks, a.seeds, a.max_process_ranks, a.steps)

@@ -14,7 +14,7 @@
  *
  *   accuracy_driver --workload dp|3d|moe --fault F --ranks N --seed S --steps K
  *                   [--ranks-per-host H]
- * F: none, slow:pct=P[,from=I], intermittent:pct=P, host:pct=P, link, throttle, two,
+ * F: none, slow:pct=P[,from=S], intermittent:pct=P, host:pct=P, link, throttle, two,
  *    hang_host, hang_gpu. Prints one JSON object: instances, the culprit rank(s), and per
  *    finding rank, host, kind, comm index and the instances from the fault's onset on that
  *    communicator to the first flag. */
@@ -34,7 +34,7 @@
 #define NVL_BPUS 150e3  /* bytes per us inside a host */
 #define NET_BPUS 12.5e3 /* 100 Gbit/s */
 #define WIRE_US 300.0   /* the quiet shape's link:a=*,b=*,us=300 */
-#define LINK_US 3000.0  /* the `link` fault: simhost2 <-> simhost3, 3 ms per step */
+#define LINK_US 3000.0  /* the `link` fault: simhost1 <-> simhost2, 3 ms per step */
 #define COMPUTE_US 2000.0
 #define JITTER 0.02
 #define HANG_SEQ 20
@@ -83,7 +83,7 @@ static double jit(uint64_t key) { return 1.0 + JITTER * (2.0 * unif(key) - 1.0);
 static int host_of(int r) { return r / W.rph; }
 static bool link_pair(int a, int b) {
   int ha = host_of(a), hb = host_of(b);
-  return W.fault == F_LINK && ((ha == 1 && hb == 2) || (ha == 2 && hb == 1));
+  return W.fault == F_LINK && ((ha == 0 && hb == 1) || (ha == 1 && hb == 0));
 }
 
 static struct comm *comm_new(const int *m, int n) {
@@ -141,7 +141,7 @@ static double stall_us(const struct comm *c, int r, int64_t step) {
   case F_SLOW: on = r == W.culprit; break;
   case F_TWO: on = r == W.culprit || r == W.culprit2; break;
   case F_HOST: on = host_of(r) == W.chost; break;
-  case F_INTERMITTENT: on = r == W.culprit && (step / 5) % 2 == 0; break; /* 5 steps on, 5 off */
+  case F_INTERMITTENT: on = r == W.culprit && c->seq % 2 == 0; break; /* every other one (every=2) */
   default: break;
   }
   if (!on || step < W.from || c->nhist < 2) return 0;

@@ -87,7 +87,7 @@ static size_t lower_off(const struct okrank *v, size_t n, double x) {
   return lo;
 }
 /* Of the n ranks in C->okv that meet a rule now: mark `grouped` those with at least two
- * others whose offset is within a factor of 2 of theirs, on two or more hosts in all.
+ * others whose offset is within a factor of 1.25 of theirs, on two or more hosts in all.
  * O(n log n): sorted by offset, a rank's peers are a range, and whether a range holds two
  * hosts is a prefix count of host changes along the order. */
 static void mark_groups(struct cstate *C, size_t n) {
@@ -100,7 +100,7 @@ static void mark_groups(struct cstate *C, size_t n) {
   for (size_t i = 0; i < n; i++) {
     double o = v[i].off;
     if (!(o > 0)) continue;
-    size_t lo = lower_off(v, n, 0.5 * o), hi = lower_off(v, n, 2.0 * o * (1 + 1e-12));
+    size_t lo = lower_off(v, n, o / 1.25), hi = lower_off(v, n, 1.25 * o * (1 + 1e-12));
     if (hi - lo >= 3 && chg[hi - 1] > chg[lo]) C->rs[v[i].r].grouped = true;
   }
 }
@@ -256,7 +256,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     C->okv[nok++] = (struct okrank){R->off, r};
   }
   /* A hardware straggler is one GPU, or the GPUs of one host (and now and then a second
-   * one): lateness of about the same size (within a factor of 2) that three or more ranks on
+   * one): lateness of about the same size (within a factor of 1.25) that three or more ranks on
    * several hosts share at once is where the schedule puts them (a pipeline stage's place in
    * 1F1B at a world collective) or the work the data gives them, not a slow GPU: none of
    * those ranks is flagged (docs/detection.md). */
