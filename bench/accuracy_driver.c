@@ -39,7 +39,15 @@
 #define JITTER 0.02
 #define HANG_SEQ 20
 
-enum fault { F_NONE, F_SLOW, F_INTERMITTENT, F_HOST, F_LINK, F_THROTTLE, F_TWO, F_HANG_HOST, F_HANG_GPU };
+enum fault { F_NONE,
+             F_SLOW,
+             F_INTERMITTENT,
+             F_HOST,
+             F_LINK,
+             F_THROTTLE,
+             F_TWO,
+             F_HANG_HOST,
+             F_HANG_GPU };
 
 struct comm {
   int id, n;
@@ -120,7 +128,8 @@ static double ring_step(const struct comm *c, double chunk) {
   }
   return w;
 }
-enum op { OP_ALLREDUCE, OP_ALLTOALL };
+enum op { OP_ALLREDUCE,
+          OP_ALLTOALL };
 static double cost_us(const struct comm *c, enum op op, double bytes) {
   int n = c->n;
   if (n == 1) return BASE_LAT_US + bytes / NVL_BPUS;
@@ -144,7 +153,7 @@ static double stall_us(const struct comm *c, int r, int64_t step) {
   case F_INTERMITTENT: on = r == W.culprit && c->seq % 2 == 0; break; /* every other one (every=2) */
   default: break;
   }
-  if (!on || step < W.from || c->nhist < 2) return 0;
+  if (!on || step < W.from || c->nhist < 4) return 0; /* the simulator's first stall: seq 4 */
   size_t k = c->nhist - 1 < 32 ? c->nhist - 1 : 32;
   double v[32];
   for (size_t i = 0; i < k; i++) v[i] = c->hist[(c->nhist - 1 - i) % 32];
@@ -193,10 +202,7 @@ static void collective(struct comm *c, enum op op, double bytes) {
     if (hang && W.fault == F_HANG_HOST && r == W.culprit) continue; /* never enters */
     struct cs_det_member *b = &c->mb[nm++];
     int64_t st = (int64_t)(W.t[r] * 1e3), en = (int64_t)(end * 1e3);
-    *b = (struct cs_det_member){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)],
-                                .start_ns = st, .end_ns = en, .enqueue_ns = st,
-                                .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes,
-                                .gap_us = hang || W.last_end[r] < 0 ? -1 : W.t[r] - W.last_end[r]};
+    *b = (struct cs_det_member){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = hang || W.last_end[r] < 0 ? -1 : W.t[r] - W.last_end[r]};
     if (!hang && culprit(r) && !recorded) {
       c->hist[c->nhist++ % 32] = end - W.t[r];
       recorded = true;
@@ -317,23 +323,36 @@ static int parse_fault(const char *f) {
   const char *kv = strchr(f, ':');
   size_t kl = kv ? (size_t)(kv - f) : strlen(f);
 #define IS(s) (kl == strlen(s) && !strncmp(f, s, kl))
-  if (IS("none")) W.fault = F_NONE;
-  else if (IS("slow")) W.fault = F_SLOW;
-  else if (IS("intermittent")) W.fault = F_INTERMITTENT;
-  else if (IS("host")) W.fault = F_HOST;
-  else if (IS("link")) W.fault = F_LINK;
-  else if (IS("throttle")) W.fault = F_THROTTLE;
-  else if (IS("two")) W.fault = F_TWO;
-  else if (IS("hang_host")) W.fault = F_HANG_HOST;
-  else if (IS("hang_gpu")) W.fault = F_HANG_GPU;
-  else return -1;
+  if (IS("none"))
+    W.fault = F_NONE;
+  else if (IS("slow"))
+    W.fault = F_SLOW;
+  else if (IS("intermittent"))
+    W.fault = F_INTERMITTENT;
+  else if (IS("host"))
+    W.fault = F_HOST;
+  else if (IS("link"))
+    W.fault = F_LINK;
+  else if (IS("throttle"))
+    W.fault = F_THROTTLE;
+  else if (IS("two"))
+    W.fault = F_TWO;
+  else if (IS("hang_host"))
+    W.fault = F_HANG_HOST;
+  else if (IS("hang_gpu"))
+    W.fault = F_HANG_GPU;
+  else
+    return -1;
 #undef IS
   W.pct = W.fault == F_TWO ? 20 : 0;
   for (const char *p = kv ? kv + 1 : NULL; p && *p;) {
     char *end;
-    if (!strncmp(p, "pct=", 4)) W.pct = strtod(p + 4, &end);
-    else if (!strncmp(p, "from=", 5)) W.from = strtoll(p + 5, &end, 10);
-    else return -1;
+    if (!strncmp(p, "pct=", 4))
+      W.pct = strtod(p + 4, &end);
+    else if (!strncmp(p, "from=", 5))
+      W.from = strtoll(p + 5, &end, 10);
+    else
+      return -1;
     p = *end == ',' ? end + 1 : NULL;
   }
   if (W.fault == F_THROTTLE && !W.from) W.from = 2;
@@ -347,13 +366,20 @@ int main(int argc, char **argv) {
   W.seed = 1;
   W.rph = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!strcmp(argv[i], "--workload")) wl = argv[i + 1];
-    else if (!strcmp(argv[i], "--fault")) fault = argv[i + 1];
-    else if (!strcmp(argv[i], "--ranks")) W.n = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--seed")) W.seed = strtoull(argv[i + 1], NULL, 10);
-    else if (!strcmp(argv[i], "--steps")) W.steps = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--ranks-per-host")) W.rph = atoi(argv[i + 1]);
-    else if (!strcmp(argv[i], "--min-instances")) W.min_inst = strtoull(argv[i + 1], NULL, 10);
+    if (!strcmp(argv[i], "--workload"))
+      wl = argv[i + 1];
+    else if (!strcmp(argv[i], "--fault"))
+      fault = argv[i + 1];
+    else if (!strcmp(argv[i], "--ranks"))
+      W.n = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--seed"))
+      W.seed = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--steps"))
+      W.steps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--ranks-per-host"))
+      W.rph = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--min-instances"))
+      W.min_inst = strtoull(argv[i + 1], NULL, 10);
     else {
       fprintf(stderr, "accuracy_driver: unknown option %s\n", argv[i]);
       return 2;
@@ -385,9 +411,12 @@ int main(int argc, char **argv) {
   if (cs_det_params_env(&p)) fprintf(stderr, "accuracy_driver: a COLLSCOPE_STRAGGLER_* value was ignored\n");
   W.det = cs_det_stream_new(&p, CS_DET_HANG_PENDING);
   if (!W.det) return 2;
-  if (!strcmp(wl, "dp")) run_dp();
-  else if (!strcmp(wl, "3d")) run_3d();
-  else if (!strcmp(wl, "moe")) run_moe();
+  if (!strcmp(wl, "dp"))
+    run_dp();
+  else if (!strcmp(wl, "3d"))
+    run_3d();
+  else if (!strcmp(wl, "moe"))
+    run_moe();
   else {
     fprintf(stderr, "accuracy_driver: unknown workload %s\n", wl);
     return 2;
@@ -421,6 +450,10 @@ int main(int argc, char **argv) {
     printf("],\"stuck\":%zu}", h->nstuck);
   }
   printf("]}\n");
+  if (getenv("ACCURACY_DRIVER_RANKS")) /* per-rank figures of the final window (debugging) */
+    for (size_t i = 0; i < res.nranks; i++)
+      fprintf(stderr, "comm %llu rank %d offset %.1f last %zu/%zu\n", (unsigned long long)res.ranks[i].comm - 1,
+              res.ranks[i].rank, res.ranks[i].offset_us, res.ranks[i].last, res.ranks[i].instances);
   cs_det_result_free(&res);
   cs_det_stream_free(W.det);
   return 0;

@@ -13,7 +13,7 @@
 #include <uthash.h>
 
 struct inst {
-  int last; /* comm_rank that arrived last */
+  int last; /* comm_rank that arrived last, -1 when several tie */
   double lateness, med, gap_last, gap_peers;
   int64_t seq;
   uint64_t bytes;
@@ -53,15 +53,16 @@ struct member { /* comm_rank -> identity */
   } while (0)
 /* Per-rank sliding state of one communicator. */
 struct rstate {
-  size_t n, pos;   /* instances in the window it has a timed op in; of those, a > 0 */
-  size_t rn, rpos; /* the same over the last `recent` instances */
-  unsigned streak; /* consecutive instances the flag conditions held, ending at `at` */
+  size_t n, pos;      /* instances in the window it has a timed op in; of those, a > 0 */
+  size_t rn, rpos;    /* the same over the last `recent` instances */
+  unsigned streak;    /* consecutive instances the flag conditions held, ending at `at` */
+  size_t run, run_at; /* consecutive instances it arrived after the median rank, ending at run_at */
   size_t at;
   bool flagged_now;
-  bool ok;     /* a rule held at the current instance (before persistence) */
-  double off;  /* then its median offset (share-last rule: its median lateness) */
+  bool ok;      /* a rule held at the current instance (before persistence) */
+  double off;   /* then its median offset (share-last rule: its median lateness) */
   bool grouped; /* ... shared with ranks on other hosts alike: not flagged (detect_window.c) */
-  size_t sidx; /* its entry in out->stragglers + 1, 0 none */
+  size_t sidx;  /* its entry in out->stragglers + 1, 0 none */
 };
 /* The state of one communicator while its instances are fed in seq order. Only the last
  * window + 1 instances (and their entries) are kept: in[] is compacted when it reaches

@@ -86,8 +86,8 @@ static size_t lower_off(const struct okrank *v, size_t n, double x) {
   }
   return lo;
 }
-/* Of the n ranks in C->okv that meet a rule now: mark `grouped` those with at least two
- * others whose offset is within a factor of 1.25 of theirs, on two or more hosts in all.
+/* Of the n late candidates in C->okv: mark `grouped` those with at least three others whose
+ * offset is within a factor of 1.25 of theirs, on two or more hosts in all.
  * O(n log n): sorted by offset, a rank's peers are a range, and whether a range holds two
  * hosts is a prefix count of host changes along the order. */
 static void mark_groups(struct cstate *C, size_t n) {
@@ -101,8 +101,22 @@ static void mark_groups(struct cstate *C, size_t n) {
     double o = v[i].off;
     if (!(o > 0)) continue;
     size_t lo = lower_off(v, n, o / 1.25), hi = lower_off(v, n, 1.25 * o * (1 + 1e-12));
-    if (hi - lo >= 3 && chg[hi - 1] > chg[lo]) C->rs[v[i].r].grouped = true;
+    if (hi - lo >= 4 && chg[hi - 1] > chg[lo]) C->rs[v[i].r].grouped = true;
   }
+}
+
+/* the fresh rule's shape: comm_rank r's offset in every instance of [lo, hi) is at least thr
+ * and within 1.25x of the others' (a slow GPU's delay is steady; the work a burst of data
+ * gives a rank, or the noise between two ranks, is not) */
+static bool steady(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double thr) {
+  double mn = 0, mx = 0;
+  for (size_t j = lo; j < hi; j++) {
+    const struct ent *e = cs_det_find_ent(ents, in[j].e0, in[j].ne, r);
+    if (!e || e->a < thr) return false;
+    if (j == lo || e->a < mn) mn = e->a;
+    if (j == lo || e->a > mx) mx = e->a;
+  }
+  return mx <= 1.25 * mn;
 }
 
 /* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
@@ -113,6 +127,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   size_t nd = 0;
   uint64_t ibytes = 0;
   int lastr = -1;
+  bool tie = false; /* two ranks share the shortest duration: they arrived together */
   double mind = 0, gl = -1;
   for (size_t k = 0; k < n; k++) {
     const struct cs_det_member *o = &m[k];
@@ -142,6 +157,9 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
       mind = d;
       lastr = o->comm_rank;
       gl = o->gap_us;
+      tie = false;
+    } else if (d == mind) {
+      tie = true;
     }
     C->durs[nd++] = d;
     GROW(C->ents, C->nents, C->capents);
@@ -157,7 +175,10 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   GROW(C->in, C->nin, C->capin);
   struct inst *I = &C->in[C->nin++];
   I->med = cs_det_median(C->durs, nd);
-  I->last = lastr;
+  /* ranks that arrived at the same moment (released together by an earlier collective of
+   * another communicator: a group, a host) have no last one among them: the instance counts
+   * for no rank's share-last (it would always go to the lowest comm rank of the group) */
+  I->last = tie ? -1 : lastr;
   I->lateness = I->med - mind;
   I->gap_last = gl;
   I->gap_peers = ng ? cs_det_median(C->gaps, ng) : -1;
@@ -178,8 +199,11 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   size_t i = C->nin - 1, ai = C->base + i;
   C->total = ai + 1;
   size_t recent = p->recent < p->window ? p->recent : p->window;
-  cnt[in[i].last]++;
+  if (in[i].last >= 0) cnt[in[i].last]++;
   for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
+    struct rstate *Q = &rs[ents[e].r];
+    Q->run = ents[e].a > 0 ? (Q->run && Q->run_at + 1 == ai ? Q->run + 1 : 1) : 0;
+    Q->run_at = ai;
     rs[ents[e].r].n++;
     rs[ents[e].r].pos += ents[e].a > 0;
     rs[ents[e].r].rn++;
@@ -196,7 +220,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   size_t alo = ai + 1 > p->window ? ai + 1 - p->window : 0;
   if (alo > 0) {
     const struct inst *O = &in[alo - 1 - C->base];
-    cnt[O->last]--;
+    if (O->last >= 0) cnt[O->last]--;
     for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
       rs[ents[e].r].n--;
       rs[ents[e].r].pos -= ents[e].a > 0;
@@ -222,45 +246,63 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   bool last_ok = (double)cnt[cand] >= need * (double)w &&
                  cs_det_binom_tail(w, cnt[cand], p0) <= cs_det_normal_tail(p->z) &&
                  cs_det_eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
-  /* pass 1: which ranks meet a rule at this instance */
+  /* pass 1: which ranks meet a rule at this instance; every rank whose median offset was
+   * measured above the floor (it passed a rule's pre-check) is a late candidate */
   size_t nok = 0;
+  double thr = -1;
+  size_t k = p->persist > 2 ? p->persist : 2; /* the fresh rule's instances */
   for (int r = 0; r < csize; r++) {
     struct rstate *R = &rs[r];
     bool ok = last_ok && r == cand;
-    double off = 0;
+    double off = 0, late = 0; /* late: the largest median offset measured for it here */
     /* offset rule; cheap pre-check first: after the median in clearly more than half
      * of its instances (sign test, z >= 2) */
-    if (!ok && R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= cs_det_sqrt((double)R->n)) {
-      if (med < 0) {
-        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
-        med = cs_det_median(scratch, w);
-      }
-      double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
-      ok = cs_det_eval_offset(in, ents, lo, i + 1, r, thr, p->offset_z, scratch, &off);
-    }
+    bool pre_off = R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= cs_det_sqrt((double)R->n);
     /* recent rule: the same over the last `recent` instances only, stricter, so a
      * slowdown that starts mid-job is seen before it fills half the window */
-    if (!ok && recent && ai + 1 - arlo == recent && 4 * R->rn >= 3 * recent &&
-        (double)R->rpos >= p->recent_share * (double)R->rn) {
-      if (med < 0) {
-        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
-        med = cs_det_median(scratch, w);
-      }
-      double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
+    bool pre_rec = recent && ai + 1 - arlo == recent && 4 * R->rn >= 3 * recent &&
+                   (double)R->rpos >= p->recent_share * (double)R->rn;
+    /* fresh rule: after the median rank in each of the last `persist` instances by at least
+     * the floor, steadily (within 1.25x) and by 2 x recent_z robust standard errors: a big
+     * slowdown that starts now is flagged `persist` instances later, however few instances
+     * came before it, rather than when its share of the window passes the sign test */
+    bool pre_fresh = k <= w && R->run >= k && R->run_at == ai;
+    if ((pre_off || pre_rec || pre_fresh) && thr < 0) {
+      for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+      med = cs_det_median(scratch, w);
+      thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
+    }
+    if (!ok && pre_off) {
+      ok = cs_det_eval_offset(in, ents, lo, i + 1, r, thr, p->offset_z, scratch, &off);
+      if (off > late) late = off;
+    }
+    if (!ok && pre_rec) {
       ok = cs_det_eval_offset(in, ents, rlo, i + 1, r, thr, p->recent_z, scratch, &off);
+      if (off > late) late = off;
+    }
+    if (!ok && pre_fresh && steady(in, ents, i + 1 - k, i + 1, r, thr)) {
+      ok = cs_det_eval_offset(in, ents, i + 1 - k, i + 1, r, thr, 2 * p->recent_z, scratch, &off);
+      if (off > late) late = off;
     }
     R->ok = ok;
     R->grouped = false;
-    R->off = !ok ? 0 : last_ok && r == cand ? s_last.lateness_us : off;
-    if (!ok) continue;
-    C->okv[nok++] = (struct okrank){R->off, r};
+    R->off = !ok ? 0 : last_ok && r == cand ? s_last.lateness_us
+                                            : off;
+    if (ok && last_ok && r == cand) { /* group it by its median offset, as the others */
+      double o2, g2, pg2;
+      cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
+      C->okv[nok++] = (struct okrank){o2, r};
+    } else if (ok)
+      C->okv[nok++] = (struct okrank){R->off, r};
+    else if (thr >= 0 && late >= thr)
+      C->okv[nok++] = (struct okrank){late, r};
   }
-  /* A hardware straggler is one GPU, or the GPUs of one host (and now and then a second
-   * one): lateness of about the same size (within a factor of 1.25) that three or more ranks on
-   * several hosts share at once is where the schedule puts them (a pipeline stage's place in
-   * 1F1B at a world collective) or the work the data gives them, not a slow GPU: none of
-   * those ranks is flagged (docs/detection.md). */
-  if (nok >= 3) mark_groups(C, nok);
+  /* A hardware straggler is one GPU, or the GPUs of one host (and now and then one or two
+   * more): lateness of about the same size (within a factor of 1.25) that four or more late
+   * candidates on several hosts share at once is where the schedule puts them (a pipeline
+   * stage's place in 1F1B at a world collective) or the work the data gives them, not a slow
+   * GPU: none of those ranks is flagged (docs/detection.md). */
+  if (nok >= 4) mark_groups(C, nok);
   bool linkb = false, linkb_known = false;
   /* pass 2: persistence and the flags */
   for (int r = 0; r < csize; r++) {
@@ -272,7 +314,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     if (R->streak < p->persist) continue;
     /* a comm bound by a slow link: every rank waits for the network, and the endpoints of
      * the slow pair (the stream that sends into it, the one that receives from it) come to
-     * the next collective a little late; lateness under 10% of the duration there is the
+     * the next collective a little late; lateness under 5% of the duration there is the
      * link's, reported as the comm's link entry (detect_finish.c), never as a compute
      * straggler on an endpoint */
     if (!linkb_known) {
@@ -284,7 +326,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
         med = cs_det_median(scratch, w);
       }
     }
-    if (linkb && R->off < 0.1 * med) continue;
+    if (linkb && R->off < 0.05 * med) continue;
     R->flagged_now = C->any_flagged_now = true;
     struct cs_det_straggler s;
     if (last_ok && r == cand) {

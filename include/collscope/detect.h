@@ -84,7 +84,7 @@ struct cs_det_params {
   double recent_share;    /* COLLSCOPE_STRAGGLER_RECENT_SHARE, default 0.85: share of the recent
                              instances it arrived after the median rank in */
   double floor_us;        /* COLLSCOPE_STRAGGLER_FLOOR_US, default 20 */
-  double frac;            /* COLLSCOPE_STRAGGLER_FRAC, default 0.02 (of the median duration) */
+  double frac;            /* COLLSCOPE_STRAGGLER_FRAC, default 0.015 (of the median duration) */
   double link_floor_us;   /* COLLSCOPE_LINK_FLOOR_US, default 10000: a <= 64 KiB collective this
                              slow with no last arrival is a link problem */
 };
