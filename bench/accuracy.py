@@ -30,7 +30,7 @@ import argparse, json, os, platform, re, shutil, statistics, subprocess, sys, te
 QUIET = "link:a=*,b=*,us=300"
 # in process (bench/accuracy_driver.c): steps of a fault run, >= 100 instances of the
 # culprit's communicators after the onset
-STEPS = {"dp": 40, "3d": 12, "moe": 24}
+STEPS = {"dp": 40, "3d": 30, "moe": 24}
 
 
 def app_cmd(w, n, steps=None):
@@ -198,7 +198,7 @@ def run_processes(b, w, fault, n, seed, steps=None):
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
         slow = [(x["src_host"], x["dst_host"]) for x in rep.get("slow_links", [])]
         return {"instances": rep["summary"]["instances"], "stragglers": st, "hangs": hangs, "onset": onset,
-                "slow_links": slow}
+                "slow_links": slow, "net": True}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -236,7 +236,7 @@ def score(fault, n, runs):
             on_end = [s for s in ranked if s["kind"] == "compute" and s["host"] in ("simhost1", "simhost2")]
             rec += named
             kok += named and not on_end
-            if r["slow_links"] or any(s["rank"] < 0 for s in st):
+            if r.get("net") and (r["slow_links"] or any(s["rank"] < 0 for s in st)):  # the wrapper's pairs
                 cause_n += 1
                 cok += bool(r["slow_links"]) and set(r["slow_links"]) <= pair
             coll += bool(ranked)
@@ -329,7 +329,7 @@ def plan(seeds):
         p += [(w, 8, f, 3, 256) for f in HANGS]
     for w in DRIVER_WORKLOADS:
         p += [(w, 64, f, seeds, 256) for f in ("none", "slow:pct=5", "link")]
-    p += [("dp", 256, f, 1, 256) for f in ("slow:pct=5", "none")]
+    p += [("dp", 256, "slow:pct=5", 1, 256)]
     return p
 
 
@@ -347,13 +347,13 @@ def sweep(a):
             have[key(o)] = o
     for w, n, f, k, mp in plan(a.seeds):
         mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
-        if (w, n, f, k, mode) in have:
+        if (w, n, f, k, mode) in have or (a.only and a.only != mode):
             continue
         o = evaluate(a.build, w, f, n, k, mp)
         with open(a.results, "a") as fh:
             fh.write(json.dumps(o) + "\n")
         print(json.dumps(o), flush=True)
-    for w in DRIVER_WORKLOADS:
+    for w in DRIVER_WORKLOADS if a.only != "processes" else []:
         for n in (8, 64):
             o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long"}
             if key(o) in have:
@@ -371,7 +371,7 @@ def run_processes_ok(w, f):
 
 
 def generate(a):
-    rows = [json.loads(line) for line in open(a.results)]
+    rows = [json.loads(line) for f in a.results.split(",") for line in open(f)]
     wall = sum(o["wall_s"] for o in rows)
     long_ = [o for o in rows if o["mode"] == "in-process-long"]
     rows = [o for o in rows if o["mode"] != "in-process-long"]
@@ -453,6 +453,7 @@ def main():
     ap.add_argument("--max-process-ranks", type=int, default=256)
     ap.add_argument("--generate", metavar="FILE")
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--only", choices=["processes", "in-process"], help="--sweep: only these rows")
     ap.add_argument("--results", default="bench/accuracy_results.jsonl",
                     help="the sweep's rows, one JSON object a line (--sweep appends, --generate reads)")
     a = ap.parse_args()
