@@ -250,7 +250,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
    * measured above the floor (it passed a rule's pre-check) is a late candidate */
   size_t nok = 0;
   double thr = -1;
-  size_t k = p->persist > 2 ? p->persist : 2; /* the fresh rule's instances */
+  size_t kf = p->persist > 2 ? p->persist : 2; /* the fresh rule's instances */
   for (int r = 0; r < csize; r++) {
     struct rstate *R = &rs[r];
     bool ok = last_ok && r == cand;
@@ -266,7 +266,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
      * the floor, steadily (within 1.25x) and by 2 x recent_z robust standard errors: a big
      * slowdown that starts now is flagged `persist` instances later, however few instances
      * came before it, rather than when its share of the window passes the sign test */
-    bool pre_fresh = k <= w && R->run >= k && R->run_at == ai;
+    bool pre_fresh = kf <= w && R->run >= kf && R->run_at == ai;
     if ((pre_off || pre_rec || pre_fresh) && thr < 0) {
       for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
       med = cs_det_median(scratch, w);
@@ -280,8 +280,8 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
       ok = cs_det_eval_offset(in, ents, rlo, i + 1, r, thr, p->recent_z, scratch, &off);
       if (off > late) late = off;
     }
-    if (!ok && pre_fresh && steady(in, ents, i + 1 - k, i + 1, r, thr)) {
-      ok = cs_det_eval_offset(in, ents, i + 1 - k, i + 1, r, thr, 2 * p->recent_z, scratch, &off);
+    if (!ok && pre_fresh && steady(in, ents, i + 1 - kf, i + 1, r, thr)) {
+      ok = cs_det_eval_offset(in, ents, i + 1 - kf, i + 1, r, thr, 2 * p->recent_z, scratch, &off);
       if (off > late) late = off;
     }
     R->ok = ok;
