@@ -106,8 +106,9 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0):
 
 # ---------------------------------------------------------------- real processes
 
-def sim_faults(fault, n):
+def sim_faults(fault, n, w="dp"):
     kind = fault.split(":")[0]
+    comm = ",comm=1" if w == "3d" else ""  # train3d: the world (0) carries nothing, TP is 1
     cs, _ = culprits(fault, n)
     p = pct_of(fault)
     f = [QUIET, "jitter:pct=2"]
@@ -121,10 +122,10 @@ def sim_faults(fault, n):
         f.append("link:a=simhost1,b=simhost2,us=3000")
     elif kind == "throttle":
         f.append("throttle:rank=%d,reason=thermal,pct=30,seq=2" % cs[0])
-    elif kind == "hang_host":
-        f.append("stall:rank=%d,seq=%d" % (cs[0], HANG_SEQ))
+    elif kind == "hang_host":  # on the culprit's first communicator with collectives
+        f.append("stall:rank=%d,seq=%d%s" % (cs[0], HANG_SEQ, comm))
     elif kind == "hang_gpu":
-        f.append("hang:rank=%d,seq=%d" % (cs[0], HANG_SEQ))
+        f.append("hang:rank=%d,seq=%d%s" % (cs[0], HANG_SEQ, comm))
     elif kind != "none":
         return None
     return ";".join(f)
@@ -148,7 +149,7 @@ def comm_seqs(d):
 
 
 def run_processes(b, w, fault, n, seed, steps=None):
-    faults = sim_faults(fault, n)
+    faults = sim_faults(fault, n, w)
     app = app_cmd(w, n, steps)
     if app is None or faults is None:
         return None
@@ -323,8 +324,8 @@ def plan(seeds):
     for w in DRIVER_WORKLOADS:
         p += [(w, 8, f, seeds, 256) for f in MORE]
     for w in DRIVER_WORKLOADS:
-        for n in SCALES:
-            p += [(w, n, f, seeds, 0) for f in FAULTS]
+        for n in SCALES:  # 16,384 ranks: the other faults on 3 seeds (a 3d run there takes ~10 s here)
+            p += [(w, n, f, seeds if n < 16384 or f in CORE[:4] else min(seeds, 3), 0) for f in FAULTS]
     for w in ("dp", "3d"):
         p += [(w, 8, f, 3, 256) for f in HANGS]
     for w in DRIVER_WORKLOADS:

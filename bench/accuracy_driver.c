@@ -77,6 +77,7 @@ static struct {
   int64_t step;
   size_t ninst, min_inst; /* instances fed; run on past --steps until --min-instances */
   bool hung;
+  int hang_comm; /* the hang faults act on the culprit's first communicator */
 } W;
 
 static uint64_t mix(uint64_t x) {
@@ -103,6 +104,8 @@ static struct comm *comm_new(const int *m, int n) {
   c->mb = calloc((size_t)n, sizeof *c->mb);
   if (!c->m || !c->mb) exit(2);
   memcpy(c->m, m, (size_t)n * sizeof *m);
+  for (int k = 0; k < n && W.hang_comm < 0; k++)
+    if (m[k] == W.culprit) W.hang_comm = c->id;
   for (int p = 0; p < n; p++) { /* ring edges */
     int a = m[p], b = m[(p + 1) % n];
     bool inter = host_of(a) != host_of(b);
@@ -193,7 +196,7 @@ static void collective(struct comm *c, enum op op, double bytes) {
     if (W.t[r] > tmax) tmax = W.t[r];
   }
   if (delayed && !c->onset) c->onset = seq + 1;
-  bool hang = (W.fault == F_HANG_HOST || W.fault == F_HANG_GPU) && seq == HANG_SEQ && c->id == 0;
+  bool hang = (W.fault == F_HANG_HOST || W.fault == F_HANG_GPU) && seq == HANG_SEQ && c->id == W.hang_comm;
   double end = tmax + cost_us(c, op, bytes) * jit(((uint64_t)c->id << 48) ^ ((uint64_t)c->n << 32) ^ (uint64_t)seq);
   size_t nm = 0;
   bool recorded = false;
@@ -394,6 +397,7 @@ int main(int argc, char **argv) {
   W.culprit = W.n == 8 ? 5 : W.n / 2 + 5; /* simhost3 at 8 ranks */
   W.culprit2 = W.n == 8 ? 1 : W.n / 4 + 1;
   W.chost = host_of(W.culprit);
+  W.hang_comm = -1;
   W.t = calloc((size_t)W.n, sizeof *W.t);
   W.last_end = malloc((size_t)W.n * sizeof *W.last_end);
   W.draws = calloc((size_t)W.n, sizeof *W.draws);
