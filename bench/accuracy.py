@@ -330,7 +330,7 @@ def plan(seeds):
         p += [(w, 8, f, 3, 256) for f in HANGS]
     for w in DRIVER_WORKLOADS:
         p += [(w, 64, f, seeds, 256) for f in ("none", "slow:pct=5", "link")]
-    p += [("dp", 256, "slow:pct=5", 1, 256)]
+    p += [("dp", 256, f, 1, 256) for f in ("slow:pct=5", "none", "link")]
     return p
 
 
@@ -432,11 +432,17 @@ def generate(a):
         L += ["", "Clean instances in all, %s: %d, false findings %d (%s per 1M)%s." % (
             ("with the long in-process runs (%s)" % lg) if lg else "in the rows above", tot, round(fp),
             "%g" % (fp / tot * 1e6) if tot else "n/a", (", %d explained by the GPU inventory" % ex) if ex else ""), ""]
+    pw = sum(o["wall_s"] for o in rows if o["mode"] == "processes")
     L += ["## Run", "",
-          "%d rows, %.0f s of wall time in all (each row's own, summed), on %s (%d CPUs shared with other builds" % (
-              len(rows) + len(long_), wall, platform.machine(), os.cpu_count() or 0),
-          "and tests), %s. A 256-rank job of dp_train through the simulator takes about 200 s here, so 256 ranks" % time.strftime("%Y-%m-%d", time.gmtime()),
-          "as processes ran one seed of two faults; the in-process driver covers every fault there.", ""]
+          "%d rows: %.0f s of wall time in all, %.0f s of it the process rows (each row's own time, summed; the" % (
+              len(rows) + len(long_), wall, pw),
+          "process and in-process halves ran side by side, `--only`), on %s with %d CPUs shared with other" % (
+              platform.machine(), os.cpu_count() or 0),
+          "engineers' builds and tests, written %s. A 256-rank job of dp_train through the simulator" % (
+              time.strftime("%Y-%m-%d", time.gmtime())),
+          "takes 95-200 s here, so 256 ranks as processes ran one seed of three faults, and hangs (wall clock,",
+          "8 s each) three seeds; the in-process driver covers every fault at every scale with 10 seeds (3 for",
+          "the rarer faults at 16,384 ranks).", ""]
     with open(a.generate, "w") as f:
         f.write("\n".join(L))
     return 0
