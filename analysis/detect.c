@@ -20,7 +20,7 @@ void cs_det_params_default(struct cs_det_params *p) {
   p->recent_z = 8.0;
   p->recent_share = 0.85;
   p->floor_us = 20.0;
-  p->frac = 0.02;
+  p->frac = 0.015;
   p->link_floor_us = 10000;
 }
 

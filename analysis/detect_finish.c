@@ -5,6 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether the comm's instances [lo, hi) (buffer indices) are bound by a slow link: its small
+ * collectives (<= 64 KiB: latency) take at least link_floor_us at 8 ranks, scaled by the ring
+ * steps of an AllReduce (2(n-1)) for n ranks, and the last rank is late by less than 10% of
+ * the duration (everyone waited for the network alike). *small, *rel: those two medians. */
+bool cs_det_link_bound(struct cstate *C, const struct cs_det_params *p, size_t lo, size_t hi, double *small,
+                       double *rel) {
+  struct inst *in = C->in;
+  double *scratch = C->scratch;
+  size_t ns = 0, nl = 0;
+  for (size_t i = lo; i < hi; i++)
+    if (in[i].bytes <= 65536) scratch[ns++] = in[i].med;
+  *small = cs_det_median(scratch, ns);
+  for (size_t i = lo; i < hi; i++) scratch[nl++] = in[i].med > 0 ? in[i].lateness / in[i].med : 0;
+  *rel = cs_det_median(scratch, nl);
+  double steps = 2.0 * (C->csize - 1) / 14.0;
+  return ns >= 2 && *small >= p->link_floor_us * (steps > 1 ? steps : 1) && *rel < 0.1;
+}
+
 /* The comm's results after its last instance: stragglers, a slow-link entry, per-rank
  * figures over the final window, the hang. 0, or -1 out of memory. */
 int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int hang_mode, struct cs_det_result *out,
@@ -22,14 +40,9 @@ int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
   /* the final window, in buffer indices */
   size_t lo = nin > p->window ? nin - p->window : 0;
   /* slow link: no rank flagged now, everyone equally slow on small messages */
-  if (!C->any_flagged_now && nin - lo >= p->min_instances) {
-    size_t ns = 0, nl = 0;
-    for (size_t i = lo; i < nin; i++)
-      if (in[i].bytes <= 65536) scratch[ns++] = in[i].med;
-    double small = cs_det_median(scratch, ns);
-    for (size_t i = lo; i < nin; i++) scratch[nl++] = in[i].med > 0 ? in[i].lateness / in[i].med : 0;
-    double rel = cs_det_median(scratch, nl);
-    if (ns >= 2 && small >= p->link_floor_us && rel < 0.1) {
+  double small, rel;
+  if (!C->any_flagged_now && nin - lo >= p->min_instances && cs_det_link_bound(C, p, lo, nin, &small, &rel)) {
+    {
       GROW(out->stragglers, out->nstragglers, *capS);
       struct cs_det_straggler *s = &out->stragglers[out->nstragglers++];
       memset(s, 0, sizeof *s);
@@ -70,7 +83,7 @@ int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
     k = 0;
     for (size_t i = lo; i < nin; i++) {
       const struct ent *e = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
-      if (e) scratch[k++] = e->offset;
+      if (e) scratch[k++] = e->a;
     }
     st->offset_us = cs_det_median_mid(scratch, k);
     st->straggler = C->rs[r].flagged_now;

@@ -13,7 +13,7 @@
 #include <uthash.h>
 
 struct inst {
-  int last; /* comm_rank that arrived last */
+  int last; /* comm_rank that arrived last, -1 when several tie */
   double lateness, med, gap_last, gap_peers;
   int64_t seq;
   uint64_t bytes;
@@ -23,12 +23,17 @@ struct inst {
   double pg_val; /* that median, -1 when no peer has a gap */
 };
 
-/* one rank's timed op in an instance: its duration, its arrival offset (the instance's
- * median duration minus its own: > 0, it arrived after the median rank) and its compute gap */
+/* one rank's timed op in an instance: its arrival offset a = median(duration) - its
+ * duration (> 0: it arrived after the median rank) and its compute gap */
 struct ent {
   int r;
-  double dur, offset, gap;
+  double a, gap;
   int64_t t; /* its op's end_ns */
+};
+
+struct okrank { /* a rank that meets a rule at the current instance, and its offset */
+  double off;
+  int r;
 };
 
 struct member { /* comm_rank -> identity */
@@ -48,12 +53,16 @@ struct member { /* comm_rank -> identity */
   } while (0)
 /* Per-rank sliding state of one communicator. */
 struct rstate {
-  size_t n, pos;   /* instances in the window it has a timed op in; of those, offset > 0 */
-  size_t rn, rpos; /* the same over the last `recent` instances */
-  unsigned streak; /* consecutive instances the flag conditions held, ending at `at` */
+  size_t n, pos;      /* instances in the window it has a timed op in; of those, a > 0 */
+  size_t rn, rpos;    /* the same over the last `recent` instances */
+  unsigned streak;    /* consecutive instances the flag conditions held, ending at `at` */
+  size_t run, run_at; /* consecutive instances it arrived after the median rank, ending at run_at */
   size_t at;
   bool flagged_now;
-  size_t sidx; /* its entry in out->stragglers + 1, 0 none */
+  bool ok;      /* a rule held at the current instance (before persistence) */
+  double off;   /* then its median offset (share-last rule: its median lateness) */
+  bool grouped; /* ... shared with ranks on other hosts alike: not flagged (detect_window.c) */
+  size_t sidx;  /* its entry in out->stragglers + 1, 0 none */
 };
 /* The state of one communicator while its instances are fed in seq order. Only the last
  * window + 1 instances (and their entries) are kept: in[] is compacted when it reaches
@@ -68,6 +77,8 @@ struct cstate {
   struct rstate *rs;
   int64_t *done_max, *entered_max;
   double *durs, *gaps, *scratch;
+  struct okrank *okv; /* per rank: the grouping of late ranks (detect_window.c) */
+  size_t *okchg;
   bool any_pending, any_flagged_now;
   int64_t oldest;
   struct inst *in;
@@ -98,6 +109,8 @@ void cs_det_cstate_free(struct cstate *C);
 int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *p);
 int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
                        size_t n);
+bool cs_det_link_bound(struct cstate *C, const struct cs_det_params *p, size_t lo, size_t hi, double *small,
+                       double *rel);
 int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int hang_mode, struct cs_det_result *out,
                          size_t *capS, size_t *capH, size_t *capR);
 

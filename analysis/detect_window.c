@@ -14,6 +14,8 @@ void cs_det_cstate_free(struct cstate *C) {
   free(C->durs);
   free(C->gaps);
   free(C->scratch);
+  free(C->okv);
+  free(C->okchg);
   free(C->in);
   free(C->ents);
   free(C->str);
@@ -37,6 +39,8 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
   RESIZE(C->entered_max, n);
   RESIZE(C->durs, n);
   RESIZE(C->gaps, n);
+  RESIZE(C->okv, n);
+  RESIZE(C->okchg, n);
   RESIZE(C->scratch, 2 * (size_t)p->window + n + 1);
 #undef RESIZE
   for (size_t r = o; r < n; r++) {
@@ -63,181 +67,56 @@ static void cstate_compact(struct cstate *C, const struct cs_det_params *p) {
   C->base += drop;
 }
 
-/* the members' identities, and how far each got in instance seq (seq < 0: identities only) */
-static void note_members(struct cstate *C, int64_t seq, const struct cs_det_member *m, size_t n) {
-  for (size_t k = 0; k < n; k++) {
-    const struct cs_det_member *o = &m[k];
-    if (o->comm_rank < 0 || o->comm_rank >= C->csize) continue;
-    struct member *mm = &C->mem[o->comm_rank];
-    if (mm->rank < 0) mm->rank = o->rank;
-    if (!mm->host) mm->host = o->host;
-    if (seq < 0) continue;
-    int64_t *done = &C->done_max[o->comm_rank], *entered = &C->entered_max[o->comm_rank];
-    if (o->state == CS_DET_DONE || o->state == CS_DET_UNTIMED) {
-      if (seq > *done) *done = seq;
-      if (seq > *entered) *entered = seq;
-    } else if (o->state == CS_DET_ENTERED) {
-      if (seq > *entered) *entered = seq;
-    } else if (o->state == CS_DET_PENDING) {
-      C->any_pending = true;
-      if (seq > *entered) *entered = seq;
-      if (o->enqueue_ns && (!C->oldest || o->enqueue_ns < C->oldest)) C->oldest = o->enqueue_ns;
-    }
+static bool same_host(const char *a, const char *b) { return a && b ? strcmp(a, b) == 0 : a == b; }
+
+static int cmp_okrank(const void *a, const void *b) {
+  const struct okrank *x = a, *y = b;
+  if (x->off != y->off) return x->off < y->off ? -1 : 1;
+  return x->r < y->r ? -1 : x->r > y->r;
+}
+/* the first index in v[0..n) (sorted by off) with off >= x */
+static size_t lower_off(const struct okrank *v, size_t n, double x) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t m = lo + (hi - lo) / 2;
+    if (v[m].off < x)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  return lo;
+}
+/* Of the n late candidates in C->okv: mark `grouped` those with at least three others whose
+ * offset is within a factor of 1.25 of theirs, on two or more hosts in all.
+ * O(n log n): sorted by offset, a rank's peers are a range, and whether a range holds two
+ * hosts is a prefix count of host changes along the order. */
+static void mark_groups(struct cstate *C, size_t n) {
+  struct okrank *v = C->okv;
+  qsort(v, n, sizeof *v, cmp_okrank);
+  size_t *chg = C->okchg; /* chg[i]: host changes between neighbours in v[0..i] */
+  chg[0] = 0;
+  for (size_t i = 1; i < n; i++)
+    chg[i] = chg[i - 1] + !same_host(C->mem[v[i - 1].r].host, C->mem[v[i].r].host);
+  for (size_t i = 0; i < n; i++) {
+    double o = v[i].off;
+    if (!(o > 0)) continue;
+    size_t lo = lower_off(v, n, o / 1.25), hi = lower_off(v, n, 1.25 * o * (1 + 1e-12));
+    if (hi - lo >= 4 && chg[hi - 1] > chg[lo]) C->rs[v[i].r].grouped = true;
   }
 }
 
-/* Instance seq's timed collective ops as entries (one per rank), and, when it has two or
- * more, the instance: its median duration, the last rank to arrive (the one with the
- * shortest op, which waited least) and by how much. 1 added, 0 not (too few), -1 out of
- * memory. */
-static int add_instance(struct cstate *C, int64_t seq, const struct cs_det_member *m, size_t n) {
-  int csize = C->csize;
-  size_t ntimed = 0;
-  uint64_t bytes = 0;
-  int last_rank = -1;
-  double min_dur = 0, last_gap = -1;
-  for (size_t k = 0; k < n; k++) {
-    const struct cs_det_member *o = &m[k];
-    if (o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
-    if (o->comm_rank < 0 || o->comm_rank >= csize || ntimed >= (size_t)csize) continue;
-    if (ntimed && C->ents[C->nents - 1].r == o->comm_rank) continue; /* one op per rank and instance */
-    if (o->bytes > bytes) bytes = o->bytes;
-    double d = (double)(o->end_ns - o->start_ns) / 1e3;
-    if (ntimed == 0 || d < min_dur) {
-      min_dur = d;
-      last_rank = o->comm_rank;
-      last_gap = o->gap_us;
-    }
-    C->durs[ntimed++] = d;
-    GROW(C->ents, C->nents, C->capents);
-    C->ents[C->nents++] = (struct ent){.r = o->comm_rank, .dur = d, .gap = o->gap_us, .t = o->end_ns};
+/* the fresh rule's shape: comm_rank r's offset in every instance of [lo, hi) is at least thr
+ * and within 1.25x of the others' (a slow GPU's delay is steady; the work a burst of data
+ * gives a rank, or the noise between two ranks, is not) */
+static bool steady(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double thr) {
+  double mn = 0, mx = 0;
+  for (size_t j = lo; j < hi; j++) {
+    const struct ent *e = cs_det_find_ent(ents, in[j].e0, in[j].ne, r);
+    if (!e || e->a < thr) return false;
+    if (j == lo || e->a < mn) mn = e->a;
+    if (j == lo || e->a > mx) mx = e->a;
   }
-  if (!(ntimed >= 2 && last_rank >= 0 && last_rank < csize)) {
-    C->nents -= ntimed;
-    return 0;
-  }
-  size_t e0 = C->nents - ntimed, ngaps = 0;
-  for (size_t e = e0; e < C->nents; e++) /* peers' gaps */
-    if (C->ents[e].r != last_rank && C->ents[e].gap >= 0) C->gaps[ngaps++] = C->ents[e].gap;
-  GROW(C->in, C->nin, C->capin);
-  struct inst *I = &C->in[C->nin++];
-  I->med = cs_det_median(C->durs, ntimed);
-  I->last = last_rank;
-  I->lateness = I->med - min_dur;
-  I->gap_last = last_gap;
-  I->gap_peers = ngaps ? cs_det_median(C->gaps, ngaps) : -1;
-  I->seq = seq;
-  I->bytes = bytes;
-  I->e0 = e0;
-  I->ne = ntimed;
-  I->pg_rank = -1;
-  double mid = cs_det_median_mid(C->durs, ntimed);
-  for (size_t e = e0; e < C->nents; e++) C->ents[e].offset = mid - C->ents[e].dur;
-  return 1;
-oom:
-  return -1;
-}
-
-/* The window's per-rank counts after instance i (absolute index ai) came in and those
- * before [alo, ...) (and, for the recent rule, before arlo) left it. */
-static void slide_counts(struct cstate *C, size_t i, size_t alo, size_t arlo, bool recent) {
-  struct inst *in = C->in;
-  const struct ent *ents = C->ents;
-  struct rstate *rs = C->rs;
-  C->cnt[in[i].last]++;
-  for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
-    rs[ents[e].r].n++;
-    rs[ents[e].r].pos += ents[e].offset > 0;
-    rs[ents[e].r].rn++;
-    rs[ents[e].r].rpos += ents[e].offset > 0;
-  }
-  if (recent && arlo > 0) {
-    const struct inst *O = &in[arlo - 1 - C->base];
-    for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
-      rs[ents[e].r].rn--;
-      rs[ents[e].r].rpos -= ents[e].offset > 0;
-    }
-  }
-  if (alo > 0) {
-    const struct inst *O = &in[alo - 1 - C->base];
-    C->cnt[O->last]--;
-    for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
-      rs[ents[e].r].n--;
-      rs[ents[e].r].pos -= ents[e].offset > 0;
-    }
-  }
-}
-
-/* the window [lo, i]: its instances' median duration, computed once on demand */
-struct window {
-  const struct inst *in;
-  size_t lo, i, w;
-  double *scratch;
-  double med; /* -1: not yet */
-};
-static double window_median(struct window *W) {
-  if (W->med < 0) {
-    for (size_t j = W->lo; j <= W->i; j++) W->scratch[j - W->lo] = W->in[j].med;
-    W->med = cs_det_median(W->scratch, W->w);
-  }
-  return W->med;
-}
-
-/* Rank r flagged at instance ai: its straggler entry (s_last: the share-last rule's, when
- * that rule flagged it), kept in C->str from its first flag on. -1 out of memory. */
-static int record_straggler(struct cstate *C, struct window *W, int r, size_t ai, const struct cs_det_straggler *s_last) {
-  const struct inst *in = C->in;
-  size_t lo = W->lo, i = W->i, w = W->w;
-  struct rstate *R = &C->rs[r];
-  struct cs_det_straggler s;
-  if (s_last) {
-    s = *s_last;
-  } else {
-    memset(&s, 0, sizeof s);
-    s.window_instances = w;
-    s.last = C->cnt[r];
-    s.share_last = (double)C->cnt[r] / (double)w;
-    size_t k = 0;
-    for (size_t j = lo; j <= i; j++)
-      if (in[j].last == r) W->scratch[k++] = in[j].lateness;
-    s.lateness_us = cs_det_median(W->scratch, k);
-    s.median_dur_us = window_median(W);
-  }
-  double o2, g2, pg2;
-  cs_det_rank_figures(C->in, C->ents, lo, i + 1, r, W->scratch, &o2, &g2, &pg2);
-  s.offset_us = o2;
-  s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
-  /* offset rule: gaps over the whole window (a share-last flag keeps eval_cand's,
-   * over its last-arrivals) */
-  if (!s_last) {
-    double late = o2 > s.lateness_us ? o2 : s.lateness_us;
-    s.gap_us = g2;
-    s.peer_gap_us = pg2;
-    s.kind = (g2 >= 0 && pg2 >= 0 && g2 - pg2 < 0.5 * late) ? CS_DET_LINK : CS_DET_COMPUTE;
-  }
-  s.comm = C->comm;
-  s.comm_size = C->csize;
-  s.comm_rank = r;
-  s.rank = C->mem[r].rank;
-  s.host = C->mem[r].host;
-  const struct ent *own = cs_det_find_ent(C->ents, in[i].e0, in[i].ne, r);
-  if (!R->sidx) {
-    GROW(C->str, C->nstr, C->capstr);
-    R->sidx = ++C->nstr;
-    s.first_flag_instance = ai + 1;
-    s.first_flag_seq = in[i].seq;
-    s.first_flag_ns = own ? own->t : 0;
-  } else {
-    s.first_flag_instance = C->str[R->sidx - 1].first_flag_instance;
-    s.first_flag_seq = C->str[R->sidx - 1].first_flag_seq;
-    s.first_flag_ns = C->str[R->sidx - 1].first_flag_ns;
-  }
-  s.last_flag_seq = in[i].seq;
-  s.last_flag_ns = own ? own->t : 0;
-  C->str[R->sidx - 1] = s;
-  return 0;
-oom:
-  return -1;
+  return mx <= 1.25 * mn;
 }
 
 /* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
@@ -245,61 +124,264 @@ oom:
 int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
                        size_t n) {
   int csize = C->csize;
-  note_members(C, seq, m, n);
-  if (seq < 0) return 0;
-  int added = add_instance(C, seq, m, n);
-  if (added <= 0) return added;
+  size_t nd = 0;
+  uint64_t ibytes = 0;
+  int lastr = -1;
+  bool tie = false; /* two ranks share the shortest duration: they arrived together */
+  double mind = 0, gl = -1;
+  for (size_t k = 0; k < n; k++) {
+    const struct cs_det_member *o = &m[k];
+    if (o->comm_rank >= 0 && o->comm_rank < csize) {
+      struct member *mm = &C->mem[o->comm_rank];
+      if (mm->rank < 0) mm->rank = o->rank;
+      if (!mm->host) mm->host = o->host;
+      if (seq >= 0) {
+        if (o->state == CS_DET_DONE || o->state == CS_DET_UNTIMED) {
+          if (seq > C->done_max[o->comm_rank]) C->done_max[o->comm_rank] = seq;
+          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+        } else if (o->state == CS_DET_ENTERED) {
+          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+        } else if (o->state == CS_DET_PENDING) {
+          C->any_pending = true;
+          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+          if (o->enqueue_ns && (!C->oldest || o->enqueue_ns < C->oldest)) C->oldest = o->enqueue_ns;
+        }
+      }
+    }
+    if (seq < 0 || o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
+    if (o->comm_rank < 0 || o->comm_rank >= csize || nd >= (size_t)csize) continue;
+    if (nd && C->ents[C->nents - 1].r == o->comm_rank) continue; /* one op per rank and instance */
+    if (o->bytes > ibytes) ibytes = o->bytes;
+    double d = (double)(o->end_ns - o->start_ns) / 1e3;
+    if (nd == 0 || d < mind) {
+      mind = d;
+      lastr = o->comm_rank;
+      gl = o->gap_us;
+      tie = false;
+    } else if (d == mind) {
+      tie = true;
+    }
+    C->durs[nd++] = d;
+    GROW(C->ents, C->nents, C->capents);
+    C->ents[C->nents++] = (struct ent){o->comm_rank, d, o->gap_us, o->end_ns};
+  }
+  if (!(nd >= 2 && lastr >= 0 && lastr < csize)) {
+    C->nents -= nd;
+    return 0;
+  }
+  size_t e0 = C->nents - nd, ng = 0;
+  for (size_t e = e0; e < C->nents; e++) /* peers' gaps */
+    if (C->ents[e].r != lastr && C->ents[e].gap >= 0) C->gaps[ng++] = C->ents[e].gap;
+  GROW(C->in, C->nin, C->capin);
+  struct inst *I = &C->in[C->nin++];
+  I->med = cs_det_median(C->durs, nd);
+  /* ranks that arrived at the same moment (released together by an earlier collective of
+   * another communicator: a group, a host) have no last one among them: the instance counts
+   * for no rank's share-last (it would always go to the lowest comm rank of the group) */
+  I->last = tie ? -1 : lastr;
+  I->lateness = I->med - mind;
+  I->gap_last = gl;
+  I->gap_peers = ng ? cs_det_median(C->gaps, ng) : -1;
+  I->seq = seq;
+  I->bytes = ibytes;
+  I->e0 = e0;
+  I->ne = nd;
+  I->pg_rank = -1;
+  double mid = cs_det_median_mid(C->durs, nd);
+  for (size_t e = e0; e < C->nents; e++) C->ents[e].a = mid - C->ents[e].a;
 
   /* the sliding window, ending at this instance: absolute index ai, buffer index i */
-  const struct inst *in = C->in;
+  struct inst *in = C->in;
+  struct ent *ents = C->ents;
+  struct rstate *rs = C->rs;
+  size_t *cnt = C->cnt;
+  double *scratch = C->scratch;
   size_t i = C->nin - 1, ai = C->base + i;
   C->total = ai + 1;
   size_t recent = p->recent < p->window ? p->recent : p->window;
+  if (in[i].last >= 0) cnt[in[i].last]++;
+  for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
+    struct rstate *Q = &rs[ents[e].r];
+    Q->run = ents[e].a > 0 ? (Q->run && Q->run_at + 1 == ai ? Q->run + 1 : 1) : 0;
+    Q->run_at = ai;
+    rs[ents[e].r].n++;
+    rs[ents[e].r].pos += ents[e].a > 0;
+    rs[ents[e].r].rn++;
+    rs[ents[e].r].rpos += ents[e].a > 0;
+  }
   size_t arlo = recent && ai + 1 > recent ? ai + 1 - recent : 0;
+  if (recent && arlo > 0) {
+    const struct inst *O = &in[arlo - 1 - C->base];
+    for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
+      rs[ents[e].r].rn--;
+      rs[ents[e].r].rpos -= ents[e].a > 0;
+    }
+  }
   size_t alo = ai + 1 > p->window ? ai + 1 - p->window : 0;
-  slide_counts(C, i, alo, arlo, recent != 0);
+  if (alo > 0) {
+    const struct inst *O = &in[alo - 1 - C->base];
+    if (O->last >= 0) cnt[O->last]--;
+    for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
+      rs[ents[e].r].n--;
+      rs[ents[e].r].pos -= ents[e].a > 0;
+    }
+  }
   size_t lo = alo - C->base, rlo = arlo > C->base ? arlo - C->base : 0;
-  struct window W = {in, lo, i, i + 1 - lo, C->scratch, -1};
+  size_t w = i + 1 - lo;
   C->any_flagged_now = false;
-  for (int r = 0; r < csize; r++) C->rs[r].flagged_now = false;
-  if (W.w < p->min_instances) goto done;
+  for (int r = 0; r < csize; r++) rs[r].flagged_now = false;
+  if (w < p->min_instances) goto done;
+  double med = -1; /* median duration over the window, computed on demand */
   /* share-last rule: the rank last most often */
   int cand = 0;
   for (int r = 1; r < csize; r++)
-    if (C->cnt[r] > C->cnt[cand]) cand = r;
-  double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)W.w);
+    if (cnt[r] > cnt[cand]) cand = r;
+  double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)w);
   if (need < p->share) need = p->share;
   struct cs_det_straggler s_last = {0};
-  bool last_ok = (double)C->cnt[cand] >= need * (double)W.w &&
-                 cs_det_eval_cand(in, lo, i + 1, cand, p, C->scratch, &s_last);
+  /* last that often by chance: the binomial tail itself, not its normal approximation, which
+   * at 8 ranks and a short window is far too thin (a rank last in 9 of 13 instances has a
+   * chance of 3e-6, not the 1e-9 of z = 6): data-following work (a hot MoE expert) then
+   * reads as a straggler somewhere among thousands of communicators */
+  bool last_ok = (double)cnt[cand] >= need * (double)w &&
+                 cs_det_binom_tail(w, cnt[cand], p0) <= cs_det_normal_tail(p->z) &&
+                 cs_det_eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
+  /* pass 1: which ranks meet a rule at this instance; every rank whose median offset was
+   * measured above the floor (it passed a rule's pre-check) is a late candidate */
+  size_t nok = 0;
+  double thr = -1;
+  size_t kf = p->persist > 2 ? p->persist : 2; /* the fresh rule's instances */
   for (int r = 0; r < csize; r++) {
-    struct rstate *R = &C->rs[r];
+    struct rstate *R = &rs[r];
     bool ok = last_ok && r == cand;
-    double off = 0;
+    double off = 0, late = 0; /* late: the largest median offset measured for it here */
     /* offset rule; cheap pre-check first: after the median in clearly more than half
      * of its instances (sign test, z >= 2) */
-    if (!ok && R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= cs_det_sqrt((double)R->n)) {
-      double med = window_median(&W);
-      double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
-      ok = cs_det_eval_offset(in, C->ents, lo, i + 1, r, thr, p->offset_z, C->scratch, &off);
-    }
+    bool pre_off = R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= cs_det_sqrt((double)R->n);
     /* recent rule: the same over the last `recent` instances only, stricter, so a
      * slowdown that starts mid-job is seen before it fills half the window */
-    if (!ok && recent && ai + 1 - arlo == recent && 4 * R->rn >= 3 * recent &&
-        (double)R->rpos >= p->recent_share * (double)R->rn) {
-      double med = window_median(&W);
-      double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
-      ok = cs_det_eval_offset(in, C->ents, rlo, i + 1, r, thr, p->recent_z, C->scratch, &off);
+    bool pre_rec = recent && ai + 1 - arlo == recent && 4 * R->rn >= 3 * recent &&
+                   (double)R->rpos >= p->recent_share * (double)R->rn;
+    /* fresh rule: after the median rank in each of the last `persist` instances by at least
+     * the floor, steadily (within 1.25x) and by 2 x recent_z robust standard errors: a big
+     * slowdown that starts now is flagged `persist` instances later, however few instances
+     * came before it, rather than when its share of the window passes the sign test */
+    bool pre_fresh = kf <= w && R->run >= kf && R->run_at == ai;
+    if ((pre_off || pre_rec || pre_fresh) && thr < 0) {
+      for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+      med = cs_det_median(scratch, w);
+      thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
     }
-    if (!ok) continue;
+    if (!ok && pre_off) {
+      ok = cs_det_eval_offset(in, ents, lo, i + 1, r, thr, p->offset_z, scratch, &off);
+      if (off > late) late = off;
+    }
+    if (!ok && pre_rec) {
+      ok = cs_det_eval_offset(in, ents, rlo, i + 1, r, thr, p->recent_z, scratch, &off);
+      if (off > late) late = off;
+    }
+    if (!ok && pre_fresh && steady(in, ents, i + 1 - kf, i + 1, r, thr)) {
+      ok = cs_det_eval_offset(in, ents, i + 1 - kf, i + 1, r, thr, 2 * p->recent_z, scratch, &off);
+      if (off > late) late = off;
+    }
+    R->ok = ok;
+    R->grouped = false;
+    R->off = !ok ? 0 : last_ok && r == cand ? s_last.lateness_us
+                                            : off;
+    if (ok && last_ok && r == cand) { /* group it by its median offset, as the others */
+      double o2, g2, pg2;
+      cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
+      C->okv[nok++] = (struct okrank){o2, r};
+    } else if (ok)
+      C->okv[nok++] = (struct okrank){R->off, r};
+    else if (thr >= 0 && late >= thr)
+      C->okv[nok++] = (struct okrank){late, r};
+  }
+  /* A hardware straggler is one GPU, or the GPUs of one host (and now and then one or two
+   * more): lateness of about the same size (within a factor of 1.25) that four or more late
+   * candidates on several hosts share at once is where the schedule puts them (a pipeline
+   * stage's place in 1F1B at a world collective) or the work the data gives them, not a slow
+   * GPU: none of those ranks is flagged (docs/detection.md). */
+  if (nok >= 4) mark_groups(C, nok);
+  bool linkb = false, linkb_known = false;
+  /* pass 2: persistence and the flags */
+  for (int r = 0; r < csize; r++) {
+    struct rstate *R = &rs[r];
+    if (!R->ok || R->grouped) continue;
     /* persistence: a burst of scheduling noise on a busy host is not a straggler */
     R->streak = R->streak && R->at + 1 == ai ? R->streak + 1 : 1;
     R->at = ai;
     if (R->streak < p->persist) continue;
+    /* a comm bound by a slow link: every rank waits for the network, and the endpoints of
+     * the slow pair (the stream that sends into it, the one that receives from it) come to
+     * the next collective a little late; lateness under 5% of the duration there is the
+     * link's, reported as the comm's link entry (detect_finish.c), never as a compute
+     * straggler on an endpoint */
+    if (!linkb_known) {
+      double sm, rl;
+      linkb = cs_det_link_bound(C, p, lo, i + 1, &sm, &rl);
+      linkb_known = true;
+      if (med < 0) {
+        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+        med = cs_det_median(scratch, w);
+      }
+    }
+    if (linkb && R->off < 0.05 * med) continue;
     R->flagged_now = C->any_flagged_now = true;
-    if (record_straggler(C, &W, r, ai, last_ok && r == cand ? &s_last : NULL)) return -1;
+    struct cs_det_straggler s;
+    if (last_ok && r == cand) {
+      s = s_last;
+    } else {
+      memset(&s, 0, sizeof s);
+      s.window_instances = w;
+      s.last = cnt[r];
+      s.share_last = (double)cnt[r] / (double)w;
+      size_t k = 0;
+      for (size_t j = lo; j <= i; j++)
+        if (in[j].last == r) scratch[k++] = in[j].lateness;
+      s.lateness_us = cs_det_median(scratch, k);
+      if (med < 0) {
+        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
+        med = cs_det_median(scratch, w);
+      }
+      s.median_dur_us = med;
+    }
+    double o2, g2, pg2;
+    cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
+    s.offset_us = o2;
+    s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
+    /* offset rule: gaps over the whole window (a share-last flag keeps eval_cand's,
+     * over its last-arrivals) */
+    if (!(last_ok && r == cand)) {
+      double late = o2 > s.lateness_us ? o2 : s.lateness_us;
+      s.gap_us = g2;
+      s.peer_gap_us = pg2;
+      s.kind = (g2 >= 0 && pg2 >= 0 && g2 - pg2 < 0.5 * late) ? CS_DET_LINK : CS_DET_COMPUTE;
+    }
+    s.comm = C->comm;
+    s.comm_size = csize;
+    s.comm_rank = r;
+    s.rank = C->mem[r].rank;
+    s.host = C->mem[r].host;
+    const struct ent *own = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
+    if (!R->sidx) {
+      GROW(C->str, C->nstr, C->capstr);
+      R->sidx = ++C->nstr;
+      s.first_flag_instance = ai + 1;
+      s.first_flag_seq = in[i].seq;
+      s.first_flag_ns = own ? own->t : 0;
+    } else {
+      s.first_flag_instance = C->str[R->sidx - 1].first_flag_instance;
+      s.first_flag_seq = C->str[R->sidx - 1].first_flag_seq;
+      s.first_flag_ns = C->str[R->sidx - 1].first_flag_ns;
+    }
+    s.last_flag_seq = in[i].seq;
+    s.last_flag_ns = own ? own->t : 0;
+    C->str[R->sidx - 1] = s;
   }
 done:
   cstate_compact(C, p);
   return 0;
+oom:
+  return -1;
 }

@@ -80,7 +80,8 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
       if (wat(w, W, j)->last == (int)w->crank) sc[m++] = wat(w, W, j)->late;
     late = median(sc, m);
   }
-  bool last_ok = cand == (double)w->crank && (double)best >= need * (double)nw && late >= thr;
+  bool last_ok = cand == (double)w->crank && (double)best >= need * (double)nw && late >= thr &&
+                 cs_det_binom_tail(nw, best, p0) <= cs_det_normal_tail(p->z); /* analysis/detect_window.c */
   bool ok = last_ok;
   double off = 0;
   if (!ok) {
@@ -94,6 +95,21 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
     size_t rlo = w->n - recent, rpos = 0;
     for (size_t j = rlo; j <= i; j++) rpos += wat(w, W, j)->a > 0;
     if ((double)rpos >= p->recent_share * (double)recent) ok = eval_offset(st, w, rlo, i + 1, thr, p->recent_z, &off);
+  }
+  /* fresh rule (analysis/detect_window.c): after the median rank in each of the last `persist`
+   * instances by at least thr, steadily (within 1.25x), at 2 x recent_z */
+  size_t kf = p->persist > 2 ? p->persist : 2;
+  if (!ok && nw >= kf) {
+    size_t flo = w->n - kf;
+    double mn = 0, mx = 0;
+    bool steady = true;
+    for (size_t j = flo; j <= i && steady; j++) {
+      double a = wat(w, W, j)->a;
+      steady = a >= thr;
+      if (j == flo || a < mn) mn = a;
+      if (j == flo || a > mx) mx = a;
+    }
+    if (steady && mx <= 1.25 * mn) ok = eval_offset(st, w, flo, i + 1, thr, 2 * p->recent_z, &off);
   }
   if (!ok) return;
   w->streak = w->streak && w->at + 1 == i ? w->streak + 1 : 1;

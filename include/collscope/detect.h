@@ -84,7 +84,7 @@ struct cs_det_params {
   double recent_share;    /* COLLSCOPE_STRAGGLER_RECENT_SHARE, default 0.85: share of the recent
                              instances it arrived after the median rank in */
   double floor_us;        /* COLLSCOPE_STRAGGLER_FLOOR_US, default 20 */
-  double frac;            /* COLLSCOPE_STRAGGLER_FRAC, default 0.02 (of the median duration) */
+  double frac;            /* COLLSCOPE_STRAGGLER_FRAC, default 0.015 (of the median duration) */
   double link_floor_us;   /* COLLSCOPE_LINK_FLOOR_US, default 10000: a <= 64 KiB collective this
                              slow with no last arrival is a link problem */
 };
@@ -169,6 +169,10 @@ void cs_det_result_free(struct cs_det_result *r);
 /* sqrt without libm (the shim links no libm): Newton from a power-of-two guess; 0 for x <= 0
  * or NaN. Also the online evaluator's (analysis/online_eval.c). */
 double cs_det_sqrt(double x);
+/* P(Z >= z) of a standard normal (z <= 0: 0.5), and P(X >= k) of X ~ Binomial(n, p): the
+ * share-last rule's chance level, exact at any communicator size (no libm either). */
+double cs_det_normal_tail(double z);
+double cs_det_binom_tail(size_t n, size_t k, double p);
 
 /* The same detector fed one collective instance at a time (the dump readers, which never
  * hold all records): per communicator, instances must come in increasing seq order, each

@@ -211,6 +211,28 @@ static void test_slow_link(void **st) {
   free(v);
 }
 
+/* A slow link between two hosts: every collective takes ~30 ms, and an endpoint of the slow
+ * pair (rank 3 on h2) comes to each collective 4% of it late, its stream busy longer (the
+ * transfer into the slow link): the comm's link entry, never a compute straggler on the
+ * endpoint. */
+static void test_slow_link_endpoint(void **st) {
+  (void)st;
+  size_t n;
+  link_extra_us = 30000;
+  struct cs_det_op *v = gen(100, 3, 0.04, 5, &n);
+  link_extra_us = 0;
+  struct cs_det_result r;
+  assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
+  for (size_t i = 0; i < r.nstragglers; i++)
+    printf("finding %zu: rank %d kind %s offset %.0f us of %.0f us\n", i, r.stragglers[i].rank,
+           cs_det_kind_name(r.stragglers[i].kind), r.stragglers[i].offset_us, r.stragglers[i].median_dur_us);
+  assert_int_equal(r.nstragglers, 1);
+  assert_int_equal(r.stragglers[0].kind, CS_DET_LINK);
+  assert_int_equal(r.stragglers[0].rank, -1);
+  cs_det_result_free(&r);
+  free(v);
+}
+
 static void test_no_false_positives(void **st) {
   (void)st;
   size_t n;
@@ -330,6 +352,7 @@ int main(void) {
       cmocka_unit_test(test_two_ranks),
       cmocka_unit_test(test_onset_mid_job),
       cmocka_unit_test(test_slow_link),
+      cmocka_unit_test(test_slow_link_endpoint),
       cmocka_unit_test(test_no_false_positives),
       cmocka_unit_test(test_hang_missing),
       cmocka_unit_test(test_hang_sampled_out),

@@ -297,8 +297,8 @@ def case_slow5(cli, apps, tmp):
 # from the first delayed seq to the flag. Every op is timed by CUDA events (MODEL_EVENTS): the
 # `auto` path's probation and its wait for KernelCh stamps are judged on the host's monotonic
 # clock (docs/timing.md), so under load a process may keep or drop the plugin at another op.
-SLOW5_SINCE = 14
-SLOW20_SINCE = 14
+SLOW5_SINCE = 11
+SLOW20_SINCE = 11
 # The sampled cases, exact too: the dumps are identical run to run, and the report's instance
 # merge keeps each file's records of a communicator in seq order (the shim writes a timed op
 # after the sampled-out ops that finished while its events were pending), so the verdict does
@@ -401,7 +401,7 @@ MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "NCCL_DEBUG"
 MODEL_EVENTS = dict(MODEL, COLLSCOPE_TIMING="events", COLLSCOPE_EVENT_SAMPLE="1")  # every op timed
 MODEL_FAULTS = QUIET + ";slow:rank=5,pct=5;jitter:pct=2"
 SIM_EPOCH_NS = 1767225600000000000  # the modeled clock's CLOCK_REALTIME origin (tests/sim/simcuda.h)
-MODEL_FIRST_FLAG = 16  # rank 5 first flagged at instance 16 with seed 1 (12 after the onset)
+MODEL_FIRST_FLAG = 15  # rank 5 first flagged at instance 15 with seed 1 (11 after the onset)
 
 
 def gpu_durations(d):

@@ -1,0 +1,464 @@
+/* bench/accuracy_driver.c: the accuracy evaluation's in-process driver (bench/accuracy.py,
+ * docs/accuracy.md). It runs a workload of N ranks on the simulator's modeled clock
+ * (docs/simulator.md "The modeled clock") without processes: per rank a stream time, per
+ * collective instance the arrival of each member (its stream's time), completion on every
+ * member at the latest arrival plus the instance's cost, and feeds each instance, as the
+ * report does, into collscope's streaming detector (analysis/detect*.c, linked, not copied).
+ *
+ * The cost is tests/sim/nccl/model.c's (NCCL 2.28.9's tuning model, src/graph/tuning.cc:
+ * 8.4 us base latency, 3.4 us NVLink / 14 us NET per ring step, 150 GB/s inside a host,
+ * 100 Gbit/s between hosts, `link:` us added to an edge's latency), in the job shape of
+ * tests/stats (`link:a=*,b=*,us=300`: every ring step 300 us more, so the model and not the
+ * host sets the arrivals; "backward pass" 2 ms per bucket), with `jitter:pct=2` noise: each
+ * compute sleep 1 + 0.02 u per rank, each instance's cost 1 + 0.02 u on every member alike.
+ *
+ *   accuracy_driver --workload dp|3d|moe --fault F --ranks N --seed S --steps K
+ *                   [--ranks-per-host H]
+ * F: none, slow:pct=P[,from=S], intermittent:pct=P, host:pct=P, link, throttle, two,
+ *    hang_host, hang_gpu. Prints one JSON object: instances, the culprit rank(s), and per
+ *    finding rank, host, kind, comm index and the instances from the fault's onset on that
+ *    communicator to the first flag. */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collscope/detect.h"
+
+#define BASE_LAT_US 8.4 /* tuning.cc:143-144 */
+#define NVL_LAT_US 3.4  /* tuning.cc:150-151 */
+#define NET_LAT_US 14.0 /* tuning.cc:162-163 */
+#define NVL_BPUS 150e3  /* bytes per us inside a host */
+#define NET_BPUS 12.5e3 /* 100 Gbit/s */
+#define WIRE_US 300.0   /* the quiet shape's link:a=*,b=*,us=300 */
+#define LINK_US 3000.0  /* the `link` fault: simhost1 <-> simhost2, 3 ms per step */
+#define COMPUTE_US 2000.0
+#define JITTER 0.02
+#define HANG_SEQ 20
+
+enum fault { F_NONE,
+             F_SLOW,
+             F_INTERMITTENT,
+             F_HOST,
+             F_LINK,
+             F_THROTTLE,
+             F_TWO,
+             F_HANG_HOST,
+             F_HANG_GPU };
+
+struct comm {
+  int id, n;
+  int *m; /* members' global ranks, in comm-rank (ring) order */
+  int64_t seq;
+  double intra_extra, inter_extra; /* the link fault's extra latency on its worst edge */
+  bool has_intra, has_inter;
+  int64_t onset; /* 1-based instance of the first delayed arrival of a culprit, 0 none */
+  struct cs_det_member *mb;
+  double hist[32]; /* a slowed member's last measured durations here (slow: P% of their median) */
+  size_t nhist;
+};
+
+static struct {
+  int n, rph, steps;
+  uint64_t seed;
+  enum fault fault;
+  double pct;
+  int64_t from; /* the fault starts at this step */
+  int culprit, culprit2, chost;
+  double *t, *last_end; /* per rank: stream time, the end of its last op */
+  uint64_t *draws;
+  char **host;
+  struct cs_det_stream *det;
+  struct comm *comms;
+  size_t ncomms;
+  int64_t step;
+  size_t ninst, min_inst; /* instances fed; run on past --steps until --min-instances */
+  bool hung;
+  int hang_comm; /* the hang faults act on the culprit's first communicator */
+} W;
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+static double unif(uint64_t key) { return (double)(mix(key ^ mix(W.seed)) >> 11) / 9007199254740992.0; }
+static double jit(uint64_t key) { return 1.0 + JITTER * (2.0 * unif(key) - 1.0); }
+
+static int host_of(int r) { return r / W.rph; }
+static bool link_pair(int a, int b) {
+  int ha = host_of(a), hb = host_of(b);
+  return W.fault == F_LINK && ((ha == 0 && hb == 1) || (ha == 1 && hb == 0));
+}
+
+static struct comm *comm_new(const int *m, int n) {
+  struct comm *c = &W.comms[W.ncomms];
+  memset(c, 0, sizeof *c);
+  c->id = (int)W.ncomms++;
+  c->n = n;
+  c->m = malloc((size_t)n * sizeof *c->m);
+  c->mb = calloc((size_t)n, sizeof *c->mb);
+  if (!c->m || !c->mb) exit(2);
+  memcpy(c->m, m, (size_t)n * sizeof *m);
+  for (int k = 0; k < n && W.hang_comm < 0; k++)
+    if (m[k] == W.culprit) W.hang_comm = c->id;
+  for (int p = 0; p < n; p++) { /* ring edges */
+    int a = m[p], b = m[(p + 1) % n];
+    bool inter = host_of(a) != host_of(b);
+    double x = link_pair(a, b) ? LINK_US : 0;
+    if (inter) {
+      c->has_inter = true;
+      if (x > c->inter_extra) c->inter_extra = x;
+    } else {
+      c->has_intra = true;
+      if (x > c->intra_extra) c->intra_extra = x;
+    }
+  }
+  return c;
+}
+
+/* tests/sim/nccl/model.c ring_step: the slowest edge moving `chunk` bytes */
+static double ring_step(const struct comm *c, double chunk) {
+  double w = 0;
+  if (c->has_intra) w = NVL_LAT_US + WIRE_US + c->intra_extra + chunk / NVL_BPUS;
+  if (c->has_inter) {
+    double x = NET_LAT_US + WIRE_US + c->inter_extra + chunk / NET_BPUS;
+    if (x > w) w = x;
+  }
+  return w;
+}
+enum op { OP_ALLREDUCE,
+          OP_ALLTOALL };
+static double cost_us(const struct comm *c, enum op op, double bytes) {
+  int n = c->n;
+  if (n == 1) return BASE_LAT_US + bytes / NVL_BPUS;
+  if (op == OP_ALLREDUCE) return BASE_LAT_US + 2.0 * (n - 1) * ring_step(c, bytes / n);
+  return BASE_LAT_US + (double)(n - 1) * ring_step(c, bytes); /* AlltoAll: n-1 steps (pairs) */
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+/* the slow fault's stall before rank r's collective on c: P% of the median of its last 32
+ * measured durations there (the first is a warm-up), from step `from` on (tests/sim:
+ * slow:pct) */
+static double stall_us(const struct comm *c, int r, int64_t step) {
+  bool on = false;
+  switch (W.fault) {
+  case F_SLOW: on = r == W.culprit; break;
+  case F_TWO: on = r == W.culprit || r == W.culprit2; break;
+  case F_HOST: on = host_of(r) == W.chost; break;
+  case F_INTERMITTENT: on = r == W.culprit && c->seq % 2 == 0; break; /* every other one (every=2) */
+  default: break;
+  }
+  if (!on || step < W.from || c->nhist < 4) return 0; /* the simulator's first stall: seq 4 */
+  size_t k = c->nhist - 1 < 32 ? c->nhist - 1 : 32;
+  double v[32];
+  for (size_t i = 0; i < k; i++) v[i] = c->hist[(c->nhist - 1 - i) % 32];
+  qsort(v, k, sizeof *v, cmp_d);
+  double med = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]);
+  return W.pct / 100.0 * med;
+}
+static bool culprit(int r) {
+  switch (W.fault) {
+  case F_HOST: return host_of(r) == W.chost;
+  case F_TWO: return r == W.culprit || r == W.culprit2;
+  case F_NONE:
+  case F_LINK: return false;
+  default: return r == W.culprit;
+  }
+}
+
+/* rank r computes for `us` of GPU time (jittered per rank and draw; throttled from `from`) */
+static void compute(int r, double us) {
+  double f = jit(((uint64_t)r << 40) ^ W.draws[r]++);
+  if (W.fault == F_THROTTLE && r == W.culprit && W.step >= W.from) f *= 1.0 / 0.7; /* clocks at 70% */
+  W.t[r] += us * f;
+}
+
+/* one collective instance on c: arrivals, completion, the detector's instance */
+static void collective(struct comm *c, enum op op, double bytes) {
+  if (W.hung) return;
+  int64_t seq = c->seq++;
+  W.ninst++;
+  double tmax = 0;
+  bool delayed = false;
+  for (int k = 0; k < c->n; k++) {
+    int r = c->m[k];
+    double s = stall_us(c, r, W.step);
+    if (s > 0 || (W.fault == F_THROTTLE && r == W.culprit && W.step >= W.from)) delayed = true;
+    W.t[r] += s;
+    if (W.t[r] > tmax) tmax = W.t[r];
+  }
+  if (delayed && !c->onset) c->onset = seq + 1;
+  bool hang = (W.fault == F_HANG_HOST || W.fault == F_HANG_GPU) && seq == HANG_SEQ && c->id == W.hang_comm;
+  double end = tmax + cost_us(c, op, bytes) * jit(((uint64_t)c->id << 48) ^ ((uint64_t)c->n << 32) ^ (uint64_t)seq);
+  size_t nm = 0;
+  bool recorded = false;
+  for (int k = 0; k < c->n; k++) {
+    int r = c->m[k];
+    if (hang && W.fault == F_HANG_HOST && r == W.culprit) continue; /* never enters */
+    struct cs_det_member *b = &c->mb[nm++];
+    int64_t st = (int64_t)(W.t[r] * 1e3), en = (int64_t)(end * 1e3);
+    *b = (struct cs_det_member){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = hang || W.last_end[r] < 0 ? -1 : W.t[r] - W.last_end[r]};
+    if (!hang && culprit(r) && !recorded) {
+      c->hist[c->nhist++ % 32] = end - W.t[r];
+      recorded = true;
+    }
+    if (!hang) {
+      W.t[r] = end;
+      W.last_end[r] = end;
+    }
+  }
+  if (cs_det_stream_instance(W.det, (uint64_t)c->id + 1, seq, c->mb, nm)) {
+    fprintf(stderr, "accuracy_driver: out of memory\n");
+    exit(2);
+  }
+  if (hang) W.hung = true;
+}
+
+/* ---------------------------------------------------------------- workloads */
+
+/* dp: one communicator of all ranks; per step 3 buckets (256 KiB, /8, /64), each after 2 ms
+ * of compute (tests/apps/dp_train --size 256K --compute-us 2000) */
+static void run_dp(void) {
+  int *m = malloc((size_t)W.n * sizeof *m);
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *c = comm_new(m, W.n);
+  free(m);
+  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++)
+    for (int b = 0; b < 3; b++) {
+      for (int r = 0; r < W.n; r++) compute(r, COMPUTE_US);
+      collective(c, OP_ALLREDUCE, 262144.0 / (1 << (3 * b)));
+    }
+}
+
+/* 3d: tensor parallel 2 (inside a host), pipeline pp (2 at 8 ranks, else 4), data parallel
+ * the rest; rank = (d x pp + s) x 2 + t. Per step, 1F1B over M = 4 microbatches: each
+ * microbatch's forward (1 ms) and backward (2 ms) end in a TP AllReduce of the stage pair;
+ * stage s enters its first forward s forward-times late (the pipeline's fill) and ends its
+ * last backward s backward-times early (its drain); then a DP AllReduce of its gradients
+ * (the ranks of one stage and TP index) and a world AllReduce (the gradient norm), which
+ * every stage reaches at its own place in the schedule: the bubbles. */
+static void run_3d(void) {
+  int tp = 2, pp = W.n >= 64 ? 4 : 2, dp = W.n / (tp * pp), M = 4;
+  double fwd = 1000, bwd = 2000;
+  struct comm **tpc = malloc((size_t)(dp * pp) * sizeof *tpc), **dpc = malloc((size_t)(pp * tp) * sizeof *dpc);
+  int *m = malloc((size_t)W.n * sizeof *m);
+  for (int g = 0; g < dp * pp; g++) {
+    m[0] = 2 * g;
+    m[1] = 2 * g + 1;
+    tpc[g] = comm_new(m, 2);
+  }
+  for (int s = 0; s < pp; s++)
+    for (int t = 0; t < tp; t++) {
+      for (int d = 0; d < dp; d++) m[d] = (d * pp + s) * tp + t;
+      dpc[s * tp + t] = comm_new(m, dp);
+    }
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *world = comm_new(m, W.n);
+  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++) {
+    for (int d = 0; d < dp; d++)
+      for (int s = 0; s < pp; s++) {
+        struct comm *c = tpc[d * pp + s];
+        for (int k = 0; k < 2; k++) compute(c->m[k], s * fwd); /* fill */
+        for (int mb = 0; mb < M; mb++) {
+          for (int k = 0; k < 2; k++) compute(c->m[k], fwd);
+          collective(c, OP_ALLREDUCE, 65536);
+          for (int k = 0; k < 2; k++) compute(c->m[k], bwd);
+          collective(c, OP_ALLREDUCE, 65536);
+        }
+        for (int k = 0; k < 2; k++) compute(c->m[k], (pp - 1 - s) * bwd); /* drain: wait for the last grads */
+      }
+    for (int i = 0; i < pp * tp && dp > 1; i++) collective(dpc[i], OP_ALLREDUCE, 262144);
+    collective(world, OP_ALLREDUCE, 8);
+  }
+  free(m);
+  free(tpc);
+  free(dpc);
+}
+
+/* moe: expert parallel over groups of 8 ranks (all ranks at 8), each rank one expert. Per
+ * step, 2 layers: attention (1 ms), dispatch AlltoAll, the experts (2 ms x the tokens routed
+ * to the rank's expert, which follow the data: one hot expert per layer and step, drawn from
+ * the seed, 1.5-3x the mean load), combine AlltoAll; then a world AllReduce of the dense
+ * gradients. */
+static void run_moe(void) {
+  int ep = W.n < 8 ? W.n : 8, ng = W.n / ep;
+  struct comm **g = malloc((size_t)ng * sizeof *g);
+  int *m = malloc((size_t)W.n * sizeof *m);
+  for (int i = 0; i < ng; i++) {
+    for (int k = 0; k < ep; k++) m[k] = i * ep + k;
+    g[i] = comm_new(m, ep);
+  }
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *world = comm_new(m, W.n);
+  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++) {
+    for (int layer = 0; layer < 2; layer++)
+      for (int i = 0; i < ng; i++) {
+        struct comm *c = g[i];
+        for (int k = 0; k < ep; k++) compute(c->m[k], 1000);
+        collective(c, OP_ALLTOALL, 65536);
+        uint64_t key = ((uint64_t)W.step << 20) ^ ((uint64_t)layer << 18) ^ (uint64_t)i ^ 0x5a5a000000ull;
+        int hot = (int)(unif(key) * ep);
+        double hf = 1.5 + 1.5 * unif(key ^ 0xabcdef);
+        for (int k = 0; k < ep; k++) {
+          double load = k == hot ? hf : (ep - hf) / (ep - 1);
+          compute(c->m[k], 2000 * load);
+        }
+        collective(c, OP_ALLTOALL, 65536);
+      }
+    collective(world, OP_ALLREDUCE, 262144);
+  }
+  free(m);
+  free(g);
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int parse_fault(const char *f) {
+  W.from = 0;
+  const char *kv = strchr(f, ':');
+  size_t kl = kv ? (size_t)(kv - f) : strlen(f);
+#define IS(s) (kl == strlen(s) && !strncmp(f, s, kl))
+  if (IS("none"))
+    W.fault = F_NONE;
+  else if (IS("slow"))
+    W.fault = F_SLOW;
+  else if (IS("intermittent"))
+    W.fault = F_INTERMITTENT;
+  else if (IS("host"))
+    W.fault = F_HOST;
+  else if (IS("link"))
+    W.fault = F_LINK;
+  else if (IS("throttle"))
+    W.fault = F_THROTTLE;
+  else if (IS("two"))
+    W.fault = F_TWO;
+  else if (IS("hang_host"))
+    W.fault = F_HANG_HOST;
+  else if (IS("hang_gpu"))
+    W.fault = F_HANG_GPU;
+  else
+    return -1;
+#undef IS
+  W.pct = W.fault == F_TWO ? 20 : 0;
+  for (const char *p = kv ? kv + 1 : NULL; p && *p;) {
+    char *end;
+    if (!strncmp(p, "pct=", 4))
+      W.pct = strtod(p + 4, &end);
+    else if (!strncmp(p, "from=", 5))
+      W.from = strtoll(p + 5, &end, 10);
+    else
+      return -1;
+    p = *end == ',' ? end + 1 : NULL;
+  }
+  if (W.fault == F_THROTTLE && !W.from) W.from = 2;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *wl = "dp", *fault = "none";
+  W.n = 8;
+  W.steps = 40;
+  W.seed = 1;
+  W.rph = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!strcmp(argv[i], "--workload"))
+      wl = argv[i + 1];
+    else if (!strcmp(argv[i], "--fault"))
+      fault = argv[i + 1];
+    else if (!strcmp(argv[i], "--ranks"))
+      W.n = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--seed"))
+      W.seed = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--steps"))
+      W.steps = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--ranks-per-host"))
+      W.rph = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--min-instances"))
+      W.min_inst = strtoull(argv[i + 1], NULL, 10);
+    else {
+      fprintf(stderr, "accuracy_driver: unknown option %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (W.n < 8 || W.n > (1 << 20) || W.n % 8 || W.steps < 1 || parse_fault(fault)) {
+    fprintf(stderr, "accuracy_driver: bad --ranks (a multiple of 8), --steps or --fault %s\n", fault);
+    return 2;
+  }
+  if (W.rph <= 0) W.rph = W.n == 8 ? 2 : 8; /* collscope run -n 8 --hosts simhost[1-4]; else 8 GPUs a host */
+  int nh = (W.n + W.rph - 1) / W.rph;
+  W.culprit = W.n == 8 ? 5 : W.n / 2 + 5; /* simhost3 at 8 ranks */
+  W.culprit2 = W.n == 8 ? 1 : W.n / 4 + 1;
+  W.chost = host_of(W.culprit);
+  W.hang_comm = -1;
+  W.t = calloc((size_t)W.n, sizeof *W.t);
+  W.last_end = malloc((size_t)W.n * sizeof *W.last_end);
+  W.draws = calloc((size_t)W.n, sizeof *W.draws);
+  W.host = malloc((size_t)nh * sizeof *W.host);
+  W.comms = calloc((size_t)W.n * 2 + 16, sizeof *W.comms);
+  if (!W.t || !W.last_end || !W.draws || !W.host || !W.comms) return 2;
+  for (int r = 0; r < W.n; r++) W.last_end[r] = -1;
+  for (int h = 0; h < nh; h++) {
+    char b[32];
+    snprintf(b, sizeof b, "simhost%d", h + 1);
+    W.host[h] = strdup(b);
+  }
+  struct cs_det_params p;
+  cs_det_params_default(&p);
+  if (cs_det_params_env(&p)) fprintf(stderr, "accuracy_driver: a COLLSCOPE_STRAGGLER_* value was ignored\n");
+  W.det = cs_det_stream_new(&p, CS_DET_HANG_PENDING);
+  if (!W.det) return 2;
+  if (!strcmp(wl, "dp"))
+    run_dp();
+  else if (!strcmp(wl, "3d"))
+    run_3d();
+  else if (!strcmp(wl, "moe"))
+    run_moe();
+  else {
+    fprintf(stderr, "accuracy_driver: unknown workload %s\n", wl);
+    return 2;
+  }
+  struct cs_det_result res;
+  if (cs_det_stream_finish(W.det, &res)) return 2;
+  printf("{\"instances\":%zu,\"culprits\":[", res.instances);
+  bool first = true;
+  for (int r = 0; r < W.n; r++)
+    if (culprit(r)) printf("%s%d", first ? "" : ",", r), first = false;
+  printf("],\"culprit_host\":\"%s\",\"stragglers\":[",
+         W.fault == F_NONE || W.fault == F_LINK || W.fault == F_HANG_GPU ? "" : W.host[host_of(W.culprit)]);
+  for (size_t i = 0; i < res.nstragglers; i++) {
+    const struct cs_det_straggler *s = &res.stragglers[i];
+    const struct comm *c = &W.comms[s->comm - 1];
+    /* instances from the first delayed one (counted as 1) to the first flag */
+    char after[32] = "null";
+    if (c->onset) snprintf(after, sizeof after, "%lld", (long long)s->first_flag_instance - (long long)c->onset + 1);
+    printf("%s{\"rank\":%d,\"host\":%s%s%s,\"kind\":\"%s\",\"comm\":%d,\"comm_size\":%d,\"first_flag_instance\":%zu,"
+           "\"onset\":%lld,\"after\":%s,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"
+           "\"lateness_us\":%.1f,\"median_dur_us\":%.1f,\"gap_us\":%.1f,\"peer_gap_us\":%.1f}",
+           i ? "," : "", s->rank, s->host ? "\"" : "", s->host ? s->host : "null", s->host ? "\"" : "",
+           cs_det_kind_name(s->kind), c->id, c->n, s->first_flag_instance, (long long)c->onset, after, s->offset_us,
+           s->later_share, s->share_last, s->lateness_us, s->median_dur_us, s->gap_us, s->peer_gap_us);
+  }
+  printf("],\"hangs\":[");
+  for (size_t i = 0; i < res.nhangs; i++) {
+    const struct cs_det_hang *h = &res.hangs[i];
+    printf("%s{\"seq\":%lld,\"missing\":[", i ? "," : "", (long long)h->seq);
+    for (size_t k = 0; k < h->nmissing; k++) printf("%s%d", k ? "," : "", h->missing[k]);
+    printf("],\"stuck\":%zu}", h->nstuck);
+  }
+  printf("]}\n");
+  if (getenv("ACCURACY_DRIVER_RANKS")) /* per-rank figures of the final window (debugging) */
+    for (size_t i = 0; i < res.nranks; i++)
+      fprintf(stderr, "comm %llu rank %d offset %.1f last %zu/%zu\n", (unsigned long long)res.ranks[i].comm - 1,
+              res.ranks[i].rank, res.ranks[i].offset_us, res.ranks[i].last, res.ranks[i].instances);
+  cs_det_result_free(&res);
+  cs_det_stream_free(W.det);
+  return 0;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""tests/accuracy/test_accuracy.py --bench bench/accuracy.py --build BUILD
+
+The accuracy evaluation's seeded subset (docs/accuracy.md): each case runs
+`accuracy.py --json` and compares the figures with the exact ones expected. Every run is on
+the simulator's modeled clock with fixed seeds (the in-process driver is deterministic, and so
+are the processes: stats-sim-model_determinism), so the figures do not depend on the load.
+Cases: dp 5% and 3d 5% (instances from the onset to the first flag, per seed), a slow link
+(named as a link: the NCCL_NET wrapper's slow pair or the comm's link entry, never a compute
+straggler on an endpoint), moe and 3d clean (no finding: the experts' data-following work and
+the pipeline's bubbles are not stragglers). train3d runs in process only here: as processes its
+arrivals vary from run to run with the same seed (docs/detection.md)."""
+import argparse, json, subprocess, sys
+
+# (workload, fault, ranks, seeds, max process ranks) -> expected figures
+CASES = [
+    (("dp", "slow:pct=5", 8, 3, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "flag_after": [11, 11, 14],
+                                      "collateral": 0.0}),
+    (("dp", "slow:pct=5", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [11, 11, 11]}),
+    (("3d", "slow:pct=5", 8, 3, 0), {"mode": "in-process", "recall": 1.0, "flag_after": [11, 11, 11]}),
+    (("3d", "slow:pct=5", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "flag_after": [11, 11, 11]}),
+    (("dp", "link", 8, 2, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "cause_ok": 1.0, "collateral": 0.0}),
+    (("dp", "link", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "collateral": 0.0}),
+    (("moe", "none", 8, 1, 8), {"mode": "processes", "false_per_million": 0.0}),
+    (("moe", "none", 64, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
+    (("3d", "none", 8, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
+    (("3d", "none", 64, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--build", required=True)
+    a = ap.parse_args()
+    bad = 0
+    for (w, f, n, k, mp), want in CASES:
+        cmd = [sys.executable, a.bench, "--build", a.build, "--workload", w, "--fault", f, "--ranks", str(n), "--seeds",
+               str(k), "--max-process-ranks", str(mp), "--json"]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+        if p.returncode:
+            print("FAIL %s %s %d: exit %d: %s" % (w, f, n, p.returncode, p.stderr[-2000:]))
+            bad += 1
+            continue
+        got = json.loads(p.stdout)
+        diff = {key: (got.get(key), v) for key, v in want.items() if got.get(key) != v}
+        print("%s %s %s ranks=%d seeds=%d: %s" % ("FAIL" if diff else "ok", w, f, n, k, json.dumps(got)))
+        if diff:
+            print("  got != expected: %s" % diff)
+            bad += 1
+    print("accuracy-ci: %d cases, %d failed" % (len(CASES), bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
