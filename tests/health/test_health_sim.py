@@ -122,11 +122,11 @@ def case_throttle(cli, apps, tmp):
     assert sorted(rows) == list(range(8)) and rows[5] > 0 and all(v == 0 for k, v in rows.items() if k != 5), rows
 
 
-# throttle_span: rank 5 is flagged from seq 139 to its last op (179), 140th instance; of its 18
+# throttle_span: rank 5 is flagged from seq 131 to its last op (179), 132nd instance; of its 18
 # samples (the baseline at the job's start, then one per 100 ms of the job's time, which the
 # throttle's compute slowdown lengthens) 5 are power capped (up to seq 75) and 10 thermal (from
 # seq 120), and those of the flagged span all thermal
-SPAN = {"first_flag_seq": 139, "last_flag_seq": 179, "first_flag_instance": 140, "samples": 18, "power_cap": 5,
+SPAN = {"first_flag_seq": 131, "last_flag_seq": 179, "first_flag_instance": 132, "samples": 18, "power_cap": 5,
         "thermal": 10}
 
 
@@ -275,7 +275,7 @@ def case_nvlink(cli, apps, tmp):
     r, txt = report(cli, d)
     print(json.dumps(r["stragglers"], indent=1), json.dumps(r["health"]["unexplained"]))
     assert causes(r, 3) == {"nvlink_errors"}, r["stragglers"]
-    assert [(x["rank"], x["first_flag_instance"]) for x in r["stragglers"]] == [(3, 18)], r["stragglers"]
+    assert [(x["rank"], x["first_flag_instance"]) for x in r["stragglers"]] == [(3, 15)], r["stragglers"]
     h3 = health_rank(r, 3)["nvlink"]
     assert h3 == [{"link": 2, "crc": 40, "replay": 7, "recovery": 1}], h3
     un = r["health"]["unexplained"]
