@@ -83,7 +83,7 @@ int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
     k = 0;
     for (size_t i = lo; i < nin; i++) {
       const struct ent *e = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
-      if (e) scratch[k++] = e->a;
+      if (e) scratch[k++] = e->off_us;
     }
     st->offset_us = cs_det_median_mid(scratch, k);
     st->straggler = C->rs[r].flagged_now;

@@ -23,12 +23,14 @@ struct inst {
   double pg_val; /* that median, -1 when no peer has a gap */
 };
 
-/* one rank's timed op in an instance: its arrival offset a = median(duration) - its
- * duration (> 0: it arrived after the median rank) and its compute gap */
+/* one rank's timed op in an instance */
 struct ent {
   int r;
-  double a, gap;
-  int64_t t; /* its op's end_ns */
+  double dur_us; /* its duration */
+  double off_us; /* its arrival offset, median(duration) - dur_us (> 0: it arrived after the
+                  * median rank); set once the instance's durations are all in */
+  double gap;    /* its compute gap */
+  int64_t t;     /* its op's end_ns */
 };
 
 struct okrank { /* a rank that meets a rule at the current instance, and its offset */
@@ -53,7 +55,7 @@ struct member { /* comm_rank -> identity */
   } while (0)
 /* Per-rank sliding state of one communicator. */
 struct rstate {
-  size_t n, pos;      /* instances in the window it has a timed op in; of those, a > 0 */
+  size_t n, pos;      /* instances in the window it has a timed op in; of those, off_us > 0 */
   size_t rn, rpos;    /* the same over the last `recent` instances */
   unsigned streak;    /* consecutive instances the flag conditions held, ending at `at` */
   size_t run, run_at; /* consecutive instances it arrived after the median rank, ending at run_at */

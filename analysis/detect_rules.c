@@ -57,8 +57,8 @@ bool cs_det_eval_offset(const struct inst *in, const struct ent *ents, size_t lo
   for (size_t i = lo; i < hi; i++) {
     const struct ent *e = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
     if (e) {
-      rel[k] = in[i].med > 0 ? e->a / in[i].med : 0;
-      scratch[k++] = e->a;
+      rel[k] = in[i].med > 0 ? e->off_us / in[i].med : 0;
+      scratch[k++] = e->off_us;
     }
   }
   double m = cs_det_median_mid(scratch, k);
@@ -75,7 +75,7 @@ void cs_det_rank_figures(struct inst *in, const struct ent *ents, size_t lo, siz
   size_t k = 0;
   for (size_t i = lo; i < hi; i++) {
     const struct ent *e = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
-    if (e) scratch[k++] = e->a;
+    if (e) scratch[k++] = e->off_us;
   }
   *off = cs_det_median_mid(scratch, k);
   k = 0;

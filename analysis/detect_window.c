@@ -1,5 +1,7 @@
-/* analysis/detect_window.c: one communicator's sliding window: its per-rank arrays, the
- * instances fed in seq order (arrival offsets, gaps, the flag streaks) and their compaction. */
+/* analysis/detect_window.c: one communicator's sliding window: its per-rank arrays, and each
+ * instance fed in seq order: its arrivals (durations, then arrival offsets and gaps), the
+ * per-rank window counts, the rules pass, the grouping of late ranks, the flags with their
+ * streaks, and the compaction of old instances. */
 #include "detect_internal.h"
 
 #include <stdlib.h>
@@ -112,172 +114,223 @@ static bool steady(const struct inst *in, const struct ent *ents, size_t lo, siz
   double mn = 0, mx = 0;
   for (size_t j = lo; j < hi; j++) {
     const struct ent *e = cs_det_find_ent(ents, in[j].e0, in[j].ne, r);
-    if (!e || e->a < thr) return false;
-    if (j == lo || e->a < mn) mn = e->a;
-    if (j == lo || e->a > mx) mx = e->a;
+    if (!e || e->off_us < thr) return false;
+    if (j == lo || e->off_us < mn) mn = e->off_us;
+    if (j == lo || e->off_us > mx) mx = e->off_us;
   }
   return mx <= 1.25 * mn;
 }
 
-/* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
- * the members' identities. 0, or -1 out of memory. */
-int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
-                       size_t n) {
+/* an instance's timed ops as they are appended to ents[] */
+struct arrivals {
+  size_t ntimed;      /* ranks with a timed op (their entries end ents[]) */
+  uint64_t bytes;     /* the largest op's size */
+  int last_rank;      /* the rank with the shortest duration: it arrived last */
+  bool tie;           /* two ranks share the shortest duration: they arrived together */
+  double min_dur_us;  /* that shortest duration */
+  double last_gap_us; /* the last rank's compute gap */
+};
+
+/* member o's identity, and the seqs it finished and entered (seq < 0: identity only) */
+static void note_member(struct cstate *C, int64_t seq, const struct cs_det_member *o) {
+  if (o->comm_rank < 0 || o->comm_rank >= C->csize) return;
+  struct member *mm = &C->mem[o->comm_rank];
+  if (mm->rank < 0) mm->rank = o->rank;
+  if (!mm->host) mm->host = o->host;
+  if (seq < 0) return;
+  if (o->state == CS_DET_DONE || o->state == CS_DET_UNTIMED) {
+    if (seq > C->done_max[o->comm_rank]) C->done_max[o->comm_rank] = seq;
+    if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+  } else if (o->state == CS_DET_ENTERED) {
+    if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+  } else if (o->state == CS_DET_PENDING) {
+    C->any_pending = true;
+    if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+    if (o->enqueue_ns && (!C->oldest || o->enqueue_ns < C->oldest)) C->oldest = o->enqueue_ns;
+  }
+}
+
+/* the members of one instance: their identities, and one entry per rank with a timed
+ * collective (its duration in dur_us and C->durs) appended to ents[]. 0, or -1 out of memory */
+static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_member *m, size_t n, struct arrivals *A) {
   int csize = C->csize;
-  size_t nd = 0;
-  uint64_t ibytes = 0;
-  int lastr = -1;
-  bool tie = false; /* two ranks share the shortest duration: they arrived together */
-  double mind = 0, gl = -1;
+  memset(A, 0, sizeof *A);
+  A->last_rank = -1;
+  A->last_gap_us = -1;
   for (size_t k = 0; k < n; k++) {
     const struct cs_det_member *o = &m[k];
-    if (o->comm_rank >= 0 && o->comm_rank < csize) {
-      struct member *mm = &C->mem[o->comm_rank];
-      if (mm->rank < 0) mm->rank = o->rank;
-      if (!mm->host) mm->host = o->host;
-      if (seq >= 0) {
-        if (o->state == CS_DET_DONE || o->state == CS_DET_UNTIMED) {
-          if (seq > C->done_max[o->comm_rank]) C->done_max[o->comm_rank] = seq;
-          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
-        } else if (o->state == CS_DET_ENTERED) {
-          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
-        } else if (o->state == CS_DET_PENDING) {
-          C->any_pending = true;
-          if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
-          if (o->enqueue_ns && (!C->oldest || o->enqueue_ns < C->oldest)) C->oldest = o->enqueue_ns;
-        }
-      }
-    }
+    note_member(C, seq, o);
     if (seq < 0 || o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
-    if (o->comm_rank < 0 || o->comm_rank >= csize || nd >= (size_t)csize) continue;
-    if (nd && C->ents[C->nents - 1].r == o->comm_rank) continue; /* one op per rank and instance */
-    if (o->bytes > ibytes) ibytes = o->bytes;
-    double d = (double)(o->end_ns - o->start_ns) / 1e3;
-    if (nd == 0 || d < mind) {
-      mind = d;
-      lastr = o->comm_rank;
-      gl = o->gap_us;
-      tie = false;
-    } else if (d == mind) {
-      tie = true;
+    if (o->comm_rank < 0 || o->comm_rank >= csize || A->ntimed >= (size_t)csize) continue;
+    if (A->ntimed && C->ents[C->nents - 1].r == o->comm_rank) continue; /* one op per rank and instance */
+    if (o->bytes > A->bytes) A->bytes = o->bytes;
+    double dur = (double)(o->end_ns - o->start_ns) / 1e3;
+    if (A->ntimed == 0 || dur < A->min_dur_us) {
+      A->min_dur_us = dur;
+      A->last_rank = o->comm_rank;
+      A->last_gap_us = o->gap_us;
+      A->tie = false;
+    } else if (dur == A->min_dur_us) {
+      A->tie = true;
     }
-    C->durs[nd++] = d;
+    C->durs[A->ntimed++] = dur;
     GROW(C->ents, C->nents, C->capents);
-    C->ents[C->nents++] = (struct ent){o->comm_rank, d, o->gap_us, o->end_ns};
+    C->ents[C->nents++] = (struct ent){.r = o->comm_rank, .dur_us = dur, .gap = o->gap_us, .t = o->end_ns};
   }
-  if (!(nd >= 2 && lastr >= 0 && lastr < csize)) {
-    C->nents -= nd;
-    return 0;
-  }
-  size_t e0 = C->nents - nd, ng = 0;
+  return 0;
+oom:
+  return -1;
+}
+
+/* the instance whose entries add_arrivals appended: its figures in in[], each entry's arrival
+ * offset (off_us) from its duration. 0, or -1 out of memory */
+static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A) {
+  size_t e0 = C->nents - A->ntimed, ngaps = 0;
   for (size_t e = e0; e < C->nents; e++) /* peers' gaps */
-    if (C->ents[e].r != lastr && C->ents[e].gap >= 0) C->gaps[ng++] = C->ents[e].gap;
+    if (C->ents[e].r != A->last_rank && C->ents[e].gap >= 0) C->gaps[ngaps++] = C->ents[e].gap;
   GROW(C->in, C->nin, C->capin);
   struct inst *I = &C->in[C->nin++];
-  I->med = cs_det_median(C->durs, nd);
+  I->med = cs_det_median(C->durs, A->ntimed);
   /* ranks that arrived at the same moment (released together by an earlier collective of
    * another communicator: a group, a host) have no last one among them: the instance counts
    * for no rank's share-last (it would always go to the lowest comm rank of the group) */
-  I->last = tie ? -1 : lastr;
-  I->lateness = I->med - mind;
-  I->gap_last = gl;
-  I->gap_peers = ng ? cs_det_median(C->gaps, ng) : -1;
+  I->last = A->tie ? -1 : A->last_rank;
+  I->lateness = I->med - A->min_dur_us;
+  I->gap_last = A->last_gap_us;
+  I->gap_peers = ngaps ? cs_det_median(C->gaps, ngaps) : -1;
   I->seq = seq;
-  I->bytes = ibytes;
+  I->bytes = A->bytes;
   I->e0 = e0;
-  I->ne = nd;
+  I->ne = A->ntimed;
   I->pg_rank = -1;
-  double mid = cs_det_median_mid(C->durs, nd);
-  for (size_t e = e0; e < C->nents; e++) C->ents[e].a = mid - C->ents[e].a;
+  double mid = cs_det_median_mid(C->durs, A->ntimed);
+  for (size_t e = e0; e < C->nents; e++) C->ents[e].off_us = mid - C->ents[e].dur_us;
+  return 0;
+oom:
+  return -1;
+}
 
-  /* the sliding window, ending at this instance: absolute index ai, buffer index i */
+/* the sliding window ending at the instance just fed, and what the share-last rule found */
+struct window {
+  size_t i, ai;                   /* that instance: buffer index, absolute index */
+  size_t lo, w;                   /* the window's first buffer index, and its instances */
+  size_t recent;                  /* the recent rule's instances, at most the window */
+  size_t arlo;                    /* the recent window's first absolute index */
+  size_t rlo;                     /* ... and its buffer index */
+  double med;                     /* median duration over the window, -1 until computed */
+  int cand;                       /* the rank last most often */
+  bool last_ok;                   /* cand meets the share-last rule ... */
+  struct cs_det_straggler s_last; /* ... with these figures */
+};
+
+/* the median of the instances' median durations over the window */
+static double window_median(struct cstate *C, const struct window *W) {
+  for (size_t j = W->lo; j <= W->i; j++) C->scratch[j - W->lo] = C->in[j].med;
+  return cs_det_median(C->scratch, W->w);
+}
+
+/* slide the window onto the instance just fed: add its entries to the ranks' counts, drop
+ * those of the instances that left the window and the recent window; fills W's bounds */
+static void slide_window(struct cstate *C, const struct cs_det_params *p, struct window *W) {
   struct inst *in = C->in;
-  struct ent *ents = C->ents;
+  const struct ent *ents = C->ents;
   struct rstate *rs = C->rs;
-  size_t *cnt = C->cnt;
-  double *scratch = C->scratch;
   size_t i = C->nin - 1, ai = C->base + i;
+  W->i = i;
+  W->ai = ai;
   C->total = ai + 1;
-  size_t recent = p->recent < p->window ? p->recent : p->window;
-  if (in[i].last >= 0) cnt[in[i].last]++;
+  W->recent = p->recent < p->window ? p->recent : p->window;
+  if (in[i].last >= 0) C->cnt[in[i].last]++;
   for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
     struct rstate *Q = &rs[ents[e].r];
-    Q->run = ents[e].a > 0 ? (Q->run && Q->run_at + 1 == ai ? Q->run + 1 : 1) : 0;
+    bool after = ents[e].off_us > 0; /* it arrived after the median rank */
+    Q->run = after ? (Q->run && Q->run_at + 1 == ai ? Q->run + 1 : 1) : 0;
     Q->run_at = ai;
-    rs[ents[e].r].n++;
-    rs[ents[e].r].pos += ents[e].a > 0;
-    rs[ents[e].r].rn++;
-    rs[ents[e].r].rpos += ents[e].a > 0;
+    Q->n++;
+    Q->pos += after;
+    Q->rn++;
+    Q->rpos += after;
   }
-  size_t arlo = recent && ai + 1 > recent ? ai + 1 - recent : 0;
-  if (recent && arlo > 0) {
-    const struct inst *O = &in[arlo - 1 - C->base];
+  W->arlo = W->recent && ai + 1 > W->recent ? ai + 1 - W->recent : 0;
+  if (W->recent && W->arlo > 0) {
+    const struct inst *O = &in[W->arlo - 1 - C->base];
     for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
       rs[ents[e].r].rn--;
-      rs[ents[e].r].rpos -= ents[e].a > 0;
+      rs[ents[e].r].rpos -= ents[e].off_us > 0;
     }
   }
   size_t alo = ai + 1 > p->window ? ai + 1 - p->window : 0;
   if (alo > 0) {
     const struct inst *O = &in[alo - 1 - C->base];
-    if (O->last >= 0) cnt[O->last]--;
+    if (O->last >= 0) C->cnt[O->last]--;
     for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
       rs[ents[e].r].n--;
-      rs[ents[e].r].pos -= ents[e].a > 0;
+      rs[ents[e].r].pos -= ents[e].off_us > 0;
     }
   }
-  size_t lo = alo - C->base, rlo = arlo > C->base ? arlo - C->base : 0;
-  size_t w = i + 1 - lo;
-  C->any_flagged_now = false;
-  for (int r = 0; r < csize; r++) rs[r].flagged_now = false;
-  if (w < p->min_instances) goto done;
-  double med = -1; /* median duration over the window, computed on demand */
-  /* share-last rule: the rank last most often */
-  int cand = 0;
+  W->lo = alo - C->base;
+  W->rlo = W->arlo > C->base ? W->arlo - C->base : 0;
+  W->w = i + 1 - W->lo;
+  W->med = -1;
+}
+
+/* share-last rule: the rank last most often, if it is last that often by chance only with
+ * the rule's small probability */
+static void share_last_rule(struct cstate *C, const struct cs_det_params *p, struct window *W) {
+  const size_t *cnt = C->cnt;
+  int csize = C->csize, cand = 0;
   for (int r = 1; r < csize; r++)
     if (cnt[r] > cnt[cand]) cand = r;
-  double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)w);
+  double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)W->w);
   if (need < p->share) need = p->share;
-  struct cs_det_straggler s_last = {0};
+  W->cand = cand;
+  memset(&W->s_last, 0, sizeof W->s_last);
   /* last that often by chance: the binomial tail itself, not its normal approximation, which
    * at 8 ranks and a short window is far too thin (a rank last in 9 of 13 instances has a
    * chance of 3e-6, not the 1e-9 of z = 6): data-following work (a hot MoE expert) then
    * reads as a straggler somewhere among thousands of communicators */
-  bool last_ok = (double)cnt[cand] >= need * (double)w &&
-                 cs_det_binom_tail(w, cnt[cand], p0) <= cs_det_normal_tail(p->z) &&
-                 cs_det_eval_cand(in, lo, i + 1, cand, p, scratch, &s_last);
-  /* pass 1: which ranks meet a rule at this instance; every rank whose median offset was
-   * measured above the floor (it passed a rule's pre-check) is a late candidate */
-  size_t nok = 0;
+  W->last_ok = (double)cnt[cand] >= need * (double)W->w &&
+               cs_det_binom_tail(W->w, cnt[cand], p0) <= cs_det_normal_tail(p->z) &&
+               cs_det_eval_cand(C->in, W->lo, W->i + 1, cand, p, C->scratch, &W->s_last);
+}
+
+/* pass 1: which ranks meet a rule at this instance (rs[].ok, .off); every rank whose median
+ * offset was measured above the floor (it passed a rule's pre-check) is a late candidate,
+ * listed in C->okv for the grouping. Returns how many. */
+static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct window *W) {
+  struct inst *in = C->in;
+  const struct ent *ents = C->ents;
+  double *scratch = C->scratch;
+  size_t lo = W->lo, i = W->i, w = W->w, nok = 0;
   double thr = -1;
   size_t kf = p->persist > 2 ? p->persist : 2; /* the fresh rule's instances */
-  for (int r = 0; r < csize; r++) {
-    struct rstate *R = &rs[r];
-    bool ok = last_ok && r == cand;
+  for (int r = 0; r < C->csize; r++) {
+    struct rstate *R = &C->rs[r];
+    bool by_last = W->last_ok && r == W->cand;
+    bool ok = by_last;
     double off = 0, late = 0; /* late: the largest median offset measured for it here */
     /* offset rule; cheap pre-check first: after the median in clearly more than half
      * of its instances (sign test, z >= 2) */
     bool pre_off = R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= cs_det_sqrt((double)R->n);
     /* recent rule: the same over the last `recent` instances only, stricter, so a
      * slowdown that starts mid-job is seen before it fills half the window */
-    bool pre_rec = recent && ai + 1 - arlo == recent && 4 * R->rn >= 3 * recent &&
+    bool pre_rec = W->recent && W->ai + 1 - W->arlo == W->recent && 4 * R->rn >= 3 * W->recent &&
                    (double)R->rpos >= p->recent_share * (double)R->rn;
     /* fresh rule: after the median rank in each of the last `persist` instances by at least
      * the floor, steadily (within 1.25x) and by 2 x recent_z robust standard errors: a big
      * slowdown that starts now is flagged `persist` instances later, however few instances
      * came before it, rather than when its share of the window passes the sign test */
-    bool pre_fresh = kf <= w && R->run >= kf && R->run_at == ai;
+    bool pre_fresh = kf <= w && R->run >= kf && R->run_at == W->ai;
     if ((pre_off || pre_rec || pre_fresh) && thr < 0) {
-      for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
-      med = cs_det_median(scratch, w);
-      thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
+      W->med = window_median(C, W);
+      thr = p->floor_us > p->frac * W->med ? p->floor_us : p->frac * W->med;
     }
     if (!ok && pre_off) {
       ok = cs_det_eval_offset(in, ents, lo, i + 1, r, thr, p->offset_z, scratch, &off);
       if (off > late) late = off;
     }
     if (!ok && pre_rec) {
-      ok = cs_det_eval_offset(in, ents, rlo, i + 1, r, thr, p->recent_z, scratch, &off);
+      ok = cs_det_eval_offset(in, ents, W->rlo, i + 1, r, thr, p->recent_z, scratch, &off);
       if (off > late) late = off;
     }
     if (!ok && pre_fresh && steady(in, ents, i + 1 - kf, i + 1, r, thr)) {
@@ -286,9 +339,9 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     }
     R->ok = ok;
     R->grouped = false;
-    R->off = !ok ? 0 : last_ok && r == cand ? s_last.lateness_us
-                                            : off;
-    if (ok && last_ok && r == cand) { /* group it by its median offset, as the others */
+    R->off = !ok ? 0 : by_last ? W->s_last.lateness_us
+                               : off;
+    if (ok && by_last) { /* group it by its median offset, as the others */
       double o2, g2, pg2;
       cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
       C->okv[nok++] = (struct okrank){o2, r};
@@ -297,91 +350,125 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
     else if (thr >= 0 && late >= thr)
       C->okv[nok++] = (struct okrank){late, r};
   }
-  /* A hardware straggler is one GPU, or the GPUs of one host (and now and then one or two
-   * more): lateness of about the same size (within a factor of 1.25) that four or more late
-   * candidates on several hosts share at once is where the schedule puts them (a pipeline
-   * stage's place in 1F1B at a world collective) or the work the data gives them, not a slow
-   * GPU: none of those ranks is flagged (docs/detection.md). */
-  if (nok >= 4) mark_groups(C, nok);
-  bool linkb = false, linkb_known = false;
-  /* pass 2: persistence and the flags */
-  for (int r = 0; r < csize; r++) {
-    struct rstate *R = &rs[r];
+  return nok;
+}
+
+/* comm_rank r's straggler entry at this instance: the share-last rule's figures, or the
+ * window's for the offset rules; its first flag kept from the entry it already has.
+ * 0, or -1 out of memory */
+static int record_flag(struct cstate *C, struct window *W, int r) {
+  struct inst *in = C->in;
+  const struct ent *ents = C->ents;
+  double *scratch = C->scratch;
+  struct rstate *R = &C->rs[r];
+  size_t lo = W->lo, i = W->i;
+  bool by_last = W->last_ok && r == W->cand;
+  struct cs_det_straggler s;
+  if (by_last) {
+    s = W->s_last;
+  } else {
+    memset(&s, 0, sizeof s);
+    s.window_instances = W->w;
+    s.last = C->cnt[r];
+    s.share_last = (double)C->cnt[r] / (double)W->w;
+    size_t k = 0;
+    for (size_t j = lo; j <= i; j++)
+      if (in[j].last == r) scratch[k++] = in[j].lateness;
+    s.lateness_us = cs_det_median(scratch, k);
+    if (W->med < 0) W->med = window_median(C, W);
+    s.median_dur_us = W->med;
+  }
+  double off, gap, peer_gap;
+  cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &off, &gap, &peer_gap);
+  s.offset_us = off;
+  s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
+  /* offset rule: gaps over the whole window (a share-last flag keeps eval_cand's,
+   * over its last-arrivals) */
+  if (!by_last) {
+    double late = off > s.lateness_us ? off : s.lateness_us;
+    s.gap_us = gap;
+    s.peer_gap_us = peer_gap;
+    s.kind = (gap >= 0 && peer_gap >= 0 && gap - peer_gap < 0.5 * late) ? CS_DET_LINK : CS_DET_COMPUTE;
+  }
+  s.comm = C->comm;
+  s.comm_size = C->csize;
+  s.comm_rank = r;
+  s.rank = C->mem[r].rank;
+  s.host = C->mem[r].host;
+  const struct ent *own = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
+  if (!R->sidx) {
+    GROW(C->str, C->nstr, C->capstr);
+    R->sidx = ++C->nstr;
+    s.first_flag_instance = W->ai + 1;
+    s.first_flag_seq = in[i].seq;
+    s.first_flag_ns = own ? own->t : 0;
+  } else {
+    s.first_flag_instance = C->str[R->sidx - 1].first_flag_instance;
+    s.first_flag_seq = C->str[R->sidx - 1].first_flag_seq;
+    s.first_flag_ns = C->str[R->sidx - 1].first_flag_ns;
+  }
+  s.last_flag_seq = in[i].seq;
+  s.last_flag_ns = own ? own->t : 0;
+  C->str[R->sidx - 1] = s;
+  return 0;
+oom:
+  return -1;
+}
+
+/* pass 2: persistence and the flags. 0, or -1 out of memory */
+static int flags_pass(struct cstate *C, const struct cs_det_params *p, struct window *W) {
+  bool link_bound = false, link_bound_known = false;
+  for (int r = 0; r < C->csize; r++) {
+    struct rstate *R = &C->rs[r];
     if (!R->ok || R->grouped) continue;
     /* persistence: a burst of scheduling noise on a busy host is not a straggler */
-    R->streak = R->streak && R->at + 1 == ai ? R->streak + 1 : 1;
-    R->at = ai;
+    R->streak = R->streak && R->at + 1 == W->ai ? R->streak + 1 : 1;
+    R->at = W->ai;
     if (R->streak < p->persist) continue;
     /* a comm bound by a slow link: every rank waits for the network, and the endpoints of
      * the slow pair (the stream that sends into it, the one that receives from it) come to
      * the next collective a little late; lateness under 5% of the duration there is the
      * link's, reported as the comm's link entry (detect_finish.c), never as a compute
      * straggler on an endpoint */
-    if (!linkb_known) {
-      double sm, rl;
-      linkb = cs_det_link_bound(C, p, lo, i + 1, &sm, &rl);
-      linkb_known = true;
-      if (med < 0) {
-        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
-        med = cs_det_median(scratch, w);
-      }
+    if (!link_bound_known) {
+      double small, rel;
+      link_bound = cs_det_link_bound(C, p, W->lo, W->i + 1, &small, &rel);
+      link_bound_known = true;
+      if (W->med < 0) W->med = window_median(C, W);
     }
-    if (linkb && R->off < 0.05 * med) continue;
+    if (link_bound && R->off < 0.05 * W->med) continue;
     R->flagged_now = C->any_flagged_now = true;
-    struct cs_det_straggler s;
-    if (last_ok && r == cand) {
-      s = s_last;
-    } else {
-      memset(&s, 0, sizeof s);
-      s.window_instances = w;
-      s.last = cnt[r];
-      s.share_last = (double)cnt[r] / (double)w;
-      size_t k = 0;
-      for (size_t j = lo; j <= i; j++)
-        if (in[j].last == r) scratch[k++] = in[j].lateness;
-      s.lateness_us = cs_det_median(scratch, k);
-      if (med < 0) {
-        for (size_t j = lo; j <= i; j++) scratch[j - lo] = in[j].med;
-        med = cs_det_median(scratch, w);
-      }
-      s.median_dur_us = med;
-    }
-    double o2, g2, pg2;
-    cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
-    s.offset_us = o2;
-    s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
-    /* offset rule: gaps over the whole window (a share-last flag keeps eval_cand's,
-     * over its last-arrivals) */
-    if (!(last_ok && r == cand)) {
-      double late = o2 > s.lateness_us ? o2 : s.lateness_us;
-      s.gap_us = g2;
-      s.peer_gap_us = pg2;
-      s.kind = (g2 >= 0 && pg2 >= 0 && g2 - pg2 < 0.5 * late) ? CS_DET_LINK : CS_DET_COMPUTE;
-    }
-    s.comm = C->comm;
-    s.comm_size = csize;
-    s.comm_rank = r;
-    s.rank = C->mem[r].rank;
-    s.host = C->mem[r].host;
-    const struct ent *own = cs_det_find_ent(ents, in[i].e0, in[i].ne, r);
-    if (!R->sidx) {
-      GROW(C->str, C->nstr, C->capstr);
-      R->sidx = ++C->nstr;
-      s.first_flag_instance = ai + 1;
-      s.first_flag_seq = in[i].seq;
-      s.first_flag_ns = own ? own->t : 0;
-    } else {
-      s.first_flag_instance = C->str[R->sidx - 1].first_flag_instance;
-      s.first_flag_seq = C->str[R->sidx - 1].first_flag_seq;
-      s.first_flag_ns = C->str[R->sidx - 1].first_flag_ns;
-    }
-    s.last_flag_seq = in[i].seq;
-    s.last_flag_ns = own ? own->t : 0;
-    C->str[R->sidx - 1] = s;
+    if (record_flag(C, W, r) < 0) return -1;
   }
-done:
+  return 0;
+}
+
+/* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
+ * the members' identities. 0, or -1 out of memory. */
+int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
+                       size_t n) {
+  struct arrivals A;
+  if (add_arrivals(C, seq, m, n, &A) < 0) return -1;
+  if (!(A.ntimed >= 2 && A.last_rank >= 0 && A.last_rank < C->csize)) {
+    C->nents -= A.ntimed;
+    return 0;
+  }
+  if (add_instance(C, seq, &A) < 0) return -1;
+  struct window W;
+  slide_window(C, p, &W);
+  C->any_flagged_now = false;
+  for (int r = 0; r < C->csize; r++) C->rs[r].flagged_now = false;
+  if (W.w >= p->min_instances) {
+    share_last_rule(C, p, &W);
+    size_t nok = rules_pass(C, p, &W);
+    /* A hardware straggler is one GPU, or the GPUs of one host (and now and then one or two
+     * more): lateness of about the same size (within a factor of 1.25) that four or more late
+     * candidates on several hosts share at once is where the schedule puts them (a pipeline
+     * stage's place in 1F1B at a world collective) or the work the data gives them, not a
+     * slow GPU: none of those ranks is flagged (docs/detection.md). */
+    if (nok >= 4) mark_groups(C, nok);
+    if (flags_pass(C, p, &W) < 0) return -1;
+  }
   cstate_compact(C, p);
   return 0;
-oom:
-  return -1;
 }
