@@ -18,9 +18,12 @@ case "${1:-}" in
   "") ;;
   *) echo "usage: scripts/test.sh [--fast]" >&2; exit 2 ;;
 esac
+t_all=$SECONDS
 ./scripts/setup.sh || exit 1
+t_setup=$((SECONDS - t_all))
 
-passed=0; failed=0; skipped=0; stages_failed=0; stage_times=(); t_all=$SECONDS
+passed=0; failed=0; skipped=0; stages_failed=0
+stage_times=("$(printf '%6d s  %s' "$t_setup" "set-up (scripts/setup.sh: packages, meson setup, the gcc build)")")
 stage_log=$(mktemp)
 trap 'rm -f "$stage_log"' EXIT
 # meson's summary line "Name:   N" of a stage's output, its last one (0 when absent)
@@ -91,6 +94,6 @@ if [ "${COLLSCOPE_SKIP_SANITIZERS:-0}" != 1 ]; then
 fi
 echo
 printf '%s\n' "${stage_times[@]}"
-printf '%6d s  total\n' $((SECONDS - t_all))
+printf '%6d s  total (set-up included)\n' $((SECONDS - t_all))
 echo "$passed passed, $failed failed$([ "$skipped" -gt 0 ] && echo ", $skipped skipped")"
 [ "$stages_failed" -eq 0 ]
