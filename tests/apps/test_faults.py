@@ -12,14 +12,14 @@ every other instance and rank. No jitter: the modeled clock makes both runs exac
 
 usage: test_faults.py CASE --cli collscope --apps DIR
 """
-import argparse
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import case_main  # noqa: E402  (tests/case_main.py: the shared command line)
 
 HOSTS = "simhost[1-4]"  # ranks 2h, 2h+1 on simhost(h+1)
 STEPS = 6
@@ -167,17 +167,7 @@ def case_two_faults(cli, apps, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case")
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("--apps", required=True)
-    a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="collscope-faults-")
-    try:
-        globals()["case_" + a.case](a.cli, a.apps, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS", a.case)
+    case_main.run(globals(), "collscope-faults-")
 
 
 if __name__ == "__main__":

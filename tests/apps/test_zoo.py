@@ -7,15 +7,15 @@ exits 0 (its own exact result checks passed) and that collscope's dumps hold the
 
 usage: test_zoo.py CASE --cli collscope --apps DIR
 """
-import argparse
 import collections
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import case_main  # noqa: E402  (tests/case_main.py: the shared command line)
 
 HOSTS = "simhost[1-2]"
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
@@ -216,17 +216,7 @@ def case_scale256(cli, apps, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case")
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("--apps", required=True)
-    a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="collscope-zoo-")
-    try:
-        globals()["case_" + a.case](a.cli, a.apps, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS", a.case)
+    case_main.run(globals(), "collscope-zoo-")
 
 
 if __name__ == "__main__":

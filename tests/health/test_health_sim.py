@@ -11,7 +11,10 @@ nvml_absent, nvml_fail (nvmlInit_v2 fails), nvml_all_fail (every device function
 field_fail (one function fails), demo (collscope demo's health step). throttle, throttle_span,
 online, model, half, nvlink, ecc_xid and clean run on the modeled clock (COLLSCOPE_SIM_CLOCK=model)
 with exact figures."""
-import argparse, glob, html.parser, json, os, shutil, subprocess, tempfile
+import sys, glob, html.parser, json, os, subprocess
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import case_main  # noqa: E402  (tests/case_main.py: the shared command line)
 
 HOSTS = "simhost[1-4]"
 HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
@@ -399,17 +402,7 @@ def case_field_fail(cli, apps, tmp):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case")
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("--apps", required=True)
-    a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="collscope-health-")
-    try:
-        globals()["case_" + a.case](a.cli, a.apps, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS", a.case)
+    case_main.run(globals(), "collscope-health-")
 
 
 if __name__ == "__main__":

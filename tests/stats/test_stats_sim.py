@@ -12,7 +12,10 @@ CUDA events of the sampled event path), model_determinism (the same straggler jo
 modeled clock, once beside two busy loops: identical durations and verdict). The slow, top,
 slow5/slow20 and sampled cases run on the modeled clock (COLLSCOPE_SIM_CLOCK=model) and assert
 exact figures. Prints the measured figures."""
-import argparse, glob, json, os, re, shutil, statistics, subprocess, sys, tempfile, time
+import glob, json, os, re, statistics, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import case_main  # noqa: E402  (tests/case_main.py: the shared command line)
 
 HOSTS = "simhost[1-4]"
 HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
@@ -109,17 +112,7 @@ def print_figures(tag, d):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case")
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("--apps", required=True)
-    a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="collscope-stats-")
-    try:
-        globals()["case_" + a.case](a.cli, a.apps, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS", a.case)
+    case_main.run(globals(), "collscope-stats-")
 
 
 # slow and top on the modeled clock (MODEL_EVENTS, below): rank 5, stalled 3 ms before its
