@@ -4,6 +4,8 @@
  * analysis are in analysis/detect_*.c. */
 #include "detect_internal.h"
 
+#include "collscope/compute_gap.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,27 +69,28 @@ static int cmp_inst(const void *a, const void *b, void *ctx) {
   if (x->comm_rank != y->comm_rank) return x->comm_rank < y->comm_rank ? -1 : 1;
   return 0;
 }
-/* (process: host, rank; then a time t) order of two ops */
+/* (process: host, rank; its stream; then a time t) order of two ops */
 static int proc_order(const struct cs_det_op *x, int64_t tx, const struct cs_det_op *y, int64_t ty) {
   int c = strcmp(x->host ? x->host : "", y->host ? y->host : "");
   if (c) return c;
   if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
   return tx < ty ? -1 : tx > ty;
 }
-/* the timed ops of a process by GPU start */
+/* the timed ops of a process's stream by GPU start */
 static int cmp_proc(const void *a, const void *b, void *ctx) {
   const struct cs_det_op *g_ops = ctx;
   const struct cs_det_op *x = &g_ops[*(const size_t *)a], *y = &g_ops[*(const size_t *)b];
   return proc_order(x, x->start_ns, y, y->start_ns);
 }
-/* the ops of a process that ran untimed, by enqueue time */
+/* the ops of a process's stream that ran untimed, by enqueue time */
 static int cmp_proc_enq(const void *a, const void *b, void *ctx) {
   const struct cs_det_op *g_ops = ctx;
   const struct cs_det_op *x = &g_ops[*(const size_t *)a], *y = &g_ops[*(const size_t *)b];
   return proc_order(x, x->enqueue_ns, y, y->enqueue_ns);
 }
-/* Whether an op of a's process that ran untimed (u: sorted by cmp_proc_enq) was enqueued
- * between a and b: then b's start - a's end spans it, no compute gap. */
+/* Whether an op of a's process and stream that ran untimed (u: sorted by cmp_proc_enq) was
+ * enqueued between a and b: then b's start - a's end spans it, no compute gap. */
 static bool untimed_between(const struct cs_det_op *ops, const size_t *u, size_t nu, const struct cs_det_op *a,
                             const struct cs_det_op *b) {
   int64_t lo = a->enqueue_ns < b->enqueue_ns ? a->enqueue_ns : b->enqueue_ns;
@@ -103,7 +106,7 @@ static bool untimed_between(const struct cs_det_op *ops, const size_t *u, size_t
   }
   if (l == nu) return false;
   const struct cs_det_op *x = &ops[u[l]];
-  return proc_order(x, x->enqueue_ns, a, hi) < 0; /* a's process, before hi */
+  return proc_order(x, x->enqueue_ns, a, hi) < 0; /* a's process and stream, before hi */
 }
 
 static void params_fix(struct cs_det_params *p, const struct cs_det_params *pp) {
@@ -131,9 +134,10 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
   struct cstate C = {0};
   if (!idx || !uidx || !gap) goto oom;
 
-  /* compute gaps: per process, this op's start - the previous op's end, when no op that ran
-   * untimed (sampled out, host-timed) was enqueued between them: a span over such ops holds
-   * their waits for a straggler on every rank alike (as the report's streamed walk) */
+  /* compute gaps: per process and stream, its idle time since the process's previous op of the
+   * same communicator there (collscope/compute_gap.h); a span over an op of the stream that ran
+   * untimed (sampled out, host-timed) is none: it holds that op's wait for a straggler on every
+   * rank alike (as the report's streamed walk, which feeds the same tracker in file order) */
   size_t m = 0, nu = 0;
   for (size_t i = 0; i < n; i++) {
     gap[i] = -1;
@@ -144,12 +148,14 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
   }
   qsort_r(idx, m, sizeof *idx, cmp_proc, (void *)ops);
   qsort_r(uidx, nu, sizeof *uidx, cmp_proc_enq, (void *)ops);
-  for (size_t k = 1; k < m; k++) {
-    const struct cs_det_op *a = &ops[idx[k - 1]], *b = &ops[idx[k]];
-    if (a->rank != b->rank || strcmp(a->host ? a->host : "", b->host ? b->host : "")) continue;
-    if (nu && untimed_between(ops, uidx, nu, a, b)) continue;
-    int64_t g = b->start_ns - a->end_ns;
-    gap[idx[k]] = g > 0 ? (double)g / 1e3 : 0;
+  struct cs_gap_tracker gt;
+  for (size_t k = 0; k < m; k++) {
+    const struct cs_det_op *a = k ? &ops[idx[k - 1]] : NULL, *b = &ops[idx[k]];
+    if (!a || a->rank != b->rank || a->stream != b->stream || strcmp(a->host ? a->host : "", b->host ? b->host : ""))
+      cs_gap_reset(&gt); /* a new process or stream */
+    else if (nu && untimed_between(ops, uidx, nu, a, b))
+      cs_gap_untimed(&gt, b->stream);
+    gap[idx[k]] = cs_gap_timed(&gt, b->comm, b->stream, b->start_ns, b->end_ns);
   }
 
   for (size_t i = 0; i < n; i++) idx[i] = i;

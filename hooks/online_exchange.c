@@ -56,13 +56,12 @@ void cs_online_note(const struct cs_record *r) {
   if (r->type != CS_REC_OP || r->status != 0 || r->op >= CS_OP_COUNT || cs_op_table[r->op].cls == CS_CLASS_P2P)
     return;
   bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_PROFILER;
+  /* the compute gap since this process's previous op of the comm on the stream (as the report) */
   double gap = -1;
-  if (timed) {
-    if (cs_on.last_end) gap = r->start_ns > cs_on.last_end ? (double)(r->start_ns - cs_on.last_end) / 1e3 : 0;
-    if (r->end_ns > cs_on.last_end) cs_on.last_end = r->end_ns;
-  } else {
-    cs_on.last_end = 0; /* ran untimed: the next timed op's gap would span it (as the report) */
-  }
+  if (timed)
+    gap = cs_gap_timed(&cs_on.gaps, r->comm_id, r->stream, r->start_ns, r->end_ns);
+  else
+    cs_gap_untimed(&cs_on.gaps, r->stream); /* ran untimed: the next timed op's span holds it */
   struct feed_item it;
   if (timed && r->seq % cs_on.stride == 0 && r->comm_size > 1) {
     memset(&it, 0, sizeof it);

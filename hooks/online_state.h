@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "collscope/compute_gap.h"
 #include "collscope/online.h"
 #include "cuda_driver.h"
 
@@ -57,8 +58,8 @@ struct cs_online_hook {
   struct feed_item *feed;
   _Atomic uint32_t head, tail;
   _Atomic uint32_t feed_lost;
-  int64_t last_end;         /* harvest thread: latest op end seen */
-  uint32_t reduced_backlog; /* the last exchange: most entries any rank still had queued */
+  struct cs_gap_tracker gaps; /* harvest thread: compute gaps per (comm, stream) */
+  uint32_t reduced_backlog;   /* the last exchange: most entries any rank still had queued */
 };
 extern struct cs_online_hook cs_on; /* hooks/online_exchange.c */
 

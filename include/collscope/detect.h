@@ -67,6 +67,7 @@ struct cs_det_op {
   int state; /* enum cs_det_state */
   bool p2p;  /* Send/Recv: counted for hangs, not for stragglers */
   uint64_t bytes;
+  uint64_t stream; /* its CUDA stream: compute gaps are per (comm, stream), compute_gap.h */
 };
 
 struct cs_det_params {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collscope/compute_gap.h"
 #include "collscope/detect.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -78,7 +79,8 @@ static void stream_equals_batch(void **state) {
   struct cs_det_result batch, str;
   assert_int_equal(cs_detect(v, n, &p, CS_DET_HANG_PENDING, &batch), 0);
 
-  /* the gaps as cs_detect computes them: per process, start - the previous timed op's end */
+  /* the gaps as cs_detect computes them: per process and stream (one here), the idle time since
+   * the previous timed op of the same comm (collscope/compute_gap.h) */
   double *gap = malloc(n * sizeof *gap);
   size_t *idx = malloc(n * sizeof *idx), m = 0;
   for (size_t i = 0; i < n; i++) {
@@ -86,11 +88,11 @@ static void stream_equals_batch(void **state) {
     if (v[i].state == CS_DET_DONE) idx[m++] = i;
   }
   qsort_r(idx, m, sizeof *idx, cmp_proc, v);
-  for (size_t k = 1; k < m; k++) {
-    const struct cs_det_op *a = &v[idx[k - 1]], *b = &v[idx[k]];
-    if (a->rank != b->rank || strcmp(a->host, b->host)) continue;
-    int64_t g = b->start_ns - a->end_ns;
-    gap[idx[k]] = g > 0 ? (double)g / 1e3 : 0;
+  struct cs_gap_tracker gt;
+  for (size_t k = 0; k < m; k++) {
+    const struct cs_det_op *a = k ? &v[idx[k - 1]] : NULL, *b = &v[idx[k]];
+    if (!a || a->rank != b->rank || strcmp(a->host, b->host)) cs_gap_reset(&gt);
+    gap[idx[k]] = cs_gap_timed(&gt, b->comm, b->stream, b->start_ns, b->end_ns);
   }
   /* v is in (instance, comm, comm_rank) order: each run of one (comm, seq) is an instance */
   struct cs_det_stream *s = cs_det_stream_new(&p, CS_DET_HANG_PENDING);

@@ -21,7 +21,8 @@ HOSTS = "simhost[1-4]"
 HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
 
 
-def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, kill_after=None, size="256K", args=(), timeout=180):
+def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, kill_after=None, size="256K", args=(), timeout=180,
+            app="dp_train"):
     out = os.path.join(tmp, "dumps")
     shm = os.path.join(tmp, "shm")
     os.makedirs(shm, exist_ok=True)
@@ -30,7 +31,7 @@ def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, kill_after=None
     cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--"]
     if kill_after:
         cmd += ["timeout", "-s", "KILL", str(kill_after)]
-    cmd += [os.path.join(apps, "dp_train"), "--steps", str(steps), "--size", size] + list(args)
+    cmd += [os.path.join(apps, app), "--steps", str(steps), "--size", size] + list(args)
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     return p, out, shm
 
@@ -473,6 +474,49 @@ def case_model_hostdelay(cli, apps, tmp):
             assert all(abs(w) < 0.01 for w in wait), (seq, v)
     print("model hostdelay: the first collective of steps 1-19 waits 400 us for rank 3 on the 7 other ranks "
           "(e.g. seq 3: rank 3 %.3f us, rank 0 %.3f us); the others run in lockstep" % (dur[3][3], dur[3][0]))
+
+
+# kind in jobs with several communicators, on the modeled clock: a rank's compute gap is its
+# stream's idle time since its previous op of the same communicator there, not since its
+# previous op of any (docs/detection.md). multicomm: four world communicators on four streams,
+# their AllReduces in flight at once, rank 5 stalled 20% before each; train3d (TP 2, PP 2, DP 2):
+# rank 5's modeled compute 50% longer. Per finding (sorted; communicator ids change from run to
+# run): rank, kind, gap_us, peer_gap_us, first_flag_seq. Before the
+# gap was per communicator, multicomm's rank 5 was `link` in 3 of its 4 communicators (gap 0,
+# the other streams' ops in between) and train3d's in its TP communicator.
+MULTICOMM_KIND = [(5, "compute", 2909.293, 2025.804, 14)] * 4
+TRAIN3D_KIND = [(4, "link", 8087.711, 8085.565, 14),  # its TP partner, late at DP: collateral
+                (5, "compute", 1505.631, 1012.998, 14),  # TP: one compute before each
+                (5, "compute", 12067.437, 8052.456, 14)]  # DP: a step's computes summed
+
+
+def kind_findings(cli, apps, tmp, app, faults, steps, size, args):
+    p, d, _ = run_job(cli, apps, tmp, QUIET + ";jitter:pct=2;" + faults, steps=steps, size=size, args=args,
+                      env_extra=MODEL_EVENTS, app=app)
+    assert p.returncode == 0, p.stdout[-3000:]
+    r = report(cli, d)
+    got = sorted((s["rank"], s["kind"], s["gap_us"], s["peer_gap_us"], s["first_flag_seq"]) for s in r["stragglers"])
+    print("%s: %s" % (app, json.dumps(got)))
+    return got
+
+
+def same(got, want):
+    """gaps to 100 ns: start and end are GPU times placed on the host's clock by collscope's
+    calibration, which rounds them a few ns either way from run to run (test_zoo.py); the
+    modeled durations themselves are exact"""
+    return len(got) == len(want) and all(
+        g[0] == w[0] and g[1] == w[1] and abs(g[2] - w[2]) <= 0.1 and abs(g[3] - w[3]) <= 0.1 and g[4] == w[4]
+        for g, w in zip(got, want))
+
+
+def case_kind_multicomm(cli, apps, tmp):
+    got = kind_findings(cli, apps, tmp, "multicomm", "slow:rank=5,pct=20", 120, "256K",
+                        ("--comms", "4", "--compute-us", "2000"))
+    assert same(got, MULTICOMM_KIND), (got, MULTICOMM_KIND)
+    shutil.rmtree(os.path.join(tmp, "dumps"))
+    got = kind_findings(cli, apps, tmp, "train3d", "slow:rank=5,compute=50", 16, "64K",
+                        ("--tp", "2", "--pp", "2", "--microbatches", "4", "--compute-us", "1000"))
+    assert same(got, TRAIN3D_KIND), (got, TRAIN3D_KIND)
 
 
 def case_slow20_sampled(cli, apps, tmp):

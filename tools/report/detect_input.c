@@ -104,6 +104,7 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
       d->state = report_op_det_state(o);
       d->p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P;
       d->bytes = o->bytes;
+      d->stream = o->stream;
     }
     for (size_t j = 0; j < f->nhangs; j++) {
       const struct cs_hang_rec *h = &f->hangs[j];

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uthash.h>
 
+#include "collscope/compute_gap.h"
 #include "collscope/sdc.h"
 #include "dump/instwalk.h"
 #include "xalloc.h"
@@ -82,8 +83,7 @@ struct fstate { /* one file's state across rounds */
   unsigned cw;
   struct comm_ent *cc[2];
   struct crank_ent *cr[2];
-  bool has_prev;
-  int64_t prev_end;
+  struct cs_gap_tracker gaps; /* the process's compute gaps (zeroed: none yet) */
 };
 
 struct report_agg_priv {

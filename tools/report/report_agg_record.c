@@ -222,21 +222,16 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   W->matched |= filter && counts;
   bool err = report_op_is_error(o);
   int state = report_op_det_state(o);
-  /* this process's compute gap: start - the end of its previous op, when that op was timed.
-   * An op that ran untimed in between (sampled out of the CUDA-event path, host-timed) makes
-   * the span no compute gap: with 1 in 64 small collectives timed it would hold 63 collectives,
-   * the waits for the straggler included, on every rank alike (docs/detection.md). */
+  /* this process's compute gap: the idle time of the op's stream since the process's previous
+   * op of the same communicator there (include/collscope/compute_gap.h). An op that ran untimed
+   * in between (sampled out of the CUDA-event path, host-timed) makes the span no compute gap:
+   * with 1 in 64 small collectives timed it would hold 63 collectives, the waits for the
+   * straggler included, on every rank alike (docs/detection.md). */
   double gap = -1;
-  if (state == CS_DET_DONE) {
-    if (F->has_prev) {
-      int64_t g = o->start_ns - F->prev_end;
-      gap = g > 0 ? (double)g / 1e3 : 0;
-    }
-    F->has_prev = true;
-    F->prev_end = o->end_ns;
-  } else if (state == CS_DET_ENTERED || state == CS_DET_UNTIMED) {
-    F->has_prev = false;
-  }
+  if (state == CS_DET_DONE)
+    gap = cs_gap_timed(&F->gaps, o->comm, o->stream, o->start_ns, o->end_ns);
+  else if (state == CS_DET_ENTERED || state == CS_DET_UNTIMED)
+    cs_gap_untimed(&F->gaps, o->stream);
   if (o->seq >= 0) {
     XGROW(F->buf, F->n, F->cap);
     struct cs_walk_rec *w = &F->buf[F->n++];
