@@ -12,7 +12,7 @@ CUDA events of the sampled event path), model_determinism (the same straggler jo
 modeled clock, once beside two busy loops: identical durations and verdict). The slow, top,
 slow5/slow20 and sampled cases run on the modeled clock (COLLSCOPE_SIM_CLOCK=model) and assert
 exact figures. Prints the measured figures."""
-import glob, json, os, re, statistics, subprocess, sys, time
+import glob, json, os, re, shutil, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import case_main  # noqa: E402  (tests/case_main.py: the shared command line)
