@@ -107,18 +107,15 @@ static void mark_groups(struct cstate *C, size_t n) {
   }
 }
 
-/* the fresh rule's shape: comm_rank r's offset in every instance of [lo, hi) is at least thr
- * and within 1.25x of the others' (a slow GPU's delay is steady; the work a burst of data
- * gives a rank, or the noise between two ranks, is not) */
+/* the fresh rule's shape (cs_det_steady, detect.h) over comm_rank r's offsets in [lo, hi) */
 static bool steady(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double thr) {
-  double mn = 0, mx = 0;
+  struct cs_det_steady s = {0};
   for (size_t j = lo; j < hi; j++) {
     const struct ent *e = cs_det_find_ent(ents, in[j].e0, in[j].ne, r);
-    if (!e || e->off_us < thr) return false;
-    if (j == lo || e->off_us < mn) mn = e->off_us;
-    if (j == lo || e->off_us > mx) mx = e->off_us;
+    if (!e) return false;
+    cs_det_steady_add(&s, e->off_us, thr);
   }
-  return mx <= 1.25 * mn;
+  return cs_det_steady_ok(&s);
 }
 
 /* an instance's timed ops as they are appended to ents[] */

@@ -101,15 +101,9 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   size_t kf = p->persist > 2 ? p->persist : 2;
   if (!ok && nw >= kf) {
     size_t flo = w->n - kf;
-    double mn = 0, mx = 0;
-    bool steady = true;
-    for (size_t j = flo; j <= i && steady; j++) {
-      double a = wat(w, W, j)->a;
-      steady = a >= thr;
-      if (j == flo || a < mn) mn = a;
-      if (j == flo || a > mx) mx = a;
-    }
-    if (steady && mx <= 1.25 * mn) ok = eval_offset(st, w, flo, i + 1, thr, 2 * p->recent_z, &off);
+    struct cs_det_steady s = {0};
+    for (size_t j = flo; j <= i; j++) cs_det_steady_add(&s, wat(w, W, j)->a, thr);
+    if (cs_det_steady_ok(&s)) ok = eval_offset(st, w, flo, i + 1, thr, 2 * p->recent_z, &off);
   }
   if (!ok) return;
   w->streak = w->streak && w->at + 1 == i ? w->streak + 1 : 1;

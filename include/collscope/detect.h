@@ -174,6 +174,24 @@ double cs_det_sqrt(double x);
  * share-last rule's chance level, exact at any communicator size (no libm either). */
 double cs_det_normal_tail(double z);
 double cs_det_binom_tail(size_t n, size_t k, double p);
+/* The fresh rule's shape, shared by the report's detector and the online evaluator: a rank's
+ * offset in each of the instances fed is at least the floor, and the largest is within
+ * 1.25x of the smallest (a slow GPU's delay is steady; the work a burst of data gives a rank,
+ * or the noise between two ranks, is not). Feed every instance's offset, then ask. */
+struct cs_det_steady {
+  double min, max;
+  size_t n;
+  bool below; /* an offset under the floor (or a missing one) was fed */
+};
+static inline void cs_det_steady_add(struct cs_det_steady *s, double off, double floor_us) {
+  if (!(off >= floor_us)) s->below = true;
+  if (s->n == 0 || off < s->min) s->min = off;
+  if (s->n == 0 || off > s->max) s->max = off;
+  s->n++;
+}
+static inline bool cs_det_steady_ok(const struct cs_det_steady *s) {
+  return s->n > 0 && !s->below && s->max <= 1.25 * s->min;
+}
 
 /* The same detector fed one collective instance at a time (the dump readers, which never
  * hold all records): per communicator, instances must come in increasing seq order, each
