@@ -21,6 +21,10 @@
 #define LOCAL_CAP 4096u   /* shipped items kept until their instance completes */
 #define AGG_CAP 4096u     /* partial aggregates (shared) */
 #define AGG_MAX_AGE 64u   /* exchanges an incomplete aggregate or a shipped item is kept */
+/* exchanges a complete instance waits for an earlier instance of its communicator that this
+ * rank shipped and that has not completed (lost in a slot collision, shipped again), so
+ * that the windows take instances in seq order whatever exchange each completed in */
+#define ORDER_HOLD 4u
 #define WIN_COMMS 64u     /* communicators a rank judges itself on */
 #define PENDING_REPORTS 8u
 #define RANK_BITS 24 /* comm ranks packed under a duration */

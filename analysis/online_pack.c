@@ -136,6 +136,7 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
       keep[kept++] = o;
       continue;
     }
+    if (!o.first_shipped) o.first_shipped = exchange;
     st->op_used[s] = true;
     st->op_slot[s] = o;
     shipped++;

@@ -157,24 +157,72 @@ static int cmp_opagg(const void *x, const void *y) {
   return a->k.seq < b->k.seq ? -1 : a->k.seq > b->k.seq;
 }
 
-/* Complete sampled instances, in (comm, seq) order, into this rank's windows. */
+static int cmp_key(const void *x, const void *y) {
+  const struct key *a = x, *b = y;
+  if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
+  return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* What a complete instance waits for: the instances this rank shipped that have not
+ * completed, first shipped fewer than ORDER_HOLD exchanges ago (in the backlog again after
+ * a slot collision, or waiting for other ranks), sorted by (comm, seq). */
+static size_t order_blockers(struct cs_online_rank *st, uint32_t exchange, struct key *b) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < st->ops_n; i++) {
+    const struct cs_online_op *o = &st->ops[(st->ops_first + i) % OPS_BACKLOG];
+    if (o->first_shipped && exchange - o->first_shipped < ORDER_HOLD) b[n++] = (struct key){o->comm, o->seq};
+  }
+  struct op_local *l, *lt;
+  HASH_ITER(hh, st->opl, l, lt) {
+    if (exchange - l->o.first_shipped >= ORDER_HOLD) continue;
+    struct op_agg *a;
+    HASH_FIND(hh, st->opa, &l->k, sizeof l->k, a);
+    if (!a || a->count != a->size) b[n++] = l->k;
+  }
+  qsort(b, n, sizeof *b, cmp_key);
+  return n;
+}
+
+/* Is there a blocker of a's communicator before it? (b sorted; its first entry of the
+ * communicator is that communicator's earliest) */
+static bool held_back(const struct key *b, size_t nb, const struct op_agg *a) {
+  size_t lo = 0, hi = nb;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (b[mid].comm < a->k.comm)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < nb && b[lo].comm == a->k.comm && b[lo].seq < a->k.seq;
+}
+
+/* Complete sampled instances, in (comm, seq) order, into this rank's windows. An instance
+ * that completed before an earlier one of its communicator (slot collisions make which
+ * exchange completes what depend on each rank's pace) waits for it, at most ORDER_HOLD
+ * exchanges: a window's instances, and so its findings, do not depend on that pace. */
 void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
   struct op_agg **v = malloc((st->nopa ? st->nopa : 1) * sizeof *v);
-  if (!v) {
+  struct key *b = malloc(((size_t)st->ops_n + st->nopl + 1) * sizeof *b);
+  if (!v || !b) {
+    free(v);
+    free(b);
     st->oom = true;
     return;
   }
+  size_t nb = order_blockers(st, exchange, b);
   size_t n = 0;
   struct op_agg *a, *t;
   HASH_ITER(hh, st->opa, a, t) {
-    if (a->count == a->size)
-      v[n++] = a;
-    else if (exchange - a->born >= AGG_MAX_AGE) {
+    if (a->count == a->size) {
+      if (!held_back(b, nb, a)) v[n++] = a;
+    } else if (exchange - a->born >= AGG_MAX_AGE) {
       HASH_DEL(st->opa, a);
       free(a);
       st->nopa--;
     }
   }
+  free(b);
   qsort(v, n, sizeof *v, cmp_opagg);
   for (size_t i = 0; i < n; i++) {
     a = v[i];

@@ -55,6 +55,7 @@ struct cs_online_op {
   float dur_us; /* GPU duration */
   float gap_us; /* this op's start - this rank's previous op end, < 0 unknown */
   uint32_t comm_size, comm_rank;
+  uint32_t first_shipped; /* the evaluator's own: the exchange that first shipped it (feed 0) */
 };
 
 /* A checked collective on this rank. */
