@@ -25,7 +25,7 @@ COLLSCOPE_SIM_CLOCK=model, the shim timing every op with CUDA events, `collscope
 detector the report and the online exchange link). Job shape (tests/stats): every ring step
 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket, `jitter:pct=2`, seed K per run.
 Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md)."""
-import argparse, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, collections, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
 
 QUIET = "link:a=*,b=*,us=300"
 # in process (bench/accuracy_driver.c): steps of a fault run, >= 100 instances of the
@@ -372,7 +372,13 @@ def run_processes_ok(w, f):
 
 
 def generate(a):
-    rows = [json.loads(line) for f in a.results.split(",") for line in open(f)]
+    # a row measured again replaces the earlier one of the same (workload, fault, ranks, mode)
+    latest = {}
+    for f in a.results.split(","):
+        for line in open(f):
+            o = json.loads(line)
+            latest[(o["workload"], o["fault"], o["ranks"], o["mode"])] = o
+    rows = list(latest.values())
     wall = sum(o["wall_s"] for o in rows)
     long_ = [o for o in rows if o["mode"] == "in-process-long"]
     rows = [o for o in rows if o["mode"] != "in-process-long"]
@@ -409,21 +415,21 @@ def generate(a):
          "seeds with a finding on a rank the fault did not touch: a slowed GPU's tensor-parallel partner, late",
          "to its data-parallel collective because it waited for it), false (findings per 1M clean instances:",
          "before the onset, or in clean runs; stragglers the report explains by the GPU inventory, `gpu_model`,",
-         "are counted apart).", ""]
+         "are counted apart), wall (the row's own wall time, all its seeds).", ""]
     order = {f: i for i, f in enumerate(FAULTS)}
     for w in WORKLOADS:
         L += ["## %s" % w, "",
-              "| ranks | fault | mode | seeds | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (clean instances) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| ranks | fault | mode | seeds | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (clean instances) | wall |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for o in sorted((o for o in rows if o["workload"] == w),
                         key=lambda o: (o["mode"] != "processes", o["ranks"], order.get(o["fault"], 99))):
             fp = fmt(o["false_per_million"], False)
             if o.get("explained"):
                 fp += ", %d explained (gpu_model)" % o["explained"]
-            L.append("| %d | `%s` | %s | %d | %s | %s | %s | %s | %s | %s | %s (%d) |" % (
+            L.append("| %d | `%s` | %s | %d | %s | %s | %s | %s | %s | %s | %s (%d) | %.0f s |" % (
                 o["ranks"], o["fault"], o["mode"], o["seeds"], fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
                 after_cell(o["flag_after"]), bar_cell(o["fault"], o["flag_after"]), fmt(o["collateral"]), fp,
-                o["clean_instances"]))
+                o["clean_instances"], o["wall_s"]))
         cl = [o for o in rows + long_ if o["workload"] == w and o["fault"] == "none"]
         tot = sum(o["clean_instances"] for o in cl)
         fp = sum((o["false_per_million"] or 0) * o["clean_instances"] / 1e6 for o in cl)
@@ -438,11 +444,20 @@ def generate(a):
               len(rows) + len(long_), wall, pw),
           "process and in-process halves ran side by side, `--only`), on %s with %d CPUs shared with other" % (
               platform.machine(), os.cpu_count() or 0),
-          "engineers' builds and tests, written %s. A 256-rank job of dp_train through the simulator" % (
-              time.strftime("%Y-%m-%d", time.gmtime())),
-          "takes 95-200 s here, so 256 ranks as processes ran one seed of three faults, and hangs (wall clock,",
-          "8 s each) three seeds; the in-process driver covers every fault at every scale with 10 seeds (3 for",
-          "the rarer faults at 16,384 ranks).", ""]
+          "engineers' builds and tests, written %s." % time.strftime("%Y-%m-%d", time.gmtime())]
+    # what ran with fewer than 10 seeds, said from the rows themselves
+    few = collections.defaultdict(list)
+    for o in rows:
+        if o["seeds"] < 10:
+            few[(o["mode"], o["ranks"], o["seeds"])].append("%s %s" % (o["workload"], o["fault"]))
+    if few:
+        L += ["Rows with fewer than 10 seeds (a hang runs on the wall clock, 8 s a seed; the largest jobs cost"
+              " the most):"]
+        for (mode, n, k), what in sorted(few.items()):
+            big = [o["wall_s"] / o["seeds"] for o in rows if o["mode"] == mode and o["ranks"] == n]
+            L.append("- %s, %d ranks, %d seed%s (%.0f s a seed at most): %s." % (
+                mode, n, k, "" if k == 1 else "s", max(big), ", ".join(sorted(what))))
+    L.append("")
     with open(a.generate, "w") as f:
         f.write("\n".join(L))
     return 0
