@@ -495,6 +495,10 @@ void cs_event_pools_maintain(void) {
   }
 }
 
+bool cs_timing_event_done(uint64_t ev) {
+  return ev && cs_drv.loaded && cs_drv.cuEventQuery((CUevent)(uintptr_t)ev) == CUDA_SUCCESS;
+}
+
 bool cs_event_to_realtime(uint64_t ctx, uint64_t ev, int64_t *ns) {
   struct cs_evpool *p = pool_find((CUcontext)(uintptr_t)ctx);
   if (!p) return false;

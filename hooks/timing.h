@@ -188,6 +188,8 @@ void cs_event_pools_maintain(void);
 /* GPU->realtime: start time of an event in CLOCK_REALTIME ns via the context's anchor.
  * Returns false if the event cannot be converted. */
 bool cs_event_to_realtime(uint64_t ctx, uint64_t ev, int64_t *ns);
+/* harvest thread: has the GPU reached this recorded event (cuEventQuery says done)? */
+bool cs_timing_event_done(uint64_t ev);
 void cs_timing_atfork_child(void);
 
 #endif

@@ -39,7 +39,17 @@
 
 #define PROF_SLOTS 4096u
 #define PROF_MAXCH 64u
-#define PROF_IDLE_NS 200000000LL /* no expected KernelCh count: done 200 ms after the last stop */
+/* When a Coll/P2p stop (at enqueue) has all the KernelCh events it will get. Done at once
+ * when every channel reported. Otherwise only with evidence that its kernel has run --
+ * some KernelCh event of its own, a later op of its communicator with kernel stamps (NCCL
+ * runs a communicator's kernels in launch order), or its own CUDA end event reached (a
+ * probe) -- and then PROF_IDLE_NS after its last event (the stop, or a KernelCh stop):
+ * fewer KernelCh events than channels, or none for this op. Without evidence the kernel
+ * may still be queued behind the GPU's earlier work (the host runs ahead), so the slot
+ * waits, up to PROF_WAIT_NS, or the final pass. */
+#define PROF_IDLE_NS 200000000LL
+#define PROF_WAIT_NS 30000000000LL
+#define PROF_COMM_KEYS 1024u /* communicators' kernel-evidence tickets, by hashed comm id */
 
 struct prof_slot {
   _Atomic uint64_t gen; /* bumped at every allocation */
@@ -50,6 +60,8 @@ struct prof_slot {
   _Atomic uint64_t span;     /* longest channel span */
   _Atomic int64_t last_mono; /* host CLOCK_MONOTONIC of the last Coll stop / KernelCh stop */
   _Atomic uint64_t chstart[PROF_MAXCH];
+  uint64_t ticket;          /* launch order (prof_ticket), for the evidence rule above */
+  uint32_t ckey;            /* its communicator's entry in comm_kch */
   uint8_t nch;
   uint8_t ce;               /* a CeColl event's slot: no record link, free at its stop */
   struct cs_record *ce_rec; /* a grouped copy-engine collective's record, until its stop */
@@ -57,6 +69,9 @@ struct prof_slot {
 };
 static struct prof_slot slots[PROF_SLOTS];
 static _Atomic uint32_t slot_cursor;
+static _Atomic uint64_t prof_ticket;              /* Coll/P2p starts, in launch order */
+static _Atomic uint64_t comm_kch[PROF_COMM_KEYS]; /* per communicator: the latest ticket with kernel stamps */
+static uint32_t comm_key(uint64_t comm) { return (uint32_t)((comm * 0x9e3779b97f4a7c15ULL) >> 54) & (PROF_COMM_KEYS - 1); }
 static _Atomic int prof_inited;        /* NCCL initialised the plugin at least once */
 static _Atomic uint64_t prof_stats[3]; /* linked, unlinked, no slot (debug log at exit) */
 
@@ -270,6 +285,8 @@ static void *task_start(struct cs_record *r, uint8_t nch, const char *algo, cons
     s->nch = nch;
     s->ce = 0;
     s->ce_rec = NULL;
+    s->ticket = atomic_fetch_add_explicit(&prof_ticket, 1, memory_order_relaxed) + 1;
+    s->ckey = comm_key(r->comm_id);
     uint64_t gen = (atomic_load_explicit(&s->gen, memory_order_relaxed) + 1) & ((1ull << 44) - 1);
     if (!gen) gen = 1;
     atomic_store_explicit(&s->gen, gen, memory_order_release);
@@ -295,6 +312,11 @@ static void *kch_start(void *parent, uint8_t ch, uint64_t ptimer) {
                                                                 memory_order_relaxed)) {
   }
   atomic_fetch_add_explicit(&s->kstarted, 1, memory_order_release);
+  _Atomic uint64_t *ck = &comm_kch[s->ckey];
+  uint64_t t = atomic_load_explicit(ck, memory_order_relaxed);
+  while (s->ticket > t && !atomic_compare_exchange_weak_explicit(ck, &t, s->ticket, memory_order_release,
+                                                                 memory_order_relaxed)) {
+  }
   uint64_t gen = (uint64_t)((uintptr_t)parent >> 20);
   return h_make((uint32_t)(s - slots), gen, H_KCH, ch);
 }
@@ -437,16 +459,18 @@ static int64_t gpu_to_realtime(uint64_t t) {
   return (int64_t)t + (rt - mono);
 }
 
-/* Is the slot's op finished (Coll/P2p stopped and every channel's KernelCh stopped, or idle
- * long enough)? On true, t0 and span hold the stamps (*t0 == UINT64_MAX: none arrived). */
-static bool slot_done(struct prof_slot *s, bool final, uint64_t *t0, uint64_t *span) {
+/* Is the slot's op finished (Coll/P2p stopped and every channel's KernelCh stopped, or the
+ * rule at PROF_IDLE_NS)? kernel_ran: the caller knows its kernel has run (its CUDA end
+ * event). On true, t0 and span hold the stamps (*t0 == UINT64_MAX: none arrived). */
+static bool slot_done(struct prof_slot *s, bool final, bool kernel_ran, uint64_t *t0, uint64_t *span) {
   bool stopped = atomic_load_explicit(&s->stopped, memory_order_acquire);
   uint32_t ks = atomic_load_explicit(&s->kstopped, memory_order_acquire);
   uint32_t kb = atomic_load_explicit(&s->kstarted, memory_order_acquire);
   bool done = stopped && s->nch && ks >= s->nch;
   if (!done && stopped && ks == kb) {
     int64_t idle = cs_now_ns(CLOCK_MONOTONIC) - atomic_load_explicit(&s->last_mono, memory_order_relaxed);
-    if (idle > PROF_IDLE_NS) done = true; /* fewer KernelCh events than channels (or none) */
+    bool ran = kb > 0 || kernel_ran || atomic_load_explicit(&comm_kch[s->ckey], memory_order_acquire) > s->ticket;
+    if (idle > (ran ? PROF_IDLE_NS : PROF_WAIT_NS)) done = true;
   }
   if (!done && !final) return false;
   *t0 = ks ? atomic_load_explicit(&s->tmin, memory_order_relaxed) : UINT64_MAX;
@@ -461,7 +485,8 @@ bool cs_prof_collect(struct cs_record *r, bool final) {
   uint64_t t0 = UINT64_MAX, span = 0;
   if (r->prof_probe) {                                                                /* probation: the events time the record; keep the plugin's span aside */
     bool failed = r->timing != CS_TIMING_PENDING && r->timing != CS_TIMING_GPU_EVENT; /* call failed: no stop may come */
-    if (s && !failed && !slot_done(s, final, &t0, &span)) return false;
+    bool ran = cs_timing_event_done(r->ev_end); /* its CUDA end event: the kernel has run */
+    if (s && !failed && !slot_done(s, final, ran, &t0, &span)) return false;
     if (t0 != UINT64_MAX) {
       r->prof_start_ns = gpu_to_realtime(t0);
       r->prof_end_ns = r->prof_start_ns + (int64_t)span;
@@ -475,7 +500,7 @@ bool cs_prof_collect(struct cs_record *r, bool final) {
     cs_prof_release(r);
     return true;
   }
-  if (!slot_done(s, final, &t0, &span)) return false;
+  if (!slot_done(s, final, false, &t0, &span)) return false;
   if (t0 != UINT64_MAX) {
     r->start_ns = gpu_to_realtime(t0);
     r->end_ns = r->start_ns + (int64_t)span;

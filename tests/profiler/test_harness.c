@@ -9,7 +9,9 @@
  *  - events of calls collscope does not time (no current record) get no handle;
  *  - a late KernelCh under a released record's handle does not touch the next record;
  *    a handle whose generation is not the slot's is dropped (case 7);
- *  - a Coll that never gets kernels completes (host timing) at the final pass;
+ *  - a Coll that never gets kernels completes (host timing) at the final pass; one whose
+ *    kernel stamps come late (queued behind GPU work) waits for them, and one without
+ *    stamps is done (host timing) once a later op of its communicator got stamps;
  *  - init refused in events mode. */
 #include "shim/cs_internal.h"
 #include "collscope/nccl_profiler_abi.h"
@@ -211,6 +213,40 @@ int main(void) {
   CHECK(!cs_prof_collect(&rn, false));
   CHECK(cs_prof_collect(&rn, true) && rn.timing == CS_TIMING_HOST);
   ncclProfiler_v5.stopEvent(hn); /* after release: harmless */
+
+  /* 5b. a kernel queued behind the GPU's earlier work: the Coll stop comes at enqueue, the
+   * kernel stamps much later. Without a sign that its kernel ran, the op waits (not 200 ms
+   * and host timing), and gets its stamps when they come. */
+  {
+    struct cs_record q;
+    rec_init(&q, CS_OP_AllReduce, 12);
+    cs_prof_cur = &q;
+    void *hq = coll5(ctx, "AllReduce", 12, 1);
+    cs_prof_cur = NULL;
+    ncclProfiler_v5.stopEvent(hq);
+    struct timespec nap = {0, 300000000};
+    nanosleep(&nap, NULL);
+    CHECK(!cs_prof_collect(&q, false));
+    kch5(ctx, hq, 0, t0, t0 + 4321);
+    CHECK(cs_prof_collect(&q, false) && q.timing == CS_TIMING_PROFILER && q.end_ns - q.start_ns == 4321);
+    /* an op that gets no stamps while a later op of its communicator gets them: done (host
+     * timing) once that is seen, 200 ms after its stop */
+    struct cs_record a, b;
+    rec_init(&a, CS_OP_AllReduce, 13);
+    rec_init(&b, CS_OP_AllReduce, 14);
+    cs_prof_cur = &a;
+    void *ha = coll5(ctx, "AllReduce", 13, 1);
+    cs_prof_cur = &b;
+    void *hb = coll5(ctx, "AllReduce", 14, 1);
+    cs_prof_cur = NULL;
+    ncclProfiler_v5.stopEvent(ha);
+    ncclProfiler_v5.stopEvent(hb);
+    nanosleep(&nap, NULL);
+    CHECK(!cs_prof_collect(&a, false)); /* no evidence yet */
+    kch5(ctx, hb, 0, t0, t0 + 10);
+    CHECK(cs_prof_collect(&a, false) && a.timing == CS_TIMING_HOST);
+    CHECK(cs_prof_collect(&b, false) && b.timing == CS_TIMING_PROFILER && b.end_ns - b.start_ns == 10);
+  }
 
   /* 7. recycle every slot once: the first handle's generation is then stale, its KernelCh dropped */
   for (int i = 0; i < 4096 + 1; i++) {
