@@ -25,7 +25,7 @@
  * rank shipped and that has not completed (lost in a slot collision, shipped again), so
  * that the windows take instances in seq order whatever exchange each completed in */
 #define ORDER_HOLD 4u
-#define WIN_COMMS 64u     /* communicators a rank judges itself on */
+#define WIN_COMMS 64u /* communicators a rank judges itself on */
 #define PENDING_REPORTS 8u
 #define RANK_BITS 24 /* comm ranks packed under a duration */
 #define DUR_MAX ((1ull << 40) - 1)

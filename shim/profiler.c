@@ -60,8 +60,8 @@ struct prof_slot {
   _Atomic uint64_t span;     /* longest channel span */
   _Atomic int64_t last_mono; /* host CLOCK_MONOTONIC of the last Coll stop / KernelCh stop */
   _Atomic uint64_t chstart[PROF_MAXCH];
-  uint64_t ticket;          /* launch order (prof_ticket), for the evidence rule above */
-  uint32_t ckey;            /* its communicator's entry in comm_kch */
+  uint64_t ticket; /* launch order (prof_ticket), for the evidence rule above */
+  uint32_t ckey;   /* its communicator's entry in comm_kch */
   uint8_t nch;
   uint8_t ce;               /* a CeColl event's slot: no record link, free at its stop */
   struct cs_record *ce_rec; /* a grouped copy-engine collective's record, until its stop */
@@ -485,7 +485,7 @@ bool cs_prof_collect(struct cs_record *r, bool final) {
   uint64_t t0 = UINT64_MAX, span = 0;
   if (r->prof_probe) {                                                                /* probation: the events time the record; keep the plugin's span aside */
     bool failed = r->timing != CS_TIMING_PENDING && r->timing != CS_TIMING_GPU_EVENT; /* call failed: no stop may come */
-    bool ran = cs_timing_event_done(r->ev_end); /* its CUDA end event: the kernel has run */
+    bool ran = cs_timing_event_done(r->ev_end);                                       /* its CUDA end event: the kernel has run */
     if (s && !failed && !slot_done(s, final, ran, &t0, &span)) return false;
     if (t0 != UINT64_MAX) {
       r->prof_start_ns = gpu_to_realtime(t0);

@@ -263,7 +263,8 @@ static void test_straggler_independent_of_completion_order(void **state) {
   assert_true(a.lateness_us == b.lateness_us);
   assert_true(a.median_dur_us == b.median_dur_us);
   print_message("flagged at exchange %u (in step) and %u (rank 3 one exchange late): %zu instances, share %.4f, "
-                "lateness %.3f us\n", at_a, at_b, a.instances, a.share_last, a.lateness_us);
+                "lateness %.3f us\n",
+                at_a, at_b, a.instances, a.share_last, a.lateness_us);
 }
 
 int main(void) {
