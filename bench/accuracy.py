@@ -24,7 +24,8 @@ COLLSCOPE_SIM_CLOCK=model, the shim timing every op with CUDA events, `collscope
 (bench/accuracy_driver.c: the same cost model's durations fed into analysis/detect*.c, the
 detector the report and the online exchange link). Job shape (tests/stats): every ring step
 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket, `jitter:pct=2`, seed K per run.
-Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md)."""
+Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md), each
+job until `collscope top` shows its hung processes, then killed."""
 import argparse, collections, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
 
 QUIET = "link:a=*,b=*,us=300"
@@ -148,6 +149,38 @@ def comm_seqs(d):
     return v
 
 
+HANG_LIMIT_S = 120  # bounds a hang run whose shims never report
+HANG_SETTLE_S = 3   # the hung processes' set unchanged this long: every rank that will report has
+
+
+def run_until_hung(cmd, env, cli, shm):
+    """A hang job runs until `collscope top` shows processes flagged HUNG (each shim writes its
+    hang record and flushes its dump before its ring says so) and that set has not grown for
+    HANG_SETTLE_S, then every rank still alive is SIGKILLed, as a scheduler would: the figures
+    follow the shims' reports, however slowly the host gets there."""
+    log = tempfile.TemporaryFile("w+")
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    hung, since = set(), time.monotonic()
+    while p.poll() is None:
+        q = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+        procs = json.loads(q.stdout)["processes"] if q.returncode == 0 else []
+        now = {x["pid"] for x in procs if "HUNG" in x["flags"]}
+        if now - hung:
+            hung, since = hung | now, time.monotonic()
+        elif hung and time.monotonic() - since >= HANG_SETTLE_S:
+            for x in procs:
+                try:
+                    os.kill(x["pid"], 9)
+                except ProcessLookupError:
+                    pass
+            break
+        time.sleep(0.2)
+    p.wait(timeout=HANG_LIMIT_S + 60)
+    log.seek(0)
+    return subprocess.CompletedProcess(cmd, p.returncode, log.read())
+
+
 def run_processes(b, w, fault, n, seed, steps=None):
     faults = sim_faults(fault, n, w)
     app = app_cmd(w, n, steps)
@@ -170,10 +203,13 @@ def run_processes(b, w, fault, n, seed, steps=None):
         cmd = [cli, "run", "-n", str(n), "--hosts", "simhost[1-%d]" % (n // ranks_per_host(n)), "--sim",
                "--no-kill-on-fail", "--"]
         if hang:
-            cmd += ["timeout", "-s", "KILL", "8"]
+            cmd += ["timeout", "-s", "KILL", str(HANG_LIMIT_S)]
         env.update(app[2])
         cmd += [os.path.join(b, "tests", "apps", app[0])] + app[1]
-        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+        if hang:
+            p = run_until_hung(cmd, env, cli, shm)
+        else:
+            p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
         if p.returncode and not hang:
             sys.exit("job failed (%d): %s" % (p.returncode, p.stdout[-3000:]))
         r = subprocess.run([cli, "report", out, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -451,7 +487,7 @@ def generate(a):
         if o["seeds"] < 10:
             few[(o["mode"], o["ranks"], o["seeds"])].append("%s %s" % (o["workload"], o["fault"]))
     if few:
-        L += ["Rows with fewer than 10 seeds (a hang runs on the wall clock, 8 s a seed; the largest jobs cost"
+        L += ["Rows with fewer than 10 seeds (a hang runs on the wall clock until the shims report it; the largest jobs cost"
               " the most):"]
         for (mode, n, k), what in sorted(few.items()):
             big = [o["wall_s"] / o["seeds"] for o in rows if o["mode"] == mode and o["ranks"] == n]

@@ -225,7 +225,8 @@ static ncclResult_t parse_config(const ncclConfig_t *in, ncclConfig_t *out) {
 }
 
 /* ---------------------------------------------------------------- creation */
-static _Atomic int comm_counter;
+static _Atomic int comm_counter, tool_comm_counter;
+#define TOOL_COMM_INDEX0 1000000
 static pthread_once_t version_once = PTHREAD_ONCE_INIT;
 static void show_version(void) { sn_info(simcuda_current_device(), "NCCL version 2.28.9+cuda13.0"); }
 
@@ -244,7 +245,13 @@ static struct ncclComm *comm_new(int nranks, int rank, int dev, const char *name
   c->start_magic = c->end_magic = COMM_MAGIC;
   snprintf(c->shm_name, sizeof c->shm_name, "%s", name);
   c->nranks = nranks; c->rank = rank; c->dev = dev;
-  c->index = atomic_fetch_add(&comm_counter, 1);
+  /* the job's communicators are numbered 0, 1, ... in creation order (the faults' comm=C);
+   * collscope's own (commName collscope-*, created on its thread whenever it gets there)
+   * from TOOL_COMM_INDEX0 on, so they never shift the job's numbers */
+  if (cfg->commName && !strncmp(cfg->commName, "collscope-", 10))
+    c->index = TOOL_COMM_INDEX0 + atomic_fetch_add(&tool_comm_counter, 1);
+  else
+    c->index = atomic_fetch_add(&comm_counter, 1);
   const char *r = getenv("RANK");
   c->fault_rank = (r && *r) ? atoi(r) : rank;
   c->config = *cfg;
