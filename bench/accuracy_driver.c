@@ -32,9 +32,9 @@
 #include "collscope/detect.h"
 #include "tests/sim/nccl/collcost.h"
 
-#define STREAM 1      /* one stream a rank, every communicator's ops on it (tests/apps) */
-#define WIRE_US 300.0 /* the quiet shape's link:a=*,b=*,us=300 */
-#define LINK_US 3000.0  /* the `link` fault: simhost1 <-> simhost2, 3 ms per step */
+#define STREAM 1       /* one stream a rank, every communicator's ops on it (tests/apps) */
+#define WIRE_US 300.0  /* the quiet shape's link:a=*,b=*,us=300 */
+#define LINK_US 3000.0 /* the `link` fault: simhost1 <-> simhost2, 3 ms per step */
 #define COMPUTE_US 2000.0
 #define JITTER 0.02
 #define HANG_SEQ 20
@@ -66,7 +66,7 @@ static struct {
   double pct;
   int64_t from; /* the fault starts at this step */
   int culprit, culprit2, chost;
-  double *t;                  /* per rank: its stream's time (us) */
+  double *t;                   /* per rank: its stream's time (us) */
   struct cs_gap_tracker *gaps; /* per rank: its compute gaps, as the report forms them */
   uint64_t *draws;
   char **host;
