@@ -24,7 +24,9 @@
  *   Pairwise ops (AlltoAll, Gather, Scatter): n-1 steps of one peer's block over the
  *   slowest pair. Send/Recv: one step on the pair's edge. One rank: a local copy.
  * The total is divided by the GPU model's speed and multiplied by the item's jitter factor
- * (keyed by the comm's members and the instance, so every member draws the same). */
+ * (keyed by the comm's members and the instance, so every member draws the same).
+ * The formula itself is collcost.c's (the in-process accuracy driver links the same copy);
+ * this file forms the edges (hosts, link faults, fabric) and completes the items. */
 #include "simnccl.h"
 #include "collcost.h"
 #include <stdlib.h>
