@@ -21,7 +21,7 @@
 Up to 256 ranks of dp run as real processes through the simulator (`collscope run --sim`,
 COLLSCOPE_SIM_CLOCK=model, the shim timing every op with CUDA events, `collscope report
 --json`); the other workloads and 4,096 and 16,384 ranks run in process
-(bench/accuracy_driver.c: the same cost model's durations fed into analysis/detect*.c, the
+(bench/accuracy_driver.c: the simulator's cost model, linked, fed into analysis/detect*.c, the
 detector the report and the online exchange link). Job shape (tests/stats): every ring step
 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket, `jitter:pct=2`, seed K per run.
 Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md), each
@@ -429,9 +429,11 @@ def generate(a):
          "  train3d, moe, accum, multicomm --comms 4, dp_train with simhost2 an older half-speed GPU model for",
          "  `hetero`), every op timed by CUDA events, the NCCL_NET wrapper over simnet, read by",
          "  `collscope report --json`.",
-         "- `in-process`: bench/accuracy_driver.c, the same cost model (tests/sim/nccl/model.c) fed into the",
-         "  detector the report and the online exchange link (analysis/detect*.c); its own `dp` (3 buckets a step),",
-         "  `3d` (TP 2 x PP 2 or 4 x DP, 1F1B over 4 microbatches, a world AllReduce each step at which every",
+         "- `in-process`: bench/accuracy_driver.c, the simulator's cost of an op (tests/sim/nccl/collcost.c,",
+         "  linked) fed into the detector the report and the online exchange link (analysis/detect*.c), with",
+         "  compute gaps formed as the report forms them (analysis/compute_gap.c: one stream a rank); its own",
+         "  `dp` (3 buckets a step), `3d` (TP 2 x PP 2 or 4 x DP, 1F1B over 4 microbatches with Send/Recv",
+         "  between stages, a world AllReduce each step at which every",
          "  stage arrives at its place in the schedule) and `moe` (expert groups of 8: AlltoAll dispatch and",
          "  combine around the experts' work, one hot expert per layer and step at 1.5-3x the mean, and a world",
          "  AllReduce).", "",

@@ -3,11 +3,13 @@
  * (docs/simulator.md "The modeled clock") without processes: per rank a stream time, per
  * collective instance the arrival of each member (its stream's time), completion on every
  * member at the latest arrival plus the instance's cost, and feeds each instance, as the
- * report does, into collscope's streaming detector (analysis/detect*.c, linked, not copied).
+ * report does, into collscope's streaming detector (analysis/detect*.c, linked, not copied),
+ * with each member's compute gap as the report forms it (analysis/compute_gap.c, linked: one
+ * stream a rank, the idle time since its previous op of the same communicator there).
  *
- * The cost is tests/sim/nccl/model.c's (NCCL 2.28.9's tuning model, src/graph/tuning.cc:
- * 8.4 us base latency, 3.4 us NVLink / 14 us NET per ring step, 150 GB/s inside a host,
- * 100 Gbit/s between hosts, `link:` us added to an edge's latency), in the job shape of
+ * The cost is the simulator's, linked (tests/sim/nccl/collcost.c, NCCL 2.28.9's tuning model,
+ * src/graph/tuning.cc: 8.4 us base latency, 3.4 us NVLink / 14 us NET per ring step, 150 GB/s
+ * inside a host, 100 Gbit/s between hosts, `link:` us added to an edge's latency), in the job shape of
  * tests/stats (`link:a=*,b=*,us=300`: every ring step 300 us more, so the model and not the
  * host sets the arrivals; "backward pass" 2 ms per bucket), with `jitter:pct=2` noise: each
  * compute sleep 1 + 0.02 u per rank, each instance's cost 1 + 0.02 u on every member alike.
@@ -26,15 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collscope/compute_gap.h"
 #include "collscope/detect.h"
+#include "tests/sim/nccl/collcost.h"
 
-#define BASE_LAT_US 8.4 /* tuning.cc:143-144 */
-#define NVL_LAT_US 3.4  /* tuning.cc:150-151 */
-#define NET_LAT_US 14.0 /* tuning.cc:162-163 */
-#define NVL_BPUS 150e3  /* bytes per us inside a host */
-#define NET_BPUS 12.5e3 /* 100 Gbit/s */
-#define WIRE_US 300.0   /* the quiet shape's link:a=*,b=*,us=300 */
-#define LINK_US 3000.0  /* the `link` fault: simhost1 <-> simhost2, 3 ms per step */
+#define STREAM 1       /* one stream a rank, every communicator's ops on it (tests/apps) */
+#define WIRE_US 300.0  /* the quiet shape's link:a=*,b=*,us=300 */
+#define LINK_US 3000.0 /* the `link` fault: simhost1 <-> simhost2, 3 ms per step */
 #define COMPUTE_US 2000.0
 #define JITTER 0.02
 #define HANG_SEQ 20
@@ -53,8 +53,6 @@ struct comm {
   int id, n;
   int *m; /* members' global ranks, in comm-rank (ring) order */
   int64_t seq;
-  double intra_extra, inter_extra; /* the link fault's extra latency on its worst edge */
-  bool has_intra, has_inter;
   int64_t onset; /* 1-based instance of the first delayed arrival of a culprit, 0 none */
   struct cs_det_member *mb;
   double hist[32]; /* a slowed member's last measured durations here (slow: P% of their median) */
@@ -68,7 +66,8 @@ static struct {
   double pct;
   int64_t from; /* the fault starts at this step */
   int culprit, culprit2, chost;
-  double *t, *last_end; /* per rank: stream time, the end of its last op */
+  double *t;                   /* per rank: its stream's time (us) */
+  struct cs_gap_tracker *gaps; /* per rank: its compute gaps, as the report forms them */
   uint64_t *draws;
   char **host;
   struct cs_det_stream *det;
@@ -106,38 +105,26 @@ static struct comm *comm_new(const int *m, int n) {
   memcpy(c->m, m, (size_t)n * sizeof *m);
   for (int k = 0; k < n && W.hang_comm < 0; k++)
     if (m[k] == W.culprit) W.hang_comm = c->id;
-  for (int p = 0; p < n; p++) { /* ring edges */
-    int a = m[p], b = m[(p + 1) % n];
-    bool inter = host_of(a) != host_of(b);
-    double x = link_pair(a, b) ? LINK_US : 0;
-    if (inter) {
-      c->has_inter = true;
-      if (x > c->inter_extra) c->inter_extra = x;
-    } else {
-      c->has_intra = true;
-      if (x > c->intra_extra) c->intra_extra = x;
-    }
-  }
   return c;
 }
 
-/* tests/sim/nccl/model.c ring_step: the slowest edge moving `chunk` bytes */
-static double ring_step(const struct comm *c, double chunk) {
-  double w = 0;
-  if (c->has_intra) w = NVL_LAT_US + WIRE_US + c->intra_extra + chunk / NVL_BPUS;
-  if (c->has_inter) {
-    double x = NET_LAT_US + WIRE_US + c->inter_extra + chunk / NET_BPUS;
-    if (x > w) w = x;
-  }
-  return w;
+/* the edge between comm ranks a and b as the simulator forms it (tests/sim/nccl/model.c):
+ * NVLink inside a host, 100 Gbit/s between hosts, every edge the quiet shape's 300 us and the
+ * `link` fault's pair 3 ms more */
+static struct sn_edge pair_edge(void *ctx, int a, int b) {
+  const struct comm *c = ctx;
+  int ra = c->m[a], rb = c->m[b];
+  return sn_cost_edge(host_of(ra) == host_of(rb), SN_COST_NET_GBPS / 8.0, WIRE_US + (link_pair(ra, rb) ? LINK_US : 0), 1.0);
 }
-enum op { OP_ALLREDUCE,
-          OP_ALLTOALL };
-static double cost_us(const struct comm *c, enum op op, double bytes) {
-  int n = c->n;
-  if (n == 1) return BASE_LAT_US + bytes / NVL_BPUS;
-  if (op == OP_ALLREDUCE) return BASE_LAT_US + 2.0 * (n - 1) * ring_step(c, bytes / n);
-  return BASE_LAT_US + (double)(n - 1) * ring_step(c, bytes); /* AlltoAll: n-1 steps (pairs) */
+static struct sn_edge ring_edge(void *ctx, int p) {
+  const struct comm *c = ctx;
+  return pair_edge(ctx, p, (p + 1) % c->n);
+}
+/* the simulator's cost of one op on c (tests/sim/nccl/collcost.c), in us; P2P from comm rank
+ * self to peer */
+static double cost_us(struct comm *c, enum sn_cost_algo algo, double bytes, int self, int peer) {
+  struct sn_cost_net net = {.n = c->n, .ring = ring_edge, .pair = pair_edge, .ctx = c};
+  return sn_cost_op_ns(&net, algo, bytes, self, peer) / 1e3;
 }
 
 static int cmp_d(const void *a, const void *b) {
@@ -182,7 +169,7 @@ static void compute(int r, double us) {
 }
 
 /* one collective instance on c: arrivals, completion, the detector's instance */
-static void collective(struct comm *c, enum op op, double bytes) {
+static void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
   if (W.hung) return;
   int64_t seq = c->seq++;
   W.ninst++;
@@ -197,7 +184,7 @@ static void collective(struct comm *c, enum op op, double bytes) {
   }
   if (delayed && !c->onset) c->onset = seq + 1;
   bool hang = (W.fault == F_HANG_HOST || W.fault == F_HANG_GPU) && seq == HANG_SEQ && c->id == W.hang_comm;
-  double end = tmax + cost_us(c, op, bytes) * jit(((uint64_t)c->id << 48) ^ ((uint64_t)c->n << 32) ^ (uint64_t)seq);
+  double end = tmax + sn_cost_item_ns(cost_us(c, op, bytes, 0, 0), 1.0, jit(((uint64_t)c->id << 48) ^ ((uint64_t)c->n << 32) ^ (uint64_t)seq));
   size_t nm = 0;
   bool recorded = false;
   for (int k = 0; k < c->n; k++) {
@@ -205,21 +192,32 @@ static void collective(struct comm *c, enum op op, double bytes) {
     if (hang && W.fault == F_HANG_HOST && r == W.culprit) continue; /* never enters */
     struct cs_det_member *b = &c->mb[nm++];
     int64_t st = (int64_t)(W.t[r] * 1e3), en = (int64_t)(end * 1e3);
-    *b = (struct cs_det_member){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = hang || W.last_end[r] < 0 ? -1 : W.t[r] - W.last_end[r]};
+    double gap = hang ? -1 : cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, STREAM, st, en);
+    *b = (struct cs_det_member){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = gap};
     if (!hang && culprit(r) && !recorded) {
       c->hist[c->nhist++ % 32] = end - W.t[r];
       recorded = true;
     }
-    if (!hang) {
-      W.t[r] = end;
-      W.last_end[r] = end;
-    }
+    if (!hang) W.t[r] = end;
   }
   if (cs_det_stream_instance(W.det, (uint64_t)c->id + 1, seq, c->mb, nm)) {
     fprintf(stderr, "accuracy_driver: out of memory\n");
     exit(2);
   }
   if (hang) W.hung = true;
+}
+
+/* a Send or Recv of the pipeline communicator c's rank k to or from `peer`, which first waits
+ * `wait_us` for its peer (a Recv in the pipeline's fill or drain): an op of the rank's stream,
+ * so the other communicators' compute gaps do not count its time, but no collective instance
+ * (the detector reads no P2P: analysis/detect_window.c) */
+static void p2p(struct comm *c, int k, int peer, double wait_us, double bytes) {
+  if (W.hung) return;
+  int r = c->m[k];
+  double st = W.t[r], f = jit(((uint64_t)r << 40) ^ W.draws[r]++);
+  double cost = sn_cost_item_ns(cost_us(c, SN_COST_P2P, bytes, k, peer), 1.0, jit(((uint64_t)r << 40) ^ W.draws[r]++));
+  W.t[r] += wait_us * f + cost;
+  cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, STREAM, (int64_t)(st * 1e3), (int64_t)(W.t[r] * 1e3));
 }
 
 /* ---------------------------------------------------------------- workloads */
@@ -234,21 +232,24 @@ static void run_dp(void) {
   for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++)
     for (int b = 0; b < 3; b++) {
       for (int r = 0; r < W.n; r++) compute(r, COMPUTE_US);
-      collective(c, OP_ALLREDUCE, 262144.0 / (1 << (3 * b)));
+      collective(c, SN_COST_ALLREDUCE, 262144.0 / (1 << (3 * b)));
     }
 }
 
 /* 3d: tensor parallel 2 (inside a host), pipeline pp (2 at 8 ranks, else 4), data parallel
  * the rest; rank = (d x pp + s) x 2 + t. Per step, 1F1B over M = 4 microbatches: each
- * microbatch's forward (1 ms) and backward (2 ms) end in a TP AllReduce of the stage pair;
- * stage s enters its first forward s forward-times late (the pipeline's fill) and ends its
- * last backward s backward-times early (its drain); then a DP AllReduce of its gradients
- * (the ranks of one stage and TP index) and a world AllReduce (the gradient norm), which
- * every stage reaches at its own place in the schedule: the bubbles. */
+ * microbatch's forward (1 ms) and backward (2 ms) end in a TP AllReduce of the stage pair,
+ * then a Send of 64 KiB to the next stage (forward) or the previous one (backward) on the PP
+ * communicator (the ranks of one DP and TP index, one a stage); stage s waits in a Recv of
+ * its first activation s forward-times (the pipeline's fill) and in one of its last gradients
+ * (pp-1-s) backward-times (its drain); then a DP AllReduce of its gradients (the ranks of one
+ * stage and TP index) and a world AllReduce (the gradient norm), which every stage reaches at
+ * its own place in the schedule: the bubbles. All on one stream a rank (tests/apps/train3d). */
 static void run_3d(void) {
   int tp = 2, pp = W.n >= 64 ? 4 : 2, dp = W.n / (tp * pp), M = 4;
   double fwd = 1000, bwd = 2000;
   struct comm **tpc = malloc((size_t)(dp * pp) * sizeof *tpc), **dpc = malloc((size_t)(pp * tp) * sizeof *dpc);
+  struct comm **ppc = malloc((size_t)(dp * tp) * sizeof *ppc);
   int *m = malloc((size_t)W.n * sizeof *m);
   for (int g = 0; g < dp * pp; g++) {
     m[0] = 2 * g;
@@ -262,25 +263,33 @@ static void run_3d(void) {
     }
   for (int r = 0; r < W.n; r++) m[r] = r;
   struct comm *world = comm_new(m, W.n);
+  for (int d = 0; d < dp; d++) /* after the others: the hang faults act on the culprit's TP pair */
+    for (int t = 0; t < tp; t++) {
+      for (int s = 0; s < pp; s++) m[s] = (d * pp + s) * tp + t;
+      ppc[d * tp + t] = comm_new(m, pp);
+    }
   for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++) {
     for (int d = 0; d < dp; d++)
       for (int s = 0; s < pp; s++) {
-        struct comm *c = tpc[d * pp + s];
-        for (int k = 0; k < 2; k++) compute(c->m[k], s * fwd); /* fill */
+        struct comm *c = tpc[d * pp + s], *p[2] = {ppc[d * tp], ppc[d * tp + 1]};
+        for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, s * fwd, 65536); /* fill: Recv the first activation */
         for (int mb = 0; mb < M; mb++) {
           for (int k = 0; k < 2; k++) compute(c->m[k], fwd);
-          collective(c, OP_ALLREDUCE, 65536);
+          collective(c, SN_COST_ALLREDUCE, 65536);
+          for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, 0, 65536); /* Send forward */
           for (int k = 0; k < 2; k++) compute(c->m[k], bwd);
-          collective(c, OP_ALLREDUCE, 65536);
+          collective(c, SN_COST_ALLREDUCE, 65536);
+          for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, 0, 65536); /* Send backward */
         }
-        for (int k = 0; k < 2; k++) compute(c->m[k], (pp - 1 - s) * bwd); /* drain: wait for the last grads */
+        for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, (pp - 1 - s) * bwd, 65536); /* drain: Recv the last grads */
       }
-    for (int i = 0; i < pp * tp && dp > 1; i++) collective(dpc[i], OP_ALLREDUCE, 262144);
-    collective(world, OP_ALLREDUCE, 8);
+    for (int i = 0; i < pp * tp && dp > 1; i++) collective(dpc[i], SN_COST_ALLREDUCE, 262144);
+    collective(world, SN_COST_ALLREDUCE, 8);
   }
   free(m);
   free(tpc);
   free(dpc);
+  free(ppc);
 }
 
 /* moe: expert parallel over groups of 8 ranks (all ranks at 8), each rank one expert. Per
@@ -303,7 +312,7 @@ static void run_moe(void) {
       for (int i = 0; i < ng; i++) {
         struct comm *c = g[i];
         for (int k = 0; k < ep; k++) compute(c->m[k], 1000);
-        collective(c, OP_ALLTOALL, 65536);
+        collective(c, SN_COST_PAIRS, 65536);
         uint64_t key = ((uint64_t)W.step << 20) ^ ((uint64_t)layer << 18) ^ (uint64_t)i ^ 0x5a5a000000ull;
         int hot = (int)(unif(key) * ep);
         double hf = 1.5 + 1.5 * unif(key ^ 0xabcdef);
@@ -311,9 +320,9 @@ static void run_moe(void) {
           double load = k == hot ? hf : (ep - hf) / (ep - 1);
           compute(c->m[k], 2000 * load);
         }
-        collective(c, OP_ALLTOALL, 65536);
+        collective(c, SN_COST_PAIRS, 65536);
       }
-    collective(world, OP_ALLREDUCE, 262144);
+    collective(world, SN_COST_ALLREDUCE, 262144);
   }
   free(m);
   free(g);
@@ -399,12 +408,11 @@ int main(int argc, char **argv) {
   W.chost = host_of(W.culprit);
   W.hang_comm = -1;
   W.t = calloc((size_t)W.n, sizeof *W.t);
-  W.last_end = malloc((size_t)W.n * sizeof *W.last_end);
+  W.gaps = calloc((size_t)W.n, sizeof *W.gaps); /* zero: cs_gap_reset's state */
   W.draws = calloc((size_t)W.n, sizeof *W.draws);
   W.host = malloc((size_t)nh * sizeof *W.host);
   W.comms = calloc((size_t)W.n * 2 + 16, sizeof *W.comms);
-  if (!W.t || !W.last_end || !W.draws || !W.host || !W.comms) return 2;
-  for (int r = 0; r < W.n; r++) W.last_end[r] = -1;
+  if (!W.t || !W.gaps || !W.draws || !W.host || !W.comms) return 2;
   for (int h = 0; h < nh; h++) {
     char b[32];
     snprintf(b, sizeof b, "simhost%d", h + 1);

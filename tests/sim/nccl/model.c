@@ -24,27 +24,23 @@
  *   Pairwise ops (AlltoAll, Gather, Scatter): n-1 steps of one peer's block over the
  *   slowest pair. Send/Recv: one step on the pair's edge. One rank: a local copy.
  * The total is divided by the GPU model's speed and multiplied by the item's jitter factor
- * (keyed by the comm's members and the instance, so every member draws the same). */
+ * (keyed by the comm's members and the instance, so every member draws the same).
+ * The formula itself is collcost.c's (the in-process accuracy driver links the same copy);
+ * this file forms the edges (hosts, link faults, fabric) and completes the items. */
 #include "simnccl.h"
+#include "collcost.h"
 #include <stdlib.h>
 #include <string.h>
-
-#define BASE_LAT_NS 8400.0     /* tuning.cc:143-144 baseLatencies Ring Simple */
-#define NVL_LAT_NS 3400.0      /* tuning.cc:150-151 hwLatencies NVLINK Ring Simple */
-#define NET_LAT_NS 14000.0     /* tuning.cc:162-163 hwLatencies NET Ring Simple */
-#define NVL_BYTES_PER_NS 150.0 /* 150 GB/s inside a host */
 
 static double net_bytes_per_ns(void) {
   static double bpns;
   if (bpns <= 0) {
     const char *v = getenv("COLLSCOPE_SIMNET_GBPS");
     double g = v ? atof(v) : 0;
-    bpns = (g > 0 ? g : 100.0) / 8.0;
+    bpns = (g > 0 ? g : SN_COST_NET_GBPS) / 8.0;
   }
   return bpns;
 }
-
-#define FABRIC_HOP_NS 1000.0 /* two more switches between leaves */
 
 static double oversub(void) {
   static double o;
@@ -56,20 +52,12 @@ static double oversub(void) {
   return o;
 }
 
-struct edge { double lat, bpns; };
 /* the op being costed: its seq selects the link/nic faults whose onset has passed */
 static __thread long long cost_seq = -1;
-static struct edge edge_of(struct ncclComm *c, int a, int b) {
+static struct sn_edge edge_of(struct ncclComm *c, int a, int b) {
   const char *ha = c->shm->ranks[a].host, *hb = c->shm->ranks[b].host;
-  struct edge e;
-  if (!strcmp(ha, hb)) { e.lat = NVL_LAT_NS; e.bpns = NVL_BYTES_PER_NS; }
-  else { e.lat = NET_LAT_NS; e.bpns = net_bytes_per_ns(); }
-  if (sn_nfaults) {
-    double scale = 1.0;
-    e.lat += 1000.0 * sn_link_delay_us(ha, hb, cost_seq, &scale);
-    e.bpns *= scale;
-  }
-  return e;
+  double scale = 1.0, extra_us = sn_nfaults ? (double)sn_link_delay_us(ha, hb, cost_seq, &scale) : 0;
+  return sn_cost_edge(!strcmp(ha, hb), net_bytes_per_ns(), extra_us, scale);
 }
 
 /* Fabric: the ring edges that leave (out) or enter leaf `leaf` from another leaf */
@@ -85,69 +73,35 @@ static int leaf_flows(struct ncclComm *c, const char *leaf, int out) {
 }
 /* a ring edge's bandwidth and latency with the fabric: an inter-leaf edge gets its share of
  * the source leaf's uplink and the destination leaf's downlink, at most the NIC's */
-static struct edge ring_edge(struct ncclComm *c, int p) {
+static struct sn_edge ring_edge(void *ctx, int p) {
+  struct ncclComm *c = ctx;
   int a = c->ring[p], b = c->ring[(p + 1) % c->nranks];
-  struct edge e = edge_of(c, a, b);
+  struct sn_edge e = edge_of(c, a, b);
   const char *la = sn_leaf_of(c->shm->ranks[a].host), *lb = sn_leaf_of(c->shm->ranks[b].host);
   if (!la || !lb || !strcmp(la, lb)) return e;
   double nic = net_bytes_per_ns();
   double up = sn_leaf_hosts(la) * nic / oversub() / leaf_flows(c, la, 1);
   double down = sn_leaf_hosts(lb) * nic / oversub() / leaf_flows(c, lb, 0);
-  if (up < e.bpns) e.bpns = up;
-  if (down < e.bpns) e.bpns = down;
-  e.lat += FABRIC_HOP_NS;
-  return e;
+  return sn_cost_fabric(e, up, down);
 }
-
-/* the slowest step moving `chunk` bytes over every ring edge at once */
-static double ring_step(struct ncclComm *c, double chunk) {
-  double worst = 0;
-  for (int p = 0; p < c->nranks; p++) {
-    struct edge e = ring_edge(c, p);
-    double t = e.lat + chunk / e.bpns;
-    if (t > worst) worst = t;
-  }
-  return worst;
-}
-static double pairs_step(struct ncclComm *c, double chunk) {
-  double worst = 0;
-  for (int a = 0; a < c->nranks; a++)
-    for (int b = 0; b < c->nranks; b++) {
-      if (a == b) continue;
-      struct edge e = edge_of(c, a, b);
-      double t = e.lat + chunk / e.bpns;
-      if (t > worst) worst = t;
-    }
-  return worst;
-}
-static double chain_cost(struct ncclComm *c, double bytes) {
-  double lat = 0, bpns = 1e30;
-  for (int p = 0; p < c->nranks; p++) {
-    struct edge e = ring_edge(c, p);
-    if (e.lat > lat) lat = e.lat;
-    if (e.bpns < bpns) bpns = e.bpns;
-  }
-  return c->nranks * lat + bytes / bpns;
-}
+static struct sn_edge pair_edge(void *ctx, int a, int b) { return edge_of(ctx, a, b); }
 
 static double op_ns(struct ncclComm *c, const struct sn_op *op) {
-  int n = c->nranks;
-  double es = (double)sn_type_size(op->dtype), bytes = (double)op->count * es;
-  if (n == 1) return BASE_LAT_NS + bytes / NVL_BYTES_PER_NS;
+  struct sn_cost_net net = {.n = c->nranks, .ring = ring_edge, .pair = pair_edge, .ctx = c};
+  double bytes = (double)op->count * (double)sn_type_size(op->dtype);
+  enum sn_cost_algo a;
   switch (op->coll) {
-  case SN_ALLREDUCE: return BASE_LAT_NS + 2.0 * (n - 1) * ring_step(c, bytes / n);
+  case SN_ALLREDUCE: a = SN_COST_ALLREDUCE; break;
   case SN_REDUCESCATTER:
-  case SN_ALLGATHER: return BASE_LAT_NS + (double)(n - 1) * ring_step(c, bytes);
+  case SN_ALLGATHER: a = SN_COST_RING; break;
   case SN_BROADCAST:
-  case SN_REDUCE: return BASE_LAT_NS + chain_cost(c, bytes);
+  case SN_REDUCE: a = SN_COST_CHAIN; break;
   case SN_ALLTOALL:
   case SN_GATHER:
-  case SN_SCATTER: return BASE_LAT_NS + (double)(n - 1) * pairs_step(c, bytes);
-  default: {   /* Send/Recv: the pair's edge */
-    struct edge e = edge_of(c, c->rank, op->root);
-    return e.lat + bytes / e.bpns;
+  case SN_SCATTER: a = SN_COST_PAIRS; break;
+  default: a = SN_COST_P2P; break; /* Send/Recv: the pair's edge */
   }
-  }
+  return sn_cost_op_ns(&net, a, bytes, c->rank, op->root);
 }
 
 static int has_collective(const struct sn_op *ops, int nops) {
@@ -174,13 +128,12 @@ uint64_t sn_model_item_ns(struct ncclComm *c, const struct sn_op *ops, int nops)
     ns += op_ns(c, &ops[i]);
   }
   cost_seq = -1;
-  ns /= simcuda_model_speed();
   /* jitter: collectives keyed by the comm (its members' job ranks) and the instance, so the
    * members of a job's comms draw the same factors run after run (the segment name is
    * random); Send/Recv-only items also by the rank */
   uint64_t key = comm_key(c) ^ ((uint64_t)c->vt_gen << 20);
   if (!has_collective(ops, nops)) key ^= (uint64_t)(c->rank + 1) << 48;
-  ns *= simcuda_model_noise(key);
+  ns = sn_cost_item_ns(ns, simcuda_model_speed(), simcuda_model_noise(key));
   return (uint64_t)(ns + 0.5);
 }
 
