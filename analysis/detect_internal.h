@@ -65,6 +65,8 @@ struct rstate {
   double off;   /* then its median offset (share-last rule: its median lateness) */
   bool grouped; /* ... shared with ranks on other hosts alike: not flagged (detect_window.c) */
   size_t sidx;  /* its entry in out->stragglers + 1, 0 none */
+  double p2p_idle; /* its stream's idle time before its Send/Recv since its previous collective
+                    * (their compute gaps summed), -1 when one has none (detect_window.c) */
 };
 /* The state of one communicator while its instances are fed in seq order. Only the last
  * window + 1 instances (and their entries) are kept: in[] is compacted when it reaches
