@@ -26,10 +26,7 @@ static double expert_us(int r, int s) {
 }
 
 static struct cs_det_op op_of(int r, int64_t seq, bool p2p, double start_us, double end_us) {
-  return (struct cs_det_op){.comm = 0xabc, .seq = seq, .comm_size = W, .comm_rank = r, .rank = r,
-                            .host = hosts[r / 2], .start_ns = (int64_t)(start_us * 1e3),
-                            .end_ns = (int64_t)(end_us * 1e3), .enqueue_ns = (int64_t)(start_us * 1e3) - 1000,
-                            .state = CS_DET_DONE, .p2p = p2p, .bytes = 4096, .stream = 0x10 + (uint64_t)r};
+  return (struct cs_det_op){.comm = 0xabc, .seq = seq, .comm_size = W, .comm_rank = r, .rank = r, .host = hosts[r / 2], .start_ns = (int64_t)(start_us * 1e3), .end_ns = (int64_t)(end_us * 1e3), .enqueue_ns = (int64_t)(start_us * 1e3) - 1000, .state = CS_DET_DONE, .p2p = p2p, .bytes = 4096, .stream = 0x10 + (uint64_t)r};
 }
 
 /* STEPS steps; rank `slow` stalls stall_us before each of its ops (a slowed GPU), or its
