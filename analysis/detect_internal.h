@@ -61,10 +61,12 @@ struct rstate {
   size_t run, run_at; /* consecutive instances it arrived after the median rank, ending at run_at */
   size_t at;
   bool flagged_now;
-  bool ok;      /* a rule held at the current instance (before persistence) */
-  double off;   /* then its median offset (share-last rule: its median lateness) */
-  bool grouped; /* ... shared with ranks on other hosts alike: not flagged (detect_window.c) */
-  size_t sidx;  /* its entry in out->stragglers + 1, 0 none */
+  bool ok;         /* a rule held at the current instance (before persistence) */
+  double off;      /* then its median offset (share-last rule: its median lateness) */
+  bool grouped;    /* ... shared with ranks on other hosts alike: not flagged (detect_window.c) */
+  size_t sidx;     /* its entry in out->stragglers + 1, 0 none */
+  double p2p_idle; /* its stream's idle time before its Send/Recv since its previous collective
+                    * (their compute gaps summed), -1 when one has none (detect_window.c) */
 };
 /* The state of one communicator while its instances are fed in seq order. Only the last
  * window + 1 instances (and their entries) are kept: in[] is compacted when it reaches

@@ -147,6 +147,25 @@ static void note_member(struct cstate *C, int64_t seq, const struct cs_det_membe
   }
 }
 
+/* A collective's compute gap: its stream's idle time since the rank's previous collective of
+ * the communicator, the idle time before the Send/Recv in between included (a Send/Recv
+ * waits for its peer alone, so a stall before it is still the rank's lateness at the next
+ * collective: in an expert-parallel step the dispatch and combine). A Send/Recv member adds
+ * its own gap to its rank's sum and gets -1; a collective member gets its gap plus the sum
+ * (-1 when either is unknown), and the sum starts over. */
+static double collective_gap(struct cstate *C, const struct cs_det_member *o) {
+  if (o->comm_rank < 0 || o->comm_rank >= C->csize) return -1;
+  struct rstate *R = &C->rs[o->comm_rank];
+  if (o->p2p) {
+    bool known = o->state == CS_DET_DONE && o->gap_us >= 0 && R->p2p_idle >= 0;
+    R->p2p_idle = known ? R->p2p_idle + o->gap_us : -1;
+    return -1;
+  }
+  double gap = o->gap_us >= 0 && R->p2p_idle >= 0 ? o->gap_us + R->p2p_idle : -1;
+  R->p2p_idle = 0;
+  return gap;
+}
+
 /* the members of one instance: their identities, and one entry per rank with a timed
  * collective (its duration in dur_us and C->durs) appended to ents[]. 0, or -1 out of memory */
 static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_member *m, size_t n, struct arrivals *A) {
@@ -157,6 +176,7 @@ static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_membe
   for (size_t k = 0; k < n; k++) {
     const struct cs_det_member *o = &m[k];
     note_member(C, seq, o);
+    double gap = seq >= 0 ? collective_gap(C, o) : -1;
     if (seq < 0 || o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
     if (o->comm_rank < 0 || o->comm_rank >= csize || A->ntimed >= (size_t)csize) continue;
     if (A->ntimed && C->ents[C->nents - 1].r == o->comm_rank) continue; /* one op per rank and instance */
@@ -165,14 +185,14 @@ static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_membe
     if (A->ntimed == 0 || dur < A->min_dur_us) {
       A->min_dur_us = dur;
       A->last_rank = o->comm_rank;
-      A->last_gap_us = o->gap_us;
+      A->last_gap_us = gap;
       A->tie = false;
     } else if (dur == A->min_dur_us) {
       A->tie = true;
     }
     C->durs[A->ntimed++] = dur;
     GROW(C->ents, C->nents, C->capents);
-    C->ents[C->nents++] = (struct ent){.r = o->comm_rank, .dur_us = dur, .gap = o->gap_us, .t = o->end_ns};
+    C->ents[C->nents++] = (struct ent){.r = o->comm_rank, .dur_us = dur, .gap = gap, .t = o->end_ns};
   }
   return 0;
 oom:
@@ -379,13 +399,14 @@ static int record_flag(struct cstate *C, struct window *W, int r) {
   cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &off, &gap, &peer_gap);
   s.offset_us = off;
   s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
-  /* offset rule: gaps over the whole window (a share-last flag keeps eval_cand's,
-   * over its last-arrivals) */
+  /* offset rule: gaps over the whole window against its median offset over the same
+   * instances (a share-last flag keeps eval_cand's: gaps and lateness over its last-arrivals).
+   * Not the lateness of its last-arrivals: where the data moves the work, those are the
+   * instances it also carried the most work in, which its gap need not hold. */
   if (!by_last) {
-    double late = off > s.lateness_us ? off : s.lateness_us;
     s.gap_us = gap;
     s.peer_gap_us = peer_gap;
-    s.kind = (gap >= 0 && peer_gap >= 0 && gap - peer_gap < 0.5 * late) ? CS_DET_LINK : CS_DET_COMPUTE;
+    s.kind = (gap >= 0 && peer_gap >= 0 && gap - peer_gap < 0.5 * off) ? CS_DET_LINK : CS_DET_COMPUTE;
   }
   s.comm = C->comm;
   s.comm_size = C->csize;

@@ -27,11 +27,14 @@
  *   deviations above chance), and the median lateness of its last-arrivals >=
  *   max(floor_us, frac * median duration).
  * "median duration" = the median over the window's instances of their median duration.
- * kind: the compute gap of an op = this op's GPU start - the same rank's previous op end.
- * A slow GPU (the stream is late to reach the collective) shows as a compute gap larger
- * than its peers' by at least half the lateness (share-last rule) or half the larger of
- * offset and lateness (offset rule): kind "compute"; otherwise "link" (the rank is
- * consistently late but not because its stream was busy).
+ * kind: the compute gap of a collective = its stream's idle time since the rank's previous
+ * collective of the communicator there (collscope/compute_gap.h), the idle time before the
+ * Send/Recv in between included (a Send/Recv waits for its peer alone: a stall before it is
+ * still the rank's lateness at the next collective). A slow GPU (the stream is late to reach
+ * the collective) shows as a compute gap larger than its peers' by at least half the lateness,
+ * both over its last-arrivals (share-last rule), or by at least half its median offset, both
+ * over the window (offset rules): kind "compute"; otherwise "link" (the rank is consistently
+ * late but not because its stream was busy).
  * A slow link slows every rank of a communicator equally: no consistent last arrival, so
  * no rank is flagged. It is reported as kind "link" with rank -1 (no rank to blame) when,
  * over the comm's last `window` instances: no rank is flagged, the instances' lateness is

@@ -8,9 +8,11 @@ are the processes: stats-sim-model_determinism), so the figures do not depend on
 Cases: dp 5%, 3d 5% and moe 5% (instances from the onset to the first flag, per seed; kind
 `compute`: the driver forms compute gaps per communicator and stream, as the report), a slow link
 (named as a link: the NCCL_NET wrapper's slow pair or the comm's link entry, never a compute
-straggler on an endpoint), moe and 3d clean (no finding: the experts' data-following work and
-the pipeline's bubbles are not stragglers). train3d runs in process only here: as processes its
-arrivals vary from run to run with the same seed (docs/detection.md)."""
+straggler on an endpoint), moe 20% (kind compute: the stalls before its Send/Recv are in its
+compute gap) and a slow link in moe (kind link), moe and 3d clean (no finding: the experts'
+data-following work and the pipeline's bubbles are not stragglers). train3d runs in process
+only here: as processes its arrivals vary from run to run with the same seed
+(docs/detection.md)."""
 import argparse, json, subprocess, sys
 
 # (workload, fault, ranks, seeds, max process ranks) -> expected figures
@@ -23,6 +25,9 @@ CASES = [
     (("moe", "slow:pct=5", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [15, 17, 11]}),
     (("dp", "link", 8, 2, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "cause_ok": 1.0, "collateral": 0.0}),
     (("dp", "link", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "collateral": 0.0}),
+    (("moe", "slow:pct=20", 8, 2, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "flag_after": [20, 20],
+                                        "collateral": 0.0}),
+    (("moe", "link", 8, 1, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "collateral": 0.0}),
     (("moe", "none", 8, 1, 8), {"mode": "processes", "false_per_million": 0.0}),
     (("moe", "none", 64, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
     (("3d", "none", 8, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
