@@ -30,8 +30,31 @@ void sn_wait_ns(_Atomic uint32_t *w, uint32_t val, long ns) {
 void sn_wake(_Atomic uint32_t *w) { syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL, NULL, 0); }
 static void bump(_Atomic uint32_t *w) { atomic_fetch_add(w, 1); sn_wake(w); }
 
+/* A rank's doorbell: word 0 counts rings (the futex word); words 1 and 2 are set by a
+ * thread that goes to sleep on it for data (a channel's head) or for space (a channel's
+ * tail), both by one that sleeps for anything. A ring always bumps word 0 (a thread about to
+ * sleep sees it move and looks again) but makes the wake system call only when it clears a
+ * set flag of its kind: on a ring of hundreds of processes most rings find no sleeper, or
+ * only the neighbour that waits for its other neighbour's data, or one already woken. The
+ * wake wakes every sleeper. Every lock-prefixed update is a full barrier, so a sleeper that
+ * sets its flag after a ring cleared it reads the bumped word 0 in FUTEX_WAIT and returns. */
 _Atomic uint32_t *sn_doorbell(struct ncclComm *c, int rank) { return &c->shm->doorbell[rank][0]; }
-void sn_ring_bell(struct ncclComm *c, int rank) { bump(sn_doorbell(c, rank)); }
+void sn_ring_bell_for(struct ncclComm *c, int rank, int kind) {
+  _Atomic uint32_t *d = c->shm->doorbell[rank];
+  atomic_fetch_add(&d[0], 1);
+  int sleeper = 0;
+  if ((kind & SN_BELL_DATA) && atomic_load(&d[1])) sleeper |= atomic_exchange(&d[1], 0) != 0;
+  if ((kind & SN_BELL_SPACE) && atomic_load(&d[2])) sleeper |= atomic_exchange(&d[2], 0) != 0;
+  if (sleeper) sn_wake(&d[0]);
+}
+void sn_ring_bell(struct ncclComm *c, int rank) { sn_ring_bell_for(c, rank, SN_BELL_ANY); }
+void sn_bell_wait(struct ncclComm *c, uint32_t val, int kind, long ns) {
+  _Atomic uint32_t *d = c->shm->doorbell[c->rank];
+  if (kind & SN_BELL_DATA) atomic_exchange(&d[1], 1);
+  if (kind & SN_BELL_SPACE) atomic_exchange(&d[2], 1);
+  if (ns > 0) sn_wait_ns(&d[0], val, ns);
+  else sn_wait(&d[0], val);
+}
 struct sn_chan_ctrl *sn_chan(struct ncclComm *c, int src, int dst) {
   size_t h = (sizeof(struct sn_shm) + 4095) & ~(size_t)4095;
   return (struct sn_chan_ctrl *)((char *)c->shm + h + ((size_t)src * (size_t)c->nranks + (size_t)dst) * sn_chan_bytes());

@@ -58,7 +58,7 @@ static void *send_acquire(struct ncclComm *c, int peer) {
     uint32_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
     if (head - atomic_load_explicit(&ch->tail, memory_order_acquire) < SN_SLOTS) return sn_slot(ch, head) + 1;
     if (aborted(c)) return NULL;
-    sn_wait(bell, b);
+    sn_bell_wait(c, b, SN_BELL_SPACE, 0);
   }
 }
 static void send_commit(struct ncclComm *c, int peer, size_t len, int last) {
@@ -73,7 +73,7 @@ static void send_commit(struct ncclComm *c, int peer, size_t len, int last) {
   s->len = len; s->last = (uint32_t)last;
   atomic_store_explicit(&ch->head, head + 1, memory_order_release);
   atomic_fetch_add_explicit(&c->sent_bytes[peer], len, memory_order_relaxed);
-  sn_ring_bell(c, peer);
+  sn_ring_bell_for(c, peer, SN_BELL_DATA);
 }
 static struct sn_slot_hdr *recv_acquire(struct ncclComm *c, int peer) {
   if (net_recv(c, peer)) return sn_net_recv_acquire(c);
@@ -84,14 +84,14 @@ static struct sn_slot_hdr *recv_acquire(struct ncclComm *c, int peer) {
     uint32_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
     if (atomic_load_explicit(&ch->head, memory_order_acquire) != tail) return sn_slot(ch, tail);
     if (aborted(c)) return NULL;
-    sn_wait(bell, b);
+    sn_bell_wait(c, b, SN_BELL_DATA, 0);
   }
 }
 static void recv_release(struct ncclComm *c, int peer) {
   if (net_recv(c, peer)) return;   /* the plugin's receive buffer is reused by the next irecv */
   struct sn_chan_ctrl *ch = sn_chan(c, peer, c->rank);
   atomic_fetch_add_explicit(&ch->tail, 1, memory_order_release);
-  sn_ring_bell(c, peer);
+  sn_ring_bell_for(c, peer, SN_BELL_SPACE);
 }
 
 static void flip(struct sn_op *op, size_t es, void *buf, size_t base, size_t n) {
@@ -463,8 +463,7 @@ static int p2p_run(struct ncclComm *c, struct xfer *v, int nv) {
     if (all) return 0;
     if (!progress) {
       if (aborted(c)) return -1;
-      if (poll) sn_wait_ns(bell, b, 20000);   /* peers' shm traffic or set-up steps still wake us */
-      else sn_wait(bell, b);
+      sn_bell_wait(c, b, SN_BELL_ANY, poll ? 20000 : 0);   /* poll: peers' shm traffic or set-up steps still wake us */
     }
   }
 }

@@ -192,6 +192,7 @@ void sn_net_close(struct ncclComm *c) {
 }
 
 #define SEND_POLL_NS 20000000LL   /* 20 ms */
+#define SPACE_WAIT_NS 1000000L    /* 1 ms */
 
 /* a plugin whose calls return at once must not make the worker spin on a 2-core machine */
 static void nap(void) {
@@ -206,7 +207,7 @@ static uint32_t wait_set(struct ncclComm *c, _Atomic uint32_t *w) {
     uint32_t v = atomic_load_explicit(w, memory_order_acquire);
     if (v) return v;
     if (aborted(c)) return 0;
-    sn_wait(bell, b);
+    sn_bell_wait(c, b, SN_BELL_ANY, 0);
   }
 }
 
@@ -341,10 +342,13 @@ int sn_net_send_commit(struct ncclComm *c, size_t len) {
   unsigned i = n->shead % SN_SLOTS;
   void *req = NULL;
   for (;;) {
+    uint32_t b = atomic_load(sn_doorbell(c, c->rank));
     if (do_isend(n->scomm, n->smh, send_buf(n, i), len, &req) != ncclSuccess) { n->failed = 1; return -1; }
     if (req) break;
     if (aborted(c)) { n->failed = 1; return -1; }
-    nap();
+    /* the plugin's buffers are full: next takes a message out in sn_net_recv_acquire and
+     * rings us (at most SPACE_WAIT_NS, for a plugin that frees them otherwise) */
+    sn_bell_wait(c, b, SN_BELL_SPACE, SPACE_WAIT_NS);
   }
   /* Complete the send now, as NCCL's proxy thread polls its sends continuously (so the
    * post-to-done time is the wire's, not this thread's other work); a plugin whose send
@@ -378,6 +382,7 @@ struct sn_slot_hdr *sn_net_recv_acquire(struct ncclComm *c) {
     nap();
   }
   if (wait_req(c, &req, hdr)) return NULL;
+  sn_ring_bell_for(c, n->prev, SN_BELL_SPACE);   /* prev's isend may wait for the slot this freed */
   hdr->last = 0;
   return hdr;
 }

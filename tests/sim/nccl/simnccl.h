@@ -190,7 +190,12 @@ void sn_wake(_Atomic uint32_t *w);
 void sn_wait(_Atomic uint32_t *w, uint32_t val);
 void sn_wait_ns(_Atomic uint32_t *w, uint32_t val, long ns);   /* at most ns */
 _Atomic uint32_t *sn_doorbell(struct ncclComm *c, int rank);
-void sn_ring_bell(struct ncclComm *c, int rank);
+void sn_ring_bell(struct ncclComm *c, int rank);   /* wakes a sleeper of any kind */
+#define SN_BELL_DATA 1                                 /* doorbell sleeper/ring kinds (comm.c) */
+#define SN_BELL_SPACE 2
+#define SN_BELL_ANY 3
+void sn_ring_bell_for(struct ncclComm *c, int rank, int kind);
+void sn_bell_wait(struct ncclComm *c, uint32_t val, int kind, long ns);   /* own doorbell; ns 0: no limit */
 struct sn_chan_ctrl *sn_chan(struct ncclComm *c, int src, int dst);
 struct sn_slot_hdr *sn_slot(struct sn_chan_ctrl *ch, uint32_t i);
 void sn_comm_wait_idle(struct ncclComm *c);

@@ -59,7 +59,7 @@ struct seg {
   _Atomic uint32_t bell;        /* futex: bumped on every head/tail change and on connect */
   _Atomic uint32_t head, tail;
   uint32_t delay_us;
-  uint32_t pad;
+  _Atomic uint32_t sleeper;     /* set by a receiver that sleeps on bell (bell_wait) */
   char lhost[64], chost[64];
   struct { uint64_t len; int64_t deliver_ns; } meta[SN_NET_SLOTS];
   unsigned char data[SN_NET_SLOTS][SN_NET_SLOT_BYTES] __attribute__((aligned(64)));
@@ -129,13 +129,19 @@ static void sleep_ns(int64_t ns) {
   struct timespec t = {ns / 1000000000LL, ns % 1000000000LL};
   nanosleep(&t, NULL);
 }
-static void bell_wait(_Atomic uint32_t *w, uint32_t v, int64_t ns) {
+/* The receiver sets `sleeper` before it sleeps on bell; a ring always bumps bell but makes
+ * the wake system call only when it clears that flag. Both sides' updates are lock-prefixed
+ * (full barriers): a receiver that sets the flag after a ring cleared it reads the bumped
+ * bell in FUTEX_WAIT and returns at once. */
+static void bell_wait(struct seg *s, uint32_t v, int64_t ns) {
   struct timespec t = {ns / 1000000000LL, ns % 1000000000LL};
-  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAIT, v, &t, NULL, 0);
+  atomic_exchange(&s->sleeper, 1);
+  syscall(SYS_futex, (uint32_t *)&s->bell, FUTEX_WAIT, v, &t, NULL, 0);
 }
-static void bell_ring(_Atomic uint32_t *w) {
-  atomic_fetch_add_explicit(w, 1, memory_order_release);
-  syscall(SYS_futex, (uint32_t *)w, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+static void bell_ring(struct seg *s) {
+  atomic_fetch_add(&s->bell, 1);
+  if (atomic_load(&s->sleeper) && atomic_exchange(&s->sleeper, 0))
+    syscall(SYS_futex, (uint32_t *)&s->bell, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
 
 /* `link:a=HOST,b=HOST,us=U` entries of COLLSCOPE_SIM_FAULTS between the two hosts (summed);
@@ -262,7 +268,7 @@ static cs_net_result_t sn_connect(void *ctx, int dev, void *handle, void **sendC
   struct comm *c = comm_new(s, 1);
   if (!c) { munmap(s, sizeof *s); return CS_NET_SYSTEM_ERROR; }
   atomic_store_explicit(&s->connected, 2, memory_order_release);
-  bell_ring(&s->bell);
+  bell_ring(s);
   *sendComm = c;
   return CS_NET_OK;
 }
@@ -310,7 +316,7 @@ static cs_net_result_t sn_isend(void *sendComm, void *data, size_t size, int tag
   s->meta[i].len = size;
   s->meta[i].deliver_ns = r->deliver_ns;
   atomic_store_explicit(&s->head, head + 1, memory_order_release);
-  bell_ring(&s->bell);
+  bell_ring(s);
   *request = r;
   return CS_NET_OK;
 }
@@ -356,7 +362,7 @@ static cs_net_result_t sn_test(void *request, int *done, int *sizes) {
   uint32_t b = atomic_load_explicit(&s->bell, memory_order_acquire);
   uint32_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
   if (atomic_load_explicit(&s->head, memory_order_acquire) == tail) {
-    bell_wait(&s->bell, b, 1000000);
+    bell_wait(s, b, 1000000);
     if (atomic_load_explicit(&s->head, memory_order_acquire) == tail) return CS_NET_OK;
   }
   unsigned i = tail % SN_NET_SLOTS;
@@ -369,7 +375,7 @@ static cs_net_result_t sn_test(void *request, int *done, int *sizes) {
   if (len > r->cap) return CS_NET_INTERNAL_ERROR;   /* NCCL: a message larger than the receive */
   memcpy(r->buf, s->data[i], len);
   atomic_store_explicit(&s->tail, tail + 1, memory_order_release);
-  bell_ring(&s->bell);
+  bell_ring(s);
   c->consumed++;
   if (sizes) sizes[0] = (int)len;
   r->used = 0;
