@@ -126,7 +126,10 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
     for (size_t j = lo; j <= i; j++) sc[m++] = wat(w, W, j)->a;
     off = median_mid(sc, m);
   }
-  double lk = last_ok ? late : (off > late ? off : late);
+  /* the gap excess against the lateness the rule saw: its median lateness when last
+   * (share-last), else its median offset over the same instances -- not its lateness in the
+   * instances it was last, where the data gave it the most work (analysis/detect_window.c) */
+  double lk = last_ok ? late : off;
   struct report r = {w->comm, w->crank, nw, (gap >= 0 && pgap >= 0 && gap - pgap < 0.5 * lk) ? CS_DET_LINK : CS_DET_COMPUTE,
                      (double)mine / (double)nw, late, med};
   if (st->npend < PENDING_REPORTS) st->pend[st->npend++] = r;

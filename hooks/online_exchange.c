@@ -53,15 +53,19 @@ static uint32_t u32(int x) { return x < 0 ? 0 : (uint32_t)x; }
 
 void cs_online_note(const struct cs_record *r) {
   if (CS_LIKELY(atomic_load_explicit(&cs_on.state, memory_order_acquire) != ON_RUNNING)) return;
-  if (r->type != CS_REC_OP || r->status != 0 || r->op >= CS_OP_COUNT || cs_op_table[r->op].cls == CS_CLASS_P2P)
-    return;
+  if (r->type != CS_REC_OP || r->status != 0 || r->op >= CS_OP_COUNT) return;
   bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_PROFILER;
-  /* the compute gap since this process's previous op of the comm on the stream (as the report) */
+  bool p2p = cs_op_table[r->op].cls == CS_CLASS_P2P;
+  /* the compute gap since this process's previous collective of the comm on the stream, as
+   * the report has it (analysis/detect_window.c): a Send/Recv's span is the stream's busy
+   * time and the idle time before it counts, so it is tracked under a key of its own that
+   * leaves the collectives' sum running */
   double gap = -1;
   if (timed)
-    gap = cs_gap_timed(&cs_on.gaps, r->comm_id, r->stream, r->start_ns, r->end_ns);
+    gap = cs_gap_timed(&cs_on.gaps, p2p ? ~r->comm_id : r->comm_id, r->stream, r->start_ns, r->end_ns);
   else
     cs_gap_untimed(&cs_on.gaps, r->stream); /* ran untimed: the next timed op's span holds it */
+  if (p2p) return;
   struct feed_item it;
   if (timed && r->seq % cs_on.stride == 0 && r->comm_size > 1) {
     memset(&it, 0, sizeof it);

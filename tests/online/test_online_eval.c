@@ -267,6 +267,47 @@ static void test_straggler_independent_of_completion_order(void **state) {
                 at_a, at_b, a.instances, a.share_last, a.lateness_us);
 }
 
+/* Work that follows the data: rank 5 is 900 us late in every instance (a slow GPU, its
+ * compute gap 1,000 us longer than its peers'), and once in 8 it also carries a hot expert
+ * and arrives 9,000 us late, as other ranks do in turn. It is last in only 1 of 8 (no
+ * share-last flag): the offset rule flags it, and its kind compares the gap excess with
+ * its median offset (900), not with its lateness in the instances it was last (9,000): compute. */
+static void skew_feed(void *ctx, int rank, uint32_t exchange, bool sdc_only, struct cs_online_rank *st) {
+  (void)ctx;
+  for (int i = 0; i < 16 && !sdc_only; i++) {
+    uint64_t seq = (uint64_t)(exchange - 1) * 16u + (uint64_t)i;
+    int hot = seq % 8 == 3 ? 5 : (int[]){0, 1, 2, 3, 4, 6, 7}[seq % 7];
+    double dur = 20000 + (double)((seq * 31 + (uint64_t)rank * 17) % 41) - 20;
+    double gap = 2000 + (double)((seq * 13 + (uint64_t)rank * 7) % 21) - 10;
+    if (rank == 5) {
+      dur -= 900;
+      gap += 1000;
+    }
+    if (rank == hot) dur -= rank == 5 ? 8100 : 5000;
+    struct cs_online_op o = {0x77, seq, (float)dur, (float)gap, N, (uint32_t)rank, 0};
+    cs_online_rank_feed_op(st, &o);
+  }
+}
+
+static void test_skewed_straggler_kind_compute(void **state) {
+  (void)state;
+  struct model *m = model_new(N, NULL, skew_feed, NULL);
+  assert_non_null(m);
+  size_t flagged = 0;
+  for (uint32_t x = 1; x <= 6; x++) {
+    assert_int_equal(model_exchange(m, x), 0);
+    for (size_t i = 0; i < m->f[0].nstragglers; i++) {
+      const struct cs_online_straggler *s = &m->f[0].stragglers[i];
+      assert_int_equal(s->rank, 5);
+      assert_true(s->share_last < 0.2);
+      assert_int_equal(s->kind, CS_DET_COMPUTE);
+      flagged++;
+    }
+  }
+  assert_int_equal(flagged, 1);
+  model_free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_straggler_flagged_once),
@@ -277,6 +318,7 @@ int main(void) {
       cmocka_unit_test(test_lagging_rank_completes_later),
       cmocka_unit_test(test_disagreeing_exchange_not_used),
       cmocka_unit_test(test_straggler_independent_of_completion_order),
+      cmocka_unit_test(test_skewed_straggler_kind_compute),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@ The online exchange end to end on the simulator: real-linked jobs under
   straggler  8 ranks of dp_train on 4 hosts, rank 5 slowed: rank 0 logs it during the run
              with its host, and logs no other rank (modeled clock: one exact finding)
   straggler_sampled  the same on the CUDA-event path with 1 in 4 small instances timed
+  moe_kind   the expert-parallel app with rank 5's GPU 20% slow: flagged once, kind compute
   sdc        4 ranks of sdc_job, one delivered-data flip on rank 2: rank 0 logs the
              collective (seq, op, bytes, dtype) and names rank 2 and its host
   abort      the same with COLLSCOPE_SDC_ACTION=abort and a long job: every rank exits
@@ -32,6 +33,7 @@ def run(cli, build, tmp, job, n, hosts, job_args, env_extra, timeout=180):
     env = dict(os.environ, COLLSCOPE_DIR=os.path.join(tmp, "dumps"), COLLSCOPE_SHM_DIR=tmp)
     env.update(env_extra)
     app = {"dp_train": os.path.join(build, "tests", "apps", "dp_train"),
+           "moe": os.path.join(build, "tests", "apps", "moe"),
            "sdc_job": os.path.join(build, "tests", "sdc", "sdc_job")}[job]
     cmd = [cli, "run", "-n", str(n), "--hosts", hosts, "--sim", "--"] + [app] + job_args
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
@@ -86,6 +88,24 @@ def case_straggler_sampled(a, tmp):
                                   "COLLSCOPE_ONLINE_EVERY": "48"})
     m = [int(x) for x in re.findall(r"of (\d+) sampled instances", out)]
     print("sampled instances per finding: %s" % m)
+
+
+def case_moe_kind(a, tmp):
+    # expert parallel (tests/apps/moe): one AlltoAll a step whose arrivals carry the data's
+    # skew, rank 5's GPU 20% slow; it is last in 2 of 16 instances (when it is also the hot
+    # expert), so the offset rule flags it, and its kind weighs its compute gap against its
+    # median offset, not against its lateness when last: compute
+    env = dict(MODEL, COLLSCOPE_ONLINE_EVERY="16", COLLSCOPE_LOG="warn",
+               COLLSCOPE_SIM_FAULTS="link:a=*,b=*,us=300;jitter:pct=2;slow:rank=5,pct=20")
+    rc, out = run(a.cli, a.build, tmp, "moe", 8, "simhost[1-4]", ["--steps", "120", "--size", "64K",
+                                                                  "--compute-us", "2000"], env)
+    check(rc == 0, "job failed (%d)" % rc, out)
+    st = [l for l in online_lines(out) if "straggler" in l]
+    print("\n".join(st))
+    want = ("straggler rank 5 (simhost3) on comm {comm}: last in 12% of 16 sampled instances, lateness 8132 us "
+            "(median duration 6986 us), kind compute")
+    comm = re.search(r"on comm ([0-9a-f]+):", st[0]) if st else None
+    check(len(st) == 1 and comm and st[0].endswith(want.format(comm=comm.group(1))), "expected exactly: " + want, out)
 
 
 def sdc_env(action):
@@ -318,7 +338,7 @@ def main():
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        {"straggler": case_straggler, "straggler_sampled": case_straggler_sampled, "sdc": case_sdc, "abort": case_abort, "off": case_off, "bytes": case_bytes,
+        {"straggler": case_straggler, "straggler_sampled": case_straggler_sampled, "moe_kind": case_moe_kind, "sdc": case_sdc, "abort": case_abort, "off": case_off, "bytes": case_bytes,
          "failopen": case_failopen,
          **{c: (lambda a, tmp, c=c: case_one_rank(a, tmp, c)) for c in ONE_RANK_CASES}}[a.case](a, tmp)
     print("ok")
