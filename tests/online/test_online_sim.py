@@ -102,10 +102,16 @@ def case_moe_kind(a, tmp):
     check(rc == 0, "job failed (%d)" % rc, out)
     st = [l for l in online_lines(out) if "straggler" in l]
     print("\n".join(st))
-    want = ("straggler rank 5 (simhost3) on comm {comm}: last in 12% of 16 sampled instances, lateness 8132 us "
-            "(median duration 6986 us), kind compute")
-    comm = re.search(r"on comm ([0-9a-f]+):", st[0]) if st else None
-    check(len(st) == 1 and comm and st[0].endswith(want.format(comm=comm.group(1))), "expected exactly: " + want, out)
+    # behaviour, not figures: with ~30 Send/Recv a step per rank, which instances every rank
+    # timed (a CUDA event pool the harvest thread refills on the wall clock) can vary under
+    # load, so the window's median can (seed 1 on an idle host: last in 12% of 16, lateness
+    # 8132 us, median duration 6986 us)
+    pids = {re.match(r"collscope\[(\d+)\]", l).group(1) for l in st}
+    check(len(st) == 1 and len(pids) == 1, "expected one finding, from one rank", out)
+    m = re.search(r"straggler rank 5 \(simhost3\) on comm [0-9a-f]+: last in (\d+)% of \d+ sampled instances, "
+                  r"lateness \d+ us \(median duration \d+ us\), kind (\w+)$", st[0])
+    check(m and int(m.group(1)) < 50, "expected rank 5 (simhost3), flagged by the offset rule", out)
+    check(m.group(2) == "compute", "kind %s, want compute" % m.group(2), out)
 
 
 def sdc_env(action):
