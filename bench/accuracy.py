@@ -28,6 +28,9 @@ Hangs run on the wall clock (the modeled clock never declares a hang: docs/simul
 job until `collscope top` shows its hung processes, then killed."""
 import argparse, collections, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import hung_jobs  # noqa: E402  (tests/hung_jobs.py: a hang job ends once collscope top shows it)
+
 QUIET = "link:a=*,b=*,us=300"
 # in process (bench/accuracy_driver.c): steps of a fault run, >= 100 instances of the
 # culprit's communicators after the onset
@@ -160,22 +163,15 @@ def run_until_hung(cmd, env, cli, shm):
     follow the shims' reports, however slowly the host gets there."""
     log = tempfile.TemporaryFile("w+")
     p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-    hung, since = set(), time.monotonic()
-    while p.poll() is None:
-        q = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-        procs = json.loads(q.stdout)["processes"] if q.returncode == 0 else []
-        now = {x["pid"] for x in procs if "HUNG" in x["flags"]}
-        if now - hung:
-            hung, since = hung | now, time.monotonic()
-        elif hung and time.monotonic() - since >= HANG_SETTLE_S:
-            for x in procs:
-                try:
-                    os.kill(x["pid"], 9)
-                except ProcessLookupError:
-                    pass
-            break
-        time.sleep(0.2)
+    seen = {"hung": set(), "since": time.monotonic()}
+
+    def settled(now):
+        if now - seen["hung"]:
+            seen["hung"], seen["since"] = seen["hung"] | now, time.monotonic()
+            return False
+        return bool(seen["hung"]) and time.monotonic() - seen["since"] >= HANG_SETTLE_S
+
+    hung_jobs.kill_when_hung(p, cli, shm, settled, poll=0.2)
     p.wait(timeout=HANG_LIMIT_S + 60)
     log.seek(0)
     return subprocess.CompletedProcess(cmd, p.returncode, log.read())

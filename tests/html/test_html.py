@@ -26,6 +26,9 @@ clean job whose ranks' last seqs are one apart (read from the page, no browser).
 Exit 0 on success, 77 (skip) when chromium is not installed."""
 import argparse, base64, glob, html.parser, math, select, json, os, shutil, socket, subprocess, sys, tempfile, threading, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import hung_jobs  # noqa: E402  (tests/hung_jobs.py)
+
 FAULTS = "slow:rank=5,us=3000;link:a=simhost2,b=simhost3,us=3000;flip:rank=3,seq=20,elem=77,bit=30,at=out"
 HOSTILE = 'sim<script>alert("x")</script>host4'
 CHARTS = ["notes", "busbw", "lateness", "links", "hangs", "sdc", "balance"]
@@ -304,18 +307,7 @@ def case_hang(a):
         p = subprocess.Popen([a.cli, "run", "-n", "8", "--hosts", "simhost[1-4]", "--sim", "--no-kill-on-fail", "--",
                               "timeout", "-s", "KILL", "100", os.path.join(a.apps, "dp_train"), "--steps", "20",
                               "--size", "256K"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        while p.poll() is None:   # each shim flushes its hang record before its ring says HUNG
-            q = subprocess.run([a.cli, "top", "--once", "--json", "--dir", tmp], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True)
-            procs = json.loads(q.stdout)["processes"] if q.returncode == 0 else []
-            if sum("HUNG" in x["flags"] for x in procs) == 8:
-                for x in procs:
-                    try:
-                        os.kill(x["pid"], 9)
-                    except ProcessLookupError:
-                        pass
-                break
-            time.sleep(0.1)
+        hung_jobs.kill_when_hung(p, a.cli, tmp, lambda hung: len(hung) == 8)
         p.wait(timeout=120)
         r = json.loads(subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout)
         assert len(r["hangs"]) == 1, r["hangs"]

@@ -18,6 +18,9 @@ simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
              another's write bit, or of another step are not trusted"""
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import hung_jobs  # noqa: E402  (tests/hung_jobs.py)
+
 HOSTS = "simhost[1-4]"
 
 
@@ -27,18 +30,7 @@ def run_until_hung(a, cmd, env, shm, hung):
     has a ring: the verdict follows the shims' reports, whenever the host gets there."""
     log = tempfile.TemporaryFile("w+")
     p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
-    while p.poll() is None:
-        q = subprocess.run([a.cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-        procs = json.loads(q.stdout)["processes"] if q.returncode == 0 else []
-        if sum("HUNG" in x["flags"] for x in procs) >= hung:
-            for x in procs:
-                try:
-                    os.kill(x["pid"], 9)
-                except ProcessLookupError:
-                    pass
-            break
-        time.sleep(0.1)
+    hung_jobs.kill_when_hung(p, a.cli, shm, lambda pids: len(pids) >= hung)
     p.wait(timeout=240)
     log.seek(0)
     return subprocess.CompletedProcess(cmd, p.returncode, log.read())

@@ -16,6 +16,7 @@ import collections, glob, json, os, re, shutil, statistics, subprocess, sys, tim
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import case_main  # noqa: E402  (tests/case_main.py: the shared command line)
+import hung_jobs  # noqa: E402  (tests/hung_jobs.py)
 
 HOSTS = "simhost[1-4]"
 HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
@@ -52,18 +53,7 @@ def run_until_hung(cli, apps, tmp, faults, hung, env_extra=None, steps=20, limit
     log = open(os.path.join(tmp, "job.log"), "w+")
     p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     t0 = time.monotonic()
-    while p.poll() is None:
-        q = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-        t = json.loads(q.stdout) if q.returncode == 0 else {"processes": []}
-        if sum("HUNG" in x["flags"] for x in t["processes"]) >= hung:
-            for x in t["processes"]:
-                try:
-                    os.kill(x["pid"], 9)
-                except ProcessLookupError:
-                    pass
-            break
-        time.sleep(0.1)
+    hung_jobs.kill_when_hung(p, cli, shm, lambda pids: len(pids) >= hung)
     p.wait(timeout=limit + 60)
     print("job ran %.1f s" % (time.monotonic() - t0))
     log.seek(0)
