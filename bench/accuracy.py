@@ -3,7 +3,7 @@
 (docs/accuracy.md is this script's output; docs/detection.md explains the figures).
 
   accuracy.py --build BUILD --workload W --fault F --ranks N --seeds K [--json]
-      W: dp, 3d, moe. F: none, slow:pct=P, intermittent:pct=P, host:pct=P, link, throttle,
+      W: dp, fsdp, 3d, moe, accum, multicomm, hetero. F: none, slow:pct=P, intermittent:pct=P, host:pct=P, link, throttle,
       two, hang_host, hang_gpu. Prints one JSON object per (workload, fault, ranks): recall
       (the injected rank and host flagged), kind_ok (compute or link as injected), cause_ok
       (the report's `causes` name the injected cause; null where none is injected or the run
@@ -18,11 +18,14 @@
   accuracy.py --generate docs/accuracy.md [--results FILE]
       the table of FILE's rows.
 
-Up to 256 ranks of dp run as real processes through the simulator (`collscope run --sim`,
+Up to 256 ranks run as real processes through the simulator (`collscope run --sim`,
 COLLSCOPE_SIM_CLOCK=model, the shim timing every op with CUDA events, `collscope report
---json`); the other workloads and 4,096 and 16,384 ranks run in process
-(bench/accuracy_driver.c: the simulator's cost model, linked, fed into analysis/detect*.c, the
-detector the report and the online exchange link). Job shape (tests/stats): every ring step
+--json`); every workload also runs in process at 8 to 16,384 ranks
+(bench/accuracy_driver.c and bench/accuracy_workloads.c: the simulator's cost model, linked,
+fed into analysis/detect*.c, the detector the report and the online exchange link), and its
+long clean in-process runs (--sweep) bring it to >= CLEAN_TARGET clean instances. In
+process, `hetero`'s findings on the older GPU model's ranks come back apart (`explained`) and
+are scored as the report's `gpu_model` cause. Job shape (tests/stats): every ring step
 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket, `jitter:pct=2`, seed K per run.
 Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md), each
 job until `collscope top` shows its hung processes, then killed."""
@@ -34,7 +37,7 @@ import hung_jobs  # noqa: E402  (tests/hung_jobs.py: a hang job ends once collsc
 QUIET = "link:a=*,b=*,us=300"
 # in process (bench/accuracy_driver.c): steps of a fault run, >= 100 instances of the
 # culprit's communicators after the onset
-STEPS = {"dp": 40, "3d": 30, "moe": 24}
+STEPS = {"dp": 40, "3d": 30, "moe": 24, "fsdp": 16, "accum": 440, "multicomm": 120, "hetero": 40}
 
 
 def app_cmd(w, n, steps=None):
@@ -62,7 +65,7 @@ HANG_SEQ = 20
 FAULTS = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "intermittent:pct=20", "host:pct=20", "link",
           "throttle", "two", "hang_host", "hang_gpu"]
 WORKLOADS = ["dp", "fsdp", "3d", "moe", "accum", "multicomm", "hetero"]
-DRIVER_WORKLOADS = ["dp", "3d", "moe"]
+DRIVER_WORKLOADS = WORKLOADS  # every workload runs in process too
 SCALES = [8, 64, 256, 4096, 16384]
 CLEAN_TARGET = 1000000  # clean instances per workload, in process
 BARS = {20: 12, 5: 30, 2: 100}  # slowdown % -> instances to the first flag
@@ -105,6 +108,8 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0):
     r = json.loads(p.stdout)
     hangs = [{"missing_ranks": h["missing"], "stuck": h["stuck"]} for h in r["hangs"]]
     st = [dict(s, causes=None) for s in r["stragglers"]]
+    # the ranks on a GPU model other than the job's majority: the report's `gpu_model` cause
+    st += [dict(s, causes=[{"kind": "gpu_model"}]) for s in r["explained"]]
     return {"instances": r["instances"], "stragglers": st, "hangs": hangs, "onset": None, "slow_links": []}
 
 
@@ -258,7 +263,7 @@ def score(fault, n, runs):
             expl += len([s for s in st if explained(s)])
             continue
         # before the onset the job is clean: findings there are false
-        pre = [s for s in st if s["rank"] >= 0 and s.get("after") is not None and s["after"] <= 0]
+        pre = [s for s in st if s["rank"] >= 0 and s.get("after") is not None and s["after"] <= 0 and not explained(s)]
         false += len(pre)
         if r.get("onset") is not None:
             clean += r["onset"]
@@ -360,14 +365,14 @@ def plan(seeds):
     p = []
     for w in WORKLOADS:
         p += [(w, 8, f, seeds, 256) for f in CORE]
-    for w in DRIVER_WORKLOADS:
+    for w in ("dp", "3d", "moe"):
         p += [(w, 8, f, seeds, 256) for f in MORE]
     for w in DRIVER_WORKLOADS:
         for n in SCALES:  # 16,384 ranks: the other faults on 3 seeds (a 3d run there takes ~10 s here)
             p += [(w, n, f, seeds if n < 16384 or f in CORE[:4] else min(seeds, 3), 0) for f in FAULTS]
     for w in ("dp", "3d"):
         p += [(w, 8, f, 3, 256) for f in HANGS]
-    for w in DRIVER_WORKLOADS:
+    for w in ("dp", "3d", "moe"):
         p += [(w, 64, f, seeds, 256) for f in ("none", "slow:pct=5", "link")]
     p += [("dp", 256, f, 1, 256) for f in ("slow:pct=5", "none", "link")]
     return p
@@ -434,12 +439,19 @@ def generate(a):
          "  `collscope report --json`.",
          "- `in-process`: bench/accuracy_driver.c, the simulator's cost of an op (tests/sim/nccl/collcost.c,",
          "  linked) fed into the detector the report and the online exchange link (analysis/detect*.c), with",
-         "  compute gaps formed as the report forms them (analysis/compute_gap.c: one stream a rank); its own",
-         "  `dp` (3 buckets a step), `3d` (TP 2 x PP 2 or 4 x DP, 1F1B over 4 microbatches with Send/Recv",
-         "  between stages, a world AllReduce each step at which every",
-         "  stage arrives at its place in the schedule) and `moe` (expert groups of 8: AlltoAll dispatch and",
-         "  combine around the experts' work, one hot expert per layer and step at 1.5-3x the mean, and a world",
-         "  AllReduce).", "",
+         "  compute gaps formed as the report forms them (analysis/compute_gap.c: per communicator and stream,",
+         "  each stream of a rank with its own time); bench/accuracy_workloads.c models each app: `dp` (3",
+         "  buckets a step), `fsdp` (4 layers: the AllGathers back to back on a second stream, each layer's",
+         "  forward waiting for its own, the ReduceScatters there after each layer's backward), `3d` (TP 2 x",
+         "  PP 2 or 4 x DP, 1F1B over 4 microbatches with Send/Recv between stages, a world AllReduce each step",
+         "  at which every stage arrives at its place in the schedule), `moe` (expert groups of 8: AlltoAll",
+         "  dispatch and combine around the experts' work, one hot expert per layer and step at 1.5-3x the",
+         "  mean, and a world AllReduce), `accum` (an AllReduce every 4 steps of 500 us), `multicomm` (4",
+         "  communicators, each on its own stream with its own compute, the host waiting for all four each",
+         "  step) and `hetero` (`dp` with simhost2's compute and the instances it is in twice as long; findings",
+         "  on its ranks, the GPU model most ranks do not run, are counted as explained, as the report's",
+         "  `gpu_model` cause). A slow link is named in process only by the communicator's link entry, which",
+         "  reads its small (<= 64 KiB) collectives: `accum` and `multicomm` have none.", "",
          "Faults on rank 5 (8 ranks) or N/2+5, on simhost3 or host N/16+1: `slow:pct=P` stalls P% of its",
          "collective's duration before each collective; `intermittent` the same on every other one",
          "(`every=2`); `host` on every rank of that host; `two` that rank and rank 1 (or N/4+1) at 20%;",

@@ -1,21 +1,30 @@
 /* bench/accuracy_driver.c: the accuracy evaluation's in-process driver (bench/accuracy.py,
- * docs/accuracy.md). It runs a workload of N ranks on the simulator's modeled clock
- * (docs/simulator.md "The modeled clock") without processes: per rank a stream time, per
- * collective instance the arrival of each member (its stream's time), completion on every
- * member at the latest arrival plus the instance's cost, and feeds each instance, as the
- * report does, into collscope's streaming detector (analysis/detect*.c, linked, not copied),
- * with each member's compute gap as the report forms it (analysis/compute_gap.c, linked: one
- * stream a rank, the idle time since its previous op of the same communicator there).
+ * docs/accuracy.md), its core. It runs a workload of N ranks (bench/accuracy_workloads.c) on
+ * the simulator's modeled clock (docs/simulator.md "The modeled clock") without processes: per
+ * rank and stream a time, per collective instance the arrival of each member (the time of the
+ * communicator's stream there), completion on every member at the latest arrival plus the
+ * instance's cost, and feeds each instance, as the report does, into collscope's streaming
+ * detector (analysis/detect*.c, linked, not copied), with each member's compute gap as the
+ * report forms it (analysis/compute_gap.c, linked: per communicator and stream, the idle time
+ * of the stream since the communicator's previous op there). A rank's streams run side by
+ * side, as the simulator's do; a stream synchronize makes the next items of the rank's streams
+ * start no earlier than the streams it waited for (the host enqueues them after it).
  *
  * The cost is the simulator's, linked (tests/sim/nccl/collcost.c, NCCL 2.28.9's tuning model,
  * src/graph/tuning.cc: 8.4 us base latency, 3.4 us NVLink / 14 us NET per ring step, 150 GB/s
- * inside a host, 100 Gbit/s between hosts, `link:` us added to an edge's latency), in the job shape of
- * tests/stats (`link:a=*,b=*,us=300`: every ring step 300 us more, so the model and not the
- * host sets the arrivals; "backward pass" 2 ms per bucket), with `jitter:pct=2` noise: each
- * compute sleep 1 + 0.02 u per rank, each instance's cost 1 + 0.02 u on every member alike.
+ * inside a host, 100 Gbit/s between hosts, `link:` us added to an edge's latency), in the job
+ * shape of tests/stats (`link:a=*,b=*,us=300`: every ring step 300 us more, so the model and
+ * not the host sets the arrivals; "backward pass" 2 ms per bucket), with `jitter:pct=2` noise:
+ * each compute 1 + 0.02 u per rank, each instance's cost 1 + 0.02 u on every member alike.
+ * `hetero`: simhost2's GPUs are an older model at half speed (COLLSCOPE_SIM_GPU_MODEL
+ * `simhost2=NVIDIA A100-SXM4-80GB,speed=0.5`): their compute takes twice as long, and so does
+ * an instance with a member there (the simulator divides a member's cost by its speed and
+ * completes at the longest). Findings on a rank whose GPU model is not the job's majority
+ * model are printed apart, as `explained`: the report names them `gpu_model`
+ * (tools/report/report_health.c, the odd model out or an older architecture than the job's).
  *
- *   accuracy_driver --workload dp|3d|moe --fault F --ranks N --seed S --steps K
- *                   [--ranks-per-host H]
+ *   accuracy_driver --workload dp|3d|moe|fsdp|accum|multicomm|hetero --fault F --ranks N
+ *                   --seed S --steps K [--ranks-per-host H] [--min-instances I]
  * F: none, slow:pct=P[,from=S], intermittent:pct=P, host:pct=P, link, throttle, two,
  *    hang_host, hang_gpu. Prints one JSON object: instances, the culprit rank(s), and per
  *    finding rank, host, kind, comm index and the instances from the fault's onset on that
@@ -28,56 +37,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collscope/compute_gap.h"
-#include "collscope/detect.h"
-#include "tests/sim/nccl/collcost.h"
+#include "accuracy_driver.h"
 
-#define STREAM 1       /* one stream a rank, every communicator's ops on it (tests/apps) */
 #define WIRE_US 300.0  /* the quiet shape's link:a=*,b=*,us=300 */
 #define LINK_US 3000.0 /* the `link` fault: simhost1 <-> simhost2, 3 ms per step */
-#define COMPUTE_US 2000.0
 #define JITTER 0.02
 #define HANG_SEQ 20
+#define OLD_SPEED 0.5 /* hetero: the older model's speed */
 
-enum fault { F_NONE,
-             F_SLOW,
-             F_INTERMITTENT,
-             F_HOST,
-             F_LINK,
-             F_THROTTLE,
-             F_TWO,
-             F_HANG_HOST,
-             F_HANG_GPU };
-
-struct comm {
-  int id, n;
-  int *m; /* members' global ranks, in comm-rank (ring) order */
-  int64_t seq;
-  int64_t onset; /* 1-based instance of the first delayed arrival of a culprit, 0 none */
-  struct cs_det_member *mb;
-  double hist[32]; /* a slowed member's last measured durations here (slow: P% of their median) */
-  size_t nhist;
-};
-
-static struct {
-  int n, rph, steps;
-  uint64_t seed;
-  enum fault fault;
-  double pct;
-  int64_t from; /* the fault starts at this step */
-  int culprit, culprit2, chost;
-  double *t;                   /* per rank: its stream's time (us) */
-  struct cs_gap_tracker *gaps; /* per rank: its compute gaps, as the report forms them */
-  uint64_t *draws;
-  char **host;
-  struct cs_det_stream *det;
-  struct comm *comms;
-  size_t ncomms;
-  int64_t step;
-  size_t ninst, min_inst; /* instances fed; run on past --steps until --min-instances */
-  bool hung;
-  int hang_comm; /* the hang faults act on the culprit's first communicator */
-} W;
+struct driver W;
 
 static uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -85,20 +53,20 @@ static uint64_t mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
-static double unif(uint64_t key) { return (double)(mix(key ^ mix(W.seed)) >> 11) / 9007199254740992.0; }
+double unif(uint64_t key) { return (double)(mix(key ^ mix(W.seed)) >> 11) / 9007199254740992.0; }
 static double jit(uint64_t key) { return 1.0 + JITTER * (2.0 * unif(key) - 1.0); }
 
-static int host_of(int r) { return r / W.rph; }
 static bool link_pair(int a, int b) {
   int ha = host_of(a), hb = host_of(b);
   return W.fault == F_LINK && ((ha == 0 && hb == 1) || (ha == 1 && hb == 0));
 }
 
-static struct comm *comm_new(const int *m, int n) {
+struct comm *comm_new(const int *m, int n, int stream) {
   struct comm *c = &W.comms[W.ncomms];
   memset(c, 0, sizeof *c);
   c->id = (int)W.ncomms++;
   c->n = n;
+  c->stream = stream;
   c->m = malloc((size_t)n * sizeof *c->m);
   c->mb = calloc((size_t)n, sizeof *c->mb);
   if (!c->m || !c->mb) exit(2);
@@ -161,44 +129,57 @@ static bool culprit(int r) {
   }
 }
 
-/* rank r computes for `us` of GPU time (jittered per rank and draw; throttled from `from`) */
-static void compute(int r, double us) {
+static bool older(int r) { return W.old_host >= 0 && host_of(r) == W.old_host; }
+
+void compute_on(int s, int r, double us) {
   double f = jit(((uint64_t)r << 40) ^ W.draws[r]++);
   if (W.fault == F_THROTTLE && r == W.culprit && W.step >= W.from) f *= 1.0 / 0.7; /* clocks at 70% */
-  W.t[r] += us * f;
+  if (older(r)) f /= OLD_SPEED;
+  *stream_t(s, r) += us * f;
 }
 
-/* one collective instance on c: arrivals, completion, the detector's instance */
-static void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
+void sync_streams(int r, int s0, int s1) {
+  double h = 0;
+  for (int s = s0; s <= s1; s++)
+    if (*stream_t(s, r) > h) h = *stream_t(s, r);
+  for (int s = 0; s < NSTREAMS; s++)
+    if (*stream_t(s, r) < h) *stream_t(s, r) = h;
+}
+
+/* one collective instance on c: arrivals, completion, the detector's instance; a member on
+ * the older model makes the instance's cost its (the longest) */
+void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
   if (W.hung) return;
   int64_t seq = c->seq++;
   W.ninst++;
-  double tmax = 0;
+  double tmax = 0, speed = 1.0;
   bool delayed = false;
   for (int k = 0; k < c->n; k++) {
     int r = c->m[k];
-    double s = stall_us(c, r, W.step);
+    double s = stall_us(c, r, W.step), *t = stream_t(c->stream, r);
     if (s > 0 || (W.fault == F_THROTTLE && r == W.culprit && W.step >= W.from)) delayed = true;
-    W.t[r] += s;
-    if (W.t[r] > tmax) tmax = W.t[r];
+    if (older(r)) speed = OLD_SPEED;
+    *t += s;
+    if (*t > tmax) tmax = *t;
   }
   if (delayed && !c->onset) c->onset = seq + 1;
   bool hang = (W.fault == F_HANG_HOST || W.fault == F_HANG_GPU) && seq == HANG_SEQ && c->id == W.hang_comm;
-  double end = tmax + sn_cost_item_ns(cost_us(c, op, bytes, 0, 0), 1.0, jit(((uint64_t)c->id << 48) ^ ((uint64_t)c->n << 32) ^ (uint64_t)seq));
+  double end = tmax + sn_cost_item_ns(cost_us(c, op, bytes, 0, 0), speed, jit(((uint64_t)c->id << 48) ^ ((uint64_t)c->n << 32) ^ (uint64_t)seq));
   size_t nm = 0;
   bool recorded = false;
   for (int k = 0; k < c->n; k++) {
     int r = c->m[k];
     if (hang && W.fault == F_HANG_HOST && r == W.culprit) continue; /* never enters */
     struct cs_det_member *b = &c->mb[nm++];
-    int64_t st = (int64_t)(W.t[r] * 1e3), en = (int64_t)(end * 1e3);
-    double gap = hang ? -1 : cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, STREAM, st, en);
+    double *t = stream_t(c->stream, r);
+    int64_t st = (int64_t)(*t * 1e3), en = (int64_t)(end * 1e3);
+    double gap = hang ? -1 : cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, (uint64_t)c->stream + 1, st, en);
     *b = (struct cs_det_member){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = gap};
     if (!hang && culprit(r) && !recorded) {
-      c->hist[c->nhist++ % 32] = end - W.t[r];
+      c->hist[c->nhist++ % 32] = end - *t;
       recorded = true;
     }
-    if (!hang) W.t[r] = end;
+    if (!hang) *t = end;
   }
   if (cs_det_stream_instance(W.det, (uint64_t)c->id + 1, seq, c->mb, nm)) {
     fprintf(stderr, "accuracy_driver: out of memory\n");
@@ -211,124 +192,50 @@ static void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
  * `wait_us` for its peer (a Recv in the pipeline's fill or drain): an op of the rank's stream,
  * so the other communicators' compute gaps do not count its time, but no collective instance
  * (the detector reads no P2P: analysis/detect_window.c) */
-static void p2p(struct comm *c, int k, int peer, double wait_us, double bytes) {
+void p2p(struct comm *c, int k, int peer, double wait_us, double bytes) {
   if (W.hung) return;
   int r = c->m[k];
-  double st = W.t[r], f = jit(((uint64_t)r << 40) ^ W.draws[r]++);
-  double cost = sn_cost_item_ns(cost_us(c, SN_COST_P2P, bytes, k, peer), 1.0, jit(((uint64_t)r << 40) ^ W.draws[r]++));
-  W.t[r] += wait_us * f + cost;
-  cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, STREAM, (int64_t)(st * 1e3), (int64_t)(W.t[r] * 1e3));
-}
-
-/* ---------------------------------------------------------------- workloads */
-
-/* dp: one communicator of all ranks; per step 3 buckets (256 KiB, /8, /64), each after 2 ms
- * of compute (tests/apps/dp_train --size 256K --compute-us 2000) */
-static void run_dp(void) {
-  int *m = malloc((size_t)W.n * sizeof *m);
-  for (int r = 0; r < W.n; r++) m[r] = r;
-  struct comm *c = comm_new(m, W.n);
-  free(m);
-  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++)
-    for (int b = 0; b < 3; b++) {
-      for (int r = 0; r < W.n; r++) compute(r, COMPUTE_US);
-      collective(c, SN_COST_ALLREDUCE, 262144.0 / (1 << (3 * b)));
-    }
-}
-
-/* 3d: tensor parallel 2 (inside a host), pipeline pp (2 at 8 ranks, else 4), data parallel
- * the rest; rank = (d x pp + s) x 2 + t. Per step, 1F1B over M = 4 microbatches: each
- * microbatch's forward (1 ms) and backward (2 ms) end in a TP AllReduce of the stage pair,
- * then a Send of 64 KiB to the next stage (forward) or the previous one (backward) on the PP
- * communicator (the ranks of one DP and TP index, one a stage); stage s waits in a Recv of
- * its first activation s forward-times (the pipeline's fill) and in one of its last gradients
- * (pp-1-s) backward-times (its drain); then a DP AllReduce of its gradients (the ranks of one
- * stage and TP index) and a world AllReduce (the gradient norm), which every stage reaches at
- * its own place in the schedule: the bubbles. All on one stream a rank (tests/apps/train3d). */
-static void run_3d(void) {
-  int tp = 2, pp = W.n >= 64 ? 4 : 2, dp = W.n / (tp * pp), M = 4;
-  double fwd = 1000, bwd = 2000;
-  struct comm **tpc = malloc((size_t)(dp * pp) * sizeof *tpc), **dpc = malloc((size_t)(pp * tp) * sizeof *dpc);
-  struct comm **ppc = malloc((size_t)(dp * tp) * sizeof *ppc);
-  int *m = malloc((size_t)W.n * sizeof *m);
-  for (int g = 0; g < dp * pp; g++) {
-    m[0] = 2 * g;
-    m[1] = 2 * g + 1;
-    tpc[g] = comm_new(m, 2);
-  }
-  for (int s = 0; s < pp; s++)
-    for (int t = 0; t < tp; t++) {
-      for (int d = 0; d < dp; d++) m[d] = (d * pp + s) * tp + t;
-      dpc[s * tp + t] = comm_new(m, dp);
-    }
-  for (int r = 0; r < W.n; r++) m[r] = r;
-  struct comm *world = comm_new(m, W.n);
-  for (int d = 0; d < dp; d++) /* after the others: the hang faults act on the culprit's TP pair */
-    for (int t = 0; t < tp; t++) {
-      for (int s = 0; s < pp; s++) m[s] = (d * pp + s) * tp + t;
-      ppc[d * tp + t] = comm_new(m, pp);
-    }
-  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++) {
-    for (int d = 0; d < dp; d++)
-      for (int s = 0; s < pp; s++) {
-        struct comm *c = tpc[d * pp + s], *p[2] = {ppc[d * tp], ppc[d * tp + 1]};
-        for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, s * fwd, 65536); /* fill: Recv the first activation */
-        for (int mb = 0; mb < M; mb++) {
-          for (int k = 0; k < 2; k++) compute(c->m[k], fwd);
-          collective(c, SN_COST_ALLREDUCE, 65536);
-          for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, 0, 65536); /* Send forward */
-          for (int k = 0; k < 2; k++) compute(c->m[k], bwd);
-          collective(c, SN_COST_ALLREDUCE, 65536);
-          for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, 0, 65536); /* Send backward */
-        }
-        for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, (pp - 1 - s) * bwd, 65536); /* drain: Recv the last grads */
-      }
-    for (int i = 0; i < pp * tp && dp > 1; i++) collective(dpc[i], SN_COST_ALLREDUCE, 262144);
-    collective(world, SN_COST_ALLREDUCE, 8);
-  }
-  free(m);
-  free(tpc);
-  free(dpc);
-  free(ppc);
-}
-
-/* moe: expert parallel over groups of 8 ranks (all ranks at 8), each rank one expert. Per
- * step, 2 layers: attention (1 ms), dispatch AlltoAll, the experts (2 ms x the tokens routed
- * to the rank's expert, which follow the data: one hot expert per layer and step, drawn from
- * the seed, 1.5-3x the mean load), combine AlltoAll; then a world AllReduce of the dense
- * gradients. */
-static void run_moe(void) {
-  int ep = W.n < 8 ? W.n : 8, ng = W.n / ep;
-  struct comm **g = malloc((size_t)ng * sizeof *g);
-  int *m = malloc((size_t)W.n * sizeof *m);
-  for (int i = 0; i < ng; i++) {
-    for (int k = 0; k < ep; k++) m[k] = i * ep + k;
-    g[i] = comm_new(m, ep);
-  }
-  for (int r = 0; r < W.n; r++) m[r] = r;
-  struct comm *world = comm_new(m, W.n);
-  for (W.step = 0; (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; W.step++) {
-    for (int layer = 0; layer < 2; layer++)
-      for (int i = 0; i < ng; i++) {
-        struct comm *c = g[i];
-        for (int k = 0; k < ep; k++) compute(c->m[k], 1000);
-        collective(c, SN_COST_PAIRS, 65536);
-        uint64_t key = ((uint64_t)W.step << 20) ^ ((uint64_t)layer << 18) ^ (uint64_t)i ^ 0x5a5a000000ull;
-        int hot = (int)(unif(key) * ep);
-        double hf = 1.5 + 1.5 * unif(key ^ 0xabcdef);
-        for (int k = 0; k < ep; k++) {
-          double load = k == hot ? hf : (ep - hf) / (ep - 1);
-          compute(c->m[k], 2000 * load);
-        }
-        collective(c, SN_COST_PAIRS, 65536);
-      }
-    collective(world, SN_COST_ALLREDUCE, 262144);
-  }
-  free(m);
-  free(g);
+  double *t = stream_t(c->stream, r), st = *t, f = jit(((uint64_t)r << 40) ^ W.draws[r]++);
+  double cost = sn_cost_item_ns(cost_us(c, SN_COST_P2P, bytes, k, peer), older(r) ? OLD_SPEED : 1.0,
+                                jit(((uint64_t)r << 40) ^ W.draws[r]++));
+  *t += wait_us * f + cost;
+  cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, (uint64_t)c->stream + 1, (int64_t)(st * 1e3), (int64_t)(*t * 1e3));
 }
 
 /* ---------------------------------------------------------------- main */
+
+/* the job's GPU inventory explains a finding on a rank whose model is not the one most ranks
+ * run (the report's `gpu_model` cause, tools/report/report_health.c) */
+static bool explained(int r) {
+  if (r < 0 || W.old_host < 0) return false;
+  int old = 0;
+  for (int q = 0; q < W.n; q++) old += host_of(q) == W.old_host;
+  bool old_major = 2 * old > W.n, mine_old = host_of(r) == W.old_host;
+  return 2 * old != W.n && mine_old != old_major;
+}
+
+/* the findings (explained or not) as a JSON list `name`: rank, host, kind, comm, and the
+ * instances from the onset on the comm to the first flag */
+static void print_findings(const struct cs_det_result *res, const char *name, bool expl) {
+  printf(",\"%s\":[", name);
+  bool first = true;
+  for (size_t i = 0; i < res->nstragglers; i++) {
+    const struct cs_det_straggler *s = &res->stragglers[i];
+    if (explained(s->rank) != expl) continue;
+    const struct comm *c = &W.comms[s->comm - 1];
+    /* instances from the first delayed one (counted as 1) to the first flag */
+    char after[32] = "null";
+    if (c->onset) snprintf(after, sizeof after, "%lld", (long long)s->first_flag_instance - (long long)c->onset + 1);
+    printf("%s{\"rank\":%d,\"host\":%s%s%s,\"kind\":\"%s\",\"comm\":%d,\"comm_size\":%d,\"first_flag_instance\":%zu,"
+           "\"onset\":%lld,\"after\":%s,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"
+           "\"lateness_us\":%.1f,\"median_dur_us\":%.1f,\"gap_us\":%.1f,\"peer_gap_us\":%.1f}",
+           first ? "" : ",", s->rank, s->host ? "\"" : "", s->host ? s->host : "null", s->host ? "\"" : "",
+           cs_det_kind_name(s->kind), c->id, c->n, s->first_flag_instance, (long long)c->onset, after, s->offset_us,
+           s->later_share, s->share_last, s->lateness_us, s->median_dur_us, s->gap_us, s->peer_gap_us);
+    first = false;
+  }
+  printf("]");
+}
 
 static int parse_fault(const char *f) {
   W.from = 0;
@@ -407,7 +314,8 @@ int main(int argc, char **argv) {
   W.culprit2 = W.n == 8 ? 1 : W.n / 4 + 1;
   W.chost = host_of(W.culprit);
   W.hang_comm = -1;
-  W.t = calloc((size_t)W.n, sizeof *W.t);
+  W.old_host = !strcmp(wl, "hetero") ? 1 : -1; /* simhost2 */
+  W.t = calloc((size_t)W.n * NSTREAMS, sizeof *W.t);
   W.gaps = calloc((size_t)W.n, sizeof *W.gaps); /* zero: cs_gap_reset's state */
   W.draws = calloc((size_t)W.n, sizeof *W.draws);
   W.host = malloc((size_t)nh * sizeof *W.host);
@@ -423,13 +331,7 @@ int main(int argc, char **argv) {
   if (cs_det_params_env(&p)) fprintf(stderr, "accuracy_driver: a COLLSCOPE_STRAGGLER_* value was ignored\n");
   W.det = cs_det_stream_new(&p, CS_DET_HANG_PENDING);
   if (!W.det) return 2;
-  if (!strcmp(wl, "dp"))
-    run_dp();
-  else if (!strcmp(wl, "3d"))
-    run_3d();
-  else if (!strcmp(wl, "moe"))
-    run_moe();
-  else {
+  if (run_workload(wl)) {
     fprintf(stderr, "accuracy_driver: unknown workload %s\n", wl);
     return 2;
   }
@@ -439,22 +341,11 @@ int main(int argc, char **argv) {
   bool first = true;
   for (int r = 0; r < W.n; r++)
     if (culprit(r)) printf("%s%d", first ? "" : ",", r), first = false;
-  printf("],\"culprit_host\":\"%s\",\"stragglers\":[",
+  printf("],\"culprit_host\":\"%s\"",
          W.fault == F_NONE || W.fault == F_LINK || W.fault == F_HANG_GPU ? "" : W.host[host_of(W.culprit)]);
-  for (size_t i = 0; i < res.nstragglers; i++) {
-    const struct cs_det_straggler *s = &res.stragglers[i];
-    const struct comm *c = &W.comms[s->comm - 1];
-    /* instances from the first delayed one (counted as 1) to the first flag */
-    char after[32] = "null";
-    if (c->onset) snprintf(after, sizeof after, "%lld", (long long)s->first_flag_instance - (long long)c->onset + 1);
-    printf("%s{\"rank\":%d,\"host\":%s%s%s,\"kind\":\"%s\",\"comm\":%d,\"comm_size\":%d,\"first_flag_instance\":%zu,"
-           "\"onset\":%lld,\"after\":%s,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"
-           "\"lateness_us\":%.1f,\"median_dur_us\":%.1f,\"gap_us\":%.1f,\"peer_gap_us\":%.1f}",
-           i ? "," : "", s->rank, s->host ? "\"" : "", s->host ? s->host : "null", s->host ? "\"" : "",
-           cs_det_kind_name(s->kind), c->id, c->n, s->first_flag_instance, (long long)c->onset, after, s->offset_us,
-           s->later_share, s->share_last, s->lateness_us, s->median_dur_us, s->gap_us, s->peer_gap_us);
-  }
-  printf("],\"hangs\":[");
+  print_findings(&res, "stragglers", false);
+  print_findings(&res, "explained", true);
+  printf(",\"hangs\":[");
   for (size_t i = 0; i < res.nhangs; i++) {
     const struct cs_det_hang *h = &res.hangs[i];
     printf("%s{\"seq\":%lld,\"missing\":[", i ? "," : "", (long long)h->seq);

@@ -10,7 +10,10 @@ Cases: dp 5%, 3d 5% and moe 5% (instances from the onset to the first flag, per 
 (named as a link: the NCCL_NET wrapper's slow pair or the comm's link entry, never a compute
 straggler on an endpoint), moe 20% (kind compute: the stalls before its Send/Recv are in its
 compute gap) and a slow link in moe (kind link), moe and 3d clean (no finding: the experts'
-data-following work and the pipeline's bubbles are not stragglers). train3d runs in process
+data-following work and the pipeline's bubbles are not stragglers), fsdp 5% in process (its
+collectives on a second stream, each AllGather of the forward right after the previous one,
+each ReduceScatter after its layer's backward), and hetero clean in process (simhost2's
+half-speed GPUs flagged every seed, all of them explained by the GPU inventory, none false). train3d runs in process
 only here: as processes its arrivals vary from run to run with the same seed
 (docs/detection.md)."""
 import argparse, json, subprocess, sys
@@ -32,6 +35,8 @@ CASES = [
     (("moe", "none", 64, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
     (("3d", "none", 8, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
     (("3d", "none", 64, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
+    (("fsdp", "slow:pct=5", 8, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [12, 17, 17]}),
+    (("hetero", "none", 8, 3, 0), {"mode": "in-process", "false_per_million": 0.0, "explained": 6}),
 ]
 
 

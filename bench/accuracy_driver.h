@@ -1,0 +1,82 @@
+/* bench/accuracy_driver.h: the in-process accuracy driver's internal interface, between its
+ * core (bench/accuracy_driver.c: the job's state, faults, cost, compute, collective instances,
+ * the detector's feed and the output) and its workloads (bench/accuracy_workloads.c: what each
+ * rank runs, in the order the test apps in tests/apps run it). Not installed. */
+#ifndef BENCH_ACCURACY_DRIVER_H
+#define BENCH_ACCURACY_DRIVER_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collscope/compute_gap.h"
+#include "collscope/detect.h"
+#include "tests/sim/nccl/collcost.h"
+
+#define NSTREAMS 5 /* per rank: stream 0 (compute, and every op of one-stream apps), 1..4 */
+#define COMPUTE_US 2000.0
+
+enum fault { F_NONE,
+             F_SLOW,
+             F_INTERMITTENT,
+             F_HOST,
+             F_LINK,
+             F_THROTTLE,
+             F_TWO,
+             F_HANG_HOST,
+             F_HANG_GPU };
+
+struct comm {
+  int id, n;
+  int stream; /* the stream its ops run on, on every member */
+  int *m;     /* members' global ranks, in comm-rank (ring) order */
+  int64_t seq;
+  int64_t onset; /* 1-based instance of the first delayed arrival of a culprit, 0 none */
+  struct cs_det_member *mb;
+  double hist[32]; /* a slowed member's last measured durations here (slow: P% of their median) */
+  size_t nhist;
+};
+
+struct driver {
+  int n, rph, steps;
+  uint64_t seed;
+  enum fault fault;
+  double pct;
+  int64_t from; /* the fault starts at this step */
+  int culprit, culprit2, chost;
+  int old_host;                /* hetero: the host whose GPUs are the older, half-speed model; -1 none */
+  double *t;                   /* per stream and rank: the stream's time (us), t[s * n + r] */
+  struct cs_gap_tracker *gaps; /* per rank: its compute gaps, as the report forms them */
+  uint64_t *draws;
+  char **host;
+  struct cs_det_stream *det;
+  struct comm *comms;
+  size_t ncomms;
+  int64_t step;
+  size_t ninst, min_inst; /* instances fed; run on past --steps until --min-instances */
+  bool hung;
+  int hang_comm; /* the hang faults act on the culprit's first communicator */
+};
+extern struct driver W;
+
+static inline double *stream_t(int s, int r) { return &W.t[(size_t)s * (size_t)W.n + (size_t)r]; }
+static inline int host_of(int r) { return r / W.rph; }
+/* the job goes on: --steps not reached, or fewer than --min-instances instances, and no hang */
+static inline bool running(void) { return (W.step < W.steps || W.ninst < W.min_inst) && !W.hung; }
+
+double unif(uint64_t key);
+struct comm *comm_new(const int *m, int n, int stream);
+/* rank r's stream s computes for `us` of GPU time (jittered; throttled; the older model slower) */
+void compute_on(int s, int r, double us);
+static inline void compute(int r, double us) { compute_on(0, r, us); }
+/* rank r's host waits for its streams s0..s1 (a stream synchronize each): every one of its
+ * streams' next items start no earlier than the latest of them */
+void sync_streams(int r, int s0, int s1);
+/* one collective instance on c (on c's stream of every member) */
+void collective(struct comm *c, enum sn_cost_algo op, double bytes);
+/* a Send or Recv of c's rank k to or from `peer`, after waiting `wait_us` for it */
+void p2p(struct comm *c, int k, int peer, double wait_us, double bytes);
+
+/* the workloads (bench/accuracy_workloads.c); 0 on success, -1 unknown */
+int run_workload(const char *name);
+
+#endif

@@ -1,0 +1,208 @@
+/* bench/accuracy_workloads.c: the in-process accuracy driver's workloads (the driver's core:
+ * bench/accuracy_driver.c), each what the test app of the same name in tests/apps runs as
+ * bench/accuracy.py runs it as processes (app_cmd): its communicators, the stream each uses,
+ * its compute and its collectives in the app's order. Copies between host and GPU (tens of us
+ * against ms of compute) are left out. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "accuracy_driver.h"
+
+/* dp: one communicator of all ranks; per step 3 buckets (256 KiB, /8, /64), each after 2 ms
+ * of compute (tests/apps/dp_train --size 256K --compute-us 2000) */
+static void run_dp(void) { /* hetero too: the core makes simhost2's GPUs the older model */
+  int *m = malloc((size_t)W.n * sizeof *m);
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *c = comm_new(m, W.n, 0);
+  free(m);
+  for (W.step = 0; running(); W.step++)
+    for (int b = 0; b < 3; b++) {
+      for (int r = 0; r < W.n; r++) compute(r, COMPUTE_US);
+      collective(c, SN_COST_ALLREDUCE, 262144.0 / (1 << (3 * b)));
+    }
+}
+
+/* 3d: tensor parallel 2 (inside a host), pipeline pp (2 at 8 ranks, else 4), data parallel
+ * the rest; rank = (d x pp + s) x 2 + t. Per step, 1F1B over M = 4 microbatches: each
+ * microbatch's forward (1 ms) and backward (2 ms) end in a TP AllReduce of the stage pair,
+ * then a Send of 64 KiB to the next stage (forward) or the previous one (backward) on the PP
+ * communicator (the ranks of one DP and TP index, one a stage); stage s waits in a Recv of
+ * its first activation s forward-times (the pipeline's fill) and in one of its last gradients
+ * (pp-1-s) backward-times (its drain); then a DP AllReduce of its gradients (the ranks of one
+ * stage and TP index) and a world AllReduce (the gradient norm), which every stage reaches at
+ * its own place in the schedule: the bubbles. All on one stream a rank (tests/apps/train3d). */
+static void run_3d(void) {
+  int tp = 2, pp = W.n >= 64 ? 4 : 2, dp = W.n / (tp * pp), M = 4;
+  double fwd = 1000, bwd = 2000;
+  struct comm **tpc = malloc((size_t)(dp * pp) * sizeof *tpc), **dpc = malloc((size_t)(pp * tp) * sizeof *dpc);
+  struct comm **ppc = malloc((size_t)(dp * tp) * sizeof *ppc);
+  int *m = malloc((size_t)W.n * sizeof *m);
+  for (int g = 0; g < dp * pp; g++) {
+    m[0] = 2 * g;
+    m[1] = 2 * g + 1;
+    tpc[g] = comm_new(m, 2, 0);
+  }
+  for (int s = 0; s < pp; s++)
+    for (int t = 0; t < tp; t++) {
+      for (int d = 0; d < dp; d++) m[d] = (d * pp + s) * tp + t;
+      dpc[s * tp + t] = comm_new(m, dp, 0);
+    }
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *world = comm_new(m, W.n, 0);
+  for (int d = 0; d < dp; d++) /* after the others: the hang faults act on the culprit's TP pair */
+    for (int t = 0; t < tp; t++) {
+      for (int s = 0; s < pp; s++) m[s] = (d * pp + s) * tp + t;
+      ppc[d * tp + t] = comm_new(m, pp, 0);
+    }
+  for (W.step = 0; running(); W.step++) {
+    for (int d = 0; d < dp; d++)
+      for (int s = 0; s < pp; s++) {
+        struct comm *c = tpc[d * pp + s], *p[2] = {ppc[d * tp], ppc[d * tp + 1]};
+        for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, s * fwd, 65536); /* fill: Recv the first activation */
+        for (int mb = 0; mb < M; mb++) {
+          for (int k = 0; k < 2; k++) compute(c->m[k], fwd);
+          collective(c, SN_COST_ALLREDUCE, 65536);
+          for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, 0, 65536); /* Send forward */
+          for (int k = 0; k < 2; k++) compute(c->m[k], bwd);
+          collective(c, SN_COST_ALLREDUCE, 65536);
+          for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, 0, 65536); /* Send backward */
+        }
+        for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, (pp - 1 - s) * bwd, 65536); /* drain: Recv the last grads */
+      }
+    for (int i = 0; i < pp * tp && dp > 1; i++) collective(dpc[i], SN_COST_ALLREDUCE, 262144);
+    collective(world, SN_COST_ALLREDUCE, 8);
+  }
+  free(m);
+  free(tpc);
+  free(dpc);
+  free(ppc);
+}
+
+/* moe: expert parallel over groups of 8 ranks (all ranks at 8), each rank one expert. Per
+ * step, 2 layers: attention (1 ms), dispatch AlltoAll, the experts (2 ms x the tokens routed
+ * to the rank's expert, which follow the data: one hot expert per layer and step, drawn from
+ * the seed, 1.5-3x the mean load), combine AlltoAll; then a world AllReduce of the dense
+ * gradients. */
+static void run_moe(void) {
+  int ep = W.n < 8 ? W.n : 8, ng = W.n / ep;
+  struct comm **g = malloc((size_t)ng * sizeof *g);
+  int *m = malloc((size_t)W.n * sizeof *m);
+  for (int i = 0; i < ng; i++) {
+    for (int k = 0; k < ep; k++) m[k] = i * ep + k;
+    g[i] = comm_new(m, ep, 0);
+  }
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *world = comm_new(m, W.n, 0);
+  for (W.step = 0; running(); W.step++) {
+    for (int layer = 0; layer < 2; layer++)
+      for (int i = 0; i < ng; i++) {
+        struct comm *c = g[i];
+        for (int k = 0; k < ep; k++) compute(c->m[k], 1000);
+        collective(c, SN_COST_PAIRS, 65536);
+        uint64_t key = ((uint64_t)W.step << 20) ^ ((uint64_t)layer << 18) ^ (uint64_t)i ^ 0x5a5a000000ull;
+        int hot = (int)(unif(key) * ep);
+        double hf = 1.5 + 1.5 * unif(key ^ 0xabcdef);
+        for (int k = 0; k < ep; k++) {
+          double load = k == hot ? hf : (ep - hf) / (ep - 1);
+          compute(c->m[k], 2000 * load);
+        }
+        collective(c, SN_COST_PAIRS, 65536);
+      }
+    collective(world, SN_COST_ALLREDUCE, 262144);
+  }
+  free(m);
+  free(g);
+}
+
+/* fsdp: one world communicator on a second stream (stream 1; compute on stream 0), 4 layers of
+ * 256 KiB (even layers bf16 up to 64 ranks, else fp32: the shard is full / N elements). Per
+ * step (tests/apps/fsdp --prefetch 1): the forward's AllGathers run back to back on stream 1
+ * (layer l+1's is issued before layer l computes), layer l's 2 ms forward compute on stream 0
+ * waits for its AllGather; the host waits for stream 0; the backward computes layer 3..0 on
+ * stream 0, each layer's ReduceScatter on stream 1 waiting for its compute; the host waits
+ * for both streams. */
+static void run_fsdp(void) {
+  enum { L = 4 };
+  int *m = malloc((size_t)W.n * sizeof *m);
+  double *ev = malloc((size_t)W.n * L * sizeof *ev), shard[L];
+  if (!m || !ev) exit(2);
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *c = comm_new(m, W.n, 1);
+  for (int l = 0; l < L; l++) {
+    double esize = l % 2 == 0 && W.n <= 64 ? 2 : 4, full = (double)(262144 / (int)esize / W.n * W.n);
+    shard[l] = (full > 0 ? full : W.n) / W.n * esize;
+  }
+  for (W.step = 0; running(); W.step++) {
+    for (int l = 0; l < L; l++) {
+      collective(c, SN_COST_RING, shard[l]); /* AllGather */
+      for (int r = 0; r < W.n; r++) ev[(size_t)r * L + (size_t)l] = *stream_t(1, r);
+    }
+    for (int r = 0; r < W.n; r++) {
+      for (int l = 0; l < L; l++) {
+        double *t0 = stream_t(0, r);
+        if (*t0 < ev[(size_t)r * L + (size_t)l]) *t0 = ev[(size_t)r * L + (size_t)l]; /* waits for layer l */
+        compute_on(0, r, COMPUTE_US);
+      }
+      sync_streams(r, 0, 0);
+    }
+    for (int l = L - 1; l >= 0; l--) {
+      for (int r = 0; r < W.n; r++) {
+        compute_on(0, r, COMPUTE_US);
+        double *t1 = stream_t(1, r);
+        if (*t1 < *stream_t(0, r)) *t1 = *stream_t(0, r); /* its gradients ready */
+      }
+      collective(c, SN_COST_RING, shard[l]); /* ReduceScatter */
+    }
+    for (int r = 0; r < W.n; r++) sync_streams(r, 0, 1);
+  }
+  free(m);
+  free(ev);
+}
+
+/* accum: one world communicator; every step 500 us of compute, every 4th step a 256 KiB
+ * AllReduce of the accumulated gradients (tests/apps/accum --accum 4 --compute-us 500;
+ * --steps counts compute steps) */
+static void run_accum(void) {
+  int *m = malloc((size_t)W.n * sizeof *m);
+  if (!m) exit(2);
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *c = comm_new(m, W.n, 0);
+  free(m);
+  for (W.step = 0; running(); W.step++) {
+    for (int r = 0; r < W.n; r++) compute(r, 500);
+    if ((W.step + 1) % 4 == 0) collective(c, SN_COST_ALLREDUCE, 262144);
+  }
+}
+
+/* multicomm: 4 world communicators, communicator k on stream k + 1; per step, on every stream,
+ * 2 ms of compute then a 256 KiB AllReduce, all four in flight at once; then the host waits
+ * for the four streams (tests/apps/multicomm --comms 4 --compute-us 2000) */
+static void run_multicomm(void) {
+  enum { K = 4 };
+  int *m = malloc((size_t)W.n * sizeof *m);
+  if (!m) exit(2);
+  for (int r = 0; r < W.n; r++) m[r] = r;
+  struct comm *c[K];
+  for (int k = 0; k < K; k++) c[k] = comm_new(m, W.n, k + 1);
+  free(m);
+  for (W.step = 0; running(); W.step++) {
+    for (int k = 0; k < K; k++) {
+      for (int r = 0; r < W.n; r++) compute_on(k + 1, r, COMPUTE_US);
+      collective(c[k], SN_COST_ALLREDUCE, 262144);
+    }
+    for (int r = 0; r < W.n; r++) sync_streams(r, 1, K);
+  }
+}
+
+int run_workload(const char *name) {
+  static const struct {
+    const char *name;
+    void (*run)(void);
+  } wl[] = {{"dp", run_dp}, {"hetero", run_dp}, {"3d", run_3d}, {"moe", run_moe}, {"fsdp", run_fsdp}, {"accum", run_accum}, {"multicomm", run_multicomm}};
+  for (size_t i = 0; i < sizeof wl / sizeof wl[0]; i++)
+    if (!strcmp(name, wl[i].name)) {
+      wl[i].run();
+      return 0;
+    }
+  return -1;
+}
