@@ -29,7 +29,7 @@ are scored as the report's `gpu_model` cause. Job shape (tests/stats): every rin
 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket, `jitter:pct=2`, seed K per run.
 Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md), each
 job until `collscope top` shows its hung processes, then killed."""
-import argparse, collections, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, collections, concurrent.futures, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import hung_jobs  # noqa: E402  (tests/hung_jobs.py: a hang job ends once collscope top shows it)
@@ -310,21 +310,38 @@ def score(fault, n, runs):
 # culprit's data-parallel one (its tensor-parallel pair halves the offset under the floor,
 # docs/detection.md), one instance a step, so those rows run long enough to show 100 of it.
 LONG_STEPS = {("3d", "slow:pct=2"): 110}
+# 256 ranks as processes cost 2-5 minutes a seed on a 2-core host: a clean or slow-link run
+# needs no onset, so it runs 16 steps (48 instances a seed; the in-process rows give each
+# workload its 1M clean instances). A row run with other than its workload's steps says so
+# (`steps`), and the page lists them.
+SHORT_STEPS = {("dp", "none", 256): 16, ("dp", "link", 256): 16}
+
+
+def steps_for(w, fault, n, max_proc):
+    if n <= max_proc and (w, fault, n) in SHORT_STEPS:
+        return SHORT_STEPS[(w, fault, n)]
+    return LONG_STEPS.get((w, fault))
 
 
 def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0):
     t0 = time.monotonic()
-    steps = steps or LONG_STEPS.get((w, fault))
+    steps = steps or steps_for(w, fault, n, max_proc)
     runs, mode = [], "in-process"
-    for s in range(1, seeds + 1):
-        r = run_processes(b, w, fault, n, s, steps) if n <= max_proc else None
-        if r is not None:
+    if n <= max_proc:
+        for s in range(1, seeds + 1):
+            r = run_processes(b, w, fault, n, s, steps)
+            if r is None:
+                break
             mode = "processes"
-        else:
-            r = run_driver(b, w, fault, n, s, steps, min_instances)  # `after` per comm, null: no onset there
-        runs.append(r)
+            runs.append(r)
+    if mode == "in-process":  # one driver a CPU: each seed is one single-threaded process
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
+            runs = list(ex.map(lambda s: run_driver(b, w, fault, n, s, steps, min_instances),  # `after` per comm
+                               range(1, seeds + 1)))
     o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode}
     o.update(score(fault, n, runs))
+    if steps:
+        o["steps"] = steps
     o["instances"] = sum(r["instances"] for r in runs)
     o["wall_s"] = round(time.monotonic() - t0, 2)
     return o
@@ -510,6 +527,12 @@ def generate(a):
             big = [o["wall_s"] / o["seeds"] for o in rows if o["mode"] == mode and o["ranks"] == n]
             L.append("- %s, %d ranks, %d seed%s (%.0f s a seed at most): %s." % (
                 mode, n, k, "" if k == 1 else "s", max(big), ", ".join(sorted(what))))
+    longer = ["%s %s, %s, %d ranks: %d" % (o["workload"], o["fault"], o["mode"], o["ranks"],
+                                           o.get("steps") or LONG_STEPS[(o["workload"], o["fault"])])
+              for o in rows if o.get("steps") or (o["workload"], o["fault"]) in LONG_STEPS]
+    if longer:
+        L += ["Rows run with other than their workload's steps (`steps`; bench/accuracy.py LONG_STEPS, SHORT_STEPS): " +
+              "; ".join(sorted(longer)) + "."]
     L.append("")
     with open(a.generate, "w") as f:
         f.write("\n".join(L))
