@@ -30,6 +30,8 @@ struct ent {
   double off_us; /* its arrival offset, median(duration) - dur_us (> 0: it arrived after the
                   * median rank); set once the instance's durations are all in */
   double gap;    /* its compute gap */
+  double xb;     /* the bytes its rank's Send/Recv of the comm moved since its previous
+                  * collective of the comm (detect_dataload.c) */
   int64_t t;     /* its op's end_ns */
 };
 
@@ -61,12 +63,13 @@ struct rstate {
   size_t run, run_at; /* consecutive instances it arrived after the median rank, ending at run_at */
   size_t at;
   bool flagged_now;
-  bool ok;         /* a rule held at the current instance (before persistence) */
-  double off;      /* then its median offset (share-last rule: its median lateness) */
-  bool grouped;    /* ... shared with ranks on other hosts alike: not flagged (detect_window.c) */
-  size_t sidx;     /* its entry in out->stragglers + 1, 0 none */
-  double p2p_idle; /* its stream's idle time before its Send/Recv since its previous collective
+  bool ok;          /* a rule held at the current instance (before persistence) */
+  double off;       /* then its median offset (share-last rule: its median lateness) */
+  bool grouped;     /* ... shared with ranks on other hosts alike: not flagged (detect_window.c) */
+  size_t sidx;      /* its entry in out->stragglers + 1, 0 none */
+  double p2p_idle;  /* its stream's idle time before its Send/Recv since its previous collective
                     * (their compute gaps summed), -1 when one has none (detect_window.c) */
+  double p2p_bytes; /* the bytes of its Send/Recv since its previous collective (detect_dataload.c) */
 };
 /* The state of one communicator while its instances are fed in seq order. Only the last
  * window + 1 instances (and their entries) are kept: in[] is compacted when it reaches
@@ -83,6 +86,8 @@ struct cstate {
   double *durs, *gaps, *scratch;
   struct okrank *okv; /* per rank: the grouping of late ranks (detect_window.c) */
   size_t *okchg;
+  struct dl_point *dlp; /* per rank: the data-load fit's points (detect_dataload.c) */
+  double *dl;           /* ... and its slopes, max(comm size, CS_DET_DL_PAIRS) */
   bool any_pending, any_flagged_now;
   int64_t oldest;
   struct inst *in;
@@ -93,6 +98,15 @@ struct cstate {
   size_t nstr, capstr;
   UT_hash_handle hh; /* the stream's table of communicators */
 };
+
+/* the data-load fit (detect_dataload.c): a rank's arrival offset against the P2P bytes it
+ * moved since its previous collective of the comm, across an instance's members */
+#define CS_DET_DL_PAIRS 4096 /* the most member pairs one instance's fit reads */
+struct dl_point {
+  double x, y; /* bytes, arrival offset */
+};
+double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_member *o);
+double cs_det_dataload(struct cstate *C, size_t e0, size_t n);
 
 /* median helpers (detect_median.c); each reorders v */
 double cs_det_median(double *v, size_t n);

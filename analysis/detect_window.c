@@ -18,6 +18,8 @@ void cs_det_cstate_free(struct cstate *C) {
   free(C->scratch);
   free(C->okv);
   free(C->okchg);
+  free(C->dlp);
+  free(C->dl);
   free(C->in);
   free(C->ents);
   free(C->str);
@@ -44,6 +46,8 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
   RESIZE(C->okv, n);
   RESIZE(C->okchg, n);
   RESIZE(C->scratch, 2 * (size_t)p->window + n + 1);
+  RESIZE(C->dlp, n);
+  RESIZE(C->dl, n > CS_DET_DL_PAIRS ? n : CS_DET_DL_PAIRS);
 #undef RESIZE
   for (size_t r = o; r < n; r++) {
     C->mem[r].rank = -1;
@@ -177,6 +181,7 @@ static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_membe
     const struct cs_det_member *o = &m[k];
     note_member(C, seq, o);
     double gap = seq >= 0 ? collective_gap(C, o) : -1;
+    double xb = seq >= 0 ? cs_det_p2p_bytes(C, o) : 0;
     if (seq < 0 || o->p2p || o->state != CS_DET_DONE || o->end_ns < o->start_ns) continue;
     if (o->comm_rank < 0 || o->comm_rank >= csize || A->ntimed >= (size_t)csize) continue;
     if (A->ntimed && C->ents[C->nents - 1].r == o->comm_rank) continue; /* one op per rank and instance */
@@ -192,7 +197,7 @@ static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_membe
     }
     C->durs[A->ntimed++] = dur;
     GROW(C->ents, C->nents, C->capents);
-    C->ents[C->nents++] = (struct ent){.r = o->comm_rank, .dur_us = dur, .gap = gap, .t = o->end_ns};
+    C->ents[C->nents++] = (struct ent){.r = o->comm_rank, .dur_us = dur, .gap = gap, .xb = xb, .t = o->end_ns};
   }
   return 0;
 oom:
@@ -200,28 +205,47 @@ oom:
 }
 
 /* the instance whose entries add_arrivals appended: its figures in in[], each entry's arrival
- * offset (off_us) from its duration. 0, or -1 out of memory */
+ * offset (off_us) from its duration, less the share its P2P bytes explain (detect_dataload.c:
+ * then the last rank is the one with the largest residual, and its lateness that residual
+ * over the median rank's). 0, or -1 out of memory */
 static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A) {
   size_t e0 = C->nents - A->ntimed, ngaps = 0;
-  for (size_t e = e0; e < C->nents; e++) /* peers' gaps */
-    if (C->ents[e].r != A->last_rank && C->ents[e].gap >= 0) C->gaps[ngaps++] = C->ents[e].gap;
   GROW(C->in, C->nin, C->capin);
   struct inst *I = &C->in[C->nin++];
   I->med = cs_det_median(C->durs, A->ntimed);
+  double mid = cs_det_median_mid(C->durs, A->ntimed);
+  for (size_t e = e0; e < C->nents; e++) C->ents[e].off_us = mid - C->ents[e].dur_us;
   /* ranks that arrived at the same moment (released together by an earlier collective of
    * another communicator: a group, a host) have no last one among them: the instance counts
    * for no rank's share-last (it would always go to the lowest comm rank of the group) */
-  I->last = A->tie ? -1 : A->last_rank;
+  int last = A->last_rank;
+  bool tie = A->tie;
   I->lateness = I->med - A->min_dur_us;
   I->gap_last = A->last_gap_us;
+  if (cs_det_dataload(C, e0, A->ntimed) > 0) {
+    size_t b = e0;
+    tie = false;
+    for (size_t e = e0 + 1; e < C->nents; e++) {
+      if (C->ents[e].off_us > C->ents[b].off_us) {
+        b = e;
+        tie = false;
+      } else if (C->ents[e].off_us == C->ents[b].off_us) {
+        tie = true;
+      }
+    }
+    last = C->ents[b].r;
+    I->lateness = I->med - mid + C->ents[b].off_us;
+    I->gap_last = C->ents[b].gap;
+  }
+  for (size_t e = e0; e < C->nents; e++) /* peers' gaps */
+    if (C->ents[e].r != last && C->ents[e].gap >= 0) C->gaps[ngaps++] = C->ents[e].gap;
+  I->last = tie ? -1 : last;
   I->gap_peers = ngaps ? cs_det_median(C->gaps, ngaps) : -1;
   I->seq = seq;
   I->bytes = A->bytes;
   I->e0 = e0;
   I->ne = A->ntimed;
   I->pg_rank = -1;
-  double mid = cs_det_median_mid(C->durs, A->ntimed);
-  for (size_t e = e0; e < C->nents; e++) C->ents[e].off_us = mid - C->ents[e].dur_us;
   return 0;
 oom:
   return -1;

@@ -28,7 +28,8 @@ CASES = [
     (("moe", "slow:pct=5", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [15, 17, 11]}),
     (("dp", "link", 8, 2, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "cause_ok": 1.0, "collateral": 0.0}),
     (("dp", "link", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "collateral": 0.0}),
-    (("moe", "slow:pct=20", 8, 2, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "flag_after": [20, 20],
+    # 14, not 20: the bytes of its Send/Recv clear the experts' skew from the offsets (analysis/detect_dataload.c)
+    (("moe", "slow:pct=20", 8, 2, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "flag_after": [14, 14],
                                         "collateral": 0.0}),
     (("moe", "link", 8, 1, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "collateral": 0.0}),
     (("moe", "none", 8, 1, 8), {"mode": "processes", "false_per_million": 0.0}),
