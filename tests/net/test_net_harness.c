@@ -164,7 +164,11 @@ static void case_basic(void) {
   struct cs_net_id id;
   memcpy(&id, h + CS_NET_ID_OFFSET, sizeof id);
   CHECK(id.magic == CS_NET_ID_MAGIC && id.rank == 5 && id.token != 0);
+  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);
   CHECK(traffic(sc, rc, 100, 4096) == 0);
+  /* no message took longer than all of them: its rate is at least 4096 B over that time,
+   * however slowly a busy host ran the 200 us delays */
+  double floor_gbps = 4096.0 * 8.0 / (double)(cs_now_ns(CLOCK_MONOTONIC) - t0);
   nrecs = 0;
   CHECK(cs_net_collect(true, emit) == 2);
   const struct cs_record *s = recs[0].root == 0 ? &recs[0] : &recs[1], *r = recs[0].root == 0 ? &recs[1] : &recs[0];
@@ -176,8 +180,8 @@ static void case_basic(void) {
   CHECK(s->seq >= 1); /* max in flight */
   /* 4096 B in >= 200 us: <= 0.164 Gbit/s (the bucket's middle may sit a bit above) */
   printf("basic: send p50 %.4f p10 %.4f mean %.4f Gbit/s (4096 B per 200 us = 0.164)\n", s->in_sum, s->in_abs, s->out_sum);
-  CHECK(s->in_sum > 0.01 && s->in_sum < 0.2);
-  CHECK(s->out_sum > 0.01 && s->out_sum <= 0.165);
+  CHECK(s->in_sum >= floor_gbps && s->in_sum < 0.2);
+  CHECK(s->out_sum >= floor_gbps && s->out_sum <= 0.165);
   nrecs = 0;
   CHECK(cs_net_collect(false, emit) == 0); /* nothing new */
   CHECK(N->closeSend(sc) == CS_NET_OK && N->closeRecv(rc) == CS_NET_OK);
@@ -328,7 +332,8 @@ static double bench(void *sc, void *rc, int n, const cs_net_v11_t *T) {
   size_t sz[1] = {sizeof b};
   int tags[1] = {0};
   void *mhs[1] = {smh};
-  int64_t t0 = cs_now_ns(CLOCK_MONOTONIC);
+  /* the thread's own CPU time: time the host gave other processes is not the wrapper's */
+  int64_t t0 = cs_now_ns(CLOCK_THREAD_CPUTIME_ID);
   for (int i = 0; i < n; i++) {
     void *sr = NULL, *rr = NULL;
     int sd = 0, rd = 0, got;
@@ -337,7 +342,7 @@ static double bench(void *sc, void *rc, int n, const cs_net_v11_t *T) {
     while (!sd) T->test(sr, &sd, NULL);
     while (!rd) T->test(rr, &rd, &got);
   }
-  return (double)(cs_now_ns(CLOCK_MONOTONIC) - t0) / n;
+  return (double)(cs_now_ns(CLOCK_THREAD_CPUTIME_ID) - t0) / n;
 }
 static void case_overhead(void) {
   void *ctx = NULL;
