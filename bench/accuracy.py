@@ -385,13 +385,13 @@ def plan(seeds):
     for w in ("dp", "3d", "moe"):
         p += [(w, 8, f, seeds, 256) for f in MORE]
     for w in DRIVER_WORKLOADS:
-        for n in SCALES:  # 16,384 ranks: the other faults on 3 seeds (a 3d run there takes ~10 s here)
-            p += [(w, n, f, seeds if n < 16384 or f in CORE[:4] else min(seeds, 3), 0) for f in FAULTS]
+        for n in SCALES:
+            p += [(w, n, f, seeds, 0) for f in FAULTS]
     for w in ("dp", "3d"):
-        p += [(w, 8, f, 3, 256) for f in HANGS]
+        p += [(w, 8, f, seeds, 256) for f in HANGS]
     for w in ("dp", "3d", "moe"):
         p += [(w, 64, f, seeds, 256) for f in ("none", "slow:pct=5", "link")]
-    p += [("dp", 256, f, 1, 256) for f in ("slow:pct=5", "none", "link")]
+    p += [("dp", 256, f, seeds, 256) for f in ("slow:pct=5", "none", "link")]
     return p
 
 
