@@ -121,8 +121,9 @@ def sim_faults(fault, n, w="dp"):
     cs, _ = culprits(fault, n)
     p = pct_of(fault)
     f = [QUIET, "jitter:pct=2"]
+    m = re.search(r"from=(\d+)", fault)  # a later onset: slow:pct=P,from=S (S: the culprit's seq)
     if kind == "slow":
-        f.append("slow:rank=%d,pct=%g" % (cs[0], p))
+        f.append("slow:rank=%d,pct=%g%s" % (cs[0], p, ",from=%s" % m.group(1) if m else ""))
     elif kind == "intermittent":  # every other collective of each of its communicators
         f.append("slow:rank=%d,pct=%g,every=2" % (cs[0], p))
     elif kind in ("host", "two"):
