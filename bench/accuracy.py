@@ -471,7 +471,8 @@ def generate(a):
          "  `gpu_model` cause). A slow link is named in process only by the communicator's link entry, which",
          "  reads its small (<= 64 KiB) collectives: `accum` and `multicomm` have none.", "",
          "Faults on rank 5 (8 ranks) or N/2+5, on simhost3 or host N/16+1: `slow:pct=P` stalls P% of its",
-         "collective's duration before each collective; `intermittent` the same on every other one",
+         "collective's duration before each collective, from its 4th op (after three measured durations), or",
+         "with `,from=S` from its op of seq S, mid-job; `intermittent` the same on every other one",
          "(`every=2`); `host` on every rank of that host; `two` that rank and rank 1 (or N/4+1) at 20%;",
          "`throttle` that GPU thermally throttled, 30% slower (in process: 70% clocks), from collective 2;",
          "`link` simhost1 <-> simhost2 3 ms per transfer; `hang_host` the rank's host thread blocks in the call",
@@ -493,7 +494,8 @@ def generate(a):
               "| ranks | fault | mode | seeds | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (clean instances) | wall |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for o in sorted((o for o in rows if o["workload"] == w),
-                        key=lambda o: (o["mode"] != "processes", o["ranks"], order.get(o["fault"], 99))):
+                        key=lambda o: (o["mode"] != "processes", o["ranks"],
+                                       order.get(o["fault"].split(",from=")[0], 99), o["fault"])):
             fp = fmt(o["false_per_million"], False)
             if o.get("explained"):
                 fp += ", %d explained (gpu_model)" % o["explained"]
