@@ -524,12 +524,20 @@ def generate(a):
         if o["seeds"] < 10:
             few[(o["mode"], o["ranks"], o["seeds"])].append("%s %s" % (o["workload"], o["fault"]))
     if few:
-        L += ["Rows with fewer than 10 seeds (a hang runs on the wall clock until the shims report it; the largest jobs cost"
-              " the most):"]
+        L += ["Rows with fewer than 10 seeds (what a 2-core host had time for; a hang runs on the wall clock until the"
+              " shims report it, and the largest jobs cost the most):"]
         for (mode, n, k), what in sorted(few.items()):
             big = [o["wall_s"] / o["seeds"] for o in rows if o["mode"] == mode and o["ranks"] == n]
             L.append("- %s, %d ranks, %d seed%s (%.0f s a seed at most): %s." % (
                 mode, n, k, "" if k == 1 else "s", max(big), ", ".join(sorted(what))))
+    ran = {(o["workload"], o["fault"], o["ranks"]) for o in rows}
+    missing = collections.defaultdict(list)
+    for w, n, f, k, mp in plan(10):
+        if (w, f, n) not in ran:
+            missing[n].append("%s %s" % (w, f))
+    if missing:
+        L += ["Rows of the plan (`--sweep`) not run yet:"]
+        L += ["- %d ranks: %s." % (n, ", ".join(sorted(v))) for n, v in sorted(missing.items())]
     longer = ["%s %s, %s, %d ranks: %d" % (o["workload"], o["fault"], o["mode"], o["ranks"],
                                            o.get("steps") or LONG_STEPS[(o["workload"], o["fault"])])
               for o in rows if o.get("steps") or (o["workload"], o["fault"]) in LONG_STEPS]
