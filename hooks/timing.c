@@ -75,6 +75,7 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Per-thread group state, freed by a pthread key destructor when the thread exits. */
 struct grp_stream {
   uint64_t stream;
+  uint32_t members; /* the group's ops that share this stream's span */
   struct cs_record ev;
 };
 struct cs_pending {
@@ -396,6 +397,7 @@ void cs_group_launch_begin(void) {
         p->capgstreams = cap;
       }
       p->gstreams[k].stream = r->stream;
+      p->gstreams[k].members = 0;
       memset(&p->gstreams[k].ev, 0, sizeof(p->gstreams[k].ev));
       stream_begin(&p->gstreams[k].ev, (void *)(uintptr_t)r->stream);
       p->ngstreams++;
@@ -433,6 +435,10 @@ void cs_group_launch_end(int status, int inprogress_code) {
       continue;
     }
     struct cs_record *ev = &p->gstreams[k].ev;
+    if (ev->ev_start) {
+      p->gstreams[k].members++;
+      r->group_ops = (uint32_t)k + 1;
+    }
     r->timing = ev->timing;
     r->captured = ev->captured;
     r->ev_start = ev->ev_start;
@@ -440,6 +446,14 @@ void cs_group_launch_end(int status, int inprogress_code) {
     r->ctx = ev->ctx;
     r->owns_events = 0;
     if (!ok) r->status = status;
+  }
+  /* members that share one stream's span: each is marked with their number, so no reader
+   * takes the group's time for a member's own (docs/timing.md) */
+  for (size_t i = 0; i < p->n; i++) {
+    struct cs_record *r = &p->recs[i];
+    if (!r->ev_start || r->owns_events || r->group_ops == 0) continue;
+    size_t k = r->group_ops - 1; /* the stream's index, left by the loop above */
+    r->group_ops = p->gstreams[k].members > 1 ? p->gstreams[k].members : 0;
   }
   for (size_t k = 0; k < p->ngstreams; k++) {
     if (!p->gstreams[k].ev.owns_events) continue;

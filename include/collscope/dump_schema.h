@@ -91,6 +91,11 @@
   X(captured, "captured", BOOL, ALWAYS, OPT, BY_TIMING) \
   X(site, "site", SITE, ALWAYS, OPT, EMPTY) \
   X(status, "status", I32, ALWAYS, OPT, ZERO) \
+  /* a CUDA graph replay: the executable graph's id and the replay's number (docs/timing.md) */ \
+  X(graph, "graph", U64, IFSET, OPT, ZERO) \
+  X(replay, "replay", U64, IFSET, OPT, ZERO) \
+  /* a group's ops that share this op's GPU span (one span brackets them all): their number */ \
+  X(group_ops, "group_ops", U64, IFSET, OPT, ZERO) \
   X(sdc, "sdc", OBJ, IFSET, HAND, NONE) \
   /* from NCCL's profiler plugin, when it reported them */ \
   X(algo, "algo", NAME, IFSET, SKIP, NONE) \

@@ -133,6 +133,14 @@ struct cs_record {
   uint64_t prof_gen;     /* internal: that slot's generation */
   int64_t prof_start_ns; /* internal: a probation op's profiler-timed span (CLOCK_REALTIME) */
   int64_t prof_end_ns;
+  /* CUDA graphs (hooks/graph_timing.c): a replay of a captured op names its executable graph
+   * (an id, 0 for an eager op) and its replay number (1 for the first launch, 0 when eager) */
+  uint64_t graph;
+  uint64_t replay;
+  /* groups (hooks/timing.c): how many ops of this record's group share its GPU span (one event
+   * pair on their stream brackets all of them), 0 when the span is the op's own */
+  uint32_t group_ops;
+  uint32_t graph_node; /* internal: 1 + hooks/graph_timing.c node slot of a captured op, 0 when none */
 };
 
 /* A CS_REC_LINK record's figures: one NCCL_NET connection over [t0_ns, t_ns], as the NCCL_NET

@@ -66,7 +66,7 @@
 #endif
 
 #define CS_RING_MAGIC 0x31474e4952534353ULL /* "SCSRING1" little-endian */
-#define CS_RING_VERSION 2
+#define CS_RING_VERSION 3
 #define CS_RING_INIT_MAGIC 0x494e4954u /* "INIT" */
 #define CS_RING_MAX_COMMS 64
 #define CS_RING_MAX_CAPACITY (1ull << 22) /* COLLSCOPE_RING's upper bound, rounded up */

@@ -90,6 +90,8 @@ struct cs_op_rec {
   bool captured;
   const char *site;
   int status;
+  uint64_t graph, replay; /* a CUDA graph replay: the graph's id and the replay's number; 0 when eager */
+  uint64_t group_ops;     /* ops of its group that share this op's GPU span (0: the span is its own) */
   /* "sdc" object (SDC checks, include/collscope/sdc.h): sdc_checked 0 when absent; bit 0:
    * sdc_fp and sdc_out_sum valid, bit 1: sdc_in_sum and sdc_in_abs valid; sums are NAN
    * when the record has null (non-finite) */
