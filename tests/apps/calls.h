@@ -17,7 +17,10 @@
 
 #define CALLS_MAX 48
 
-enum calls_kind { CALLS_EAGER, CALLS_GROUP, CALLS_CAPTURE, CALLS_REPLAY };
+enum calls_kind { CALLS_EAGER,
+                  CALLS_GROUP,
+                  CALLS_CAPTURE,
+                  CALLS_REPLAY };
 
 struct calls_entry {
   const char *op;

@@ -44,7 +44,8 @@ static const char usage[] =
     "  TP AllReduces in a CUDA graph replayed per microbatch, the DP gradient reduce-scatter\n"
     "  and all-gather (or AllReduce), and the grad-norm AllReduce over the model-parallel group.\n";
 
-enum { FWD, BWD };
+enum { FWD,
+       BWD };
 
 struct layer_graph { /* one layer's forward or backward: AllReduce, copy, AllReduce */
   float *p1, *o1, *p2, *o2;
@@ -119,7 +120,7 @@ static void capture_layer(struct job *j, struct layer_graph *lg, int pass) {
   CUDACHECK(cudaMalloc((void **)&lg->o1, n1 * sizeof(float)));
   CUDACHECK(cudaMalloc((void **)&lg->p2, n2 * sizeof(float)));
   CUDACHECK(cudaMalloc((void **)&lg->o2, n2 * sizeof(float)));
-  enum cudaStreamCaptureMode mode = j->set_mode ? j->mode
+  enum cudaStreamCaptureMode mode = j->set_mode   ? j->mode
                                     : pass == FWD ? cudaStreamCaptureModeThreadLocal
                                                   : cudaStreamCaptureModeGlobal;
   memset(&lg->calls, 0, sizeof lg->calls);
