@@ -2,7 +2,7 @@
  * NCCL and CUDA see it, with the tensor-parallel layers captured in CUDA graphs.
  *
  * Call patterns from NVIDIA/Megatron-LM at commit d98e8a64ddf3 (file:line):
- * - rank order and groups (megatron/core/parallel_state.py): tensor innermost, then data,
+ * - rank order and groups (megatron/core/parallel_state.py:617, order "tp-cp-ep-dp-pp"): tensor innermost, then data,
  *   pipeline outermost; every group a new_group split from the default group's communicator.
  * - 1F1B (megatron/core/pipeline_parallel/schedules.py:2147
  *   forward_backward_pipelining_without_interleaving): warm-up forwards, min(P - stage - 1, M)
@@ -22,7 +22,7 @@
  *   --capture-mode sets the mode of both.
  * - data-parallel gradient reduction (megatron/core/distributed/param_and_grad_buffer.py:600
  *   start_grad_sync): with the distributed optimizer a reduce_scatter_tensor of the bucket
- *   (:51, :719-723), then the updated parameters all-gathered; without it an all_reduce (:730).
+ *   (:51, :718-723), then the updated parameters all-gathered; without it an all_reduce (:730).
  *   --dp-reduce reduce_scatter|allreduce.
  * - grad-norm (megatron/core/optimizer/clip_grads.py:55 get_grad_norm_fp32): the squared norm
  *   all-reduced with SUM over the model-parallel group (tensor x pipeline ranks, :132-134).

@@ -1,39 +1,40 @@
 /* tests/apps/torch_pg.c: PyTorch's ProcessGroupNCCL as NCCL and CUDA see it, in plain C.
  *
- * Each call pattern below is the one of PyTorch's source (pytorch/pytorch, files as stored at
- * commit cf1380dfb6c8 for ProcessGroupNCCL.cpp, 37ee6bc70d61 for NCCLUtils.cpp, 00cbb1f84c40
- * for aten/src/ATen/cuda/CUDAGraph.cpp; functions named, line numbers where counted):
+ * Each call pattern below is the one of PyTorch's source (pytorch/pytorch; the versions read:
+ * torch/csrc/distributed/c10d/NCCLUtils.cpp at 0323141fed06, aten/src/ATen/cuda/CUDAGraph.cpp
+ * at 00cbb1f84c40, torch/cuda/graphs.py at 006be72d443c; in ProcessGroupNCCL.cpp and
+ * torch/csrc/cuda/nccl.cpp, whose lines move from release to release, the function is named):
  * - eager init: a process group given its device creates its communicator at once
- *   (ProcessGroupNCCL::eagerConnectSingleDevice -> initNCCLComm), with a config:
- *   NCCLComm::create (NCCLUtils.cpp) calls ncclCommInitRankConfig.
- * - non-blocking communicators: with TORCH_NCCL_USE_COMM_NONBLOCKING=1
- *   (ProcessGroupNCCL::useNonblocking) the config has blocking = 0 and every call that may
- *   return ncclInProgress is followed by polling ncclCommGetAsyncError until it is no longer
- *   in progress (NCCLComm::waitReady / C10D_NCCL_CHECK_TIMEOUT in NCCLUtils.hpp). --nonblocking 0
- *   is the default PyTorch (blocking) behaviour.
- * - new_group / DeviceMesh sub-groups split from the default group's communicator
- *   (ProcessGroupNCCL::initNCCLComm -> NCCLComm::split -> ncclCommSplit), here a 2-D mesh of
- *   --tp columns: one communicator per row and one per column. On a non-blocking parent the
- *   split's outcome is polled on the parent, then the child is polled until ready.
+ *   (ProcessGroupNCCL::eagerConnectSingleDevice -> initNCCLComm), with the group's ncclConfig_t:
+ *   ncclCommInitRankConfig.
+ * - non-blocking communicators: TORCH_NCCL_USE_COMM_NONBLOCKING=1 (NCCLUtils.cpp:150-152
+ *   nccl_use_nonblocking; ProcessGroupNCCL::useNonblocking, which also honours
+ *   options.config.blocking) sets blocking = 0, and the communicator is polled with
+ *   ncclCommGetAsyncError until it reports success (NCCLUtils.cpp:46-68
+ *   NCCLComm::waitUntilInitialized, the call at :51). --nonblocking 0 is PyTorch's default.
+ * - sub-groups (new_group, DeviceMesh) split from the default group's communicator
+ *   (NCCLUtils.cpp:74-89 NCCLComm::split: ncclCommSplit with the group's config at :82), here a
+ *   2-D mesh of --tp columns: one communicator per row and one per column. On a non-blocking
+ *   parent the split's outcome is polled on the parent, then the child until it is ready.
  * - coalesced collectives (ProcessGroupNCCL::startCoalescing / endCoalescing,
  *   allreduce_coalesced): ncclGroupStart, several ncclAllReduce, ncclGroupEnd.
  * - all_to_all_single with equal splits (torch/csrc/cuda/nccl.cpp all2all_single_equal_split):
  *   ncclGroupStart, a ncclSend and a ncclRecv of count/size elements per peer (itself too),
  *   ncclGroupEnd. (Builds with NCCL_ALLTOALL_SUPPORTED call ncclAllToAll instead.)
- * - batch_isend_irecv (ProcessGroupNCCL's coalesced P2P: startCoalescing, send/recv, endCoalescing):
+ * - batch_isend_irecv (its P2P ops coalesced: startCoalescing, send/recv, endCoalescing):
  *   one group of Send/Recv with both ring neighbours.
  * - stream order: each collective runs on the group's own NCCL stream, which first waits on an
- *   event recorded on the current (compute) stream (ProcessGroupNCCL::syncStream:
+ *   event recorded on the current (compute) stream (ProcessGroupNCCL's syncStream:
  *   cudaEventRecord on the current stream, cudaStreamWaitEvent on the NCCL stream); the caller
  *   later waits on the work's end event (WorkNCCL::synchronizeStream).
  * - torch.cuda.graph: CUDAGraph::capture_begin (CUDAGraph.cpp:94) calls cudaStreamBeginCapture
- *   with the requested mode on a side stream (CUDAGraph.cpp:135; torch/cuda/graphs.py's
- *   capture_error_mode defaults to "global", Megatron passes "thread_local"); the collectives
- *   join the capture through syncStream's event; capture_end ends it and instantiates
- *   (CUDAGraph::instantiate: cudaGraphInstantiateWithFlags); every step replays it
- *   (CUDAGraph::replay: cudaGraphLaunch on the current stream). The graph's collectives use a
- *   communicator of their own (a new_group of every rank): the simulator does not order captured
- *   and eager work of one communicator against each other.
+ *   with the requested mode on a side stream (CUDAGraph.cpp:135; graphs.py's
+ *   CUDAGraph.capture_begin defaults capture_error_mode to "global", Megatron passes
+ *   "thread_local"); the collectives join the capture through syncStream's event; capture_end
+ *   ends it and instantiates (CUDAGraph::instantiate: cudaGraphInstantiateWithFlags with
+ *   AutoFreeOnLaunch); every step replays it (CUDAGraph::replay: cudaGraphLaunch on the current
+ *   stream). The graph's collectives use a communicator of their own (a new_group of every
+ *   rank): the simulator does not order captured and eager work of one communicator.
  *
  * Per step: world: coalesced AllReduce x3, all_to_all_single, batch_isend_irecv; row and
  * column AllReduce; one replay of the captured graph (a coalesced pair of AllReduce and one
