@@ -2,8 +2,9 @@
  * NCCL and CUDA see it, with the tensor-parallel layers captured in CUDA graphs.
  *
  * Call patterns from NVIDIA/Megatron-LM at commit d98e8a64ddf3 (file:line):
- * - rank order and groups (megatron/core/parallel_state.py:617, order "tp-cp-ep-dp-pp"): tensor innermost, then data,
- *   pipeline outermost; every group a new_group split from the default group's communicator.
+ * - rank order and groups (megatron/core/parallel_state.py:617, order "tp-cp-ep-dp-pp"):
+ *   tensor innermost, then data, pipeline outermost; every group a new_group split from the
+ *   default group's communicator.
  * - 1F1B (megatron/core/pipeline_parallel/schedules.py:2147
  *   forward_backward_pipelining_without_interleaving): warm-up forwards, min(P - stage - 1, M)
  *   (schedules.py:2276-2279), the steady state with send_forward_recv_backward (:2416) and
