@@ -103,7 +103,7 @@ static void print_text(struct suspects *s, FILE *o) {
       fprintf(o, "    (no action: %s)\n", safe(why_not(h, wb, sizeof wb), b2, sizeof b2));
     else if (h->label[0])
       fprintf(o, "    (host name in the dumps: %s)\n", safe(h->label, b2, sizeof b2));
-    if (h->unconfirmed) fprintf(o, "    (%s)\n", unconfirmed_why(s, h, wb, sizeof wb));
+    if (h->unconfirmed && actionable(h)) fprintf(o, "    (%s)\n", unconfirmed_why(s, h, wb, sizeof wb));
     for (size_t i = 0; i < h->nev; i++)
       fprintf(o, "    %-12s %s  [%s]\n", h->ev[i].kind, safe(h->ev[i].detail, b2, sizeof b2),
               safe(s->jobs[h->ev[i].dir], b1, sizeof b1));
