@@ -61,7 +61,7 @@ static void print_header(const struct suspects *s, FILE *o) {
   fprintf(o, "# collscope suspects over %zu run%s (dump directories; each counts once, whatever job id its dumps claim):\n",
           s->ndirs, s->ndirs == 1 ? "" : "s");
   for (size_t d = 0; d < s->ndirs; d++) {
-    fprintf(o, "#   job %s  %s", safe(s->jobs[d], b1, sizeof b1), safe(s->dirs[d], b2, sizeof b2));
+    fprintf(o, "#   run %zu: job %s  %s", d + 1, safe(s->jobs[d], b1, sizeof b1), safe(s->dirs[d], b2, sizeof b2));
     if (s->uids[d] >= 0) fprintf(o, "  (uid %lld)", s->uids[d]);
     fprintf(o, "\n");
     const struct sn_dir *nd = &s->nodes[d];
@@ -105,7 +105,7 @@ static void print_text(struct suspects *s, FILE *o) {
       fprintf(o, "    (host name in the dumps: %s)\n", safe(h->label, b2, sizeof b2));
     if (h->unconfirmed && actionable(h)) fprintf(o, "    (%s)\n", unconfirmed_why(s, h, wb, sizeof wb));
     for (size_t i = 0; i < h->nev; i++)
-      fprintf(o, "    %-12s %s  [%s]\n", h->ev[i].kind, safe(h->ev[i].detail, b2, sizeof b2),
+      fprintf(o, "    %-12s %s  [run %zu: job %s]\n", h->ev[i].kind, safe(h->ev[i].detail, b2, sizeof b2), h->ev[i].dir + 1,
               safe(s->jobs[h->ev[i].dir], b1, sizeof b1));
   }
   if (!n) fprintf(o, "(no host implicated)\n");

@@ -104,7 +104,7 @@ for r in "$DA"/.collscope-node.*; do
 done
 out=$(sus "$DA" --format slurm)
 echo "$out"
-echo "$out" | grep -q "^#   job $JA  $DA  (uid $UID1)$" || fail "header of a genuine job: $out"
+echo "$out" | grep -q "^#   run 1: job $JA  $DA  (uid $UID1)$" || fail "header of a genuine job: $out"
 echo "$out" | grep -q '^#     !' && fail "a genuine job has notes: $out"
 
 echo "---- job B: $U1 on n1 only; its wrapper claims job A's id and node n2; a record of job A moved in; a fingerprint edited"
@@ -123,7 +123,7 @@ for fmt in slurm hostfile; do
   echo "$out" | grep -q "^scontrol" && fail "one user's job drains: $out"
 done
 out=$(sus "$DB" --format slurm)
-echo "$out" | grep -q "^#   job $JB  $DB" || fail "the header does not show the directory's job $JB: $out"
+echo "$out" | grep -q "^#   run 1: job $JB  $DB" || fail "the header does not show the directory's job $JB: $out"
 echo "$out" | grep -q "dumps claim job $JA (rank 0's first); this directory is job $JB's" || fail "the claim of job $JA is not flagged: $out"
 echo "$out" | grep -q "a node record of job $JA (node n2) in job $JB's directory: moved or copied from another job" ||
   fail "the moved record is not flagged: $out"

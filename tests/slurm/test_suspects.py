@@ -105,6 +105,9 @@ def case_straggler(a, tmp):
     assert suspects(a, [d], "hostfile", ["--topology", topo]).split() == ["simhost1", "simhost4", "simhost2"]
     out = suspects(a, [d], "slurm")
     assert "scontrol" not in out and "--exclude=simhost3\n" in out, out   # watch: excluded, not drained
+    # without --trust-host-names: the reason cites the dump of the rank the evidence is about
+    s = by_host(suspects(a, [d]))
+    assert s["simhost3"]["unverified_reason"].startswith("no Slurm node name in rank 5's dump"), s["simhost3"]
 
 
 def case_sdc(a, tmp):
@@ -192,6 +195,7 @@ def case_repeat(a, tmp):
     # the header counts runs by directory, whatever job id the dumps share
     txt = suspects(a, [d1, d2, clean], "text")
     assert "over 3 runs (dump directories" in txt and "implicated in 2 of 3 runs" in txt, txt
+    assert "[run 1: job job-slow1]" in txt and "[run 2: job job-slow2]" in txt, txt
     # an unusable directory: said, left out, exit status 1
     bad = os.path.join(tmp, "empty")
     os.makedirs(bad)
