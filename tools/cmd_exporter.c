@@ -78,8 +78,7 @@ int cmd_exporter(int argc, char **argv) {
     else if ((!strcmp(a, "--shm-dir") || !strcmp(a, "--dir")) && has) {
       if (!strcmp(a, "--dir")) fputs("collscope exporter: --dir is deprecated, use --shm-dir\n", stderr);
       dir = argv[++i];
-    }
-    else if (!strcmp(a, "--interval") && has) {
+    } else if (!strcmp(a, "--interval") && has) {
       if (!num_arg(argv[++i], 0.05, &interval)) {
         fprintf(stderr, "collscope exporter: bad --interval %s\n", argv[i]);
         return CLI_EXIT_USAGE;
@@ -100,7 +99,8 @@ int cmd_exporter(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
-  const char *from = dir ? "--shm-dir" : getenv("COLLSCOPE_SHM_DIR") ? "COLLSCOPE_SHM_DIR" : "the default";
+  const char *from = dir ? "--shm-dir" : getenv("COLLSCOPE_SHM_DIR") ? "COLLSCOPE_SHM_DIR"
+                                                                     : "the default";
   if (!dir) dir = cs_ring_dir();
   /* a ring directory that is not there is a mistake to say, not an empty host to serve */
   DIR *probe = opendir(dir);

@@ -83,7 +83,8 @@ static const char *unconfirmed_why(const struct suspects *s, const struct host *
     snprintf(buf, cap, "drain-level evidence from %s; the site's check could not run (%s): watch", users, s->verify_cmd);
   else
     snprintf(buf, cap, "drain-level evidence from %s: watch; drain when a check run as root fails, e.g. "
-             "collscope suspects ... --verify-cmd 'ssh %%n dcgmi diag -r 2'", users);
+                       "collscope suspects ... --verify-cmd 'ssh %%n dcgmi diag -r 2'",
+             users);
   return buf;
 }
 
@@ -279,7 +280,8 @@ static int run_check(const char *cmd, const char *node) {
   int rc = n ? sn_run_capture(argv, buf, sizeof buf, 600, false) : -1;
   for (int i = 0; i < n; i++) free(exp[i]);
   free(copy);
-  return rc < 0 ? 3 : rc == 0 ? 1 : 2;
+  return rc < 0 ? 3 : rc == 0 ? 1
+                              : 2;
 }
 
 void cmd_suspects_help(FILE *o) {

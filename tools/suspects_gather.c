@@ -20,10 +20,13 @@ static struct host *host_get(struct suspects *s, size_t d, const char *label, lo
   const char *claimed = NULL;
   const char *node = sn_node_of(&s->nodes[d], label, rank, why, sizeof why, &claimed);
   if (!node && !claimed && s->trust_names && cs_node_name_ok(label)) node = label;
-  const char *name = node ? node : claimed ? claimed : label;
+  const char *name = node ? node : claimed ? claimed
+                                           : label;
   size_t kl = strlen(name) + 3;
   char *key = xcalloc(1, kl);
-  snprintf(key, kl, "%s%s", node ? "v:" : claimed ? "c:" : "u:", name);
+  snprintf(key, kl, "%s%s", node ? "v:" : claimed ? "c:"
+                                                  : "u:",
+           name);
   struct host *h;
   HASH_FIND_STR(s->hosts, key, h);
   if (h) {

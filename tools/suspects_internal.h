@@ -45,7 +45,7 @@ struct host {
   size_t ngpus, capgpus;
   size_t jobs_seen, jobs_implicated, jobs_straggler;
   size_t last_seen_dir, last_impl_dir, last_strag_dir; /* +1: 0 = none yet */
-  long long uids[2]; /* the first two users whose jobs implicate it (-1: none) */
+  long long uids[2];                                   /* the first two users whose jobs implicate it (-1: none) */
   size_t nuids;
   int level;
   bool unconfirmed; /* drain-level evidence of fewer than two users: watch until a check fails */
@@ -57,10 +57,10 @@ struct suspects {
   struct host *hosts; /* uthash by key */
   const char **dirs, **jobs;
   size_t ndirs;
-  struct sn_dir *nodes; /* per DIR: its node records and dump headers */
-  bool trust_names;     /* --trust-host-names: act on plain host names no record vouches for */
+  struct sn_dir *nodes;   /* per DIR: its node records and dump headers */
+  bool trust_names;       /* --trust-host-names: act on plain host names no record vouches for */
   const char *verify_cmd; /* --verify-cmd: the site's check of one node (%n), run for unconfirmed drains */
-  long long *uids;      /* per DIR: its job's user (node records, or the directory's owner with
+  long long *uids;        /* per DIR: its job's user (node records, or the directory's owner with
                            --trust-host-names), -1 unknown */
 };
 

@@ -22,9 +22,9 @@ struct sn_file {
 };
 #define SN_NOTES_MAX 32
 struct sn_dir {
-  char job[32];  /* the directory's job: the number its name ends in, else the dumps' job */
+  char job[32];   /* the directory's job: the number its name ends in, else the dumps' job */
   bool job_named; /* job comes from the directory's name */
-  long long uid; /* the job's user, from its trusted records (Slurm's when it answered); -1 none */
+  long long uid;  /* the job's user, from its trusted records (Slurm's when it answered); -1 none */
   struct sn_slurm slurm;
   struct sn_record *recs;
   size_t nrecs, caprecs;

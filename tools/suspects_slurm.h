@@ -7,10 +7,10 @@
 #include <stddef.h>
 
 struct sn_slurm {
-  bool answered;  /* Slurm knew the job: nodes and uid below */
-  char **nodes;   /* the job's NodeList, expanded */
+  bool answered; /* Slurm knew the job: nodes and uid below */
+  char **nodes;  /* the job's NodeList, expanded */
   size_t nnodes;
-  long long uid;  /* the job's user, -1 unknown */
+  long long uid; /* the job's user, -1 unknown */
   char nodelist[192];
   const char *via; /* "scontrol" or "sacct" (static) */
   char why[160];   /* not answered: why */
