@@ -80,9 +80,9 @@ static void read_record(struct sn_dir *d, int dfd, const char *name) {
 static void check_records(struct sn_dir *d, bool ask_slurm) {
   size_t k = 0;
   if (ask_slurm && d->nrecs && d->job_named) sn_slurm_job(d->job, &d->slurm);
-  if (ask_slurm && d->nrecs && !d->slurm.answered)
+  if (d->nrecs && !d->slurm.answered)
     note(d, "Slurm not asked or did not answer (%s): node records checked against the directory's job only",
-         d->job_named ? d->slurm.why : "the directory's name carries no job id");
+         !ask_slurm ? "--no-slurm" : d->job_named ? d->slurm.why : "the directory's name carries no job id");
   for (size_t i = 0; i < d->nrecs; i++) {
     const struct sn_record *r = &d->recs[i];
     if (strcmp(r->job, d->job) != 0) {
@@ -126,17 +126,25 @@ static void bind_file(struct sn_dir *d, struct sn_file *f) {
   char step[16];
   snprintf(step, sizeof step, "%lld", f->step);
   if (strcmp(f->job, d->job) != 0) return; /* noted once per job claimed, by the caller */
+  const struct sn_record *r = NULL;
   for (size_t k = 0; f->step >= 0 && k < d->nrecs; k++) {
-    const struct sn_record *r = &d->recs[k];
-    if (r->pidn != f->pid || strcmp(r->step, step) != 0) continue;
-    f->rnode = r->node;
-    if (f->node[0] && !strcmp(r->node, f->node))
-      f->verified = true;
-    else if (f->node[0])
-      note(d, "rank %lld's dump says node %s; the node record of its pid %lld says %s: no action from it", f->rank, f->node,
-           f->pid, r->node);
-    return;
+    const struct sn_record *c = &d->recs[k];
+    if (c->pidn != f->pid || strcmp(c->step, step) != 0) continue;
+    if (r && strcmp(r->node, c->node) != 0) {
+      /* two records of one task that disagree: neither is the task's word */
+      note(d, "two node records of rank %lld's pid %lld name nodes %s and %s: its node is not verified", f->rank, f->pid,
+           r->node, c->node);
+      return;
+    }
+    r = c;
   }
+  if (!r) return;
+  f->rnode = r->node;
+  if (f->node[0] && !strcmp(r->node, f->node))
+    f->verified = true;
+  else if (f->node[0])
+    note(d, "rank %lld's dump says node %s; the node record of its pid %lld says %s: no action from it", f->rank, f->node,
+         f->pid, r->node);
 }
 
 void sn_dir_load(struct sn_dir *d, const char *dir, unsigned jobs, const char *dumps_job, bool ask_slurm) {

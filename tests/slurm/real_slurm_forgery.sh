@@ -157,6 +157,24 @@ echo "---- jobs D (by $U1) and E (by $U2): each on n1, each with a fingerprint e
 JD=$(run $U1 jd -- -w n1 -N 1 -n 3)
 JE=$(run $U2 je -- -w n1 -N 1 -n 3)
 DD=$T/out/$U1/$JD DE=$T/out/$U2/$JE
+# a root-owned record of job D for rank 2's pid naming n2, where job D never ran (as a job id
+# Slurm gave again would leave): Slurm's NodeList refuses it; without Slurm's word the two
+# records of one pid disagree and neither is believed
+pid2=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$DD"/*-r2-*.jsonl | head -n 1)
+printf 'collscope-node-record 2\njob=%s\nstep=0\nnode=n2\nuid=%s\npid=%s\n' "$JD" "$UID1" "$pid2" > "$DD/.collscope-node.0.stale.$pid2"
+chmod 0444 "$DD/.collscope-node.0.stale.$pid2"
+out=$(sus "$DD" --format slurm)
+echo "$out"
+echo "$out" | grep -q "a node record names node n2, where job $JD did not run (scontrol: NodeList=n1): not trusted" ||
+  fail "Slurm's NodeList did not refuse the record: $out"
+echo "$out" | grep -q "Slurm not asked" && fail "Slurm was not asked: $out"
+no_action_on n2 "$out"
+out=$(sus "$DD" --format slurm --no-slurm)
+echo "$out"
+echo "$out" | grep -q "Slurm not asked or did not answer (--no-slurm)" || fail "--no-slurm is not said: $out"
+echo "$out" | grep -q "two node records of rank 2's pid $pid2 name nodes" || fail "two records of one pid: $out"
+no_action_on n2 "$out"
+rm -f "$DD/.collscope-node.0.stale.$pid2"
 edit_fp $U1 "$DD"
 edit_fp $U2 "$DE"
 out=$(sus "$DD" "$DB" "$DC" "$DA" --format slurm)
