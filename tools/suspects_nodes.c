@@ -82,7 +82,8 @@ static void check_records(struct sn_dir *d, bool ask_slurm) {
   if (ask_slurm && d->nrecs && d->job_named) sn_slurm_job(d->job, &d->slurm);
   if (d->nrecs && !d->slurm.answered)
     note(d, "Slurm not asked or did not answer (%s): node records checked against the directory's job only",
-         !ask_slurm ? "--no-slurm" : d->job_named ? d->slurm.why : "the directory's name carries no job id");
+         !ask_slurm ? "--no-slurm" : d->job_named ? d->slurm.why
+                                                  : "the directory's name carries no job id");
   for (size_t i = 0; i < d->nrecs; i++) {
     const struct sn_record *r = &d->recs[i];
     if (strcmp(r->job, d->job) != 0) {
