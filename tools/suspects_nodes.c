@@ -55,21 +55,27 @@ static void read_record(struct sn_dir *d, int dfd, const char *name) {
   struct stat st;
   char buf[CS_NODE_RECORD_MAX + 1];
   struct sn_record r;
-  bool ok = false, linked = false;
-  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
-      st.st_size > 0 && st.st_size <= CS_NODE_RECORD_MAX) {
+  const char *why = NULL;
+  if (fd < 0 || fstat(fd, &st) != 0)
+    why = errno == ELOOP ? "a symbolic link" : "cannot be read";
+  else if (!S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (st.st_uid != 0)
+    why = "not root's (a copy, or made by the job)";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH))
+    why = "writable by others";
+  else if (st.st_size <= 0 || st.st_size > CS_NODE_RECORD_MAX)
+    why = "not of a record's size";
+  else if (st.st_nlink != 1)
+    why = "hard-linked (from another directory)";
+  else {
     ssize_t n = read(fd, buf, sizeof buf);
-    ok = n == st.st_size && sn_record_parse(buf, (size_t)n, &r);
-    linked = st.st_nlink != 1;
+    if (n != st.st_size || !sn_record_parse(buf, (size_t)n, &r)) why = "not of the record's form";
   }
   if (fd >= 0) close(fd);
-  if (!ok) {
+  if (why) {
     d->rejected++;
-    return;
-  }
-  if (linked) {
-    d->rejected++;
-    note(d, "node record %.80s has %lu links (linked from another directory): not trusted", name, (unsigned long)st.st_nlink);
+    note(d, "node record %.80s is %s: not trusted", name, why);
     return;
   }
   XGROW(d->recs, d->nrecs, d->caprecs);

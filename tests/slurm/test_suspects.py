@@ -269,7 +269,9 @@ def case_verified(a, tmp):
     assert "scontrol" not in out and "--exclude=" not in out, out
     assert "no node record of the SPANK plugin vouches for node simnode7 of rank 2" in out, out
     assert "a node record of job job-all1 (node simnode7) in job job-all2's directory: moved or copied" in out, out
-    assert "has 2 links (linked from another directory): not trusted" in out, out
+    assert "node record .collscope-node.0.x.9 is hard-linked (from another directory): not trusted" in out, out
+    assert "node record .collscope-node.0.x.1 is not root's (a copy, or made by the job): not trusted" in out, out
+    assert "node record .collscope-node.0.x.1 is writable by others: not trusted" in out, out
     os.unlink(linked)
     os.unlink(os.path.join(tmp, "elsewhere"))
     # root's records of these jobs' step for every rank's pid: the node Slurm named, never the
