@@ -21,7 +21,9 @@ simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
              actions name the node Slurm gave (SLURMD_NODENAME), never the label; records of
              another owner, with another's write bit, of another step, of another job (moved),
              hard-linked, or for no dump's pid are not trusted; a record whose node contradicts
-             its pid's dump makes a '#' line naming the record's node, no action"""
+             its pid's dump makes a '#' line naming the record's node, no action
+  slurmcheck a directory named after its job: its records checked against what scontrol (else
+             sacct) says of the job, its nodes and its user (stand-ins on PATH)"""
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -304,6 +306,48 @@ def case_verified(a, tmp):
     doc = by_host(suspects(a, [d1], "json"))
     assert "simnode3" in doc and not doc["simnode3"]["verified"] and "simnode7" not in doc, doc
     assert "rank 2's dump says node simnode7" in doc["simnode3"]["unverified_reason"], doc["simnode3"]
+
+
+def fake_slurm(tmp, scontrol=None, sacct=None):
+    """a directory with stand-ins for scontrol and sacct that print what a test gives (or
+    fail), for PATH"""
+    d = os.path.join(tmp, "fakebin")
+    os.makedirs(d, exist_ok=True)
+    for name, text in (("scontrol", scontrol), ("sacct", sacct)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write("#!/bin/sh\n" + ("cat <<'EOF'\n%s\nEOF\n" % text if text is not None else "exit 1\n"))
+        os.chmod(os.path.join(d, name), 0o755)
+    return {"PATH": d + ":" + os.environ["PATH"]}
+
+
+def case_slurmcheck(a, tmp):
+    # a directory named after its job (dir=.../%j): the records are checked against what Slurm
+    # says of that job (here stand-ins for scontrol and sacct)
+    env = {"SLURMD_NODENAME": "simnode7", "SLURM_STEP_ID": "0", "COLLSCOPE_JOB_ID": "4242"}
+    d = run_job(a, tmp, "4242", "slow:rank=2,us=3000", env, hosts="ALL")
+    for r, pid in dump_pids(d).items():
+        write_record(d, "0.y.%d" % pid, "4242", "0", "simnode7", pid)
+    line = "JobId=4242 JobName=train UserId=%s GroupId=root(0) JobState=COMPLETED ReqNodeList=simnode7 NodeList=%s BatchHost=x"
+    # Slurm gives other nodes (ReqNodeList is not NodeList): the records are refused
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, line % ("root(0)", "simnode[1-3,8]")))
+    assert "a node record names node simnode7, where job 4242 did not run (scontrol: NodeList=simnode[1-3,8])" in out, out
+    assert "--exclude" not in out, out
+    # Slurm's user is another: refused
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, line % ("alice(1000)", "simnode[6-8]")))
+    assert "a node record names uid 0, job 4242 is uid 1000's (scontrol): not trusted" in out, out
+    assert "--exclude" not in out, out
+    # Slurm agrees: the node is acted on
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, line % ("root(0)", "simnode[6-8]")))
+    assert "--exclude=simnode7\n" in out and "#   run 1: job 4242" in out and "Slurm not asked" not in out, out
+    # scontrol no longer knows the job: sacct's word
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, None, "simnode[1-2]|0"))
+    assert "where job 4242 did not run (sacct: NodeList=simnode[1-2])" in out, out
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, None, "simnode7|0"))
+    assert "--exclude=simnode7\n" in out, out
+    # neither answers: said, and the records are checked against the directory's job alone
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp))
+    assert "Slurm not asked or did not answer (neither scontrol nor sacct knows job 4242)" in out, out
+    assert "--exclude=simnode7\n" in out, out
 
 
 def main():
