@@ -183,12 +183,13 @@ void cmd_salvage_help(FILE *o) {
         "  writes the records held in the stats rings of dead collscope processes as dump\n"
         "  files DIR/collscope-<host>-r<rank>-p<pid>.salvage.jsonl (read them with\n"
         "  `collscope report DIR`), then removes the rings; only your own rings, of one job\n"
-        "  -o DIR      output directory (default ./collscope-salvage)\n"
-        "  --job ID    only the rings of job ID (needed when the dead rings are of several jobs)\n"
-        "  --keep      leave the rings in place\n"
-        "  --shm-dir DIR  where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm; the\n"
-        "              old name --dir is still accepted, with a warning)\n"
-        "  RING        salvage these ring files (default: every ring of the job whose writer is dead)\n",
+        "  -o DIR         output directory (default ./collscope-salvage)\n"
+        "  --job ID       only the rings of job ID (needed when the dead rings are of several jobs)\n"
+        "  --keep         leave the rings in place\n"
+        "  --shm-dir DIR  where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm; the old\n"
+        "                 name --dir is still accepted, with a warning)\n"
+        "  RING           salvage these ring files (default: every ring of the job whose writer\n"
+        "                 is dead)\n",
         o);
 }
 
