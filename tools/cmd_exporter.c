@@ -10,6 +10,8 @@
  * --once prints one exposition on stdout after one pass and exits. SIGINT/SIGTERM stop it. */
 #include "cli.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,8 @@ void cmd_exporter_help(FILE *o) {
         "                      collector (atomically: temporary + rename)\n"
         "  --interval S        how often the rings' summaries are read (default 1; at most 256\n"
         "                      SDC-checked ops, link and hang records per rank between passes)\n"
-        "  --shm-dir DIR       where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm)\n"
+        "  --shm-dir DIR       where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm;\n"
+        "                      the old name --dir is still accepted, with a warning)\n"
         "  --grace S           how long a ring of an exited process stays visible (default 300)\n"
         "  --once              one pass, the exposition on stdout, exit\n",
         o);
@@ -72,9 +75,10 @@ int cmd_exporter(int argc, char **argv) {
       listen = argv[++i];
     else if (!strcmp(a, "--textfile") && has)
       textfile = argv[++i];
-    else if ((!strcmp(a, "--shm-dir") || !strcmp(a, "--dir")) && has)
+    else if ((!strcmp(a, "--shm-dir") || !strcmp(a, "--dir")) && has) {
+      if (!strcmp(a, "--dir")) fputs("collscope exporter: --dir is deprecated, use --shm-dir\n", stderr);
       dir = argv[++i];
-    else if (!strcmp(a, "--interval") && has) {
+    } else if (!strcmp(a, "--interval") && has) {
       if (!num_arg(argv[++i], 0.05, &interval)) {
         fprintf(stderr, "collscope exporter: bad --interval %s\n", argv[i]);
         return CLI_EXIT_USAGE;
@@ -95,7 +99,16 @@ int cmd_exporter(int argc, char **argv) {
       return CLI_EXIT_USAGE;
     }
   }
+  const char *from = dir ? "--shm-dir" : getenv("COLLSCOPE_SHM_DIR") ? "COLLSCOPE_SHM_DIR"
+                                                                     : "the default";
   if (!dir) dir = cs_ring_dir();
+  /* a ring directory that is not there is a mistake to say, not an empty host to serve */
+  DIR *probe = opendir(dir);
+  if (!probe) {
+    fprintf(stderr, "collscope exporter: the ring directory %s (%s) cannot be read: %s\n", dir, from, strerror(errno));
+    return 1;
+  }
+  closedir(probe);
   struct exp_state st;
   if (exp_state_init(&st, dir, grace, stderr) != 0) {
     fputs("collscope exporter: cannot initialise\n", stderr);

@@ -1,4 +1,4 @@
-/* tools/cmd_salvage.c: `collscope salvage [-o DIR] [--job ID] [--keep] [--dir SHMDIR] [RING...]`.
+/* tools/cmd_salvage.c: `collscope salvage [-o DIR] [--job ID] [--keep] [--shm-dir DIR] [RING...]`.
  *
  * Recovers the records of collscope processes that died without a clean exit (SIGKILL,
  * OOM killer) from their shared-memory stats rings: each ring becomes a dump file
@@ -179,15 +179,17 @@ static int salvage_one(const char *ring, const char *outdir, const char *job, bo
 }
 
 void cmd_salvage_help(FILE *o) {
-  fputs("usage: collscope salvage [-o DIR] [--job ID] [--keep] [--dir SHMDIR] [RING...]\n"
+  fputs("usage: collscope salvage [-o DIR] [--job ID] [--keep] [--shm-dir DIR] [RING...]\n"
         "  writes the records held in the stats rings of dead collscope processes as dump\n"
         "  files DIR/collscope-<host>-r<rank>-p<pid>.salvage.jsonl (read them with\n"
         "  `collscope report DIR`), then removes the rings; only your own rings, of one job\n"
-        "  -o DIR      output directory (default ./collscope-salvage)\n"
-        "  --job ID    only the rings of job ID (needed when the dead rings are of several jobs)\n"
-        "  --keep      leave the rings in place\n"
-        "  --dir DIR   where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm)\n"
-        "  RING        salvage these ring files (default: every ring of the job whose writer is dead)\n",
+        "  -o DIR         output directory (default ./collscope-salvage)\n"
+        "  --job ID       only the rings of job ID (needed when the dead rings are of several jobs)\n"
+        "  --keep         leave the rings in place\n"
+        "  --shm-dir DIR  where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm; the old\n"
+        "                 name --dir is still accepted, with a warning)\n"
+        "  RING           salvage these ring files (default: every ring of the job whose writer\n"
+        "                 is dead)\n",
         o);
 }
 
@@ -238,7 +240,8 @@ int cmd_salvage(int argc, char **argv) {
   if (!rings) return 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if ((!strcmp(a, "-o") || !strcmp(a, "--dir") || !strcmp(a, "--job")) && i + 1 < argc) {
+    if ((!strcmp(a, "-o") || !strcmp(a, "--shm-dir") || !strcmp(a, "--dir") || !strcmp(a, "--job")) && i + 1 < argc) {
+      if (!strcmp(a, "--dir")) fputs("collscope salvage: --dir is deprecated, use --shm-dir\n", stderr);
       if (!strcmp(a, "-o"))
         out = argv[++i];
       else if (!strcmp(a, "--job"))

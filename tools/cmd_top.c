@@ -390,8 +390,9 @@ int cmd_top(int argc, char **argv) {
       once = true;
     else if (!strcmp(a, "--json"))
       json = true;
-    else if ((!strcmp(a, "--interval") || !strcmp(a, "--dir")) && i + 1 < argc) {
-      if (!strcmp(a, "--dir"))
+    else if ((!strcmp(a, "--interval") || !strcmp(a, "--shm-dir") || !strcmp(a, "--dir")) && i + 1 < argc) {
+      if (!strcmp(a, "--dir")) fputs("collscope top: --dir is deprecated, use --shm-dir\n", stderr);
+      if (strcmp(a, "--interval") != 0)
         dir = argv[++i];
       else
         interval = atof(argv[++i]);

@@ -11,14 +11,22 @@
 #include "xalloc.h"
 
 /* The host entry for a host name of DIR d's report (and the rank the evidence names, -1
- * none): its verified node when the node records vouch for it, else the name, unverified. */
-static struct host *host_get(struct suspects *s, size_t d, const char *label, long long rank) {
+ * none): its verified node when the node records vouch for it; the node the record of the
+ * rank's pid names when the dump contradicts it (unverified); else the name, unverified.
+ * `evidence`: the reason an unverified host is not acted on comes from the first evidence,
+ * so that it cites the rank the evidence is about. */
+static struct host *host_get(struct suspects *s, size_t d, const char *label, long long rank, bool evidence) {
   char why[200] = "";
-  const char *node = sn_node_of(&s->nodes[d], label, rank, why, sizeof why);
-  if (!node && s->trust_names && cs_node_name_ok(label)) node = label;
-  size_t kl = strlen(node ? node : label) + 3;
+  const char *claimed = NULL;
+  const char *node = sn_node_of(&s->nodes[d], label, rank, why, sizeof why, &claimed);
+  if (!node && !claimed && s->trust_names && cs_node_name_ok(label)) node = label;
+  const char *name = node ? node : claimed ? claimed
+                                           : label;
+  size_t kl = strlen(name) + 3;
   char *key = xcalloc(1, kl);
-  snprintf(key, kl, "%s%s", node ? "v:" : "u:", node ? node : label);
+  snprintf(key, kl, "%s%s", node ? "v:" : claimed ? "c:"
+                                                  : "u:",
+           name);
   struct host *h;
   HASH_FIND_STR(s->hosts, key, h);
   if (h) {
@@ -28,8 +36,10 @@ static struct host *host_get(struct suspects *s, size_t d, const char *label, lo
     h->key = key;
     h->name = key + 2;
     h->verified = node != NULL;
+    h->uids[0] = h->uids[1] = -1;
     HASH_ADD_KEYPTR(hh, s->hosts, h->key, strlen(h->key), h);
   }
+  if (!h->verified && evidence && !h->nev) snprintf(h->why, sizeof h->why, "%s", why);
   if (!h->verified && !h->why[0]) snprintf(h->why, sizeof h->why, "%s", why);
   if (h->verified && !h->label[0] && strcmp(label, h->name) != 0) snprintf(h->label, sizeof h->label, "%s", label);
   return h;
@@ -74,7 +84,7 @@ static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t d
 static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t dir, const char *kind, int level,
                    long long rank, const char *fmt, ...) {
   if (!host) return;
-  struct host *h = host_get(s, dir, host, rank);
+  struct host *h = host_get(s, dir, host, rank, true);
   XGROW(h->ev, h->nev, h->capev);
   struct evidence *e = &h->ev[h->nev++];
   e->kind = kind, e->level = level, e->dir = dir, e->rank = rank;
@@ -82,7 +92,11 @@ static void add_ev(struct suspects *s, const char *host, json_t *ranks, size_t d
   va_start(ap, fmt);
   vsnprintf(e->detail, sizeof e->detail, fmt, ap);
   va_end(ap);
-  if (h->last_impl_dir != dir + 1) h->jobs_implicated++, h->last_impl_dir = dir + 1;
+  if (h->last_impl_dir != dir + 1) {
+    h->jobs_implicated++, h->last_impl_dir = dir + 1;
+    long long u = s->uids ? s->uids[dir] : -1;
+    if (u >= 0 && h->nuids < 2 && (h->nuids == 0 || h->uids[0] != u)) h->uids[h->nuids++] = u;
+  }
   if (!strcmp(kind, "straggler") && h->last_strag_dir != dir + 1) h->jobs_straggler++, h->last_strag_dir = dir + 1;
   add_gpu(h, host, ranks, rank, dir);
 }
@@ -126,7 +140,7 @@ static void gather_health(struct suspects *s, size_t d, json_t *doc, json_t *ran
     long long pcie = jint(o, "pcie_replay", 0);
     if (pcie > 0) add_ev(s, host, ranks, d, "health", LVL_WATCH, r, "rank %lld: %lld PCIe replays", r, pcie);
     const char *uuid = suspects_jstr(o, "gpu_uuid");
-    struct host *h = host_get(s, d, host, r);
+    struct host *h = host_get(s, d, host, r, false);
     for (k = 0; uuid && k < h->ngpus; k++)
       if (h->gpus[k].dir == d && h->gpus[k].rank == r) snprintf(h->gpus[k].uuid, sizeof h->gpus[k].uuid, "%s", uuid);
   }
@@ -156,7 +170,7 @@ void suspects_gather(struct suspects *s, size_t d, json_t *doc) {
   json_array_foreach(ranks, i, o) { /* every host of the job */
     const char *host = suspects_jstr(o, "host");
     if (!host) continue;
-    struct host *h = host_get(s, d, host, jint(o, "rank", -1));
+    struct host *h = host_get(s, d, host, jint(o, "rank", -1), false);
     if (h->last_seen_dir != d + 1) h->jobs_seen++, h->last_seen_dir = d + 1;
     long long errs = jint(o, "errors", 0);
     if (errs > 0)
@@ -222,15 +236,23 @@ void suspects_gather(struct suspects *s, size_t d, json_t *doc) {
   json_decref(ranks);
 }
 
-/* drain: any drain evidence, or implicated in 2 or more jobs and in more than half the jobs
- * the host took part in; watch: any other evidence */
+/* drain-level: any drain evidence, or implicated in 2 or more runs and in more than half the
+ * runs the host took part in; watch: any other evidence. Everything in a dump is its job
+ * owner's to edit, so drain-level evidence drains only when jobs of two users (uids from
+ * root-owned records) implicate the host; else it is watch, unconfirmed, until the site's
+ * check (cmd_suspects.c) fails. */
 void suspects_classify(struct suspects *s) {
   struct host *h, *t;
   HASH_ITER(hh, s->hosts, h, t) {
     h->level = LVL_NONE;
+    h->unconfirmed = false;
     for (size_t i = 0; i < h->nev; i++)
       if (h->ev[i].level > h->level) h->level = h->ev[i].level;
     size_t seen = h->jobs_seen > h->jobs_implicated ? h->jobs_seen : h->jobs_implicated;
     if (h->jobs_implicated >= 2 && 2 * h->jobs_implicated > seen) h->level = LVL_DRAIN;
+    if (h->level == LVL_DRAIN && h->nuids < 2 && h->check != 2) {
+      h->level = LVL_WATCH;
+      h->unconfirmed = true;
+    }
   }
 }

@@ -45,7 +45,11 @@ struct host {
   size_t ngpus, capgpus;
   size_t jobs_seen, jobs_implicated, jobs_straggler;
   size_t last_seen_dir, last_impl_dir, last_strag_dir; /* +1: 0 = none yet */
+  long long uids[2];                                   /* the first two users whose jobs implicate it (-1: none) */
+  size_t nuids;
   int level;
+  bool unconfirmed; /* drain-level evidence of fewer than two users: watch until a check fails */
+  int check;        /* the site's check (--verify-cmd): 0 not run, 1 passed, 2 failed, 3 could not run */
   UT_hash_handle hh;
 };
 
@@ -53,14 +57,18 @@ struct suspects {
   struct host *hosts; /* uthash by key */
   const char **dirs, **jobs;
   size_t ndirs;
-  struct sn_dir *nodes; /* per DIR: its node records and dump headers */
-  bool trust_names;     /* --trust-host-names: act on plain host names no record vouches for */
+  struct sn_dir *nodes;   /* per DIR: its node records and dump headers */
+  bool trust_names;       /* --trust-host-names: act on plain host names no record vouches for */
+  const char *verify_cmd; /* --verify-cmd: the site's check of one node (%n), run for unconfirmed drains */
+  long long *uids;        /* per DIR: its job's user (node records, or the directory's owner with
+                           --trust-host-names), -1 unknown */
 };
 
 /* DIR d's report document (cli_report_json) into s: the hosts and GPUs it implicates, with
  * their evidence, and the hosts it saw */
 void suspects_gather(struct suspects *s, size_t d, json_t *doc);
-/* each host's level from its evidence, once every DIR is gathered */
+/* each host's level from its evidence, once every DIR is gathered: drain only when jobs of
+ * two users implicate it (else watch, unconfirmed, until the site's check fails) */
 void suspects_classify(struct suspects *s);
 /* a string field of a JSON object, NULL when absent or not a string */
 const char *suspects_jstr(json_t *o, const char *k);

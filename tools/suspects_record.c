@@ -20,13 +20,26 @@ static bool field(const char **p, const char *end, const char *key, char *out, s
   return true;
 }
 
+/* a decimal number of 1..10 digits without a leading zero (or "0"), its value into *v */
+static bool number(const char *s, long long *v) {
+  size_t n = strlen(s);
+  if (n == 0 || n > 10 || (n > 1 && s[0] == '0')) return false;
+  *v = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return false;
+    *v = *v * 10 + (*s - '0');
+  }
+  return true;
+}
+
 bool sn_record_parse(const char *text, size_t len, struct sn_record *out) {
   const char *p = text, *end = text + len;
   size_t ml = strlen(CS_NODE_RECORD_MAGIC);
   if (len > CS_NODE_RECORD_MAX || len < ml + 1 || memcmp(p, CS_NODE_RECORD_MAGIC, ml) != 0 || p[ml] != '\n') return false;
   p += ml + 1;
   if (!field(&p, end, "job", out->job, sizeof out->job) || !field(&p, end, "step", out->step, sizeof out->step) ||
-      !field(&p, end, "node", out->node, sizeof out->node) || p != end)
+      !field(&p, end, "node", out->node, sizeof out->node) || !field(&p, end, "uid", out->uid, sizeof out->uid) ||
+      !field(&p, end, "pid", out->pid, sizeof out->pid) || p != end)
     return false;
-  return cs_node_name_ok(out->node);
+  return cs_node_name_ok(out->node) && number(out->uid, &out->uidn) && number(out->pid, &out->pidn) && out->pidn > 0;
 }

@@ -6,13 +6,16 @@
  * - The dump header's CS_HDR_SLURM_NODE field: SLURMD_NODENAME as the task got it (Slurm sets
  *   it in every task from slurmd's own node name). The job could set it too, so the header
  *   alone proves nothing.
- * - The node record: a file CS_NODE_RECORD_PREFIX "<step>.<node>" in the job's dump directory,
- *   created by the SPANK plugin as root (uid 0, mode 0444) before the task drops its
- *   privileges, filled with the node name Slurm put in the task's environment before any of
- *   the job's code ran. Its lines, each "key=value\n", in this order:
- *     CS_NODE_RECORD_MAGIC "\n" "job=<id>\n" "step=<id>\n" "node=<name>\n"
- *   A reader trusts a record only when it is a regular file of uid 0 that nobody else may
- *   write, at most CS_NODE_RECORD_MAX bytes, of exactly this form. */
+ * - The node record: a file CS_NODE_RECORD_PREFIX "<step>.<host>.<pid>" in the job's dump
+ *   directory, one per task, created by the SPANK plugin as root (uid 0, mode 0444) before the
+ *   task drops its privileges, filled with what Slurm says of the task before any of the
+ *   job's code ran. Its lines, each "key=value\n", in this order:
+ *     CS_NODE_RECORD_MAGIC "\n" "job=<id>\n" "step=<id>\n" "node=<name>\n" "uid=<n>\n" "pid=<n>\n"
+ *   job and step: Slurm's ids of the step; node: the SLURMD_NODENAME slurmstepd set; uid: the
+ *   job's user (Slurm's S_JOB_UID); pid: the task's process, the one that execs the job's
+ *   program (a dump's pid when the rank is that process). A reader trusts a record only when
+ *   it is a regular file of uid 0 with one link that nobody else may write, at most
+ *   CS_NODE_RECORD_MAX bytes, of exactly this form, of the directory's own job. */
 #ifndef COLLSCOPE_SLURM_NODE_H
 #define COLLSCOPE_SLURM_NODE_H
 #include <stdbool.h>
@@ -21,7 +24,7 @@
 
 #define CS_HDR_SLURM_NODE "slurm_node"
 #define CS_NODE_RECORD_PREFIX ".collscope-node."
-#define CS_NODE_RECORD_MAGIC "collscope-node-record 1"
+#define CS_NODE_RECORD_MAGIC "collscope-node-record 2"
 #define CS_NODE_RECORD_MAX 512
 #define CS_NODE_NAME_MAX 64 /* bytes of a node name, the terminating NUL included */
 

@@ -32,14 +32,16 @@ int cs_node_record_create(int dirfd, const char *step, char *err, size_t errlen)
   return fd;
 }
 
-int cs_node_record_fill(int fd, const char *job, const char *step, const char *node, char *err, size_t errlen) {
+int cs_node_record_fill(int fd, const char *job, const char *step, const char *node, unsigned long uid, long pid,
+                        char *err, size_t errlen) {
   char buf[CS_NODE_RECORD_MAX + 1];
   int rc = -1;
   if (!node || !cs_node_name_ok(node)) {
     snprintf(err, errlen, "SLURMD_NODENAME is not a plain node name");
     goto out;
   }
-  int n = snprintf(buf, sizeof buf, "%s\njob=%s\nstep=%s\nnode=%s\n", CS_NODE_RECORD_MAGIC, job, step, node);
+  int n = snprintf(buf, sizeof buf, "%s\njob=%s\nstep=%s\nnode=%s\nuid=%lu\npid=%ld\n", CS_NODE_RECORD_MAGIC, job, step, node,
+                   uid, pid);
   if (n < 0 || n > CS_NODE_RECORD_MAX) {
     snprintf(err, errlen, "the node record is too long");
     goto out;

@@ -149,15 +149,15 @@ static int step_info(spank_t sp, struct step_info *si, char *msg, size_t msglen)
 /* The node record (include/collscope/slurm_node.h): created here, as root, in the job
  * directory (walked and made with the user's identity, so nothing is made or followed that
  * the user could not), and filled in slurm_spank_task_init once Slurm has put its own node
- * name in the task's SLURMD_NODENAME. One per node and step (local task 0). Any failure
- * leaves no record: the step's node names are then unverified, the job runs as it would. */
+ * name in the task's SLURMD_NODENAME. One per task: this process is the task, which execs
+ * the job's program, so the record's pid is the rank's when the rank is the task itself. Any
+ * failure leaves no record: that task's node is then unverified, the job runs as it would. */
 static int record_fd = -1;
 
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av) {
   (void)ac, (void)av;
   if (!spank_remote(sp) || site_bad || step_opt_error[0] || !cs_spank_job_enabled(&site, &job)) return 0;
-  int local = -1;
-  if (spank_get_item(sp, S_TASK_ID, &local) != ESPANK_SUCCESS || local != 0 || geteuid() != 0) return 0;
+  if (geteuid() != 0) return 0;
   struct step_info si;
   char msg[1200];
   if (step_info(sp, &si, msg, sizeof msg) || si.dir[0] != '/') return 0; /* relative: the task's cwd is not set yet */
@@ -206,7 +206,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
      * (a value the job passed is overwritten) and no code of the job has run yet */
     char node[CS_NODE_NAME_MAX + 1] = "";
     if (spank_getenv(sp, "SLURMD_NODENAME", node, sizeof node) != ESPANK_SUCCESS) node[0] = 0;
-    if (cs_node_record_fill(record_fd, si.jobs, si.steps, node, err, sizeof err)) slurm_verbose("collscope: %s", err);
+    if (cs_node_record_fill(record_fd, si.jobs, si.steps, node, (unsigned long)si.uid, (long)getpid(), err, sizeof err))
+      slurm_verbose("collscope: %s", err);
     record_fd = -1;
   }
   if (access(site.shim, R_OK) != 0) {

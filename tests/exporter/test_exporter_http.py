@@ -13,8 +13,14 @@ The exporter's HTTP endpoint under hostile clients, on 127.0.0.1 (each phase sta
              (d) a kept-alive connection idle for longer than that deadline still serves
              its next request.
   badlog:    1000 malformed requests: each is answered 400 and counted in
-             collscope_exporter_bad_requests_total{reason="rejected"}; libmicrohttpd's line per
-             bad request reaches stderr at most once a minute.
+             collscope_exporter_bad_requests_total{reason="bad_request"}; libmicrohttpd's line
+             per bad request reaches stderr at most once a minute.
+  reasons:   every refused request counted once under its reason: 400, 404, 405, 414 (a
+             request line too long), 431 (header fields too large) and 505 (HTTP/2.0), 25 of
+             each, interleaved, on fresh and kept-alive connections: the counts are exact.
+  errors:    a port in use names the port and the system's error; --shm-dir /nonexistent
+             fails to start with a message naming the directory; the old flag --dir of
+             exporter, top and salvage works with one deprecation line, --shm-dir with none.
 The verdicts are counts, not times: the times are printed."""
 import argparse, os, re, shutil, socket, subprocess, sys, tempfile, threading, time, urllib.request
 
@@ -65,8 +71,28 @@ def bad_requests(body):
     """{reason: count} of collscope_exporter_bad_requests_total in an exposition"""
     got = {m.group(1): int(float(m.group(2)))
            for m in re.finditer(r'^collscope_exporter_bad_requests_total\{reason="(\w+)"\} (\S+)$', body, re.M)}
-    assert set(got) == {"rejected", "header_timeout", "evicted", "refused"}, body[-2000:]
+    assert set(got) == set(REASONS) | {"header_timeout", "evicted", "refused"}, body[-2000:]
     return got
+
+
+# the reasons of answered requests (tools/exporter/exporter_metrics.c) and what makes each
+REASONS = {
+    "bad_request": b"GET /metrics HTTP/1.1\r\nHost: x\r\nthis is no header line\r\n\r\n",
+    "not_found": b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n",
+    "method_not_allowed": b"DELETE /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+    "payload_too_large": None,
+    "uri_too_long": b"GET /" + b"a" * 40000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    "header_too_large": b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 40000 + b"\r\n\r\n",
+    "http_version_not_supported": b"GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n",
+    "server_error": None,
+    "rejected": None,
+}
+STATUS = {"bad_request": 400, "not_found": 404, "method_not_allowed": 405, "uri_too_long": 414,
+          "header_too_large": 431, "http_version_not_supported": 505}
+
+
+def answered(bad):
+    return sum(bad[r] for r in REASONS)
 
 
 class Trickle:
@@ -110,7 +136,7 @@ def fresh_scrape(a, tmp, name, sources, want_evicted):
             name, len(sources), len(set(sources)), dt, bad))
         # answered before any header deadline expired: the room was made by eviction alone
         assert bad["header_timeout"] == 0, bad
-        assert bad["evicted"] + bad["refused"] == want_evicted and bad["rejected"] == 0, (bad, want_evicted)
+        assert bad["evicted"] + bad["refused"] == want_evicted and answered(bad) == 0, (bad, want_evicted)
     finally:
         if slow:
             slow.close()
@@ -144,7 +170,7 @@ def deadline_closes(a, tmp):
         print("deadline: a client trickling a byte every 0.2 s was %s after %.1f s and %d bytes; bad requests %s" % (
             "closed" if closed else "NOT closed", dt, sent, bad))
         assert closed, "a slow client held its connection for %.0f s" % dt
-        assert bad == {"rejected": 0, "header_timeout": 1, "evicted": 0, "refused": 0}, bad
+        assert bad["header_timeout"] == 1 and sum(bad.values()) == 1, bad
 
         # a kept-alive connection idle past the first header's deadline serves its next request
         k = socket.create_connection(("127.0.0.1", ex.port), timeout=10)
@@ -197,9 +223,95 @@ def case_badlog(a, tmp):
     lines = [l for l in log.splitlines() if "exporter: http: " in l]
     print("badlog: %d malformed requests in %.1f s: bad requests %s; stderr %d bytes, %d line(s) from the HTTP "
           "server:\n%s" % (n, dt, bad, len(log), len(lines), "\n".join(lines)))
-    assert bad == {"rejected": n, "header_timeout": 0, "evicted": 0, "refused": 0}, bad
+    assert bad["bad_request"] == n and sum(bad.values()) == n, bad
     assert 1 <= len(lines) <= 1 + int(dt // 60) + 1, lines  # one a minute, and the last count at the stop
     assert len(log) < 1000 * (1 + int(dt // 60) + 1), len(log)
+
+
+def case_reasons(a, tmp):
+    ex = Exporter(a.cli, tmp, "reasons")
+    n = 25
+    sent = dict.fromkeys(STATUS, 0)
+    try:
+        for i in range(n):
+            for reason, status in STATUS.items():
+                s = socket.create_connection(("127.0.0.1", ex.port), timeout=10)
+                if i % 2:   # a served request first: the refused one comes on a kept-alive connection
+                    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                    assert read_reply(s).startswith(b"HTTP/1.1 200"), reason
+                try:
+                    s.sendall(REASONS[reason])
+                except OSError:
+                    pass   # closed on the first bytes that overflowed: the reply is there
+                reply = read_reply(s)
+                s.close()
+                assert reply.startswith(b"HTTP/1.1 %d" % status), (reason, reply[:80])
+                sent[reason] += 1
+        time.sleep(0.5)   # the last connections closed on the server's side too
+        bad = bad_requests(ex.scrape())
+    finally:
+        ex.stop()
+    print("reasons: sent %s; counted %s" % (sent, bad))
+    for reason in REASONS:
+        assert bad[reason] == sent.get(reason, 0), (reason, bad, sent)
+    assert sum(bad.values()) == sum(sent.values()), (bad, sent)
+
+
+def read_reply(s):
+    """one whole response (headers and Content-Length body) or what came before the close"""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        try:
+            c = s.recv(65536)
+        except OSError:
+            return buf
+        if not c:
+            return buf
+        buf += c
+    head, _, body = buf.partition(b"\r\n\r\n")
+    m = re.search(rb"(?i)content-length: *(\d+)", head)
+    want = int(m.group(1)) if m else 0
+    while len(body) < want:
+        c = s.recv(65536)
+        if not c:
+            break
+        body += c
+    return head
+
+
+def case_errors(a, tmp):
+    shm = os.path.join(tmp, "shm")
+    os.makedirs(shm)
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    p = subprocess.run([a.cli, "exporter", "--listen", "127.0.0.1:%d" % port, "--shm-dir", shm],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+    busy.close()
+    print("port in use:", p.stderr.strip())
+    assert p.returncode == 1 and "port %d: Address already in use" % port in p.stderr, p.stderr
+    assert "port 0" not in p.stderr, p.stderr
+    p = subprocess.run([a.cli, "exporter", "--listen", "127.0.0.1:0", "--shm-dir", "/nonexistent"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+    print("no ring directory:", p.stderr.strip())
+    assert p.returncode == 1 and p.stderr == ("collscope exporter: the ring directory /nonexistent (--shm-dir) cannot "
+                                             "be read: No such file or directory\n"), p.stderr
+    dep = "is deprecated, use --shm-dir"
+    for cmd in (["exporter", "--once"], ["top", "--once"], ["salvage", "-o", os.path.join(tmp, "salv")]):
+        rcs = {}
+        for flag in ("--shm-dir", "--dir"):
+            p = subprocess.run([a.cli] + cmd + [flag, shm], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=30)
+            lines = [l for l in p.stderr.splitlines() if dep in l]
+            print("%s %s: rc %d, stderr %r" % (cmd[0], flag, p.returncode, p.stderr.strip()))
+            assert lines == (["collscope %s: --dir %s" % (cmd[0], dep)] if flag == "--dir" else []), p.stderr
+            rcs[flag] = p.returncode
+            if cmd[0] == "top":
+                assert "(rings in %s)" % shm in p.stdout, p.stdout
+            if cmd[0] == "salvage":
+                assert "no ring of a dead process in %s" % shm in p.stderr, p.stderr
+        assert rcs["--dir"] == rcs["--shm-dir"], rcs   # the same command either way
 
 
 def main():

@@ -20,7 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct sn_record r;
   if (sn_record_parse(text, size, &r)) {
     char back[CS_NODE_RECORD_MAX + 1];
-    int n = snprintf(back, sizeof back, "%s\njob=%s\nstep=%s\nnode=%s\n", CS_NODE_RECORD_MAGIC, r.job, r.step, r.node);
+    int n = snprintf(back, sizeof back, "%s\njob=%s\nstep=%s\nnode=%s\nuid=%s\npid=%s\n", CS_NODE_RECORD_MAGIC, r.job, r.step,
+                     r.node, r.uid, r.pid);
     if (!cs_node_name_ok(r.node) || n < 0 || (size_t)n != size || memcmp(back, text, size) != 0) abort();
   }
   free(text);

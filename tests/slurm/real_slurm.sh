@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/slurm/real_slurm.sh: `srun --collscope` against a real Slurm. Starts, in a fresh
-# temporary directory and on 127.0.0.1 only, a munged with a key made here and its own
-# socket, a slurmctld (-i) and a slurmd from a generated slurm.conf (one node, 2 CPUs, own
-# ports, the plugin in a generated plugstack.conf), and stops them by pid whatever happens.
+# temporary directory and on 127.0.0.1 only (tests/slurm/slurm_cluster.sh), a munged with a
+# key made here and its own socket, a slurmctld (-i) and a slurmd from a generated
+# slurm.conf (one node, 2 CPUs, own ports, the plugin in a generated plugstack.conf), and
+# stops them by pid whatever happens.
 # Daemons that cannot start are a failure, never a skip.
 #   real_slurm.sh COLLSCOPE SHIM PLUGIN SIM_DIR DP_TRAIN RANK_WRAPPER
 set -u
@@ -30,94 +31,19 @@ export PATH=$PATH:/usr/sbin
 
 T=$(mktemp -d /tmp/collscope-slurm.XXXXXX) || fail "mktemp"
 chmod 0755 "$T"
-pids=()
+. "$(dirname "$0")/slurm_cluster.sh"
 cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for i in $(seq 50); do
-    alive=0
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.1
-  done
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  # slurmstepd processes of this cluster (children of our slurmd) end with it; any left: by pid
-  for f in "$T"/spool/*.pid; do [ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
+  cs_cluster_stop
   if [ -n "${CS_KEEP_SLURM_DIR:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-show_logs() {
-  for l in munged.log slurmctld.log slurmd.log; do
-    [ -f "$T/$l" ] && { echo "---- $l (tail)"; tail -n 20 "$T/$l"; }
-  done >&2
-}
-
-# ---- munge with a key of our own
-head -c 1024 /dev/urandom > "$T/munge.key"
-chmod 0400 "$T/munge.key"
-mkdir -m 0755 "$T/munge"
-munged --foreground --force --key-file="$T/munge.key" --socket="$T/munge/sock" \
-  --pid-file="$T/munge/pid" --log-file="$T/munged.log" --seed-file="$T/munge/seed" >"$T/munged.out" 2>&1 &
-pids+=($!)
-
-# ---- free ports (bound and released: good enough on a test machine)
-read -r P1 P2 < <(python3 -c '
-import socket
-s=[socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1",0))
-print(*[x.getsockname()[1] for x in s])')
-
-mkdir -p "$T/state" "$T/spool" "$T/out"
+mkdir -p "$T/out"
 cat > "$T/plugstack.conf" <<PS
 optional $PLUGIN shim=$SHIM dir=$T/out/%j
 PS
-cat > "$T/slurm.conf" <<CONF
-ClusterName=cstest
-SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$P1
-SlurmdPort=$P2
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-AuthInfo=socket=$T/munge/sock
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SchedulerType=sched/builtin
-MpiDefault=none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-SlurmdTimeout=30
-PlugStackConfig=$T/plugstack.conf
-NodeName=csnode NodeAddr=127.0.0.1 NodeHostname=$(hostname -s) CPUs=2 State=UNKNOWN
-PartitionName=debug Nodes=csnode Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
-CONF
-export SLURM_CONF=$T/slurm.conf
-
-for i in $(seq 50); do [ -S "$T/munge/sock" ] && break; sleep 0.1; done
-[ -S "$T/munge/sock" ] || { show_logs; fail "munged did not start"; }
-slurmctld -D -i -f "$T/slurm.conf" >"$T/slurmctld.out" 2>&1 &
-pids+=($!)
-slurmd -D -N csnode -f "$T/slurm.conf" >"$T/slurmd.out" 2>&1 &
-pids+=($!)
-up=0
-for i in $(seq 150); do
-  st=$(sinfo -h -n csnode -o %T 2>/dev/null)
-  case "$st" in idle*) up=1; break ;; esac
-  sleep 0.2
-done
-[ $up = 1 ] || { show_logs; cat "$T"/slurmctld.out "$T"/slurmd.out >&2; fail "slurmctld/slurmd did not come up (node state '$st')"; }
+cs_cluster_start "$T" "$T/plugstack.conf" csnode || fail "the cluster did not come up"
 echo "slurm up after $(elapsed) s"
 
 export CS_TEST_SIM_DIR=$SIM_DIR
@@ -247,7 +173,7 @@ for run in 1 2; do
   j=$(echo "$out" | sed -n 's/^slurm_rank: job=\([0-9]*\) .*/\1/p')
   dirs+=("$T/out/$j")
   recs=("$T/out/$j"/.collscope-node.0.*)
-  [ "${#recs[@]}" = 1 ] && [ -f "${recs[0]}" ] || { ls -la "$T/out/$j" >&2; fail "expected one node record in $T/out/$j"; }
+  [ "${#recs[@]}" = 4 ] && [ -f "${recs[0]}" ] || { ls -la "$T/out/$j" >&2; fail "expected 4 node records (one per task) in $T/out/$j"; }
   [ "$(stat -c '%u %a' "${recs[0]}")" = "0 444" ] || fail "node record not root's 0444: $(stat -c '%u %a' "${recs[0]}")"
   grep -qx "node=csnode" "${recs[0]}" && grep -qx "job=$j" "${recs[0]}" || fail "node record: $(cat "${recs[0]}")"
   hdr=$(head -n 1 "$(ls "$T/out/$j"/*.jsonl | head -n 1)")
@@ -255,8 +181,10 @@ for run in 1 2; do
 done
 out=$("$CLI" suspects "${dirs[@]}" --format slurm) || fail "suspects failed: $out"
 echo "$out"
-echo "$out" | grep -q '^scontrol update NodeName=csnode State=DRAIN Reason="collscope: straggler x2 in 2 of 2 jobs"$' ||
-  fail "suspects did not drain csnode: $out"
+# both jobs are one user's: watched and excluded, never drained (tests/slurm/real_slurm_forgery.sh)
+echo "$out" | grep -q '^# not drained: csnode: drain-level evidence from jobs of one user (uid 0): watch' ||
+  fail "suspects did not watch csnode: $out"
+echo "$out" | grep -q '^scontrol' && fail "one user's jobs drain: $out"
 echo "$out" | grep -qx -- "--exclude=csnode" || fail "suspects did not exclude csnode: $out"
 echo "$out" | grep -v '^#' | grep -q ALL && fail "an action names ALL: $out"
 

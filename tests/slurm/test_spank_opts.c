@@ -222,7 +222,7 @@ static void test_node_record(void **st) {
   assert_true(dfd >= 0);
   int fd = cs_node_record_create(dfd, "3", err, sizeof err);
   assert_true(fd >= 0);
-  assert_int_equal(cs_node_record_fill(fd, "9", "3", "node07", err, sizeof err), 0);
+  assert_int_equal(cs_node_record_fill(fd, "9", "3", "node07", 1001, 4242, err, sizeof err), 0);
   fd = cs_node_record_create(dfd, "3", err, sizeof err); /* the same step, node and pid: taken */
   assert_int_equal(fd, -1);
   assert_non_null(strstr(err, "cannot create the node record"));
@@ -238,7 +238,7 @@ static void test_node_record(void **st) {
     close(rfd);
     assert_true(n > 0);
     buf[n] = 0;
-    assert_string_equal(buf, CS_NODE_RECORD_MAGIC "\njob=9\nstep=3\nnode=node07\n");
+    assert_string_equal(buf, CS_NODE_RECORD_MAGIC "\njob=9\nstep=3\nnode=node07\nuid=1001\npid=4242\n");
     ok++;
   }
   if (d) closedir(d);
@@ -250,10 +250,10 @@ static void test_node_record(void **st) {
     snprintf(step, sizeof step, "%zu", 10 + i);
     fd = cs_node_record_create(dfd, step, err, sizeof err);
     assert_true(fd >= 0);
-    assert_int_equal(cs_node_record_fill(fd, "9", step, bad[i], err, sizeof err), -1);
+    assert_int_equal(cs_node_record_fill(fd, "9", step, bad[i], 1001, 4242, err, sizeof err), -1);
   }
   fd = cs_node_record_create(dfd, "20", err, sizeof err);
-  assert_int_equal(cs_node_record_fill(fd, "9", "20", NULL, err, sizeof err), -1);
+  assert_int_equal(cs_node_record_fill(fd, "9", "20", NULL, 1001, 4242, err, sizeof err), -1);
   close(dfd);
 }
 

@@ -5,17 +5,25 @@
 simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
   straggler  slow:rank=5          simhost3 watch (straggler), its GPU; hostfile with and without
                                   a topology map
-  sdc        flip:rank=2 + slow:5 simhost2 drain (SDC suspect), simhost3 watch; slurm format
+  sdc        flip:rank=2 + slow:5 simhost2 watch, unconfirmed (SDC suspect of one user's job);
+                                  drain only when the site's check (--verify-cmd) fails;
+                                  simhost3 watch; slurm format
   missing    fail:rank=5 (hang)   simhost3 watch: missing in the hang and NCCL errors
   stuck      hang:rank=5          the ranks stuck in the hang
   slowlink   link simhost2-3 over the NCCL_NET wrapper: both ends watch (slow link end)
-  repeat     the straggler job twice and a clean one: 2 of 3 jobs -> drain; 1 of 2 -> watch
-  health     ecc uncorrected + XID 79 on rank 2 (simhost2: drain, health), NVLink CRC errors on
+  repeat     the straggler job twice and a clean one: 2 of 3 runs of one user -> watch
+             (unconfirmed); the second run another user's -> drain; 1 of 2 -> watch
+  health     ecc uncorrected + XID 79 on rank 2 (simhost2: drain-level, health; drains when the
+             site's check fails), NVLink CRC errors on
              rank 7 (simhost4: watch), IB symbol errors on simhost1 (watch); the GPUs' UUIDs
-  verified   a job that names its host ALL, twice, slow:rank=2: no action names ALL; with a
-             root-owned node record (as the SPANK plugin writes) the actions name the node
-             Slurm gave (SLURMD_NODENAME), never the label; records of another owner, with
-             another's write bit, or of another step are not trusted"""
+  verified   a job that names its host ALL, twice, slow:rank=2: no action names ALL; with
+             root-owned node records for the dumps' pids (as the SPANK plugin writes) the
+             actions name the node Slurm gave (SLURMD_NODENAME), never the label; records of
+             another owner, with another's write bit, of another step, of another job (moved),
+             hard-linked, or for no dump's pid are not trusted; a record whose node contradicts
+             its pid's dump makes a '#' line naming the record's node, no action
+  slurmcheck a directory named after its job: its records checked against what scontrol (else
+             sacct) says of the job, its nodes and its user (stand-ins on PATH)"""
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -99,21 +107,35 @@ def case_straggler(a, tmp):
     assert suspects(a, [d], "hostfile", ["--topology", topo]).split() == ["simhost1", "simhost4", "simhost2"]
     out = suspects(a, [d], "slurm")
     assert "scontrol" not in out and "--exclude=simhost3\n" in out, out   # watch: excluded, not drained
+    # without --trust-host-names: the reason cites the dump of the rank the evidence is about
+    s = by_host(suspects(a, [d]))
+    assert s["simhost3"]["unverified_reason"].startswith("no Slurm node name in rank 5's dump"), s["simhost3"]
 
 
 def case_sdc(a, tmp):
     d = run_job(a, tmp, "sdc", "slow:rank=5,us=3000;flip:rank=2,seq=13,elem=7,bit=30,at=out",
                 {"COLLSCOPE_SDC": "all", "COLLSCOPE_SDC_MIN_BYTES": "0"}, ok=False)   # the job sees the bad value too
     s = by_host(suspects(a, [d]))
-    assert s["simhost2"]["level"] == "drain" and "sdc" in kinds(s["simhost2"]), s["simhost2"]
+    # one user's job: the SDC finding is the owner's to forge, so it is watched, unconfirmed
+    assert s["simhost2"]["level"] == "watch" and s["simhost2"]["unconfirmed"] and "sdc" in kinds(s["simhost2"]), s["simhost2"]
     assert 2 in [g["rank"] for g in s["simhost2"]["gpus"]], s["simhost2"]
     assert s["simhost3"]["level"] == "watch" and kinds(s["simhost3"]) == ["straggler"], s["simhost3"]
+    assert not s["simhost3"]["unconfirmed"], s["simhost3"]
     assert "simhost1" not in s and "simhost4" not in s, s
     out = suspects(a, [d], "slurm").splitlines()
+    assert not [l for l in out if l.startswith("scontrol")], out
+    assert any(l.startswith("# not drained: simhost2: drain-level evidence from jobs of one user (uid %d): watch; "
+                            "drain when a check run as root fails" % os.getuid()) for l in out), out
+    assert "--exclude=simhost[2-3]" in out, out   # compressed by the hostlist code
+    # the site's check passes: still watch; it fails: drain
+    ok = suspects(a, [d], "slurm", ["--verify-cmd", "test %n = simhost2"]).splitlines()
+    assert not [l for l in ok if l.startswith("scontrol")], ok
+    assert any("the site's check passed (test %n = simhost2)" in l for l in ok), ok
+    out = suspects(a, [d], "slurm", ["--verify-cmd", "test %n != simhost2"]).splitlines()
     drains = [l for l in out if l.startswith("scontrol")]
     assert len(drains) == 1 and drains[0].startswith(
-        'scontrol update NodeName=simhost2 State=DRAIN Reason="collscope: sdc x') and drains[0].endswith(' in 1 of 1 jobs"'), out
-    assert "--exclude=simhost[2-3]" in out, out   # compressed by the hostlist code
+        'scontrol update NodeName=simhost2 State=DRAIN Reason="collscope: sdc x') and drains[0].endswith(
+        ' in 1 of 1 runs; the site\'s check failed"'), out
     assert suspects(a, [d], "hostfile").split() == ["simhost1", "simhost4"]
 
 
@@ -162,10 +184,20 @@ def case_repeat(a, tmp):
     assert s["simhost3"]["jobs_seen"] == 2
     s = by_host(suspects(a, [d1, d2, clean]))
     h = s["simhost3"]
-    assert h["level"] == "drain" and h["jobs_implicated"] == 2 and h["jobs_seen"] == 3, h
+    # one user's runs, whatever their number: watch, unconfirmed
+    assert h["level"] == "watch" and h["unconfirmed"] and h["jobs_implicated"] == 2 and h["jobs_seen"] == 3, h
     assert sorted(g["rank"] for g in h["gpus"]) == [4, 5], h
     out = suspects(a, [d1, d2, clean], "slurm")
-    assert 'NodeName=simhost3 State=DRAIN Reason="collscope: straggler x2 in 2 of 3 jobs"' in out, out
+    assert "scontrol" not in out and "# not drained: simhost3: " in out, out
+    # the second run another user's (the owner of its directory, with --trust-host-names)
+    os.chown(d2, 65534, 65534)
+    out = suspects(a, [d1, d2, clean], "slurm")
+    assert 'NodeName=simhost3 State=DRAIN Reason="collscope: straggler x2 in 2 of 3 runs; 2+ users"' in out, out
+    os.chown(d2, 0, 0)
+    # the header counts runs by directory, whatever job id the dumps share
+    txt = suspects(a, [d1, d2, clean], "text")
+    assert "over 3 runs (dump directories" in txt and "implicated in 2 of 3 runs" in txt, txt
+    assert "[run 1: job job-slow1]" in txt and "[run 2: job job-slow2]" in txt, txt
     # an unusable directory: said, left out, exit status 1
     bad = os.path.join(tmp, "empty")
     os.makedirs(bad)
@@ -180,24 +212,38 @@ def case_health(a, tmp):
                  "COLLSCOPE_SYSFS_ROOT": os.path.join(sysfs, "%h")})
     s = by_host(suspects(a, [d]))
     h2 = s["simhost2"]
-    assert h2["level"] == "drain" and kinds(h2) == ["health"], h2
+    assert h2["level"] == "watch" and kinds(h2) == ["health"], h2
     det = " ".join(e["detail"] for e in h2["evidence"])
     assert "uncorrectable ECC" in det and "XID 79" in det, h2
     assert any(g["rank"] == 2 and (g["uuid"] or "").startswith("GPU-") for g in h2["gpus"]), h2["gpus"]
     assert s["simhost4"]["level"] == "watch" and "NVLink" in s["simhost4"]["evidence"][0]["detail"], s["simhost4"]
     assert s["simhost1"]["level"] == "watch" and "IB mlx5_0 port 1" in s["simhost1"]["evidence"][0]["detail"], s["simhost1"]
     assert "simhost3" not in s, s.keys()
+    assert h2["unconfirmed"], h2
     out = suspects(a, [d], "slurm")
+    assert "NodeName=simhost2 State=DRAIN" not in out and "# not drained: simhost2: " in out, out
+    out = suspects(a, [d], "slurm", ["--verify-cmd", "false"])
     assert "NodeName=simhost2 State=DRAIN" in out and "health" in out, out
+    assert "NodeName=simhost1 State=DRAIN" not in out and "NodeName=simhost4 State=DRAIN" not in out, out
 
 
-def write_record(d, name, job, step, node, uid=0, mode=0o444):
+def write_record(d, name, job, step, node, pid, uid=0, mode=0o444, owner=0):
     p = os.path.join(d, ".collscope-node." + name)
     with open(p, "w") as f:
-        f.write("collscope-node-record 1\njob=%s\nstep=%s\nnode=%s\n" % (job, step, node))
-    os.chown(p, uid, 0)
+        f.write("collscope-node-record 2\njob=%s\nstep=%s\nnode=%s\nuid=%d\npid=%d\n" % (job, step, node, uid, pid))
+    os.chown(p, owner, 0)
     os.chmod(p, mode)
     return p
+
+
+def dump_pids(d):
+    """{rank: pid} from the dump headers"""
+    out = {}
+    for f in os.listdir(d):
+        if f.endswith(".jsonl"):
+            h = json.loads(open(os.path.join(d, f)).readline())
+            out[h["rank"]] = h["pid"]
+    return out
 
 
 def case_verified(a, tmp):
@@ -206,28 +252,102 @@ def case_verified(a, tmp):
     d2 = run_job(a, tmp, "all2", "slow:rank=2,us=3000", env, hosts="ALL")
     hdr = json.loads(open(os.path.join(d1, sorted(f for f in os.listdir(d1) if f.endswith(".jsonl"))[0])).readline())
     assert hdr["host"] == "ALL" and hdr["slurm_node"] == "simnode7", hdr
+    p1, p2 = dump_pids(d1), dump_pids(d2)
     # no node record: nothing to act on, said in '#' lines; not even --trust-host-names acts on ALL
     for trust in (False, True):
         out = suspects(a, [d1, d2], "slurm", trust=trust)
         assert "scontrol" not in out and "--exclude=" not in out, out
-        assert "# not drained: ALL: " in out, out
-    # records of another owner, writable by others, of another step or job: not trusted
-    write_record(d1, "0.x.1", "job-all1", "0", "simnode7", uid=65534)
-    write_record(d2, "0.x.1", "job-all2", "0", "simnode7", mode=0o666)
-    write_record(d2, "1.x.1", "job-all2", "1", "simnode7")
-    write_record(d2, "0.x.2", "job-all1", "0", "simnode7")
+        assert "# not drained: ALL: " in out or "# not excluded: ALL: " in out, out
+    # records of another owner, writable by others, of another step, of another job, linked,
+    # for no dump's pid: not trusted
+    write_record(d1, "0.x.1", "job-all1", "0", "simnode7", p1[2], owner=65534)
+    write_record(d2, "0.x.1", "job-all2", "0", "simnode7", p2[2], mode=0o666)
+    write_record(d2, "1.x.1", "job-all2", "1", "simnode7", p2[2])
+    write_record(d2, "0.x.2", "job-all1", "0", "simnode7", p2[2])   # moved from the other job
+    write_record(d2, "0.x.3", "job-all2", "0", "simnode7", 999999)  # no dump has this pid
+    linked = write_record(d1, "0.x.9", "job-all1", "0", "simnode7", p1[2])
+    os.link(linked, os.path.join(tmp, "elsewhere"))
     out = suspects(a, [d1, d2], "slurm", trust=False)
     assert "scontrol" not in out and "--exclude=" not in out, out
-    assert "no node record of the SPANK plugin vouches for node simnode7" in out, out
-    # root's records of these jobs' step: the node Slurm named, never the label
-    for d, job in ((d1, "job-all1"), (d2, "job-all2")):
-        write_record(d, "0.y.1", job, "0", "simnode7")
+    assert "no node record of the SPANK plugin vouches for node simnode7 of rank 2" in out, out
+    assert "a node record of job job-all1 (node simnode7) in job job-all2's directory: moved or copied" in out, out
+    assert "node record .collscope-node.0.x.9 is hard-linked (from another directory): not trusted" in out, out
+    assert "node record .collscope-node.0.x.1 is not root's (a copy, or made by the job): not trusted" in out, out
+    assert "node record .collscope-node.0.x.1 is writable by others: not trusted" in out, out
+    os.unlink(linked)
+    os.unlink(os.path.join(tmp, "elsewhere"))
+    # root's records of these jobs' step for every rank's pid: the node Slurm named, never the
+    # label; both runs one user's (uid 0): watch, excluded, not drained
+    for d, job, pids in ((d1, "job-all1", p1), (d2, "job-all2", p2)):
+        for r, pid in pids.items():
+            write_record(d, "0.y.%d" % pid, job, "0", "simnode7", pid)
     out = suspects(a, [d1, d2], "slurm", trust=False)
-    assert 'scontrol update NodeName=simnode7 State=DRAIN Reason="collscope: straggler x2 in 2 of 2 jobs"' in out, out
+    assert "scontrol" not in out and "# not drained: simnode7: drain-level evidence from jobs of one user (uid 0)" in out, out
     assert "--exclude=simnode7\n" in out and "ALL" not in out, out
-    doc = by_host(suspects(a, [d1, d2], "json"))
-    assert doc["simnode7"]["verified"] and doc["simnode7"]["dump_host"] == "ALL", doc
+    # the second job another user's (its records say uid 1000): drained
+    for n in ("0.x.3", "1.x.1"):
+        os.unlink(os.path.join(d2, ".collscope-node." + n))
+    for r, pid in p2.items():
+        os.unlink(os.path.join(d2, ".collscope-node.0.y.%d" % pid))
+        write_record(d2, "0.y.%d" % pid, "job-all2", "0", "simnode7", pid, uid=1000)
+    out = suspects(a, [d1, d2], "slurm", trust=False)
+    assert 'scontrol update NodeName=simnode7 State=DRAIN Reason="collscope: straggler x2 in 2 of 2 runs; 2+ users"' in out, out
+    doc = suspects(a, [d1, d2], "json")
+    s = by_host(doc)
+    assert s["simnode7"]["verified"] and s["simnode7"]["dump_host"] == "ALL", doc
+    assert [j["uid"] for j in doc["jobs"]] == [0, 1000], doc["jobs"]
     assert suspects(a, [d1, d2], "hostfile", trust=False).split() == [], "a straggler's node is not healthy"
+    # rank 2's record says another node than its dump: the record's node is named, no action
+    os.unlink(os.path.join(d1, ".collscope-node.0.y.%d" % p1[2]))
+    write_record(d1, "0.y.%d" % p1[2], "job-all1", "0", "simnode3", p1[2])
+    out = suspects(a, [d1], "slurm", trust=False)
+    assert "rank 2's dump says node simnode7; the node record of its pid %d says simnode3: no action from it" % p1[2] in out, out
+    assert "--exclude" not in out and "scontrol" not in out, out
+    doc = by_host(suspects(a, [d1], "json"))
+    assert "simnode3" in doc and not doc["simnode3"]["verified"] and "simnode7" not in doc, doc
+    assert "rank 2's dump says node simnode7" in doc["simnode3"]["unverified_reason"], doc["simnode3"]
+
+
+def fake_slurm(tmp, scontrol=None, sacct=None):
+    """a directory with stand-ins for scontrol and sacct that print what a test gives (or
+    fail), for PATH"""
+    d = os.path.join(tmp, "fakebin")
+    os.makedirs(d, exist_ok=True)
+    for name, text in (("scontrol", scontrol), ("sacct", sacct)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write("#!/bin/sh\n" + ("cat <<'EOF'\n%s\nEOF\n" % text if text is not None else "exit 1\n"))
+        os.chmod(os.path.join(d, name), 0o755)
+    return {"PATH": d + ":" + os.environ["PATH"]}
+
+
+def case_slurmcheck(a, tmp):
+    # a directory named after its job (dir=.../%j): the records are checked against what Slurm
+    # says of that job (here stand-ins for scontrol and sacct)
+    env = {"SLURMD_NODENAME": "simnode7", "SLURM_STEP_ID": "0", "COLLSCOPE_JOB_ID": "4242"}
+    d = run_job(a, tmp, "4242", "slow:rank=2,us=3000", env, hosts="ALL")
+    for r, pid in dump_pids(d).items():
+        write_record(d, "0.y.%d" % pid, "4242", "0", "simnode7", pid)
+    line = "JobId=4242 JobName=train UserId=%s GroupId=root(0) JobState=COMPLETED ReqNodeList=simnode7 NodeList=%s BatchHost=x"
+    # Slurm gives other nodes (ReqNodeList is not NodeList): the records are refused
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, line % ("root(0)", "simnode[1-3,8]")))
+    assert "a node record names node simnode7, where job 4242 did not run (scontrol: NodeList=simnode[1-3,8])" in out, out
+    assert "--exclude" not in out, out
+    # Slurm's user is another: refused
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, line % ("alice(1000)", "simnode[6-8]")))
+    assert "a node record names uid 0, job 4242 is uid 1000's (scontrol): not trusted" in out, out
+    assert "--exclude" not in out, out
+    # Slurm agrees: the node is acted on
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, line % ("root(0)", "simnode[6-8]")))
+    assert "--exclude=simnode7\n" in out and "#   run 1: job 4242" in out and "Slurm not asked" not in out, out
+    # scontrol no longer knows the job: sacct's word
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, None, "simnode[1-2]|0"))
+    assert "where job 4242 did not run (sacct: NodeList=simnode[1-2])" in out, out
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, None, "simnode7|0"))
+    assert "--exclude=simnode7\n" in out, out
+    # neither answers: said, and the records are checked against the directory's job alone
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp))
+    assert "Slurm not asked or did not answer (neither scontrol nor sacct knows job 4242)" in out, out
+    assert "--exclude=simnode7\n" in out, out
 
 
 def main():

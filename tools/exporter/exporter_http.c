@@ -19,6 +19,7 @@
  * stream and closes it. No timer races: the order of arrival decides who is evicted. */
 #include "exporter_http.h"
 
+#include <errno.h>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -64,6 +66,9 @@ struct exp_http {
   struct conn conns[EXP_HTTP_TABLE];
   uint64_t seq;
   struct exp_ratelog log;
+  /* the status of an error response libmicrohttpd queued itself, from its log line, until
+   * the request's end or its connection's close counts it (0: none) */
+  unsigned logged_status;
 };
 
 static int64_t mono_ns(void) {
@@ -74,6 +79,20 @@ static int64_t mono_ns(void) {
 
 static void count_bad(struct exp_http *h, enum exp_bad_reason why) {
   __atomic_fetch_add(&h->s->bad_requests[why], 1, __ATOMIC_RELAXED);
+}
+
+/* a request answered STATUS (>= 400) counted under its status's reason */
+static void count_status(struct exp_http *h, unsigned status) {
+  enum exp_bad_reason why = status == 400   ? EXP_BAD_BAD_REQUEST
+                            : status == 404 ? EXP_BAD_NOT_FOUND
+                            : status == 405 ? EXP_BAD_METHOD
+                            : status == 413 ? EXP_BAD_TOO_LARGE
+                            : status == 414 ? EXP_BAD_URI_TOO_LONG
+                            : status == 431 ? EXP_BAD_HEADER_LARGE
+                            : status == 505 ? EXP_BAD_VERSION
+                            : status >= 500 ? EXP_BAD_SERVER_ERROR
+                                            : EXP_BAD_REJECTED;
+  count_bad(h, why);
 }
 
 static void start_wait(struct exp_http *h, struct conn *k, int64_t now) {
@@ -137,6 +156,12 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
   struct exp_http *h = cls;
   if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
     struct conn *k = *socket_context;
+    /* an error response libmicrohttpd sent before any request end could be reported (a
+     * request line too long for its buffer: 414, an unknown HTTP version: 505) and closed
+     * on: known from its log line only, counted here */
+    /* (a connection shut down here was counted then: evicted, refused, header_timeout) */
+    if (h->logged_status && !(k && k->closing)) count_status(h, h->logged_status);
+    h->logged_status = 0;
     if (k) memset(k, 0, sizeof *k);
     *socket_context = NULL;
     return;
@@ -187,7 +212,11 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
   struct exp_http *h = cls;
   const union MHD_ConnectionInfo *st = MHD_get_connection_info(c, MHD_CONNECTION_INFO_HTTP_STATUS);
   unsigned status = st ? st->http_status : 0;
-  if (status >= 400 && status < 500) count_bad(h, EXP_BAD_REJECTED);
+  if (status >= 400) count_status(h, status);
+  if (h->logged_status && (status == h->logged_status || status == 0)) {
+    if (status == 0) count_status(h, h->logged_status); /* ended before its status was kept */
+    h->logged_status = 0;
+  }
   struct conn *k = conn_of(c);
   if (k && k->c == c) { /* kept alive: waits for its next request */
     k->served = status > 0 && status < 400;
@@ -216,6 +245,14 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
   struct exp_http *h = cls;
   char msg[256];
   vsnprintf(msg, sizeof msg, fmt, ap);
+  /* libmicrohttpd 0.9.75, connection.c transmit_error_response: "Error processing request
+   * (HTTP response code is %u (...)). Closing connection." */
+  const char *code = strstr(msg, "HTTP response code is ");
+  unsigned status = 0;
+  if (code && sscanf(code + 22, "%u", &status) == 1 && status >= 400 && status < 600) {
+    if (h->logged_status) count_status(h, h->logged_status); /* the previous one never ended */
+    h->logged_status = status;
+  }
   exp_ratelog_msg(&h->log, mono_ns(), msg);
 }
 
@@ -314,10 +351,34 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   return reply(c, MHD_HTTP_OK, om ? EXP_CT_OPENMETRICS : EXP_CT_TEXT, body, len, MHD_RESPMEM_MUST_FREE);
 }
 
+/* Bind the address once (as libmicrohttpd will, SO_REUSEADDR) and let it go: a port in use
+ * or an address not on this host is named with the system's error before libmicrohttpd
+ * tries (whose own line names the port argument, 0 here, not the address's). */
+static int probe_bind(const char *listen, const struct sockaddr_storage *sa, unsigned salen, char *err, size_t errlen) {
+  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot listen on %s: %s", listen, strerror(errno));
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (sa->ss_family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+  int rc = bind(fd, (const struct sockaddr *)sa, salen);
+  int e = errno;
+  close(fd);
+  if (rc == 0) return 0;
+  unsigned p = sa->ss_family == AF_INET6 ? ntohs(((const struct sockaddr_in6 *)(const void *)sa)->sin6_port)
+                                         : ntohs(((const struct sockaddr_in *)(const void *)sa)->sin_port);
+  snprintf(err, errlen, "cannot listen on %s: port %u: %s%s", listen, p, strerror(e),
+           e == EADDRINUSE ? " (another process listens there: pick another port with --listen)" : "");
+  return -1;
+}
+
 struct exp_http *exp_http_start(const char *listen, struct exp_state *s, int *port, char *err, size_t errlen) {
   struct sockaddr_storage sa;
   unsigned salen;
   if (exp_parse_listen(listen, &sa, &salen, err, errlen) != 0) return NULL;
+  if (probe_bind(listen, &sa, salen, err, errlen) != 0) return NULL;
   struct exp_http *h = calloc(1, sizeof *h);
   if (!h) {
     snprintf(err, errlen, "out of memory");

@@ -124,7 +124,8 @@ static const struct family fam[F_N] = {
     [F_POLL] = {"collscope_exporter_poll_seconds", GAUGE, "Duration of the exporter's latest pass over the rings"},
     [F_SCRAPES] = {"collscope_exporter_scrapes", COUNTER, "Scrapes served"},
     [F_BAD] = {"collscope_exporter_bad_requests", COUNTER,
-               "Requests and connections the HTTP endpoint turned away (reason rejected, header_timeout, evicted or refused)"},
+               "Requests and connections the HTTP endpoint turned away, by reason (the status answered, header_timeout, "
+               "evicted or refused)"},
 };
 
 bool exp_wants_openmetrics(const char *accept) {
@@ -501,6 +502,14 @@ static void plain(struct obuf *o, int f, double v, bool om) {
 
 static void bad_requests(struct obuf *o, struct exp_state *s, bool om) {
   static const char *const why[EXP_BAD_N] = {
+      [EXP_BAD_BAD_REQUEST] = "bad_request",
+      [EXP_BAD_NOT_FOUND] = "not_found",
+      [EXP_BAD_METHOD] = "method_not_allowed",
+      [EXP_BAD_TOO_LARGE] = "payload_too_large",
+      [EXP_BAD_URI_TOO_LONG] = "uri_too_long",
+      [EXP_BAD_HEADER_LARGE] = "header_too_large",
+      [EXP_BAD_VERSION] = "http_version_not_supported",
+      [EXP_BAD_SERVER_ERROR] = "server_error",
       [EXP_BAD_REJECTED] = "rejected",
       [EXP_BAD_HEADER_TIMEOUT] = "header_timeout",
       [EXP_BAD_EVICTED] = "evicted",

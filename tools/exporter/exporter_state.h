@@ -135,9 +135,18 @@ struct exp_linkpair {
   bool slow;
 };
 
-/* why the HTTP endpoint turned a request or connection away (exporter_http.c counts) */
+/* why the HTTP endpoint turned a request or connection away (exporter_http.c counts; the
+ * label of each: exporter_metrics.c) */
 enum exp_bad_reason {
-  EXP_BAD_REJECTED,       /* answered 4xx: malformed, too large, not GET/HEAD /metrics */
+  EXP_BAD_BAD_REQUEST,    /* answered 400: malformed */
+  EXP_BAD_NOT_FOUND,      /* answered 404: not /metrics */
+  EXP_BAD_METHOD,         /* answered 405: not GET or HEAD */
+  EXP_BAD_TOO_LARGE,      /* answered 413: a body */
+  EXP_BAD_URI_TOO_LONG,   /* answered 414: the request line does not fit */
+  EXP_BAD_HEADER_LARGE,   /* answered 431: the header fields do not fit */
+  EXP_BAD_VERSION,        /* answered 505: an HTTP version other than 1.0 and 1.1 */
+  EXP_BAD_SERVER_ERROR,   /* answered 5xx otherwise (500: no memory for the exposition) */
+  EXP_BAD_REJECTED,       /* answered any other 4xx */
   EXP_BAD_HEADER_TIMEOUT, /* its request header was not complete within the deadline */
   EXP_BAD_EVICTED,        /* still waiting for its header when a new connection needed room */
   EXP_BAD_REFUSED,        /* a new connection while every slot in question was in a request */
