@@ -6,6 +6,7 @@
  * (cs_timing_harvest). No syscall, lock or sync here. */
 #include "timing.h"
 #include "cuda_driver.h"
+#include "graph_timing.h"
 #include "stats/queue.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -187,6 +188,22 @@ static bool event_pair(uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
   return true;
 }
 
+bool cs_event_pair_take(uint64_t ctx, uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
+  if (!ctx) return event_pair(ctx_out, a, b);
+  if (!cs_cfg.timing || !cs_drv.loaded) return false;
+  struct cs_evpool *p = pool_find((CUcontext)(uintptr_t)ctx);
+  struct ev_pair pr;
+  if (!p) return false;
+  if (!cs_queue_pop(&p->q, &pr)) {
+    atomic_fetch_add_explicit(&cs_st.timing_lost, 1, memory_order_relaxed);
+    return false;
+  }
+  *a = pr.a;
+  *b = pr.b;
+  *ctx_out = ctx;
+  return true;
+}
+
 void cs_event_release(uint64_t ctx, uint64_t ev) {
   struct cs_evpool *p = pool_find((CUcontext)(uintptr_t)ctx);
   if (!p || !pool_put(p, ev)) {
@@ -211,6 +228,8 @@ static void stream_begin(struct cs_record *r, void *stream) {
   if (stream_capturing(stream)) {
     r->timing = CS_TIMING_CAPTURED;
     r->captured = 1;
+    /* a memcpy is never replay-timed; an op's span gets its graph nodes (graph_timing.c) */
+    if (r->type == CS_REC_OP) cs_graph_capture_begin(r, stream);
     return;
   }
   if (!event_pair(&r->ctx, &r->ev_start, &r->ev_end)) {
@@ -229,6 +248,7 @@ static void stream_begin(struct cs_record *r, void *stream) {
 
 static void stream_end(struct cs_record *r, void *stream, bool ok) {
   if (r->timing != CS_TIMING_PENDING) {
+    if (CS_UNLIKELY(r->graph_node)) cs_graph_capture_end(r, stream, ok); /* captured: the span's end node */
     if (!ok) r->timing = CS_TIMING_ERROR;
     return;
   }
@@ -351,6 +371,7 @@ void cs_op_returned_slow(struct cs_record *r, struct cs_comm *c, int status, int
     return;
   }
   stream_end(r, (void *)(uintptr_t)r->stream, ok);
+  if (CS_UNLIKELY(r->graph_node)) cs_graph_capture_op(r); /* the template of its replays' records */
 }
 
 void cs_op_group_add(const struct cs_record *r) { pending_add(r); }
@@ -399,6 +420,7 @@ void cs_group_launch_begin(void) {
       p->gstreams[k].stream = r->stream;
       p->gstreams[k].members = 0;
       memset(&p->gstreams[k].ev, 0, sizeof(p->gstreams[k].ev));
+      p->gstreams[k].ev.type = CS_REC_OP; /* the span of the group's ops on this stream */
       stream_begin(&p->gstreams[k].ev, (void *)(uintptr_t)r->stream);
       p->ngstreams++;
     }
@@ -441,6 +463,7 @@ void cs_group_launch_end(int status, int inprogress_code) {
     }
     r->timing = ev->timing;
     r->captured = ev->captured;
+    r->graph_node = ok ? ev->graph_node : 0;
     r->ev_start = ev->ev_start;
     r->ev_end = ev->ev_end;
     r->ctx = ev->ctx;
@@ -464,7 +487,10 @@ void cs_group_launch_end(int status, int inprogress_code) {
         break;
       }
   }
-  for (size_t i = 0; i < p->n; i++) cs_record_push(&p->recs[i]);
+  for (size_t i = 0; i < p->n; i++) {
+    if (CS_UNLIKELY(p->recs[i].graph_node)) cs_graph_capture_op(&p->recs[i]);
+    cs_record_push(&p->recs[i]);
+  }
   p->n = 0;
   p->ngstreams = 0;
 }
@@ -595,4 +621,5 @@ void cs_timing_atfork_child(void) {
   memset(pools, 0, sizeof(pools));
   pthread_mutex_init(&pool_lock, NULL);
   if (cs_tls.pending) cs_tls.pending->n = 0;
+  cs_graph_atfork_child();
 }
