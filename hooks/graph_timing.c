@@ -203,7 +203,9 @@ void cs_graph_capture_end(struct cs_record *r, void *stream, bool ok) {
   if (!made) {
     if (ok) capture_untimed("end node not made");
     r->graph_node = 0;
+    return;
   }
+  if (!r->group) cs_graph_capture_op(r); /* an op outside a group: the template of its replays */
 }
 
 void cs_graph_capture_op(const struct cs_record *r) {
@@ -249,6 +251,7 @@ struct cs_graph_exec {
   _Atomic uint64_t key; /* CUgraphExec; 0 free, GT_TOMB removed */
   uint64_t id;
   uint64_t launches;
+  int64_t launch_ns; /* the launch under way (the launching thread's) */
   size_t nops, nspans;
   struct xop *ops;
   struct xspan *spans;
@@ -386,6 +389,7 @@ struct cs_graph_exec *cs_graph_launch_begin(void *exec) {
   if (CS_LIKELY(!atomic_load_explicit(&nexecs, memory_order_relaxed)) || !k || k == GT_TOMB) return NULL;
   struct cs_graph_exec *x = exec_find(k);
   if (!x) return NULL;
+  x->launch_ns = cs_now_ns(CLOCK_REALTIME); /* the replays' enqueue time: before the launch */
   for (size_t i = 0; i < x->nspans; i++) {
     struct xspan *s = &x->spans[i];
     uint64_t c = 0;
@@ -422,7 +426,6 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
   }
   uint64_t replay = ++x->launches;
   atomic_fetch_add_explicit(&n_replays, 1, memory_order_relaxed);
-  int64_t now = cs_now_ns(CLOCK_REALTIME);
   for (size_t j = 0; j < x->nops; j++) {
     const struct xop *o = &x->ops[j];
     const struct xspan *s = &x->spans[o->span];
@@ -431,7 +434,7 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
     r.replay = replay;
     r.graph_node = 0;
     r.captured = 0;
-    r.enqueue_ns = now;
+    r.enqueue_ns = x->launch_ns;
     r.start_ns = r.end_ns = 0;
     r.sdc_checked = r.sdc_ctx = 0;
     r.sdc_slot = 0;

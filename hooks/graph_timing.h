@@ -14,7 +14,9 @@
  * cs_graph_capture_begin: the start node of r's span, before the NCCL call (r->graph_node =
  *   1 + its slot, 0 when none could be made);
  * cs_graph_capture_end:   the end node, after the call returned (ok: NCCL accepted it); a
- *   failed call or node frees the span;
+ *   failed call or node frees the span; r outside a group (r->group 0) is an op whose
+ *   record is final and joins its span (cs_graph_capture_op); a group's span on a stream
+ *   carries the group's id;
  * cs_graph_capture_op:    an op whose record is final (status, seq, group) joins the span
  *   named by its graph_node, as the template of its replays' records. */
 void cs_graph_capture_begin(struct cs_record *r, void *stream);

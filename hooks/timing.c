@@ -171,7 +171,8 @@ static struct cs_evpool *pool_create(CUcontext ctx) {
   return p;
 }
 
-static bool event_pair(uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
+/* (inlined into stream_begin: the hot path's one caller) */
+static inline __attribute__((always_inline)) bool event_pair(uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
   CUcontext ctx = NULL;
   if (!cs_cfg.timing || !cs_drv.loaded || cs_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return false;
   struct cs_evpool *p = pool_find(ctx);
@@ -246,10 +247,16 @@ static void stream_begin(struct cs_record *r, void *stream) {
   r->timing = CS_TIMING_PENDING;
 }
 
+/* stream_end of an op without events (host, sampled out, captured: out of the hot path) */
+static __attribute__((noinline, cold)) void stream_end_untimed(struct cs_record *r, void *stream, bool ok) {
+  /* captured: the span's end node; an op outside a group is its template too */
+  if (r->graph_node) cs_graph_capture_end(r, stream, ok);
+  if (!ok) r->timing = CS_TIMING_ERROR;
+}
+
 static void stream_end(struct cs_record *r, void *stream, bool ok) {
   if (r->timing != CS_TIMING_PENDING) {
-    if (CS_UNLIKELY(r->graph_node)) cs_graph_capture_end(r, stream, ok); /* captured: the span's end node */
-    if (!ok) r->timing = CS_TIMING_ERROR;
+    stream_end_untimed(r, stream, ok);
     return;
   }
   if (!ok || cs_drv.cuEventRecord((CUevent)(uintptr_t)r->ev_end, (CUstream)stream) != CUDA_SUCCESS) {
@@ -371,7 +378,6 @@ void cs_op_returned_slow(struct cs_record *r, struct cs_comm *c, int status, int
     return;
   }
   stream_end(r, (void *)(uintptr_t)r->stream, ok);
-  if (CS_UNLIKELY(r->graph_node)) cs_graph_capture_op(r); /* the template of its replays' records */
 }
 
 void cs_op_group_add(const struct cs_record *r) { pending_add(r); }
@@ -421,6 +427,7 @@ void cs_group_launch_begin(void) {
       p->gstreams[k].members = 0;
       memset(&p->gstreams[k].ev, 0, sizeof(p->gstreams[k].ev));
       p->gstreams[k].ev.type = CS_REC_OP; /* the span of the group's ops on this stream */
+      p->gstreams[k].ev.group = cs_tls.group_id;
       stream_begin(&p->gstreams[k].ev, (void *)(uintptr_t)r->stream);
       p->ngstreams++;
     }
