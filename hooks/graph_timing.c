@@ -29,9 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GT_SPANS 4096    /* captured spans (node pairs) of graphs not yet destroyed */
-#define GT_OPS 4096      /* captured ops of those graphs */
-#define GT_EXECS 1024    /* executables with captured ops (open addressing, power of two) */
+#define GT_SPANS 4096 /* captured spans (node pairs) of graphs not yet destroyed */
+#define GT_OPS 4096   /* captured ops of those graphs */
+#define GT_EXECS 1024 /* executables with captured ops (open addressing, power of two) */
 #define GT_MAX_CTX 32
 #define GT_TOMB ((uint64_t)1)
 
@@ -63,7 +63,8 @@ static void drv_load(void) {
   drv.ok = drv.record && (drv.info3 || drv.info2) && drv.set_event;
   if (!drv.ok)
     cs_log(CS_LOG_WARN, "%s lacks the graph entry points (external event records, capture info, "
-                        "executable event nodes): CUDA graph replays are not recorded", name);
+                        "executable event nodes): CUDA graph replays are not recorded",
+           name);
 }
 
 static bool drv_ready(void) {
@@ -327,8 +328,7 @@ void cs_graph_instantiated(void *exec, void *graph) {
       size_t s = 0;
       while (s < ns && xs[s].node_a != sp->node_a) s++;
       if (s == ns) {
-        xs[ns++] = (struct xspan){.node_a = sp->node_a, .node_b = sp->node_b, .ctx = sp->ctx,
-                                  .ph = placeholder_of(sp->ctx)};
+        xs[ns++] = (struct xspan){.node_a = sp->node_a, .node_b = sp->node_b, .ctx = sp->ctx, .ph = placeholder_of(sp->ctx)};
       }
       xs[s].members++;
       xo[j].tmpl = o->tmpl;
