@@ -3,10 +3,12 @@
  * nccl-tests (-G) do: one eager AllReduce first (the reference duration), then a capture of
  * ITERS AllReduces (in an NCCL group of GROUP ops each when GROUP > 0, in the capture mode
  * MODE), instantiated once and launched LAUNCHES times.
- * Usage: graph_replay MODE(global|thread|relaxed) ITERS GROUP LAUNCHES
+ * Usage: graph_replay MODE(global|thread|relaxed) ITERS GROUP LAUNCHES [driver]
+ * ("driver": instantiate, launch and destroy through the driver API, as XLA does).
  * Prints "result <checksum>" (identical with and without the shim) and
  * "expect eager=1 captured=<ops> replayed=<ops x launches>". Ranks come from RANK /
  * WORLD_SIZE / LOCAL_RANK; rank 0 shares the unique id through $PROBE_DIR/uid. */
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
@@ -52,14 +54,15 @@ static void share_uid(ncclUniqueId *id) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s global|thread|relaxed ITERS GROUP LAUNCHES\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: %s global|thread|relaxed ITERS GROUP LAUNCHES [driver]\n", argv[0]);
     return 2;
   }
   enum cudaStreamCaptureMode mode = !strcmp(argv[1], "thread")    ? cudaStreamCaptureModeThreadLocal
                                     : !strcmp(argv[1], "relaxed") ? cudaStreamCaptureModeRelaxed
                                                                   : cudaStreamCaptureModeGlobal;
   int iters = atoi(argv[2]), group = atoi(argv[3]), launches = atoi(argv[4]);
+  int drv = argc == 6 && !strcmp(argv[5], "driver");
   rank = atoi(getenv("RANK") ? getenv("RANK") : "0");
   int nranks = atoi(getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "1");
   int local = atoi(getenv("LOCAL_RANK") ? getenv("LOCAL_RANK") : "0");
@@ -92,16 +95,26 @@ int main(int argc, char **argv) {
     if (group) CHECK(ncclGroupEnd());
   }
   CHECK(cudaStreamEndCapture(s, &g));
-  CHECK(cudaGraphInstantiate(&x, g, 0));
-  for (int l = 0; l < launches; l++) CHECK(cudaGraphLaunch(x, s));
+  if (drv) {
+    CHECK(cuGraphInstantiateWithFlags((CUgraphExec *)&x, (CUgraph)g, 0));
+    for (int l = 0; l < launches; l++) CHECK(cuGraphLaunch((CUgraphExec)x, (CUstream)s));
+  } else {
+    CHECK(cudaGraphInstantiate(&x, g, 0));
+    for (int l = 0; l < launches; l++) CHECK(cudaGraphLaunch(x, s));
+  }
   CHECK(cudaStreamSynchronize(s));
   CHECK(cudaMemcpy(h, b, n * sizeof(float), cudaMemcpyDeviceToHost));
   double sum = 0;
   for (size_t i = 0; i < n; i += 4099) sum += (double)h[i];
   printf("result %.9e\n", sum);
   printf("expect eager=1 captured=%d replayed=%d\n", ops, ops * launches);
-  CHECK(cudaGraphExecDestroy(x));
-  CHECK(cudaGraphDestroy(g));
+  if (drv) {
+    CHECK(cuGraphExecDestroy((CUgraphExec)x));
+    CHECK(cuGraphDestroy((CUgraph)g));
+  } else {
+    CHECK(cudaGraphExecDestroy(x));
+    CHECK(cudaGraphDestroy(g));
+  }
   CHECK(ncclCommDestroy(comm));
   return 0;
 }

@@ -18,12 +18,13 @@ import subprocess
 import sys
 import tempfile
 
-# case: (capture mode, iterations captured, ops per NCCL group (0: no group), launches)
+# case: (capture mode, iterations captured, ops per NCCL group (0: no group), launches, API)
 CASES = {
-    "global": ("global", 1, 0, 100),
-    "thread_grouped": ("thread", 1, 1, 100),
-    "iters5": ("global", 5, 0, 20),  # nccl-tests -G 5: a graph of 5 iterations, launched again and again
-    "group2": ("relaxed", 1, 2, 50),
+    "global": ("global", 1, 0, 100, "runtime"),
+    "thread_grouped": ("thread", 1, 1, 100, "runtime"),
+    "iters5": ("global", 5, 0, 20, "runtime"),  # nccl-tests -G 5: a graph of 5 iterations, launched again and again
+    "group2": ("relaxed", 1, 2, 50, "runtime"),
+    "driver": ("global", 1, 0, 100, "driver"),  # instantiated and launched with the driver API
 }
 
 failures = []
@@ -79,9 +80,9 @@ def main():
     for a in ("--shim", "--sim-dir", "--prog", "--cli"):
         ap.add_argument(a, default="")
     args = ap.parse_args()
-    mode, iters, group, launches = CASES[args.case]
+    mode, iters, group, launches, api = CASES[args.case]
     nops = iters * (group if group else 1)
-    argv = [args.prog, mode, str(iters), str(group), str(launches)]
+    argv = [args.prog, mode, str(iters), str(group), str(launches), api]
 
     base, _, wbase = run(args, argv, shim=False)
     shimmed, dump, work = run(args, argv, shim=True)
