@@ -240,6 +240,7 @@ struct xspan {
   uint64_t node_a, node_b, ctx, ph;
   uint64_t ev_a, ev_b; /* this launch's pair (0: none); the launching thread's only */
   uint32_t members;
+  bool dead; /* a node kept an event it was given: no pair is set here again (it stays out of the pool) */
 };
 struct xop {
   struct cs_record tmpl;
@@ -394,12 +395,17 @@ struct cs_graph_exec *cs_graph_launch_begin(void *exec) {
     struct xspan *s = &x->spans[i];
     uint64_t c = 0;
     s->ev_a = s->ev_b = 0;
+    if (s->dead) continue;
     if (cs_cfg.timing && cs_event_pair_take(s->ctx, &c, &s->ev_a, &s->ev_b)) {
       if (span_set(k, s, s->ev_a, s->ev_b)) continue;
       /* a node may hold the new event: it goes back only once the placeholder replaced it */
       if (s->ph && span_set(k, s, s->ph, s->ph)) {
         cs_event_release(s->ctx, s->ev_a);
         cs_event_release(s->ctx, s->ev_b);
+      } else {
+        s->dead = true;
+        cs_log_once(CS_LOG_WARN, "setting an event on a CUDA graph's node failed: replays of that executable "
+                                 "get host timing");
       }
       s->ev_a = s->ev_b = 0;
       continue;

@@ -131,7 +131,8 @@ static void *find_real_drv(const char *name, void *self) {
  * MISSING_ its success and symbol-not-found codes */
 #define CS_GRAPH_WRAPPER(RET_, FIND_, OK_, MISSING_, name, params, args, WHAT_, EXEC_, GRAPH_) \
   CS_EXPORT RET_ name params { \
-    RET_(*real_) params = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE); \
+    RET_(*real_) \
+    params = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE); \
     if (CS_UNLIKELY(!real_)) { \
       real_ = (RET_(*) params)FIND_(#name, (void *)name); \
       if (!real_) { \

@@ -25,6 +25,10 @@ CASES = {
     "iters5": ("global", 5, 0, 20, "runtime"),  # nccl-tests -G 5: a graph of 5 iterations, launched again and again
     "group2": ("relaxed", 1, 2, 50, "runtime"),
     "driver": ("global", 1, 0, 100, "driver"),  # instantiated and launched with the driver API
+    # the driver fails collscope's graph calls (graphfail_cuda.c): no replay records (record), or
+    # replay records with host timing (setevent); the job's output is the same
+    "fail_record": ("global", 5, 0, 20, "runtime"),
+    "fail_setevent": ("global", 1, 0, 100, "runtime"),
 }
 
 failures = []
@@ -37,7 +41,7 @@ def check(cond, msg):
     return cond
 
 
-def run(args, argv, shim):
+def run(args, argv, shim, extra=None):
     work = tempfile.mkdtemp(prefix="cs-graph-")
     dump = os.path.join(work, "dump")
     probe = os.path.join(work, "probe")
@@ -56,6 +60,7 @@ def run(args, argv, shim):
         })
         if shim:
             env["LD_PRELOAD"] = args.shim
+            env.update(extra or {})
         procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     out = []
     for p in procs:
@@ -77,7 +82,7 @@ def lines_with(text, prefix):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
-    for a in ("--shim", "--sim-dir", "--prog", "--cli"):
+    for a in ("--shim", "--sim-dir", "--prog", "--cli", "--graphfail"):
         ap.add_argument(a, default="")
     args = ap.parse_args()
     mode, iters, group, launches, api = CASES[args.case]
@@ -85,7 +90,9 @@ def main():
     argv = [args.prog, mode, str(iters), str(group), str(launches), api]
 
     base, _, wbase = run(args, argv, shim=False)
-    shimmed, dump, work = run(args, argv, shim=True)
+    fail = args.case[5:] if args.case.startswith("fail_") else ""
+    extra = {"COLLSCOPE_LIBCUDA": args.graphfail, "GRAPHFAIL": fail} if fail else None
+    shimmed, dump, work = run(args, argv, shim=True, extra=extra)
     for r, (a, b) in enumerate(zip(base, shimmed)):
         check(a[0] == 0 and b[0] == 0, "rank %d exit codes %d without the shim, %d with (%s)" % (r, a[0], b[0], b[2][-400:]))
         check(lines_with(a[1], "result") == lines_with(b[1], "result") and lines_with(a[1], "result"),
@@ -105,6 +112,14 @@ def main():
         rep = sorted((x for x in ops if x.get("graph")), key=lambda x: x["seq"])
         check(len(eager) == 1 and eager[0]["timing"] == "gpu_event", "rank %d eager records %s" % (r, eager))
         check(len(cap) == nops and all(x["timing"] == "captured" for x in cap), "rank %d captured records %s" % (r, cap))
+        if fail == "record":  # no node made at capture: the replays are not recorded
+            check(not rep, "rank %d: %d replay records without graph nodes" % (r, len(rep)))
+            continue
+        if fail == "setevent":  # every replay recorded, with host timing (no event could be set)
+            check(len(rep) == nops * launches and all(x["timing"] == "host" for x in rep),
+                  "rank %d replay records %d, timings %s" % (r, len(rep), {x["timing"] for x in rep}))
+            keys[r] = [(x["seq"], x["replay"]) for x in rep]
+            continue
         if not check(len(rep) == nops * launches, "rank %d: %d replay records, want %d" % (r, len(rep), nops * launches)):
             continue
         check(len({x["graph"] for x in rep}) == 1, "rank %d graph ids %s" % (r, {x["graph"] for x in rep}))
@@ -125,7 +140,7 @@ def main():
             durs = {x["end_ns"] - x["start_ns"] for x in rep}
             check(durs == {ref}, "rank %d replay durations %s ns, the eager op's %d ns" % (r, sorted(durs)[:5], ref))
         keys[r] = [(x["seq"], x["replay"], x["bytes"]) for x in rep]
-    check(len(keys) == 2 and keys.get(0) == keys.get(1), "seq/replay sequences differ across ranks")
+    check(fail == "record" or (len(keys) == 2 and keys.get(0) == keys.get(1)), "seq/replay sequences differ across ranks")
 
     if args.cli:
         rep = subprocess.run([args.cli, "report", dump], capture_output=True, text=True)
