@@ -113,10 +113,8 @@ static struct {
   uint64_t ctx, ev;
 } placeholders[GT_MAX_CTX];
 
-static _Atomic uint64_t n_capture_untimed, n_replay_untimed, n_replays;
-
 static void capture_untimed(const char *why) {
-  atomic_fetch_add_explicit(&n_capture_untimed, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&cs_st.timing_lost, 1, memory_order_relaxed);
   cs_log_once(CS_LOG_WARN, "a captured NCCL op gets no graph timing (%s): its replays are not recorded", why);
 }
 
@@ -352,7 +350,7 @@ void cs_graph_instantiated(void *exec, void *graph) {
     free(xo);
     free(xs);
     if (n) {
-      atomic_fetch_add_explicit(&n_capture_untimed, n, memory_order_relaxed);
+      atomic_fetch_add_explicit(&cs_st.timing_lost, n, memory_order_relaxed);
       cs_log_once(CS_LOG_WARN, "an executable graph with captured NCCL ops could not be tracked: its replays are not recorded");
     }
     x = NULL;
@@ -431,7 +429,6 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
     return;
   }
   uint64_t replay = ++x->launches;
-  atomic_fetch_add_explicit(&n_replays, 1, memory_order_relaxed);
   for (size_t j = 0; j < x->nops; j++) {
     const struct xop *o = &x->ops[j];
     const struct xspan *s = &x->spans[o->span];
@@ -464,17 +461,11 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
     } else {
       r.timing = CS_TIMING_HOST;
       r.ev_start = r.ev_end = r.ctx = 0;
-      atomic_fetch_add_explicit(&n_replay_untimed, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&cs_st.timing_lost, 1, memory_order_relaxed);
     }
     cs_record_push(&r);
   }
   for (size_t i = 0; i < x->nspans; i++) x->spans[i].ev_a = x->spans[i].ev_b = 0;
-}
-
-void cs_graph_counts(struct cs_graph_counts *out) {
-  out->capture_untimed = atomic_load(&n_capture_untimed);
-  out->replay_untimed = atomic_load(&n_replay_untimed);
-  out->replays = atomic_load(&n_replays);
 }
 
 void cs_graph_atfork_child(void) {

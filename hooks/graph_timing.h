@@ -4,7 +4,8 @@
  * own copy of its graph's ops; each launch sets fresh pooled events on the executable's nodes
  * and pushes one record per captured op (graph id, replay number, a fresh seq), timed like an
  * eager op. Nothing here can make a capture, an instantiation or a launch fail: a failure
- * leaves the op untimed (host timing) and is counted. */
+ * leaves the op untimed (host timing, or no replay records) and is counted in
+ * cs_st.timing_lost (the footer's). */
 #ifndef COLLSCOPE_GRAPH_TIMING_H
 #define COLLSCOPE_GRAPH_TIMING_H
 #include "stats/core.h"
@@ -37,12 +38,6 @@ struct cs_graph_exec;
 struct cs_graph_exec *cs_graph_launch_begin(void *exec);
 void cs_graph_launch_end(struct cs_graph_exec *x, bool ok);
 
-/* What could not be timed so far: captured ops left without nodes (capture) and replay
- * records left with host timing (launch). */
-struct cs_graph_counts {
-  uint64_t capture_untimed, replay_untimed, replays;
-};
-void cs_graph_counts(struct cs_graph_counts *out);
 void cs_graph_atfork_child(void);
 
 #endif

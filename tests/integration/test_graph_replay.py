@@ -104,6 +104,10 @@ def main():
     for f in sorted(glob.glob(os.path.join(dump, "*.jsonl"))):
         recs = [json.loads(l) for l in open(f)]
         per_rank[recs[0]["rank"]] = [x for x in recs if x["type"] == "op"]
+        foot = [x for x in recs if x["type"] == "footer"]
+        lost = {"record": nops, "setevent": nops * launches}.get(fail, 0)  # what could not be timed, counted
+        check(len(foot) == 1 and foot[0].get("timing_lost") == lost,
+              "rank %d footer timing_lost %s, want %d" % (recs[0]["rank"], foot and foot[0].get("timing_lost"), lost))
     check(sorted(per_rank) == [0, 1], "dumps of ranks %s" % sorted(per_rank))
     keys = {}
     for r, ops in sorted(per_rank.items()):
