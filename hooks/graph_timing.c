@@ -42,6 +42,7 @@ typedef CUresult (*cap_info3_fn)(CUstream, CUstreamCaptureStatus *, cuuint64_t *
 typedef CUresult (*cap_info2_fn)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *, const CUgraphNode **,
                                  size_t *);
 typedef CUresult (*set_event_fn)(CUgraphExec, CUgraphNode, CUevent);
+typedef CUresult (*get_nodes_fn)(CUgraph, CUgraphNode *, size_t *);
 static struct {
   pthread_once_t once;
   bool ok;
@@ -49,6 +50,7 @@ static struct {
   cap_info3_fn info3;
   cap_info2_fn info2;
   set_event_fn set_event;
+  get_nodes_fn get_nodes;
 } drv = {.once = PTHREAD_ONCE_INIT};
 
 static void drv_load(void) {
@@ -60,7 +62,8 @@ static void drv_load(void) {
   drv.info3 = (cap_info3_fn)dlsym(h, "cuStreamGetCaptureInfo_v3");
   if (!drv.info3) drv.info2 = (cap_info2_fn)dlsym(h, "cuStreamGetCaptureInfo_v2");
   drv.set_event = (set_event_fn)dlsym(h, "cuGraphExecEventRecordNodeSetEvent");
-  drv.ok = drv.record && (drv.info3 || drv.info2) && drv.set_event;
+  drv.get_nodes = (get_nodes_fn)dlsym(h, "cuGraphGetNodes");
+  drv.ok = drv.record && (drv.info3 || drv.info2) && drv.set_event && drv.get_nodes;
   if (!drv.ok)
     cs_log(CS_LOG_WARN, "%s lacks the graph entry points (external event records, capture info, "
                         "executable event nodes): CUDA graph replays are not recorded",
@@ -292,6 +295,34 @@ static void comm_find_cb(void *comm, struct cs_comm *c, void *arg) {
   if (!f->key && c->id == f->id) f->key = comm;
 }
 
+static int u64_cmp(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The graph's nodes, sorted (NULL: none or too many to check). A span is the graph's only if
+ * both its nodes are among them: a graph the driver freed (an invalidated capture) may leave
+ * spans behind at an address a later graph takes. */
+#define GT_MAX_NODES (1u << 20)
+static uint64_t *graph_nodes(uint64_t g, size_t *n) {
+  size_t cnt = 0;
+  if (drv.get_nodes((CUgraph)(uintptr_t)g, NULL, &cnt) != CUDA_SUCCESS || !cnt || cnt > GT_MAX_NODES) return NULL;
+  uint64_t *v = malloc(cnt * sizeof(*v));
+  if (!v) return NULL;
+  _Static_assert(sizeof(CUgraphNode) == sizeof(uint64_t), "node handles are pointers");
+  if (drv.get_nodes((CUgraph)(uintptr_t)g, (CUgraphNode *)v, &cnt) != CUDA_SUCCESS) {
+    free(v);
+    return NULL;
+  }
+  qsort(v, cnt, sizeof(*v), u64_cmp);
+  *n = cnt;
+  return v;
+}
+
+static bool has_node(const uint64_t *v, size_t n, uint64_t node) {
+  return bsearch(&node, v, n, sizeof(*v), u64_cmp) != NULL;
+}
+
 static int op_order_cmp(const void *a, const void *b) {
   uint64_t x = ops[*(const size_t *)a].order, y = ops[*(const size_t *)b].order;
   return x < y ? -1 : x > y;
@@ -300,14 +331,23 @@ static int op_order_cmp(const void *a, const void *b) {
 void cs_graph_instantiated(void *exec, void *graph) {
   uint64_t k = (uint64_t)(uintptr_t)exec, g = (uint64_t)(uintptr_t)graph;
   if (!k || k == GT_TOMB || !g || !drv.ok) return;
-  size_t *idx = malloc(GT_OPS * sizeof(*idx));
-  if (!idx) return;
+  size_t nnodes = 0;
+  uint64_t *nodes = graph_nodes(g, &nnodes);
+  size_t *idx = nodes ? malloc(GT_OPS * sizeof(*idx)) : NULL;
+  if (!idx) {
+    free(nodes);
+    return;
+  }
   pthread_mutex_lock(&lock);
   struct cs_graph_exec *old = exec_find(k); /* a handle the driver reused */
   if (old) exec_free(old);
   size_t n = 0;
-  for (size_t i = 0; i < GT_OPS; i++)
-    if (ops[i].span && spans[ops[i].span - 1].graph == g && spans[ops[i].span - 1].state == SPAN_CLOSED) idx[n++] = i;
+  for (size_t i = 0; i < GT_OPS; i++) {
+    const struct span *sp = ops[i].span ? &spans[ops[i].span - 1] : NULL;
+    if (sp && sp->graph == g && sp->state == SPAN_CLOSED && has_node(nodes, nnodes, sp->node_a) &&
+        has_node(nodes, nnodes, sp->node_b))
+      idx[n++] = i;
+  }
   struct cs_graph_exec *x = NULL;
   if (n) {
     qsort(idx, n, sizeof(*idx), op_order_cmp);
@@ -357,6 +397,7 @@ void cs_graph_instantiated(void *exec, void *graph) {
   }
   pthread_mutex_unlock(&lock);
   free(idx);
+  free(nodes);
   /* each op's communicator, by id (the table's lock, not this file's) */
   for (size_t j = 0; x && j < x->nops; j++) {
     struct comm_find f = {x->ops[j].tmpl.comm_id, NULL};

@@ -57,6 +57,10 @@ def run(args, argv, shim, extra=None):
             "COLLSCOPE_SIM_CLOCK": "model",
             # the eager op is the reference duration: no SDC check kernel inside its span
             "COLLSCOPE_SDC": "off",
+            # off: the online exchange's thread allocates its buffers while it sets up, which a
+            # global-mode capture on the job's thread forbids (CUDA invalidates that capture); a
+            # limit of the exchange's set-up, not of graph timing
+            "COLLSCOPE_ONLINE": "0",
         })
         if shim:
             env["LD_PRELOAD"] = args.shim
