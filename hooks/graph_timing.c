@@ -241,7 +241,8 @@ struct xspan {
   uint64_t node_a, node_b, ctx, ph;
   uint64_t ev_a, ev_b; /* this launch's pair (0: none); the launching thread's only */
   uint32_t members;
-  bool dead; /* a node kept an event it was given: no pair is set here again (it stays out of the pool) */
+  bool pooled; /* the nodes hold a pool pair (else the placeholder, as at capture) */
+  bool dead;   /* a node kept an event it was given: no pair is set here again (it stays out of the pool) */
 };
 struct xop {
   struct cs_record tmpl;
@@ -424,6 +425,20 @@ static bool span_set(uint64_t exec, const struct xspan *s, uint64_t a, uint64_t 
              CUDA_SUCCESS;
 }
 
+/* The placeholder back on a span's nodes; then a, b (when set: a pair the nodes may hold and
+ * no launch recorded) go back to the pool. If a node keeps what it held, the span is dead:
+ * no pool pair is set on it again, and what it may hold stays out of the pool. */
+static void span_unset(uint64_t exec, struct xspan *s, uint64_t a, uint64_t b) {
+  if (s->ph && span_set(exec, s, s->ph, s->ph)) {
+    s->pooled = false;
+    if (a) cs_event_release(s->ctx, a);
+    if (b) cs_event_release(s->ctx, b);
+    return;
+  }
+  s->dead = true;
+  cs_log_once(CS_LOG_WARN, "setting an event on a CUDA graph's node failed: replays of that executable get host timing");
+}
+
 struct cs_graph_exec *cs_graph_launch_begin(void *exec) {
   uint64_t k = (uint64_t)(uintptr_t)exec;
   if (CS_LIKELY(!atomic_load_explicit(&nexecs, memory_order_relaxed)) || !k || k == GT_TOMB) return NULL;
@@ -436,22 +451,18 @@ struct cs_graph_exec *cs_graph_launch_begin(void *exec) {
     s->ev_a = s->ev_b = 0;
     if (s->dead) continue;
     if (cs_cfg.timing && cs_event_pair_take(s->ctx, &c, &s->ev_a, &s->ev_b)) {
-      if (span_set(k, s, s->ev_a, s->ev_b)) continue;
-      /* a node may hold the new event: it goes back only once the placeholder replaced it */
-      if (s->ph && span_set(k, s, s->ph, s->ph)) {
-        cs_event_release(s->ctx, s->ev_a);
-        cs_event_release(s->ctx, s->ev_b);
-      } else {
-        s->dead = true;
-        cs_log_once(CS_LOG_WARN, "setting an event on a CUDA graph's node failed: replays of that executable "
-                                 "get host timing");
+      if (span_set(k, s, s->ev_a, s->ev_b)) {
+        s->pooled = true;
+        continue;
       }
+      /* a node may hold the new event: it goes back only once the placeholder replaced it */
+      span_unset(k, s, s->ev_a, s->ev_b);
       s->ev_a = s->ev_b = 0;
       continue;
     }
     s->ev_a = s->ev_b = 0;
-    /* no pair: the nodes must not keep the previous replay's events, which go back to the pool */
-    if (s->ph) span_set(k, s, s->ph, s->ph);
+    /* no pair: the nodes must not keep an earlier replay's events, which go back to the pool */
+    if (s->pooled) span_unset(k, s, 0, 0);
   }
   return x;
 }
@@ -461,10 +472,7 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
   if (!ok) { /* nothing enqueued: the pairs are unused once the nodes hold the placeholder */
     for (size_t i = 0; i < x->nspans; i++) {
       struct xspan *s = &x->spans[i];
-      if (s->ev_a && s->ph && span_set(k, s, s->ph, s->ph)) {
-        cs_event_release(s->ctx, s->ev_a);
-        cs_event_release(s->ctx, s->ev_b);
-      }
+      if (s->ev_a) span_unset(k, s, s->ev_a, s->ev_b);
       s->ev_a = s->ev_b = 0;
     }
     return;
