@@ -6,6 +6,7 @@
  * (cs_timing_harvest). No syscall, lock or sync here. */
 #include "timing.h"
 #include "cuda_driver.h"
+#include "graph_timing.h"
 #include "stats/queue.h"
 #include <pthread.h>
 #include <stdlib.h>
@@ -170,7 +171,8 @@ static struct cs_evpool *pool_create(CUcontext ctx) {
   return p;
 }
 
-static bool event_pair(uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
+/* (inlined into stream_begin: the hot path's one caller) */
+static inline __attribute__((always_inline)) bool event_pair(uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
   CUcontext ctx = NULL;
   if (!cs_cfg.timing || !cs_drv.loaded || cs_drv.cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return false;
   struct cs_evpool *p = pool_find(ctx);
@@ -184,6 +186,18 @@ static bool event_pair(uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
   *a = pr.a;
   *b = pr.b;
   *ctx_out = (uint64_t)(uintptr_t)ctx;
+  return true;
+}
+
+bool cs_event_pair_take(uint64_t ctx, uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
+  if (!ctx) return event_pair(ctx_out, a, b);
+  if (!cs_cfg.timing || !cs_drv.loaded) return false;
+  struct cs_evpool *p = pool_find((CUcontext)(uintptr_t)ctx);
+  struct ev_pair pr;
+  if (!p || !cs_queue_pop(&p->q, &pr)) return false; /* (the caller counts what it leaves untimed) */
+  *a = pr.a;
+  *b = pr.b;
+  *ctx_out = ctx;
   return true;
 }
 
@@ -211,6 +225,8 @@ static void stream_begin(struct cs_record *r, void *stream) {
   if (stream_capturing(stream)) {
     r->timing = CS_TIMING_CAPTURED;
     r->captured = 1;
+    /* a memcpy is never replay-timed; an op's span gets its graph nodes (graph_timing.c) */
+    if (r->type == CS_REC_OP) cs_graph_capture_begin(r, stream);
     return;
   }
   if (!event_pair(&r->ctx, &r->ev_start, &r->ev_end)) {
@@ -227,9 +243,16 @@ static void stream_begin(struct cs_record *r, void *stream) {
   r->timing = CS_TIMING_PENDING;
 }
 
+/* stream_end of an op without events (host, sampled out, captured: out of the hot path) */
+static __attribute__((noinline, cold)) void stream_end_untimed(struct cs_record *r, void *stream, bool ok) {
+  /* captured: the span's end node; an op outside a group is its template too */
+  if (r->graph_node) cs_graph_capture_end(r, stream, ok);
+  if (!ok) r->timing = CS_TIMING_ERROR;
+}
+
 static void stream_end(struct cs_record *r, void *stream, bool ok) {
   if (r->timing != CS_TIMING_PENDING) {
-    if (!ok) r->timing = CS_TIMING_ERROR;
+    stream_end_untimed(r, stream, ok);
     return;
   }
   if (!ok || cs_drv.cuEventRecord((CUevent)(uintptr_t)r->ev_end, (CUstream)stream) != CUDA_SUCCESS) {
@@ -399,6 +422,8 @@ void cs_group_launch_begin(void) {
       p->gstreams[k].stream = r->stream;
       p->gstreams[k].members = 0;
       memset(&p->gstreams[k].ev, 0, sizeof(p->gstreams[k].ev));
+      p->gstreams[k].ev.type = CS_REC_OP; /* the span of the group's ops on this stream */
+      p->gstreams[k].ev.group = cs_tls.group_id;
       stream_begin(&p->gstreams[k].ev, (void *)(uintptr_t)r->stream);
       p->ngstreams++;
     }
@@ -441,6 +466,7 @@ void cs_group_launch_end(int status, int inprogress_code) {
     }
     r->timing = ev->timing;
     r->captured = ev->captured;
+    r->graph_node = ok ? ev->graph_node : 0;
     r->ev_start = ev->ev_start;
     r->ev_end = ev->ev_end;
     r->ctx = ev->ctx;
@@ -464,7 +490,10 @@ void cs_group_launch_end(int status, int inprogress_code) {
         break;
       }
   }
-  for (size_t i = 0; i < p->n; i++) cs_record_push(&p->recs[i]);
+  for (size_t i = 0; i < p->n; i++) {
+    if (CS_UNLIKELY(p->recs[i].graph_node)) cs_graph_capture_op(&p->recs[i]);
+    cs_record_push(&p->recs[i]);
+  }
   p->n = 0;
   p->ngstreams = 0;
 }
@@ -595,4 +624,5 @@ void cs_timing_atfork_child(void) {
   memset(pools, 0, sizeof(pools));
   pthread_mutex_init(&pool_lock, NULL);
   if (cs_tls.pending) cs_tls.pending->n = 0;
+  cs_graph_atfork_child();
 }

@@ -184,6 +184,9 @@ extern const struct cs_harvest_client cs_timing_harvest;
 
 /* Event pools (one per CUDA context); the harvest thread returns and tops up events. */
 void cs_event_release(uint64_t ctx, uint64_t ev);
+/* A free pair of `ctx`'s pool (0: the current context's, its pool made if needed, and a miss
+ * counted in cs_st.timing_lost): lock-free when the pool exists. false when there is none. */
+bool cs_event_pair_take(uint64_t ctx, uint64_t *ctx_out, uint64_t *a, uint64_t *b);
 void cs_event_pools_maintain(void);
 /* GPU->realtime: start time of an event in CLOCK_REALTIME ns via the context's anchor.
  * Returns false if the event cannot be converted. */

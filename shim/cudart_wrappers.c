@@ -1,10 +1,13 @@
-/* shim/cudart_wrappers.c: the cudaMemcpy family, generated from shim/cudart_api.def,
- * timed as transfers (bytes, direction, stream). Only calls that reach the dynamic
- * libcudart are seen: a statically linked cudart bypasses this (see README). */
+/* shim/cudart_wrappers.c: the CUDA runtime wrappers generated from shim/cudart_api.def: the
+ * cudaMemcpy family, timed as transfers (bytes, direction, stream), and the graph calls
+ * that time replays of captured NCCL ops (hooks/graph_timing.c). Only calls that reach the
+ * dynamic libcudart are seen: a statically linked cudart bypasses this (see README). */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include "cs_internal.h"
+#include "hooks/graph_timing.h"
 #include "hooks/timing.h"
 
 /* The per-thread-stream variants are declared by the CUDA headers only in per-thread
@@ -12,6 +15,12 @@
 #define CUDART_COPY(name, params, args, B_, K_, S_, A_) \
   CS_EXPORT cudaError_t name params; \
   static cudaError_t(*real_##name) params;
+#define CUDART_GRAPH(name, params, args, W_, X_, G_) \
+  CS_EXPORT cudaError_t name params; \
+  static cudaError_t(*real_##name) params;
+#define CUDRV_GRAPH(name, params, args, W_, X_, G_) \
+  CS_EXPORT CUresult name params; \
+  static CUresult(*real_##name) params;
 #include "cudart_api.def"
 
 enum {
@@ -100,4 +109,64 @@ static uint8_t kind_of(int kind) {
     cs_tls.depth--; \
     return e_; \
   }
+#include "cudart_api.def"
+
+/* ---- the graph calls: what hooks/graph_timing.c needs around them; the job's call and
+ * its return code are the real function's, whatever happens here ---- */
+enum { CS_G_INSTANTIATE,
+       CS_G_LAUNCH,
+       CS_G_EXEC_DESTROY,
+       CS_G_DESTROY };
+
+/* the driver's own function (libcuda.so.1, or COLLSCOPE_LIBCUDA), never this library's */
+static void *find_real_drv(const char *name, void *self) {
+  void *p = dlsym(RTLD_NEXT, name);
+  if (p && p != self) return p;
+  void *h = dlopen(cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (h && (p = dlsym(h, name)) && p != self) return p;
+  return NULL;
+}
+
+/* one wrapper of either API: RET_ its return type, FIND_ the real function's lookup, OK_ and
+ * MISSING_ its success and symbol-not-found codes */
+#define CS_GRAPH_WRAPPER(RET_, FIND_, OK_, MISSING_, name, params, args, WHAT_, EXEC_, GRAPH_) \
+  CS_EXPORT RET_ name params { \
+    RET_(*real_) \
+    params = __atomic_load_n(&real_##name, __ATOMIC_ACQUIRE); \
+    if (CS_UNLIKELY(!real_)) { \
+      real_ = (RET_(*) params)FIND_(#name, (void *)name); \
+      if (!real_) { \
+        static _Atomic int warned_; \
+        if (!atomic_exchange(&warned_, 1)) \
+          cs_log(CS_LOG_WARN, "the real %s was not found; returning an error", #name); \
+        return MISSING_; \
+      } \
+      __atomic_store_n(&real_##name, real_, __ATOMIC_RELEASE); \
+    } \
+    if (CS_UNLIKELY(cs_cfg.disabled) || cs_tls.depth) return real_ args; \
+    cs_ensure_init(); \
+    if (CS_UNLIKELY(!atomic_load_explicit(&cs_st.ready, memory_order_relaxed))) return real_ args; \
+    cs_tls.depth++; \
+    RET_ e_; \
+    if ((WHAT_) == CS_G_LAUNCH) { \
+      struct cs_graph_exec *x_ = cs_graph_launch_begin((void *)(EXEC_)); \
+      e_ = real_ args; \
+      if (x_) cs_graph_launch_end(x_, e_ == OK_); \
+    } else if ((WHAT_) == CS_G_INSTANTIATE) { \
+      e_ = real_ args; \
+      if (e_ == OK_) cs_graph_instantiated((void *)(EXEC_), (void *)(GRAPH_)); \
+    } else { \
+      if ((WHAT_) == CS_G_EXEC_DESTROY) cs_graph_exec_destroyed((void *)(EXEC_)); \
+      if ((WHAT_) == CS_G_DESTROY) cs_graph_destroyed((void *)(GRAPH_)); \
+      e_ = real_ args; \
+    } \
+    cs_tls.depth--; \
+    return e_; \
+  }
+#define CUDART_GRAPH(name, params, args, W_, X_, G_) \
+  CS_GRAPH_WRAPPER(cudaError_t, find_real, cudaSuccess, cudaErrorSharedObjectSymbolNotFound, name, params, args, W_, \
+                   X_, G_)
+#define CUDRV_GRAPH(name, params, args, W_, X_, G_) \
+  CS_GRAPH_WRAPPER(CUresult, find_real_drv, CUDA_SUCCESS, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, name, params, args, \
+                   W_, X_, G_)
 #include "cudart_api.def"

@@ -219,7 +219,9 @@ static int scenario_capture(void) {
   CHECK(cudaStreamEndCapture(s, &g));
   CHECK(cudaGraphInstantiate(&ge, g, 0));
   CHECK(cudaGraphLaunch(ge, s));
+  count(AR); /* each replay is an AllReduce instance, recorded with its graph and replay number */
   CHECK(cudaGraphLaunch(ge, s));
+  count(AR);
   CHECK(cudaStreamSynchronize(s));
   printf("result %.6e\n", checksum(b, n));
   print_expect();

@@ -263,7 +263,10 @@ def test_capture(args):
         cap = [x for x in ops if x["captured"]]
         check(len(cap) == 1 and cap[0]["timing"] == "captured" and cap[0]["dur_us"] == 0,
               "rank %d captured records: %s" % (r, cap))
-        check(sum(1 for x in ops if x["timing"] == "gpu_event") == 1, "rank %d timed ops %s" % (r, ops))
+        check(sum(1 for x in ops if x["timing"] == "gpu_event") == 3, "rank %d timed ops %s" % (r, ops))
+        rep = [x for x in ops if x.get("graph")]
+        check([x.get("replay") for x in rep] == [1, 2] and all(x["timing"] == "gpu_event" for x in rep),
+              "rank %d replay records %s" % (r, rep))
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -834,6 +834,14 @@ EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t *x, cudaGraph_t g, unsig
 EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *x, cudaGraph_t g, unsigned long long flags)
 { INIT(); return RC(DRV(cuGraphInstantiateWithFlags)(x, g, flags)); }
 EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t x) { return RC(DRV(cuGraphExecDestroy)(x)); }
+/* cudaGraphInstantiateParams and CUDA_GRAPH_INSTANTIATE_PARAMS share one layout (driver_types.h,
+ * cuda.h of CUDA 13.0); the runtime's result codes equal the driver's */
+EXPORT cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *x, cudaGraph_t g, cudaGraphInstantiateParams *p)
+{ INIT(); return RC(DRV(cuGraphInstantiateWithParams)(x, g, (CUDA_GRAPH_INSTANTIATE_PARAMS *)p)); }
+EXPORT cudaError_t cudaGraphInstantiateWithParams_ptsz(cudaGraphExec_t *x, cudaGraph_t g, cudaGraphInstantiateParams *p)
+{ return cudaGraphInstantiateWithParams(x, g, p); }
+EXPORT cudaError_t cudaGraphExecEventRecordNodeSetEvent(cudaGraphExec_t x, cudaGraphNode_t node, cudaEvent_t e)
+{ return RC(DRV(cuGraphExecEventRecordNodeSetEvent)(x, node, e)); }
 EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t x, cudaStream_t s) { INIT(); return RC(DRV(cuGraphLaunch)(x, s)); }
 EXPORT cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t x, cudaStream_t s) { INIT(); return RC(DRVX(cuGraphLaunch, _ptsz)(x, s)); }
 EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t x, cudaStream_t s) { INIT(); return RC(DRV(cuGraphUpload)(x, s)); }

@@ -1167,6 +1167,8 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec *x, CUgraph g, CUDA_GRAPH_INST
 CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *x, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS *p)
 { return cuGraphInstantiateWithParams(x, g, p); }
 CUresult cuGraphExecDestroy(CUgraphExec x) { return graph_exec_destroy(x); }
+CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec x, CUgraphNode node, CUevent e)
+{ return graph_exec_set_event(x, node, e); }
 
 static CUresult g_launch(CUgraphExec x, CUstream h, int pt) { RESOLVE(h, pt, s); return graph_launch(x, s); }
 CUresult cuGraphLaunch(CUgraphExec x, CUstream h) { return g_launch(x, h, 0); }

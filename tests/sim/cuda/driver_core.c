@@ -421,6 +421,23 @@ static void event_wait_gen(struct CUevent_st *e, uint64_t gen)
 }
 
 /* ------------------------------------------------------------------ graph node lists */
+/* The event node i of a graph launch records: the one set on the executable for this launch
+ * (cuGraphExecEventRecordNodeSetEvent), else the node's own. */
+static struct CUevent_st *launch_ev(const struct unit *g, size_t i)
+{
+    if (g->evs && g->evs[i]) return g->evs[i];
+    return g->nl->nodes[i]->u.ev;
+}
+
+/* a launch's per-node events: the references it holds (n entries, NULL entries skipped) */
+static void launch_evs_free(CUevent *evs, size_t n)
+{
+    if (!evs) return;
+    for (size_t i = 0; i < n; i++)
+        if (evs[i]) event_unref(evs[i]);
+    free(evs);
+}
+
 static struct nodelist *nodelist_new(void)
 {
     struct nodelist *nl = calloc(1, sizeof *nl);
@@ -519,7 +536,11 @@ static void item_release(struct item *it)
 {
     switch (it->u.kind) {
     case U_WAITSTREAM: stream_unref(it->u.ws); break;
-    case U_GRAPH: nodelist_unref(it->u.nl); free(it->u.gens); break;
+    case U_GRAPH:
+        launch_evs_free(it->u.evs, it->u.nl->n);
+        nodelist_unref(it->u.nl);
+        free(it->u.gens);
+        break;
     default: unit_release(&it->u); break;
     }
 }
@@ -578,7 +599,7 @@ static void run_graph(struct CUstream_st *s, struct unit *g)
         stall_before(s, kind);
         switch (kind) {
         case U_FN: run_fn(u); break;
-        case U_REC: event_complete(u->ev, g->gens[i]); break;
+        case U_REC: event_complete(launch_ev(g, i), g->gens[i]); break;
         case U_WAITEV: event_wait_gen(u->ev, g->gens[i]); model_after_wait(s, u->ev); break;
         default: break;
         }
@@ -831,6 +852,7 @@ static CUresult submit_captured(struct CUstream_st *s, struct unit *u)
         for (size_t i = 0; i < src->n; i++) {
             struct unit c = src->nodes[i]->u;
             c.free_arg = NULL;   /* owned by src, kept alive by the child reference */
+            if (c.kind == U_REC) c.ev = launch_ev(u, i);   /* the executable's event, if set */
             if (c.ev) {
                 pthread_mutex_lock(&ev_mu);
                 c.ev->refs++;
@@ -900,8 +922,9 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
             for (size_t i = 0; i < nl->n; i++) {
                 struct unit *n = &nl->nodes[i]->u;
                 if (n->kind == U_REC && n->external) {
-                    u->gens[i] = ++n->ev->rec_gen;
-                    if (n->ev->ipc) ipc_event_publish(n->ev->ipc, n->ev->rec_gen, n->ev->done_gen);
+                    struct CUevent_st *e = launch_ev(u, i);
+                    u->gens[i] = ++e->rec_gen;
+                    if (e->ipc) ipc_event_publish(e->ipc, e->rec_gen, e->done_gen);
                 }
                 else if (n->kind == U_WAITEV) u->gens[i] = n->ev->rec_gen;
             }
@@ -911,7 +934,7 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
         if (u->kind == U_GRAPH) {
             for (size_t i = 0; i < u->nl->n; i++) {
                 struct unit *n = &u->nl->nodes[i]->u;
-                if (n->kind == U_REC && n->external) __atomic_store_n(&n->ev->cap_id, 0, __ATOMIC_RELEASE);
+                if (n->kind == U_REC && n->external) __atomic_store_n(&launch_ev(u, i)->cap_id, 0, __ATOMIC_RELEASE);
             }
             u->nl->refs++;
         }
@@ -1552,6 +1575,7 @@ CUresult graph_exec_destroy(CUgraphExec x)
 {
     if (!reg_ok(x, OBJ_GEXEC)) return CUDA_ERROR_INVALID_VALUE;
     reg_del(x);
+    launch_evs_free(x->evs, x->nl->n);
     nodelist_unref(x->nl);
     free(x);
     return CUDA_SUCCESS;
@@ -1563,9 +1587,55 @@ CUresult graph_launch(CUgraphExec x, struct CUstream_st *s)
     struct unit u = { .kind = U_GRAPH, .nl = x->nl };
     u.gens = calloc(x->nl->n + 1, sizeof *u.gens);
     if (!u.gens) return CUDA_ERROR_OUT_OF_MEMORY;
+    /* the events set on the executable so far: a later set does not change this launch
+     * ("already enqueued or running launches of hGraphExec are not affected", cuda.h 13.0,
+     * cuGraphExecEventRecordNodeSetEvent) */
+    pthread_mutex_lock(&g_lock);
+    if (x->evs) {
+        u.evs = calloc(x->nl->n, sizeof *u.evs);
+        if (!u.evs) abort();
+        pthread_mutex_lock(&ev_mu);
+        for (size_t i = 0; i < x->nl->n; i++)
+            if ((u.evs[i] = x->evs[i]) != NULL) u.evs[i]->refs++;
+        pthread_mutex_unlock(&ev_mu);
+    }
+    pthread_mutex_unlock(&g_lock);
     uint64_t seq = 0;
     CUresult r = stream_submit(s, &u, &seq);
-    if (r != CUDA_SUCCESS || seq == 0) free(u.gens);   /* seq 0: flattened into a capture */
+    if (r != CUDA_SUCCESS || seq == 0) {   /* seq 0: flattened into a capture */
+        free(u.gens);
+        launch_evs_free(u.evs, x->nl->n);
+    }
+    return r;
+}
+
+/* cuGraphExecEventRecordNodeSetEvent: hNode is an event record node of the graph the
+ * executable was instantiated from (an external record made by capture, or one added);
+ * later launches record `e` there instead. Anything else: CUDA_ERROR_INVALID_VALUE. */
+CUresult graph_exec_set_event(CUgraphExec x, CUgraphNode node, CUevent e)
+{
+    if (!reg_ok(x, OBJ_GEXEC) || !reg_ok(e, OBJ_EVENT) || !node) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    struct CUevent_st *old = NULL;
+    pthread_mutex_lock(&g_lock);
+    struct nodelist *nl = x->nl;
+    size_t i = 0;
+    while (i < nl->n && nl->nodes[i] != node) i++;
+    if (i < nl->n && nl->nodes[i]->u.kind == U_REC && nl->nodes[i]->u.external) {
+        if (!x->evs) x->evs = calloc(nl->n, sizeof *x->evs);
+        if (x->evs) {
+            pthread_mutex_lock(&ev_mu);
+            e->refs++;
+            pthread_mutex_unlock(&ev_mu);
+            old = x->evs[i];
+            x->evs[i] = e;
+            r = CUDA_SUCCESS;
+        } else {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (old) event_unref(old);
     return r;
 }
 

@@ -44,6 +44,9 @@ struct unit {
     uint64_t wseq;
     struct nodelist *nl;   /* U_GRAPH */
     uint64_t *gens;        /* U_GRAPH: per-node generation of external records */
+    CUevent *evs;          /* U_GRAPH: per-node event set on the executable for this launch
+                            * (cuGraphExecEventRecordNodeSetEvent), NULL or a NULL entry: the
+                            * node's own; each entry holds a reference */
     unsigned stall_us;     /* slow-GPU fault attached after this unit */
     int external;          /* U_REC: CU_EVENT_RECORD_EXTERNAL; U_WAITEV: CU_EVENT_WAIT_EXTERNAL */
     int app_fn;            /* U_FN: an application's host function (its sleeps are GPU time) */
@@ -118,7 +121,9 @@ struct nodelist {
 };
 
 struct CUgraph_st { uint32_t type; struct nodelist *nl; };
-struct CUgraphExec_st { uint32_t type; struct nodelist *nl; };
+/* evs (under g_lock, NULL until the first cuGraphExecEventRecordNodeSetEvent): nl->n events
+ * that replace the event of an event record node in later launches, a reference each */
+struct CUgraphExec_st { uint32_t type; struct nodelist *nl; CUevent *evs; };
 
 struct capture {
     uint64_t id;
@@ -222,6 +227,7 @@ SIM_HIDDEN CUresult graph_destroy(CUgraph g);
 SIM_HIDDEN CUresult graph_instantiate(CUgraphExec *e, CUgraph g);
 SIM_HIDDEN CUresult graph_exec_destroy(CUgraphExec e);
 SIM_HIDDEN CUresult graph_launch(CUgraphExec e, struct CUstream_st *s);
+SIM_HIDDEN CUresult graph_exec_set_event(CUgraphExec x, CUgraphNode node, CUevent e);
 SIM_HIDDEN CUresult graph_nodes(CUgraph g, CUgraphNode *nodes, size_t *n);
 SIM_HIDDEN CUresult graph_add_host_node(CUgraphNode *out, CUgraph g, CUhostFn fn, void *arg);
 SIM_HIDDEN CUresult graph_add_kernel_node(CUgraphNode *out, CUgraph g, struct CUfunc_st *f, const unsigned grid[3],

@@ -163,6 +163,10 @@ static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops)
   struct work *w = calloc(1, sizeof *w);
   if (!w) { free(ops); return ncclSystemError; }
   w->c = c; w->ops = ops; w->nops = nops;
+  /* captured: the item is a node of the graph and runs at every replay with the same ops, as
+   * NCCL's persistent plan does (src/enqueue.cc:1420-1435 of 2.28.9: the plan's work is kept
+   * with the graph; :1519-1533 its proxy callbacks are captured too; :1542-1545 freed with the
+   * graph): no ticket (replays are ordered by their streams), no KernelCh events */
   w->captured = simcuda_stream_capturing((CUstream)ops[0].stream) != 0;
   atomic_store(&w->refs, 2);   /* the stream's and this function's until its join loop is done */
   void *ph_[64], **ph = nops <= 64 ? ph_ : calloc((size_t)nops, sizeof *ph); /* profiler handles */

@@ -9,6 +9,7 @@
 
 CUresult cuStreamGetCaptureInfo_v2(CUstream h, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
                                    const CUgraphNode **deps, size_t *n);
+CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec x, CUgraphNode node, CUevent e);
 
 static int g_log[64], g_n;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -273,10 +274,89 @@ static void test_external_events(void)
     cudaStreamDestroy(other);
 }
 
+/* the capture's last node (an external record just made): cuStreamGetCaptureInfo's dependency */
+static CUgraphNode last_node(cudaStream_t s)
+{
+    CUstreamCaptureStatus st;
+    const CUgraphNode *deps = NULL;
+    size_t nd = 0;
+    if (cuStreamGetCaptureInfo_v2((CUstream)s, &st, NULL, NULL, &deps, &nd) != CUDA_SUCCESS || nd != 1) return NULL;
+    return deps[0];
+}
+
+/* cuGraphExecEventRecordNodeSetEvent: a captured external record node of an executable
+ * records the event set on it in later launches, never in launches already enqueued; only
+ * event record nodes take an event */
+static void test_exec_set_event(void)
+{
+    cudaStream_t s;
+    cudaEvent_t a, b, a2, b2, a3, b3;
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    float ms = 0;
+    REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaEventCreate(&a2);
+    cudaEventCreate(&b2);
+    cudaEventCreate(&a3);
+    cudaEventCreate(&b3);
+    gate_open = 0;
+    CHECK_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    CHECK_EQ(cudaEventRecordWithFlags(a, s, cudaEventRecordExternal), cudaSuccess);
+    CUgraphNode na = last_node(s);
+    CHECK_EQ(cudaLaunchHostFunc(s, gated_sleep10, NULL), cudaSuccess);
+    CUgraphNode nfn = last_node(s);
+    CHECK_EQ(cudaEventRecordWithFlags(b, s, cudaEventRecordExternal), cudaSuccess);
+    CUgraphNode nb = last_node(s);
+    CHECK(na != NULL && nb != NULL && nfn != NULL && na != nb);
+    CHECK_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+    CHECK_EQ(cudaGraphInstantiate(&x, g, 0), cudaSuccess);
+    CUgraphExec cx = (CUgraphExec)x;
+
+    CHECK_EQ(cuGraphExecEventRecordNodeSetEvent(cx, nfn, (CUevent)a2), CUDA_ERROR_INVALID_VALUE);   /* host node */
+    CHECK_EQ(cuGraphExecEventRecordNodeSetEvent(cx, NULL, (CUevent)a2), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuGraphExecEventRecordNodeSetEvent((CUgraphExec)s, na, (CUevent)a2), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuGraphExecEventRecordNodeSetEvent(cx, na, (CUevent)s), CUDA_ERROR_INVALID_VALUE);
+    CHECK_EQ(cuGraphExecEventRecordNodeSetEvent(cx, na, (CUevent)a2), CUDA_SUCCESS);
+    CHECK_EQ(cuGraphExecEventRecordNodeSetEvent(cx, nb, (CUevent)b2), CUDA_SUCCESS);
+    CHECK_EQ(cudaGraphLaunch(x, s), cudaSuccess);   /* held at the gate */
+    /* set while that launch is enqueued: only the next launch records a3/b3 */
+    CHECK_EQ(cuGraphExecEventRecordNodeSetEvent(cx, na, (CUevent)a3), CUDA_SUCCESS);
+    CHECK_EQ(cuGraphExecEventRecordNodeSetEvent(cx, nb, (CUevent)b3), CUDA_SUCCESS);
+    CHECK_EQ(cudaEventQuery(b2), cudaErrorNotReady);
+    gate_open = 1;
+    CHECK_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    CHECK_EQ(cudaEventElapsedTime(&ms, a2, b2), cudaSuccess);
+    CHECK(ms >= 10.0f);
+    CHECK_EQ(cudaEventElapsedTime(&ms, a3, b3), cudaErrorInvalidResourceHandle);   /* never recorded */
+    CHECK_EQ(cudaEventElapsedTime(&ms, a, b), cudaErrorInvalidResourceHandle);     /* the nodes' own: untouched */
+    cudaGetLastError();
+    CHECK_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+    CHECK_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    CHECK_EQ(cudaEventElapsedTime(&ms, a3, b3), cudaSuccess);
+    CHECK(ms >= 10.0f);
+    CHECK_EQ(cudaEventElapsedTime(&ms, b2, a3), cudaSuccess);   /* the second launch came after the first */
+    CHECK(ms >= 0.0f);
+    /* an event destroyed while set stays usable by the executable */
+    cudaEventDestroy(a3);
+    CHECK_EQ(cudaGraphLaunch(x, s), cudaSuccess);
+    CHECK_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    cudaGraphExecDestroy(x);
+    cudaGraphDestroy(g);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    cudaEventDestroy(a2);
+    cudaEventDestroy(b2);
+    cudaEventDestroy(b3);
+    cudaStreamDestroy(s);
+}
+
 int main(void)
 {
     RUN(test_capture_state);
     RUN(test_graph_replay);
     RUN(test_external_events);
+    RUN(test_exec_set_event);
     return simtest_done("simcuda_capture");
 }

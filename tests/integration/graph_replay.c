@@ -1,0 +1,120 @@
+/* tests/integration/graph_replay.c: a job linked against the REAL -lnccl -lcudart that
+ * captures AllReduces into a CUDA graph and replays it, as training frameworks and
+ * nccl-tests (-G) do: one eager AllReduce first (the reference duration), then a capture of
+ * ITERS AllReduces (in an NCCL group of GROUP ops each when GROUP > 0, in the capture mode
+ * MODE), instantiated once and launched LAUNCHES times.
+ * Usage: graph_replay MODE(global|thread|relaxed) ITERS GROUP LAUNCHES [driver]
+ * ("driver": instantiate, launch and destroy through the driver API, as XLA does).
+ * Prints "result <checksum>" (identical with and without the shim) and
+ * "expect eager=1 captured=<ops> replayed=<ops x launches>". Ranks come from RANK /
+ * WORLD_SIZE / LOCAL_RANK; rank 0 shares the unique id through $PROBE_DIR/uid. */
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank;
+
+#define CHECK(x) \
+  do { \
+    int e_ = (int)(x); \
+    if (e_) { \
+      fprintf(stderr, "rank %d: %s failed: %d (line %d)\n", rank, #x, e_, __LINE__); \
+      exit(1); \
+    } \
+  } while (0)
+
+static void share_uid(ncclUniqueId *id) {
+  const char *dir = getenv("PROBE_DIR");
+  char path[4096], tmp[4200];
+  snprintf(path, sizeof(path), "%s/uid", dir ? dir : ".");
+  if (rank == 0) {
+    CHECK(ncclGetUniqueId(id));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f || fwrite(id, sizeof(*id), 1, f) != 1) exit(2);
+    fclose(f);
+    if (rename(tmp, path)) exit(2);
+    return;
+  }
+  for (int i = 0; i < 60000; i++) {
+    FILE *f = fopen(path, "rb");
+    if (f) {
+      size_t n = fread(id, sizeof(*id), 1, f);
+      fclose(f);
+      if (n == 1) return;
+    }
+    usleep(1000);
+  }
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: %s global|thread|relaxed ITERS GROUP LAUNCHES [driver]\n", argv[0]);
+    return 2;
+  }
+  enum cudaStreamCaptureMode mode = !strcmp(argv[1], "thread")    ? cudaStreamCaptureModeThreadLocal
+                                    : !strcmp(argv[1], "relaxed") ? cudaStreamCaptureModeRelaxed
+                                                                  : cudaStreamCaptureModeGlobal;
+  int iters = atoi(argv[2]), group = atoi(argv[3]), launches = atoi(argv[4]);
+  int drv = argc == 6 && !strcmp(argv[5], "driver");
+  rank = atoi(getenv("RANK") ? getenv("RANK") : "0");
+  int nranks = atoi(getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "1");
+  int local = atoi(getenv("LOCAL_RANK") ? getenv("LOCAL_RANK") : "0");
+  CHECK(cudaSetDevice(local));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  ncclUniqueId id;
+  ncclComm_t comm;
+  share_uid(&id);
+  CHECK(ncclCommInitRank(&comm, nranks, id, rank));
+
+  const size_t n = 1 << 19; /* 2 MiB of floats: above the event sample's size */
+  float *h = malloc(n * sizeof(float)), *a, *b;
+  for (size_t i = 0; i < n; i++) h[i] = (float)(rank + 1) + (float)(i % 5);
+  CHECK(cudaMalloc((void **)&a, n * sizeof(float)));
+  CHECK(cudaMalloc((void **)&b, n * sizeof(float)));
+  CHECK(cudaMemcpy(a, h, n * sizeof(float), cudaMemcpyHostToDevice));
+
+  CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s)); /* eager: the reference */
+  CHECK(cudaStreamSynchronize(s));
+
+  cudaGraph_t g;
+  cudaGraphExec_t x;
+  int ops = 0;
+  CHECK(cudaStreamBeginCapture(s, mode));
+  for (int i = 0; i < iters; i++) {
+    if (group) CHECK(ncclGroupStart());
+    for (int k = 0; k < (group ? group : 1); k++, ops++)
+      CHECK(ncclAllReduce(k % 2 ? b : a, k % 2 ? a : b, n, ncclFloat, ncclSum, comm, s));
+    if (group) CHECK(ncclGroupEnd());
+  }
+  CHECK(cudaStreamEndCapture(s, &g));
+  if (drv) {
+    CHECK(cuGraphInstantiateWithFlags((CUgraphExec *)&x, (CUgraph)g, 0));
+    for (int l = 0; l < launches; l++) CHECK(cuGraphLaunch((CUgraphExec)x, (CUstream)s));
+  } else {
+    CHECK(cudaGraphInstantiate(&x, g, 0));
+    for (int l = 0; l < launches; l++) CHECK(cudaGraphLaunch(x, s));
+  }
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaMemcpy(h, b, n * sizeof(float), cudaMemcpyDeviceToHost));
+  double sum = 0;
+  for (size_t i = 0; i < n; i += 4099) sum += (double)h[i];
+  printf("result %.9e\n", sum);
+  printf("expect eager=1 captured=%d replayed=%d\n", ops, ops * launches);
+  if (drv) {
+    CHECK(cuGraphExecDestroy((CUgraphExec)x));
+    CHECK(cuGraphDestroy((CUgraph)g));
+  } else {
+    CHECK(cudaGraphExecDestroy(x));
+    CHECK(cudaGraphDestroy(g));
+  }
+  CHECK(ncclCommDestroy(comm));
+  return 0;
+}
