@@ -82,6 +82,14 @@ bool cs_driver_xchg_load(void) {
   return cs_drvx.loaded;
 }
 
+void cs_driver_thread_relaxed(void) {
+  if (!cs_driver_load() || !cs_drv.cuThreadExchangeStreamCaptureMode) return;
+  CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+  if (cs_drv.cuThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
+    cs_log_once(CS_LOG_WARN, "cannot put a collscope thread in the relaxed capture mode: its CUDA calls may "
+                             "invalidate a graph capture the job makes in the global mode");
+}
+
 void cs_driver_device_info(int device, int *driver_version, char *bus, size_t bus_len) {
   if (cs_drv.loaded) cs_drv.cuDriverGetVersion(driver_version);
   if (cs_drv.loaded && device >= 0) {

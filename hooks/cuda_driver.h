@@ -27,7 +27,9 @@
  * uses it (never the timing). cuDeviceGetUuid is asked by its legacy unversioned name: the
  * physical GPU's UUID, as NVML's handle by PCI bus id reports it (cuDeviceGetUuid_v2 names
  * the MIG compute instance in MIG mode). */
-#define CS_DRIVER_OPT_FNS(X) X(CUresult, cuDeviceGetUuid, (CUuuid * u, CUdevice d), "cuDeviceGetUuid")
+#define CS_DRIVER_OPT_FNS(X) \
+  X(CUresult, cuDeviceGetUuid, (CUuuid * u, CUdevice d), "cuDeviceGetUuid") \
+  X(CUresult, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * m), "cuThreadExchangeStreamCaptureMode")
 
 struct cs_driver {
   bool loaded;
@@ -67,6 +69,12 @@ bool cs_driver_xchg_load(void);
 /* Load libcuda.so.1 once; returns true if every entry point was found. Safe to call
  * repeatedly and from any thread. */
 bool cs_driver_load(void);
+
+/* Put the calling thread (one of collscope's own) in the relaxed stream-capture mode, once at
+ * its start: its allocations, syncs and event queries never invalidate a capture the job has
+ * under way in the global mode (torch.cuda.graph's default), whatever they coincide with. A
+ * driver without the call leaves the thread as it is. */
+void cs_driver_thread_relaxed(void);
 
 /* For the dump's header: the driver's version and the PCI bus id of `device` (left as
  * they are when the driver is not loaded or cannot tell). */

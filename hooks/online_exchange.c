@@ -315,6 +315,7 @@ static bool exchange_once(uint64_t exchange) {
 
 static void *exchange_main(void *arg) {
   (void)arg;
+  cs_driver_thread_relaxed(); /* its set-up allocates: never inside the job's global capture */
   if (cs_drvx.cuCtxSetCurrent(cs_on.ctx) != CUDA_SUCCESS) {
     cs_log(CS_LOG_WARN, "online exchange off: cannot use the world communicator's CUDA context");
     cs_online_off();

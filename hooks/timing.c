@@ -607,6 +607,10 @@ static bool timing_started(const struct cs_record *r) {
   return r->ev_start && cs_drv.loaded && cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start) == CUDA_SUCCESS;
 }
 
+/* the harvest thread's CUDA calls (event queries, the anchor's sync, pool refills) never
+ * touch a capture of the job's */
+static void timing_thread_start(void) { cs_driver_thread_relaxed(); }
+
 static void timing_tick(void) {
   if (cs_drv.loaded) cs_event_pools_maintain();
 }
@@ -615,6 +619,7 @@ const struct cs_harvest_client cs_timing_harvest = {
     .name = "timing",
     .complete = timing_complete,
     .tick = timing_tick,
+    .thread_start = timing_thread_start,
     .started = timing_started,
 };
 

@@ -5,6 +5,9 @@
  * MODE), instantiated once and launched LAUNCHES times.
  * Usage: graph_replay MODE(global|thread|relaxed) ITERS GROUP LAUNCHES [driver]
  * ("driver": instantiate, launch and destroy through the driver API, as XLA does).
+ * GRAPH_HOLD_MS=N: a global-mode capture on a side stream is open from before the
+ * communicator's creation until N ms after the eager AllReduce (this thread relaxed, so its own
+ * calls are allowed), while collscope's threads set up: it must still end valid.
  * Prints "result <checksum>" (identical with and without the shim) and
  * "expect eager=1 captured=<ops> replayed=<ops x launches>". Ranks come from RANK /
  * WORLD_SIZE / LOCAL_RANK; rank 0 shares the unique id through $PROBE_DIR/uid. */
@@ -71,6 +74,17 @@ int main(int argc, char **argv) {
   CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   ncclUniqueId id;
   ncclComm_t comm;
+  int hold_ms = getenv("GRAPH_HOLD_MS") ? atoi(getenv("GRAPH_HOLD_MS")) : 0;
+  cudaStream_t side;
+  float *side_buf = NULL;
+  if (hold_ms > 0) {
+    CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    CHECK(cudaMalloc((void **)&side_buf, 4096));
+    CHECK(cudaStreamBeginCapture(side, cudaStreamCaptureModeGlobal));
+    CHECK(cudaMemsetAsync(side_buf, 0, 4096, side));
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    CHECK(cudaThreadExchangeStreamCaptureMode(&m));
+  }
   share_uid(&id);
   CHECK(ncclCommInitRank(&comm, nranks, id, rank));
 
@@ -83,6 +97,15 @@ int main(int argc, char **argv) {
 
   CHECK(ncclAllReduce(a, b, n, ncclFloat, ncclSum, comm, s)); /* eager: the reference */
   CHECK(cudaStreamSynchronize(s));
+  if (hold_ms > 0) {
+    usleep((useconds_t)hold_ms * 1000);
+    cudaGraph_t side_g;
+    CHECK(cudaStreamEndCapture(side, &side_g)); /* invalidated: cudaErrorStreamCaptureInvalidated */
+    CHECK(cudaGraphDestroy(side_g));
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeGlobal;
+    CHECK(cudaThreadExchangeStreamCaptureMode(&m));
+    CHECK(cudaFree(side_buf));
+  }
 
   cudaGraph_t g;
   cudaGraphExec_t x;
