@@ -121,8 +121,8 @@ static void params_fix(struct cs_det_params *p, const struct cs_det_params *pp) 
 
 /* ---------------------------------------------------------------- whole set */
 
-int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *pp, int hang_mode,
-              struct cs_det_result *out) {
+static int detect_run(const struct cs_det_op *ops, size_t n, const struct cs_det_params *pp, int hang_mode,
+                      struct cs_det_result *out) {
   memset(out, 0, sizeof *out);
   struct cs_det_params p;
   params_fix(&p, pp);
@@ -208,6 +208,24 @@ oom:
   cs_det_cstate_free(&C);
   cs_det_result_free(out);
   return -1;
+}
+
+/* a group's members are one instance (detect_group.c): merged on a copy, `ops` stays as given */
+int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *pp, int hang_mode,
+              struct cs_det_result *out) {
+  bool grouped = false;
+  for (size_t i = 0; i < n && !grouped; i++) grouped = ops[i].group && ops[i].group_ops > 1;
+  if (!grouped) return detect_run(ops, n, pp, hang_mode, out);
+  struct cs_det_op *g = malloc(n * sizeof *g);
+  if (!g) {
+    memset(out, 0, sizeof *out);
+    return -1;
+  }
+  memcpy(g, ops, n * sizeof *g);
+  cs_det_group_merge(g, n);
+  int rc = detect_run(g, n, pp, hang_mode, out);
+  free(g);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- streaming */

@@ -147,6 +147,15 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
     size_t recent = 0;
     double bw[4096];
     size_t nbw = 0;
+    /* a group's members that share one span (group_ops > 1) have no time of their own: one
+     * bandwidth per group, the sum of their bytes x factor over the span (as the report's group
+     * rows, tools/report/report_agg_group.c) */
+    struct {
+      uint64_t group;
+      int64_t start, end;
+      uint32_t n;
+      double fb;
+    } ga = {0, 0, 0, 0, 0};
     for (size_t j = 0; j < p->v.nrecs; j++) {
       const struct cs_record *r = &p->v.recs[j];
       if (r->type == CS_REC_HEALTH) { /* hooks/health.c */
@@ -174,7 +183,15 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
       if (t > last) last = t;
       if (secs_between(now, t) <= 1.0) {
         recent++;
-        if (timed && r->end_ns > r->start_ns && r->op < CS_OP_COUNT && nbw < 4096)
+        if (timed && r->end_ns > r->start_ns && r->op < CS_OP_COUNT && r->group && r->group_ops > 1) {
+          if (ga.n == 0 || ga.group != r->group || ga.start != r->start_ns || ga.end != r->end_ns)
+            ga.group = r->group, ga.start = r->start_ns, ga.end = r->end_ns, ga.n = 0, ga.fb = 0;
+          ga.fb += (double)r->bytes * cs_busbw_factor((enum cs_op)r->op, r->comm_size);
+          if (++ga.n == r->group_ops && nbw < 4096) {
+            bw[nbw++] = ga.fb / (double)(ga.end - ga.start);
+            ga.n = 0;
+          }
+        } else if (timed && r->end_ns > r->start_ns && r->op < CS_OP_COUNT && nbw < 4096)
           bw[nbw++] = (double)r->bytes / ((double)(r->end_ns - r->start_ns)) *
                       cs_busbw_factor((enum cs_op)r->op, r->comm_size);
       }
