@@ -104,7 +104,9 @@ int main(int argc, char **argv) {
         double algbw = mean > 0 ? (double)moved / mean / 1e3 : 0; /* GB/s */
         double factor = allgather || alltoall ? (W - 1) / W : 2 * (W - 1) / W;
         printf("busbw op=%s bytes=%zu count=%zu agg=%d time_us=%.4f algbw_gbs=%.6f busbw_gbs=%.6f\n",
-               alltoall ? "AlltoAll" : allgather ? "AllGather" : "AllReduce", moved, count, agg, mean, algbw,
+               alltoall ? "AlltoAll" : allgather ? "AllGather"
+                                                 : "AllReduce",
+               moved, count, agg, mean, algbw,
                algbw * factor);
       }
     }

@@ -57,8 +57,8 @@ static void test_fold(void **st) {
   assert_int_equal(v[0].seq, 10);
   for (size_t k = 1; k < 2 * N; k++) assert_int_equal(v[k].seq, -1);
   assert_int_equal(v[0].state, CS_DET_PENDING);
-  assert_false(v[0].p2p);                   /* an all-to-all: a collective */
-  assert_int_equal(v[0].bytes, N * 1000);   /* its Send bytes (nccl-tests' alltoall size) */
+  assert_false(v[0].p2p);                 /* an all-to-all: a collective */
+  assert_int_equal(v[0].bytes, N * 1000); /* its Send bytes (nccl-tests' alltoall size) */
   assert_int_equal(v[n].seq, 30);
   assert_int_equal(v[n].bytes, 3000);
   assert_int_equal(v[n + 1].seq, -1);

@@ -25,7 +25,7 @@
 #define SBYTES 1048576ULL /* one AllReduce of the group */
 #define SPAN_NS 400000LL  /* the group's span: 400 us */
 #define A2A_CALLS 40
-#define A2A_COUNT 65536 /* floats to each peer */
+#define A2A_COUNT 65536  /* floats to each peer */
 #define LATE_NS 100000LL /* the all-to-all's late rank arrives 100 us after the others */
 
 static FILE *open_rank(const char *dir, int r) {

@@ -105,7 +105,10 @@ void report_agg_sdc_instance(struct agg_sdc *out, struct cs_sdc_member **mem, si
 /* ---------- groups: a group's members on a communicator are one instance ---------- */
 
 static int state_rank(int s) {
-  return s == CS_DET_FAILED ? 4 : s == CS_DET_PENDING ? 3 : s == CS_DET_ENTERED ? 2 : s == CS_DET_UNTIMED ? 1 : 0;
+  return s == CS_DET_FAILED ? 4 : s == CS_DET_PENDING ? 3
+                              : s == CS_DET_ENTERED   ? 2
+                              : s == CS_DET_UNTIMED   ? 1
+                                                      : 0;
 }
 static bool grouped(const struct cs_walk_rec *r) { return r->group != 0 && r->group_ops > 1; }
 
@@ -202,7 +205,8 @@ static void group_add(struct report_agg_priv *P, struct gpend *g, int64_t seq, c
 
 void agg_groups_flush(struct report_agg_priv *P) {
   struct gpend *g, *t;
-  HASH_ITER(hh, P->gpend, g, t) group_close(P, g);
+  HASH_ITER(hh, P->gpend, g, t)
+  group_close(P, g);
 }
 void agg_groups_free(struct report_agg_priv *P) {
   struct gpend *g, *t;

@@ -36,7 +36,7 @@ static void build_ops(struct report *r) {
     row->timed = ar->timed;
     row->grouped = ar->grouped;
     row->group_ops = ar->group_ops;
-    row->factor = ar->group_ops   ? (ar->gbytes > 0 ? ar->fbytes / ar->gbytes : 1.0)
+    row->factor = ar->group_ops  ? (ar->gbytes > 0 ? ar->fbytes / ar->gbytes : 1.0)
                   : row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size)
                                  : 1.0;
     if (row->timed) {
@@ -71,7 +71,8 @@ static void text_ops(const struct report *r, FILE *o) {
     ngroups += w->group_ops > 0;
     fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu%s", cs_text_safe(w->op_name, b, sizeof b), w->comm_size,
             (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed,
-            w->few ? "*" : w->grouped ? "g" : " ");
+            w->few ? "*" : w->grouped ? "g"
+                                      : " ");
     char gb[128];
     g[0] = 0;
     if (r->by_model) snprintf(g, sizeof g, "  %s", cs_text_safe(w->model ? w->model : "unknown", gb, sizeof gb));
