@@ -11,7 +11,8 @@ tests/apps/busbw_loop with CUDA-event timing of every op:
   - a grouped Send/Recv all-to-all (`--op alltoall`, PyTorch's all_to_all_single): one
     AlltoAll group row per size with the app's bytes (count per peer x peers, nccl-tests'
     src/alltoall.cu) and busbw (factor (n-1)/n), within 0.1%, and one detector instance per
-    call (the comms section's instances).
+    call (the comms section's instances);
+  - the HTML page marks the group rows and notes the members without a time of their own.
 """
 import argparse
 import glob
@@ -77,7 +78,14 @@ def main():
     work = tempfile.mkdtemp(prefix="cs-groups-")
 
     app1, doc1, _ = run(args, work, "m1", ["--agg", "1"])
-    app4, doc4, _ = run(args, work, "m4", ["--agg", "4"])
+    app4, doc4, dump4 = run(args, work, "m4", ["--agg", "4"])
+    # the HTML page: the group rows marked as groups, the members' note
+    html = os.path.join(work, "m4.html")
+    h = subprocess.run([args.cli, "report", dump4, "--html", "-o", html], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=120)
+    page = open(html).read() if h.returncode == 0 and os.path.exists(html) else ""
+    check(page.count('<tr data-group="1">') == len(SIZES) and 'data-note="grouped"' in page,
+          "HTML: group rows or the members' note missing")
     one = rows(doc1, "AllReduce", False)
     members = rows(doc4, "AllReduce", False)
     groups = rows(doc4, "AllReduce x4", True)
