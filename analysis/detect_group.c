@@ -68,7 +68,7 @@ size_t cs_det_group_merge(struct cs_det_op *ops, size_t n) {
       if (o->end_ns > g->end_ns) g->end_ns = o->end_ns;
       if (o->enqueue_ns && (!g->enqueue_ns || o->enqueue_ns < g->enqueue_ns)) g->enqueue_ns = o->enqueue_ns;
     }
-    bool a2a = b - a > 1 && cs_det_a2a_ok(&aa, g->comm_size, g->comm_rank);
+    bool a2a = b - a > 1 && cs_det_a2a_collective(&aa, g->comm_size, g->comm_rank);
     g->state = st;
     g->p2p = p2p && !a2a;
     g->bytes = a2a ? aa.send_bytes : bytes;

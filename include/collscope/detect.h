@@ -75,7 +75,8 @@ struct cs_det_op {
    * group share its GPU span (the record's group_ops, 0 when the span is its own). The members
    * of one group on one communicator with group_ops > 1 are ONE instance, under the first
    * member's seq, with the group's span (cs_det_group_merge). peer and recv say which Send/Recv
-   * it is, so a group that is an all-to-all counts as a collective (cs_det_a2a). */
+   * it is, so a group that is an all-to-all of equal splits counts as a collective
+   * (cs_det_a2a_collective). */
   uint64_t group;
   uint32_t group_ops;
   int peer;
@@ -90,7 +91,8 @@ struct cs_det_op {
  * nccl-tests' alltoall bus factor (n-1)/n (src/alltoall.cu AlltoAllGetBw). */
 struct cs_det_a2a {
   uint64_t nsend, nrecv, ssum, ssq, rsum, rsq, send_bytes;
-  bool bad; /* a member that is not a Send/Recv, or a peer out of range */
+  uint64_t smin, smax; /* the smallest and largest Send */
+  bool bad;            /* a member that is not a Send/Recv, or a peer out of range */
 };
 static inline void cs_det_a2a_add(struct cs_det_a2a *a, bool p2p, bool recv, int peer, int comm_size, uint64_t bytes) {
   if (!p2p || peer < 0 || peer >= comm_size) {
@@ -100,8 +102,11 @@ static inline void cs_det_a2a_add(struct cs_det_a2a *a, bool p2p, bool recv, int
   uint64_t p = (uint64_t)peer;
   if (recv)
     a->nrecv++, a->rsum += p, a->rsq += p * p;
-  else
+  else {
+    if (!a->nsend || bytes < a->smin) a->smin = bytes;
+    if (!a->nsend || bytes > a->smax) a->smax = bytes;
     a->nsend++, a->ssum += p, a->ssq += p * p, a->send_bytes += bytes;
+  }
 }
 static inline bool cs_det_a2a_ok(const struct cs_det_a2a *a, int comm_size, int comm_rank) {
   if (a->bad || comm_size < 2 || a->nsend != a->nrecv) return false;
@@ -113,6 +118,13 @@ static inline bool cs_det_a2a_ok(const struct cs_det_a2a *a, int comm_size, int 
     return false;
   }
   return a->ssum == sum && a->rsum == sum && a->ssq == sq && a->rsq == sq;
+}
+/* An all-to-all of equal splits (all_to_all_single's, nccl-tests' alltoall) is a collective
+ * for the detector: its ranks wait for each other alike. One of uneven splits (an expert-
+ * parallel dispatch or combine: the data decides each rank's share) stays Send/Recv there:
+ * its lateness is the data's, judged at the next collective through the data-load fit. */
+static inline bool cs_det_a2a_collective(const struct cs_det_a2a *a, int comm_size, int comm_rank) {
+  return cs_det_a2a_ok(a, comm_size, comm_rank) && a->smin == a->smax;
 }
 
 struct cs_det_params {
@@ -211,7 +223,8 @@ enum { CS_DET_HANG_OFF = 0,
 /* The members of one group (same host, rank, comm and group, group_ops > 1) made one op in
  * place: the first member (lowest seq) gets the group's span (earliest start and enqueue,
  * latest end), its state (failed, pending, entered, untimed over done), its bytes (an
- * all-to-all: the Send bytes, as a collective; otherwise all members') and the others get seq
+ * all-to-all of equal splits: the Send bytes, and it is a collective; otherwise all members',
+ * and it stays Send/Recv when they all are) and the others get seq
  * -1 (ignored). Returns how many ops were folded into another. cs_detect() applies it to a copy. */
 size_t cs_det_group_merge(struct cs_det_op *ops, size_t n);
 /* Returns 0, or -1 when out of memory (out is then empty). `ops` is not modified. */

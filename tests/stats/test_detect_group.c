@@ -62,6 +62,13 @@ static void test_fold(void **st) {
   assert_int_equal(v[n].seq, 30);
   assert_int_equal(v[n].bytes, 3000);
   assert_int_equal(v[n + 1].seq, -1);
+  /* an all-to-all of uneven splits (an expert-parallel dispatch) stays Send/Recv, all its bytes */
+  struct cs_det_op u[2 * N];
+  a2a(u, 0, 0, 5, 1, 2);
+  u[2].bytes = 5000;
+  cs_det_group_merge(u, 2 * N);
+  assert_true(u[0].p2p);
+  assert_int_equal(u[0].bytes, 2 * N * 1000 + 4000);
   /* Send/Recv to one peer only (a pipeline's batch_isend_irecv) stays P2P */
   struct cs_det_op w[2] = {member(0, 0, 9, 2, true, false, 1, 1, 2), member(0, 1, 9, 2, true, true, 3, 1, 2)};
   cs_det_group_merge(w, 2);

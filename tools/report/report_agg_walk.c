@@ -127,7 +127,7 @@ static void group_close(struct report_agg_priv *P, struct gpend *g) {
     struct gmem *x = &g->v[i];
     if (!x->in) continue;
     x->in = false;
-    bool a2a = cs_det_a2a_ok(&x->a2a, x->comm_size, x->comm_rank);
+    bool a2a = cs_det_a2a_collective(&x->a2a, x->comm_size, x->comm_rank);
     P->dm[n] = x->d;
     P->dm[n].comm_size = (int)dc->n;
     P->dm[n].bytes = a2a ? x->a2a.send_bytes : x->bytes;
