@@ -186,7 +186,7 @@ static int detect_run(const struct cs_det_op *ops, size_t n, const struct cs_det
       for (size_t j = s0; j < s1; j++, k++) {
         GROW(mb, k, capmb);
         const struct cs_det_op *o = &ops[idx[j]];
-        mb[k] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = o->rank, .host = o->host, .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .state = o->state, .p2p = o->p2p, .bytes = o->bytes, .gap_us = gap[idx[j]]};
+        mb[k] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = o->rank, .host = o->host, .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .state = o->state, .p2p = o->p2p, .bytes = o->bytes, .gap_us = gap[idx[j]], .last_seq = o->last_seq};
       }
       if (cs_det_cstate_feed(&C, &p, seq, mb, k)) goto oom;
       s0 = s1;

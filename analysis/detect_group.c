@@ -57,12 +57,14 @@ size_t cs_det_group_merge(struct cs_det_op *ops, size_t n) {
     uint64_t bytes = 0;
     bool p2p = true;
     int st = g->state;
+    int64_t last = g->seq;
     for (size_t k = a; k < b; k++) {
       const struct cs_det_op *o = &ops[idx[k]];
       cs_det_a2a_add(&aa, o->p2p, o->recv, o->peer, o->comm_size, o->bytes);
       bytes += o->bytes;
       p2p &= o->p2p;
       if (state_rank(o->state) > state_rank(st)) st = o->state;
+      if (o->seq > last) last = o->seq;
       if (k == a) continue;
       if (o->start_ns && (!g->start_ns || o->start_ns < g->start_ns)) g->start_ns = o->start_ns;
       if (o->end_ns > g->end_ns) g->end_ns = o->end_ns;
@@ -70,6 +72,7 @@ size_t cs_det_group_merge(struct cs_det_op *ops, size_t n) {
     }
     bool a2a = b - a > 1 && cs_det_a2a_collective(&aa, g->comm_size, g->comm_rank);
     g->state = st;
+    g->last_seq = last;
     g->p2p = p2p && !a2a;
     g->bytes = a2a ? aa.send_bytes : bytes;
     for (size_t k = a + 1; k < b; k++) ops[idx[k]].seq = -1, folded++;

@@ -81,6 +81,7 @@ struct cs_det_op {
   uint32_t group_ops;
   int peer;
   bool recv;
+  int64_t last_seq; /* a merged group: its last member's seq (cs_det_member), 0 otherwise */
 };
 
 /* Whether one rank's Send/Recv members of a group on a communicator of comm_size ranks are an
@@ -274,6 +275,10 @@ struct cs_det_member {
   bool p2p;
   uint64_t bytes;
   double gap_us; /* compute gap before this op, -1 unknown */
+  /* a group's members as one instance (under its first member's seq): the last member's seq,
+   * which a rank that completed the group completed too (hangs: the next instance is the
+   * stuck one); 0 or below seq: the instance's seq alone */
+  int64_t last_seq;
 };
 struct cs_det_stream;
 struct cs_det_stream *cs_det_stream_new(const struct cs_det_params *p, int hang_mode); /* NULL: out of memory */

@@ -99,7 +99,36 @@ static void test_a2a_straggler(void **st) {
   assert_int_equal(v[1].seq, 1);
 }
 
+/* two groups of 3 AllReduces (seq 0-2, 3-5) done on every rank, the third (seq 6-8) pending on
+ * ranks 0-2 and never entered by rank 3: the job is stuck at seq 6, the third group's */
+static void test_group_hang(void **st) {
+  (void)st;
+  struct cs_det_op v[3 * 3 * N];
+  size_t n = 0;
+  for (int g = 0; g < 3; g++)
+    for (int r = 0; r < N; r++)
+      for (int k = 0; k < 3; k++) {
+        if (g == 2 && r == 3) continue;
+        int64_t s0 = 1000000 * (g + 1);
+        v[n] = member(r, 3 * g + k, (uint64_t)g + 1, 3, false, false, -1, s0, s0 + 1000);
+        if (g == 2) v[n].state = CS_DET_PENDING, v[n].start_ns = v[n].end_ns = 0;
+        n++;
+      }
+  struct cs_det_params p;
+  cs_det_params_default(&p);
+  struct cs_det_result res;
+  assert_int_equal(cs_detect(v, n, &p, CS_DET_HANG_PENDING, &res), 0);
+  assert_int_equal(res.nhangs, 1);
+  assert_int_equal(res.hangs[0].reached, 5);
+  assert_int_equal(res.hangs[0].seq, 6);
+  assert_int_equal(res.hangs[0].nmissing, 1);
+  assert_int_equal(res.hangs[0].missing[0], 3);
+  assert_int_equal(res.hangs[0].nstuck, 3);
+  cs_det_result_free(&res);
+}
+
 int main(void) {
-  const struct CMUnitTest t[] = {cmocka_unit_test(test_fold), cmocka_unit_test(test_a2a_straggler)};
+  const struct CMUnitTest t[] = {cmocka_unit_test(test_fold), cmocka_unit_test(test_a2a_straggler),
+                                 cmocka_unit_test(test_group_hang)};
   return cmocka_run_group_tests(t, NULL, NULL);
 }

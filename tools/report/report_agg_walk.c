@@ -188,7 +188,8 @@ static void group_add(struct report_agg_priv *P, struct gpend *g, int64_t seq, c
                                     .end_ns = r->end_ns,
                                     .enqueue_ns = r->enqueue_ns,
                                     .state = r->det_state,
-                                    .gap_us = r->gap_us};
+                                    .gap_us = r->gap_us,
+                                    .last_seq = seq};
     } else if (x->group != r->group) {
       continue; /* a rank out of step with the others: not this group's */
     } else {
@@ -196,6 +197,7 @@ static void group_add(struct report_agg_priv *P, struct gpend *g, int64_t seq, c
       if (r->end_ns > x->d.end_ns) x->d.end_ns = r->end_ns;
       if (r->enqueue_ns && (!x->d.enqueue_ns || r->enqueue_ns < x->d.enqueue_ns)) x->d.enqueue_ns = r->enqueue_ns;
       if (state_rank(r->det_state) > state_rank(x->d.state)) x->d.state = r->det_state;
+      if (seq > x->d.last_seq) x->d.last_seq = seq;
     }
     x->bytes += r->bytes;
     x->p2p_all &= r->p2p;
