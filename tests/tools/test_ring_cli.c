@@ -441,6 +441,27 @@ static void test_group_busbw(void **st) {
   assert_true(got > want * 0.999 && got < want * 1.001);
   json_decref(j);
   run_free(&t);
+  /* an all-to-all: a Send and a Recv of 1 MiB per peer in one group of 8, 400 us: its Send
+   * bytes x (n-1)/n over the span (nccl-tests' alltoall rule) */
+  for (size_t i = 0; i < 8; i++) {
+    r[i].group = 1;
+    r[i].group_ops = 8;
+    r[i].op = i % 2 ? CS_OP_Recv : CS_OP_Send;
+    r[i].peer = (int)(i / 2);
+    r[i].bytes = 1 << 20;
+    r[i].end_ns = now - 100000000LL;
+    r[i].start_ns = r[i].end_ns - 400000;
+  }
+  clean_dirs();
+  write_ring(&g);
+  j = top_json(&t);
+  p = json_array_get(json_object_get(j, "processes"), 0);
+  want = 4.0 * (1 << 20) * 0.75 / 400000.0;
+  got = json_real_value(json_object_get(p, "busbw_gbs"));
+  print_message("top all-to-all busbw %.4f, want %.4f\n", got, want);
+  assert_true(got > want * 0.999 && got < want * 1.001);
+  json_decref(j);
+  run_free(&t);
   free(r);
 }
 
