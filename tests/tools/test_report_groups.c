@@ -66,18 +66,21 @@ static void footer(FILE *f, size_t ops) {
   fclose(f);
 }
 
-/* nccl-tests -m 4: each iteration one group of 4 AllReduces of SBYTES, one span of SPAN_NS */
-static void write_agg(const char *dir, int group_ops) {
+/* nccl-tests -m 4: each iteration one group of 4 AllReduces of SBYTES, one span of SPAN_NS;
+ * rank `cut` (-1: none) lost the last member of its last group (a crash before it was written) */
+static void write_agg_cut(const char *dir, int group_ops, int cut) {
   for (int r = 0; r < NRANKS; r++) {
     FILE *f = open_rank(dir, r);
     for (int it = 0; it < ITERS; it++) {
       long long st = T0 + it * 1000000LL;
       for (int k = 0; k < AGG; k++)
-        op_line(f, r, it * AGG + k, "AllReduce", (long long)(SBYTES / 4), -1, it + 1, st, st + SPAN_NS, group_ops);
+        if (!(r == cut && it == ITERS - 1 && k == AGG - 1))
+          op_line(f, r, it * AGG + k, "AllReduce", (long long)(SBYTES / 4), -1, it + 1, st, st + SPAN_NS, group_ops);
     }
-    footer(f, ITERS * AGG);
+    footer(f, ITERS * AGG - (r == cut));
   }
 }
+static void write_agg(const char *dir, int group_ops) { write_agg_cut(dir, group_ops, -1); }
 
 /* PyTorch's all_to_all_single: one group of a Send and a Recv per peer (itself included); rank
  * 2 arrives LATE_NS after the others, which wait for it: its span is the shortest */
@@ -171,6 +174,22 @@ static void own_spans_stay(void **state) {
   json_decref(doc);
 }
 
+/* a group whose file ends before all its members: a row of what is there, untimed */
+static void cut_group_untimed(void **state) {
+  const char *dir = *state;
+  write_agg_cut(dir, AGG, 3);
+  json_t *doc = report_json(dir, NULL, NULL);
+  json_t *ops = json_object_get(doc, "ops");
+  json_t *g = row_named(ops, "AllReduce x4", true), *c = row_named(ops, "AllReduce x3", true);
+  assert_non_null(g);
+  assert_non_null(c);
+  assert_int_equal((int)jnum(g, "timed"), NRANKS * ITERS - 1);
+  assert_int_equal((int)jnum(c, "count"), 1);
+  assert_int_equal((int)jnum(c, "timed"), 0);
+  assert_int_equal((int)jnum(comm_of(doc, GCOMM), "instances"), ITERS);
+  json_decref(doc);
+}
+
 static void a2a_is_one_alltoall(void **state) {
   const char *dir = *state;
   write_a2a(dir);
@@ -227,6 +246,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(agg_group_row, setup_dir, teardown_dir),
       cmocka_unit_test_setup_teardown(own_spans_stay, setup_dir, teardown_dir),
+      cmocka_unit_test_setup_teardown(cut_group_untimed, setup_dir, teardown_dir),
       cmocka_unit_test_setup_teardown(a2a_is_one_alltoall, setup_dir, teardown_dir),
       cmocka_unit_test_setup_teardown(a2a_batch_detector, setup_dir, teardown_dir),
   };
