@@ -121,8 +121,8 @@ static void params_fix(struct cs_det_params *p, const struct cs_det_params *pp) 
 
 /* ---------------------------------------------------------------- whole set */
 
-int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *pp, int hang_mode,
-              struct cs_det_result *out) {
+static int detect_run(const struct cs_det_op *ops, size_t n, const struct cs_det_params *pp, int hang_mode,
+                      struct cs_det_result *out) {
   memset(out, 0, sizeof *out);
   struct cs_det_params p;
   params_fix(&p, pp);
@@ -186,7 +186,7 @@ int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params 
       for (size_t j = s0; j < s1; j++, k++) {
         GROW(mb, k, capmb);
         const struct cs_det_op *o = &ops[idx[j]];
-        mb[k] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = o->rank, .host = o->host, .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .state = o->state, .p2p = o->p2p, .bytes = o->bytes, .gap_us = gap[idx[j]]};
+        mb[k] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = o->rank, .host = o->host, .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .state = o->state, .p2p = o->p2p, .bytes = o->bytes, .gap_us = gap[idx[j]], .last_seq = o->last_seq};
       }
       if (cs_det_cstate_feed(&C, &p, seq, mb, k)) goto oom;
       s0 = s1;
@@ -208,6 +208,24 @@ oom:
   cs_det_cstate_free(&C);
   cs_det_result_free(out);
   return -1;
+}
+
+/* a group's members are one instance (detect_group.c): merged on a copy, `ops` stays as given */
+int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *pp, int hang_mode,
+              struct cs_det_result *out) {
+  bool grouped = false;
+  for (size_t i = 0; i < n && !grouped; i++) grouped = ops[i].group && ops[i].group_ops > 1;
+  if (!grouped) return detect_run(ops, n, pp, hang_mode, out);
+  struct cs_det_op *g = malloc(n * sizeof *g);
+  if (!g) {
+    memset(out, 0, sizeof *out);
+    return -1;
+  }
+  memcpy(g, ops, n * sizeof *g);
+  cs_det_group_merge(g, n);
+  int rc = detect_run(g, n, pp, hang_mode, out);
+  free(g);
+  return rc;
 }
 
 /* ---------------------------------------------------------------- streaming */

@@ -140,8 +140,9 @@ static void note_member(struct cstate *C, int64_t seq, const struct cs_det_membe
   if (!mm->host) mm->host = o->host;
   if (seq < 0) return;
   if (o->state == CS_DET_DONE || o->state == CS_DET_UNTIMED) {
-    if (seq > C->done_max[o->comm_rank]) C->done_max[o->comm_rank] = seq;
-    if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+    int64_t hi = o->last_seq > seq ? o->last_seq : seq; /* a group: through its last member */
+    if (hi > C->done_max[o->comm_rank]) C->done_max[o->comm_rank] = hi;
+    if (hi > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = hi;
   } else if (o->state == CS_DET_ENTERED) {
     if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
   } else if (o->state == CS_DET_PENDING) {

@@ -22,9 +22,21 @@
  *    values <= it. p50 of {90,95,100,100,100,100,120,300} = v[4] = 100, p99 = v[8] = 300.
  *  - algbw (GB/s) = bytes / (p50 time in s) / 1e9 = bytes / (p50_us * 1000).
  *  - busbw (GB/s) = algbw * cs_busbw_factor(op, comm_size) (nccl-tests factors, schema.h).
- *  - Communicator `instances`: distinct seq >= 0 (DESIGN.md: seq counts P2P calls too).
+ *  - Groups (tools/report/report_agg_group.c): a record with `group_ops` N > 1 shares its
+ *    GPU span with the N ops of its group on its stream; it is counted in its op's row
+ *    (`grouped`: how many such records, text mark `g`) and never timed there. One group row
+ *    per (signature, comm_size, bucket of the group's bytes) has `group_ops` N, op the
+ *    signature ("AllReduce x4", "AllReduce x2+Broadcast x1") or "AlltoAll" for a group of one
+ *    Send and one Recv per peer on one communicator, one record per rank and group, bytes the
+ *    group's (an AlltoAll: its Send bytes, nccl-tests' alltoall size), time its span, and
+ *    busbw = bytes / time x (sum of member bytes x their factor / sum of member bytes; an
+ *    AlltoAll (n-1)/n): nccl-tests -m N's busbw for the size of one member.
+ *  - Communicator `instances`: distinct seq >= 0 (DESIGN.md: seq counts P2P calls too), a
+ *    group's members that share a span counting as one (the detector's instance, under the
+ *    first member's seq).
  *  - gpu_time_ms: sum of dur_us of "gpu_event" op records / 1000 (summed over the records
- *    counted, i.e. over all ranks for the communicator table).
+ *    counted, i.e. over all ranks for the communicator table); a group member adds its share
+ *    of the span (dur_us / group_ops).
  *  - Drops per file: cs_dumpfile_drops() (max of footer and drops records).
  *  - --op NAME restricts every table to op records named NAME (case-insensitive for names
  *    of schema.h); xfer (Memcpy) records are only counted when no --op is given.

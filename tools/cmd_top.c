@@ -147,6 +147,17 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
     size_t recent = 0;
     double bw[4096];
     size_t nbw = 0;
+    /* a group's members that share one span (group_ops > 1) have no time of their own: one
+     * bandwidth per group, the sum of their bytes x factor over the span, an all-to-all's Send
+     * bytes x (n-1)/n (as the report's group rows, tools/report/report_agg_group.c) */
+    struct {
+      uint64_t group;
+      int64_t start, end;
+      uint32_t n;
+      double fb;
+      struct cs_det_a2a a2a;
+    } ga;
+    memset(&ga, 0, sizeof ga);
     for (size_t j = 0; j < p->v.nrecs; j++) {
       const struct cs_record *r = &p->v.recs[j];
       if (r->type == CS_REC_HEALTH) { /* hooks/health.c */
@@ -174,7 +185,19 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
       if (t > last) last = t;
       if (secs_between(now, t) <= 1.0) {
         recent++;
-        if (timed && r->end_ns > r->start_ns && r->op < CS_OP_COUNT && nbw < 4096)
+        if (timed && r->end_ns > r->start_ns && r->op < CS_OP_COUNT && r->group && r->group_ops > 1) {
+          if (ga.n == 0 || ga.group != r->group || ga.start != r->start_ns || ga.end != r->end_ns)
+            memset(&ga, 0, sizeof ga), ga.group = r->group, ga.start = r->start_ns, ga.end = r->end_ns;
+          ga.fb += (double)r->bytes * cs_busbw_factor((enum cs_op)r->op, r->comm_size);
+          cs_det_a2a_add(&ga.a2a, cs_op_table[r->op].cls == CS_CLASS_P2P, r->op == CS_OP_Recv, r->peer, r->comm_size,
+                         r->bytes);
+          if (++ga.n == r->group_ops && nbw < 4096) {
+            if (cs_det_a2a_ok(&ga.a2a, r->comm_size, r->comm_rank))
+              ga.fb = (double)ga.a2a.send_bytes * cs_busbw_factor(CS_OP_AlltoAll, r->comm_size);
+            bw[nbw++] = ga.fb / (double)(ga.end - ga.start);
+            ga.n = 0;
+          }
+        } else if (timed && r->end_ns > r->start_ns && r->op < CS_OP_COUNT && nbw < 4096)
           bw[nbw++] = (double)r->bytes / ((double)(r->end_ns - r->start_ns)) *
                       cs_busbw_factor((enum cs_op)r->op, r->comm_size);
       }

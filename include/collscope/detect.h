@@ -71,7 +71,62 @@ struct cs_det_op {
   bool p2p;  /* Send/Recv: counted for hangs, not for stragglers */
   uint64_t bytes;
   uint64_t stream; /* its CUDA stream: compute gaps are per (comm, stream), compute_gap.h */
+  /* groups: the record's group id (its process's, 0 when ungrouped) and how many ops of the
+   * group share its GPU span (the record's group_ops, 0 when the span is its own). The members
+   * of one group on one communicator with group_ops > 1 are ONE instance, under the first
+   * member's seq, with the group's span (cs_det_group_merge). peer and recv say which Send/Recv
+   * it is, so a group that is an all-to-all of equal splits counts as a collective
+   * (cs_det_a2a_collective). */
+  uint64_t group;
+  uint32_t group_ops;
+  int peer;
+  bool recv;
+  int64_t last_seq; /* a merged group: its last member's seq (cs_det_member), 0 otherwise */
 };
+
+/* Whether one rank's Send/Recv members of a group on a communicator of comm_size ranks are an
+ * all-to-all (PyTorch's all_to_all_single, nccl-tests' src/alltoall.cu AlltoAllRunColl): one
+ * Send and one Recv per peer, every peer of the communicator once (the rank itself may or may
+ * not be among them). Feed each member, then ask; the peers are checked by count, sum and sum
+ * of squares for each direction. Such a group is one AlltoAll of the summed Send bytes, with
+ * nccl-tests' alltoall bus factor (n-1)/n (src/alltoall.cu AlltoAllGetBw). */
+struct cs_det_a2a {
+  uint64_t nsend, nrecv, ssum, ssq, rsum, rsq, send_bytes;
+  uint64_t smin, smax; /* the smallest and largest Send */
+  bool bad;            /* a member that is not a Send/Recv, or a peer out of range */
+};
+static inline void cs_det_a2a_add(struct cs_det_a2a *a, bool p2p, bool recv, int peer, int comm_size, uint64_t bytes) {
+  if (!p2p || peer < 0 || peer >= comm_size) {
+    a->bad = true;
+    return;
+  }
+  uint64_t p = (uint64_t)peer;
+  if (recv)
+    a->nrecv++, a->rsum += p, a->rsq += p * p;
+  else {
+    if (!a->nsend || bytes < a->smin) a->smin = bytes;
+    if (!a->nsend || bytes > a->smax) a->smax = bytes;
+    a->nsend++, a->ssum += p, a->ssq += p * p, a->send_bytes += bytes;
+  }
+}
+static inline bool cs_det_a2a_ok(const struct cs_det_a2a *a, int comm_size, int comm_rank) {
+  if (a->bad || comm_size < 2 || a->nsend != a->nrecv) return false;
+  uint64_t n = (uint64_t)comm_size, sum = n * (n - 1) / 2, sq = (n - 1) * n * (2 * n - 1) / 6;
+  if (a->nsend == n - 1) { /* the rank itself left out */
+    if (comm_rank < 0 || comm_rank >= comm_size) return false;
+    sum -= (uint64_t)comm_rank, sq -= (uint64_t)comm_rank * (uint64_t)comm_rank;
+  } else if (a->nsend != n) {
+    return false;
+  }
+  return a->ssum == sum && a->rsum == sum && a->ssq == sq && a->rsq == sq;
+}
+/* An all-to-all of equal splits (all_to_all_single's, nccl-tests' alltoall) is a collective
+ * for the detector: its ranks wait for each other alike. One of uneven splits (an expert-
+ * parallel dispatch or combine: the data decides each rank's share) stays Send/Recv there:
+ * its lateness is the data's, judged at the next collective through the data-load fit. */
+static inline bool cs_det_a2a_collective(const struct cs_det_a2a *a, int comm_size, int comm_rank) {
+  return cs_det_a2a_ok(a, comm_size, comm_rank) && a->smin == a->smax;
+}
 
 struct cs_det_params {
   unsigned window;        /* COLLSCOPE_STRAGGLER_WINDOW, default 100 instances */
@@ -166,6 +221,13 @@ struct cs_det_result {
 enum { CS_DET_HANG_OFF = 0,
        CS_DET_HANG_PENDING = 1,
        CS_DET_HANG_SEEN = 2 };
+/* The members of one group (same host, rank, comm and group, group_ops > 1) made one op in
+ * place: the first member (lowest seq) gets the group's span (earliest start and enqueue,
+ * latest end), its state (failed, pending, entered, untimed over done), its bytes (an
+ * all-to-all of equal splits: the Send bytes, and it is a collective; otherwise all members',
+ * and it stays Send/Recv when they all are) and the others get seq
+ * -1 (ignored). Returns how many ops were folded into another. cs_detect() applies it to a copy. */
+size_t cs_det_group_merge(struct cs_det_op *ops, size_t n);
 /* Returns 0, or -1 when out of memory (out is then empty). `ops` is not modified. */
 int cs_detect(const struct cs_det_op *ops, size_t n, const struct cs_det_params *p, int hang_mode,
               struct cs_det_result *out);
@@ -213,6 +275,10 @@ struct cs_det_member {
   bool p2p;
   uint64_t bytes;
   double gap_us; /* compute gap before this op, -1 unknown */
+  /* a group's members as one instance (under its first member's seq): the last member's seq,
+   * which a rank that completed the group completed too (hangs: the next instance is the
+   * stuck one); 0 or below seq: the instance's seq alone */
+  int64_t last_seq;
 };
 struct cs_det_stream;
 struct cs_det_stream *cs_det_stream_new(const struct cs_det_params *p, int hang_mode); /* NULL: out of memory */

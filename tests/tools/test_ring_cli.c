@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -410,6 +411,60 @@ static void test_escaped_strings(void **st) {
   free(r);
 }
 
+/* A group of 4 AllReduces that share one span (group_ops 4, the shim's one event pair per
+ * stream): top's busbw is the group's bytes x factor over the span, not one member's bytes
+ * over the whole group's time (a quarter of it). Two groups, 400 us each, ending 100 ms ago. */
+static void test_group_busbw(void **st) {
+  (void)st;
+  unsigned me = (unsigned)geteuid();
+  struct cs_record *r = ops(0xc7, 0, 8, 400);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  int64_t now = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  for (size_t i = 0; i < 8; i++) {
+    r[i].group = 1 + i / 4;
+    r[i].group_ops = 4;
+    r[i].end_ns = now - 100000000LL + (int64_t)(i / 4) * 1000000;
+    r[i].start_ns = r[i].end_ns - 400000;
+    r[i].enqueue_ns = r[i].start_ns - 10000;
+  }
+  clean_dirs();
+  struct ring_spec g = {.name = ring_name("grp", 0, me), .job = "grp", .host = "h", .rank = 0, .pid = getpid(), .capacity = 8, .slots = 8, .recs = r, .nrecs = 8, .comm = 0xc7, .comm_size = 4};
+  write_ring(&g);
+  struct run t;
+  json_t *j = top_json(&t);
+  json_t *p = json_array_get(json_object_get(j, "processes"), 0);
+  assert_non_null(p);
+  double want = 4.0 * (4 << 20) * 1.5 / 400000.0; /* GB/s: 4 x 4 MiB x 2(n-1)/n over 400 us */
+  double got = json_real_value(json_object_get(p, "busbw_gbs"));
+  print_message("top busbw %.4f, want %.4f\n", got, want);
+  assert_true(got > want * 0.999 && got < want * 1.001);
+  json_decref(j);
+  run_free(&t);
+  /* an all-to-all: a Send and a Recv of 1 MiB per peer in one group of 8, 400 us: its Send
+   * bytes x (n-1)/n over the span (nccl-tests' alltoall rule) */
+  for (size_t i = 0; i < 8; i++) {
+    r[i].group = 1;
+    r[i].group_ops = 8;
+    r[i].op = i % 2 ? CS_OP_Recv : CS_OP_Send;
+    r[i].peer = (int)(i / 2);
+    r[i].bytes = 1 << 20;
+    r[i].end_ns = now - 100000000LL;
+    r[i].start_ns = r[i].end_ns - 400000;
+  }
+  clean_dirs();
+  write_ring(&g);
+  j = top_json(&t);
+  p = json_array_get(json_object_get(j, "processes"), 0);
+  want = 4.0 * (1 << 20) * 0.75 / 400000.0;
+  got = json_real_value(json_object_get(p, "busbw_gbs"));
+  print_message("top all-to-all busbw %.4f, want %.4f\n", got, want);
+  assert_true(got > want * 0.999 && got < want * 1.001);
+  json_decref(j);
+  run_free(&t);
+  free(r);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PATH_TO_COLLSCOPE\n", argv[0]);
@@ -425,6 +480,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_foreign_owner),
       cmocka_unit_test(test_two_jobs),
       cmocka_unit_test(test_escaped_strings),
+      cmocka_unit_test(test_group_busbw),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];

@@ -174,6 +174,9 @@ static bool fast_op(struct freader *fr, const char *buf, size_t len) {
   r.captured = s.captured;
   r.site = cached(fr, &fr->c_site, s.site, NULL, NULL);
   r.status = dump_clamp_int(s.status);
+  r.graph = s.graph;
+  r.replay = s.replay;
+  r.group_ops = s.group_ops;
   r.sdc_checked = (unsigned)s.sdc_checked;
   r.sdc_fp = s.sdc_fp;
   r.sdc_in_sum = s.sdc_in_sum;

@@ -39,6 +39,11 @@ struct cs_walk_rec {
   uint64_t bytes;
   int64_t start_ns, end_ns, enqueue_ns;
   double gap_us;
+  /* groups: the record's group (its process's id, 0 when none) and the group's ops that share
+   * its GPU span (0: the span is its own); recv: a Recv (with p2p) */
+  int64_t group;
+  uint64_t group_ops;
+  bool recv;
   unsigned sdc_checked; /* as recorded (also on a failed call) */
   uint64_t sdc_fp;
   double sdc_in_sum, sdc_in_abs, sdc_out_sum;

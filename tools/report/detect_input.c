@@ -105,6 +105,10 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
       d->p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P;
       d->bytes = o->bytes;
       d->stream = o->stream;
+      d->group = o->group > 0 ? (uint64_t)o->group : 0;
+      d->group_ops = o->group_ops > UINT32_MAX ? UINT32_MAX : (uint32_t)o->group_ops;
+      d->peer = o->peer;
+      d->recv = o->op == CS_OP_Recv;
     }
     for (size_t j = 0; j < f->nhangs; j++) {
       const struct cs_hang_rec *h = &f->hangs[j];

@@ -39,6 +39,9 @@ struct op_row {
   double algbw, busbw;        /* GB/s, valid when timed > 0 and p50 > 0 */
   double busbw_mean;          /* GB/s: size / mean x factor, valid when timed > 0 and mean > 0 */
   bool few;                   /* timed on fewer than REPORT_FEW_TIMED records (report_agg.h) */
+  size_t grouped;             /* records that were group members sharing their group's span: untimed here */
+  size_t group_ops;           /* a group row: the group's ops (its time is the group's span), 0 for an op row */
+  double factor;              /* the bus factor: nccl-tests' for op, a group row's from its members */
 };
 
 struct report;

@@ -40,6 +40,7 @@ static int cmp_row(const void *pa, const void *pb) {
     int c = strcmp(a->op_name, b->op_name);
     if (c) return c;
   }
+  if (a->group_ops != b->group_ops) return a->group_ops < b->group_ops ? -1 : 1; /* op rows, then groups */
   if (a->comm_size != b->comm_size) return a->comm_size < b->comm_size ? -1 : 1;
   if (a->bucket != b->bucket) return a->bucket < b->bucket ? -1 : 1;
   return a->model == b->model ? 0 : !a->model ? -1
@@ -82,6 +83,9 @@ static void merge_row(struct report_agg_priv *P, struct agg_row *into, struct ag
   }
   into->timed += from->timed;
   into->dur_sum += from->dur_sum;
+  into->grouped += from->grouped;
+  into->fbytes += from->fbytes;
+  into->gbytes += from->gbytes;
   free(from->exact);
   cs_hist_free(&from->dur);
   cs_hist_free(&from->bytes_hist);
@@ -123,6 +127,7 @@ uint64_t report_agg_row_bytes(const struct agg_row *r) {
 
 static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   struct report_agg *agg = P->agg;
+  agg_groups_flush(P); /* the groups the walk left open: their instances */
   /* who created each communicator (its "comm" init/split records): members with no seq, so a
    * rank that has no op record on a comm (stuck in, or before, its first call) is still a
    * member, and the hangs section names it as missing; then the shim's hang records: pending
@@ -360,6 +365,7 @@ void report_agg_free(struct report_agg *agg) {
     free(P->w);
     cs_walk_free(P->walk);
     cs_det_stream_free(P->det);
+    agg_groups_free(P);
     free(P->mem);
     free(P->dm);
     struct dense_ent *e, *t;

@@ -54,6 +54,15 @@ struct agg_row {
   size_t nexact, capexact;
   bool exact_lost;
   struct cs_hist dur;
+  /* groups (tools/report/report_agg_group.c): an op row counts its records that were group
+   * members sharing their group's GPU span (`grouped`: counted, never timed); a group row
+   * (group_ops > 0: the ops of the group, op_name its signature, op AlltoAll for an
+   * all-to-all, else -1) has one record per rank and group, timed by the group's span, and
+   * its bus factor is fbytes / gbytes (the members' bytes x their nccl-tests factor, over
+   * their bytes) */
+  size_t grouped;
+  size_t group_ops;
+  double fbytes, gbytes;
 };
 /* the row's nearest-rank percentiles: exact while it has <= AGG_EXACT timed records, else
  * from the histogram (within 0.5 %); and its nearest-rank median size */

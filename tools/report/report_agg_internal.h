@@ -12,6 +12,8 @@
 #include <uthash.h>
 
 #include "collscope/compute_gap.h"
+#include "collscope/detect.h"
+#include "collscope/schema.h"
 #include "collscope/sdc.h"
 #include "dump/instwalk.h"
 #include "xalloc.h"
@@ -20,6 +22,24 @@ struct row_key {
   const char *op_name;
   int comm_size, bucket;
   const char *model; /* --by-model: the file's GPU model (interned), else NULL */
+  size_t group_ops;  /* a group row: its ops (report_agg_group.c), 0 for an op row */
+};
+
+/* one rank's group being gathered from its file (report_agg_group.c): the members that share
+ * one GPU span (same group id and stream), complete when group_ops of them are seen */
+#define AGG_OPEN_GROUPS 8 /* per file; one more emits the oldest as it is (untimed) */
+struct gunit {
+  bool used;
+  int64_t group;
+  uint64_t stream, expect, seen, age;
+  int64_t start_ns, end_ns;
+  bool all_timed, one_comm;
+  uint64_t comm, bytes;
+  double fbytes;
+  int comm_size, comm_rank;
+  uint32_t nop[CS_OP_COUNT + 1]; /* members per op (schema order), the last: other names */
+  struct cs_det_a2a a2a;
+  const char *model;
 };
 struct row_ent {
   struct row_key k;
@@ -64,6 +84,27 @@ struct dense_comm {
   UT_hash_handle hh;
 };
 
+/* A group on one communicator, gathered from its members' instances (report_agg_walk.c): each
+ * dense rank's members folded into one, fed to the detector as ONE instance under the first
+ * member's seq when an instance of another group (or none) comes on the communicator. */
+struct gmem {
+  bool in;
+  int64_t group;
+  int comm_rank, comm_size; /* the record's own */
+  bool p2p_all;
+  uint64_t bytes;
+  struct cs_det_a2a a2a;
+  struct cs_det_member d;
+};
+struct gpend {
+  uint64_t comm;
+  bool open, counted;
+  int64_t seq;
+  struct gmem *v;
+  size_t cap;
+  UT_hash_handle hh;
+};
+
 struct worker { /* one reading thread's tables */
   struct row_ent *rows;
   struct comm_ent *comms;
@@ -84,6 +125,8 @@ struct fstate { /* one file's state across rounds */
   struct comm_ent *cc[2];
   struct crank_ent *cr[2];
   struct cs_gap_tracker gaps; /* the process's compute gaps (zeroed: none yet) */
+  struct gunit groups[AGG_OPEN_GROUPS];
+  uint64_t gage;
 };
 
 struct report_agg_priv {
@@ -101,6 +144,7 @@ struct report_agg_priv {
   size_t dmcap;
   struct dense_ent *dense;
   struct dense_comm *dcomms;
+  struct gpend *gpend; /* groups being gathered, per comm */
   bool oom;
   /* the walk of the last round's records runs on its own thread while the next is read */
   pthread_t bg;
@@ -114,6 +158,14 @@ int agg_dense_of(struct report_agg_priv *P, struct dense_comm *c, int real, int 
 int agg_real_of(struct report_agg_priv *P, uint64_t comm, int dense);
 int agg_declared_of(struct report_agg_priv *P, uint64_t comm, int size);
 
+/* groups' rows (report_agg_group.c): a member of a group that shares its span, on the reading
+ * thread; the file's open groups emitted when it is done (between rounds) */
+void agg_group_member(struct report_agg_priv *P, struct worker *W, struct fstate *F, const struct cs_dumpfile *f,
+                      const struct cs_op_rec *o);
+void agg_group_file_done(struct report_agg_priv *P, struct fstate *F);
+struct row_ent *agg_row_find(struct worker *W, const struct row_key *k, const char *op_name, int op, uint64_t bytes);
+void agg_row_dur(struct report_agg_priv *P, struct agg_row *r, double v);
+
 /* per record, on the reading threads (report_agg_record.c) */
 void agg_row_pour(struct report_agg_priv *P, struct agg_row *r);
 void agg_row_size(struct agg_row *r, uint64_t v, size_t n);
@@ -123,5 +175,8 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
 void agg_on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n);
 void agg_on_round(void *ctx, const bool *done, size_t nfiles);
 void agg_walk_join(struct report_agg_priv *P);
+/* the groups still being gathered into the detector (the walk is over), and their memory */
+void agg_groups_flush(struct report_agg_priv *P);
+void agg_groups_free(struct report_agg_priv *P);
 
 #endif

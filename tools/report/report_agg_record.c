@@ -30,7 +30,7 @@ void agg_row_pour(struct report_agg_priv *P, struct agg_row *r) {
   r->exact_lost = true;
 }
 /* one timed record's duration */
-static void row_dur(struct report_agg_priv *P, struct agg_row *r, double v) {
+void agg_row_dur(struct report_agg_priv *P, struct agg_row *r, double v) {
   if (!r->timed || v > r->dur_max) r->dur_max = v;
   r->dur_sum += v;
   r->timed++;
@@ -88,6 +88,9 @@ struct cs_walk_rec report_agg_walk_rec(const struct cs_dumpfile *f, const struct
                               .start_ns = o->start_ns,
                               .end_ns = o->end_ns,
                               .enqueue_ns = o->enqueue_ns,
+                              .group = o->group,
+                              .group_ops = o->group_ops,
+                              .recv = o->op == CS_OP_Recv,
                               .sdc_checked = o->sdc_checked,
                               .rec_rank = o->rank,
                               .sdc_fp = o->sdc_fp,
@@ -116,39 +119,47 @@ static void count_timing(struct agg_counts *c, const struct cs_op_rec *o, bool e
   }
 }
 
+/* the row of key k in the worker's table, made when new */
+struct row_ent *agg_row_find(struct worker *W, const struct row_key *k, const char *op_name, int op, uint64_t bytes) {
+  struct row_ent *re;
+  HASH_FIND(hh, W->rows, k, sizeof *k, re);
+  if (!re) {
+    re = xcalloc(1, sizeof *re);
+    re->k = *k;
+    re->r.op_name = op_name;
+    re->r.op = op;
+    re->r.comm_size = k->comm_size;
+    re->r.bucket = k->bucket;
+    re->r.model = k->model;
+    re->r.group_ops = k->group_ops;
+    re->r.bytes_min = re->r.bytes_max = bytes;
+    HASH_ADD(hh, W->rows, k, sizeof *k, re);
+  }
+  return re;
+}
+
 /* the op table's row of (op, comm size, size bucket[, GPU model]) in the worker's table */
 static void add_to_row(struct report_agg_priv *P, struct worker *W, const struct cs_dumpfile *f, const struct cs_op_rec *o,
-                       bool timed) {
+                       bool timed, bool grouped) {
   struct row_key k;
   memset(&k, 0, sizeof k);
   k.op_name = o->op_name;
   k.comm_size = o->comm_size;
   k.bucket = bucket_of(o->bytes);
   if (P->agg->by_model) k.model = f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : "unknown";
-  struct row_ent *re;
-  HASH_FIND(hh, W->rows, &k, sizeof k, re);
-  if (!re) {
-    re = xcalloc(1, sizeof *re);
-    re->k = k;
-    re->r.op_name = o->op_name;
-    re->r.op = o->op;
-    re->r.comm_size = o->comm_size;
-    re->r.bucket = k.bucket;
-    re->r.model = k.model;
-    re->r.bytes_min = re->r.bytes_max = o->bytes;
-    HASH_ADD(hh, W->rows, k, sizeof k, re);
-  }
-  struct agg_row *r = &re->r;
+  struct agg_row *r = &agg_row_find(W, &k, o->op_name, o->op, o->bytes)->r;
+  r->grouped += grouped;
   r->count++;
   if (o->bytes < r->bytes_min) r->bytes_min = o->bytes;
   if (o->bytes > r->bytes_max) r->bytes_max = o->bytes;
   agg_row_size(r, o->bytes, 1);
-  if (timed) row_dur(P, r, o->dur_us);
+  if (timed) agg_row_dur(P, r, o->dur_us);
 }
 
 /* the communicator's and the (communicator, comm rank)'s entries in the worker's tables,
  * through the file's cache of its last two of each */
-static void add_to_comm(struct fstate *F, struct worker *W, unsigned worker, const struct cs_op_rec *o, bool timed) {
+static void add_to_comm(struct fstate *F, struct worker *W, unsigned worker, const struct cs_op_rec *o, bool timed,
+                        double dur_us) {
   if (F->cw != worker + 1) {
     memset(F->cc, 0, sizeof F->cc);
     memset(F->cr, 0, sizeof F->cr);
@@ -170,7 +181,7 @@ static void add_to_comm(struct fstate *F, struct worker *W, unsigned worker, con
   ce->c.ops++;
   if (o->comm_size > ce->c.size) ce->c.size = o->comm_size;
   ce->c.bytes += o->bytes;
-  if (timed) ce->c.gpu_ms += o->dur_us / 1e3;
+  if (timed) ce->c.gpu_ms += dur_us / 1e3;
   struct crank_ent *cr = F->cr[0] && F->cr[0]->k.comm == o->comm && F->cr[0]->k.comm_rank == o->comm_rank   ? F->cr[0]
                          : F->cr[1] && F->cr[1]->k.comm == o->comm && F->cr[1]->k.comm_rank == o->comm_rank ? F->cr[1]
                                                                                                             : NULL;
@@ -192,7 +203,7 @@ static void add_to_comm(struct fstate *F, struct worker *W, unsigned worker, con
 
 /* the file's figures: ops, errors, bytes, GPU time, and the comm ranks of its largest
  * communicator */
-static void add_to_file(struct agg_file *af, const struct cs_op_rec *o, bool err, bool timed) {
+static void add_to_file(struct agg_file *af, const struct cs_op_rec *o, bool err, bool timed, double dur_us) {
   if (o->comm_rank >= 0 && o->comm_size > 0 && o->comm_rank < o->comm_size &&
       (o->comm_size > af->rcomm_size || (o->comm_size == af->rcomm_size && o->comm == af->rcomm))) {
     if (o->comm_size > af->rcomm_size || o->comm != af->rcomm) { /* a larger communicator: start again */
@@ -210,7 +221,7 @@ static void add_to_file(struct agg_file *af, const struct cs_op_rec *o, bool err
   af->ops++;
   af->errors += err;
   af->bytes += o->bytes;
-  if (timed) af->gpu_ms += o->dur_us / 1e3;
+  if (timed) af->gpu_ms += dur_us / 1e3;
 }
 
 void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o) {
@@ -244,8 +255,14 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
 
   count_timing(&W->counts, o, err);
   bool timed = o->timing == CSD_TIMING_GPU_EVENT;
+  /* a member of a group that shares its group's span has no time of its own: counted in its
+   * op's row, timed in its group's row; the communicator's and the file's GPU time get its
+   * share of the span */
+  bool grouped = o->group != 0 && o->group_ops > 1;
+  double dur = grouped ? o->dur_us / (double)o->group_ops : o->dur_us;
+  if (grouped) agg_group_member(P, W, F, f, o);
 
-  add_to_row(P, W, f, o, timed);
-  add_to_comm(F, W, worker, o, timed);
-  add_to_file(&P->agg->files[file], o, err, timed);
+  add_to_row(P, W, f, o, timed && !grouped, grouped);
+  add_to_comm(F, W, worker, o, timed, dur);
+  add_to_file(&P->agg->files[file], o, err, timed, dur);
 }

@@ -102,8 +102,144 @@ void report_agg_sdc_instance(struct agg_sdc *out, struct cs_sdc_member **mem, si
   }
 }
 
+/* ---------- groups: a group's members on a communicator are one instance ---------- */
+
+static int state_rank(int s) {
+  return s == CS_DET_FAILED ? 4 : s == CS_DET_PENDING ? 3
+                              : s == CS_DET_ENTERED   ? 2
+                              : s == CS_DET_UNTIMED   ? 1
+                                                      : 0;
+}
+static bool grouped(const struct cs_walk_rec *r) { return r->group != 0 && r->group_ops > 1; }
+
+/* the gathered group fed to the detector: one member per rank, the group's span, the
+ * all-to-all's Send bytes (a collective) or all members' bytes */
+static void group_close(struct report_agg_priv *P, struct gpend *g) {
+  if (!g->open) return;
+  g->open = false;
+  struct dense_comm *dc = agg_dense_comm_of(P, g->comm);
+  if (g->cap > P->dmcap) {
+    P->dmcap = 2 * g->cap;
+    P->dm = xrealloc(P->dm, P->dmcap * sizeof *P->dm);
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < g->cap; i++) {
+    struct gmem *x = &g->v[i];
+    if (!x->in) continue;
+    x->in = false;
+    bool a2a = cs_det_a2a_collective(&x->a2a, x->comm_size, x->comm_rank);
+    P->dm[n] = x->d;
+    P->dm[n].comm_size = (int)dc->n;
+    P->dm[n].bytes = a2a ? x->a2a.send_bytes : x->bytes;
+    P->dm[n].p2p = x->p2p_all && !a2a;
+    n++;
+  }
+  if (g->counted) {
+    struct inst_ent *ie;
+    HASH_FIND(hh, P->inst, &g->comm, sizeof g->comm, ie);
+    if (!ie) {
+      ie = xcalloc(1, sizeof *ie);
+      ie->comm = g->comm;
+      HASH_ADD(hh, P->inst, comm, sizeof g->comm, ie);
+    }
+    ie->n++;
+  }
+  if (n && P->det && cs_det_stream_instance(P->det, g->comm, g->seq, P->dm, n)) P->oom = true;
+}
+
+/* whether the instance (its first member) goes on the communicator's open group */
+static bool group_continues(struct report_agg_priv *P, struct gpend *g, const struct cs_walk_rec *m0) {
+  if (!g->open || !grouped(m0)) return false;
+  int d = agg_dense_of(P, agg_dense_comm_of(P, g->comm), m0->comm_rank, m0->comm_size);
+  return d >= 0 && (size_t)d < g->cap && g->v[d].in && g->v[d].group == m0->group;
+}
+
+static void group_add(struct report_agg_priv *P, struct gpend *g, int64_t seq, const struct cs_walk_rec *m, size_t n) {
+  struct dense_comm *dc = agg_dense_comm_of(P, g->comm);
+  if (!g->open) {
+    g->open = true;
+    g->counted = false;
+    g->seq = seq; /* the first member's: the same on every rank of a well-formed program */
+  }
+  for (size_t k = 0; k < n; k++) {
+    const struct cs_walk_rec *r = &m[k];
+    int d = agg_dense_of(P, dc, r->comm_rank, r->comm_size);
+    if (d < 0) continue;
+    if ((size_t)d >= g->cap) {
+      size_t cap = g->cap ? g->cap : 8;
+      while (cap <= (size_t)d) cap *= 2;
+      g->v = xreallocarray(g->v, cap, sizeof *g->v);
+      memset(g->v + g->cap, 0, (cap - g->cap) * sizeof *g->v);
+      g->cap = cap;
+    }
+    struct gmem *x = &g->v[d];
+    g->counted |= r->counts;
+    if (!x->in) {
+      memset(x, 0, sizeof *x);
+      x->in = true;
+      x->group = r->group;
+      x->comm_rank = r->comm_rank;
+      x->comm_size = r->comm_size;
+      x->p2p_all = true;
+      x->d = (struct cs_det_member){.comm_rank = d,
+                                    .rank = r->rank,
+                                    .host = r->host,
+                                    .start_ns = r->start_ns,
+                                    .end_ns = r->end_ns,
+                                    .enqueue_ns = r->enqueue_ns,
+                                    .state = r->det_state,
+                                    .gap_us = r->gap_us,
+                                    .last_seq = seq};
+    } else if (x->group != r->group) {
+      continue; /* a rank out of step with the others: not this group's */
+    } else {
+      if (r->start_ns && (!x->d.start_ns || r->start_ns < x->d.start_ns)) x->d.start_ns = r->start_ns;
+      if (r->end_ns > x->d.end_ns) x->d.end_ns = r->end_ns;
+      if (r->enqueue_ns && (!x->d.enqueue_ns || r->enqueue_ns < x->d.enqueue_ns)) x->d.enqueue_ns = r->enqueue_ns;
+      if (state_rank(r->det_state) > state_rank(x->d.state)) x->d.state = r->det_state;
+      if (seq > x->d.last_seq) x->d.last_seq = seq;
+    }
+    x->bytes += r->bytes;
+    x->p2p_all &= r->p2p;
+    cs_det_a2a_add(&x->a2a, r->p2p, r->recv, r->peer, r->comm_size, r->bytes);
+  }
+}
+
+void agg_groups_flush(struct report_agg_priv *P) {
+  struct gpend *g, *t;
+  HASH_ITER(hh, P->gpend, g, t)
+  group_close(P, g);
+}
+void agg_groups_free(struct report_agg_priv *P) {
+  struct gpend *g, *t;
+  HASH_ITER(hh, P->gpend, g, t) {
+    HASH_DEL(P->gpend, g);
+    free(g->v);
+    free(g);
+  }
+}
+
 void agg_on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n) {
   struct report_agg_priv *P = ctx;
+  /* a group's members (one span for all of them): gathered into one instance for the detector
+   * and the instance counts; SDC, views and balance still see each member */
+  struct gpend *g;
+  HASH_FIND(hh, P->gpend, &comm, sizeof comm, g);
+  bool grp = n > 0 && grouped(&m[0]);
+  if (g && g->open && !(grp && group_continues(P, g, &m[0]))) group_close(P, g);
+  if (grp) {
+    if (!g) {
+      g = xcalloc(1, sizeof *g);
+      g->comm = comm;
+      HASH_ADD(hh, P->gpend, comm, sizeof comm, g);
+    }
+    group_add(P, g, seq, m, n);
+    size_t nfound = P->agg->sdc.nitems;
+    report_agg_sdc_instance(&P->agg->sdc, &P->mem, &P->memcap, P->agg->op_filter, comm, seq, m, n);
+    report_views_instance(P->agg->views, comm, seq, m, n, P->agg->sdc.nitems - nfound);
+    report_balance_instance(P->agg->balance, comm, seq, m, n);
+    return;
+  }
   bool counted = false;
   for (size_t k = 0; k < n && !counted; k++) counted = m[k].counts;
   if (counted) {
@@ -187,6 +323,7 @@ void agg_on_round(void *ctx, const bool *done, size_t nfiles) {
   bool all = true;
   for (size_t i = 0; i < nfiles && i < P->nf; i++) {
     struct fstate *F = &P->fs[i];
+    if (done[i]) agg_group_file_done(P, F); /* its groups left open: their rows */
     struct cs_walk_rec *b = F->pbuf;
     size_t c = F->pcap;
     F->pbuf = F->buf;

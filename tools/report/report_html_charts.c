@@ -112,11 +112,17 @@ static void busbw_table(FILE *o, const json_t *ops, const json_t *pct, bool by_m
         "<th>p90</th><th>timed</th></tr>",
         o);
   size_t rows = 0, few = 0;
+  double grouped = 0;
   json_array_foreach((json_t *)ops, i, r) {
+    if (html_jhas(r, "grouped")) grouped += html_jnum(r, "grouped");
     if (!html_jhas(r, "busbw_gbs") || rows++ == MAX_TABLE_ROWS) continue;
-    const json_t *p = pct_row(pct, by_model ? NULL : html_jstr(r, "op"), html_jnum(r, "comm_size"), html_jnum(r, "bucket_lo"));
-    fputs("<tr><td class=\"l\">", o);
+    /* a group row (group_ops): the group's bytes over its span; no percentile band of its own */
+    bool grp = html_jhas(r, "group_ops");
+    const json_t *p =
+        grp ? NULL : pct_row(pct, by_model ? NULL : html_jstr(r, "op"), html_jnum(r, "comm_size"), html_jnum(r, "bucket_lo"));
+    fputs(grp ? "<tr data-group=\"1\"><td class=\"l\">" : "<tr><td class=\"l\">", o);
     html_esc(o, html_jstr(r, "op"));
+    if (grp) fprintf(o, " (group of %.0f)", html_jnum(r, "group_ops"));
     fprintf(o, "</td><td>%.0f</td>", html_jnum(r, "comm_size"));
     if (by_model) {
       fputs("<td class=\"l\">", o);
@@ -140,6 +146,11 @@ static void busbw_table(FILE *o, const json_t *ops, const json_t *pct, bool by_m
   if (few)
     fprintf(o, "<p data-note=\"few_timed\">* %zu row%s timed on fewer than %d records: not a measurement to compare.</p>",
             few, few == 1 ? "" : "s", REPORT_FEW_TIMED);
+  if (grouped > 0)
+    fprintf(o,
+            "<p data-note=\"grouped\">%.0f op records were members of NCCL groups that share one GPU span (one fused "
+            "launch per stream): no time of their own; the group rows have the group's bytes over its span.</p>",
+            grouped);
 }
 
 void html_chart_busbw(FILE *o, const json_t *doc) {

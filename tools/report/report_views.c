@@ -191,7 +191,9 @@ void report_views_instance(struct report_views *v, uint64_t comm, int64_t seq, c
     if (r->start_ns < tmin) tmin = r->start_ns;
     double dur = (double)(r->end_ns - r->start_ns) / 1e3;
     v->scratch[nt++] = dur;
-    if (r->bytes && !r->p2p) { /* bus bandwidth of this record, GB/s */
+    /* bus bandwidth of this record, GB/s; a group member that shares its group's span has no
+     * time of its own (the ops section's group rows have the group's) */
+    if (r->bytes && !r->p2p && r->group_ops <= 1) {
       struct bw_key key;
       memset(&key, 0, sizeof key);
       key.op_name = r->op_name, key.comm_size = r->comm_size, key.bucket = bucket_of(r->bytes);

@@ -1,8 +1,11 @@
 /* tools/report/section_ops.c: the report's "ops" section, nccl-tests style: one row per
  * (op, communicator size, message-size bucket) with nearest-rank percentiles and the mean of
  * the GPU time, algbw and busbw (definitions: tools/cmd_report.c), busbw of the mean, and a
- * `*` on a row timed on fewer than REPORT_FEW_TIMED records. Rows come from the figures
- * gathered while the dumps streamed (tools/report/report_agg.c). */
+ * `*` on a row timed on fewer than REPORT_FEW_TIMED records. Then one row per group kind
+ * (its ops, communicator size, total bytes: tools/report/report_agg_group.c) timed by the
+ * group's span; an op row's records that were members of such a group are counted, never
+ * timed with the group's span, and marked `g`. Rows come from the figures gathered while the
+ * dumps streamed (tools/report/report_agg.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,18 +34,22 @@ static void build_ops(struct report *r) {
     row->bytes_max = ar->bytes_max;
     row->bytes = report_agg_row_bytes(ar);
     row->timed = ar->timed;
+    row->grouped = ar->grouped;
+    row->group_ops = ar->group_ops;
+    row->factor = ar->group_ops  ? (ar->gbytes > 0 ? ar->fbytes / ar->gbytes : 1.0)
+                  : row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size)
+                                 : 1.0;
     if (row->timed) {
       row->p50 = report_agg_row_pct(ar, 50);
       row->p99 = report_agg_row_pct(ar, 99);
       row->max = ar->dur_max;
       if (row->p50 > 0) {
         row->algbw = (double)row->bytes / (row->p50 * 1e3);
-        row->busbw = row->algbw * (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
+        row->busbw = row->algbw * row->factor;
       }
       row->mean = ar->dur_sum / (double)row->timed;
       if (row->mean > 0)
-        row->busbw_mean = (double)row->bytes / (row->mean * 1e3) *
-                          (row->op >= 0 ? cs_busbw_factor((enum cs_op)row->op, row->comm_size) : 1.0);
+        row->busbw_mean = (double)row->bytes / (row->mean * 1e3) * row->factor;
     }
     row->few = row->timed > 0 && row->timed < REPORT_FEW_TIMED; /* (an untimed row shows no figures) */
   }
@@ -56,12 +63,16 @@ static void text_ops(const struct report *r, FILE *o) {
           "bucket_lo", "count", "timed", "p50(us)", "p99(us)", "max(us)", "mean(us)", "algbw(GB/s)",
           "busbw(GB/s)", "busbw(mean)", r->by_model ? "  gpu (the records of its ranks)" : "");
   char b[128], g[128];
-  size_t nfew = 0;
+  size_t nfew = 0, ngrouped = 0, ngroups = 0;
   for (size_t i = 0; i < r->nrows; i++) {
     const struct op_row *w = &r->rows[i];
     nfew += w->few;
+    ngrouped += w->grouped;
+    ngroups += w->group_ops > 0;
     fprintf(o, "  %13s %6d %12llu %12llu %7zu %7zu%s", cs_text_safe(w->op_name, b, sizeof b), w->comm_size,
-            (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed, w->few ? "*" : " ");
+            (unsigned long long)w->bytes, (unsigned long long)w->bucket_lo, w->count, w->timed,
+            w->few ? "*" : w->grouped ? "g"
+                                      : " ");
     char gb[128];
     g[0] = 0;
     if (r->by_model) snprintf(g, sizeof g, "  %s", cs_text_safe(w->model ? w->model : "unknown", gb, sizeof gb));
@@ -83,6 +94,13 @@ static void text_ops(const struct report *r, FILE *o) {
     fprintf(o, "  * %zu row%s timed on fewer than %d records (count `timed`): %s figures are not a measurement "
                "to compare\n",
             nfew, nfew == 1 ? "" : "s", REPORT_FEW_TIMED, nfew == 1 ? "its" : "their");
+  if (ngrouped)
+    fprintf(o, "  g %zu record%s of the rows marked g %s members of NCCL groups that share one GPU span (one\n"
+               "    fused launch per stream): no time of %s own, counted but not timed; the group rows\n"
+               "    (`OP xN`, or AlltoAll for a Send/Recv all-to-all) have the group's bytes over its span\n",
+            ngrouped, ngrouped == 1 ? "" : "s", ngrouped == 1 ? "was one of the" : "were", ngrouped == 1 ? "its" : "their");
+  else if (ngroups)
+    fprintf(o, "  group rows (`OP xN`, or AlltoAll for a Send/Recv all-to-all): the group's bytes over its span\n");
 }
 
 static json_t *json_ops(const struct report *r) {
@@ -115,6 +133,8 @@ static json_t *json_ops(const struct report *r) {
     json_object_set_new(o, "busbw_gbs", jnum_or_null(bw, w->busbw));
     json_object_set_new(o, "busbw_mean_gbs", jnum_or_null(w->timed && w->mean > 0, w->busbw_mean));
     json_object_set_new(o, "few_timed", json_boolean(w->few));
+    if (w->grouped) json_object_set_new(o, "grouped", jcount(w->grouped));
+    if (w->group_ops) json_object_set_new(o, "group_ops", jcount(w->group_ops));
     json_array_append_new(a, o);
   }
   return a;

@@ -94,4 +94,9 @@ void ring_det_op(struct cs_det_op *d, const struct cs_record *r, int rank, const
                                                             : CS_DET_UNTIMED;
   d->p2p = r->op < CS_OP_COUNT && cs_op_table[r->op].cls == CS_CLASS_P2P;
   d->bytes = r->bytes;
+  /* a group's members that share one span: one instance (analysis/detect_group.c) */
+  d->group = r->group;
+  d->group_ops = r->group_ops;
+  d->peer = r->peer;
+  d->recv = r->op == CS_OP_Recv;
 }
