@@ -517,7 +517,19 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
   for (size_t i = 0; i < x->nspans; i++) x->spans[i].ev_a = x->spans[i].ev_b = 0;
 }
 
+_Atomic int cs_captures_open;
+
+void cs_graph_capture_opening(void) { atomic_fetch_add_explicit(&cs_captures_open, 1, memory_order_acq_rel); }
+
+void cs_graph_capture_closed(void) {
+  int n = atomic_load_explicit(&cs_captures_open, memory_order_acquire);
+  while (n > 0 && !atomic_compare_exchange_weak_explicit(&cs_captures_open, &n, n - 1, memory_order_acq_rel,
+                                                         memory_order_acquire)) {
+  }
+}
+
 void cs_graph_atfork_child(void) {
+  atomic_store(&cs_captures_open, 0); /* the parent's captures are not the child's */
   /* the child has its own CUDA state: the parent's graphs, executables and events are not its */
   memset(spans, 0, sizeof(spans));
   memset(ops, 0, sizeof(ops));

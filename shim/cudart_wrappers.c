@@ -116,7 +116,9 @@ static uint8_t kind_of(int kind) {
 enum { CS_G_INSTANTIATE,
        CS_G_LAUNCH,
        CS_G_EXEC_DESTROY,
-       CS_G_DESTROY };
+       CS_G_DESTROY,
+       CS_G_CAPTURE_BEGIN,
+       CS_G_CAPTURE_END };
 
 /* the driver's own function (libcuda.so.1, or COLLSCOPE_LIBCUDA), never this library's */
 static void *find_real_drv(const char *name, void *self) {
@@ -143,7 +145,18 @@ static void *find_real_drv(const char *name, void *self) {
       } \
       __atomic_store_n(&real_##name, real_, __ATOMIC_RELEASE); \
     } \
-    if (CS_UNLIKELY(cs_cfg.disabled) || cs_tls.depth) return real_ args; \
+    if (CS_UNLIKELY(cs_cfg.disabled)) return real_ args; \
+    if ((WHAT_) == CS_G_CAPTURE_BEGIN || (WHAT_) == CS_G_CAPTURE_END) { \
+      /* counted whoever calls (also nested: the runtime's own driver call is not seen twice, \
+       * it reaches the driver through its entry-point table) */ \
+      if ((WHAT_) == CS_G_CAPTURE_BEGIN) cs_graph_capture_opening(); \
+      RET_ c_ = real_ args; \
+      if ((WHAT_) == CS_G_CAPTURE_BEGIN && c_ != OK_) cs_graph_capture_closed(); \
+      /* ended, or invalidated (901 in both APIs): the capture is over */ \
+      if ((WHAT_) == CS_G_CAPTURE_END && (c_ == OK_ || (int)c_ == 901)) cs_graph_capture_closed(); \
+      return c_; \
+    } \
+    if (cs_tls.depth) return real_ args; \
     cs_ensure_init(); \
     if (CS_UNLIKELY(!atomic_load_explicit(&cs_st.ready, memory_order_relaxed))) return real_ args; \
     cs_tls.depth++; \
@@ -170,3 +183,11 @@ static void *find_real_drv(const char *name, void *self) {
   CS_GRAPH_WRAPPER(CUresult, find_real_drv, CUDA_SUCCESS, CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND, name, params, args, \
                    W_, X_, G_)
 #include "cudart_api.def"
+
+/* The wrapper of a driver graph function by its name (shim/dlsym_hook.c), NULL if none. */
+void *cs_cudrv_wrapper(const char *name) {
+#define CUDRV_GRAPH(name_, params, args, W_, X_, G_) \
+  if (!strcmp(name, #name_)) return (void *)name_;
+#include "cudart_api.def"
+  return NULL;
+}
