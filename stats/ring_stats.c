@@ -37,7 +37,9 @@ static void add_op(struct cs_ring_stats *b, struct cs_ring_stats_writer *w, cons
   if (r->status != 0 || r->timing == CS_TIMING_ERROR) add(&s->w[offsetof(struct cs_ring_series_vals, errors) / 8], 1);
   add(&s->w[offsetof(struct cs_ring_series_vals, bytes) / 8], r->bytes);
   if (timed) {
-    uint64_t d = (uint64_t)(r->end_ns - r->start_ns);
+    /* a group's members that share one span each count its share: their series' bus bytes
+     * over their time is the group's busbw, never a member timed with the whole span */
+    uint64_t d = (uint64_t)(r->end_ns - r->start_ns) / (r->group_ops > 1 ? r->group_ops : 1);
     unsigned k = 0;
     while (k < CS_RING_BUCKETS && d > cs_ring_bucket_ns(k)) k++;
     if (k < CS_RING_BUCKETS) add(&s->w[offsetof(struct cs_ring_series_vals, bucket) / 8 + k], 1);

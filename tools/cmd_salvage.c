@@ -97,8 +97,13 @@ size_t salvage_write_dump(FILE *o, const struct ring_view *rv) {
       fprintf(o, ",\"enqueue_ns\":%lld,\"start_ns\":%lld,\"end_ns\":%lld,\"dur_us\":%.3f", (long long)r->enqueue_ns,
               timed ? (long long)r->start_ns : 0LL, timed ? (long long)r->end_ns : 0LL,
               timed ? ns_diff(r->end_ns, r->start_ns) / 1e3 : 0.0);
-      fprintf(o, ",\"timing\":\"%s\",\"captured\":%s,\"site\":\"0x%llx\",\"status\":%d}\n", cs_timing_name(r->timing),
+      fprintf(o, ",\"timing\":\"%s\",\"captured\":%s,\"site\":\"0x%llx\",\"status\":%d", cs_timing_name(r->timing),
               r->captured ? "true" : "false", (unsigned long long)r->site, r->status);
+      /* a replay's graph, a group's shared span: as the shim's writer puts them (dump_schema.h) */
+      if (r->type == CS_REC_OP && r->graph) fprintf(o, ",\"graph\":%llu", (unsigned long long)r->graph);
+      if (r->type == CS_REC_OP && r->replay) fprintf(o, ",\"replay\":%llu", (unsigned long long)r->replay);
+      if (r->type == CS_REC_OP && r->group_ops > 1) fprintf(o, ",\"group_ops\":%u", (unsigned)r->group_ops);
+      fputs("}\n", o);
       break;
     default:
       break;

@@ -462,6 +462,34 @@ static void test_group_busbw(void **st) {
   assert_true(got > want * 0.999 && got < want * 1.001);
   json_decref(j);
   run_free(&t);
+  /* salvage keeps what the shim's writer puts on such lines: the shared span's member count,
+   * and a replay's graph and number (a dump reader takes the span as the group's) */
+  r[3].graph = 5;
+  r[3].replay = 17;
+  clean_dirs();
+  g.pid = dead_pid(); /* salvage takes the rings of dead processes */
+  write_ring(&g);
+  struct run sv = run_cli("salvage", "--shm-dir", shm, "-o", out);
+  print_message("salvage: %d %s%s", WEXITSTATUS(sv.status), sv.out, sv.err);
+  assert_int_equal(WEXITSTATUS(sv.status), 0);
+  run_free(&sv);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "cat %s/*.salvage.jsonl", out);
+  FILE *f = popen(cmd, "r");
+  char line[8192];
+  size_t members = 0, replays = 0;
+  while (fgets(line, sizeof line, f)) {
+    json_t *l = json_loads(line, 0, NULL);
+    assert_non_null(l);
+    if (json_integer_value(json_object_get(l, "group_ops")) == 8) members++;
+    if (json_integer_value(json_object_get(l, "graph")) == 5 && json_integer_value(json_object_get(l, "replay")) == 17)
+      replays++;
+    json_decref(l);
+  }
+  pclose(f);
+  print_message("salvaged: %zu members with group_ops 8, %zu replay lines\n", members, replays);
+  assert_int_equal(members, 8);
+  assert_int_equal(replays, 1);
   free(r);
 }
 
