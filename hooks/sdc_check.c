@@ -244,6 +244,22 @@ void cs_sdc_group_launched(int status) {
   grp.n = 0;
 }
 
+/* The group was only simulated (ncclGroupSimulateEnd): no output check follows, and the
+ * record is dropped. A slot no kernel was launched into is free again; one whose input check
+ * was launched stays taken (the kernel may still write it) and is counted as busy. */
+void cs_sdc_group_simulated(struct cs_record *r) {
+  if (grp_p) grp.n = 0;
+  if (!r->sdc_slot) return;
+  struct sdc_ctx *x = &cs_sdc_ctxs[r->sdc_ctx - 1];
+  unsigned slot = r->sdc_slot - 1;
+  if (!x->meta[slot].launched[0] && !x->meta[slot].launched[1])
+    atomic_store_explicit(&x->state[slot], 0, memory_order_release);
+  else
+    atomic_fetch_add_explicit(&n_no_slot, 1, memory_order_relaxed);
+  r->sdc_slot = 0;
+  r->sdc_ctx = 0;
+}
+
 /* Integer sums are kept modulo 2^min(8*size, 52): exact in a double, and consistent with
  * the wrapping arithmetic of an integer reduction (readers compare modulo the same). */
 static double int_sum(uint64_t isum, int dtype) {

@@ -15,6 +15,8 @@ void cs_sdc_after_op(struct cs_call *c, int status);
  * (cs_group_launch_end): launches the grouped ops' output checks. Until the shim calls it,
  * grouped ops are not checked. */
 void cs_sdc_group_launched(int status);
+/* A record of a group ended by ncclGroupSimulateEnd, about to be dropped: its slot. */
+void cs_sdc_group_simulated(struct cs_record *r);
 /* Harvest thread: true when r's SDC results are in r (or given up: final, or failed op);
  * false while the kernels have not finished. No-op (true) for records without a slot. */
 bool cs_sdc_collect(struct cs_record *r, bool final);

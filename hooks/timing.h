@@ -142,6 +142,9 @@ void cs_group_launch_begin(void);
 void cs_group_launch_returned(int status, int inprogress_code);
 void cs_group_launch_end(int status, int inprogress_code);
 void cs_group_started(void); /* after a successful real ncclGroupStart */
+/* ncclGroupSimulateEnd ended the group: its records are dropped (each first handed to `each`);
+ * returns their number. */
+size_t cs_group_discard(void (*each)(struct cs_record *r));
 
 /* How an eligible op is timed when NCCL's profiler plugin may time it (the plugin's
  * claim, once per op):

@@ -169,6 +169,14 @@ static void group_children_wait_parent(uint64_t group) {
   pthread_mutex_unlock(&pend_lock);
 }
 
+/* A group only simulated: its children are never made. */
+static void children_forget_group(uint64_t group) {
+  pthread_mutex_lock(&pend_lock);
+  for (int i = 0; i < PENDING_MAX; i++)
+    if (pend[i].slot && pend[i].group == group) pend[i].slot = NULL;
+  pthread_mutex_unlock(&pend_lock);
+}
+
 /* The parent goes away: children not completed by then are forgotten. */
 static void children_forget(ncclComm_t parent) {
   pthread_mutex_lock(&pend_lock);
@@ -314,6 +322,25 @@ CS_EXPORT ncclResult_t ncclGroupStart(void) {
   ncclResult_t r = cs_real_ncclGroupStart();
   cs_tls.depth--;
   if (r == ncclSuccess) cs_group_started();
+  return r;
+}
+
+/* ncclGroupSimulateEnd ends the group as ncclGroupEnd does (NCCL's group depth goes down, its
+ * tasks are estimated, never launched), so the shim's group ends too: at the outermost one the
+ * group's records are dropped and counted (drops), children it queued are never made. */
+CS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
+  CS_RESOLVE(ncclGroupSimulateEnd, ncclSystemError);
+  if (cs_tls.depth || !cs_active() || cs_tls.group_depth == 0) return cs_real_ncclGroupSimulateEnd(simInfo);
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclGroupSimulateEnd(simInfo);
+  cs_tls.depth--;
+  cs_tls.group_depth--;
+  if (cs_tls.group_depth == 0) {
+    size_t n = cs_group_discard(cs_sdc_group_simulated);
+    if (n) atomic_fetch_add_explicit(&cs_st.drops, n, memory_order_relaxed);
+    cs_sdc_group_launched(-1);
+    children_forget_group(cs_tls.group_id);
+  }
   return r;
 }
 
