@@ -11,7 +11,8 @@
  *                                KIND splitnb (ncclCommSplit of a non-blocking parent, polled
  *                                with ncclCommGetAsyncError), splitgroup (ncclCommSplit inside
  *                                ncclGroupStart/End), initnb (a non-blocking
- *                                ncclCommInitRankConfig, polled)
+ *                                ncclCommInitRankConfig, polled; rank 1 calls it only after
+ *                                rank 0's call returned)
  *   simulate                     ncclGroupStart, 2 AllReduces, ncclGroupSimulateEnd, then
  *                                20 AllReduces
  *   sample                       per size (32 B, 2 KiB, 128 KiB) 6 AlltoAlls (the collective)
@@ -133,7 +134,11 @@ static void *comm_thread(void *arg) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
   if (!strcmp(kind, "splitnb") || !strcmp(kind, "initnb")) cfg.blocking = 0;
+  /* initnb: rank 1 joins only after rank 0's call returned, so rank 0's communicator is still
+   * being created when its call returns */
+  if (!strcmp(kind, "initnb") && rank == 1) pthread_barrier_wait(&bar);
   ncclResult_t r = ncclCommInitRankConfig(&parent, NDEV, uid, rank, &cfg);
+  if (!strcmp(kind, "initnb") && rank == 0) pthread_barrier_wait(&bar);
   if (r != ncclSuccess && r != ncclInProgress) CK(r);
   if (r == ncclInProgress) CK(poll_ready(parent));
   if (!strcmp(kind, "initnb")) {
