@@ -7,6 +7,9 @@
  *                                (MODE global, thread or relaxed) as the first collective
  *                                of the process, then 100 replays; prints the return codes
  *                                and the result
+ *   beside                       rank 0 captures a graph of its own work (global mode) while
+ *                                rank 1 runs its first 2 MiB AllReduce eagerly, on a
+ *                                communicator of one rank; prints the return codes
  *   comm KIND                    a communicator NCCL completes later, then 3 AllReduces on it:
  *                                KIND splitnb (ncclCommSplit of a non-blocking parent, polled
  *                                with ncclCommGetAsyncError), splitgroup (ncclCommSplit inside
@@ -112,6 +115,53 @@ static void *capture_thread(void *arg) {
   pthread_mutex_unlock(&out_lock);
   pthread_barrier_wait(&bar);
   ncclCommDestroy(comm);
+  return NULL;
+}
+
+/* beside: rank 0 captures a graph (global mode) of its own work, no NCCL in it; meanwhile
+ * rank 1 runs its first collective at the SDC size eagerly, on a communicator of its own
+ * (one rank), so collscope's SDC set-up happens during rank 0's capture */
+static void *beside_thread(void *arg) {
+  int rank = (int)(long)arg;
+  const size_t n = 1 << 19; /* 2 MiB of floats */
+  cudaStream_t s;
+  ncclComm_t solo = NULL;
+  CK(cudaSetDevice(rank));
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float *buf = dev_fill(n, 1);
+  if (!buf) CK(1);
+  if (rank == 1) {
+    ncclUniqueId own;
+    CK(ncclGetUniqueId(&own));
+    CK(ncclCommInitRank(&solo, 1, own, 0));
+  }
+  pthread_barrier_wait(&bar);
+  cudaGraph_t g = NULL;
+  int rb = 0, rm = 0, rend = 0, rc = 0;
+  if (rank == 0) {
+    rb = cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    rm = cudaMemsetAsync(buf, 0, n * sizeof(float), s);
+  }
+  pthread_barrier_wait(&bar); /* rank 0 is capturing */
+  if (rank == 1) {
+    rc = ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, solo, s);
+    CK(cudaStreamSynchronize(s));
+  }
+  pthread_barrier_wait(&bar);
+  if (rank == 0) {
+    rend = cudaStreamEndCapture(s, &g);
+    if (!rend) {
+      cudaGraphExec_t ge;
+      rend = cudaGraphInstantiate(&ge, g, 0) || cudaGraphLaunch(ge, s) || cudaStreamSynchronize(s);
+    }
+  }
+  int ok = !rb && !rm && !rend && !rc && dev_check(buf, n, rank == 0 ? 0.0f : 1.0f);
+  pthread_mutex_lock(&out_lock);
+  printf("rank %d: begin %d memset %d allreduce %d endcapture %d result %s\n", rank, rb, rm, rc, rend,
+         ok ? "ok" : "WRONG");
+  if (!ok) failed = 1;
+  pthread_mutex_unlock(&out_lock);
+  if (solo) ncclCommDestroy(solo);
   return NULL;
 }
 
@@ -239,6 +289,8 @@ int main(int argc, char **argv) {
   void *(*fn)(void *) = NULL;
   if (argc == 5 && !strcmp(argv[1], "capture"))
     fn = capture_thread;
+  else if (argc == 2 && !strcmp(argv[1], "beside"))
+    fn = beside_thread;
   else if (argc == 3 && !strcmp(argv[1], "comm"))
     fn = comm_thread;
   else if (argc == 2 && !strcmp(argv[1], "simulate"))
@@ -246,7 +298,7 @@ int main(int argc, char **argv) {
   else if (argc == 2 && !strcmp(argv[1], "sample"))
     fn = sample_thread;
   if (!fn) {
-    fprintf(stderr, "usage: callpatterns capture global|thread|relaxed 0|1 COUNT | comm splitnb|splitgroup|"
+    fprintf(stderr, "usage: callpatterns capture global|thread|relaxed 0|1 COUNT | beside | comm splitnb|splitgroup|"
                     "initnb | simulate | sample\n");
     return 2;
   }

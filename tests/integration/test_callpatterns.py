@@ -6,7 +6,9 @@ thread each) with and without the shim, on the modeled clock:
   capture   every capture mode (global, thread, relaxed), grouped and not, above and below
             the SDC size (COLLSCOPE_SDC=all): rc 0 and identical output with and without the
             shim; the captured op is counted in the footer's sdc_captured when at or above the
-            SDC size, and no SDC kernel was launched into the graph
+            SDC size, and no SDC kernel was launched into the graph; and a thread's first
+            checked collective (the SDC set-up) while another thread captures in global mode
+            leaves that capture whole
   comm      a split of a non-blocking parent, a split inside a group, a non-blocking init:
             every op on the new communicator carries its id (the same on both ranks, not
             0), size 2, its rank and seqs 0, 1, 2, and a comm record names it
@@ -80,6 +82,16 @@ def case_capture(a):
                 check(f.get("sdc_captured") == want and f.get("sdc_launches") == 0,
                       "sdc_captured %s (want %d), sdc_launches %s" % (f.get("sdc_captured"), want,
                                                                        f.get("sdc_launches")))
+    # another thread's first checked collective during a global capture: the SDC set-up
+    # (allocations) must not invalidate that capture
+    base, _ = run(a, ["beside"], False)
+    got, recs = run(a, ["beside"], True, {"COLLSCOPE_SDC": "all"})
+    print("beside: rc %d / %d with the shim" % (base.returncode, got.returncode))
+    check(base.returncode == 0, "without the shim: %s %s" % (base.stdout, base.stderr))
+    check(got.returncode == 0, "with the shim: %s %s" % (got.stdout, got.stderr))
+    check(sorted(base.stdout.splitlines()) == sorted(got.stdout.splitlines()), "output differs")
+    f = footer(recs)
+    check(f.get("sdc") == "ready" and f.get("sdc_launches") == 2, "rank 1's op checked: %s" % f)
 
 
 def case_comm(a):
