@@ -138,7 +138,8 @@ static void child_made(ncclComm_t parent, ncclComm_t *newcomm, uint64_t id, uint
   pthread_mutex_unlock(&pend_lock);
   if (i == PENDING_MAX)
     cs_log_once(CS_LOG_WARN, "more than %d communicators being created at once: ops of further ones are recorded "
-                             "without comm info", PENDING_MAX);
+                             "without comm info",
+                PENDING_MAX);
 }
 
 /* NCCL completed the children of `parent` (when not NULL) or of this thread's group `group`

@@ -79,7 +79,7 @@ static void *capture_thread(void *arg) {
   const char *m = argv_g[2];
   int grouped = atoi(argv_g[3]);
   size_t n = (size_t)atol(argv_g[4]);
-  enum cudaStreamCaptureMode mode = !strcmp(m, "global") ? cudaStreamCaptureModeGlobal
+  enum cudaStreamCaptureMode mode = !strcmp(m, "global")   ? cudaStreamCaptureModeGlobal
                                     : !strcmp(m, "thread") ? cudaStreamCaptureModeThreadLocal
                                                            : cudaStreamCaptureModeRelaxed;
   ncclComm_t comm;
