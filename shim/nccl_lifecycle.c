@@ -123,6 +123,9 @@ struct pending_child {
 };
 static struct pending_child pend[PENDING_MAX];
 static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
+/* entries in use: a poll of ncclCommGetAsyncError (a framework's watchdog, every few ms per
+ * communicator) takes no lock while no child is pending */
+static _Atomic int npend;
 
 static void child_made(ncclComm_t parent, ncclComm_t *newcomm, uint64_t id, uint64_t parent_id, ncclResult_t r) {
   if (!newcomm) return;
@@ -133,8 +136,10 @@ static void child_made(ncclComm_t parent, ncclComm_t *newcomm, uint64_t id, uint
   pthread_mutex_lock(&pend_lock);
   int i = 0;
   while (i < PENDING_MAX && pend[i].slot) i++;
-  if (i < PENDING_MAX)
+  if (i < PENDING_MAX) {
     pend[i] = (struct pending_child){newcomm, parent, id, parent_id, cs_tls.group_depth > 0 ? cs_tls.group_id : 0};
+    atomic_fetch_add(&npend, 1);
+  }
   pthread_mutex_unlock(&pend_lock);
   if (i == PENDING_MAX)
     cs_log_once(CS_LOG_WARN, "more than %d communicators being created at once: ops of further ones are recorded "
@@ -147,12 +152,14 @@ static void child_made(ncclComm_t parent, ncclComm_t *newcomm, uint64_t id, uint
 static void children_done(ncclComm_t parent, uint64_t group) {
   struct pending_child done[PENDING_MAX];
   int n = 0;
+  if (!atomic_load(&npend)) return;
   pthread_mutex_lock(&pend_lock);
   for (int i = 0; i < PENDING_MAX; i++) {
     if (!pend[i].slot) continue;
     if ((parent && pend[i].parent == parent) || (group && pend[i].group == group)) {
       done[n++] = pend[i];
       pend[i].slot = NULL;
+      atomic_fetch_sub(&npend, 1);
     }
   }
   pthread_mutex_unlock(&pend_lock);
@@ -172,17 +179,25 @@ static void group_children_wait_parent(uint64_t group) {
 
 /* A group only simulated: its children are never made. */
 static void children_forget_group(uint64_t group) {
+  if (!atomic_load(&npend)) return;
   pthread_mutex_lock(&pend_lock);
   for (int i = 0; i < PENDING_MAX; i++)
-    if (pend[i].slot && pend[i].group == group) pend[i].slot = NULL;
+    if (pend[i].slot && pend[i].group == group) {
+      pend[i].slot = NULL;
+      atomic_fetch_sub(&npend, 1);
+    }
   pthread_mutex_unlock(&pend_lock);
 }
 
 /* The parent goes away: children not completed by then are forgotten. */
 static void children_forget(ncclComm_t parent) {
+  if (!atomic_load(&npend)) return;
   pthread_mutex_lock(&pend_lock);
   for (int i = 0; i < PENDING_MAX; i++)
-    if (pend[i].slot && pend[i].parent == parent) pend[i].slot = NULL;
+    if (pend[i].slot && pend[i].parent == parent) {
+      pend[i].slot = NULL;
+      atomic_fetch_sub(&npend, 1);
+    }
   pthread_mutex_unlock(&pend_lock);
 }
 
