@@ -75,7 +75,7 @@ static inline __attribute__((always_inline)) bool cs_op_row_wants_events(const s
   uint64_t h = ((uint64_t)(uintptr_t)c ^ (bytes << 20) ^ ((uint64_t)op << 58)) * 0x9e3779b97f4a7c15ull;
   _Atomic uint64_t *w = &cs_row_counts[h >> 52]; /* (the top 12 bits: CS_ROW_SLOTS) */
   uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
-  if (CS_LIKELY((v | 15u) == (h | 15u))) {
+  if (CS_LIKELY(((v ^ h) >> 4) == 0)) { /* the same tag (all but the count bits) */
     if (CS_LIKELY((v & 15u) >= CS_ROW_TIMED)) return false;
     atomic_compare_exchange_strong_explicit(w, &v, v + 1, memory_order_relaxed, memory_order_relaxed);
     return true;
