@@ -45,9 +45,10 @@ static void comm_unrecorded(ncclComm_t comm, ncclResult_t r) {
   cs_tls.depth--;
 }
 
-/* size and rank >= 0: known from the call (an init's nranks and rank), so NCCL is not asked:
- * a communicator still being created (non-blocking, or in a group until its outermost
- * ncclGroupEnd) answers no query without waiting or failing (NCCL's ncclCommEnsureReady) */
+/* size and rank >= 0: known from the call (an init's nranks and rank). A communicator still
+ * being created (non-blocking, or in a group until its outermost ncclGroupEnd) answers no query
+ * without waiting or failing (NCCL's ncclCommEnsureReady, init.cc:2748, 379-383): then NCCL is
+ * not asked; a blocking one outside a group is ready, and asked. */
 static void comm_register_known(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r, int size,
                                 int rank);
 static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r) {
@@ -68,7 +69,7 @@ static void comm_register_known(ncclComm_t comm, uint64_t id, uint64_t parent, i
   init.parent_id = parent;
   init.nonblocking = r == ncclInProgress;
   cs_tls.depth++;
-  if (size >= 0 && rank >= 0) {
+  if (size >= 0 && rank >= 0 && (r == ncclInProgress || cs_tls.group_depth > 0)) {
     /* NCCL's device is the one current at the call (ncclCommInitRankConfig: cudaGetDevice) */
     CUdevice dev;
     init.size = size;
