@@ -49,7 +49,7 @@ static bool grp_ready(void) {
 }
 
 static _Atomic uint32_t tags;
-static _Atomic uint64_t n_launched, n_no_slot;
+static _Atomic uint64_t n_launched, n_no_slot, n_captured;
 
 /* per-communicator counters of eligible collectives (sample:N), keyed by comm id */
 static struct {
@@ -153,19 +153,31 @@ void cs_sdc_before_op(struct cs_call *c) {
   cs_log_once(CS_LOG_INFO, "SDC checks were compiled out (no nvcc when libcollscope was built)");
   return;
 #endif
-  /* graph capture is not checked; a grouped op's output check waits for the group launch
-   * (cs_sdc_group_launched; without that call the record gets its input sums only) */
-  if (r->captured || r->seq == UINT64_MAX || r->comm_size < 1) return;
+  /* a grouped op's output check waits for the group launch (cs_sdc_group_launched; without
+   * that call the record gets its input sums only) */
+  if (r->seq == UINT64_MAX || r->comm_size < 1) return;
   if (!c->count || !cs_dtype_size(c->dtype) || r->bytes < cs_cfg.sdc_min_bytes) return;
   if (!sampled(c, r->comm_id)) return;
+  /* Graph capture is not checked, and nothing collscope does may touch a capture: the
+   * stream is asked before anything else (the context's set-up allocates, which a global
+   * or thread-local capture forbids; a kernel launched now would become part of the
+   * graph). r->captured is not enough: a grouped op's is decided at the launch, and a
+   * sampled-out or profiler-timed op never asks. The skip is counted (footer
+   * sdc_captured). */
+  CUstreamCaptureStatus cst = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!r->captured) {
+    /* with COLLSCOPE_TIMING=off the shim has not loaded the driver: the checks do (once) */
+    if (CS_UNLIKELY(!cs_drv.loaded) && !cs_driver_load()) return;
+    if (cs_drv.cuStreamIsCapturing((CUstream)c->stream, &cst) != CUDA_SUCCESS) return;
+  }
+  if (r->captured || cst != CU_STREAM_CAPTURE_STATUS_NONE) {
+    atomic_fetch_add_explicit(&n_captured, 1, memory_order_relaxed);
+    return;
+  }
   int xi;
   struct sdc_ctx *x = cs_sdc_ctx_get(&xi);
   if (!x) return;
   if (cs_tls.group_depth > 0) {
-    /* a grouped op's timing (and capture check) is decided at the launch: check here */
-    CUstreamCaptureStatus cst = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (cs_drv.cuStreamIsCapturing((CUstream)c->stream, &cst) != CUDA_SUCCESS || cst != CU_STREAM_CAPTURE_STATUS_NONE)
-      return;
     if (!grp_ready()) return;                                   /* no memory to defer its output check */
     if (grp.group != r->group) grp.n = 0, grp.group = r->group; /* a new group */
     if (grp.n == SDC_GROUP_MAX) return;                         /* no room to defer its output check */
@@ -232,6 +244,22 @@ void cs_sdc_group_launched(int status) {
   grp.n = 0;
 }
 
+/* The group was only simulated (ncclGroupSimulateEnd): no output check follows, and the
+ * record is dropped. A slot no kernel was launched into is free again; one whose input check
+ * was launched stays taken (the kernel may still write it) and is counted as busy. */
+void cs_sdc_group_simulated(struct cs_record *r) {
+  if (grp_p) grp.n = 0;
+  if (!r->sdc_slot) return;
+  struct sdc_ctx *x = &cs_sdc_ctxs[r->sdc_ctx - 1];
+  unsigned slot = r->sdc_slot - 1;
+  if (!x->meta[slot].launched[0] && !x->meta[slot].launched[1])
+    atomic_store_explicit(&x->state[slot], 0, memory_order_release);
+  else
+    atomic_fetch_add_explicit(&n_no_slot, 1, memory_order_relaxed);
+  r->sdc_slot = 0;
+  r->sdc_ctx = 0;
+}
+
 /* Integer sums are kept modulo 2^min(8*size, 52): exact in a double, and consistent with
  * the wrapping arithmetic of an integer reduction (readers compare modulo the same). */
 static double int_sum(uint64_t isum, int dtype) {
@@ -279,9 +307,10 @@ bool cs_sdc_collect(struct cs_record *r, bool final) {
   return true;
 }
 
-const char *cs_sdc_standing(uint64_t *launched, uint64_t *no_slot) {
+const char *cs_sdc_standing(uint64_t *launched, uint64_t *no_slot, uint64_t *captured) {
   *launched = atomic_load(&n_launched);
   *no_slot = atomic_load(&n_no_slot);
+  *captured = atomic_load(&n_captured);
   if (cs_cfg.sdc_mode == CS_SDC_OFF) return NULL;
 #ifndef COLLSCOPE_SDC_FATBIN
   return "compiled_out";
@@ -301,10 +330,11 @@ static bool sdc_complete(struct cs_record *r, bool final) {
 const struct cs_harvest_client cs_sdc_harvest = {.name = "sdc", .complete = sdc_complete};
 
 void cs_sdc_dump_footer(const struct cs_dump_kv *kv) {
-  uint64_t launches, no_slot;
-  const char *sdc = cs_sdc_standing(&launches, &no_slot);
+  uint64_t launches, no_slot, captured;
+  const char *sdc = cs_sdc_standing(&launches, &no_slot, &captured);
   if (!sdc) return; /* COLLSCOPE_SDC=off */
   kv->str("sdc", sdc);
   kv->u64("sdc_launches", launches);
   kv->u64("sdc_no_slot", no_slot);
+  kv->u64("sdc_captured", captured);
 }

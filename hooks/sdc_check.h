@@ -15,6 +15,8 @@ void cs_sdc_after_op(struct cs_call *c, int status);
  * (cs_group_launch_end): launches the grouped ops' output checks. Until the shim calls it,
  * grouped ops are not checked. */
 void cs_sdc_group_launched(int status);
+/* A record of a group ended by ncclGroupSimulateEnd, about to be dropped: its slot. */
+void cs_sdc_group_simulated(struct cs_record *r);
 /* Harvest thread: true when r's SDC results are in r (or given up: final, or failed op);
  * false while the kernels have not finished. No-op (true) for records without a slot. */
 bool cs_sdc_collect(struct cs_record *r, bool final);
@@ -22,11 +24,12 @@ bool cs_sdc_collect(struct cs_record *r, bool final);
  * "ready" (every context set up and its kernel self-test passed), "unused" (no checked
  * collective yet), "compiled_out", "no_driver", or the first failed context's reason:
  * "setup_failed", "selftest_failed", "selftest_timeout"; with the kernel launches made
- * for checks and the checks skipped for want of a free result slot. */
-const char *cs_sdc_standing(uint64_t *launched, uint64_t *no_slot);
+ * for checks, the checks skipped for want of a free result slot, and those skipped because
+ * the collective's stream was capturing a CUDA graph. */
+const char *cs_sdc_standing(uint64_t *launched, uint64_t *no_slot, uint64_t *captured);
 /* Harvest thread: a record with an SDC slot is finished once cs_sdc_collect says so. */
 extern const struct cs_harvest_client cs_sdc_harvest;
-/* The dump footer's SDC fields (sdc, sdc_launches, sdc_no_slot; none when off). */
+/* The dump footer's SDC fields (sdc, sdc_launches, sdc_no_slot, sdc_captured; none when off). */
 void cs_sdc_dump_footer(const struct cs_dump_kv *kv);
 
 #endif

@@ -3,7 +3,8 @@
  * without them only turns the checks off), cuModuleLoadData of the embedded fatbin (on the
  * simulator: its host twin), device scratch and pinned result slots, and the kernel
  * self-test (the GPU kernel against its host twin), on a private non-blocking stream so the
- * set-up waits (at most 2 s) for that work only (sdc.h, DESIGN.md "SDC"). */
+ * set-up waits (at most 2 s) for that work only, in the relaxed capture mode so that no
+ * other thread's graph capture is touched (sdc.h, DESIGN.md "SDC"). */
 #include "sdc_internal.h"
 #include <dlfcn.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@ static struct {
   CUresult (*streamdestroy)(CUstream);
   CUresult (*devattr)(int *, CUdevice_attribute, CUdevice); /* optional: grid size */
   CUresult (*htod)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*capmode)(CUstreamCaptureMode *); /* optional: set-up beside another thread's capture */
 } fx;
 static pthread_once_t fx_once = PTHREAD_ONCE_INIT;
 
@@ -68,6 +70,7 @@ static void fx_resolve(void) {
   *(void **)&fx.streamdestroy = sym(h, "cuStreamDestroy_v2");
   *(void **)&fx.devattr = sym(h, "cuDeviceGetAttribute");
   *(void **)&fx.htod = sym(h, "cuMemcpyHtoDAsync_v2");
+  *(void **)&fx.capmode = sym(h, "cuThreadExchangeStreamCaptureMode");
   fx.ok = fx.modload && fx.getfn && fx.launch && fx.memalloc && fx.memallochost && fx.hostdevptr &&
           fx.memsetd8async && fx.streamquery && fx.streamdestroy && fx.htod && cs_drv.cuStreamCreate;
   if (!fx.ok) cs_log(CS_LOG_WARN, "%s lacks the module/launch entry points: SDC checks off", name);
@@ -265,7 +268,15 @@ struct sdc_ctx *cs_sdc_ctx_get(int *index) {
     x = &cs_sdc_ctxs[n];
     *index = n;
     atomic_store(&x->ctx, cu);
+    /* The set-up allocates and synchronises: while another thread captures a graph in
+     * global mode, CUDA refuses such calls from any thread in the default mode and
+     * invalidates that capture. This thread's calls are made in relaxed mode, so no
+     * capture is touched (the caller's own stream is never capturing here: cs_sdc_before_op
+     * asked first); the thread's mode is restored after. */
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    bool relaxed = fx.capmode && fx.capmode(&mode) == CUDA_SUCCESS;
     ctx_setup(x);
+    if (relaxed) fx.capmode(&mode);
     atomic_store_explicit(&x->ready, 1, memory_order_release);
     atomic_store_explicit(&cs_sdc_nctx, n + 1, memory_order_release);
   }

@@ -615,6 +615,19 @@ static void timing_tick(void) {
   if (cs_drv.loaded) cs_event_pools_maintain();
 }
 
+/* ncclGroupSimulateEnd ended the group: NCCL ran none of its ops, so they are no op
+ * records. Each pending record goes to `each` (what other hooks hold for it), none to the
+ * harvest thread; returns how many there were. */
+size_t cs_group_discard(void (*each)(struct cs_record *r)) {
+  struct cs_pending *p = cs_tls.pending;
+  if (!p) return 0;
+  size_t n = p->n;
+  for (size_t i = 0; i < n; i++) each(&p->recs[i]);
+  p->n = 0;
+  p->ngstreams = 0;
+  return n;
+}
+
 const struct cs_harvest_client cs_timing_harvest = {
     .name = "timing",
     .complete = timing_complete,

@@ -53,6 +53,36 @@ static inline __attribute__((always_inline)) void cs_op_comm_fill(struct cs_reco
 static inline bool cs_op_sampled_out(uint64_t bytes, uint64_t seq) {
   return bytes < cs_cfg.event_sample_bytes && (seq & cs_cfg.event_sample_mask) && cs_drv.loaded;
 }
+/* No row left blind by the sample: the first CS_ROW_TIMED sampled-out ops of every row (a
+ * communicator entry, i.e. communicator and rank; op; bytes) get events whatever their seq.
+ * Threads driving their own communicators, or ops whose seqs stride past the sample (one op
+ * kind of a repeated pattern), would otherwise leave a row without a timed record. An empty
+ * collective (0 bytes) is no row: NCCL enqueues no work for it (enqueue.cc:2554-2555), so it
+ * never gets a slot (cs_op_row_probe refuses it).
+ * One word per row in a fixed table (hash tag | count), open addressing over
+ * CS_ROW_PROBES slots: a load once the row has its CS_ROW_TIMED, a CAS before; no lock, no
+ * allocation. The row's first slot is tried inline, the others by cs_op_row_probe (rows that
+ * collide). When all its slots hold other rows, a row takes its first slot over and starts
+ * again (more events, never fewer); a lost CAS times the op anyway. Every rank calls a row's
+ * ops in the same order, so the same seqs get events on every rank. */
+#define CS_ROW_SLOTS 4096 /* power of two */
+#define CS_ROW_TIMED 4
+#define CS_ROW_PROBES 8
+extern _Atomic uint64_t cs_row_counts[CS_ROW_SLOTS];
+bool cs_op_row_probe(uint64_t h, uint64_t bytes); /* hooks/thread_state.c: the row's other slots */
+static inline __attribute__((always_inline)) bool cs_op_row_wants_events(const struct cs_comm *c, enum cs_op op,
+                                                                         uint64_t bytes) {
+  uint64_t h = ((uint64_t)(uintptr_t)c ^ (bytes << 20) ^ ((uint64_t)op << 58)) * 0x9e3779b97f4a7c15ull;
+  _Atomic uint64_t *w = &cs_row_counts[h >> 52]; /* (the top 12 bits: CS_ROW_SLOTS) */
+  uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+  if (CS_LIKELY(((v ^ h) >> 4) == 0)) { /* the same tag (all but the count bits) */
+    if (CS_LIKELY((v & 15u) >= CS_ROW_TIMED)) return false;
+    atomic_compare_exchange_strong_explicit(w, &v, v + 1, memory_order_relaxed, memory_order_relaxed);
+    return true;
+  }
+  return cs_op_row_probe(h, bytes);
+}
+_Static_assert(CS_ROW_SLOTS == 1u << 12, "cs_op_row_wants_events indexes by the hash's top 12 bits");
 static inline void cs_op_sample_out(struct cs_record *r) {
   r->enqueue_ns = cs_now_ns(CLOCK_REALTIME);
   r->timing = CS_TIMING_SAMPLED_OUT;
@@ -142,6 +172,9 @@ void cs_group_launch_begin(void);
 void cs_group_launch_returned(int status, int inprogress_code);
 void cs_group_launch_end(int status, int inprogress_code);
 void cs_group_started(void); /* after a successful real ncclGroupStart */
+/* ncclGroupSimulateEnd ended the group: its records are dropped (each first handed to `each`);
+ * returns their number. */
+size_t cs_group_discard(void (*each)(struct cs_record *r));
 
 /* How an eligible op is timed when NCCL's profiler plugin may time it (the plugin's
  * claim, once per op):

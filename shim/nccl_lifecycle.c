@@ -7,6 +7,7 @@
 #include "hooks/hooks.h"
 #include "hooks/sdc_check.h"
 #include "hooks/timing.h"
+#include <pthread.h>
 #include <string.h>
 
 static void comm_record(struct cs_comm *c, int event) {
@@ -44,7 +45,17 @@ static void comm_unrecorded(ncclComm_t comm, ncclResult_t r) {
   cs_tls.depth--;
 }
 
+/* size and rank >= 0: known from the call (an init's nranks and rank). A communicator still
+ * being created (non-blocking, or in a group until its outermost ncclGroupEnd) answers no query
+ * without waiting or failing (NCCL's ncclCommEnsureReady, init.cc:2748, 379-383): then NCCL is
+ * not asked; a blocking one outside a group is ready, and asked. */
+static void comm_register_known(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r, int size,
+                                int rank);
 static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r) {
+  comm_register_known(comm, id, parent, event, r, -1, -1);
+}
+static void comm_register_known(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r, int size,
+                                int rank) {
   if (!comm) return;
   if (!cs_active()) {
     comm_unrecorded(comm, r);
@@ -58,9 +69,17 @@ static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int eve
   init.parent_id = parent;
   init.nonblocking = r == ncclInProgress;
   cs_tls.depth++;
-  init.size = (cs_real_ncclCommCount && cs_real_ncclCommCount(comm, &v) == ncclSuccess) ? v : -1;
-  init.rank = (cs_real_ncclCommUserRank && cs_real_ncclCommUserRank(comm, &v) == ncclSuccess) ? v : -1;
-  init.device = (cs_real_ncclCommCuDevice && cs_real_ncclCommCuDevice(comm, &v) == ncclSuccess) ? v : -1;
+  if (size >= 0 && rank >= 0 && (r == ncclInProgress || cs_tls.group_depth > 0)) {
+    /* NCCL's device is the one current at the call (ncclCommInitRankConfig: cudaGetDevice) */
+    CUdevice dev;
+    init.size = size;
+    init.rank = rank;
+    init.device = cs_drv.loaded && cs_drv.cuCtxGetDevice(&dev) == CUDA_SUCCESS ? (int)dev : -1;
+  } else {
+    init.size = (cs_real_ncclCommCount && cs_real_ncclCommCount(comm, &v) == ncclSuccess) ? v : -1;
+    init.rank = (cs_real_ncclCommUserRank && cs_real_ncclCommUserRank(comm, &v) == ncclSuccess) ? v : -1;
+    init.device = (cs_real_ncclCommCuDevice && cs_real_ncclCommCuDevice(comm, &v) == ncclSuccess) ? v : -1;
+  }
   cs_tls.depth--;
   struct cs_comm *c = cs_comm_insert(comm, &init);
   if (!c) {
@@ -87,6 +106,112 @@ static uint64_t child_id(ncclComm_t parent, uint64_t salt, uint64_t *parent_id) 
   return cs_hash_bytes(buf, sizeof(buf), 1);
 }
 
+/* Children NCCL completes later. A split or shrink inside a group only queues its job: NCCL
+ * writes *newcomm when the outermost ncclGroupEnd runs the job (group.cc, ncclGroupEndInternal
+ * -> groupLaunch; the simulator: tests/sim/nccl/comm.c split_job). Of a non-blocking parent it
+ * returns ncclInProgress and writes *newcomm once the child is ready (init.cc:1612-1614, the
+ * caller polls the parent with ncclCommGetAsyncError, init.cc:2706-2710). The child's id is
+ * taken at the call (child_id: every member calls split/shrink on the parent the same number
+ * of times); the entry waits here with the slot NCCL writes, and is registered when NCCL
+ * says the child is done: the outermost ncclGroupEnd returning ncclSuccess, or
+ * ncclCommGetAsyncError of the parent reporting ncclSuccess. The slot is read only then,
+ * while NCCL's contract keeps it alive. No NCCL call is added and nothing waits. */
+#define PENDING_MAX 64
+struct pending_child {
+  ncclComm_t *slot; /* NULL: a free entry */
+  ncclComm_t parent;
+  uint64_t id, parent_id, group; /* group: the calling thread's group id, 0 outside a group */
+};
+static struct pending_child pend[PENDING_MAX];
+static pthread_mutex_t pend_lock = PTHREAD_MUTEX_INITIALIZER;
+/* entries in use: a poll of ncclCommGetAsyncError (a framework's watchdog, every few ms per
+ * communicator) takes no lock while no child is pending */
+static _Atomic int npend;
+
+static void child_made(ncclComm_t parent, ncclComm_t *newcomm, uint64_t id, uint64_t parent_id, ncclResult_t r) {
+  if (!newcomm) return;
+  if (r == ncclSuccess && cs_tls.group_depth == 0) { /* a blocking parent outside a group: done */
+    if (*newcomm) comm_register(*newcomm, id, parent_id, CS_COMM_SPLIT, r);
+    return;
+  }
+  pthread_mutex_lock(&pend_lock);
+  int i = 0;
+  while (i < PENDING_MAX && pend[i].slot) i++;
+  if (i < PENDING_MAX) {
+    pend[i] = (struct pending_child){newcomm, parent, id, parent_id, cs_tls.group_depth > 0 ? cs_tls.group_id : 0};
+    atomic_fetch_add(&npend, 1);
+  }
+  pthread_mutex_unlock(&pend_lock);
+  if (i == PENDING_MAX)
+    cs_log_once(CS_LOG_WARN, "more than %d communicators being created at once: ops of further ones are recorded "
+                             "without comm info",
+                PENDING_MAX);
+}
+
+/* NCCL completed the children of `parent` (when not NULL) or of this thread's group `group`
+ * (when not 0): register those it made (a NULL slot: NCCL_SPLIT_NOCOLOR or a failure). */
+static void children_done(ncclComm_t parent, uint64_t group) {
+  struct pending_child done[PENDING_MAX];
+  int n = 0;
+  if (!atomic_load(&npend)) return;
+  pthread_mutex_lock(&pend_lock);
+  for (int i = 0; i < PENDING_MAX; i++) {
+    if (!pend[i].slot) continue;
+    if ((parent && pend[i].parent == parent) || (group && pend[i].group == group)) {
+      done[n++] = pend[i];
+      pend[i].slot = NULL;
+      atomic_fetch_sub(&npend, 1);
+    }
+  }
+  pthread_mutex_unlock(&pend_lock);
+  for (int i = 0; i < n; i++) {
+    ncclComm_t c = __atomic_load_n(done[i].slot, __ATOMIC_ACQUIRE); /* NCCL may have written it on its thread */
+    if (c) comm_register(c, done[i].id, done[i].parent_id, CS_COMM_SPLIT, ncclSuccess);
+  }
+}
+
+/* A group that ended non-blocking (ncclInProgress): its children complete with the parent. */
+static void group_children_wait_parent(uint64_t group) {
+  pthread_mutex_lock(&pend_lock);
+  for (int i = 0; i < PENDING_MAX; i++)
+    if (pend[i].slot && pend[i].group == group) pend[i].group = 0;
+  pthread_mutex_unlock(&pend_lock);
+}
+
+/* A group only simulated: its children are never made. */
+static void children_forget_group(uint64_t group) {
+  if (!atomic_load(&npend)) return;
+  pthread_mutex_lock(&pend_lock);
+  for (int i = 0; i < PENDING_MAX; i++)
+    if (pend[i].slot && pend[i].group == group) {
+      pend[i].slot = NULL;
+      atomic_fetch_sub(&npend, 1);
+    }
+  pthread_mutex_unlock(&pend_lock);
+}
+
+/* The parent goes away: children not completed by then are forgotten. */
+static void children_forget(ncclComm_t parent) {
+  if (!atomic_load(&npend)) return;
+  pthread_mutex_lock(&pend_lock);
+  for (int i = 0; i < PENDING_MAX; i++)
+    if (pend[i].slot && pend[i].parent == parent) {
+      pend[i].slot = NULL;
+      atomic_fetch_sub(&npend, 1);
+    }
+  pthread_mutex_unlock(&pend_lock);
+}
+
+CS_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError) {
+  CS_RESOLVE(ncclCommGetAsyncError, ncclSystemError);
+  if (cs_tls.depth || cs_cfg.disabled) return cs_real_ncclCommGetAsyncError(comm, asyncError);
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclCommGetAsyncError(comm, asyncError);
+  cs_tls.depth--;
+  if (r == ncclSuccess && asyncError && *asyncError == ncclSuccess && cs_active()) children_done(comm, 0);
+  return r;
+}
+
 CS_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId) {
   CS_RESOLVE(ncclGetUniqueId, ncclSystemError);
   ncclResult_t r = cs_real_ncclGetUniqueId(uniqueId);
@@ -104,7 +229,7 @@ CS_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, nccl
   cs_tls.depth++;
   ncclResult_t r = cs_real_ncclCommInitRankConfig(comm, nranks, commId, rank, config);
   cs_tls.depth--;
-  if (started(r) && comm) comm_register(*comm, uid_hash(&commId), 0, CS_COMM_INIT, r);
+  if (started(r) && comm) comm_register_known(*comm, uid_hash(&commId), 0, CS_COMM_INIT, r, nranks, rank);
   return r;
 }
 
@@ -114,7 +239,7 @@ CS_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUnique
   cs_tls.depth++;
   ncclResult_t r = cs_real_ncclCommInitRank(comm, nranks, commId, rank);
   cs_tls.depth--;
-  if (started(r) && comm) comm_register(*comm, uid_hash(&commId), 0, CS_COMM_INIT, r);
+  if (started(r) && comm) comm_register_known(*comm, uid_hash(&commId), 0, CS_COMM_INIT, r, nranks, rank);
   return r;
 }
 
@@ -142,7 +267,7 @@ CS_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
   ncclResult_t r = cs_real_ncclCommInitRankScalable(newcomm, nranks, myrank, nId, commIds, config);
   cs_tls.depth--;
   if (started(r) && newcomm && commIds && nId > 0)
-    comm_register(*newcomm, uid_hash(&commIds[0]), 0, CS_COMM_INIT, r);
+    comm_register_known(*newcomm, uid_hash(&commIds[0]), 0, CS_COMM_INIT, r, nranks, myrank);
   return r;
 }
 
@@ -153,10 +278,10 @@ CS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
   cs_tls.depth++;
   ncclResult_t r = cs_real_ncclCommSplit(comm, color, key, newcomm, config);
   cs_tls.depth--;
+  uint64_t parent;
   if (cs_active()) {
-    uint64_t parent;
     uint64_t id = child_id(comm, (uint64_t)(uint32_t)color, &parent);
-    if (started(r) && newcomm && *newcomm) comm_register(*newcomm, id, parent, CS_COMM_SPLIT, r);
+    if (started(r)) child_made(comm, newcomm, id, parent, r);
   }
   return r;
 }
@@ -169,10 +294,10 @@ CS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, in
   cs_tls.depth++;
   ncclResult_t r = cs_real_ncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   cs_tls.depth--;
+  uint64_t parent;
   if (cs_active()) {
-    uint64_t parent;
     uint64_t id = child_id(comm, 0x5348524bULL /* "SHRK" */, &parent);
-    if (started(r) && newcomm && *newcomm) comm_register(*newcomm, id, parent, CS_COMM_SPLIT, r);
+    if (started(r)) child_made(comm, newcomm, id, parent, r);
   }
   return r;
 }
@@ -182,6 +307,7 @@ static ncclResult_t comm_end(ncclResult_t (*real)(ncclComm_t), ncclComm_t comm, 
   if (cs_tls.depth || !cs_active()) return real(comm);
   struct cs_comm *c = cs_comm_lookup(comm);
   if (c) comm_record(c, event);
+  children_forget(comm);
   cs_tls.depth++;
   cs_hooks_comm_destroying(comm);
   ncclResult_t r = real(comm);
@@ -216,6 +342,25 @@ CS_EXPORT ncclResult_t ncclGroupStart(void) {
   return r;
 }
 
+/* ncclGroupSimulateEnd ends the group as ncclGroupEnd does (NCCL's group depth goes down, its
+ * tasks are estimated, never launched), so the shim's group ends too: at the outermost one the
+ * group's records are dropped and counted (drops), children it queued are never made. */
+CS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
+  CS_RESOLVE(ncclGroupSimulateEnd, ncclSystemError);
+  if (cs_tls.depth || !cs_active() || cs_tls.group_depth == 0) return cs_real_ncclGroupSimulateEnd(simInfo);
+  cs_tls.depth++;
+  ncclResult_t r = cs_real_ncclGroupSimulateEnd(simInfo);
+  cs_tls.depth--;
+  cs_tls.group_depth--;
+  if (cs_tls.group_depth == 0) {
+    size_t n = cs_group_discard(cs_sdc_group_simulated);
+    if (n) atomic_fetch_add_explicit(&cs_st.drops, n, memory_order_relaxed);
+    cs_sdc_group_launched(-1);
+    children_forget_group(cs_tls.group_id);
+  }
+  return r;
+}
+
 CS_EXPORT ncclResult_t ncclGroupEnd(void) {
   CS_RESOLVE(ncclGroupEnd, ncclSystemError);
   if (cs_tls.depth || !cs_active() || cs_tls.group_depth == 0) return cs_real_ncclGroupEnd();
@@ -229,6 +374,12 @@ CS_EXPORT ncclResult_t ncclGroupEnd(void) {
     cs_group_launch_returned((int)r, (int)ncclInProgress); /* end events before the SDC checks */
     cs_sdc_group_launched((int)r);
     cs_group_launch_end((int)r, (int)ncclInProgress);
+    if (r == ncclSuccess)
+      children_done(NULL, cs_tls.group_id);
+    else if (r == ncclInProgress)
+      group_children_wait_parent(cs_tls.group_id);
+    else
+      children_done(NULL, cs_tls.group_id); /* failed: NCCL left the slots NULL */
   }
   return r;
 }

@@ -127,6 +127,8 @@ void cs_missing_real(const char *name) {
     struct cs_record rec_; \
     cs_op_fill(&rec_, csop, count, (int)(dtype), (int)(redop), root, peer, stream, cs_site_); \
     struct cs_comm *cs_ce_ = cs_op_start(&rec_, comm, csop, count, (int)(dtype)); \
+    if (rec_.timing == CS_TIMING_SAMPLED_OUT && cs_op_row_wants_events(cs_ce_, csop, rec_.bytes)) \
+      cs_timed_begin(&rec_, stream); /* one of its row's first: events whatever the seq */ \
     struct cs_call call_; \
     bool cs_hooked_ = cs_hooks_wanted(csop, rec_.bytes); /* no hook has work: no call to describe */ \
     cs_tls.depth++; \

@@ -192,6 +192,7 @@
   X(sdc, "sdc", STR, SOURCE, OPT, NONE) \
   X(sdc_launches, "sdc_launches", U64, SOURCE, OPT, ZERO) \
   X(sdc_no_slot, "sdc_no_slot", U64, SOURCE, OPT, ZERO) \
+  X(sdc_captured, "sdc_captured", U64, SOURCE, SKIP, ZERO) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
 #endif

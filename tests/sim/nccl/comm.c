@@ -815,13 +815,27 @@ SN_API ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncE
 }
 SN_ALIAS(ncclCommGetAsyncError)
 
+/* A query needs a ready communicator: NCCL 2.28.9's ncclCommCount, ncclCommCuDevice and
+ * ncclCommUserRank call ncclCommEnsureReady (init.cc:2748), which refuses a communicator whose
+ * non-blocking init or split is still in progress -- its asynchronous state is ncclInProgress --
+ * with a WARN and ncclInvalidArgument (init.cc:379-383); it never waits for it. A blocking
+ * communicator's state is ncclSuccess from the start (calloc; only a non-blocking group sets
+ * ncclInProgress, group.cc:711, 724). */
+static ncclResult_t query_ready(struct ncclComm *c) {
+  if (!c->blocking && atomic_load(&c->async_err) == ncclInProgress) {
+    sn_warn(c->dev, "Attempt to use communicator before the previous operation returned ncclSuccess");
+    return ncclInvalidArgument;
+  }
+  return sn_comm_ensure_ready(c);
+}
+
 /* NCCL names these checks "CommCount", "CommCuDevice", "CommUserRank" (init.cc:2744-2772) */
 #define QUERY(fnname, T, field, label)                                                      \
   SN_API ncclResult_t p##fnname(const ncclComm_t comm, T *out) {                            \
     ncclResult_t r;                                                                         \
     if ((r = sn_comm_check(comm, &#fnname[4]))) return r;                                   \
     if (ptr_check(out, &#fnname[4], label)) return ncclInvalidArgument;                     \
-    if ((r = sn_comm_ensure_ready(comm))) return r;                                         \
+    if ((r = query_ready(comm))) return r;                                                  \
     *out = comm->field;                                                                     \
     return ncclSuccess;                                                                     \
   }                                                                                         \
