@@ -221,7 +221,9 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
    * for no rank's share-last (it would always go to the lowest comm rank of the group) */
   int last = A->last_rank;
   bool tie = A->tie;
-  I->lateness = I->med - A->min_dur_us;
+  /* how long the others waited for the last: the median rank's duration over the last's; with
+   * two ranks the median is the last's own, and the wait is its peer's duration */
+  I->lateness = A->ntimed == 2 ? C->durs[0] + C->durs[1] - 2 * A->min_dur_us : I->med - A->min_dur_us;
   I->gap_last = A->last_gap_us;
   if (cs_det_dataload(C, e0, A->ntimed) > 0) {
     size_t b = e0;

@@ -241,7 +241,7 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
       if (w) {
         struct went *e = &w->e[w->n % st->p.window];
         e->last = (int)(a->durmin & ((1u << RANK_BITS) - 1));
-        e->late = ref - mn;
+        e->late = a->count == 2 ? mx - mn : ref - mn; /* two ranks: the wait is the peer's */
         e->med = ref;
         e->a = ref - own;
         bool own_gap = l->o.gap_us >= 0 && l->o.gap_us < 1e9f;

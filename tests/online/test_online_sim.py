@@ -82,6 +82,19 @@ def case_straggler(a, tmp, extra=None):
     return out
 
 
+# a 2-rank communicator: rank 1 stalled 3 ms is 3000 us late, its peer's wait (the median of
+# two durations is the last's own: the exchange measures against the peer)
+def case_pair(a, tmp):
+    env = dict(MODEL, COLLSCOPE_ONLINE_EVERY="16", COLLSCOPE_SIM_FAULTS="slow:rank=1,us=3000", COLLSCOPE_LOG="warn")
+    rc, out = run(a.cli, a.build, tmp, "dp_train", 2, "simhost[1-2]", ["--steps", "120", "--size", "256K"], env)
+    check(rc == 0, "job failed (%d)" % rc, out)
+    st = [l for l in online_lines(out) if "straggler" in l]
+    print("\n".join(st))
+    check(st and all(re.search(r"straggler rank 1 \(simhost2\)", l) for l in st), "rank 1 not named alone", out)
+    m = re.search(r"last in (\d+)% of (\d+) sampled instances, lateness (\d+) us", st[0])
+    check(m and int(m.group(3)) == 3000, "lateness %s, want 3000 us" % (m and m.group(3)), out)
+
+
 def case_straggler_sampled(a, tmp):
     # CUDA events on 1 in 4 small instances (the same seqs on every rank); the exchange's
     # stride, 48 / 16 = 3, becomes 4: every fed instance is a timed one
@@ -365,7 +378,7 @@ def main():
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        {"straggler": case_straggler, "straggler_sampled": case_straggler_sampled, "moe_kind": case_moe_kind, "sdc": case_sdc, "abort": case_abort, "off": case_off, "bytes": case_bytes,
+        {"straggler": case_straggler, "pair": case_pair, "straggler_sampled": case_straggler_sampled, "moe_kind": case_moe_kind, "sdc": case_sdc, "abort": case_abort, "off": case_off, "bytes": case_bytes,
          "failopen": case_failopen,
          **{c: (lambda a, tmp, c=c: case_one_rank(a, tmp, c)) for c in ONE_RANK_CASES}}[a.case](a, tmp)
     print("ok")

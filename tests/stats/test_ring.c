@@ -199,7 +199,7 @@ static void test_summary_block(void **st) {
   for (uint64_t i = 0; i < 210; i++) {
     struct cs_record r = mkrec(i);
     if (i == 7) r.sdc_checked = 1;
-    if (i == 8) r.status = 5; /* an error: counted, not timed */
+    if (i == 8) r.status = 5;  /* an error: counted, not timed */
     if (i >= 200 && i < 204) { /* a group of 4 sharing one 40 ns span: 10 ns each in the series */
       r.group_ops = 4;
       r.end_ns = r.start_ns + 40;
@@ -231,8 +231,8 @@ static void test_summary_block(void **st) {
   assert_int_equal(v.count, 210);
   assert_int_equal(v.errors, 1);
   assert_int_equal(v.timed, 209);
-  assert_int_equal(v.bucket[0], 209); /* 10 ns each */
-  assert_int_equal(v.dur_ns, 209 * 10); /* the group's members: a share of their span each */
+  assert_int_equal(v.bucket[0], 209);                                                    /* 10 ns each */
+  assert_int_equal(v.dur_ns, 209 * 10);                                                  /* the group's members: a share of their span each */
   assert_int_equal(cs_ring_read_series(&b->series[0][CS_OP_AllReduce][0], &v, &gen), 0); /* unchanged */
   struct cs_record side[8];
   size_t n = cs_ring_read_side(&rd, side, 8);

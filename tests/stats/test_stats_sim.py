@@ -23,13 +23,13 @@ HOST_OF = {r: "simhost%d" % (r // 2 + 1) for r in range(8)}
 
 
 def run_job(cli, apps, tmp, faults="", steps=30, env_extra=None, kill_after=None, size="256K", args=(), timeout=180,
-            app="dp_train"):
+            app="dp_train", n=8, hosts=HOSTS):
     out = os.path.join(tmp, "dumps")
     shm = os.path.join(tmp, "shm")
     os.makedirs(shm, exist_ok=True)
     env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS=faults)
     env.update(env_extra or {})
-    cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--"]
+    cmd = [cli, "run", "-n", str(n), "--hosts", hosts, "--sim", "--no-kill-on-fail", "--"]
     if kill_after:
         cmd += ["timeout", "-s", "KILL", str(kill_after)]
     cmd += [os.path.join(apps, app), "--steps", str(steps), "--size", size] + list(args)
@@ -143,6 +143,28 @@ def case_slow(cli, apps, tmp):
     assert {k: round(s[0][k], 9) for k in SLOW3MS} == {k: round(v, 9) for k, v in SLOW3MS.items()}, (s, SLOW3MS)
     assert r["hangs"] == []
     assert os.listdir(shm) == [], os.listdir(shm)  # rings removed at clean exit
+
+
+# a 2-rank communicator (a tensor- or pipeline-parallel pair): rank 1, stalled 3 ms before its
+# collectives, is last in every instance and 3000 us late: its peer's wait, in the report and in
+# `collscope top` (the median of two durations is the last's own: measured against the peer)
+PAIR3MS = {"share_last": 1.0, "lateness_us": 3000.0, "first_flag_instance": 15}
+
+
+def case_pair(cli, apps, tmp):
+    p, d, shm = run_job(cli, apps, tmp, "slow:rank=1,us=3000", steps=40, n=2, hosts="simhost[1-2]",
+                        env_extra=dict(MODEL_EVENTS, COLLSCOPE_KEEP_SHM="1"))
+    assert p.returncode == 0, p.stdout
+    r = report(cli, d)
+    print(json.dumps(r["stragglers"], indent=1))
+    s = [x for x in r["stragglers"] if x["rank"] >= 0]
+    assert len(s) == 1 and s[0]["rank"] == 1, r["stragglers"]
+    assert {k: round(s[0][k], 9) for k in PAIR3MS} == PAIR3MS, (s, PAIR3MS)
+    t = top(cli, shm)
+    p1 = t["processes"][1]
+    print(json.dumps(p1, indent=1))
+    assert [x["rank"] for x in t["stragglers"]] == [1], t["stragglers"]
+    assert p1["share_last"] == 1.0 and p1["lateness_us"] == 3000.0, p1
 
 
 # link on the modeled clock: the simhost1-simhost2 edge's 3 ms per ring step makes every
