@@ -189,10 +189,19 @@ static inline __attribute__((always_inline)) bool event_pair(uint64_t *ctx_out, 
   return true;
 }
 
+/* the calling thread's current context (NULL when none) */
+static CUcontext cs_ctx_current(void) {
+  CUcontext c = NULL;
+  return cs_drv.cuCtxGetCurrent(&c) == CUDA_SUCCESS ? c : NULL;
+}
+
 bool cs_event_pair_take(uint64_t ctx, uint64_t *ctx_out, uint64_t *a, uint64_t *b) {
   if (!ctx) return event_pair(ctx_out, a, b);
   if (!cs_cfg.timing || !cs_drv.loaded) return false;
   struct cs_evpool *p = pool_find((CUcontext)(uintptr_t)ctx);
+  /* a context whose first op is captured has no pool yet: made here (event creation is no
+   * capture-unsafe call; a graph's capture and launch are no hot path) */
+  if (!p && ctx == (uint64_t)(uintptr_t)cs_ctx_current()) p = pool_create((CUcontext)(uintptr_t)ctx);
   struct ev_pair pr;
   if (!p || !cs_queue_pop(&p->q, &pr)) return false; /* (the caller counts what it leaves untimed) */
   *a = pr.a;

@@ -5,6 +5,7 @@
 #define COLLSCOPE_TIMING_H
 #include "thread_state.h"
 #include "cuda_driver.h"
+#include "graph_timing.h"
 #include "stats/harvest.h"
 #include <string.h>
 
@@ -48,10 +49,12 @@ static inline __attribute__((always_inline)) void cs_op_comm_fill(struct cs_reco
 
 /* The CUDA-event path's sample (COLLSCOPE_EVENT_SAMPLE): a small collective whose seq is
  * outside it keeps its enqueue time and no events, the same seqs on every rank of the
- * communicator. No driver call, so a capturing stream's op is sampled_out too, not captured
- * (docs/timing.md). */
+ * communicator. No driver call: while any stream capture is open in the process
+ * (cs_captures_open, hooks/graph_timing.h) no op is sampled out, so that a captured op is
+ * bracketed in its graph and every replay timed (docs/timing.md). */
 static inline bool cs_op_sampled_out(uint64_t bytes, uint64_t seq) {
-  return bytes < cs_cfg.event_sample_bytes && (seq & cs_cfg.event_sample_mask) && cs_drv.loaded;
+  return bytes < cs_cfg.event_sample_bytes && (seq & cs_cfg.event_sample_mask) && cs_drv.loaded &&
+         !atomic_load_explicit(&cs_captures_open, memory_order_relaxed);
 }
 /* No row left blind by the sample: the first CS_ROW_TIMED sampled-out ops of every row (a
  * communicator entry, i.e. communicator and rank; op; bytes) get events whatever their seq.

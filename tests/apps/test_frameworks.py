@@ -11,9 +11,9 @@ and a timing kind: GPU-timed ("gpu_event" or "profiler") for eager and grouped c
 calls with "group" and, where several share their group's span, "group_ops"; a captured call's
 graph gives one record per replay with "graph" and "replay" (GPU-timed too).
 
-Checks that wait for behaviour not in collscope yet are marked by one of the PENDING switches
-below: while a switch is off, its failing checks print "SKIP <reason>" instead of failing. Turn a
-switch on (here, or FRAMEWORKS_EXPECT=name,name in the environment) once the behaviour is in.
+A check that waits for behaviour not in collscope yet may name a PENDING switch (below): while
+the switch is off, its failing check prints "SKIP <reason>" instead of failing
+(FRAMEWORKS_EXPECT=name,name turns switches on). None is pending now.
 
 usage: test_frameworks.py CASE --cli collscope --apps DIR
 """
@@ -33,17 +33,11 @@ N = 8
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
          "COLLSCOPE_EVENT_SAMPLE": "1"}
 
-# Behaviour the checks require that collscope does not have yet: name -> why a check waits for it.
-PENDING = {
-    # communicators created non-blocking (config.blocking = 0, as TORCH_NCCL_USE_COMM_NONBLOCKING=1)
-    # and the ones split from them: their ops carry comm 0, comm_size -1 and seq -1
-    "nonblocking_comms": "communicator identity of non-blocking and split-from-non-blocking communicators",
-    # a captured call gives one record per launch of its graph, with "graph" and "replay"
-    "replays": "one record per CUDA graph replay (graph, replay fields, GPU timing)",
-    # SDC checks on a communicator whose first collective is captured: the check's set-up
-    # allocates during the capture, which invalidates it, and the job fails
-    "sdc_capture": "SDC checks safe under stream capture (no allocation during a capture)",
-}
+# Behaviour the checks require that collscope does not have yet: name -> why a check waits for
+# it. Empty: every check is hard (communicator identity of non-blocking and split communicators,
+# one record per graph replay, SDC checks safe under capture are all in). A check keeps the
+# name of the behaviour it covers (its `pending` argument).
+PENDING = {}
 ENABLED = {x for x in os.environ.get("FRAMEWORKS_EXPECT", "").split(",") if x}
 GPU_TIMED = ("gpu_event", "profiler")
 
@@ -64,7 +58,7 @@ class Checks:
     def that(self, ok, what, pending=None):
         if ok:
             return True
-        if pending is not None and pending not in ENABLED:
+        if pending in PENDING and pending not in ENABLED:
             if not self.skipped[pending]:
                 print("SKIP %s: %s (first: %s)" % (pending, PENDING[pending], what))
             self.skipped[pending] += 1
