@@ -287,13 +287,16 @@ static void exec_free(struct cs_graph_exec *x) {
   atomic_fetch_sub(&nexecs, 1);
 }
 
+/* a communicator by its id and this process's rank in it (one process may hold several ranks
+ * of one communicator, a GPU each: ncclCommInitAll, or threads) */
 struct comm_find {
   uint64_t id;
+  int rank;
   void *key;
 };
 static void comm_find_cb(void *comm, struct cs_comm *c, void *arg) {
   struct comm_find *f = arg;
-  if (!f->key && c->id == f->id) f->key = comm;
+  if (!f->key && c->id == f->id && c->rank == f->rank) f->key = comm;
 }
 
 static int u64_cmp(const void *a, const void *b) {
@@ -401,7 +404,7 @@ void cs_graph_instantiated(void *exec, void *graph) {
   free(nodes);
   /* each op's communicator, by id (the table's lock, not this file's) */
   for (size_t j = 0; x && j < x->nops; j++) {
-    struct comm_find f = {x->ops[j].tmpl.comm_id, NULL};
+    struct comm_find f = {x->ops[j].tmpl.comm_id, x->ops[j].tmpl.comm_rank, NULL};
     if (x->ops[j].tmpl.seq != UINT64_MAX) cs_comm_foreach(comm_find_cb, &f);
     x->ops[j].comm_key = f.key;
     x->ops[j].comm = f.key ? cs_comm_lookup(f.key) : NULL;

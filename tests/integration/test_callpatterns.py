@@ -77,7 +77,16 @@ def case_capture(a):
                 check("SDC check memory" not in got.stderr, got.stderr)
                 f = footer(recs)
                 o = ops(recs)
-                check(len(o) == 2 and all(r["captured"] for r in o), "two captured records: %s" % o)
+                cap = [r for r in o if r["captured"]]
+                check(len(cap) == 2, "two captured records: %s" % cap)
+                # and every replay timed, rank by rank, the seqs following the capture's
+                for cr in (0, 1):
+                    rep = sorted((r for r in o if r.get("graph") and r["comm_rank"] == cr), key=lambda r: r["seq"])
+                    check([r["replay"] for r in rep] == list(range(1, 101)) and
+                          [r["seq"] for r in rep] == list(range(1, 101)) and
+                          all(r["timing"] == "gpu_event" for r in rep),
+                          "rank %d: replays %s" % (cr, [(r["seq"], r.get("replay"), r["timing"]) for r in rep][:8]))
+                check(len(o) == 202, "%d records, want 2 captured + 2 x 100 replays" % len(o))
                 want = 2 if count * 4 >= SDC_BYTES else 0
                 check(f.get("sdc_captured") == want and f.get("sdc_launches") == 0,
                       "sdc_captured %s (want %d), sdc_launches %s" % (f.get("sdc_captured"), want,
