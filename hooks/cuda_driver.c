@@ -2,6 +2,7 @@
  * collscope needs (see cuda_driver.h). Versioned names first (what cuda.h maps to),
  * then the legacy unversioned name. */
 #include "cuda_driver.h"
+#include "graph_timing.h"
 #include "stats/core.h"
 #include <dlfcn.h>
 #include <pthread.h>
@@ -57,6 +58,7 @@ static void drv_load_once(void) {
 #undef CS_DRV_OPT
   cs_drv.loaded = ok;
   drv_ok = ok;
+  cs_graph_sample_update(); /* the event sample applies from here */
 }
 
 bool cs_driver_load(void) {

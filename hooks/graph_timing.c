@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GT_SPANS 4096 /* captured spans (node pairs) of graphs not yet destroyed */
+#define GT_SPANS 4096 /* captured spans (node pairs) of graphs not yet destroyed (record.h graph_node: 16 bits) */
 #define GT_OPS 4096   /* captured ops of those graphs */
 #define GT_EXECS 1024 /* executables with captured ops (open addressing, power of two) */
 #define GT_MAX_CTX 32
@@ -180,7 +180,7 @@ void cs_graph_capture_begin(struct cs_record *r, void *stream) {
     capture_untimed("span table full");
     return;
   }
-  r->graph_node = (uint32_t)i + 1;
+  r->graph_node = (uint16_t)(i + 1); /* (GT_SPANS fits) */
 }
 
 void cs_graph_capture_end(struct cs_record *r, void *stream, bool ok) {
@@ -521,18 +521,40 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
 }
 
 _Atomic int cs_captures_open;
+_Atomic uint64_t cs_sample_below;
+static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void cs_graph_capture_opening(void) { atomic_fetch_add_explicit(&cs_captures_open, 1, memory_order_acq_rel); }
+/* sample_lock held */
+static void sample_set(void) {
+  bool on = cs_drv.loaded && atomic_load_explicit(&cs_captures_open, memory_order_acquire) == 0;
+  atomic_store_explicit(&cs_sample_below, on ? cs_cfg.event_sample_bytes : 0, memory_order_release);
+}
+
+void cs_graph_sample_update(void) {
+  pthread_mutex_lock(&sample_lock);
+  sample_set();
+  pthread_mutex_unlock(&sample_lock);
+}
+
+void cs_graph_capture_opening(void) {
+  pthread_mutex_lock(&sample_lock);
+  atomic_fetch_add_explicit(&cs_captures_open, 1, memory_order_acq_rel);
+  sample_set(); /* nothing sampled out from here: before the capture begins */
+  pthread_mutex_unlock(&sample_lock);
+}
 
 void cs_graph_capture_closed(void) {
-  int n = atomic_load_explicit(&cs_captures_open, memory_order_acquire);
-  while (n > 0 && !atomic_compare_exchange_weak_explicit(&cs_captures_open, &n, n - 1, memory_order_acq_rel,
-                                                         memory_order_acquire)) {
-  }
+  pthread_mutex_lock(&sample_lock);
+  if (atomic_load_explicit(&cs_captures_open, memory_order_acquire) > 0)
+    atomic_fetch_sub_explicit(&cs_captures_open, 1, memory_order_acq_rel);
+  sample_set();
+  pthread_mutex_unlock(&sample_lock);
 }
 
 void cs_graph_atfork_child(void) {
   atomic_store(&cs_captures_open, 0); /* the parent's captures are not the child's */
+  pthread_mutex_init(&sample_lock, NULL);
+  sample_set();
   /* the child has its own CUDA state: the parent's graphs, executables and events are not its */
   memset(spans, 0, sizeof(spans));
   memset(ops, 0, sizeof(ops));

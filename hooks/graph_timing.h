@@ -45,6 +45,11 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok);
 extern _Atomic int cs_captures_open;
 void cs_graph_capture_opening(void);
 void cs_graph_capture_closed(void);
+/* The event sample's size bound as the hot path reads it: COLLSCOPE_EVENT_SAMPLE_BYTES once
+ * the driver is loaded, 0 (nothing sampled out) without a driver or while a capture is open;
+ * set by cs_graph_sample_update (driver load, capture open/close; one lock, never per op). */
+extern _Atomic uint64_t cs_sample_below;
+void cs_graph_sample_update(void);
 
 void cs_graph_atfork_child(void);
 

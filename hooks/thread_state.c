@@ -5,7 +5,8 @@
 #include "timing.h"
 #include <unistd.h>
 
-__thread struct cs_tls cs_tls;
+/* (last_comm starts at an entry that matches nothing: the hot path tests no NULL) */
+__thread struct cs_tls cs_tls = {.last_comm = &cs_comm_none};
 
 /* the event sample's per-row counts of timed ops (timing.h cs_op_row_wants_events) */
 _Atomic uint64_t cs_row_counts[CS_ROW_SLOTS];

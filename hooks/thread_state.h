@@ -16,7 +16,8 @@ struct cs_tls {
   int park_exempt;            /* the thread that set cs_st.park (it aborts and exits) */
   struct cs_record *prof_cur; /* cs_prof_cur (shim/cs_internal.h) */
   void *site;                 /* call site of the NCCL_OP wrapper entered last (shim/nccl_wrappers.c) */
-  struct cs_comm *last_comm;  /* the communicator entry this thread used last (hooks/timing.c) */
+  struct cs_comm *last_comm;  /* the communicator entry this thread used last, never NULL: &cs_comm_none
+                               * until there is one (hooks/timing.c) */
   void *last_pool;            /* the event pool this thread used last (hooks/timing.c) */
 };
 /* Initial-exec TLS: the wrappers reach it with one %fs-relative access, no __tls_get_addr

@@ -296,8 +296,10 @@ struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm) {
   void *stream = (void *)(uintptr_t)r->stream;
   /* the entry this thread used last, while it still holds this communicator */
   struct cs_comm *c = cs_tls.last_comm;
-  if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm))
-    c = cs_tls.last_comm = cs_comm_lookup(comm);
+  if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm)) {
+    c = cs_comm_lookup(comm);
+    cs_tls.last_comm = c ? c : &cs_comm_none;
+  }
   if (c) {
     cs_op_comm_fill(r, c);
   } else {

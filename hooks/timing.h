@@ -49,12 +49,12 @@ static inline __attribute__((always_inline)) void cs_op_comm_fill(struct cs_reco
 
 /* The CUDA-event path's sample (COLLSCOPE_EVENT_SAMPLE): a small collective whose seq is
  * outside it keeps its enqueue time and no events, the same seqs on every rank of the
- * communicator. No driver call: while any stream capture is open in the process
- * (cs_captures_open, hooks/graph_timing.h) no op is sampled out, so that a captured op is
- * bracketed in its graph and every replay timed (docs/timing.md). */
+ * communicator. No driver call: the size below which ops are sampled (cs_sample_below,
+ * hooks/graph_timing.h) is COLLSCOPE_EVENT_SAMPLE_BYTES once the driver is loaded, and 0
+ * while any stream capture is open in the process, so that a captured op is bracketed in its
+ * graph and every replay timed (docs/timing.md). */
 static inline bool cs_op_sampled_out(uint64_t bytes, uint64_t seq) {
-  return bytes < cs_cfg.event_sample_bytes && (seq & cs_cfg.event_sample_mask) && cs_drv.loaded &&
-         !atomic_load_explicit(&cs_captures_open, memory_order_relaxed);
+  return bytes < atomic_load_explicit(&cs_sample_below, memory_order_relaxed) && (seq & cs_cfg.event_sample_mask);
 }
 /* No row left blind by the sample: the first CS_ROW_TIMED sampled-out ops of every row (a
  * communicator entry, i.e. communicator and rank; op; bytes) get events whatever their seq.
@@ -73,13 +73,19 @@ static inline bool cs_op_sampled_out(uint64_t bytes, uint64_t seq) {
 #define CS_ROW_PROBES 8
 extern _Atomic uint64_t cs_row_counts[CS_ROW_SLOTS];
 bool cs_op_row_probe(uint64_t h, uint64_t bytes); /* hooks/thread_state.c: the row's other slots */
-static inline __attribute__((always_inline)) bool cs_op_row_wants_events(const struct cs_comm *c, enum cs_op op,
+static inline __attribute__((always_inline)) bool cs_op_row_wants_events(struct cs_comm *c, enum cs_op op,
                                                                          uint64_t bytes) {
+  /* the communicator's last row found full (its own ops only: NCCL's one-thread-at-a-time rule) */
+  uint64_t key = bytes << 8 | (uint64_t)op;
+  if (CS_LIKELY(c != NULL) && atomic_load_explicit(&c->row_full, memory_order_relaxed) == key) return false;
   uint64_t h = ((uint64_t)(uintptr_t)c ^ (bytes << 20) ^ ((uint64_t)op << 58)) * 0x9e3779b97f4a7c15ull;
   _Atomic uint64_t *w = &cs_row_counts[h >> 52]; /* (the top 12 bits: CS_ROW_SLOTS) */
   uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
   if (CS_LIKELY(((v ^ h) >> 4) == 0)) { /* the same tag (all but the count bits) */
-    if (CS_LIKELY((v & 15u) >= CS_ROW_TIMED)) return false;
+    if (CS_LIKELY((v & 15u) >= CS_ROW_TIMED)) {
+      if (c) atomic_store_explicit(&c->row_full, key, memory_order_relaxed);
+      return false;
+    }
     atomic_compare_exchange_strong_explicit(w, &v, v + 1, memory_order_relaxed, memory_order_relaxed);
     return true;
   }
@@ -97,8 +103,9 @@ static inline void cs_op_sample_out(struct cs_record *r) {
  * only. Anything else is cs_op_start_slow's. */
 static inline __attribute__((always_inline)) struct cs_comm *cs_op_start(struct cs_record *r, void *comm,
                                                                          enum cs_op op, size_t count, int dtype) {
+  /* never NULL, and no entry's key is NULL: a key that matches is this (non-NULL) comm's */
   struct cs_comm *c = cs_tls.last_comm;
-  if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm ||
+  if (CS_UNLIKELY(atomic_load_explicit(&c->key, memory_order_acquire) != comm ||
                   cs_tls.group_depth > 0 || atomic_load_explicit(&cs_timing_plugin_on, memory_order_relaxed)))
     return cs_op_start_slow(r, comm);
   cs_op_comm_fill(r, c);

@@ -291,7 +291,7 @@ static void *task_start(struct cs_record *r, uint8_t nch, const char *algo, cons
     if (!gen) gen = 1;
     atomic_store_explicit(&s->gen, gen, memory_order_release);
     r->prof_slot = idx + 1;
-    r->prof_gen = gen;
+    r->prof_gen = (uint32_t)gen;
     r->nchannels = nch;
     r->algo = algo_code(algo);
     r->proto = proto_code(proto);
@@ -481,7 +481,7 @@ static bool slot_done(struct prof_slot *s, bool final, bool kernel_ran, uint64_t
 bool cs_prof_collect(struct cs_record *r, bool final) {
   if (!r->prof_want) return true;
   struct prof_slot *s = r->prof_slot ? &slots[(r->prof_slot - 1) & (PROF_SLOTS - 1)] : NULL;
-  if (s && atomic_load_explicit(&s->gen, memory_order_acquire) != r->prof_gen) s = NULL; /* cannot happen while pinned */
+  if (s && (uint32_t)atomic_load_explicit(&s->gen, memory_order_acquire) != r->prof_gen) s = NULL; /* cannot happen while pinned */
   uint64_t t0 = UINT64_MAX, span = 0;
   if (r->prof_probe) {                                                                /* probation: the events time the record; keep the plugin's span aside */
     bool failed = r->timing != CS_TIMING_PENDING && r->timing != CS_TIMING_GPU_EVENT; /* call failed: no stop may come */

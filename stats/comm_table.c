@@ -64,6 +64,8 @@ struct cs_comm *cs_comm_insert(void *comm, const struct cs_comm *init) {
   return c;
 }
 
+struct cs_comm cs_comm_none = {.key = TOMBSTONE, .id = 0, .size = -1, .rank = -1, .device = -1};
+
 void cs_comm_remove(void *comm) {
   pthread_mutex_lock(&insert_lock);
   struct cs_comm *c = cs_comm_lookup(comm);

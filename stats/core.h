@@ -132,6 +132,9 @@ struct cs_comm {
   _Atomic uint64_t seq;
   _Atomic uint64_t splits; /* ncclCommSplit/Shrink calls on this comm (child ids) */
   bool nonblocking;        /* its init/split returned ncclInProgress (config blocking = 0) */
+  /* hooks/timing.h: the (bytes << 8 | op) row of this communicator last found to have its
+   * timed ops (the event sample's row rule), 0 when none */
+  _Atomic uint64_t row_full;
 };
 /* The communicator's next seq, taken by the thread calling NCCL on it: a load and a store,
  * no locked read-modify-write (~7 ns), since NCCL forbids issuing operations to one
@@ -145,6 +148,9 @@ static inline uint64_t cs_comm_seq_take(struct cs_comm *c) {
 /* Lock-free (an acquire load of the key): the entry found is complete. Its fields stay valid
  * while the caller holds the communicator (NCCL forbids using one being destroyed). */
 struct cs_comm *cs_comm_lookup(void *comm);
+/* An entry no communicator matches (its key is no ncclComm_t): what a thread's cache of its
+ * last entry holds until it has one, so the hot path needs no NULL test. Never written. */
+extern struct cs_comm cs_comm_none;
 /* A new entry for comm with init's id, parent_id, size, rank, device and nonblocking (index
  * from cs_st.comm_index; seq and splits start at 0), published complete: a reader on another thread sees no entry
  * or this one whole. NULL when the table is full. */

@@ -90,16 +90,42 @@ struct cs_record {
   uint8_t event;       /* CS_REC_COMM: enum cs_comm_event; CS_REC_XFER: enum cs_xfer_kind */
   uint8_t async;       /* CS_REC_XFER: async API */
   uint8_t api;         /* CS_REC_XFER: index into the cudart table */
-  int32_t dtype;       /* ncclDataType_t, -1 for none */
+  int8_t dtype;        /* ncclDataType_t, -1 for none */
+  /* silent-data-corruption checks (hooks/sdc_check.c); valid when sdc_checked != 0 */
+  uint8_t sdc_checked; /* bit 0: fingerprint and out_sum valid, bit 1: in_sum/in_abs valid */
+  uint8_t sdc_ctx;     /* internal: 1 + hooks/sdc_check.c context index while results are pending */
+  uint8_t prof_probe;  /* internal: COLLSCOPE_TIMING=auto probation op, timed by CUDA events
+                        * AND the profiler plugin (1; 2 once the plugin's stamps are in) */
+  uint8_t comm_nb;     /* internal: its communicator is non-blocking (NCCL launches its
+                        * work on its own thread: the profiler plugin cannot be matched) */
+  /* NCCL profiler plugin (shim/profiler.c); algo/proto/nchannels 0 when not known */
+  uint8_t algo;  /* enum cs_algo */
+  uint8_t proto; /* enum cs_proto */
+  uint8_t nchannels;
+  int16_t device;
+  int16_t status;      /* return code of the call (ncclResult_t, cudaError_t, CUresult) */
+  uint8_t prof_want;   /* internal: 1 while the op waits for the profiler to time it */
+  uint8_t spare;       /* (zero) */
+  uint16_t graph_node; /* internal: 1 + hooks/graph_timing.c span slot of a captured op, 0 when none */
   int32_t redop;       /* ncclRedOp_t, -1 for none */
-  int32_t status;      /* return code of the call */
   int32_t comm_size;
   int32_t comm_rank;
   int32_t root;
   int32_t peer;
-  int32_t device;
+  uint32_t sdc_slot;  /* internal: 1 + result slot while pending, 0 when none */
+  uint32_t prof_slot; /* internal: 1 + shim/profiler.c event slot, 0 when none */
+  uint32_t prof_gen;  /* internal: that slot's generation (its low 32 bits) */
+  /* groups (hooks/timing.c): how many ops of this record's group share its GPU span (one event
+   * pair on their stream brackets all of them), 0 when the span is the op's own */
+  uint32_t group_ops;
+  /* a CUDA graph replay (hooks/graph_timing.c): its number, 1 for the executable's first
+   * launch, 0 when the op is eager */
+  uint32_t replay;
   uint64_t comm_id;
-  uint64_t parent_id; /* CS_REC_COMM split/shrink */
+  union {
+    uint64_t parent_id; /* CS_REC_COMM split/shrink */
+    uint64_t graph;     /* CS_REC_OP, a replay: its executable graph's id (0 for an eager op) */
+  };
   uint64_t seq;
   uint64_t count;
   uint64_t bytes;
@@ -109,39 +135,19 @@ struct cs_record {
   int64_t enqueue_ns; /* CLOCK_REALTIME */
   int64_t start_ns;   /* CLOCK_REALTIME, aligned from the GPU clock */
   int64_t end_ns;
-  /* silent-data-corruption checks (hooks/sdc_check.c); valid when sdc_checked != 0 */
-  uint8_t sdc_checked;  /* bit 0: fingerprint and out_sum valid, bit 1: in_sum/in_abs valid */
-  uint8_t sdc_ctx;      /* internal: 1 + hooks/sdc_check.c context index while results are pending */
-  uint8_t prof_probe;   /* internal: COLLSCOPE_TIMING=auto probation op, timed by CUDA events
-                          * AND the profiler plugin (1; 2 once the plugin's stamps are in) */
-  uint8_t comm_nb;      /* internal: its communicator is non-blocking (NCCL launches its
-                          * work on its own thread: the profiler plugin cannot be matched) */
-  uint32_t sdc_slot;    /* internal: 1 + result slot while pending, 0 when none */
   uint64_t fingerprint; /* order-independent hash of the output bytes */
   double in_sum;        /* fp64 sum of this rank's input (before the op) */
   double in_abs;        /* fp64 sum of |input| (tolerance) */
   double out_sum;       /* fp64 sum of this rank's output */
   uint64_t ev_start;    /* internal: CUevent handles, 0 when none */
   uint64_t ev_end;
-  uint64_t ctx; /* internal: CUcontext of the events */
-  /* NCCL profiler plugin (shim/profiler.c); algo/proto/nchannels 0 when not known */
-  uint8_t algo;  /* enum cs_algo */
-  uint8_t proto; /* enum cs_proto */
-  uint8_t nchannels;
-  uint8_t prof_want;     /* internal: 1 while the op waits for the profiler to time it */
-  uint32_t prof_slot;    /* internal: 1 + shim/profiler.c event slot, 0 when none */
-  uint64_t prof_gen;     /* internal: that slot's generation */
+  uint64_t ctx;          /* internal: CUcontext of the events */
   int64_t prof_start_ns; /* internal: a probation op's profiler-timed span (CLOCK_REALTIME) */
   int64_t prof_end_ns;
-  /* CUDA graphs (hooks/graph_timing.c): a replay of a captured op names its executable graph
-   * (an id, 0 for an eager op) and its replay number (1 for the first launch, 0 when eager) */
-  uint64_t graph;
-  uint64_t replay;
-  /* groups (hooks/timing.c): how many ops of this record's group share its GPU span (one event
-   * pair on their stream brackets all of them), 0 when the span is the op's own */
-  uint32_t group_ops;
-  uint32_t graph_node; /* internal: 1 + hooks/graph_timing.c node slot of a captured op, 0 when none */
 };
+/* 14 lines of 16 bytes: the hot path zeroes it and copies it into the record queue
+ * (hooks/timing.h cs_record_zero, stats/queue.h); each line more costs every call */
+_Static_assert(sizeof(struct cs_record) == 224, "struct cs_record: keep it 224 bytes (the hot path's cost)");
 
 /* A CS_REC_LINK record's figures: one NCCL_NET connection over [t0_ns, t_ns], as the NCCL_NET
  * wrapper measures them (shim/net_plugin_harvest.c) and the dump's "link" line and the
