@@ -18,7 +18,8 @@
  *   parent the split's outcome is polled on the parent, then the child until it is ready.
  * - coalesced collectives (ProcessGroupNCCL::startCoalescing / endCoalescing,
  *   allreduce_coalesced): ncclGroupStart, several ncclAllReduce, ncclGroupEnd.
- * - all_to_all_single with equal splits (torch/csrc/cuda/nccl.cpp all2all_single_equal_split):
+ * - all_to_all_single with equal splits (torch/csrc/cuda/nccl.cpp at e6f159a3f649,
+ *   all2all_single_equal_split: the ncclCommCount, ncclGroupStart, per-peer loop, ncclGroupEnd):
  *   ncclGroupStart, a ncclSend and a ncclRecv of count/size elements per peer (itself too),
  *   ncclGroupEnd. (Builds with NCCL_ALLTOALL_SUPPORTED call ncclAllToAll instead.)
  * - batch_isend_irecv (its P2P ops coalesced: startCoalescing, send/recv, endCoalescing):
