@@ -11,7 +11,7 @@ import time
 
 def top_processes(cli, shm):
     """the processes `collscope top` shows in shm (empty when it cannot read them)"""
-    q = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
+    q = subprocess.run([cli, "top", "--once", "--json", "--shm-dir", shm], stdout=subprocess.PIPE,
                        stderr=subprocess.DEVNULL, text=True)
     return json.loads(q.stdout)["processes"] if q.returncode == 0 else []
 

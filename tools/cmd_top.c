@@ -375,14 +375,22 @@ static json_t *to_json(const struct proc *v, size_t n, const struct findings *f,
 static void print_text(const struct proc *v, size_t n, const struct findings *f, const char *skipped,
                        const struct cs_det_params *dp, const char *dir, FILE *o) {
   fprintf(o, "collscope top: %zu processes (rings in %s)\n", n, dir);
-  fprintf(o, "%-12s %5s %8s %-14s %3s %-16s %8s %8s %9s %8s %8s %10s %10s  %s\n", "job", "rank", "pid", "host", "dev",
-          "comm", "seq", "ops/s", "busbw", "idle_s", "last%", "late_us", "offset_us", "flags");
+  /* job ids and host names whole, however long (two hosts that differ in their last
+   * characters stay apart): the columns as wide as the longest shown */
+  int jw = 3, hw = 4;
+  for (size_t i = 0; i < n; i++) {
+    size_t lj = strlen(v[i].v.job), lh = strlen(v[i].v.host);
+    if (lj > (size_t)jw) jw = lj < 256 ? (int)lj : 256;
+    if (lh > (size_t)hw) hw = lh < 256 ? (int)lh : 256;
+  }
+  fprintf(o, "%-*s %5s %8s %-*s %3s %-16s %8s %8s %9s %8s %8s %10s %10s  %s\n", jw, "job", "rank", "pid", hw, "host",
+          "dev", "comm", "seq", "ops/s", "busbw", "idle_s", "last%", "late_us", "offset_us", "flags");
   char hex[17], fl[64];
   for (size_t i = 0; i < n; i++) {
     const struct proc *p = &v[i];
     flags_text(p, fl, sizeof fl);
-    fprintf(o, "%-12.12s %5d %8d %-14.14s %3d %-16s %8lld %8.0f %9.2f %8.1f %8.0f %10.1f %10.1f  %s\n", p->v.job,
-            p->rank, p->pid, p->v.host, p->h->device, p->comm ? cs_comm_hex(p->comm, hex) : "-", (long long)p->seq,
+    fprintf(o, "%-*s %5d %8d %-*s %3d %-16s %8lld %8.0f %9.2f %8.1f %8.0f %10.1f %10.1f  %s\n", jw, p->v.job, p->rank,
+            p->pid, hw, p->v.host, p->h->device, p->comm ? cs_comm_hex(p->comm, hex) : "-", (long long)p->seq,
             p->ops_per_s, p->busbw, p->since_last_s, p->share_last * 100, p->lateness_us, p->offset_us, fl);
   }
   cli_text_stragglers(&f->all, dp, o);
@@ -391,7 +399,7 @@ static void print_text(const struct proc *v, size_t n, const struct findings *f,
 }
 
 void cmd_top_help(FILE *o) {
-  fputs("usage: collscope top [--once] [--json] [--interval S] [--dir SHMDIR]\n"
+  fputs("usage: collscope top [--once] [--json] [--interval S] [--shm-dir DIR]\n"
         "  live view of the collscope processes on this host (their /dev/shm stats rings; root\n"
         "  sees every user's), refreshed every S seconds (default 1): job, rank, pid, device,\n"
         "  comm, seq, ops/s,\n"
@@ -399,7 +407,8 @@ void cmd_top_help(FILE *o) {
         "  last, lateness (us), flags STRAGGLER HUNG DROPS EXITED DEAD, health THROTTLED:POWER|THERMAL|HW NVLINK ECC XID IB PCIE\n"
         "  --once      print one snapshot and exit\n"
         "  --json      print one snapshot as JSON and exit\n"
-        "  --dir DIR   where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm)\n",
+        "  --shm-dir DIR  where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm; --dir: the\n"
+        "              same, deprecated)\n",
         o);
 }
 

@@ -57,7 +57,7 @@ def health_rank(r, rank):
 
 
 def top_flags(cli, shm):
-    p = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.run([cli, "top", "--once", "--json", "--shm-dir", shm], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
     assert p.returncode == 0, p.stderr
     return {x["rank"]: x["flags"] for x in json.loads(p.stdout)["processes"]}

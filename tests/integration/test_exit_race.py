@@ -69,7 +69,7 @@ def one_run(a, case, i):
             return "whole"
         # abort won before the footer: what the dump has plus what the ring keeps holds every op
         out = os.path.join(tmp, "salvaged")
-        s = subprocess.run([a.cli, "salvage", "--dir", shm, "-o", out], stdout=subprocess.PIPE,
+        s = subprocess.run([a.cli, "salvage", "--shm-dir", shm, "-o", out], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         print(s.stdout)
         got = set(ops_of(recs))

@@ -86,7 +86,7 @@ def report(cli, d):
 
 
 def top(cli, shm):
-    p = subprocess.run([cli, "top", "--once", "--json", "--dir", shm], stdout=subprocess.PIPE,
+    p = subprocess.run([cli, "top", "--once", "--json", "--shm-dir", shm], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     assert p.returncode == 0, (p.returncode, p.stderr)
     return json.loads(p.stdout)
@@ -261,7 +261,7 @@ def case_salvage(cli, apps, tmp):
         st = os.lstat(os.path.join(shm, n))
         assert st.st_mode & 0o777 == 0o600, oct(st.st_mode)
     out = os.path.join(tmp, "salvaged")
-    s = subprocess.run([cli, "salvage", "--dir", shm, "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    s = subprocess.run([cli, "salvage", "--shm-dir", shm, "-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
     print(s.stdout, s.stderr)
     assert s.returncode == 0
@@ -294,7 +294,7 @@ def case_top(cli, apps, tmp):
     p5, s5 = t["processes"][5], t["stragglers"][0]
     assert round(p5["share_last"], 9) == round(SLOW3MS["share_last"], 9) and p5["lateness_us"] == 3000.0, p5
     assert s5["first_flag_instance"] == SLOW3MS["first_flag_instance"], s5
-    txt = subprocess.run([cli, "top", "--once", "--dir", shm], stdout=subprocess.PIPE, text=True).stdout
+    txt = subprocess.run([cli, "top", "--once", "--shm-dir", shm], stdout=subprocess.PIPE, text=True).stdout
     assert "STRAGGLER" in txt
 
 

@@ -195,7 +195,7 @@ static size_t count_files(const char *d) {
 }
 
 static json_t *top_json(struct run *r) {
-  *r = run_cli("top", "--json", "--dir", shm);
+  *r = run_cli("top", "--json", "--shm-dir", shm);
   assert_true(WIFEXITED(r->status));
   json_error_t je;
   json_t *j = json_loads(r->out, 0, &je);
@@ -217,7 +217,7 @@ static void test_capacity_wrap(void **st) {
   write_ring(&bad);
   struct ring_spec good = {.name = ring_name("wrap", 1, me), .job = "wrap", .host = "h", .rank = 1, .pid = getpid(), .capacity = 8, .slots = 8, .recs = r, .nrecs = 8};
   write_ring(&good);
-  struct run t = run_cli("top", "--once", "--dir", shm);
+  struct run t = run_cli("top", "--once", "--shm-dir", shm);
   print_message("top: status %d\n%s%s", t.status, t.out, t.err);
   assert_true(WIFEXITED(t.status));
   assert_int_equal(WEXITSTATUS(t.status), 0);
@@ -225,7 +225,7 @@ static void test_capacity_wrap(void **st) {
   assert_non_null(strstr(t.out, bad.name));
   assert_non_null(strstr(t.out, "capacity"));
   run_free(&t);
-  struct run s = run_cli("salvage", "--dir", shm, "-o", out);
+  struct run s = run_cli("salvage", "--shm-dir", shm, "-o", out);
   print_message("salvage: status %d\n%s%s", s.status, s.out, s.err);
   assert_true(WIFEXITED(s.status));
   assert_non_null(strstr(s.err, bad.name));
@@ -236,11 +236,11 @@ static void test_capacity_wrap(void **st) {
   clean_dirs();
   struct ring_spec far = {.name = ring_name("far", 0, me), .job = "far", .host = "h", .rank = 0, .pid = dead_pid(), .capacity = 1ull << 61, .slots = 0, .head = (1ull << 61) + (1ull << 24)};
   write_ring(&far);
-  t = run_cli("top", "--once", "--dir", shm);
+  t = run_cli("top", "--once", "--shm-dir", shm);
   assert_true(WIFEXITED(t.status));
   assert_non_null(strstr(t.out, far.name));
   run_free(&t);
-  s = run_cli("salvage", "--dir", shm, "-o", out);
+  s = run_cli("salvage", "--shm-dir", shm, "-o", out);
   assert_true(WIFEXITED(s.status));
   assert_int_equal(WEXITSTATUS(s.status), 1);
   run_free(&s);
@@ -274,7 +274,7 @@ static void test_foreign_owner(void **st) {
   assert_non_null(strstr(t.err, named_other));
   json_decref(j);
   run_free(&t);
-  struct run s = run_cli("salvage", "--dir", shm, "-o", out);
+  struct run s = run_cli("salvage", "--shm-dir", shm, "-o", out);
   print_message("salvage: %s%s", s.out, s.err);
   assert_int_equal(WEXITSTATUS(s.status), 1);
   assert_true(exists(mine));
@@ -335,19 +335,19 @@ static void test_two_jobs(void **st) {
   assert_string_equal(json_string_value(json_object_get(json_array_get(sg, 0), "job")), "live");
   json_decref(j);
   run_free(&t);
-  struct run txt = run_cli("top", "--once", "--dir", shm);
+  struct run txt = run_cli("top", "--once", "--shm-dir", shm);
   assert_non_null(strstr(txt.out, "\njob "));
   run_free(&txt);
 
   /* salvage without --job: two jobs have dead rings (old, older): refused, nothing touched */
-  struct run s = run_cli("salvage", "--dir", shm, "-o", out);
+  struct run s = run_cli("salvage", "--shm-dir", shm, "-o", out);
   print_message("salvage: %d %s%s", WEXITSTATUS(s.status), s.out, s.err);
   assert_int_equal(WEXITSTATUS(s.status), 2);
   assert_non_null(strstr(s.err, "old"));
   assert_true(exists(old.name) && exists(older.name));
   run_free(&s);
   /* --job old: only old's ring is converted and removed */
-  s = run_cli("salvage", "--job", "old", "--dir", shm, "-o", out);
+  s = run_cli("salvage", "--job", "old", "--shm-dir", shm, "-o", out);
   print_message("salvage --job old: %d %s%s", WEXITSTATUS(s.status), s.out, s.err);
   assert_int_equal(WEXITSTATUS(s.status), 0);
   assert_false(exists(old.name));
@@ -358,7 +358,7 @@ static void test_two_jobs(void **st) {
   /* an explicit ring of another job than --job is refused */
   char p[600];
   snprintf(p, sizeof p, "%s/%s", shm, older.name);
-  s = run_cli("salvage", "--job", "old", "--dir", shm, "-o", out, p);
+  s = run_cli("salvage", "--job", "old", "--shm-dir", shm, "-o", out, p);
   assert_int_equal(WEXITSTATUS(s.status), 1);
   assert_true(exists(older.name));
   run_free(&s);
@@ -377,7 +377,7 @@ static void test_escaped_strings(void **st) {
   const char *host = "evil\x1b[2J\x07host\xff\"q\\";
   struct ring_spec s = {.name = ring_name("esc", 0, me), .job = "esc", .host = host, .rank = 0, .pid = dead_pid(), .capacity = 4, .slots = 4, .recs = r, .nrecs = 4, .comm = 0xf1, .comm_size = 4};
   write_ring(&s);
-  struct run t = run_cli("top", "--once", "--dir", shm);
+  struct run t = run_cli("top", "--once", "--shm-dir", shm);
   assert_true(WIFEXITED(t.status));
   assert_null(strchr(t.out, '\x1b'));
   assert_null(strchr(t.out, '\x07'));
@@ -389,7 +389,7 @@ static void test_escaped_strings(void **st) {
   assert_string_equal(json_string_value(json_object_get(p0, "host")), "evil\\x1b[2J\\x07host\\xff\"q\\x5c");
   json_decref(j);
   run_free(&t);
-  struct run sv = run_cli("salvage", "--dir", shm, "-o", out);
+  struct run sv = run_cli("salvage", "--shm-dir", shm, "-o", out);
   assert_int_equal(WEXITSTATUS(sv.status), 0);
   run_free(&sv);
   char cmd[600];
@@ -493,6 +493,31 @@ static void test_group_busbw(void **st) {
   free(r);
 }
 
+/* Long job ids and host names are shown whole in top's text: two hosts that differ only in
+ * their last characters, beyond 14, stay two names. */
+static void test_long_names(void **st) {
+  (void)st;
+  unsigned me = (unsigned)geteuid();
+  struct cs_record *r = ops(0xc9, 0, 4, 100);
+  clean_dirs();
+  const char *job = "slurm-job-12345678901234";
+  struct ring_spec a = {.name = ring_name(job, 0, me), .job = job, .host = "gpu-node-rack12-slot07", .rank = 0, .pid = getpid(), .capacity = 4, .slots = 4, .recs = r, .nrecs = 4, .comm = 0xc9, .comm_size = 4};
+  write_ring(&a);
+  struct ring_spec b = a;
+  b.name = ring_name(job, 1, me);
+  b.host = "gpu-node-rack12-slot08";
+  b.rank = 1;
+  write_ring(&b);
+  struct run t = run_cli("top", "--once", "--shm-dir", shm);
+  print_message("%s%s", t.out, t.err);
+  assert_int_equal(WEXITSTATUS(t.status), 0);
+  assert_non_null(strstr(t.out, "gpu-node-rack12-slot07"));
+  assert_non_null(strstr(t.out, "gpu-node-rack12-slot08"));
+  assert_non_null(strstr(t.out, "slurm-job-12345678901234 "));
+  run_free(&t);
+  free(r);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s PATH_TO_COLLSCOPE\n", argv[0]);
@@ -509,6 +534,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_two_jobs),
       cmocka_unit_test(test_escaped_strings),
       cmocka_unit_test(test_group_busbw),
+      cmocka_unit_test(test_long_names),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[400];
