@@ -398,8 +398,8 @@ static void pp_model(struct report_balance *b, const double *layers, size_t nlay
 }
 
 static void advise(struct report_balance *b) {
-  const struct bal_view *v = b->dp.ok ? &b->dp : b->pp.found && b->pp.ok ? &b->pp
-                                                                         : NULL;
+  struct bal_view *v = b->dp.ok ? &b->dp : b->pp.found && b->pp.ok ? &b->pp
+                                                                   : NULL;
   if (!v) {
     b->action = "none";
     snprintf(b->advice, sizeof b->advice, "no data-parallel or pipeline communicator with two steps or more");
@@ -427,6 +427,13 @@ static void advise(struct report_balance *b) {
   } else if (gain >= 0 && gain < MIN_GAIN_PCT) {
     b->action = "none";
     snprintf(b->advice, sizeof b->advice, "balanced: rebalancing would gain %.1f %% of the step", gain);
+    /* then no rank is slow for no cause either: what it costs the step is under the mark
+     * (its model, a fact, stays said) */
+    for (size_t i = 0; i < v->n; i++)
+      if (v->r[i].verdict == VERDICT_UNEXPLAINED) {
+        v->r[i].verdict = VERDICT_OK;
+        v->r[i].cause[0] = 0;
+      }
   } else if (nmod && !nunx) {
     b->action = "balance";
     snprintf(b->advice, sizeof b->advice,
