@@ -1,5 +1,6 @@
 /* tests/apps/calls.c: see calls.h. */
 #include "calls.h"
+#include <stdlib.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -62,4 +63,12 @@ void calls_print(const char *app, int rank, const struct calls_comm *c) {
   buf[at] = 0;
   printf("calls %s rank=%d {\"comm\":\"%s\",\"color\":%d,\"size\":%d,\"crank\":%d,\"replays\":%ld,\"ops\":[%s]}\n", app,
          rank, c->name, c->color, c->size, c->crank, c->replays, buf);
+}
+
+int calls_capture_mode(const char *app, const char *v) {
+  static const char *const names[] = {"global", "thread_local", "relaxed"};
+  for (int m = 0; m < 3; m++)
+    if (!strcmp(v, names[m])) return m;
+  fprintf(stderr, "%s: --capture-mode: expected global, thread_local or relaxed, got '%s'\n", app, v);
+  exit(2);
 }

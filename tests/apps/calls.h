@@ -17,6 +17,10 @@
 
 #define CALLS_MAX 48
 
+/* --capture-mode's value as CUDA's capture mode (the runtime's and the driver's enums agree:
+ * global 0, thread_local 1, relaxed 2); anything else: a usage line from APP, exit 2 */
+int calls_capture_mode(const char *app, const char *v);
+
 enum calls_kind { CALLS_EAGER,
                   CALLS_GROUP,
                   CALLS_CAPTURE,

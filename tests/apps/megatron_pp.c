@@ -79,16 +79,7 @@ static int take_own_options(struct job *j, int argc, char **argv) {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
     if (!strcmp(argv[i], "--capture-mode")) {
       j->set_mode = 1;
-      if (!strcmp(v, "global"))
-        j->mode = cudaStreamCaptureModeGlobal;
-      else if (!strcmp(v, "thread_local"))
-        j->mode = cudaStreamCaptureModeThreadLocal;
-      else if (!strcmp(v, "relaxed"))
-        j->mode = cudaStreamCaptureModeRelaxed;
-      else {
-        fprintf(stderr, "megatron_pp: --capture-mode: expected global, thread_local or relaxed, got '%s'\n", v);
-        exit(2);
-      }
+      j->mode = (enum cudaStreamCaptureMode)calls_capture_mode("megatron_pp", v);
       i++;
     } else if (!strcmp(argv[i], "--dp-reduce")) {
       if (!strcmp(v, "reduce_scatter"))

@@ -79,16 +79,7 @@ static int take_own_options(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
     if (!strcmp(argv[i], "--capture-mode")) {
-      if (!strcmp(v, "global"))
-        capture_mode = cudaStreamCaptureModeGlobal;
-      else if (!strcmp(v, "thread_local"))
-        capture_mode = cudaStreamCaptureModeThreadLocal;
-      else if (!strcmp(v, "relaxed"))
-        capture_mode = cudaStreamCaptureModeRelaxed;
-      else {
-        fprintf(stderr, "torch_pg: --capture-mode: expected global, thread_local or relaxed, got '%s'\n", v);
-        exit(2);
-      }
+      capture_mode = (enum cudaStreamCaptureMode)calls_capture_mode("torch_pg", v);
       i++;
     } else if (!strcmp(argv[i], "--nonblocking")) {
       if (strcmp(v, "0") && strcmp(v, "1")) {

@@ -90,16 +90,7 @@ static int take_own_options(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : "";
     if (!strcmp(argv[i], "--capture-mode")) {
-      if (!strcmp(v, "global"))
-        capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-      else if (!strcmp(v, "thread_local"))
-        capture_mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-      else if (!strcmp(v, "relaxed"))
-        capture_mode = CU_STREAM_CAPTURE_MODE_RELAXED;
-      else {
-        fprintf(stderr, "xla_cmdbuf: --capture-mode: expected global, thread_local or relaxed, got '%s'\n", v);
-        exit(2);
-      }
+      capture_mode = (CUstreamCaptureMode)calls_capture_mode("xla_cmdbuf", v);
       i++;
     } else {
       argv[out++] = argv[i];

@@ -367,6 +367,29 @@ static void test_two_jobs(void **st) {
   free(o2);
 }
 
+/* `collscope salvage` of the rings in shm into out (status 0), and every line it wrote, each
+ * one JSON object */
+static json_t *salvage_lines(void) {
+  struct run sv = run_cli("salvage", "--shm-dir", shm, "-o", out);
+  print_message("salvage: %d %s%s", WEXITSTATUS(sv.status), sv.out, sv.err);
+  assert_int_equal(WEXITSTATUS(sv.status), 0);
+  run_free(&sv);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "cat %s/*.salvage.jsonl", out);
+  FILE *f = popen(cmd, "r");
+  char line[8192];
+  json_t *a = json_array();
+  while (fgets(line, sizeof line, f)) {
+    json_error_t je;
+    json_t *l = json_loads(line, 0, &je);
+    if (!l) print_message("not JSON: %s (%s)\n", line, je.text);
+    assert_non_null(l);
+    json_array_append_new(a, l);
+  }
+  pclose(f);
+  return a;
+}
+
 /* A host name with an escape sequence and a non-ASCII byte: top prints it escaped, and every
  * line salvage writes is valid JSON. */
 static void test_escaped_strings(void **st) {
@@ -389,25 +412,11 @@ static void test_escaped_strings(void **st) {
   assert_string_equal(json_string_value(json_object_get(p0, "host")), "evil\\x1b[2J\\x07host\\xff\"q\\x5c");
   json_decref(j);
   run_free(&t);
-  struct run sv = run_cli("salvage", "--shm-dir", shm, "-o", out);
-  assert_int_equal(WEXITSTATUS(sv.status), 0);
-  run_free(&sv);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "cat %s/*.salvage.jsonl", out);
-  FILE *f = popen(cmd, "r");
-  char line[8192];
-  size_t lines = 0;
-  while (fgets(line, sizeof line, f)) {
-    json_error_t je;
-    json_t *l = json_loads(line, 0, &je);
-    if (!l) print_message("not JSON: %s (%s)\n", line, je.text);
-    assert_non_null(l);
-    if (lines == 0) assert_string_equal(json_string_value(json_object_get(l, "host")), "evil\x1b[2J\x07host\xc3\xbf\"q\\");
-    json_decref(l);
-    lines++;
-  }
-  pclose(f);
-  assert_int_equal(lines, 5); /* header + 4 ops */
+  json_t *lines = salvage_lines();
+  assert_string_equal(json_string_value(json_object_get(json_array_get(lines, 0), "host")),
+                      "evil\x1b[2J\x07host\xc3\xbf\"q\\");
+  assert_int_equal(json_array_size(lines), 5); /* header + 4 ops */
+  json_decref(lines);
   free(r);
 }
 
@@ -469,24 +478,14 @@ static void test_group_busbw(void **st) {
   clean_dirs();
   g.pid = dead_pid(); /* salvage takes the rings of dead processes */
   write_ring(&g);
-  struct run sv = run_cli("salvage", "--shm-dir", shm, "-o", out);
-  print_message("salvage: %d %s%s", WEXITSTATUS(sv.status), sv.out, sv.err);
-  assert_int_equal(WEXITSTATUS(sv.status), 0);
-  run_free(&sv);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "cat %s/*.salvage.jsonl", out);
-  FILE *f = popen(cmd, "r");
-  char line[8192];
-  size_t members = 0, replays = 0;
-  while (fgets(line, sizeof line, f)) {
-    json_t *l = json_loads(line, 0, NULL);
-    assert_non_null(l);
+  json_t *lines = salvage_lines(), *l;
+  size_t members = 0, replays = 0, k;
+  json_array_foreach(lines, k, l) {
     if (json_integer_value(json_object_get(l, "group_ops")) == 8) members++;
     if (json_integer_value(json_object_get(l, "graph")) == 5 && json_integer_value(json_object_get(l, "replay")) == 17)
       replays++;
-    json_decref(l);
   }
-  pclose(f);
+  json_decref(lines);
   print_message("salvaged: %zu members with group_ops 8, %zu replay lines\n", members, replays);
   assert_int_equal(members, 8);
   assert_int_equal(replays, 1);
