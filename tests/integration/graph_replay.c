@@ -14,6 +14,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include "uid_file.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,27 +33,9 @@ static int rank;
 
 static void share_uid(ncclUniqueId *id) {
   const char *dir = getenv("PROBE_DIR");
-  char path[4096], tmp[4200];
+  char path[4096];
   snprintf(path, sizeof(path), "%s/uid", dir ? dir : ".");
-  if (rank == 0) {
-    CHECK(ncclGetUniqueId(id));
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f || fwrite(id, sizeof(*id), 1, f) != 1) exit(2);
-    fclose(f);
-    if (rename(tmp, path)) exit(2);
-    return;
-  }
-  for (int i = 0; i < 60000; i++) {
-    FILE *f = fopen(path, "rb");
-    if (f) {
-      size_t n = fread(id, sizeof(*id), 1, f);
-      fclose(f);
-      if (n == 1) return;
-    }
-    usleep(1000);
-  }
-  exit(2);
+  uid_file_share(id, path, rank);
 }
 
 int main(int argc, char **argv) {

@@ -9,6 +9,7 @@
  * $PROBE_DIR (rank 0 writes uid.<tag>, others wait for it). */
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include "uid_file.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,28 +59,9 @@ static void print_expect(void) {
 }
 
 static void share_uid(ncclUniqueId *id, const char *tag) {
-  char path[4096], tmp[4200];
+  char path[4096];
   snprintf(path, sizeof(path), "%s/uid.%s", dir, tag);
-  if (rank == 0) {
-    CHECK(ncclGetUniqueId(id));
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f || fwrite(id, sizeof(*id), 1, f) != 1) exit(2);
-    fclose(f);
-    if (rename(tmp, path)) exit(2);
-    return;
-  }
-  for (int i = 0; i < 60000; i++) {
-    FILE *f = fopen(path, "rb");
-    if (f) {
-      size_t n = fread(id, sizeof(*id), 1, f);
-      fclose(f);
-      if (n == 1) return;
-    }
-    usleep(1000);
-  }
-  fprintf(stderr, "rank %d: no unique id at %s\n", rank, path);
-  exit(2);
+  uid_file_share(id, path, rank);
 }
 
 static float *dev_floats(size_t n, float v) {
