@@ -85,7 +85,8 @@ bool cs_driver_xchg_load(void) {
 }
 
 void cs_driver_thread_relaxed(void) {
-  if (!cs_driver_load() || !cs_drv.cuThreadExchangeStreamCaptureMode) return;
+  /* (never loads the driver itself: a thread started without it makes no CUDA call) */
+  if (!cs_drv.loaded || !cs_drv.cuThreadExchangeStreamCaptureMode) return;
   CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
   if (cs_drv.cuThreadExchangeStreamCaptureMode(&m) != CUDA_SUCCESS)
     cs_log_once(CS_LOG_WARN, "cannot put a collscope thread in the relaxed capture mode: its CUDA calls may "

@@ -9,13 +9,25 @@
  *
  * RTLD_NEXT and RTLD_DEFAULT depend on the caller's object (glibc reads dlsym's return
  * address), so those two reach glibc's dlsym by a jump, leaving the caller's return address
- * in place: a small x86-64 entry stub. Elsewhere (another architecture) dlsym is not
- * exported and such programs' replays stay unseen (docs/timing.md). */
+ * in place: a small x86-64 entry stub. Elsewhere (another architecture, a ThreadSanitizer
+ * build) dlsym is not exported and such programs' replays stay unseen (docs/timing.md). Built
+ * into libcollscope.so only (shim/meson.build), not into the objects tests link. */
 #include "cs_internal.h"
 #include <dlfcn.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__linux__)
+/* (not under ThreadSanitizer: its runtime resolves its interceptors with dlsym before it can
+ * run instrumented code) */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CS_NO_DLSYM_HOOK 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define CS_NO_DLSYM_HOOK 1
+#endif
+
+#if defined(__x86_64__) && defined(__linux__) && !defined(CS_NO_DLSYM_HOOK)
 
 /* glibc's dlsym, resolved once (dlvsym is not interposed); read by the entry stub */
 __attribute__((visibility("hidden"))) void *(*cs_real_dlsym)(void *, const char *);
