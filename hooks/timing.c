@@ -76,7 +76,9 @@ static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Per-thread group state, freed by a pthread key destructor when the thread exits. */
 struct grp_stream {
   uint64_t stream;
-  uint32_t members; /* the group's ops that share this stream's span */
+  uint32_t members;      /* the group's ops that share this stream's span */
+  uint32_t prof_members; /* the group's ops on this stream timed by NCCL's profiler plugin: one
+                          * fused launch, so each gets the launch's kernel stamps, not its own */
   struct cs_record ev;
 };
 struct cs_pending {
@@ -401,6 +403,23 @@ static size_t group_stream_find(const struct cs_pending *p, uint64_t stream) {
   return k;
 }
 
+/* `stream`'s entry, added without events when the group has none for it (its ops are timed by
+ * the profiler plugin); p->ngstreams when it cannot be added */
+static size_t group_stream_bare(struct cs_pending *p, uint64_t stream) {
+  size_t k = group_stream_find(p, stream);
+  if (k < p->ngstreams) return k;
+  if (p->ngstreams == p->capgstreams) {
+    size_t cap = p->capgstreams ? p->capgstreams * 2 : 16;
+    struct grp_stream *ng = realloc(p->gstreams, cap * sizeof(*ng));
+    if (!ng) return p->ngstreams;
+    p->gstreams = ng;
+    p->capgstreams = cap;
+  }
+  memset(&p->gstreams[k], 0, sizeof(p->gstreams[k]));
+  p->gstreams[k].stream = stream;
+  return p->ngstreams++;
+}
+
 void cs_group_launch_begin(void) {
   struct cs_pending *p = cs_tls.pending;
   if (!p) return;
@@ -431,7 +450,7 @@ void cs_group_launch_begin(void) {
         p->capgstreams = cap;
       }
       p->gstreams[k].stream = r->stream;
-      p->gstreams[k].members = 0;
+      p->gstreams[k].members = p->gstreams[k].prof_members = 0;
       memset(&p->gstreams[k].ev, 0, sizeof(p->gstreams[k].ev));
       p->gstreams[k].ev.type = CS_REC_OP; /* the span of the group's ops on this stream */
       p->gstreams[k].ev.group = cs_tls.group_id;
@@ -463,6 +482,13 @@ void cs_group_launch_end(int status, int inprogress_code) {
       if (!ok || !r->prof_slot) r->timing = ok ? CS_TIMING_HOST : CS_TIMING_ERROR;
       if (ok && !r->prof_slot) plugin.unlinked(r->op);
       if (!ok) r->status = status;
+      if (ok && r->prof_slot) { /* counted with its stream's other profiler-timed ops */
+        size_t k = group_stream_bare(p, r->stream);
+        if (k < p->ngstreams) {
+          p->gstreams[k].prof_members++;
+          r->group_ops = (uint32_t)k + 1;
+        }
+      }
       continue;
     }
     size_t k = group_stream_find(p, r->stream);
@@ -488,9 +514,10 @@ void cs_group_launch_end(int status, int inprogress_code) {
    * takes the group's time for a member's own (docs/timing.md) */
   for (size_t i = 0; i < p->n; i++) {
     struct cs_record *r = &p->recs[i];
-    if (!r->ev_start || r->owns_events || r->group_ops == 0) continue;
+    if (r->owns_events || r->group_ops == 0) continue;
     size_t k = r->group_ops - 1; /* the stream's index, left by the loop above */
-    r->group_ops = p->gstreams[k].members > 1 ? p->gstreams[k].members : 0;
+    uint32_t n = r->prof_want && !r->prof_probe ? p->gstreams[k].prof_members : p->gstreams[k].members;
+    r->group_ops = n > 1 ? n : 0;
   }
   for (size_t k = 0; k < p->ngstreams; k++) {
     if (!p->gstreams[k].ev.owns_events) continue;
