@@ -137,11 +137,12 @@ static uint64_t placeholder_of(uint64_t ctx) {
   return 0;
 }
 
-/* lock held: drop what an earlier capture into a graph at this address left (an invalidated
- * capture's graph is freed by the driver and its address may come back) */
-static void sweep_stale(uint64_t graph, uint64_t capid) {
+/* lock held: free the spans of `graph` (but those of capture `keep_capid` when keep) and the
+ * ops left in freed spans */
+static void spans_drop(uint64_t graph, bool keep, uint64_t keep_capid) {
   for (size_t i = 0; i < GT_SPANS; i++)
-    if (spans[i].state != SPAN_FREE && spans[i].graph == graph && spans[i].capid != capid) spans[i].state = SPAN_FREE;
+    if (spans[i].state != SPAN_FREE && spans[i].graph == graph && !(keep && spans[i].capid == keep_capid))
+      spans[i].state = SPAN_FREE;
   for (size_t i = 0; i < GT_OPS; i++)
     if (ops[i].span && spans[ops[i].span - 1].state == SPAN_FREE) ops[i].span = 0;
 }
@@ -171,7 +172,9 @@ void cs_graph_capture_begin(struct cs_record *r, void *stream) {
     return;
   }
   pthread_mutex_lock(&lock);
-  sweep_stale(graph, capid);
+  /* what an earlier capture into a graph at this address left (an invalidated capture's graph
+   * is freed by the driver and its address may come back) */
+  spans_drop(graph, true, capid);
   size_t i = 0;
   while (i < GT_SPANS && spans[i].state != SPAN_FREE) i++;
   if (i < GT_SPANS) spans[i] = (struct span){SPAN_OPEN, graph, capid, ctx, node, 0};
@@ -229,10 +232,7 @@ void cs_graph_destroyed(void *graph) {
   uint64_t g = (uint64_t)(uintptr_t)graph;
   if (!g) return;
   pthread_mutex_lock(&lock);
-  for (size_t i = 0; i < GT_SPANS; i++)
-    if (spans[i].state != SPAN_FREE && spans[i].graph == g) spans[i].state = SPAN_FREE;
-  for (size_t i = 0; i < GT_OPS; i++)
-    if (ops[i].span && spans[ops[i].span - 1].state == SPAN_FREE) ops[i].span = 0;
+  spans_drop(g, false, 0);
   pthread_mutex_unlock(&lock);
 }
 
@@ -327,6 +327,28 @@ static bool has_node(const uint64_t *v, size_t n, uint64_t node) {
   return bsearch(&node, v, n, sizeof(*v), u64_cmp) != NULL;
 }
 
+/* A replay's record as far as it is the same at every launch: the captured op's, with what
+ * belonged to the capture (its timing, checks, profiler claim) cleared; the executable's id and
+ * the span's member count. Per launch: replay, enqueue time, seq, events. */
+static struct cs_record replay_template(const struct cs_record *cap, uint64_t graph, uint32_t members) {
+  struct cs_record r = *cap;
+  r.graph = graph;
+  r.graph_node = 0;
+  r.captured = 0;
+  r.start_ns = r.end_ns = 0;
+  r.sdc_checked = r.sdc_ctx = 0;
+  r.sdc_slot = 0;
+  r.fingerprint = 0;
+  r.in_sum = r.in_abs = r.out_sum = 0;
+  r.prof_probe = r.prof_want = 0;
+  r.prof_slot = 0;
+  r.prof_gen = 0;
+  r.prof_start_ns = r.prof_end_ns = 0;
+  r.group_ops = members > 1 ? members : 0;
+  r.owns_events = 0;
+  return r;
+}
+
 static int op_order_cmp(const void *a, const void *b) {
   uint64_t x = ops[*(const size_t *)a].order, y = ops[*(const size_t *)b].order;
   return x < y ? -1 : x > y;
@@ -382,11 +404,12 @@ void cs_graph_instantiated(void *exec, void *graph) {
       while (m < n && xo[m].span != xo[j].span) m++;
       xo[j].last = m == n;
     }
+    x->id = ++exec_ids;
+    for (size_t j = 0; j < n; j++) xo[j].tmpl = replay_template(&xo[j].tmpl, x->id, xs[xo[j].span].members);
     x->ops = xo;
     x->spans = xs;
     x->nops = n;
     x->nspans = ns;
-    x->id = ++exec_ids;
     x->launches = 0;
     atomic_fetch_add(&nexecs, 1);
     atomic_store_explicit(&x->key, k, memory_order_release);
@@ -484,26 +507,12 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
   for (size_t j = 0; j < x->nops; j++) {
     const struct xop *o = &x->ops[j];
     const struct xspan *s = &x->spans[o->span];
-    struct cs_record r = o->tmpl;
-    r.graph = x->id;
+    struct cs_record r = o->tmpl; /* (replay_template) */
     r.replay = replay;
-    r.graph_node = 0;
-    r.captured = 0;
     r.enqueue_ns = x->launch_ns;
-    r.start_ns = r.end_ns = 0;
-    r.sdc_checked = r.sdc_ctx = 0;
-    r.sdc_slot = 0;
-    r.fingerprint = 0;
-    r.in_sum = r.in_abs = r.out_sum = 0;
-    r.prof_probe = r.prof_want = 0;
-    r.prof_slot = 0;
-    r.prof_gen = 0;
-    r.prof_start_ns = r.prof_end_ns = 0;
     r.seq = UINT64_MAX;
     if (o->comm && atomic_load_explicit(&o->comm->key, memory_order_acquire) == o->comm_key)
       r.seq = cs_comm_seq_take(o->comm);
-    r.group_ops = s->members > 1 ? s->members : 0;
-    r.owns_events = 0;
     if (s->ev_a) {
       r.timing = CS_TIMING_PENDING;
       r.ev_start = s->ev_a;
@@ -520,13 +529,13 @@ void cs_graph_launch_end(struct cs_graph_exec *x, bool ok) {
   for (size_t i = 0; i < x->nspans; i++) x->spans[i].ev_a = x->spans[i].ev_b = 0;
 }
 
-_Atomic int cs_captures_open;
 _Atomic uint64_t cs_sample_below;
 static pthread_mutex_t sample_lock = PTHREAD_MUTEX_INITIALIZER;
+static int captures_open; /* stream captures open in the process (sample_lock) */
 
 /* sample_lock held */
 static void sample_set(void) {
-  bool on = cs_drv.loaded && atomic_load_explicit(&cs_captures_open, memory_order_acquire) == 0;
+  bool on = cs_drv.loaded && captures_open == 0;
   atomic_store_explicit(&cs_sample_below, on ? cs_cfg.event_sample_bytes : 0, memory_order_release);
 }
 
@@ -538,21 +547,20 @@ void cs_graph_sample_update(void) {
 
 void cs_graph_capture_opening(void) {
   pthread_mutex_lock(&sample_lock);
-  atomic_fetch_add_explicit(&cs_captures_open, 1, memory_order_acq_rel);
+  captures_open++;
   sample_set(); /* nothing sampled out from here: before the capture begins */
   pthread_mutex_unlock(&sample_lock);
 }
 
 void cs_graph_capture_closed(void) {
   pthread_mutex_lock(&sample_lock);
-  if (atomic_load_explicit(&cs_captures_open, memory_order_acquire) > 0)
-    atomic_fetch_sub_explicit(&cs_captures_open, 1, memory_order_acq_rel);
+  if (captures_open > 0) captures_open--;
   sample_set();
   pthread_mutex_unlock(&sample_lock);
 }
 
 void cs_graph_atfork_child(void) {
-  atomic_store(&cs_captures_open, 0); /* the parent's captures are not the child's */
+  captures_open = 0; /* the parent's captures are not the child's */
   pthread_mutex_init(&sample_lock, NULL);
   sample_set();
   /* the child has its own CUDA state: the parent's graphs, executables and events are not its */

@@ -38,11 +38,10 @@ struct cs_graph_exec;
 struct cs_graph_exec *cs_graph_launch_begin(void *exec);
 void cs_graph_launch_end(struct cs_graph_exec *x, bool ok);
 
-/* Stream captures open in the process (the capture calls, shim/cudart_wrappers.c): while one
- * is, every op takes the path that asks its stream whether it is captured, so that a small
- * collective outside the event sample is still bracketed in the graph and its replays timed.
- * An over-count only costs that question; opening counts before the real call. */
-extern _Atomic int cs_captures_open;
+/* Stream captures opened and closed in the process (the capture calls,
+ * shim/cudart_wrappers.c): while one is open, no op is sampled out (cs_sample_below), so that
+ * a small collective outside the event sample is still bracketed in the graph and its replays
+ * timed. An over-count only costs events; opening counts before the real call. */
 void cs_graph_capture_opening(void);
 void cs_graph_capture_closed(void);
 /* The event sample's size bound as the hot path reads it: COLLSCOPE_EVENT_SAMPLE_BYTES once

@@ -298,7 +298,7 @@ struct cs_comm *cs_op_start_slow(struct cs_record *r, void *comm) {
   void *stream = (void *)(uintptr_t)r->stream;
   /* the entry this thread used last, while it still holds this communicator */
   struct cs_comm *c = cs_tls.last_comm;
-  if (CS_UNLIKELY(!c || !comm || atomic_load_explicit(&c->key, memory_order_acquire) != comm)) {
+  if (CS_UNLIKELY(atomic_load_explicit(&c->key, memory_order_acquire) != comm)) { /* (never NULL) */
     c = cs_comm_lookup(comm);
     cs_tls.last_comm = c ? c : &cs_comm_none;
   }
@@ -403,11 +403,9 @@ static size_t group_stream_find(const struct cs_pending *p, uint64_t stream) {
   return k;
 }
 
-/* `stream`'s entry, added without events when the group has none for it (its ops are timed by
- * the profiler plugin); p->ngstreams when it cannot be added */
-static size_t group_stream_bare(struct cs_pending *p, uint64_t stream) {
-  size_t k = group_stream_find(p, stream);
-  if (k < p->ngstreams) return k;
+/* A new entry for `stream` (no events yet), or p->ngstreams when it cannot be added. */
+static size_t group_stream_add(struct cs_pending *p, uint64_t stream) {
+  size_t k = p->ngstreams;
   if (p->ngstreams == p->capgstreams) {
     size_t cap = p->capgstreams ? p->capgstreams * 2 : 16;
     struct grp_stream *ng = realloc(p->gstreams, cap * sizeof(*ng));
@@ -418,6 +416,13 @@ static size_t group_stream_bare(struct cs_pending *p, uint64_t stream) {
   memset(&p->gstreams[k], 0, sizeof(p->gstreams[k]));
   p->gstreams[k].stream = stream;
   return p->ngstreams++;
+}
+
+/* `stream`'s entry, added without events when the group has none for it (its ops are timed by
+ * the profiler plugin); p->ngstreams when it cannot be added */
+static size_t group_stream_bare(struct cs_pending *p, uint64_t stream) {
+  size_t k = group_stream_find(p, stream);
+  return k < p->ngstreams ? k : group_stream_add(p, stream);
 }
 
 void cs_group_launch_begin(void) {
@@ -439,23 +444,13 @@ void cs_group_launch_begin(void) {
     }
     size_t k = group_stream_find(p, r->stream);
     if (k == p->ngstreams) {
-      if (p->ngstreams == p->capgstreams) {
-        size_t cap = p->capgstreams ? p->capgstreams * 2 : 16;
-        struct grp_stream *ng = realloc(p->gstreams, cap * sizeof(*ng));
-        if (!ng) {
-          r->timing = CS_TIMING_HOST;
-          continue;
-        }
-        p->gstreams = ng;
-        p->capgstreams = cap;
+      if (group_stream_add(p, r->stream) == p->ngstreams) {
+        r->timing = CS_TIMING_HOST;
+        continue;
       }
-      p->gstreams[k].stream = r->stream;
-      p->gstreams[k].members = p->gstreams[k].prof_members = 0;
-      memset(&p->gstreams[k].ev, 0, sizeof(p->gstreams[k].ev));
       p->gstreams[k].ev.type = CS_REC_OP; /* the span of the group's ops on this stream */
       p->gstreams[k].ev.group = cs_tls.group_id;
       stream_begin(&p->gstreams[k].ev, (void *)(uintptr_t)r->stream);
-      p->ngstreams++;
     }
   }
   plugin.group_set(p->recs, p->n);

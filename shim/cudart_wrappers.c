@@ -37,15 +37,21 @@ const char *cs_cudart_api_name(int api) {
   return (api >= 0 && api < CS_API_COUNT) ? api_names[api] : "unknown";
 }
 
-static void *find_real(const char *name, void *self) {
+/* `name` as the next object defines it, else as one of the libraries already loaded defines
+ * it; never `self` (this library's own wrapper) */
+static void *find_real_in(const char *name, void *self, const char *const *libs, size_t nlibs) {
   void *p = dlsym(RTLD_NEXT, name);
   if (p && p != self) return p;
-  static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
-  for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
+  for (size_t i = 0; i < nlibs; i++) {
     void *h = dlopen(libs[i], RTLD_LAZY | RTLD_NOLOAD);
     if (h && (p = dlsym(h, name)) && p != self) return p;
   }
   return NULL;
+}
+
+static void *find_real(const char *name, void *self) {
+  static const char *const libs[] = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+  return find_real_in(name, self, libs, sizeof(libs) / sizeof(libs[0]));
 }
 
 static uint8_t kind_of(int kind) {
@@ -122,11 +128,8 @@ enum { CS_G_INSTANTIATE,
 
 /* the driver's own function (libcuda.so.1, or COLLSCOPE_LIBCUDA), never this library's */
 static void *find_real_drv(const char *name, void *self) {
-  void *p = dlsym(RTLD_NEXT, name);
-  if (p && p != self) return p;
-  void *h = dlopen(cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (h && (p = dlsym(h, name)) && p != self) return p;
-  return NULL;
+  const char *lib = cs_cfg.libcuda ? cs_cfg.libcuda : "libcuda.so.1";
+  return find_real_in(name, self, &lib, 1);
 }
 
 /* one wrapper of either API: RET_ its return type, FIND_ the real function's lookup, OK_ and

@@ -50,11 +50,6 @@ static void comm_unrecorded(ncclComm_t comm, ncclResult_t r) {
  * without waiting or failing (NCCL's ncclCommEnsureReady, init.cc:2748, 379-383): then NCCL is
  * not asked; a blocking one outside a group is ready, and asked. */
 static void comm_register_known(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r, int size,
-                                int rank);
-static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r) {
-  comm_register_known(comm, id, parent, event, r, -1, -1);
-}
-static void comm_register_known(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r, int size,
                                 int rank) {
   if (!comm) return;
   if (!cs_active()) {
@@ -91,6 +86,10 @@ static void comm_register_known(ncclComm_t comm, uint64_t id, uint64_t parent, i
   cs_tls.depth++;
   cs_hooks_comm_created(comm, c);
   cs_tls.depth--;
+}
+
+static void comm_register(ncclComm_t comm, uint64_t id, uint64_t parent, int event, ncclResult_t r) {
+  comm_register_known(comm, id, parent, event, r, -1, -1);
 }
 
 static uint64_t uid_hash(const ncclUniqueId *id) { return cs_hash_bytes(id, sizeof(*id), 0); }
@@ -148,22 +147,28 @@ static void child_made(ncclComm_t parent, ncclComm_t *newcomm, uint64_t id, uint
                 PENDING_MAX);
 }
 
-/* NCCL completed the children of `parent` (when not NULL) or of this thread's group `group`
- * (when not 0): register those it made (a NULL slot: NCCL_SPLIT_NOCOLOR or a failure). */
-static void children_done(ncclComm_t parent, uint64_t group) {
-  struct pending_child done[PENDING_MAX];
+/* Take the pending children of `parent` (when not NULL) or of this thread's group `group`
+ * (when not 0) off the table, copying them to out (when not NULL); returns their number. */
+static int children_take(ncclComm_t parent, uint64_t group, struct pending_child *out) {
   int n = 0;
-  if (!atomic_load(&npend)) return;
+  if (!atomic_load(&npend)) return 0;
   pthread_mutex_lock(&pend_lock);
   for (int i = 0; i < PENDING_MAX; i++) {
-    if (!pend[i].slot) continue;
-    if ((parent && pend[i].parent == parent) || (group && pend[i].group == group)) {
-      done[n++] = pend[i];
-      pend[i].slot = NULL;
-      atomic_fetch_sub(&npend, 1);
-    }
+    if (!pend[i].slot || !((parent && pend[i].parent == parent) || (group && pend[i].group == group))) continue;
+    if (out) out[n] = pend[i];
+    n++;
+    pend[i].slot = NULL;
+    atomic_fetch_sub(&npend, 1);
   }
   pthread_mutex_unlock(&pend_lock);
+  return n;
+}
+
+/* NCCL completed the children of `parent` or of this thread's group `group`: register those it
+ * made (a NULL slot: NCCL_SPLIT_NOCOLOR or a failure). */
+static void children_done(ncclComm_t parent, uint64_t group) {
+  struct pending_child done[PENDING_MAX];
+  int n = children_take(parent, group, done);
   for (int i = 0; i < n; i++) {
     ncclComm_t c = __atomic_load_n(done[i].slot, __ATOMIC_ACQUIRE); /* NCCL may have written it on its thread */
     if (c) comm_register(c, done[i].id, done[i].parent_id, CS_COMM_SPLIT, ncclSuccess);
@@ -175,30 +180,6 @@ static void group_children_wait_parent(uint64_t group) {
   pthread_mutex_lock(&pend_lock);
   for (int i = 0; i < PENDING_MAX; i++)
     if (pend[i].slot && pend[i].group == group) pend[i].group = 0;
-  pthread_mutex_unlock(&pend_lock);
-}
-
-/* A group only simulated: its children are never made. */
-static void children_forget_group(uint64_t group) {
-  if (!atomic_load(&npend)) return;
-  pthread_mutex_lock(&pend_lock);
-  for (int i = 0; i < PENDING_MAX; i++)
-    if (pend[i].slot && pend[i].group == group) {
-      pend[i].slot = NULL;
-      atomic_fetch_sub(&npend, 1);
-    }
-  pthread_mutex_unlock(&pend_lock);
-}
-
-/* The parent goes away: children not completed by then are forgotten. */
-static void children_forget(ncclComm_t parent) {
-  if (!atomic_load(&npend)) return;
-  pthread_mutex_lock(&pend_lock);
-  for (int i = 0; i < PENDING_MAX; i++)
-    if (pend[i].slot && pend[i].parent == parent) {
-      pend[i].slot = NULL;
-      atomic_fetch_sub(&npend, 1);
-    }
   pthread_mutex_unlock(&pend_lock);
 }
 
@@ -278,8 +259,8 @@ CS_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCo
   cs_tls.depth++;
   ncclResult_t r = cs_real_ncclCommSplit(comm, color, key, newcomm, config);
   cs_tls.depth--;
-  uint64_t parent;
   if (cs_active()) {
+    uint64_t parent;
     uint64_t id = child_id(comm, (uint64_t)(uint32_t)color, &parent);
     if (started(r)) child_made(comm, newcomm, id, parent, r);
   }
@@ -294,8 +275,8 @@ CS_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList, in
   cs_tls.depth++;
   ncclResult_t r = cs_real_ncclCommShrink(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   cs_tls.depth--;
-  uint64_t parent;
   if (cs_active()) {
+    uint64_t parent;
     uint64_t id = child_id(comm, 0x5348524bULL /* "SHRK" */, &parent);
     if (started(r)) child_made(comm, newcomm, id, parent, r);
   }
@@ -307,7 +288,7 @@ static ncclResult_t comm_end(ncclResult_t (*real)(ncclComm_t), ncclComm_t comm, 
   if (cs_tls.depth || !cs_active()) return real(comm);
   struct cs_comm *c = cs_comm_lookup(comm);
   if (c) comm_record(c, event);
-  children_forget(comm);
+  children_take(comm, 0, NULL); /* the parent goes away: children not completed by then are forgotten */
   cs_tls.depth++;
   cs_hooks_comm_destroying(comm);
   ncclResult_t r = real(comm);
@@ -356,7 +337,7 @@ CS_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo) {
     size_t n = cs_group_discard(cs_sdc_group_simulated);
     if (n) atomic_fetch_add_explicit(&cs_st.drops, n, memory_order_relaxed);
     cs_sdc_group_launched(-1);
-    children_forget_group(cs_tls.group_id);
+    children_take(NULL, cs_tls.group_id, NULL); /* a group only simulated: its children are never made */
   }
   return r;
 }
