@@ -28,6 +28,8 @@ CUresult simcuda_enqueue(CUstream s, simcuda_fn fn, void *arg, simcuda_fn free_a
 /* Slow-GPU fault: after the item enqueued most recently on s, the worker executes at most
  * one immediately following event-record item, then sleeps us microseconds. */
 void simcuda_stream_stall_after(CUstream s, unsigned us);
+/* The same, called by an item's own function on its stream worker: after that item. */
+void simcuda_worker_stall_after(unsigned us);
 
 const char *simcuda_hostname(void);          /* COLLSCOPE_HOSTNAME or gethostname() */
 int simcuda_current_device(void);            /* calling thread's device (cudaSetDevice) */

@@ -304,7 +304,7 @@ def case_top(cli, apps, tmp):
 # pass" sleeps 2 ms on the stream (a busy GPU costs the host no CPU). The slowdown is
 # `slow:pct=P`: P% of the slowed rank's own measured collective duration (it arrives last,
 # so that is the collective's undisturbed duration). The simulator can only apply it once
-# the rank has measured a collective (in dp_train from the second step: seq 4); it logs
+# the rank has measured a collective after the warm-up one (seq 1, so from seq 2); it logs
 # the first delayed seq (NCCL_DEBUG=INFO), and the bar is checked on the instances from
 # there: first_flag_instance - that seq (first_flag_instance is 1-based, seq 0-based).
 QUIET = "link:a=*,b=*,us=300"
@@ -323,15 +323,15 @@ def case_slow5(cli, apps, tmp):
 # from the first delayed seq to the flag. Every op is timed by CUDA events (MODEL_EVENTS): the
 # `auto` path's probation and its wait for KernelCh stamps are judged on the host's monotonic
 # clock (docs/timing.md), so under load a process may keep or drop the plugin at another op.
-SLOW5_SINCE = 11
-SLOW20_SINCE = 11
+SLOW5_SINCE = 13
+SLOW20_SINCE = 13
 # The sampled cases, exact too: the dumps are identical run to run, and the report's instance
 # merge keeps each file's records of a communicator in seq order (the shim writes a timed op
 # after the sampled-out ops that finished while its events were pending), so the verdict does
 # not follow the records' order in the files. Timed instances from the first delayed one (the
 # first 4 sampled-out ops of each bucket row are timed too: sample_timed).
-SLOW5_SAMPLED_SINCE = 11
-SLOW20_SAMPLED_SINCE = 11
+SLOW5_SAMPLED_SINCE = 13
+SLOW20_SAMPLED_SINCE = 13
 SLOW5_SAMPLED_STEPS = 560
 SAMPLED_BAR = 30
 
@@ -379,10 +379,10 @@ def sampled_slow_runs(cli, apps, tmp, pct, steps, bar, runs=RUNS, env=None, want
         p, d, shm = run_job(cli, apps, t, QUIET + ";slow:rank=5,pct=%g" % pct, steps=steps, args=QUIET_ARGS,
                             env_extra=dict(SAMPLED, NCCL_DEBUG="INFO") | (env or {}), timeout=400)
         assert p.returncode == 0, p.stdout
-        # the job's thread (pid = tid); collscope's own thread logs the stall on its online
-        # exchange's communicator too once the job is long enough for an exchange
+        # the job's communicator (the process's first); collscope's online exchange logs the
+        # stall on its own communicator too once the job is long enough for an exchange
         m = [x for x in re.findall(r":(\d+):(\d+) \[\d+\] NCCL INFO slow fault: rank 5 first stall (\d+) us, "
-                                   r"before seq (\d+)", p.stdout) if x[0] == x[1]]
+                                   r"before seq (\d+) \(comm (\d+) of", p.stdout) if x[4] == "0"]
         assert len(m) == 1, p.stdout[-3000:]
         onset = int(m[0][3])
         timing, sample_want = {}, None

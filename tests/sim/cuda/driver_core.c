@@ -1194,6 +1194,18 @@ void stream_stall_after(struct CUstream_st *s, unsigned us)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* from inside an item on a stream worker (a collective's work function): the stall comes after
+ * the item now running, whatever was enqueued behind it meanwhile */
+void simcuda_worker_stall_after(unsigned us)
+{
+    struct CUstream_st *s = sim_model_worker();
+    if (us == 0 || !s) return;
+    pthread_mutex_lock(&s->mu);
+    if (s->running) s->running->u.stall_us += us;
+    else stall_arm(s, us);
+    pthread_mutex_unlock(&s->mu);
+}
+
 void simcuda_stream_stall_after(CUstream s, unsigned us)
 {
     struct CUstream_st *st;

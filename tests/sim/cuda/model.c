@@ -356,6 +356,7 @@ void sim_model_worker_enter(struct CUstream_st *s)
     batch_sched();
 }
 void sim_model_app_fn(int on) { tls_app_fn = on; }
+struct CUstream_st *sim_model_worker(void) { return tls_worker; }
 
 /* a copy of n bytes on the current worker: 25 GB/s (a PCIe 5 x16 link's practical rate) */
 void sim_model_copy(size_t n)

@@ -199,6 +199,7 @@ SIM_HIDDEN CUresult stream_query(struct CUstream_st *s);
 SIM_HIDDEN CUresult device_sync(int dev);
 SIM_HIDDEN void stream_wait_seq(struct CUstream_st *s, uint64_t seq);
 SIM_HIDDEN void stream_stall_after(struct CUstream_st *s, unsigned us);
+SIM_HIDDEN struct CUstream_st *sim_model_worker(void);   /* the calling stream worker's stream, or NULL */
 
 /* events */
 SIM_HIDDEN CUresult event_create(unsigned flags, struct CUevent_st **out);

@@ -98,6 +98,7 @@ static unsigned dur_median_us(struct ncclComm *c) {
   qsort(v, n, sizeof *v, cmp_u64);
   return (unsigned)v[(n - 1) / 2];
 }
+static void slow_stall(struct ncclComm *c, long long seq, CUstream stream);
 static void work_run(void *arg) {
   struct work *w = arg;
   struct ncclComm *c = w->c;
@@ -118,7 +119,10 @@ static void work_run(void *arg) {
   if (model) sn_model_item_done(c, w->ops, w->nops, v0);
   uint64_t t1_ = model ? SIMCUDA_MODEL_EPOCH_NS + (w->vt_end = simcuda_model_now()) : sn_prof_now();
   if (!w->captured) sn_prof_kernels(c, w->ops, w->nops, t0_, t1_);
-  if (!w->captured && (sn_nfaults || sh_any_slow())) dur_note(c, t1_ - t0_);
+  if (!w->captured && (sn_nfaults || sh_any_slow())) {
+    dur_note(c, t1_ - t0_);
+    slow_stall(c, (long long)w->ops[w->nops - 1].seq, NULL);
+  }
   if (c->index == 0 && w->nops > 0) simcuda_note_seq(c->dev, (long long)w->ops[w->nops - 1].seq);
   if (!w->captured) { atomic_fetch_add(&c->done, 1); sn_wake(&c->done); }
   atomic_store(&w->finished, 1);
@@ -156,6 +160,26 @@ static int slow_us(struct ncclComm *c, long long seq) {
   return (int)us;
 }
 
+/* the slow fault's stall after collective seq. An eager item's is taken by its own work
+ * function when it completes (stream NULL: after the running item), so a pct stall's median
+ * covers exactly the comm's items up to seq, whatever the host thread's lead: the same on
+ * every run of a seeded modeled job. A captured item's is fixed at capture. */
+static void slow_stall(struct ncclComm *c, long long seq, CUstream stream) {
+  int us = slow_us(c, seq);
+  if (us <= 0) return;
+  if (stream) simcuda_stream_stall_after(stream, (unsigned)us);
+  else simcuda_worker_stall_after((unsigned)us);
+  if (!has_pct_fault(c)) return;
+  pthread_mutex_lock(&dur_mu);   /* where the slowdown starts (NCCL_DEBUG=INFO) */
+  struct durhist *h = dur_slot(c, 0);
+  int first = h && !h->announced;
+  if (first) h->announced = 1;
+  pthread_mutex_unlock(&dur_mu);
+  if (first)
+    sn_info(c->dev, "slow fault: rank %d first stall %d us, before seq %lld (comm %d of the process)",
+            c->fault_rank, us, seq + 1, c->index);
+}
+
 static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops) {
   /* the work item owns ops; they are freed with its last reference (read below only) */
   CUstream stream0 = (CUstream)ops[0].stream;
@@ -167,7 +191,7 @@ static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops)
    * NCCL's persistent plan does (src/enqueue.cc:1420-1435 of 2.28.9: the plan's work is kept
    * with the graph; :1519-1533 its proxy callbacks are captured too; :1542-1545 freed with the
    * graph): no ticket (replays are ordered by their streams), no KernelCh events */
-  w->captured = simcuda_stream_capturing((CUstream)ops[0].stream) != 0;
+  int captured = w->captured = simcuda_stream_capturing((CUstream)ops[0].stream) != 0;
   atomic_store(&w->refs, 2);   /* the stream's and this function's until its join loop is done */
   void *ph_[64], **ph = nops <= 64 ? ph_ : calloc((size_t)nops, sizeof *ph); /* profiler handles */
   sn_prof_launch_start(c, ops, nops);
@@ -196,20 +220,7 @@ static ncclResult_t launch_comm(struct ncclComm *c, struct sn_op *ops, int nops)
     if (simcuda_enqueue((CUstream)ops[i].stream, work_join, w, work_unref) != CUDA_SUCCESS) work_unref(w);
   }
   work_unref(w);   /* ops and w may be freed from here on */
-  int us = slow_us(c, (long long)last_seq);
-  if (us > 0) {
-    simcuda_stream_stall_after(stream0, (unsigned)us);
-    if (has_pct_fault(c)) {   /* where the slowdown starts (NCCL_DEBUG=INFO) */
-      pthread_mutex_lock(&dur_mu);
-      struct durhist *h = dur_slot(c, 0);
-      int first = h && !h->announced;
-      if (first) h->announced = 1;
-      pthread_mutex_unlock(&dur_mu);
-      if (first)
-        sn_info(c->dev, "slow fault: rank %d first stall %d us, before seq %llu", c->fault_rank, us,
-                last_seq + 1);
-    }
-  }
+  if (captured) slow_stall(c, (long long)last_seq, stream0);   /* fixed with the graph's node */
   return ncclSuccess;
 }
 
