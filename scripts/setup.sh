@@ -15,8 +15,9 @@ pkgs+=(prometheus)  # the exporter's end-to-end test (prometheus, promtool)
 pkgs+=(chromium)  # headless browser for the HTML report's test (tests/html)
 pkgs+=(clang-format)  # the layout check (scripts/check-format.sh, test check-format)
 pkgs+=(debhelper dpkg-dev lintian man-db)  # the Debian packages' test (scripts/test-package.sh)
-# tests/sql runs docs/dump-format.md's SQL on DuckDB (npm's @duckdb/node-api): Debian's node and
-# npm unless the machine has them (an image's own nodejs package brings npm with it)
+# tests/sql and tests/exporter check collscope's output with real engines from npm (DuckDB,
+# OpenTelemetry's OTLP definitions): Debian's node and npm unless the machine has them (an
+# image's own nodejs package brings npm with it)
 command -v node >/dev/null && command -v npm >/dev/null || pkgs+=(nodejs npm)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -41,12 +42,12 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 fi
 meson compile -C "$BUILD_DIR" >/dev/null || meson compile -C "$BUILD_DIR"
 
-# the SQL engine tests/sql uses, pinned by tests/sql/package-lock.json, into BUILD_DIR/npm
+# those engines, pinned by tests/npm/package-lock.json, into BUILD_DIR/npm
 npm_dir="$BUILD_DIR/npm"
-if ! cmp -s tests/sql/package-lock.json "$npm_dir/package-lock.json" || [ ! -d "$npm_dir/node_modules/@duckdb/node-api" ]; then
+if ! cmp -s tests/npm/package-lock.json "$npm_dir/package-lock.json" || [ ! -d "$npm_dir/node_modules/@duckdb/node-api" ] || [ ! -d "$npm_dir/node_modules/@opentelemetry/otlp-transformer" ]; then
   mkdir -p "$npm_dir"
-  cp tests/sql/package.json tests/sql/package-lock.json "$npm_dir/"
+  cp tests/npm/package.json tests/npm/package-lock.json "$npm_dir/"
   (cd "$npm_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "setup: installed the SQL test's engine in $npm_dir"
+  echo "setup: installed the tests' npm engines in $npm_dir"
 fi
 echo "setup: built $BUILD_DIR"

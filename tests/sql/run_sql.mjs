@@ -14,7 +14,7 @@ if (!doc || !dumps || !name) {
 }
 let api;
 try {
-  const req = createRequire(path.join(process.env.COLLSCOPE_NPM_DIR || '.', 'package.json'));
+  const req = createRequire(path.resolve(process.env.COLLSCOPE_NPM_DIR || '.', 'package.json'));
   api = await import(pathToFileURL(req.resolve('@duckdb/node-api')).href);
 } catch (e) {
   console.error(`run_sql: DuckDB's node API cannot be loaded (scripts/setup.sh installs it): ${e.message}`);
