@@ -35,7 +35,8 @@ int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
   out->instances += C->total;
   for (size_t k = 0; k < C->nstr; k++) {
     GROW(out->stragglers, out->nstragglers, *capS);
-    out->stragglers[out->nstragglers++] = C->str[k];
+    out->stragglers[out->nstragglers] = C->str[k];
+    out->stragglers[out->nstragglers++].comm_last_seq = nin ? in[nin - 1].seq : C->str[k].last_flag_seq;
   }
   /* the final window, in buffer indices */
   size_t lo = nin > p->window ? nin - p->window : 0;
@@ -63,7 +64,7 @@ int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
       s->median_dur_us = small;
       s->gap_us = s->peer_gap_us = -1;
       s->first_flag_instance = C->total;
-      s->first_flag_seq = s->last_flag_seq = in[nin - 1].seq;
+      s->first_flag_seq = s->last_flag_seq = s->comm_last_seq = in[nin - 1].seq;
     }
   }
   for (int r = 0; r < csize; r++) {

@@ -4,7 +4,9 @@
  * read from their shared-memory stats rings (include/collscope/ring.h; read-only mappings,
  * the writers are never blocked; a ring that fails the reader's checks is skipped with one
  * line). One row per process: job, rank, pid, device, comm, current seq, ops/s, busbw, time
- * since the last completion, lateness score, flags (STRAGGLER, HUNG, DROPS, EXITED, DEAD).
+ * since the last completion, lateness score, flags (STRAGGLER, CLEARED, HUNG, DROPS, EXITED, DEAD).
+ * STRAGGLER while the detector still flags the rank at its comm's last instance; CLEARED for
+ * --cleared S seconds (60) of the rank's own op times after it was last flagged, then nothing.
  * Stragglers and hangs come from analysis/detect.c, run over each job's rings on their own, so
  * every flag belongs to a (job, rank): the same detector `collscope report` runs over dump
  * files. Exit status 0, 1 when no ring was found with --once/--json, 2 usage. */
@@ -38,10 +40,14 @@ struct proc {
   int64_t seq;   /* its highest completed seq, -1 none */
   double ops_per_s, busbw, since_last_s;
   double lateness_us, share_last, offset_us;
-  bool straggler, hung, dead, closed;
+  bool straggler, cleared, hung, dead, closed; /* cleared: a finding that cleared within top_cleared_ns */
+  int64_t last_ns;                             /* its latest op's time (its own clock) */
   uint64_t drops, pending;
   unsigned health; /* CS_HEALTH_F_* of its health samples in the ring (record.h) */
 };
+
+/* a cleared finding is shown this long (--cleared S, default 60 s of the rank's op times), then dropped */
+static int64_t top_cleared_ns = 60000000000LL;
 
 static int64_t now_rt(void) {
   struct timespec ts;
@@ -204,6 +210,7 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
       if (r->seq == UINT64_MAX) continue;
       ring_det_op(&ops[k++], r, p->rank, p->v.host);
     }
+    p->last_ns = last;
     p->ops_per_s = (double)recent;
     p->since_last_s = last ? secs_between(now, last) : -1;
     if (nbw) {
@@ -226,8 +233,15 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
       p->offset_us = rs->offset_us;
       p->share_last = rs->instances ? (double)rs->last / (double)rs->instances : 0;
     }
-    for (size_t s = 0; s < det->nstragglers; s++)
-      if (det->stragglers[s].rank >= 0 && det->stragglers[s].rank == p->rank) p->straggler = true;
+    for (size_t s = 0; s < det->nstragglers; s++) {
+      const struct cs_det_straggler *st = &det->stragglers[s];
+      if (st->rank < 0 || st->rank != p->rank) continue;
+      if (cs_det_straggler_ongoing(st))
+        p->straggler = true;
+      else if (st->last_flag_ns > 0 && p->last_ns - st->last_flag_ns <= top_cleared_ns)
+        p->cleared = true;
+    }
+    if (p->straggler) p->cleared = false;
   }
   free(ops);
 }
@@ -298,7 +312,8 @@ static const struct {
 #define NHEALTH_FLAGS (sizeof health_flags / sizeof *health_flags)
 
 static void flags_text(const struct proc *p, char *buf, size_t len) {
-  int n = snprintf(buf, len, "%s%s%s%s%s", p->straggler ? "STRAGGLER " : "", p->hung ? "HUNG " : "",
+  int n = snprintf(buf, len, "%s%s%s%s%s%s", p->straggler ? "STRAGGLER " : "", p->cleared ? "CLEARED " : "",
+                   p->hung ? "HUNG " : "",
                    p->drops || p->v.rd.lost ? "DROPS " : "", p->closed ? "EXITED " : "", !p->closed && p->dead ? "DEAD " : "");
   for (size_t i = 0; i < NHEALTH_FLAGS && n >= 0 && (size_t)n < len; i++)
     if (p->health & health_flags[i].bit) n += snprintf(buf + n, len - (size_t)n, "%s ", health_flags[i].name);
@@ -351,6 +366,7 @@ static json_t *to_json(const struct proc *v, size_t n, const struct findings *f,
     json_object_set_new(o, "alive", json_boolean(!p->dead));
     json_object_set_new(o, "clean_exit", json_boolean(p->closed));
     if (p->straggler) json_array_append_new(fl, json_string("STRAGGLER"));
+    if (p->cleared) json_array_append_new(fl, json_string("CLEARED"));
     if (p->hung) json_array_append_new(fl, json_string("HUNG"));
     if (p->drops || p->v.rd.lost) json_array_append_new(fl, json_string("DROPS"));
     for (size_t k = 0; k < NHEALTH_FLAGS; k++)
@@ -399,14 +415,16 @@ static void print_text(const struct proc *v, size_t n, const struct findings *f,
 }
 
 void cmd_top_help(FILE *o) {
-  fputs("usage: collscope top [--once] [--json] [--interval S] [--shm-dir DIR]\n"
+  fputs("usage: collscope top [--once] [--json] [--interval S] [--cleared S] [--shm-dir DIR]\n"
         "  live view of the collscope processes on this host (their /dev/shm stats rings; root\n"
         "  sees every user's), refreshed every S seconds (default 1): job, rank, pid, device,\n"
         "  comm, seq, ops/s,\n"
         "  busbw (GB/s), seconds since the last completion, share of instances it arrived\n"
-        "  last, lateness (us), flags STRAGGLER HUNG DROPS EXITED DEAD, health THROTTLED:POWER|THERMAL|HW NVLINK ECC XID IB PCIE\n"
+        "  last, lateness (us), flags STRAGGLER CLEARED HUNG DROPS EXITED DEAD, health THROTTLED:POWER|THERMAL|HW NVLINK ECC XID IB PCIE\n"
         "  --once      print one snapshot and exit\n"
         "  --json      print one snapshot as JSON and exit\n"
+        "  --cleared S a straggler the detector no longer flags shows as CLEARED for S seconds of\n"
+        "              the rank's own op times after it was last flagged (default 60), then not\n"
         "  --shm-dir DIR  where the rings are (default $COLLSCOPE_SHM_DIR or /dev/shm; --dir: the\n"
         "              same, deprecated)\n",
         o);
@@ -422,7 +440,15 @@ int cmd_top(int argc, char **argv) {
       once = true;
     else if (!strcmp(a, "--json"))
       json = true;
-    else if ((!strcmp(a, "--interval") || !strcmp(a, "--shm-dir") || !strcmp(a, "--dir")) && i + 1 < argc) {
+    else if (!strcmp(a, "--cleared") && i + 1 < argc) {
+      char *e;
+      double c = strtod(argv[++i], &e);
+      if (*e || e == argv[i] || !(c >= 0 && c <= 1e6)) {
+        fprintf(stderr, "collscope top: bad --cleared %s (seconds, 0 to 1e6)\n", argv[i]);
+        return CLI_EXIT_USAGE;
+      }
+      top_cleared_ns = (int64_t)(c * 1e9);
+    } else if ((!strcmp(a, "--interval") || !strcmp(a, "--shm-dir") || !strcmp(a, "--dir")) && i + 1 < argc) {
       if (!strcmp(a, "--dir")) fputs("collscope top: --dir is deprecated, use --shm-dir\n", stderr);
       if (strcmp(a, "--interval") != 0)
         dir = argv[++i];

@@ -175,7 +175,14 @@ struct cs_det_straggler {
   int64_t last_flag_seq;               /* the seq of the last instance it was flagged at */
   int64_t first_flag_ns, last_flag_ns; /* its op's end_ns in those two instances (its own clock;
                                           0 for kind link with rank -1) */
+  int64_t comm_last_seq;               /* the comm's last instance the detector evaluated */
 };
+
+/* A finding is ongoing while the detector still flags it at the comm's last instance; else it
+ * cleared after last_flag_seq (the detector's windows decide when: docs/detection.md). */
+static inline bool cs_det_straggler_ongoing(const struct cs_det_straggler *s) {
+  return s->last_flag_seq >= s->comm_last_seq;
+}
 
 struct cs_det_hang {
   uint64_t comm;

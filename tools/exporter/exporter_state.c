@@ -546,7 +546,9 @@ static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n) {
         r->offset_s = rs->offset_us / 1e6;
       }
       for (size_t x = 0; x < det.nstragglers; x++)
-        if (det.stragglers[x].kind == CS_DET_COMPUTE && det.stragglers[x].rank == r->rank) r->straggler = true;
+        if (det.stragglers[x].kind == CS_DET_COMPUTE && det.stragglers[x].rank == r->rank &&
+            cs_det_straggler_ongoing(&det.stragglers[x]))
+          r->straggler = true; /* a cleared finding: 0 again (Prometheus keeps when it was 1) */
     }
     cs_det_result_free(&det);
   }

@@ -57,20 +57,25 @@ void cli_text_stragglers_causes(const struct cs_det_result *det, const struct cs
              "# %.1f sigma and after the median rank in >= %.0f%% of them),\n"
              "# or when it is last more often than max(%.0f%%, chance + %.1f sigma) with median lateness when\n"
              "# last; either figure >= max(%.0f us, %.1f%% of the median duration); `after`: instances until\n"
-             "# flagged; %zu evaluated\n",
+             "# flagged; `flagged`: the seqs it was first and last flagged at, and `ongoing` when the detector\n"
+             "# still flags it at the comm's last instance, else `cleared`; %zu evaluated\n",
           p->window, p->min_instances, p->persist, p->offset_z, p->recent, p->recent_z, p->recent_share * 100,
           p->share * 100, p->z, p->floor_us, p->frac * 100, det->instances);
-  fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %-7s%s\n", "rank", "host", "comm", "share_last",
-          "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind", causes ? " cause" : "");
+  fprintf(o, "# %5s  %-16s %-16s %10s %12s %12s %10s %12s %8s  %-7s %-25s%s\n", "rank", "host", "comm", "share_last",
+          "lateness_us", "median_us", "gap_us", "peer_gap_us", "after", "kind", "flagged",
+          causes ? " cause" : "");
   char hex[17], b[128];
   for (size_t i = 0; i < det->nstragglers; i++) {
     const struct cs_det_straggler *s = &det->stragglers[i];
-    fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %-7s%s%s\n", s->rank,
+    char span[64];
+    snprintf(span, sizeof span, "%lld-%lld %s", (long long)s->first_flag_seq, (long long)s->last_flag_seq,
+             cs_det_straggler_ongoing(s) ? "ongoing" : "cleared");
+    fprintf(o, "  %5d  %-16s %-16s %10.2f %12.1f %12.1f %10.1f %12.1f %8zu  %-7s %-25s%s%s\n", s->rank,
             s->host ? cs_text_safe(s->host, b, sizeof b) : s->kind == CS_DET_LINK ? "(network)"
                                                                                   : "?",
-            cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us,
-            s->median_dur_us, s->gap_us, s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind),
-            causes ? " " : "", causes ? causes[i] : "");
+            cs_comm_hex(s->comm, hex), s->share_last, s->lateness_us, s->median_dur_us, s->gap_us,
+            s->peer_gap_us, s->first_flag_instance, cs_det_kind_name(s->kind), span, causes ? " " : "",
+            causes ? causes[i] : "");
   }
   if (!det->nstragglers) fprintf(o, "  (none)\n");
 }
@@ -96,6 +101,8 @@ json_t *cli_json_stragglers(const struct cs_det_result *det) {
     json_object_set_new(o, "first_flag_instance", jcount(s->first_flag_instance));
     json_object_set_new(o, "first_flag_seq", json_integer(s->first_flag_seq));
     json_object_set_new(o, "last_flag_seq", json_integer(s->last_flag_seq));
+    json_object_set_new(o, "comm_last_seq", json_integer(s->comm_last_seq));
+    json_object_set_new(o, "ongoing", json_boolean(cs_det_straggler_ongoing(s)));
     json_object_set_new(o, "kind", json_string(cs_det_kind_name(s->kind)));
     json_array_append_new(a, o);
   }

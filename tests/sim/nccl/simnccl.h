@@ -164,11 +164,12 @@ struct sn_fault {
   unsigned long long elem; int bit; int at_hop; int code;
   long long from;            /* onset: acts on seq >= from (0: from the start) */
   long long every;           /* slow: only on seq from, from + every, ... (0: every seq) */
+  long long until;           /* slow: only on seq < until (0: to the end): a transient slowdown */
   int compute;               /* slow:compute=P: the rank's compute (libcuda, cuda/model.c), no stall */
 };
 /* does fault f (with onset from= and period every=) act on seq? */
 static inline int sn_fault_on(const struct sn_fault *f, long long seq) {
-  if (seq < f->from) return 0;
+  if (seq < f->from || (f->until > 0 && seq >= f->until)) return 0;
   return f->every <= 0 || (seq - f->from) % f->every == 0;
 }
 void sn_faults_init(void);
