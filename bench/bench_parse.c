@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collscope/dump_schema.h"
 #include "dump/opscan.h"
 
 static double cpu_s(void) {
@@ -20,9 +21,13 @@ static double cpu_s(void) {
   return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static const char *const keys[] = {"comm", "comm_size", "comm_rank", "rank", "seq", "op", "dtype", "count",
-                                   "bytes", "redop", "root", "peer", "stream", "group", "enqueue_ns", "start_ns",
-                                   "end_ns", "dur_us", "timing", "captured", "site", "status", "sdc"};
+/* the op list's keys the loader reads (every row but SKIP), in the schema's order */
+#define READ_KEY(m, key, jt, wr, rd, def) READ_KEY_##rd(key)
+#define READ_KEY_REQ(key) key,
+#define READ_KEY_OPT(key) key,
+#define READ_KEY_HAND(key) key,
+#define READ_KEY_SKIP(key)
+static const char *const keys[] = {CS_DUMP_OP_FIELDS(READ_KEY)};
 
 int main(int argc, char **argv) {
   if (argc < 2) {

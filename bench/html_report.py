@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/html_report.py --cli COLLSCOPE --dumps DIR [--runs N]
 
-The HTML page's bound measured (docs/html-report.md): on a dump set (bench/gen_dumps makes
+The HTML page's bound measured (docs/html-report.md): on a dump set (tests/tools/gen_dumps makes
 one of 10,000 ranks), the time `collscope report --json` and `report --html` take, the sizes of
 both, and the time headless Chromium takes to load the page (navigation to its load event)
 and to render all of it (a full-page screenshot). Best of N runs each."""

@@ -1,5 +1,5 @@
 /* hooks/sdc_check.c: launches the SDC check kernel (hooks/sdc_kernels.cu) around eligible
- * collectives and hands its results to the harvest thread (see sdc_check.h, DESIGN.md "SDC").
+ * collectives and hands its results to the harvest thread (see sdc_check.h, DESIGN.md "SDC checks").
  *
  * Hot path (caller's thread, no syscall, no lock, no sync): policy decision, a slot taken
  * from a per-context ring with one CAS, and one cuLaunchKernel before the collective

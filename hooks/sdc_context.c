@@ -4,7 +4,7 @@
  * simulator: its host twin), device scratch and pinned result slots, and the kernel
  * self-test (the GPU kernel against its host twin), on a private non-blocking stream so the
  * set-up waits (at most 2 s) for that work only, in the relaxed capture mode so that no
- * other thread's graph capture is touched (sdc.h, DESIGN.md "SDC"). */
+ * other thread's graph capture is touched (sdc.h, DESIGN.md "SDC checks"). */
 #include "sdc_internal.h"
 #include <dlfcn.h>
 #include <pthread.h>

@@ -39,7 +39,6 @@ static inline void put(const char *s, size_t n) {
 }
 /* string literals: length known at compile time */
 #define PUTL(lit) put(lit, sizeof(lit) - 1)
-#define KEY(k) PUTL(",\"" k "\":")
 
 /* the file is open (records are written) */
 bool cs_dump_active(void);

@@ -2,10 +2,10 @@
  * drops, footer, lines handed over by the layers above) as one JSON line (DESIGN.md "Dump
  * files") into the writer's buffer (stats/dump_writer.c). The keys, their order and their
  * JSON types come from include/collscope/dump_schema.h: each record is first put into a
- * struct generated from its list, then the list writes it. Formatting is hand-rolled
+ * struct generated from its list, then the list writes it (include/collscope/dump_emit.h). Formatting is hand-rolled
  * (integers, hex, fixed-point microseconds) because it runs for every op at up to
  * hundreds of thousands of records per second. */
-#include "collscope/dump_schema.h"
+#include "collscope/dump_emit.h"
 #include "dump_writer_internal.h"
 #include <dlfcn.h>
 #define UNW_LOCAL_ONLY
@@ -211,113 +211,33 @@ static void put_f64(double v) {
   put(t, (size_t)snprintf(t, sizeof t, "%.17g", v));
 }
 
-/* ---- the schema's rows as writer code (include/collscope/dump_schema.h) ---- */
+/* ---- the schema's rows as writer code (include/collscope/dump_emit.h) ---- */
+#define CS_EMIT_BUF cs_dump_lb.buf
+#define CS_EMIT_LEN cs_dump_lb.len
+#define cs_emit_sources(v) _Generic((v), const struct cs_emit_header * \
+                                    : header_sources, const struct cs_emit_footer * \
+                                    : footer_sources)(v)
 
-/* a field as the writer holds it: struct w_<type> has one member per row */
-#define W_T_I32 int64_t
-#define W_T_I64 int64_t
-#define W_T_U64 uint64_t
-#define W_T_US int64_t /* nanoseconds */
-#define W_T_F64 double
-#define W_T_STR const char *
-#define W_T_SITE uint64_t /* code address */
-#define W_T_NAME const char *
-#define W_T_NAME0 const char * /* NULL: null */
-#define W_T_ID uint64_t
-#define W_T_ID0 const uint64_t * /* NULL: null */
-#define W_T_HEX uint64_t
-#define W_T_BOOL bool
-#define W_T_OBJ const void * /* the object's struct w_<member>; NULL: not written */
-#define W_MEMBER(m, key, jt, wr, rd, def) W_T_##jt m;
+struct cs_emit_header;
+struct cs_emit_footer;
+static void header_sources(const struct cs_emit_header *v);
+static void footer_sources(const struct cs_emit_footer *v);
 
-/* a field's value onto the line */
-#define W_VAL_I32(m, v) put_i64(v)
-#define W_VAL_I64(m, v) put_i64(v)
-#define W_VAL_U64(m, v) put_u64(v)
-#define W_VAL_US(m, v) put_us(v)
-#define W_VAL_F64(m, v) put_f64(v)
-#define W_VAL_STR(m, v) put_str(v)
-#define W_VAL_SITE(m, v) put_site(v)
-#define W_VAL_NAME(m, v) put_name(v)
-#define W_VAL_NAME0(m, v) put_name0(v)
-#define W_VAL_ID(m, v) put_id(v)
-#define W_VAL_ID0(m, v) put_id0(v)
-#define W_VAL_HEX(m, v) put_hex(v)
-#define W_VAL_BOOL(m, v) put_bool(v)
-#define W_VAL_OBJ(m, v) put_obj_##m(v)
-
-/* IFSET rows: whether the field is written */
-#define W_SET_I32(v) ((v) >= 0)
-#define W_SET_I64(v) ((v) >= 0)
-#define W_SET_U64(v) ((v) != 0)
-#define W_SET_NAME(v) ((v) && *(v))
-#define W_SET_STR(v) ((v) && *(v))
-#define W_SET_OBJ(v) ((v) != NULL)
-
-#define W_ROW(m, key, jt, wr, rd, def) W_##wr(m, key, jt)
-#define W_ALWAYS(m, key, jt) \
-  KEY(key); \
-  W_VAL_##jt(m, v->m);
-#define W_IFSET(m, key, jt) \
-  if (W_SET_##jt(v->m)) { \
-    KEY(key); \
-    W_VAL_##jt(m, v->m); \
-  }
-/* the layers' fields go where the first SOURCE row stands */
-#define W_SOURCE(m, key, jt) \
-  if (!sources_done) { \
-    sources_done = true; \
-    put_sources(v); \
-  }
-#define put_sources(v) _Generic((v), const struct w_header * \
-                                : header_sources, const struct w_footer * \
-                                : footer_sources)(v)
-
-/* put_<type>_line(): {"type":"<type>" and the list's rows, a whole line */
-#define W_LINE(type, LIST) \
-  struct w_##type { \
-    LIST(W_MEMBER) \
-  }; \
-  static void put_##type##_line(const struct w_##type *v) { \
-    bool sources_done = false; \
-    (void)sources_done; \
-    PUTL("{\"type\":\"" #type "\""); \
-    LIST(W_ROW) \
-    PUTL("}\n"); \
-  }
-/* put_obj_<name>(): an object field's value; its first key's comma becomes the brace */
-#define W_OBJECT(name, LIST) \
-  struct w_##name { \
-    LIST(W_MEMBER) \
-  }; \
-  static void put_obj_##name(const void *p) { \
-    const struct w_##name *v = p; \
-    size_t brace = cs_dump_lb.len; \
-    LIST(W_ROW) \
-    if (cs_dump_lb.len > brace) cs_dump_lb.buf[brace] = '{'; \
-    PUTL("}"); \
-  }
-
-struct w_header;
-struct w_footer;
-static void header_sources(const struct w_header *v);
-static void footer_sources(const struct w_footer *v);
-
-W_OBJECT(clock, CS_DUMP_CLOCK_FIELDS)
-W_OBJECT(sdc, CS_DUMP_SDC_FIELDS)
-W_LINE(header, CS_DUMP_HEADER_FIELDS)
-W_LINE(op, CS_DUMP_OP_FIELDS)
-W_LINE(xfer, CS_DUMP_XFER_FIELDS)
-W_LINE(comm, CS_DUMP_COMM_FIELDS)
-W_LINE(hang, CS_DUMP_HANG_FIELDS)
-W_LINE(link, CS_DUMP_LINK_FIELDS)
-W_LINE(drops, CS_DUMP_DROPS_FIELDS)
-W_LINE(footer, CS_DUMP_FOOTER_FIELDS)
+CS_EMIT_OBJECT(clock, CS_DUMP_CLOCK_FIELDS)
+CS_EMIT_OBJECT(sdc, CS_DUMP_SDC_FIELDS)
+CS_EMIT_LINE(header, CS_DUMP_HEADER_FIELDS)
+CS_EMIT_LINE(op, CS_DUMP_OP_FIELDS)
+CS_EMIT_LINE(xfer, CS_DUMP_XFER_FIELDS)
+CS_EMIT_LINE(comm, CS_DUMP_COMM_FIELDS)
+CS_EMIT_LINE(hang, CS_DUMP_HANG_FIELDS)
+CS_EMIT_LINE(link, CS_DUMP_LINK_FIELDS)
+CS_EMIT_LINE(drops, CS_DUMP_DROPS_FIELDS)
+CS_EMIT_LINE(footer, CS_DUMP_FOOTER_FIELDS)
 
 /* ---- the records ---- */
 
 /* the GPU's identity (hooks/health.c through cs_dump_sources) */
-static void header_sources(const struct w_header *v) {
+static void header_sources(const struct cs_emit_header *v) {
   if (!sources.header_extra) return;
   char extra[1024];
   size_t n = sources.header_extra((int)v->device, extra, sizeof extra);
@@ -333,10 +253,10 @@ static void write_header(int device) {
   char exe[1024] = "";
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   exe[n > 0 ? n : 0] = 0;
-  struct w_clock clock;
+  struct cs_emit_clock clock;
   clock.realtime_ns = cs_now_ns(CLOCK_REALTIME);
   clock.monotonic_ns = cs_now_ns(CLOCK_MONOTONIC);
-  const struct w_header h = {
+  const struct cs_emit_header h = {
       .schema = COLLSCOPE_SCHEMA_VERSION,
       .collscope = "0.1.0",
       .host = cs_cfg.host,
@@ -395,14 +315,14 @@ static int64_t seq_or_none(uint64_t seq) { return seq == UINT64_MAX ? -1 : (int6
 static void write_op(const struct cs_record *r, bool timed) {
   /* SDC check results (hooks/sdc_check.c): a field whose bit of sdc_checked is clear is null */
   bool out = r->sdc_checked & 1, in = r->sdc_checked & 2;
-  const struct w_sdc sdc = {
+  const struct cs_emit_sdc sdc = {
       .checked = r->sdc_checked,
       .fp = out ? &r->fingerprint : NULL,
       .in_sum = in ? r->in_sum : NAN,
       .in_abs = in ? r->in_abs : NAN,
       .out_sum = out ? r->out_sum : NAN,
   };
-  const struct w_op v = {
+  const struct cs_emit_op v = {
       .comm = r->comm_id,
       .comm_size = r->comm_size,
       .comm_rank = r->comm_rank,
@@ -437,7 +357,7 @@ static void write_op(const struct cs_record *r, bool timed) {
 }
 
 static void write_xfer(const struct cs_record *r, bool timed) {
-  const struct w_xfer v = {
+  const struct cs_emit_xfer v = {
       .op_name = "Memcpy",
       .api = xfer_api_name(r->api),
       .kind = xfer_kind_name(r->event),
@@ -457,7 +377,7 @@ static void write_xfer(const struct cs_record *r, bool timed) {
 }
 
 static void write_comm(const struct cs_record *r) {
-  const struct w_comm v = {
+  const struct cs_emit_comm v = {
       .event = comm_event_name(r->event),
       .comm = r->comm_id,
       .size = r->comm_size,
@@ -473,7 +393,7 @@ static void write_comm(const struct cs_record *r) {
 static void write_link(const struct cs_record *r) {
   struct cs_link_record l;
   cs_link_unpack(r, &l);
-  const struct w_link v = {
+  const struct cs_emit_link v = {
       .dir = l.recv ? "recv" : "send",
       .rank = cs_cfg.rank,
       .peer = l.peer,
@@ -518,7 +438,7 @@ void cs_dump_record(const struct cs_record *r) {
 void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
   if (!cs_dump_active()) return;
   ensure_header(r->device);
-  const struct w_hang v = {
+  const struct cs_emit_hang v = {
       .comm = r->comm_id,
       .comm_size = r->comm_size,
       .comm_rank = r->comm_rank,
@@ -538,7 +458,7 @@ void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
 void cs_dump_drops(uint64_t count) {
   if (!cs_dump_active()) return;
   ensure_header(-1);
-  const struct w_drops v = {.count = count, .t_ns = cs_now_ns(CLOCK_REALTIME)};
+  const struct cs_emit_drops v = {.count = count, .t_ns = cs_now_ns(CLOCK_REALTIME)};
   cs_dump_line_begin();
   put_drops_line(&v);
   cs_dump_line_end(LINE_DROPS, count);
@@ -565,7 +485,7 @@ static void footer_u64(const char *key, uint64_t v) {
 }
 static const struct cs_dump_kv footer_kv = {footer_str, footer_u64};
 
-static void footer_sources(const struct w_footer *v) {
+static void footer_sources(const struct cs_emit_footer *v) {
   (void)v;
   for (int i = 0; i < CS_DUMP_FOOTERS; i++)
     if (sources.footer[i]) sources.footer[i](&footer_kv);
@@ -579,7 +499,7 @@ void cs_dump_footer(void) {
   ensure_header(-1);
   cs_dump_line_begin();
   struct dump_counts c = cs_dump_counts();
-  const struct w_footer v = {
+  const struct cs_emit_footer v = {
       .ops = c.ops,
       .xfers = c.xfers,
       .drops = atomic_load(&cs_st.drops),

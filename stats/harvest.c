@@ -5,7 +5,7 @@
  * COLLSCOPE_FLUSH_MS. Records whose work never completes stay pending; nothing here can
  * block the job.
  *
- * Order: a communicator's op records are written in seq order (DESIGN.md "Instances"). A
+ * Order: a communicator's op records are written in seq order (DESIGN.md "Dump files"). A
  * finished op is held while an earlier op of its communicator is still pending (a timed op
  * whose GPU work runs while the sampled-out ops enqueued after it finish at once), at most
  * HOLD_MAX per communicator: past that the pending op stops holding the others, is written

@@ -195,4 +195,23 @@
   X(sdc_captured, "sdc_captured", U64, SOURCE, SKIP, ZERO) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
+/* Each list's keys by member, for readers that name a field (tools/trace/trace_perfetto.c,
+ * bench/bench_parse.c): cs_dump_<list>_keys.<member> is the row's key. */
+#define CS_DUMP_KEY_MEMBER(m, key, jt, wr, rd, def) const char *m;
+#define CS_DUMP_KEY_INIT(m, key, jt, wr, rd, def) .m = key,
+#define CS_DUMP_KEYS(name, LIST) \
+  static const struct { \
+    LIST(CS_DUMP_KEY_MEMBER) \
+  } name __attribute__((unused)) = {LIST(CS_DUMP_KEY_INIT)};
+CS_DUMP_KEYS(cs_dump_header_keys, CS_DUMP_HEADER_FIELDS)
+CS_DUMP_KEYS(cs_dump_clock_keys, CS_DUMP_CLOCK_FIELDS)
+CS_DUMP_KEYS(cs_dump_op_keys, CS_DUMP_OP_FIELDS)
+CS_DUMP_KEYS(cs_dump_sdc_keys, CS_DUMP_SDC_FIELDS)
+CS_DUMP_KEYS(cs_dump_xfer_keys, CS_DUMP_XFER_FIELDS)
+CS_DUMP_KEYS(cs_dump_comm_keys, CS_DUMP_COMM_FIELDS)
+CS_DUMP_KEYS(cs_dump_hang_keys, CS_DUMP_HANG_FIELDS)
+CS_DUMP_KEYS(cs_dump_link_keys, CS_DUMP_LINK_FIELDS)
+CS_DUMP_KEYS(cs_dump_drops_keys, CS_DUMP_DROPS_FIELDS)
+CS_DUMP_KEYS(cs_dump_footer_keys, CS_DUMP_FOOTER_FIELDS)
+
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/tools/test_trace_memory.py: `collscope trace` reads dumps in memory that does not
 grow with the records (tools/trace/trace.h): the same 8 ranks with N and 4 N op records each
-(bench/gen_dumps), rank 0 with a salvage file next to its dump (which must not make the set
+(tests/tools/gen_dumps), rank 0 with a salvage file next to its dump (which must not make the set
 load whole), the whole trace written (--max-size 0) to /dev/null, and the peak resident
 memory of each run (its own rusage) within a few MiB of each other. --format picks the trace's
 format (json, perfetto). Loading the set whole, as

@@ -3,7 +3,7 @@
 independent reader, protoc --decode (Debian's protobuf-compiler) against the schema in
 tools/trace/perfetto/, and compared with the JSON trace of the same dumps and selection:
 
-  same   the same small dump set (bench/gen_dumps, comm events, a salvage file next to rank 0's
+  same   the same small dump set (tests/tools/gen_dumps, comm events, a salvage file next to rank 0's
          dump) written both ways, whole and with a selection (--ranks, --from/--to): the file
          decodes; every packet is a track descriptor, an interning packet or a track event;
          process and stream tracks carry the JSON's names; the slices (begin: track, name, ts,

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collscope/dump_schema.h"
 #include "collscope/schema.h"
 #include "perfetto_trace.pb-c.h"
 #include "trace.h"
@@ -42,44 +43,45 @@ enum { CAT_COLL = 1,
        CAT_END };
 static const char *const cat_names[CAT_END] = {NULL, "coll", "p2p", "xfer", "comm"};
 
-enum {
-  A_COMM = 1,
-  A_COMM_SIZE,
-  A_COMM_RANK,
-  A_RANK,
-  A_SEQ,
-  A_OP,
-  A_DTYPE,
-  A_COUNT,
-  A_BYTES,
-  A_REDOP,
-  A_ROOT,
-  A_PEER,
-  A_STREAM,
-  A_GROUP,
-  A_ENQUEUE_NS,
-  A_START_NS,
-  A_END_NS,
-  A_DUR_US,
-  A_TIMING,
-  A_CAPTURED,
-  A_SITE,
-  A_STATUS,
-  A_SRC,
-  A_API,
-  A_KIND,
-  A_ASYNC,
-  A_EVENT,
-  A_SIZE,
-  A_DEVICE,
-  A_PARENT,
-  A_T_NS,
-  A_END
-};
-static const char *const arg_names[A_END] = {
-    NULL, "comm", "comm_size", "comm_rank", "rank", "seq", "op", "dtype", "count", "bytes", "redop",
-    "root", "peer", "stream", "group", "enqueue_ns", "start_ns", "end_ns", "dur_us", "timing", "captured",
-    "site", "status", "src", "api", "kind", "async", "event", "size", "device", "parent", "t_ns"};
+/* the argument names: the dump schema's keys (include/collscope/dump_schema.h), and "src" */
+static const char *const src_name = "src";
+#define PF_ARGS(X) \
+  X(COMM, cs_dump_op_keys.comm) \
+  X(COMM_SIZE, cs_dump_op_keys.comm_size) \
+  X(COMM_RANK, cs_dump_op_keys.comm_rank) \
+  X(RANK, cs_dump_op_keys.rank) \
+  X(SEQ, cs_dump_op_keys.seq) \
+  X(OP, cs_dump_op_keys.op_name) \
+  X(DTYPE, cs_dump_op_keys.dtype) \
+  X(COUNT, cs_dump_op_keys.count) \
+  X(BYTES, cs_dump_op_keys.bytes) \
+  X(REDOP, cs_dump_op_keys.redop) \
+  X(ROOT, cs_dump_op_keys.root) \
+  X(PEER, cs_dump_op_keys.peer) \
+  X(STREAM, cs_dump_op_keys.stream) \
+  X(GROUP, cs_dump_op_keys.group) \
+  X(ENQUEUE_NS, cs_dump_op_keys.enqueue_ns) \
+  X(START_NS, cs_dump_op_keys.start_ns) \
+  X(END_NS, cs_dump_op_keys.end_ns) \
+  X(DUR_US, cs_dump_op_keys.dur_us) \
+  X(TIMING, cs_dump_op_keys.timing_name) \
+  X(CAPTURED, cs_dump_op_keys.captured) \
+  X(SITE, cs_dump_op_keys.site) \
+  X(STATUS, cs_dump_op_keys.status) \
+  X(SRC, src_name) \
+  X(API, cs_dump_xfer_keys.api) \
+  X(KIND, cs_dump_xfer_keys.kind) \
+  X(ASYNC, cs_dump_xfer_keys.async) \
+  X(EVENT, cs_dump_comm_keys.event) \
+  X(SIZE, cs_dump_comm_keys.size) \
+  X(DEVICE, cs_dump_comm_keys.device) \
+  X(PARENT, cs_dump_comm_keys.parent) \
+  X(T_NS, cs_dump_comm_keys.t_ns)
+#define PF_ARG_ENUM(id, key) A_##id,
+enum { A_NONE,
+       PF_ARGS(PF_ARG_ENUM) A_END };
+#define PF_ARG_NAME(id, key) [A_##id] = &key,
+static const char *const *const arg_names[A_END] = {PF_ARGS(PF_ARG_NAME)};
 
 /* ---------- per-sequence interning ---------- */
 
@@ -252,7 +254,7 @@ static void seq_start(struct trace_run *R, unsigned worker) {
     perfetto__protos__debug_annotation_name__init(&names[i]);
     names[i].has_iid = true;
     names[i].iid = i;
-    names[i].name = (char *)arg_names[i];
+    names[i].name = (char *)*arg_names[i];
     namep[i - 1] = &names[i];
   }
   k.idata.n_event_categories = CAT_END - 1;
