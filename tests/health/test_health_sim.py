@@ -163,7 +163,7 @@ def case_throttle_span(cli, apps, tmp):
 
 
 ONLINE_FINDING = ("straggler rank 5 (simhost3) on comm {comm}: last in 100% of 15 sampled instances, lateness 9612 us "
-                  "(median duration 14017 us), kind compute, cause=power_cap")
+                  "(median duration 14021 us), kind compute, cause=power_cap")
 
 
 def case_online(cli, apps, tmp):
