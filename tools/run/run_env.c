@@ -3,9 +3,11 @@
  * LD_PRELOAD, --env KEY=VALUE, and a free port for MASTER_PORT. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,7 +93,42 @@ int run_prepare_env(const struct cli_run_opts *o) {
   return 0;
 }
 
+/* whether 127.0.0.1:port can be bound now (closed again at once) */
+static int port_free(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct sockaddr_in a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons((uint16_t)port);
+  int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+/* MASTER_PORT: a free port below the kernel's ephemeral range (ip_local_port_range), where
+ * neither an outgoing connection's source port nor another program's bind to port 0 can take
+ * it between this probe and rank 0's bind (a port the kernel hands out from the ephemeral
+ * range could be given to anyone in that gap). Random in [10000, the range's start), probed;
+ * the kernel's choice when that range is too small or all probes fail. */
 int run_free_port(void) {
+  int lo = 32768;
+  FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+  if (f) {
+    int a, b;
+    if (fscanf(f, "%d %d", &a, &b) == 2 && a > 0 && a <= 65535) lo = a;
+    fclose(f);
+  }
+  if (lo > 10000 + 256) {
+    unsigned seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+    for (int i = 0; i < 64; i++) {
+      seed = seed * 1103515245u + 12345u;
+      int port = 10000 + (int)((seed >> 8) % (unsigned)(lo - 10000));
+      if (port_free(port)) return port;
+    }
+  }
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
   struct sockaddr_in a;
