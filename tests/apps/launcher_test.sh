@@ -45,6 +45,11 @@ for r in 0 1 2 3 4 5 6 7; do
 done
 check "per-rank env (RANK, LOCAL_RANK, GROUP_RANK, host blocks, one port, one job)" test $ok -eq 1
 case $job in run-*) pass "generated job id ($job)" ;; *) fail "generated job id ($job)" ;; esac
+# the port comes from below the kernel's ephemeral range, where no connection's source port or
+# bind to port 0 can take it before rank 0 listens
+eph_lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
+p=${port#127.0.0.1:}
+check "MASTER_PORT $p in [10000, $eph_lo)" test "$p" -ge 10000 -a "$p" -lt "$eph_lo"
 
 # 2. default host is the real hostname; job id kept; --env applied; --job-id
 line=$(COLLSCOPE_JOB_ID=keepme "$CLI" run -n 1 --env ENVDUMP_EXTRA=x=1 -- "$ENVDUMP")
