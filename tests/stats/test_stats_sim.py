@@ -715,5 +715,85 @@ def case_stall0(cli, apps, tmp):
     assert sorted(h["stuck_ranks"]) == [0, 1, 2, 3, 4, 6, 7], h
 
 
+
+# ---- stats rings without dumps, and stale rings (docs/rings.md)
+
+RING_FAULTS = QUIET + ";slow:rank=5,pct=20"
+
+
+def job_lines(out):
+    """the job's own output, in order: every line but the shims' log lines and NCCL's debug
+    lines (those name pids and addresses, and the run with dumps has collscope's own
+    communicator for the online exchange)"""
+    return [l for l in out.splitlines() if not l.startswith("collscope[") and " NCCL INFO " not in l]
+
+
+def ring_names(shm):
+    return sorted(n for n in os.listdir(shm) if n.endswith(".ring"))
+
+
+def nocomm(stragglers):
+    """the findings on the modeled clock: without the communicator's id (NCCL's unique id
+    differs run to run) and the gaps (gap_us, peer_gap_us: they read the host's enqueue
+    stamps, 1 ns apart run to run)"""
+    return [{k: v for k, v in s.items() if k not in ("comm", "gap_us", "peer_gap_us")} for s in stragglers]
+
+
+def exporter_once(cli, shm):
+    # the modeled clock stamps the rings in 2026-01-01: a grace that keeps exited processes
+    p = subprocess.run([cli, "exporter", "--once", "--grace", "1000000000", "--shm-dir", shm],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def case_ring_only(cli, apps, tmp):
+    # dp_train with rank 5 slowed by 20% on the modeled clock, three times: with its dumps, with
+    # COLLSCOPE_DIR under a regular file (unusable, whoever runs the test: root writes to
+    # read-only directories) and with COLLSCOPE_DIR=none. Without dumps every rank still has
+    # its ring, says so in one line, and `top` and the exporter flag rank 5 exactly as the
+    # run with dumps does; the job's status and output are unchanged.
+    env = dict(MODEL_EVENTS, COLLSCOPE_KEEP_SHM="1", COLLSCOPE_JOB_ID="ringonly")
+    p0, d0, shm0 = run_job(cli, apps, os.path.join(tmp, "dumps"), RING_FAULTS, steps=16, args=QUIET_ARGS,
+                           env_extra=env)
+    assert p0.returncode == 0, p0.stdout
+    assert len(glob.glob(os.path.join(d0, "*.jsonl"))) == 8
+    want = top(cli, shm0)["stragglers"]
+    print("with dumps: top's stragglers %s" % json.dumps(want))
+    assert [s["rank"] for s in want] == [5], want
+    blocker = os.path.join(tmp, "not-a-directory")
+    open(blocker, "w").close()
+    assert not os.path.exists("none")
+    for mode, dirval, line in (
+            ("unusable", os.path.join(blocker, "dumps"), "dumps off (COLLSCOPE_DIR unusable), stats ring on: "),
+            ("none", "none", "dumps off (COLLSCOPE_DIR=none), stats ring on: ")):
+        t = os.path.join(tmp, mode)
+        p, d, shm = run_job(cli, apps, t, RING_FAULTS, steps=16, args=QUIET_ARGS,
+                            env_extra=dict(env, COLLSCOPE_DIR=dirval, COLLSCOPE_LOG="info"))
+        print("%s: status %d" % (mode, p.returncode))
+        assert p.returncode == p0.returncode, p.stdout[-3000:]
+        assert job_lines(p.stdout) == job_lines(p0.stdout), (job_lines(p.stdout), job_lines(p0.stdout))
+        said = [l for l in p.stdout.splitlines() if line in l]
+        print(said[0] if said else p.stdout[-2000:])
+        assert len(said) == 8, p.stdout[-3000:]
+        assert not os.path.exists("none") and not os.path.exists(os.path.join(blocker, "dumps"))
+        assert ring_names(shm) == ["collscope-%d-ringonly-r%d.ring" % (os.geteuid(), r) for r in range(8)], \
+            ring_names(shm)
+        got = top(cli, shm)
+        assert len(got["processes"]) == 8, got["processes"]
+        assert nocomm(got["stragglers"]) == nocomm(want), (got["stragglers"], want)
+        exp = exporter_once(cli, shm)
+        flagged = sorted(int(re.search(r'rank="(\d+)"', l).group(1)) for l in exp.splitlines()
+                         if l.startswith("collscope_straggler{") and l.endswith(" 1"))
+        ups = [l for l in exp.splitlines() if l.startswith("collscope_up{")]
+        print("%s: exporter flags ranks %s, %d processes" % (mode, flagged, len(ups)))
+        assert flagged == [5] and len(ups) == 8, exp[-3000:]
+    # a clean exit removes the rings (COLLSCOPE_KEEP_SHM unset)
+    env.pop("COLLSCOPE_KEEP_SHM")
+    p, d, shm = run_job(cli, apps, os.path.join(tmp, "gone"), RING_FAULTS, steps=4, args=QUIET_ARGS,
+                        env_extra=dict(env, COLLSCOPE_DIR="none"))
+    assert p.returncode == 0 and ring_names(shm) == [], (p.returncode, ring_names(shm))
+
+
 if __name__ == "__main__":
     main()
