@@ -16,8 +16,8 @@
  * --keep, and only when its writer is dead and the name still holds the file that was read.
  * A ring that fails the checks is skipped with one line; with --clean it is removed when it
  * is the uid's and its writer is dead, and one line counts what was done. Exit 0, 1 when
- * nothing was salvaged (--clean: 0 when there was nothing to do) or a file could not be
- * written, 2 usage or several jobs. */
+ * nothing was salvaged or a ring was skipped or a file could not be written (--clean: only
+ * when a dump could not be written or a ring not removed), 2 usage or several jobs. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -155,22 +155,30 @@ static int write_dump_cb(FILE *f, void *arg) {
   return 0;
 }
 
-/* --clean, a ring the reader refused: removed when it is the uid's and its writer is dead */
-static void clean_refused(const char *ring, const char *shown, const struct salvage_opts *o, struct tally *t) {
+/* --clean, a ring the reader refused: removed when it is the uid's and its writer is dead;
+ * counted either way (1: it could not be removed) */
+static int clean_refused(const char *ring, const char *shown, const struct salvage_opts *o, struct tally *t) {
   uint64_t dev = 0, ino = 0;
   enum clean_writer w = clean_judge_writer(ring, o->uid, &dev, &ino);
   if (w == CLEAN_WRITER_ALIVE) {
     t->live++;
-  } else if (w == CLEAN_WRITER_UNKNOWN) {
+    return 0;
+  }
+  if (w == CLEAN_WRITER_UNKNOWN) {
     fprintf(stderr, "collscope salvage: %s left in place: not owned by uid %u, or its writer cannot be told\n", shown,
             (unsigned)o->uid);
     t->kept++;
-  } else if (clean_remove_ring(ring, dev, ino) == 0) {
-    t->bad_removed++;
-  } else {
-    fprintf(stderr, "collscope salvage: cannot remove %s: %s\n", shown, strerror(errno));
-    t->kept++;
+    return 0;
   }
+  int gone = clean_remove_ring(ring, dev, ino);
+  if (gone == 0) {
+    t->bad_removed++;
+    return 0;
+  }
+  fprintf(stderr, "collscope salvage: %s left in place: %s\n", shown,
+          gone > 0 ? "the name no longer holds the file that was judged" : strerror(errno));
+  t->kept++;
+  return gone < 0;
 }
 
 static int salvage_one(const char *ring, const struct salvage_opts *o, const char *job, struct tally *t) {
@@ -182,10 +190,8 @@ static int salvage_one(const char *ring, const struct salvage_opts *o, const cha
   }
   struct stat named;
   struct ring_view rv;
-  if (lstat(ring, &named) != 0 || ring_view_load(&rv, ring, "salvage", stderr) != 0) {
-    if (o->clean) clean_refused(ring, shown, o, t);
-    return 1;
-  }
+  if (lstat(ring, &named) != 0 || ring_view_load(&rv, ring, "salvage", stderr) != 0)
+    return o->clean ? clean_refused(ring, shown, o, t) : 1;
   const struct cs_ring_hdr *h = rv.rd.h;
   const char *why = NULL;
   if ((uint64_t)named.st_dev != rv.rd.dev || (uint64_t)named.st_ino != rv.rd.ino)
