@@ -356,9 +356,8 @@ static bool open_outputs(void) {
   bool dump = !cs_cfg.dumps_off && cs_dump_open();
   bool ring = cs_ring_open();
   if (dump) return true;
-  if (!ring) {
-    cs_log(CS_LOG_WARN, "no dump file%s and no stats ring; recording off, job runs untouched",
-           cs_cfg.dumps_off ? " (COLLSCOPE_DIR=none)" : "");
+  if (!ring) { /* (an unusable directory: the dump writer said so) */
+    if (cs_cfg.dumps_off) cs_log(CS_LOG_WARN, "COLLSCOPE_DIR=none and no stats ring: recording off, job runs untouched");
     return false;
   }
   bool online = cs_cfg.online;

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collscope/ring.h"
@@ -181,7 +182,23 @@ static int clean_refused(const char *ring, const char *shown, const struct salva
   return gone < 0;
 }
 
-static int salvage_one(const char *ring, const struct salvage_opts *o, const char *job, struct tally *t) {
+/* A writer the pid check calls dead may live in another pid namespace (a container that
+ * shares /dev/shm): its harvest thread still moves the heartbeat, every pass (at most about
+ * 10 ms apart). The scan reads each candidate's heartbeat, then waits HEARTBEAT_WATCH_MS once
+ * for all; a ring named on the command line is watched on its own. */
+#define HEARTBEAT_WATCH_MS 100
+static int64_t heartbeat(const struct cs_ring_hdr *h) {
+  return atomic_load_explicit(&((struct cs_ring_hdr *)(uintptr_t)h)->heartbeat_ns, memory_order_acquire);
+}
+static void heartbeat_wait(void) {
+  struct timespec nap = {0, HEARTBEAT_WATCH_MS * 1000000L};
+  while (nanosleep(&nap, &nap) != 0 && errno == EINTR) {
+  }
+}
+
+/* HB_SEEN: the heartbeat the scan read (NULL for a ring named on the command line) */
+static int salvage_one(const char *ring, const struct salvage_opts *o, const char *job, const int64_t *hb_seen,
+                       struct tally *t) {
   char shown[4 * 512 + 1];
   ring_text_escape(shown, sizeof shown, ring, strlen(ring));
   if (!name_of_uid(base_of(ring), o->uid)) {
@@ -206,6 +223,20 @@ static int salvage_one(const char *ring, const struct salvage_opts *o, const cha
     ring_view_free(&rv);
     return 1;
   }
+  int64_t hb = hb_seen ? *hb_seen : heartbeat(h);
+  bool dead = cs_ring_writer_dead(h);
+  if (dead && !hb_seen) heartbeat_wait();
+  if (dead && heartbeat(h) != hb) {
+    fprintf(stderr, "collscope salvage: %s: its writer's pid is gone here, but its heartbeat still advances (a "
+                    "process in another pid namespace): alive\n",
+            shown);
+    dead = false;
+  }
+  if (!dead && hb_seen) { /* found by the scan: only dead writers' rings are salvaged */
+    t->live++;
+    ring_view_free(&rv);
+    return 0;
+  }
   char host[sizeof h->host + 1], rank[16], name[512];
   /* the host becomes part of a file name: a safe alphabet only */
   snprintf(host, sizeof host, "%.*s", (int)sizeof h->host, h->host);
@@ -228,7 +259,6 @@ static int salvage_one(const char *ring, const struct salvage_opts *o, const cha
   printf("salvaged %s: %zu records (%zu ops, %llu overwritten) -> %s\n", shown, rv.nrecs, arg.ops,
          (unsigned long long)rv.rd.lost, name);
   t->salvaged++;
-  bool dead = cs_ring_writer_dead(h);
   uint64_t dev = rv.rd.dev, ino = rv.rd.ino;
   ring_view_free(&rv);
   if (o->keep) return 0;
@@ -268,6 +298,7 @@ void cmd_salvage_help(FILE *o) {
 struct candidate {
   char path[1024];
   char job[128];
+  int64_t hb; /* its heartbeat when the scan read it */
 };
 
 /* The scan: rings of the uid (of JOB when given) whose writer is dead, not closed cleanly
@@ -293,10 +324,12 @@ static size_t find_dead(const char *dir, const char *job, const struct salvage_o
              (o->clean ||
               !atomic_load_explicit(&((struct cs_ring_hdr *)(uintptr_t)rv.rd.h)->closed, memory_order_acquire));
       snprintf(c.job, sizeof c.job, "%s", rv.job_id);
+      c.hb = heartbeat(rv.rd.h);
       t->live += !cs_ring_writer_dead(rv.rd.h);
       ring_view_free(&rv);
     } else {
       snprintf(c.job, sizeof c.job, "%s", job ? job : "");
+      c.hb = 0;
     }
     if (!dead) continue;
     if (n == cap) {
@@ -408,8 +441,9 @@ int cmd_salvage(int argc, char **argv) {
     free(rings);
     return 1;
   }
-  for (size_t i = 0; i < nr; i++, done++) rc |= salvage_one(rings[i], &o, job, &t);
-  for (size_t i = 0; i < nfound; i++, done++) rc |= salvage_one(found[i].path, &o, found[i].job, &t);
+  if (nfound) heartbeat_wait();
+  for (size_t i = 0; i < nr; i++, done++) rc |= salvage_one(rings[i], &o, job, NULL, &t);
+  for (size_t i = 0; i < nfound; i++, done++) rc |= salvage_one(found[i].path, &o, found[i].job, &found[i].hb, &t);
   if (o.dfd >= 0) close(o.dfd);
   free(found);
   free(rings);

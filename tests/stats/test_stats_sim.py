@@ -922,5 +922,43 @@ def case_ring_clean(cli, apps, tmp):
     assert os.listdir(out) == files, os.listdir(out)
 
 
+
+def case_ring_pidns(cli, apps, tmp):
+    # A job in another pid namespace (a container sharing /dev/shm): its rings carry pids of
+    # that namespace, which here are gone or other processes. While it runs (hung at seq 10),
+    # salvage --clean must leave every ring alone: the writers' heartbeats still advance.
+    # Needs root (unshare); elsewhere it says so and checks nothing.
+    cli, apps = os.path.abspath(cli), os.path.abspath(apps)
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        print("SKIP-ROOT: unshare --pid needs root; the pid-namespace path is not tested here")
+        return
+    shm, dumps, out = (os.path.join(tmp, x) for x in ("shm", "dumps", "salvaged"))
+    os.makedirs(shm)
+    job = "pidns%d" % os.getpid()
+    env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS="hang:rank=5,seq=10",
+               COLLSCOPE_HANG_TIMEOUT="2", COLLSCOPE_JOB_ID=job)
+    cmd = ["unshare", "--pid", "--fork", "--mount-proc", cli, "run", "-n", "8", "--hosts", HOSTS, "--sim",
+           "--no-kill-on-fail", "--", "timeout", "-s", "KILL", "120", os.path.join(apps, "dp_train"), "--steps", "20",
+           "--size", "256K"]
+    log = open(os.path.join(tmp, "job.log"), "w+")
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        t0, procs = time.monotonic(), []
+        while not (len(procs) == 8 and all("HUNG" in x["flags"] for x in procs)):
+            assert p.poll() is None and time.monotonic() - t0 < 100, open(log.name).read()[-3000:]
+            time.sleep(0.1)
+            procs = hung_jobs.top_processes(cli, shm)
+        print("pids in the job's namespace: %s" % sorted(x["pid"] for x in procs))
+        before = ring_names(shm)
+        q = salvage_run(cli, ["--clean", "--job", job, "--shm-dir", shm, "-o", out])
+        assert q.returncode == 0, q
+        assert q.stdout.splitlines()[-1] == clean_line(job, 0, 0, 0, 0, 8, 0), q.stdout
+        assert ring_names(shm) == before, (ring_names(shm), before)
+        assert not os.path.exists(out) or os.listdir(out) == [], os.listdir(out)
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait(timeout=60)
+
+
 if __name__ == "__main__":
     main()
