@@ -960,5 +960,20 @@ def case_ring_pidns(cli, apps, tmp):
         p.wait(timeout=60)
 
 
+
+def case_ring_abort(cli, apps, tmp):
+    # COLLSCOPE_SDC_ACTION=abort: the online exchange finds the flipped output of rank 2's seq
+    # 13 and every rank exits with status 86; each had a ring, and each removed it on the way
+    p, d, shm = run_job(cli, apps, tmp, "flip:rank=2,seq=13,elem=7,bit=30,at=out", steps=400, size="64K", n=4,
+                        hosts="simhost[1-2]",
+                        env_extra={"COLLSCOPE_ONLINE_EVERY": "8", "COLLSCOPE_SDC": "all", "COLLSCOPE_SDC_MIN_BYTES": "0",
+                                   "COLLSCOPE_SDC_ACTION": "abort", "COLLSCOPE_LOG": "info"})
+    made = re.findall(r"stats ring (\S+/collscope-\d+-\S+\.ring) \(", p.stdout)
+    print("status %d, rings made: %d, left: %s" % (p.returncode, len(made), ring_names(shm)))
+    assert p.returncode == 86 and "COLLSCOPE_SDC_ACTION=abort" in p.stdout, p.stdout[-3000:]
+    assert len(made) == 4 and all(os.path.dirname(m) == shm for m in made), made
+    assert ring_names(shm) == [], ring_names(shm)
+
+
 if __name__ == "__main__":
     main()
