@@ -266,6 +266,8 @@ void cs_config_load(void) {
     bad_value("COLLSCOPE_DIR", dir, "a path shorter than 4096 bytes");
     dir = NULL;
   }
+  /* none: no dump files, the stats ring alone (stats/harvest.c, docs/rings.md) */
+  cs_cfg.dumps_off = dir && strcmp(dir, "none") == 0;
   if (dir)
     snprintf(cs_cfg.dir, sizeof(cs_cfg.dir), "%s", dir);
   else

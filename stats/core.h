@@ -27,6 +27,7 @@ struct cs_config {
   unsigned prof_probes; /* COLLSCOPE_PROFILER_PROBES: auto mode's probation length (ops) */
   int log_level;        /* COLLSCOPE_LOG: quiet|warn|info|debug */
   char dir[4096];       /* COLLSCOPE_DIR or ./collscope-<job> */
+  bool dumps_off;       /* COLLSCOPE_DIR=none: no dump files, the stats ring only */
   char job[256];
   char host[256];
   char slurm_node[64]; /* SLURMD_NODENAME when it is a plain node name, "" otherwise

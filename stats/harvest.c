@@ -278,7 +278,7 @@ static void idle_wait(unsigned us) {
 static void *harvest_main(void *arg) {
   (void)arg;
   atomic_store(&harvest_tid, (long)syscall(SYS_gettid));
-  cs_ring_open(); /* this thread is the ring's one writer */
+  cs_ring_adopt(); /* this thread is the ring's one writer (opened by cs_harvest_start) */
   for (size_t c = 0; c < nclients; c++)
     if (clients[c]->thread_start) clients[c]->thread_start();
   int64_t last_flush = cs_now_ns(CLOCK_MONOTONIC);
@@ -348,6 +348,27 @@ bool cs_harvest_final_from_signal(unsigned timeout_ms) {
   }
 }
 
+/* The dump file and the stats ring, each on its own: with COLLSCOPE_DIR=none or an unusable
+ * COLLSCOPE_DIR the ring still records the process (collscope top, exporter, salvage); with
+ * neither the process runs in pass-through. Without a dump the online exchange is off: its
+ * rendezvous file lives in COLLSCOPE_DIR (hooks/online_setup.c). */
+static bool open_outputs(void) {
+  bool dump = !cs_cfg.dumps_off && cs_dump_open();
+  bool ring = cs_ring_open();
+  if (dump) return true;
+  if (!ring) { /* (an unusable directory: the dump writer said so) */
+    if (cs_cfg.dumps_off) cs_log(CS_LOG_WARN, "COLLSCOPE_DIR=none and no stats ring: recording off, job runs untouched");
+    return false;
+  }
+  bool online = cs_cfg.online;
+  cs_cfg.online = false;
+  cs_log(cs_cfg.dumps_off ? CS_LOG_INFO : CS_LOG_WARN,
+         "dumps off (%s), stats ring on: %s records this process for collscope top, exporter and salvage%s",
+         cs_cfg.dumps_off ? "COLLSCOPE_DIR=none" : "COLLSCOPE_DIR unusable", cs_ring_path(),
+         online ? "; online exchange off (it needs COLLSCOPE_DIR)" : "");
+  return true;
+}
+
 bool cs_harvest_start(void) {
   if (!cs_rq_ok) {
     if (!cs_queue_init(&cs_rq, cs_cfg.queue_cap, sizeof(struct cs_record))) {
@@ -356,7 +377,7 @@ bool cs_harvest_start(void) {
     }
     cs_rq_ok = true;
   }
-  if (!cs_dump_open()) return false;
+  if (!open_outputs()) return false;
   atomic_store(&stop_req, 0);
   atomic_store(&final_state, FINAL_NONE);
   if (wake_fd[0] < 0 && (pipe2(wake_fd, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_fd, O_CLOEXEC | O_NONBLOCK) != 0)) {
@@ -367,6 +388,7 @@ bool cs_harvest_start(void) {
   if (cs_thread_start(&th, harvest_main, false, "collscope") != 0) {
     cs_log(CS_LOG_WARN, "cannot start the harvest thread; recording off");
     cs_dump_close();
+    cs_ring_close(true);
     return false;
   }
   th_running = true;

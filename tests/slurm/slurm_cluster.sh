@@ -1,7 +1,8 @@
 # tests/slurm/slurm_cluster.sh: a throw-away Slurm for the real-Slurm tests, sourced (bash).
 # cs_cluster_start T PLUGSTACK NODE...: in directory T (made by the caller, 0755), a munged
 # with a key of its own and its own socket, a slurmctld (-i) and one slurmd per NODE (2 CPUs
-# each, own ports, all on 127.0.0.1) from a generated slurm.conf; exports SLURM_CONF and
+# each, own ports, all on 127.0.0.1) from a generated slurm.conf (plus the lines of
+# CS_EXTRA_CONF when set, e.g. an Epilog=); exports SLURM_CONF and
 # PATH (with /usr/sbin); the daemons' pids go to the array cs_pids, which cs_cluster_stop
 # ends (TERM, then KILL, by pid only). Returns non-zero, with the daemons' logs on stderr,
 # when they do not come up.
@@ -77,6 +78,7 @@ CONF
       echo "NodeName=${nodes[$i]} NodeAddr=127.0.0.1 NodeHostname=$(hostname -s) Port=${ports[$((i + 1))]} CPUs=2 State=UNKNOWN"
     done
     echo "PartitionName=debug Nodes=$(IFS=,; echo "${nodes[*]}") Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE"
+    if [ -n "${CS_EXTRA_CONF:-}" ]; then echo "$CS_EXTRA_CONF"; fi
   } > "$CS_T/slurm.conf"
   export SLURM_CONF=$CS_T/slurm.conf
   for i in $(seq 50); do [ -S "$CS_T/munge/sock" ] && break; sleep 0.1; done

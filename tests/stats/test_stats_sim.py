@@ -715,5 +715,265 @@ def case_stall0(cli, apps, tmp):
     assert sorted(h["stuck_ranks"]) == [0, 1, 2, 3, 4, 6, 7], h
 
 
+
+# ---- stats rings without dumps, and stale rings (docs/rings.md)
+
+RING_FAULTS = QUIET + ";slow:rank=5,pct=20"
+
+
+def job_lines(out):
+    """the job's own output, in order: every line but the shims' log lines and NCCL's debug
+    lines (those name pids and addresses, and the run with dumps has collscope's own
+    communicator for the online exchange)"""
+    return [l for l in out.splitlines() if not l.startswith("collscope[") and " NCCL INFO " not in l]
+
+
+def ring_names(shm):
+    return sorted(n for n in os.listdir(shm) if n.endswith(".ring"))
+
+
+def nocomm(stragglers):
+    """the findings on the modeled clock: without the communicator's id (NCCL's unique id
+    differs run to run) and the gaps (gap_us, peer_gap_us: they read the host's enqueue
+    stamps, 1 ns apart run to run)"""
+    return [{k: v for k, v in s.items() if k not in ("comm", "gap_us", "peer_gap_us")} for s in stragglers]
+
+
+def exporter_once(cli, shm):
+    # the modeled clock stamps the rings in 2026-01-01: a grace that keeps exited processes
+    p = subprocess.run([cli, "exporter", "--once", "--grace", "1000000000", "--shm-dir", shm],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def case_ring_only(cli, apps, tmp):
+    # dp_train with rank 5 slowed by 20% on the modeled clock, three times: with its dumps, with
+    # COLLSCOPE_DIR under a regular file (unusable, whoever runs the test: root writes to
+    # read-only directories) and with COLLSCOPE_DIR=none. Without dumps every rank still has
+    # its ring, says so in one line, and `top` and the exporter flag rank 5 exactly as the
+    # run with dumps does; the job's status and output are unchanged.
+    env = dict(MODEL_EVENTS, COLLSCOPE_KEEP_SHM="1", COLLSCOPE_JOB_ID="ringonly")
+    p0, d0, shm0 = run_job(cli, apps, os.path.join(tmp, "dumps"), RING_FAULTS, steps=16, args=QUIET_ARGS,
+                           env_extra=env)
+    assert p0.returncode == 0, p0.stdout
+    assert len(glob.glob(os.path.join(d0, "*.jsonl"))) == 8
+    want = top(cli, shm0)["stragglers"]
+    print("with dumps: top's stragglers %s" % json.dumps(want))
+    assert [s["rank"] for s in want] == [5], want
+    blocker = os.path.join(tmp, "not-a-directory")
+    open(blocker, "w").close()
+    assert not os.path.exists("none")
+    for mode, dirval, line in (
+            ("unusable", os.path.join(blocker, "dumps"), "dumps off (COLLSCOPE_DIR unusable), stats ring on: "),
+            ("none", "none", "dumps off (COLLSCOPE_DIR=none), stats ring on: ")):
+        t = os.path.join(tmp, mode)
+        p, d, shm = run_job(cli, apps, t, RING_FAULTS, steps=16, args=QUIET_ARGS,
+                            env_extra=dict(env, COLLSCOPE_DIR=dirval, COLLSCOPE_LOG="info"))
+        print("%s: status %d" % (mode, p.returncode))
+        assert p.returncode == p0.returncode, p.stdout[-3000:]
+        assert job_lines(p.stdout) == job_lines(p0.stdout), (job_lines(p.stdout), job_lines(p0.stdout))
+        said = [l for l in p.stdout.splitlines() if line in l]
+        print(said[0] if said else p.stdout[-2000:])
+        assert len(said) == 8, p.stdout[-3000:]
+        assert not os.path.exists("none") and not os.path.exists(os.path.join(blocker, "dumps"))
+        assert ring_names(shm) == ["collscope-%d-ringonly-r%d.ring" % (os.geteuid(), r) for r in range(8)], \
+            ring_names(shm)
+        got = top(cli, shm)
+        assert len(got["processes"]) == 8, got["processes"]
+        assert nocomm(got["stragglers"]) == nocomm(want), (got["stragglers"], want)
+        exp = exporter_once(cli, shm)
+        flagged = sorted(int(re.search(r'rank="(\d+)"', l).group(1)) for l in exp.splitlines()
+                         if l.startswith("collscope_straggler{") and l.endswith(" 1"))
+        ups = [l for l in exp.splitlines() if l.startswith("collscope_up{")]
+        print("%s: exporter flags ranks %s, %d processes" % (mode, flagged, len(ups)))
+        assert flagged == [5] and len(ups) == 8, exp[-3000:]
+    # a clean exit removes the rings (COLLSCOPE_KEEP_SHM unset)
+    env.pop("COLLSCOPE_KEEP_SHM")
+    p, d, shm = run_job(cli, apps, os.path.join(tmp, "gone"), RING_FAULTS, steps=4, args=QUIET_ARGS,
+                        env_extra=dict(env, COLLSCOPE_DIR="none"))
+    assert p.returncode == 0 and ring_names(shm) == [], (p.returncode, ring_names(shm))
+
+
+
+NOBODY = 65534
+
+
+def as_user(uid):
+    """the prefix that runs a command as uid (root only)"""
+    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups"]
+
+
+def salvage_run(cli, args, user=None):
+    p = subprocess.run((as_user(user) if user is not None else []) + [cli, "salvage"] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    print("salvage %s -> %d\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def wait_dead(pid, limit=30):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        try:
+            if open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[0] == "Z":
+                return
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        time.sleep(0.05)
+    raise AssertionError("pid %d still alive" % pid)
+
+
+def clean_line(job, uid, salvaged, removed, bad, live, kept):
+    return ("salvage --clean: job %s, uid %d: %d rings salvaged (%d removed), %d unreadable removed, %d live left "
+            "untouched, %d kept" % (job, uid, salvaged, removed, bad, live, kept))
+
+
+def case_ring_clean(cli, apps, tmp):
+    # 8 ranks hang at seq 10 (rank 5's stream); rank 3 is then SIGKILLed, so its ring stays.
+    # As root the job runs as uid 65534 and root cleans up for it (--uid), as a Slurm epilog
+    # does; otherwise the caller cleans its own rings. Planted beside them: an unreadable ring
+    # of a dead writer (-p<rank 3's pid>), one of a live writer (-p<rank 0's pid>), and a copy
+    # of rank 3's ring named for uid 0 but owned by the job's user.
+    cli, apps = os.path.abspath(cli), os.path.abspath(apps)
+    root = os.geteuid() == 0 and shutil.which("setpriv") is not None
+    owner = NOBODY if root else os.geteuid()
+    print("root path tested: %s" % root)
+    os.chmod(tmp, 0o755)
+    shm, dumps, out = (os.path.join(tmp, x) for x in ("shm", "dumps", "salvaged"))
+    os.makedirs(shm)
+    os.chmod(shm, 0o1777)
+    os.makedirs(dumps)
+    if root:
+        os.chown(dumps, owner, owner)
+    job = "stale%d" % os.getpid()
+    env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS="hang:rank=5,seq=10",
+               COLLSCOPE_HANG_TIMEOUT="2", COLLSCOPE_JOB_ID=job)
+    cmd = (as_user(owner) if root else []) + [
+        cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--", "timeout", "-s", "KILL", "120",
+        os.path.join(apps, "dp_train"), "--steps", "20", "--size", "256K"]
+    log = open(os.path.join(tmp, "job.log"), "w+")
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=dumps)
+    try:
+        t0, procs = time.monotonic(), []
+        while not (len(procs) == 8 and all("HUNG" in x["flags"] for x in procs)):
+            assert p.poll() is None and time.monotonic() - t0 < 100, open(log.name).read()[-3000:]
+            time.sleep(0.1)
+            procs = hung_jobs.top_processes(cli, shm)
+        pid = {x["rank"]: x["pid"] for x in procs}
+        os.kill(pid[3], 9)
+        wait_dead(pid[3])
+        ring = lambda r, u=owner, tail="": "collscope-%d-%s-r%s%s.ring" % (u, job, r, tail)
+        live = [ring(r) for r in range(8) if r != 3]
+        planted = {"bad_dead": ring(9, tail="-p%d" % pid[3]), "bad_live": ring(10, tail="-p%d" % pid[0]),
+                   "foreign": ring(11, u=0)}
+        for k, n in planted.items():
+            path = os.path.join(shm, n)
+            if k == "foreign":
+                shutil.copyfile(os.path.join(shm, ring(3)), path)
+            else:
+                open(path, "wb").write(bytes(64))
+            os.chmod(path, 0o600)
+            if root:
+                os.chown(path, owner, owner)
+        assert ring_names(shm) == sorted(live + [ring(3)] + list(planted.values())), ring_names(shm)
+        # a caller that is not root names only itself
+        q = salvage_run(cli, ["--clean", "--job", job, "--uid", "0", "--shm-dir", shm, "-o", out],
+                        user=owner if root else None)
+        if owner != 0:
+            assert q.returncode == 2 and "only root may" in q.stderr, q
+        # the clean-up: rank 3 salvaged and removed, the dead unreadable ring removed, the live
+        # ones untouched, the foreign one not even looked at
+        q = salvage_run(cli, ["--clean", "--job", job, "--shm-dir", shm, "-o", out] +
+                        (["--uid", str(owner)] if root else []))
+        assert q.returncode == 0, q
+        assert q.stdout.splitlines()[-1] == clean_line(job, owner, 1, 1, 1, 8, 0), q.stdout
+        assert ring_names(shm) == sorted(live + [planted["bad_live"], planted["foreign"]]), ring_names(shm)
+        files = os.listdir(out)
+        assert files == ["collscope-simhost2-r3-p%d.salvage.jsonl" % pid[3]], files
+        st, dst = os.lstat(os.path.join(out, files[0])), os.lstat(out)
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (owner, os.lstat(dumps).st_gid if not root else owner,
+                                                              0o600), (st.st_uid, st.st_gid, oct(st.st_mode))
+        assert dst.st_uid == owner, dst.st_uid
+        r = report(cli, out)
+        assert r["summary"]["ops"] == 10 and r["summary"]["files_without_footer"] == 1, r["summary"]
+        # the others end on SIGTERM, which the shim handles: their rings go with them
+        for k in range(8):
+            if k != 3:
+                os.kill(pid[k], 15)
+        p.wait(timeout=60)
+    finally:
+        if p.poll() is None:
+            for x in hung_jobs.top_processes(cli, shm):
+                os.kill(x["pid"], 9)
+            p.wait(timeout=60)
+    print(open(log.name).read()[-1500:])
+    assert ring_names(shm) == sorted([planted["bad_live"], planted["foreign"]]), ring_names(shm)
+    # rank 0 is gone now: its unreadable neighbour goes too; the foreign one stays, whoever asks
+    q = salvage_run(cli, ["--clean", "--job", job, "--shm-dir", shm, "-o", out] +
+                    (["--uid", str(owner)] if root else []))
+    assert q.returncode == 0 and q.stdout.splitlines()[-1] == clean_line(job, owner, 0, 0, 1, 0, 0), q
+    if root:
+        # (root's own rings go to a directory of root's: 65534's is refused)
+        q = salvage_run(cli, ["--clean", "--job", job, "--shm-dir", shm, "-o", out])
+        assert q.returncode == 1 and "neither root nor the rings' owner" in q.stderr, q
+        q = salvage_run(cli, ["--clean", "--job", job, "--shm-dir", shm, "-o", out + "-root"])
+        assert q.returncode == 0 and q.stdout.splitlines()[-1] == clean_line(job, 0, 0, 0, 0, 0, 1), q
+    assert ring_names(shm) == [planted["foreign"]], ring_names(shm)
+    assert os.listdir(out) == files, os.listdir(out)
+
+
+
+def case_ring_pidns(cli, apps, tmp):
+    # A job in another pid namespace (a container sharing /dev/shm): its rings carry pids of
+    # that namespace, which here are gone or other processes. While it runs (hung at seq 10),
+    # salvage --clean must leave every ring alone: the writers' heartbeats still advance.
+    # Needs root (unshare); elsewhere it says so and checks nothing.
+    cli, apps = os.path.abspath(cli), os.path.abspath(apps)
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        print("SKIP-ROOT: unshare --pid needs root; the pid-namespace path is not tested here")
+        return
+    shm, dumps, out = (os.path.join(tmp, x) for x in ("shm", "dumps", "salvaged"))
+    os.makedirs(shm)
+    job = "pidns%d" % os.getpid()
+    env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS="hang:rank=5,seq=10",
+               COLLSCOPE_HANG_TIMEOUT="2", COLLSCOPE_JOB_ID=job)
+    cmd = ["unshare", "--pid", "--fork", "--mount-proc", cli, "run", "-n", "8", "--hosts", HOSTS, "--sim",
+           "--no-kill-on-fail", "--", "timeout", "-s", "KILL", "120", os.path.join(apps, "dp_train"), "--steps", "20",
+           "--size", "256K"]
+    log = open(os.path.join(tmp, "job.log"), "w+")
+    p = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        t0, procs = time.monotonic(), []
+        while not (len(procs) == 8 and all("HUNG" in x["flags"] for x in procs)):
+            assert p.poll() is None and time.monotonic() - t0 < 100, open(log.name).read()[-3000:]
+            time.sleep(0.1)
+            procs = hung_jobs.top_processes(cli, shm)
+        print("pids in the job's namespace: %s" % sorted(x["pid"] for x in procs))
+        before = ring_names(shm)
+        q = salvage_run(cli, ["--clean", "--job", job, "--shm-dir", shm, "-o", out])
+        assert q.returncode == 0, q
+        assert q.stdout.splitlines()[-1] == clean_line(job, 0, 0, 0, 0, 8, 0), q.stdout
+        assert ring_names(shm) == before, (ring_names(shm), before)
+        assert not os.path.exists(out) or os.listdir(out) == [], os.listdir(out)
+    finally:
+        os.killpg(p.pid, 9)
+        p.wait(timeout=60)
+
+
+
+def case_ring_abort(cli, apps, tmp):
+    # COLLSCOPE_SDC_ACTION=abort: the online exchange finds the flipped output of rank 2's seq
+    # 13 and every rank exits with status 86; each had a ring, and each removed it on the way
+    p, d, shm = run_job(cli, apps, tmp, "flip:rank=2,seq=13,elem=7,bit=30,at=out", steps=400, size="64K", n=4,
+                        hosts="simhost[1-2]",
+                        env_extra={"COLLSCOPE_ONLINE_EVERY": "8", "COLLSCOPE_SDC": "all", "COLLSCOPE_SDC_MIN_BYTES": "0",
+                                   "COLLSCOPE_SDC_ACTION": "abort", "COLLSCOPE_LOG": "info"})
+    made = re.findall(r"stats ring (\S+/collscope-\d+-\S+\.ring) \(", p.stdout)
+    print("status %d, rings made: %d, left: %s" % (p.returncode, len(made), ring_names(shm)))
+    assert p.returncode == 86 and "COLLSCOPE_SDC_ACTION=abort" in p.stdout, p.stdout[-3000:]
+    assert len(made) == 4 and all(os.path.dirname(m) == shm for m in made), made
+    assert ring_names(shm) == [], ring_names(shm)
+
+
 if __name__ == "__main__":
     main()
