@@ -9,9 +9,10 @@
  * `write_drops`), and every later flush tries again, so writing resumes when space
  * returns. A lost header is written again before the next record.
  *
- * Compression (COLLSCOPE_COMPRESS=zstd, *.jsonl.zst): each flush writes one independent zstd
- * frame of whole lines, so a file cut anywhere holds its complete frames (a reader skips and
- * counts the torn last one) and the cut-back above works on frames as it does on lines.
+ * Compression (COLLSCOPE_COMPRESS=zstd, *.jsonl.zst): each flush writes independent zstd
+ * frames of whole lines (at most DUMP_FRAME_MAX bytes of them each), so a file cut anywhere
+ * holds its complete frames (a reader skips and counts the torn last one) and the cut-back
+ * above works on frames as it does on lines.
  *
  * The byte budget (COLLSCOPE_BUDGET): the process's dump files never hold more bytes than
  * the budget. A frame that would pass the budget less a reserve is written without its op
@@ -158,7 +159,7 @@ static bool create_file(int attempt) {
  * they cannot be had: the dump is then plain JSON Lines */
 static bool compress_setup(void) {
   if (zc) return true;
-  zcap = ZSTD_compressBound(DUMP_BUF_CAP);
+  zcap = 2 * ZSTD_compressBound(DUMP_BUF_CAP); /* room for every frame's bound: checked per frame */
   zc = ZSTD_createCCtx();
   zbuf = malloc(zcap);
   if (zc && zbuf && !ZSTD_isError(ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, 3)) &&
@@ -246,19 +247,36 @@ static bool open_continuation(void) {
   return true;
 }
 
-/* What is written for the buffer: its lines, or one zstd frame of them; false (logged) when
- * the compressor fails. */
+/* What is written for the buffer: its lines, or zstd frames of them, each of whole lines and
+ * at most DUMP_FRAME_MAX bytes of them unless one line is longer; false (logged) when the
+ * compressor fails. */
 static bool frame_of_buffer(const char **out, size_t *n) {
   *out = cs_dump_lb.buf;
   *n = cs_dump_lb.len;
   if (!compressing) return true;
-  size_t z = ZSTD_compress2(zc, zbuf, zcap, cs_dump_lb.buf, cs_dump_lb.len);
-  if (ZSTD_isError(z)) {
-    cs_log(CS_LOG_WARN, "zstd compression failed: %s", ZSTD_getErrorName(z));
-    return false;
+  const char *b = cs_dump_lb.buf;
+  size_t pos = 0, o = 0, len = cs_dump_lb.len;
+  while (pos < len) {
+    size_t end = len - pos > DUMP_FRAME_MAX ? pos + DUMP_FRAME_MAX : len;
+    while (end > pos && end < len && b[end - 1] != '\n') end--; /* back to a line's end */
+    if (end == pos) {                                           /* one line longer than a frame */
+      const char *nl = memchr(b + pos, '\n', len - pos);
+      end = nl ? (size_t)(nl - b) + 1 : len;
+    }
+    if (zcap - o < ZSTD_compressBound(end - pos)) { /* cannot happen: zcap holds every bound */
+      cs_log(CS_LOG_WARN, "zstd compression: no room for a frame");
+      return false;
+    }
+    size_t z = ZSTD_compress2(zc, zbuf + o, zcap - o, b + pos, end - pos);
+    if (ZSTD_isError(z)) {
+      cs_log(CS_LOG_WARN, "zstd compression failed: %s", ZSTD_getErrorName(z));
+      return false;
+    }
+    o += z;
+    pos = end;
   }
   *out = zbuf;
-  *n = z;
+  *n = o;
   return true;
 }
 

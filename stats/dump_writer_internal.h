@@ -11,6 +11,9 @@
 #define DUMP_BUF_CAP (1u << 20)
 /* a line starts only with this much room left; a longer line is dropped (and counted) */
 #define DUMP_LINE_ROOM (64u << 10)
+/* COLLSCOPE_COMPRESS=zstd: a frame holds at most this many bytes of lines (one longer line
+ * alone), so a reader's decoder window is small (tools/dump/dump_zstd.c) */
+#define DUMP_FRAME_MAX (64u << 10)
 
 enum line_kind { LINE_HEADER,
                  LINE_OP,

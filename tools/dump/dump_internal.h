@@ -86,6 +86,8 @@ ssize_t dump_src_read(struct dump_src *s, char *buf, size_t n);
 /* between pieces: frees the decoder unless a frame is half read */
 void dump_src_idle(struct dump_src *s);
 void dump_src_close(struct dump_src *s); /* the fd stays open */
+/* back to the file's start (its first frame), nothing kept */
+void dump_src_rewind(struct dump_src *s);
 
 /* ---------- dump_reader.c: one file's reader ---------- */
 
@@ -125,6 +127,7 @@ struct freader {
   bool header_only;   /* the stream's first round: line 1 only */
   bool excluded;      /* another job's file: not read further */
   size_t ops_seen, errors_omitted;
+  size_t reread; /* text bytes to skip: read once before the source was rewound */
 };
 
 /* Starts reading file f (index in the set, before the final sort): its name-derived identity. */

@@ -394,44 +394,62 @@ void dump_rd_piece(struct freader *fr, size_t chunk, char *buf, size_t wcap) {
   size_t blen = fr->blen;
   if (blen) memcpy(buf, fr->buf, blen);
   bool at_end = false;
-  for (size_t want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1;;) {
-    while (blen < want) {
-      ssize_t n = dump_src_read(&fr->src, buf + blen, want - blen);
-      if (n < 0) {
-        rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
-        fr->ok = false;
-        at_end = true;
-        break;
+  size_t pos, rest;
+  /* a zstd file's piece goes on to the end of the frame it is in, so that no decoder is kept
+   * between pieces (tools/dump/dump_zstd.c); a plain file's is one pass */
+  for (;;) {
+    for (size_t want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1;;) {
+      while (blen < want) {
+        ssize_t n = dump_src_read(&fr->src, buf + blen, want - blen);
+        if (n < 0) {
+          rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
+          fr->ok = false;
+          at_end = true;
+          break;
+        }
+        if (n == 0) {
+          at_end = true;
+          break;
+        }
+        size_t skip = fr->reread < (size_t)n ? fr->reread : (size_t)n; /* text read before a rewind */
+        memmove(buf + blen, buf + blen + skip, (size_t)n - skip);
+        fr->reread -= skip;
+        blen += (size_t)n - skip;
       }
-      if (n == 0) {
-        at_end = true;
-        break;
-      }
-      blen += (size_t)n;
+      if (!fr->header_only || at_end || want >= wcap - 1 || memchr(buf, '\n', blen)) break;
+      want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1; /* line 1 is not whole yet */
     }
-    if (!fr->header_only || at_end || want >= wcap - 1 || memchr(buf, '\n', blen)) break;
-    want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1; /* line 1 is not whole yet */
+    pos = 0;
+    while (pos < blen && fr->ok) {
+      char *nl = memchr(buf + pos, '\n', blen - pos);
+      if (!nl) break;
+      size_t len = (size_t)(nl - (buf + pos));
+      if (fr->skipping)
+        fr->skipping = false; /* the end of a line already counted as too long */
+      else if (len > CS_DUMP_LINE_MAX)
+        rd_line(fr, buf + pos, 0, true, true);
+      else
+        rd_line(fr, buf + pos, len, true, false);
+      pos += len + 1;
+      if (fr->header_only) break;
+    }
+    if (!fr->ok) at_end = true;
+    rest = blen - pos;
+    if (rest > CS_DUMP_LINE_MAX && !fr->header_only) { /* no newline in rest: a line this long is skipped unread */
+      if (!fr->skipping) rd_line(fr, buf + pos, 0, true, true);
+      fr->skipping = true;
+      pos = blen;
+      rest = 0;
+    }
+    if (fr->header_only || at_end || !fr->src.in_frame) break;
+    memmove(buf, buf + pos, rest); /* the frame goes on */
+    blen = rest;
   }
-  size_t pos = 0;
-  while (pos < blen && fr->ok) {
-    char *nl = memchr(buf + pos, '\n', blen - pos);
-    if (!nl) break;
-    size_t len = (size_t)(nl - (buf + pos));
-    if (fr->skipping)
-      fr->skipping = false; /* the end of a line already counted as too long */
-    else if (len > CS_DUMP_LINE_MAX)
-      rd_line(fr, buf + pos, 0, true, true);
-    else
-      rd_line(fr, buf + pos, len, true, false);
-    pos += len + 1;
-    if (fr->header_only) break;
-  }
-  if (!fr->ok) at_end = true;
-  size_t rest = blen - pos;
-  if (rest > CS_DUMP_LINE_MAX && !fr->header_only) { /* no newline in rest: a line this long is skipped unread */
-    if (!fr->skipping) rd_line(fr, buf + pos, 0, true, true);
-    fr->skipping = true;
-    pos = blen;
+  if (fr->header_only && !at_end && fr->src.in_frame && pos && !fr->skipping) {
+    /* the header round ends inside a frame: the file starts again at its first frame next
+     * round, skipping the text read up to here, rather than keep a decoder per file */
+    dump_src_rewind(&fr->src);
+    fr->reread = pos;
     rest = 0;
   }
   if (at_end && !(fr->header_only && rest)) {
@@ -444,7 +462,7 @@ void dump_rd_piece(struct freader *fr, size_t chunk, char *buf, size_t wcap) {
     fr->buf = xrealloc(fr->buf, rest);
     memcpy(fr->buf, buf + pos, rest);
   }
-  dump_src_idle(&fr->src); /* nothing kept between pieces but a half-read frame */
+  dump_src_idle(&fr->src); /* nothing kept between pieces but a frame a header round left */
   if (fr->eof) {
     dump_src_close(&fr->src);
     if (fr->fd >= 0) close(fr->fd);

@@ -1,6 +1,6 @@
 /* tools/dump/dump_zstd.c: a dump file's bytes as the line reader sees them (struct dump_src):
- * a plain file as it is, a compressed one (*.jsonl.zst, COLLSCOPE_COMPRESS=zstd: one zstd
- * frame per write of the writer) decompressed as it streams. The kind is told by the first
+ * a plain file as it is, a compressed one (*.jsonl.zst, COLLSCOPE_COMPRESS=zstd: the writer's
+ * independent frames of whole lines) decompressed as it streams. The kind is told by the first
  * four bytes, not by the name.
  *
  * Hostile input: before a frame is decompressed its extent is walked from its header and
@@ -12,8 +12,9 @@
  *  - memory is the decoder's window, at most 2^DUMP_ZSTD_WINDOW_LOG bytes whatever a frame
  *    header declares (ZSTD_d_windowLogMax; a larger window is a bad frame), plus a
  *    DUMP_ZSTD_IN byte input buffer; both are freed whenever reading stops at a frame's end
- *    (dump_src_idle), so a file between two pieces holds nothing. Output is bounded by what
- *    the frames decompress to, read a buffer at a time. */
+ *    (dump_src_idle), and a streamed piece of a zstd file goes on to its frame's end
+ *    (tools/dump/dump_reader.c), so a file between two pieces holds nothing. Output is bounded
+ *    by what the frames decompress to, read a buffer at a time. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,14 @@ void dump_src_idle(struct dump_src *s) {
 void dump_src_close(struct dump_src *s) {
   s->in_frame = false;
   dump_src_idle(s);
+}
+
+void dump_src_rewind(struct dump_src *s) {
+  dump_src_close(s);
+  s->frame_off = 0;
+  s->torn_frames = s->torn_bytes = s->bad_frames = s->bad_bytes = 0; /* read again, counted again */
+  s->bad_what[0] = 0;
+  if (s->kind == DUMP_SRC_PLAIN) lseek(s->fd, 0, SEEK_SET);
 }
 
 /* a frame that did not decode: counted, reading goes on at its end */
