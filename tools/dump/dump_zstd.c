@@ -206,7 +206,7 @@ ssize_t dump_src_read(struct dump_src *s, char *buf, size_t n) {
   if (s->kind == DUMP_SRC_UNKNOWN) {
     unsigned char m[4];
     ssize_t r = pread_full(s->fd, m, 4, 0);
-    if (r < 0) return -1;
+    if (r < 0 && errno != ESPIPE) return -1; /* a pipe given as the path: plain text */
     uint32_t magic = r == 4 ? le32(m) : 0;
     s->kind = magic == ZSTD_MAGIC || (magic & 0xFFFFFFF0u) == ZSTD_SKIP_MAGIC ? DUMP_SRC_ZSTD : DUMP_SRC_PLAIN;
   }
