@@ -8,7 +8,8 @@ modeled clock, rank 5 slowed by 20%: each question's answer must be the report's
   slowest  first row: the report's straggler (rank, host, comm), its share_last and offset_us
   window   the straggler's finding window: every rank in every instance, the straggler alone
            last in all of them, its median offset the report's
-Needs node and DuckDB's node API in COLLSCOPE_NPM_DIR (scripts/setup.sh): fails without them."""
+The same job written as zstd frames (COLLSCOPE_COMPRESS=zstd, *.jsonl.zst) gives the same
+answers. Needs node and DuckDB's node API in COLLSCOPE_NPM_DIR (scripts/setup.sh): fails without them."""
 import argparse, json, os, subprocess, sys, tempfile
 
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
@@ -29,20 +30,17 @@ def near(a, b, tol):
     return abs(float(a) - float(b)) <= tol * max(1.0, abs(float(b)))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("--apps", required=True)
-    ap.add_argument("--doc", required=True)
-    a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="collscope-sql-")
+def check(a, tmp, extra):
     dumps, shm = os.path.join(tmp, "dumps"), os.path.join(tmp, "shm")
     os.makedirs(shm)
-    env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, **MODEL)
+    env = dict(os.environ, COLLSCOPE_DIR=dumps, COLLSCOPE_SHM_DIR=shm, **MODEL, **extra)
     p = subprocess.run([a.cli, "run", "-n", "8", "--hosts", "simhost[1-4]", "--sim", "--",
                         os.path.join(a.apps, "dp_train"), "--steps", "20", "--compute-us", "2000"],
                        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:]
+    names = os.listdir(dumps)
+    ext = ".jsonl.zst" if extra.get("COLLSCOPE_COMPRESS") == "zstd" else ".jsonl"
+    assert len(names) == 8 and all(n.endswith(ext) for n in names), names
     r = json.loads(subprocess.run([a.cli, "report", "--json", dumps], stdout=subprocess.PIPE, check=True,
                                   text=True).stdout)
 
@@ -76,6 +74,22 @@ def main():
     print("DuckDB answers the report's: %d ops rows, straggler rank %d (share_last %.4f, offset %.3f us), "
           "window seqs %d-%d" % (len(want), s["rank"], s["share_last"], s["offset_us"], s["first_flag_seq"],
                                  s["last_flag_seq"]))
+    return {"busbw": sql(a, dumps, "busbw"), "slowest": [dict(x, comm=None) for x in slow],
+            "window": win}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--apps", required=True)
+    ap.add_argument("--doc", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="collscope-sql-")
+    plain = check(a, os.path.join(tmp, "plain"), {"COLLSCOPE_COMPRESS": "off"})
+    # the same job's dumps as zstd frames (*.jsonl.zst): the same statements, the same answers
+    zst = check(a, os.path.join(tmp, "zstd"), {"COLLSCOPE_COMPRESS": "zstd"})
+    assert plain == zst, (plain, zst)
+    print("the compressed dumps give the same answers")
 
 
 if __name__ == "__main__":
