@@ -177,12 +177,12 @@ bool cs_dump_open(void) {
   if (!cs_dump_lb.buf && !(cs_dump_lb.buf = malloc(DUMP_BUF_CAP))) return false;
   compressing = cs_cfg.compress && compress_setup();
   if (mkdir_p(cs_cfg.dir) != 0) {
-    cs_log(CS_LOG_WARN, "cannot create COLLSCOPE_DIR %s: %s; recording off, job runs untouched", cs_cfg.dir,
+    cs_log(CS_LOG_WARN, "cannot create COLLSCOPE_DIR %s: %s; no dump file (job runs untouched)", cs_cfg.dir,
            strerror(errno));
     return false;
   }
   if (!create_file(0)) {
-    cs_log(CS_LOG_WARN, "cannot create dump file %s: %s; recording off, job runs untouched", path, strerror(errno));
+    cs_log(CS_LOG_WARN, "cannot create dump file %s: %s; no dump file (job runs untouched)", path, strerror(errno));
     return false;
   }
   reset_counts();
