@@ -86,9 +86,9 @@ struct cstate {
   double *durs, *gaps, *scratch;
   struct okrank *okv; /* per rank: the grouping of late ranks (detect_window.c) */
   size_t *okchg;
-  struct dl_point *dlp; /* per rank: the data-load fit's points (detect_dataload.c) */
+  struct dl_point *dlp;  /* per rank: the data-load fit's points (detect_dataload.c) */
   struct cs_det_pt *pts; /* window + 1: one rank's points for the rules (cs_det_fill_pts) */
-  double *dl;           /* ... and its slopes, max(comm size, CS_DET_DL_PAIRS) */
+  double *dl;            /* ... and its slopes, max(comm size, CS_DET_DL_PAIRS) */
   bool any_pending, any_flagged_now;
   int64_t oldest;
   struct inst *in;

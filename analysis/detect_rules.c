@@ -46,6 +46,7 @@ void cs_det_fill_pts(struct cstate *C, size_t lo, size_t hi, int r, bool peers) 
     q->off = e ? e->off_us : 0;
     q->gap = e ? e->gap : -1;
     q->last = in[i].last == r;
-    q->pgap = q->last ? in[i].gap_peers : peers ? peer_gap(C, i, r) : -1;
+    q->pgap = q->last ? in[i].gap_peers : peers ? peer_gap(C, i, r)
+                                                : -1;
   }
 }
