@@ -331,6 +331,7 @@ static void share_last_rule(struct cstate *C, const struct cs_det_params *p, str
 static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct window *W) {
   size_t nok = 0;
   double thr = -1;
+  int held = W->last_ok ? W->cand : -1; /* whose points C->pts holds (share_last_rule filled them) */
   for (int r = 0; r < C->csize; r++) {
     struct rstate *R = &C->rs[r];
     bool by_last = W->last_ok && r == W->cand;
@@ -349,7 +350,10 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
       W->med = window_median(C, W);
       thr = cs_det_threshold(p, W->med);
     }
-    if (by_last || pre) cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
+    if ((pre || by_last) && held != r) {
+      cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
+      held = r;
+    }
     if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, thr, C->pts, W->w, C->scratch, &off, &late);
     R->ok = ok;
     R->grouped = false;
