@@ -89,6 +89,7 @@ struct cstate {
   struct dl_point *dlp;  /* per rank: the data-load fit's points (detect_dataload.c) */
   struct cs_det_pt *pts; /* window + 1: one rank's points for the rules (cs_det_fill_pts) */
   double *dl;            /* ... and its slopes, max(comm size, CS_DET_DL_PAIRS) */
+  double *dlx, *dly;     /* ... and its bytes and offsets (comm size) */
   bool any_pending, any_flagged_now;
   int64_t oldest;
   struct inst *in;
@@ -108,6 +109,9 @@ struct dl_point {
 };
 double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_member *o);
 double cs_det_dataload(struct cstate *C, size_t e0, size_t n);
+/* the fit itself over plain arrays, for any caller: n members' bytes and arrival offsets
+ * (rewritten to residuals when it applies); v: n points, sl: max(n, CS_DET_DL_PAIRS) doubles */
+double cs_det_dataload_fit(size_t n, const double *xb, double *off, struct dl_point *v, double *sl);
 
 /* median helpers (detect_median.c); each reorders v */
 double cs_det_median(double *v, size_t n);

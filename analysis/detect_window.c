@@ -20,6 +20,8 @@ void cs_det_cstate_free(struct cstate *C) {
   free(C->okchg);
   free(C->dlp);
   free(C->dl);
+  free(C->dlx);
+  free(C->dly);
   free(C->pts);
   free(C->in);
   free(C->ents);
@@ -49,6 +51,8 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
   RESIZE(C->scratch, 2 * (size_t)p->window + n + 1);
   RESIZE(C->dlp, n);
   RESIZE(C->dl, n > CS_DET_DL_PAIRS ? n : CS_DET_DL_PAIRS);
+  RESIZE(C->dlx, n);
+  RESIZE(C->dly, n);
   if (!C->pts) RESIZE(C->pts, (size_t)p->window + 1);
 #undef RESIZE
   for (size_t r = o; r < n; r++) {
