@@ -5,7 +5,7 @@
  * the online exchange's self-judgement (8 in-process ranks folding their wires, each judging
  * itself from the reduced aggregates). Scenarios: clean, a rank 5% slow, one 20% slow, a rank
  * whose data loader stalls every other step, a rank behind a slow link (late, no compute gap
- * excess) and an intermittent one. Every caller must give the same verdicts (flagged rank,
+ * excess), an intermittent one, and a rank 2% slow (just above the floor). Every caller must give the same verdicts (flagged rank,
  * kind) and the same figures, exactly: batch and stream every field of the straggler entry;
  * the online report (figures as of its first flag) the batch detector's entry over the
  * instances up to that first flag (share last, lateness, median duration, window instances,
@@ -53,6 +53,8 @@ static const struct scenario scenarios[] = {
     {"dataloader", 14, 6, 600, 0.5, 1.0, 0.0, CS_DET_COMPUTE},
     {"link", 15, 1, 200, 1.0, 0.0, 0.3, CS_DET_LINK},
     {"intermittent", 16, 4, 1000, 0.4, 1.0, 0.0, CS_DET_COMPUTE},
+    /* near the floor (1.5% of the duration: 30 us): the offset's scale decides the flag */
+    {"slow2", 17, 3, 40, 1.0, 1.0, 0.6, CS_DET_COMPUTE},
 };
 
 /* per instance and rank: duration and compute gap (whole us, gap -1 unknown) */
@@ -316,6 +318,10 @@ static void test_intermittent(void **state) {
   (void)state;
   one_scenario(&scenarios[5]);
 }
+static void test_slow2(void **state) {
+  (void)state;
+  one_scenario(&scenarios[6]);
+}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -325,6 +331,7 @@ int main(void) {
       cmocka_unit_test(test_dataloader),
       cmocka_unit_test(test_link),
       cmocka_unit_test(test_intermittent),
+      cmocka_unit_test(test_slow2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
