@@ -5,7 +5,9 @@
  * across the members (Theil-Sen: the median slope over member pairs with different bytes, at
  * most CS_DET_DL_PAIRS pairs, clamped >= 0) gives each rank the offset its peers had with its
  * bytes; the rules judge what is left (its residual). A slowed GPU moves the bytes its peers
- * do and keeps its lateness. No Send/Recv, or equal bytes: the offsets stay as they are. */
+ * do and keeps its lateness. No Send/Recv, or equal bytes: the offsets stay as they are. The
+ * fit works on plain arrays (cs_det_dataload_fit), for any caller; cs_det_dataload is the
+ * report's adapter. */
 #include "detect_internal.h"
 
 #include <stdlib.h>
@@ -50,23 +52,32 @@ static double theil_sen(const struct dl_point *v, size_t n, double *sl) {
   return cs_det_median_mid(sl, nd);
 }
 
-/* The data-load fit of the instance whose n entries start at ents[e0] (offsets set): when it
- * has four or more members, whose bytes differ, and the line rises, each entry's off_us
- * becomes its residual, off - slope x bytes less the members' median of that (so the median
- * rank stays at 0). Returns the slope, 0 when the offsets were left as they are. */
-double cs_det_dataload(struct cstate *C, size_t e0, size_t n) {
-  struct ent *e = C->ents + e0;
+/* The data-load fit over plain arrays: when there are four or more members, whose bytes
+ * differ, and the line rises, each off[k] becomes its residual, off - slope x bytes less the
+ * members' median of that (so the median rank stays at 0). Returns the slope, 0 when the
+ * offsets were left as they are. */
+double cs_det_dataload_fit(size_t n, const double *xb, double *off, struct dl_point *v, double *sl) {
   if (n < 4) return 0; /* a pair's line passes through both: no rank could be late */
   bool differ = false;
-  for (size_t k = 1; k < n && !differ; k++) differ = e[k].xb != e[0].xb;
+  for (size_t k = 1; k < n && !differ; k++) differ = xb[k] != xb[0];
   if (!differ) return 0;
-  struct dl_point *v = C->dlp;
-  for (size_t k = 0; k < n; k++) v[k] = (struct dl_point){e[k].xb, e[k].off_us};
+  for (size_t k = 0; k < n; k++) v[k] = (struct dl_point){xb[k], off[k]};
   qsort(v, n, sizeof *v, cmp_point);
-  double slope = theil_sen(v, n, C->dl);
+  double slope = theil_sen(v, n, sl);
   if (!(slope > 0)) return 0; /* more bytes never make a rank early */
-  for (size_t k = 0; k < n; k++) C->dl[k] = e[k].off_us - slope * e[k].xb;
-  double icpt = cs_det_median_mid(C->dl, n);
-  for (size_t k = 0; k < n; k++) e[k].off_us = e[k].off_us - slope * e[k].xb - icpt;
+  for (size_t k = 0; k < n; k++) sl[k] = off[k] - slope * xb[k];
+  double icpt = cs_det_median_mid(sl, n);
+  for (size_t k = 0; k < n; k++) off[k] = off[k] - slope * xb[k] - icpt;
+  return slope;
+}
+
+/* The report's adapter: the fit of the instance whose n entries start at ents[e0] (offsets
+ * set), their off_us rewritten when it applies. */
+double cs_det_dataload(struct cstate *C, size_t e0, size_t n) {
+  struct ent *e = C->ents + e0;
+  for (size_t k = 0; k < n; k++) C->dlx[k] = e[k].xb, C->dly[k] = e[k].off_us;
+  double slope = cs_det_dataload_fit(n, C->dlx, C->dly, C->dlp, C->dl);
+  if (slope > 0)
+    for (size_t k = 0; k < n; k++) e[k].off_us = C->dly[k];
   return slope;
 }

@@ -86,8 +86,10 @@ struct cstate {
   double *durs, *gaps, *scratch;
   struct okrank *okv; /* per rank: the grouping of late ranks (detect_window.c) */
   size_t *okchg;
-  struct dl_point *dlp; /* per rank: the data-load fit's points (detect_dataload.c) */
-  double *dl;           /* ... and its slopes, max(comm size, CS_DET_DL_PAIRS) */
+  struct dl_point *dlp;  /* per rank: the data-load fit's points (detect_dataload.c) */
+  struct cs_det_pt *pts; /* window + 1: one rank's points for the rules (cs_det_fill_pts) */
+  double *dl;            /* ... and its slopes, max(comm size, CS_DET_DL_PAIRS) */
+  double *dlx, *dly;     /* ... and its bytes and offsets (comm size) */
   bool any_pending, any_flagged_now;
   int64_t oldest;
   struct inst *in;
@@ -107,20 +109,73 @@ struct dl_point {
 };
 double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_member *o);
 double cs_det_dataload(struct cstate *C, size_t e0, size_t n);
+/* the fit itself over plain arrays, for any caller: n members' bytes and arrival offsets
+ * (rewritten to residuals when it applies); v: n points, sl: max(n, CS_DET_DL_PAIRS) doubles */
+double cs_det_dataload_fit(size_t n, const double *xb, double *off, struct dl_point *v, double *sl);
 
 /* median helpers (detect_median.c); each reorders v */
 double cs_det_median(double *v, size_t n);
 double cs_det_median_mid(double *v, size_t n);
 double cs_det_median_z(double *v, size_t k, double m);
 
-/* straggler rules (detect_rules.c) */
+/* ---- the straggler rules, one implementation (detect_judge.c) ----
+ * One rank at the instance just fed, over plain arrays: its counts over the window and one
+ * point per instance of the window, oldest first. Every caller decides through these alone:
+ * the report's window over every rank of a communicator (detect_window.c, for cs_detect and
+ * cs_det_stream) and the online exchange's self-judgement over its own rank
+ * (online_stragglers.c). A caller's adapter fills the arrays; no rule lives in an adapter. */
+struct cs_det_pt { /* one instance of the window as one rank saw it */
+  double med;      /* the instance's median duration */
+  double late;     /* how long its peers waited for it, where it arrived last */
+  double off;      /* its arrival offset (where in) */
+  double gap;      /* its compute gap, -1 unknown */
+  double pgap;     /* its peers' median compute gap, -1 unknown (where it arrived last, or all) */
+  bool in;         /* it has a timed op there */
+  bool last;       /* it arrived last, alone */
+};
+struct cs_det_counts { /* one rank's counts over the window (its pre-checks) */
+  size_t w;            /* the window's instances */
+  size_t n, pos;       /* those it has a timed op in; of those, arrival offset > 0 */
+  size_t recent;       /* the recent window's instances (min(recent, window); 0: off) */
+  bool recent_full;    /* the communicator has had that many */
+  size_t rn, rpos;     /* n and pos over the recent window */
+  size_t run;          /* consecutive instances, ending at this one, with arrival offset > 0 */
+};
+#define CS_DET_PRE_OFFSET 1u
+#define CS_DET_PRE_RECENT 2u
+#define CS_DET_PRE_FRESH 4u
+/* which offset rules' pre-checks hold */
+unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_counts *c);
+/* the smallest lateness or offset a rule accepts, from the window's median duration */
+double cs_det_threshold(const struct cs_det_params *p, double med);
+/* the median over pt[0..w) of the instances' median durations (scratch: w doubles) */
+double cs_det_window_med(const struct cs_det_pt *pt, size_t w, double *scratch);
+/* share-last: last k of w instances in a communicator of csize ranks is beyond chance */
+bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, int csize);
+/* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's
+ * window_instances, last, share_last, lateness_us, median_dur_us, gap_us, peer_gap_us, kind
+ * (scratch: w doubles) */
+bool cs_det_last_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double *scratch,
+                      struct cs_det_straggler *s);
+/* the offset, recent and fresh rules whose pre-checks hold, in that order, until one holds:
+ * *off its median offset, *late the largest median offset measured (scratch: 2w doubles) */
+bool cs_det_offset_rules(const struct cs_det_params *p, unsigned pre, const struct cs_det_counts *c, double thr,
+                         const struct cs_det_pt *pt, size_t w, double *scratch, double *off, double *late);
+/* its median arrival offset over the window */
+double cs_det_rank_offset(const struct cs_det_pt *pt, size_t w, double *scratch);
+/* compute (the gap excess explains at least half the lateness) or link */
+int cs_det_kind(double gap, double pgap, double late);
+/* persistence: the streak of consecutive instances ai a rule held at reaches persist */
+bool cs_det_persist(unsigned *streak, size_t *at, size_t ai, unsigned persist);
+/* a flagged rank's figures (by_last: s holds cs_det_last_rule's; otherwise s is filled over
+ * the window); offset_us and later_share always over the window (scratch: w doubles) */
+void cs_det_figures(const struct cs_det_pt *pt, size_t w, bool by_last, double med, double *scratch,
+                    struct cs_det_straggler *s);
+
+/* the report's adapter (detect_rules.c): comm_rank r's points over the buffer's instances
+ * [lo, hi); peers: every instance's peer gap (else only where r arrived last) */
 const struct ent *cs_det_find_ent(const struct ent *ents, size_t e0, size_t ne, int r);
-bool cs_det_eval_cand(const struct inst *in, size_t lo, size_t hi, int cand, const struct cs_det_params *p,
-                      double *scratch, struct cs_det_straggler *s);
-bool cs_det_eval_offset(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double thr,
-                        double zmin, double *scratch, double *off);
-void cs_det_rank_figures(struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double *scratch,
-                         double *off, double *gap, double *pgap);
+void cs_det_fill_pts(struct cstate *C, size_t lo, size_t hi, int r, bool peers);
 
 /* one communicator's window (detect_window.c) and its final analysis (detect_finish.c) */
 void cs_det_cstate_free(struct cstate *C);

@@ -20,6 +20,9 @@ void cs_det_cstate_free(struct cstate *C) {
   free(C->okchg);
   free(C->dlp);
   free(C->dl);
+  free(C->dlx);
+  free(C->dly);
+  free(C->pts);
   free(C->in);
   free(C->ents);
   free(C->str);
@@ -48,6 +51,9 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
   RESIZE(C->scratch, 2 * (size_t)p->window + n + 1);
   RESIZE(C->dlp, n);
   RESIZE(C->dl, n > CS_DET_DL_PAIRS ? n : CS_DET_DL_PAIRS);
+  RESIZE(C->dlx, n);
+  RESIZE(C->dly, n);
+  if (!C->pts) RESIZE(C->pts, (size_t)p->window + 1);
 #undef RESIZE
   for (size_t r = o; r < n; r++) {
     C->mem[r].rank = -1;
@@ -109,17 +115,6 @@ static void mark_groups(struct cstate *C, size_t n) {
     size_t lo = lower_off(v, n, o / 1.25), hi = lower_off(v, n, 1.25 * o * (1 + 1e-12));
     if (hi - lo >= 4 && chg[hi - 1] > chg[lo]) C->rs[v[i].r].grouped = true;
   }
-}
-
-/* the fresh rule's shape (cs_det_steady, detect.h) over comm_rank r's offsets in [lo, hi) */
-static bool steady(const struct inst *in, const struct ent *ents, size_t lo, size_t hi, int r, double thr) {
-  struct cs_det_steady s = {0};
-  for (size_t j = lo; j < hi; j++) {
-    const struct ent *e = cs_det_find_ent(ents, in[j].e0, in[j].ne, r);
-    if (!e) return false;
-    cs_det_steady_add(&s, e->off_us, thr);
-  }
-  return cs_det_steady_ok(&s);
 }
 
 /* an instance's timed ops as they are appended to ents[] */
@@ -319,77 +314,58 @@ static void slide_window(struct cstate *C, const struct cs_det_params *p, struct
 }
 
 /* share-last rule: the rank last most often, if it is last that often by chance only with
- * the rule's small probability */
+ * the rule's small probability (detect_judge.c) */
 static void share_last_rule(struct cstate *C, const struct cs_det_params *p, struct window *W) {
   const size_t *cnt = C->cnt;
   int csize = C->csize, cand = 0;
   for (int r = 1; r < csize; r++)
     if (cnt[r] > cnt[cand]) cand = r;
-  double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)W->w);
-  if (need < p->share) need = p->share;
   W->cand = cand;
   memset(&W->s_last, 0, sizeof W->s_last);
-  /* last that often by chance: the binomial tail itself, not its normal approximation, which
-   * at 8 ranks and a short window is far too thin (a rank last in 9 of 13 instances has a
-   * chance of 3e-6, not the 1e-9 of z = 6): data-following work (a hot MoE expert) then
-   * reads as a straggler somewhere among thousands of communicators */
-  W->last_ok = (double)cnt[cand] >= need * (double)W->w &&
-               cs_det_binom_tail(W->w, cnt[cand], p0) <= cs_det_normal_tail(p->z) &&
-               cs_det_eval_cand(C->in, W->lo, W->i + 1, cand, p, C->scratch, &W->s_last);
+  W->last_ok = cs_det_last_significant(p, W->w, cnt[cand], csize);
+  if (W->last_ok) {
+    cs_det_fill_pts(C, W->lo, W->i + 1, cand, false);
+    W->last_ok = cs_det_last_rule(p, C->pts, W->w, C->scratch, &W->s_last);
+  }
 }
 
 /* pass 1: which ranks meet a rule at this instance (rs[].ok, .off); every rank whose median
  * offset was measured above the floor (it passed a rule's pre-check) is a late candidate,
  * listed in C->okv for the grouping. Returns how many. */
 static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct window *W) {
-  struct inst *in = C->in;
-  const struct ent *ents = C->ents;
-  double *scratch = C->scratch;
-  size_t lo = W->lo, i = W->i, w = W->w, nok = 0;
+  size_t nok = 0;
   double thr = -1;
-  size_t kf = p->persist > 2 ? p->persist : 2; /* the fresh rule's instances */
+  int held = W->last_ok ? W->cand : -1; /* whose points C->pts holds (share_last_rule filled them) */
   for (int r = 0; r < C->csize; r++) {
     struct rstate *R = &C->rs[r];
     bool by_last = W->last_ok && r == W->cand;
     bool ok = by_last;
     double off = 0, late = 0; /* late: the largest median offset measured for it here */
-    /* offset rule; cheap pre-check first: after the median in clearly more than half
-     * of its instances (sign test, z >= 2) */
-    bool pre_off = R->n >= p->min_instances && (double)R->pos - 0.5 * (double)R->n >= cs_det_sqrt((double)R->n);
-    /* recent rule: the same over the last `recent` instances only, stricter, so a
-     * slowdown that starts mid-job is seen before it fills half the window */
-    bool pre_rec = W->recent && W->ai + 1 - W->arlo == W->recent && 4 * R->rn >= 3 * W->recent &&
-                   (double)R->rpos >= p->recent_share * (double)R->rn;
-    /* fresh rule: after the median rank in each of the last `persist` instances by at least
-     * the floor, steadily (within 1.25x) and by 2 x recent_z robust standard errors: a big
-     * slowdown that starts now is flagged `persist` instances later, however few instances
-     * came before it, rather than when its share of the window passes the sign test */
-    bool pre_fresh = kf <= w && R->run >= kf && R->run_at == W->ai;
-    if ((pre_off || pre_rec || pre_fresh) && thr < 0) {
+    struct cs_det_counts c = {.w = W->w,
+                              .n = R->n,
+                              .pos = R->pos,
+                              .recent = W->recent,
+                              .recent_full = W->recent && W->ai + 1 - W->arlo == W->recent,
+                              .rn = R->rn,
+                              .rpos = R->rpos,
+                              .run = R->run_at == W->ai ? R->run : 0};
+    unsigned pre = cs_det_prechecks(p, &c);
+    if (pre && thr < 0) {
       W->med = window_median(C, W);
-      thr = p->floor_us > p->frac * W->med ? p->floor_us : p->frac * W->med;
+      thr = cs_det_threshold(p, W->med);
     }
-    if (!ok && pre_off) {
-      ok = cs_det_eval_offset(in, ents, lo, i + 1, r, thr, p->offset_z, scratch, &off);
-      if (off > late) late = off;
+    if ((pre || by_last) && held != r) {
+      cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
+      held = r;
     }
-    if (!ok && pre_rec) {
-      ok = cs_det_eval_offset(in, ents, W->rlo, i + 1, r, thr, p->recent_z, scratch, &off);
-      if (off > late) late = off;
-    }
-    if (!ok && pre_fresh && steady(in, ents, i + 1 - kf, i + 1, r, thr)) {
-      ok = cs_det_eval_offset(in, ents, i + 1 - kf, i + 1, r, thr, 2 * p->recent_z, scratch, &off);
-      if (off > late) late = off;
-    }
+    if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, thr, C->pts, W->w, C->scratch, &off, &late);
     R->ok = ok;
     R->grouped = false;
     R->off = !ok ? 0 : by_last ? W->s_last.lateness_us
                                : off;
-    if (ok && by_last) { /* group it by its median offset, as the others */
-      double o2, g2, pg2;
-      cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &o2, &g2, &pg2);
-      C->okv[nok++] = (struct okrank){o2, r};
-    } else if (ok)
+    if (ok && by_last) /* group it by its median offset, as the others */
+      C->okv[nok++] = (struct okrank){cs_det_rank_offset(C->pts, W->w, C->scratch), r};
+    else if (ok)
       C->okv[nok++] = (struct okrank){R->off, r};
     else if (thr >= 0 && late >= thr)
       C->okv[nok++] = (struct okrank){late, r};
@@ -398,43 +374,18 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
 }
 
 /* comm_rank r's straggler entry at this instance: the share-last rule's figures, or the
- * window's for the offset rules; its first flag kept from the entry it already has.
- * 0, or -1 out of memory */
+ * window's for the offset rules (cs_det_figures); its first flag kept from the entry it
+ * already has. 0, or -1 out of memory */
 static int record_flag(struct cstate *C, struct window *W, int r) {
   struct inst *in = C->in;
   const struct ent *ents = C->ents;
-  double *scratch = C->scratch;
   struct rstate *R = &C->rs[r];
-  size_t lo = W->lo, i = W->i;
+  size_t i = W->i;
   bool by_last = W->last_ok && r == W->cand;
-  struct cs_det_straggler s;
-  if (by_last) {
-    s = W->s_last;
-  } else {
-    memset(&s, 0, sizeof s);
-    s.window_instances = W->w;
-    s.last = C->cnt[r];
-    s.share_last = (double)C->cnt[r] / (double)W->w;
-    size_t k = 0;
-    for (size_t j = lo; j <= i; j++)
-      if (in[j].last == r) scratch[k++] = in[j].lateness;
-    s.lateness_us = cs_det_median(scratch, k);
-    if (W->med < 0) W->med = window_median(C, W);
-    s.median_dur_us = W->med;
-  }
-  double off, gap, peer_gap;
-  cs_det_rank_figures(in, ents, lo, i + 1, r, scratch, &off, &gap, &peer_gap);
-  s.offset_us = off;
-  s.later_share = R->n ? (double)R->pos / (double)R->n : 0;
-  /* offset rule: gaps over the whole window against its median offset over the same
-   * instances (a share-last flag keeps eval_cand's: gaps and lateness over its last-arrivals).
-   * Not the lateness of its last-arrivals: where the data moves the work, those are the
-   * instances it also carried the most work in, which its gap need not hold. */
-  if (!by_last) {
-    s.gap_us = gap;
-    s.peer_gap_us = peer_gap;
-    s.kind = (gap >= 0 && peer_gap >= 0 && gap - peer_gap < 0.5 * off) ? CS_DET_LINK : CS_DET_COMPUTE;
-  }
+  struct cs_det_straggler s = W->s_last;
+  if (W->med < 0) W->med = window_median(C, W);
+  cs_det_fill_pts(C, W->lo, i + 1, r, !by_last);
+  cs_det_figures(C->pts, W->w, by_last, W->med, C->scratch, &s);
   s.comm = C->comm;
   s.comm_size = C->csize;
   s.comm_rank = r;
@@ -466,10 +417,7 @@ static int flags_pass(struct cstate *C, const struct cs_det_params *p, struct wi
   for (int r = 0; r < C->csize; r++) {
     struct rstate *R = &C->rs[r];
     if (!R->ok || R->grouped) continue;
-    /* persistence: a burst of scheduling noise on a busy host is not a straggler */
-    R->streak = R->streak && R->at + 1 == W->ai ? R->streak + 1 : 1;
-    R->at = W->ai;
-    if (R->streak < p->persist) continue;
+    if (!cs_det_persist(&R->streak, &R->at, W->ai, p->persist)) continue;
     /* a comm bound by a slow link: every rank waits for the network, and the endpoints of
      * the slow pair (the stream that sends into it, the one that receives from it) come to
      * the next collective a little late; lateness under 5% of the duration there is the

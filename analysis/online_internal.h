@@ -15,6 +15,7 @@
 
 #include "collscope/schema.h"
 #include "collscope/sdc.h"
+#include "detect_internal.h"
 
 #define OPS_BACKLOG 256u  /* sampled instances waiting to be shipped */
 #define SDC_BACKLOG 4096u /* checked collectives waiting to be shipped */
@@ -125,6 +126,7 @@ struct self_win { /* this rank's window of a communicator's complete instances *
   size_t at;
   bool flagged;
   UT_hash_handle hh;
+  struct cs_det_pt pts[]; /* `window`: its points for the rules (online_stragglers.c) */
 };
 struct report {
   uint64_t comm;

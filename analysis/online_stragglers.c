@@ -1,64 +1,47 @@
-/* analysis/online_stragglers.c: the online exchange's straggler rules: a rank judges itself
- * over a window of its communicator's complete instances with detect.h's rules
- * (share-last, offset, recent, persistence) and queues a report for a later exchange.
- * Protocol: analysis/online_eval.c. */
+/* analysis/online_stragglers.c: the online exchange's self-judgement: a rank keeps a window
+ * of each communicator's complete instances as it saw them, judges itself after each with
+ * the detector's rules (analysis/detect_judge.c, the one implementation the report uses
+ * too) and queues a report for a later exchange. Protocol: analysis/online_eval.c. */
+#include "detect_internal.h"
 #include "online_internal.h"
 
-/* ---------------------------------------------------------------- stragglers */
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
-static double median(double *v, size_t n) { /* lower middle */
-  if (!n) return 0;
-  qsort(v, n, sizeof *v, cmp_d);
-  return v[(n - 1) / 2];
-}
-static double median_mid(double *v, size_t n) {
-  if (!n) return 0;
-  qsort(v, n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-static double median_z(double *v, size_t k, double m) {
-  for (size_t j = 0; j < k; j++) v[j] = v[j] > m ? v[j] - m : m - v[j];
-  double mad = median_mid(v, k);
-  double se = 1.2533 * 1.4826 * mad / cs_det_sqrt((double)k);
-  return se > 0 ? m / se : m > 0 ? 1e300
-                                 : 0;
-}
 
 static const struct went *wat(const struct self_win *w, size_t window, size_t i) { return &w->e[i % window]; }
 
-/* detect.h's offset rule for this rank over instances [lo, hi) */
-static bool eval_offset(struct cs_online_rank *st, const struct self_win *w, size_t lo, size_t hi, double thr,
-                        double zmin, double *off) {
-  size_t k = 0, W = st->p.window;
-  double *v = st->scratch, *rel = st->scratch + W;
-  for (size_t i = lo; i < hi; i++) {
-    const struct went *e = wat(w, W, i);
-    rel[k] = e->med > 0 ? e->a / e->med : 0;
-    v[k++] = e->a;
-  }
-  double m = median_mid(v, k);
-  *off = m;
-  if (k < 2 || m < thr || !(m > 0)) return false;
-  if (median_z(v, k, m) >= zmin) return true;
-  double mr = median_mid(rel, k);
-  return mr > 0 && median_z(rel, k, mr) >= zmin;
-}
-
-/* After instance i (0-based) of the window was pushed: does this rank flag itself? */
+/* After instance i (0-based) of the window was pushed: does this rank flag itself? The
+ * adapter to the rules: its counts and points over the window, then detect_judge.c decides. */
 static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   const struct cs_det_params *p = &st->p;
   size_t W = p->window, i = w->n - 1;
   size_t lo = w->n > W ? w->n - W : 0, nw = w->n - lo;
   if (nw < p->min_instances) return;
   double *sc = st->scratch;
+  struct cs_det_pt *pt = w->pts;
+  struct cs_det_counts c = {.w = nw, .recent = p->recent < W ? p->recent : W};
+  c.recent_full = c.recent && w->n >= c.recent;
+  for (size_t j = lo; j <= i; j++) {
+    const struct went *e = wat(w, W, j);
+    pt[j - lo] = (struct cs_det_pt){.med = e->med,
+                                    .late = e->late,
+                                    .off = e->a,
+                                    .gap = e->gap,
+                                    .pgap = e->pgap,
+                                    .in = true,
+                                    .last = e->last == (int)w->crank};
+    c.n++;
+    c.pos += e->a > 0;
+    if (c.recent_full && j + c.recent > i) c.rn++, c.rpos += e->a > 0;
+    c.run = e->a > 0 ? c.run + 1 : 0;
+  }
   /* share-last: the comm rank last most often (ties: the lowest), is it this rank? */
   size_t k = 0;
   for (size_t j = lo; j <= i; j++) sc[k++] = (double)wat(w, W, j)->last;
   qsort(sc, k, sizeof *sc, cmp_d);
-  size_t best = 0, run = 0, mine = 0;
+  size_t best = 0, run = 0;
   double cand = -1;
   for (size_t j = 0; j < k; j++) {
     run = j && sc[j] == sc[j - 1] ? run + 1 : 1;
@@ -66,72 +49,19 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
       best = run;
       cand = sc[j];
     }
-    if (sc[j] == (double)w->crank) mine++;
   }
-  for (size_t j = lo; j <= i; j++) sc[j - lo] = wat(w, W, j)->med;
-  double med = median(sc, nw);
-  double thr = p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
-  double p0 = 1.0 / (double)w->size, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)nw);
-  if (need < p->share) need = p->share;
-  double late = 0;
-  if (mine) {
-    size_t m = 0;
-    for (size_t j = lo; j <= i; j++)
-      if (wat(w, W, j)->last == (int)w->crank) sc[m++] = wat(w, W, j)->late;
-    late = median(sc, m);
-  }
-  bool last_ok = cand == (double)w->crank && (double)best >= need * (double)nw && late >= thr &&
-                 cs_det_binom_tail(nw, best, p0) <= cs_det_normal_tail(p->z); /* analysis/detect_window.c */
-  bool ok = last_ok;
-  double off = 0;
-  if (!ok) {
-    size_t pos = 0;
-    for (size_t j = lo; j <= i; j++) pos += wat(w, W, j)->a > 0;
-    if (nw >= p->min_instances && (double)pos - 0.5 * (double)nw >= cs_det_sqrt((double)nw))
-      ok = eval_offset(st, w, lo, i + 1, thr, p->offset_z, &off);
-  }
-  size_t recent = p->recent < W ? p->recent : W;
-  if (!ok && recent && w->n >= recent) {
-    size_t rlo = w->n - recent, rpos = 0;
-    for (size_t j = rlo; j <= i; j++) rpos += wat(w, W, j)->a > 0;
-    if ((double)rpos >= p->recent_share * (double)recent) ok = eval_offset(st, w, rlo, i + 1, thr, p->recent_z, &off);
-  }
-  /* fresh rule (analysis/detect_window.c): after the median rank in each of the last `persist`
-   * instances by at least thr, steadily (within 1.25x), at 2 x recent_z */
-  size_t kf = p->persist > 2 ? p->persist : 2;
-  if (!ok && nw >= kf) {
-    size_t flo = w->n - kf;
-    struct cs_det_steady s = {0};
-    for (size_t j = flo; j <= i; j++) cs_det_steady_add(&s, wat(w, W, j)->a, thr);
-    if (cs_det_steady_ok(&s)) ok = eval_offset(st, w, flo, i + 1, thr, 2 * p->recent_z, &off);
-  }
-  if (!ok) return;
-  w->streak = w->streak && w->at + 1 == i ? w->streak + 1 : 1;
-  w->at = i;
-  if (w->streak < p->persist || w->flagged) return;
+  struct cs_det_straggler s;
+  memset(&s, 0, sizeof s);
+  bool by_last = cand == (double)w->crank && cs_det_last_significant(p, nw, best, (int)w->size) &&
+                 cs_det_last_rule(p, pt, nw, sc, &s);
+  bool ok = by_last;
+  unsigned pre = cs_det_prechecks(p, &c);
+  double med = cs_det_window_med(pt, nw, sc), off, late;
+  if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, cs_det_threshold(p, med), pt, nw, sc, &off, &late);
+  if (!ok || !cs_det_persist(&w->streak, &w->at, i, p->persist) || w->flagged) return;
   w->flagged = true;
-  /* figures and kind (detect.h): the compute gaps over its last-arrivals (share-last) or
-   * over the window (offset rules) */
-  size_t g = 0, h = 0;
-  double *gv = sc, *hv = sc + W;
-  for (size_t j = lo; j <= i; j++) {
-    const struct went *e = wat(w, W, j);
-    if (last_ok && e->last != (int)w->crank) continue;
-    if (e->gap >= 0) gv[g++] = e->gap;
-    if (e->pgap >= 0) hv[h++] = e->pgap;
-  }
-  double gap = g ? median(gv, g) : -1, pgap = h ? median(hv, h) : -1;
-  if (!last_ok) {
-    size_t m = 0;
-    for (size_t j = lo; j <= i; j++) sc[m++] = wat(w, W, j)->a;
-    off = median_mid(sc, m);
-  }
-  /* the gap excess against the lateness the rule saw: its median lateness when last
-   * (share-last), else its median offset over the same instances -- not its lateness in the
-   * instances it was last, where the data gave it the most work (analysis/detect_window.c) */
-  double lk = last_ok ? late : off;
-  struct report r = {w->comm, w->crank, nw, (gap >= 0 && pgap >= 0 && gap - pgap < 0.5 * lk) ? CS_DET_LINK : CS_DET_COMPUTE,
-                     (double)mine / (double)nw, late, med};
+  cs_det_figures(pt, nw, by_last, med, sc, &s);
+  struct report r = {w->comm, w->crank, nw, s.kind, s.share_last, s.lateness_us, s.median_dur_us};
   if (st->npend < PENDING_REPORTS) st->pend[st->npend++] = r;
 }
 
@@ -140,7 +70,7 @@ static struct self_win *win_of(struct cs_online_rank *st, uint64_t comm, uint32_
   HASH_FIND(hh, st->wins, &comm, sizeof comm, w);
   if (w) return w->size == size && w->crank == crank ? w : NULL;
   if (st->nwins >= WIN_COMMS) return NULL;
-  w = calloc(1, sizeof *w);
+  w = calloc(1, sizeof *w + st->p.window * sizeof w->pts[0]);
   if (!w || !(w->e = calloc(st->p.window, sizeof *w->e))) {
     free(w);
     st->oom = true;

@@ -1,0 +1,188 @@
+/* analysis/detect_judge.c: the straggler rules, the one implementation: for one rank at one
+ * instance, over plain arrays of the window's instances as that rank saw them, the pre-checks
+ * from its counts, the share-last, offset, recent and fresh rules, persistence, the kind and
+ * the reported figures (include/collscope/detect.h states the rules). The report's window
+ * (detect_window.c) and the online exchange's self-judgement (online_stragglers.c) decide
+ * through these alone. */
+#include "detect_internal.h"
+
+#include <string.h>
+
+static size_t fresh_len(const struct cs_det_params *p) { return p->persist > 2 ? p->persist : 2; }
+
+unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_counts *c) {
+  unsigned pre = 0;
+  /* offset rule: after the median rank in clearly more than half of its instances (sign
+   * test, z >= 2) */
+  if (c->n >= p->min_instances && (double)c->pos - 0.5 * (double)c->n >= cs_det_sqrt((double)c->n))
+    pre |= CS_DET_PRE_OFFSET;
+  /* recent rule: the same over the last `recent` instances only, stricter, so a slowdown that
+   * starts mid-job is seen before it fills half the window */
+  if (c->recent && c->recent_full && 4 * c->rn >= 3 * c->recent && (double)c->rpos >= p->recent_share * (double)c->rn)
+    pre |= CS_DET_PRE_RECENT;
+  /* fresh rule: after the median rank in each of the last `persist` instances (at least 2) */
+  size_t kf = fresh_len(p);
+  if (kf <= c->w && c->run >= kf) pre |= CS_DET_PRE_FRESH;
+  return pre;
+}
+
+double cs_det_threshold(const struct cs_det_params *p, double med) {
+  return p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
+}
+
+double cs_det_window_med(const struct cs_det_pt *pt, size_t w, double *scratch) {
+  for (size_t j = 0; j < w; j++) scratch[j] = pt[j].med;
+  return cs_det_median(scratch, w);
+}
+
+bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, int csize) {
+  if (w == 0 || csize < 1) return false;
+  double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)w);
+  if (need < p->share) need = p->share;
+  /* last that often by chance: the binomial tail itself, not its normal approximation, which
+   * at 8 ranks and a short window is far too thin (a rank last in 9 of 13 instances has a
+   * chance of 3e-6, not the 1e-9 of z = 6): data-following work (a hot MoE expert) then
+   * reads as a straggler somewhere among thousands of communicators */
+  return (double)k >= need * (double)w && cs_det_binom_tail(w, k, p0) <= cs_det_normal_tail(p->z);
+}
+
+int cs_det_kind(double gap, double pgap, double late) {
+  return gap >= 0 && pgap >= 0 && gap - pgap < 0.5 * late ? CS_DET_LINK : CS_DET_COMPUTE;
+}
+
+/* the median over pt[0..w) of the double at byte offset `field`: only where the rank arrived
+ * last (only_last), only values >= 0 (known: -1 when there is none; otherwise 0) */
+static double median_of(const struct cs_det_pt *pt, size_t w, size_t field, bool only_last, bool known,
+                        double *scratch) {
+  size_t k = 0;
+  for (size_t j = 0; j < w; j++) {
+    if (only_last && !pt[j].last) continue;
+    double v;
+    memcpy(&v, (const char *)&pt[j] + field, sizeof v);
+    if (known && !(v >= 0)) continue;
+    scratch[k++] = v;
+  }
+  if (known && !k) return -1;
+  return cs_det_median(scratch, k);
+}
+
+bool cs_det_last_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double *scratch,
+                      struct cs_det_straggler *s) {
+  size_t k = 0;
+  for (size_t j = 0; j < w; j++) k += pt[j].last;
+  double late = median_of(pt, w, offsetof(struct cs_det_pt, late), true, false, scratch);
+  double med = cs_det_window_med(pt, w, scratch);
+  if (late < cs_det_threshold(p, med)) return false;
+  /* the gaps over its last-arrivals, against the lateness there */
+  double gap = median_of(pt, w, offsetof(struct cs_det_pt, gap), true, true, scratch);
+  double pgap = median_of(pt, w, offsetof(struct cs_det_pt, pgap), true, true, scratch);
+  s->window_instances = w;
+  s->last = k;
+  s->share_last = (double)k / (double)w;
+  s->lateness_us = late;
+  s->median_dur_us = med;
+  s->gap_us = gap;
+  s->peer_gap_us = pgap;
+  s->kind = cs_det_kind(gap, pgap, late);
+  return true;
+}
+
+/* The offset test over pt[lo, w): its median arrival offset m must reach thr, and be zmin
+ * robust standard errors above 0, either in us or relative to each instance's median duration
+ * (with mixed sizes a fixed delay is steady in us, a proportional one relative to the
+ * duration). *off: m. */
+static bool offset_test(const struct cs_det_pt *pt, size_t lo, size_t w, double thr, double zmin, double *scratch,
+                        double *off) {
+  size_t k = 0;
+  double *rel = scratch + (w - lo);
+  for (size_t j = lo; j < w; j++) {
+    if (!pt[j].in) continue;
+    rel[k] = pt[j].med > 0 ? pt[j].off / pt[j].med : 0;
+    scratch[k++] = pt[j].off;
+  }
+  double m = cs_det_median_mid(scratch, k);
+  *off = m;
+  if (k < 2 || m < thr || !(m > 0)) return false;
+  if (cs_det_median_z(scratch, k, m) >= zmin) return true;
+  double mr = cs_det_median_mid(rel, k);
+  return mr > 0 && cs_det_median_z(rel, k, mr) >= zmin;
+}
+
+/* the fresh rule's shape (cs_det_steady, detect.h) over pt[lo, w): in every one */
+static bool steady(const struct cs_det_pt *pt, size_t lo, size_t w, double thr) {
+  struct cs_det_steady s = {0};
+  for (size_t j = lo; j < w; j++) {
+    if (!pt[j].in) return false;
+    cs_det_steady_add(&s, pt[j].off, thr);
+  }
+  return cs_det_steady_ok(&s);
+}
+
+bool cs_det_offset_rules(const struct cs_det_params *p, unsigned pre, const struct cs_det_counts *c, double thr,
+                         const struct cs_det_pt *pt, size_t w, double *scratch, double *off, double *late) {
+  bool ok = false;
+  double m = 0;
+  *late = 0;
+  *off = 0;
+  if (pre & CS_DET_PRE_OFFSET) {
+    ok = offset_test(pt, 0, w, thr, p->offset_z, scratch, &m);
+    if (m > *late) *late = m;
+  }
+  if (!ok && (pre & CS_DET_PRE_RECENT) && c->recent <= w) {
+    ok = offset_test(pt, w - c->recent, w, thr, p->recent_z, scratch, &m);
+    if (m > *late) *late = m;
+  }
+  /* fresh rule: after the median rank in each of the last `persist` instances by at least
+   * the floor, steadily (within 1.25x) and by 2 x recent_z robust standard errors: a big
+   * slowdown that starts now is flagged `persist` instances later, however few instances
+   * came before it, rather than when its share of the window passes the sign test */
+  size_t kf = fresh_len(p);
+  if (!ok && (pre & CS_DET_PRE_FRESH) && kf <= w && steady(pt, w - kf, w, thr)) {
+    ok = offset_test(pt, w - kf, w, thr, 2 * p->recent_z, scratch, &m);
+    if (m > *late) *late = m;
+  }
+  if (ok) *off = m;
+  return ok;
+}
+
+double cs_det_rank_offset(const struct cs_det_pt *pt, size_t w, double *scratch) {
+  size_t k = 0;
+  for (size_t j = 0; j < w; j++)
+    if (pt[j].in) scratch[k++] = pt[j].off;
+  return cs_det_median_mid(scratch, k);
+}
+
+bool cs_det_persist(unsigned *streak, size_t *at, size_t ai, unsigned persist) {
+  /* a burst of scheduling noise on a busy host is not a straggler */
+  *streak = *streak && *at + 1 == ai ? *streak + 1 : 1;
+  *at = ai;
+  return *streak >= persist;
+}
+
+void cs_det_figures(const struct cs_det_pt *pt, size_t w, bool by_last, double med, double *scratch,
+                    struct cs_det_straggler *s) {
+  size_t n = 0, pos = 0;
+  for (size_t j = 0; j < w; j++)
+    if (pt[j].in) n++, pos += pt[j].off > 0;
+  if (!by_last) {
+    memset(s, 0, sizeof *s);
+    size_t k = 0;
+    for (size_t j = 0; j < w; j++) k += pt[j].last;
+    s->window_instances = w;
+    s->last = k;
+    s->share_last = (double)k / (double)w;
+    s->lateness_us = median_of(pt, w, offsetof(struct cs_det_pt, late), true, false, scratch);
+    s->median_dur_us = med;
+  }
+  s->offset_us = cs_det_rank_offset(pt, w, scratch);
+  s->later_share = n ? (double)pos / (double)n : 0;
+  /* offset rules: gaps over the whole window against its median offset over the same
+   * instances (a share-last flag keeps cs_det_last_rule's: gaps and lateness over its
+   * last-arrivals). Not the lateness of its last-arrivals: where the data moves the work,
+   * those are the instances it also carried the most work in, which its gap need not hold. */
+  if (!by_last) {
+    s->gap_us = median_of(pt, w, offsetof(struct cs_det_pt, gap), false, true, scratch);
+    s->peer_gap_us = median_of(pt, w, offsetof(struct cs_det_pt, pgap), false, true, scratch);
+    s->kind = cs_det_kind(s->gap_us, s->peer_gap_us, s->offset_us);
+  }
+}

@@ -1,0 +1,337 @@
+/* tests/stats/test_detect_one.c: one detector. The same seeded collective instances (8 ranks,
+ * one communicator) go to every caller of the straggler rules: the report's batch detector
+ * (cs_detect over op records, its gaps from the op spans), the streaming detector that
+ * `collscope top` and the exporter use (cs_det_stream over members, the gaps given), and
+ * the online exchange's self-judgement (8 in-process ranks folding their wires, each judging
+ * itself from the reduced aggregates). Scenarios: clean, a rank 5% slow, one 20% slow, a rank
+ * whose data loader stalls every other step, a rank behind a slow link (late, no compute gap
+ * excess), an intermittent one, and a rank 2% slow (just above the floor). Every caller must give the same verdicts (flagged rank,
+ * kind) and the same figures, exactly: batch and stream every field of the straggler entry;
+ * the online report (figures as of its first flag) the batch detector's entry over the
+ * instances up to that first flag (share last, lateness, median duration, window instances,
+ * which is the first flag instance while the window is not full).
+ *
+ * The instances are built so that the online exchange's aggregates are exact: whole
+ * microseconds (the wire's float durations), and in every instance all ranks but the last
+ * and the first share one duration and all ranks but the late one one compute gap (so the
+ * trimmed mean of the durations and the mean of the peers' gaps are the medians). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "collscope/detect.h"
+#include "collscope/online.h"
+
+#define N 8
+#define T 96        /* instances */
+#define PER_EXCH 16 /* instances each exchange completes */
+#define D_US 2000   /* the common duration */
+#define G_US 100    /* the common compute gap */
+#define COMM 0x51ull
+
+struct scenario {
+  const char *name;
+  uint64_t seed;
+  int target;        /* the slow rank, -1 none */
+  int late_us;       /* its lateness when late (jittered by up to a tenth) */
+  double prob;       /* the share of instances it is late in */
+  double gap_excess; /* its compute gap's excess, as a share of the lateness */
+  double spike;      /* the share of those instances another rank is later still: the target is
+                        late but not last there (the offset rules' case) */
+  int want_kind;     /* the verdict every caller must reach (-1: nobody flagged) */
+};
+
+static const struct scenario scenarios[] = {
+    {"clean", 11, -1, 0, 0, 0, 0, -1},
+    {"slow5", 12, 5, 100, 1.0, 1.0, 0.5, CS_DET_COMPUTE},
+    {"slow20", 13, 2, 400, 1.0, 1.0, 0.0, CS_DET_COMPUTE},
+    {"dataloader", 14, 6, 600, 0.5, 1.0, 0.0, CS_DET_COMPUTE},
+    {"link", 15, 1, 200, 1.0, 0.0, 0.3, CS_DET_LINK},
+    {"intermittent", 16, 4, 1000, 0.4, 1.0, 0.0, CS_DET_COMPUTE},
+    /* near the floor (1.5% of the duration: 30 us): the offset's scale decides the flag */
+    {"slow2", 17, 3, 40, 1.0, 1.0, 0.6, CS_DET_COMPUTE},
+};
+
+/* per instance and rank: duration and compute gap (whole us, gap -1 unknown) */
+struct job {
+  int64_t dur[T][N], gap[T][N];
+};
+
+static uint64_t rng(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static int pick(uint64_t *s, int n, int not1, int not2) {
+  for (;;) {
+    int r = (int)(rng(s) % (uint64_t)n);
+    if (r != not1 && r != not2) return r;
+  }
+}
+
+static void make_job(const struct scenario *sc, struct job *j) {
+  uint64_t s = sc->seed;
+  for (int k = 0; k < T; k++) {
+    int last, x, gx = 0;
+    bool hit = sc->target >= 0 && (double)(rng(&s) % 1000) < sc->prob * 1000;
+    if (hit) {
+      last = sc->target;
+      x = sc->late_us + (int)(rng(&s) % (uint64_t)(sc->late_us / 10 + 1)) - sc->late_us / 20;
+      gx = (int)(sc->gap_excess * x);
+    } else { /* noise: someone else last by a little, its gap as its peers' */
+      last = pick(&s, N, sc->target, -1);
+      x = 1 + (int)(rng(&s) % 10);
+    }
+    int first = pick(&s, N, last, -1);
+    for (int r = 0; r < N; r++) {
+      j->dur[k][r] = D_US;
+      j->gap[k][r] = k == 0 ? -1 : G_US;
+    }
+    j->dur[k][last] = D_US - x;
+    j->dur[k][first] = D_US + (int)(rng(&s) % 10);
+    if (k > 0) j->gap[k][last] = G_US + gx;
+    if (hit && (double)(rng(&s) % 1000) < sc->spike * 1000) {
+      /* another rank later still (its gap as its peers'); a mirror rank early by the target's
+       * lateness, and the first earlier still, keep the middle six's mean at D_US */
+      int other = pick(&s, N, last, first), mirror = pick(&s, N, last, first);
+      while (mirror == other) mirror = pick(&s, N, last, first);
+      j->dur[k][other] = D_US - x - 50 - (int)(rng(&s) % 100);
+      j->dur[k][mirror] = D_US + x;
+      j->dur[k][first] = D_US + x + 1 + (int)(rng(&s) % 10);
+    }
+  }
+}
+
+static const char *host_of(int r) {
+  static const char *h[N] = {"node0", "node0", "node1", "node1", "node2", "node2", "node3", "node3"};
+  return h[r];
+}
+
+/* ---- caller 1: the report's batch detector over op records (gaps from the spans) */
+static void run_batch(const struct job *j, int ninst, struct cs_det_result *out) {
+  static struct cs_det_op ops[T * N];
+  size_t n = 0;
+  for (int r = 0; r < N; r++) {
+    int64_t t = 1000000000ll + r * 777000ll;
+    for (int k = 0; k < ninst; k++) {
+      int64_t start = t + (j->gap[k][r] < 0 ? 5000 : j->gap[k][r] * 1000), end = start + j->dur[k][r] * 1000;
+      ops[n++] = (struct cs_det_op){.comm = COMM,
+                                    .seq = k,
+                                    .comm_size = N,
+                                    .comm_rank = r,
+                                    .rank = r,
+                                    .host = host_of(r),
+                                    .start_ns = start,
+                                    .end_ns = end,
+                                    .enqueue_ns = start,
+                                    .state = CS_DET_DONE,
+                                    .bytes = 1 << 20,
+                                    .stream = 1,
+                                    .peer = -1};
+      t = end;
+    }
+  }
+  struct cs_det_params p;
+  cs_det_params_default(&p);
+  assert_int_equal(cs_detect(ops, n, &p, CS_DET_HANG_OFF, out), 0);
+}
+
+/* ---- caller 2: the streaming detector (top, the exporter) over members */
+static void run_stream(const struct job *j, struct cs_det_result *out) {
+  struct cs_det_params p;
+  cs_det_params_default(&p);
+  struct cs_det_stream *s = cs_det_stream_new(&p, CS_DET_HANG_OFF);
+  assert_non_null(s);
+  int64_t t[N];
+  for (int r = 0; r < N; r++) t[r] = 1000000000ll + r * 777000ll;
+  for (int k = 0; k < T; k++) {
+    struct cs_det_member m[N];
+    for (int r = 0; r < N; r++) {
+      int64_t start = t[r] + (j->gap[k][r] < 0 ? 5000 : j->gap[k][r] * 1000), end = start + j->dur[k][r] * 1000;
+      m[r] = (struct cs_det_member){.comm_rank = r,
+                                    .comm_size = N,
+                                    .rank = r,
+                                    .host = host_of(r),
+                                    .start_ns = start,
+                                    .end_ns = end,
+                                    .enqueue_ns = start,
+                                    .state = CS_DET_DONE,
+                                    .bytes = 1 << 20,
+                                    .gap_us = (double)j->gap[k][r]};
+      t[r] = end;
+    }
+    assert_int_equal(cs_det_stream_instance(s, COMM, k, m, N), 0);
+  }
+  assert_int_equal(cs_det_stream_finish(s, out), 0);
+  cs_det_stream_free(s);
+}
+
+/* ---- caller 3: the online exchange, 8 ranks in process; the reports rank 0 learns */
+struct online_seen {
+  struct cs_online_straggler s[N];
+  size_t n;
+};
+static void run_online(const struct job *j, struct online_seen *seen) {
+  struct cs_online_rank *st[N];
+  for (int r = 0; r < N; r++) assert_non_null(st[r] = cs_online_rank_new(r, N, host_of(r), NULL));
+  struct cs_online_wire *red = malloc(sizeof *red), *w = malloc(sizeof *w);
+  assert_non_null(red);
+  assert_non_null(w);
+  memset(seen, 0, sizeof *seen);
+  uint32_t nx = T / PER_EXCH + 6; /* the last ones carry the late reports */
+  for (uint32_t x = 1; x <= nx; x++) {
+    for (int r = 0; r < N; r++)
+      for (int k = (int)(x - 1) * PER_EXCH; k < (int)x * PER_EXCH && k < T; k++) {
+        struct cs_online_op o = {.comm = COMM,
+                                 .seq = (uint64_t)k,
+                                 .dur_us = (float)j->dur[k][r],
+                                 .gap_us = (float)j->gap[k][r],
+                                 .comm_size = N,
+                                 .comm_rank = (uint32_t)r};
+        cs_online_rank_feed_op(st[r], &o);
+      }
+    struct cs_online_findings f[N];
+    for (unsigned round = 0;; round++) {
+      cs_online_wire_identity(red);
+      for (int r = 0; r < N; r++) {
+        cs_online_pack(st[r], x, round, w);
+        cs_online_wire_fold(red, w);
+      }
+      int more = 0;
+      for (int r = 0; r < N; r++) {
+        more = cs_online_unpack(st[r], x, round, red, &f[r]);
+        assert_true(more >= 0);
+      }
+      if (more != 1 || round == CS_ONLINE_DETAIL_ROUNDS) break;
+    }
+    for (size_t i = 0; i < f[0].nstragglers && seen->n < N; i++) seen->s[seen->n++] = f[0].stragglers[i];
+  }
+  free(red);
+  free(w);
+  for (int r = 0; r < N; r++) cs_online_rank_free(st[r]);
+}
+
+static const struct cs_det_straggler *rank_entry(const struct cs_det_result *r) {
+  const struct cs_det_straggler *e = NULL;
+  for (size_t i = 0; i < r->nstragglers; i++)
+    if (r->stragglers[i].rank >= 0) {
+      assert_null(e); /* one flagged rank at most in these scenarios */
+      e = &r->stragglers[i];
+    }
+  return e;
+}
+
+static void same_entry(const struct cs_det_straggler *a, const struct cs_det_straggler *b) {
+  assert_int_equal(a->comm, b->comm);
+  assert_int_equal(a->rank, b->rank);
+  assert_int_equal(a->comm_rank, b->comm_rank);
+  assert_int_equal(a->kind, b->kind);
+  assert_int_equal(a->window_instances, b->window_instances);
+  assert_int_equal(a->last, b->last);
+  assert_true(a->share_last == b->share_last);
+  assert_true(a->lateness_us == b->lateness_us);
+  assert_true(a->offset_us == b->offset_us);
+  assert_true(a->later_share == b->later_share);
+  assert_true(a->median_dur_us == b->median_dur_us);
+  assert_true(a->gap_us == b->gap_us);
+  assert_true(a->peer_gap_us == b->peer_gap_us);
+  assert_int_equal(a->first_flag_instance, b->first_flag_instance);
+  assert_int_equal(a->first_flag_seq, b->first_flag_seq);
+  assert_int_equal(a->last_flag_seq, b->last_flag_seq);
+}
+
+static void one_scenario(const struct scenario *sc) {
+  static struct job j;
+  make_job(sc, &j);
+  struct cs_det_result batch, stream;
+  run_batch(&j, T, &batch);
+  run_stream(&j, &stream);
+  struct online_seen on;
+  run_online(&j, &on);
+
+  const struct cs_det_straggler *b = rank_entry(&batch), *s = rank_entry(&stream);
+  if (sc->want_kind < 0) {
+    assert_null(b);
+    assert_null(s);
+    assert_int_equal(on.n, 0);
+  } else {
+    assert_non_null(b);
+    assert_non_null(s);
+    assert_int_equal(b->rank, sc->target);
+    assert_int_equal(b->kind, sc->want_kind);
+    same_entry(b, s);
+    /* the online report: flagged once, with the figures of its first flag */
+    assert_int_equal(on.n, 1);
+    const struct cs_online_straggler *o = &on.s[0];
+    assert_true(b->first_flag_instance <= T);
+    struct cs_det_result at;
+    run_batch(&j, (int)b->first_flag_instance, &at);
+    const struct cs_det_straggler *a = rank_entry(&at);
+    assert_non_null(a);
+    assert_int_equal(a->last_flag_seq, (int64_t)b->first_flag_instance - 1);
+    assert_int_equal(o->comm, COMM);
+    assert_int_equal(o->rank, a->rank);
+    assert_int_equal(o->comm_rank, a->comm_rank);
+    assert_int_equal(o->kind, a->kind);
+    assert_int_equal(o->instances, a->window_instances);
+    assert_int_equal(o->instances, b->first_flag_instance); /* the window is not full yet */
+    assert_true(o->share_last == a->share_last);
+    assert_true(o->lateness_us == a->lateness_us);
+    assert_true(o->median_dur_us == a->median_dur_us);
+    print_message("%-12s rank %d %s first flag at instance %zu: share %.4f lateness %.1f us offset %.1f us "
+                  "median %.1f us\n",
+                  sc->name, b->rank, cs_det_kind_name(b->kind), b->first_flag_instance, a->share_last,
+                  a->lateness_us, a->offset_us, a->median_dur_us);
+    cs_det_result_free(&at);
+  }
+  cs_det_result_free(&batch);
+  cs_det_result_free(&stream);
+}
+
+static void test_clean(void **state) {
+  (void)state;
+  one_scenario(&scenarios[0]);
+}
+static void test_slow5(void **state) {
+  (void)state;
+  one_scenario(&scenarios[1]);
+}
+static void test_slow20(void **state) {
+  (void)state;
+  one_scenario(&scenarios[2]);
+}
+static void test_dataloader(void **state) {
+  (void)state;
+  one_scenario(&scenarios[3]);
+}
+static void test_link(void **state) {
+  (void)state;
+  one_scenario(&scenarios[4]);
+}
+static void test_intermittent(void **state) {
+  (void)state;
+  one_scenario(&scenarios[5]);
+}
+static void test_slow2(void **state) {
+  (void)state;
+  one_scenario(&scenarios[6]);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_clean),
+      cmocka_unit_test(test_slow5),
+      cmocka_unit_test(test_slow20),
+      cmocka_unit_test(test_dataloader),
+      cmocka_unit_test(test_link),
+      cmocka_unit_test(test_intermittent),
+      cmocka_unit_test(test_slow2),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
