@@ -150,30 +150,42 @@ static int rank_stage(const struct cs_sched *s, int rank) {
   return r ? r->stage : -1;
 }
 
+/* comm's members by comm rank: NCCL's ranks are 0 .. n-1, so a comm whose n members are not
+ * exactly those is left unclassified. Each lookup is one hash find, so the classification
+ * costs O(members) in all. */
+static bool dense(const struct cs_sched *s, const struct scomm *c) {
+  if (c->nmem > (size_t)1 << 24) return false;
+  for (size_t r = 0; r < c->nmem; r++)
+    if (!find_mem(s, c->comm, (int)r)) return false;
+  return true;
+}
+
+static void unstage(const struct cs_sched *s, const struct scomm *c) {
+  for (size_t r = 0; r < c->nmem; r++) find_mem(s, c->comm, (int)r)->stage = -1;
+}
+
 /* comm's members as a chain: stages assigned from the end that sent first. 0 not a chain,
  * 1 a chain, -1 out of memory */
 static int chain(struct cs_sched *s, struct scomm *c) {
-  if (c->nmem < 2 || c->nmem > (size_t)1 << 24) return 0;
-  struct smem *start = NULL, *m, *mt;
+  if (c->nmem < 2 || !dense(s, c)) return 0;
+  struct smem *start = NULL;
   size_t ends = 0;
-  HASH_ITER(hh, s->mem, m, mt) {
-    if (m->k.comm != c->comm) continue;
+  for (size_t r = 0; r < c->nmem; r++) {
+    struct smem *m = find_mem(s, c->comm, (int)r);
     if (m->peer_over || m->npeers == 0) return 0;
     for (int i = 0; i < m->npeers; i++)
-      if (!find_mem(s, c->comm, m->peer[i])) return 0;
+      if (m->peer[i] == m->k.comm_rank || !find_mem(s, c->comm, m->peer[i])) return 0;
     if (m->npeers == 1) {
       ends++;
       /* the end whose first op was a Send starts the forward direction; else the lower rank */
-      if (!start || (m->first_send && !start->first_send) ||
-          (m->first_send == start->first_send && m->k.comm_rank < start->k.comm_rank))
-        start = m;
+      if (!start || (m->first_send && !start->first_send)) start = m;
     }
   }
   if (ends != 2 || !start) return 0;
   size_t pos = 0;
   struct smem *prev = NULL, *cur = start;
   while (cur && pos < c->nmem) {
-    if (cur->stage >= 0) return 0; /* a loop */
+    if (cur->stage >= 0) break; /* a loop: not one path */
     cur->stage = (int)pos++;
     struct smem *next = NULL;
     for (int i = 0; i < cur->npeers; i++) {
@@ -183,18 +195,18 @@ static int chain(struct cs_sched *s, struct scomm *c) {
     prev = cur;
     cur = cur->npeers == 1 && pos > 1 ? NULL : next;
   }
-  if (pos != c->nmem) { /* not one path: undo */
-    HASH_ITER(hh, s->mem, m, mt)
-    if (m->k.comm == c->comm) m->stage = -1;
+  if (pos != c->nmem) {
+    unstage(s, c);
     return 0;
   }
-  HASH_ITER(hh, s->mem, m, mt) {
-    if (m->k.comm != c->comm || rank_stage(s, m->rank) >= 0 || m->rank < 0) continue;
-    struct srank *r = calloc(1, sizeof *r);
-    if (!r) return -1;
-    r->rank = m->rank;
-    r->stage = m->stage;
-    HASH_ADD_INT(s->ranks, rank, r);
+  for (size_t r = 0; r < c->nmem; r++) {
+    struct smem *m = find_mem(s, c->comm, (int)r);
+    if (m->rank < 0 || rank_stage(s, m->rank) >= 0) continue; /* a rank's first chain counts */
+    struct srank *e = calloc(1, sizeof *e);
+    if (!e) return -1;
+    e->rank = m->rank;
+    e->stage = m->stage;
+    HASH_ADD_INT(s->ranks, rank, e);
   }
   if ((int)c->nmem > s->nstages) s->nstages = (int)c->nmem;
   return 1;
@@ -212,19 +224,16 @@ int cs_sched_finish(struct cs_sched *s) {
     if (k) c->kind = CS_SCHED_PIPELINE;
   }
   HASH_ITER(hh, s->comms, c, ct) {
-    if (c->all_p2p || !s->nstages) continue;
-    int first = -2;
-    bool several = false, unknown = false;
-    struct smem *m, *mt;
-    HASH_ITER(hh, s->mem, m, mt) {
-      if (m->k.comm != c->comm) continue;
-      int st = rank_stage(s, m->rank);
-      if (st < 0) unknown = true;
-      if (first == -2) first = st;
+    if (c->all_p2p || !s->nstages || c->nmem < 2 || !dense(s, c)) continue;
+    int first = rank_stage(s, find_mem(s, c->comm, 0)->rank);
+    bool several = false, unknown = first < 0;
+    for (size_t r = 1; r < c->nmem && !unknown; r++) {
+      int st = rank_stage(s, find_mem(s, c->comm, (int)r)->rank);
+      unknown = st < 0;
       several |= st != first;
     }
-    c->kind = unknown || c->nmem < 2 ? CS_SCHED_OTHER : several ? CS_SCHED_CROSS_STAGE
-                                                                : CS_SCHED_STAGE;
+    c->kind = unknown ? CS_SCHED_OTHER : several ? CS_SCHED_CROSS_STAGE
+                                                 : CS_SCHED_STAGE;
   }
   return 0;
 }
@@ -275,24 +284,30 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* rank's mean gap at comm, -1 unknown */
-static double mean_gap(const struct cs_sched *s, uint64_t comm, int rank) {
-  struct smem *m, *mt;
-  HASH_ITER(hh, s->mem, m, mt)
-  if (m->k.comm == comm && m->rank == rank) return m->gap_n ? m->gap_sum / (double)m->gap_n : -1;
-  return -1;
+/* rank's mean gap at comm (its member comm_rank when that is it), -1 unknown */
+static double mean_gap(const struct cs_sched *s, uint64_t comm, int comm_rank, int rank) {
+  struct smem *m = comm_rank >= 0 ? find_mem(s, comm, comm_rank) : NULL, *mt;
+  if (!m || m->rank != rank) {
+    m = NULL;
+    struct smem *e;
+    HASH_ITER(hh, s->mem, e, mt)
+    if (e->k.comm == comm && e->rank == rank) m = e;
+  }
+  return m && m->gap_n ? m->gap_sum / (double)m->gap_n : -1;
 }
 
-/* the median of the mean gaps, at cross-stage communicators, of stage's ranks other than
- * rank; -1 none (or out of memory) */
-static double stage_peer_gap(const struct cs_sched *s, int stage, int rank) {
+/* the median of the mean gaps, at cross-stage communicators of nmem members (the same
+ * collective of the other replicas), of stage's ranks other than rank; -1 none (or out of
+ * memory) */
+static double stage_peer_gap(const struct cs_sched *s, int stage, int rank, size_t nmem) {
   size_t n = 0, cap = 0;
   double *v = NULL;
   struct smem *m, *mt;
   HASH_ITER(hh, s->mem, m, mt) {
-    if (m->rank == rank || !m->gap_n || rank_stage(s, m->rank) != stage ||
-        cs_sched_comm_kind(s, m->k.comm) != CS_SCHED_CROSS_STAGE)
-      continue;
+    if (m->rank == rank || !m->gap_n || rank_stage(s, m->rank) != stage) continue;
+    struct scomm *c;
+    HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
+    if (!c || c->kind != CS_SCHED_CROSS_STAGE || c->nmem != nmem) continue;
     if (n == cap) {
       size_t nc = cap ? 2 * cap : 16;
       double *nv = realloc(v, nc * sizeof *v);
@@ -324,8 +339,10 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
       r->stragglers[out++] = *x;
       continue;
     }
-    struct cs_sched_verdict v = {x->comm, x->rank, stage, mean_gap(s, x->comm, x->rank), -1, false};
-    v.stage_gap_us = stage_peer_gap(s, stage, x->rank);
+    struct cs_sched_verdict v = {x->comm, x->rank, stage, mean_gap(s, x->comm, x->comm_rank, x->rank), -1, false};
+    struct scomm *c;
+    HASH_FIND(hh, s->comms, &x->comm, sizeof x->comm, c);
+    v.stage_gap_us = stage_peer_gap(s, stage, x->rank, c ? c->nmem : 0);
     v.kept = v.gap_us >= 0 && v.stage_gap_us >= 0 && v.gap_us > (1 + CS_SCHED_STAGE_EXCESS) * v.stage_gap_us;
     if (s->nv == s->capv) {
       size_t nc = s->capv ? 2 * s->capv : 16;
