@@ -35,12 +35,15 @@
  *   stages call it.
  * - --stage-layers L0,L1,...: stage s's compute per pass is that of L_s layers, --compute-us N x
  *   L_s (default: one --compute-us per pass); the captured layer graphs stay --layers.
+ * - --pause-ms N: the host thread sleeps N ms of wall time after each step (no modeled time:
+ *   on the simulator's modeled clock it only lets collscope's harvest thread catch up).
  *
  * The layers' math (the first activation-sized elements; the rest are zero): a stage's pass over a microbatch runs --layers L layers; each layer adds
  * stage + 1 on every tensor rank and reduces: out = in + TP x (stage + 1) per layer, so the
  * last stage sees x + L x TP x P(P+1)/2 (stage 0 the same for the backward). Every result is
  * checked exactly; each communicator uses message sizes of its own (calls.h). */
 #include <string.h>
+#include <time.h>
 
 #include "calls.h"
 #include "common.h"
@@ -49,7 +52,7 @@ static const char usage[] =
     "usage: megatron_pp [--steps N] [--size BYTES] [--tp N] [--pp N] [--microbatches M] [--layers L]\n"
     "                   [--compute-us N] [--capture-mode global|thread_local|relaxed]\n"
     "                   [--dp-reduce reduce_scatter|allreduce] [--tied-embedding]\n"
-    "                   [--stage-layers L0,L1,...] [-v]\n"
+    "                   [--stage-layers L0,L1,...] [--pause-ms N] [-v]\n"
     "  Megatron-style TP x PP x DP: 1F1B with batch_isend_irecv between stages, each layer's\n"
     "  TP AllReduces in a CUDA graph replayed per microbatch, the DP gradient reduce-scatter\n"
     "  and all-gather (or AllReduce), and the grad-norm AllReduce over the model-parallel group.\n";
@@ -82,6 +85,7 @@ struct job {
   ncclComm_t embc; /* the embedding group (first and last stage), NULL elsewhere */
   struct calls_comm cemb;
   const char *stage_layers; /* --stage-layers */
+  long pause_ms;            /* --pause-ms */
 };
 
 static struct app A;
@@ -96,6 +100,14 @@ static int take_own_options(struct job *j, int argc, char **argv) {
       i++;
     } else if (!strcmp(argv[i], "--tied-embedding")) {
       j->tied = 1;
+    } else if (!strcmp(argv[i], "--pause-ms")) {
+      char *end;
+      j->pause_ms = strtol(v, &end, 10);
+      if (end == v || *end || j->pause_ms < 0 || j->pause_ms > 10000) {
+        fprintf(stderr, "megatron_pp: --pause-ms: expected 0..10000, got '%s'\n", v);
+        exit(2);
+      }
+      i++;
     } else if (!strcmp(argv[i], "--stage-layers")) {
       j->stage_layers = v;
       i++;
@@ -361,6 +373,11 @@ int main(int argc, char **argv) {
     dp_sync(&j, step, gd, rd, &h);
     tied_embedding(&j, ed, &h);
     grad_norm(&j, step, nd, &h);
+    if (j.pause_ms > 0) {
+      struct timespec ts = {j.pause_ms / 1000, (j.pause_ms % 1000) * 1000000L};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+    }
     if (A.verbose && A.rank == 0) printf("megatron_pp: step %d ok\n", step);
   }
   int rc = app_finish(&A);

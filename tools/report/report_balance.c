@@ -49,6 +49,7 @@ void report_balance_free(struct report_balance *b) {
   struct bal_member *m, *mt;
   HASH_ITER(hh, b->members, m, mt) {
     HASH_DEL(b->members, m);
+    free(m->long_gap);
     free(m);
   }
   struct bal_comm *c, *ct;
@@ -99,8 +100,15 @@ static void member_add(struct bal_member *m, const struct cs_walk_rec *r) {
     m->untimed++;
   int64_t end = timed ? r->end_ns : -1;
   if (n < BAL_PMAX) m->head_gap[n] = m->cum_gap, m->head_end[n] = end;
-  m->ring_gap[n % BAL_RING] = m->cum_gap;
-  m->ring_end[n % BAL_RING] = end;
+  m->ring_gap[n % BAL_PMAX] = m->cum_gap;
+  m->ring_end[n % BAL_PMAX] = end;
+  if (!m->p2p && m->long_gap) { /* a collective member: its per-step figures are not used */
+    free(m->long_gap);
+    m->long_gap = NULL;
+  } else if (m->p2p && n == 0) {
+    m->long_gap = xcalloc(BAL_RING, sizeof *m->long_gap);
+  }
+  if (m->long_gap) m->long_gap[n % BAL_RING] = m->cum_gap;
   m->n = n + 1;
 }
 
@@ -205,23 +213,25 @@ static bool member_figures(const struct bal_member *m, int period, struct bal_ra
   r->period = period;
   r->steps = steps - 1;
   r->untimed = m->untimed;
-  r->compute_us = (m->ring_gap[z % BAL_RING] - m->head_gap[a]) / (double)(steps - 1);
+  r->compute_us = (m->ring_gap[z % BAL_PMAX] - m->head_gap[a]) / (double)(steps - 1);
   r->judge_us = r->compute_us;
   /* the last steps' own figures (at most BAL_STEPS, those whose ends the ring still holds) */
   r->nstep = 0;
   for (size_t k = steps - 1; k >= 1 && r->nstep < BAL_STEPS; k--) {
     size_t lo = k * p - 1, hi = (k + 1) * p - 1;
-    bool in_ring = lo + BAL_RING > m->n;
-    if ((!in_ring && lo >= BAL_PMAX) || hi + BAL_RING <= m->n) break; /* older ends are no longer held */
-    double g0 = in_ring ? m->ring_gap[lo % BAL_RING] : m->head_gap[lo];
-    r->step_c[r->nstep++] = m->ring_gap[hi % BAL_RING] - g0;
+    size_t held = m->long_gap ? BAL_RING : BAL_PMAX; /* the last ops whose running compute is kept */
+    const double *ring = m->long_gap ? m->long_gap : m->ring_gap;
+    bool in_ring = lo + held > m->n;
+    if ((!in_ring && lo >= BAL_PMAX) || hi + held <= m->n) break; /* older ends are no longer held */
+    double g0 = in_ring ? ring[lo % held] : m->head_gap[lo];
+    r->step_c[r->nstep++] = ring[hi % held] - g0;
   }
   for (size_t i = 0; i < r->nstep / 2; i++) { /* oldest first */
     double t = r->step_c[i];
     r->step_c[i] = r->step_c[r->nstep - 1 - i];
     r->step_c[r->nstep - 1 - i] = t;
   }
-  int64_t e0 = m->head_end[a], e1 = m->ring_end[z % BAL_RING];
+  int64_t e0 = m->head_end[a], e1 = m->ring_end[z % BAL_PMAX];
   r->step_us = e0 > 0 && e1 > e0 ? (double)(e1 - e0) / 1e3 / (double)(steps - 1) : -1;
   return true;
 }

@@ -3,7 +3,8 @@
  *
  * Gathered per collective instance as the dumps stream by (tools/report/report_agg.c calls
  * report_balance_instance() for each instance the walker gives out), in memory bounded by
- * communicators x ranks x BAL_PMAX, never by the number of records:
+ * communicators x ranks x BAL_PMAX (a Send/Recv member's running compute over BAL_RING ops,
+ * for its per-step figures), never by the number of records:
  *  - per (communicator, rank): its sequence of ops, the running sum of its compute gaps (the
  *    GPU time between the end of the process's previous op and the start of this one, as the
  *    straggler detector measures it) and its op ends, kept for the first and the last
@@ -28,7 +29,7 @@
 #include "dump/instwalk.h"
 
 #define BAL_PMAX 64           /* the longest step, in a rank's ops of one communicator */
-#define BAL_RING 1024         /* a member's last ops whose running compute is kept */
+#define BAL_RING 512          /* a pipeline member's last ops whose running compute is kept */
 #define BAL_STEPS 64          /* the most steps a rank's per-step figures hold */
 #define BAL_MAX_LIST 4096     /* --layers / --shares entries */
 #define BAL_MAX_LAYERS 100000 /* --layers: the total */

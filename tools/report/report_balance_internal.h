@@ -28,8 +28,10 @@ struct bal_member {
   uint64_t periodic; /* bit q-1: the sequence so far repeats with period q */
   uint64_t sig[BAL_PMAX];
   double cum_gap; /* us */
-  double head_gap[BAL_PMAX], ring_gap[BAL_RING];
-  int64_t head_end[BAL_PMAX], ring_end[BAL_RING];
+  double head_gap[BAL_PMAX], ring_gap[BAL_PMAX];
+  int64_t head_end[BAL_PMAX], ring_end[BAL_PMAX];
+  double *long_gap; /* a Send/Recv member's running compute over its last BAL_RING ops (the
+                     * per-step figures of a pipeline stage); NULL for other members */
   UT_hash_handle hh;
 };
 struct bal_comm {
