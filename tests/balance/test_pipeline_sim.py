@@ -15,7 +15,10 @@ Cases:
   pp_layers: pipeline (one stage per rank, 4 H100s) --layers 8,8,8,8: no advice; 4,8,8,12:
       the report proposes 8,8,8,8, and applied it realises >= 80 % of the predicted gain;
   mp_layers: megatron_pp --stage-layers 4,8,8,12 (steps flushed by the cross-stage
-      AllReduces): the same, the balance model counting the pipeline's fill and drain."""
+      AllReduces): the same, the balance model counting the pipeline's fill and drain;
+  pp_noisy: pipeline --layers 8,8,8,9, 12 steps, every compute sleep and collective with a
+      heavy tail (jitter:pct=1,tail=100): the predicted gain is over 3 % of the step, but its
+      95 % interval across steps reaches below zero: no advice."""
 import argparse, glob, json, os, shutil, subprocess, tempfile
 
 STEPS = 30
@@ -123,12 +126,12 @@ def check_gain(b, now, after, what):
     assert after <= now and got >= 0.8 * want, (now, want, after)
 
 
-def pipeline(cli, apps, tmp, layers):
+def pipeline(cli, apps, tmp, layers, faults="", steps=STEPS):
     d = os.path.join(tmp, layers, "d")
     os.makedirs(os.path.dirname(d))
     run_job(cli, apps, d, "pipeline", ["--size", "64K", "--compute-us", "1000", "--microbatches", "4", "--layers",
-                                       layers] + PAUSE, 4, "simhost[1-2]", env_extra={"COLLSCOPE_SIM_GPU_MODEL": H100,
-                                                                              "COLLSCOPE_SIM_GPUS": "2"})
+                                       layers] + PAUSE, 4, "simhost[1-2]", faults, steps,
+            env_extra={"COLLSCOPE_SIM_GPU_MODEL": H100, "COLLSCOPE_SIM_GPUS": "2"})
     b = report(cli, d, ["--layers", layers])["balance"]
     print("%s: %s" % (layers, json.dumps({k: b.get(k) for k in ("kind", "action", "advice", "pipeline_flushed",
                                                                "pipeline_gain_pct", "pipeline_gain_us_ci")})))
@@ -162,6 +165,13 @@ def case_mp_layers(cli, apps, tmp):
     check_gain(b, measured_step_us(d1, 8), measured_step_us(d0, 8), "megatron_pp, --stage-layers 4,8,8,12 -> 8,8,8,8")
 
 
+def case_pp_noisy(cli, apps, tmp):
+    _, b = pipeline(cli, apps, tmp, "8,8,8,9", faults="jitter:pct=1,tail=100", steps=12)
+    lo, hi = b["pipeline_gain_us_ci"]
+    assert b["pipeline_gain_pct"] >= 3 and lo < 0 < hi and b["pipeline_gain_steps"] == 11, b
+    assert b["action"] == "none" and "not above zero" in b["advice"], b
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -171,7 +181,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="cs-pipeline-")
     try:
         {"mp_clean": case_mp_clean, "mp_slow": case_mp_slow, "pp_layers": case_pp_layers,
-         "mp_layers": case_mp_layers}[a.case](a.cli, a.apps, tmp)
+         "mp_layers": case_mp_layers, "pp_noisy": case_pp_noisy}[a.case](a.cli, a.apps, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("ok")
