@@ -53,8 +53,19 @@
  *    cause}; by_model[], by_host[]; step_us_now (the slowest rank's step), step_us_balanced
  *    (now minus the largest compute plus the balanced compute), gain_pct; with a pipeline,
  *    stages[] {stage, rank, compute_us, layers_now, layers (--layers: the integer counts with
- *    today's total that minimise the slowest stage), layer_us} and pipeline_step_us_*,
- *    pipeline_gain_pct; action (none, balance, fix, fix_then_balance) and advice.
+ *    today's total that minimise the slowest stage), layer_us} in the Send/Recv chain's stage
+ *    order, pipeline_step_us_*, pipeline_gain_pct, microbatches (per step, null unknown),
+ *    pipeline_flushed (a cross-stage collective ends every step: the fill and the drain
+ *    count), pipeline_gain_us_ci (the predicted gain's 95 % interval across steps; advice only
+ *    when it is above zero) and pipeline_gain_steps; action (none, balance, fix,
+ *    fix_then_balance) and advice. A cross-stage communicator is never the data-parallel one.
+ *  - pipeline (docs/detection.md "Pipelines"; include/collscope/schedule.h): stages (0: no
+ *    Send/Recv chain), microbatches, schedule (1f1b, all_forwards_first,
+ *    1f1b_or_all_forwards_first, other, null), per_stage[] {stage, ranks[],
+ *    forwards_before_first_backward}, comms {pipeline[], cross_stage[], stage[]},
+ *    explained_by_schedule (stragglers at cross-stage communicators the stage order
+ *    explains, left out of stragglers) and slow_stages[] {stage, rank, comm, gap_us,
+ *    stage_gap_us} (kept: slower than its stage's peers).
  *
  * Exit status: 0 report written (malformed lines only produce messages on stderr),
  * 1 unusable input (no dump files, unreadable, unsupported schema) or write error, 2 usage. */

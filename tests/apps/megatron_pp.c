@@ -27,12 +27,23 @@
  *   --dp-reduce reduce_scatter|allreduce.
  * - grad-norm (megatron/core/optimizer/clip_grads.py:55 get_grad_norm_fp32): the squared norm
  *   all-reduced with SUM over the model-parallel group (tensor x pipeline ranks, :132-134).
+ * - tied word embedding (--tied-embedding): after the data-parallel sync
+ *   (megatron/core/distributed/finalize_model_grads.py:640 finish_grad_sync, then :676
+ *   _allreduce_word_embedding_grads) the embedding's gradient all-reduced over the embedding
+ *   group (:258), the first and the last stage of each pipeline (parallel_state.py:560
+ *   default_embedding_ranks; the group split from the world, :1269-1277); only ranks of those
+ *   stages call it.
+ * - --stage-layers L0,L1,...: stage s's compute per pass is that of L_s layers, --compute-us N x
+ *   L_s (default: one --compute-us per pass); the captured layer graphs stay --layers.
+ * - --pause-ms N: the host thread sleeps N ms of wall time after each step (no modeled time:
+ *   on the simulator's modeled clock it only lets collscope's harvest thread catch up).
  *
  * The layers' math (the first activation-sized elements; the rest are zero): a stage's pass over a microbatch runs --layers L layers; each layer adds
  * stage + 1 on every tensor rank and reduces: out = in + TP x (stage + 1) per layer, so the
  * last stage sees x + L x TP x P(P+1)/2 (stage 0 the same for the backward). Every result is
  * checked exactly; each communicator uses message sizes of its own (calls.h). */
 #include <string.h>
+#include <time.h>
 
 #include "calls.h"
 #include "common.h"
@@ -40,7 +51,8 @@
 static const char usage[] =
     "usage: megatron_pp [--steps N] [--size BYTES] [--tp N] [--pp N] [--microbatches M] [--layers L]\n"
     "                   [--compute-us N] [--capture-mode global|thread_local|relaxed]\n"
-    "                   [--dp-reduce reduce_scatter|allreduce] [-v]\n"
+    "                   [--dp-reduce reduce_scatter|allreduce] [--tied-embedding]\n"
+    "                   [--stage-layers L0,L1,...] [--pause-ms N] [-v]\n"
     "  Megatron-style TP x PP x DP: 1F1B with batch_isend_irecv between stages, each layer's\n"
     "  TP AllReduces in a CUDA graph replayed per microbatch, the DP gradient reduce-scatter\n"
     "  and all-gather (or AllReduce), and the grad-norm AllReduce over the model-parallel group.\n";
@@ -69,6 +81,11 @@ struct job {
   int set_mode;
   enum cudaStreamCaptureMode mode;
   int dist_opt;
+  int tied;        /* --tied-embedding */
+  ncclComm_t embc; /* the embedding group (first and last stage), NULL elsewhere */
+  struct calls_comm cemb;
+  const char *stage_layers; /* --stage-layers */
+  long pause_ms;            /* --pause-ms */
 };
 
 static struct app A;
@@ -80,6 +97,19 @@ static int take_own_options(struct job *j, int argc, char **argv) {
     if (!strcmp(argv[i], "--capture-mode")) {
       j->set_mode = 1;
       j->mode = (enum cudaStreamCaptureMode)calls_capture_mode("megatron_pp", v);
+      i++;
+    } else if (!strcmp(argv[i], "--tied-embedding")) {
+      j->tied = 1;
+    } else if (!strcmp(argv[i], "--pause-ms")) {
+      char *end;
+      j->pause_ms = strtol(v, &end, 10);
+      if (end == v || *end || j->pause_ms < 0 || j->pause_ms > 10000) {
+        fprintf(stderr, "megatron_pp: --pause-ms: expected 0..10000, got '%s'\n", v);
+        exit(2);
+      }
+      i++;
+    } else if (!strcmp(argv[i], "--stage-layers")) {
+      j->stage_layers = v;
       i++;
     } else if (!strcmp(argv[i], "--dp-reduce")) {
       if (!strcmp(v, "reduce_scatter"))
@@ -232,6 +262,24 @@ static void dp_sync(struct job *j, int step, float *gd, float *rd, uint64_t *h) 
   *h = app_fnv(*h, j->host, total * sizeof(float));
 }
 
+/* _allreduce_word_embedding_grads: the first and the last stage sum the tied embedding's
+ * gradient (each adds its own: stage + 1 + dp per element, so the sum is PP + 1 + 2 dp) */
+static void tied_embedding(struct job *j, float *ed, uint64_t *h) {
+  if (!j->embc) return;
+  size_t n = j->n + 12;
+  for (size_t i = 0; i < n; i++) j->host[i] = (float)(j->stage + 1 + j->dp) + (float)(i % 7);
+  CUDACHECK(cudaMemcpyAsync(ed, j->host, n * sizeof(float), cudaMemcpyHostToDevice, j->s));
+  NCCLCHECK(ncclAllReduce(ed, ed, n, ncclFloat32, ncclSum, j->embc, j->s));
+  calls_add(&j->cemb, "AllReduce", n * sizeof(float), CALLS_EAGER, 1);
+  CUDACHECK(cudaMemcpyAsync(j->host, ed, n * sizeof(float), cudaMemcpyDeviceToHost, j->s));
+  CUDACHECK(cudaStreamSynchronize(j->s));
+  for (size_t i = 0; i < n; i++) {
+    double want = (double)(j->PP + 1 + 2 * j->dp) + 2.0 * (double)(i % 7);
+    if (j->host[i] != want) app_mismatch(&A, "tied_embedding", i, j->host[i], want);
+  }
+  *h = app_fnv(*h, j->host, n * sizeof(float));
+}
+
 /* get_grad_norm_fp32: this rank's squared norm, summed over the model-parallel group */
 static void grad_norm(struct job *j, int step, float *nd, uint64_t *h) {
   float local = (float)((A.rank + step) % 9 + 1);
@@ -273,6 +321,29 @@ int main(int argc, char **argv) {
   calls_init(&j.cpp, "pp", j.dp * j.TP + j.tp, j.ppc);
   calls_init(&j.cdp, "dp", j.stage * j.TP + j.tp, j.dpc);
   calls_init(&j.cmp, "mp", j.dp, j.mpc);
+  int emb = j.tied && j.PP > 1 && (j.stage == 0 || j.stage == j.PP - 1);
+  if (j.tied && j.PP > 1) { /* default_embedding_ranks: first and last stage of each pipeline */
+    NCCLCHECK(ncclCommSplit(j.world, emb ? j.dp * j.TP + j.tp : NCCL_SPLIT_NOCOLOR, j.stage, &j.embc, NULL));
+    if (!emb) j.embc = NULL;
+  }
+  if (j.embc) calls_init(&j.cemb, "emb", j.dp * j.TP + j.tp, j.embc);
+  if (j.stage_layers) {
+    long l[1024];
+    int nl = 0;
+    for (const char *p = j.stage_layers; *p && nl < 1024;) {
+      char *end;
+      long v = strtol(p, &end, 10);
+      if (end == p || v < 1 || v > 100000) break;
+      l[nl++] = v;
+      p = *end == ',' ? end + 1 : end;
+      if (*end && *end != ',') break;
+    }
+    if (nl != j.PP) {
+      fprintf(stderr, "megatron_pp: --stage-layers: expected %d positive counts, got '%s'\n", j.PP, j.stage_layers);
+      return 2;
+    }
+    j.us = A.compute_us * l[j.stage];
+  }
   if (j.cpp.size != j.PP || j.cpp.crank != j.stage)
     app_mismatch(&A, "pp.comm(size,rank)", 0, j.cpp.size * 1000 + j.cpp.crank, j.PP * 1000 + j.stage);
   CUDACHECK(cudaStreamCreateWithFlags(&j.s, cudaStreamNonBlocking));
@@ -287,10 +358,11 @@ int main(int argc, char **argv) {
     CUDACHECK(cudaMalloc((void **)&j.act[m], bytes));
     CUDACHECK(cudaMalloc((void **)&j.grad[m], bytes));
   }
-  float *gd, *rd, *nd;
+  float *gd, *rd, *nd, *ed;
   CUDACHECK(cudaMalloc((void **)&gd, total * sizeof(float)));
   CUDACHECK(cudaMalloc((void **)&rd, total * sizeof(float)));
   CUDACHECK(cudaMalloc((void **)&nd, sizeof(float)));
+  CUDACHECK(cudaMalloc((void **)&ed, (j.n + 12) * sizeof(float)));
   CUDACHECK(cudaMallocHost((void **)&j.host, (total > j.n + 64 ? total : j.n + 64) * sizeof(float)));
   for (int p = 0; p < 2; p++)
     for (int l = 0; l < j.L; l++) capture_layer(&j, &j.lg[p][l], p);
@@ -299,7 +371,13 @@ int main(int argc, char **argv) {
   for (int step = 0; step < A.steps; step++) {
     one_f_one_b(&j, step, &h);
     dp_sync(&j, step, gd, rd, &h);
+    tied_embedding(&j, ed, &h);
     grad_norm(&j, step, nd, &h);
+    if (j.pause_ms > 0) {
+      struct timespec ts = {j.pause_ms / 1000, (j.pause_ms % 1000) * 1000000L};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+    }
     if (A.verbose && A.rank == 0) printf("megatron_pp: step %d ok\n", step);
   }
   int rc = app_finish(&A);
@@ -307,6 +385,7 @@ int main(int argc, char **argv) {
   calls_print("megatron_pp", A.rank, &j.cpp);
   calls_print("megatron_pp", A.rank, &j.cdp);
   calls_print("megatron_pp", A.rank, &j.cmp);
+  if (j.embc) calls_print("megatron_pp", A.rank, &j.cemb);
   if (rc == 0)
     printf("result megatron_pp rank=%d tp=%d dp=%d stage=%d checksum=%016llx\n", A.rank, j.tp, j.dp, j.stage,
            (unsigned long long)h);
@@ -335,8 +414,10 @@ int main(int argc, char **argv) {
   CUDACHECK(cudaFree(gd));
   CUDACHECK(cudaFree(rd));
   CUDACHECK(cudaFree(nd));
+  CUDACHECK(cudaFree(ed));
   CUDACHECK(cudaFreeHost(j.host));
   CUDACHECK(cudaStreamDestroy(j.s));
+  if (j.embc) NCCLCHECK(ncclCommDestroy(j.embc));
   NCCLCHECK(ncclCommDestroy(j.mpc));
   NCCLCHECK(ncclCommDestroy(j.dpc));
   NCCLCHECK(ncclCommDestroy(j.ppc));

@@ -8,14 +8,17 @@
  * (x + W(W+1)/2), stage 0 the backward outputs (y + W(W+1)/2), exactly.
  * --compute-us N with --layers L0,L1,...: stage r's work on each microbatch also takes
  * L_r x N us on its stream (a sleep, as dp_train --compute-us: GPU time on the modeled clock,
- * 1/speed as long on a slower GPU model). */
+ * 1/speed as long on a slower GPU model). --pause-ms N: the host thread sleeps N ms of wall time
+ * after each step (no modeled time: on the modeled clock it only lets collscope's harvest
+ * thread catch up). */
 #include <string.h>
 #include <time.h>
 
 #include "common.h"
 
 static const char usage[] =
-    "usage: pipeline [--steps N] [--size BYTES] [--microbatches N] [--compute-us N [--layers L0,L1,...]] [-v]\n"
+    "usage: pipeline [--steps N] [--size BYTES] [--microbatches N] [--compute-us N [--layers L0,L1,...]]\n"
+    "                [--pause-ms N] [-v]\n"
     "  one pipeline stage per rank; per step a forward and a backward pass of N\n"
     "  microbatches (default 4) of BYTES (default 1M) of fp32, neighbour send/recv\n"
     "  grouped with ncclGroupStart/End.\n"
@@ -91,8 +94,30 @@ static void pass(struct pipe *p, int dir, int step, uint64_t *h) {
   CUDACHECK(cudaStreamSynchronize(p->s));
 }
 
+/* --pause-ms N (taken out of argv before the common options) */
+static long take_pause(int *argc, char **argv) {
+  long ms = 0;
+  int out = 1;
+  for (int i = 1; i < *argc; i++) {
+    if (!strcmp(argv[i], "--pause-ms") && i + 1 < *argc) {
+      char *end;
+      ms = strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end || ms < 0 || ms > 10000) {
+        fprintf(stderr, "pipeline: --pause-ms: expected 0..10000, got '%s'\n", argv[i]);
+        exit(2);
+      }
+    } else {
+      argv[out++] = argv[i];
+    }
+  }
+  argv[out] = NULL;
+  *argc = out;
+  return ms;
+}
+
 int main(int argc, char **argv) {
   struct app a;
+  long pause_ms = take_pause(&argc, argv);
   app_init(&a, "pipeline", argc, argv, usage);
   if (a.compute_us > 0) stage_us = (a.stage_layers > 0 ? a.stage_layers : 1) * a.compute_us;
   struct pipe p = {.a = &a, .comm = app_world_comm(&a)};
@@ -110,6 +135,11 @@ int main(int argc, char **argv) {
   for (int step = 0; step < a.steps; step++) {
     pass(&p, +1, step, &hf);
     pass(&p, -1, step, &hb);
+    if (pause_ms > 0) {
+      struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+      while (nanosleep(&ts, &ts) != 0) {
+      }
+    }
     if (a.verbose && a.rank == 0) printf("pipeline: step %d ok\n", step);
   }
   int rc = app_finish(&a);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "collscope/schedule.h"
 #include "collscope/schema.h"
 #include "collscope/sdc.h"
 #include "cli.h"
@@ -170,6 +171,9 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   }
   for (size_t i = 0; i < dr->nranks; i++) dr->ranks[i].comm_rank = agg_real_of(P, dr->ranks[i].comm, dr->ranks[i].comm_rank);
   for (size_t i = 0; i < dr->nhangs; i++) dr->hangs[i].comm_size = agg_declared_of(P, dr->hangs[i].comm, dr->hangs[i].comm_size);
+  /* pipelines (analysis/schedule.c): a straggler at a cross-stage communicator is judged
+   * against its own stage's peers; the lateness the stage order explains is no finding */
+  agg->sched_explained = cs_sched_judge(report_balance_schedule(agg->balance), dr);
   agg->late_records = cs_walk_late(P->walk);
 
   struct row_ent *rows = NULL;

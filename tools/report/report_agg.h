@@ -139,6 +139,7 @@ struct report_agg {
   struct cs_det_result det;
   struct agg_sdc sdc;
   size_t late_records;            /* op records out of seq order, left out of the per-instance analyses */
+  size_t sched_explained;         /* cross-stage stragglers the pipeline schedule explains (analysis/schedule.c) */
   size_t max_held;                /* the most op records held at once (the walker's queues) */
   struct report_views *views;     /* the figures for pictures, per instance (tools/report/report_views.h) */
   struct report_balance *balance; /* compute per rank and step, per instance (tools/report/report_balance.h) */

@@ -24,14 +24,32 @@
 #define MIN_GAIN_PCT 3.0 /* below this the ranks are called balanced */
 
 struct report_balance *report_balance_new(void) {
-  return xcalloc(1, sizeof(struct report_balance));
+  struct report_balance *b = xcalloc(1, sizeof(struct report_balance));
+  b->sched = cs_sched_new(); /* NULL: no schedule, the rest goes on */
+  return b;
 }
+
+struct cs_sched *report_balance_schedule(struct report_balance *b) {
+  if (!b || !b->sched) return NULL;
+  if (!b->sched_done) {
+    b->sched_done = true;
+    if (cs_sched_finish(b->sched) < 0) {
+      fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
+      cs_sched_free(b->sched);
+      b->sched = NULL;
+    }
+  }
+  return b->sched;
+}
+
+int report_balance_microbatches(const struct report_balance *b) { return b ? b->microbatches : 0; }
 
 void report_balance_free(struct report_balance *b) {
   if (!b) return;
   struct bal_member *m, *mt;
   HASH_ITER(hh, b->members, m, mt) {
     HASH_DEL(b->members, m);
+    free(m->long_gap);
     free(m);
   }
   struct bal_comm *c, *ct;
@@ -44,6 +62,8 @@ void report_balance_free(struct report_balance *b) {
   free(b->models);
   free(b->hosts);
   free(b->stages);
+  cs_sched_free(b->sched);
+  free(b->sop);
   free(b);
 }
 
@@ -82,6 +102,13 @@ static void member_add(struct bal_member *m, const struct cs_walk_rec *r) {
   if (n < BAL_PMAX) m->head_gap[n] = m->cum_gap, m->head_end[n] = end;
   m->ring_gap[n % BAL_PMAX] = m->cum_gap;
   m->ring_end[n % BAL_PMAX] = end;
+  if (!m->p2p && m->long_gap) { /* a collective member: its per-step figures are not used */
+    free(m->long_gap);
+    m->long_gap = NULL;
+  } else if (m->p2p && n == 0) {
+    m->long_gap = xcalloc(BAL_RING, sizeof *m->long_gap);
+  }
+  if (m->long_gap) m->long_gap[n % BAL_RING] = m->cum_gap;
   m->n = n + 1;
 }
 
@@ -98,6 +125,21 @@ void report_balance_instance(struct report_balance *b, uint64_t comm, int64_t se
     HASH_ADD(hh, b->comms, comm, sizeof c->comm, c);
   }
   c->instances++;
+  if (b->sched) { /* the pipeline schedule sees every member's op */
+    if (n > b->sopcap) {
+      b->sopcap = 2 * n;
+      b->sop = xrealloc(b->sop, b->sopcap * sizeof *b->sop);
+    }
+    for (size_t k = 0; k < n; k++)
+      b->sop[k] = (struct cs_sched_op){m[k].comm_rank, m[k].rank, m[k].p2p ? m[k].peer : -1, m[k].p2p,
+                                       m[k].p2p && m[k].op == CS_OP_Send,
+                                       m[k].det_state == CS_DET_DONE && isfinite(m[k].gap_us) ? m[k].gap_us : -1};
+    if (cs_sched_instance(b->sched, comm, b->sop, n) < 0) {
+      fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
+      cs_sched_free(b->sched);
+      b->sched = NULL;
+    }
+  }
   for (size_t k = 0; k < n; k++) {
     if (k && m[k].comm_rank == m[k - 1].comm_rank) continue; /* a duplicate rank: the first counts */
     if (m[k].op != m[0].op || m[k].bytes != m[0].bytes) c->same_size = false;
@@ -172,6 +214,23 @@ static bool member_figures(const struct bal_member *m, int period, struct bal_ra
   r->steps = steps - 1;
   r->untimed = m->untimed;
   r->compute_us = (m->ring_gap[z % BAL_PMAX] - m->head_gap[a]) / (double)(steps - 1);
+  r->judge_us = r->compute_us;
+  /* the last steps' own figures (at most BAL_STEPS, those whose ends the ring still holds) */
+  r->nstep = 0;
+  for (size_t k = steps - 1; k >= 1 && r->nstep < BAL_STEPS; k--) {
+    size_t lo = k * p - 1, hi = (k + 1) * p - 1;
+    size_t held = m->long_gap ? BAL_RING : BAL_PMAX; /* the last ops whose running compute is kept */
+    const double *ring = m->long_gap ? m->long_gap : m->ring_gap;
+    bool in_ring = lo + held > m->n;
+    if ((!in_ring && lo >= BAL_PMAX) || hi + held <= m->n) break; /* older ends are no longer held */
+    double g0 = in_ring ? ring[lo % held] : m->head_gap[lo];
+    r->step_c[r->nstep++] = ring[hi % held] - g0;
+  }
+  for (size_t i = 0; i < r->nstep / 2; i++) { /* oldest first */
+    double t = r->step_c[i];
+    r->step_c[i] = r->step_c[r->nstep - 1 - i];
+    r->step_c[r->nstep - 1 - i] = t;
+  }
   int64_t e0 = m->head_end[a], e1 = m->ring_end[z % BAL_PMAX];
   r->step_us = e0 > 0 && e1 > e0 ? (double)(e1 - e0) / 1e3 / (double)(steps - 1) : -1;
   return true;
@@ -204,6 +263,14 @@ static bool view_build(struct report_balance *b, uint64_t comm, const struct cs_
   v->period = period;
   v->steps = SIZE_MAX;
   bool ok = n >= 2;
+  /* a pipeline's stages run different op sequences, and a stage whose ops repeat within a
+   * step (the last stage's Recv, Send per microbatch) shows a shorter period than the step:
+   * the step is the one every stage has, the fewest repeats among them */
+  size_t psteps = SIZE_MAX;
+  for (size_t i = 0; i < n; i++) {
+    int p = list[i]->p2p ? member_period(list[i]) : 0;
+    if (p > 0 && list[i]->n / (size_t)p < psteps) psteps = list[i]->n / (size_t)p;
+  }
   for (size_t i = 0; i < n && ok; i++) {
     struct bal_rank *r = &v->r[i];
     r->rank = list[i]->rank;
@@ -213,7 +280,11 @@ static bool view_build(struct report_balance *b, uint64_t comm, const struct cs_
     r->gpu = f && f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : "unknown";
     /* a pipeline's stages run different op sequences: each its own period */
     int p = v->period;
-    if (list[i]->p2p) p = member_period(list[i]);
+    if (list[i]->p2p) {
+      p = member_period(list[i]);
+      size_t q = psteps != SIZE_MAX && psteps >= 2 ? list[i]->n / psteps : 0;
+      if (p > 0 && q && list[i]->n % psteps == 0 && q % (size_t)p == 0 && q <= BAL_PMAX) p = (int)q;
+    }
     ok = member_figures(list[i], p, r);
     if (ok && r->steps < v->steps) v->steps = r->steps;
   }
@@ -229,12 +300,12 @@ static void judge_ranks(struct bal_view *v, const struct report_health *h) {
   double cmin = INFINITY;
   const char *fast_gpu = NULL;
   for (size_t i = 0; i < v->n; i++)
-    if (v->r[i].compute_us < cmin) cmin = v->r[i].compute_us, fast_gpu = v->r[i].gpu;
+    if (v->r[i].judge_us < cmin) cmin = v->r[i].judge_us, fast_gpu = v->r[i].gpu;
   for (size_t i = 0; i < v->n; i++) {
     struct bal_rank *r = &v->r[i];
     r->verdict = VERDICT_OK;
     r->cause[0] = 0;
-    if (!(r->compute_us > SLOW_FRAC * cmin)) continue;
+    if (!(r->judge_us > SLOW_FRAC * cmin)) continue;
     bool throttled = false, model = false;
     size_t len = 0;
     if (h) {
@@ -322,81 +393,6 @@ static void groups(struct bal_group **out, size_t *nout, const struct bal_view *
   for (size_t g = 0; g < *nout; g++) (*out)[g].compute_us /= (double)(*out)[g].ranks;
 }
 
-/* pipeline: per stage the time of one layer; the integer counts (at least 1 each, today's
- * total) that minimise the slowest stage: proportional counts rounded down, then one layer
- * at a time to the stage that stays fastest with it */
-static void pp_model(struct report_balance *b, const double *layers, size_t nlayers) {
-  struct bal_view *v = &b->pp;
-  b->nstages = v->n;
-  b->stages = xcalloc(v->n ? v->n : 1, sizeof *b->stages);
-  double cmax = 0, step_max = -1;
-  for (size_t i = 0; i < v->n; i++) {
-    const struct bal_rank *r = &v->r[i];
-    b->stages[i] = (struct bal_stage){(int)i, r->rank, r->host, r->gpu, r->compute_us, -1, 0, 0};
-    if (r->compute_us > cmax) cmax = r->compute_us;
-    if (r->step_us > step_max) step_max = r->step_us;
-  }
-  v->step_now = step_max;
-  v->ok = step_max > 0;
-  b->layers_given = layers != NULL;
-  if (!layers) return;
-  if (nlayers != v->n) {
-    snprintf(b->layers_note, sizeof b->layers_note, "--layers gives %zu stages, the pipeline has %zu", nlayers, v->n);
-    return;
-  }
-  long total = 0;
-  double inv = 0;
-  for (size_t i = 0; i < v->n; i++) {
-    struct bal_stage *s = &b->stages[i];
-    s->layers_now = (long)layers[i];
-    total += s->layers_now;
-    s->per_layer_us = s->compute_us / (double)s->layers_now;
-    if (!(s->per_layer_us > 0)) {
-      snprintf(b->layers_note, sizeof b->layers_note, "stage %zu has no compute between its transfers", i);
-      return;
-    }
-    inv += 1.0 / s->per_layer_us;
-  }
-  long given = 0;
-  for (size_t i = 0; i < v->n; i++) {
-    struct bal_stage *s = &b->stages[i];
-    double share = (double)total * (1.0 / s->per_layer_us) / inv;
-    s->layers = share < 1 ? 1 : (long)floor(share);
-    given += s->layers;
-  }
-  while (given > total) { /* the minimum of 1 each overshot: take from the stage that gains most */
-    size_t best = SIZE_MAX;
-    for (size_t i = 0; i < v->n; i++)
-      if (b->stages[i].layers > 1 &&
-          (best == SIZE_MAX || b->stages[i].layers * b->stages[i].per_layer_us >
-                                   b->stages[best].layers * b->stages[best].per_layer_us))
-        best = i;
-    if (best == SIZE_MAX) break;
-    b->stages[best].layers--;
-    given--;
-  }
-  for (; given < total; given++) {
-    size_t best = 0;
-    for (size_t i = 1; i < v->n; i++)
-      if ((double)(b->stages[i].layers + 1) * b->stages[i].per_layer_us <
-          (double)(b->stages[best].layers + 1) * b->stages[best].per_layer_us)
-        best = i;
-    b->stages[best].layers++;
-  }
-  double bal = 0;
-  for (size_t i = 0; i < v->n; i++) {
-    double t = (double)b->stages[i].layers * b->stages[i].per_layer_us;
-    if (t > bal) bal = t;
-  }
-  b->layers_ok = given == total && v->ok;
-  if (!b->layers_ok) return;
-  v->compute_bal = bal;
-  b->pp_step_bal = step_max - (cmax - bal);
-  b->pp_gain_pct = 100.0 * (step_max - b->pp_step_bal) / step_max;
-  v->step_bal = b->pp_step_bal;
-  v->gain_pct = b->pp_gain_pct;
-}
-
 static void advise(struct report_balance *b) {
   struct bal_view *v = b->dp.ok ? &b->dp : b->pp.found && b->pp.ok ? &b->pp
                                                                    : NULL;
@@ -413,6 +409,9 @@ static void advise(struct report_balance *b) {
     nunx += v->r[i].verdict == VERDICT_UNEXPLAINED;
   }
   double gain = v == &b->pp && !b->layers_ok ? -1 : v->gain_pct;
+  /* a pipeline's gain must stand out of its spread across steps: an interval that reaches
+   * zero (or none, under two steps) is no gain to act on */
+  if (v == &b->pp && b->layers_ok && !(b->pp_gain_lo > 0)) gain = 0;
   if (nthr) {
     b->action = nmod ? "fix_then_balance" : "fix";
     len += (size_t)snprintf(b->advice + len, sizeof b->advice - len, "fix the node first: a throttled GPU is a fault (");
@@ -424,9 +423,18 @@ static void advise(struct report_balance *b) {
       len += (size_t)snprintf(b->advice + len, sizeof b->advice - len,
                               "); shares fitted to it would waste the GPU once repaired%s",
                               nmod ? ". Then balance the slower GPU models" : "");
+  } else if (gain < 0 && !nmod && !nunx) { /* a pipeline without --layers, no stage slow */
+    b->action = "none";
+    snprintf(b->advice, sizeof b->advice, "balanced: no stage's compute is %.0f %% above the fastest's",
+             100.0 * (SLOW_FRAC - 1));
   } else if (gain >= 0 && gain < MIN_GAIN_PCT) {
     b->action = "none";
-    snprintf(b->advice, sizeof b->advice, "balanced: rebalancing would gain %.1f %% of the step", gain);
+    if (v == &b->pp && !(b->pp_gain_lo > 0))
+      snprintf(b->advice, sizeof b->advice,
+               "balanced: the predicted gain (%.1f %% of the step) is not above zero at 95 %% across %zu steps",
+               v->gain_pct, b->pp_gain_steps);
+    else
+      snprintf(b->advice, sizeof b->advice, "balanced: rebalancing would gain %.1f %% of the step", gain);
     /* then no rank is slow for no cause either: what it costs the step is under the mark
      * (its model, a fact, stays said) */
     for (size_t i = 0; i < v->n; i++)
@@ -434,6 +442,10 @@ static void advise(struct report_balance *b) {
         v->r[i].verdict = VERDICT_OK;
         v->r[i].cause[0] = 0;
       }
+  } else if (!nmod && !nunx) { /* every GPU as fast: the work is split unevenly */
+    b->action = "balance";
+    snprintf(b->advice, sizeof b->advice,
+             "the work is split unevenly on GPUs of one speed: %s", v == &b->pp ? "move layers as listed" : "even the shares");
   } else if (nmod && !nunx) {
     b->action = "balance";
     snprintf(b->advice, sizeof b->advice,
@@ -453,6 +465,7 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
   b->finished = true;
   /* which communicators: the data-parallel one with the most ranks (then instances), the
    * pipeline one likewise */
+  struct cs_sched *sched = report_balance_schedule(b);
   uint64_t dp = 0, pp = 0;
   size_t dp_n = 0, dp_i = 0, pp_n = 0, pp_i = 0;
   struct bal_comm *c, *ct;
@@ -467,6 +480,9 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
       p2p &= m->p2p;
     }
     if (n < 2) continue;
+    /* a collective over several pipeline stages (the grad-norm, the tied embedding) is no
+     * data-parallel group: its members do different work */
+    if (cs_sched_comm_kind(sched, c->comm) == CS_SCHED_CROSS_STAGE) continue;
     if (reduce && c->same_size && (n > dp_n || (n == dp_n && c->instances > dp_i)))
       dp = c->comm, dp_n = n, dp_i = c->instances;
     if (p2p && (n > pp_n || (n == pp_n && c->instances > pp_i))) pp = c->comm, pp_n = n, pp_i = c->instances;
@@ -484,7 +500,7 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
     groups(&b->hosts, &b->nhosts, &b->dp, true);
   }
   if (pp_n && view_build(b, pp, by_index, nindex, &b->pp)) {
-    pp_model(b, layers, nlayers);
+    bal_pipeline_model(b, sched, layers, nlayers);
     judge_ranks(&b->pp, h);
     if (!b->dp.ok) {
       groups(&b->models, &b->nmodels, &b->pp, false);

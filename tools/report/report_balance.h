@@ -3,7 +3,8 @@
  *
  * Gathered per collective instance as the dumps stream by (tools/report/report_agg.c calls
  * report_balance_instance() for each instance the walker gives out), in memory bounded by
- * communicators x ranks x BAL_PMAX, never by the number of records:
+ * communicators x ranks x BAL_PMAX (a Send/Recv member's running compute over BAL_RING ops,
+ * for its per-step figures), never by the number of records:
  *  - per (communicator, rank): its sequence of ops, the running sum of its compute gaps (the
  *    GPU time between the end of the process's previous op and the start of this one, as the
  *    straggler detector measures it) and its op ends, kept for the first and the last
@@ -28,6 +29,8 @@
 #include "dump/instwalk.h"
 
 #define BAL_PMAX 64           /* the longest step, in a rank's ops of one communicator */
+#define BAL_RING 512          /* a pipeline member's last ops whose running compute is kept */
+#define BAL_STEPS 64          /* the most steps a rank's per-step figures hold */
 #define BAL_MAX_LIST 4096     /* --layers / --shares entries */
 #define BAL_MAX_LAYERS 100000 /* --layers: the total */
 
@@ -41,6 +44,11 @@ struct report_balance *report_balance_new(void);
 void report_balance_instance(struct report_balance *b, uint64_t comm, int64_t seq, const struct cs_walk_rec *m,
                              size_t n);
 void report_balance_free(struct report_balance *b);
+/* the pipeline schedule (include/collscope/schedule.h) of the same instances, finished on the
+ * first call once every instance is in; NULL when there is none (or out of memory) */
+struct cs_sched *report_balance_schedule(struct report_balance *b);
+/* the pipeline's microbatches per step (after report_balance_finish), 0 unknown */
+int report_balance_microbatches(const struct report_balance *b);
 
 /* A comma list of positive numbers ("24,24,24,24"; integers only when `integers`) into out
  * (cap entries). Returns the count, or -1 with a reason in err. */

@@ -11,6 +11,8 @@
 
 #include <uthash.h>
 
+#include "collscope/schedule.h"
+
 struct bal_key {
   uint64_t comm;
   int comm_rank;
@@ -28,6 +30,8 @@ struct bal_member {
   double cum_gap; /* us */
   double head_gap[BAL_PMAX], ring_gap[BAL_PMAX];
   int64_t head_end[BAL_PMAX], ring_end[BAL_PMAX];
+  double *long_gap; /* a Send/Recv member's running compute over its last BAL_RING ops (the
+                     * per-step figures of a pipeline stage); NULL for other members */
   UT_hash_handle hh;
 };
 struct bal_comm {
@@ -45,9 +49,12 @@ static const char *const verdict_names[] = {"ok", "throttled", "slower_model", "
 
 struct bal_rank {
   int rank, comm_rank, period;
+  size_t nstep;             /* per-step compute figures in step_c (the last steps the ring holds) */
+  double step_c[BAL_STEPS]; /* the compute of each of those steps, oldest first (us) */
   const char *host, *gpu;
   size_t steps, untimed;
   double compute_us, step_us; /* per step; step_us -1 unknown */
+  double judge_us;            /* what a slow rank is judged by: its compute, a stage's per layer */
   double share_now, share, speed;
   int verdict;
   char cause[256];
@@ -84,9 +91,22 @@ struct report_balance {
   size_t nstages;
   bool layers_given, layers_ok;
   double pp_step_bal, pp_gain_pct;
+  int microbatches;              /* per step (the first stage's Sends per step), 0 unknown */
+  bool flushed;                  /* a cross-stage collective ends the steps: fill and drain count */
+  double pp_gain_lo, pp_gain_hi; /* the predicted gain's 95 % interval across steps (us) */
+  size_t pp_gain_steps;
+  struct cs_sched *sched; /* the pipeline schedule gathered from the same instances */
+  struct cs_sched_op *sop;
+  size_t sopcap;
+  bool sched_done;
   char layers_note[160], shares_note[160];
   const char *action;
   char advice[1024];
 };
+
+/* the pipeline's model (tools/report/report_balance_pipeline.c), b->pp built: stage order,
+ * microbatches, layer counts, predicted step and its interval */
+void bal_pipeline_model(struct report_balance *b, const struct cs_sched *sched, const double *layers,
+                        size_t nlayers);
 
 #endif

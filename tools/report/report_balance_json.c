@@ -86,6 +86,12 @@ json_t *report_balance_json(const struct report_balance *b) {
     json_object_set_new(o, "pipeline_step_us_now", jnum(b->pp.ok, b->pp.step_now));
     json_object_set_new(o, "pipeline_step_us_balanced", jnum(b->layers_ok, b->pp_step_bal));
     json_object_set_new(o, "pipeline_gain_pct", jnum(b->layers_ok, b->pp_gain_pct));
+    json_object_set_new(o, "microbatches", b->microbatches > 0 ? json_integer(b->microbatches) : json_null());
+    json_object_set_new(o, "pipeline_flushed", json_boolean(b->flushed));
+    bool ci = b->layers_ok && isfinite(b->pp_gain_lo);
+    json_object_set_new(o, "pipeline_gain_us_ci",
+                        ci ? json_pack("[f,f]", b->pp_gain_lo, b->pp_gain_hi) : json_null());
+    json_object_set_new(o, "pipeline_gain_steps", json_integer((json_int_t)b->pp_gain_steps));
   }
   json_object_set_new(o, "action", json_string(b && b->action ? b->action : "none"));
   json_object_set_new(o, "advice", json_string(b ? b->advice : ""));

@@ -1,0 +1,369 @@
+/* analysis/schedule.c: a pipeline's schedule from its collective instances: the Send/Recv chains,
+ * each rank's stage, the kind of every communicator (pipeline, cross-stage, one stage) and the
+ * stragglers of cross-stage communicators judged against their stage's peers (definitions in
+ * include/collscope/schedule.h, docs/detection.md "Pipelines"). */
+#include "collscope/schedule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+struct skey {
+  uint64_t comm;
+  int comm_rank;
+};
+struct smem { /* one (communicator, member) */
+  struct skey k;
+  int rank;
+  int peer[2], npeers; /* the distinct peers it sent to or received from, up to two */
+  bool peer_over;      /* a third peer: not a chain */
+  bool first_seen, first_send;
+  uint64_t sends, recvs;
+  uint64_t before[2]; /* sends to peer[i] before the first Recv from it */
+  bool got[2];        /* a Recv from peer[i] seen */
+  double gap_sum;
+  uint64_t gap_n;
+  int stage; /* on a pipeline chain: its position, else -1 */
+  UT_hash_handle hh;
+};
+struct scomm {
+  uint64_t comm;
+  bool all_p2p;
+  size_t nmem;
+  enum cs_sched_kind kind;
+  UT_hash_handle hh;
+};
+struct srank {
+  int rank, stage;
+  UT_hash_handle hh;
+};
+
+struct cs_sched {
+  struct smem *mem;
+  struct scomm *comms;
+  struct srank *ranks;
+  int nstages;
+  bool oom, finished;
+  struct cs_sched_verdict *v;
+  size_t nv, capv;
+};
+
+struct cs_sched *cs_sched_new(void) {
+  return calloc(1, sizeof(struct cs_sched));
+}
+
+void cs_sched_free(struct cs_sched *s) {
+  if (!s) return;
+  struct smem *m, *mt;
+  HASH_ITER(hh, s->mem, m, mt) {
+    HASH_DEL(s->mem, m);
+    free(m);
+  }
+  struct scomm *c, *ct;
+  HASH_ITER(hh, s->comms, c, ct) {
+    HASH_DEL(s->comms, c);
+    free(c);
+  }
+  struct srank *r, *rt;
+  HASH_ITER(hh, s->ranks, r, rt) {
+    HASH_DEL(s->ranks, r);
+    free(r);
+  }
+  free(s->v);
+  free(s);
+}
+
+static int peer_index(struct smem *e, int peer) {
+  for (int i = 0; i < e->npeers; i++)
+    if (e->peer[i] == peer) return i;
+  if (e->npeers == 2) {
+    e->peer_over = true;
+    return -1;
+  }
+  e->peer[e->npeers] = peer;
+  return e->npeers++;
+}
+
+static void member_add(struct smem *e, const struct cs_sched_op *o) {
+  if (!e->first_seen) e->first_seen = true, e->first_send = o->p2p && o->send;
+  if (o->p2p) {
+    int i = o->peer >= 0 ? peer_index(e, o->peer) : -1;
+    if (o->send) {
+      e->sends++;
+      if (i >= 0 && !e->got[i]) e->before[i]++;
+    } else {
+      e->recvs++;
+      if (i >= 0) e->got[i] = true;
+    }
+  } else if (o->gap_us >= 0 && o->gap_us < 1e15) {
+    e->gap_sum += o->gap_us;
+    e->gap_n++;
+  }
+}
+
+int cs_sched_instance(struct cs_sched *s, uint64_t comm, const struct cs_sched_op *m, size_t n) {
+  if (!s || s->oom) return -1;
+  struct scomm *c;
+  HASH_FIND(hh, s->comms, &comm, sizeof comm, c);
+  if (!c) {
+    if (!(c = calloc(1, sizeof *c))) return s->oom = true, -1;
+    c->comm = comm;
+    c->all_p2p = true;
+    HASH_ADD(hh, s->comms, comm, sizeof c->comm, c);
+  }
+  for (size_t k = 0; k < n; k++) {
+    if (m[k].comm_rank < 0) continue;
+    c->all_p2p &= m[k].p2p;
+    struct skey key;
+    memset(&key, 0, sizeof key);
+    key.comm = comm;
+    key.comm_rank = m[k].comm_rank;
+    struct smem *e;
+    HASH_FIND(hh, s->mem, &key, sizeof key, e);
+    if (!e) {
+      if (!(e = calloc(1, sizeof *e))) return s->oom = true, -1;
+      e->k = key;
+      e->rank = m[k].rank;
+      e->stage = -1;
+      HASH_ADD(hh, s->mem, k, sizeof key, e);
+      c->nmem++;
+    }
+    member_add(e, &m[k]);
+  }
+  return 0;
+}
+
+static struct smem *find_mem(const struct cs_sched *s, uint64_t comm, int comm_rank) {
+  struct skey key;
+  memset(&key, 0, sizeof key);
+  key.comm = comm;
+  key.comm_rank = comm_rank;
+  struct smem *e;
+  HASH_FIND(hh, s->mem, &key, sizeof key, e);
+  return e;
+}
+
+static int rank_stage(const struct cs_sched *s, int rank) {
+  struct srank *r;
+  HASH_FIND_INT(s->ranks, &rank, r);
+  return r ? r->stage : -1;
+}
+
+/* comm's members by comm rank: NCCL's ranks are 0 .. n-1, so a comm whose n members are not
+ * exactly those is left unclassified. Each lookup is one hash find, so the classification
+ * costs O(members) in all. */
+static bool dense(const struct cs_sched *s, const struct scomm *c) {
+  if (c->nmem > (size_t)1 << 24) return false;
+  for (size_t r = 0; r < c->nmem; r++)
+    if (!find_mem(s, c->comm, (int)r)) return false;
+  return true;
+}
+
+static void unstage(const struct cs_sched *s, const struct scomm *c) {
+  for (size_t r = 0; r < c->nmem; r++) find_mem(s, c->comm, (int)r)->stage = -1;
+}
+
+/* comm's members as a chain: stages assigned from the end that sent first. 0 not a chain,
+ * 1 a chain, -1 out of memory */
+static int chain(struct cs_sched *s, struct scomm *c) {
+  if (c->nmem < 2 || !dense(s, c)) return 0;
+  struct smem *start = NULL;
+  size_t ends = 0;
+  for (size_t r = 0; r < c->nmem; r++) {
+    struct smem *m = find_mem(s, c->comm, (int)r);
+    if (m->peer_over || m->npeers == 0) return 0;
+    for (int i = 0; i < m->npeers; i++)
+      if (m->peer[i] == m->k.comm_rank || !find_mem(s, c->comm, m->peer[i])) return 0;
+    if (m->npeers == 1) {
+      ends++;
+      /* the end whose first op was a Send starts the forward direction; else the lower rank */
+      if (!start || (m->first_send && !start->first_send)) start = m;
+    }
+  }
+  if (ends != 2 || !start) return 0;
+  size_t pos = 0;
+  struct smem *prev = NULL, *cur = start;
+  while (cur && pos < c->nmem) {
+    if (cur->stage >= 0) break; /* a loop: not one path */
+    cur->stage = (int)pos++;
+    struct smem *next = NULL;
+    for (int i = 0; i < cur->npeers; i++) {
+      struct smem *p = find_mem(s, c->comm, cur->peer[i]);
+      if (p != prev) next = p;
+    }
+    prev = cur;
+    cur = cur->npeers == 1 && pos > 1 ? NULL : next;
+  }
+  if (pos != c->nmem) {
+    unstage(s, c);
+    return 0;
+  }
+  for (size_t r = 0; r < c->nmem; r++) {
+    struct smem *m = find_mem(s, c->comm, (int)r);
+    if (m->rank < 0 || rank_stage(s, m->rank) >= 0) continue; /* a rank's first chain counts */
+    struct srank *e = calloc(1, sizeof *e);
+    if (!e) return -1;
+    e->rank = m->rank;
+    e->stage = m->stage;
+    HASH_ADD_INT(s->ranks, rank, e);
+  }
+  if ((int)c->nmem > s->nstages) s->nstages = (int)c->nmem;
+  return 1;
+}
+
+int cs_sched_finish(struct cs_sched *s) {
+  if (!s || s->oom) return -1;
+  if (s->finished) return 0;
+  s->finished = true;
+  struct scomm *c, *ct;
+  HASH_ITER(hh, s->comms, c, ct) {
+    if (!c->all_p2p) continue;
+    int k = chain(s, c);
+    if (k < 0) return s->oom = true, -1;
+    if (k) c->kind = CS_SCHED_PIPELINE;
+  }
+  HASH_ITER(hh, s->comms, c, ct) {
+    if (c->all_p2p || !s->nstages || c->nmem < 2 || !dense(s, c)) continue;
+    int first = rank_stage(s, find_mem(s, c->comm, 0)->rank);
+    bool several = false, unknown = first < 0;
+    for (size_t r = 1; r < c->nmem && !unknown; r++) {
+      int st = rank_stage(s, find_mem(s, c->comm, (int)r)->rank);
+      unknown = st < 0;
+      several |= st != first;
+    }
+    c->kind = unknown ? CS_SCHED_OTHER : several ? CS_SCHED_CROSS_STAGE
+                                                 : CS_SCHED_STAGE;
+  }
+  return 0;
+}
+
+int cs_sched_stages(const struct cs_sched *s) { return s && s->finished && !s->oom ? s->nstages : 0; }
+
+int cs_sched_stage(const struct cs_sched *s, int rank) { return s && s->finished && !s->oom ? rank_stage(s, rank) : -1; }
+
+enum cs_sched_kind cs_sched_comm_kind(const struct cs_sched *s, uint64_t comm) {
+  if (!s || !s->finished || s->oom) return CS_SCHED_OTHER;
+  struct scomm *c;
+  HASH_FIND(hh, s->comms, &comm, sizeof comm, c);
+  return c ? c->kind : CS_SCHED_OTHER;
+}
+
+bool cs_sched_stage_counts(const struct cs_sched *s, int stage, size_t *ranks, uint64_t *sends, uint64_t *recvs,
+                           uint64_t *fwd_before_bwd) {
+  *ranks = 0;
+  *sends = *recvs = *fwd_before_bwd = 0;
+  if (stage < 0 || stage >= cs_sched_stages(s)) return false;
+  struct smem *m, *mt;
+  HASH_ITER(hh, s->mem, m, mt) {
+    if (m->stage != stage) continue;
+    (*ranks)++;
+    *sends += m->sends;
+    *recvs += m->recvs;
+    for (int i = 0; i < m->npeers; i++) { /* the next stage's peer: the forwards before its first gradient */
+      struct smem *p = find_mem(s, m->k.comm, m->peer[i]);
+      if (p && p->stage == stage + 1) *fwd_before_bwd += m->before[i];
+    }
+  }
+  return true;
+}
+
+size_t cs_sched_comms(const struct cs_sched *s, enum cs_sched_kind kind, uint64_t *out, size_t cap) {
+  size_t n = 0;
+  if (!s || !s->finished || s->oom) return 0;
+  for (const struct scomm *c = s->comms; c; c = c->hh.next)
+    if (c->kind == kind) {
+      if (n < cap) out[n] = c->comm;
+      n++;
+    }
+  return n;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* rank's mean gap at comm (its member comm_rank when that is it), -1 unknown */
+static double mean_gap(const struct cs_sched *s, uint64_t comm, int comm_rank, int rank) {
+  struct smem *m = comm_rank >= 0 ? find_mem(s, comm, comm_rank) : NULL, *mt;
+  if (!m || m->rank != rank) {
+    m = NULL;
+    struct smem *e;
+    HASH_ITER(hh, s->mem, e, mt)
+    if (e->k.comm == comm && e->rank == rank) m = e;
+  }
+  return m && m->gap_n ? m->gap_sum / (double)m->gap_n : -1;
+}
+
+/* the median of the mean gaps, at cross-stage communicators of nmem members (the same
+ * collective of the other replicas), of stage's ranks other than rank; -1 none (or out of
+ * memory) */
+static double stage_peer_gap(const struct cs_sched *s, int stage, int rank, size_t nmem) {
+  size_t n = 0, cap = 0;
+  double *v = NULL;
+  struct smem *m, *mt;
+  HASH_ITER(hh, s->mem, m, mt) {
+    if (m->rank == rank || !m->gap_n || rank_stage(s, m->rank) != stage) continue;
+    struct scomm *c;
+    HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
+    if (!c || c->kind != CS_SCHED_CROSS_STAGE || c->nmem != nmem) continue;
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 16;
+      double *nv = realloc(v, nc * sizeof *v);
+      if (!nv) {
+        free(v);
+        return -1;
+      }
+      v = nv;
+      cap = nc;
+    }
+    v[n++] = m->gap_sum / (double)m->gap_n;
+  }
+  double med = -1;
+  if (n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    med = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  }
+  free(v);
+  return med;
+}
+
+size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
+  if (!r || cs_sched_stages(s) == 0) return 0;
+  size_t out = 0, removed = 0;
+  for (size_t i = 0; i < r->nstragglers; i++) {
+    struct cs_det_straggler *x = &r->stragglers[i];
+    int stage = x->rank >= 0 ? rank_stage(s, x->rank) : -1;
+    if (stage < 0 || cs_sched_comm_kind(s, x->comm) != CS_SCHED_CROSS_STAGE) {
+      r->stragglers[out++] = *x;
+      continue;
+    }
+    struct cs_sched_verdict v = {x->comm, x->rank, stage, mean_gap(s, x->comm, x->comm_rank, x->rank), -1, false};
+    struct scomm *c;
+    HASH_FIND(hh, s->comms, &x->comm, sizeof x->comm, c);
+    v.stage_gap_us = stage_peer_gap(s, stage, x->rank, c ? c->nmem : 0);
+    v.kept = v.gap_us >= 0 && v.stage_gap_us >= 0 && v.gap_us > (1 + CS_SCHED_STAGE_EXCESS) * v.stage_gap_us;
+    if (s->nv == s->capv) {
+      size_t nc = s->capv ? 2 * s->capv : 16;
+      struct cs_sched_verdict *nv = realloc(s->v, nc * sizeof *nv);
+      if (nv) s->v = nv, s->capv = nc;
+    }
+    if (s->nv < s->capv) s->v[s->nv++] = v;
+    if (v.kept) {
+      x->kind = CS_DET_COMPUTE; /* slower than its stage's own replicas: its GPU's work */
+      r->stragglers[out++] = *x;
+    } else {
+      removed++;
+      for (size_t k = 0; k < r->nranks; k++) /* its window figures no longer say straggler */
+        if (r->ranks[k].comm == x->comm && r->ranks[k].rank == x->rank) r->ranks[k].straggler = false;
+    }
+  }
+  r->nstragglers = out;
+  return removed;
+}
+
+const struct cs_sched_verdict *cs_sched_verdicts(const struct cs_sched *s, size_t *n) {
+  *n = s ? s->nv : 0;
+  return s ? s->v : NULL;
+}

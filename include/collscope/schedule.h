@@ -1,0 +1,78 @@
+/* include/collscope/schedule.h: a training job's pipeline schedule recovered from its collective
+ * instances alone (analysis/schedule.c; docs/detection.md "Pipelines"): which communicators
+ * carry a pipeline's Send/Recv chain, which collectives span pipeline stages, each rank's
+ * stage, and per stage the forwards it runs before its first backward (1F1B's warm-up).
+ *
+ * Fed one instance at a time as the dump readers walk them (every member's op), in memory
+ * bounded by communicators x members, never by the number of instances:
+ *  - a communicator whose every op is a Send or Recv and whose members' peers form one chain
+ *    (each member talks to at most two others, the graph a path) is a pipeline; a member's
+ *    stage is its position on the chain, counted from the end that sent first (the forward
+ *    direction);
+ *  - a collective communicator whose members sit in two or more stages is cross-stage (the
+ *    grad-norm AllReduce over the model-parallel group, the tied-embedding AllReduce between
+ *    the first and the last stage): who arrives last there is the pipeline's drain, not a
+ *    slow GPU;
+ *  - a straggler at a cross-stage communicator is judged against its own stage's peers (the
+ *    data-parallel replicas of the stage): kept when its compute gap there exceeds theirs,
+ *    else explained by the schedule and left out, counted (cs_sched_judge). */
+#ifndef COLLSCOPE_SCHEDULE_H
+#define COLLSCOPE_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collscope/detect.h"
+
+/* one member's op of an instance */
+struct cs_sched_op {
+  int comm_rank, rank; /* comm_rank < 0: not counted */
+  int peer;            /* Send/Recv: the peer's comm rank, else -1 */
+  bool p2p, send;      /* a Send or Recv; of those a Send */
+  double gap_us;       /* its compute gap, < 0 unknown */
+};
+
+enum cs_sched_kind { CS_SCHED_OTHER = 0,
+                     CS_SCHED_PIPELINE = 1,    /* Send/Recv chain between stages */
+                     CS_SCHED_CROSS_STAGE = 2, /* a collective over ranks of several stages */
+                     CS_SCHED_STAGE = 3 };     /* a collective inside one stage (its replicas) */
+
+/* a cross-stage straggler's verdict */
+struct cs_sched_verdict {
+  uint64_t comm;
+  int rank, stage;
+  double gap_us, stage_gap_us; /* its mean compute gap there; its stage peers' median (-1 none) */
+  bool kept;                   /* slower than its stage's peers: a finding */
+};
+
+struct cs_sched;
+struct cs_sched *cs_sched_new(void); /* NULL: out of memory */
+void cs_sched_free(struct cs_sched *s);
+/* one instance of comm (any member order). 0, or -1 out of memory (the schedule then only
+ * refuses and knows no pipeline) */
+int cs_sched_instance(struct cs_sched *s, uint64_t comm, const struct cs_sched_op *m, size_t n);
+/* once every instance is in: chains, stages, kinds. 0, or -1 out of memory */
+int cs_sched_finish(struct cs_sched *s);
+
+int cs_sched_stages(const struct cs_sched *s);          /* the longest chain's stage count, 0: no pipeline */
+int cs_sched_stage(const struct cs_sched *s, int rank); /* -1: in no pipeline */
+enum cs_sched_kind cs_sched_comm_kind(const struct cs_sched *s, uint64_t comm);
+/* per stage over its ranks' pipeline members: Sends, Recvs and the sends to the next stage
+ * before the first Recv from it (the forwards before the first backward), summed; false
+ * when out of range */
+bool cs_sched_stage_counts(const struct cs_sched *s, int stage, size_t *ranks, uint64_t *sends, uint64_t *recvs,
+                           uint64_t *fwd_before_bwd);
+/* the communicators of one kind, into out (cap); returns how many there are */
+size_t cs_sched_comms(const struct cs_sched *s, enum cs_sched_kind kind, uint64_t *out, size_t cap);
+
+/* The stragglers of r at cross-stage communicators judged against their stage's peers:
+ * those the schedule explains are removed from r (the rest keep their order); every verdict
+ * is kept for cs_sched_verdicts. Returns how many were removed. */
+size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r);
+const struct cs_sched_verdict *cs_sched_verdicts(const struct cs_sched *s, size_t *n);
+
+/* a straggler is kept when its gap exceeds its stage peers' median by this share */
+#define CS_SCHED_STAGE_EXCESS 0.03
+
+#endif

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""tests/balance/test_pipeline_sim.py CASE --cli COLLSCOPE --apps DIR
+
+Pipelines judged against their schedule (docs/detection.md "Pipelines", docs/balance.md
+"Pipelines"), on the modeled clock (COLLSCOPE_SIM_CLOCK=model, seed 1, every op timed): exact
+figures under any load.
+Cases:
+  mp_clean: megatron_pp, 4 stages x 2 data-parallel replicas, 1F1B over 4 microbatches, the
+      grad-norm AllReduce over the model-parallel group and the tied-embedding AllReduce
+      between the first and the last stage: no straggler; the report's pipeline section
+      recovers the stages, the microbatches and 1F1B's warm-up, and counts the 4 cross-stage
+      lateness findings the stage order explains; the balance section is the pipeline's;
+  mp_slow: the same with rank 2 (stage 1) 10 % slower (slow:rank=2,compute=10): exactly rank 2
+      is a straggler, named as stage 1 against its stage's peer;
+  pp_layers: pipeline (one stage per rank, 4 H100s) --layers 8,8,8,8: no advice; 4,8,8,12:
+      the report proposes 8,8,8,8, and applied it realises >= 80 % of the predicted gain;
+  mp_layers: megatron_pp --stage-layers 4,8,8,12 (steps flushed by the cross-stage
+      AllReduces): the same, the balance model counting the pipeline's fill and drain;
+  pp_noisy: pipeline --layers 8,8,8,9, 12 steps, every compute sleep and collective with a
+      heavy tail (jitter:pct=1,tail=100): the predicted gain is over 3 % of the step, but its
+      95 % interval across steps reaches below zero: no advice."""
+import argparse, glob, json, os, shutil, subprocess, tempfile
+
+STEPS = 30
+MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
+         "COLLSCOPE_EVENT_SAMPLE": "1"}
+# --pause-ms: 20 ms of wall time after each step (no modeled time) so that collscope's
+# harvest thread recycles the CUDA events of a job the modeled clock runs faster than it:
+# every op GPU-timed on a loaded machine too
+PAUSE = ["--pause-ms", "20"]
+MP = ["--size", "64K", "--tp", "1", "--pp", "4", "--microbatches", "4", "--layers", "2", "--compute-us", "1000",
+      "--tied-embedding"] + PAUSE
+H100 = "simhost1=NVIDIA H100 80GB HBM3;simhost2=NVIDIA H100 80GB HBM3"
+
+
+def run_job(cli, apps, d, app, args, n, hosts, faults="", steps=STEPS, env_extra=None):
+    env = dict(os.environ, COLLSCOPE_DIR=d, COLLSCOPE_SHM_DIR=os.path.dirname(d), COLLSCOPE_SIM_FAULTS=faults, **MODEL)
+    env.update(env_extra or {})
+    cmd = [cli, "run", "-n", str(n), "--hosts", hosts, "--sim", "--", os.path.join(apps, app), "--steps", str(steps)]
+    p = subprocess.run(cmd + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=200)
+    assert p.returncode == 0 and "PASS" in p.stdout, p.stdout[-3000:]
+
+
+def report(cli, d, extra=()):
+    p = subprocess.run([cli, "report", d, "--json"] + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def megatron(cli, apps, tmp, name, faults="", args=(), steps=STEPS, extra=()):
+    d = os.path.join(tmp, name, "d")
+    os.makedirs(os.path.dirname(d))
+    run_job(cli, apps, d, "megatron_pp", MP + list(args), 8, "simhost[1-4]", faults, steps)
+    return d, report(cli, d, extra)
+
+
+def check_schedule(r):
+    p = r["pipeline"]
+    print("pipeline:", json.dumps({k: p[k] for k in ("stages", "microbatches", "schedule", "explained_by_schedule")}))
+    assert p["stages"] == 4 and p["microbatches"] == 4 and p["schedule"] == "1f1b", p
+    assert [s["ranks"] for s in p["per_stage"]] == [[0, 1], [2, 3], [4, 5], [6, 7]], p["per_stage"]
+    # 1F1B: stage s runs min(P - s - 1, M) warm-up forwards, then one more before its first backward
+    assert [s["forwards_before_first_backward"] for s in p["per_stage"]] == [4, 3, 2, None], p["per_stage"]
+    # two pipelines (one per replica); grad-norm and tied embedding per replica cross stages
+    assert len(p["comms"]["pipeline"]) == 2 and len(p["comms"]["cross_stage"]) == 4, p["comms"]
+    return p
+
+
+def case_mp_clean(cli, apps, tmp):
+    _, r = megatron(cli, apps, tmp, "clean")
+    got = [(s["rank"], s["kind"]) for s in r["stragglers"]]
+    print("stragglers:", got)
+    assert got == [], r["stragglers"]
+    p = check_schedule(r)
+    # the stage order's lateness at the grad-norm AllReduces: 4 findings on 4 ranks without the
+    # schedule (2 and 4 at one replica's, 3 and 5 at the other's), each explained
+    assert p["explained_by_schedule"] == 4 and p["slow_stages"] == [], p
+    b = r["balance"]
+    print("balance:", json.dumps({k: b.get(k) for k in ("kind", "action", "advice", "microbatches")}))
+    assert b["kind"] == "pipeline" and b["action"] == "none" and b["microbatches"] == 4, b
+    # every stage's compute per step: 8 passes (4 microbatches, forward and backward) of 1 ms
+    c = [s["compute_us"] for s in b["stages"]]
+    assert all(8000 < x < 8400 for x in c), c
+
+
+def case_mp_slow(cli, apps, tmp):
+    _, r = megatron(cli, apps, tmp, "slow", faults="slow:rank=2,compute=10")
+    got = [(s["rank"], s["kind"]) for s in r["stragglers"]]
+    print("stragglers:", got)
+    assert got == [(2, "compute")], r["stragglers"]
+    p = check_schedule(r)
+    slow = [(s["stage"], s["rank"], round(s["gap_us"], 1), round(s["stage_gap_us"], 1)) for s in p["slow_stages"]]
+    print("slow stages:", slow, "explained:", p["explained_by_schedule"])
+    # rank 2's step at the grad-norm: 8 passes of 1.1 ms; its stage peer rank 3's of 1 ms
+    assert slow == [(1, 2, 9077.5, 8277.5)], p["slow_stages"]
+    assert p["explained_by_schedule"] == 3, p
+
+
+def measured_step_us(d, n):
+    """the slowest rank's step: its ops by end time (the graphs' captured records, which run
+    at replay, left out), split into STEPS equal steps: (end of the last step - end of the
+    first) / (STEPS - 1)"""
+    files = glob.glob(os.path.join(d, "*.jsonl"))
+    assert len(files) == n, files
+    worst = 0.0
+    for f in files:
+        ops = sorted((o for o in map(json.loads, open(f)) if o.get("type") == "op" and o["timing"] != "captured"),
+                     key=lambda o: o["end_ns"])
+        bad = [(o["op"], o["seq"], o["timing"]) for o in ops if o["timing"] != "gpu_event"]
+        assert not bad, (f, bad[:5], len(bad))
+        per = len(ops) // STEPS
+        assert per * STEPS == len(ops), (f, len(ops))
+        worst = max(worst, (ops[STEPS * per - 1]["end_ns"] - ops[per - 1]["end_ns"]) / 1e3 / (STEPS - 1))
+    return worst
+
+
+def check_gain(b, now, after, what):
+    want = b["pipeline_step_us_now"] - b["pipeline_step_us_balanced"]
+    got = now - after
+    print("%s: step now %.1f us (report %.1f), predicted gain %.1f us [%.1f, %.1f], measured after %.1f us: %.1f %% "
+          "of the predicted gain realised" % (what, now, b["pipeline_step_us_now"], want, b["pipeline_gain_us_ci"][0],
+                                               b["pipeline_gain_us_ci"][1], after, 100.0 * got / want))
+    assert abs(now - b["pipeline_step_us_now"]) < 1e-3 * now, (now, b["pipeline_step_us_now"])
+    assert want > 0 and b["pipeline_gain_us_ci"][0] > 0, b
+    assert after <= now and got >= 0.8 * want, (now, want, after)
+
+
+def pipeline(cli, apps, tmp, layers, faults="", steps=STEPS):
+    d = os.path.join(tmp, layers, "d")
+    os.makedirs(os.path.dirname(d))
+    run_job(cli, apps, d, "pipeline", ["--size", "64K", "--compute-us", "1000", "--microbatches", "4", "--layers",
+                                       layers] + PAUSE, 4, "simhost[1-2]", faults, steps,
+            env_extra={"COLLSCOPE_SIM_GPU_MODEL": H100, "COLLSCOPE_SIM_GPUS": "2"})
+    b = report(cli, d, ["--layers", layers])["balance"]
+    print("%s: %s" % (layers, json.dumps({k: b.get(k) for k in ("kind", "action", "advice", "pipeline_flushed",
+                                                               "pipeline_gain_pct", "pipeline_gain_us_ci")})))
+    return d, b
+
+
+def case_pp_layers(cli, apps, tmp):
+    d0, b = pipeline(cli, apps, tmp, "8,8,8,8")
+    assert b["kind"] == "pipeline" and b["action"] == "none" and b["microbatches"] == 4, b
+    assert [s["layers"] for s in b["stages"]] == [8, 8, 8, 8] and b["pipeline_gain_pct"] == 0, b["stages"]
+    d1, b = pipeline(cli, apps, tmp, "4,8,8,12")
+    assert b["action"] == "balance" and not b["pipeline_flushed"], b
+    layers = [s["layers"] for s in b["stages"]]
+    assert layers == [8, 8, 8, 8], b["stages"]
+    # not flushed: the slowest stage paces the step; 12 -> 8 layers of 8 passes of 1 ms
+    assert abs(b["pipeline_step_us_now"] - b["pipeline_step_us_balanced"] - 31963.0) < 1, b
+    check_gain(b, measured_step_us(d1, 4), measured_step_us(d0, 4), "pipeline, --layers 4,8,8,12 -> 8,8,8,8")
+
+
+def case_mp_layers(cli, apps, tmp):
+    d1, r = megatron(cli, apps, tmp, "uneven", args=["--stage-layers", "4,8,8,12"], extra=["--layers", "4,8,8,12"])
+    b = r["balance"]
+    print("balance:", json.dumps({k: b.get(k) for k in ("kind", "action", "pipeline_flushed", "pipeline_gain_pct")}))
+    assert b["kind"] == "pipeline" and b["action"] == "balance" and b["pipeline_flushed"], b
+    layers = [s["layers"] for s in b["stages"]]
+    assert layers == [8, 8, 8, 8], b["stages"]
+    # flushed: (M - 1) / M of the slowest stage's 32 ms, the stages' total unchanged
+    assert abs(b["pipeline_step_us_now"] - b["pipeline_step_us_balanced"] - 23754.1) < 1, b
+    d0, r0 = megatron(cli, apps, tmp, "even", args=["--stage-layers", "8,8,8,8"], extra=["--layers", "8,8,8,8"])
+    assert r0["balance"]["action"] == "none", r0["balance"]
+    check_gain(b, measured_step_us(d1, 8), measured_step_us(d0, 8), "megatron_pp, --stage-layers 4,8,8,12 -> 8,8,8,8")
+
+
+def case_pp_noisy(cli, apps, tmp):
+    _, b = pipeline(cli, apps, tmp, "8,8,8,9", faults="jitter:pct=1,tail=100", steps=12)
+    lo, hi = b["pipeline_gain_us_ci"]
+    assert b["pipeline_gain_pct"] >= 3 and lo < 0 < hi and b["pipeline_gain_steps"] == 11, b
+    assert b["action"] == "none" and "not above zero" in b["advice"], b
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case")
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--apps", required=True)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="cs-pipeline-")
+    try:
+        {"mp_clean": case_mp_clean, "mp_slow": case_mp_slow, "pp_layers": case_pp_layers,
+         "mp_layers": case_mp_layers, "pp_noisy": case_pp_noisy}[a.case](a.cli, a.apps, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
