@@ -410,6 +410,7 @@ static ncclResult_t comm_join_watch(struct ncclComm *c, struct sn_shm *watch) {
   me->pid = (int)getpid();
   me->busid = bus_id_int(c->dev);
   me->pad = c->fault_rank;   /* the job's rank: the modeled clock's jitter key (model.c) */
+  me->host_vt = simcuda_model_on() ? simcuda_model_now() : 0;
   atomic_fetch_add(&h->joined, 1);
   bump(&h->board_bell);
   for (;;) {
@@ -423,6 +424,12 @@ static ncclResult_t comm_join_watch(struct ncclComm *c, struct sn_shm *watch) {
      * come before the segment was mapped */
     sn_wait_ns(&h->board_bell, b, 10000000L);
   }
+  /* modeled clock: every member leaves init at the latest member's arrival, as NCCL's init
+   * is a bootstrap all-gather (NCCL 2.28.9 src/init.cc:890 initTransportsRank, and :1465 for
+   * a split's); so host sleeps before init (a job's own rendezvous retrying) move every
+   * member alike */
+  if (simcuda_model_on())
+    for (int i = 0; i < n; i++) simcuda_model_advance_to(h->ranks[i].host_vt);
   if (ring_build(h, n, c->ring, c->pos) != 0) return ncclSystemError;
   const char *multi = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
   if (!(multi && atoi(multi))) {
