@@ -159,7 +159,8 @@ int bs_get(const char *key, void *value, size_t len) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     ts.tv_nsec += 50 * 1000 * 1000;
     if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
   }
   double io = now_s() + BS_IO_S;
   uint32_t kl = htonl((uint32_t)klen), vl = 0;

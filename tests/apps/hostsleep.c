@@ -107,7 +107,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
       double once = 0;
       for (int r = 0; r < a.world; r++) once += (r + step + (int)(i % 5)) % 8;
-      double want = once * a.world;   /* the second AllReduce sums world copies of the first */
+      double want = once * a.world; /* the second AllReduce sums world copies of the first */
       if ((double)h[i] != want) app_mismatch(&a, sender ? "allreduce" : "recv", i, h[i], want);
     }
     sum = app_fnv(sum, h, n * sizeof(float));
