@@ -8,7 +8,8 @@
  *    network transfers run: the modeled network clock (simcuda_model_net_begin);
  *  - nanosleep/usleep/clock_nanosleep/sleep inside an application's host function on a
  *    stream (a "compute kernel") advance that stream's virtual time instead of sleeping;
- *  - the same sleeps, and poll/ppoll/select/pselect with no file descriptor to watch (pure
+ *  - the same sleeps, and poll/ppoll/select/pselect (and a _FORTIFY_SOURCE build's
+ *    __poll_chk/__ppoll_chk) with no file descriptor to watch (pure
  *    delays), called by the job's code on a host thread (cuda/hostwait.c says whose a call
  *    is), advance that thread's virtual host time instead of sleeping; with descriptors they
  *    wait for real, and one that times out advances the thread's time by its timeout;
@@ -28,6 +29,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/select.h>
@@ -180,13 +182,12 @@ static int no_sets(int n, const fd_set *r, const fd_set *w, const fd_set *e)
     return 1;
 }
 
-SIMCLOCK_API int poll(struct pollfd *fds, nfds_t n, int timeout)
+static int poll_from(struct pollfd *fds, nfds_t n, int timeout, void *caller)
 {
     static void *cache;
     int (*f)(struct pollfd *, nfds_t, int) = (int (*)(struct pollfd *, nfds_t, int))next_fn(&cache, "poll");
     if (!f) { errno = ENOSYS; return -1; }
     if (timeout <= 0 || !simcuda_model_on()) return f(fds, n, timeout);
-    void *caller = __builtin_return_address(0);
     uint64_t ns = (uint64_t)timeout * 1000000ull;
     if (no_fds(fds, n)) {
         if (!simcuda_model_delay(ns, caller)) return f(fds, n, timeout);
@@ -199,7 +200,7 @@ SIMCLOCK_API int poll(struct pollfd *fds, nfds_t n, int timeout)
     return r;
 }
 
-SIMCLOCK_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+static int ppoll_from(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask, void *caller)
 {
     static void *cache;
     int (*f)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *) =
@@ -207,7 +208,6 @@ SIMCLOCK_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, 
     if (!f) { errno = ENOSYS; return -1; }
     uint64_t ns;
     if (!ts_ns(ts, &ns) || !ns || !simcuda_model_on()) return f(fds, n, ts, mask);
-    void *caller = __builtin_return_address(0);
     if (no_fds(fds, n)) {
         if (!simcuda_model_delay(ns, caller)) return f(fds, n, ts, mask);
         for (nfds_t i = 0; i < n; i++) fds[i].revents = 0;
@@ -217,6 +217,47 @@ SIMCLOCK_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, 
     int r = f(fds, n, ts, mask);
     if (r == 0 && job) simcuda_model_advance(ns);
     return r;
+}
+
+SIMCLOCK_API int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+    return poll_from(fds, n, timeout, __builtin_return_address(0));
+}
+
+SIMCLOCK_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+    return ppoll_from(fds, n, ts, mask, __builtin_return_address(0));
+}
+
+/* what a _FORTIFY_SOURCE build calls instead: an array shorter than n goes to libc's check
+ * (it aborts the program), the rest as above */
+SIMCLOCK_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+SIMCLOCK_API int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n) {
+        static void *cache;
+        int (*f)(struct pollfd *, nfds_t, int, size_t) =
+            (int (*)(struct pollfd *, nfds_t, int, size_t))next_fn(&cache, "__poll_chk");
+        if (f) return f(fds, n, timeout, fdslen);
+        abort();
+    }
+    return poll_from(fds, n, timeout, __builtin_return_address(0));
+}
+
+SIMCLOCK_API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+                             size_t fdslen);
+SIMCLOCK_API int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+                             size_t fdslen)
+{
+    if (fdslen / sizeof *fds < n) {
+        static void *cache;
+        int (*f)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t) =
+            (int (*)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t))next_fn(&cache,
+                                                                                                       "__ppoll_chk");
+        if (f) return f(fds, n, ts, mask, fdslen);
+        abort();
+    }
+    return ppoll_from(fds, n, ts, mask, __builtin_return_address(0));
 }
 
 SIMCLOCK_API int select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)

@@ -6,7 +6,7 @@
  *    the receiver's events around its Recv read 2000 us + the pair's transfer time; a Recv
  *    whose data is already there takes the transfer time only;
  *  - the job's sleeps (usleep, nanosleep, clock_nanosleep relative and absolute, sleep,
- *    poll/ppoll/select/pselect without descriptors) advance the thread's CLOCK_REALTIME by
+ *    poll/ppoll/select/pselect/__poll_chk without descriptors) advance the thread's CLOCK_REALTIME by
  *    exactly their length; a poll on a descriptor that stays quiet by its timeout, one that is
  *    ready by nothing; pthread_cond_timedwait and sem_timedwait with a deadline on the modeled
  *    clock time out at it, and a signalled wait still wakes;
@@ -30,6 +30,7 @@
 #define P2P_NS 10391ull
 
 void probe_usleep(unsigned us);   /* libcollscope_waitprobe.so */
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
 
 static uint64_t rt_ns(void) {
   struct timespec ts;
@@ -129,6 +130,7 @@ static void test_sleeps(void) {
   ADVANCES(CHECK(clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &until, NULL) == 0, "abs"), 2500000);
   ADVANCES(CHECK(sleep(2) == 0, "sleep"), 2000000000ull);
   ADVANCES(CHECK(poll(NULL, 0, 4) == 0, "poll"), 4000000);
+  ADVANCES(CHECK(__poll_chk(NULL, 0, 4, 0) == 0, "__poll_chk"), 4000000);   /* a _FORTIFY_SOURCE build's */
   struct pollfd none = {.fd = -1};
   ADVANCES(CHECK(ppoll(&none, 1, &ts, NULL) == 0, "ppoll"), 3000000);
   struct timeval tv = {0, 1500};
