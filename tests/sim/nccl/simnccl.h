@@ -121,6 +121,8 @@ struct ncclComm {
   uint32_t vt_gen;                     /* modeled clock: collective instances run (model.c) */
   uint64_t model_key;                  /* modeled clock: the members' job ranks hashed (0: not yet) */
   uint64_t p2p_ready;                  /* modeled clock: the item's receives' data lands (model.c) */
+  _Atomic uint64_t init_vt;            /* modeled clock: the init caller's host time, then the
+                                        * members' latest (comm_join_watch) */
   uint64_t end_magic;
 };
 

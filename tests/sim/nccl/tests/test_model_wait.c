@@ -1,7 +1,7 @@
 /* tests/sim/nccl/tests/test_model_wait.c: host sleeps, timed waits and P2P on the modeled
  * clock (COLLSCOPE_SIM_CLOCK=model, set by meson.build), exact to the nanosecond:
  *  - init: every member leaves ncclCommInitRank at the latest member's host time (rank 1
- *    slept 5 ms before it);
+ *    slept 5 ms before it), and sees a non-blocking init done (ncclCommGetAsyncError) then;
  *  - P2P: a Recv ends when its Send's data lands: sender busy 2000 us of modeled compute,
  *    the receiver's events around its Recv read 2000 us + the pair's transfer time; a Recv
  *    whose data is already there takes the transfer time only;
@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <sys/select.h>
 
@@ -56,6 +57,24 @@ static void init_rank(struct rank_ctx *c) {
   NCCLOK(ncclCommInitRank(&comm, c->nranks, c->id, c->rank));
   CHECK(rt_ns() - t0 == 5000000ull, "rank %d left init %llu ns after it started, want 5000000", c->rank,
         (unsigned long long)(rt_ns() - t0));
+  NCCLOK(ncclCommDestroy(comm));
+}
+
+/* non-blocking: the init joins on the simulator's own thread; the caller sees it done by
+ * ncclCommGetAsyncError at the latest member's host time all the same */
+static void init_nb_rank(struct rank_ctx *c) {
+  uint64_t t0 = rt_ns();
+  if (c->rank == 1) usleep(5000);
+  ncclComm_t comm;
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = 0;
+  ncclResult_t r = ncclCommInitRankConfig(&comm, c->nranks, c->id, c->rank, &cfg);
+  CHECK(r == ncclInProgress || r == ncclSuccess, "non-blocking init returned %d", (int)r);
+  ncclResult_t st = ncclInProgress;
+  while (ncclCommGetAsyncError(comm, &st) == ncclSuccess && st == ncclInProgress) sched_yield();
+  CHECK(st == ncclSuccess, "async error %d", (int)st);
+  CHECK(rt_ns() - t0 == 5000000ull, "rank %d saw the non-blocking init done %llu ns after it started, want 5000000",
+        c->rank, (unsigned long long)(rt_ns() - t0));
   NCCLOK(ncclCommDestroy(comm));
 }
 
@@ -213,6 +232,7 @@ int main(void) {
   const char *hosts[] = {"simhost0"};
   REQUIRE_OK(simcuda_model_on() == 1);
   int bad = run_ranks(2, hosts, 1, init_rank, NULL, NULL, 60);
+  bad += run_ranks(2, hosts, 1, init_nb_rank, NULL, NULL, 60);
   bad += run_ranks(2, hosts, 1, p2p_rank, NULL, NULL, 60);
   test_sleeps();
   test_timedwaits();
