@@ -152,8 +152,15 @@ int bs_get(const char *key, void *value, size_t len) {
               inet_ntoa(a.sin_addr), ntohs(a.sin_port), BS_CONNECT_S, strerror(e));
       return -1;
     }
-    struct timespec ts = {0, 50 * 1000 * 1000}; /* rank 0 not listening yet: retry */
-    nanosleep(&ts, NULL);
+    /* rank 0 not listening yet: retry in 50 ms of the host's time. An absolute deadline on
+     * CLOCK_MONOTONIC: on the simulator's modeled clock a relative sleep is the job's time,
+     * and this wait for another process is not (docs/simulator.md "Host time") */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += 50 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
   }
   double io = now_s() + BS_IO_S;
   uint32_t kl = htonl((uint32_t)klen), vl = 0;

@@ -71,6 +71,14 @@ void simcuda_model_advance_to(uint64_t t);   /* the caller's time = max(it, t) *
 /* inside an application's host function on a stream: the stream is busy ns (scaled by the
  * GPU model's speed, with jitter); returns 1. Elsewhere 0 (the caller really sleeps). */
 int simcuda_model_sleep(uint64_t ns);
+/* a host sleep or timed wait called from caller (its return address): 1 when it is the job's
+ * on the modeled clock (code outside collscope's and the simulator's libraries, on a host
+ * thread not named collscope*: tests/sim/cuda/hostwait.c), so its timeout is modeled time */
+int simcuda_model_job_wait(const void *caller);
+/* a pure delay of ns from caller: on a stream's host function as simcuda_model_sleep, on a
+ * job's host thread (simcuda_model_job_wait) the thread's host time += ns; 1 when modeled
+ * (the caller returns at once), else 0 (it really sleeps) */
+int simcuda_model_delay(uint64_t ns, const void *caller);
 /* multiplicative noise of the op with this key (`jitter:` fault, COLLSCOPE_SIM_SEED): the
  * same key and seed give the same factor in every process; 1.0 without jitter */
 double simcuda_model_noise(uint64_t key);

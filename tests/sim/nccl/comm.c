@@ -410,6 +410,9 @@ static ncclResult_t comm_join_watch(struct ncclComm *c, struct sn_shm *watch) {
   me->pid = (int)getpid();
   me->busid = bus_id_int(c->dev);
   me->pad = c->fault_rank;   /* the job's rank: the modeled clock's jitter key (model.c) */
+  /* the thread that called init (a non-blocking init joins on its own thread) */
+  uint64_t vt_in = atomic_load(&c->init_vt);
+  me->host_vt = simcuda_model_on() && simcuda_model_now() > vt_in ? simcuda_model_now() : vt_in;
   atomic_fetch_add(&h->joined, 1);
   bump(&h->board_bell);
   for (;;) {
@@ -422,6 +425,17 @@ static ncclResult_t comm_join_watch(struct ncclComm *c, struct sn_shm *watch) {
     /* timed: the parent's abort rings the parent's bell, and this comm's own abort may have
      * come before the segment was mapped */
     sn_wait_ns(&h->board_bell, b, 10000000L);
+  }
+  /* modeled clock: every member leaves init at the latest member's arrival, as NCCL's init
+   * is a bootstrap all-gather (NCCL 2.28.9 src/init.cc:890 initTransportsRank, and :1465 for
+   * a split's); so host sleeps before init (a job's own rendezvous retrying) move every
+   * member alike */
+  if (simcuda_model_on()) {
+    uint64_t latest = 0;
+    for (int i = 0; i < n; i++)
+      if (h->ranks[i].host_vt > latest) latest = h->ranks[i].host_vt;
+    simcuda_model_advance_to(latest);
+    atomic_store(&c->init_vt, latest);   /* before `ready`: the caller's thread sees it there */
   }
   if (ring_build(h, n, c->ring, c->pos) != 0) return ncclSystemError;
   const char *multi = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
@@ -461,6 +475,7 @@ ncclResult_t sn_comm_ensure_ready(struct ncclComm *c) {
   pthread_mutex_lock(&c->lock);
   if (c->init_thread_live) {
     pthread_join(c->init_thread, NULL);
+    if (simcuda_model_on()) simcuda_model_advance_to(atomic_load(&c->init_vt));   /* waited for it */
     c->init_thread_live = 0;
     free(c->init_job);
     c->init_job = NULL;
@@ -508,6 +523,7 @@ static ncclResult_t init_rank(ncclComm_t *newcomm, int nranks, const ncclUniqueI
   struct ncclComm *c = comm_new(nranks, rank, dev, id.name, &cfg);
   if (!c) { *newcomm = NULL; return ncclSystemError; }
   *newcomm = c;
+  if (simcuda_model_on()) atomic_store(&c->init_vt, simcuda_model_now());   /* the caller's host time */
   struct sn_job *j = calloc(1, sizeof *j);
   if (!j) { comm_free(c); *newcomm = NULL; return ncclSystemError; }
   j->fn = join_job; j->done = job_free; j->comm = c; j->nonblocking = !c->blocking;
@@ -811,6 +827,8 @@ SN_API ncclResult_t pncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncE
   if (ptr_check(asyncError, "ncclGetAsyncError", "asyncError")) return ncclInvalidArgument;
   if (!atomic_load(&comm->ready)) { *asyncError = ncclInProgress; return ncclSuccess; }
   *asyncError = (ncclResult_t)atomic_load(&comm->async_err);
+  /* modeled clock: a thread that sees the init done is no earlier than the init's end */
+  if (simcuda_model_on() && *asyncError != ncclInProgress) simcuda_model_advance_to(atomic_load(&comm->init_vt));
   return ncclSuccess;
 }
 SN_ALIAS(ncclCommGetAsyncError)

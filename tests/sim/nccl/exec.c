@@ -338,6 +338,7 @@ struct xfer {
   char *buf;
   size_t bytes, off;
   int pushed_last, done, delayed, route;
+  int recv_op;             /* a Recv op's (not a collective's): takes its Send's stamp (model.c) */
   uint32_t final_head;
   struct sn_op *op;        /* for hop flips (element base = 0 within this transfer) */
   size_t elem_base, es;
@@ -396,7 +397,11 @@ static int net_xfer(struct ncclComm *c, struct xfer *t) {
     if (l) memcpy(t->buf + t->off, data, l);
     t->off += l;
     progress = 1;
-    if (last) { t->done = 1; return 1; }
+    if (last) {
+      if (t->recv_op) sn_model_p2p_take(c, t->peer);
+      t->done = 1;
+      return 1;
+    }
   }
 }
 
@@ -454,6 +459,7 @@ static int p2p_run(struct ncclComm *c, struct xfer *v, int nv) {
           if (l) memcpy(t->buf + t->off, s + 1, l);
           t->off += l;
           int last = (int)s->last;
+          if (last && t->recv_op) sn_model_p2p_take(c, t->peer);   /* before the sender posts again */
           recv_release(c, t->peer);
           progress = 1;
           if (last) { t->done = 1; break; }
@@ -480,6 +486,7 @@ static int add_xfer(struct xfer **v, int *nv, int *cap, int send, int peer, cons
   memset(t, 0, sizeof *t);
   t->send = send; t->peer = peer; t->buf = (char *)buf; t->bytes = bytes;
   t->op = send ? op : NULL; t->elem_base = elem_base; t->es = es;
+  t->recv_op = !send && op && op->coll == SN_RECV;
   return 0;
 }
 
@@ -617,6 +624,7 @@ void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops) {
       size_t es = sn_type_size(op->dtype);
       if (add_xfer(&v, &nv, &cap, op->coll == SN_SEND, op->root,
                    op->coll == SN_SEND ? op->sendbuff : op->recvbuff, op->count * es, op, 0, es)) { failed = 1; break; }
+      if (op->coll == SN_SEND) sn_model_p2p_post(c, op);   /* before any of its data */
     }
     if (!failed && nv && p2p_run(c, v, nv)) failed = 1;
     if (!failed)

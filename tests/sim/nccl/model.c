@@ -5,7 +5,11 @@
  * with a collective complete on every member at the latest member's arrival plus the
  * longest member's modeled cost (each rank publishes both on the comm's vt board), as a
  * synchronising ring does. Items of only Send/Recv complete at the rank's own arrival plus
- * their cost (the peer's arrival is not exchanged).
+ * their cost, and a Recv no earlier than its Send's data lands: the sender's stream time when
+ * its item started plus the Send's transfer time, stamped on the pair's channel (NCCL 2.28.9:
+ * the recv kernel, src/device/sendrecv.h:33-44 runRecv -> directRecv, spins in
+ * src/device/prims_simple.h:109-116 waitPeer until the sender's step counter shows the data;
+ * a Send is not held back by its Recv, its data fits the peer's buffers).
  *
  * Cost of one op, after NCCL 2.28.9's tuning model (src/graph/tuning.cc):
  *   base latency 8.4 us (Ring/Simple, tuning.cc:143-144) + nsteps x step, nsteps = 2(n-1)
@@ -139,9 +143,38 @@ uint64_t sn_model_item_ns(struct ncclComm *c, const struct sn_op *ops, int nops)
 
 static int aborted(struct ncclComm *c) { return atomic_load(&c->shm->abort) != 0; }
 
+/* the stamps ring of the channel src -> dst: a seqlock per entry (tag 0 while written) */
+void sn_model_p2p_post(struct ncclComm *c, const struct sn_op *send) {
+  if (!simcuda_model_on()) return;
+  struct sn_chan_ctrl *ch = sn_chan(c, c->rank, send->root);
+  uint32_t k = atomic_fetch_add(&ch->vt_posted, 1);
+  struct sn_p2p_stamp *e = &ch->vt_stamp[k % 3];
+  atomic_store_explicit(&e->tag, 0, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+  atomic_store_explicit(&e->t, simcuda_model_now() + sn_model_item_ns(c, send, 1), memory_order_relaxed);
+  atomic_store_explicit(&e->tag, (uint64_t)k + 1, memory_order_release);
+}
+
+void sn_model_p2p_take(struct ncclComm *c, int peer) {
+  if (!simcuda_model_on()) return;
+  struct sn_chan_ctrl *ch = sn_chan(c, peer, c->rank);
+  uint32_t k = atomic_fetch_add(&ch->vt_taken, 1);
+  struct sn_p2p_stamp *e = &ch->vt_stamp[k % 3];
+  uint64_t tag = atomic_load_explicit(&e->tag, memory_order_acquire);
+  uint64_t t = atomic_load_explicit(&e->t, memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  /* overwritten (the sender 3 sends ahead, possible only through a net plugin that buffers
+   * them): no bound from it */
+  if (tag != (uint64_t)k + 1 || atomic_load_explicit(&e->tag, memory_order_relaxed) != tag) return;
+  if (t > c->p2p_ready) c->p2p_ready = t;
+}
+
 void sn_model_item_done(struct ncclComm *c, const struct sn_op *ops, int nops, uint64_t v0) {
   uint64_t d = sn_model_item_ns(c, ops, nops);
   uint32_t gen = ++c->vt_gen;
+  uint64_t ready = c->p2p_ready;   /* the item's receives: their data landed then */
+  c->p2p_ready = 0;
+  simcuda_model_advance_to(ready);
   if (!has_collective(ops, nops) || c->nranks == 1) {
     simcuda_model_advance_to(v0 + d);
     return;

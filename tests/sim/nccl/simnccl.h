@@ -27,10 +27,19 @@ struct sn_rankinfo {
   char host[64];
   int dev, pid, present, pad;   /* pad: the rank's RANK (or comm rank), set at join */
   uint64_t busid;
+  uint64_t host_vt;             /* modeled clock: the joining thread's host time */
 };
 struct sn_board_entry { uint32_t gen, pad; int64_t v[4]; };
 struct sn_slot_hdr { uint64_t len; uint32_t last, pad; uint64_t pad2[6]; };
-struct sn_chan_ctrl { _Atomic uint32_t head, tail; uint32_t pad[14]; };
+/* head/tail: the data slots. vt_*: modeled clock (model.c), the sender's stamps of its sends
+ * on this channel (when each one's data can have arrived), the last 3 by send count; posted
+ * counts the sender's sends, taken the receiver's receives */
+struct sn_p2p_stamp { _Atomic uint64_t tag, t; };
+struct sn_chan_ctrl {
+  _Atomic uint32_t head, tail;
+  _Atomic uint32_t vt_posted, vt_taken;
+  struct sn_p2p_stamp vt_stamp[3];
+};
 struct sn_shm {
   _Atomic uint32_t nranks;   /* CAS 0 -> n by the first joiner */
   _Atomic uint32_t joined;   /* futex: ranks that finished joining */
@@ -111,6 +120,9 @@ struct ncclComm {
   _Atomic int faulted;                 /* a work item touched a NULL buffer: later items do nothing */
   uint32_t vt_gen;                     /* modeled clock: collective instances run (model.c) */
   uint64_t model_key;                  /* modeled clock: the members' job ranks hashed (0: not yet) */
+  uint64_t p2p_ready;                  /* modeled clock: the item's receives' data lands (model.c) */
+  _Atomic uint64_t init_vt;            /* modeled clock: the init caller's host time, then the
+                                        * members' latest (comm_join_watch) */
   uint64_t end_magic;
 };
 
@@ -280,4 +292,9 @@ void sn_exec_ops(struct ncclComm *c, struct sn_op *ops, int nops);
 void sn_model_item_done(struct ncclComm *c, const struct sn_op *ops, int nops, uint64_t v0);
 /* the item's modeled cost in ns on this rank (speed and jitter applied) */
 uint64_t sn_model_item_ns(struct ncclComm *c, const struct sn_op *ops, int nops);
+/* P2P on the modeled clock: the sender stamps each Send when its item starts (its stream's
+ * time + the op's transfer time) on the pair's channel before any of its data; the receiver
+ * takes the stamp when the Recv's last piece is in, and the item completes no earlier */
+void sn_model_p2p_post(struct ncclComm *c, const struct sn_op *send);
+void sn_model_p2p_take(struct ncclComm *c, int peer);
 #endif

@@ -76,7 +76,15 @@ static void test_wait_done_event(void)
     cudaEventCreate(&x); cudaEventCreate(&y);
     CHECK_EQ(cudaLaunchHostFunc(s, busy_3s, NULL), cudaSuccess);
     cudaEventRecord(x, s);
-    while (cudaEventQuery(x) == cudaErrorNotReady) usleep(1000);
+    /* the poll's pause: a real 1 ms (an absolute CLOCK_MONOTONIC deadline), as a background
+     * thread's; a relative sleep here would be this job thread's modeled time (../../vclock.c) */
+    while (cudaEventQuery(x) == cudaErrorNotReady) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += 1000000;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL);
+    }
     CHECK_EQ(cudaStreamWaitEvent(t, x, 0), cudaSuccess);
     cudaEventRecord(y, t);
     CHECK_EQ(cudaEventSynchronize(y), cudaSuccess);
