@@ -16,8 +16,10 @@ struct skey {
 struct smem { /* one (communicator, member) */
   struct skey k;
   int rank;
-  int peer[2], npeers; /* the distinct peers it sent to or received from, up to two */
-  bool peer_over;      /* a third peer: not a chain */
+  const char *host;
+  int64_t first_seq, last_seq; /* the instances its compute gaps came from */
+  int peer[2], npeers;         /* the distinct peers it sent to or received from, up to two */
+  bool peer_over;              /* a third peer: not a chain */
   bool first_seen, first_send;
   uint64_t sends, recvs;
   uint64_t before[2]; /* sends to peer[i] before the first Recv from it */
@@ -31,6 +33,7 @@ struct scomm {
   uint64_t comm;
   bool all_p2p;
   size_t nmem;
+  int64_t last_seq; /* its last instance */
   enum cs_sched_kind kind;
   UT_hash_handle hh;
 };
@@ -85,7 +88,7 @@ static int peer_index(struct smem *e, int peer) {
   return e->npeers++;
 }
 
-static void member_add(struct smem *e, const struct cs_sched_op *o) {
+static void member_add(struct smem *e, const struct cs_sched_op *o, int64_t seq) {
   if (!e->first_seen) e->first_seen = true, e->first_send = o->p2p && o->send;
   if (o->p2p) {
     int i = o->peer >= 0 ? peer_index(e, o->peer) : -1;
@@ -97,12 +100,14 @@ static void member_add(struct smem *e, const struct cs_sched_op *o) {
       if (i >= 0) e->got[i] = true;
     }
   } else if (o->gap_us >= 0 && o->gap_us < 1e15) {
+    if (!e->gap_n) e->first_seq = seq;
+    e->last_seq = seq;
     e->gap_sum += o->gap_us;
     e->gap_n++;
   }
 }
 
-int cs_sched_instance(struct cs_sched *s, uint64_t comm, const struct cs_sched_op *m, size_t n) {
+int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const struct cs_sched_op *m, size_t n) {
   if (!s || s->oom) return -1;
   struct scomm *c;
   HASH_FIND(hh, s->comms, &comm, sizeof comm, c);
@@ -112,6 +117,7 @@ int cs_sched_instance(struct cs_sched *s, uint64_t comm, const struct cs_sched_o
     c->all_p2p = true;
     HASH_ADD(hh, s->comms, comm, sizeof c->comm, c);
   }
+  if (seq > c->last_seq) c->last_seq = seq;
   for (size_t k = 0; k < n; k++) {
     if (m[k].comm_rank < 0) continue;
     c->all_p2p &= m[k].p2p;
@@ -125,11 +131,12 @@ int cs_sched_instance(struct cs_sched *s, uint64_t comm, const struct cs_sched_o
       if (!(e = calloc(1, sizeof *e))) return s->oom = true, -1;
       e->k = key;
       e->rank = m[k].rank;
+      e->host = m[k].host;
       e->stage = -1;
       HASH_ADD(hh, s->mem, k, sizeof key, e);
       c->nmem++;
     }
-    member_add(e, &m[k]);
+    member_add(e, &m[k], seq);
   }
   return 0;
 }
@@ -329,6 +336,62 @@ static double stage_peer_gap(const struct cs_sched *s, int stage, int rank, size
   return med;
 }
 
+static void verdict_add(struct cs_sched *s, const struct cs_sched_verdict *v) {
+  if (s->nv == s->capv) {
+    size_t nc = s->capv ? 2 * s->capv : 16;
+    struct cs_sched_verdict *nv = realloc(s->v, nc * sizeof *nv);
+    if (nv) s->v = nv, s->capv = nc;
+  }
+  if (s->nv < s->capv) s->v[s->nv++] = *v;
+}
+
+static bool flagged(const struct cs_det_result *r, uint64_t comm, int rank) {
+  for (size_t i = 0; i < r->nstragglers; i++)
+    if (r->stragglers[i].comm == comm && r->stragglers[i].rank == rank) return true;
+  return false;
+}
+
+/* A rank slower than its stage's peers at a cross-stage communicator that the detector did
+ * not flag: in a pipeline that flushes every step the last arrivals there are the drain's
+ * (the first stage, whose backward ends last), so a slow middle stage's GPU delays the whole
+ * replica without arriving last. Its compute gap there (the stream's time outside NCCL
+ * since that communicator's previous instance: its own compute, a Recv's wait for its Send
+ * being the Recv's duration, not a gap) against its stage peers' median names it. Returns
+ * how many were added; an allocation that fails adds none. */
+static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
+  size_t added = 0;
+  struct smem *m, *mt;
+  HASH_ITER(hh, s->mem, m, mt) {
+    if (m->gap_n < 2 || m->rank < 0) continue;
+    struct scomm *c;
+    HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
+    int stage = rank_stage(s, m->rank);
+    if (!c || c->kind != CS_SCHED_CROSS_STAGE || stage < 0 || flagged(r, m->k.comm, m->rank)) continue;
+    double gap = m->gap_sum / (double)m->gap_n, peers = stage_peer_gap(s, stage, m->rank, c->nmem);
+    if (!(peers > 0) || !(gap > (1 + CS_SCHED_STAGE_EXCESS) * peers)) continue;
+    struct cs_det_straggler *ns = realloc(r->stragglers, (r->nstragglers + 1) * sizeof *ns);
+    if (!ns) return added;
+    r->stragglers = ns;
+    ns[r->nstragglers++] = (struct cs_det_straggler){.comm = m->k.comm,
+                                                     .comm_size = (int)c->nmem,
+                                                     .comm_rank = m->k.comm_rank,
+                                                     .rank = m->rank,
+                                                     .host = m->host,
+                                                     .kind = CS_DET_COMPUTE,
+                                                     .window_instances = m->gap_n,
+                                                     .median_dur_us = -1,
+                                                     .gap_us = gap,
+                                                     .peer_gap_us = peers,
+                                                     .first_flag_instance = 1,
+                                                     .first_flag_seq = m->first_seq,
+                                                     .last_flag_seq = m->last_seq,
+                                                     .comm_last_seq = c->last_seq};
+    verdict_add(s, &(struct cs_sched_verdict){m->k.comm, m->rank, stage, gap, peers, true});
+    added++;
+  }
+  return added;
+}
+
 size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
   if (!r || cs_sched_stages(s) == 0) return 0;
   size_t out = 0, removed = 0;
@@ -344,12 +407,7 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
     HASH_FIND(hh, s->comms, &x->comm, sizeof x->comm, c);
     v.stage_gap_us = stage_peer_gap(s, stage, x->rank, c ? c->nmem : 0);
     v.kept = v.gap_us >= 0 && v.stage_gap_us >= 0 && v.gap_us > (1 + CS_SCHED_STAGE_EXCESS) * v.stage_gap_us;
-    if (s->nv == s->capv) {
-      size_t nc = s->capv ? 2 * s->capv : 16;
-      struct cs_sched_verdict *nv = realloc(s->v, nc * sizeof *nv);
-      if (nv) s->v = nv, s->capv = nc;
-    }
-    if (s->nv < s->capv) s->v[s->nv++] = v;
+    verdict_add(s, &v);
     if (v.kept) {
       x->kind = CS_DET_COMPUTE; /* slower than its stage's own replicas: its GPU's work */
       r->stragglers[out++] = *x;
@@ -360,6 +418,7 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
     }
   }
   r->nstragglers = out;
+  surface(s, r);
   return removed;
 }
 

@@ -28,6 +28,7 @@
 /* one member's op of an instance */
 struct cs_sched_op {
   int comm_rank, rank; /* comm_rank < 0: not counted */
+  const char *host;    /* its process's host (kept, not copied: it must outlive the schedule) */
   int peer;            /* Send/Recv: the peer's comm rank, else -1 */
   bool p2p, send;      /* a Send or Recv; of those a Send */
   double gap_us;       /* its compute gap, < 0 unknown */
@@ -51,7 +52,7 @@ struct cs_sched *cs_sched_new(void); /* NULL: out of memory */
 void cs_sched_free(struct cs_sched *s);
 /* one instance of comm (any member order). 0, or -1 out of memory (the schedule then only
  * refuses and knows no pipeline) */
-int cs_sched_instance(struct cs_sched *s, uint64_t comm, const struct cs_sched_op *m, size_t n);
+int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const struct cs_sched_op *m, size_t n);
 /* once every instance is in: chains, stages, kinds. 0, or -1 out of memory */
 int cs_sched_finish(struct cs_sched *s);
 

@@ -114,7 +114,6 @@ static void member_add(struct bal_member *m, const struct cs_walk_rec *r) {
 
 void report_balance_instance(struct report_balance *b, uint64_t comm, int64_t seq, const struct cs_walk_rec *m,
                              size_t n) {
-  (void)seq;
   if (!b || !n) return;
   struct bal_comm *c;
   HASH_FIND(hh, b->comms, &comm, sizeof comm, c);
@@ -131,10 +130,10 @@ void report_balance_instance(struct report_balance *b, uint64_t comm, int64_t se
       b->sop = xrealloc(b->sop, b->sopcap * sizeof *b->sop);
     }
     for (size_t k = 0; k < n; k++)
-      b->sop[k] = (struct cs_sched_op){m[k].comm_rank, m[k].rank, m[k].p2p ? m[k].peer : -1, m[k].p2p,
+      b->sop[k] = (struct cs_sched_op){m[k].comm_rank, m[k].rank, m[k].host, m[k].p2p ? m[k].peer : -1, m[k].p2p,
                                        m[k].p2p && m[k].op == CS_OP_Send,
                                        m[k].det_state == CS_DET_DONE && isfinite(m[k].gap_us) ? m[k].gap_us : -1};
-    if (cs_sched_instance(b->sched, comm, b->sop, n) < 0) {
+    if (cs_sched_instance(b->sched, comm, seq, b->sop, n) < 0) {
       fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
       cs_sched_free(b->sched);
       b->sched = NULL;

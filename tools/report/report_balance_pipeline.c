@@ -178,6 +178,11 @@ void bal_pipeline_model(struct report_balance *b, const struct cs_sched *sched, 
                         size_t nlayers) {
   stage_order(&b->pp, sched);
   b->microbatches = microbatches(&b->pp, sched);
-  b->flushed = cs_sched_comms(sched, CS_SCHED_CROSS_STAGE, NULL, 0) > 0;
+  /* flushed: a collective over several stages ends the step, or the gradients come back to
+   * the first stage (its Recvs), whose next forward then waits for the drain's last backward */
+  size_t ranks;
+  uint64_t sends, recvs, fwd;
+  bool grads_back = cs_sched_stage_counts(sched, 0, &ranks, &sends, &recvs, &fwd) && recvs > 0;
+  b->flushed = cs_sched_comms(sched, CS_SCHED_CROSS_STAGE, NULL, 0) > 0 || grads_back;
   pp_model(b, layers, nlayers);
 }
