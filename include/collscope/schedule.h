@@ -15,7 +15,9 @@
  *    slow GPU;
  *  - a straggler at a cross-stage communicator is judged against its own stage's peers (the
  *    data-parallel replicas of the stage): kept when its compute gap there exceeds theirs,
- *    else explained by the schedule and left out, counted (cs_sched_judge). */
+ *    else explained by the schedule and left out, counted (cs_sched_judge); a member the
+ *    detector did not flag whose gap there exceeds its stage peers' is added as a compute
+ *    straggler (the drain's first stage arrives last whatever else is slow). */
 #ifndef COLLSCOPE_SCHEDULE_H
 #define COLLSCOPE_SCHEDULE_H
 
@@ -68,8 +70,10 @@ bool cs_sched_stage_counts(const struct cs_sched *s, int stage, size_t *ranks, u
 size_t cs_sched_comms(const struct cs_sched *s, enum cs_sched_kind kind, uint64_t *out, size_t cap);
 
 /* The stragglers of r at cross-stage communicators judged against their stage's peers:
- * those the schedule explains are removed from r (the rest keep their order); every verdict
- * is kept for cs_sched_verdicts. Returns how many were removed. */
+ * those the schedule explains are removed from r (the rest keep their order); then every
+ * unflagged member of a cross-stage communicator slower than its stage's peers is appended
+ * to r as a compute straggler (none when out of memory). Every verdict is kept for
+ * cs_sched_verdicts. Returns how many were removed. */
 size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r);
 const struct cs_sched_verdict *cs_sched_verdicts(const struct cs_sched *s, size_t *n);
 

@@ -12,15 +12,18 @@
 
 #include "xalloc.h"
 
-/* A pipeline's step, C_s stage s's compute per step (all its microbatches):
- *  - flushed (a collective over several stages ends every step, as Megatron's grad-norm and
- *    tied-embedding AllReduces do after forward_backward_pipelining_without_interleaving,
+/* A pipeline's step, C_s stage s's compute per step (all its microbatches; its compute gaps
+ * only: a Recv's wait for its Send is the Recv's duration, the bubble, not the stage's work):
+ *  - flushed (the gradients come back to the first stage, whose next forward waits for its
+ *    last backward, or a collective over several stages ends every step, as Megatron's
+ *    grad-norm and tied-embedding AllReduces do after
+ *    forward_backward_pipelining_without_interleaving,
  *    megatron/core/pipeline_parallel/schedules.py:2276-2279 the warm-up, :2416-2450 the steady
  *    state and the cool-down): the slowest stage's microbatch paces the M - 1 microbatches of
  *    the steady state and every stage's microbatch passes once through the fill and the drain:
  *    step = (M - 1) x max_s(t_s) + sum_s(t_s) + the transfers, t_s = C_s / M;
- *  - not flushed: the next step's fill runs under the previous one's drain, and the slowest
- *    stage alone paces the step: step = max_s(C_s) + the transfers (M = 0 here).
+ *  - not flushed (forward only): the next step's fill runs under the previous one's drain, and
+ *    the slowest stage alone paces the step: step = max_s(C_s) + the transfers (M = 0 here).
  * The gain of counts that take the slowest stage's compute from cmax to bal and the stages'
  * total from sum_now to sum_bal. */
 static double pp_gain(int M, double cmax, double bal, double sum_now, double sum_bal) {
