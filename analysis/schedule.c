@@ -18,6 +18,8 @@ struct smem { /* one (communicator, member) */
   int rank;
   const char *host;
   int64_t first_seq, last_seq; /* the instances its compute gaps came from */
+  bool flagged, slow;          /* cs_sched_judge: a straggler already; slower than its stage peers */
+  double peers;                /* its stage peers' median gap (surface) */
   int peer[2], npeers;         /* the distinct peers it sent to or received from, up to two */
   bool peer_over;              /* a third peer: not a chain */
   bool first_seen, first_send;
@@ -345,10 +347,28 @@ static void verdict_add(struct cs_sched *s, const struct cs_sched_verdict *v) {
   if (s->nv < s->capv) s->v[s->nv++] = *v;
 }
 
-static bool flagged(const struct cs_det_result *r, uint64_t comm, int rank) {
-  for (size_t i = 0; i < r->nstragglers; i++)
-    if (r->stragglers[i].comm == comm && r->stragglers[i].rank == rank) return true;
-  return false;
+/* a member of a cross-stage communicator with its stage and mean compute gap there */
+struct sentry {
+  int stage;
+  size_t nmem;
+  double gap;
+  struct smem *m;
+};
+
+static int cmp_sentry(const void *pa, const void *pb) {
+  const struct sentry *a = pa, *b = pb;
+  if (a->stage != b->stage) return a->stage < b->stage ? -1 : 1;
+  if (a->nmem != b->nmem) return a->nmem < b->nmem ? -1 : 1;
+  if (a->gap != b->gap) return a->gap < b->gap ? -1 : 1;
+  if (a->m->k.comm != b->m->k.comm) return a->m->k.comm < b->m->k.comm ? -1 : 1;
+  return a->m->k.comm_rank < b->m->k.comm_rank ? -1 : a->m->k.comm_rank > b->m->k.comm_rank;
+}
+
+/* the median of the sorted v[0..k-1] without v[skip]; k >= 2 */
+static double median_without(const struct sentry *v, size_t k, size_t skip) {
+  size_t n = k - 1, a = (n - 1) / 2, b = n / 2;
+  double x = v[a < skip ? a : a + 1].gap, y = v[b < skip ? b : b + 1].gap;
+  return 0.5 * (x + y);
 }
 
 /* A rank slower than its stage's peers at a cross-stage communicator that the detector did
@@ -356,39 +376,70 @@ static bool flagged(const struct cs_det_result *r, uint64_t comm, int rank) {
  * (the first stage, whose backward ends last), so a slow middle stage's GPU delays the whole
  * replica without arriving last. Its compute gap there (the stream's time outside NCCL
  * since that communicator's previous instance: its own compute, a Recv's wait for its Send
- * being the Recv's duration, not a gap) against its stage peers' median names it. Returns
- * how many were added; an allocation that fails adds none. */
+ * being the Recv's duration, not a gap) against the median of the other members of its stage
+ * at cross-stage communicators of as many members (the same collective of the other
+ * replicas) names it. Sorted once: O(m log m) for m such members. Returns how many were
+ * added; out of memory adds none. */
 static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
-  size_t added = 0;
+  size_t n = 0, added = 0;
   struct smem *m, *mt;
   HASH_ITER(hh, s->mem, m, mt) {
-    if (m->gap_n < 2 || m->rank < 0) continue;
+    m->flagged = m->slow = false;
     struct scomm *c;
     HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
-    int stage = rank_stage(s, m->rank);
-    if (!c || c->kind != CS_SCHED_CROSS_STAGE || stage < 0 || flagged(r, m->k.comm, m->rank)) continue;
-    double gap = m->gap_sum / (double)m->gap_n, peers = stage_peer_gap(s, stage, m->rank, c->nmem);
-    if (!(peers > 0) || !(gap > (1 + CS_SCHED_STAGE_EXCESS) * peers)) continue;
-    struct cs_det_straggler *ns = realloc(r->stragglers, (r->nstragglers + 1) * sizeof *ns);
-    if (!ns) return added;
-    r->stragglers = ns;
+    n += c && c->kind == CS_SCHED_CROSS_STAGE && m->gap_n && m->rank >= 0 && rank_stage(s, m->rank) >= 0;
+  }
+  for (size_t i = 0; i < r->nstragglers; i++) {
+    m = r->stragglers[i].comm_rank >= 0 ? find_mem(s, r->stragglers[i].comm, r->stragglers[i].comm_rank) : NULL;
+    if (m && m->rank == r->stragglers[i].rank) m->flagged = true;
+  }
+  struct sentry *e = n ? malloc(n * sizeof *e) : NULL;
+  if (!e) return 0;
+  size_t k = 0;
+  HASH_ITER(hh, s->mem, m, mt) {
+    struct scomm *c;
+    HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
+    int stage = m->rank >= 0 ? rank_stage(s, m->rank) : -1;
+    if (c && c->kind == CS_SCHED_CROSS_STAGE && m->gap_n && stage >= 0 && k < n)
+      e[k++] = (struct sentry){stage, c->nmem, m->gap_sum / (double)m->gap_n, m};
+  }
+  qsort(e, k, sizeof *e, cmp_sentry);
+  for (size_t lo = 0, hi; lo < k; lo = hi) {
+    for (hi = lo + 1; hi < k && e[hi].stage == e[lo].stage && e[hi].nmem == e[lo].nmem;) hi++;
+    for (size_t i = lo; hi - lo >= 2 && i < hi; i++) {
+      m = e[i].m;
+      m->peers = median_without(e + lo, hi - lo, i - lo);
+      m->slow = !m->flagged && m->gap_n >= 2 && m->peers > 0 && e[i].gap > (1 + CS_SCHED_STAGE_EXCESS) * m->peers;
+      added += m->slow;
+    }
+  }
+  struct cs_det_straggler *ns = added ? realloc(r->stragglers, (r->nstragglers + added) * sizeof *ns) : NULL;
+  if (!ns) {
+    free(e);
+    return 0;
+  }
+  r->stragglers = ns;
+  for (size_t i = 0; i < k; i++) {
+    if (!(m = e[i].m)->slow) continue;
+    struct scomm *c;
+    HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
     ns[r->nstragglers++] = (struct cs_det_straggler){.comm = m->k.comm,
-                                                     .comm_size = (int)c->nmem,
+                                                     .comm_size = (int)e[i].nmem,
                                                      .comm_rank = m->k.comm_rank,
                                                      .rank = m->rank,
                                                      .host = m->host,
                                                      .kind = CS_DET_COMPUTE,
                                                      .window_instances = m->gap_n,
                                                      .median_dur_us = -1,
-                                                     .gap_us = gap,
-                                                     .peer_gap_us = peers,
+                                                     .gap_us = e[i].gap,
+                                                     .peer_gap_us = m->peers,
                                                      .first_flag_instance = 1,
                                                      .first_flag_seq = m->first_seq,
                                                      .last_flag_seq = m->last_seq,
-                                                     .comm_last_seq = c->last_seq};
-    verdict_add(s, &(struct cs_sched_verdict){m->k.comm, m->rank, stage, gap, peers, true});
-    added++;
+                                                     .comm_last_seq = c ? c->last_seq : m->last_seq};
+    verdict_add(s, &(struct cs_sched_verdict){m->k.comm, m->rank, e[i].stage, e[i].gap, m->peers, true});
   }
+  free(e);
   return added;
 }
 

@@ -12,7 +12,9 @@ Cases:
       lateness findings the stage order explains; the balance section is the pipeline's;
   mp_slow: the same with rank 2 (stage 1) 10 % slower (slow:rank=2,compute=10): exactly rank 2
       is a straggler, named as stage 1 against its stage's peer (it never arrives last: the
-      drain's stage 0 does, so the schedule names it from its compute gap);
+      drain's stage 0 does, so the schedule names it from its compute gap); rank 0 (stage 0)
+      10 % slower: the detector's findings on rank 0 at the grad-norm and the tied embedding,
+      each kept against its stage's peer, and no second finding for either;
   pp_layers: pipeline (one stage per rank, 4 H100s) --layers 8,8,8,8: no advice; 4,8,8,12:
       the report proposes 8,8,8,8 (the steps flushed: the gradients come back to stage 0), and
       applied it realises >= 80 % of the predicted gain;
@@ -100,6 +102,19 @@ def case_mp_slow(cli, apps, tmp):
     # rank 2 delays its replica's pipeline but never arrives last (the drain's stage 0 and the
     # tied embedding's stage 3 do, as in mp_clean): all 6 lateness findings explained
     assert p["explained_by_schedule"] == 6, p
+    # stage 0 slow: the detector flags rank 0 at both cross-stage AllReduces (the drain's stage
+    # is last there anyway); the schedule keeps both against rank 1 and adds none of its own
+    _, r = megatron(cli, apps, tmp, "slow0", faults="slow:rank=0,compute=10")
+    got = [(s["rank"], s["kind"]) for s in r["stragglers"]]
+    print("stragglers:", got)
+    assert got == [(0, "compute"), (0, "compute")], r["stragglers"]
+    p = check_schedule(r)
+    slow = [(s["stage"], s["rank"], round(s["gap_us"], 1), round(s["stage_gap_us"], 1)) for s in p["slow_stages"]]
+    print("slow stages:", slow, "explained:", p["explained_by_schedule"])
+    # 8 passes of 1.1 ms against 8 of 1 ms, the modeled figures to 0.1 us (the mean of 29 gaps)
+    assert len(slow) == 2 and all(x[:2] == (0, 0) and abs(x[2] - 9068.25) <= 0.1 and abs(x[3] - 8268.3) <= 0.1
+                                  for x in slow), p["slow_stages"]
+    assert p["explained_by_schedule"] == 4, p
 
 
 def measured_step_us(d, n):
