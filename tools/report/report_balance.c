@@ -343,6 +343,36 @@ static void judge_ranks(struct bal_view *v, const struct report_health *h) {
   }
 }
 
+/* the new shares' gain step by step (each rank's compute of that step scaled by share /
+ * share_now; the step's slowest before less the slowest after): its 95 % interval over the
+ * last steps every rank holds; NaN with fewer than two. Noise between steps (a wall clock's, a
+ * data loader's) widens it: advice only when the gain stands out of it (advise()). */
+static void dp_gain_interval(struct report_balance *b) {
+  const struct bal_view *v = &b->dp;
+  size_t K = BAL_STEPS;
+  for (size_t i = 0; i < v->n; i++)
+    if (v->r[i].nstep < K) K = v->r[i].nstep;
+  b->dp_gain_steps = K;
+  b->dp_gain_lo = b->dp_gain_hi = NAN;
+  if (K < 2) return;
+  double sum = 0, sq = 0;
+  for (size_t k = 0; k < K; k++) {
+    double before = 0, after = 0;
+    for (size_t i = 0; i < v->n; i++) {
+      const struct bal_rank *r = &v->r[i];
+      double c = r->step_c[r->nstep - K + k], c2 = r->share_now > 0 ? c * r->share / r->share_now : c;
+      if (c > before) before = c;
+      if (c2 > after) after = c2;
+    }
+    sum += before - after;
+    sq += (before - after) * (before - after);
+  }
+  double mean = sum / (double)K, var = (sq - (double)K * mean * mean) / (double)(K - 1);
+  double half = bal_t975(K - 1) * sqrt(var > 0 ? var / (double)K : 0);
+  b->dp_gain_lo = mean - half;
+  b->dp_gain_hi = mean + half;
+}
+
 /* data parallel: shares proportional to speed (today's share / compute), summing to 1 */
 static void dp_model(struct report_balance *b, const double *shares, size_t nshares) {
   struct bal_view *v = &b->dp;
@@ -372,6 +402,7 @@ static void dp_model(struct report_balance *b, const double *shares, size_t nsha
   v->step_bal = step_max - (cmax - v->compute_bal);
   if (v->step_bal < v->compute_bal) v->step_bal = v->compute_bal;
   v->gain_pct = 100.0 * (v->step_now - v->step_bal) / v->step_now;
+  dp_gain_interval(b);
 }
 
 /* groups of the data-parallel ranks by GPU model and by host: mean compute, summed share */
@@ -411,6 +442,8 @@ static void advise(struct report_balance *b) {
   /* a pipeline's gain must stand out of its spread across steps: an interval that reaches
    * zero (or none, under two steps) is no gain to act on */
   if (v == &b->pp && b->layers_ok && !(b->pp_gain_lo > 0)) gain = 0;
+  bool dp_unsure = v == &b->dp && !(b->dp_gain_lo > 0);
+  if (dp_unsure) gain = 0;
   if (nthr) {
     b->action = nmod ? "fix_then_balance" : "fix";
     len += (size_t)snprintf(b->advice + len, sizeof b->advice - len, "fix the node first: a throttled GPU is a fault (");
@@ -428,10 +461,10 @@ static void advise(struct report_balance *b) {
              100.0 * (SLOW_FRAC - 1));
   } else if (gain >= 0 && gain < MIN_GAIN_PCT) {
     b->action = "none";
-    if (v == &b->pp && !(b->pp_gain_lo > 0))
+    if ((v == &b->pp && !(b->pp_gain_lo > 0)) || dp_unsure)
       snprintf(b->advice, sizeof b->advice,
                "balanced: the predicted gain (%.1f %% of the step) is not above zero at 95 %% across %zu steps",
-               v->gain_pct, b->pp_gain_steps);
+               v->gain_pct, v == &b->pp ? b->pp_gain_steps : b->dp_gain_steps);
     else
       snprintf(b->advice, sizeof b->advice, "balanced: rebalancing would gain %.1f %% of the step", gain);
     /* then no rank is slow for no cause either: what it costs the step is under the mark

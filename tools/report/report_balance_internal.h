@@ -95,6 +95,8 @@ struct report_balance {
   bool flushed;                  /* a cross-stage collective ends the steps: fill and drain count */
   double pp_gain_lo, pp_gain_hi; /* the predicted gain's 95 % interval across steps (us) */
   size_t pp_gain_steps;
+  double dp_gain_lo, dp_gain_hi; /* the same for the data-parallel shares (us) */
+  size_t dp_gain_steps;
   struct cs_sched *sched; /* the pipeline schedule gathered from the same instances */
   struct cs_sched_op *sop;
   size_t sopcap;
@@ -103,6 +105,9 @@ struct report_balance {
   const char *action;
   char advice[1024];
 };
+
+/* Student's t at 97.5 % for df degrees of freedom (INFINITY for 0) */
+double bal_t975(size_t df);
 
 /* the pipeline's model (tools/report/report_balance_pipeline.c), b->pp built: stage order,
  * microbatches, layer counts, predicted step and its interval */

@@ -93,6 +93,9 @@ json_t *report_balance_json(const struct report_balance *b) {
                         ci ? json_pack("[f,f]", b->pp_gain_lo, b->pp_gain_hi) : json_null());
     json_object_set_new(o, "pipeline_gain_steps", json_integer((json_int_t)b->pp_gain_steps));
   }
+  if (b && b->dp.ok)
+    json_object_set_new(o, "gain_us_ci",
+                        isfinite(b->dp_gain_lo) ? json_pack("[f,f]", b->dp_gain_lo, b->dp_gain_hi) : json_null());
   json_object_set_new(o, "action", json_string(b && b->action ? b->action : "none"));
   json_object_set_new(o, "advice", json_string(b ? b->advice : ""));
   json_t *notes = json_array();

@@ -32,7 +32,7 @@ static double pp_gain(int M, double cmax, double bal, double sum_now, double sum
 }
 
 /* Student's t at 97.5 % for df 1..30; beyond, the normal's */
-static double t975(size_t df) {
+double bal_t975(size_t df) {
   static const double t[30] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
                                2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
                                2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
@@ -67,7 +67,7 @@ static void pp_gain_interval(struct report_balance *b) {
     sq += g * g;
   }
   double mean = sum / (double)K, var = (sq - (double)K * mean * mean) / (double)(K - 1);
-  double half = t975(K - 1) * sqrt(var > 0 ? var / (double)K : 0);
+  double half = bal_t975(K - 1) * sqrt(var > 0 ? var / (double)K : 0);
   b->pp_gain_lo = mean - half;
   b->pp_gain_hi = mean + half;
 }
