@@ -53,6 +53,7 @@ static size_t cost_cap(const struct cs_det_params *p) { return p->cost_window ? 
 static double cost_share(const struct cs_det_params *p) { return p->cost_share > 0 ? p->cost_share : 0.05; }
 static size_t cost_min(const struct cs_det_params *p) { return p->cost_min ? p->cost_min : 2; }
 static double cost_z(const struct cs_det_params *p) { return p->cost_z > 0 ? p->cost_z : 3; }
+static const double cost_ratio = 4; /* its cost over the median of its peers' */
 
 void cs_det_cost_free(struct cstate *C) {
   if (!C->cost) return;
@@ -222,6 +223,14 @@ bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, do
    * makes ranks wait (the data gives a random rank the hot expert every step), every rank's
    * fair share can pass the floor */
   if (excess < share * (double)K->elapsed_ns) return false;
+  /* and at least cost_ratio x the median of the other ranks' costs: where the work makes a
+   * random rank late by a lot each step, one of 8 ranks draws 2-3 times the median's share
+   * over some window of a long job (the z above, over one window, cannot see how many windows
+   * a job has), 4 times hardly ever; a stalled rank's peers cost about nothing */
+  size_t m = 0;
+  for (size_t j = 0; j < K->nr; j++)
+    if (j != (size_t)r) K->scr[m++] = (double)K->r[j].cost_ns;
+  if ((double)q->cost_ns < cost_ratio * cs_det_median_mid(K->scr, m)) return false;
   q->share = (double)q->cost_ns / (double)K->elapsed_ns;
   cost_fig(K, r, q);
   q->ok = true;
