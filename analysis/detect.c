@@ -24,6 +24,10 @@ void cs_det_params_default(struct cs_det_params *p) {
   p->floor_us = 20.0;
   p->frac = 0.015;
   p->link_floor_us = 10000;
+  p->cost_window = 300; /* the cost rule (detect_cost.c) */
+  p->cost_share = 0.05;
+  p->cost_min = 2;
+  p->cost_z = 3;
 }
 
 static int env_num(const char *name, double *out, double lo, double hi) {

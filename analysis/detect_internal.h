@@ -98,7 +98,8 @@ struct cstate {
   size_t nents, capents;
   struct cs_det_straggler *str;
   size_t nstr, capstr;
-  UT_hash_handle hh; /* the stream's table of communicators */
+  struct cost_state *cost; /* the cost rule's window (detect_cost.c), NULL until the first instance */
+  UT_hash_handle hh;       /* the stream's table of communicators */
 };
 
 /* the data-load fit (detect_dataload.c): a rank's arrival offset against the P2P bytes it
@@ -176,6 +177,14 @@ void cs_det_figures(const struct cs_det_pt *pt, size_t w, bool by_last, double m
  * [lo, hi); peers: every instance's peer gap (else only where r arrived last) */
 const struct ent *cs_det_find_ent(const struct ent *ents, size_t e0, size_t ne, int r);
 void cs_det_fill_pts(struct cstate *C, size_t lo, size_t hi, int r, bool peers);
+
+/* the cost rule (detect_cost.c): the instance just fed into its window (0, or -1 out of memory);
+ * whether comm_rank r meets it now (*off: its median lateness where it cost its peers; call
+ * once per rank and instance, when no other rule held); a flagged rank's rule and cost figures */
+int cs_det_cost_feed(struct cstate *C, const struct cs_det_params *p);
+bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, double *off);
+void cs_det_cost_figures(const struct cstate *C, int r, bool by_last, struct cs_det_straggler *s);
+void cs_det_cost_free(struct cstate *C);
 
 /* one communicator's window (detect_window.c) and its final analysis (detect_finish.c) */
 void cs_det_cstate_free(struct cstate *C);

@@ -26,6 +26,7 @@ void cs_det_cstate_free(struct cstate *C) {
   free(C->in);
   free(C->ents);
   free(C->str);
+  cs_det_cost_free(C);
   memset(C, 0, sizeof *C);
 }
 
@@ -359,6 +360,7 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
       held = r;
     }
     if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, thr, C->pts, W->w, C->scratch, &off, &late);
+    if (!ok) ok = cs_det_cost_rule(C, p, r, &off); /* detect_cost.c */
     R->ok = ok;
     R->grouped = false;
     R->off = !ok ? 0 : by_last ? W->s_last.lateness_us
@@ -386,6 +388,7 @@ static int record_flag(struct cstate *C, struct window *W, int r) {
   if (W->med < 0) W->med = window_median(C, W);
   cs_det_fill_pts(C, W->lo, i + 1, r, !by_last);
   cs_det_figures(C->pts, W->w, by_last, W->med, C->scratch, &s);
+  cs_det_cost_figures(C, r, by_last, &s);
   s.comm = C->comm;
   s.comm_size = C->csize;
   s.comm_rank = r;
@@ -449,6 +452,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   if (add_instance(C, seq, &A) < 0) return -1;
   struct window W;
   slide_window(C, p, &W);
+  if (cs_det_cost_feed(C, p) < 0) return -1;
   C->any_flagged_now = false;
   for (int r = 0; r < C->csize; r++) C->rs[r].flagged_now = false;
   if (W.w >= p->min_instances) {

@@ -25,7 +25,13 @@
  *   last_count / instances_in_window >= max(share, p0 + z * sqrt(p0 (1 - p0) / n)) with
  *   p0 = 1 / comm_size, n = instances_in_window (arriving last that often is z standard
  *   deviations above chance), and the median lateness of its last-arrivals >=
- *   max(floor_us, frac * median duration).
+ *   max(floor_us, frac * median duration);
+ *  cost rule (a rank late rarely or on alternate steps, by a lot: analysis/detect_cost.c): over
+ *   the last cost_window instances, the sum of its lateness where it arrived last by more than
+ *   max(floor_us, frac * the instance's median duration, 3 x the median lateness of the last
+ *   `window` instances) is >= cost_share of the window's elapsed time, in >= cost_min
+ *   instances, and cost_z standard deviations above its fair share (1 / comm_size of all such
+ *   lateness, the variance of a random last rank).
  * "median duration" = the median over the window's instances of their median duration.
  * kind: the compute gap of a collective = its stream's idle time since the rank's previous
  * collective of the communicator there (collscope/compute_gap.h), the idle time before the
@@ -146,6 +152,12 @@ struct cs_det_params {
   double frac;            /* COLLSCOPE_STRAGGLER_FRAC, default 0.015 (of the median duration) */
   double link_floor_us;   /* COLLSCOPE_LINK_FLOOR_US, default 10000: a <= 64 KiB collective this
                              slow with no last arrival is a link problem */
+  /* the cost rule (analysis/detect_cost.c); 0 in any of these: its default */
+  unsigned cost_window; /* instances its window holds, default 300 */
+  double cost_share;    /* the smallest share of the window's elapsed time its peers waited
+                           for the rank, default 0.05 (above 1: the rule is off) */
+  unsigned cost_min;    /* the fewest instances it cost them, default 2 */
+  double cost_z;        /* its cost above its fair share, in standard deviations, default 3 */
 };
 void cs_det_params_default(struct cs_det_params *p);
 /* Defaults overridden by the environment variables above (bad values: default kept).
@@ -155,6 +167,14 @@ int cs_det_params_env(struct cs_det_params *p);
 enum cs_det_kind { CS_DET_COMPUTE = 0,
                    CS_DET_LINK = 1 };
 static inline const char *cs_det_kind_name(int k) { return k == CS_DET_LINK ? "link" : "compute"; }
+/* the rule a finding comes from: offset (the offset, recent or fresh rule), share-last, cost */
+enum cs_det_rule { CS_DET_RULE_OFFSET = 0,
+                   CS_DET_RULE_LAST = 1,
+                   CS_DET_RULE_COST = 2 };
+static inline const char *cs_det_rule_name(int r) {
+  return r == CS_DET_RULE_COST ? "cost" : r == CS_DET_RULE_LAST ? "share-last"
+                                                                : "offset";
+}
 
 struct cs_det_straggler {
   uint64_t comm;
@@ -176,6 +196,13 @@ struct cs_det_straggler {
   int64_t first_flag_ns, last_flag_ns; /* its op's end_ns in those two instances (its own clock;
                                           0 for kind link with rank -1) */
   int64_t comm_last_seq;               /* the comm's last instance the detector evaluated */
+  int rule;                            /* enum cs_det_rule: the rule that held at its last flag */
+  /* the cost rule's figures (rule CS_DET_RULE_COST; 0 otherwise), over its cost window */
+  double cost_share;       /* its peers' wait for it over the window's elapsed time */
+  size_t late_instances;   /* the instances it cost them (last, beyond the comm's noise) */
+  size_t cost_instances;   /* the instances of the cost window */
+  size_t period_instances; /* the instances between two of those when regular (0: not) */
+  double stall_us;         /* the median of its lateness there */
 };
 
 /* A finding is ongoing while the detector still flags it at the comm's last instance; else it

@@ -78,6 +78,16 @@ void cli_text_stragglers_causes(const struct cs_det_result *det, const struct cs
             causes ? causes[i] : "");
   }
   if (!det->nstragglers) fprintf(o, "  (none)\n");
+  /* the cost rule's findings: how much of the time the others waited, how often, how long */
+  for (size_t i = 0; i < det->nstragglers; i++) {
+    const struct cs_det_straggler *s = &det->stragglers[i];
+    if (s->rule != CS_DET_RULE_COST) continue;
+    char per[48] = "";
+    if (s->period_instances) snprintf(per, sizeof per, ", every %zu", s->period_instances);
+    fprintf(o, "  cost rule: rank %d comm %s: its peers waited for it %.1f%% of the last %zu instances' time; late in %zu of them%s, median %.1f us\n",
+            s->rank, cs_comm_hex(s->comm, hex), s->cost_share * 100, s->cost_instances, s->late_instances, per,
+            s->stall_us);
+  }
 }
 
 json_t *cli_json_stragglers(const struct cs_det_result *det) {
@@ -104,6 +114,15 @@ json_t *cli_json_stragglers(const struct cs_det_result *det) {
     json_object_set_new(o, "comm_last_seq", json_integer(s->comm_last_seq));
     json_object_set_new(o, "ongoing", json_boolean(cs_det_straggler_ongoing(s)));
     json_object_set_new(o, "kind", json_string(cs_det_kind_name(s->kind)));
+    /* which rule named it (a link entry with no rank: none), and the cost rule's figures */
+    json_object_set_new(o, "rule", s->rank < 0 ? json_null() : json_string(cs_det_rule_name(s->rule)));
+    if (s->rule == CS_DET_RULE_COST) {
+      json_object_set_new(o, "cost_share", json_real(s->cost_share));
+      json_object_set_new(o, "late_instances", jcount(s->late_instances));
+      json_object_set_new(o, "cost_instances", jcount(s->cost_instances));
+      json_object_set_new(o, "period_instances", s->period_instances ? jcount(s->period_instances) : json_null());
+      json_object_set_new(o, "stall_us", json_real(s->stall_us));
+    }
     json_array_append_new(a, o);
   }
   return a;

@@ -57,7 +57,11 @@ static struct onset_fault {
     double amount;
     long long from;
     _Atomic uint64_t at;
+    long long every; /* hostdelay: on a host thread's 1st, 1 + every-th, ... synchronize after onset (0: each) */
 } g_hostdelay[MODEL_MAX_FAULTS], g_compute[MODEL_MAX_FAULTS];
+/* per host thread and hostdelay fault: its synchronizes after onset so far (each thread its own
+ * count: the shim's clock-anchor thread synchronizes on its own wall-clock schedule) */
+static __thread long long tls_synced[MODEL_MAX_FAULTS];
 static int g_nhostdelay, g_ncompute;       /* hostdelay:us=N (amount us), slow:compute=P (amount %) */
 /* the rank's throttles (tests/sim/nvml/simhealth.c): active once collective `seq` completed
  * until collective `until` completed (-1: open); on the modeled clock from/to those
@@ -79,11 +83,11 @@ int simcuda_model_on(void)
     return m;
 }
 
-/* hostdelay:rank=R,us=N[,from=S] and slow:rank=R,compute=P[,from=S] (R = this process's
+/* hostdelay:rank=R,us=N[,from=S][,every=N] and slow:rank=R,compute=P[,from=S] (R = this process's
  * RANK): appended to g_hostdelay / g_compute; other slow forms are libnccl.so.2's */
 static void parse_rank_fault(char *kvs, long rank, int compute)
 {
-    long r = -1, from = 0;
+    long r = -1, from = 0, every = 0;
     double amount = -1;
     char *save = NULL;
     for (char *kv = strtok_r(kvs, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
@@ -96,6 +100,7 @@ static void parse_rank_fault(char *kvs, long rank, int compute)
         else if (!compute && !strncmp(kv, "us=", 3) && v >= 0 && v < 100000000 && v == (double)(long)v) amount = v;
         else if (compute && !strncmp(kv, "compute=", 8) && v > 0 && v <= 1000) amount = v;
         else if (compute && !strncmp(kv, "every=", 6)) return;   /* libnccl.so.2 rejects it */
+        else if (!strncmp(kv, "every=", 6) && v >= 1 && v <= 1000000 && v == (double)(long)v) every = (long)v;
         else if (!strncmp(kv, "us=", 3) || !strncmp(kv, "pct=", 4) || !strncmp(kv, "every=", 6)) return;
     }
     struct onset_fault *list = compute ? g_compute : g_hostdelay;
@@ -103,6 +108,7 @@ static void parse_rank_fault(char *kvs, long rank, int compute)
     if (r >= 0 && r == rank && amount > 0 && *n < MODEL_MAX_FAULTS) {
         list[*n].amount = amount;
         list[*n].from = from;
+        list[*n].every = every;
         (*n)++;
     }
 }
@@ -223,8 +229,8 @@ void simcuda_model_advance_to(uint64_t t)
 }
 
 /* the sum of g_compute's (or g_hostdelay's) amounts whose onset has passed on device dev for
- * work starting now (the modeled clock: the calling worker's or host thread's time) */
-static double onset_sum(struct onset_fault *list, int n, int dev)
+ * work starting now; sync: a host synchronize, counted for the `every=` period (hostdelay) */
+static double onset_sum_at(struct onset_fault *list, int n, int dev, int sync)
 {
     double sum = 0;
     int model = simcuda_model_on();
@@ -232,9 +238,18 @@ static double onset_sum(struct onset_fault *list, int n, int dev)
     uint64_t now = model ? simcuda_model_now() : 0;
     for (int i = 0; i < n; i++) {
         uint64_t at = model ? atomic_load_explicit(&list[i].at, memory_order_acquire) : 0;
-        if (list[i].from <= 0 || (model ? at && at - 1 <= now : done >= list[i].from - 1)) sum += list[i].amount;
+        if (!(list[i].from <= 0 || (model ? at && at - 1 <= now : done >= list[i].from - 1))) continue;
+        if (sync && list[i].every > 1 && tls_synced[i]++ % list[i].every) continue;
+        sum += list[i].amount;
     }
     return sum;
+}
+
+/* the sum of g_compute's (or g_hostdelay's) amounts whose onset has passed on device dev for
+ * work starting now (the modeled clock: the calling worker's or host thread's time) */
+static double onset_sum(struct onset_fault *list, int n, int dev)
+{
+    return onset_sum_at(list, n, dev, 0);
 }
 
 /* libnccl.so.2 ran collective seq of the first communicator on this worker (its completion:
@@ -333,7 +348,7 @@ void sim_model_after_sync(void)
 {
     pthread_once(&params_once, params_read);
     if (!g_nhostdelay || tls_worker) return;
-    unsigned us = (unsigned)onset_sum(g_hostdelay, g_nhostdelay, sim_cur_dev());
+    unsigned us = (unsigned)onset_sum_at(g_hostdelay, g_nhostdelay, sim_cur_dev(), 1);
     if (!us) return;
     if (simcuda_model_on()) { tls_host_vt += (uint64_t)us * 1000u; return; }
     struct timespec ts = { us / 1000000u, (long)(us % 1000000u) * 1000L };

@@ -125,7 +125,7 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
     }
     else if (!strcmp(k, "from") && isnum && num >= 0 && f->kind != SN_F_JITTER) f->from = num;
     else if (!strcmp(k, "until") && isnum && num >= 1 && f->kind == SN_F_SLOW) f->until = num;
-    else if (!strcmp(k, "every") && isnum && num >= 1 && num <= 1000000 && f->kind == SN_F_SLOW) {
+    else if (!strcmp(k, "every") && isnum && num >= 1 && num <= 1000000 && (f->kind == SN_F_SLOW || f->kind == SN_F_HOSTDELAY)) {
       f->every = num;
       have_every = 1;
     }

@@ -1,0 +1,255 @@
+/* analysis/detect_cost.c: the cost rule: per rank of a communicator, the time its peers spent
+ * waiting for it over the last cost_window instances, as a share of those instances' elapsed
+ * time. It names a rank that is late in a minority of instances, by a lot (a data loader that
+ * stalls every 50 steps, a host stall on every other step), which the windowed rules, built on
+ * how often a rank is late, never see (include/collscope/detect.h states the rule).
+ *
+ * The wait an instance charges: the lateness of its last rank (detect_window.c), where it is
+ * beyond max(the floor, 3 x the median lateness of the last `window` instances): in a clean
+ * job every rank is last by chance, by about the noise, and charges nothing. An instance whose
+ * members moved different Send/Recv bytes before it charges nothing either (its lateness
+ * follows the data).
+ * The elapsed time: per instance, the median over its ranks of the time from the end of their
+ * op in the previous instance to the end of their op in this one, each on its own clock (no
+ * clock sync needed; the median is robust to one rank's clock or a missing op), summed over
+ * the window. Every instance ends at about the same time on every rank (the last arrival
+ * releases them all), so the sum is the window's wall time, stalls, compute and gaps included.
+ * Memory: cost_window slots per communicator and a few figures per rank. */
+#include "detect_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct cost_slot {
+  int last;          /* the rank charged, -1 none */
+  int64_t charge_ns; /* its lateness, 0 when not charged */
+  int64_t dt_ns;     /* the elapsed time since the previous instance */
+  double gap, pgap;  /* the last rank's compute gap and its peers' median (-1 unknown) */
+};
+
+struct cost_rank {
+  int64_t cost_ns; /* the charges to it over the window */
+  size_t k;        /* how many */
+  int64_t prev_t;  /* its op's end_ns in instance prev_ai */
+  size_t prev_ai;
+  bool has_prev;
+  bool ok; /* the rule held for it at the current instance, with these figures */
+  double share, stall_us, gap, pgap;
+  size_t period;
+  int kind;
+};
+
+struct cost_state {
+  struct cost_slot *slot; /* a ring of cap slots, the oldest at head */
+  size_t cap, head, n, ai;
+  int64_t elapsed_ns; /* the slots' dt_ns summed */
+  struct cost_rank *r;
+  size_t nr;
+  double *scr; /* max(2 cap, comm size, window + 1) doubles */
+  size_t nscr;
+};
+
+static size_t cost_cap(const struct cs_det_params *p) { return p->cost_window ? p->cost_window : 300; }
+static double cost_share(const struct cs_det_params *p) { return p->cost_share > 0 ? p->cost_share : 0.05; }
+static size_t cost_min(const struct cs_det_params *p) { return p->cost_min ? p->cost_min : 2; }
+static double cost_z(const struct cs_det_params *p) { return p->cost_z > 0 ? p->cost_z : 3; }
+static const double cost_ratio = 4; /* its cost over the median of its peers' */
+
+void cs_det_cost_free(struct cstate *C) {
+  if (!C->cost) return;
+  free(C->cost->slot);
+  free(C->cost->r);
+  free(C->cost->scr);
+  free(C->cost);
+  C->cost = NULL;
+}
+
+/* the state, sized for the comm's ranks; NULL out of memory */
+static struct cost_state *cost_state(struct cstate *C, const struct cs_det_params *p) {
+  struct cost_state *K = C->cost;
+  if (!K) {
+    K = calloc(1, sizeof *K);
+    if (!K) return NULL;
+    K->cap = cost_cap(p);
+    K->slot = calloc(K->cap, sizeof *K->slot);
+    C->cost = K;
+    if (!K->slot) return NULL;
+  }
+  size_t n = (size_t)C->csize, need = 2 * K->cap;
+  if (need < n) need = n;
+  if (need < (size_t)p->window + 1) need = (size_t)p->window + 1;
+  if (K->nscr < need) {
+    double *v = realloc(K->scr, need * sizeof *v);
+    if (!v) return NULL;
+    K->scr = v;
+    K->nscr = need;
+  }
+  if (K->nr < n) {
+    struct cost_rank *v = realloc(K->r, n * sizeof *v);
+    if (!v) return NULL;
+    memset(v + K->nr, 0, (n - K->nr) * sizeof *v);
+    K->r = v;
+    K->nr = n;
+  }
+  return K;
+}
+
+static int64_t to_ns(double us) { return us > 0 ? (int64_t)(us * 1e3 + 0.5) : 0; }
+
+int cs_det_cost_feed(struct cstate *C, const struct cs_det_params *p) {
+  struct cost_state *K = cost_state(C, p);
+  if (!K || !K->slot) return -1;
+  const struct inst *I = &C->in[C->nin - 1];
+  size_t ai = C->base + C->nin - 1, nd = 0;
+  for (size_t r = 0; r < K->nr; r++) K->r[r].ok = false;
+  /* the elapsed time since the previous instance, on each rank's own clock */
+  for (size_t e = I->e0; e < I->e0 + I->ne; e++) {
+    const struct ent *x = &C->ents[e];
+    struct cost_rank *q = &K->r[x->r];
+    if (q->has_prev && q->prev_ai + 1 == ai && x->t >= q->prev_t) K->scr[nd++] = (double)(x->t - q->prev_t);
+    q->prev_t = x->t;
+    q->prev_ai = ai;
+    q->has_prev = true;
+  }
+  int64_t dt = nd ? (int64_t)cs_det_median(K->scr, nd) : to_ns(I->med);
+  /* the noise: the median lateness of the last `window` instances */
+  size_t lo = C->nin > p->window ? C->nin - p->window : 0, nl = 0;
+  for (size_t i = lo; i < C->nin; i++) K->scr[nl++] = C->in[i].lateness;
+  double cut = 3 * cs_det_median(K->scr, nl), thr = cs_det_threshold(p, I->med);
+  if (cut < thr) cut = thr;
+  if (K->n == K->cap) { /* the oldest leaves */
+    const struct cost_slot *o = &K->slot[K->head];
+    if (o->charge_ns) {
+      K->r[o->last].cost_ns -= o->charge_ns;
+      K->r[o->last].k--;
+    }
+    K->elapsed_ns -= o->dt_ns;
+    K->head = (K->head + 1) % K->cap;
+    K->n--;
+  }
+  /* members that moved different Send/Recv bytes since their previous collective (an expert-
+   * parallel dispatch and combine): who arrives last follows the data (detect_dataload.c), and
+   * the data gives one rank the most work in a run of instances now and then, by chance */
+  bool data = false;
+  for (size_t e = I->e0 + 1; e < I->e0 + I->ne && !data; e++) data = C->ents[e].xb != C->ents[I->e0].xb;
+  struct cost_slot *s = &K->slot[(K->head + K->n++) % K->cap];
+  bool charged = !data && I->last >= 0 && (size_t)I->last < K->nr && I->lateness > cut;
+  s->last = charged ? I->last : -1;
+  s->charge_ns = charged ? to_ns(I->lateness) : 0;
+  s->dt_ns = dt;
+  s->gap = I->gap_last;
+  s->pgap = I->gap_peers;
+  K->elapsed_ns += dt;
+  K->ai = ai;
+  if (s->charge_ns) {
+    K->r[s->last].cost_ns += s->charge_ns;
+    K->r[s->last].k++;
+  }
+  return 0;
+}
+
+/* the median of v[0..n) of the values >= 0, -1 when none */
+static double median_known(double *v, size_t n) {
+  size_t k = 0;
+  for (size_t j = 0; j < n; j++)
+    if (v[j] >= 0) v[k++] = v[j];
+  return k ? cs_det_median(v, k) : -1;
+}
+
+/* rank r's figures over the window: its median charge, the kind from the gaps of those
+ * instances, the period between its stalls (its charges of at least half the median: a chance
+ * last arrival beyond the noise between two stalls is no stall) when regular (at least three,
+ * every interval within 10% (at least 1) of their median) */
+static void cost_fig(struct cost_state *K, int r, struct cost_rank *q) {
+  double *v = K->scr;
+  size_t k = 0;
+  for (size_t j = 0; j < K->n; j++) {
+    const struct cost_slot *s = &K->slot[(K->head + j) % K->cap];
+    if (s->last == r && s->charge_ns) v[k++] = (double)s->charge_ns / 1e3;
+  }
+  q->stall_us = cs_det_median(v, k);
+  double gap = 0, pgap = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    k = 0;
+    for (size_t j = 0; j < K->n; j++) {
+      const struct cost_slot *s = &K->slot[(K->head + j) % K->cap];
+      if (s->last == r && s->charge_ns) v[k++] = pass ? s->pgap : s->gap;
+    }
+    *(pass ? &pgap : &gap) = median_known(v, k);
+  }
+  q->gap = gap;
+  q->pgap = pgap;
+  q->kind = cs_det_kind(gap, pgap, q->stall_us);
+  size_t prev = 0, ni = 0;
+  bool seen = false;
+  for (size_t j = 0; j < K->n; j++) {
+    const struct cost_slot *s = &K->slot[(K->head + j) % K->cap];
+    if (s->last != r || !s->charge_ns || (double)s->charge_ns < 500 * q->stall_us) continue;
+    if (seen) v[ni++] = (double)(j - prev);
+    prev = j;
+    seen = true;
+  }
+  q->period = 0;
+  if (ni < 2) return;
+  for (size_t j = 0; j < ni; j++) v[ni + j] = v[j];
+  double m = cs_det_median(v + ni, ni), tol = m / 10 > 1 ? m / 10 : 1;
+  for (size_t j = 0; j < ni; j++)
+    if (v[j] > m + tol || v[j] < m - tol) return;
+  q->period = (size_t)(m + 0.5);
+}
+
+bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, double *off) {
+  struct cost_state *K = C->cost;
+  if (!K || r < 0 || (size_t)r >= K->nr || C->csize < 2) return false;
+  struct cost_rank *q = &K->r[r];
+  double share = cost_share(p);
+  /* the pre-checks, from the running sums: enough instances (at least the other rules' window:
+   * over a few dozen instances a rank that the data gives more work in three of them has a
+   * share well above chance by chance), enough charges, enough time */
+  if (K->n < p->window || q->k < cost_min(p) || !(K->elapsed_ns > 0) ||
+      (double)q->cost_ns < share * (double)K->elapsed_ns)
+    return false;
+  /* above its fair share: with the last rank of each charged instance drawn at random, its
+   * cost has mean p0 x the total and variance p0 (1 - p0) x the sum of the squared charges */
+  double tot = 0, sq = 0, p0 = 1.0 / C->csize;
+  for (size_t j = 0; j < K->n; j++) {
+    double c = (double)K->slot[(K->head + j) % K->cap].charge_ns;
+    tot += c;
+    sq += c * c;
+  }
+  double sd = cs_det_sqrt(p0 * (1 - p0) * sq), excess = (double)q->cost_ns - p0 * tot;
+  if (!(sd > 0) || excess < cost_z(p) * sd) return false;
+  /* and its cost beyond that fair share alone is cost_share of the time: where the work itself
+   * makes ranks wait (the data gives a random rank the hot expert every step), every rank's
+   * fair share can pass the floor */
+  if (excess < share * (double)K->elapsed_ns) return false;
+  /* and at least cost_ratio x the median of the other ranks' costs: where the work makes a
+   * random rank late by a lot each step, one of 8 ranks draws 2-3 times the median's share
+   * over some window of a long job (the z above, over one window, cannot see how many windows
+   * a job has), 4 times hardly ever; a stalled rank's peers cost about nothing */
+  size_t m = 0;
+  for (size_t j = 0; j < K->nr; j++)
+    if (j != (size_t)r) K->scr[m++] = (double)K->r[j].cost_ns;
+  if ((double)q->cost_ns < cost_ratio * cs_det_median_mid(K->scr, m)) return false;
+  q->share = (double)q->cost_ns / (double)K->elapsed_ns;
+  cost_fig(K, r, q);
+  q->ok = true;
+  *off = q->stall_us;
+  return true;
+}
+
+void cs_det_cost_figures(const struct cstate *C, int r, bool by_last, struct cs_det_straggler *s) {
+  const struct cost_state *K = C->cost;
+  s->rule = by_last ? CS_DET_RULE_LAST : CS_DET_RULE_OFFSET;
+  if (by_last || !K || r < 0 || (size_t)r >= K->nr || !K->r[r].ok) return;
+  const struct cost_rank *q = &K->r[r];
+  s->rule = CS_DET_RULE_COST;
+  s->kind = q->kind;
+  s->gap_us = q->gap; /* over the instances it cost its peers, as the kind */
+  s->peer_gap_us = q->pgap;
+  s->cost_share = q->share;
+  s->late_instances = q->k;
+  s->cost_instances = K->n;
+  s->period_instances = q->period;
+  s->stall_us = q->stall_us;
+}
