@@ -94,6 +94,7 @@ struct cstate {
   int64_t oldest;
   struct inst *in;
   size_t nin, capin, base, total;
+  size_t judged; /* instances the rules ran at (a window of >= min_instances) */
   struct ent *ents;
   size_t nents, capents;
   struct cs_det_straggler *str;
@@ -146,10 +147,16 @@ struct cs_det_counts { /* one rank's counts over the window (its pre-checks) */
 #define CS_DET_PRE_FRESH 4u
 /* which offset rules' pre-checks hold */
 unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_counts *c);
-/* the smallest lateness or offset a rule accepts, from the window's median duration */
-double cs_det_threshold(const struct cs_det_params *p, double med);
+/* the smallest lateness or offset a rule accepts: max(floor_us, min(frac x the window's median
+ * duration, CS_DET_GAP_FLOOR x the rank's median compute gap)); gap < 0: unknown, frac alone */
+#define CS_DET_GAP_FLOOR 0.1
+double cs_det_threshold(const struct cs_det_params *p, double med, double gap);
 /* the median over pt[0..w) of the instances' median durations (scratch: w doubles) */
 double cs_det_window_med(const struct cs_det_pt *pt, size_t w, double *scratch);
+/* the floor of a rank's offset rules: cs_det_threshold with its median known compute gap over
+ * pt[0..w) (scratch: w doubles) */
+double cs_det_rank_threshold(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
+                             double *scratch);
 /* share-last: last k of w instances in a communicator of csize ranks is beyond chance */
 bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, int csize);
 /* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's

@@ -26,8 +26,13 @@ unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_cou
   return pre;
 }
 
-double cs_det_threshold(const struct cs_det_params *p, double med) {
-  return p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
+double cs_det_threshold(const struct cs_det_params *p, double med, double gap) {
+  /* frac of the median duration, or CS_DET_GAP_FLOOR of the rank's own compute gap where
+   * that is less: a long collective (many ring steps) does not hide a GPU slower at its own
+   * work, whose delay is a share of its compute, not of the collective */
+  double rel = p->frac * med;
+  if (gap >= 0 && CS_DET_GAP_FLOOR * gap < rel) rel = CS_DET_GAP_FLOOR * gap;
+  return p->floor_us > rel ? p->floor_us : rel;
 }
 
 double cs_det_window_med(const struct cs_det_pt *pt, size_t w, double *scratch) {
@@ -72,9 +77,9 @@ bool cs_det_last_rule(const struct cs_det_params *p, const struct cs_det_pt *pt,
   for (size_t j = 0; j < w; j++) k += pt[j].last;
   double late = median_of(pt, w, offsetof(struct cs_det_pt, late), true, false, scratch);
   double med = cs_det_window_med(pt, w, scratch);
-  if (late < cs_det_threshold(p, med)) return false;
   /* the gaps over its last-arrivals, against the lateness there */
   double gap = median_of(pt, w, offsetof(struct cs_det_pt, gap), true, true, scratch);
+  if (late < cs_det_threshold(p, med, gap)) return false;
   double pgap = median_of(pt, w, offsetof(struct cs_det_pt, pgap), true, true, scratch);
   s->window_instances = w;
   s->last = k;
@@ -143,6 +148,11 @@ bool cs_det_offset_rules(const struct cs_det_params *p, unsigned pre, const stru
   }
   if (ok) *off = m;
   return ok;
+}
+
+double cs_det_rank_threshold(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
+                             double *scratch) {
+  return cs_det_threshold(p, med, median_of(pt, w, offsetof(struct cs_det_pt, gap), false, true, scratch));
 }
 
 double cs_det_rank_offset(const struct cs_det_pt *pt, size_t w, double *scratch) {

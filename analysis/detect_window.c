@@ -334,7 +334,6 @@ static void share_last_rule(struct cstate *C, const struct cs_det_params *p, str
  * listed in C->okv for the grouping. Returns how many. */
 static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct window *W) {
   size_t nok = 0;
-  double thr = -1;
   int held = W->last_ok ? W->cand : -1; /* whose points C->pts holds (share_last_rule filled them) */
   for (int r = 0; r < C->csize; r++) {
     struct rstate *R = &C->rs[r];
@@ -350,14 +349,12 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
                               .rpos = R->rpos,
                               .run = R->run_at == W->ai ? R->run : 0};
     unsigned pre = cs_det_prechecks(p, &c);
-    if (pre && thr < 0) {
-      W->med = window_median(C, W);
-      thr = cs_det_threshold(p, W->med);
-    }
+    if (pre && W->med < 0) W->med = window_median(C, W);
     if ((pre || by_last) && held != r) {
       cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
       held = r;
     }
+    double thr = pre ? cs_det_rank_threshold(p, C->pts, W->w, W->med, C->scratch) : -1;
     if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, thr, C->pts, W->w, C->scratch, &off, &late);
     R->ok = ok;
     R->grouped = false;
@@ -452,6 +449,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   C->any_flagged_now = false;
   for (int r = 0; r < C->csize; r++) C->rs[r].flagged_now = false;
   if (W.w >= p->min_instances) {
+    C->judged++;
     share_last_rule(C, p, &W);
     size_t nok = rules_pass(C, p, &W);
     /* A hardware straggler is one GPU, or the GPUs of one host (and now and then one or two

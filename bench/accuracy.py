@@ -35,6 +35,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import hung_jobs  # noqa: E402  (tests/hung_jobs.py: a hang job ends once collscope top shows it)
 
 QUIET = "link:a=*,b=*,us=300"
+# noise levels: the simulator's jitter:pct=P,tail=T (each compute and collective instance
+# 1 + P/100 u, u uniform in [-1, 1), plus T/100 an exponential draw of mean 1), and the
+# driver's --jitter/--tail
+NOISES = {"2": (2, 0), "5t": (5, 5), "10t": (10, 10)}
+NOISE_NAMES = {"2": "2%", "5t": "5% + tail 5%", "10t": "10% + tail 10%"}
+# job shapes: `wire` every ring step 300 us more (QUIET: the model, not the host, sets the
+# arrivals; a 64-rank AllReduce then takes ~38 ms), `bare` the cost model alone (~1 ms)
+SHAPES = {"wire": 300, "bare": 0}
+# a step's compute per rank (us) of the apps whose host delay runs as processes: hostdelay:pct=P
+# is P% of it after each step's synchronize
+STEP_US = {"dp": 6000, "hetero": 6000}
 # in process (bench/accuracy_driver.c): steps of a fault run, >= 100 instances of the
 # culprit's communicators after the onset
 STEPS = {"dp": 40, "3d": 30, "moe": 24, "fsdp": 16, "accum": 440, "multicomm": 120, "hetero": 40}
@@ -67,7 +78,8 @@ FAULTS = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "intermittent:pct=2
 WORKLOADS = ["dp", "fsdp", "3d", "moe", "accum", "multicomm", "hetero"]
 DRIVER_WORKLOADS = WORKLOADS  # every workload runs in process too
 SCALES = [8, 64, 256, 4096, 16384]
-CLEAN_TARGET = 1000000  # clean instances per workload, in process
+CLEAN_TARGET = 1000000  # judged clean instances per workload, in process
+MIN_INSTANCES = 10  # the detector's min_instances (analysis/detect.c): the rules run from the 10th instance
 BARS = {20: 12, 5: 30, 2: 100}  # slowdown % -> instances to the first flag
 
 
@@ -83,6 +95,8 @@ def culprits(fault, n):
     kind = fault.split(":")[0]
     if kind in ("none", "link"):
         return [], None
+    if kind == "nic":  # the culprit's host's NIC: no rank to blame
+        return [], "simhost%d" % (h + 1)
     if kind == "host":
         return list(range(h * ranks_per_host(n), (h + 1) * ranks_per_host(n))), "simhost%d" % (h + 1)
     if kind == "two":
@@ -97,9 +111,10 @@ def pct_of(fault):
 
 # ---------------------------------------------------------------- in process
 
-def run_driver(b, w, fault, n, seed, steps=None, min_instances=0):
+def run_driver(b, w, fault, n, seed, steps=None, min_instances=0, noise="2", shape="wire"):
     cmd = [os.path.join(b, "bench", "accuracy_driver"), "--workload", w, "--fault", fault, "--ranks", str(n),
-           "--seed", str(seed), "--steps", str(steps or STEPS[w])]
+           "--seed", str(seed), "--steps", str(steps or STEPS[w]), "--jitter", str(NOISES[noise][0]),
+           "--tail", str(NOISES[noise][1]), "--wire-us", str(SHAPES[shape])]
     if min_instances:
         cmd += ["--min-instances", str(min_instances)]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -110,17 +125,19 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0):
     st = [dict(s, causes=None) for s in r["stragglers"]]
     # the ranks on a GPU model other than the job's majority: the report's `gpu_model` cause
     st += [dict(s, causes=[{"kind": "gpu_model"}]) for s in r["explained"]]
-    return {"instances": r["instances"], "stragglers": st, "hangs": hangs, "onset": None, "slow_links": []}
+    return {"instances": r["instances"], "judged": r["judged"], "stragglers": st, "hangs": hangs, "onset": None,
+            "slow_links": []}
 
 
 # ---------------------------------------------------------------- real processes
 
-def sim_faults(fault, n, w="dp"):
+def sim_faults(fault, n, w="dp", noise="2", shape="wire"):
     kind = fault.split(":")[0]
     comm = ",comm=1" if w == "3d" else ""  # train3d: the world (0) carries nothing, TP is 1
-    cs, _ = culprits(fault, n)
+    cs, chost = culprits(fault, n)
     p = pct_of(fault)
-    f = [QUIET, "jitter:pct=2"]
+    jp, jt = NOISES[noise]
+    f = ([QUIET] if SHAPES[shape] else []) + ["jitter:pct=%g%s" % (jp, ",tail=%g" % jt if jt else "")]
     m = re.search(r"from=(\d+)", fault)  # a later onset: slow:pct=P,from=S (S: the culprit's seq)
     if kind == "slow":
         f.append("slow:rank=%d,pct=%g%s" % (cs[0], p, ",from=%s" % m.group(1) if m else ""))
@@ -130,6 +147,14 @@ def sim_faults(fault, n, w="dp"):
         f += ["slow:rank=%d,pct=%g" % (r, p or 20) for r in cs]
     elif kind == "link":
         f.append("link:a=simhost1,b=simhost2,us=3000")
+    elif kind == "compute":  # its GPU's compute P% slower, from collective 3 (dp: the second step)
+        f.append("slow:rank=%d,compute=%g,from=3" % (cs[0], p))
+    elif kind == "hostdelay":  # its host P% of a step's compute late after each step's synchronize
+        if w not in STEP_US:
+            return None
+        f.append("hostdelay:rank=%d,us=%d,from=3" % (cs[0], round(p / 100.0 * STEP_US[w])))
+    elif kind == "nic":  # its host's NIC at 1 / (1 + P/100) of the bandwidth
+        f.append("nic:host=%s,pct=%g" % (chost, p))
     elif kind == "throttle":
         f.append("throttle:rank=%d,reason=thermal,pct=30,seq=2" % cs[0])
     elif kind == "hang_host":  # on the culprit's first communicator with collectives
@@ -183,8 +208,8 @@ def run_until_hung(cmd, env, cli, shm):
     return subprocess.CompletedProcess(cmd, p.returncode, log.read())
 
 
-def run_processes(b, w, fault, n, seed, steps=None):
-    faults = sim_faults(fault, n, w)
+def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
+    faults = sim_faults(fault, n, w, noise, shape)
     app = app_cmd(w, n, steps)
     if app is None or faults is None:
         return None
@@ -219,7 +244,7 @@ def run_processes(b, w, fault, n, seed, steps=None):
             sys.exit("report failed: %s" % r.stderr)
         rep = json.loads(r.stdout)
         onsets = [int(s) for s in re.findall(r"slow fault: rank \d+ first stall \d+ us, before seq (\d+)", p.stdout)]
-        onset = min(onsets) if onsets else (2 if fault == "throttle" else None)
+        onset = min(onsets) if onsets else {"throttle": 2, "compute": 3, "hostdelay": 3}.get(fault.split(":")[0])
         hangs = [{"missing_ranks": h.get("missing_ranks", []), "stuck": len(h.get("stuck_ranks", []))}
                  for h in rep.get("hangs", [])]
         seqs = comm_seqs(out) if onset is not None else {}
@@ -236,7 +261,7 @@ def run_processes(b, w, fault, n, seed, steps=None):
             st.append({"rank": s["rank"], "host": s["host"], "kind": s["kind"], "after": after,
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
         slow = [(x["src_host"], x["dst_host"]) for x in rep.get("slow_links", [])]
-        return {"instances": rep["summary"]["instances"], "stragglers": st, "hangs": hangs, "onset": onset,
+        return {"instances": rep["summary"]["instances"], "judged": rep["summary"]["judged_instances"], "stragglers": st, "hangs": hangs, "onset": onset,
                 "slow_links": slow, "net": True}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -259,20 +284,22 @@ def score(fault, n, runs):
         st = [s for s in r["stragglers"]]
         ranked = [s for s in st if s["rank"] >= 0]
         if kind == "none":
-            clean += r["instances"]
+            clean += r["judged"]
             false += len([s for s in st if not explained(s)]) + len(r["hangs"]) + len(r["slow_links"])
             expl += len([s for s in st if explained(s)])
             continue
         # before the onset the job is clean: findings there are false
         pre = [s for s in st if s["rank"] >= 0 and s.get("after") is not None and s["after"] <= 0 and not explained(s)]
         false += len(pre)
-        if r.get("onset") is not None:
-            clean += r["onset"]
-        if kind == "link":
+        if r.get("onset") is not None:  # the instances judged before the onset: from the min_instances'th
+            clean += max(0, r["onset"] - (MIN_INSTANCES - 1))
+        if kind in ("link", "nic"):
             # named: the NCCL_NET wrapper's slow pair, or the comm's link entry (rank -1)
-            pair = {("simhost1", "simhost2"), ("simhost2", "simhost1")}
+            ends = {"simhost1", "simhost2"} if kind == "link" else {chost}
+            pair = ({("simhost1", "simhost2"), ("simhost2", "simhost1")} if kind == "link" else
+                    {x for x in r["slow_links"] if chost in x})
             named = bool(set(r["slow_links"]) & pair) or any(s["kind"] == "link" and s["rank"] < 0 for s in st)
-            on_end = [s for s in ranked if s["kind"] == "compute" and s["host"] in ("simhost1", "simhost2")]
+            on_end = [s for s in ranked if s["kind"] == "compute" and s["host"] in ends]
             rec += named
             kok += named and not on_end
             if r.get("net") and (r["slow_links"] or any(s["rank"] < 0 for s in st)):  # the wrapper's pairs
@@ -302,7 +329,7 @@ def score(fault, n, runs):
     k = len(runs)
     res = {"recall": None if kind == "none" else rec / k, "kind_ok": None if kind == "none" else kok / k,
            "cause_ok": cok / cause_n if cause_n else None, "flag_after": after if kind != "none" else [],
-           "false_per_million": (false / clean * 1e6) if clean else None, "clean_instances": clean,
+           "false_per_million": (false / clean * 1e6) if clean else None, "judged_clean": clean,
            "collateral": None if kind == "none" else coll / k, "explained": expl}
     return res
 
@@ -324,26 +351,27 @@ def steps_for(w, fault, n, max_proc):
     return LONG_STEPS.get((w, fault))
 
 
-def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0):
+def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0, noise="2", shape="wire"):
     t0 = time.monotonic()
     steps = steps or steps_for(w, fault, n, max_proc)
     runs, mode = [], "in-process"
     if n <= max_proc:
         for s in range(1, seeds + 1):
-            r = run_processes(b, w, fault, n, s, steps)
+            r = run_processes(b, w, fault, n, s, steps, noise, shape)
             if r is None:
                 break
             mode = "processes"
             runs.append(r)
     if mode == "in-process":  # one driver a CPU: each seed is one single-threaded process
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
-            runs = list(ex.map(lambda s: run_driver(b, w, fault, n, s, steps, min_instances),  # `after` per comm
+            runs = list(ex.map(lambda s: run_driver(b, w, fault, n, s, steps, min_instances, noise, shape),
                                range(1, seeds + 1)))
-    o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode}
+    o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode, "noise": noise, "shape": shape}
     o.update(score(fault, n, runs))
     if steps:
         o["steps"] = steps
     o["instances"] = sum(r["instances"] for r in runs)
+    o["judged"] = sum(r["judged"] for r in runs)
     o["wall_s"] = round(time.monotonic() - t0, 2)
     return o
 
@@ -396,8 +424,33 @@ def plan(seeds):
     return p
 
 
+# the machine's faults (a GPU slower at its own compute, a host late to enqueue, a NIC at
+# lower bandwidth) at each noise level, with and without the per-step wire latency
+MACHINE = ["none", "compute:pct=20", "hostdelay:pct=20", "nic:pct=20"]
+ENVS = [(nz, sh) for nz in ("2", "5t", "10t") for sh in ("wire", "bare")]
+MACHINE_SCALES = [8, 64, 256, 1024, 4096, 16384]
+
+
+def plan_machine(seeds):
+    """(workload, ranks, fault, seeds, max process ranks, noise, shape): dp's machine faults as
+    processes at 8 ranks and in process at every scale; every workload clean and 20% compute
+    slow in process at 8 to 1,024 ranks and at 16,384"""
+    p = []
+    for nz, sh in ENVS:
+        p += [("dp", 8, f, seeds, 8, nz, sh) for f in MACHINE]
+    for nz, sh in ENVS:
+        for n in MACHINE_SCALES:
+            p += [("dp", n, f, seeds, 0, nz, sh) for f in MACHINE]
+    for nz, sh in ENVS:
+        for w in WORKLOADS:
+            if w != "dp":
+                for n in (8, 64, 1024, 16384):
+                    p += [(w, n, f, seeds, 0, nz, sh) for f in ("none", "compute:pct=20")]
+    return p
+
+
 def key(o):
-    return (o["workload"], o["ranks"], o["fault"], o["seeds"], o["mode"])
+    return (o["workload"], o["ranks"], o["fault"], o["seeds"], o["mode"], o.get("noise", "2"), o.get("shape", "wire"))
 
 
 def sweep(a):
@@ -408,15 +461,16 @@ def sweep(a):
         for line in open(a.results):
             o = json.loads(line)
             have[key(o)] = o
-    for w, n, f, k, mp in plan(a.seeds):
+    todo = plan_machine(a.seeds) if a.machine else [x + ("2", "wire") for x in plan(a.seeds)]
+    for w, n, f, k, mp, nz, sh in todo:
         mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
-        if (w, n, f, k, mode) in have or (a.only and a.only != mode):
+        if (w, n, f, k, mode, nz, sh) in have or (a.only and a.only != mode) or (a.max_ranks and n > a.max_ranks):
             continue
-        o = evaluate(a.build, w, f, n, k, mp)
+        o = evaluate(a.build, w, f, n, k, mp, noise=nz, shape=sh)
         with open(a.results, "a") as fh:
             fh.write(json.dumps(o) + "\n")
         print(json.dumps(o), flush=True)
-    for w in DRIVER_WORKLOADS if a.only != "processes" else []:
+    for w in DRIVER_WORKLOADS if a.only != "processes" and not a.machine else []:
         for n in (8, 64):
             o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long"}
             if key(o) in have:
@@ -559,9 +613,15 @@ def main():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--noise", choices=sorted(NOISES), default="2",
+                    help="jitter: 2 (2%%), 5t (5%% + tail 5%%), 10t (10%% + tail 10%%)")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="wire",
+                    help="wire: every ring step 300 us more (link:a=*,b=*,us=300); bare: the cost model alone")
     ap.add_argument("--max-process-ranks", type=int, default=256)
     ap.add_argument("--generate", metavar="FILE")
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--machine", action="store_true", help="--sweep: the machine-fault and noise rows (plan_machine)")
+    ap.add_argument("--max-ranks", type=int, default=0, help="--sweep: only rows of at most this many ranks")
     ap.add_argument("--only", choices=["processes", "in-process"], help="--sweep: only these rows")
     ap.add_argument("--results", default="bench/accuracy_results.jsonl",
                     help="the sweep's rows, one JSON object a line (--sweep appends, --generate reads)")
@@ -571,7 +631,8 @@ def main():
         return sweep(a)
     if a.generate:
         return generate(a)
-    o = evaluate(a.build, a.workload, a.fault, a.ranks, a.seeds, a.max_process_ranks, a.steps)
+    o = evaluate(a.build, a.workload, a.fault, a.ranks, a.seeds, a.max_process_ranks, a.steps, noise=a.noise,
+                 shape=a.shape)
     print(json.dumps(o) if a.json else "\n".join("%s: %s" % kv for kv in o.items()))
     return 0
 
