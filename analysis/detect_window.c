@@ -239,6 +239,11 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
     if (C->ents[e].r != last && C->ents[e].gap >= 0) C->gaps[ngaps++] = C->ents[e].gap;
   I->last = tie ? -1 : last;
   I->gap_peers = ngaps ? cs_det_median(C->gaps, ngaps) : -1;
+  /* the floor's noise (detect_judge.c): the members' offsets' robust sigma, about the median
+   * rank's 0; with fewer than CS_DET_NOISE_MIN members a straggler's own offset would be half of
+   * it: unknown */
+  for (size_t e = e0; e < C->nents; e++) C->gaps[e - e0] = C->ents[e].off_us < 0 ? -C->ents[e].off_us : C->ents[e].off_us;
+  I->noise = A->ntimed >= CS_DET_NOISE_MIN ? 1.4826 * cs_det_median(C->gaps, A->ntimed) : -1;
   I->seq = seq;
   I->bytes = A->bytes;
   I->e0 = e0;
@@ -354,7 +359,7 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
       cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
       held = r;
     }
-    double thr = pre ? cs_det_rank_threshold(p, C->pts, W->w, W->med, C->scratch) : -1;
+    double base = -1, thr = pre ? cs_det_rank_threshold(p, C->pts, W->w, W->med, C->scratch, &base) : -1;
     if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, thr, C->pts, W->w, C->scratch, &off, &late);
     R->ok = ok;
     R->grouped = false;
@@ -364,7 +369,7 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
       C->okv[nok++] = (struct okrank){cs_det_rank_offset(C->pts, W->w, C->scratch), r};
     else if (ok)
       C->okv[nok++] = (struct okrank){R->off, r};
-    else if (thr >= 0 && late >= thr)
+    else if (base >= 0 && late >= base) /* the grouping's candidates: the floor but the noise */
       C->okv[nok++] = (struct okrank){late, r};
   }
   return nok;

@@ -3,18 +3,23 @@
 (docs/accuracy.md is this script's output; docs/detection.md explains the figures).
 
   accuracy.py --build BUILD --workload W --fault F --ranks N --seeds K [--json]
+      [--noise 2|5t|10t] [--shape wire|bare]
       W: dp, fsdp, 3d, moe, accum, multicomm, hetero. F: none, slow:pct=P, intermittent:pct=P, host:pct=P, link, throttle,
-      two, hang_host, hang_gpu. Prints one JSON object per (workload, fault, ranks): recall
+      two, hang_host, hang_gpu, compute:pct=P, hostdelay:pct=P, nic:pct=P. Prints one JSON object per (workload, fault,
+      ranks, noise, shape): recall
       (the injected rank and host flagged), kind_ok (compute or link as injected), cause_ok
       (the report's `causes` name the injected cause; null where none is injected or the run
       has no health data), flag_after (per seed, instances from the fault's onset, the first
       delayed one counted as 1, to the first flag; null when missed), false_per_million
-      (findings before the onset, or in a clean run, per 1M clean instances) and
-      clean_instances, plus mode (processes / in-process), collateral (seeds with a finding
+      (findings before the onset, or in a clean run, per 1M judged clean instances: those the
+      detector's rules ran at) and judged_clean, plus mode (processes / in-process), collateral (seeds with a finding
       on a rank the fault did not touch) and wall_s.
   accuracy.py --build BUILD --sweep [--seeds K] [--results FILE]
       the whole sweep (plan() below), each row appended to FILE as it is done (rows already
       there are kept: a sweep can be run in parts).
+  accuracy.py --build BUILD --sweep --machine [--seeds K] [--max-ranks N] [--only MODE]
+      the machine faults (a GPU slower at its compute, a slow host, a slow NIC) and clean runs at
+      every noise level, with and without the per-step wire latency (plan_machine() below).
   accuracy.py --generate docs/accuracy.md [--results FILE]
       the table of FILE's rows.
 
@@ -26,7 +31,9 @@ fed into analysis/detect*.c, the detector the report and the online exchange lin
 long clean in-process runs (--sweep) bring it to >= CLEAN_TARGET clean instances. In
 process, `hetero`'s findings on the older GPU model's ranks come back apart (`explained`) and
 are scored as the report's `gpu_model` cause. Job shape (tests/stats): every ring step
-300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket, `jitter:pct=2`, seed K per run.
+300 us (`link:a=*,b=*,us=300`; --shape bare: without it), 2 ms of compute per bucket,
+`jitter:pct=2` (--noise), seed K per run. Only rows of the detector as it is (current()) are
+kept and shown.
 Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md), each
 job until `collscope top` shows its hung processes, then killed."""
 import argparse, collections, concurrent.futures, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
@@ -394,7 +401,7 @@ def after_cell(v):
 def bar_cell(fault, v):
     p = pct_of(fault)
     kind = fault.split(":")[0]
-    if kind not in ("slow", "host") or p is None or p not in BARS:  # the targets name steady slowdowns
+    if kind not in ("slow", "host", "compute") or p is None or p not in BARS:  # the targets name steady slowdowns
         return ""
     got = [x for x in v if x is not None]
     ok = len(got) == len(v) and got and max(got) <= BARS[p]
@@ -449,6 +456,12 @@ def plan_machine(seeds):
     return p
 
 
+def current(o):
+    """a row of the detector as it is: it counted the judged instances (analysis/detect_window.c)
+    and its floor is bound by the rank's compute gap"""
+    return "judged" in o
+
+
 def key(o):
     return (o["workload"], o["ranks"], o["fault"], o["seeds"], o["mode"], o.get("noise", "2"), o.get("shape", "wire"))
 
@@ -460,7 +473,8 @@ def sweep(a):
     if os.path.exists(a.results):
         for line in open(a.results):
             o = json.loads(line)
-            have[key(o)] = o
+            if current(o):
+                have[key(o)] = o
     todo = plan_machine(a.seeds) if a.machine else [x + ("2", "wire") for x in plan(a.seeds)]
     for w, n, f, k, mp, nz, sh in todo:
         mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
@@ -470,7 +484,7 @@ def sweep(a):
         with open(a.results, "a") as fh:
             fh.write(json.dumps(o) + "\n")
         print(json.dumps(o), flush=True)
-    for w in DRIVER_WORKLOADS if a.only != "processes" and not a.machine else []:
+    for w in DRIVER_WORKLOADS if a.only != "processes" and not a.machine and not a.no_long else []:
         for n in (8, 64):
             o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long"}
             if key(o) in have:
@@ -493,7 +507,8 @@ def generate(a):
     for f in a.results.split(","):
         for line in open(f):
             o = json.loads(line)
-            latest[(o["workload"], o["fault"], o["ranks"], o["mode"])] = o
+            if current(o):
+                latest[(o["workload"], o["fault"], o["ranks"], o["mode"], o["noise"], o["shape"])] = o
     rows = list(latest.values())
     wall = sum(o["wall_s"] for o in rows)
     long_ = [o for o in rows if o["mode"] == "in-process-long"]
@@ -502,9 +517,14 @@ def generate(a):
          "Generated by `bench/accuracy.py --sweep` and `--generate docs/accuracy.md` (never edited by hand);",
          "what the figures mean and why they are what they are: [detection.md](detection.md).", "",
          "Every run is on the simulator's modeled clock ([simulator.md](simulator.md), \"The modeled clock\"):",
-         "each ring step 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket or layer (1 ms a pipeline",
-         "pass), `jitter:pct=2` (each compute 1 +- 2% per rank, each collective instance 1 +- 2% on every",
-         "member), seed = 1..seeds. 8 ranks on 4 hosts, else 8 a host.", "",
+         "2 ms of compute per bucket or layer (1 ms a pipeline pass), seed = 1..seeds, 8 ranks on 4 hosts, else 8",
+         "a host, and per row:",
+         "- noise: `2%` is `jitter:pct=2` (each compute 1 +- 2% per rank, each collective instance 1 +- 2% on",
+         "  every member alike), `5% + tail` and `10% + tail` are `jitter:pct=5,tail=5` and",
+         "  `jitter:pct=10,tail=10` (plus 5% or 10% of an exponential draw of mean 1: a heavy tail);",
+         "- ring step: `300 us` adds 300 us to every ring step (`link:a=*,b=*,us=300`, so the model and not",
+         "  the host sets the arrivals: a 64-rank AllReduce then takes ~38 ms, a 16,384-rank one ~10 s),",
+         "  `model` is the cost model alone (NCCL 2.28.9's tuning: a 64-rank 256 KiB AllReduce ~1 ms).", "",
          "- `processes`: `collscope run --sim` jobs of the test apps (tests/apps: dp_train, fsdp with prefetch,",
          "  train3d, moe, accum, multicomm --comms 4, dp_train with simhost2 an older half-speed GPU model for",
          "  `hetero`), every op timed by CUDA events, the NCCL_NET wrapper over simnet, read by",
@@ -532,6 +552,14 @@ def generate(a):
          "`link` simhost1 <-> simhost2 3 ms per transfer; `hang_host` the rank's host thread blocks in the call",
          "of seq 20 (`stall:`), `hang_gpu` its stream blocks there (`hang:`) (wall clock: the modeled clock",
          "never declares a hang).", "",
+         "What fails on a machine, on the same rank, from the second step (dp: collective 3): `compute:pct=P`",
+         "its GPU P% slower at its own compute (`slow:rank=R,compute=P`, no stall: its delay is P% of its",
+         "compute, whatever the collective's length), `hostdelay:pct=P` its host late by P% of a step's",
+         "compute after each step's synchronize (`hostdelay:rank=R,us=N`, a slow data loader: late at one",
+         "collective a step), `nic:pct=P` its host's NIC at 1/(1 + P/100) of the bandwidth",
+         "(`nic:host=H,pct=P`: every rank of a ring waits for it alike, no rank to blame; recall: a slow",
+         "pair with that host, or the comm's link entry, named). In process the driver does the same",
+         "(bench/accuracy_driver.c: --jitter, --tail, --wire-us and the same faults).", "",
          "Columns: recall (the injected rank and host flagged; `link`: the slow pair or the comm's link entry",
          "named; hang: the culprit named as the one rank missing), kind (compute on the culprit for a slowed",
          "GPU; for `link`: named and no compute straggler on an endpoint host), cause (the report's `causes`",
@@ -541,28 +569,33 @@ def generate(a):
          "seeds with a finding on a rank the fault did not touch: a slowed GPU's tensor-parallel partner, late",
          "to its data-parallel collective because it waited for it), false (findings per 1M clean instances:",
          "before the onset, or in clean runs; stragglers the report explains by the GPU inventory, `gpu_model`,",
-         "are counted apart), wall (the row's own wall time, all its seeds).", ""]
+         "are counted apart), judged (the denominator: clean instances the detector judged, those at which",
+         "its rules ran over a window of 10 or more instances of the communicator, `summary.judged_instances`",
+         "of `collscope report --json`; a fault row's are its judged instances before the onset), wall",
+         "(the row's own wall time, all its seeds).", ""]
     order = {f: i for i, f in enumerate(FAULTS)}
     for w in WORKLOADS:
         L += ["## %s" % w, "",
-              "| ranks | fault | mode | seeds | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (clean instances) | wall |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| ranks | fault | noise | ring step | mode | seeds | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (judged) | wall |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for o in sorted((o for o in rows if o["workload"] == w),
-                        key=lambda o: (o["mode"] != "processes", o["ranks"],
+                        key=lambda o: (o["mode"] != "processes", o["ranks"], o["shape"] != "wire",
+                                       ("2", "5t", "10t").index(o["noise"]),
                                        order.get(o["fault"].split(",from=")[0], 99), o["fault"])):
             fp = fmt(o["false_per_million"], False)
             if o.get("explained"):
                 fp += ", %d explained (gpu_model)" % o["explained"]
-            L.append("| %d | `%s` | %s | %d | %s | %s | %s | %s | %s | %s | %s (%d) | %.0f s |" % (
-                o["ranks"], o["fault"], o["mode"], o["seeds"], fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
+            L.append("| %d | `%s` | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s (%d) | %.0f s |" % (
+                o["ranks"], o["fault"], NOISE_NAMES[o["noise"]], "300 us" if o["shape"] == "wire" else "model",
+                o["mode"], o["seeds"], fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
                 after_cell(o["flag_after"]), bar_cell(o["fault"], o["flag_after"]), fmt(o["collateral"]), fp,
-                o["clean_instances"], o["wall_s"]))
+                o["judged_clean"], o["wall_s"]))
         cl = [o for o in rows + long_ if o["workload"] == w and o["fault"] == "none"]
-        tot = sum(o["clean_instances"] for o in cl)
-        fp = sum((o["false_per_million"] or 0) * o["clean_instances"] / 1e6 for o in cl)
+        tot = sum(o["judged_clean"] for o in cl)
+        fp = sum((o["false_per_million"] or 0) * o["judged_clean"] / 1e6 for o in cl)
         ex = sum(o.get("explained") or 0 for o in cl)
-        lg = ", ".join("%d ranks %d" % (o["ranks"], o["clean_instances"]) for o in long_ if o["workload"] == w)
-        L += ["", "Clean instances in all, %s: %d, false findings %d (%s per 1M)%s." % (
+        lg = ", ".join("%d ranks %d" % (o["ranks"], o["judged_clean"]) for o in long_ if o["workload"] == w)
+        L += ["", "Judged clean instances in all, every noise level, %s: %d, false findings %d (%s per 1M)%s." % (
             ("with the long in-process runs (%s)" % lg) if lg else "in the rows above", tot, round(fp),
             "%g" % (fp / tot * 1e6) if tot else "n/a", (", %d explained by the GPU inventory" % ex) if ex else ""), ""]
     pw = sum(o["wall_s"] for o in rows if o["mode"] == "processes")
@@ -584,14 +617,17 @@ def generate(a):
             big = [o["wall_s"] / o["seeds"] for o in rows if o["mode"] == mode and o["ranks"] == n]
             L.append("- %s, %d ranks, %d seed%s (%.0f s a seed at most): %s." % (
                 mode, n, k, "" if k == 1 else "s", max(big), ", ".join(sorted(what))))
-    ran = {(o["workload"], o["fault"], o["ranks"]) for o in rows}
+    ran = {(o["workload"], o["fault"], o["ranks"], o["noise"], o["shape"]) for o in rows}
     missing = collections.defaultdict(list)
-    for w, n, f, k, mp in plan(10):
-        if (w, f, n) not in ran:
-            missing[n].append("%s %s" % (w, f))
+    for w, n, f, k, mp, nz, sh in [x + ("2", "wire") for x in plan(10)] + plan_machine(10):
+        if (w, f, n, nz, sh) not in ran:
+            missing[n].append("%s %s%s" % (w, f, "" if (nz, sh) == ("2", "wire") else " (%s, %s)" % (
+                NOISE_NAMES[nz], "300 us" if sh == "wire" else "model")))
+    if not any(o["ranks"] == n for o in long_ for n in (8, 64)):
+        missing[0].append("the long clean in-process runs (8 and 64 ranks)")
     if missing:
         L += ["Rows of the plan (`--sweep`) not run yet:"]
-        L += ["- %d ranks: %s." % (n, ", ".join(sorted(v))) for n, v in sorted(missing.items())]
+        L += ["- %s: %s." % ("%d ranks" % n if n else "long runs", ", ".join(sorted(v))) for n, v in sorted(missing.items())]
     longer = ["%s %s, %s, %d ranks: %d" % (o["workload"], o["fault"], o["mode"], o["ranks"],
                                            o.get("steps") or LONG_STEPS[(o["workload"], o["fault"])])
               for o in rows if o.get("steps") or (o["workload"], o["fault"]) in LONG_STEPS]
@@ -622,6 +658,7 @@ def main():
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--machine", action="store_true", help="--sweep: the machine-fault and noise rows (plan_machine)")
     ap.add_argument("--max-ranks", type=int, default=0, help="--sweep: only rows of at most this many ranks")
+    ap.add_argument("--no-long", action="store_true", help="--sweep: without the long clean in-process runs")
     ap.add_argument("--only", choices=["processes", "in-process"], help="--sweep: only these rows")
     ap.add_argument("--results", default="bench/accuracy_results.jsonl",
                     help="the sweep's rows, one JSON object a line (--sweep appends, --generate reads)")

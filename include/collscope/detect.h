@@ -14,8 +14,10 @@
  *  offset rule (uses every instance, catches small consistent delays): the rank has a
  *   timed op in >= min_instances of the window's instances, a > 0 in clearly more than
  *   half of them (sign test, z >= 2), and its median offset m satisfies
- *   m >= max(floor_us, min(frac * median duration, 0.1 * its median compute gap)) (the
- *   floor), and m is offset_z robust standard errors
+ *   m >= max(floor_us, min(frac * median duration, 0.1 * its median compute gap),
+ *   5 * 1.2533 * sigma / sqrt(its instances), sigma the window's median noise: per instance
+ *   of >= 8 members 1.4826 * their median |offset|) (the floor), and m is offset_z robust
+ *   standard errors
  *   (1.2533 * 1.4826 * MAD / sqrt(n)) above 0, either in us or as a / the instance's median
  *   duration (with mixed sizes a fixed delay is steady in us, a proportional one relatively);
  *  recent rule (a slowdown that starts mid-job, before it fills half the window): the
