@@ -476,6 +476,8 @@ def sweep(a):
             if current(o):
                 have[key(o)] = o
     todo = plan_machine(a.seeds) if a.machine else [x + ("2", "wire") for x in plan(a.seeds)]
+    if a.long:
+        todo = []
     for w, n, f, k, mp, nz, sh in todo:
         mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
         if (w, n, f, k, mode, nz, sh) in have or (a.only and a.only != mode) or (a.max_ranks and n > a.max_ranks):
@@ -484,7 +486,8 @@ def sweep(a):
         with open(a.results, "a") as fh:
             fh.write(json.dumps(o) + "\n")
         print(json.dumps(o), flush=True)
-    for w in DRIVER_WORKLOADS if a.only != "processes" and not a.machine and not a.no_long else []:
+    longs = a.long.split(",") if a.long else DRIVER_WORKLOADS
+    for w in longs if a.only != "processes" and not a.machine and not a.no_long else []:
         for n in (8, 64):
             o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long"}
             if key(o) in have:
@@ -659,6 +662,7 @@ def main():
     ap.add_argument("--machine", action="store_true", help="--sweep: the machine-fault and noise rows (plan_machine)")
     ap.add_argument("--max-ranks", type=int, default=0, help="--sweep: only rows of at most this many ranks")
     ap.add_argument("--no-long", action="store_true", help="--sweep: without the long clean in-process runs")
+    ap.add_argument("--long", metavar="W,W", help="--sweep: only the long clean in-process runs of these workloads")
     ap.add_argument("--only", choices=["processes", "in-process"], help="--sweep: only these rows")
     ap.add_argument("--results", default="bench/accuracy_results.jsonl",
                     help="the sweep's rows, one JSON object a line (--sweep appends, --generate reads)")
