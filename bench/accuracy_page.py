@@ -7,7 +7,7 @@ import collections, json, os, platform, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from accuracy import (BARS, FAULTS, LONG_STEPS, NOISE_NAMES, WORKLOADS, current, pct_of, plan,  # noqa: E402
-                      plan_machine)
+                      plan_machine, run_processes_ok)
 
 def fmt(x, pct=True):
     if x is None:
@@ -148,12 +148,14 @@ def generate(a):
             big = [o["wall_s"] / o["seeds"] for o in rows if o["mode"] == mode and o["ranks"] == n]
             L.append("- %s, %d ranks, %d seed%s (%.0f s a seed at most): %s." % (
                 mode, n, k, "" if k == 1 else "s", max(big), ", ".join(sorted(what))))
-    ran = {(o["workload"], o["fault"], o["ranks"], o["noise"], o["shape"]) for o in rows}
+    ran = {(o["workload"], o["fault"], o["ranks"], o["noise"], o["shape"], o["mode"]) for o in rows}
     missing = collections.defaultdict(list)
     for w, n, f, k, mp, nz, sh in [x + ("2", "wire") for x in plan(10)] + plan_machine(10):
-        if (w, f, n, nz, sh) not in ran:
-            missing[n].append("%s %s%s" % (w, f, "" if (nz, sh) == ("2", "wire") else " (%s, %s)" % (
-                NOISE_NAMES[nz], "300 us" if sh == "wire" else "model")))
+        mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
+        if (w, f, n, nz, sh, mode) not in ran:
+            missing[n].append("%s %s%s%s" % (w, f, " as processes" if mode == "processes" else "",
+                                             "" if (nz, sh) == ("2", "wire") else " (%s, %s)" % (
+                                                 NOISE_NAMES[nz], "300 us" if sh == "wire" else "model")))
     if not any(o["ranks"] == n for o in long_ for n in (8, 64)):
         missing[0].append("the long clean in-process runs (8 and 64 ranks)")
     if missing:
