@@ -33,6 +33,7 @@ int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
   double *scratch = C->scratch;
   size_t nin = C->nin;
   out->instances += C->total;
+  out->judged += C->judged;
   for (size_t k = 0; k < C->nstr; k++) {
     GROW(out->stragglers, out->nstragglers, *capS);
     out->stragglers[out->nstragglers] = C->str[k];

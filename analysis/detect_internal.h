@@ -15,6 +15,7 @@
 struct inst {
   int last; /* comm_rank that arrived last, -1 when several tie */
   double lateness, med, gap_last, gap_peers;
+  double noise; /* robust sigma of its members' arrival offsets (1.4826 x median |offset|) */
   int64_t seq;
   uint64_t bytes;
   size_t e0, ne; /* its entries in ents[] */
@@ -94,6 +95,7 @@ struct cstate {
   int64_t oldest;
   struct inst *in;
   size_t nin, capin, base, total;
+  size_t judged; /* instances the rules ran at (a window of >= min_instances) */
   struct ent *ents;
   size_t nents, capents;
   struct cs_det_straggler *str;
@@ -131,6 +133,8 @@ struct cs_det_pt { /* one instance of the window as one rank saw it */
   double off;      /* its arrival offset (where in) */
   double gap;      /* its compute gap, -1 unknown */
   double pgap;     /* its peers' median compute gap, -1 unknown (where it arrived last, or all) */
+  double noise;    /* the instance's robust sigma of its members' offsets, -1 unknown */
+  double gpeers;   /* the instance's median compute gap of the members but its last, -1 unknown */
   bool in;         /* it has a timed op there */
   bool last;       /* it arrived last, alone */
 };
@@ -147,10 +151,22 @@ struct cs_det_counts { /* one rank's counts over the window (its pre-checks) */
 #define CS_DET_PRE_FRESH 4u
 /* which offset rules' pre-checks hold */
 unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_counts *c);
-/* the smallest lateness or offset a rule accepts, from the window's median duration */
-double cs_det_threshold(const struct cs_det_params *p, double med);
+/* the smallest lateness or offset a rule accepts: max(floor_us, min(frac x the window's median
+ * duration, CS_DET_GAP_FLOOR x the rank's median compute gap), CS_DET_NOISE_Z x noise_se, the
+ * standard error of a median of the rank's instances under the window's median noise); gap or
+ * noise_se < 0: unknown, that term left out */
+#define CS_DET_GAP_FLOOR 0.1
+#define CS_DET_NOISE_Z 5.0
+#define CS_DET_NOISE_MIN 8 /* members an instance's noise needs */
+double cs_det_threshold(const struct cs_det_params *p, double med, double gap, double noise_se);
 /* the median over pt[0..w) of the instances' median durations (scratch: w doubles) */
 double cs_det_window_med(const struct cs_det_pt *pt, size_t w, double *scratch);
+/* the floor of a rank's offset rules (*base, unless NULL: the same without the noise term, the
+ * grouping's bar for a late candidate): cs_det_threshold with its median known compute gap (where
+ * it exceeds the instances' peers' median gap by the bound) and the instances' noise over
+ * pt[0..w) (scratch: w doubles) */
+double cs_det_rank_threshold(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
+                             double *scratch, double *base);
 /* share-last: last k of w instances in a communicator of csize ranks is beyond chance */
 bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, int csize);
 /* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's

@@ -26,8 +26,17 @@ unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_cou
   return pre;
 }
 
-double cs_det_threshold(const struct cs_det_params *p, double med) {
-  return p->floor_us > p->frac * med ? p->floor_us : p->frac * med;
+double cs_det_threshold(const struct cs_det_params *p, double med, double gap, double noise) {
+  /* frac of the median duration, or CS_DET_GAP_FLOOR of the rank's own compute gap where
+   * that is less: a long collective (many ring steps) does not hide a GPU slower at its own
+   * work, whose delay is a share of its compute, not of the collective */
+  double rel = p->frac * med;
+  if (gap >= 0 && CS_DET_GAP_FLOOR * gap < rel) rel = CS_DET_GAP_FLOOR * gap;
+  /* and never under CS_DET_NOISE_Z standard errors of a median of the window's noise: a rank
+   * whose own few offsets happen to be close together (a small MAD of its own) and above the
+   * median, among thousands of ranks, is still within the noise every rank sees */
+  if (noise >= 0 && CS_DET_NOISE_Z * noise > rel) rel = CS_DET_NOISE_Z * noise;
+  return p->floor_us > rel ? p->floor_us : rel;
 }
 
 double cs_det_window_med(const struct cs_det_pt *pt, size_t w, double *scratch) {
@@ -66,16 +75,32 @@ static double median_of(const struct cs_det_pt *pt, size_t w, size_t field, bool
   return cs_det_median(scratch, k);
 }
 
+/* the standard error of a median of n of the window's offsets (n: the instances the rank is in,
+ * or arrived last in), from the window's median noise: 1.2533 sigma / sqrt(n); -1 unknown */
+static double noise_se(const struct cs_det_pt *pt, size_t w, bool only_last, double *scratch) {
+  size_t n = 0;
+  for (size_t j = 0; j < w; j++) n += only_last ? pt[j].last : pt[j].in;
+  double sigma = median_of(pt, w, offsetof(struct cs_det_pt, noise), false, true, scratch);
+  return n && sigma >= 0 ? 1.2533 * sigma / cs_det_sqrt((double)n) : -1;
+}
+
+/* the rank's gap for the floor's gap bound: only where it exceeds its peers' by at least the
+ * bound itself (its own GPU or host is the busier one: a slow link or a peer's schedule makes a
+ * rank late with a gap like its peers'), else -1 (the duration's share alone) */
+static double busy_gap(double gap, double pgap) {
+  return gap >= 0 && pgap >= 0 && gap - pgap >= CS_DET_GAP_FLOOR * gap ? gap : -1;
+}
+
 bool cs_det_last_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double *scratch,
                       struct cs_det_straggler *s) {
   size_t k = 0;
   for (size_t j = 0; j < w; j++) k += pt[j].last;
   double late = median_of(pt, w, offsetof(struct cs_det_pt, late), true, false, scratch);
   double med = cs_det_window_med(pt, w, scratch);
-  if (late < cs_det_threshold(p, med)) return false;
   /* the gaps over its last-arrivals, against the lateness there */
   double gap = median_of(pt, w, offsetof(struct cs_det_pt, gap), true, true, scratch);
   double pgap = median_of(pt, w, offsetof(struct cs_det_pt, pgap), true, true, scratch);
+  if (late < cs_det_threshold(p, med, busy_gap(gap, pgap), noise_se(pt, w, true, scratch))) return false;
   s->window_instances = w;
   s->last = k;
   s->share_last = (double)k / (double)w;
@@ -143,6 +168,14 @@ bool cs_det_offset_rules(const struct cs_det_params *p, unsigned pre, const stru
   }
   if (ok) *off = m;
   return ok;
+}
+
+double cs_det_rank_threshold(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
+                             double *scratch, double *base) {
+  double gap = median_of(pt, w, offsetof(struct cs_det_pt, gap), false, true, scratch);
+  double pgap = median_of(pt, w, offsetof(struct cs_det_pt, gpeers), false, true, scratch);
+  if (base) *base = cs_det_threshold(p, med, busy_gap(gap, pgap), -1);
+  return cs_det_threshold(p, med, busy_gap(gap, pgap), noise_se(pt, w, false, scratch));
 }
 
 double cs_det_rank_offset(const struct cs_det_pt *pt, size_t w, double *scratch) {

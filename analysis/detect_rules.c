@@ -47,6 +47,8 @@ void cs_det_fill_pts(struct cstate *C, size_t lo, size_t hi, int r, bool peers) 
     q->in = e != NULL;
     q->off = e ? e->off_us : 0;
     q->gap = e ? e->gap : -1;
+    q->noise = in[i].noise;
+    q->gpeers = in[i].gap_peers;
     q->last = in[i].last == r;
     q->pgap = q->last ? in[i].gap_peers : peers ? peer_gap(C, i, r)
                                                 : -1;

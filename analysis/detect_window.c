@@ -240,6 +240,11 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
     if (C->ents[e].r != last && C->ents[e].gap >= 0) C->gaps[ngaps++] = C->ents[e].gap;
   I->last = tie ? -1 : last;
   I->gap_peers = ngaps ? cs_det_median(C->gaps, ngaps) : -1;
+  /* the floor's noise (detect_judge.c): the members' offsets' robust sigma, about the median
+   * rank's 0; with fewer than CS_DET_NOISE_MIN members a straggler's own offset would be half of
+   * it: unknown */
+  for (size_t e = e0; e < C->nents; e++) C->gaps[e - e0] = C->ents[e].off_us < 0 ? -C->ents[e].off_us : C->ents[e].off_us;
+  I->noise = A->ntimed >= CS_DET_NOISE_MIN ? 1.4826 * cs_det_median(C->gaps, A->ntimed) : -1;
   I->seq = seq;
   I->bytes = A->bytes;
   I->e0 = e0;
@@ -335,7 +340,6 @@ static void share_last_rule(struct cstate *C, const struct cs_det_params *p, str
  * listed in C->okv for the grouping. Returns how many. */
 static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct window *W) {
   size_t nok = 0;
-  double thr = -1;
   int held = W->last_ok ? W->cand : -1; /* whose points C->pts holds (share_last_rule filled them) */
   for (int r = 0; r < C->csize; r++) {
     struct rstate *R = &C->rs[r];
@@ -351,14 +355,12 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
                               .rpos = R->rpos,
                               .run = R->run_at == W->ai ? R->run : 0};
     unsigned pre = cs_det_prechecks(p, &c);
-    if (pre && thr < 0) {
-      W->med = window_median(C, W);
-      thr = cs_det_threshold(p, W->med);
-    }
+    if (pre && W->med < 0) W->med = window_median(C, W);
     if ((pre || by_last) && held != r) {
       cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
       held = r;
     }
+    double base = -1, thr = pre ? cs_det_rank_threshold(p, C->pts, W->w, W->med, C->scratch, &base) : -1;
     if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, thr, C->pts, W->w, C->scratch, &off, &late);
     if (!ok) ok = cs_det_cost_rule(C, p, r, &off); /* detect_cost.c */
     R->ok = ok;
@@ -369,7 +371,7 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
       C->okv[nok++] = (struct okrank){cs_det_rank_offset(C->pts, W->w, C->scratch), r};
     else if (ok)
       C->okv[nok++] = (struct okrank){R->off, r};
-    else if (thr >= 0 && late >= thr)
+    else if (base >= 0 && late >= base) /* the grouping's candidates: the floor but the noise */
       C->okv[nok++] = (struct okrank){late, r};
   }
   return nok;
@@ -456,6 +458,7 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
   C->any_flagged_now = false;
   for (int r = 0; r < C->csize; r++) C->rs[r].flagged_now = false;
   if (W.w >= p->min_instances) {
+    C->judged++;
     share_last_rule(C, p, &W);
     size_t nok = rules_pass(C, p, &W);
     /* A hardware straggler is one GPU, or the GPUs of one host (and now and then one or two

@@ -30,6 +30,8 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
                                     .off = e->a,
                                     .gap = e->gap,
                                     .pgap = e->pgap,
+                                    .noise = -1, /* a rank sees its own offsets only */
+                                    .gpeers = e->pgap,
                                     .in = true,
                                     .last = e->last == (int)w->crank};
     c.n++;
@@ -57,7 +59,7 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   bool ok = by_last;
   unsigned pre = cs_det_prechecks(p, &c);
   double med = cs_det_window_med(pt, nw, sc), off, late;
-  if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, cs_det_threshold(p, med), pt, nw, sc, &off, &late);
+  if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, cs_det_rank_threshold(p, pt, nw, med, sc, NULL), pt, nw, sc, &off, &late);
   if (!ok || !cs_det_persist(&w->streak, &w->at, i, p->persist) || w->flagged) return;
   w->flagged = true;
   cs_det_figures(pt, nw, by_last, med, sc, &s);

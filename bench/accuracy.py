@@ -3,19 +3,24 @@
 (docs/accuracy.md is this script's output; docs/detection.md explains the figures).
 
   accuracy.py --build BUILD --workload W --fault F --ranks N --seeds K [--json]
+      [--noise 2|5t|10t] [--shape wire|bare]
       W: dp, fsdp, 3d, moe, accum, multicomm, hetero. F: none, slow:pct=P, intermittent:pct=P, host:pct=P, link, throttle,
-      two, hang_host, hang_gpu. Prints one JSON object per (workload, fault, ranks): recall
+      two, hang_host, hang_gpu, compute:pct=P, hostdelay:pct=P, nic:pct=P. Prints one JSON object per (workload, fault,
+      ranks, noise, shape): recall
       (the injected rank and host flagged), kind_ok (compute or link as injected), cause_ok
       (the report's `causes` name the injected cause; null where none is injected or the run
       has no health data), flag_after (per seed, instances from the fault's onset, the first
       delayed one counted as 1, to the first flag; null when missed), false_per_million
-      (findings before the onset, or in a clean run, per 1M clean instances) and
-      clean_instances, plus mode (processes / in-process), collateral (seeds with a finding
+      (findings before the onset, or in a clean run, per 1M judged clean instances: those the
+      detector's rules ran at) and judged_clean, plus mode (processes / in-process), collateral (seeds with a finding
       on a rank the fault did not touch) and wall_s.
   accuracy.py --build BUILD --sweep [--seeds K] [--results FILE]
       the whole sweep (plan() below), each row appended to FILE as it is done (rows already
       there are kept: a sweep can be run in parts).
-  accuracy.py --generate docs/accuracy.md [--results FILE]
+  accuracy.py --build BUILD --sweep --machine [--seeds K] [--max-ranks N] [--only MODE]
+      the machine faults (a GPU slower at its compute, a slow host, a slow NIC) and clean runs at
+      every noise level, with and without the per-step wire latency (plan_machine() below).
+  accuracy.py --generate docs/accuracy.md [--results FILE]   (bench/accuracy_page.py)
       the table of FILE's rows.
 
 Up to 256 ranks run as real processes through the simulator (`collscope run --sim`,
@@ -26,15 +31,28 @@ fed into analysis/detect*.c, the detector the report and the online exchange lin
 long clean in-process runs (--sweep) bring it to >= CLEAN_TARGET clean instances. In
 process, `hetero`'s findings on the older GPU model's ranks come back apart (`explained`) and
 are scored as the report's `gpu_model` cause. Job shape (tests/stats): every ring step
-300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket, `jitter:pct=2`, seed K per run.
+300 us (`link:a=*,b=*,us=300`; --shape bare: without it), 2 ms of compute per bucket,
+`jitter:pct=2` (--noise), seed K per run. Only rows of the detector as it is (current()) are
+kept and shown.
 Hangs run on the wall clock (the modeled clock never declares a hang: docs/simulator.md), each
 job until `collscope top` shows its hung processes, then killed."""
-import argparse, collections, concurrent.futures, json, os, platform, re, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, concurrent.futures, json, os, re, shutil, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import hung_jobs  # noqa: E402  (tests/hung_jobs.py: a hang job ends once collscope top shows it)
 
 QUIET = "link:a=*,b=*,us=300"
+# noise levels: the simulator's jitter:pct=P,tail=T (each compute and collective instance
+# 1 + P/100 u, u uniform in [-1, 1), plus T/100 an exponential draw of mean 1), and the
+# driver's --jitter/--tail
+NOISES = {"2": (2, 0), "5t": (5, 5), "10t": (10, 10)}
+NOISE_NAMES = {"2": "2%", "5t": "5% + tail 5%", "10t": "10% + tail 10%"}
+# job shapes: `wire` every ring step 300 us more (QUIET: the model, not the host, sets the
+# arrivals; a 64-rank AllReduce then takes ~38 ms), `bare` the cost model alone (~1 ms)
+SHAPES = {"wire": 300, "bare": 0}
+# a step's compute per rank (us) of the apps whose host delay runs as processes: hostdelay:pct=P
+# is P% of it after each step's synchronize
+STEP_US = {"dp": 6000, "hetero": 6000}
 # in process (bench/accuracy_driver.c): steps of a fault run, >= 100 instances of the
 # culprit's communicators after the onset
 STEPS = {"dp": 40, "3d": 30, "moe": 24, "fsdp": 16, "accum": 440, "multicomm": 120, "hetero": 40}
@@ -67,7 +85,8 @@ FAULTS = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "intermittent:pct=2
 WORKLOADS = ["dp", "fsdp", "3d", "moe", "accum", "multicomm", "hetero"]
 DRIVER_WORKLOADS = WORKLOADS  # every workload runs in process too
 SCALES = [8, 64, 256, 4096, 16384]
-CLEAN_TARGET = 1000000  # clean instances per workload, in process
+CLEAN_TARGET = 1000000  # judged clean instances per workload, in process
+MIN_INSTANCES = 10  # the detector's min_instances (analysis/detect.c): the rules run from the 10th instance
 BARS = {20: 12, 5: 30, 2: 100}  # slowdown % -> instances to the first flag
 
 
@@ -83,6 +102,8 @@ def culprits(fault, n):
     kind = fault.split(":")[0]
     if kind in ("none", "link"):
         return [], None
+    if kind == "nic":  # the culprit's host's NIC: no rank to blame
+        return [], "simhost%d" % (h + 1)
     if kind == "host":
         return list(range(h * ranks_per_host(n), (h + 1) * ranks_per_host(n))), "simhost%d" % (h + 1)
     if kind == "two":
@@ -97,9 +118,10 @@ def pct_of(fault):
 
 # ---------------------------------------------------------------- in process
 
-def run_driver(b, w, fault, n, seed, steps=None, min_instances=0):
+def run_driver(b, w, fault, n, seed, steps=None, min_instances=0, noise="2", shape="wire"):
     cmd = [os.path.join(b, "bench", "accuracy_driver"), "--workload", w, "--fault", fault, "--ranks", str(n),
-           "--seed", str(seed), "--steps", str(steps or STEPS[w])]
+           "--seed", str(seed), "--steps", str(steps or STEPS[w]), "--jitter", str(NOISES[noise][0]),
+           "--tail", str(NOISES[noise][1]), "--wire-us", str(SHAPES[shape])]
     if min_instances:
         cmd += ["--min-instances", str(min_instances)]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -110,17 +132,19 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0):
     st = [dict(s, causes=None) for s in r["stragglers"]]
     # the ranks on a GPU model other than the job's majority: the report's `gpu_model` cause
     st += [dict(s, causes=[{"kind": "gpu_model"}]) for s in r["explained"]]
-    return {"instances": r["instances"], "stragglers": st, "hangs": hangs, "onset": None, "slow_links": []}
+    return {"instances": r["instances"], "judged": r["judged"], "stragglers": st, "hangs": hangs, "onset": None,
+            "slow_links": []}
 
 
 # ---------------------------------------------------------------- real processes
 
-def sim_faults(fault, n, w="dp"):
+def sim_faults(fault, n, w="dp", noise="2", shape="wire"):
     kind = fault.split(":")[0]
     comm = ",comm=1" if w == "3d" else ""  # train3d: the world (0) carries nothing, TP is 1
-    cs, _ = culprits(fault, n)
+    cs, chost = culprits(fault, n)
     p = pct_of(fault)
-    f = [QUIET, "jitter:pct=2"]
+    jp, jt = NOISES[noise]
+    f = ([QUIET] if SHAPES[shape] else []) + ["jitter:pct=%g%s" % (jp, ",tail=%g" % jt if jt else "")]
     m = re.search(r"from=(\d+)", fault)  # a later onset: slow:pct=P,from=S (S: the culprit's seq)
     if kind == "slow":
         f.append("slow:rank=%d,pct=%g%s" % (cs[0], p, ",from=%s" % m.group(1) if m else ""))
@@ -130,6 +154,14 @@ def sim_faults(fault, n, w="dp"):
         f += ["slow:rank=%d,pct=%g" % (r, p or 20) for r in cs]
     elif kind == "link":
         f.append("link:a=simhost1,b=simhost2,us=3000")
+    elif kind == "compute":  # its GPU's compute P% slower, from collective 3 (dp: the second step)
+        f.append("slow:rank=%d,compute=%g,from=3" % (cs[0], p))
+    elif kind == "hostdelay":  # its host P% of a step's compute late after each step's synchronize
+        if w not in STEP_US:
+            return None
+        f.append("hostdelay:rank=%d,us=%d,from=3" % (cs[0], round(p / 100.0 * STEP_US[w])))
+    elif kind == "nic":  # its host's NIC at 1 / (1 + P/100) of the bandwidth
+        f.append("nic:host=%s,pct=%g" % (chost, p))
     elif kind == "throttle":
         f.append("throttle:rank=%d,reason=thermal,pct=30,seq=2" % cs[0])
     elif kind == "hang_host":  # on the culprit's first communicator with collectives
@@ -183,8 +215,8 @@ def run_until_hung(cmd, env, cli, shm):
     return subprocess.CompletedProcess(cmd, p.returncode, log.read())
 
 
-def run_processes(b, w, fault, n, seed, steps=None):
-    faults = sim_faults(fault, n, w)
+def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
+    faults = sim_faults(fault, n, w, noise, shape)
     app = app_cmd(w, n, steps)
     if app is None or faults is None:
         return None
@@ -219,7 +251,7 @@ def run_processes(b, w, fault, n, seed, steps=None):
             sys.exit("report failed: %s" % r.stderr)
         rep = json.loads(r.stdout)
         onsets = [int(s) for s in re.findall(r"slow fault: rank \d+ first stall \d+ us, before seq (\d+)", p.stdout)]
-        onset = min(onsets) if onsets else (2 if fault == "throttle" else None)
+        onset = min(onsets) if onsets else {"throttle": 2, "compute": 3, "hostdelay": 3}.get(fault.split(":")[0])
         hangs = [{"missing_ranks": h.get("missing_ranks", []), "stuck": len(h.get("stuck_ranks", []))}
                  for h in rep.get("hangs", [])]
         seqs = comm_seqs(out) if onset is not None else {}
@@ -236,7 +268,7 @@ def run_processes(b, w, fault, n, seed, steps=None):
             st.append({"rank": s["rank"], "host": s["host"], "kind": s["kind"], "after": after,
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
         slow = [(x["src_host"], x["dst_host"]) for x in rep.get("slow_links", [])]
-        return {"instances": rep["summary"]["instances"], "stragglers": st, "hangs": hangs, "onset": onset,
+        return {"instances": rep["summary"]["instances"], "judged": rep["summary"]["judged_instances"], "stragglers": st, "hangs": hangs, "onset": onset,
                 "slow_links": slow, "net": True}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -259,20 +291,22 @@ def score(fault, n, runs):
         st = [s for s in r["stragglers"]]
         ranked = [s for s in st if s["rank"] >= 0]
         if kind == "none":
-            clean += r["instances"]
+            clean += r["judged"]
             false += len([s for s in st if not explained(s)]) + len(r["hangs"]) + len(r["slow_links"])
             expl += len([s for s in st if explained(s)])
             continue
         # before the onset the job is clean: findings there are false
         pre = [s for s in st if s["rank"] >= 0 and s.get("after") is not None and s["after"] <= 0 and not explained(s)]
         false += len(pre)
-        if r.get("onset") is not None:
-            clean += r["onset"]
-        if kind == "link":
+        if r.get("onset") is not None:  # the instances judged before the onset: from the min_instances'th
+            clean += max(0, r["onset"] - (MIN_INSTANCES - 1))
+        if kind in ("link", "nic"):
             # named: the NCCL_NET wrapper's slow pair, or the comm's link entry (rank -1)
-            pair = {("simhost1", "simhost2"), ("simhost2", "simhost1")}
+            ends = {"simhost1", "simhost2"} if kind == "link" else {chost}
+            pair = ({("simhost1", "simhost2"), ("simhost2", "simhost1")} if kind == "link" else
+                    {x for x in r["slow_links"] if chost in x})
             named = bool(set(r["slow_links"]) & pair) or any(s["kind"] == "link" and s["rank"] < 0 for s in st)
-            on_end = [s for s in ranked if s["kind"] == "compute" and s["host"] in ("simhost1", "simhost2")]
+            on_end = [s for s in ranked if s["kind"] == "compute" and s["host"] in ends]
             rec += named
             kok += named and not on_end
             if r.get("net") and (r["slow_links"] or any(s["rank"] < 0 for s in st)):  # the wrapper's pairs
@@ -302,7 +336,7 @@ def score(fault, n, runs):
     k = len(runs)
     res = {"recall": None if kind == "none" else rec / k, "kind_ok": None if kind == "none" else kok / k,
            "cause_ok": cok / cause_n if cause_n else None, "flag_after": after if kind != "none" else [],
-           "false_per_million": (false / clean * 1e6) if clean else None, "clean_instances": clean,
+           "false_per_million": (false / clean * 1e6) if clean else None, "judged_clean": clean,
            "collateral": None if kind == "none" else coll / k, "explained": expl}
     return res
 
@@ -324,53 +358,29 @@ def steps_for(w, fault, n, max_proc):
     return LONG_STEPS.get((w, fault))
 
 
-def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0):
+def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0, noise="2", shape="wire"):
     t0 = time.monotonic()
     steps = steps or steps_for(w, fault, n, max_proc)
     runs, mode = [], "in-process"
     if n <= max_proc:
         for s in range(1, seeds + 1):
-            r = run_processes(b, w, fault, n, s, steps)
+            r = run_processes(b, w, fault, n, s, steps, noise, shape)
             if r is None:
                 break
             mode = "processes"
             runs.append(r)
     if mode == "in-process":  # one driver a CPU: each seed is one single-threaded process
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
-            runs = list(ex.map(lambda s: run_driver(b, w, fault, n, s, steps, min_instances),  # `after` per comm
+            runs = list(ex.map(lambda s: run_driver(b, w, fault, n, s, steps, min_instances, noise, shape),
                                range(1, seeds + 1)))
-    o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode}
+    o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode, "noise": noise, "shape": shape}
     o.update(score(fault, n, runs))
     if steps:
         o["steps"] = steps
     o["instances"] = sum(r["instances"] for r in runs)
+    o["judged"] = sum(r["judged"] for r in runs)
     o["wall_s"] = round(time.monotonic() - t0, 2)
     return o
-
-
-# ---------------------------------------------------------------- the generated page
-
-def fmt(x, pct=True):
-    if x is None:
-        return "n/a"
-    return "%d%%" % round(100 * x) if pct else ("%g" % x)
-
-
-def after_cell(v):
-    got = [x for x in v if x is not None]
-    if not v or not got:
-        return "n/a" if not v or all(x is None for x in v) else "missed"
-    return "%g / %d%s" % (statistics.median(got), max(got), "" if len(got) == len(v) else " (%d missed)" % (len(v) - len(got)))
-
-
-def bar_cell(fault, v):
-    p = pct_of(fault)
-    kind = fault.split(":")[0]
-    if kind not in ("slow", "host") or p is None or p not in BARS:  # the targets name steady slowdowns
-        return ""
-    got = [x for x in v if x is not None]
-    ok = len(got) == len(v) and got and max(got) <= BARS[p]
-    return "met (<= %d)" % BARS[p] if ok else "**unmet** (<= %d)" % BARS[p]
 
 
 CORE = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "link"]
@@ -396,8 +406,39 @@ def plan(seeds):
     return p
 
 
+# the machine's faults (a GPU slower at its own compute, a host late to enqueue, a NIC at
+# lower bandwidth) at each noise level, with and without the per-step wire latency
+MACHINE = ["none", "compute:pct=20", "hostdelay:pct=20", "nic:pct=20"]
+ENVS = [(nz, sh) for nz in ("2", "5t", "10t") for sh in ("wire", "bare")]
+MACHINE_SCALES = [8, 64, 256, 1024, 4096, 16384]
+
+
+def plan_machine(seeds):
+    """(workload, ranks, fault, seeds, max process ranks, noise, shape): dp's machine faults as
+    processes at 8 ranks and in process at every scale; every workload clean and 20% compute
+    slow in process at 8 to 1,024 ranks and at 16,384"""
+    p = []
+    for nz, sh in ENVS:
+        p += [("dp", 8, f, seeds, 8, nz, sh) for f in MACHINE]
+    for nz, sh in ENVS:
+        for n in MACHINE_SCALES:
+            p += [("dp", n, f, seeds, 0, nz, sh) for f in MACHINE]
+    for nz, sh in ENVS:
+        for w in WORKLOADS:
+            if w != "dp":
+                for n in (8, 64, 1024, 16384):
+                    p += [(w, n, f, seeds, 0, nz, sh) for f in ("none", "compute:pct=20")]
+    return p
+
+
+def current(o):
+    """a row of the detector as it is: it counted the judged instances (analysis/detect_window.c)
+    and its floor is bound by the rank's compute gap"""
+    return "judged" in o
+
+
 def key(o):
-    return (o["workload"], o["ranks"], o["fault"], o["seeds"], o["mode"])
+    return (o["workload"], o["ranks"], o["fault"], o["seeds"], o["mode"], o.get("noise", "2"), o.get("shape", "wire"))
 
 
 def sweep(a):
@@ -407,16 +448,21 @@ def sweep(a):
     if os.path.exists(a.results):
         for line in open(a.results):
             o = json.loads(line)
-            have[key(o)] = o
-    for w, n, f, k, mp in plan(a.seeds):
+            if current(o):
+                have[key(o)] = o
+    todo = plan_machine(a.seeds) if a.machine else [x + ("2", "wire") for x in plan(a.seeds)]
+    if a.long:
+        todo = []
+    for w, n, f, k, mp, nz, sh in todo:
         mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
-        if (w, n, f, k, mode) in have or (a.only and a.only != mode):
+        if (w, n, f, k, mode, nz, sh) in have or (a.only and a.only != mode) or (a.max_ranks and n > a.max_ranks):
             continue
-        o = evaluate(a.build, w, f, n, k, mp)
+        o = evaluate(a.build, w, f, n, k, mp, noise=nz, shape=sh)
         with open(a.results, "a") as fh:
             fh.write(json.dumps(o) + "\n")
         print(json.dumps(o), flush=True)
-    for w in DRIVER_WORKLOADS if a.only != "processes" else []:
+    longs = a.long.split(",") if a.long else DRIVER_WORKLOADS
+    for w in longs if a.only != "processes" and not a.machine and not a.no_long else []:
         for n in (8, 64):
             o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long"}
             if key(o) in have:
@@ -433,123 +479,6 @@ def run_processes_ok(w, f):
     return app_cmd(w, 8) is not None and sim_faults(f, 8) is not None
 
 
-def generate(a):
-    # a row measured again replaces the earlier one of the same (workload, fault, ranks, mode)
-    latest = {}
-    for f in a.results.split(","):
-        for line in open(f):
-            o = json.loads(line)
-            latest[(o["workload"], o["fault"], o["ranks"], o["mode"])] = o
-    rows = list(latest.values())
-    wall = sum(o["wall_s"] for o in rows)
-    long_ = [o for o in rows if o["mode"] == "in-process-long"]
-    rows = [o for o in rows if o["mode"] != "in-process-long"]
-    L = ["# Detection accuracy", "",
-         "Generated by `bench/accuracy.py --sweep` and `--generate docs/accuracy.md` (never edited by hand);",
-         "what the figures mean and why they are what they are: [detection.md](detection.md).", "",
-         "Every run is on the simulator's modeled clock ([simulator.md](simulator.md), \"The modeled clock\"):",
-         "each ring step 300 us (`link:a=*,b=*,us=300`), 2 ms of compute per bucket or layer (1 ms a pipeline",
-         "pass), `jitter:pct=2` (each compute 1 +- 2% per rank, each collective instance 1 +- 2% on every",
-         "member), seed = 1..seeds. 8 ranks on 4 hosts, else 8 a host.", "",
-         "- `processes`: `collscope run --sim` jobs of the test apps (tests/apps: dp_train, fsdp with prefetch,",
-         "  train3d, moe, accum, multicomm --comms 4, dp_train with simhost2 an older half-speed GPU model for",
-         "  `hetero`), every op timed by CUDA events, the NCCL_NET wrapper over simnet, read by",
-         "  `collscope report --json`.",
-         "- `in-process`: bench/accuracy_driver.c, the simulator's cost of an op (tests/sim/nccl/collcost.c,",
-         "  linked) fed into the detector the report and the online exchange link (analysis/detect*.c), with",
-         "  compute gaps formed as the report forms them (analysis/compute_gap.c: per communicator and stream,",
-         "  each stream of a rank with its own time); bench/accuracy_workloads.c models each app: `dp` (3",
-         "  buckets a step), `fsdp` (4 layers: the AllGathers back to back on a second stream, each layer's",
-         "  forward waiting for its own, the ReduceScatters there after each layer's backward), `3d` (TP 2 x",
-         "  PP 2 or 4 x DP, 1F1B over 4 microbatches with Send/Recv between stages, a world AllReduce each step",
-         "  at which every stage arrives at its place in the schedule), `moe` (expert groups of 8: AlltoAll",
-         "  dispatch and combine around the experts' work, one hot expert per layer and step at 1.5-3x the",
-         "  mean, and a world AllReduce), `accum` (an AllReduce every 4 steps of 500 us), `multicomm` (4",
-         "  communicators, each on its own stream with its own compute, the host waiting for all four each",
-         "  step) and `hetero` (`dp` with simhost2's compute and the instances it is in twice as long; findings",
-         "  on its ranks, the GPU model most ranks do not run, are counted as explained, as the report's",
-         "  `gpu_model` cause). A slow link is named in process only by the communicator's link entry, which",
-         "  reads its small (<= 64 KiB) collectives: `accum` and `multicomm` have none.", "",
-         "Faults on rank 5 (8 ranks) or N/2+5, on simhost3 or host N/16+1: `slow:pct=P` stalls P% of its",
-         "collective's duration before each collective, from its 4th op (after three measured durations), or",
-         "with `,from=S` from its op of seq S, mid-job; `intermittent` the same on every other one",
-         "(`every=2`); `host` on every rank of that host; `two` that rank and rank 1 (or N/4+1) at 20%;",
-         "`throttle` that GPU thermally throttled, 30% slower (in process: 70% clocks), from collective 2;",
-         "`link` simhost1 <-> simhost2 3 ms per transfer; `hang_host` the rank's host thread blocks in the call",
-         "of seq 20 (`stall:`), `hang_gpu` its stream blocks there (`hang:`) (wall clock: the modeled clock",
-         "never declares a hang).", "",
-         "Columns: recall (the injected rank and host flagged; `link`: the slow pair or the comm's link entry",
-         "named; hang: the culprit named as the one rank missing), kind (compute on the culprit for a slowed",
-         "GPU; for `link`: named and no compute straggler on an endpoint host), cause (the report's `causes`",
-         "name the throttle; for `link`: the NCCL_NET wrapper's slow pairs are exactly the injected one), after",
-         "(instances of the flagged communicator from the first delayed one, counted as 1, to the first flag:",
-         "median / max over the seeds), bar (20% in <= 12, 5% in <= 30, 2% in <= 100), collateral (share of",
-         "seeds with a finding on a rank the fault did not touch: a slowed GPU's tensor-parallel partner, late",
-         "to its data-parallel collective because it waited for it), false (findings per 1M clean instances:",
-         "before the onset, or in clean runs; stragglers the report explains by the GPU inventory, `gpu_model`,",
-         "are counted apart), wall (the row's own wall time, all its seeds).", ""]
-    order = {f: i for i, f in enumerate(FAULTS)}
-    for w in WORKLOADS:
-        L += ["## %s" % w, "",
-              "| ranks | fault | mode | seeds | recall | kind | cause | after (median / max) | bar | collateral | false / 1M (clean instances) | wall |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-        for o in sorted((o for o in rows if o["workload"] == w),
-                        key=lambda o: (o["mode"] != "processes", o["ranks"],
-                                       order.get(o["fault"].split(",from=")[0], 99), o["fault"])):
-            fp = fmt(o["false_per_million"], False)
-            if o.get("explained"):
-                fp += ", %d explained (gpu_model)" % o["explained"]
-            L.append("| %d | `%s` | %s | %d | %s | %s | %s | %s | %s | %s | %s (%d) | %.0f s |" % (
-                o["ranks"], o["fault"], o["mode"], o["seeds"], fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
-                after_cell(o["flag_after"]), bar_cell(o["fault"], o["flag_after"]), fmt(o["collateral"]), fp,
-                o["clean_instances"], o["wall_s"]))
-        cl = [o for o in rows + long_ if o["workload"] == w and o["fault"] == "none"]
-        tot = sum(o["clean_instances"] for o in cl)
-        fp = sum((o["false_per_million"] or 0) * o["clean_instances"] / 1e6 for o in cl)
-        ex = sum(o.get("explained") or 0 for o in cl)
-        lg = ", ".join("%d ranks %d" % (o["ranks"], o["clean_instances"]) for o in long_ if o["workload"] == w)
-        L += ["", "Clean instances in all, %s: %d, false findings %d (%s per 1M)%s." % (
-            ("with the long in-process runs (%s)" % lg) if lg else "in the rows above", tot, round(fp),
-            "%g" % (fp / tot * 1e6) if tot else "n/a", (", %d explained by the GPU inventory" % ex) if ex else ""), ""]
-    pw = sum(o["wall_s"] for o in rows if o["mode"] == "processes")
-    L += ["## Run", "",
-          "%d rows: %.0f s of wall time in all, %.0f s of it the process rows (each row's own time, summed; the" % (
-              len(rows) + len(long_), wall, pw),
-          "process and in-process halves ran side by side, `--only`), on %s with %d CPUs shared with other" % (
-              platform.machine(), os.cpu_count() or 0),
-          "engineers' builds and tests, written %s." % time.strftime("%Y-%m-%d", time.gmtime())]
-    # what ran with fewer than 10 seeds, said from the rows themselves
-    few = collections.defaultdict(list)
-    for o in rows:
-        if o["seeds"] < 10:
-            few[(o["mode"], o["ranks"], o["seeds"])].append("%s %s" % (o["workload"], o["fault"]))
-    if few:
-        L += ["Rows with fewer than 10 seeds (what a 2-core host had time for; a hang runs on the wall clock until the"
-              " shims report it, and the largest jobs cost the most):"]
-        for (mode, n, k), what in sorted(few.items()):
-            big = [o["wall_s"] / o["seeds"] for o in rows if o["mode"] == mode and o["ranks"] == n]
-            L.append("- %s, %d ranks, %d seed%s (%.0f s a seed at most): %s." % (
-                mode, n, k, "" if k == 1 else "s", max(big), ", ".join(sorted(what))))
-    ran = {(o["workload"], o["fault"], o["ranks"]) for o in rows}
-    missing = collections.defaultdict(list)
-    for w, n, f, k, mp in plan(10):
-        if (w, f, n) not in ran:
-            missing[n].append("%s %s" % (w, f))
-    if missing:
-        L += ["Rows of the plan (`--sweep`) not run yet:"]
-        L += ["- %d ranks: %s." % (n, ", ".join(sorted(v))) for n, v in sorted(missing.items())]
-    longer = ["%s %s, %s, %d ranks: %d" % (o["workload"], o["fault"], o["mode"], o["ranks"],
-                                           o.get("steps") or LONG_STEPS[(o["workload"], o["fault"])])
-              for o in rows if o.get("steps") or (o["workload"], o["fault"]) in LONG_STEPS]
-    if longer:
-        L += ["Rows run with other than their workload's steps (`steps`; bench/accuracy.py LONG_STEPS, SHORT_STEPS): " +
-              "; ".join(sorted(longer)) + "."]
-    L.append("")
-    with open(a.generate, "w") as f:
-        f.write("\n".join(L))
-    return 0
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -559,9 +488,17 @@ def main():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--steps", type=int, default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--noise", choices=sorted(NOISES), default="2",
+                    help="jitter: 2 (2%%), 5t (5%% + tail 5%%), 10t (10%% + tail 10%%)")
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="wire",
+                    help="wire: every ring step 300 us more (link:a=*,b=*,us=300); bare: the cost model alone")
     ap.add_argument("--max-process-ranks", type=int, default=256)
     ap.add_argument("--generate", metavar="FILE")
     ap.add_argument("--sweep", action="store_true")
+    ap.add_argument("--machine", action="store_true", help="--sweep: the machine-fault and noise rows (plan_machine)")
+    ap.add_argument("--max-ranks", type=int, default=0, help="--sweep: only rows of at most this many ranks")
+    ap.add_argument("--no-long", action="store_true", help="--sweep: without the long clean in-process runs")
+    ap.add_argument("--long", metavar="W,W", help="--sweep: only the long clean in-process runs of these workloads")
     ap.add_argument("--only", choices=["processes", "in-process"], help="--sweep: only these rows")
     ap.add_argument("--results", default="bench/accuracy_results.jsonl",
                     help="the sweep's rows, one JSON object a line (--sweep appends, --generate reads)")
@@ -570,8 +507,10 @@ def main():
     if a.sweep:
         return sweep(a)
     if a.generate:
-        return generate(a)
-    o = evaluate(a.build, a.workload, a.fault, a.ranks, a.seeds, a.max_process_ranks, a.steps)
+        import accuracy_page  # bench/accuracy_page.py: the page from the rows
+        return accuracy_page.generate(a)
+    o = evaluate(a.build, a.workload, a.fault, a.ranks, a.seeds, a.max_process_ranks, a.steps, noise=a.noise,
+                 shape=a.shape)
     print(json.dumps(o) if a.json else "\n".join("%s: %s" % kv for kv in o.items()))
     return 0
 

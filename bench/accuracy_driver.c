@@ -39,9 +39,7 @@
 
 #include "accuracy_driver.h"
 
-#define WIRE_US 300.0  /* the quiet shape's link:a=*,b=*,us=300 */
 #define LINK_US 3000.0 /* the `link` fault: simhost1 <-> simhost2, 3 ms per step */
-#define JITTER 0.02
 #define HANG_SEQ 20
 #define OLD_SPEED 0.5 /* hetero: the older model's speed */
 
@@ -54,7 +52,13 @@ static uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 double unif(uint64_t key) { return (double)(mix(key ^ mix(W.seed)) >> 11) / 9007199254740992.0; }
-static double jit(uint64_t key) { return 1.0 + JITTER * (2.0 * unif(key) - 1.0); }
+/* the simulator's jitter:pct=P,tail=T (tests/sim/cuda/model.c): 1 + P/100 u, u uniform in
+ * [-1, 1), plus T/100 an exponential draw of mean 1 */
+static double jit(uint64_t key) {
+  double f = 1.0 + W.jitter * (2.0 * unif(key) - 1.0);
+  if (W.tail > 0) f -= W.tail * log(1.0 - unif(key ^ 0x7a11000000000000ull));
+  return f;
+}
 
 static bool link_pair(int a, int b) {
   int ha = host_of(a), hb = host_of(b);
@@ -82,7 +86,10 @@ struct comm *comm_new(const int *m, int n, int stream) {
 static struct sn_edge pair_edge(void *ctx, int a, int b) {
   const struct comm *c = ctx;
   int ra = c->m[a], rb = c->m[b];
-  return sn_cost_edge(host_of(ra) == host_of(rb), SN_COST_NET_GBPS / 8.0, WIRE_US + (link_pair(ra, rb) ? LINK_US : 0), 1.0);
+  bool same = host_of(ra) == host_of(rb);
+  bool nic = W.fault == F_NIC && !same && (host_of(ra) == W.chost || host_of(rb) == W.chost);
+  return sn_cost_edge(same, SN_COST_NET_GBPS / 8.0, W.wire_us + (link_pair(ra, rb) ? LINK_US : 0),
+                      nic ? 1.0 / (1.0 + W.pct / 100.0) : 1.0);
 }
 static struct sn_edge ring_edge(void *ctx, int p) {
   const struct comm *c = ctx;
@@ -124,6 +131,7 @@ static bool culprit(int r) {
   case F_HOST: return host_of(r) == W.chost;
   case F_TWO: return r == W.culprit || r == W.culprit2;
   case F_NONE:
+  case F_NIC:
   case F_LINK: return false;
   default: return r == W.culprit;
   }
@@ -131,9 +139,27 @@ static bool culprit(int r) {
 
 static bool older(int r) { return W.old_host >= 0 && host_of(r) == W.old_host; }
 
+/* a fault that slows the culprit's own work (its GPU's compute, its host) is on */
+static bool work_fault(int r) {
+  return (W.fault == F_THROTTLE || W.fault == F_COMPUTE || W.fault == F_HOSTDELAY) && r == W.culprit &&
+         W.step >= W.from;
+}
+
 void compute_on(int s, int r, double us) {
+  if (W.hstep[r] != W.step) { /* the host enqueues this step's first work */
+    W.hstep[r] = W.step;
+    if (W.fault == F_HOSTDELAY && work_fault(r)) {
+      /* hostdelay: its thread spends pct% of a step's compute after the step's synchronize
+       * (tests/sim/cuda/model.c), so every one of its streams starts the step that late */
+      double h = *stream_t(s, r) + W.pct / 100.0 * W.step0[r];
+      for (int q = 0; q < NSTREAMS; q++)
+        if (*stream_t(q, r) < h) *stream_t(q, r) = h;
+    }
+  }
+  if (W.step == 0) W.step0[r] += us;
   double f = jit(((uint64_t)r << 40) ^ W.draws[r]++);
-  if (W.fault == F_THROTTLE && r == W.culprit && W.step >= W.from) f *= 1.0 / 0.7; /* clocks at 70% */
+  if (W.fault == F_THROTTLE && work_fault(r)) f *= 1.0 / 0.7;          /* clocks at 70% */
+  if (W.fault == F_COMPUTE && work_fault(r)) f *= 1.0 + W.pct / 100.0; /* slow:compute=P */
   if (older(r)) f /= OLD_SPEED;
   *stream_t(s, r) += us * f;
 }
@@ -157,7 +183,7 @@ void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
   for (int k = 0; k < c->n; k++) {
     int r = c->m[k];
     double s = stall_us(c, r, W.step), *t = stream_t(c->stream, r);
-    if (s > 0 || (W.fault == F_THROTTLE && r == W.culprit && W.step >= W.from)) delayed = true;
+    if (s > 0 || work_fault(r)) delayed = true;
     if (older(r)) speed = OLD_SPEED;
     *t += s;
     if (*t > tmax) tmax = *t;
@@ -260,6 +286,12 @@ static int parse_fault(const char *f) {
     W.fault = F_HANG_HOST;
   else if (IS("hang_gpu"))
     W.fault = F_HANG_GPU;
+  else if (IS("compute"))
+    W.fault = F_COMPUTE;
+  else if (IS("hostdelay"))
+    W.fault = F_HOSTDELAY;
+  else if (IS("nic"))
+    W.fault = F_NIC;
   else
     return -1;
 #undef IS
@@ -275,6 +307,7 @@ static int parse_fault(const char *f) {
     p = *end == ',' ? end + 1 : NULL;
   }
   if (W.fault == F_THROTTLE && !W.from) W.from = 2;
+  if ((W.fault == F_COMPUTE || W.fault == F_HOSTDELAY) && !W.from) W.from = 1; /* from the second step */
   return 0;
 }
 
@@ -284,6 +317,8 @@ int main(int argc, char **argv) {
   W.steps = 40;
   W.seed = 1;
   W.rph = 0;
+  W.jitter = 0.02;
+  W.wire_us = 300;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--workload"))
       wl = argv[i + 1];
@@ -297,6 +332,12 @@ int main(int argc, char **argv) {
       W.steps = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--ranks-per-host"))
       W.rph = atoi(argv[i + 1]);
+    else if (!strcmp(argv[i], "--jitter"))
+      W.jitter = atof(argv[i + 1]) / 100.0;
+    else if (!strcmp(argv[i], "--tail"))
+      W.tail = atof(argv[i + 1]) / 100.0;
+    else if (!strcmp(argv[i], "--wire-us"))
+      W.wire_us = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--min-instances"))
       W.min_inst = strtoull(argv[i + 1], NULL, 10);
     else {
@@ -304,7 +345,8 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (W.n < 8 || W.n > (1 << 20) || W.n % 8 || W.steps < 1 || parse_fault(fault)) {
+  if (W.n < 8 || W.n > (1 << 20) || W.n % 8 || W.steps < 1 || parse_fault(fault) || !(W.jitter >= 0 && W.jitter < 1) ||
+      !(W.tail >= 0 && W.tail <= 1) || !(W.wire_us >= 0 && W.wire_us <= 1e6)) {
     fprintf(stderr, "accuracy_driver: bad --ranks (a multiple of 8), --steps or --fault %s\n", fault);
     return 2;
   }
@@ -318,9 +360,13 @@ int main(int argc, char **argv) {
   W.t = calloc((size_t)W.n * NSTREAMS, sizeof *W.t);
   W.gaps = calloc((size_t)W.n, sizeof *W.gaps); /* zero: cs_gap_reset's state */
   W.draws = calloc((size_t)W.n, sizeof *W.draws);
+  W.hstep = malloc((size_t)W.n * sizeof *W.hstep);
+  W.step0 = calloc((size_t)W.n, sizeof *W.step0);
+  if (W.hstep)
+    for (int r = 0; r < W.n; r++) W.hstep[r] = -1;
   W.host = malloc((size_t)nh * sizeof *W.host);
   W.comms = calloc((size_t)W.n * 2 + 16, sizeof *W.comms);
-  if (!W.t || !W.gaps || !W.draws || !W.host || !W.comms) return 2;
+  if (!W.t || !W.gaps || !W.draws || !W.hstep || !W.step0 || !W.host || !W.comms) return 2;
   for (int h = 0; h < nh; h++) {
     char b[32];
     snprintf(b, sizeof b, "simhost%d", h + 1);
@@ -337,12 +383,13 @@ int main(int argc, char **argv) {
   }
   struct cs_det_result res;
   if (cs_det_stream_finish(W.det, &res)) return 2;
-  printf("{\"instances\":%zu,\"culprits\":[", res.instances);
+  printf("{\"instances\":%zu,\"judged\":%zu,\"culprits\":[", res.instances, res.judged);
   bool first = true;
   for (int r = 0; r < W.n; r++)
     if (culprit(r)) printf("%s%d", first ? "" : ",", r), first = false;
   printf("],\"culprit_host\":\"%s\"",
-         W.fault == F_NONE || W.fault == F_LINK || W.fault == F_HANG_GPU ? "" : W.host[host_of(W.culprit)]);
+         W.fault == F_NONE || W.fault == F_LINK || W.fault == F_NIC || W.fault == F_HANG_GPU ? ""
+                                                                                             : W.host[host_of(W.culprit)]);
   print_findings(&res, "stragglers", false);
   print_findings(&res, "explained", true);
   printf(",\"hangs\":[");

@@ -23,7 +23,10 @@ enum fault { F_NONE,
              F_THROTTLE,
              F_TWO,
              F_HANG_HOST,
-             F_HANG_GPU };
+             F_HANG_GPU,
+             F_COMPUTE,   /* the culprit's GPU pct% slower at its own compute (slow:compute=P) */
+             F_HOSTDELAY, /* its host pct% of a step's compute late to enqueue each step (hostdelay) */
+             F_NIC };     /* its host's NIC at 1 / (1 + pct/100) of the bandwidth (nic:pct=P) */
 
 struct comm {
   int id, n;
@@ -41,7 +44,11 @@ struct driver {
   uint64_t seed;
   enum fault fault;
   double pct;
-  int64_t from; /* the fault starts at this step */
+  int64_t from;        /* the fault starts at this step */
+  double jitter, tail; /* noise: each compute and instance 1 + jitter u (u in [-1, 1)) + tail Exp(1) */
+  double wire_us;      /* every ring step's added latency (link:a=*,b=*,us=N; 0: the bare model) */
+  int64_t *hstep;      /* per rank: the step its host last enqueued (hostdelay) */
+  double *step0;       /* per rank: its compute in step 0 (us, before jitter), hostdelay's base */
   int culprit, culprit2, chost;
   int old_host;                /* hetero: the host whose GPUs are the older, half-speed model; -1 none */
   double *t;                   /* per stream and rank: the stream's time (us), t[s * n + r] */

@@ -14,7 +14,10 @@
  *  offset rule (uses every instance, catches small consistent delays): the rank has a
  *   timed op in >= min_instances of the window's instances, a > 0 in clearly more than
  *   half of them (sign test, z >= 2), and its median offset m satisfies
- *   m >= max(floor_us, frac * median duration), and m is offset_z robust standard errors
+ *   m >= max(floor_us, min(frac * median duration, 0.1 * its median compute gap),
+ *   5 * 1.2533 * sigma / sqrt(its instances), sigma the window's median noise: per instance
+ *   of >= 8 members 1.4826 * their median |offset|) (the floor), and m is offset_z robust
+ *   standard errors
  *   (1.2533 * 1.4826 * MAD / sqrt(n)) above 0, either in us or as a / the instance's median
  *   duration (with mixed sizes a fixed delay is steady in us, a proportional one relatively);
  *  recent rule (a slowdown that starts mid-job, before it fills half the window): the
@@ -24,8 +27,8 @@
  *   instances_in_window >= min_instances, and
  *   last_count / instances_in_window >= max(share, p0 + z * sqrt(p0 (1 - p0) / n)) with
  *   p0 = 1 / comm_size, n = instances_in_window (arriving last that often is z standard
- *   deviations above chance), and the median lateness of its last-arrivals >=
- *   max(floor_us, frac * median duration);
+ *   deviations above chance), and the median lateness of its last-arrivals >= the floor
+ *   (its compute gap there: the median over its last-arrivals).
  *  cost rule (a rank late rarely or on alternate steps, by a lot: analysis/detect_cost.c): over
  *   the last cost_window instances, the sum of its lateness where it arrived last by more than
  *   max(floor_us, frac * the instance's median duration, 3 x the median lateness of the last
@@ -244,6 +247,8 @@ struct cs_det_result {
   struct cs_det_rankstat *ranks;
   size_t nranks;
   size_t instances; /* collective instances evaluated */
+  size_t judged;    /* of those, the ones the rules ran at: a window of >= min_instances of
+                       its communicator (the denominator of a false-finding rate) */
 };
 
 /* hang_mode: which communicators get a hang entry.

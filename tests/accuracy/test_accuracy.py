@@ -15,10 +15,16 @@ collectives on a second stream, each AllGather of the forward right after the pr
 each ReduceScatter after its layer's backward), and hetero clean in process (simhost2's
 half-speed GPUs flagged every seed, all of them explained by the GPU inventory, none false). train3d runs in process
 only here: as processes its arrivals vary from run to run with the same seed
-(docs/detection.md)."""
+(docs/detection.md). The floor (docs/detection.md): a GPU 20% slower at its own compute
+(`compute:pct=20`) in process at 8 and 1,024 ranks (at 1,024 an AllReduce takes ~640 ms: only
+the floor's bound by the rank's compute gap, not 1.5% of the duration, lets a 400 us delay
+through) and at 64 ranks under 5% jitter with tails, and a clean run there: no finding in its
+333 judged instances (the denominator of the false-finding rate), and at 1,024 ranks under 10%
+jitter with a 10% tail (the floor's noise term: without it a rank late by chance in its first
+15 instances is flagged in 2 of 6 seeds)."""
 import argparse, json, subprocess, sys
 
-# (workload, fault, ranks, seeds, max process ranks) -> expected figures
+# (workload, fault, ranks, seeds, max process ranks[, noise]) -> expected figures
 CASES = [
     # processes: the simulator's first stall comes at seq 2, before the detector's 10-instance minimum
     (("dp", "slow:pct=5", 8, 3, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "flag_after": [13, 13, 13],
@@ -39,6 +45,14 @@ CASES = [
     (("3d", "none", 64, 3, 0), {"mode": "in-process", "false_per_million": 0.0}),
     (("fsdp", "slow:pct=5", 8, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [12, 17, 17]}),
     (("hetero", "none", 8, 3, 0), {"mode": "in-process", "false_per_million": 0.0, "explained": 6}),
+    (("dp", "compute:pct=20", 8, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [12, 12, 12]}),
+    (("dp", "compute:pct=20", 1024, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0,
+                                            "flag_after": [12, 12, 12]}),
+    (("dp", "compute:pct=20", 64, 3, 0, "5t"), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0,
+                                                "flag_after": [13, 15, 14]}),
+    (("dp", "none", 64, 3, 0, "5t"), {"mode": "in-process", "false_per_million": 0.0, "judged_clean": 333}),
+    # 10% jitter with a 10% tail: at 1,024 ranks the floor's noise term keeps chance ranks unflagged
+    (("dp", "none", 1024, 6, 0, "10t"), {"mode": "in-process", "false_per_million": 0.0, "judged_clean": 666}),
 ]
 
 
@@ -48,9 +62,10 @@ def main():
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
     bad = 0
-    for (w, f, n, k, mp), want in CASES:
+    for case, want in CASES:
+        (w, f, n, k, mp), noise = case[:5], case[5] if len(case) > 5 else "2"
         cmd = [sys.executable, a.bench, "--build", a.build, "--workload", w, "--fault", f, "--ranks", str(n), "--seeds",
-               str(k), "--max-process-ranks", str(mp), "--json"]
+               str(k), "--max-process-ranks", str(mp), "--noise", noise, "--json"]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
         if p.returncode:
             print("FAIL %s %s %d: exit %d: %s" % (w, f, n, p.returncode, p.stderr[-2000:]))
@@ -58,7 +73,7 @@ def main():
             continue
         got = json.loads(p.stdout)
         diff = {key: (got.get(key), v) for key, v in want.items() if got.get(key) != v}
-        print("%s %s %s ranks=%d seeds=%d: %s" % ("FAIL" if diff else "ok", w, f, n, k, json.dumps(got)))
+        print("%s %s %s ranks=%d seeds=%d noise=%s: %s" % ("FAIL" if diff else "ok", w, f, n, k, noise, json.dumps(got)))
         if diff:
             print("  got != expected: %s" % diff)
             bad += 1

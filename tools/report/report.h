@@ -68,6 +68,7 @@ struct comm_row {
 /* summary: the whole set's counts (printed by the summary and notes sections) */
 struct summary {
   size_t files, ranks, hosts, ops, xfers, instances;
+  size_t judged; /* instances the straggler rules ran at (cs_det_result.judged) */
   size_t timed, captured, host_timed, errors, unknown_timing;
   /* sampled_out: outside the CUDA-event sample (COLLSCOPE_EVENT_SAMPLE), counted, not timed */
   size_t sampled_out;

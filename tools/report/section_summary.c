@@ -99,6 +99,7 @@ static void build_summary(struct report *r) {
     s->timed_host_span = c->timed_host_span, s->captured = c->captured, s->host_timed = c->host_timed;
     s->unknown_timing = c->unknown_timing, s->sampled_out = c->sampled_out;
     for (size_t i = 0; i < r->agg->ncomms; i++) s->instances += r->agg->comms[i].instances;
+    s->judged = r->det.judged;
   }
 }
 
@@ -122,6 +123,7 @@ static json_t *json_summary(const struct report *r) {
   json_object_set_new(o, "ops", jcount(s->ops));
   json_object_set_new(o, "xfers", jcount(s->xfers));
   json_object_set_new(o, "instances", jcount(s->instances));
+  json_object_set_new(o, "judged_instances", jcount(s->judged));
   json_object_set_new(o, "timed", jcount(s->timed));
   json_object_set_new(o, "timed_gpu_event", jcount(s->timed - s->timed_profiler - s->timed_host_span));
   json_object_set_new(o, "timed_profiler", jcount(s->timed_profiler));
