@@ -115,7 +115,7 @@ int cs_det_cost_feed(struct cstate *C, const struct cs_det_params *p) {
   /* the noise: the median lateness of the last `window` instances */
   size_t lo = C->nin > p->window ? C->nin - p->window : 0, nl = 0;
   for (size_t i = lo; i < C->nin; i++) K->scr[nl++] = C->in[i].lateness;
-  double cut = 3 * cs_det_median(K->scr, nl), thr = cs_det_threshold(p, I->med);
+  double cut = 3 * cs_det_median(K->scr, nl), thr = cs_det_threshold(p, I->med, -1, -1);
   if (cut < thr) cut = thr;
   if (K->n == K->cap) { /* the oldest leaves */
     const struct cost_slot *o = &K->slot[K->head];
