@@ -1,0 +1,117 @@
+/* stats/flight.c: the flight recorder of COLLSCOPE_RECORD=summary (stats/flight.h,
+ * docs/always-on.md): a ring of the last op records (allocated once), and the windows of full
+ * detail written around a failed op, a hang, an online finding, a termination signal or the
+ * trigger file. Op n of the process sits in slot n mod capacity; `written` is the first op
+ * not yet on the file, so overlapping windows never write an op twice. */
+#include "flight.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "summary.h"
+
+static struct cs_record *ring;
+static size_t cap, after_max;
+static uint64_t nops, written, after_left, nwindows, nwritten;
+static _Atomic int requested;
+static int64_t last_check_ns, trigger_mtime_ns;
+static bool trigger_seen; /* trigger_mtime_ns holds the file's first state (-1: absent) */
+
+const char *cs_flight_reason_name(int why) {
+  switch (why) {
+  case CS_WIN_FAILED: return "failed";
+  case CS_WIN_HANG: return "hang";
+  case CS_WIN_FINDING: return "finding";
+  case CS_WIN_SIGNAL: return "signal";
+  case CS_WIN_REQUEST: return "request";
+  default: return "unknown";
+  }
+}
+
+bool cs_flight_init(size_t ring_ops, size_t after_ops, unsigned summary_s) {
+  cs_flight_free();
+  cap = ring_ops ? ring_ops : 1;
+  ring = calloc(cap, sizeof *ring);
+  if (!ring || !cs_summary_init(summary_s)) {
+    cs_log(CS_LOG_WARN, "COLLSCOPE_RECORD=summary off: cannot allocate the flight ring (%zu ops) and the summaries: "
+                        "every op is written whole",
+           cap);
+    cs_flight_free();
+    return false;
+  }
+  after_max = after_ops;
+  nops = written = after_left = nwindows = nwritten = 0;
+  trigger_seen = false;
+  return true;
+}
+
+bool cs_flight_on(void) { return ring != NULL; }
+
+size_t cs_flight_mem(void) { return ring ? cap * sizeof *ring + cs_summary_mem() : 0; }
+
+void cs_flight_free(void) {
+  free(ring);
+  ring = NULL;
+  cs_summary_free();
+}
+
+uint64_t cs_flight_windows(void) { return nwindows; }
+uint64_t cs_flight_ops_written(void) { return nwritten; }
+
+static void write_op(uint64_t n) {
+  cs_dump_op_line(&ring[n % cap]);
+  nwritten++;
+}
+
+void cs_flight_trigger(enum cs_flight_reason why, const struct cs_record *r) {
+  if (!ring) return;
+  uint64_t from = nops > cap ? nops - cap : 0;
+  if (written > from) from = written;
+  cs_dump_window_line(why, r, nops - from, after_max);
+  nwindows++;
+  for (uint64_t n = from; n < nops; n++) write_op(n);
+  written = nops;
+  after_left = after_max;
+}
+
+void cs_flight_op(const struct cs_record *r) {
+  if (!ring) {
+    cs_dump_op_line(r);
+    return;
+  }
+  if (!cs_summary_add(r)) cs_dump_op_line(r); /* no room in the interval's table: written whole */
+  ring[nops % cap] = *r;
+  nops++;
+  if (after_left) { /* an open window */
+    after_left--;
+    write_op(nops - 1);
+    written = nops;
+  }
+  if (r->type == CS_REC_OP && r->status != 0) cs_flight_trigger(CS_WIN_FAILED, r);
+}
+
+void cs_flight_request(enum cs_flight_reason why) { atomic_store_explicit(&requested, (int)why, memory_order_release); }
+
+void cs_flight_tick(void) {
+  if (!ring) return;
+  int why = atomic_exchange_explicit(&requested, 0, memory_order_acquire);
+  if (why) cs_flight_trigger((enum cs_flight_reason)why, NULL);
+  int64_t now = cs_now_ns(CLOCK_MONOTONIC);
+  if (now - last_check_ns < 1000000000LL) return;
+  last_check_ns = now;
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/collscope-flight", cs_cfg.dir) >= (int)sizeof path) return;
+  struct stat st;
+  int64_t m = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec : -1;
+  if (!trigger_seen) { /* the first look: a file already there is no request */
+    trigger_seen = true;
+    trigger_mtime_ns = m;
+    return;
+  }
+  if (m >= 0 && m != trigger_mtime_ns) {
+    trigger_mtime_ns = m;
+    cs_flight_trigger(CS_WIN_REQUEST, NULL);
+  }
+}
