@@ -117,7 +117,8 @@ static int parse_pow2(const char *v) {
 }
 
 /* COLLSCOPE_RECORD: full (0) or summary (1) */
-static int parse_record(const char *v) { return !strcmp(v, "full") ? 0 : !strcmp(v, "summary") ? 1 : -1; }
+static int parse_record(const char *v) { return !strcmp(v, "full") ? 0 : !strcmp(v, "summary") ? 1
+                                                                                               : -1; }
 
 static int parse_sdc_action(const char *v) {
   if (!strcmp(v, "log")) return CS_SDC_ACTION_LOG;

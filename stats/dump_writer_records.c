@@ -513,7 +513,7 @@ void cs_dump_summary_line(const struct cs_summary_line *s) {
       .comm_size = s->comm_size,
       .comm_rank = s->comm_rank,
       .rank = cs_cfg.rank,
-      .op_name = s->op == CS_SUMMARY_XFER                ? "Memcpy"
+      .op_name = s->op == CS_SUMMARY_XFER            ? "Memcpy"
                  : s->op >= 0 && s->op < CS_OP_COUNT ? cs_op_table[s->op].name
                                                      : "unknown",
       .dtype = cs_dtype_name(s->dtype),

@@ -18,6 +18,15 @@ static uint64_t nops, written, after_left, nwindows, nwritten;
 static _Atomic int requested;
 static int64_t last_check_ns, trigger_mtime_ns;
 static bool trigger_seen; /* trigger_mtime_ns holds the file's first state (-1: absent) */
+/* The bound on disk: windows of failed ops, findings and requests take a token; a token comes
+ * back every WINDOW_REFILL_S of the records' time, at most WINDOW_BURST held (hangs and
+ * signals end a process's story and always get theirs). A trigger without a token, or one
+ * inside the window still open, writes nothing more: counted, logged at the end. */
+#define WINDOW_BURST 8
+#define WINDOW_REFILL_S 3600
+static double tokens = WINDOW_BURST;
+static int64_t tokens_ns;
+static uint64_t suppressed;
 
 const char *cs_flight_reason_name(int why) {
   switch (why) {
@@ -42,7 +51,9 @@ bool cs_flight_init(size_t ring_ops, size_t after_ops, unsigned summary_s) {
     return false;
   }
   after_max = after_ops;
-  nops = written = after_left = nwindows = nwritten = 0;
+  nops = written = after_left = nwindows = nwritten = suppressed = 0;
+  tokens = WINDOW_BURST;
+  tokens_ns = 0;
   trigger_seen = false;
   return true;
 }
@@ -52,6 +63,11 @@ bool cs_flight_on(void) { return ring != NULL; }
 size_t cs_flight_mem(void) { return ring ? cap * sizeof *ring + cs_summary_mem() : 0; }
 
 void cs_flight_free(void) {
+  if (suppressed)
+    cs_log(CS_LOG_WARN, "flight recorder: %llu triggers wrote no window of their own (inside an open window, or past "
+                        "the bound of %d windows, then one an hour)",
+           (unsigned long long)suppressed, WINDOW_BURST);
+  suppressed = 0;
   free(ring);
   ring = NULL;
   cs_summary_free();
@@ -65,8 +81,26 @@ static void write_op(uint64_t n) {
   nwritten++;
 }
 
+static bool take_token(enum cs_flight_reason why, const struct cs_record *r) {
+  if (why == CS_WIN_HANG || why == CS_WIN_SIGNAL) return true;
+  if (after_left) return false; /* the open window holds it */
+  int64_t now = r ? r->enqueue_ns : cs_now_ns(CLOCK_REALTIME);
+  if (tokens_ns && now > tokens_ns) tokens += (double)(now - tokens_ns) / (WINDOW_REFILL_S * 1e9);
+  if (tokens > WINDOW_BURST) tokens = WINDOW_BURST;
+  if (!tokens_ns || now > tokens_ns) tokens_ns = now;
+  if (tokens < 1) return false;
+  tokens -= 1;
+  return true;
+}
+
+uint64_t cs_flight_suppressed(void) { return suppressed; }
+
 void cs_flight_trigger(enum cs_flight_reason why, const struct cs_record *r) {
   if (!ring) return;
+  if (!take_token(why, r)) {
+    suppressed++;
+    return;
+  }
   uint64_t from = nops > cap ? nops - cap : 0;
   if (written > from) from = written;
   cs_dump_window_line(why, r, nops - from, after_max);

@@ -33,6 +33,9 @@ void cs_flight_free(void);
 /* windows written, ops written in them */
 uint64_t cs_flight_windows(void);
 uint64_t cs_flight_ops_written(void);
+/* triggers that wrote no window: inside an open one, or past the bound (WINDOW_BURST, then
+ * one an hour of the records' time, stats/flight.c) */
+uint64_t cs_flight_suppressed(void);
 
 /* the writer's lines (stats/dump_writer_records.c) */
 void cs_dump_window_line(int why, const struct cs_record *r, uint64_t before, uint64_t after);

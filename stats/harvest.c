@@ -245,7 +245,7 @@ static void finish(unsigned timeout_ms, bool from_signal) {
     usleep(1000);
   } while (cs_now_ns(CLOCK_MONOTONIC) < deadline);
   harvest_pass(true);
-  cs_flight_tick(); /* COLLSCOPE_RECORD=summary: a window asked for (an online finding's abort) */
+  cs_flight_tick();                                        /* COLLSCOPE_RECORD=summary: a window asked for (an online finding's abort) */
   if (from_signal) cs_flight_trigger(CS_WIN_SIGNAL, NULL); /* the ring's detail */
   uint64_t breaks = atomic_load(&order_breaks);
   if (breaks)
@@ -254,6 +254,7 @@ static void finish(unsigned timeout_ms, bool from_signal) {
            (unsigned long long)breaks, HOLD_MAX);
   cs_dump_footer();
   cs_dump_close();
+  cs_flight_free(); /* logs the triggers that wrote no window */
   cs_ring_close(true);
   atomic_store(&final_state, FINAL_DONE);
   if (done_fd[1] >= 0) {

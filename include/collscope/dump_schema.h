@@ -224,18 +224,18 @@
   X(dur_max_us, "dur_max_us", US, ALWAYS, OPT, ZERO) \
   X(hist, "hist", STR, ALWAYS, OPT, EMPTY)
 
-/* COLLSCOPE_RECORD=summary: a flight-recorder window (stats/flight.c) follows: the `before` op
- * lines the ring held up to the trigger, then at most `after` more as they finish. reason:
- * failed (an op's status), hang, finding (the online exchange's straggler or SDC verdict),
- * signal (a termination signal or abort), request (the trigger file); seq and comm: the
- * trigger's op (-1 / null when none) */
+/* COLLSCOPE_RECORD=summary: a flight-recorder window (stats/flight.c) follows: the ring_ops op
+ * and memcpy lines the ring held up to the trigger, then at most after_ops more as they
+ * finish. reason: failed (an op's status), hang, finding (the online exchange's straggler or
+ * SDC verdict), signal (a termination signal or abort), request (the trigger file); seq and
+ * comm: the trigger's op (-1 / null when none) */
 #define CS_DUMP_WINDOW_FIELDS(X) \
   X(reason, "reason", NAME, ALWAYS, REQ, QMARK) \
   X(rank, "rank", I32, ALWAYS, OPT, HDR_RANK) \
   X(comm, "comm", ID0, ALWAYS, OPT, ZERO) \
   X(seq, "seq", I64, ALWAYS, OPT, MINUS1) \
-  X(before, "before", U64, ALWAYS, OPT, ZERO) \
-  X(after, "after", U64, ALWAYS, OPT, ZERO) \
+  X(before, "ring_ops", U64, ALWAYS, OPT, ZERO) \
+  X(after, "after_ops", U64, ALWAYS, OPT, ZERO) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
 /* Each list's keys by member, for readers that name a field (tools/trace/trace_perfetto.c,

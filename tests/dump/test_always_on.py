@@ -121,7 +121,7 @@ def case_fail(cli, apps, tmp):
         rank = ls[0].get("rank")
         for i, o in enumerate(ls):
             if o.get("type") == "window":
-                after = [x for x in ls[i + 1:i + 1 + o["before"]] if x.get("type") == "op"]
+                after = [x for x in ls[i + 1:i + 1 + o["ring_ops"]] if x.get("type") == "op"]
                 wins.setdefault(rank, []).append((o["reason"], after))
     print("windows: %s" % {r: [(w[0], len(w[1])) for w in v] for r, v in sorted(wins.items())})
     r2 = wins.get(2, [])

@@ -138,12 +138,12 @@ struct report_agg {
   struct agg_counts counts;
   struct cs_det_result det;
   struct agg_sdc sdc;
-  size_t late_records;            /* op records out of seq order, left out of the per-instance analyses */
-  size_t max_held;                /* the most op records held at once (the walker's queues) */
+  size_t late_records; /* op records out of seq order, left out of the per-instance analyses */
+  size_t max_held;     /* the most op records held at once (the walker's queues) */
   /* COLLSCOPE_RECORD=summary (docs/always-on.md): ops read from summary lines, those lines,
    * flight-recorder windows and their op lines (walked, not counted again) */
   size_t summary_ops, summary_lines, windows, window_ops;
-  size_t summary_xfers; /* CUDA memcpys read from summary lines */
+  size_t summary_xfers;           /* CUDA memcpys read from summary lines */
   struct report_views *views;     /* the figures for pictures, per instance (tools/report/report_views.h) */
   struct report_balance *balance; /* compute per rank and step, per instance (tools/report/report_balance.h) */
   struct report_agg_priv *priv;

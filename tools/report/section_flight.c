@@ -49,8 +49,8 @@ static json_t *json_flight(const struct report *r) {
       json_object_set_new(x, "reason", json_string(w->reason));
       json_object_set_new(x, "comm", w->has_comm ? json_string(cs_comm_hex(w->comm, c)) : json_null());
       json_object_set_new(x, "seq", json_integer(w->seq));
-      json_object_set_new(x, "before", jbytes(w->before));
-      json_object_set_new(x, "after", jbytes(w->after));
+      json_object_set_new(x, "ring_ops", jbytes(w->before));
+      json_object_set_new(x, "after_ops", jbytes(w->after));
       json_object_set_new(x, "file", json_string(f->name));
       json_array_append_new(ws, x);
     }
