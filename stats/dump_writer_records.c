@@ -451,7 +451,7 @@ void cs_dump_op_line(const struct cs_record *r) {
 void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
   if (!cs_dump_active()) return;
   ensure_header(r->device);
-  cs_flight_trigger(CS_WIN_HANG, r); /* COLLSCOPE_RECORD=summary: the detail before it */
+  cs_flight_trigger(CS_WIN_HANG, r); /* COLLSCOPE_RECORD=summary: the detail and counts before it */
   const struct cs_emit_hang v = {
       .comm = r->comm_id,
       .comm_size = r->comm_size,

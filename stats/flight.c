@@ -1,7 +1,7 @@
 /* stats/flight.c: the flight recorder of COLLSCOPE_RECORD=summary (stats/flight.h,
  * docs/always-on.md): a ring of the last op records (allocated once), and the windows of full
- * detail written around a failed op, a hang, an online finding, a termination signal or the
- * trigger file. Op n of the process sits in slot n mod capacity; `written` is the first op
+ * detail written around a failed op, a hang, an online finding, a termination signal, the
+ * trigger file or a process whose records stopped. Op n of the process sits in slot n mod capacity; `written` is the first op
  * not yet on the file, so overlapping windows never write an op twice. */
 #include "flight.h"
 
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include "dump_writer.h"
 #include "summary.h"
 
 static struct cs_record *ring;
@@ -17,7 +18,8 @@ static size_t cap, after_max;
 static uint64_t nops, written, after_left, nwindows, nwritten;
 static _Atomic int requested;
 static int64_t last_check_ns, trigger_mtime_ns;
-static bool trigger_seen; /* trigger_mtime_ns holds the file's first state (-1: absent) */
+static bool trigger_seen;    /* trigger_mtime_ns holds the file's first state (-1: absent) */
+static int64_t last_op_mono; /* host time of the last record (0: none since the last idle window) */
 /* The bound on disk: windows of failed ops, findings and requests take a token; a token comes
  * back every WINDOW_REFILL_S of the records' time, at most WINDOW_BURST held (hangs and
  * signals end a process's story and always get theirs). A trigger without a token, or one
@@ -35,6 +37,7 @@ const char *cs_flight_reason_name(int why) {
   case CS_WIN_FINDING: return "finding";
   case CS_WIN_SIGNAL: return "signal";
   case CS_WIN_REQUEST: return "request";
+  case CS_WIN_IDLE: return "idle";
   default: return "unknown";
   }
 }
@@ -52,6 +55,7 @@ bool cs_flight_init(size_t ring_ops, size_t after_ops, unsigned summary_s) {
   }
   after_max = after_ops;
   nops = written = after_left = nwindows = nwritten = suppressed = 0;
+  last_op_mono = 0;
   tokens = WINDOW_BURST;
   tokens_ns = 0;
   trigger_seen = false;
@@ -103,6 +107,7 @@ void cs_flight_trigger(enum cs_flight_reason why, const struct cs_record *r) {
   }
   uint64_t from = nops > cap ? nops - cap : 0;
   if (written > from) from = written;
+  cs_summary_flush(); /* the open interval's counts reach the file with the detail */
   cs_dump_window_line(why, r, nops - from, after_max);
   nwindows++;
   for (uint64_t n = from; n < nops; n++) write_op(n);
@@ -118,6 +123,7 @@ void cs_flight_op(const struct cs_record *r) {
   if (!cs_summary_add(r)) cs_dump_op_line(r); /* no room in the interval's table: written whole */
   ring[nops % cap] = *r;
   nops++;
+  last_op_mono = cs_now_ns(CLOCK_MONOTONIC);
   if (after_left) { /* an open window */
     after_left--;
     write_op(nops - 1);
@@ -133,6 +139,11 @@ void cs_flight_tick(void) {
   int why = atomic_exchange_explicit(&requested, 0, memory_order_acquire);
   if (why) cs_flight_trigger((enum cs_flight_reason)why, NULL);
   int64_t now = cs_now_ns(CLOCK_MONOTONIC);
+  if (last_op_mono && cs_cfg.hang_timeout_s && now - last_op_mono >= (int64_t)cs_cfg.hang_timeout_s * 1000000000LL) {
+    last_op_mono = 0; /* once, until records flow again */
+    cs_flight_trigger(CS_WIN_IDLE, NULL);
+    cs_dump_flush();
+  }
   if (now - last_check_ns < 1000000000LL) return;
   last_check_ns = now;
   char path[4096];

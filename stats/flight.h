@@ -11,7 +11,8 @@ enum cs_flight_reason { CS_WIN_FAILED = 1,
                         CS_WIN_HANG,
                         CS_WIN_FINDING,
                         CS_WIN_SIGNAL,
-                        CS_WIN_REQUEST };
+                        CS_WIN_REQUEST,
+                        CS_WIN_IDLE };
 
 /* COLLSCOPE_RECORD=summary: the ring and the summaries (stats/summary.h); false (logged) when
  * they cannot be allocated: every op is then written whole, as in full mode */
@@ -24,8 +25,12 @@ void cs_flight_op(const struct cs_record *r);
 void cs_flight_trigger(enum cs_flight_reason why, const struct cs_record *r);
 /* from any thread (one atomic store): a window at the harvest thread's next loop */
 void cs_flight_request(enum cs_flight_reason why);
-/* the harvest thread's loop: requests, and the trigger file <COLLSCOPE_DIR>/collscope-flight
- * (a window each time its modification time changes; checked at most once a second) */
+/* the harvest thread's loop: requests, the trigger file <COLLSCOPE_DIR>/collscope-flight (a
+ * window each time its modification time changes; checked at most once a second), and a
+ * process whose ops stopped: no op or memcpy finished for COLLSCOPE_HANG_TIMEOUT seconds of
+ * the host's clock after some did (once until they flow again): its ring and summaries reach
+ * the file while the process is alive (a rank stuck inside a call has no pending op to
+ * report as hung) */
 void cs_flight_tick(void);
 const char *cs_flight_reason_name(int why);
 size_t cs_flight_mem(void);

@@ -11,11 +11,20 @@ modeled clock (COLLSCOPE_SIM_CLOCK=model, seed 1), so every figure is exact unde
              others: in summary mode rank 2's dump holds a "failed" window followed by the failed
              op's line (status != 0), the other ranks a "signal" window, and the report counts
              the same error ops as the full recording of the same job
+  hang:      (the host's clock: a hang is a timeout on it; the verdict is not a duration)
+             stall:rank=5,seq=30 with COLLSCOPE_HANG_TIMEOUT=2, ended (SIGKILL) once `collscope top`
+             shows 7 ranks HUNG: in summary mode each of them wrote a "hang" window (its ring's
+             lines flushed with the hang line), rank 5 (stuck inside the call: no pending op) an
+             "idle" window, and the report's hangs section equals the full recording's (the stuck
+             seq, the missing rank 5, the ranks stuck in it)
   straggler: slow:rank=5,pct=20 with the online exchange (COLLSCOPE_ONLINE_EVERY=16): its
              finding opens a window on every rank (a ring of 600 records: the windows hold part of
              the job), and the report of the summary-mode dumps names rank 5 as a straggler from the windows' op lines
 Prints the measured figures."""
-import argparse, glob, json, os, subprocess, sys, tempfile
+import argparse, glob, json, os, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import hung_jobs  # noqa: E402  (tests/hung_jobs.py)
 
 HOSTS = "simhost[1-4]"
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1"}
@@ -137,6 +146,47 @@ def case_fail(cli, apps, tmp):
           len(rs.get("flight", {}).get("windows", [])))
 
 
+def run_hung(cli, apps, tmp, name, mode):
+    out, shm = os.path.join(tmp, name, "dumps"), os.path.join(tmp, name, "shm")
+    os.makedirs(shm, exist_ok=True)
+    env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS="stall:rank=5,seq=30",
+               COLLSCOPE_HANG_TIMEOUT="2", COLLSCOPE_RECORD=mode)  # host clock: the hang timeout is the host's
+    cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--", "timeout", "-s", "KILL", "120",
+           os.path.join(apps, "dp_train"), "--steps", "200", "--size", "256K"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    def idle_written():  # summary mode: rank 5's window too (it comes COLLSCOPE_HANG_TIMEOUT after its last op)
+        for path in glob.glob(os.path.join(out, "*-r5-*.jsonl")):
+            with open(path) as f:
+                if '"reason":"idle"' in f.read():
+                    return True
+        return False
+    hung_jobs.kill_when_hung(p, cli, shm, lambda pids: len(pids) >= 7 and (mode == "full" or idle_written()))
+    p.wait(timeout=180)
+    return out
+
+
+def case_hang(cli, apps, tmp):
+    full, summ = run_hung(cli, apps, tmp, "full", "full"), run_hung(cli, apps, tmp, "summary", "summary")
+    hang_windows = 0
+    for path in glob.glob(os.path.join(summ, "*.jsonl")):
+        ls = lines(path)
+        kinds = [o.get("type") for o in ls]
+        for i, o in enumerate(ls):
+            if o.get("type") == "window" and o.get("reason") == "hang":
+                hang_windows += 1
+                check(o["ring_ops"] > 0 and "op" in kinds[i + 1:i + 1 + o["ring_ops"]] and "hang" in kinds[i + 1:],
+                      "%s: the hang window holds no op lines before the hang line" % os.path.basename(path))
+    idle = [o for p in glob.glob(os.path.join(summ, "*-r5-*.jsonl")) for o in lines(p)
+            if o.get("type") == "window" and o.get("reason") == "idle"]
+    check(len(idle) == 1 and idle[0]["ring_ops"] > 0, "rank 5 (stuck inside its call) wrote no 'idle' window")
+    print("hang windows: %d, rank 5's idle windows: %d" % (hang_windows, len(idle)))
+    check(hang_windows == 7, "%d hang windows, want 7 (every rank but the stalled one)" % hang_windows)
+    hf, hs = report(cli, full).get("hangs"), report(cli, summ).get("hangs")
+    print("hangs: full %s\n       summary %s" % (json.dumps(hf), json.dumps(hs)))
+    strip = lambda hs_: json.dumps([dict(h, comm="") for h in hs_ or []], sort_keys=True)  # ids differ per run
+    check(hf and strip(hf) == strip(hs), "the hangs sections differ")
+
+
 def case_straggler(cli, apps, tmp):
     # a ring smaller than the job: the windows hold part of it
     env = {"COLLSCOPE_ONLINE_EVERY": "16", "COLLSCOPE_LOG": "warn", "COLLSCOPE_FLIGHT_OPS": "600",
@@ -158,12 +208,12 @@ def case_straggler(cli, apps, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["ops", "fail", "straggler"])
+    ap.add_argument("case", choices=["ops", "fail", "hang", "straggler"])
     ap.add_argument("--cli", required=True)
     ap.add_argument("--apps", required=True)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        {"ops": case_ops, "fail": case_fail, "straggler": case_straggler}[a.case](a.cli, a.apps, tmp)
+        {"ops": case_ops, "fail": case_fail, "hang": case_hang, "straggler": case_straggler}[a.case](a.cli, a.apps, tmp)
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1
