@@ -132,6 +132,13 @@ void cs_flight_op(const struct cs_record *r) {
   if (r->type == CS_REC_OP && r->status != 0) cs_flight_trigger(CS_WIN_FAILED, r);
 }
 
+void cs_flight_atfork_child(void) {
+  nops = written = after_left = nwindows = nwritten = suppressed = 0;
+  last_op_mono = 0;
+  atomic_store(&requested, 0);
+  cs_summary_reset();
+}
+
 void cs_flight_request(enum cs_flight_reason why) { atomic_store_explicit(&requested, (int)why, memory_order_release); }
 
 void cs_flight_tick(void) {

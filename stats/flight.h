@@ -34,6 +34,8 @@ void cs_flight_request(enum cs_flight_reason why);
 void cs_flight_tick(void);
 const char *cs_flight_reason_name(int why);
 size_t cs_flight_mem(void);
+/* a forked child: the ring and the summaries start empty (the memory is kept) */
+void cs_flight_atfork_child(void);
 void cs_flight_free(void);
 /* windows written, ops written in them */
 uint64_t cs_flight_windows(void);

@@ -427,4 +427,5 @@ void cs_harvest_atfork_child(void) {
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
   cs_dump_atfork_child();
+  cs_flight_atfork_child();
 }

@@ -165,6 +165,17 @@ static const char *sizes_text(const struct sum_key *k) {
   return text;
 }
 
+void cs_summary_reset(void) {
+  if (!keys) return;
+  for (size_t i = 0; i < CS_SUMMARY_KEYS; i++) {
+    struct sum_key *k = &keys[i];
+    for (int b = k->hlo; k->used && b <= k->hhi; b++) k->counts[b] = 0;
+    k->used = false;
+  }
+  nused = 0;
+  cur_iv = -1;
+}
+
 void cs_summary_flush(void) {
   if (!keys || cur_iv < 0) return;
   for (size_t i = 0; i < CS_SUMMARY_KEYS; i++) {
