@@ -9,6 +9,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 pkgs=(meson ninja-build gcc g++ clang libclang-rt-dev pkg-config python3 uthash-dev libunwind-dev libcmocka-dev libjansson-dev valgrind)
 pkgs+=(libprotobuf-c-dev protobuf-c-compiler)  # trace --format perfetto
 pkgs+=(protobuf-compiler)  # protoc --decode: the perfetto trace's test reads it back
+pkgs+=(libzstd-dev)  # compressed dumps (COLLSCOPE_COMPRESS=zstd): the writer and every reader
 pkgs+=(slurm-wlm munge libslurm-dev)  # the SPANK plugin (spank.h) and the real-Slurm test
 pkgs+=(libmicrohttpd-dev)  # the exporter's HTTP server
 pkgs+=(prometheus)  # the exporter's end-to-end test (prometheus, promtool)

@@ -99,6 +99,36 @@ static int env_word(const char *name, int (*parse)(const char *), const char *ex
   return 0;
 }
 
+static int parse_compress(const char *v) {
+  if (!strcmp(v, "zstd")) return 1;
+  if (!strcmp(v, "off") || !strcmp(v, "0")) return 0;
+  return -1;
+}
+
+/* COLLSCOPE_BUDGET: bytes with an optional K, M or G (powers of 1024); 0 or unset: no bound */
+static uint64_t env_bytes(const char *name, uint64_t lo, uint64_t hi) {
+  const char *v = env(name);
+  if (!v) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  unsigned shift = 0;
+  if (*end == 'K' || *end == 'k')
+    shift = 10, end++;
+  else if (*end == 'M' || *end == 'm')
+    shift = 20, end++;
+  else if (*end == 'G' || *end == 'g')
+    shift = 30, end++;
+  if (errno || end == v || *end || v[0] == '-' || x > (hi >> shift) || (x != 0 && (x << shift) < lo)) {
+    char exp[96];
+    snprintf(exp, sizeof exp, "0 or bytes in [%llu, %llu] with an optional K, M or G", (unsigned long long)lo,
+             (unsigned long long)hi);
+    bad_value(name, v, exp);
+    return 0;
+  }
+  return (uint64_t)x << shift;
+}
+
 static int parse_log_level(const char *v) {
   if (!strcmp(v, "quiet")) return CS_LOG_QUIET;
   if (!strcmp(v, "warn")) return CS_LOG_WARN;
@@ -218,6 +248,8 @@ void cs_config_load(void) {
   if (!cs_cfg.timing || !cs_cfg.event_sample_mask) cs_cfg.event_sample_bytes = 0;
   cs_cfg.queue_cap = (size_t)env_long("COLLSCOPE_QUEUE", 1024, 1L << 24);
   cs_cfg.flush_ms = (unsigned)env_long("COLLSCOPE_FLUSH_MS", 10, 1000);
+  cs_cfg.compress = env_word("COLLSCOPE_COMPRESS", parse_compress, "zstd or off") == 1;
+  cs_cfg.budget = env_bytes("COLLSCOPE_BUDGET", (uint64_t)64 << 10, (uint64_t)1 << 50);
   cs_cfg.libcuda = env("COLLSCOPE_LIBCUDA");
   cs_cfg.libnccl = env("COLLSCOPE_LIBNCCL");
   cs_cfg.ring_cap = (size_t)env_long("COLLSCOPE_RING", 0, 1L << 22);

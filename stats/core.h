@@ -37,6 +37,8 @@ struct cs_config {
   int step;                  /* SLURM_STEP_ID: the job step, -1 when unset */
   size_t queue_cap;          /* COLLSCOPE_QUEUE (records) */
   unsigned flush_ms;         /* COLLSCOPE_FLUSH_MS, <= 1000 */
+  bool compress;             /* COLLSCOPE_COMPRESS=zstd: the dump is zstd frames (*.jsonl.zst) */
+  uint64_t budget;           /* COLLSCOPE_BUDGET: the dump's bytes on disk at most (0: no bound) */
   const char *libcuda;       /* COLLSCOPE_LIBCUDA (tests) */
   const char *libnccl;       /* COLLSCOPE_LIBNCCL (tests) */
   size_t ring_cap;           /* COLLSCOPE_RING: shm stats ring slots (0 = no ring) */

@@ -7,7 +7,18 @@
  * write is cut back with ftruncate, or, if that fails, a continuation file is started),
  * every record of the failed buffer is counted as dropped (cs_st.drops, footer
  * `write_drops`), and every later flush tries again, so writing resumes when space
- * returns. A lost header is written again before the next record. */
+ * returns. A lost header is written again before the next record.
+ *
+ * Compression (COLLSCOPE_COMPRESS=zstd, *.jsonl.zst): each flush writes independent zstd
+ * frames of whole lines (at most DUMP_FRAME_MAX bytes of them each), so a file cut anywhere
+ * holds its complete frames (a reader skips and counts the torn last one) and the cut-back
+ * above works on frames as it does on lines.
+ *
+ * The byte budget (COLLSCOPE_BUDGET): the process's dump files never hold more bytes than
+ * the budget. A frame that would pass the budget less a reserve is written without its op
+ * and xfer lines, and from then on those lines are dropped as they are formatted, counted in
+ * the footer's `budget_drops`; the header, comm, hang, link, health and drops lines go on
+ * into the reserve, whose last BUDGET_FOOTER_ROOM bytes only the footer may take. */
 #include "dump_writer_internal.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 
 struct cs_dump_io cs_dump_io = {write, ftruncate};
 struct dump_line_buf cs_dump_lb;
@@ -34,6 +46,17 @@ static uint64_t drops_noted;           /* drops covered by "drops" lines buffere
 static bool failing;                   /* the last write failed (one log line per episode) */
 static bool need_new_file;             /* the file could not be cut back: continue in a new one */
 static int file_attempt;               /* the name suffix used by the current file */
+static bool buf_footer;                /* the buffer holds the footer */
+/* COLLSCOPE_COMPRESS=zstd: the frame of the buffer being written */
+static bool compressing;
+static ZSTD_CCtx *zc;
+static char *zbuf;
+static size_t zcap;
+/* COLLSCOPE_BUDGET */
+#define BUDGET_FOOTER_ROOM (8u << 10)
+static uint64_t disk_prev;                /* bytes on this process's earlier files (continuations) */
+static bool over_budget;                  /* op and xfer lines are dropped from now on */
+static uint64_t budget_drops, budget_ops; /* records (ops among them) not written for the budget */
 
 bool cs_dump_active(void) { return fd >= 0; }
 
@@ -56,6 +79,12 @@ void cs_dump_line_end(enum line_kind kind, uint64_t drops_count) {
     }
     return;
   }
+  if (CS_UNLIKELY(over_budget) && (kind == LINE_OP || kind == LINE_XFER)) {
+    cs_dump_lb.len = cs_dump_lb.line_start;
+    budget_drops++;
+    budget_ops += kind == LINE_OP;
+    return;
+  }
   switch (kind) {
   case LINE_HEADER: buf_header = true; break;
   case LINE_OP:
@@ -71,7 +100,7 @@ void cs_dump_line_end(enum line_kind kind, uint64_t drops_count) {
     buf_drop_counts += drops_count;
     drops_noted += drops_count;
     break;
-  case LINE_FOOTER: break;
+  case LINE_FOOTER: buf_footer = true; break;
   }
 }
 
@@ -95,7 +124,7 @@ static int mkdir_p(const char *dir) {
 
 static void reset_counts(void) {
   cs_dump_lb.len = 0;
-  cs_dump_lb.header_done = buf_header = false;
+  cs_dump_lb.header_done = buf_header = buf_footer = false;
   buf_ops = buf_xfers = buf_recs = buf_drop_counts = 0;
   good_off = 0;
   failing = need_new_file = false;
@@ -110,10 +139,11 @@ static bool create_file(int attempt) {
     snprintf(rank, sizeof(rank), "x");
   for (; attempt < 100; attempt++) {
     if (attempt == 0)
-      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.jsonl", cs_cfg.dir, cs_cfg.host, rank, (int)getpid());
+      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.jsonl%s", cs_cfg.dir, cs_cfg.host, rank, (int)getpid(),
+               compressing ? ".zst" : "");
     else
-      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.%d.jsonl", cs_cfg.dir, cs_cfg.host, rank,
-               (int)getpid(), attempt);
+      snprintf(path, sizeof(path), "%s/collscope-%s-r%s-p%d.%d.jsonl%s", cs_cfg.dir, cs_cfg.host, rank,
+               (int)getpid(), attempt, compressing ? ".zst" : "");
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
     if (fd >= 0) {
       file_attempt = attempt;
@@ -125,8 +155,27 @@ static bool create_file(int attempt) {
   return false;
 }
 
+/* COLLSCOPE_COMPRESS=zstd: the compressor and its frame buffer, once; false (logged) when
+ * they cannot be had: the dump is then plain JSON Lines */
+static bool compress_setup(void) {
+  if (zc) return true;
+  zcap = 2 * ZSTD_compressBound(DUMP_BUF_CAP); /* room for every frame's bound: checked per frame */
+  zc = ZSTD_createCCtx();
+  zbuf = malloc(zcap);
+  if (zc && zbuf && !ZSTD_isError(ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, 3)) &&
+      !ZSTD_isError(ZSTD_CCtx_setParameter(zc, ZSTD_c_checksumFlag, 1)))
+    return true;
+  ZSTD_freeCCtx(zc);
+  free(zbuf);
+  zc = NULL;
+  zbuf = NULL;
+  cs_log(CS_LOG_WARN, "cannot set up zstd compression; writing plain JSON Lines");
+  return false;
+}
+
 bool cs_dump_open(void) {
   if (!cs_dump_lb.buf && !(cs_dump_lb.buf = malloc(DUMP_BUF_CAP))) return false;
+  compressing = cs_cfg.compress && compress_setup();
   if (mkdir_p(cs_cfg.dir) != 0) {
     cs_log(CS_LOG_WARN, "cannot create COLLSCOPE_DIR %s: %s; recording off, job runs untouched", cs_cfg.dir,
            strerror(errno));
@@ -138,6 +187,8 @@ bool cs_dump_open(void) {
   }
   reset_counts();
   n_ops = n_xfers = ops_lost = write_drops = drops_noted = 0;
+  disk_prev = budget_drops = budget_ops = 0;
+  over_budget = false;
   cs_log(CS_LOG_INFO, "writing %s", path);
   return true;
 }
@@ -145,7 +196,8 @@ bool cs_dump_open(void) {
 const char *cs_dump_path(void) { return path; }
 
 struct dump_counts cs_dump_counts(void) {
-  return (struct dump_counts){n_ops + buf_ops, n_xfers + buf_xfers, write_drops, ops_lost, drops_noted};
+  return (struct dump_counts){n_ops + buf_ops, n_xfers + buf_xfers, write_drops, ops_lost,
+                              drops_noted, budget_drops, budget_ops};
 }
 
 /* The buffer could not be written: count its records as dropped, and let its lines about
@@ -162,7 +214,7 @@ static void lose_buffer(int err) {
   failing = true;
   cs_dump_lb.len = 0;
   buf_ops = buf_xfers = buf_recs = buf_drop_counts = 0;
-  buf_header = false;
+  buf_header = buf_footer = false;
 }
 
 /* After a failed write the file must end at its last whole line again. */
@@ -186,11 +238,103 @@ static bool open_continuation(void) {
     fd = old_fd;
     return false;
   }
+  struct stat st; /* what the old file keeps counts against the budget */
+  disk_prev += fstat(old_fd, &st) == 0 && st.st_size > good_off ? (uint64_t)st.st_size : (uint64_t)good_off;
   close(old_fd);
   need_new_file = false;
   good_off = 0;
   cs_log(CS_LOG_WARN, "continuing %s in %s", old, path);
   return true;
+}
+
+/* What is written for the buffer: its lines, or zstd frames of them, each of whole lines and
+ * at most DUMP_FRAME_MAX bytes of them unless one line is longer; false (logged) when the
+ * compressor fails. */
+static bool frame_of_buffer(const char **out, size_t *n) {
+  *out = cs_dump_lb.buf;
+  *n = cs_dump_lb.len;
+  if (!compressing) return true;
+  const char *b = cs_dump_lb.buf;
+  size_t pos = 0, o = 0, len = cs_dump_lb.len;
+  while (pos < len) {
+    size_t end = len - pos > DUMP_FRAME_MAX ? pos + DUMP_FRAME_MAX : len;
+    while (end > pos && end < len && b[end - 1] != '\n') end--; /* back to a line's end */
+    if (end == pos) {                                           /* one line longer than a frame */
+      const char *nl = memchr(b + pos, '\n', len - pos);
+      end = nl ? (size_t)(nl - b) + 1 : len;
+    }
+    if (zcap - o < ZSTD_compressBound(end - pos)) { /* cannot happen: zcap holds every bound */
+      cs_log(CS_LOG_WARN, "zstd compression: no room for a frame");
+      return false;
+    }
+    size_t z = ZSTD_compress2(zc, zbuf + o, zcap - o, b + pos, end - pos);
+    if (ZSTD_isError(z)) {
+      cs_log(CS_LOG_WARN, "zstd compression failed: %s", ZSTD_getErrorName(z));
+      return false;
+    }
+    o += z;
+    pos = end;
+  }
+  *out = zbuf;
+  *n = o;
+  return true;
+}
+
+/* The budget is reached: the buffer's op and xfer lines (the writer's own lines, which start
+ * with their type) past its first `keep` bytes are taken out and counted. */
+static void drop_budget_lines(size_t keep) {
+  char *b = cs_dump_lb.buf;
+  size_t r = 0, w = 0, len = cs_dump_lb.len;
+  bool dropping = false; /* once one is dropped, so are the later ones (the file keeps op order) */
+  while (r < len) {
+    const char *nl = memchr(b + r, '\n', len - r);
+    size_t n = nl ? (size_t)(nl - (b + r)) + 1 : len - r;
+    bool op = n >= 12 && memcmp(b + r, "{\"type\":\"op\"", 12) == 0;
+    bool xfer = n >= 14 && memcmp(b + r, "{\"type\":\"xfer\"", 14) == 0;
+    if ((op || xfer) && (dropping || w + n > keep)) {
+      dropping = true;
+      budget_drops++;
+      budget_ops += op;
+      buf_ops -= op;
+      buf_xfers -= xfer;
+      buf_recs--;
+    } else {
+      memmove(b + w, b + r, n);
+      w += n;
+    }
+    r += n;
+  }
+  cs_dump_lb.len = w;
+}
+
+/* COLLSCOPE_BUDGET: whether a frame of n bytes may be written; the buffer's op and xfer lines
+ * are dropped (and *out, *n made again) when they no longer fit. */
+static bool within_budget(const char **out, size_t *n) {
+  if (!cs_cfg.budget) return true;
+  uint64_t used = disk_prev + (uint64_t)good_off;
+  uint64_t reserve = cs_cfg.budget / 8;
+  if (reserve > (1u << 20)) reserve = 1u << 20;
+  if (reserve < (16u << 10)) reserve = 16u << 10;
+  uint64_t op_room = cs_cfg.budget - reserve;
+  if (buf_ops + buf_xfers && (over_budget || used + *n > op_room)) {
+    if (!over_budget)
+      cs_log(CS_LOG_WARN, "dump budget of %llu bytes reached: op and xfer records are counted, not written",
+             (unsigned long long)cs_cfg.budget);
+    /* the op lines that still fit: their share of the lines as the frame's bytes go (plain:
+     * exact; a frame: estimated from its ratio, and made smaller until it fits) */
+    uint64_t avail = over_budget || used >= op_room ? 0 : op_room - used;
+    over_budget = true;
+    for (int tries = 0; tries < 6 && buf_ops + buf_xfers && used + *n > op_room; tries++) {
+      double keep = tries < 5 && *n ? (double)cs_dump_lb.len * (double)avail / (double)*n : 0;
+      drop_budget_lines(compressing ? (size_t)(keep * 0.97) : (size_t)keep);
+      if (!frame_of_buffer(out, n)) return false;
+    }
+    if (buf_ops + buf_xfers && used + *n > op_room) { /* cannot happen: every op line is out */
+      drop_budget_lines(0);
+      if (!frame_of_buffer(out, n)) return false;
+    }
+  }
+  return used + *n <= cs_cfg.budget - (buf_footer ? 0 : BUDGET_FOOTER_ROOM);
 }
 
 void cs_dump_flush(void) {
@@ -205,10 +349,20 @@ void cs_dump_flush(void) {
       return;
     }
   }
+  const char *out;
+  size_t outlen;
+  if (!frame_of_buffer(&out, &outlen)) {
+    lose_buffer(EIO);
+    return;
+  }
+  if (!within_budget(&out, &outlen)) {
+    lose_buffer(EFBIG);
+    return;
+  }
   size_t off = 0;
   int err = 0;
-  while (off < cs_dump_lb.len) {
-    ssize_t w = cs_dump_io.write(fd, cs_dump_lb.buf + off, cs_dump_lb.len - off);
+  while (off < outlen) {
+    ssize_t w = cs_dump_io.write(fd, out + off, outlen - off);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
       err = w < 0 ? errno : ENOSPC;
@@ -223,12 +377,12 @@ void cs_dump_flush(void) {
   }
   if (failing) cs_log(CS_LOG_WARN, "writing %s again (%llu records lost so far)", path, (unsigned long long)write_drops);
   failing = false;
-  good_off += (off_t)cs_dump_lb.len;
+  good_off += (off_t)outlen;
   n_ops += buf_ops;
   n_xfers += buf_xfers;
   cs_dump_lb.len = 0;
   buf_ops = buf_xfers = buf_recs = buf_drop_counts = 0;
-  buf_header = false;
+  buf_header = buf_footer = false;
 }
 
 void cs_dump_close(void) {
@@ -243,4 +397,6 @@ void cs_dump_atfork_child(void) {
   fd = -1;
   reset_counts();
   n_ops = n_xfers = ops_lost = write_drops = drops_noted = 0;
+  disk_prev = budget_drops = budget_ops = 0;
+  over_budget = false;
 }

@@ -11,6 +11,9 @@
 #define DUMP_BUF_CAP (1u << 20)
 /* a line starts only with this much room left; a longer line is dropped (and counted) */
 #define DUMP_LINE_ROOM (64u << 10)
+/* COLLSCOPE_COMPRESS=zstd: a frame holds at most this many bytes of lines (one longer line
+ * alone), so a reader's decoder window is small (tools/dump/dump_zstd.c) */
+#define DUMP_FRAME_MAX (64u << 10)
 
 enum line_kind { LINE_HEADER,
                  LINE_OP,
@@ -47,12 +50,15 @@ bool cs_dump_active(void);
 void cs_dump_line_begin(void);
 void cs_dump_line_end(enum line_kind kind, uint64_t drops_count);
 
-/* the footer's counts: records on the file or buffered, and those lost to write errors */
+/* the footer's counts: records on the file or buffered, and those lost to write errors or
+ * to the byte budget (COLLSCOPE_BUDGET) */
 struct dump_counts {
-  uint64_t ops, xfers;  /* op / xfer records written or buffered */
-  uint64_t write_drops; /* records lost to write errors */
-  uint64_t ops_lost;    /* op records among them */
-  uint64_t drops_noted; /* drops covered by "drops" lines buffered or on the file */
+  uint64_t ops, xfers;   /* op / xfer records written or buffered */
+  uint64_t write_drops;  /* records lost to write errors */
+  uint64_t ops_lost;     /* op records among them */
+  uint64_t drops_noted;  /* drops covered by "drops" lines buffered or on the file */
+  uint64_t budget_drops; /* op and xfer records not written: the budget was reached */
+  uint64_t budget_ops;   /* op records among them */
 };
 struct dump_counts cs_dump_counts(void);
 

@@ -568,8 +568,10 @@ void cs_dump_footer(void) {
       .xfers = c.xfers,
       .drops = atomic_load(&cs_st.drops),
       .write_drops = c.write_drops,
-      .ops_recorded = c.ops + c.ops_lost,
+      .ops_recorded = c.ops + c.ops_lost + c.budget_ops,
       .timing_lost = atomic_load(&cs_st.timing_lost),
+      .budget = cs_cfg.budget,
+      .budget_drops = c.budget_drops,
       .t_ns = cs_now_ns(CLOCK_REALTIME),
   };
   put_footer_line(&v);

@@ -117,7 +117,9 @@ static void demo_after_run(const char *dir) {
     struct dirent *e;
     while ((e = readdir(d))) {
       size_t l = strlen(e->d_name);
-      if (!strncmp(e->d_name, "collscope-", 10) && l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")) n++;
+      if (!strncmp(e->d_name, "collscope-", 10) &&
+          ((l > 6 && !strcmp(e->d_name + l - 6, ".jsonl")) || (l > 10 && !strcmp(e->d_name + l - 10, ".jsonl.zst"))))
+        n++;
     }
     closedir(d);
   }

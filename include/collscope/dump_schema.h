@@ -193,6 +193,9 @@
   X(sdc_launches, "sdc_launches", U64, SOURCE, OPT, ZERO) \
   X(sdc_no_slot, "sdc_no_slot", U64, SOURCE, OPT, ZERO) \
   X(sdc_captured, "sdc_captured", U64, SOURCE, SKIP, ZERO) \
+  /* COLLSCOPE_BUDGET (stats/dump_writer.c): the bound, and the op and xfer records past it */ \
+  X(budget, "budget", U64, IFSET, OPT, ZERO) \
+  X(budget_drops, "budget_drops", U64, IFSET, OPT, ZERO) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
 /* COLLSCOPE_RECORD=summary (docs/always-on.md): the ops of one interval [t0_ns, t1_ns) of one

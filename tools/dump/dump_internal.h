@@ -62,6 +62,35 @@ bool dump_parse_window(struct lctx *c, struct cs_window_rec *r);
 struct freader;
 void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno);
 
+/* ---------- dump_zstd.c: a file's bytes, plain or zstd frames ---------- */
+
+#include <zstd.h>
+#define DUMP_ZSTD_WINDOW_LOG 21  /* the largest decoder window: 2 MiB (the writer's frames: <= 1 MiB) */
+#define DUMP_ZSTD_IN (32u << 10) /* the input buffer while a frame is read */
+enum { DUMP_SRC_UNKNOWN,
+       DUMP_SRC_PLAIN,
+       DUMP_SRC_ZSTD };
+struct dump_src {
+  int fd, kind;
+  /* zstd: the frame being read [frame_off, frame_end), its bytes in[in_pos..in_len) at in_off */
+  bool in_frame;
+  uint64_t frame_off, frame_end, in_off;
+  ZSTD_DCtx *dc;
+  unsigned char *in;
+  size_t in_len, in_pos;
+  /* losses: a torn last frame (not read), frames that did not decode (skipped) */
+  uint64_t torn_frames, torn_bytes, bad_frames, bad_bytes;
+  char bad_what[160]; /* the first bad frame */
+};
+void dump_src_init(struct dump_src *s, int fd);
+/* up to n bytes of the file's text: > 0, 0 at its end, -1 on an I/O error (errno) */
+ssize_t dump_src_read(struct dump_src *s, char *buf, size_t n);
+/* between pieces: frees the decoder unless a frame is half read */
+void dump_src_idle(struct dump_src *s);
+void dump_src_close(struct dump_src *s); /* the fd stays open */
+/* back to the file's start (its first frame), nothing kept */
+void dump_src_rewind(struct dump_src *s);
+
 /* ---------- dump_reader.c: one file's reader ---------- */
 
 /* A few recent strings of one field, so the fast path interns without the pool's lock. */
@@ -93,6 +122,7 @@ struct freader {
   struct icache c_op, c_dtype, c_redop, c_timing, c_site;
   /* streaming: the file's read buffer */
   int fd;
+  struct dump_src src;
   char *buf;
   size_t blen, bcap;
   bool eof, skipping; /* skipping: inside a line longer than the buffer */
@@ -100,6 +130,7 @@ struct freader {
   bool excluded;      /* another job's file: not read further */
   size_t ops_seen, errors_omitted;
   bool summary_mode; /* a "window" or "summary" line was read: op lines are window detail */
+  size_t reread;     /* text bytes to skip: read once before the source was rewound */
 };
 
 /* Starts reading file f (index in the set, before the final sort): its name-derived identity. */

@@ -47,8 +47,8 @@ void dump_rd_flush_errors(struct freader *fr) {
   fr->nerrors = fr->errors_cap = 0;
 }
 
-/* collscope-<host>-r<rank|x>-p<pid>[.N].jsonl -> host, rank, pid (best effort; the writer
- * adds .N when the plain name already exists). */
+/* collscope-<host>-r<rank|x>-p<pid>[.N].jsonl[.zst] -> host, rank, pid (best effort; the
+ * writer adds .N when the plain name already exists). */
 static void header_from_name(struct cs_dumpset *set, struct cs_dumpfile *f) {
   struct cs_header *h = &f->hdr;
   memset(h, 0, sizeof *h);
@@ -58,6 +58,7 @@ static void header_from_name(struct cs_dumpset *set, struct cs_dumpfile *f) {
   h->host = dump_intern(set->pool, "?");
   char *s = xstrdup(f->name);
   size_t n = strlen(s);
+  if (n > 4 && strcmp(s + n - 4, ".zst") == 0) s[n -= 4] = 0;
   if (n > 6 && strcmp(s + n - 6, ".jsonl") == 0) s[n - 6] = 0;
   char *dot = strrchr(s, '.');
   if (dot && dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1)) *dot = 0;
@@ -200,6 +201,15 @@ void dump_rd_start(struct freader *fr, struct cs_dumpset *set, struct cs_dumpfil
 
 static void rd_finish(struct freader *fr) {
   struct cs_dumpfile *f = fr->f;
+  const struct dump_src *z = &fr->src; /* a zstd file's frames cut short or skipped */
+  f->compressed = z->kind == DUMP_SRC_ZSTD;
+  f->torn_frames = z->torn_frames;
+  f->torn_bytes = z->torn_bytes;
+  f->bad_frames = z->bad_frames;
+  f->bad_bytes = z->bad_bytes;
+  if (z->bad_frames)
+    rd_error(fr, "%s: %s (%llu bad frame(s), %llu bytes skipped)", f->path, z->bad_what,
+             (unsigned long long)z->bad_frames, (unsigned long long)z->bad_bytes);
   if (!fr->have_header && f->hdr.rank < 0 && fr->first_op_rank_set) f->hdr.rank = fr->first_op_rank;
   if (f->has_footer) { /* what the writer says it wrote, against what the file holds */
     uint64_t lo = f->footer_ops > fr->ops_seen ? f->footer_ops - fr->ops_seen : 0;
@@ -347,11 +357,20 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
   json_decref(obj);
 }
 
+/* the file's text as a FILE (plain or zstd frames: tools/dump/dump_zstd.c) */
+static ssize_t src_cookie_read(void *cookie, char *buf, size_t n) { return dump_src_read(cookie, buf, n); }
+
 /* Reads one file into f. Returns false when the file is unusable as a whole (I/O error,
  * unsupported schema); the message is in fr's errors. */
 bool dump_load_file(struct freader *fr) {
   struct cs_dumpfile *f = fr->f;
-  FILE *fp = fopen(f->path, "re");
+  int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+  FILE *fp = NULL;
+  if (fd >= 0) {
+    dump_src_init(&fr->src, fd);
+    fp = fopencookie(&fr->src, "r", (cookie_io_functions_t){.read = src_cookie_read});
+    if (!fp) close(fd);
+  }
   if (!fp) {
     rd_error(fr, "%s: cannot open: %s", f->path, strerror(errno));
     return false;
@@ -366,6 +385,8 @@ bool dump_load_file(struct freader *fr) {
   }
   free(buf);
   fclose(fp);
+  dump_src_close(&fr->src);
+  close(fd);
   rd_finish(fr);
   return fr->ok;
 }
@@ -385,49 +406,67 @@ void dump_rd_piece(struct freader *fr, size_t chunk, char *buf, size_t wcap) {
       fr->eof = true;
       return;
     }
+    dump_src_init(&fr->src, fr->fd);
   }
   size_t blen = fr->blen;
   if (blen) memcpy(buf, fr->buf, blen);
   bool at_end = false;
-  for (size_t want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1;;) {
-    while (blen < want) {
-      ssize_t n = read(fr->fd, buf + blen, want - blen);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
-        fr->ok = false;
-        at_end = true;
-        break;
+  size_t pos, rest;
+  /* a zstd file's piece goes on to the end of the frame it is in, so that no decoder is kept
+   * between pieces (tools/dump/dump_zstd.c); a plain file's is one pass */
+  for (;;) {
+    for (size_t want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1;;) {
+      while (blen < want) {
+        ssize_t n = dump_src_read(&fr->src, buf + blen, want - blen);
+        if (n < 0) {
+          rd_error(fr, "%s: read error: %s", f->path, strerror(errno));
+          fr->ok = false;
+          at_end = true;
+          break;
+        }
+        if (n == 0) {
+          at_end = true;
+          break;
+        }
+        size_t skip = fr->reread < (size_t)n ? fr->reread : (size_t)n; /* text read before a rewind */
+        memmove(buf + blen, buf + blen + skip, (size_t)n - skip);
+        fr->reread -= skip;
+        blen += (size_t)n - skip;
       }
-      if (n == 0) {
-        at_end = true;
-        break;
-      }
-      blen += (size_t)n;
+      if (!fr->header_only || at_end || want >= wcap - 1 || memchr(buf, '\n', blen)) break;
+      want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1; /* line 1 is not whole yet */
     }
-    if (!fr->header_only || at_end || want >= wcap - 1 || memchr(buf, '\n', blen)) break;
-    want = blen + chunk < wcap - 1 ? blen + chunk : wcap - 1; /* line 1 is not whole yet */
+    pos = 0;
+    while (pos < blen && fr->ok) {
+      char *nl = memchr(buf + pos, '\n', blen - pos);
+      if (!nl) break;
+      size_t len = (size_t)(nl - (buf + pos));
+      if (fr->skipping)
+        fr->skipping = false; /* the end of a line already counted as too long */
+      else if (len > CS_DUMP_LINE_MAX)
+        rd_line(fr, buf + pos, 0, true, true);
+      else
+        rd_line(fr, buf + pos, len, true, false);
+      pos += len + 1;
+      if (fr->header_only) break;
+    }
+    if (!fr->ok) at_end = true;
+    rest = blen - pos;
+    if (rest > CS_DUMP_LINE_MAX && !fr->header_only) { /* no newline in rest: a line this long is skipped unread */
+      if (!fr->skipping) rd_line(fr, buf + pos, 0, true, true);
+      fr->skipping = true;
+      pos = blen;
+      rest = 0;
+    }
+    if (fr->header_only || at_end || !fr->src.in_frame) break;
+    memmove(buf, buf + pos, rest); /* the frame goes on */
+    blen = rest;
   }
-  size_t pos = 0;
-  while (pos < blen && fr->ok) {
-    char *nl = memchr(buf + pos, '\n', blen - pos);
-    if (!nl) break;
-    size_t len = (size_t)(nl - (buf + pos));
-    if (fr->skipping)
-      fr->skipping = false; /* the end of a line already counted as too long */
-    else if (len > CS_DUMP_LINE_MAX)
-      rd_line(fr, buf + pos, 0, true, true);
-    else
-      rd_line(fr, buf + pos, len, true, false);
-    pos += len + 1;
-    if (fr->header_only) break;
-  }
-  if (!fr->ok) at_end = true;
-  size_t rest = blen - pos;
-  if (rest > CS_DUMP_LINE_MAX && !fr->header_only) { /* no newline in rest: a line this long is skipped unread */
-    if (!fr->skipping) rd_line(fr, buf + pos, 0, true, true);
-    fr->skipping = true;
-    pos = blen;
+  if (fr->header_only && !at_end && fr->src.in_frame && pos && !fr->skipping) {
+    /* the header round ends inside a frame: the file starts again at its first frame next
+     * round, skipping the text read up to here, rather than keep a decoder per file */
+    dump_src_rewind(&fr->src);
+    fr->reread = pos;
     rest = 0;
   }
   if (at_end && !(fr->header_only && rest)) {
@@ -440,7 +479,9 @@ void dump_rd_piece(struct freader *fr, size_t chunk, char *buf, size_t wcap) {
     fr->buf = xrealloc(fr->buf, rest);
     memcpy(fr->buf, buf + pos, rest);
   }
+  dump_src_idle(&fr->src); /* nothing kept between pieces but a frame a header round left */
   if (fr->eof) {
+    dump_src_close(&fr->src);
     if (fr->fd >= 0) close(fr->fd);
     fr->fd = -1;
     free(fr->buf);
@@ -452,6 +493,7 @@ void dump_rd_piece(struct freader *fr, size_t chunk, char *buf, size_t wcap) {
 
 /* Close a file that will not be read further (another job's). */
 void dump_rd_drop(struct freader *fr) {
+  dump_src_close(&fr->src);
   if (fr->fd >= 0) close(fr->fd);
   fr->fd = -1;
   free(fr->buf);

@@ -58,7 +58,7 @@ struct cs_dumpset *cs_dumpset_load(const char *path) {
   return cs_dumpset_load_job(path, NULL);
 }
 
-/* A new set with the files of PATH (a directory's *.jsonl in name order, or one file), not
+/* A new set with the files of PATH (a directory's *.jsonl and *.jsonl.zst in name order, or one file), not
  * read yet; fatal (with the error) when there are none. */
 static struct cs_dumpset *discover(const char *path) {
   struct cs_dumpset *set = calloc(1, sizeof *set);
@@ -86,7 +86,8 @@ static struct cs_dumpset *discover(const char *path) {
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
       size_t l = strlen(de->d_name);
-      if (l <= 6 || strcmp(de->d_name + l - 6, ".jsonl") != 0) continue;
+      if (!(l > 6 && strcmp(de->d_name + l - 6, ".jsonl") == 0) && !(l > 10 && strcmp(de->d_name + l - 10, ".jsonl.zst") == 0))
+        continue;
       char *full = NULL;
       if (asprintf(&full, "%s/%s", path, de->d_name) < 0) oom();
       struct stat fst;
@@ -106,7 +107,7 @@ static struct cs_dumpset *discover(const char *path) {
     }
     free(names);
     if (set->nfiles == 0) {
-      dump_add_error(set, "%s: no dump files (*.jsonl) found", path);
+      dump_add_error(set, "%s: no dump files (*.jsonl, *.jsonl.zst) found", path);
       set->fatal = true;
       return set;
     }

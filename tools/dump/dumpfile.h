@@ -4,6 +4,9 @@
  * Loading is robust by contract:
  *  - a truncated LAST line (no trailing newline and not valid JSON: the writer crashed
  *    mid-line) is skipped and counted in cs_dumpfile.truncated_lines, it is not an error;
+ *  - a zstd file (*.jsonl.zst, told by its first bytes) is read frame by frame: a last frame
+ *    cut short is skipped and counted (torn_frames, torn_bytes), a frame that does not decode
+ *    is skipped with a message (bad_frames, bad_bytes) and reading goes on after it;
  *  - any other line that is not valid JSON, not an object, lacks a required field or has a
  *    field of the wrong type is skipped, counted in malformed_lines, and described in
  *    cs_dumpset.errors as "PATH:LINE: WHAT"; every other line of the file is still read;
@@ -253,6 +256,12 @@ struct cs_dumpfile {
   const char *footer_sdc; /* optional: SDC standing (ready, unused, compiled_out, no_driver,
                                   * setup_failed, selftest_failed, selftest_timeout), NULL when absent */
   uint64_t footer_sdc_launches, footer_sdc_no_slot;
+  /* a zstd file (*.jsonl.zst, tools/dump/dump_zstd.c): its last frame cut short (not read,
+   * its bytes counted), frames that did not decode (skipped, reading goes on after them) */
+  bool compressed;
+  uint64_t torn_frames, torn_bytes, bad_frames, bad_bytes;
+  uint64_t footer_budget;       /* optional: COLLSCOPE_BUDGET in bytes, 0 when none */
+  uint64_t footer_budget_drops; /* optional: op and xfer records not written for the budget */
   int64_t footer_t_ns;
   uint64_t lost;         /* footer ops + xfers minus the well-formed op and xfer records read
                            * (0 without a footer: see has_footer) */
@@ -293,7 +302,8 @@ struct cs_dumpset {
   uint64_t largest_file; /* internal: bytes of the largest file when it was found */
 };
 
-/* Load PATH: a directory (every regular *.jsonl file in it, not recursive) or one dump file.
+/* Load PATH: a directory (every regular *.jsonl and *.jsonl.zst file in it, not recursive) or
+ * one dump file.
  * Never returns NULL (out of memory exits the process with a message); check ->fatal and
  * ->errors. */
 struct cs_dumpset *cs_dumpset_load(const char *path);

@@ -77,6 +77,10 @@ struct summary {
   size_t lost_files;                                  /* files with lost > 0 */
   size_t salvage_merged, salvage_dups, salvage_files; /* salvage files merged into their dumps */
   size_t truncated_lines, malformed_lines, unknown_types, files_without_footer;
+  /* COLLSCOPE_BUDGET: op and xfer records not written (footers), the largest budget; zstd
+   * files: last frames cut short and frames skipped, and their bytes */
+  uint64_t budget_drops, budget, torn_bytes, bad_bytes;
+  size_t budget_files, torn_frames, bad_frames;
   /* NCCL profiler plugin standing per rank (footers): trusted, rejected, mixed, probation,
    * not_loaded, forced, an unknown one counted as "other"; probes compared / agreed on the
    * ranks that rejected some op type, and the op types rejected anywhere (first rank's list) */

@@ -65,6 +65,15 @@ static void text_notes(const struct report *r, FILE *o) {
   if (s->timing_lost)
     fprintf(o, "#   ops whose GPU timing was lost (footer):  %llu\n", (unsigned long long)s->timing_lost);
   fprintf(o, "#   truncated lines skipped:                 %zu\n", s->truncated_lines);
+  if (s->budget_drops)
+    fprintf(o, "#   %llu op/xfer records not written: budget of %llu bytes reached (COLLSCOPE_BUDGET, %zu rank(s))\n",
+            (unsigned long long)s->budget_drops, (unsigned long long)s->budget, s->budget_files);
+  if (s->torn_frames)
+    fprintf(o, "#   zstd frames cut short, skipped:          %zu (%llu compressed bytes)\n", s->torn_frames,
+            (unsigned long long)s->torn_bytes);
+  if (s->bad_frames)
+    fprintf(o, "#   zstd frames not decoded, skipped:        %zu (%llu bytes)\n", s->bad_frames,
+            (unsigned long long)s->bad_bytes);
   fprintf(o, "#   malformed lines skipped:                 %zu\n", s->malformed_lines);
   fprintf(o, "#   unknown record types skipped:            %zu\n", s->unknown_types);
   fprintf(o, "#   files without footer (unclean exit):     %zu\n", s->files_without_footer);

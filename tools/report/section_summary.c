@@ -55,6 +55,13 @@ static void build_summary(struct report *r) {
     s->salvage_dups += f->dup_salvage;
     s->salvage_files += f->merged_salvage + f->dup_salvage > 0;
     s->truncated_lines += f->truncated_lines;
+    s->budget_drops += f->footer_budget_drops;
+    s->budget_files += f->footer_budget_drops > 0;
+    if (f->footer_budget > s->budget) s->budget = f->footer_budget;
+    s->torn_frames += f->torn_frames;
+    s->torn_bytes += f->torn_bytes;
+    s->bad_frames += f->bad_frames;
+    s->bad_bytes += f->bad_bytes;
     s->malformed_lines += f->malformed_lines;
     s->unknown_types += f->unknown_types;
     s->files_without_footer += !f->has_footer;
@@ -148,6 +155,11 @@ static json_t *json_summary(const struct report *r) {
   json_object_set_new(o, "other_job_files", jcount(r->set->other_job_files));
   json_object_set_new(o, "timing_lost", jbytes(s->timing_lost));
   json_object_set_new(o, "truncated_lines", jcount(s->truncated_lines));
+  json_object_set_new(o, "budget_drops", jbytes(s->budget_drops));
+  json_object_set_new(o, "budget", jbytes(s->budget));
+  json_object_set_new(o, "torn_frames", jcount(s->torn_frames));
+  json_object_set_new(o, "torn_frame_bytes", jbytes(s->torn_bytes));
+  json_object_set_new(o, "bad_frames", jcount(s->bad_frames));
   json_object_set_new(o, "malformed_lines", jcount(s->malformed_lines));
   json_object_set_new(o, "unknown_types", jcount(s->unknown_types));
   json_object_set_new(o, "files_without_footer", jcount(s->files_without_footer));
