@@ -25,7 +25,7 @@ static void text_flight(const struct report *r, FILE *o) {
       if (shown > FLIGHT_LISTED) continue;
       fprintf(o, "  rank %4d  %-8s", w->rank, cs_text_safe(w->reason, b, sizeof b));
       if (w->has_comm) fprintf(o, " comm %s seq %lld", cs_comm_hex(w->comm, c), (long long)w->seq);
-      fprintf(o, "  %llu ops before, up to %llu after  (%s line %u)\n", (unsigned long long)w->before,
+      fprintf(o, "  %llu records before, up to %llu after  (%s line %u)\n", (unsigned long long)w->before,
               (unsigned long long)w->after, cs_text_safe(f->name, b, sizeof b), w->line);
     }
   }
