@@ -3,7 +3,7 @@
  * line per interval and key with exact counts, byte sums and duration sums, and a histogram
  * holding every timed op; a failed op opens a window (the ring's records, then the next
  * COLLSCOPE_FLIGHT_AFTER), no record is written twice, and failed ops past the bound (8 at
- * once, then one an hour of record time) open no window. */
+ * once, then one an hour of record time) open no window; the trigger file asks for one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "shim/cs_internal.h"
 #include "stats/dump_writer.h"
@@ -188,7 +191,46 @@ static void windows(void **state) {
   assert_int_equal(supp, 5);
 }
 
+/* the trigger file: there before the first look is no request; a new modification time is one
+ * window (the file is looked at once a second at most) */
+static void trigger_file(void **state) {
+  (void)state;
+  start("0");
+  char path[128];
+  snprintf(path, sizeof path, "%s/collscope-flight", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fclose(f);
+  for (int i = 0; i < 3; i++) {
+    struct cs_record r = op(1764000000000000000LL + i, 4096, 100000, 0);
+    r.seq = (uint64_t)i;
+    cs_dump_record(&r);
+  }
+  cs_flight_tick(); /* the first look */
+  assert_int_equal(cs_flight_windows(), 0);
+  struct timespec ts[2] = {{.tv_sec = 1000000000, .tv_nsec = 0}, {.tv_sec = 1000000000, .tv_nsec = 0}};
+  assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+  usleep(1100000);
+  cs_flight_tick();
+  assert_int_equal(cs_flight_windows(), 1);
+  usleep(1100000);
+  cs_flight_tick(); /* unchanged: no other */
+  assert_int_equal(cs_flight_windows(), 1);
+  finish();
+  int nwin = 0, nops = 0;
+  for (int i = 0; i < nlines; i++) {
+    if (strcmp(type_of(i), "window") == 0) {
+      assert_string_equal(json_string_value(json_object_get(lines[i], "reason")), "request");
+      nwin++;
+    }
+    nops += strcmp(type_of(i), "op") == 0;
+  }
+  assert_int_equal(nwin, 1);
+  assert_int_equal(nops, 3);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(summaries), cmocka_unit_test(windows)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(summaries), cmocka_unit_test(windows),
+                                     cmocka_unit_test(trigger_file)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
