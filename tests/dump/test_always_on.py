@@ -5,7 +5,8 @@ COLLSCOPE_RECORD=summary (docs/always-on.md) end to end: 8 ranks of dp_train on 
 modeled clock (COLLSCOPE_SIM_CLOCK=model, seed 1), so every figure is exact under any load.
   ops:       the same job (jitter:pct=20: durations that differ, 120 steps) in full and in summary mode: the
              report's ops rows (count, timed, p50, p99, mean, busbw, busbw(mean)) agree within
-             1 %, the report says how many ops it read from summaries, and summary mode writes at
+             1 %, the summary section's ops, memcpys, errors and timed ops are equal, the report
+             says how many ops it read from summaries, and summary mode writes at
              least 20x fewer bytes per rank (both printed)
   fail:      rank 2's 100th call fails (fail:...,code=InternalError), the launcher ends the
              others: in summary mode rank 2's dump holds a "failed" window followed by the failed
@@ -111,6 +112,10 @@ def case_ops(cli, apps, tmp):
             check(close(ta.get(f), tb.get(f)), "%s: %s %s in full, %s in summary" % (k, f, ta.get(f), tb.get(f)))
         for f in ("busbw_gbs", "busbw_mean_gbs", "algbw_gbs"):
             check(close(a[f], b[f]), "%s: %s %s in full, %s in summary" % (k, f, a[f], b[f]))
+    sf, ss = rf.get("summary", {}), rs.get("summary", {})
+    for f in ("ops", "xfers", "errors", "timed"):
+        check(sf.get(f) == ss.get(f) and sf.get(f) is not None,
+              "summary section %s: %s in full, %s in summary" % (f, sf.get(f), ss.get(f)))
     fl = rs.get("flight", {})
     nops = sum(o["count"] for o in rs.get("ops", []))
     check(fl.get("summary_ops") == nops and nops == 8 * STEPS * 3,

@@ -87,7 +87,13 @@ struct agg_file {
   int rcomm_size, crank_lo, crank_hi;
   size_t ncrank; /* distinct ranks among the first AGG_CRANK_BITS */
   uint64_t crank_bits[AGG_CRANK_BITS / 64];
+  size_t summary_xfers; /* COLLSCOPE_RECORD=summary: memcpys read from summary lines */
 };
+/* a file's memcpys: its xfer lines, or in summary mode (whose xfer lines are window detail)
+ * those its summary lines count */
+static inline size_t report_agg_file_xfers(const struct agg_file *af, const struct cs_dumpfile *f) {
+  return f->nsummaries || f->nwindows ? af->summary_xfers : f->nxfers;
+}
 
 struct agg_counts {
   size_t ops, errors, timed, timed_profiler, timed_host_span, captured, host_timed, unknown_timing;

@@ -49,6 +49,7 @@ static void add_summary(struct report_agg_priv *P, struct worker *W, const struc
                         const struct cs_summary_rec *s) {
   if (!strcmp(s->op_name, "Memcpy")) { /* CUDA memcpys: counted, as their lines are */
     P->agg->summary_xfers += (size_t)s->count;
+    P->agg->files[f->read_index].summary_xfers += (size_t)s->count;
     return;
   }
   const char *filter = P->agg->op_filter;
