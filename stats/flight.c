@@ -120,7 +120,7 @@ void cs_flight_op(const struct cs_record *r) {
     cs_dump_op_line(r);
     return;
   }
-  if (!cs_summary_add(r)) cs_dump_op_line(r); /* no room in the interval's table: written whole */
+  if (!cs_summary_add(r)) cs_dump_op_line(r); /* no summary tables: written whole */
   ring[nops % cap] = *r;
   nops++;
   last_op_mono = cs_now_ns(CLOCK_MONOTONIC);

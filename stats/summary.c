@@ -117,6 +117,10 @@ bool cs_summary_add(const struct cs_record *r) {
     cur_iv = iv;
   }
   struct sum_key *k = find(r, bucket_of(r->bytes));
+  if (!k) { /* a full table: its lines now, the interval goes on in fresh lines (readers add them up) */
+    cs_summary_flush();
+    k = find(r, bucket_of(r->bytes));
+  }
   if (!k) return false;
   /* as the report reads an op line (tools/report/report_agg.h): an error has a non-zero status
    * or no timing; a group member sharing its group's span is counted, never timed */

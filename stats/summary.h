@@ -7,14 +7,14 @@
 #define COLLSCOPE_STATS_SUMMARY_H
 #include "core.h"
 
-#define CS_SUMMARY_KEYS 256 /* distinct keys per interval; an op beyond them is written whole */
+#define CS_SUMMARY_KEYS 256 /* distinct keys in the table; when 3/4 are used its lines are written early */
 #define CS_SUMMARY_SIZES 8  /* distinct sizes a line lists */
 #define CS_SUMMARY_XFER 255 /* the op of a CUDA memcpy's summary (written "Memcpy") */
 
 /* false when the tables cannot be allocated (summary mode is then off: every op is written) */
 bool cs_summary_init(unsigned interval_s);
 bool cs_summary_on(void);
-/* adds an op or xfer record; false when it found no room (the caller writes it whole) */
+/* adds an op or xfer record; false only without tables (the caller writes it whole) */
 bool cs_summary_add(const struct cs_record *r);
 /* writes every key's line of the open interval and starts an empty one */
 void cs_summary_flush(void);

@@ -3,7 +3,8 @@
  * line per interval and key with exact counts, byte sums and duration sums, and a histogram
  * holding every timed op; a failed op opens a window (the ring's records, then the next
  * COLLSCOPE_FLIGHT_AFTER), no record is written twice, and failed ops past the bound (8 at
- * once, then one an hour of record time) open no window; the trigger file asks for one. */
+ * once, then one an hour of record time) open no window; the trigger file asks for one; a
+ * table with more keys than it holds writes its lines early and loses nothing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +22,7 @@
 #include "stats/dump_writer.h"
 #include "stats/flight.h"
 
-#define MAXL 4096
+#define MAXL 8192
 static json_t *lines[MAXL];
 static int nlines;
 
@@ -229,8 +230,30 @@ static void trigger_file(void **state) {
   assert_int_equal(nops, 3);
 }
 
+/* more keys than the table holds in one interval: its lines go out early, nothing is lost */
+static void full_table(void **state) {
+  (void)state;
+  start("0");
+  const int64_t t0 = 1764000000000000000LL;
+  for (int c = 0; c < 600; c++) { /* 600 communicators, 2 ops each, in one interval */
+    for (int i = 0; i < 2; i++) {
+      struct cs_record r = op(t0 + c * 1000 + i, 4096, 100000, 0);
+      r.comm_id = 0x1000 + (uint64_t)c;
+      r.seq = (uint64_t)i;
+      cs_dump_record(&r);
+    }
+  }
+  finish();
+  long long count = 0;
+  for (int i = 0; i < nlines; i++) {
+    assert_true(strcmp(type_of(i), "op") != 0);
+    if (strcmp(type_of(i), "summary") == 0) count += int_of(i, "count");
+  }
+  assert_int_equal(count, 1200);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(summaries), cmocka_unit_test(windows),
-                                     cmocka_unit_test(trigger_file)};
+                                     cmocka_unit_test(trigger_file), cmocka_unit_test(full_table)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
