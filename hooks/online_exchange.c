@@ -18,6 +18,7 @@
 #include "hooks/health.h"
 #include "cuda_driver.h"
 #include "nccl_calls.h"
+#include "stats/flight.h"
 #include "stats/harvest.h"
 
 struct cs_online_hook cs_on;
@@ -131,7 +132,29 @@ static void abort_one(void *comm, struct cs_comm *c, void *arg) {
   ((ncclComm_t)comm);
 }
 
+/* a finding this rank has not acted on yet: an SDC finding, or a (comm, rank) straggler not seen
+ * before (the exchange repeats an ongoing straggler every time) */
+static bool new_finding(const struct cs_online_findings *f) {
+  static struct {
+    uint64_t comm;
+    int rank;
+  } seen[64];
+  static size_t nseen;
+  bool fresh = f->nsdc > 0;
+  for (size_t i = 0; i < f->nstragglers; i++) {
+    bool known = false;
+    for (size_t k = 0; k < nseen && !known; k++)
+      known = seen[k].comm == f->stragglers[i].comm && seen[k].rank == f->stragglers[i].rank;
+    if (known) continue;
+    fresh = true;
+    if (nseen < 64) seen[nseen].comm = f->stragglers[i].comm, seen[nseen++].rank = f->stragglers[i].rank;
+  }
+  return fresh;
+}
+
 static void act_on(const struct cs_online_findings *f, uint64_t exchange, double wait_us, double eval_us) {
+  /* COLLSCOPE_RECORD=summary: a new finding opens a flight-recorder window on every rank */
+  if (new_finding(f)) cs_flight_request(CS_WIN_FINDING);
   if (cs_on.rank == 0) {
     for (size_t i = 0; i < f->nstragglers; i++) {
       const struct cs_online_straggler *s = &f->stragglers[i];

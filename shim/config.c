@@ -146,6 +146,10 @@ static int parse_pow2(const char *v) {
   return (int)n;
 }
 
+/* COLLSCOPE_RECORD: full (0) or summary (1) */
+static int parse_record(const char *v) { return !strcmp(v, "full") ? 0 : !strcmp(v, "summary") ? 1
+                                                                                               : -1; }
+
 static int parse_sdc_action(const char *v) {
   if (!strcmp(v, "log")) return CS_SDC_ACTION_LOG;
   if (!strcmp(v, "abort")) return CS_SDC_ACTION_ABORT;
@@ -251,6 +255,10 @@ void cs_config_load(void) {
   cs_cfg.ring_cap = (size_t)env_long("COLLSCOPE_RING", 0, 1L << 22);
   cs_cfg.keep_shm = env_bool("COLLSCOPE_KEEP_SHM");
   cs_cfg.hang_timeout_s = (unsigned)env_long("COLLSCOPE_HANG_TIMEOUT", 0, 1L << 20);
+  cs_cfg.record_summary = env_word("COLLSCOPE_RECORD", parse_record, "full or summary") == 1;
+  cs_cfg.summary_s = (unsigned)env_long("COLLSCOPE_SUMMARY_S", 1, 86400);
+  cs_cfg.flight_ops = (size_t)env_long("COLLSCOPE_FLIGHT_OPS", 1, 1L << 20);
+  cs_cfg.flight_after = (size_t)env_long("COLLSCOPE_FLIGHT_AFTER", 0, 1L << 20);
   cs_sdc_config_load();
   cs_cfg.online = env_bool("COLLSCOPE_ONLINE");
   cs_cfg.online_every = (unsigned)env_long("COLLSCOPE_ONLINE_EVERY", 1, 1L << 30);

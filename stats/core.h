@@ -59,6 +59,11 @@ struct cs_config {
    * mask = N - 1 (N a power of two); B is 0 when timing is off */
   uint64_t event_sample_bytes;
   uint64_t event_sample_mask;
+  /* COLLSCOPE_RECORD=summary (docs/always-on.md): summaries and the flight recorder instead of
+   * every op line; COLLSCOPE_SUMMARY_S, COLLSCOPE_FLIGHT_OPS, COLLSCOPE_FLIGHT_AFTER */
+  bool record_summary;
+  unsigned summary_s;
+  size_t flight_ops, flight_after;
 };
 enum { CS_SDC_OFF = 0,
        CS_SDC_ALL = 1,

@@ -7,6 +7,8 @@
  * hundreds of thousands of records per second. */
 #include "collscope/dump_emit.h"
 #include "dump_writer_internal.h"
+#include "flight.h"
+#include "summary.h"
 #include <dlfcn.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -233,6 +235,8 @@ CS_EMIT_LINE(hang, CS_DUMP_HANG_FIELDS)
 CS_EMIT_LINE(link, CS_DUMP_LINK_FIELDS)
 CS_EMIT_LINE(drops, CS_DUMP_DROPS_FIELDS)
 CS_EMIT_LINE(footer, CS_DUMP_FOOTER_FIELDS)
+CS_EMIT_LINE(summary, CS_DUMP_SUMMARY_FIELDS)
+CS_EMIT_LINE(window, CS_DUMP_WINDOW_FIELDS)
 
 /* ---- the records ---- */
 
@@ -416,6 +420,15 @@ static void write_link(const struct cs_record *r) {
 void cs_dump_record(const struct cs_record *r) {
   if (!cs_dump_active()) return;
   ensure_header(r->device);
+  if ((r->type == CS_REC_OP || r->type == CS_REC_XFER) && cs_flight_on()) { /* COLLSCOPE_RECORD=summary */
+    cs_flight_op(r);
+    return;
+  }
+  cs_dump_op_line(r);
+}
+
+void cs_dump_op_line(const struct cs_record *r) {
+  if (!cs_dump_active()) return;
   if (r->type != CS_REC_COMM && r->type != CS_REC_OP && r->type != CS_REC_LINK && r->type != CS_REC_XFER) return;
   bool timed = r->timing == CS_TIMING_GPU_EVENT || r->timing == CS_TIMING_HOST_SPAN || r->timing == CS_TIMING_PROFILER;
   cs_dump_line_begin();
@@ -438,6 +451,7 @@ void cs_dump_record(const struct cs_record *r) {
 void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
   if (!cs_dump_active()) return;
   ensure_header(r->device);
+  cs_flight_trigger(CS_WIN_HANG, r); /* COLLSCOPE_RECORD=summary: the detail and counts before it */
   const struct cs_emit_hang v = {
       .comm = r->comm_id,
       .comm_size = r->comm_size,
@@ -491,8 +505,58 @@ static void footer_sources(const struct cs_emit_footer *v) {
     if (sources.footer[i]) sources.footer[i](&footer_kv);
 }
 
+/* COLLSCOPE_RECORD=summary's lines (stats/summary.c, stats/flight.c) */
+void cs_dump_summary_line(const struct cs_summary_line *s) {
+  if (!cs_dump_active()) return;
+  const struct cs_emit_summary v = {
+      .comm = s->comm,
+      .comm_size = s->comm_size,
+      .comm_rank = s->comm_rank,
+      .rank = cs_cfg.rank,
+      .op_name = s->op == CS_SUMMARY_XFER            ? "Memcpy"
+                 : s->op >= 0 && s->op < CS_OP_COUNT ? cs_op_table[s->op].name
+                                                     : "unknown",
+      .dtype = cs_dtype_name(s->dtype),
+      .bucket = s->bucket,
+      .t0_ns = s->t0_ns,
+      .t1_ns = s->t1_ns,
+      .count = s->count,
+      .timed = s->timed,
+      .errors = s->errors,
+      .grouped = s->grouped,
+      .bytes = s->bytes,
+      .bytes_min = s->bytes_min,
+      .bytes_max = s->bytes_max,
+      .sizes = s->sizes,
+      .dur_sum_us = s->dur_sum_ns,
+      .dur_min_us = s->dur_min_ns,
+      .dur_max_us = s->dur_max_ns,
+      .hist = s->hist,
+  };
+  cs_dump_line_begin();
+  put_summary_line(&v);
+  cs_dump_line_end(LINE_RECORD, 0);
+}
+
+void cs_dump_window_line(int why, const struct cs_record *r, uint64_t before, uint64_t after) {
+  if (!cs_dump_active()) return;
+  const struct cs_emit_window v = {
+      .reason = cs_flight_reason_name(why),
+      .rank = cs_cfg.rank,
+      .comm = r ? &r->comm_id : NULL,
+      .seq = r ? seq_or_none(r->seq) : -1,
+      .before = before,
+      .after = after,
+      .t_ns = r ? r->enqueue_ns : cs_now_ns(CLOCK_REALTIME),
+  };
+  cs_dump_line_begin();
+  put_window_line(&v);
+  cs_dump_line_end(LINE_RECORD, 0);
+}
+
 void cs_dump_footer(void) {
   if (!cs_dump_active()) return;
+  cs_summary_flush(); /* the open interval */
   /* write what is buffered first, so the footer counts its fate, and note new drops */
   cs_dump_flush();
   cs_dump_drops_sync();

@@ -16,6 +16,7 @@
  * (write(2) and poll(2) are async-signal-safe), to write everything queued and the footer,
  * and waits for a byte on a second pipe, a bounded time. */
 #include "dump_writer.h"
+#include "flight.h"
 #include "harvest.h"
 #include "queue.h"
 #include "ring_writer.h"
@@ -236,7 +237,7 @@ static size_t harvest_pass(bool final) {
 }
 
 /* Bounded time for in-flight GPU work, then everything is written with the footer. */
-static void finish(unsigned timeout_ms) {
+static void finish(unsigned timeout_ms, bool from_signal) {
   int64_t deadline = cs_now_ns(CLOCK_MONOTONIC) + (int64_t)timeout_ms * 1000000LL;
   do {
     harvest_pass(false);
@@ -244,6 +245,8 @@ static void finish(unsigned timeout_ms) {
     usleep(1000);
   } while (cs_now_ns(CLOCK_MONOTONIC) < deadline);
   harvest_pass(true);
+  cs_flight_tick();                                        /* COLLSCOPE_RECORD=summary: a window asked for (an online finding's abort) */
+  if (from_signal) cs_flight_trigger(CS_WIN_SIGNAL, NULL); /* the ring's detail */
   uint64_t breaks = atomic_load(&order_breaks);
   if (breaks)
     cs_log(CS_LOG_WARN, "harvest: %llu pending ops stopped holding their communicator's later ops (more than %d held): "
@@ -251,6 +254,7 @@ static void finish(unsigned timeout_ms) {
            (unsigned long long)breaks, HOLD_MAX);
   cs_dump_footer();
   cs_dump_close();
+  cs_flight_free(); /* logs the triggers that wrote no window */
   cs_ring_close(true);
   atomic_store(&final_state, FINAL_DONE);
   if (done_fd[1] >= 0) {
@@ -288,6 +292,7 @@ static void *harvest_main(void *arg) {
     harvest_pass(false);
     for (size_t c = 0; c < nclients; c++)
       if (clients[c]->tick) clients[c]->tick();
+    cs_flight_tick();
     int64_t now = cs_now_ns(CLOCK_MONOTONIC);
     if (want != atomic_load(&flush_done) || now - last_flush >= (int64_t)cs_cfg.flush_ms * 1000000LL) {
       cs_dump_flush();
@@ -303,7 +308,7 @@ static void *harvest_main(void *arg) {
       idle_us *= 2;
     idle_wait(idle_us);
     if (atomic_load(&final_state) == FINAL_ASKED) {
-      finish(CS_TERM_PENDING_MS);
+      finish(CS_TERM_PENDING_MS, true);
       /* the footer is written: stay joinable, idle, until cs_harvest_stop (if ever) */
       while (!atomic_load(&stop_req)) idle_wait(100000);
       break;
@@ -312,7 +317,7 @@ static void *harvest_main(void *arg) {
   /* cs_harvest_stop: the last records, the final pass and the footer on this thread too, so
    * every record is finished by the same thread (clients that read its clock, e.g. the
    * health sampler's stamps, see one clock) */
-  if (atomic_load(&final_state) != FINAL_DONE) finish(atomic_load(&stop_timeout_ms));
+  if (atomic_load(&final_state) != FINAL_DONE) finish(atomic_load(&stop_timeout_ms), false);
   return NULL;
 }
 
@@ -378,6 +383,7 @@ bool cs_harvest_start(void) {
     cs_rq_ok = true;
   }
   if (!open_outputs()) return false;
+  if (cs_cfg.record_summary && !cs_flight_on()) cs_flight_init(cs_cfg.flight_ops, cs_cfg.flight_after, cs_cfg.summary_s);
   atomic_store(&stop_req, 0);
   atomic_store(&final_state, FINAL_NONE);
   if (wake_fd[0] < 0 && (pipe2(wake_fd, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_fd, O_CLOEXEC | O_NONBLOCK) != 0)) {
@@ -420,7 +426,7 @@ void cs_harvest_stop(unsigned timeout_ms) {
   th_running = false;
   if (atomic_load(&final_state) == FINAL_DONE) return;
   cs_ring_adopt(); /* not reached while the thread finishes: kept for a thread that could not */
-  finish(timeout_ms);
+  finish(timeout_ms, false);
 }
 
 void cs_harvest_atfork_child(void) {
@@ -443,4 +449,5 @@ void cs_harvest_atfork_child(void) {
   atomic_store(&flush_req, 0);
   atomic_store(&flush_done, 0);
   cs_dump_atfork_child();
+  cs_flight_atfork_child();
 }

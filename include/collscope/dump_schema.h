@@ -198,6 +198,50 @@
   X(budget_drops, "budget_drops", U64, IFSET, OPT, ZERO) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
+/* COLLSCOPE_RECORD=summary (docs/always-on.md): the ops of one interval [t0_ns, t1_ns) of one
+ * (communicator, op, dtype, size bucket) in one line (stats/summary.c). bucket: floor(log2(bytes)),
+ * -1 for 0 bytes (the report's size buckets); sizes: "bytes:n,..." of the distinct sizes while
+ * there are at most 8 (else empty); dur_*: the timed ops' GPU durations (sum exact); hist: the
+ * non-empty buckets of those durations as "index:n,..." in the layout of
+ * include/collscope/histogram.h (0.5 % relative error) */
+#define CS_DUMP_SUMMARY_FIELDS(X) \
+  X(comm, "comm", ID, ALWAYS, REQ, ZERO) \
+  X(comm_size, "comm_size", I32, ALWAYS, REQ, ZERO) \
+  X(comm_rank, "comm_rank", I32, ALWAYS, OPT, MINUS1) \
+  X(rank, "rank", I32, ALWAYS, OPT, HDR_RANK) \
+  X(op_name, "op", NAME, ALWAYS, REQ, QMARK) \
+  X(dtype, "dtype", NAME, ALWAYS, OPT, EMPTY) \
+  X(bucket, "bucket", I32, ALWAYS, OPT, MINUS1) \
+  X(t0_ns, "t0_ns", I64, ALWAYS, OPT, ZERO) \
+  X(t1_ns, "t1_ns", I64, ALWAYS, OPT, ZERO) \
+  X(count, "count", U64, ALWAYS, REQ, ZERO) \
+  X(timed, "timed", U64, ALWAYS, OPT, ZERO) \
+  X(errors, "errors", U64, ALWAYS, OPT, ZERO) \
+  X(grouped, "grouped", U64, ALWAYS, OPT, ZERO) \
+  X(bytes, "bytes", U64, ALWAYS, OPT, ZERO) \
+  X(bytes_min, "bytes_min", U64, ALWAYS, OPT, ZERO) \
+  X(bytes_max, "bytes_max", U64, ALWAYS, OPT, ZERO) \
+  X(sizes, "sizes", STR, ALWAYS, OPT, EMPTY) \
+  X(dur_sum_us, "dur_sum_us", US, ALWAYS, OPT, ZERO) \
+  X(dur_min_us, "dur_min_us", US, ALWAYS, OPT, ZERO) \
+  X(dur_max_us, "dur_max_us", US, ALWAYS, OPT, ZERO) \
+  X(hist, "hist", STR, ALWAYS, OPT, EMPTY)
+
+/* COLLSCOPE_RECORD=summary: a flight-recorder window (stats/flight.c) follows: the ring_ops op
+ * and memcpy lines the ring held up to the trigger, then at most after_ops more as they
+ * finish. reason: failed (an op's status), hang, finding (the online exchange's straggler or
+ * SDC verdict), signal (a termination signal or abort), request (the trigger file), idle (no
+ * record for COLLSCOPE_HANG_TIMEOUT); seq and
+ * comm: the trigger's op (-1 / null when none) */
+#define CS_DUMP_WINDOW_FIELDS(X) \
+  X(reason, "reason", NAME, ALWAYS, REQ, QMARK) \
+  X(rank, "rank", I32, ALWAYS, OPT, HDR_RANK) \
+  X(comm, "comm", ID0, ALWAYS, OPT, ZERO) \
+  X(seq, "seq", I64, ALWAYS, OPT, MINUS1) \
+  X(before, "ring_ops", U64, ALWAYS, OPT, ZERO) \
+  X(after, "after_ops", U64, ALWAYS, OPT, ZERO) \
+  X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
+
 /* Each list's keys by member, for readers that name a field (tools/trace/trace_perfetto.c,
  * bench/bench_parse.c): cs_dump_<list>_keys.<member> is the row's key. */
 #define CS_DUMP_KEY_MEMBER(m, key, jt, wr, rd, def) const char *m;
@@ -216,5 +260,7 @@ CS_DUMP_KEYS(cs_dump_hang_keys, CS_DUMP_HANG_FIELDS)
 CS_DUMP_KEYS(cs_dump_link_keys, CS_DUMP_LINK_FIELDS)
 CS_DUMP_KEYS(cs_dump_drops_keys, CS_DUMP_DROPS_FIELDS)
 CS_DUMP_KEYS(cs_dump_footer_keys, CS_DUMP_FOOTER_FIELDS)
+CS_DUMP_KEYS(cs_dump_summary_keys, CS_DUMP_SUMMARY_FIELDS)
+CS_DUMP_KEYS(cs_dump_window_keys, CS_DUMP_WINDOW_FIELDS)
 
 #endif

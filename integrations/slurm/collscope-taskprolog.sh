@@ -5,7 +5,7 @@
 # `export NAME=VALUE` lines it prints to the task's environment.
 #
 # A job asks with COLLSCOPE_SLURM=on or COLLSCOPE_SLURM=OPTS (the keys of `srun --collscope`:
-# sdc=, timing=, dir=, topology=, hang=, ring=, log=, online=, sdc_action=, sdc_min_bytes=),
+# sdc=, timing=, dir=, topology=, hang=, ring=, log=, online=, record=, sdc_action=, sdc_min_bytes=),
 # or off; each key at most once, no empty item. Site settings (edit here or set in the slurmd environment):
 #   COLLSCOPE_TP_SHIM      libcollscope.so to preload (default below)
 #   COLLSCOPE_TP_DIR       job directory template, %j job id, %u user, %s step (default collscope-%j)
@@ -21,6 +21,9 @@ case "${SLURM_STEP_ID:-}" in ""|batch|extern|interactive|4294967291|4294967292|4
 say() { [ "${SLURM_LOCALID:-0}" = 0 ] && echo "collscope: $*; the job runs without collscope" >&2; exit 0; }
 
 vars=()
+# on by the site's default (the job did not ask): the always-on recording mode, bounded disk
+# (docs/always-on.md); a job's record= comes later and wins
+[ -z "${COLLSCOPE_SLURM:-}" ] && vars+=("COLLSCOPE_RECORD=summary")
 seen=,
 if [ "$want" != on ]; then
   case ",$want," in *,,*) say "COLLSCOPE_SLURM: an empty item in the option list" ;; esac
@@ -37,6 +40,7 @@ if [ "$want" != on ]; then
       log:quiet|log:warn|log:info|log:debug) vars+=("COLLSCOPE_LOG=$v") ;;
       sdc_action:log|sdc_action:abort) vars+=("COLLSCOPE_SDC_ACTION=$v") ;;
       online:0|online:1) vars+=("COLLSCOPE_ONLINE=$v") ;;
+      record:full|record:summary) vars+=("COLLSCOPE_RECORD=$v") ;;
       hang:*|ring:*|sdc_min_bytes:*)
         [[ $v =~ ^[0-9]{1,13}$ ]] || say "bad value '$v' for $k"
         case $k in hang) vars+=("COLLSCOPE_HANG_TIMEOUT=$v") ;; ring) vars+=("COLLSCOPE_RING=$v") ;;

@@ -58,6 +58,7 @@ static bool bool_ok(const char *v) {
   static const char *const w[] = {"0", "1", NULL};
   return one_of(v, w);
 }
+static bool record_ok(const char *v) { return !strcmp(v, "full") || !strcmp(v, "summary"); }
 static bool hang_ok(const char *v) { return is_uint(v, 0, 1UL << 20); }
 static bool ring_ok(const char *v) { return is_uint(v, 0, 1UL << 22); }
 static bool bytes_ok(const char *v) { return is_uint(v, 0, 1UL << 40); }
@@ -84,6 +85,7 @@ static const struct opt_key {
     {"ring", "COLLSCOPE_RING", ring_ok, "records, 0..4194304"},
     {"log", "COLLSCOPE_LOG", log_ok, "quiet, warn, info or debug"},
     {"online", "COLLSCOPE_ONLINE", bool_ok, "0 or 1"},
+    {"record", "COLLSCOPE_RECORD", record_ok, "full or summary"},
     {"dir", "COLLSCOPE_DIR", path_ok, "a directory (%j job id, %u user, %s step id)"},
 };
 #define NKEYS (sizeof opt_keys / sizeof opt_keys[0])

@@ -229,6 +229,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   /* the variables first, LD_PRELOAD last: a failure leaves the job's preload as it was */
   int bad = spank_setenv(sp, "COLLSCOPE_DIR", si.dir, 1) != ESPANK_SUCCESS ||
             spank_setenv(sp, "COLLSCOPE_JOB_ID", si.jobs, 1) != ESPANK_SUCCESS;
+  /* on by the site's default (the job did not ask): the always-on recording mode, bounded disk
+   * (docs/always-on.md); a job's record= below overrides it */
+  if (!bad && !job.given) bad = spank_setenv(sp, "COLLSCOPE_RECORD", "summary", 1) != ESPANK_SUCCESS;
   for (size_t i = 0; i < job.nvars && !bad; i++) {
     char name[64];
     const char *eq = strchr(job.vars[i], '=');

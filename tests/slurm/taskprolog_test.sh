@@ -26,6 +26,10 @@ out=$(run COLLSCOPE_TP_DEFAULT=on COLLSCOPE_SLURM=off 2>&1)
 [ -z "$out" ] || fail "COLLSCOPE_SLURM=off got: $out"
 out=$(run COLLSCOPE_TP_DEFAULT=on 2>&1)
 echo "$out" | grep -q "^export LD_PRELOAD=" || fail "default=on did not preload: $out"
+echo "$out" | grep -qx "export COLLSCOPE_RECORD=summary" || fail "default=on is not the always-on recording: $out"
+out=$(run COLLSCOPE_SLURM=record=full 2>&1)
+echo "$out" | grep -qx "export COLLSCOPE_RECORD=full" || fail "record=full: $out"
+! echo "$out" | grep -q "COLLSCOPE_RECORD=summary" || fail "a job that asked got the always-on default: $out"
 
 out=$(run COLLSCOPE_SLURM=bogus=1 2>&1)
 [ "$out" = "collscope: COLLSCOPE_SLURM: unknown key or bad value 'bogus=1'; the job runs without collscope" ] ||

@@ -56,6 +56,8 @@ bool dump_parse_hang(struct lctx *c, struct cs_hang_rec *r);
 bool dump_parse_link(struct lctx *c, struct cs_link_rec *r);
 bool dump_parse_drops(struct lctx *c, uint64_t *count);
 bool dump_parse_footer(struct lctx *c, struct cs_dumpfile *f);
+bool dump_parse_summary(struct lctx *c, struct cs_summary_rec *r);
+bool dump_parse_window(struct lctx *c, struct cs_window_rec *r);
 /* a "health" record (hooks/health.c) appended to fr's file, its IB ports too; malformed: c->bad */
 struct freader;
 void dump_parse_health(struct lctx *c, struct freader *fr, size_t lineno);
@@ -127,7 +129,8 @@ struct freader {
   bool header_only;   /* the stream's first round: line 1 only */
   bool excluded;      /* another job's file: not read further */
   size_t ops_seen, errors_omitted;
-  size_t reread; /* text bytes to skip: read once before the source was rewound */
+  bool summary_mode; /* a "window" or "summary" line was read: op lines are window detail */
+  size_t reread;     /* text bytes to skip: read once before the source was rewound */
 };
 
 /* Starts reading file f (index in the set, before the final sort): its name-derived identity. */

@@ -116,6 +116,7 @@ static void deliver_op(struct freader *fr, struct cs_op_rec *r) {
   struct cs_dumpfile *f = fr->f;
   r->line = (uint32_t)fr->lineno;
   r->file = (uint32_t)fr->index;
+  r->in_window = fr->summary_mode;
   fr->ops_seen++;
   if (!fr->first_op_rank_set) {
     fr->first_op_rank = r->rank;
@@ -318,6 +319,22 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
       r.line = (uint32_t)lineno;
       dump_grow((void **)&f->links, &f->link_cap, f->nlinks, sizeof *f->links);
       f->links[f->nlinks++] = r;
+    }
+  } else if (strcmp(c.type, "summary") == 0) { /* COLLSCOPE_RECORD=summary */
+    struct cs_summary_rec r;
+    fr->summary_mode = true;
+    if (dump_parse_summary(&c, &r)) {
+      r.line = (uint32_t)lineno;
+      dump_grow((void **)&f->summaries, &f->summary_cap, f->nsummaries, sizeof *f->summaries);
+      f->summaries[f->nsummaries++] = r;
+    }
+  } else if (strcmp(c.type, "window") == 0) {
+    struct cs_window_rec r;
+    fr->summary_mode = true;
+    if (dump_parse_window(&c, &r)) {
+      r.line = (uint32_t)lineno;
+      dump_grow((void **)&f->windows, &f->window_cap, f->nwindows, sizeof *f->windows);
+      f->windows[f->nwindows++] = r;
     }
   } else if (strcmp(c.type, "health") == 0) { /* hooks/health.c */
     dump_parse_health(&c, fr, lineno);

@@ -348,6 +348,34 @@ bool dump_parse_link(struct lctx *c, struct cs_link_rec *r) {
   return !c->bad;
 }
 
+/* COLLSCOPE_RECORD=summary (docs/always-on.md) */
+bool dump_parse_summary(struct lctx *c, struct cs_summary_rec *r) {
+  memset(r, 0, sizeof *r);
+  CS_DUMP_SUMMARY_FIELDS(RD_ROW)
+  r->op = cs_op_from_name(r->op_name);
+  return !c->bad;
+}
+
+bool dump_parse_window(struct lctx *c, struct cs_window_rec *r) {
+  memset(r, 0, sizeof *r);
+  CS_DUMP_WINDOW_FIELDS(RD_ROW)
+  return !c->bad;
+}
+
+bool cs_summary_pairs(const char *s, void (*fn)(void *ctx, uint64_t a, uint64_t b), void *ctx) {
+  while (s && *s) {
+    char *end;
+    if (*s < '0' || *s > '9') return false;
+    unsigned long long a = strtoull(s, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9') return false;
+    unsigned long long b = strtoull(end + 1, &end, 10);
+    if (*end && *end != ',') return false;
+    fn(ctx, a, b);
+    s = *end ? end + 1 : end;
+  }
+  return true;
+}
+
 #undef RD_TO
 #undef RD_HAS
 #define RD_TO(m) v.m

@@ -101,6 +101,9 @@ struct cs_op_rec {
   unsigned sdc_checked;
   uint64_t sdc_fp;
   double sdc_in_sum, sdc_in_abs, sdc_out_sum;
+  /* a COLLSCOPE_RECORD=summary file's op line: detail of a flight-recorder window, whose op is
+   * also counted in a "summary" line (the ops table takes it from there) */
+  bool in_window;
 };
 
 struct cs_xfer_rec {
@@ -138,6 +141,34 @@ struct cs_hang_rec {
   double age_s;
   bool started; /* the op's GPU start event had completed */
 };
+
+/* "summary" record (COLLSCOPE_RECORD=summary, docs/always-on.md): one interval's ops of one
+ * (comm, op, dtype, size bucket); sizes and hist as written ("v:n,..." / "index:n,...": parse
+ * with cs_summary_pairs) */
+struct cs_summary_rec {
+  uint32_t file, line;
+  uint64_t comm;
+  int comm_size, comm_rank, rank, bucket;
+  int op; /* enum cs_op, or -1 */
+  const char *op_name, *dtype, *sizes, *hist;
+  int64_t t0_ns, t1_ns;
+  uint64_t count, timed, errors, grouped, bytes, bytes_min, bytes_max;
+  double dur_sum_us, dur_min_us, dur_max_us;
+};
+/* "window" record: a flight-recorder window's header (reason: failed, hang, finding, signal,
+ * request); the op lines that follow it are its detail */
+struct cs_window_rec {
+  uint32_t file, line;
+  const char *reason;
+  int rank;
+  bool has_comm;
+  uint64_t comm;
+  int64_t seq, t_ns;
+  uint64_t before, after;
+};
+/* The pairs "a:b,a:b" of a summary's sizes or hist: calls fn for each well-formed pair;
+ * false at the first malformed one (the pairs before it were handed over). */
+bool cs_summary_pairs(const char *s, void (*fn)(void *ctx, uint64_t a, uint64_t b), void *ctx);
 
 /* "link" record (NCCL_NET wrapper, shim/net_plugin.c): one network connection's figures over
  * [t0_ns, t_ns]. The send side knows the peer rank (from the listen handle); both sides carry
@@ -245,6 +276,10 @@ struct cs_dumpfile {
   size_t nhealths, health_cap; /* health samples */
   struct cs_health_port *hports;
   size_t nhports, hport_cap;
+  struct cs_summary_rec *summaries; /* COLLSCOPE_RECORD=summary */
+  size_t nsummaries, summary_cap;
+  struct cs_window_rec *windows;
+  size_t nwindows, window_cap;
 };
 
 struct cs_strpool;

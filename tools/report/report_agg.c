@@ -176,12 +176,14 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   agg->sched_explained = cs_sched_judge(report_balance_schedule(agg->balance), dr);
   agg->late_records = cs_walk_late(P->walk);
 
+  agg_summaries(P, set);
   struct row_ent *rows = NULL;
   struct comm_ent *comms = NULL;
   struct crank_ent *cranks = NULL;
   for (unsigned w = 0; w < P->nw; w++) {
     struct worker *W = &P->w[w];
     agg->filter_matched |= W->matched;
+    agg->window_ops += W->window_ops;
     struct agg_counts *c = &agg->counts, *d = &W->counts;
     c->ops += d->ops, c->errors += d->errors, c->timed += d->timed, c->timed_profiler += d->timed_profiler;
     c->timed_host_span += d->timed_host_span, c->captured += d->captured, c->host_timed += d->host_timed;

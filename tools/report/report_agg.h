@@ -87,7 +87,13 @@ struct agg_file {
   int rcomm_size, crank_lo, crank_hi;
   size_t ncrank; /* distinct ranks among the first AGG_CRANK_BITS */
   uint64_t crank_bits[AGG_CRANK_BITS / 64];
+  size_t summary_xfers; /* COLLSCOPE_RECORD=summary: memcpys read from summary lines */
 };
+/* a file's memcpys: its xfer lines, or in summary mode (whose xfer lines are window detail)
+ * those its summary lines count */
+static inline size_t report_agg_file_xfers(const struct agg_file *af, const struct cs_dumpfile *f) {
+  return f->nsummaries || f->nwindows ? af->summary_xfers : f->nxfers;
+}
 
 struct agg_counts {
   size_t ops, errors, timed, timed_profiler, timed_host_span, captured, host_timed, unknown_timing;
@@ -141,6 +147,10 @@ struct report_agg {
   size_t late_records;            /* op records out of seq order, left out of the per-instance analyses */
   size_t sched_explained;         /* cross-stage stragglers the pipeline schedule explains (analysis/schedule.c) */
   size_t max_held;                /* the most op records held at once (the walker's queues) */
+  /* COLLSCOPE_RECORD=summary (docs/always-on.md): ops read from summary lines, those lines,
+   * flight-recorder windows and their op lines (walked, not counted again) */
+  size_t summary_ops, summary_lines, windows, window_ops;
+  size_t summary_xfers;           /* CUDA memcpys read from summary lines */
   struct report_views *views;     /* the figures for pictures, per instance (tools/report/report_views.h) */
   struct report_balance *balance; /* compute per rank and step, per instance (tools/report/report_balance.h) */
   struct report_agg_priv *priv;

@@ -111,6 +111,7 @@ struct worker { /* one reading thread's tables */
   struct crank_ent *cranks;
   struct agg_counts counts;
   bool matched;
+  size_t window_ops; /* op lines of flight-recorder windows (COLLSCOPE_RECORD=summary) */
 };
 
 struct fstate { /* one file's state across rounds */
@@ -169,6 +170,8 @@ void agg_row_dur(struct report_agg_priv *P, struct agg_row *r, double v);
 /* per record, on the reading threads (report_agg_record.c) */
 void agg_row_pour(struct report_agg_priv *P, struct agg_row *r);
 void agg_row_size(struct agg_row *r, uint64_t v, size_t n);
+/* COLLSCOPE_RECORD=summary's summary lines into worker 0's tables (report_agg_summary.c) */
+void agg_summaries(struct report_agg_priv *P, const struct cs_dumpset *set);
 void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o);
 
 /* per instance and round, the walk thread (report_agg_walk.c) */

@@ -252,6 +252,10 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
     w->gap_us = gap;
   } /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
   if (!counts) return;
+  if (o->in_window) { /* a flight-recorder window's detail: its op is in a summary line */
+    W->window_ops++;
+    return;
+  }
 
   count_timing(&W->counts, o, err);
   bool timed = o->timing == CSD_TIMING_GPU_EVENT;

@@ -51,6 +51,9 @@ static void text_notes(const struct report *r, FILE *o) {
                "busbw come from the timed ones\n",
             s->sampled_out);
   fprintf(o, "#   error ops (call failed):                 %zu\n", s->errors);
+  if (r->agg && r->agg->summary_lines)
+    fprintf(o, "#   ops read from summaries (RECORD=summary): %zu in %zu lines (timing kinds of those not split)\n",
+            r->agg->summary_ops, r->agg->summary_lines);
   if (s->unknown_timing)
     fprintf(o, "#   ops with unknown timing kind:            %zu\n", s->unknown_timing);
   if (r->agg && r->agg->late_records)

@@ -45,7 +45,7 @@ static void build_ranks(struct report *r) {
     rr->f = f;
     rr->ops = af->ops;
     rr->errors = af->errors;
-    rr->xfers = r->op_filter ? 0 : f->nxfers;
+    rr->xfers = r->op_filter ? 0 : report_agg_file_xfers(af, f);
     rr->gpu_ms = af->gpu_ms;
     rr->bytes = af->bytes;
     rr->drops = cs_dumpfile_drops(f);

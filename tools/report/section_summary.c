@@ -46,7 +46,8 @@ static void build_summary(struct report *r) {
     for (size_t k = 0; k < s->hosts; k++) seen |= hosts[k] == f->hdr.host; /* interned */
     if (!seen) hosts[s->hosts++] = f->hdr.host;
     if (f->hdr.rank >= 0) ranks[nr++] = f->hdr.rank;
-    s->xfers += r->op_filter ? 0 : f->nxfers;
+    s->xfers += r->op_filter ? 0 : r->agg ? report_agg_file_xfers(&r->agg->files[f->read_index], f)
+                                          : f->nxfers;
     s->drops += cs_dumpfile_drops(f);
     s->timing_lost += f->footer_timing_lost;
     s->lost = s->lost + f->lost < s->lost ? UINT64_MAX : s->lost + f->lost;

@@ -1,0 +1,169 @@
+/* stats/flight.c: the flight recorder of COLLSCOPE_RECORD=summary (stats/flight.h,
+ * docs/always-on.md): a ring of the last op records (allocated once), and the windows of full
+ * detail written around a failed op, a hang, an online finding, a termination signal, the
+ * trigger file or a process whose records stopped. Op n of the process sits in slot n mod capacity; `written` is the first op
+ * not yet on the file, so overlapping windows never write an op twice. */
+#include "flight.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "dump_writer.h"
+#include "summary.h"
+
+static struct cs_record *ring;
+static size_t cap, after_max;
+static uint64_t nops, written, after_left, nwindows, nwritten;
+static _Atomic int requested;
+static int64_t last_check_ns, trigger_mtime_ns;
+static bool trigger_seen;    /* trigger_mtime_ns holds the file's first state (-1: absent) */
+static int64_t last_op_mono; /* host time of the last record (0: none since the last idle window) */
+/* The bound on disk: windows of failed ops, findings and requests take a token; a token comes
+ * back every WINDOW_REFILL_S of the records' time, at most WINDOW_BURST held (hangs and
+ * signals end a process's story and always get theirs). A trigger without a token, or one
+ * inside the window still open, writes nothing more: counted, logged at the end. */
+#define WINDOW_BURST 8
+#define WINDOW_REFILL_S 3600
+static double tokens = WINDOW_BURST;
+static int64_t tokens_ns;
+static uint64_t suppressed;
+
+const char *cs_flight_reason_name(int why) {
+  switch (why) {
+  case CS_WIN_FAILED: return "failed";
+  case CS_WIN_HANG: return "hang";
+  case CS_WIN_FINDING: return "finding";
+  case CS_WIN_SIGNAL: return "signal";
+  case CS_WIN_REQUEST: return "request";
+  case CS_WIN_IDLE: return "idle";
+  default: return "unknown";
+  }
+}
+
+bool cs_flight_init(size_t ring_ops, size_t after_ops, unsigned summary_s) {
+  cs_flight_free();
+  cap = ring_ops ? ring_ops : 1;
+  ring = calloc(cap, sizeof *ring);
+  if (!ring || !cs_summary_init(summary_s)) {
+    cs_log(CS_LOG_WARN, "COLLSCOPE_RECORD=summary off: cannot allocate the flight ring (%zu ops) and the summaries: "
+                        "every op is written whole",
+           cap);
+    cs_flight_free();
+    return false;
+  }
+  after_max = after_ops;
+  nops = written = after_left = nwindows = nwritten = suppressed = 0;
+  last_op_mono = 0;
+  tokens = WINDOW_BURST;
+  tokens_ns = 0;
+  trigger_seen = false;
+  return true;
+}
+
+bool cs_flight_on(void) { return ring != NULL; }
+
+size_t cs_flight_mem(void) { return ring ? cap * sizeof *ring + cs_summary_mem() : 0; }
+
+void cs_flight_free(void) {
+  if (suppressed)
+    cs_log(CS_LOG_WARN, "flight recorder: %llu triggers wrote no window of their own (inside an open window, or past "
+                        "the bound of %d windows, then one an hour)",
+           (unsigned long long)suppressed, WINDOW_BURST);
+  suppressed = 0;
+  free(ring);
+  ring = NULL;
+  cs_summary_free();
+}
+
+uint64_t cs_flight_windows(void) { return nwindows; }
+uint64_t cs_flight_ops_written(void) { return nwritten; }
+
+static void write_op(uint64_t n) {
+  cs_dump_op_line(&ring[n % cap]);
+  nwritten++;
+}
+
+static bool take_token(enum cs_flight_reason why, const struct cs_record *r) {
+  if (why == CS_WIN_HANG || why == CS_WIN_SIGNAL) return true;
+  if (after_left) return false; /* the open window holds it */
+  int64_t now = r ? r->enqueue_ns : cs_now_ns(CLOCK_REALTIME);
+  if (tokens_ns && now > tokens_ns) tokens += (double)(now - tokens_ns) / (WINDOW_REFILL_S * 1e9);
+  if (tokens > WINDOW_BURST) tokens = WINDOW_BURST;
+  if (!tokens_ns || now > tokens_ns) tokens_ns = now;
+  if (tokens < 1) return false;
+  tokens -= 1;
+  return true;
+}
+
+uint64_t cs_flight_suppressed(void) { return suppressed; }
+
+void cs_flight_trigger(enum cs_flight_reason why, const struct cs_record *r) {
+  if (!ring) return;
+  if (!take_token(why, r)) {
+    suppressed++;
+    return;
+  }
+  uint64_t from = nops > cap ? nops - cap : 0;
+  if (written > from) from = written;
+  cs_summary_flush(); /* the open interval's counts reach the file with the detail */
+  cs_dump_window_line(why, r, nops - from, after_max);
+  nwindows++;
+  for (uint64_t n = from; n < nops; n++) write_op(n);
+  written = nops;
+  after_left = after_max;
+}
+
+void cs_flight_op(const struct cs_record *r) {
+  if (!ring) {
+    cs_dump_op_line(r);
+    return;
+  }
+  if (!cs_summary_add(r)) cs_dump_op_line(r); /* no summary tables: written whole */
+  ring[nops % cap] = *r;
+  nops++;
+  last_op_mono = cs_now_ns(CLOCK_MONOTONIC);
+  if (after_left) { /* an open window */
+    after_left--;
+    write_op(nops - 1);
+    written = nops;
+  }
+  if (r->type == CS_REC_OP && r->status != 0) cs_flight_trigger(CS_WIN_FAILED, r);
+}
+
+void cs_flight_atfork_child(void) {
+  nops = written = after_left = nwindows = nwritten = suppressed = 0;
+  last_op_mono = 0;
+  atomic_store(&requested, 0);
+  cs_summary_reset();
+}
+
+void cs_flight_request(enum cs_flight_reason why) { atomic_store_explicit(&requested, (int)why, memory_order_release); }
+
+void cs_flight_tick(void) {
+  if (!ring) return;
+  int why = atomic_exchange_explicit(&requested, 0, memory_order_acquire);
+  if (why) cs_flight_trigger((enum cs_flight_reason)why, NULL);
+  int64_t now = cs_now_ns(CLOCK_MONOTONIC);
+  if (last_op_mono && cs_cfg.hang_timeout_s && now - last_op_mono >= (int64_t)cs_cfg.hang_timeout_s * 1000000000LL) {
+    last_op_mono = 0; /* once, until records flow again */
+    cs_flight_trigger(CS_WIN_IDLE, NULL);
+    cs_dump_flush();
+  }
+  if (now - last_check_ns < 1000000000LL) return;
+  last_check_ns = now;
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/collscope-flight", cs_cfg.dir) >= (int)sizeof path) return;
+  struct stat st;
+  int64_t m = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec : -1;
+  if (!trigger_seen) { /* the first look: a file already there is no request */
+    trigger_seen = true;
+    trigger_mtime_ns = m;
+    return;
+  }
+  if (m >= 0 && m != trigger_mtime_ns) {
+    trigger_mtime_ns = m;
+    cs_flight_trigger(CS_WIN_REQUEST, NULL);
+  }
+}

@@ -1,0 +1,62 @@
+/* tools/report/section_flight.c: the report's "flight" section (COLLSCOPE_RECORD=summary,
+ * docs/always-on.md): the flight-recorder windows the ranks wrote (why, which op, how many op
+ * lines of detail), and how many ops the ops table read from summary lines. Nothing is
+ * printed for a recording in full mode. */
+#include <stdio.h>
+
+#include "report.h"
+#include "report_agg.h"
+
+#define FLIGHT_LISTED 32 /* windows listed in the text (all in the JSON) */
+
+static void text_flight(const struct report *r, FILE *o) {
+  const struct report_agg *a = r->agg;
+  if (!a || (!a->summary_lines && !a->windows)) return;
+  fprintf(o, "\n# Flight recorder (COLLSCOPE_RECORD=summary): %zu window%s, %zu op lines of detail; the ops table\n"
+             "# read %zu ops from %zu summary lines (and %zu CUDA memcpys)\n",
+          a->windows, a->windows == 1 ? "" : "s", a->window_ops, a->summary_ops, a->summary_lines, a->summary_xfers);
+  size_t shown = 0;
+  char b[128], c[17];
+  for (size_t i = 0; i < r->set->nfiles; i++) {
+    const struct cs_dumpfile *f = &r->set->files[i];
+    for (size_t j = 0; j < f->nwindows; j++) {
+      const struct cs_window_rec *w = &f->windows[j];
+      if (shown++ == FLIGHT_LISTED) fprintf(o, "  ... (all of them in --json)\n");
+      if (shown > FLIGHT_LISTED) continue;
+      fprintf(o, "  rank %4d  %-8s", w->rank, cs_text_safe(w->reason, b, sizeof b));
+      if (w->has_comm) fprintf(o, " comm %s seq %lld", cs_comm_hex(w->comm, c), (long long)w->seq);
+      fprintf(o, "  %llu records before, up to %llu after  (%s line %u)\n", (unsigned long long)w->before,
+              (unsigned long long)w->after, cs_text_safe(f->name, b, sizeof b), w->line);
+    }
+  }
+}
+
+static json_t *json_flight(const struct report *r) {
+  const struct report_agg *a = r->agg;
+  json_t *o = json_object();
+  json_object_set_new(o, "summary_ops", jcount(a ? a->summary_ops : 0));
+  json_object_set_new(o, "summary_lines", jcount(a ? a->summary_lines : 0));
+  json_object_set_new(o, "summary_xfers", jcount(a ? a->summary_xfers : 0));
+  json_object_set_new(o, "window_ops", jcount(a ? a->window_ops : 0));
+  json_t *ws = json_array();
+  for (size_t i = 0; i < r->set->nfiles; i++) {
+    const struct cs_dumpfile *f = &r->set->files[i];
+    for (size_t j = 0; j < f->nwindows; j++) {
+      const struct cs_window_rec *w = &f->windows[j];
+      json_t *x = json_object();
+      char c[17];
+      json_object_set_new(x, "rank", json_integer(w->rank));
+      json_object_set_new(x, "reason", json_string(w->reason));
+      json_object_set_new(x, "comm", w->has_comm ? json_string(cs_comm_hex(w->comm, c)) : json_null());
+      json_object_set_new(x, "seq", json_integer(w->seq));
+      json_object_set_new(x, "ring_ops", jbytes(w->before));
+      json_object_set_new(x, "after_ops", jbytes(w->after));
+      json_object_set_new(x, "file", json_string(f->name));
+      json_array_append_new(ws, x);
+    }
+  }
+  json_object_set_new(o, "windows", ws);
+  return o;
+}
+
+const struct report_section report_section_flight = {"flight", NULL, text_flight, json_flight, NULL};
