@@ -144,9 +144,9 @@ struct report_agg {
   struct agg_counts counts;
   struct cs_det_result det;
   struct agg_sdc sdc;
-  size_t late_records;            /* op records out of seq order, left out of the per-instance analyses */
-  size_t sched_explained;         /* cross-stage stragglers the pipeline schedule explains (analysis/schedule.c) */
-  size_t max_held;                /* the most op records held at once (the walker's queues) */
+  size_t late_records;    /* op records out of seq order, left out of the per-instance analyses */
+  size_t sched_explained; /* cross-stage stragglers the pipeline schedule explains (analysis/schedule.c) */
+  size_t max_held;        /* the most op records held at once (the walker's queues) */
   /* COLLSCOPE_RECORD=summary (docs/always-on.md): ops read from summary lines, those lines,
    * flight-recorder windows and their op lines (walked, not counted again) */
   size_t summary_ops, summary_lines, windows, window_ops;
