@@ -30,7 +30,7 @@ static double urand(void) {
   return (double)(rng >> 11) / 9007199254740992.0;
 }
 static const char *hostname(int r, int n) {
-  static char names[MAXR][8];
+  static char names[MAXR][16]; /* "h" and any int */
   int h = n > 8 ? r / 8 : r / 2;
   snprintf(names[h], sizeof names[h], "h%d", h);
   return names[h];
