@@ -72,28 +72,33 @@ int model_exchange(struct model *m, uint32_t exchange) {
   int rc = 0;
   for (;; round++) {
     cs_online_wire_identity(&red[round]);
-    for (int r = 0; r < m->n; r++) {
-      if (m->st[r]) {
-        double t0 = now_us();
-        cs_online_pack(m->st[r], exchange, round, w);
-        cpu[r] += now_us() - t0;
-      } else {
-        struct cs_online_rank *t = rank_state(r, m->n);
-        if (!t) {
-          rc = -1;
-          goto out;
+    /* the ranks not kept first, then the kept ones back to back: what a kept rank's pack and
+     * unpack cost is its own work, not the cache misses the model's other ranks left behind
+     * (the fold is a min/sum reduction: any order, as NCCL's ring reduces in its own) */
+    for (int pass = 0; pass < 2; pass++)
+      for (int r = 0; r < m->n; r++) {
+        if ((m->st[r] != NULL) != (pass == 1)) continue;
+        if (m->st[r]) {
+          double t0 = now_us();
+          cs_online_pack(m->st[r], exchange, round, w);
+          cpu[r] += now_us() - t0;
+        } else {
+          struct cs_online_rank *t = rank_state(r, m->n);
+          if (!t) {
+            rc = -1;
+            goto out;
+          }
+          m->feed(m->ctx, r, exchange, round > 0, t);
+          struct cs_online_findings f;
+          for (unsigned k = 0; k < round; k++) {
+            cs_online_pack(t, exchange, k, w);
+            cs_online_unpack(t, exchange, k, &red[k], &f);
+          }
+          cs_online_pack(t, exchange, round, w);
+          cs_online_rank_free(t);
         }
-        m->feed(m->ctx, r, exchange, round > 0, t);
-        struct cs_online_findings f;
-        for (unsigned k = 0; k < round; k++) {
-          cs_online_pack(t, exchange, k, w);
-          cs_online_unpack(t, exchange, k, &red[k], &f);
-        }
-        cs_online_pack(t, exchange, round, w);
-        cs_online_rank_free(t);
+        cs_online_wire_fold(&red[round], w);
       }
-      cs_online_wire_fold(&red[round], w);
-    }
     int more = -2;
     for (int r = 0; r < m->n; r++) {
       if (!m->st[r]) continue;

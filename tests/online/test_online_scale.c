@@ -4,7 +4,7 @@
  * job -- and prints, per rank per exchange, the bytes each rank contributes to the
  * all-reduces (what it sends into and receives from them; a ring all-reduce moves about
  * twice that on the wire) and the CPU it spends building and evaluating its contribution
- * (the median over the kept ranks, the best of two runs, so a busy machine does not
+ * (the median over the kept ranks, the best of four runs, so a busy machine does not
  * decide). Asserts the largest of each within 2x of the smallest, and that every size
  * found the straggler and the suspect. For comparison it prints the all-gather protocol's
  * bytes (a 2 KiB summary per rank, all of them received by every rank). */
@@ -15,7 +15,7 @@
 #include "online_model.h"
 
 #define EXCHANGES 2
-#define RUNS 2
+#define RUNS 4
 
 struct result {
   double bytes, cpu_us;
