@@ -165,6 +165,7 @@ extern const struct report_section report_section_sdc_checks;   /* section_sdc.c
 extern const struct report_section report_section_health;       /* section_health.c */
 extern const struct report_section report_section_balance;      /* section_balance.c */
 extern const struct report_section report_section_pipeline;     /* report_steps.c */
+extern const struct report_section report_section_steps;        /* section_steps.c */
 extern const struct report_section report_section_flight;       /* section_flight.c */
 extern const struct report_section report_section_notes;        /* section_notes.c */
 extern const struct report_section report_section_busbw_pct;    /* section_views.c: for pictures */

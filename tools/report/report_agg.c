@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "dump/instwalk.h"
 #include "report_balance.h"
+#include "report_steps_internal.h"
 #include "report_views.h"
 #include "xalloc.h"
 /* the files are listed: per-file state */
@@ -282,6 +283,7 @@ struct cs_dumpset *report_agg_run_split(const char *path, const char *job, const
   P->det = cs_det_stream_new(detp, CS_DET_HANG_PENDING);
   agg->views = report_views_new(op_filter);
   agg->balance = report_balance_new();
+  agg->steps = report_steps_gather_new();
   struct cs_stream_ops ops = {.ctx = P, .jobs = P->nw, .budget = budget, .begin = on_begin, .op = agg_on_op, .round = agg_on_round};
   struct cs_dumpset *set = cs_dumpset_stream(path, job, &ops);
   agg_walk_join(P);
@@ -360,6 +362,7 @@ void report_agg_free(struct report_agg *agg) {
   cs_det_result_free(&agg->det);
   report_views_free(agg->views);
   report_balance_free(agg->balance);
+  report_steps_gather_free(agg->steps);
   if (P) {
     for (size_t i = 0; i < P->nf; i++) {
       free(P->fs[i].buf);

@@ -150,9 +150,10 @@ struct report_agg {
   /* COLLSCOPE_RECORD=summary (docs/always-on.md): ops read from summary lines, those lines,
    * flight-recorder windows and their op lines (walked, not counted again) */
   size_t summary_ops, summary_lines, windows, window_ops;
-  size_t summary_xfers;           /* CUDA memcpys read from summary lines */
-  struct report_views *views;     /* the figures for pictures, per instance (tools/report/report_views.h) */
-  struct report_balance *balance; /* compute per rank and step, per instance (tools/report/report_balance.h) */
+  size_t summary_xfers;              /* CUDA memcpys read from summary lines */
+  struct report_views *views;        /* the figures for pictures, per instance (tools/report/report_views.h) */
+  struct report_balance *balance;    /* compute per rank and step, per instance (tools/report/report_balance.h) */
+  struct report_steps_gather *steps; /* each rank's recent ops and their waits (tools/report/report_steps_internal.h) */
   struct report_agg_priv *priv;
 };
 

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "dump/instwalk.h"
 #include "report_balance.h"
+#include "report_steps_internal.h"
 #include "report_views.h"
 #include "xalloc.h"
 
@@ -238,6 +239,7 @@ void agg_on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk
     report_agg_sdc_instance(&P->agg->sdc, &P->mem, &P->memcap, P->agg->op_filter, comm, seq, m, n);
     report_views_instance(P->agg->views, comm, seq, m, n, P->agg->sdc.nitems - nfound);
     report_balance_instance(P->agg->balance, comm, seq, m, n);
+    report_steps_gather_instance(P->agg->steps, comm, seq, m, n);
     return;
   }
   bool counted = false;
@@ -283,6 +285,7 @@ void agg_on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk
   report_agg_sdc_instance(&P->agg->sdc, &P->mem, &P->memcap, P->agg->op_filter, comm, seq, m, n);
   report_views_instance(P->agg->views, comm, seq, m, n, P->agg->sdc.nitems - nfound);
   report_balance_instance(P->agg->balance, comm, seq, m, n);
+  report_steps_gather_instance(P->agg->steps, comm, seq, m, n);
 }
 
 /* the last round's records through the walker (and so the detector and the SDC comparison) */

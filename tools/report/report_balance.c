@@ -44,6 +44,29 @@ struct cs_sched *report_balance_schedule(struct report_balance *b) {
 
 int report_balance_microbatches(const struct report_balance *b) { return b ? b->microbatches : 0; }
 
+bool report_balance_rank_step(const struct report_balance *b, int rank, uint64_t *comm, int *period) {
+  const struct bal_view *v[2] = {b ? &b->dp : NULL, b ? &b->pp : NULL};
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; v[k] && i < v[k]->n; i++)
+      if (v[k]->r[i].rank == rank) {
+        *comm = v[k]->comm;
+        *period = v[k]->r[i].period > 0 ? v[k]->r[i].period : 1;
+        return true;
+      }
+  for (int k = 0; k < 2; k++) {
+    size_t steps = v[k] && v[k]->n ? v[k]->r[0].steps + 1 : 0; /* step 0 too */
+    if (!steps) continue;
+    struct bal_member *m, *mt;
+    HASH_ITER(hh, b->members, m, mt) {
+      if (m->rank != rank || !(k ? m->p2p : m->coll_reduce) || m->n % steps || m->n / steps > BAL_PMAX) continue;
+      *comm = m->k.comm;
+      *period = (int)(m->n / steps);
+      return true;
+    }
+  }
+  return false;
+}
+
 void report_balance_free(struct report_balance *b) {
   if (!b) return;
   struct bal_member *m, *mt;

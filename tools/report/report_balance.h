@@ -49,6 +49,10 @@ void report_balance_free(struct report_balance *b);
 struct cs_sched *report_balance_schedule(struct report_balance *b);
 /* the pipeline's microbatches per step (after report_balance_finish), 0 unknown */
 int report_balance_microbatches(const struct report_balance *b);
+/* what delimits rank's steps (after report_balance_finish): its member of the data-parallel
+ * view, else of the pipeline view (comm, ops per step), else its member of another
+ * communicator of the view's kind whose ops divide into the view's steps; false none */
+bool report_balance_rank_step(const struct report_balance *b, int rank, uint64_t *comm, int *period);
 
 /* A comma list of positive numbers ("24,24,24,24"; integers only when `integers`) into out
  * (cap entries). Returns the count, or -1 with a reason in err. */

@@ -124,6 +124,7 @@ int report_html_write(const json_t *doc, FILE *o) {
   html_chart_sdc(o, doc);
   html_chart_health(o, doc);
   html_chart_balance(o, doc);
+  html_chart_steps(o, doc);
   fputs("<footer><p>Drawn by collscope from the document <code>collscope report --json</code> prints; figures and "
         "definitions: docs/html-report.md.</p></footer>\n</body></html>\n",
         o);

@@ -47,5 +47,6 @@ void html_chart_progress(FILE *o, const json_t *doc);
 void html_chart_sdc(FILE *o, const json_t *doc);
 void html_chart_health(FILE *o, const json_t *doc);  /* GPU health (report_html_health.c) */
 void html_chart_balance(FILE *o, const json_t *doc); /* compute per rank, shares (report_html_balance.c) */
+void html_chart_steps(FILE *o, const json_t *doc);   /* each rank's step split (report_html_steps.c) */
 
 #endif

@@ -18,6 +18,7 @@ const struct report_section *const report_sections[] = {
     &report_section_health,     /* GPU and IB health, and what it explains */
     &report_section_balance,    /* how to split the work across GPUs of different speed (reads health) */
     &report_section_pipeline,   /* the pipeline schedule: stages, microbatches (reads balance) */
+    &report_section_steps,      /* per rank and step: compute, comm, wait, bubble (reads balance) */
     &report_section_flight,     /* COLLSCOPE_RECORD=summary: windows, ops from summaries */
     &report_section_notes,      /* text only: its counts are in the JSON summary */
     &report_section_busbw_pct,  /* JSON only, for pictures (section_views.c) */
