@@ -66,6 +66,12 @@
  *    explained_by_schedule (stragglers at cross-stage communicators the stage order
  *    explains, left out of stragglers) and slow_stages[] {stage, rank, comm, gap_us,
  *    stage_gap_us} (kept: slower than its stage's peers).
+ *  - steps (docs/balance.md "Steps"; include/collscope/step_breakdown.h): ranks,
+ *    ranks_without_steps, out_of_memory, per_stage[] {stage, ranks, median_us, share},
+ *    per_rank[] {rank, stage, host, step_comm, ops_per_step, steps, steps_found,
+ *    steps_incomplete, untimed_ops, unmatched_p2p, median_us and p90_us {step, compute, comm,
+ *    wait, bubble}, share {compute, comm, wait, bubble}, per_step[] {step, start_ns, step_ns,
+ *    compute_ns, comm_ns, wait_ns, bubble_ns}}: the four parts of a step sum to step_ns.
  *
  * Exit status: 0 report written (malformed lines only produce messages on stderr),
  * 1 unusable input (no dump files, unreadable, unsupported schema) or write error, 2 usage. */

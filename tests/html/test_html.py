@@ -31,7 +31,7 @@ import hung_jobs  # noqa: E402  (tests/hung_jobs.py)
 
 FAULTS = "slow:rank=5,us=3000;link:a=simhost2,b=simhost3,us=3000;flip:rank=3,seq=20,elem=77,bit=30,at=out"
 HOSTILE = 'sim<script>alert("x")</script>host4'
-CHARTS = ["notes", "busbw", "lateness", "links", "hangs", "sdc", "balance"]
+CHARTS = ["notes", "busbw", "lateness", "links", "hangs", "sdc", "balance", "steps"]
 
 
 def chromium():
@@ -503,6 +503,12 @@ def main():
             assert cs[col] <= s["first_flag_seq"] < cs[col + 1], (col, cs, s)
             assert row * lc["ranks_per_group"] <= s["comm_rank"] < (row + 1) * lc["ranks_per_group"], (row, s)
             assert lc["lateness_us"][row][col] is not None and lc["lateness_us"][row][col] > 0, (row, col)
+        # the steps chart: each rank's four parts, their shares the JSON's
+        parts = {(int(at["data-rank"]), at["data-part"]): float(at["data-share"]) for t, at, anc in P.elems
+                 if "data-part" in at and "steps" in anc}
+        assert r["steps"]["ranks"] == 8 and len(parts) == 32, parts
+        for x in r["steps"]["per_rank"]:
+            assert all(abs(parts[(x["rank"], k)] - v) < 1e-4 for k, v in x["share"].items()), (x["rank"], parts)
         pairs = [(at["data-src-host"], at["data-dst-host"]) for t, at, anc in P.elems
                  if at.get("data-slow-pair") == "1" and "links" in anc]
         assert pairs == slow, pairs
