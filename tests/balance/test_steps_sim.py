@@ -13,6 +13,9 @@ Cases:
   dp_slow: the same with rank 5's compute 10 % slower (slow:rank=5,compute=10): rank 5's
       compute is 300 us higher per step and every other rank waits that much longer for it in
       each step (both to EVENT_NS); rank 5 waits for none;
+  dp_big: dp_train, 24 ranks on 4 hosts, rank 5 10 % slower: the text stays bounded (one row
+      over all ranks, the 4 ranks of most compute, rank 5 first, and the 4 of least), the JSON
+      lists all 24;
   pp_1f1b: megatron_pp, 4 stages (--pp 4, --tp 1), 1F1B over 4 microbatches: every stage's
       bubble is its wait in the Send/Recv chain and at the grad-norm AllReduce across the
       stages (the drain's order); its share of the step is 3/7 ((stages - 1) / (microbatches
@@ -68,12 +71,12 @@ def steps_of(cli, d, nranks, untimed=0):
     return r, by
 
 
-def dp(cli, apps, tmp, name, faults=""):
+def dp(cli, apps, tmp, name, faults="", n=8):
     d = os.path.join(tmp, name, "d")
     os.makedirs(os.path.dirname(d))
-    run_job(cli, apps, d, "dp_train", ["--size", "256K", "--compute-us", str(COMPUTE_US)], 8, faults)
-    r, by = steps_of(cli, d, 8)
-    assert sorted(by) == list(range(8)), sorted(by)
+    run_job(cli, apps, d, "dp_train", ["--size", "256K", "--compute-us", str(COMPUTE_US)], n, faults)
+    r, by = steps_of(cli, d, n)
+    assert sorted(by) == list(range(n)), sorted(by)
     for x in by.values():  # step 0 holds the set-up; step 9 has no next step to end it
         assert [st["step"] for st in x["per_step"]] == list(range(1, STEPS - 1)), x["per_step"]
         assert x["ops_per_step"] == 3 and x["steps_incomplete"] == 0 and x["unmatched_p2p"] == 0, x
@@ -118,6 +121,19 @@ def case_dp_slow(cli, apps, tmp):
             assert len(w) == STEPS - 2 and near(w, extra), w
 
 
+def case_dp_big(cli, apps, tmp):
+    d, r, by = dp(cli, apps, tmp, "big", faults="slow:rank=5,compute=10", n=24)
+    text = report(cli, d)
+    sec = text[text.index("# Steps:"):]
+    sec = sec[:sec.index("\n\n")] if "\n\n" in sec else sec
+    print(sec)
+    rows = re.findall(r"^  rank (\d+) ", sec, re.M)
+    assert len(rows) == 8 and rows[0] == "5", rows
+    assert re.search(r"^  all ranks \(24\) ", sec, re.M), sec
+    assert re.search(r"^  \.\.\. 16 ranks between", sec, re.M), sec
+    assert len(r["steps"]["per_rank"]) == 24 and r["steps"]["per_stage"][0]["ranks"] == 24, r["steps"]["per_stage"]
+
+
 # the pipeline's pinned figures: per rank its median step, compute and bubble (us, to 0.1)
 PP_PINNED = {0: (15327.0, 8253.8, 6584.1), 1: (15327.0, 8272.2, 6392.5), 2: (15327.0, 8272.2, 6373.2),
              3: (15327.0, 8253.8, 6564.9)}
@@ -152,7 +168,7 @@ def case_pp_1f1b(cli, apps, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["dp_clean", "dp_slow", "pp_1f1b"])
+    ap.add_argument("case", choices=["dp_clean", "dp_slow", "dp_big", "pp_1f1b"])
     ap.add_argument("--cli", required=True)
     ap.add_argument("--apps", required=True)
     a = ap.parse_args()

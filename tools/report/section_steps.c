@@ -204,8 +204,9 @@ static void text_steps(const struct report *r, FILE *o) {
   fprintf(o, "\n# Steps: %zu ranks, %zu steps in all (up to the last %d per rank); medians over steps (us), p90 "
              "and share of the step\n",
           SM.n, steps, CS_STEPS_MAX);
-  fprintf(o, "  %-18s %10s %10s %8s %6s %10s %8s %6s %10s %8s %6s %10s %8s %6s\n", "", "step", "compute", "p90", "",
-          "comm", "p90", "", "wait", "p90", "", "bubble", "p90", "");
+  fprintf(o, "  %-18s %10s", "", "step");
+  for (int k = STEPS_COMPUTE; k < STEPS_NFIG; k++) fprintf(o, " %10s %8s %6s", steps_fig_names[k], "p90", "share");
+  fputc('\n', o);
   char label[64];
   if (SM.n > TEXT_ALL_RANKS || SM.ng > 1)
     for (size_t i = 0; i < SM.ng; i++) {
@@ -236,7 +237,8 @@ static void text_steps(const struct report *r, FILE *o) {
     incomplete += SM.r[i].counts.incomplete;
   }
   fprintf(o, "# compute: GPU time in no op; comm: in ops, not waiting; wait: every running op waiting for its last "
-             "peer; bubble: that wait in a pipeline's Send/Recv. The four sum to the step (ns)\n");
+             "peer; bubble: that wait in a pipeline's Send/Recv or a collective across its stages. The four sum to the "
+             "step (ns)\n");
   if (untimed || unmatched || incomplete || SM.without)
     fprintf(o, "# left out: %zu untimed ops (their time counts as compute), %zu Send/Recv unmatched (no wait), %zu "
                "steps incomplete, %zu ranks without steps\n",
