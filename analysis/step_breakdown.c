@@ -24,9 +24,9 @@ struct pend { /* an op waiting for its match */
   uint64_t serial; /* its place in the slot's ring; UINT64_MAX: untimed */
   int64_t start;
 };
-struct fifo {
-  struct pend v[CS_STEPS_PENDING];
-  size_t head, len;
+struct fifo { /* grown on demand to at most CS_STEPS_PENDING: a pair costs what its ops need */
+  struct pend *v;
+  size_t head, len, cap;
 };
 struct pair_key {
   uint64_t comm;
@@ -55,6 +55,8 @@ void cs_steps_free(struct cs_steps *s) {
   struct pair *p, *t;
   HASH_ITER(hh, s->pairs, p, t) {
     HASH_DEL(s->pairs, p);
+    free(p->sends.v);
+    free(p->recvs.v);
     free(p);
   }
   free(s);
@@ -103,6 +105,26 @@ static void match(struct cs_steps *s, const struct pend *a, const struct pend *b
   }
 }
 
+static struct pend fifo_pop(struct fifo *f) {
+  struct pend q = f->v[f->head];
+  f->head = (f->head + 1) % f->cap;
+  f->len--;
+  return q;
+}
+/* false out of memory (the fifo has room for one more) */
+static bool fifo_room(struct fifo *f) {
+  if (f->len < f->cap) return true;
+  size_t cap = f->cap ? 2 * f->cap : 2;
+  struct pend *v = malloc(cap * sizeof *v);
+  if (!v) return false;
+  for (size_t i = 0; i < f->len; i++) v[i] = f->v[(f->head + i) % f->cap];
+  free(f->v);
+  f->v = v;
+  f->cap = cap;
+  f->head = 0;
+  return true;
+}
+
 /* a Send or Recv: matched with the oldest unmatched op of the other side, else queued */
 static int p2p_add(struct cs_steps *s, uint64_t comm, const struct cs_steps_op *o, struct pend pe) {
   struct pair_key k;
@@ -120,21 +142,18 @@ static int p2p_add(struct cs_steps *s, uint64_t comm, const struct cs_steps_op *
   }
   struct fifo *other = o->send ? &p->recvs : &p->sends, *mine = o->send ? &p->sends : &p->recvs;
   if (other->len) {
-    struct pend q = other->v[other->head];
-    other->head = (other->head + 1) % CS_STEPS_PENDING;
-    other->len--;
+    struct pend q = fifo_pop(other);
     match(s, &pe, &q);
     return 0;
   }
   if (mine->len == CS_STEPS_PENDING) { /* the oldest is given up: unmatched, no wait */
-    struct pend old = mine->v[mine->head];
+    struct pend old = fifo_pop(mine);
     struct held *h = held_at(s, old.slot, old.serial);
     if (h) h->wait = 0;
     if (old.serial != UINT64_MAX && old.slot < s->nslots && s->slots[old.slot]) s->slots[old.slot]->unmatched++;
-    mine->head = (mine->head + 1) % CS_STEPS_PENDING;
-    mine->len--;
   }
-  mine->v[(mine->head + mine->len) % CS_STEPS_PENDING] = pe;
+  if (!fifo_room(mine)) return -1;
+  mine->v[(mine->head + mine->len) % mine->cap] = pe;
   mine->len++;
   return 0;
 }

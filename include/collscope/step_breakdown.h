@@ -20,9 +20,10 @@
  *  - comm (communication not overlapped): the rest of the time inside ops.
  * The four are integer nanoseconds and sum to the step exactly. A step is given only when
  * every op that overlaps it is still held (no op evicted from the ring ended after its
- * start); step 0 (the set-up) is never given. Memory: slots x CS_STEPS_RING, plus per
- * directed pair of a Send/Recv communicator at most CS_STEPS_PENDING unmatched ops of each
- * side (past that an op counts as unmatched: no wait). */
+ * start); step 0 (the set-up) is never given. Memory: slots x CS_STEPS_RING (40 bytes an
+ * op), plus per directed pair of a Send/Recv communicator the unmatched ops of each side,
+ * grown as they queue up to CS_STEPS_PENDING (past that the oldest counts as unmatched: no
+ * wait). */
 #ifndef COLLSCOPE_STEP_BREAKDOWN_H
 #define COLLSCOPE_STEP_BREAKDOWN_H
 
