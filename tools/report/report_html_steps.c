@@ -21,8 +21,8 @@ void html_chart_steps(FILE *o, const json_t *doc) {
   size_t nr = json_array_size(ranks), i;
   fputs("<section id=\"steps\" data-chart=\"steps\"><h2>Steps: where each rank's step goes</h2>"
         "<p>Per rank, the median step on its GPU split by the shares of compute (no op running), communication not "
-        "overlapped, waiting for the last peer, and pipeline bubble (that wait in a pipeline's Send/Recv); the four sum "
-        "to the step (docs/balance.md \"Steps\").</p>",
+        "overlapped, waiting for the last peer, and pipeline bubble (that wait in a pipeline's Send/Recv or a collective "
+        "across its stages); the four sum to the step (docs/balance.md \"Steps\").</p>",
         o);
   if (!nr) {
     fputs("<p>No rank with two steps or more.</p></section>\n", o);
