@@ -8,7 +8,9 @@
  *  - a collective: min(the latest timed member's start - its own start, its duration),
  *    clamped at 0;
  *  - a Send or Recv: the same against its matching op on the peer (the k-th Send from a to
- *    b on a communicator matches the k-th Recv at b from a, as NCCL matches them in order);
+ *    b on a communicator matches the k-th Recv at b from a: NCCL 2.28.9 queues each peer's
+ *    Sends and Recvs in call order, src/enqueue.cc:2406-2408, and dequeues them from the
+ *    head, src/enqueue.cc:1064-1065);
  *    a Recv waits until its Send could deliver, a Send until its Recv is posted.
  * A step of a rank runs from the start of its step communicator's op whose seq is a multiple
  * of the step's period to the start of the next such op (the balance section says which
