@@ -9,14 +9,20 @@ buckets a step), every op timed by CUDA events. Cases:
           loader with exact figures and changes no share; fixed (the job run again without
           the stall) it realises at least 80 % of the predicted gain, and the shares as
           advised (today's) are applied by changing nothing;
-  slow:   rank 1's GPU computes 20 % longer every step (`slow:rank=1,compute=20`, 40 steps): a
-          compute straggler, share advice; dp_train --shares as advised realises at least 80 %
-          of the predicted gain and is not slower.
+  slow:   rank 1's GPU computes 20 % longer every step (`slow:rank=1,compute=20`, 40 steps,
+          each rank copying a 1 MiB input batch a step): a compute straggler, share advice;
+          dp_train --shares as advised realises at least 80 % of the predicted gain and is not
+          slower;
+  uneven: ranks 1 and 3 get 10 % more samples (dp_train --shares 1,1.1,1,1.1 --batch-bytes 1M:
+          10 % more compute and a larger input batch, 40 steps): advised as uneven data with
+          exact figures, not a node; the shards evened (the job run again without --shares)
+          realise at least 80 % of the predicted gain and are not slower.
 The step time is measured here from the dumps' GPU end times (the steps are known from the
 command line), not taken from the report."""
 import argparse, glob, json, os, shutil, subprocess, tempfile
 
 BASE = ["--size", "256K", "--compute-us", "20000"]
+BATCH = ["--batch-bytes", "1M"]
 
 
 def run_job(cli, apps, d, steps, faults, extra=()):
@@ -69,7 +75,7 @@ def case_loader(cli, apps, tmp):
                            "job; its GPU waits for its host before the step, which no share of the batch moves: no "
                            "share change"), b["advice"]
     assert [r[k]["verdict"] for k in range(4)] == ["ok", "data_loader", "ok", "ok"], b["ranks"]
-    assert (r[1]["stalls"], round(r[1]["stall_us"]), r[1]["stall_every_steps"]) == (4, 200000, 50), r[1]
+    assert (r[1]["stalls"], round(r[1]["stall_us"] / 1e3), r[1]["stall_every_steps"]) == (4, 200, 50), r[1]
     # the stalls are the host's, not the GPU's: rank 1 computes as long as its peers, no share moves
     assert all(abs(r[k]["compute_us"] - r[0]["compute_us"]) < 1 for k in range(4)), b["ranks"]
     assert all(abs(r[k]["share"] - r[k]["share_now"]) < 1e-4 for k in range(4)), b["ranks"]
@@ -85,15 +91,35 @@ def case_loader(cli, apps, tmp):
 def case_slow(cli, apps, tmp):
     steps, d0, d1 = 40, os.path.join(tmp, "slow", "d"), os.path.join(tmp, "shares", "d")
     faults = "slow:rank=1,compute=20"
-    run_job(cli, apps, d0, steps, faults)
+    run_job(cli, apps, d0, steps, faults, BATCH)
     b, text = report(cli, d0)
     print(text[text.index("# Balance"):text.index("# Notes")])
     assert b["action"] == "balance" and b["ranks"][1]["verdict"] == "unexplained", b
     assert b["step_us_loader_fixed"] is None and b["ranks"][1]["stalls"] == 0, b
     now = measured_step_us(d0, steps)
     arg = ",".join("%.6f" % x["share"] for x in b["ranks"])
-    run_job(cli, apps, d1, steps, faults, ["--shares", arg])
+    assert b["advice"].startswith("rebalance, and look at the node: 1 slow rank"), b["advice"]
+    run_job(cli, apps, d1, steps, faults, BATCH + ["--shares", arg])
     check_gain(now, b["step_us_balanced"], measured_step_us(d1, steps), "slow rank, --shares " + arg)
+
+
+def case_uneven(cli, apps, tmp):
+    steps, d0, d1 = 40, os.path.join(tmp, "uneven", "d"), os.path.join(tmp, "even", "d")
+    run_job(cli, apps, d0, steps, "", BATCH + ["--shares", "1,1.1,1,1.1"])
+    b, text = report(cli, d0)
+    print(text[text.index("# Balance"):text.index("# Notes")])
+    r = {x["rank"]: x for x in b["ranks"]}
+    assert b["action"] == "balance", b
+    assert b["advice"] == ("uneven data: ranks 1,3 get 10 % more samples than the others (their compute and their "
+                           "copies to the GPU per step are larger; the GPUs are alike): even the shards"), b["advice"]
+    assert [r[k]["verdict"] for k in range(4)] == ["ok", "uneven_data", "ok", "uneven_data"], b["ranks"]
+    assert r[1]["cause"] == "its process copies 7.7 % more bytes to its GPU per step than the ranks that are not slow", r[1]
+    # the shards evened: every share a quarter (today's follow the compute)
+    assert all(abs(x["share"] - 0.25) < 1e-9 for x in b["ranks"]), b["ranks"]
+    assert abs(r[1]["share_now"] / r[0]["share_now"] - 1.1) < 1e-3, b["ranks"]
+    now = measured_step_us(d0, steps)
+    run_job(cli, apps, d1, steps, "", BATCH)
+    check_gain(now, b["step_us_balanced"], measured_step_us(d1, steps), "uneven data, shards evened")
 
 
 def main():
@@ -104,7 +130,7 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="cs-advice-")
     try:
-        {"loader": case_loader, "slow": case_slow}[a.case](a.cli, a.apps, tmp)
+        {"loader": case_loader, "slow": case_slow, "uneven": case_uneven}[a.case](a.cli, a.apps, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("ok")

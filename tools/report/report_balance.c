@@ -277,6 +277,7 @@ static bool view_build(struct report_balance *b, uint64_t comm, const struct cs_
     struct bal_rank *r = &v->r[i];
     r->rank = list[i]->rank;
     r->comm_rank = list[i]->k.comm_rank;
+    r->file = list[i]->file;
     r->host = list[i]->host;
     const struct cs_dumpfile *f = list[i]->file < nindex ? by_index[list[i]->file] : NULL;
     r->gpu = f && f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : "unknown";
@@ -533,6 +534,9 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
     dp_model(b, shares, nshares);
     judge_ranks(&b->dp, h);
     bal_host_judge(b, MIN_GAIN_PCT);
+    double *inferred = xcalloc(b->dp.n ? b->dp.n : 1, sizeof *inferred);
+    if (bal_data_judge(b, by_index, nindex, inferred) && !shares) dp_model(b, inferred, b->dp.n);
+    free(inferred);
     groups(&b->models, &b->nmodels, &b->dp, false);
     groups(&b->hosts, &b->nhosts, &b->dp, true);
   }
@@ -548,5 +552,6 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
   }
   free(by_index);
   advise(b);
+  bal_data_advise(b);
   bal_host_advise(b);
 }

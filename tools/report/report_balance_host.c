@@ -11,52 +11,63 @@
 
 #include "xalloc.h"
 
-/* the smallest period the sequence so far repeats with (one step seen before op n); 0 none */
+/* the smallest period the sequence so far repeats with (one step seen before op n), shorter
+ * than the ring; 0 none */
 static size_t period_now(const struct bal_member *m, size_t n) {
-  for (size_t q = 1; q <= BAL_PMAX && q <= n; q++)
+  for (size_t q = 1; q < BAL_PMAX && q <= n; q++)
     if (m->periodic >> (q - 1) & 1) return q;
   return 0;
 }
 
+/* op j's host wait, once op n = j + q (the same op of the next step) is in: how much later the
+ * host enqueued it after the previous op's end than at the same op of the step before and of
+ * the step after (the least; either one when the other is unknown), no more than its lead plus
+ * the clocks' bound (the host was late only when lead + slack > 0), nor its gap. Against both
+ * neighbours, a change of the clocks' offset between two steps (a new anchor) is no stall. */
+static void judge(struct bal_member *m, size_t j, size_t q, size_t n) {
+  double lj = m->ring_lead[j % BAL_PMAX], gj = m->ring_opgap[j % BAL_PMAX];
+  if (!isfinite(lj) || !isfinite(gj)) return;
+  double prev = j >= q ? m->ring_lead[(j - q) % BAL_PMAX] : NAN, next = m->ring_lead[n % BAL_PMAX];
+  double w = INFINITY;
+  if (isfinite(prev)) w = fmin(w, lj - prev);
+  if (isfinite(next)) w = fmin(w, lj - next);
+  if (!isfinite(w)) return;
+  w = fmin(fmin(w, lj + m->slack), gj);
+  if (!(w > 0)) return;
+  for (size_t k = j; k <= n; k++) { /* the running sums from op j on */
+    m->ring_host[k % BAL_PMAX] += w;
+    if (k < BAL_PMAX) m->head_host[k] += w;
+  }
+  m->cum_host += w;
+  if (w < BAL_STALL_US) return;
+  if (m->nstall < BAL_STALLS) {
+    if (!m->stall) m->stall = xcalloc(BAL_STALLS, sizeof *m->stall);
+    m->stall[m->nstall++] = (struct bal_stall){j, w};
+  } else {
+    m->stall_more++;
+    m->stall_more_us += w;
+    m->stall_more_last = j;
+  }
+}
+
 void bal_host_add(struct bal_member *m, const struct cs_walk_rec *r, bool timed) {
   size_t n = m->n;
-  double w = 0, lead = NAN;
-  if (timed && r->gap_us >= 0 && isfinite(r->gap_us) && r->enqueue_ns > 0 && r->start_ns > 0)
+  double lead = NAN;
+  bool gap = timed && r->gap_us >= 0 && isfinite(r->gap_us);
+  if (gap && r->enqueue_ns > 0 && r->start_ns > 0)
     lead = ((double)r->enqueue_ns - ((double)r->start_ns - r->gap_us * 1e3)) / 1e3;
   m->ring_lead[n % BAL_PMAX] = lead;
+  m->ring_opgap[n % BAL_PMAX] = gap ? r->gap_us : NAN;
   /* the host clock and the GPU's are joined through an anchor, up to a constant c: an op
-   * starts after its enqueue, so c <= gap - lead for every op (the least so far: slack), and
-   * the host was late for an op only when lead + slack > 0. The wait is how much later than at
-   * the same op of the earlier steps the ring holds (their least) the host enqueued it after
-   * the previous op's end, no more than that, nor the gap */
+   * starts after its enqueue, so c <= gap - lead for every op (the least so far: slack) */
   if (isfinite(lead) && (!m->has_slack || r->gap_us - lead < m->slack)) {
     m->slack = r->gap_us - lead;
     m->has_slack = true;
   }
-  size_t q = period_now(m, n);
-  if (q && isfinite(lead)) {
-    double base = INFINITY;
-    for (size_t j = q; j <= n && j < BAL_PMAX; j += q) {
-      double l = m->ring_lead[(n - j) % BAL_PMAX];
-      if (isfinite(l) && l < base) base = l;
-    }
-    if (isfinite(base)) w = lead - base;
-    if (w > lead + m->slack) w = lead + m->slack;
-    if (!(w > 0)) w = 0;
-    if (w > r->gap_us) w = r->gap_us;
-  }
-  m->cum_host += w;
-  if (n < BAL_PMAX) m->head_host[n] = m->cum_host;
+  if (n < BAL_PMAX) m->head_host[n] = m->cum_host; /* its own wait comes with the next step */
   m->ring_host[n % BAL_PMAX] = m->cum_host;
-  if (w < BAL_STALL_US) return;
-  if (m->nstall < BAL_STALLS) {
-    if (!m->stall) m->stall = xcalloc(BAL_STALLS, sizeof *m->stall);
-    m->stall[m->nstall++] = (struct bal_stall){n, w};
-  } else {
-    m->stall_more++;
-    m->stall_more_us += w;
-    m->stall_more_last = n;
-  }
+  size_t q = period_now(m, n);
+  if (q) judge(m, n - q, q, n);
 }
 
 void bal_host_figures(const struct bal_member *m, size_t p, size_t steps, struct bal_rank *r) {

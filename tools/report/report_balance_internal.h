@@ -36,11 +36,12 @@ struct bal_member {
   uint64_t sig[BAL_PMAX];
   double cum_gap; /* us */
   /* the part of the compute gaps the GPU waited for this process's host longer than at the same
-   * op of the steps before (the op enqueued that much later after the previous op's end: a data
-   * loader's stall): running sum, as cum_gap, and the ops where it was a stall (at least
-   * BAL_STALL_US), the first BAL_STALLS of them by op index. ring_lead: each op's enqueue less
-   * the previous op's end (us, NAN untimed) */
-  double cum_host, head_host[BAL_PMAX], ring_host[BAL_PMAX], ring_lead[BAL_PMAX];
+   * op of the steps before and after (the op enqueued that much later after the previous op's
+   * end: a data loader's stall; tools/report/report_balance_host.c): running sum, as cum_gap
+   * (an op's own wait added once the next step's op is in), and the ops where it was a stall
+   * (at least BAL_STALL_US), the first BAL_STALLS of them by op index. ring_lead: each op's
+   * enqueue less the previous op's end, ring_opgap its gap (us, NAN untimed) */
+  double cum_host, head_host[BAL_PMAX], ring_host[BAL_PMAX], ring_lead[BAL_PMAX], ring_opgap[BAL_PMAX];
   double slack; /* the least gap - lead so far (an op starts after its enqueue: the clocks'
                  * offset is at most that); valid when has_slack */
   bool has_slack;
@@ -65,11 +66,15 @@ enum { VERDICT_OK = 0,
        VERDICT_THROTTLED,
        VERDICT_MODEL,
        VERDICT_UNEXPLAINED,
-       VERDICT_LOADER };
-static const char *const verdict_names[] = {"ok", "throttled", "slower_model", "unexplained", "data_loader"};
+       VERDICT_LOADER,
+       VERDICT_DATA };
+static const char *const verdict_names[] = {"ok", "throttled", "slower_model", "unexplained", "data_loader",
+                                            "uneven_data"};
 
 struct bal_rank {
   int rank, comm_rank, period;
+  uint32_t file;            /* the walk's file number */
+  double h2d_bytes;         /* per step: bytes its process copied host to device (data parallel) */
   size_t nstep;             /* per-step compute figures in step_c (the last steps the ring holds) */
   double step_c[BAL_STEPS]; /* the compute of each of those steps, oldest first (us) */
   double step_h[BAL_STEPS]; /* the host waits within those steps (data parallel) */
@@ -152,5 +157,15 @@ void bal_host_split(struct bal_view *v);
  * data_loader (ranks the GPU figures call ok only); then the advice that names it */
 void bal_host_judge(struct report_balance *b, double min_gain_pct);
 void bal_host_advise(struct report_balance *b);
+
+/* tools/report/report_balance_data.c: a rank slow with no cause in its health samples whose
+ * process copies more bytes to its GPU per step than the ranks that are not slow (their
+ * median) is uneven_data. True
+ * when those are then the only slow ranks: today's shares, inferred from the compute (one GPU
+ * speed), are in shares_now (v->n entries) */
+struct cs_dumpfile;
+bool bal_data_judge(struct report_balance *b, const struct cs_dumpfile **by_index, size_t nindex,
+                    double *shares_now);
+void bal_data_advise(struct report_balance *b);
 
 #endif

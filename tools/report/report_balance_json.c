@@ -45,6 +45,7 @@ json_t *report_balance_json(const struct report_balance *b) {
     json_object_set_new(e, "stalls", dph ? json_integer((json_int_t)r->stalls) : json_null());
     json_object_set_new(e, "stall_us", jnum(dph && r->stalls, r->stall_us));
     json_object_set_new(e, "stall_every_steps", jnum(dph && r->stall_every > 0, r->stall_every));
+    json_object_set_new(e, "h2d_bytes_per_step", jnum(dph && v->ok, r->h2d_bytes));
     json_array_append_new(ranks, e);
   }
   json_object_set_new(o, "ranks", ranks);
