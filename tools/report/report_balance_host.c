@@ -55,7 +55,7 @@ void bal_host_add(struct bal_member *m, const struct cs_walk_rec *r, bool timed)
   double lead = NAN;
   bool gap = timed && r->gap_us >= 0 && isfinite(r->gap_us);
   if (gap && r->enqueue_ns > 0 && r->start_ns > 0)
-    lead = ((double)r->enqueue_ns - ((double)r->start_ns - r->gap_us * 1e3)) / 1e3;
+    lead = ((double)(r->enqueue_ns - r->start_ns) + r->gap_us * 1e3) / 1e3; /* ns apart: exact in a double */
   m->ring_lead[n % BAL_PMAX] = lead;
   m->ring_opgap[n % BAL_PMAX] = gap ? r->gap_us : NAN;
   /* the host clock and the GPU's are joined through an anchor, up to a constant c: an op
