@@ -8,7 +8,8 @@ buckets a step), every op timed by CUDA events. Cases:
           (`hostdelay:rank=1,us=200000,every=50,from=30`, 200 steps): the advice names the data
           loader with exact figures and changes no share; fixed (the job run again without
           the stall) it realises at least 80 % of the predicted gain, and the shares as
-          advised (today's) are applied by changing nothing;
+          advised (today's) are applied by changing nothing; with rank 1's host clock moved 5 ms
+          against its GPU's from collective 300 on (a new clock anchor), the same advice;
   slow:   rank 1's GPU computes 20 % longer every step (`slow:rank=1,compute=20`, 40 steps,
           each rank copying a 1 MiB input batch a step): a compute straggler, share advice;
           dp_train --shares as advised realises at least 80 % of the predicted gain and is not
@@ -81,6 +82,21 @@ def case_loader(cli, apps, tmp):
     assert all(abs(r[k]["share"] - r[k]["share_now"]) < 1e-4 for k in range(4)), b["ranks"]
     now = measured_step_us(d0, steps)
     assert abs(now - b["step_us_now"]) < 1e-3 * now, (now, b["step_us_now"])
+    # a new anchor on rank 1 from collective 300 on: its enqueue stamps 5 ms later against its
+    # GPU's times; against the steps before and after, no stall
+    d2 = os.path.join(tmp, "anchor", "d")
+    shutil.copytree(d0, d2)
+    f = glob.glob(os.path.join(d2, "*-r1-*.jsonl"))[0]
+    lines = []
+    for l in open(f):
+        o = json.loads(l)
+        if o.get("type") == "op" and o["seq"] >= 300:
+            o["enqueue_ns"] += 5000000
+        lines.append(json.dumps(o, separators=(",", ":")))
+    open(f, "w").write("\n".join(lines) + "\n")
+    b2, _ = report(cli, d2)
+    r2 = b2["ranks"][1]
+    assert (b2["advice"], r2["stalls"], r2["stall_every_steps"]) == (b["advice"], 4, 50), b2
     # the advice applied: the loader fixed (no stall); the shares as advised are today's
     run_job(cli, apps, d1, steps, "")
     check_gain(now, b["step_us_loader_fixed"], measured_step_us(d1, steps), "loader fixed")
