@@ -49,16 +49,19 @@
  *    AllReduce or ReduceScatter of one size on every rank; else a Send/Recv pipeline's),
  *    ranks[] {rank, host, gpu, compute_us (GPU time between its ops, summed per step; step 0
  *    left out), step_us, share_now (--shares, default equal), share (proportional to
- *    share_now / compute_us, summing to 1), verdict (ok, throttled, slower_model, unexplained),
- *    cause}; by_model[], by_host[]; step_us_now (the slowest rank's step), step_us_balanced
- *    (now minus the largest compute plus the balanced compute), gain_pct; with a pipeline,
+ *    share_now / compute_us, summing to 1), verdict (ok, throttled, slower_model, unexplained,
+ *    data_loader, uneven_data), cause, host_wait_us (the GPU's waits for the host, out of
+ *    compute_us), host_cost_pct, stalls, stall_us, stall_every_steps, h2d_bytes_per_step};
+ *    by_model[], by_host[]; step_us_now (the slowest rank's step), step_us_balanced
+ *    (now minus the largest compute plus the balanced compute), gain_pct,
+ *    step_us_loader_fixed (without the data_loader ranks' host waits); with a pipeline,
  *    stages[] {stage, rank, compute_us, layers_now, layers (--layers: the integer counts with
  *    today's total that minimise the slowest stage), layer_us} in the Send/Recv chain's stage
  *    order, pipeline_step_us_*, pipeline_gain_pct, microbatches (per step, null unknown),
  *    pipeline_flushed (a cross-stage collective ends every step: the fill and the drain
  *    count), pipeline_gain_us_ci (the predicted gain's 95 % interval across steps; advice only
  *    when it is above zero) and pipeline_gain_steps; action (none, balance, fix,
- *    fix_then_balance) and advice. A cross-stage communicator is never the data-parallel one.
+ *    fix_then_balance, fix_loader) and advice. A cross-stage communicator is never the data-parallel one.
  *  - pipeline (docs/detection.md "Pipelines"; include/collscope/schedule.h): stages (0: no
  *    Send/Recv chain), microbatches, schedule (1f1b, all_forwards_first,
  *    1f1b_or_all_forwards_first, other, null), per_stage[] {stage, ranks[],

@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +33,10 @@ static const char *why_not(const struct host *h, char *buf, size_t cap) {
   return buf;
 }
 
-/* the printable form of a hostile string (at most 127 bytes, anything odd as '?') */
+/* the printable form of a hostile string (at most 255 bytes, anything odd as '?') */
 static const char *safe(const char *v, char *b, size_t cap) {
   size_t n = 0;
-  for (; *v && n + 1 < cap && n < 127; v++) b[n++] = (*v >= 0x20 && *v < 0x7f && *v != '"' && *v != '\\') ? *v : '?';
+  for (; *v && n + 1 < cap && n < 255; v++) b[n++] = (*v >= 0x20 && *v < 0x7f && *v != '"' && *v != '\\') ? *v : '?';
   b[n] = 0;
   return b;
 }
@@ -110,6 +111,10 @@ static void print_text(struct suspects *s, FILE *o) {
               safe(s->jobs[h->ev[i].dir], b1, sizeof b1));
   }
   if (!n) fprintf(o, "(no host implicated)\n");
+  if (s->naside) fprintf(o, "# straggler findings charged to no node (--cleared-after %g s):\n", s->cleared_after);
+  for (size_t i = 0; i < s->naside; i++)
+    fprintf(o, "#   %-12s %s: %s  [run %zu: job %s]\n", s->aside[i].kind, safe(s->aside[i].host, b1, sizeof b1),
+            safe(s->aside[i].detail, b2, sizeof b2), s->aside[i].dir + 1, safe(s->jobs[s->aside[i].dir], wb, sizeof wb));
 }
 
 static json_t *doc_json(struct suspects *s) {
@@ -167,6 +172,21 @@ static json_t *doc_json(struct suspects *s) {
   }
   json_object_set_new(root, "jobs", dirs);
   json_object_set_new(root, "suspects", hosts);
+  json_t *as = json_array();
+  for (size_t i = 0; i < s->naside; i++) {
+    const struct aside *a = &s->aside[i];
+    json_t *x = json_object();
+    json_object_set_new(x, "kind", json_string(a->kind));
+    json_object_set_new(x, "host", json_string(a->host));
+    json_object_set_new(x, "rank", a->rank >= 0 ? json_integer(a->rank) : json_null());
+    json_object_set_new(x, "job", json_string(s->jobs[a->dir]));
+    json_object_set_new(x, "dir", json_string(s->dirs[a->dir]));
+    json_object_set_new(x, "cleared_s", isfinite(a->cleared_s) ? json_real(a->cleared_s) : json_null());
+    json_object_set_new(x, "detail", json_string(a->detail));
+    json_array_append_new(as, x);
+  }
+  json_object_set_new(root, "set_aside", as);
+  json_object_set_new(root, "cleared_after_s", json_real(s->cleared_after));
   return root;
 }
 
@@ -286,7 +306,8 @@ static int run_check(const char *cmd, const char *node) {
 
 void cmd_suspects_help(FILE *o) {
   fputs("usage: collscope suspects DIR... [--format text|json|slurm|hostfile] [--topology FILE]\n"
-        "                          [--verify-cmd CMD] [--no-slurm] [--trust-host-names] [-o FILE] [-j N]\n"
+        "                          [--verify-cmd CMD] [--cleared-after S] [--no-slurm] [--trust-host-names]\n"
+        "                          [-o FILE] [-j N]\n"
         "\n"
         "Lists the hosts (and the GPUs, by device index, PCI bus id and UUID) that the reports\n"
         "of the dump directories implicate, with the evidence: straggler (compute), SDC suspect,\n"
@@ -311,6 +332,8 @@ void cmd_suspects_help(FILE *o) {
         "                     meant as root) for each node with drain-level evidence of one\n"
         "                     user: split at spaces, no shell, %n the node; exit 0 passed\n"
         "                     (watch), any other status failed (drain)\n"
+        "  --cleared-after S  a straggler the report says cleared more than S seconds of the\n"
+        "                     job's clock before its end is set aside, no action (default 300)\n"
         "  --no-slurm         do not ask scontrol/sacct which nodes a job ran on\n"
         "  --trust-host-names act on plain host names of the dumps that no node record of the\n"
         "                     SPANK plugin vouches for (dumps from collscope run, or a site\n"
@@ -321,7 +344,8 @@ void cmd_suspects_help(FILE *o) {
         "Actions (slurm, hostfile) name only nodes that root-owned node records of the SPANK\n"
         "plugin vouch for: of the directory's job (the number its name ends in), for the\n"
         "dump's own pid, on a node Slurm says the job ran on; anything else is a '#' line\n"
-        "saying why (docs/slurm.md).\n"
+        "saying why (docs/slurm.md). A straggler the balance section explains by the job's own\n"
+        "data (uneven_data, data_loader) is set aside too: not the node.\n"
         "exit status: 0, 1 when a directory has no usable report, 2 for a usage error.\n",
         o);
 }
@@ -331,6 +355,7 @@ int cmd_suspects(int argc, char **argv) {
   unsigned jobs = 0;
   bool no_slurm = false;
   struct suspects s = {0};
+  s.cleared_after = 300;
   s.dirs = xcalloc((size_t)argc + 1, sizeof *s.dirs);
   s.jobs = xcalloc((size_t)argc + 1, sizeof *s.jobs);
   bool dashdash = false;
@@ -367,7 +392,16 @@ int cmd_suspects(int argc, char **argv) {
         topofile = val;
       else if (!strcmp(a, "--verify-cmd"))
         s.verify_cmd = val;
-      else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+      else if (!strcmp(a, "--cleared-after")) {
+        char *end;
+        double v = strtod(val, &end);
+        if (*end || end == val || !isfinite(v) || v < 0) {
+          fprintf(stderr, "collscope suspects: --cleared-after: expected seconds >= 0\n");
+          free(s.dirs), free(s.jobs);
+          return CLI_EXIT_USAGE;
+        }
+        s.cleared_after = v;
+      } else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
         outpath = val;
       else if (!strcmp(a, "-j")) {
         char *end;
@@ -460,7 +494,7 @@ int cmd_suspects(int argc, char **argv) {
     free(h->key), free(h->ev), free(h->gpus), free(h);
   }
   for (size_t d = 0; d < s.ndirs; d++) json_decref(docs[d]), sn_dir_free(&s.nodes[d]);
-  free(s.nodes), free(s.uids);
+  free(s.nodes), free(s.uids), free(s.aside);
   free(docs), free(s.dirs), free(s.jobs);
   return rc;
 }

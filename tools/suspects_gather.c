@@ -4,6 +4,8 @@
  * host's level from that evidence. */
 #include "suspects_internal.h"
 
+#include <math.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,10 +195,14 @@ void suspects_gather(struct suspects *s, size_t d, json_t *doc) {
       }
       continue;
     }
+    double cleared;
+    if (suspects_straggler_aside(s, d, doc, o, &cleared)) continue;
+    char when[96] = "";
+    if (isfinite(cleared)) snprintf(when, sizeof when, "; cleared %.3f s before the job's end", cleared);
     add_ev(s, suspects_jstr(o, "host"), ranks, d, "straggler", LVL_WATCH, rank,
-           "rank %lld on comm %s: last in %.0f%% of its collectives, %.0f us late (median collective %.0f us)", rank,
+           "rank %lld on comm %s: last in %.0f%% of its collectives, %.0f us late (median collective %.0f us)%s", rank,
            suspects_jstr(o, "comm") ? suspects_jstr(o, "comm") : "?", jreal(o, "share_last") * 100, jreal(o, "lateness_us"),
-           jreal(o, "median_dur_us"));
+           jreal(o, "median_dur_us"), when);
   }
   a = json_object_get(doc, "slow_links");
   json_array_foreach(a, i, o) {

@@ -53,6 +53,16 @@ struct host {
   UT_hash_handle hh;
 };
 
+/* a straggler finding charged to no node (tools/suspects_aside.c) */
+struct aside {
+  size_t dir;
+  long long rank;
+  const char *kind; /* cleared, uneven_data, data_loader (static) */
+  char host[128];
+  double cleared_s; /* cleared: how long before the job's end (s of its clock), else NAN */
+  char detail[320];
+};
+
 struct suspects {
   struct host *hosts; /* uthash by key */
   const char **dirs, **jobs;
@@ -62,6 +72,9 @@ struct suspects {
   const char *verify_cmd; /* --verify-cmd: the site's check of one node (%n), run for unconfirmed drains */
   long long *uids;        /* per DIR: its job's user (node records, or the directory's owner with
                            --trust-host-names), -1 unknown */
+  double cleared_after;   /* --cleared-after: a straggler cleared longer before the job's end is set aside */
+  struct aside *aside;    /* the straggler findings set aside */
+  size_t naside, capaside;
 };
 
 /* DIR d's report document (cli_report_json) into s: the hosts and GPUs it implicates, with
@@ -70,6 +83,9 @@ void suspects_gather(struct suspects *s, size_t d, json_t *doc);
 /* each host's level from its evidence, once every DIR is gathered: drain only when jobs of
  * two users implicate it (else watch, unconfirmed, until the site's check fails) */
 void suspects_classify(struct suspects *s);
+/* straggler finding o of DIR d's report doc: true when it is set aside (s->aside says why);
+ * *cleared_s: how long before the job's end it cleared (NAN: ongoing or unknown) */
+bool suspects_straggler_aside(struct suspects *s, size_t d, json_t *doc, json_t *o, double *cleared_s);
 /* a string field of a JSON object, NULL when absent or not a string */
 const char *suspects_jstr(json_t *o, const char *k);
 

@@ -114,6 +114,8 @@ void app_init(struct app *a, const char *name, int argc, char **argv, const char
       a->steps = parse_count(name, o, v, 1, 1000000);
     else if (!strcmp(o, "--size"))
       a->size = parse_size(name, v);
+    else if (!strcmp(o, "--batch-bytes"))
+      a->batch_bytes = parse_size(name, v);
     else if (!strcmp(o, "--layers") && strchr(v, ','))
       layer_list = v;
     else if (!strcmp(o, "--layers"))

@@ -26,6 +26,7 @@ struct app {
   /* --shares W0,W1,... (one per rank): this rank's work relative to an equal split,
    * W * w_rank / sum(w) (1 without --shares); dp_train scales its compute by it */
   double work;
+  size_t batch_bytes; /* --batch-bytes N: dp_train's input batch per step, split as --shares */
   /* --layers L0,L1,... (one per pipeline stage): this rank's layer count (pipeline); 0 when
    * --layers is one number (`layers`) or absent */
   int stage_layers;
@@ -55,9 +56,9 @@ extern struct app *app_self; /* for messages from app_die */
 void app_die(const char *file, int line, const char *what, const char *why) __attribute__((noreturn));
 
 /* Parse the common options (--steps N --size BYTES[K|M] --layers N|L0,L1,... --microbatches N
- * --tp N --ndev N --compute-us N --ops allreduce|mixed|pairwise --shares W0,W1,... --accum K
+ * --tp N --ndev N --compute-us N --ops allreduce|mixed|pairwise --shares W0,W1,... --batch-bytes N --accum K
  * --pp N --skew A --comms N --prefetch 0|1 -v, --help;
- * --ops and --shares are dp_train's, a list of --layers the pipeline's), read RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
+ * --ops, --shares and --batch-bytes are dp_train's, a list of --layers the pipeline's), read RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/
  * COLLSCOPE_HOSTNAME (defaults: one process), pick device LOCAL_RANK % device count.
  * `usage` is printed for --help. Makes stdout line buffered. */
 void app_init(struct app *a, const char *name, int argc, char **argv, const char *usage);

@@ -14,6 +14,9 @@
  * slower GPU model (tests/sim/cuda/model.c).
  * --shares W0,W1,...: one weight per rank; rank r's compute is N x WORLD x W_r / sum(W) (its
  * share of the global batch; the gradients, and so the collectives, keep their size).
+ * --batch-bytes B: each step first copies this rank's input batch to the GPU, B x WORLD x
+ * W_r / sum(W) bytes (its share of a global batch of B x WORLD bytes; B without --shares), so
+ * uneven shards show in the copies as in the compute.
  * --ops mixed: per step one AllReduce, AllGather, ReduceScatter and Broadcast (root
  * rotating), sizes cycling over 8 B .. 4 MiB (capped by --size), each checked exactly.
  * --ops pairwise: per step one AlltoAll and one grouped Send/Recv exchange (rank r sends to
@@ -28,11 +31,12 @@
 
 static const char usage[] =
     "usage: dp_train [--steps N] [--size BYTES] [--compute-us N] [--shares W0,W1,...]\n"
-    "                [--ops allreduce|mixed|pairwise] [-v]\n"
+    "                [--batch-bytes B] [--ops allreduce|mixed|pairwise] [-v]\n"
     "  data-parallel loop: per step, fp32 sum-AllReduce of gradient buckets of BYTES,\n"
     "  BYTES/8 and BYTES/64 (default --size 1M, --steps 5), results checked exactly.\n"
     "  --compute-us N: each bucket's compute also sleeps N us on the stream.\n"
     "  --shares W0,...: per-rank work weights: rank r's compute is N x WORLD x W_r / sum(W).\n"
+    "  --batch-bytes B: per step copy the input batch, B x WORLD x W_r / sum(W) bytes, to the GPU.\n"
     "  --ops mixed: per step AllReduce, AllGather, ReduceScatter, Broadcast of 8 B..BYTES.\n"
     "  --ops pairwise: per step AlltoAll and grouped Send/Recv (peer r+shift), 8 B..BYTES per peer.\n"
     "  Run under a launcher: collscope run -n N -- dp_train ...\n";
@@ -231,8 +235,16 @@ int main(int argc, char **argv) {
     if (!b[k].weights) app_die(__FILE__, __LINE__, "calloc", "out of memory");
   }
   const double tri = (double)a.world * (a.world + 1) / 2.0;
+  size_t batch = (size_t)((double)a.batch_bytes * a.work + 0.5); /* this rank's input batch */
+  unsigned char *hbatch = NULL, *dbatch = NULL;
+  if (batch) {
+    CUDACHECK(cudaMallocHost((void **)&hbatch, batch));
+    CUDACHECK(cudaMalloc((void **)&dbatch, batch));
+    memset(hbatch, 7, batch);
+  }
   long ops = 0;
   for (int step = 0; step < a.steps; step++) {
+    if (batch) CUDACHECK(cudaMemcpyAsync(dbatch, hbatch, batch, cudaMemcpyHostToDevice, s));
     for (int k = 0; k < NBUCKETS; k++) {
       ca[k] = (struct compute_arg){&b[k], a.rank, step, k};
       CUDACHECK(cudaLaunchHostFunc(s, compute_grads, &ca[k]));
@@ -267,6 +279,10 @@ int main(int argc, char **argv) {
     CUDACHECK(cudaFree(b[k].dgrad));
     CUDACHECK(cudaFree(b[k].dout));
     free(b[k].weights);
+  }
+  if (batch) {
+    CUDACHECK(cudaFreeHost(hbatch));
+    CUDACHECK(cudaFree(dbatch));
   }
   CUDACHECK(cudaStreamDestroy(s));
   NCCLCHECK(ncclCommDestroy(comm));

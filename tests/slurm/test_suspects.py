@@ -23,7 +23,14 @@ simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
              hard-linked, or for no dump's pid are not trusted; a record whose node contradicts
              its pid's dump makes a '#' line naming the record's node, no action
   slurmcheck a directory named after its job: its records checked against what scontrol (else
-             sacct) says of the job, its nodes and its user (stand-ins on PATH)"""
+             sacct) says of the job, its nodes and its user (stand-ins on PATH)
+  cleared    modeled clock, rank 5 slowed 20 % from collective 30 until 120 of 300: its finding
+             (seqs 40-182) cleared 0.760 s before the job's end: set aside with --cleared-after
+             0.5 (no host, no --exclude), evidence by default (300 s) with the time said; a
+             straggler to the end stays evidence with --cleared-after 0
+  uneven     modeled clock, ranks 1 and 5 with 10 % more samples (dp_train --shares,
+             --batch-bytes): set aside as uneven data, no host implicated; rank 5 computing 10 %
+             longer at the same bytes (slow:compute=10): simhost3 watch (straggler)"""
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -110,6 +117,68 @@ def case_straggler(a, tmp):
     # without --trust-host-names: the reason cites the dump of the rank the evidence is about
     s = by_host(suspects(a, [d]))
     assert s["simhost3"]["unverified_reason"].startswith("no Slurm node name in rank 5's dump"), s["simhost3"]
+
+
+MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
+         "COLLSCOPE_EVENT_SAMPLE": "1"}
+
+
+def model_job(a, tmp, tag, faults, args):
+    out = os.path.join(tmp, tag)
+    env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=tmp, COLLSCOPE_SIM_DIR=a.sim_dir,
+               COLLSCOPE_SIM_FAULTS=faults, COLLSCOPE_JOB_ID="job-" + tag, **MODEL)
+    for k in ("NCCL_NET_PLUGIN", "COLLSCOPE_NET_INNER", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID", "SLURMD_NODENAME"):
+        env.pop(k, None)
+    p = subprocess.run([a.cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--", os.path.join(a.apps, "dp_train")] +
+                       args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout[-3000:]
+    return out
+
+
+def case_cleared(a, tmp):
+    link = "link:a=*,b=*,us=300;"
+    args = ["--steps", "100", "--compute-us", "2000"]
+    d = model_job(a, tmp, "transient", link + "slow:rank=5,pct=20,from=30,until=120", args)
+    doc = suspects(a, [d])  # default --cleared-after 300: evidence, with when it cleared
+    h = by_host(doc)
+    assert list(h) == ["simhost3"] and kinds(h["simhost3"]) == ["straggler"], h
+    assert h["simhost3"]["evidence"][0]["detail"].endswith("; cleared 0.760 s before the job's end"), h
+    assert doc["set_aside"] == [] and doc["cleared_after_s"] == 300, doc
+    doc = suspects(a, [d], extra=["--cleared-after", "0.5"])
+    assert doc["suspects"] == [], doc
+    x = doc["set_aside"]
+    assert [(e["kind"], e["host"], e["rank"], round(e["cleared_s"], 3)) for e in x] == [("cleared", "simhost3", 5, 0.76)], x
+    assert "straggler at seqs 40-182 cleared 0.760 s before the job's end (more than --cleared-after 0.5 s): dropped" \
+        in x[0]["detail"], x
+    txt = suspects(a, [d], "text", ["--cleared-after", "0.5"])
+    assert "(no host implicated)" in txt and "# straggler findings charged to no node (--cleared-after 0.5 s):" in txt, txt
+    assert "#   cleared      simhost3: rank 5 on comm " in txt, txt
+    out = suspects(a, [d], "slurm", ["--cleared-after", "0.5"])
+    assert "--exclude" not in out and "# no host to exclude" in out, out
+    d = model_job(a, tmp, "persistent", link + "slow:rank=5,pct=20,from=30", args)
+    doc = suspects(a, [d], extra=["--cleared-after", "0"])
+    h = by_host(doc)
+    assert list(h) == ["simhost3"] and doc["set_aside"] == [], doc
+    assert "cleared" not in h["simhost3"]["evidence"][0]["detail"], h
+
+
+def case_uneven(a, tmp):
+    args = ["--steps", "40", "--size", "256K", "--compute-us", "20000", "--batch-bytes", "1M"]
+    d = model_job(a, tmp, "uneven", "", args + ["--shares", "1,1.1,1,1,1,1.1,1,1"])
+    rep = json.loads(subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout)
+    assert sorted(x["rank"] for x in rep["stragglers"]) == [1, 5], rep["stragglers"]  # the detector flags them
+    doc = suspects(a, [d])
+    assert doc["suspects"] == [], doc
+    assert [(e["kind"], e["host"], e["rank"]) for e in doc["set_aside"]] == \
+        [("uneven_data", "simhost1", 1), ("uneven_data", "simhost3", 5)], doc["set_aside"]
+    assert doc["set_aside"][0]["detail"] == ("rank 1: straggler from uneven data (the balance section: its shard is "
+                                             "larger; even the shards), not the node"), doc["set_aside"]
+    txt = suspects(a, [d], "text")
+    assert "(no host implicated)" in txt and "#   uneven_data  simhost3: rank 5: straggler from uneven data" in txt, txt
+    d = model_job(a, tmp, "slowgpu", "slow:rank=5,compute=10", args)
+    doc = suspects(a, [d])
+    h = by_host(doc)
+    assert list(h) == ["simhost3"] and kinds(h["simhost3"]) == ["straggler"] and doc["set_aside"] == [], doc
 
 
 def case_sdc(a, tmp):

@@ -73,6 +73,7 @@ void report_balance_free(struct report_balance *b) {
   HASH_ITER(hh, b->members, m, mt) {
     HASH_DEL(b->members, m);
     free(m->long_gap);
+    free(m->stall);
     free(m);
   }
   struct bal_comm *c, *ct;
@@ -132,6 +133,7 @@ static void member_add(struct bal_member *m, const struct cs_walk_rec *r) {
     m->long_gap = xcalloc(BAL_RING, sizeof *m->long_gap);
   }
   if (m->long_gap) m->long_gap[n % BAL_RING] = m->cum_gap;
+  bal_host_add(m, r, timed);
   m->n = n + 1;
 }
 
@@ -255,6 +257,7 @@ static bool member_figures(const struct bal_member *m, int period, struct bal_ra
   }
   int64_t e0 = m->head_end[a], e1 = m->ring_end[z % BAL_PMAX];
   r->step_us = e0 > 0 && e1 > e0 ? (double)(e1 - e0) / 1e3 / (double)(steps - 1) : -1;
+  bal_host_figures(m, p, steps, r);
   return true;
 }
 
@@ -297,6 +300,7 @@ static bool view_build(struct report_balance *b, uint64_t comm, const struct cs_
     struct bal_rank *r = &v->r[i];
     r->rank = list[i]->rank;
     r->comm_rank = list[i]->k.comm_rank;
+    r->file = list[i]->file;
     r->host = list[i]->host;
     const struct cs_dumpfile *f = list[i]->file < nindex ? by_index[list[i]->file] : NULL;
     r->gpu = f && f->hdr.gpu_name && *f->hdr.gpu_name ? f->hdr.gpu_name : "unknown";
@@ -549,8 +553,13 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
   const struct cs_dumpfile **by_index = xcalloc(nindex ? nindex : 1, sizeof *by_index);
   for (size_t f = 0; set && f < set->nfiles; f++) by_index[set->files[f].read_index] = &set->files[f];
   if (dp_n && view_build(b, dp, by_index, nindex, &b->dp)) {
+    bal_host_split(&b->dp);
     dp_model(b, shares, nshares);
     judge_ranks(&b->dp, h);
+    bal_host_judge(b, MIN_GAIN_PCT);
+    double *inferred = xcalloc(b->dp.n ? b->dp.n : 1, sizeof *inferred);
+    if (bal_data_judge(b, by_index, nindex, inferred) && !shares) dp_model(b, inferred, b->dp.n);
+    free(inferred);
     groups(&b->models, &b->nmodels, &b->dp, false);
     groups(&b->hosts, &b->nhosts, &b->dp, true);
   }
@@ -566,4 +575,6 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
   }
   free(by_index);
   advise(b);
+  bal_data_advise(b);
+  bal_host_advise(b);
 }

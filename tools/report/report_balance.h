@@ -18,7 +18,8 @@
  * step time predicted with them; for a pipeline the compute per stage and, given today's
  * layer counts, the integer layer counts that minimise the slowest stage. Slow ranks are
  * judged by their health samples (tools/report/report_health.h): throttled (fix the node) or a
- * slower GPU model (balance). */
+ * slower GPU model (balance). A data-parallel rank's waits for its own host (a data loader's
+ * stalls) are kept out of its compute and named apart (tools/report/report_balance_host.c). */
 #ifndef COLLSCOPE_TOOLS_REPORT_BALANCE_H
 #define COLLSCOPE_TOOLS_REPORT_BALANCE_H
 #include <stdbool.h>

@@ -13,6 +13,13 @@
 
 #include "collscope/schedule.h"
 
+#define BAL_STALLS 256     /* a member's host stalls held one by one */
+#define BAL_STALL_US 1000. /* an op the GPU waited this long for its host: a stall */
+
+struct bal_stall {
+  size_t op; /* the member's op index */
+  double us;
+};
 struct bal_key {
   uint64_t comm;
   int comm_rank;
@@ -28,6 +35,20 @@ struct bal_member {
   uint64_t periodic; /* bit q-1: the sequence so far repeats with period q */
   uint64_t sig[BAL_PMAX];
   double cum_gap; /* us */
+  /* the part of the compute gaps the GPU waited for this process's host longer than at the same
+   * op of the steps before and after (the op enqueued that much later after the previous op's
+   * end: a data loader's stall; tools/report/report_balance_host.c): running sum, as cum_gap
+   * (an op's own wait added once the next step's op is in), and the ops where it was a stall
+   * (at least BAL_STALL_US), the first BAL_STALLS of them by op index. ring_lead: each op's
+   * enqueue less the previous op's end, ring_opgap its gap (us, NAN untimed) */
+  double cum_host, head_host[BAL_PMAX], ring_host[BAL_PMAX], ring_lead[BAL_PMAX], ring_opgap[BAL_PMAX];
+  double slack; /* the least gap - lead so far (an op starts after its enqueue: the clocks'
+                 * offset is at most that); valid when has_slack */
+  bool has_slack;
+  struct bal_stall *stall;
+  size_t nstall, stall_more; /* held; counted past the cap */
+  double stall_more_us;
+  size_t stall_more_last;
   double head_gap[BAL_PMAX], ring_gap[BAL_PMAX];
   int64_t head_end[BAL_PMAX], ring_end[BAL_PMAX];
   double *long_gap; /* a Send/Recv member's running compute over its last BAL_RING ops (the
@@ -44,13 +65,24 @@ struct bal_comm {
 enum { VERDICT_OK = 0,
        VERDICT_THROTTLED,
        VERDICT_MODEL,
-       VERDICT_UNEXPLAINED };
-static const char *const verdict_names[] = {"ok", "throttled", "slower_model", "unexplained"};
+       VERDICT_UNEXPLAINED,
+       VERDICT_LOADER,
+       VERDICT_DATA };
+static const char *const verdict_names[] = {"ok", "throttled", "slower_model", "unexplained", "data_loader",
+                                            "uneven_data"};
 
 struct bal_rank {
   int rank, comm_rank, period;
+  uint32_t file;            /* the walk's file number */
+  double h2d_bytes;         /* per step: bytes its process copied host to device (data parallel) */
   size_t nstep;             /* per-step compute figures in step_c (the last steps the ring holds) */
   double step_c[BAL_STEPS]; /* the compute of each of those steps, oldest first (us) */
+  double step_h[BAL_STEPS]; /* the host waits within those steps (data parallel) */
+  double host_us;           /* per step: the GPU's wait for this rank's host (data parallel) */
+  double host_cost_pct;     /* its excess over the ranks' median, in % of the step */
+  size_t stalls;            /* stalls of BAL_STALL_US or more in the measured steps */
+  double stall_us;          /* their mean */
+  double stall_every;       /* steps between them when regular (within one step), else 0 */
   const char *host, *gpu;
   size_t steps, untimed;
   double compute_us, step_us; /* per step; step_us -1 unknown */
@@ -102,6 +134,7 @@ struct report_balance {
   size_t sopcap;
   bool sched_done;
   char layers_note[160], shares_note[160];
+  double host_fixed_step; /* the data-parallel step predicted with the data_loader ranks' stalls gone, -1 none */
   const char *action;
   char advice[1024];
 };
@@ -113,5 +146,26 @@ double bal_t975(size_t df);
  * microbatches, layer counts, predicted step and its interval */
 void bal_pipeline_model(struct report_balance *b, const struct cs_sched *sched, const double *layers,
                         size_t nlayers);
+
+/* tools/report/report_balance_host.c: the host's share of the compute gaps */
+void bal_host_add(struct bal_member *m, const struct cs_walk_rec *r, bool timed);
+/* the host figures of a member's steps (as member_figures: steps 1 .. steps-1, period p) */
+void bal_host_figures(const struct bal_member *m, size_t p, size_t steps, struct bal_rank *r);
+/* data parallel: the host waits taken out of the compute (shares do not move them) */
+void bal_host_split(struct bal_view *v);
+/* data parallel: a rank the GPU waits for its host by MIN_GAIN_PCT of the step or more is
+ * data_loader (ranks the GPU figures call ok only); then the advice that names it */
+void bal_host_judge(struct report_balance *b, double min_gain_pct);
+void bal_host_advise(struct report_balance *b);
+
+/* tools/report/report_balance_data.c: a rank slow with no cause in its health samples whose
+ * process copies more bytes to its GPU per step than the ranks that are not slow (their
+ * median) is uneven_data. True
+ * when those are then the only slow ranks: today's shares, inferred from the compute (one GPU
+ * speed), are in shares_now (v->n entries) */
+struct cs_dumpfile;
+bool bal_data_judge(struct report_balance *b, const struct cs_dumpfile **by_index, size_t nindex,
+                    double *shares_now);
+void bal_data_advise(struct report_balance *b);
 
 #endif

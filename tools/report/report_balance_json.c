@@ -39,6 +39,13 @@ json_t *report_balance_json(const struct report_balance *b) {
     json_object_set_new(e, "verdict", json_string(verdict_names[r->verdict]));
     json_object_set_new(e, "cause", r->cause[0] ? json_string(r->cause) : json_null());
     json_object_set_new(e, "untimed_ops", json_integer((json_int_t)r->untimed));
+    bool dph = v == &b->dp;
+    json_object_set_new(e, "host_wait_us", jnum(dph, r->host_us));
+    json_object_set_new(e, "host_cost_pct", jnum(dph && v->ok, r->host_cost_pct));
+    json_object_set_new(e, "stalls", dph ? json_integer((json_int_t)r->stalls) : json_null());
+    json_object_set_new(e, "stall_us", jnum(dph && r->stalls, r->stall_us));
+    json_object_set_new(e, "stall_every_steps", jnum(dph && r->stall_every > 0, r->stall_every));
+    json_object_set_new(e, "h2d_bytes_per_step", jnum(dph && v->ok, r->h2d_bytes));
     json_array_append_new(ranks, e);
   }
   json_object_set_new(o, "ranks", ranks);
@@ -94,6 +101,8 @@ json_t *report_balance_json(const struct report_balance *b) {
     json_object_set_new(o, "pipeline_gain_steps", json_integer((json_int_t)b->pp_gain_steps));
   }
   if (b && b->dp.ok)
+    json_object_set_new(o, "step_us_loader_fixed", jnum(b->host_fixed_step > 0, b->host_fixed_step));
+  if (b && b->dp.ok)
     json_object_set_new(o, "gain_us_ci",
                         isfinite(b->dp_gain_lo) ? json_pack("[f,f]", b->dp_gain_lo, b->dp_gain_hi) : json_null());
   json_object_set_new(o, "action", json_string(b && b->action ? b->action : "none"));
@@ -145,6 +154,9 @@ void report_balance_text(const struct report_balance *b, FILE *o) {
   if (dp && v->ok)
     fprintf(o, "# step time now %.1f us; with these shares %.1f us predicted: %.1f %% faster\n", v->step_now,
             v->step_bal, v->gain_pct);
+  if (dp && v->ok && b->host_fixed_step > 0)
+    fprintf(o, "# without the data_loader ranks' host waits %.1f us predicted: %.1f %% faster\n", b->host_fixed_step,
+            100.0 * (v->step_now - b->host_fixed_step) / v->step_now);
   if (b->pp.found && b->nstages) {
     fprintf(o, "# pipeline comm %016llx, stages in rank order\n", (unsigned long long)b->pp.comm);
     fprintf(o, "# %5s  %5s  %-16s %-28s %15s %s\n", "stage", "rank", "host", "gpu", "compute_us/step",
