@@ -246,9 +246,9 @@
  * section gathers them from op lines (tools/report/report_balance.h), over every op of the
  * communicator with a seq the process ran so far (stats/summary_gaps.c): ops, those without a
  * compute gap (untimed), whether every op is an AllReduce or ReduceScatter (reduce), a Send or
- * Recv (p2p), the first op's (op, bytes), ops_hash: a hash of the whole sequence of (op,
+ * Recv (send_recv), the first op's (op, bytes), ops_hash: a hash of the whole sequence of (op,
  * bytes) (members with equal hashes ran the same op and size in every instance); periodic:
- * bit q-1 set when the sequence of (op, bytes, peer or root) repeats with period q; gap_us:
+ * bit q-1 set when the sequence of (op, bytes, peer or root) repeats with period q; gap_sum_us:
  * the running compute after the last op; head_*: after each of the first 64 ops, ring_*: after
  * each of the last 64, oldest first, as "v,v,..." (gaps in ns, ends: the op's end_ns, -1 when
  * untimed). The last line of a (communicator, rank) in a file holds its figures. */
@@ -262,10 +262,10 @@
   X(ops, "ops", U64, ALWAYS, REQ, ZERO) \
   X(untimed, "untimed", U64, ALWAYS, OPT, ZERO) \
   X(reduce, "reduce", BOOL, ALWAYS, OPT, NO) \
-  X(p2p, "p2p", BOOL, ALWAYS, OPT, NO) \
+  X(p2p, "send_recv", BOOL, ALWAYS, OPT, NO) \
   X(ops_hash, "ops_hash", HEX, ALWAYS, OPT, ZERO) \
   X(periodic, "periodic", HEX, ALWAYS, OPT, ZERO) \
-  X(gap_us, "gap_us", US, ALWAYS, OPT, ZERO) \
+  X(gap_us, "gap_sum_us", US, ALWAYS, OPT, ZERO) \
   X(head_gap, "head_gap", STR, ALWAYS, OPT, EMPTY) \
   X(head_end, "head_end", STR, ALWAYS, OPT, EMPTY) \
   X(ring_gap, "ring_gap", STR, ALWAYS, OPT, EMPTY) \
