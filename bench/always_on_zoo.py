@@ -86,12 +86,14 @@ def row(b, w, fault, n, seed, steps=None, ring=RING, after=AFTER):
             "summary_ops": fl.get("summary_ops", 0)}
 
 
-def show(st):
-    return ", ".join("r%d %s @%d" % (s[0], s[2], s[3]) for s in st) or "none"
+def show(st, most=6):
+    """rank, kind, first-flag instance and seq of each straggler finding, the first `most`"""
+    out = ", ".join("r%d %s @%d/s%d" % (s[0], s[2], s[3], s[4]) for s in st[:most]) or "none"
+    return out + (" and %d more" % (len(st) - most) if len(st) > most else "")
 
 
 def markdown(rows):
-    out = ["| workload | ranks | fault | full: stragglers (rank kind @first-flag instance) | summary | identical | "
+    out = ["| workload | ranks | fault | full: stragglers (rank kind @first-flag instance/seq) | summary | identical | "
            "bytes/rank full | summary |", "|---|---|---|---|---|---|---|---|"]
     for o in rows:
         out.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
