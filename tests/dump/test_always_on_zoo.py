@@ -91,6 +91,8 @@ def case_balance(b):
                 if x[k] and y[k]:
                     worst = max(worst, abs(x[k] - y[k]) / abs(x[k]))
         print("  verdicts %s; largest per-rank difference %.2g %%" % ([x["verdict"] for x in rf], 100 * worst))
+        check(fl.get("gaps_lines", 0) >= 8, "%s %s: the report read %s gaps lines, want one a rank at least" %
+              (w, f, fl.get("gaps_lines")))
         check(len(fl.get("windows", [])) > 0 and fl.get("window_ops", 0) < fl.get("summary_ops", 0) // 2,
               "%s %s: the windows (%d, %d ops) are not a small part of the job's %d ops" %
               (w, f, len(fl.get("windows", [])), fl.get("window_ops", 0), fl.get("summary_ops", 0)))
