@@ -30,13 +30,14 @@ RING, AFTER = 4096, 1024
 FAULTS = ["none", "slow:pct=20", "compute:pct=20", "hostdelay:pct=20"]
 
 
-def run_mode(b, w, fault, n, seed, mode, steps=None, ring=RING, after=AFTER):
-    """one job of the zoo row in one recording mode: (report JSON, bytes per rank)"""
+def run_mode(b, w, fault, n, seed, mode, steps=None, ring=RING, after=AFTER, keep=None):
+    """one job of the zoo row in one recording mode: (report JSON, bytes per rank); keep: a
+    directory to leave the dumps in (else they are removed)"""
     faults = accuracy.sim_faults(fault, n, w)
     app = accuracy.app_cmd(w, n, steps)
     if faults is None or app is None:
         return None
-    tmp = tempfile.mkdtemp(prefix="cs-zoo-")
+    tmp = keep or tempfile.mkdtemp(prefix="cs-zoo-")
     try:
         out, shm = os.path.join(tmp, "d"), os.path.join(tmp, "shm")
         os.makedirs(shm)
@@ -57,7 +58,8 @@ def run_mode(b, w, fault, n, seed, mode, steps=None, ring=RING, after=AFTER):
         sizes = [os.path.getsize(f) for f in glob.glob(os.path.join(out, "*.jsonl"))]
         return json.loads(r.stdout), sum(sizes) / max(len(sizes), 1)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def findings(rep):

@@ -14,8 +14,14 @@ through bench/always_on_zoo.py (the accuracy zoo's apps, faults and job shape, b
             windows hold a part of the job): the balance section's figures (per rank compute,
             step, share; the step now and balanced, the gain and its interval) within 2 % of
             the full recording's, the same verdicts, action and advice
+  hostile:  the same summary-mode dumps with one rank's gaps line broken in each way a file can
+            (a list with a value that is no integer, 65 values, fewer values than ops, ops of
+            2^64-1, ops of 2^62: more than the file's summary lines count, a second line with
+            fewer ops than the first): the report exits 0 and the
+            balance section leaves that rank's member out (7 ranks), or keeps the line with the
+            most ops (8 ranks, the figures of the intact run)
 Prints the measured figures."""
-import argparse, os, sys
+import argparse, glob, json, os, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
@@ -98,12 +104,62 @@ def case_balance(b):
               (w, f, len(fl.get("windows", [])), fl.get("window_ops", 0), fl.get("summary_ops", 0)))
 
 
+def gaps_broken(line, how):
+    o = json.loads(line)
+    if how == "not-integer":
+        o["ring_gap"] = o["ring_gap"].replace(",", ",x", 1)
+    elif how == "65-values":
+        o["head_end"] = ",".join(["1"] * 65)
+    elif how == "fewer-values":
+        o["ring_end"] = ",".join(o["ring_end"].split(",")[:-1])
+    elif how == "ops-huge":
+        o["ops"] = 2**64 - 1
+    elif how == "ops-uncounted":  # more ops than the file's summary lines count
+        o["ops"] = 2**62
+    return json.dumps(o, separators=(",", ":"))
+
+
+def case_hostile(b):
+    with tempfile.TemporaryDirectory() as tmp:
+        zoo.run_mode(b, "dp", "compute:pct=20", 8, 1, "summary", keep=tmp)
+        d = os.path.join(tmp, "d")
+        victim = sorted(glob.glob(os.path.join(d, "*-r3-*.jsonl")))[0]
+        with open(victim) as fh:
+            orig = fh.read().splitlines()
+        gi = [i for i, l in enumerate(orig) if '"type":"gaps"' in l]
+        check(len(gi) == 1, "rank 3 wrote %d gaps lines, want 1" % len(gi))
+        ref = None
+        for how in ["intact", "not-integer", "65-values", "fewer-values", "ops-huge", "ops-uncounted", "earlier-more"]:
+            ls = list(orig)
+            if how == "earlier-more":  # a later line with fewer ops: the fuller one counts
+                o = json.loads(ls[gi[0]])
+                o.update(ops=o["ops"] - 3, ring_gap=",".join(o["ring_gap"].split(",")[:-3]))
+                ls.insert(gi[0] + 1, json.dumps(o, separators=(",", ":")))
+            elif how != "intact":
+                ls[gi[0]] = gaps_broken(ls[gi[0]], how)
+            with open(victim, "w") as fh:
+                fh.write("\n".join(ls) + "\n")
+            p = subprocess.run([os.path.join(b, "tools", "collscope"), "report", "--json", d], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=120)
+            if not check(p.returncode == 0, "%s: report rc %d: %s" % (how, p.returncode, p.stderr[-300:])):
+                continue
+            bal = json.loads(p.stdout).get("balance") or {}
+            ranks = [x["rank"] for x in bal.get("ranks", [])]
+            want = list(range(8)) if how in ("intact", "earlier-more") else [0, 1, 2, 4, 5, 6, 7]
+            print("%-13s balance ranks %s, step %s us" % (how, ranks, bal.get("step_us_now")))
+            check(ranks == want, "%s: the balance section's ranks %s, want %s" % (how, ranks, want))
+            if how == "intact":
+                ref = bal
+            elif how == "earlier-more" and ref:
+                check(bal.get("ranks") == ref.get("ranks"), "earlier-more: the figures differ from the intact run's")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["zoo", "balance"])
+    ap.add_argument("case", choices=["zoo", "balance", "hostile"])
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
-    {"zoo": case_zoo, "balance": case_balance}[a.case](os.path.abspath(a.build))
+    {"zoo": case_zoo, "balance": case_balance, "hostile": case_hostile}[a.case](os.path.abspath(a.build))
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1

@@ -87,19 +87,33 @@ static void hashes_free(struct seq_hash **t) {
   }
 }
 
+/* the file's ops per communicator as its summary lines count them: a gaps line claiming more
+ * is not taken (a file's own counts bound what it says of its compute) */
+static void count_ops(struct seq_hash **t, const struct cs_dumpfile *f) {
+  hashes_free(t);
+  for (size_t j = 0; j < f->nsummaries; j++) {
+    struct seq_hash *h = hash_at(t, f->summaries[j].comm, -1);
+    uint64_t c = f->summaries[j].count;
+    h->hash = c > UINT64_MAX - h->hash ? UINT64_MAX : h->hash + c;
+  }
+}
+
 void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *set) {
   struct report_balance *b = P->agg->balance;
   size_t ngaps = 0;
   for (size_t i = 0; i < set->nfiles; i++) ngaps += set->files[i].ngaps;
   if (!b || !ngaps) return;
   forget(b);
-  struct seq_hash *members = NULL, *comms = NULL;
+  struct seq_hash *members = NULL, *comms = NULL, *counted = NULL;
   for (size_t i = 0; i < set->nfiles; i++) {
     const struct cs_dumpfile *f = &set->files[i];
+    if (f->ngaps) count_ops(&counted, f);
     for (size_t j = 0; j < f->ngaps; j++) {
       const struct cs_gaps_rec *g = &f->gaps[j];
       struct bal_member tmp;
-      if (g->p2p || g->comm_rank < 0 || !g->ops || !member_of(&tmp, f, g)) continue; /* hostile or a pipeline's */
+      if (g->p2p || g->comm_rank < 0 || !g->ops || g->ops > hash_at(&counted, g->comm, -1)->hash ||
+          !member_of(&tmp, f, g))
+        continue; /* hostile, more ops than the file counted, or a pipeline's */
       struct bal_member *e;
       HASH_FIND(hh, b->members, &tmp.k, sizeof tmp.k, e);
       if (!e) {
@@ -136,4 +150,5 @@ void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *s
   }
   hashes_free(&members);
   hashes_free(&comms);
+  hashes_free(&counted);
 }
