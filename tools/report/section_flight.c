@@ -24,6 +24,10 @@ static void text_flight(const struct report *r, FILE *o) {
           a->windows, a->windows == 1 ? "" : "s", a->window_ops, a->summary_ops, a->summary_lines, a->summary_xfers);
   size_t g = gaps_lines(r);
   if (g) fprintf(o, "# the balance section read its compute per rank from %zu gaps lines\n", g);
+  if (!a->windows)
+    fprintf(o, "# no window: the stragglers, hangs and SDC sections saw no op line (a window opens on a failed op,\n"
+               "# a hang, a signal, a request, or a finding of the online exchange, which runs on the world\n"
+               "# communicator's collectives: a job whose world communicator carries none gets no finding)\n");
   size_t shown = 0;
   char b[128], c[17];
   for (size_t i = 0; i < r->set->nfiles; i++) {
