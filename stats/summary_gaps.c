@@ -29,7 +29,8 @@ static struct gap_member *members;
 static struct cs_gap_tracker *tracker;
 static char *line;
 #define LINE_CAP CS_DUMP_RAW_MAX
-static uint64_t lost; /* ops of pairs past CS_GAPS_MEMBERS */
+static uint64_t lost;     /* ops of pairs past CS_GAPS_MEMBERS */
+static uint64_t too_long; /* lines past the writer's cap (none at CS_GAPS_HELD: ~5 KB at most) */
 static int64_t last_write_ns = -1, newest_ns;
 
 bool cs_gaps_init(void) {
@@ -50,13 +51,16 @@ void cs_gaps_free(void) {
     cs_log(CS_LOG_WARN, "summary: %llu ops of more than %d (communicator, rank) pairs have no compute-gap figures "
                         "(the balance section leaves them out)",
            (unsigned long long)lost, CS_GAPS_MEMBERS);
+  if (too_long)
+    cs_log(CS_LOG_WARN, "summary: %llu gaps lines over %d bytes were not written", (unsigned long long)too_long,
+           LINE_CAP);
   free(members);
   free(tracker);
   free(line);
   members = NULL;
   tracker = NULL;
   line = NULL;
-  lost = 0;
+  lost = too_long = 0;
 }
 
 size_t cs_gaps_mem(void) {
@@ -67,7 +71,7 @@ void cs_gaps_reset(void) {
   if (!members) return;
   memset(members, 0, CS_GAPS_MEMBERS * sizeof *members);
   cs_gap_reset(tracker);
-  lost = 0;
+  lost = too_long = 0;
   last_write_ns = -1;
   newest_ns = 0;
 }
@@ -171,7 +175,10 @@ static void write_member(const struct gap_member *m) {
   len = put_list(len, K->ring_gap, m->ring_gap, m->n - k, k);
   len = put_list(len, K->ring_end, m->ring_end, m->n - k, k);
   if (len < LINE_CAP) len += (size_t)snprintf(line + len, LINE_CAP - len, ",\"%s\":%lld}", K->t_ns, (long long)newest_ns);
-  if (len < LINE_CAP) cs_dump_raw_line(line, len, -1); /* a line past the cap is lost whole, never cut */
+  if (len < LINE_CAP)
+    cs_dump_raw_line(line, len, -1);
+  else
+    too_long++; /* lost whole, never cut; counted */
 }
 
 void cs_gaps_write(bool force) {
