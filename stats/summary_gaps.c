@@ -6,6 +6,7 @@
  * a seq, written as "gaps" lines the report reads in place of the op lines. */
 #include "summary_gaps.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,21 +149,28 @@ void cs_gaps_add(const struct cs_record *r) {
   m->n = n + 1;
 }
 
+/* appends to the line at len; past LINE_CAP nothing more is written and len stays past it */
+__attribute__((format(printf, 2, 3))) static size_t putf(size_t len, const char *fmt, ...) {
+  if (len >= LINE_CAP) return len;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line + len, LINE_CAP - len, fmt, ap);
+  va_end(ap);
+  return n < 0 ? LINE_CAP : len + (size_t)n;
+}
+
 /* "v,v,..." of k values of a, from index `from` on (mod CS_GAPS_HELD) */
 static size_t put_list(size_t len, const char *key, const int64_t *a, uint64_t from, uint64_t k) {
-  len += (size_t)snprintf(line + len, LINE_CAP - len, ",\"%s\":\"", key);
-  for (uint64_t i = 0; i < k && len < LINE_CAP; i++)
-    len += (size_t)snprintf(line + len, LINE_CAP - len, "%s%lld", i ? "," : "",
-                            (long long)a[(from + i) % CS_GAPS_HELD]);
-  if (len < LINE_CAP) len += (size_t)snprintf(line + len, LINE_CAP - len, "\"");
-  return len;
+  len = putf(len, ",\"%s\":\"", key);
+  for (uint64_t i = 0; i < k; i++) len = putf(len, "%s%lld", i ? "," : "", (long long)a[(from + i) % CS_GAPS_HELD]);
+  return putf(len, "\"");
 }
 
 static void write_member(const struct gap_member *m) {
   const __typeof__(cs_dump_gaps_keys) *K = &cs_dump_gaps_keys;
   uint64_t k = m->n < CS_GAPS_HELD ? m->n : CS_GAPS_HELD;
-  size_t len = (size_t)snprintf(
-      line, LINE_CAP,
+  size_t len = putf(
+      0,
       "{\"type\":\"gaps\",\"%s\":\"%016llx\",\"%s\":%d,\"%s\":%d,\"%s\":%d,\"%s\":\"%s\",\"%s\":%llu,\"%s\":%llu,"
       "\"%s\":%llu,\"%s\":%s,\"%s\":%s,\"%s\":\"0x%llx\",\"%s\":\"0x%llx\",\"%s\":%lld.%03lld",
       K->comm, (unsigned long long)m->comm, K->comm_size, m->comm_size, K->comm_rank, m->comm_rank, K->rank,
@@ -174,7 +182,7 @@ static void write_member(const struct gap_member *m) {
   len = put_list(len, K->head_end, m->head_end, 0, k);
   len = put_list(len, K->ring_gap, m->ring_gap, m->n - k, k);
   len = put_list(len, K->ring_end, m->ring_end, m->n - k, k);
-  if (len < LINE_CAP) len += (size_t)snprintf(line + len, LINE_CAP - len, ",\"%s\":%lld}", K->t_ns, (long long)newest_ns);
+  len = putf(len, ",\"%s\":%lld}", K->t_ns, (long long)newest_ns);
   if (len < LINE_CAP)
     cs_dump_raw_line(line, len, -1);
   else
