@@ -556,7 +556,7 @@ void cs_dump_window_line(int why, const struct cs_record *r, uint64_t before, ui
 
 void cs_dump_footer(void) {
   if (!cs_dump_active()) return;
-  cs_summary_flush(); /* the open interval */
+  cs_summary_close(); /* the open interval, the compute gaps */
   /* write what is buffered first, so the footer counts its fate, and note new drops */
   cs_dump_flush();
   cs_dump_drops_sync();

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collscope/histogram.h"
+#include "summary_gaps.h"
 
 struct sum_key {
   bool used;
@@ -36,7 +37,7 @@ bool cs_summary_init(unsigned interval_s) {
   keys = calloc(CS_SUMMARY_KEYS, sizeof *keys);
   counts = calloc((size_t)CS_SUMMARY_KEYS * CS_HIST_NBUCKETS, sizeof *counts);
   text = malloc(TEXT_CAP);
-  if (!keys || !counts || !text) {
+  if (!keys || !counts || !text || !cs_gaps_init()) {
     cs_summary_free();
     return false;
   }
@@ -50,13 +51,14 @@ bool cs_summary_init(unsigned interval_s) {
 bool cs_summary_on(void) { return keys != NULL; }
 
 size_t cs_summary_mem(void) {
-  return keys ? CS_SUMMARY_KEYS * (sizeof *keys + CS_HIST_NBUCKETS * sizeof *counts) + TEXT_CAP : 0;
+  return keys ? CS_SUMMARY_KEYS * (sizeof *keys + CS_HIST_NBUCKETS * sizeof *counts) + TEXT_CAP + cs_gaps_mem() : 0;
 }
 
 void cs_summary_free(void) {
   free(keys);
   free(counts);
   free(text);
+  cs_gaps_free();
   keys = NULL;
   counts = NULL;
   text = NULL;
@@ -110,6 +112,7 @@ static void add_size(struct sum_key *k, uint64_t v) {
 
 bool cs_summary_add(const struct cs_record *r) {
   if (!keys) return false;
+  cs_gaps_add(r); /* the balance section's compute gaps (stats/summary_gaps.c) */
   int64_t iv = r->enqueue_ns / interval_ns;
   if (cur_iv < 0) cur_iv = iv;
   if (iv > cur_iv) { /* a later interval: the open one is complete (a late record joins the open one) */
@@ -178,10 +181,17 @@ void cs_summary_reset(void) {
   }
   nused = 0;
   cur_iv = -1;
+  cs_gaps_reset();
+}
+
+void cs_summary_close(void) {
+  cs_summary_flush();
+  cs_gaps_write(true);
 }
 
 void cs_summary_flush(void) {
   if (!keys || cur_iv < 0) return;
+  cs_gaps_write(false);
   for (size_t i = 0; i < CS_SUMMARY_KEYS; i++) {
     struct sum_key *k = &keys[i];
     if (!k->used) continue;

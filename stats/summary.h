@@ -18,6 +18,8 @@ bool cs_summary_on(void);
 bool cs_summary_add(const struct cs_record *r);
 /* writes every key's line of the open interval and starts an empty one */
 void cs_summary_flush(void);
+/* at the file's end: the open interval's lines and the compute gaps' (stats/summary_gaps.h) */
+void cs_summary_close(void);
 /* forgets the open interval (a forked child: its parent's ops are not its own) */
 void cs_summary_reset(void);
 /* bytes the tables hold (the benchmark's memory figure) */

@@ -242,6 +242,36 @@
   X(after, "after_ops", U64, ALWAYS, OPT, ZERO) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
+/* COLLSCOPE_RECORD=summary: one (communicator, rank)'s compute gaps as the report's balance
+ * section gathers them from op lines (tools/report/report_balance.h), over every op of the
+ * communicator with a seq the process ran so far (stats/summary_gaps.c): ops, those without a
+ * compute gap (untimed), whether every op is an AllReduce or ReduceScatter (reduce), a Send or
+ * Recv (send_recv), the first op's (op, bytes), ops_hash: a hash of the whole sequence of (op,
+ * bytes) (members with equal hashes ran the same op and size in every instance); periodic:
+ * bit q-1 set when the sequence of (op, bytes, peer or root) repeats with period q; gap_sum_us:
+ * the running compute after the last op; head_*: after each of the first 64 ops, ring_*: after
+ * each of the last 64, oldest first, as "v,v,..." (gaps in ns, ends: the op's end_ns, -1 when
+ * untimed). The last line of a (communicator, rank) in a file holds its figures. */
+#define CS_DUMP_GAPS_FIELDS(X) \
+  X(comm, "comm", ID, ALWAYS, REQ, ZERO) \
+  X(comm_size, "comm_size", I32, ALWAYS, OPT, ZERO) \
+  X(comm_rank, "comm_rank", I32, ALWAYS, REQ, MINUS1) \
+  X(rank, "rank", I32, ALWAYS, OPT, HDR_RANK) \
+  X(op_name, "op", NAME, ALWAYS, OPT, QMARK) \
+  X(bytes, "bytes", U64, ALWAYS, OPT, ZERO) \
+  X(ops, "ops", U64, ALWAYS, REQ, ZERO) \
+  X(untimed, "untimed", U64, ALWAYS, OPT, ZERO) \
+  X(reduce, "reduce", BOOL, ALWAYS, OPT, NO) \
+  X(p2p, "send_recv", BOOL, ALWAYS, OPT, NO) \
+  X(ops_hash, "ops_hash", HEX, ALWAYS, OPT, ZERO) \
+  X(periodic, "periodic", HEX, ALWAYS, OPT, ZERO) \
+  X(gap_us, "gap_sum_us", US, ALWAYS, OPT, ZERO) \
+  X(head_gap, "head_gap", STR, ALWAYS, OPT, EMPTY) \
+  X(head_end, "head_end", STR, ALWAYS, OPT, EMPTY) \
+  X(ring_gap, "ring_gap", STR, ALWAYS, OPT, EMPTY) \
+  X(ring_end, "ring_end", STR, ALWAYS, OPT, EMPTY) \
+  X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
+
 /* Each list's keys by member, for readers that name a field (tools/trace/trace_perfetto.c,
  * bench/bench_parse.c): cs_dump_<list>_keys.<member> is the row's key. */
 #define CS_DUMP_KEY_MEMBER(m, key, jt, wr, rd, def) const char *m;
@@ -262,5 +292,6 @@ CS_DUMP_KEYS(cs_dump_drops_keys, CS_DUMP_DROPS_FIELDS)
 CS_DUMP_KEYS(cs_dump_footer_keys, CS_DUMP_FOOTER_FIELDS)
 CS_DUMP_KEYS(cs_dump_summary_keys, CS_DUMP_SUMMARY_FIELDS)
 CS_DUMP_KEYS(cs_dump_window_keys, CS_DUMP_WINDOW_FIELDS)
+CS_DUMP_KEYS(cs_dump_gaps_keys, CS_DUMP_GAPS_FIELDS)
 
 #endif

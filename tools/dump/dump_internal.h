@@ -57,6 +57,7 @@ bool dump_parse_link(struct lctx *c, struct cs_link_rec *r);
 bool dump_parse_drops(struct lctx *c, uint64_t *count);
 bool dump_parse_footer(struct lctx *c, struct cs_dumpfile *f);
 bool dump_parse_summary(struct lctx *c, struct cs_summary_rec *r);
+bool dump_parse_gaps(struct lctx *c, struct cs_gaps_rec *r);
 bool dump_parse_window(struct lctx *c, struct cs_window_rec *r);
 /* a "health" record (hooks/health.c) appended to fr's file, its IB ports too; malformed: c->bad */
 struct freader;

@@ -336,6 +336,14 @@ static void rd_line(struct freader *fr, char *buf, size_t len0, bool has_nl, boo
       dump_grow((void **)&f->windows, &f->window_cap, f->nwindows, sizeof *f->windows);
       f->windows[f->nwindows++] = r;
     }
+  } else if (strcmp(c.type, "gaps") == 0) { /* COLLSCOPE_RECORD=summary: compute gaps */
+    struct cs_gaps_rec r;
+    fr->summary_mode = true;
+    if (dump_parse_gaps(&c, &r)) {
+      r.line = (uint32_t)lineno;
+      dump_grow((void **)&f->gaps, &f->gaps_cap, f->ngaps, sizeof *f->gaps);
+      f->gaps[f->ngaps++] = r;
+    }
   } else if (strcmp(c.type, "health") == 0) { /* hooks/health.c */
     dump_parse_health(&c, fr, lineno);
   } else if (strcmp(c.type, "drops") == 0) {

@@ -3,6 +3,7 @@
  * parser per record type, its keys, types and defaults read from the record's list in
  * include/collscope/dump_schema.h. The fast path for the writer's own op lines is
  * tools/dump/opscan.c; both give the same values. Part of the reader (tools/dump/dumpfile.h). */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -354,6 +355,26 @@ bool dump_parse_summary(struct lctx *c, struct cs_summary_rec *r) {
   CS_DUMP_SUMMARY_FIELDS(RD_ROW)
   r->op = cs_op_from_name(r->op_name);
   return !c->bad;
+}
+
+bool dump_parse_gaps(struct lctx *c, struct cs_gaps_rec *r) {
+  memset(r, 0, sizeof *r);
+  CS_DUMP_GAPS_FIELDS(RD_ROW)
+  return !c->bad;
+}
+
+int cs_gaps_list(const char *s, int64_t *out, size_t cap) {
+  size_t n = 0;
+  while (s && *s) {
+    char *end;
+    if (n == cap || ((*s < '0' || *s > '9') && *s != '-')) return -1;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno || (*end && *end != ',')) return -1;
+    out[n++] = v;
+    s = *end ? end + 1 : end;
+  }
+  return (int)n;
 }
 
 bool dump_parse_window(struct lctx *c, struct cs_window_rec *r) {

@@ -49,6 +49,7 @@ void dump_free_file(struct cs_dumpfile *f) {
   free(f->hangs);
   free(f->summaries);
   free(f->windows);
+  free(f->gaps);
   free(f->links);
   free(f->healths);
   free(f->hports);
@@ -137,6 +138,7 @@ static void finish_set(struct cs_dumpset *set, struct freader *fr, const char *j
     for (size_t k = 0; k < f->nhangs; k++) f->hangs[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nsummaries; k++) f->summaries[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nwindows; k++) f->windows[k].file = (uint32_t)i;
+    for (size_t k = 0; k < f->ngaps; k++) f->gaps[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nlinks; k++) f->links[k].file = (uint32_t)i;
     for (size_t k = 0; k < f->nhealths; k++) f->healths[k].file = (uint32_t)i;
   }

@@ -166,6 +166,21 @@ struct cs_window_rec {
   int64_t seq, t_ns;
   uint64_t before, after;
 };
+/* "gaps" record (COLLSCOPE_RECORD=summary, stats/summary_gaps.c): one (comm, rank)'s compute
+ * gaps as the balance section gathers them (include/collscope/dump_schema.h
+ * CS_DUMP_GAPS_FIELDS); the lists as written ("v,v,...": parse with cs_gaps_list) */
+struct cs_gaps_rec {
+  uint32_t file, line;
+  uint64_t comm, bytes, ops, untimed, ops_hash, periodic;
+  int comm_size, comm_rank, rank;
+  const char *op_name, *head_gap, *head_end, *ring_gap, *ring_end;
+  bool reduce, p2p;
+  double gap_us;
+  long long t_ns;
+};
+/* A gaps record's list "v,v,..." into out (at most cap values): the count, or -1 when
+ * malformed or longer than cap. */
+int cs_gaps_list(const char *s, int64_t *out, size_t cap);
 /* The pairs "a:b,a:b" of a summary's sizes or hist: calls fn for each well-formed pair;
  * false at the first malformed one (the pairs before it were handed over). */
 bool cs_summary_pairs(const char *s, void (*fn)(void *ctx, uint64_t a, uint64_t b), void *ctx);
@@ -280,6 +295,8 @@ struct cs_dumpfile {
   size_t nsummaries, summary_cap;
   struct cs_window_rec *windows;
   size_t nwindows, window_cap;
+  struct cs_gaps_rec *gaps; /* COLLSCOPE_RECORD=summary: compute gaps per (comm, rank) */
+  size_t ngaps, gaps_cap;
 };
 
 struct cs_strpool;

@@ -172,6 +172,9 @@ void agg_row_pour(struct report_agg_priv *P, struct agg_row *r);
 void agg_row_size(struct agg_row *r, uint64_t v, size_t n);
 /* COLLSCOPE_RECORD=summary's summary lines into worker 0's tables (report_agg_summary.c) */
 void agg_summaries(struct report_agg_priv *P, const struct cs_dumpset *set);
+/* the balance section's members from the files' "gaps" lines, in place of what the walk gave
+ * it (tools/report/balance_summary.c); nothing when no file has one */
+void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *set);
 void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o);
 
 /* per instance and round, the walk thread (report_agg_walk.c) */

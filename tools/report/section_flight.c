@@ -1,7 +1,8 @@
 /* tools/report/section_flight.c: the report's "flight" section (COLLSCOPE_RECORD=summary,
  * docs/always-on.md): the flight-recorder windows the ranks wrote (why, which op, how many op
- * lines of detail), and how many ops the ops table read from summary lines. Nothing is
- * printed for a recording in full mode. */
+ * lines of detail), how many ops the ops table read from summary lines, and how many
+ * (communicator, rank) gaps lines the balance section read. Nothing is printed for a
+ * recording in full mode. */
 #include <stdio.h>
 
 #include "report.h"
@@ -9,12 +10,24 @@
 
 #define FLIGHT_LISTED 32 /* windows listed in the text (all in the JSON) */
 
+static size_t gaps_lines(const struct report *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->set->nfiles; i++) n += r->set->files[i].ngaps;
+  return n;
+}
+
 static void text_flight(const struct report *r, FILE *o) {
   const struct report_agg *a = r->agg;
   if (!a || (!a->summary_lines && !a->windows)) return;
   fprintf(o, "\n# Flight recorder (COLLSCOPE_RECORD=summary): %zu window%s, %zu op lines of detail; the ops table\n"
              "# read %zu ops from %zu summary lines (and %zu CUDA memcpys)\n",
           a->windows, a->windows == 1 ? "" : "s", a->window_ops, a->summary_ops, a->summary_lines, a->summary_xfers);
+  size_t g = gaps_lines(r);
+  if (g) fprintf(o, "# the balance section read its compute per rank from %zu gaps lines\n", g);
+  if (!a->windows)
+    fprintf(o, "# no window: the stragglers, hangs and SDC sections saw no op line (a window opens on a failed op,\n"
+               "# a hang, a signal, a request, or a finding of the online exchange, which runs on the world\n"
+               "# communicator's collectives: a job whose world communicator carries none gets no finding)\n");
   size_t shown = 0;
   char b[128], c[17];
   for (size_t i = 0; i < r->set->nfiles; i++) {
@@ -38,6 +51,7 @@ static json_t *json_flight(const struct report *r) {
   json_object_set_new(o, "summary_lines", jcount(a ? a->summary_lines : 0));
   json_object_set_new(o, "summary_xfers", jcount(a ? a->summary_xfers : 0));
   json_object_set_new(o, "window_ops", jcount(a ? a->window_ops : 0));
+  json_object_set_new(o, "gaps_lines", jcount(gaps_lines(r)));
   json_t *ws = json_array();
   for (size_t i = 0; i < r->set->nfiles; i++) {
     const struct cs_dumpfile *f = &r->set->files[i];

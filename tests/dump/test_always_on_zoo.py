@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""tests/dump/test_always_on_zoo.py CASE --build BUILD
+
+COLLSCOPE_RECORD=summary (docs/always-on.md) against the full recording of the same seeded job
+on the simulator's modeled clock, the online exchange on in both (COLLSCOPE_ONLINE_EVERY=16),
+through bench/always_on_zoo.py (the accuracy zoo's apps, faults and job shape, bench/accuracy.py):
+  zoo:      the 8-rank rows of dp, 3d and moe, clean and with one fault each (dp and moe:
+            slow:pct=20, a straggler the online exchange finds; 3d: compute:pct=20): the
+            report's stragglers (rank, comm rank, kind, first-flag instance and seq), hangs and
+            SDC findings identical in both modes, and the fault rows of dp and moe flag their
+            culprit from the summary-mode windows
+  balance:  dp_train as the zoo runs it with rank 5's GPU 20 % slower at its compute, and with
+            simhost2's GPUs an older half-speed model, a flight ring of 64 records (the
+            windows hold a part of the job): the balance section's figures (per rank compute,
+            step, share; the step now and balanced, the gain and its interval) within 2 % of
+            the full recording's, the same verdicts, action and advice
+  hostile:  the same summary-mode dumps with one rank's gaps line broken in each way a file can
+            (a list with a value that is no integer, 65 values, fewer values than ops, ops of
+            2^64-1, ops of 2^62: more than the file's summary lines count, a second line with
+            fewer ops than the first): the report exits 0 and the
+            balance section leaves that rank's member out (7 ranks), or keeps the line with the
+            most ops (8 ranks, the figures of the intact run)
+Prints the measured figures."""
+import argparse, glob, json, os, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+import always_on_zoo as zoo  # noqa: E402  (bench/always_on_zoo.py)
+
+failures = []
+
+
+def check(cond, msg):
+    if not cond:
+        failures.append(msg)
+        print("FAIL:", msg)
+    return cond
+
+
+ZOO_ROWS = [("dp", "none"), ("dp", "slow:pct=20"), ("3d", "none"), ("3d", "compute:pct=20"), ("moe", "none"),
+            ("moe", "slow:pct=20")]
+CULPRIT = 5  # bench/accuracy.py culprits() at 8 ranks
+
+
+def case_zoo(b):
+    for w, f in ZOO_ROWS:
+        o = zoo.row(b, w, f, 8, 1)
+        print("%-4s %-15s full %s | summary %s | windows %d, %d of %d ops in them | bytes/rank %d full, %d summary" %
+              (w, f, zoo.show(o["full"]["stragglers"]), zoo.show(o["summary"]["stragglers"]), o["windows"],
+               o["window_ops"], o["summary_ops"], o["bytes_full"], o["bytes_summary"]))
+        check(o["identical"], "%s %s: the findings differ: full %s, summary %s" % (w, f, o["full"], o["summary"]))
+        if f.startswith("slow"):
+            check(any(s[0] == CULPRIT for s in o["summary"]["stragglers"]),
+                  "%s %s: summary mode does not flag rank %d" % (w, f, CULPRIT))
+            check(o["windows"] >= 8, "%s %s: %d windows, want one a rank at least" % (w, f, o["windows"]))
+
+
+def close(a, b, rel=0.02):
+    if a is None or b is None:
+        return a == b
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
+
+
+BALANCE_ROWS = [("dp", "compute:pct=20", {}),
+                ("hetero", "none", {})]
+
+
+def case_balance(b):
+    for w, f, _ in BALANCE_ROWS:
+        full = zoo.run_mode(b, w, f, 8, 1, "full")
+        summ = zoo.run_mode(b, w, f, 8, 1, "summary", ring=64, after=32)
+        bf, bs = full[0].get("balance") or {}, summ[0].get("balance") or {}
+        fl = summ[0].get("flight", {})
+        print("%s %s: windows %d (%d of %d ops); full: %s steps, step %s us now, %s balanced, gain %s %%, %s | "
+              "summary: %s steps, step %s us now, %s balanced, gain %s %%, %s" %
+              (w, f, len(fl.get("windows", [])), fl.get("window_ops", 0), fl.get("summary_ops", 0), bf.get("steps"),
+               bf.get("step_us_now"), bf.get("step_us_balanced"), bf.get("gain_pct"), bf.get("action"),
+               bs.get("steps"), bs.get("step_us_now"), bs.get("step_us_balanced"), bs.get("gain_pct"),
+               bs.get("action")))
+        if not check(bf.get("kind") == "data_parallel" and bf.get("ranks"), "%s %s: no balance in full mode" % (w, f)):
+            continue
+        for k in ("kind", "ops_per_step", "steps", "action", "advice"):
+            check(bf.get(k) == bs.get(k), "%s %s: balance %s: full %r, summary %r" % (w, f, k, bf.get(k), bs.get(k)))
+        for k in ("step_us_now", "step_us_balanced", "gain_pct"):
+            check(close(bf.get(k), bs.get(k)), "%s %s: balance %s: full %s, summary %s" % (w, f, k, bf.get(k), bs.get(k)))
+        for i, (x, y) in enumerate(zip(bf.get("gain_us_ci") or [], bs.get("gain_us_ci") or [None, None])):
+            check(close(x, y), "%s %s: gain_us_ci[%d]: full %s, summary %s" % (w, f, i, x, y))
+        rf, rs = bf.get("ranks", []), bs.get("ranks", [])
+        check(len(rf) == len(rs), "%s %s: %d ranks in full, %d in summary" % (w, f, len(rf), len(rs)))
+        worst = 0.0
+        for x, y in zip(rf, rs):
+            check(x["rank"] == y["rank"] and x["verdict"] == y["verdict"],
+                  "%s %s: rank %s verdict %s in full, rank %s %s in summary" %
+                  (w, f, x["rank"], x["verdict"], y["rank"], y["verdict"]))
+            for k in ("compute_us", "step_us", "share"):
+                check(close(x[k], y[k]), "%s %s: rank %d %s: full %s, summary %s" % (w, f, x["rank"], k, x[k], y[k]))
+                if x[k] and y[k]:
+                    worst = max(worst, abs(x[k] - y[k]) / abs(x[k]))
+        print("  verdicts %s; largest per-rank difference %.2g %%" % ([x["verdict"] for x in rf], 100 * worst))
+        check(fl.get("gaps_lines", 0) >= 8, "%s %s: the report read %s gaps lines, want one a rank at least" %
+              (w, f, fl.get("gaps_lines")))
+        check(len(fl.get("windows", [])) > 0 and fl.get("window_ops", 0) < fl.get("summary_ops", 0) // 2,
+              "%s %s: the windows (%d, %d ops) are not a small part of the job's %d ops" %
+              (w, f, len(fl.get("windows", [])), fl.get("window_ops", 0), fl.get("summary_ops", 0)))
+
+
+def gaps_broken(line, how):
+    o = json.loads(line)
+    if how == "not-integer":
+        o["ring_gap"] = o["ring_gap"].replace(",", ",x", 1)
+    elif how == "65-values":
+        o["head_end"] = ",".join(["1"] * 65)
+    elif how == "fewer-values":
+        o["ring_end"] = ",".join(o["ring_end"].split(",")[:-1])
+    elif how == "ops-huge":
+        o["ops"] = 2**64 - 1
+    elif how == "ops-uncounted":  # more ops than the file's summary lines count
+        o["ops"] = 2**62
+    return json.dumps(o, separators=(",", ":"))
+
+
+def case_hostile(b):
+    with tempfile.TemporaryDirectory() as tmp:
+        zoo.run_mode(b, "dp", "compute:pct=20", 8, 1, "summary", keep=tmp)
+        d = os.path.join(tmp, "d")
+        victim = sorted(glob.glob(os.path.join(d, "*-r3-*.jsonl")))[0]
+        with open(victim) as fh:
+            orig = fh.read().splitlines()
+        gi = [i for i, l in enumerate(orig) if '"type":"gaps"' in l]
+        check(len(gi) == 1, "rank 3 wrote %d gaps lines, want 1" % len(gi))
+        ref = None
+        for how in ["intact", "not-integer", "65-values", "fewer-values", "ops-huge", "ops-uncounted", "earlier-more"]:
+            ls = list(orig)
+            if how == "earlier-more":  # a later line with fewer ops: the fuller one counts
+                o = json.loads(ls[gi[0]])
+                o.update(ops=o["ops"] - 3, ring_gap=",".join(o["ring_gap"].split(",")[:-3]))
+                ls.insert(gi[0] + 1, json.dumps(o, separators=(",", ":")))
+            elif how != "intact":
+                ls[gi[0]] = gaps_broken(ls[gi[0]], how)
+            with open(victim, "w") as fh:
+                fh.write("\n".join(ls) + "\n")
+            p = subprocess.run([os.path.join(b, "tools", "collscope"), "report", "--json", d], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=120)
+            if not check(p.returncode == 0, "%s: report rc %d: %s" % (how, p.returncode, p.stderr[-300:])):
+                continue
+            bal = json.loads(p.stdout).get("balance") or {}
+            ranks = [x["rank"] for x in bal.get("ranks", [])]
+            want = list(range(8)) if how in ("intact", "earlier-more") else [0, 1, 2, 4, 5, 6, 7]
+            print("%-13s balance ranks %s, step %s us" % (how, ranks, bal.get("step_us_now")))
+            check(ranks == want, "%s: the balance section's ranks %s, want %s" % (how, ranks, want))
+            if how == "intact":
+                ref = bal
+            elif how == "earlier-more" and ref:
+                check(bal.get("ranks") == ref.get("ranks"), "earlier-more: the figures differ from the intact run's")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("case", choices=["zoo", "balance", "hostile"])
+    ap.add_argument("--build", required=True)
+    a = ap.parse_args()
+    {"zoo": case_zoo, "balance": case_balance, "hostile": case_hostile}[a.case](os.path.abspath(a.build))
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
