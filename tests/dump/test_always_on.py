@@ -45,7 +45,7 @@ def run_job(cli, apps, tmp, name, mode, faults, steps, env_extra=None, kill_on_f
     shm = os.path.join(tmp, name, "shm")
     os.makedirs(shm, exist_ok=True)
     env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS=faults,
-               COLLSCOPE_RECORD=mode, **MODEL)
+               COLLSCOPE_RECORD=mode, COLLSCOPE_COMPRESS="off", **MODEL)  # the cases read *.jsonl
     env.update(env_extra or {})
     cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim"] + ([] if kill_on_fail else ["--no-kill-on-fail"])
     cmd += ["--", os.path.join(apps, "dp_train"), "--steps", str(steps), "--size", "256K"]
