@@ -21,6 +21,8 @@ int cmd_top(int argc, char **argv); /* tools/cmd_top.c */
 void cmd_top_help(FILE *out);
 int cmd_salvage(int argc, char **argv); /* tools/cmd_salvage.c */
 void cmd_salvage_help(FILE *out);
+int cmd_snapshot(int argc, char **argv); /* tools/cmd_snapshot.c */
+void cmd_snapshot_help(FILE *out);
 int cmd_topo(int argc, char **argv); /* tools/cmd_topo.c */
 void cmd_topo_help(FILE *out);
 int cmd_exporter(int argc, char **argv); /* tools/cmd_exporter.c */
