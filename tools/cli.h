@@ -131,4 +131,9 @@ void cli_run_opts_init(struct cli_run_opts *o);
  * nranks == 0: prepare the environment and execvp() argv; returns only on failure. */
 int cli_run_launch(const struct cli_run_opts *o);
 
+/* tools/cmd_demo.c: mkdir -p (0755); 0, or -1 with errno */
+int cli_mkdirs(const char *path);
+/* tools/demo_always_on.c: the demo's always-on step (the straggler job in summary mode) */
+void demo_always_on(struct cli_run_opts *o, const char *absdir, char *app, char *size_s);
+
 #endif

@@ -14,8 +14,12 @@ the simulator's modeled clock (COLLSCOPE_SIM_CLOCK=model, seed 1).
             owner, one whose header uid differs from its name's, and the rings of a second
             running job (COLLSCOPE_DIR=none): its header's request counter stays 0; `collscope
             snapshot` of that job says its 2 processes write no dump, of a job with no ring exits 1. The job is then stopped (SIGTERM) and ends with its footers.
+  demo:     `collscope demo`'s always-on step: the flight section lists a finding window of each of
+            the 8 ranks, the report read 2400 ops from 48 summary lines, the finding window's last op
+            shows rank 5's GPU time 3000 us (its lateness) under the others', and summary mode wrote at
+            least 20x fewer bytes than full mode.
 Prints the measured figures."""
-import argparse, glob, json, os, shutil, signal, subprocess, sys, tempfile, time
+import argparse, json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import hung_jobs  # noqa: E402  (tests/hung_jobs.py)
@@ -172,15 +176,38 @@ def case_snapshot(a, tmp):
           (flight.count(" snapshot "), flight[:1500]))
 
 
+def case_demo(a, tmp):
+    """`collscope demo`'s always-on step: the straggler job in summary mode, its windows"""
+    p = subprocess.run([a.cli, "demo", "--steps", "2", "--keep", os.path.join(tmp, "demo")], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=220)
+    check(p.returncode == 0, "demo: rc %d" % p.returncode)
+    sec = p.stdout.split("collscope demo: always-on")[-1] if "collscope demo: always-on" in p.stdout else ""
+    print("collscope demo: always-on" + sec)
+    check("# Flight recorder (COLLSCOPE_RECORD=summary): 8 windows," in sec, "the flight section's 8 windows")
+    wins = sorted(int(m.group(1)) for m in re.finditer(r"^    rank +(\d+)  finding +\d+ records before, up to 64 after",
+                                                      sec, re.M))
+    check(wins == list(range(8)), "the flight section lists finding windows of ranks %s, want 0-7" % wins)
+    check("# read 2400 ops from 48 summary lines (and 4800 CUDA memcpys)" in sec, "the flight section's summary count")
+    check("ops read from summaries (RECORD=summary): 2400 in 48 lines" in sec, "the report's summaries note")
+    det = {int(m.group(1)): float(m.group(2)) for m in
+           re.finditer(r"^    rank (\d)  AllReduce seq \d+ +([0-9.]+) us on the GPU$", sec, re.M)}
+    check(sorted(det) == list(range(8)) and all(abs(det[r] - det[5] - 3000.0) < 0.05 for r in det if r != 5),
+          "the window's detail: rank 5's GPU time 3000 us under every other rank's (its lateness), got %s" % det)
+    m = re.search(r"bytes written: summary mode (\d+) in 8 files \(\d+ per rank\), full mode (\d+) ", sec)
+    check(m and int(m.group(2)) >= 20 * int(m.group(1)), "summary mode's bytes not 20x under full mode's: %s" %
+          str(m.groups() if m else None))
+    check("collscope snapshot JOB" in sec, "the demo does not name collscope snapshot")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["compress", "snapshot"])
+    ap.add_argument("case", choices=["compress", "snapshot", "demo"])
     ap.add_argument("--cli", required=True)
     ap.add_argument("--apps", required=True)
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="cs-snapshot-")
     try:
-        {"compress": case_compress, "snapshot": case_snapshot}[a.case](a, tmp)
+        {"compress": case_compress, "snapshot": case_snapshot, "demo": case_demo}[a.case](a, tmp)
     finally:
         if not failures:
             shutil.rmtree(tmp, ignore_errors=True)
