@@ -13,7 +13,8 @@ the simulator's modeled clock (COLLSCOPE_SIM_CLOCK=model, seed 1).
             renamed to another job (its pid alive), one whose name carries another uid than its
             owner, one whose header uid differs from its name's, and the rings of a second
             running job (COLLSCOPE_DIR=none): its header's request counter stays 0; `collscope
-            snapshot` of that job says its 2 processes write no dump, of a job with no ring exits 1. The job is then stopped (SIGTERM) and ends with its footers.
+            snapshot` of that job says its 2 processes write no dump, of a third job in full mode
+            that its 2 processes flushed their dumps, of a job with no ring exits 1. The job is then stopped (SIGTERM) and ends with its footers.
   demo:     `collscope demo`'s always-on step: the flight section lists a finding window of each of
             the 8 ranks, the report read 2400 ops from 48 summary lines, the finding window's last op
             shows rank 5's GPU time 3000 us (its lateness) under the others', and summary mode wrote at
@@ -105,18 +106,23 @@ def case_snapshot(a, tmp):
     # a second job in the same ring directory, without dumps (COLLSCOPE_DIR=none)
     env_none = dict(env, COLLSCOPE_DIR="none", COLLSCOPE_JOB_ID="snapnone")
     q = subprocess.Popen(job_cmd(a.cli, a.apps, 2, 1000000), env=env_none, stdout=log, stderr=subprocess.STDOUT)
+    # a third one in full mode: asked to flush its dump
+    env_full = dict(env, COLLSCOPE_DIR=os.path.join(tmp, "full"), COLLSCOPE_JOB_ID="snapfull", COLLSCOPE_RECORD="full")
+    fj = subprocess.Popen(job_cmd(a.cli, a.apps, 2, 1000000), env=env_full, stdout=log, stderr=subprocess.STDOUT)
     try:
         # every rank past op 100: its flight ring is full when the window is asked
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and p.poll() is None and q.poll() is None:
+        while time.monotonic() < deadline and p.poll() is None and q.poll() is None and fj.poll() is None:
             top = hung_jobs.top_processes(a.cli, shm)
             procs = [x for x in top if x.get("job") == job]
             nodump = [x for x in top if x.get("job") == "snapnone"]
-            if len(procs) == 4 and len(nodump) == 2 and all((x.get("seq") or 0) >= 100 for x in procs + nodump):
+            full = [x for x in top if x.get("job") == "snapfull"]
+            if (len(procs) == 4 and len(nodump) == 2 and len(full) == 2 and
+                    all((x.get("seq") or 0) >= 100 for x in procs + nodump + full)):
                 break
             time.sleep(0.1)
-        if not check(p.poll() is None and q.poll() is None and len(procs) == 4 and len(nodump) == 2,
-                     "the jobs are not running with 4 and 2 rings: %s" % top):
+        if not check(p.poll() is None and q.poll() is None and fj.poll() is None and len(procs) == 4 and
+                     len(nodump) == 2 and len(full) == 2, "the jobs are not running with 4, 2 and 2 rings: %s" % top):
             return
         before_none = {f: open(os.path.join(shm, f), "rb").read()[:4096] for f in os.listdir(shm) if "snapnone" in f}
         src = os.path.join(shm, "collscope-%d-%s-r0.ring" % (uid, job))
@@ -151,16 +157,23 @@ def case_snapshot(a, tmp):
         check(n.returncode == 0 and n.stdout.count("nothing asked: the process writes no dump (COLLSCOPE_DIR=none)") == 2
               and "2 processes of job snapnone: 0 windows written, 0 dumps flushed, 2 without a dump" in n.stdout,
               "snapshot of the COLLSCOPE_DIR=none job does not say that its 2 processes write no dump")
+        n = subprocess.run([a.cli, "snapshot", "snapfull", "--shm-dir", shm, "--wait", "60"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        print(n.stdout)
+        check(n.returncode == 0 and n.stdout.count("flush asked (full recording: every op goes to the dump): dump "
+                                                   "flushed") == 2 and
+              "2 processes of job snapfull: 0 windows written, 2 dumps flushed," in n.stdout,
+              "snapshot of the full-mode job does not say that its 2 processes flushed their dumps")
         n = subprocess.run([a.cli, "snapshot", "nosuchjob", "--shm-dir", shm], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, timeout=60)
         check(n.returncode == 1, "snapshot of a job without rings: rc %d" % n.returncode)
         for path, data in decoys:
             os.unlink(path)
     finally:
-        for x in (p, q):
+        for x in (p, q, fj):
             if x.poll() is None:
                 x.send_signal(signal.SIGTERM)
-        for x in (p, q):
+        for x in (p, q, fj):
             x.wait(timeout=120)
     r = report(a.cli, out)
     wins = [w for w in r.get("flight", {}).get("windows", []) if w["reason"] == "snapshot"]
