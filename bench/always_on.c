@@ -5,6 +5,7 @@
  * the harvest thread makes, into a dump file under /tmp; WINDOWS flight-recorder windows a day
  * (failed ops spread over the day, each the ring's 4096 records and 1024 after). Prints the
  * file's bytes per day (with and without the windows' share) and the process's peak memory.
+ * The file is plain unless COLLSCOPE_COMPRESS=zstd is set.
  * Usage: bench_always_on [HOURS (24)] [WINDOWS (24)] */
 #include "shim/cs_internal.h"
 #include "stats/dump_writer.h"
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
   setenv("COLLSCOPE_DIR", dir, 1);
   setenv("COLLSCOPE_LOG", "quiet", 1);
   setenv("COLLSCOPE_RECORD", "summary", 1);
+  setenv("COLLSCOPE_COMPRESS", "off", 0); /* plain unless asked (summary mode's default is zstd) */
   setenv("RANK", "3", 1);
   cs_config_load();
   if (!cs_dump_open() || !cs_flight_init(cs_cfg.flight_ops, cs_cfg.flight_after, cs_cfg.summary_s)) return 1;

@@ -248,7 +248,6 @@ void cs_config_load(void) {
   if (!cs_cfg.timing || !cs_cfg.event_sample_mask) cs_cfg.event_sample_bytes = 0;
   cs_cfg.queue_cap = (size_t)env_long("COLLSCOPE_QUEUE", 1024, 1L << 24);
   cs_cfg.flush_ms = (unsigned)env_long("COLLSCOPE_FLUSH_MS", 10, 1000);
-  cs_cfg.compress = env_word("COLLSCOPE_COMPRESS", parse_compress, "zstd or off") == 1;
   cs_cfg.budget = env_bytes("COLLSCOPE_BUDGET", (uint64_t)64 << 10, (uint64_t)1 << 50);
   cs_cfg.libcuda = env("COLLSCOPE_LIBCUDA");
   cs_cfg.libnccl = env("COLLSCOPE_LIBNCCL");
@@ -256,6 +255,12 @@ void cs_config_load(void) {
   cs_cfg.keep_shm = env_bool("COLLSCOPE_KEEP_SHM");
   cs_cfg.hang_timeout_s = (unsigned)env_long("COLLSCOPE_HANG_TIMEOUT", 0, 1L << 20);
   cs_cfg.record_summary = env_word("COLLSCOPE_RECORD", parse_record, "full or summary") == 1;
+  /* COLLSCOPE_COMPRESS unset: zstd in summary mode (a recording of weeks), plain in full mode
+   * (a diagnostic run whose *.jsonl is read directly); a value that is set always wins */
+  const char *compress = env("COLLSCOPE_COMPRESS");
+  int z = compress ? parse_compress(compress) : -1;
+  if (compress && z < 0) bad_value("COLLSCOPE_COMPRESS", compress, "zstd or off");
+  cs_cfg.compress = z >= 0 ? z == 1 : cs_cfg.record_summary;
   cs_cfg.summary_s = (unsigned)env_long("COLLSCOPE_SUMMARY_S", 1, 86400);
   cs_cfg.flight_ops = (size_t)env_long("COLLSCOPE_FLIGHT_OPS", 1, 1L << 20);
   cs_cfg.flight_after = (size_t)env_long("COLLSCOPE_FLIGHT_AFTER", 0, 1L << 20);

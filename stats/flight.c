@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "dump_writer.h"
+#include "ring_writer.h"
 #include "summary.h"
 
 static struct cs_record *ring;
@@ -29,6 +30,7 @@ static int64_t last_op_mono; /* host time of the last record (0: none since the 
 static double tokens = WINDOW_BURST;
 static int64_t tokens_ns;
 static uint64_t suppressed;
+static uint64_t snap_answered; /* the stats ring's snap_asked last answered */
 
 const char *cs_flight_reason_name(int why) {
   switch (why) {
@@ -38,6 +40,7 @@ const char *cs_flight_reason_name(int why) {
   case CS_WIN_SIGNAL: return "signal";
   case CS_WIN_REQUEST: return "request";
   case CS_WIN_IDLE: return "idle";
+  case CS_WIN_SNAPSHOT: return "snapshot";
   default: return "unknown";
   }
 }
@@ -136,12 +139,34 @@ void cs_flight_atfork_child(void) {
   nops = written = after_left = nwindows = nwritten = suppressed = 0;
   last_op_mono = 0;
   atomic_store(&requested, 0);
+  snap_answered = 0; /* the child has no ring of its own (stats/ring_writer.c) */
   cs_summary_reset();
 }
 
 void cs_flight_request(enum cs_flight_reason why) { atomic_store_explicit(&requested, (int)why, memory_order_release); }
 
+/* `collscope snapshot` (include/collscope/ring.h "Requests"): one load of the ring's header
+ * a loop; a changed value is one request whatever it changed by */
+static void snapshot_poll(void) {
+  uint64_t asked = cs_ring_snap_asked();
+  if (asked == snap_answered) return;
+  snap_answered = asked;
+  uint32_t result = CS_RING_SNAP_NO_DUMP;
+  if (cs_cfg.dumps_off) {
+    /* COLLSCOPE_DIR=none: nowhere to write */
+  } else if (ring) {
+    uint64_t before = nwindows;
+    cs_flight_trigger(CS_WIN_SNAPSHOT, NULL);
+    result = nwindows > before ? CS_RING_SNAP_WINDOW : CS_RING_SNAP_SUPPRESSED;
+  } else {
+    result = CS_RING_SNAP_FLUSHED; /* the full recording: every op goes to the file */
+  }
+  cs_dump_flush(); /* on the file before the answer */
+  cs_ring_snap_answer(asked, result);
+}
+
 void cs_flight_tick(void) {
+  snapshot_poll();
   if (!ring) return;
   int why = atomic_exchange_explicit(&requested, 0, memory_order_acquire);
   if (why) cs_flight_trigger((enum cs_flight_reason)why, NULL);

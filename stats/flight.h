@@ -12,7 +12,8 @@ enum cs_flight_reason { CS_WIN_FAILED = 1,
                         CS_WIN_FINDING,
                         CS_WIN_SIGNAL,
                         CS_WIN_REQUEST,
-                        CS_WIN_IDLE };
+                        CS_WIN_IDLE,
+                        CS_WIN_SNAPSHOT };
 
 /* COLLSCOPE_RECORD=summary: the ring and the summaries (stats/summary.h); false (logged) when
  * they cannot be allocated: every op is then written whole, as in full mode */
@@ -25,7 +26,9 @@ void cs_flight_op(const struct cs_record *r);
 void cs_flight_trigger(enum cs_flight_reason why, const struct cs_record *r);
 /* from any thread (one atomic store): a window at the harvest thread's next loop */
 void cs_flight_request(enum cs_flight_reason why);
-/* the harvest thread's loop: requests, the trigger file <COLLSCOPE_DIR>/collscope-flight (a
+/* the harvest thread's loop: requests, `collscope snapshot`'s (the stats ring's snap_asked,
+ * include/collscope/ring.h "Requests": a window, or in full mode a flush, then the answer in
+ * the ring's header), the trigger file <COLLSCOPE_DIR>/collscope-flight (a
  * window each time its modification time changes; checked at most once a second), and a
  * process whose ops stopped: no op or memcpy finished for COLLSCOPE_HANG_TIMEOUT seconds of
  * the host's clock after some did (once until they flow again): its ring and summaries reach

@@ -357,9 +357,11 @@ bool cs_harvest_final_from_signal(unsigned timeout_ms) {
  * COLLSCOPE_DIR the ring still records the process (collscope top, exporter, salvage); with
  * neither the process runs in pass-through. Without a dump the online exchange is off: its
  * rendezvous file lives in COLLSCOPE_DIR (hooks/online_setup.c). */
+static bool dumping; /* a dump file is open (the ring's `record` says so to `collscope snapshot`) */
 static bool open_outputs(void) {
   bool dump = !cs_cfg.dumps_off && cs_dump_open();
   bool ring = cs_ring_open();
+  dumping = dump;
   if (dump) return true;
   if (!ring) { /* (an unusable directory: the dump writer said so) */
     if (cs_cfg.dumps_off) cs_log(CS_LOG_WARN, "COLLSCOPE_DIR=none and no stats ring: recording off, job runs untouched");
@@ -384,6 +386,8 @@ bool cs_harvest_start(void) {
   }
   if (!open_outputs()) return false;
   if (cs_cfg.record_summary && !cs_flight_on()) cs_flight_init(cs_cfg.flight_ops, cs_cfg.flight_after, cs_cfg.summary_s);
+  cs_ring_set_record(!dumping ? CS_RING_REC_NONE : cs_flight_on() ? CS_RING_REC_SUMMARY
+                                                                  : CS_RING_REC_FULL);
   atomic_store(&stop_req, 0);
   atomic_store(&final_state, FINAL_NONE);
   if (wake_fd[0] < 0 && (pipe2(wake_fd, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(done_fd, O_CLOEXEC | O_NONBLOCK) != 0)) {

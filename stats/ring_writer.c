@@ -214,6 +214,18 @@ void cs_ring_status(uint64_t pending, int64_t oldest_pending_ns, uint64_t drops)
   atomic_store_explicit(&W->heartbeat_ns, cs_now_ns(CLOCK_REALTIME), memory_order_release);
 }
 
+void cs_ring_set_record(uint32_t what) {
+  if (W) atomic_store_explicit(&W->record, what, memory_order_release);
+}
+
+uint64_t cs_ring_snap_asked(void) { return W ? atomic_load_explicit(&W->snap_asked, memory_order_acquire) : 0; }
+
+void cs_ring_snap_answer(uint64_t asked, uint32_t result) {
+  if (!W) return;
+  atomic_store_explicit(&W->snap_result, result, memory_order_relaxed);
+  atomic_store_explicit(&W->snap_seen, asked, memory_order_release);
+}
+
 void cs_ring_note_hang(void) {
   if (W) atomic_fetch_add_explicit(&W->hung, 1, memory_order_relaxed);
 }

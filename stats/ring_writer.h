@@ -23,6 +23,12 @@ void cs_ring_status(uint64_t pending, int64_t oldest_pending_ns, uint64_t drops)
 /* Unmap; at a clean exit also unlink unless COLLSCOPE_KEEP_SHM=1. */
 void cs_ring_close(bool clean_exit);
 void cs_ring_note_hang(void); /* count a hang report in the header */
+/* What the process writes (CS_RING_REC_*), once its outputs are open. */
+void cs_ring_set_record(uint32_t what);
+/* `collscope snapshot`'s requests (include/collscope/ring.h "Requests"): the header's
+ * snap_asked (0 without a ring), and the answer to the value ASKED (CS_RING_SNAP_*). */
+uint64_t cs_ring_snap_asked(void);
+void cs_ring_snap_answer(uint64_t asked, uint32_t result);
 void cs_ring_atfork_child(void);
 const char *cs_ring_path(void);
 

@@ -21,6 +21,8 @@ int cmd_top(int argc, char **argv); /* tools/cmd_top.c */
 void cmd_top_help(FILE *out);
 int cmd_salvage(int argc, char **argv); /* tools/cmd_salvage.c */
 void cmd_salvage_help(FILE *out);
+int cmd_snapshot(int argc, char **argv); /* tools/cmd_snapshot.c */
+void cmd_snapshot_help(FILE *out);
 int cmd_topo(int argc, char **argv); /* tools/cmd_topo.c */
 void cmd_topo_help(FILE *out);
 int cmd_exporter(int argc, char **argv); /* tools/cmd_exporter.c */
@@ -128,5 +130,10 @@ void cli_run_opts_init(struct cli_run_opts *o);
  * code, or 128+signal), or CLI_EXIT_USAGE / 1 for a launcher error (message printed).
  * nranks == 0: prepare the environment and execvp() argv; returns only on failure. */
 int cli_run_launch(const struct cli_run_opts *o);
+
+/* tools/cmd_demo.c: mkdir -p (0755); 0, or -1 with errno */
+int cli_mkdirs(const char *path);
+/* tools/demo_always_on.c: the demo's always-on step (the straggler job in summary mode) */
+void demo_always_on(struct cli_run_opts *o, const char *absdir, char *app, char *size_s);
 
 #endif

@@ -2,7 +2,8 @@
  * with 8 ranks on 2 simulated hosts, on the simulator, through cli_run_launch() (the
  * code of `collscope run`), then a summary and what the shim wrote; then the same job with
  * a straggler, with a corrupted collective, and on a mixed cluster with a power-capped GPU;
- * then the balance section's advice for a mixed cluster, applied. */
+ * then the balance section's advice for a mixed cluster, applied; last the straggler job in
+ * the always-on recording mode (tools/demo_always_on.c). */
 #include "cli.h"
 #include "collscope/detect.h"
 #include "collscope/topology.h"
@@ -33,7 +34,10 @@ static const char help_demo[] =
     "two simulated hosts simhost[1-2] on the CUDA/NCCL simulator, through the same code\n"
     "as `collscope run -n 8 --hosts simhost[1-2] --sim --tag-output`, then prints what\n"
     "it did (ranks, hosts, steps, sizes, pass/fail, wall time) and the dump files the\n"
-    "shim wrote. No GPU is needed.\n"
+    "shim wrote. Then the job with a straggler, with a flipped bit, on a mixed\n"
+    "cluster, the balance section's advice applied, a topology plan, the hosts\n"
+    "implicated, and the straggler job recorded always-on (COLLSCOPE_RECORD=summary:\n"
+    "its flight-recorder windows, its bytes against full mode). No GPU is needed.\n"
     "\n"
     "options:\n"
     "  --keep DIR     write the dump files into DIR (created if missing); default: a\n"
@@ -78,7 +82,7 @@ static void human_bytes(char *buf, size_t len, unsigned long long b) {
 }
 
 /* mkdir -p */
-static int mkdirs(const char *path) {
+int cli_mkdirs(const char *path) {
   char p[PATH_MAX];
   if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
     errno = ENAMETOOLONG;
@@ -168,7 +172,7 @@ static void demo_suspects(const char *absdir) {
 
 static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app, long steps, char *size_s) {
   char sdir[PATH_MAX], env_dir[PATH_MAX + 32], steps_s[32];
-  if (snprintf(sdir, sizeof sdir, "%s/straggler", absdir) >= (int)sizeof sdir || mkdirs(sdir) != 0) return;
+  if (snprintf(sdir, sizeof sdir, "%s/straggler", absdir) >= (int)sizeof sdir || cli_mkdirs(sdir) != 0) return;
   snprintf(env_dir, sizeof env_dir, "COLLSCOPE_DIR=%s", sdir);
   snprintf(steps_s, sizeof steps_s, "%ld", steps);
   char *env[] = {env_dir, "COLLSCOPE_SIM_FAULTS=slow:rank=5,us=3000", "COLLSCOPE_ONLINE_EVERY=16"};
@@ -217,7 +221,7 @@ static void demo_straggler(struct cli_run_opts *o, const char *absdir, char *app
  * with the causes its rank's health samples show (tools/report/report_health.c). */
 static void demo_health(struct cli_run_opts *o, const char *absdir, char *app) {
   char hdir[PATH_MAX], env_dir[PATH_MAX + 32];
-  if (snprintf(hdir, sizeof hdir, "%s/health", absdir) >= (int)sizeof hdir || mkdirs(hdir) != 0) return;
+  if (snprintf(hdir, sizeof hdir, "%s/health", absdir) >= (int)sizeof hdir || cli_mkdirs(hdir) != 0) return;
   snprintf(env_dir, sizeof env_dir, "COLLSCOPE_DIR=%s", hdir);
   char *env[] = {env_dir, "COLLSCOPE_SIM_FAULTS=link:a=*,b=*,us=300;throttle:rank=1,reason=power,pct=150",
                  "COLLSCOPE_SIM_GPU_MODEL=simhost[1-3]=NVIDIA H100 80GB HBM3;simhost4=NVIDIA A100-SXM4-80GB,speed=0.4",
@@ -280,7 +284,7 @@ static json_t *balance_job(const struct cli_run_opts *o, const char *dir, char *
   b.nenv = 6;
   b.argv = app_argv;
   b.tag_output = 0;
-  if (mkdirs(dir) != 0 || cli_run_launch(&b) != 0) return NULL;
+  if (cli_mkdirs(dir) != 0 || cli_run_launch(&b) != 0) return NULL;
   int st = 0;
   json_t *doc = cli_report_json(dir, NULL, NULL, 0, &st);
   json_t *bal = doc ? json_incref(json_object_get(doc, "balance")) : NULL;
@@ -345,7 +349,7 @@ static void demo_balance(const struct cli_run_opts *o, const char *absdir, char 
  * flipped rank's own result check fails, so the other ranks are not killed when it exits. */
 static void demo_sdc(struct cli_run_opts *o, const char *absdir, char *app, char *size_s) {
   char sdir[PATH_MAX], env_dir[PATH_MAX + 32];
-  if (snprintf(sdir, sizeof sdir, "%s/sdc", absdir) >= (int)sizeof sdir || mkdirs(sdir) != 0) return;
+  if (snprintf(sdir, sizeof sdir, "%s/sdc", absdir) >= (int)sizeof sdir || cli_mkdirs(sdir) != 0) return;
   snprintf(env_dir, sizeof env_dir, "COLLSCOPE_DIR=%s", sdir);
   char *env[] = {env_dir, "COLLSCOPE_SDC=all", "COLLSCOPE_SDC_MIN_BYTES=0",
                  "COLLSCOPE_SIM_FAULTS=flip:rank=6,seq=3,elem=1000,bit=27,at=out"};
@@ -462,7 +466,7 @@ static int demo_dir(const char *keep, char *absdir, size_t cap) {
     struct stat st;
     if (stat(dir, &st) == 0) snprintf(dir, sizeof dir, "%s/collscope-demo-%s-%d", base, stamp, (int)getpid());
   }
-  if (mkdirs(dir) != 0) {
+  if (cli_mkdirs(dir) != 0) {
     fprintf(stderr, "collscope demo: cannot create %s: %s\n", dir, strerror(errno));
     return 1;
   }
@@ -550,5 +554,6 @@ int cmd_demo(int argc, char **argv) {
   if (rc == 0) demo_balance(&o, absdir, app);
   if (rc == 0) demo_topology();
   if (rc == 0) demo_suspects(absdir);
+  if (rc == 0) demo_always_on(&o, absdir, app, size_s);
   return rc;
 }

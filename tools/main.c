@@ -28,6 +28,8 @@ static const struct cli_command {
     {"trace", cmd_trace, "Chrome/Perfetto trace from a dump directory", cmd_trace_help},
     {"top", cmd_top, "live view of the collscope processes on this host (stats rings in /dev/shm)", cmd_top_help},
     {"salvage", cmd_salvage, "dump files from the stats rings of killed processes", cmd_salvage_help},
+    {"snapshot", cmd_snapshot, "ask a job's live processes on this host to write a flight-recorder window now",
+     cmd_snapshot_help},
     {"exporter", cmd_exporter, "Prometheus exporter of this host's stats rings (/metrics on 127.0.0.1:9464)",
      cmd_exporter_help},
     {"topo", cmd_topo, "topology-aware host order (plan) and a topology file's tree (show)", cmd_topo_help},

@@ -231,7 +231,7 @@
  * and memcpy lines the ring held up to the trigger, then at most after_ops more as they
  * finish. reason: failed (an op's status), hang, finding (the online exchange's straggler or
  * SDC verdict), signal (a termination signal or abort), request (the trigger file), idle (no
- * record for COLLSCOPE_HANG_TIMEOUT); seq and
+ * record for COLLSCOPE_HANG_TIMEOUT), snapshot (`collscope snapshot`); seq and
  * comm: the trigger's op (-1 / null when none) */
 #define CS_DUMP_WINDOW_FIELDS(X) \
   X(reason, "reason", NAME, ALWAYS, REQ, QMARK) \

@@ -28,6 +28,15 @@
  *    behind head knows exactly how many records it lost: head - capacity - cursor.
  * Readers never write to the segment (they map it read-only) and never block the writer.
  *
+ * Requests (version 4): `collscope snapshot`, run by the ring's owner or root, is the one
+ * writer of snap_asked besides the zero the ring starts with: it adds 1 (an atomic add on a
+ * mapping of the header, after the reader's checks) to ask for a flight-recorder window. The
+ * harvest thread loads snap_asked on each loop; when it differs from the last value it
+ * answered, it writes one window (bounded as every requested window is, docs/always-on.md),
+ * flushes the dump, stores snap_result, then snap_seen = the value it answered (release). The
+ * value is only compared, never used as a count or a size, so whatever the file holds costs
+ * the process at most one bounded window per harvest loop. No signal is sent, no handler added.
+ *
  * Summary block (struct cs_ring_stats, filled by the same writer thread from the records it
  * publishes; stats/ring_stats.c): a reader that wants totals reads O(series), not every record.
  *  - comm_ids[c]: the communicator of series row c (first come, first served; 0 = free),
@@ -66,7 +75,7 @@
 #endif
 
 #define CS_RING_MAGIC 0x31474e4952534353ULL /* "SCSRING1" little-endian */
-#define CS_RING_VERSION 3
+#define CS_RING_VERSION 4
 #define CS_RING_INIT_MAGIC 0x494e4954u /* "INIT" */
 #define CS_RING_MAX_COMMS 64
 #define CS_RING_MAX_CAPACITY (1ull << 22) /* COLLSCOPE_RING's upper bound, rounded up */
@@ -134,8 +143,27 @@ struct cs_ring_hdr {
   _Atomic uint32_t gpu_ident;        /* 1 once gpu_uuid and gpu_bus_id are written (release) */
   char gpu_uuid[96];                 /* NVML's UUID ("GPU-..."), "" unknown */
   char gpu_bus_id[32];               /* PCI bus id (domain:bus:device.function), "" unknown */
-  uint64_t reserved[6];
+  _Atomic uint32_t record;           /* what the process writes (CS_RING_REC_*), stored (release) once known */
+  _Atomic uint32_t snap_result;      /* CS_RING_SNAP_* of the request snap_seen answers, stored before it */
+  _Atomic uint64_t snap_asked;       /* flight windows asked for: `collscope snapshot` adds 1 (see "Requests") */
+  _Atomic uint64_t snap_seen;        /* the last snap_asked the writer answered (release) */
+  uint64_t reserved[3];
 };
+
+/* What a process writes (the header's `record`): unknown while it starts, no dump (the ring
+ * only: COLLSCOPE_DIR=none or unusable), every op (COLLSCOPE_RECORD=full), or summaries and
+ * flight-recorder windows (COLLSCOPE_RECORD=summary, docs/always-on.md). */
+enum { CS_RING_REC_UNKNOWN = 0,
+       CS_RING_REC_NONE = 1,
+       CS_RING_REC_FULL = 2,
+       CS_RING_REC_SUMMARY = 3 };
+/* How the writer answered a request (the header's `snap_result`): a window written and
+ * flushed; none of its own (a window was open, or the bound on windows was reached); the
+ * dump flushed (the full recording holds every op); nothing to write (no dump). */
+enum { CS_RING_SNAP_WINDOW = 1,
+       CS_RING_SNAP_SUPPRESSED = 2,
+       CS_RING_SNAP_FLUSHED = 3,
+       CS_RING_SNAP_NO_DUMP = 4 };
 
 /* One (communicator row, op, size class): counters and a duration histogram. */
 struct cs_ring_series {

@@ -45,7 +45,7 @@ def run_job(cli, apps, tmp, name, mode, faults, steps, env_extra=None, kill_on_f
     shm = os.path.join(tmp, name, "shm")
     os.makedirs(shm, exist_ok=True)
     env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS=faults,
-               COLLSCOPE_RECORD=mode, **MODEL)
+               COLLSCOPE_RECORD=mode, COLLSCOPE_COMPRESS="off", **MODEL)  # the cases read *.jsonl
     env.update(env_extra or {})
     cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim"] + ([] if kill_on_fail else ["--no-kill-on-fail"])
     cmd += ["--", os.path.join(apps, "dp_train"), "--steps", str(steps), "--size", "256K"]
@@ -155,7 +155,8 @@ def run_hung(cli, apps, tmp, name, mode):
     out, shm = os.path.join(tmp, name, "dumps"), os.path.join(tmp, name, "shm")
     os.makedirs(shm, exist_ok=True)
     env = dict(os.environ, COLLSCOPE_DIR=out, COLLSCOPE_SHM_DIR=shm, COLLSCOPE_SIM_FAULTS="stall:rank=5,seq=30",
-               COLLSCOPE_HANG_TIMEOUT="2", COLLSCOPE_RECORD=mode)  # host clock: the hang timeout is the host's
+               COLLSCOPE_HANG_TIMEOUT="2", COLLSCOPE_RECORD=mode,  # host clock: the hang timeout is the host's
+               COLLSCOPE_COMPRESS="off")  # the case reads *.jsonl
     cmd = [cli, "run", "-n", "8", "--hosts", HOSTS, "--sim", "--no-kill-on-fail", "--", "timeout", "-s", "KILL", "120",
            os.path.join(apps, "dp_train"), "--steps", "200", "--size", "256K"]
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)

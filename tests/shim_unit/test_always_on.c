@@ -51,6 +51,7 @@ static void start(const char *after) {
   setenv("COLLSCOPE_DIR", dir, 1);
   setenv("COLLSCOPE_LOG", "quiet", 1);
   setenv("COLLSCOPE_RECORD", "summary", 1);
+  setenv("COLLSCOPE_COMPRESS", "off", 1); /* the lines are read back as plain text */
   setenv("COLLSCOPE_SUMMARY_S", "10", 1);
   setenv("COLLSCOPE_FLIGHT_OPS", "16", 1);
   setenv("COLLSCOPE_FLIGHT_AFTER", after, 1);
