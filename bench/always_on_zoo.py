@@ -55,7 +55,7 @@ def run_mode(b, w, fault, n, seed, mode, steps=None, ring=RING, after=AFTER, kee
         r = subprocess.run([cli, "report", out, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if r.returncode:
             sys.exit("report failed: %s" % r.stderr)
-        sizes = [os.path.getsize(f) for f in glob.glob(os.path.join(out, "*.jsonl"))]
+        sizes = [os.path.getsize(f) for f in glob.glob(os.path.join(out, "*.jsonl*"))]  # .jsonl.zst: summary mode's default
         return json.loads(r.stdout), sum(sizes) / max(len(sizes), 1)
     finally:
         if not keep:

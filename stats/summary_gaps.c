@@ -131,8 +131,13 @@ void cs_gaps_add(const struct cs_record *r) {
   }
   bool p2p = cs_op_table[r->op].cls == CS_CLASS_P2P;
   uint64_t s = op_sig(r, p2p), n = m->n;
-  for (uint64_t q = 1; q <= CS_GAPS_HELD && q <= n; q++)
+  /* only the periods still possible (bit q-1 set) are compared: after a few steps that is the
+   * step's period and its multiples, not all CS_GAPS_HELD */
+  for (uint64_t left = m->periodic; left; left &= left - 1) {
+    uint64_t q = (uint64_t)__builtin_ctzll(left) + 1;
+    if (q > n) break;
     if (m->sig[(n - q) % CS_GAPS_HELD] != s) m->periodic &= ~(1ull << (q - 1));
+  }
   m->sig[n % CS_GAPS_HELD] = s;
   m->reduce &= r->op == CS_OP_AllReduce || r->op == CS_OP_ReduceScatter;
   m->p2p &= p2p;

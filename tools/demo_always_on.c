@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <limits.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,8 +56,8 @@ static void print_flight(const char *dir) {
   while (fgets(line, sizeof line, f)) {
     if (!strncmp(line, "# Flight recorder", 17))
       in_flight = 1;
-    else if (in_flight && (line[0] == '\n' || (line[0] == '#' && strncmp(line, "# read ", 7) != 0)))
-      in_flight = 0;
+    else if (in_flight && (line[0] == '\n' || (line[0] == '#' && line[1] == ' ' && isupper((unsigned char)line[2]))))
+      in_flight = 0; /* a blank line or the next section's title ends it; its own lines go on in lower case */
     if (in_flight) printf("  %s", line);
   }
   rewind(f);

@@ -121,6 +121,7 @@ def gaps_broken(line, how):
 
 def case_hostile(b):
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["COLLSCOPE_COMPRESS"] = "off"  # plain lines to break (summary mode writes zstd by default)
         zoo.run_mode(b, "dp", "compute:pct=20", 8, 1, "summary", keep=tmp)
         d = os.path.join(tmp, "d")
         victim = sorted(glob.glob(os.path.join(d, "*-r3-*.jsonl")))[0]
