@@ -2,7 +2,7 @@
 """bench/detect_sim.py: straggler detection figures on the simulator (docs/detection.md).
 
   detect_sim.py sens  --build BUILD [--pct 5] [--runs 10] [--steps 40]
-      8 ranks of dp_train on 4 simulated hosts in the quiet shape of tests/stats
+      8 ranks of dp_train on 4 simulated hosts in the quiet shape of tests/analysis
       (link:a=*,b=*,us=300 wire latency, --compute-us 2000), rank 5 slowed by
       slow:rank=5,pct=P; prints first_flag_instance per run and its distribution.
   detect_sim.py clean --build BUILD [--instances 100000] [--shape mixed|quiet]

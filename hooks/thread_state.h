@@ -26,7 +26,7 @@ struct cs_tls {
  * glibc's static-TLS surplus (a few hundred bytes, shared with every library loaded
  * later): the segment's budget is 256 bytes. Keep every __thread in the library small
  * (larger per-thread state is allocated per thread and reached through a pointer, e.g.
- * hooks/sdc_check.c's group list). tests/shim_unit/test_dlopen_tls.c loads the library that way,
+ * hooks/sdc_check.c's group list). tests/stats/test_dlopen_tls.c loads the library that way,
  * calls it from a thread older than the dlopen and checks the budget. */
 #define CS_TLS_IE __attribute__((tls_model("initial-exec")))
 extern __thread struct cs_tls cs_tls CS_TLS_IE;

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 /* The file system calls the writer makes on its file: write(2) and ftruncate(2). A seam
- * for tests (tests/shim_unit/test_dump.c makes writes fail); nothing else sets it. */
+ * for tests (tests/stats/test_dump.c makes writes fail); nothing else sets it. */
 struct cs_dump_io {
   ssize_t (*write)(int fd, const void *buf, size_t n);
   int (*ftruncate)(int fd, off_t length);

@@ -1,4 +1,4 @@
-/* tests/shim_unit/test_dlopen_tls.c: libcollscope loaded the way NCCL loads a profiler or
+/* tests/stats/test_dlopen_tls.c: libcollscope loaded the way NCCL loads a profiler or
  * net plugin -- dlopen, no LD_PRELOAD -- while a thread that already existed before the
  * dlopen then makes the intercepted calls. The library's per-thread state uses the
  * initial-exec TLS model (hooks/thread_state.h), so glibc must place it in the static TLS

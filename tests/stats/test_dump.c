@@ -1,4 +1,4 @@
-/* tests/shim_unit/test_dump.c: the JSONL dump writer (stats/dump_writer.c): every record
+/* tests/stats/test_dump.c: the JSONL dump writer (stats/dump_writer.c): every record
  * type becomes one parseable line with the documented fields, strings are escaped,
  * times and bytes are exact, the header comes first, and the file is 0600. Write errors
  * (injected through cs_dump_io): the file keeps only whole lines, every record that could

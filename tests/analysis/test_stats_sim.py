@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/stats/test_stats_sim.py CASE --cli COLLSCOPE --apps DIR
+"""tests/analysis/test_stats_sim.py CASE --cli COLLSCOPE --apps DIR
 
 Straggler, link and hang detection end to end: 8 ranks of dp_train on 4 simulated hosts
 (collscope run --sim, the shim preloaded), faults from COLLSCOPE_SIM_FAULTS, then

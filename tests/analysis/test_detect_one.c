@@ -1,4 +1,4 @@
-/* tests/stats/test_detect_one.c: one detector. The same seeded collective instances (8 ranks,
+/* tests/analysis/test_detect_one.c: one detector. The same seeded collective instances (8 ranks,
  * one communicator) go to every caller of the straggler rules: the report's batch detector
  * (cs_detect over op records, its gaps from the op spans), the streaming detector that
  * `collscope top` and the exporter use (cs_det_stream over members, the gaps given), and

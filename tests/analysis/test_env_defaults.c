@@ -1,4 +1,4 @@
-/* tests/unit/test_env_defaults.c: the detectors' built-in defaults (analysis/detect.c,
+/* tests/analysis/test_env_defaults.c: the detectors' built-in defaults (analysis/detect.c,
  * analysis/links.c) are the ones the table of variables (include/collscope/env_vars.def) and
  * so `collscope help` and the docs give. The shim takes its defaults from the table itself;
  * the detectors keep theirs in code, so this test ties the two. */

@@ -1,4 +1,4 @@
-/* tests/shim_unit/test_harvest.c: the record path end to end inside one process, with
+/* tests/stats/test_harvest.c: the record path end to end inside one process, with
  * the null CUDA driver (bench/null): several threads issue timed ops, grouped ops and
  * memcpy-like transfers through hooks/timing.c while the harvest thread completes and
  * writes them. Checks that every record reaches the file exactly once, that grouped

@@ -1,4 +1,4 @@
-/* tests/stats/test_detect_kind.c: a straggler's kind in an expert-parallel step, with exact
+/* tests/analysis/test_detect_kind.c: a straggler's kind in an expert-parallel step, with exact
  * figures: per step one collective (the token counts' AlltoAll), then a dispatch and a combine
  * Send/Recv, each of which completes at its own rank's arrival. The experts' work (before the
  * combine) rotates: the hot expert computes 5,600 us, the others 700-1,300 us. A slowed GPU

@@ -1,4 +1,4 @@
-/* tests/stats/test_detect_stream.c: the streaming detector (cs_det_stream_*, the dump
+/* tests/analysis/test_detect_stream.c: the streaming detector (cs_det_stream_*, the dump
  * readers' form) against cs_detect() over the same records: two communicators fed
  * interleaved, one instance at a time, long enough that the stream drops old instances many
  * times over; a slow rank, a rank with an error, a pending (hung) op. Every result field

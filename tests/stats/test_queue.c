@@ -1,4 +1,4 @@
-/* tests/shim_unit/test_queue.c: the lock-free record queue (stats/queue.c): FIFO order,
+/* tests/stats/test_queue.c: the lock-free record queue (stats/queue.c): FIFO order,
  * full/empty edges, and several producers against one consumer with no loss and no
  * reordering per producer (run under ASan and TSan by scripts/test.sh). */
 #include <setjmp.h>

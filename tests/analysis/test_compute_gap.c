@@ -1,4 +1,4 @@
-/* tests/stats/test_compute_gap.c: the compute gap per (communicator, stream)
+/* tests/analysis/test_compute_gap.c: the compute gap per (communicator, stream)
  * (include/collscope/compute_gap.h): spans summed on a stream since the communicator's previous
  * op there, other streams apart, an untimed op breaking the sum, hostile times, full tables. */
 #include <setjmp.h>

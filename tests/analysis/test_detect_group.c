@@ -1,4 +1,4 @@
-/* tests/stats/test_detect_group.c: a group's members that share one GPU span are one detector
+/* tests/analysis/test_detect_group.c: a group's members that share one GPU span are one detector
  * instance (analysis/detect_group.c): the fold of spans, states and bytes, the all-to-all rule
  * (include/collscope/detect.h cs_det_a2a), and cs_detect's instances and stragglers. */
 #include <setjmp.h>

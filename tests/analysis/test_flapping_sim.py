@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/stats/test_flapping_sim.py CASE --cli COLLSCOPE --apps DIR
+"""tests/analysis/test_flapping_sim.py CASE --cli COLLSCOPE --apps DIR
 
 The cost rule (analysis/detect_cost.c) end to end on the modeled clock (COLLSCOPE_SIM_CLOCK=model,
 seed 1, every op timed): 8 ranks of dp_train (3 AllReduces and one synchronize per step) on 4

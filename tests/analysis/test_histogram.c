@@ -1,4 +1,4 @@
-/* tests/stats/test_histogram.c: the log-bucket histogram (analysis/histogram.c) against exact
+/* tests/analysis/test_histogram.c: the log-bucket histogram (analysis/histogram.c) against exact
  * nearest-rank percentiles of the same values: within CS_HIST_REL_ERR, exact count, min,
  * max and sum; merging halves gives the histogram of the whole; edges of the buckets and of
  * the range. */

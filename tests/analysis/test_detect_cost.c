@@ -1,4 +1,4 @@
-/* tests/stats/test_detect_cost.c: the cost rule (analysis/detect_cost.c) on a synthetic
+/* tests/analysis/test_detect_cost.c: the cost rule (analysis/detect_cost.c) on a synthetic
  * data-parallel job fed to the streaming detector: per step 3 collectives, each after 1.8 ms of
  * GPU compute (x (1 + j u), u uniform in [-1, 1), plus T x an exponential draw: the
  * simulator's jitter), 900, 300 and 100 us of transfer after the last rank arrives; one rank's

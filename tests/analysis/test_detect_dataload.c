@@ -1,4 +1,4 @@
-/* tests/stats/test_detect_dataload.c: load that follows the data is not a straggler
+/* tests/analysis/test_detect_dataload.c: load that follows the data is not a straggler
  * (analysis/detect_dataload.c), with exact figures on a synthetic clock. An expert-parallel
  * step of 64 ranks: the token counts' AlltoAll, then dispatch (a Send of the rank's 128 tokens,
  * a Recv of its expert's load), the expert's work (8 us a token), and combine (a Send of the

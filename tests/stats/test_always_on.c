@@ -1,4 +1,4 @@
-/* tests/shim_unit/test_always_on.c: COLLSCOPE_RECORD=summary's writer in process
+/* tests/stats/test_always_on.c: COLLSCOPE_RECORD=summary's writer in process
  * (stats/summary.c, stats/flight.c): records over three summary intervals become one summary
  * line per interval and key with exact counts, byte sums and duration sums, and a histogram
  * holding every timed op; a failed op opens a window (the ring's records, then the next

@@ -1,4 +1,4 @@
-/* tests/unit/test_hostlist.c: Slurm hostlist expansion and compression (cmocka). */
+/* tests/topology/test_hostlist.c: Slurm hostlist expansion and compression (cmocka). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/stats/test_stats_hostwait.py CASE --cli COLLSCOPE --apps DIR
+"""tests/analysis/test_stats_hostwait.py CASE --cli COLLSCOPE --apps DIR
 
 A job's own host sleeps and its P2P on the modeled clock (COLLSCOPE_SIM_CLOCK=model,
 docs/simulator.md), end to end through collscope's dumps: 8 ranks of tests/apps/hostsleep on 4

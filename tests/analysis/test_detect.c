@@ -1,4 +1,4 @@
-/* tests/stats/test_detect.c: analysis/detect.c on synthetic collective instances with a
+/* tests/analysis/test_detect.c: analysis/detect.c on synthetic collective instances with a
  * known physics: every rank arrives at the collective at its own time (noise, plus a delay
  * for a slow rank); the collective ends for everyone when the last one arrived plus the
  * work, so a rank's GPU duration = work + (last arrival - its arrival). */
