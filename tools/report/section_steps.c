@@ -29,21 +29,25 @@ struct report_steps_gather {
   struct cs_steps_op *buf;
   size_t cap;
   bool failed;
+  struct cs_pwait *pw; /* NULL: out of memory, no finding moved to a peer */
+  struct cs_pwait_op *pbuf;
 };
 
 struct report_steps_gather *report_steps_gather_new(void) {
   struct report_steps_gather *g = xcalloc(1, sizeof *g);
   g->s = cs_steps_new();
   g->failed = !g->s;
+  g->pw = cs_pwait_new();
   return g;
 }
 
 void report_steps_gather_instance(struct report_steps_gather *g, uint64_t comm, int64_t seq, const struct cs_walk_rec *m,
                                   size_t n) {
-  if (!g || g->failed || !n) return;
+  if (!g || !n) return;
   if (n > g->cap) {
     g->cap = 2 * n;
     g->buf = xrealloc(g->buf, g->cap * sizeof *g->buf);
+    g->pbuf = xrealloc(g->pbuf, g->cap * sizeof *g->pbuf);
   }
   for (size_t k = 0; k < n; k++)
     g->buf[k] = (struct cs_steps_op){.slot = m[k].file,
@@ -56,16 +60,36 @@ void report_steps_gather_instance(struct report_steps_gather *g, uint64_t comm, 
                                      .send = m[k].p2p && m[k].op == CS_OP_Send,
                                      .start_ns = m[k].start_ns,
                                      .end_ns = m[k].end_ns};
-  if (cs_steps_instance(g->s, comm, seq, g->buf, n) < 0) {
+  for (size_t k = 0; g->pw && k < n; k++)
+    g->pbuf[k] = (struct cs_pwait_op){.comm_rank = m[k].comm_rank,
+                                      .rank = m[k].rank,
+                                      .peer = g->buf[k].peer,
+                                      .p2p = g->buf[k].p2p,
+                                      .send = g->buf[k].send,
+                                      .timed = g->buf[k].timed,
+                                      .start_ns = m[k].start_ns,
+                                      .end_ns = m[k].end_ns};
+  if (g->pw && cs_pwait_instance(g->pw, comm, g->pbuf, n) < 0) {
+    fputs("collscope report: peer waits out of memory: no finding is moved to the peer it waited for\n", stderr);
+    cs_pwait_free(g->pw);
+    g->pw = NULL;
+  }
+  if (!g->failed && cs_steps_instance(g->s, comm, seq, g->buf, n) < 0) {
     fputs("collscope report: step breakdown out of memory: the steps section is empty\n", stderr);
     g->failed = true;
   }
 }
 
+struct cs_pwait *report_steps_pwait(struct report_steps_gather *g) {
+  return g ? g->pw : NULL;
+}
+
 void report_steps_gather_free(struct report_steps_gather *g) {
   if (!g) return;
   cs_steps_free(g->s);
+  cs_pwait_free(g->pw);
   free(g->buf);
+  free(g->pbuf);
   free(g);
 }
 
