@@ -178,6 +178,7 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   /* a link finding whose lateness is its wait for a flagged peer moves to that peer */
   cs_pwait_attribute(report_steps_pwait(agg->steps), dr);
   agg->peer_moved = cs_pwait_moved(report_steps_pwait(agg->steps), &agg->peer_explained);
+  agg->cost = report_steps_cost(agg->steps);
   agg->late_records = cs_walk_late(P->walk);
 
   agg_summaries(P, set);

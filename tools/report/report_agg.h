@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "collscope/detect.h"
+#include "collscope/finding_cost.h"
 #include "collscope/histogram.h"
 #include "collscope/peer_wait.h"
 #include "dump/dumpfile.h"
@@ -149,6 +150,7 @@ struct report_agg {
   size_t sched_explained;                  /* cross-stage stragglers the pipeline schedule explains (analysis/schedule.c) */
   size_t peer_explained;                   /* link stragglers a flagged peer's wait explains (analysis/peer_wait.c), */
   const struct cs_pwait_moved *peer_moved; /* each with the peer it moved to (owned by `steps`) */
+  const struct cs_cost *cost;              /* each finding's cost (finding_cost.h; owned by `steps`) */
   size_t max_held;                         /* the most op records held at once (the walker's queues) */
   /* COLLSCOPE_RECORD=summary (docs/always-on.md): ops read from summary lines, those lines,
    * flight-recorder windows and their op lines (walked, not counted again) */
