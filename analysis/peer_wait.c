@@ -228,16 +228,43 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* a rank's wait at every communicator (ns) */
+struct total {
+  int rank;
+  int64_t wait;
+};
+static int cmp_total(const void *a, const void *b) {
+  int x = ((const struct total *)a)->rank, y = ((const struct total *)b)->rank;
+  return x < y ? -1 : x > y;
+}
+/* the ranks' totals, sorted by rank, merged: *n of them; NULL out of memory */
+static struct total *totals(const struct cs_pwait *p, size_t *n) {
+  size_t k = 0, all = HASH_COUNT(p->mem);
+  struct total *t = malloc((all ? all : 1) * sizeof *t);
+  if (!t) return NULL;
+  for (const struct member *m = p->mem; m; m = m->hh.next) t[k++] = (struct total){m->rank, m->wait};
+  qsort(t, k, sizeof *t, cmp_total);
+  *n = 0;
+  for (size_t i = 0; i < k; i++)
+    if (*n && t[*n - 1].rank == t[i].rank)
+      t[*n - 1].wait += t[i].wait;
+    else
+      t[(*n)++] = t[i];
+  return t;
+}
+
 /* finding x's rank's wait elsewhere per instance of its communicator above the median of the
- * other members' (us); -1 unknown (or out of memory) */
-static double excess_wait(const struct cs_pwait *p, const struct cs_det_straggler *x) {
+ * other members' (us); -1 unknown (or out of memory). t: the ranks' totals (nt) */
+static double excess_wait(const struct cs_pwait *p, const struct cs_det_straggler *x, const struct total *t,
+                          size_t nt) {
   double own = -1, *v = NULL;
   size_t n = 0, cap = 0;
   for (const struct member *m = p->mem; m; m = m->hh.next) {
-    if (m->k.comm != x->comm) continue;
-    double w;
-    uint64_t inst;
-    if (!cs_pwait_member(p, x->comm, m->rank, true, &w, &inst) || !inst) continue;
+    if (m->k.comm != x->comm || !m->timed) continue;
+    struct total key = {m->rank, 0};
+    const struct total *r = bsearch(&key, t, nt, sizeof *t, cmp_total);
+    double w = r ? (double)(r->wait - m->wait) / 1e3 : 0;
+    uint64_t inst = m->timed;
     if (m->rank == x->rank) {
       own = w / (double)inst;
       continue;
@@ -276,8 +303,9 @@ size_t cs_pwait_attribute(struct cs_pwait *p, struct cs_det_result *r) {
   bool *grounded = calloc(n, sizeof *grounded);
   double *excess = malloc(n * sizeof *excess), *late = malloc(n * sizeof *late);
   struct cs_pwait_moved *mv = malloc(n * sizeof *mv);
-  size_t nr = 0, removed = 0;
-  if (!peer || !ranks || !grounded || !excess || !late || !mv) goto out;
+  size_t nr = 0, removed = 0, ntot = 0;
+  struct total *tot = totals(p, &ntot);
+  if (!peer || !ranks || !grounded || !excess || !late || !mv || !tot) goto out;
   /* per finding: the peer it defers to (-1: its own) */
   for (size_t i = 0; i < n; i++) {
     const struct cs_det_straggler *x = &r->stragglers[i];
@@ -286,7 +314,7 @@ size_t cs_pwait_attribute(struct cs_pwait *p, struct cs_det_result *r) {
     if (x->rank >= 0 && rank_index(ranks, nr, x->rank) < 0) ranks[nr++] = x->rank;
     if (x->kind != CS_DET_LINK || x->rank < 0) continue;
     late[i] = x->offset_us > x->lateness_us * x->share_last ? x->offset_us : x->lateness_us * x->share_last;
-    excess[i] = excess_wait(p, x);
+    excess[i] = excess_wait(p, x, tot, ntot);
     if (late[i] > 0 && excess[i] >= CS_PWAIT_SHARE * late[i]) peer[i] = top_peer_elsewhere(p, x->comm, x->rank);
     if (peer[i] == x->rank) peer[i] = -1;
   }
@@ -320,7 +348,7 @@ size_t cs_pwait_attribute(struct cs_pwait *p, struct cs_det_result *r) {
   p->nmoved = removed;
   mv = NULL;
 out:
-  free(peer), free(ranks), free(grounded), free(excess), free(late), free(mv);
+  free(peer), free(ranks), free(grounded), free(excess), free(late), free(mv), free(tot);
   return removed;
 }
 

@@ -14,13 +14,6 @@ struct ent {
   double gap_us;
 };
 
-static int cmp_proc_start(const void *pa, const void *pb) { /* per process, in its stream order */
-  const struct ent *a = pa, *b = pb;
-  if (a->o->rank != b->o->rank) return a->o->rank < b->o->rank ? -1 : 1;
-  if (a->o->start_ns != b->o->start_ns) return a->o->start_ns < b->o->start_ns ? -1 : 1;
-  return a->o->seq < b->o->seq ? -1 : a->o->seq > b->o->seq;
-}
-
 static int cmp_instance(const void *pa, const void *pb) {
   const struct ent *a = pa, *b = pb;
   if (a->o->comm != b->o->comm) return a->o->comm < b->o->comm ? -1 : 1;
@@ -28,9 +21,10 @@ static int cmp_instance(const void *pa, const void *pb) {
   return a->o->comm_rank < b->o->comm_rank ? -1 : a->o->comm_rank > b->o->comm_rank;
 }
 
-/* every op's compute gap, one tracker per process (the ranks' ops sorted by start) */
+/* every op's compute gap, one tracker per process, in its ring's order (the order the
+ * harvest thread finished them, as a dump's lines: an untimed op breaks the sum where it ran;
+ * ordered by start, an untimed op's missing start would move it) */
 static void gaps(struct ent *e, size_t n, struct cs_gap_tracker *t) {
-  qsort(e, n, sizeof *e, cmp_proc_start);
   for (size_t i = 0; i < n; i++) {
     if (!i || e[i].o->rank != e[i - 1].o->rank) cs_gap_reset(t);
     const struct cs_det_op *o = e[i].o;

@@ -13,7 +13,8 @@ struct ring_sched_counts {
   size_t explained_by_schedule, explained_by_peer_wait;
 };
 
-/* ops: every process's ops of one job, each process's in its ring's order (ring_det_op); det:
+/* ops: every process's ops of one job, each process's together and in its ring's order
+ * (ring_det_op); det:
  * cs_detect's result over them, changed in place. Returns 0, or -1 when out of memory (det
  * then as cs_detect left it). */
 int ring_sched_judge(const struct cs_det_op *ops, size_t n, struct cs_det_result *det, struct ring_sched_counts *c);
