@@ -43,9 +43,10 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
  * (tools/report/section_stragglers.c, section_hangs.c). */
 struct json_t;
 void cli_text_stragglers(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o);
-/* the same with a `cause` column: causes[i] for straggler i (NULL: no column) */
+/* the same with a `cost` and a `cause` column: costs[i] and causes[i] for straggler i (NULL: no
+ * such column) */
 void cli_text_stragglers_causes(const struct cs_det_result *det, const struct cs_det_params *p, FILE *o,
-                                const char *const *causes);
+                                const char *const *costs, const char *const *causes);
 void cli_text_hangs(const struct cs_det_result *det, FILE *o);
 /* a dump's dtype / redop name as the SDC comparison numbers it (tools/dump/dump_args.c): dtype -1
  * unknown; redop -1 none, 5 one without a sum rule (premulsum or a newer name) */

@@ -63,7 +63,10 @@
  *    when it is above zero) and pipeline_gain_steps; action (none, balance, fix,
  *    fix_then_balance, fix_loader) and advice. A cross-stage communicator is never the data-parallel one.
  *  - pipeline (docs/detection.md "Pipelines"; include/collscope/schedule.h): stages (0: no
- *    Send/Recv chain), microbatches, schedule (1f1b, all_forwards_first,
+ *    Send/Recv chain), explained_by_peer_wait and moved_to_peer[] {rank, comm, peer,
+ *    wait_excess_us, lateness_us} (link stragglers whose lateness is their wait for a flagged
+ *    peer, left out of stragglers: include/collscope/peer_wait.h; with or without stages),
+ *    microbatches, schedule (1f1b, all_forwards_first,
  *    1f1b_or_all_forwards_first, other, null), per_stage[] {stage, ranks[],
  *    forwards_before_first_backward}, comms {pipeline[], cross_stage[], stage[]},
  *    explained_by_schedule (stragglers at cross-stage communicators the stage order

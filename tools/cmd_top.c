@@ -29,6 +29,7 @@
 #include "collscope/ring.h"
 #include "collscope/schema.h"
 #include "dump/dumpfile.h"
+#include "ring/ring_sched.h"
 #include "ring/ring_view.h"
 
 struct proc {
@@ -224,6 +225,10 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
     }
   }
   if (cs_detect(ops, k, dp, CS_DET_HANG_SEEN, det) != 0) memset(det, 0, sizeof *det);
+  /* the pipeline schedule and the peers' waits, as the report applies them (ring_sched.h) */
+  struct ring_sched_counts sc;
+  if (ring_sched_judge(ops, k, det, &sc) < 0)
+    fputs("collscope top: pipeline schedule out of memory: stragglers not judged against it\n", stderr);
   for (size_t i = 0; i < n; i++) {
     struct proc *p = &v[i];
     for (size_t r = 0; r < det->nranks; r++) {

@@ -520,13 +520,14 @@ def case_model_hostdelay(cli, apps, tmp):
 # gap was per communicator, multicomm's rank 5 was `link` in 3 of its 4 communicators (gap 0,
 # the other streams' ops in between) and train3d's in its TP communicator.
 MULTICOMM_KIND = [(5, "compute", 2909.293, 2025.804, 14)] * 4
-TRAIN3D_KIND = [(0, "link", 8094.358, 8075.549, 14),  # stage 0 waits in its Recvs for rank 5's stage
-                (1, "link", 8073.8, 8068.195, 14),  # (a Recv ends when its Send's data lands): collateral
-                (4, "link", 2037.428, 2025.22, 37),
-                (4, "link", 8087.706, 8085.58, 14),  # its TP partner, late at DP: collateral
-                (5, "compute", 1505.631, 1013.013, 14),  # TP: one compute before each
-                (5, "compute", 3029.45, 2025.221, 37),
+TRAIN3D_KIND = [(5, "compute", 1505.631, 1013.013, 14),  # TP: one compute before each
+                (5, "compute", 3029.45, 2025.221, 37),  # PP: the grouped Send/Recv exchange
                 (5, "compute", 12067.437, 8052.394, 14)]  # DP: a step's computes summed
+# The healthy ranks the detector flags `link` there, each moved to the peer it waited for
+# (analysis/peer_wait.c): rank 1 waits in its Recvs for rank 5 (a Recv ends when its Send's
+# data lands) and is late at DP; rank 4 waits at TP for rank 5 and is late at DP and at its
+# exchange with rank 0; rank 0 waits in its Recvs for rank 4 and is late at DP. (rank, peer).
+TRAIN3D_MOVED = [(0, 4), (1, 5), (4, 5), (4, 5)]
 
 
 def kind_findings(cli, apps, tmp, app, faults, steps, size, args):
@@ -536,7 +537,10 @@ def kind_findings(cli, apps, tmp, app, faults, steps, size, args):
     r = report(cli, d)
     got = sorted((s["rank"], s["kind"], s["gap_us"], s["peer_gap_us"], s["first_flag_seq"]) for s in r["stragglers"])
     print("%s: %s" % (app, json.dumps(got)))
-    return got
+    moved = sorted((m["rank"], m["peer"]) for m in r["pipeline"]["moved_to_peer"])
+    assert r["pipeline"]["explained_by_peer_wait"] == len(moved), r["pipeline"]
+    print("%s moved to a peer: %s" % (app, moved))
+    return got, moved
 
 
 def same(got, want):
@@ -549,13 +553,13 @@ def same(got, want):
 
 
 def case_kind_multicomm(cli, apps, tmp):
-    got = kind_findings(cli, apps, tmp, "multicomm", "slow:rank=5,pct=20", 120, "256K",
-                        ("--comms", "4", "--compute-us", "2000"))
-    assert same(got, MULTICOMM_KIND), (got, MULTICOMM_KIND)
+    got, moved = kind_findings(cli, apps, tmp, "multicomm", "slow:rank=5,pct=20", 120, "256K",
+                               ("--comms", "4", "--compute-us", "2000"))
+    assert same(got, MULTICOMM_KIND) and moved == [], (got, MULTICOMM_KIND, moved)
     shutil.rmtree(os.path.join(tmp, "dumps"))
-    got = kind_findings(cli, apps, tmp, "train3d", "slow:rank=5,compute=50", 16, "64K",
-                        ("--tp", "2", "--pp", "2", "--microbatches", "4", "--compute-us", "1000"))
-    assert same(got, TRAIN3D_KIND), (got, TRAIN3D_KIND)
+    got, moved = kind_findings(cli, apps, tmp, "train3d", "slow:rank=5,compute=50", 16, "64K",
+                               ("--tp", "2", "--pp", "2", "--microbatches", "4", "--compute-us", "1000"))
+    assert same(got, TRAIN3D_KIND) and moved == TRAIN3D_MOVED, (got, TRAIN3D_KIND, moved)
 
 
 def case_slow20_sampled(cli, apps, tmp):

@@ -6,7 +6,10 @@ the exporter. Two seeded 8-rank dp_train jobs on the simulator's modeled clock (
 instances of one communicator), rank 5 slowed 20% (`slow:pct=20`):
   transient   from collective 30 until 120, then healthy: the report names rank 5, flagged at
               seqs 40-182 (exact: the detector's windows forget the slowdown 62 instances after
-              it ends), `cleared` in the text and `ongoing: false` in JSON; `top` shows rank 5
+              it ends), `cleared` in the text and `ongoing: false` in JSON, and what it cost:
+              the lateness its peers waited for it over seqs 41-182 (analysis/finding_cost.c),
+              in us and as a share of its op times' span there (JSON cost_us, cost_pct; the
+              text's cost column); `top` shows rank 5
               CLEARED (not STRAGGLER) within --cleared 60 s of its own op times, nothing with
               --cleared 0.5 (0.8 s of ops came after); the exporter's collscope_straggler is 0
   persistent  from collective 30 on: `ongoing` to the last instance; `top` STRAGGLER; the
@@ -18,6 +21,7 @@ MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_T
 LINK = "link:a=*,b=*,us=300"
 GRACE = "100000000"   # the rings' times are the modeled clock's (2026-01-01 on): keep them in view
 TRANSIENT_FLAGGED = (40, 182)
+TRANSIENT_COST = (69836.053, 7.038478)  # us, % (to 0.1 us and 1e-4 %: the clock calibration's rounding)
 
 
 def job(a, tmp, faults):
@@ -58,6 +62,9 @@ def main():
     assert (s["first_flag_seq"], s["last_flag_seq"]) == TRANSIENT_FLAGGED, s
     assert s["ongoing"] is False and s["comm_last_seq"] == 299, s
     assert re.search(r"\b%d-%d cleared\b" % TRANSIENT_FLAGGED, line), line
+    print("transient: cost %.3f us, %.6f %%" % (s["cost_us"], s["cost_pct"]))
+    assert abs(s["cost_us"] - TRANSIENT_COST[0]) <= 0.1 and abs(s["cost_pct"] - TRANSIENT_COST[1]) <= 1e-4, s
+    assert re.search(r"\bcleared +%.1f ms %.2f%%" % (TRANSIENT_COST[0] / 1e3, TRANSIENT_COST[1]), line), line
     flags = top()
     assert "CLEARED" in flags[5] and "STRAGGLER" not in flags[5], flags
     assert all("CLEARED" not in f and "STRAGGLER" not in f for r, f in flags.items() if r != 5), flags
@@ -70,6 +77,8 @@ def main():
     print("persistent: %s" % line.strip())
     assert s["ongoing"] is True and s["last_flag_seq"] == s["comm_last_seq"] == 299, s
     assert re.search(r"\b%d-299 ongoing\b" % s["first_flag_seq"], line), line
+    print("persistent: cost %.3f us, %.6f %%" % (s["cost_us"], s["cost_pct"]))
+    assert s["cost_us"] > TRANSIENT_COST[0] and s["cost_pct"] > TRANSIENT_COST[1], s  # slow to the end
     flags = top()
     assert "STRAGGLER" in flags[5] and "CLEARED" not in flags[5], flags
     assert {r: v for r, v in gauge.items() if v} == {5: 1.0}, gauge

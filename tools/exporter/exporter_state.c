@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "collscope/sdc.h"
+#include "ring/ring_sched.h"
 
 static const char *const size_name[EXP_SIZE_CLASSES] = {"0-64KiB", "64KiB-1MiB", "1MiB-16MiB", "16MiB-256MiB",
                                                         "256MiB+"};
@@ -533,10 +534,15 @@ static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n) {
   struct cs_det_op *ops = calloc(tot ? tot : 1, sizeof *ops);
   if (!ops) return;
   size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    for (size_t a = 0; a < v[i]->det_n; a++) ops[k++] = v[i]->det[a];
+  for (size_t i = 0; i < n; i++) /* oldest first (the window wraps): the schedule reads ring order */
+    for (size_t a = 0; a < v[i]->det_n; a++)
+      ops[k++] = v[i]->det[v[i]->det_n == EXP_DET_WINDOW ? (v[i]->det_next + a) % EXP_DET_WINDOW : a];
   struct cs_det_result det;
   if (cs_detect(ops, k, &s->dp, CS_DET_HANG_OFF, &det) == 0) {
+    /* the pipeline schedule and the peers' waits, as the report applies them (ring_sched.h) */
+    struct ring_sched_counts sc;
+    if (ring_sched_judge(ops, k, &det, &sc) < 0)
+      fputs("collscope exporter: pipeline schedule out of memory: stragglers not judged against it\n", stderr);
     for (size_t i = 0; i < n; i++) {
       struct exp_rank *r = v[i];
       for (size_t x = 0; x < det.nranks; x++) {

@@ -175,6 +175,10 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   /* pipelines (analysis/schedule.c): a straggler at a cross-stage communicator is judged
    * against its own stage's peers; the lateness the stage order explains is no finding */
   agg->sched_explained = cs_sched_judge(report_balance_schedule(agg->balance), dr);
+  /* a link finding whose lateness is its wait for a flagged peer moves to that peer */
+  cs_pwait_attribute(report_steps_pwait(agg->steps), dr);
+  agg->peer_moved = cs_pwait_moved(report_steps_pwait(agg->steps), &agg->peer_explained);
+  agg->cost = report_steps_cost(agg->steps);
   agg->late_records = cs_walk_late(P->walk);
 
   agg_summaries(P, set);

@@ -2,12 +2,15 @@
  * from the dumps (include/collscope/schedule.h): the stages and their ranks, microbatches per
  * step, the forwards each stage runs before its first backward (1F1B's warm-up), the
  * communicators by kind, and the stragglers of cross-stage communicators judged against
- * their stage's peers: those the stage order explains (counted) and the slow stages named.
- * Built after the balance section, whose step gives the microbatches. */
+ * their stage's peers: those the stage order explains (counted) and the slow stages named; and
+ * the link stragglers a flagged peer's wait explains (include/collscope/peer_wait.h), each
+ * named with the peer it moved to. Built after the balance section, whose step gives the
+ * microbatches. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "collscope/peer_wait.h"
 #include "collscope/schedule.h"
 #include "dump/dumpfile.h"
 #include "report.h"
@@ -19,6 +22,8 @@ struct steps_model {
   const struct cs_sched *sched;
   int stages, microbatches;
   size_t explained;
+  const struct cs_pwait_moved *moved; /* the findings moved to the peer they waited for */
+  size_t nmoved;
   int *stage_of_file; /* per file of the set: its rank's stage, -1 none */
 };
 static struct steps_model SM; /* one report per process: the section's model */
@@ -30,6 +35,8 @@ static void build_steps(struct report *r) {
   SM.stages = cs_sched_stages(SM.sched);
   SM.microbatches = report_balance_microbatches(r->agg->balance);
   SM.explained = r->agg->sched_explained;
+  SM.moved = r->agg->peer_moved;
+  SM.nmoved = r->agg->peer_explained;
   size_t nf = r->set ? r->set->nfiles : 0;
   SM.stage_of_file = xcalloc(nf ? nf : 1, sizeof *SM.stage_of_file);
   for (size_t i = 0; i < nf; i++) SM.stage_of_file[i] = cs_sched_stage(SM.sched, r->set->files[i].hdr.rank);
@@ -70,6 +77,19 @@ static json_t *comm_list(enum cs_sched_kind kind) {
 static json_t *json_steps(const struct report *r) {
   json_t *o = json_object();
   json_object_set_new(o, "stages", json_integer(SM.stages));
+  json_object_set_new(o, "explained_by_peer_wait", jcount(SM.nmoved));
+  json_t *mv = json_array();
+  char hx[17];
+  for (size_t i = 0; i < SM.nmoved; i++) {
+    json_t *e = json_object();
+    json_object_set_new(e, "rank", json_integer(SM.moved[i].rank));
+    json_object_set_new(e, "comm", json_string(cs_comm_hex(SM.moved[i].comm, hx)));
+    json_object_set_new(e, "peer", json_integer(SM.moved[i].peer));
+    json_object_set_new(e, "wait_excess_us", json_real(SM.moved[i].excess_us));
+    json_object_set_new(e, "lateness_us", json_real(SM.moved[i].late_us));
+    json_array_append_new(mv, e);
+  }
+  json_object_set_new(o, "moved_to_peer", mv);
   if (!SM.stages) return o;
   json_object_set_new(o, "microbatches", SM.microbatches > 0 ? json_integer(SM.microbatches) : json_null());
   const char *name = schedule_name();
@@ -114,6 +134,12 @@ static json_t *json_steps(const struct report *r) {
 }
 
 static void text_steps(const struct report *r, FILE *o) {
+  char hx[17];
+  if (SM.nmoved) fprintf(o, "\n# %zu straggler%s explained by a peer's wait (moved to the peer)\n", SM.nmoved, SM.nmoved == 1 ? "" : "s");
+  for (size_t i = 0; i < SM.nmoved; i++)
+    fprintf(o, "  rank %d at %s: late %.1f us, waiting for rank %d %.1f us an instance more than its peers\n",
+            SM.moved[i].rank, cs_comm_hex(SM.moved[i].comm, hx), SM.moved[i].late_us, SM.moved[i].peer,
+            SM.moved[i].excess_us);
   if (!SM.stages) return;
   const char *name = schedule_name();
   fprintf(o, "\n# Pipeline: %d stages", SM.stages);

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collscope/finding_cost.h"
+#include "collscope/peer_wait.h"
 #include "collscope/step_breakdown.h"
 #include "dump/instwalk.h"
 
@@ -17,6 +19,12 @@ struct report_steps_gather *report_steps_gather_new(void);
 void report_steps_gather_instance(struct report_steps_gather *g, uint64_t comm, int64_t seq, const struct cs_walk_rec *m,
                                   size_t n);
 void report_steps_gather_free(struct report_steps_gather *g);
+/* each rank's waits per peer gathered from the same instances (include/collscope/peer_wait.h);
+ * NULL when out of memory */
+struct cs_pwait *report_steps_pwait(struct report_steps_gather *g);
+/* each finding's cost gathered from the same instances (include/collscope/finding_cost.h); NULL
+ * when out of memory */
+const struct cs_cost *report_steps_cost(const struct report_steps_gather *g);
 
 /* the figures of a step, in this order: the step, then its four parts */
 enum { STEPS_STEP,

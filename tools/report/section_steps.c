@@ -29,21 +29,29 @@ struct report_steps_gather {
   struct cs_steps_op *buf;
   size_t cap;
   bool failed;
+  struct cs_pwait *pw; /* NULL: out of memory, no finding moved to a peer */
+  struct cs_pwait_op *pbuf;
+  struct cs_cost *cost; /* NULL: out of memory, findings without a cost */
+  struct cs_cost_op *cbuf;
 };
 
 struct report_steps_gather *report_steps_gather_new(void) {
   struct report_steps_gather *g = xcalloc(1, sizeof *g);
   g->s = cs_steps_new();
   g->failed = !g->s;
+  g->pw = cs_pwait_new();
+  g->cost = cs_cost_new();
   return g;
 }
 
 void report_steps_gather_instance(struct report_steps_gather *g, uint64_t comm, int64_t seq, const struct cs_walk_rec *m,
                                   size_t n) {
-  if (!g || g->failed || !n) return;
+  if (!g || !n) return;
   if (n > g->cap) {
     g->cap = 2 * n;
     g->buf = xrealloc(g->buf, g->cap * sizeof *g->buf);
+    g->pbuf = xrealloc(g->pbuf, g->cap * sizeof *g->pbuf);
+    g->cbuf = xrealloc(g->cbuf, g->cap * sizeof *g->cbuf);
   }
   for (size_t k = 0; k < n; k++)
     g->buf[k] = (struct cs_steps_op){.slot = m[k].file,
@@ -56,16 +64,46 @@ void report_steps_gather_instance(struct report_steps_gather *g, uint64_t comm, 
                                      .send = m[k].p2p && m[k].op == CS_OP_Send,
                                      .start_ns = m[k].start_ns,
                                      .end_ns = m[k].end_ns};
-  if (cs_steps_instance(g->s, comm, seq, g->buf, n) < 0) {
+  for (size_t k = 0; g->pw && k < n; k++)
+    g->pbuf[k] = (struct cs_pwait_op){.comm_rank = m[k].comm_rank,
+                                      .rank = m[k].rank,
+                                      .peer = g->buf[k].peer,
+                                      .p2p = g->buf[k].p2p,
+                                      .send = g->buf[k].send,
+                                      .timed = g->buf[k].timed,
+                                      .start_ns = m[k].start_ns,
+                                      .end_ns = m[k].end_ns};
+  for (size_t k = 0; g->cost && k < n; k++)
+    g->cbuf[k] = (struct cs_cost_op){m[k].comm_rank, g->buf[k].timed, m[k].p2p, m[k].start_ns, m[k].end_ns};
+  if (g->cost && cs_cost_instance(g->cost, comm, seq, g->cbuf, n) < 0) {
+    fputs("collscope report: finding costs out of memory: the stragglers have no cost\n", stderr);
+    cs_cost_free(g->cost);
+    g->cost = NULL;
+  }
+  if (g->pw && cs_pwait_instance(g->pw, comm, g->pbuf, n) < 0) {
+    fputs("collscope report: peer waits out of memory: no finding is moved to the peer it waited for\n", stderr);
+    cs_pwait_free(g->pw);
+    g->pw = NULL;
+  }
+  if (!g->failed && cs_steps_instance(g->s, comm, seq, g->buf, n) < 0) {
     fputs("collscope report: step breakdown out of memory: the steps section is empty\n", stderr);
     g->failed = true;
   }
 }
 
+struct cs_pwait *report_steps_pwait(struct report_steps_gather *g) {
+  return g ? g->pw : NULL;
+}
+const struct cs_cost *report_steps_cost(const struct report_steps_gather *g) { return g ? g->cost : NULL; }
+
 void report_steps_gather_free(struct report_steps_gather *g) {
   if (!g) return;
   cs_steps_free(g->s);
+  cs_pwait_free(g->pw);
+  cs_cost_free(g->cost);
   free(g->buf);
+  free(g->pbuf);
+  free(g->cbuf);
   free(g);
 }
 

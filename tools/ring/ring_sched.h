@@ -1,0 +1,22 @@
+/* tools/ring/ring_sched.h: the pipeline schedule and the peers' waits applied to the detector's
+ * result over the ops of rings (`top`, the exporter), as the report applies them
+ * (include/collscope/schedule.h, include/collscope/peer_wait.h; docs/detection.md
+ * "Pipelines"). A ring holds each process's last records only: the schedule is what those
+ * records show. */
+#ifndef COLLSCOPE_TOOLS_RING_SCHED_H
+#define COLLSCOPE_TOOLS_RING_SCHED_H
+#include <stddef.h>
+
+#include "collscope/detect.h"
+
+struct ring_sched_counts {
+  size_t explained_by_schedule, explained_by_peer_wait;
+};
+
+/* ops: every process's ops of one job, each process's together and in its ring's order
+ * (ring_det_op); det:
+ * cs_detect's result over them, changed in place. Returns 0, or -1 when out of memory (det
+ * then as cs_detect left it). */
+int ring_sched_judge(const struct cs_det_op *ops, size_t n, struct cs_det_result *det, struct ring_sched_counts *c);
+
+#endif
