@@ -110,7 +110,7 @@ static int caller_is_ours(const void *caller)
     return v < 0 ? 1 : v;
 }
 
-static int thread_is_ours(void)
+int sim_thread_is_collscope(void)
 {
     char name[16];
     return pthread_getname_np(pthread_self(), name, sizeof name) == 0 && !strncmp(name, "collscope", 9);
@@ -119,7 +119,7 @@ static int thread_is_ours(void)
 int simcuda_model_job_wait(const void *caller)
 {
     if (!simcuda_model_on() || sim_model_worker()) return 0;
-    return !caller_is_ours(caller) && !thread_is_ours();
+    return !caller_is_ours(caller) && !sim_thread_is_collscope();
 }
 
 int simcuda_model_delay(uint64_t ns, const void *caller)

@@ -59,8 +59,8 @@ static struct onset_fault {
     _Atomic uint64_t at;
     long long every; /* hostdelay: on a host thread's 1st, 1 + every-th, ... synchronize after onset (0: each) */
 } g_hostdelay[MODEL_MAX_FAULTS], g_compute[MODEL_MAX_FAULTS];
-/* per host thread and hostdelay fault: its synchronizes after onset so far (each thread its own
- * count: the shim's clock-anchor thread synchronizes on its own wall-clock schedule) */
+/* per host thread of the job and hostdelay fault: its synchronizes after onset so far (each
+ * thread its own count; collscope's threads are not counted: sim_model_after_sync) */
 static __thread long long tls_synced[MODEL_MAX_FAULTS];
 static int g_nhostdelay, g_ncompute;       /* hostdelay:us=N (amount us), slow:compute=P (amount %) */
 /* the rank's throttles (tests/sim/nvml/simhealth.c): active once collective `seq` completed
@@ -343,11 +343,15 @@ void simcuda_model_mono_advance_to(uint64_t t)
 uint64_t sim_model_host_now(void) { return tls_host_vt; }
 void sim_model_host_observe(uint64_t t) { if (tls_host_vt < t) tls_host_vt = t; }
 
-/* after a host thread's synchronize: the hostdelay fault (both clocks) */
+/* after a host thread's synchronize: the hostdelay fault (both clocks). It models the job's
+ * host (a data loader) late after its synchronize, so collscope's own threads (the clock
+ * anchor's synchronize every 2 s of wall time) neither take the delay nor count toward
+ * `every=`: else the anchor's modeled time, and every GPU time converted through it, would
+ * move by the delay at a wall-clock-dependent synchronize */
 void sim_model_after_sync(void)
 {
     pthread_once(&params_once, params_read);
-    if (!g_nhostdelay || tls_worker) return;
+    if (!g_nhostdelay || tls_worker || sim_thread_is_collscope()) return;
     unsigned us = (unsigned)onset_sum_at(g_hostdelay, g_nhostdelay, sim_cur_dev(), 1);
     if (!us) return;
     if (simcuda_model_on()) { tls_host_vt += (uint64_t)us * 1000u; return; }

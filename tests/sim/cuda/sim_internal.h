@@ -166,6 +166,9 @@ struct sim_alloc {
 SIM_HIDDEN uint64_t sim_model_host_now(void);
 SIM_HIDDEN void sim_model_host_observe(uint64_t t);   /* the host saw work done at t */
 SIM_HIDDEN void sim_model_after_sync(void);           /* hostdelay fault, after a host's sync */
+/* hostwait.c: the calling thread is one of collscope's (named "collscope*": stats/core.c
+ * cs_thread_start), whose synchronizes are not the job's host's */
+SIM_HIDDEN int sim_thread_is_collscope(void);
 SIM_HIDDEN void sim_model_note_seq(long long seq);    /* comm 0's collective seq done on this worker */
 SIM_HIDDEN void sim_model_worker_enter(struct CUstream_st *s);
 SIM_HIDDEN void sim_model_app_fn(int on);
