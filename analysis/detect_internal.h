@@ -110,7 +110,7 @@ struct cstate {
 struct dl_point {
   double x, y; /* bytes, arrival offset */
 };
-double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_member *o);
+double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_op *o);
 double cs_det_dataload(struct cstate *C, size_t e0, size_t n);
 /* the fit itself over plain arrays, for any caller: n members' bytes and arrival offsets
  * (rewritten to residuals when it applies); v: n points, sl: max(n, CS_DET_DL_PAIRS) doubles */
@@ -205,7 +205,7 @@ void cs_det_cost_free(struct cstate *C);
 /* one communicator's window (detect_window.c) and its final analysis (detect_finish.c) */
 void cs_det_cstate_free(struct cstate *C);
 int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *p);
-int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
+int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_op *m,
                        size_t n);
 bool cs_det_link_bound(struct cstate *C, const struct cs_det_params *p, size_t lo, size_t hi, double *small,
                        double *rel);

@@ -129,7 +129,7 @@ struct arrivals {
 };
 
 /* member o's identity, and the seqs it finished and entered (seq < 0: identity only) */
-static void note_member(struct cstate *C, int64_t seq, const struct cs_det_member *o) {
+static void note_member(struct cstate *C, int64_t seq, const struct cs_det_op *o) {
   if (o->comm_rank < 0 || o->comm_rank >= C->csize) return;
   struct member *mm = &C->mem[o->comm_rank];
   if (mm->rank < 0) mm->rank = o->rank;
@@ -154,7 +154,7 @@ static void note_member(struct cstate *C, int64_t seq, const struct cs_det_membe
  * collective: in an expert-parallel step the dispatch and combine). A Send/Recv member adds
  * its own gap to its rank's sum and gets -1; a collective member gets its gap plus the sum
  * (-1 when either is unknown), and the sum starts over. */
-static double collective_gap(struct cstate *C, const struct cs_det_member *o) {
+static double collective_gap(struct cstate *C, const struct cs_det_op *o) {
   if (o->comm_rank < 0 || o->comm_rank >= C->csize) return -1;
   struct rstate *R = &C->rs[o->comm_rank];
   if (o->p2p) {
@@ -169,13 +169,13 @@ static double collective_gap(struct cstate *C, const struct cs_det_member *o) {
 
 /* the members of one instance: their identities, and one entry per rank with a timed
  * collective (its duration in dur_us and C->durs) appended to ents[]. 0, or -1 out of memory */
-static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_member *m, size_t n, struct arrivals *A) {
+static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_op *m, size_t n, struct arrivals *A) {
   int csize = C->csize;
   memset(A, 0, sizeof *A);
   A->last_rank = -1;
   A->last_gap_us = -1;
   for (size_t k = 0; k < n; k++) {
-    const struct cs_det_member *o = &m[k];
+    const struct cs_det_op *o = &m[k];
     note_member(C, seq, o);
     double gap = seq >= 0 ? collective_gap(C, o) : -1;
     double xb = seq >= 0 ? cs_det_p2p_bytes(C, o) : 0;
@@ -443,7 +443,7 @@ static int flags_pass(struct cstate *C, const struct cs_det_params *p, struct wi
 
 /* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
  * the members' identities. 0, or -1 out of memory. */
-int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
+int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_op *m,
                        size_t n) {
   struct arrivals A;
   if (add_arrivals(C, seq, m, n, &A) < 0) return -1;

@@ -9,7 +9,7 @@ op line's parse (fast_op, dump_parse_op, only while that line is parsed), agg_on
 report's tables), cs_walk_push / cs_walk_advance (the walk, and the instance it hands on),
 cs_det_stream_instance (the detector); the SDC comparison, views, balance and steps that also
 take the instance are left out. Consecutive stops in one file are one visit; a visit to a file
-already left is a return. The walk to the detector's door (the entry of cs_det_stream_instance)
+already left is a return (a call into it: coming back from a call is not counted). The walk to the detector's door (the entry of cs_det_stream_instance)
 must visit at most MAX_ROOMS files. Skipped (77) without the debugger."""
 import argparse
 import os
@@ -26,7 +26,9 @@ DOOR = "cs_det_stream_instance"
 
 
 def walk(hits, to_door):
-    """the rooms of the record's walk, in order (one entry per visit)"""
+    """the rooms of the record's walk, in order (one entry per visit): at each of the record's
+    stops, the files of the frames that were not on its previous stop's stack (inlined
+    functions are frames too), outermost first, from the outermost carrying function down"""
     names = [set(f[0] for f in h) for h in hits]
     first = max(i for i, n in enumerate(names) if "agg_on_op" in n)
     last = first
@@ -34,17 +36,24 @@ def walk(hits, to_door):
         first -= 1
     while last + 1 < len(hits) and START & names[last + 1]:
         last += 1
-    rooms = []
+    rooms, prev = [], []
     for i in range(first, len(hits)):
-        h, n = hits[i], names[i]
+        n = names[i]
         carry = CARRY if i <= last else CARRY - START  # a later line's parse is not this record's
         if not carry & n or SIDE & n:
             continue
+        stack = list(reversed(hits[i]))  # outermost first
+        root = min(k for k, f in enumerate(stack) if f[0] in carry)
+        stack = stack[root:]
         if to_door and DOOR in n:
-            if h[0][0] != DOOR:
-                continue  # inside the detector
-        if not rooms or rooms[-1] != h[0][1]:
-            rooms.append(h[0][1])
+            stack = stack[:[f[0] for f in stack].index(DOOR) + 1]  # not inside the detector
+        c = 0
+        while c < len(prev) and c < len(stack) and prev[c] == stack[c]:
+            c += 1
+        for f in stack[c:]:
+            if not rooms or rooms[-1] != f[1]:
+                rooms.append(f[1])
+        prev = stack
     return rooms
 
 
