@@ -68,39 +68,38 @@ void agg_row_size(struct agg_row *r, uint64_t v, size_t n) {
 }
 
 struct cs_walk_rec report_agg_walk_rec(const struct cs_dumpfile *f, const struct cs_op_rec *o, uint32_t file) {
-  struct cs_walk_rec w = {.op = o->op,
-                          .root = o->root,
-                          .status = o->status,
-                          .rec_rank = o->rank,
-                          .file = file,
-                          .op_name = o->op_name,
-                          .dtype = o->dtype,
-                          .redop = o->redop,
-                          .count = o->count,
-                          .sdc_checked = o->sdc_checked,
-                          .sdc_fp = o->sdc_fp,
-                          .sdc_in_sum = o->sdc_in_sum,
-                          .sdc_in_abs = o->sdc_in_abs,
-                          .sdc_out_sum = o->sdc_out_sum};
-  w.det = (struct cs_det_op){.comm = o->comm,
-                             .seq = o->seq,
-                             .comm_size = o->comm_size,
-                             .comm_rank = o->comm_rank,
-                             .rank = o->rank >= 0 ? o->rank : f->hdr.rank,
-                             .host = f->hdr.host,
-                             .start_ns = o->start_ns,
-                             .end_ns = o->end_ns,
-                             .enqueue_ns = o->enqueue_ns,
-                             .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P,
-                             .bytes = o->bytes,
-                             .stream = o->stream,
-                             .group = (uint64_t)o->group,
-                             /* a count past 2^32 - 1 is held there: still a group that shares
-                              * a span */
-                             .group_ops = o->group_ops > UINT32_MAX ? UINT32_MAX : (uint32_t)o->group_ops,
-                             .peer = o->peer,
-                             .recv = o->op == CS_OP_Recv};
-  return w;
+  return (struct cs_walk_rec){
+      .det = {.comm = o->comm,
+              .seq = o->seq,
+              .comm_size = o->comm_size,
+              .comm_rank = o->comm_rank,
+              .rank = o->rank >= 0 ? o->rank : f->hdr.rank,
+              .host = f->hdr.host,
+              .start_ns = o->start_ns,
+              .end_ns = o->end_ns,
+              .enqueue_ns = o->enqueue_ns,
+              .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P,
+              .bytes = o->bytes,
+              .stream = o->stream,
+              .group = (uint64_t)o->group,
+              /* a count past 2^32 - 1 is held there: still a group that shares a span */
+              .group_ops = o->group_ops > UINT32_MAX ? UINT32_MAX : (uint32_t)o->group_ops,
+              .peer = o->peer,
+              .recv = o->op == CS_OP_Recv},
+      .op = o->op,
+      .root = o->root,
+      .status = o->status,
+      .rec_rank = o->rank,
+      .file = file,
+      .op_name = o->op_name,
+      .dtype = o->dtype,
+      .redop = o->redop,
+      .count = o->count,
+      .sdc_checked = o->sdc_checked,
+      .sdc_fp = o->sdc_fp,
+      .sdc_in_sum = o->sdc_in_sum,
+      .sdc_in_abs = o->sdc_in_abs,
+      .sdc_out_sum = o->sdc_out_sum};
 }
 
 /* the op's timing source in the worker's counts */
