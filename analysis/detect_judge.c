@@ -107,6 +107,14 @@ static bool few_members(const struct cs_det_pt *pt, size_t w) {
   return 2 * k > w;
 }
 
+/* the rank's least known compute gap over pt[0..w), -1 none */
+static double min_gap(const struct cs_det_pt *pt, size_t w) {
+  double m = -1;
+  for (size_t j = 0; j < w; j++)
+    if (pt[j].gap >= 0 && (m < 0 || pt[j].gap < m)) m = pt[j].gap;
+  return m;
+}
+
 /* the rank's gap for the floor's gap bound: only where it exceeds its peers' by at least the
  * bound itself (its own GPU or host is the busier one: a slow link or a peer's schedule makes a
  * rank late with a gap like its peers'), else -1 (the duration's share alone) */
@@ -211,16 +219,12 @@ double cs_det_rank_threshold(const struct cs_det_params *p, const struct cs_det_
   /* its gap excess over its peers' accounts for its lateness (at least half its median offset,
    * the kind rule's test) though its gap is not CS_DET_GAP_FLOOR above theirs: the stream's
    * idle time that every rank shares (the host waiting for the job's other streams) swells the
-   * gap, not the work. The duration's and the gap's shares bound lateness from outside the
-   * rank's own work (a link, a schedule, the collective's own spread); its own stream excludes
-   * them, so the floor is the window's measured noise alone (known: CS_DET_NOISE_MIN members) */
-  if (bg < 0 && noise >= 0 && gap >= 0 && pgap >= 0) {
+   * gap, not the work. That idle time comes and goes from instance to instance (its own stream is
+   * now and then the host's last), while its work is in every gap: the gap bound is taken on its
+   * least gap over the window */
+  if (bg < 0 && gap >= 0 && pgap >= 0) {
     double off = cs_det_rank_offset(pt, w, scratch);
-    if (off > 0 && gap - pgap >= 0.5 * off) {
-      double t = cs_det_threshold(p, 0, -1, noise);
-      if (base) *base = t;
-      return t;
-    }
+    if (off > 0 && gap - pgap >= 0.5 * off) bg = min_gap(pt, w);
   }
   if (base) *base = cs_det_threshold(p, med, bg, -1);
   return cs_det_threshold(p, med, bg, noise);
