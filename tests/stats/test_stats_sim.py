@@ -522,10 +522,11 @@ def case_model_hostdelay(cli, apps, tmp):
 MULTICOMM_KIND = [(5, "compute", 2909.293, 2025.804, 14)] * 4
 TRAIN3D_KIND = [(0, "link", 8094.358, 8075.549, 14),  # stage 0 waits in its Recvs for rank 5's stage
                 (1, "link", 8073.8, 8068.195, 14),  # (a Recv ends when its Send's data lands): collateral
-                (4, "link", 2037.428, 2025.22, 37),
+                # the DP pair (2 members): 69, not 37, its sign test a binomial tail within offset_z
+                (4, "link", 2037.428, 2025.22, 69),
                 (4, "link", 8087.706, 8085.58, 14),  # its TP partner, late at DP: collateral
                 (5, "compute", 1505.631, 1013.013, 14),  # TP: one compute before each
-                (5, "compute", 3029.45, 2025.221, 37),
+                (5, "compute", 3029.442, 2025.221, 69),
                 (5, "compute", 12067.437, 8052.394, 14)]  # DP: a step's computes summed
 
 
