@@ -133,7 +133,7 @@ static int detect_run(const struct cs_det_op *ops, size_t n, const struct cs_det
   size_t *idx = malloc((n ? n : 1) * sizeof *idx);
   size_t *uidx = malloc((n ? n : 1) * sizeof *uidx);
   double *gap = malloc((n ? n : 1) * sizeof *gap);
-  struct cs_det_member *mb = NULL;
+  struct cs_det_op *mb = NULL;
   size_t capmb = 0, capS = 0, capH = 0, capR = 0;
   struct cstate C = {0};
   if (!idx || !uidx || !gap) goto oom;
@@ -190,7 +190,8 @@ static int detect_run(const struct cs_det_op *ops, size_t n, const struct cs_det
       for (size_t j = s0; j < s1; j++, k++) {
         GROW(mb, k, capmb);
         const struct cs_det_op *o = &ops[idx[j]];
-        mb[k] = (struct cs_det_member){.comm_rank = o->comm_rank, .comm_size = o->comm_size, .rank = o->rank, .host = o->host, .start_ns = o->start_ns, .end_ns = o->end_ns, .enqueue_ns = o->enqueue_ns, .state = o->state, .p2p = o->p2p, .bytes = o->bytes, .gap_us = gap[idx[j]], .last_seq = o->last_seq};
+        mb[k] = *o; /* the same type: the stream's input, with the gap computed here */
+        mb[k].gap_us = gap[idx[j]];
       }
       if (cs_det_cstate_feed(&C, &p, seq, mb, k)) goto oom;
       s0 = s1;
@@ -263,7 +264,7 @@ static struct cstate *stream_comm(struct cs_det_stream *s, uint64_t comm) {
   return C;
 }
 
-int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, const struct cs_det_member *m,
+int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, const struct cs_det_op *m,
                            size_t n) {
   if (s->oom) return -1;
   struct cstate *C = stream_comm(s, comm);

@@ -14,7 +14,7 @@
 
 /* The P2P bytes before a collective: a Send/Recv member adds its bytes to its rank's sum and
  * gets -1; a collective member gets the sum, which starts over. */
-double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_member *o) {
+double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_op *o) {
   if (o->comm_rank < 0 || o->comm_rank >= C->csize) return 0;
   struct rstate *R = &C->rs[o->comm_rank];
   if (o->p2p) {

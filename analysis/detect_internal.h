@@ -13,7 +13,8 @@
 #include <uthash.h>
 
 struct inst {
-  int last; /* comm_rank that arrived last, -1 when several tie */
+  int last;   /* comm_rank that arrived last, -1 when several tie */
+  bool fresh; /* last >= 0 and not the previous instance's last rank (the share-last rule's draw) */
   double lateness, med, gap_last, gap_peers;
   double noise; /* robust sigma of its members' arrival offsets (1.4826 x median |offset|) */
   int64_t seq;
@@ -81,7 +82,9 @@ struct cstate {
   int csize;
   bool invalid; /* comm size out of range: the comm is ignored */
   struct member *mem;
-  size_t *cnt;
+  size_t *cnt;   /* per rank: the window's instances it arrived last in */
+  size_t *fcnt;  /* ... of them, fresh draws (struct inst) */
+  size_t nfresh; /* the window's fresh draws */
   struct rstate *rs;
   int64_t *done_max, *entered_max;
   double *durs, *gaps, *scratch;
@@ -110,7 +113,7 @@ struct cstate {
 struct dl_point {
   double x, y; /* bytes, arrival offset */
 };
-double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_member *o);
+double cs_det_p2p_bytes(struct cstate *C, const struct cs_det_op *o);
 double cs_det_dataload(struct cstate *C, size_t e0, size_t n);
 /* the fit itself over plain arrays, for any caller: n members' bytes and arrival offsets
  * (rewritten to residuals when it applies); v: n points, sl: max(n, CS_DET_DL_PAIRS) doubles */
@@ -133,7 +136,8 @@ struct cs_det_pt { /* one instance of the window as one rank saw it */
   double off;      /* its arrival offset (where in) */
   double gap;      /* its compute gap, -1 unknown */
   double pgap;     /* its peers' median compute gap, -1 unknown (where it arrived last, or all) */
-  double noise;    /* the instance's robust sigma of its members' offsets, -1 unknown */
+  double noise;    /* the instance's robust sigma of its members' offsets, -1 unknown,
+                    * CS_DET_NOISE_FEW: too few members to measure it */
   double gpeers;   /* the instance's median compute gap of the members but its last, -1 unknown */
   bool in;         /* it has a timed op there */
   bool last;       /* it arrived last, alone */
@@ -157,7 +161,8 @@ unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_cou
  * noise_se < 0: unknown, that term left out */
 #define CS_DET_GAP_FLOOR 0.1
 #define CS_DET_NOISE_Z 5.0
-#define CS_DET_NOISE_MIN 8 /* members an instance's noise needs */
+#define CS_DET_NOISE_MIN 8      /* members an instance's noise needs */
+#define CS_DET_NOISE_FEW (-2.0) /* cs_det_pt.noise of an instance with fewer members (-1: not measured) */
 double cs_det_threshold(const struct cs_det_params *p, double med, double gap, double noise_se);
 /* the median over pt[0..w) of the instances' median durations (scratch: w doubles) */
 double cs_det_window_med(const struct cs_det_pt *pt, size_t w, double *scratch);
@@ -169,6 +174,9 @@ double cs_det_rank_threshold(const struct cs_det_params *p, const struct cs_det_
                              double *scratch, double *base);
 /* share-last: last k of w instances in a communicator of csize ranks is beyond chance */
 bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, int csize);
+/* share-last over fresh draws: last in k of the window's nf fresh draws (instances that name a
+ * last rank other than the previous instance's) is beyond chance */
+bool cs_det_fresh_significant(const struct cs_det_params *p, size_t nf, size_t k, int csize);
 /* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's
  * window_instances, last, share_last, lateness_us, median_dur_us, gap_us, peer_gap_us, kind
  * (scratch: w doubles) */
@@ -205,7 +213,7 @@ void cs_det_cost_free(struct cstate *C);
 /* one communicator's window (detect_window.c) and its final analysis (detect_finish.c) */
 void cs_det_cstate_free(struct cstate *C);
 int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *p);
-int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
+int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_op *m,
                        size_t n);
 bool cs_det_link_bound(struct cstate *C, const struct cs_det_params *p, size_t lo, size_t hi, double *small,
                        double *rel);

@@ -55,6 +55,22 @@ bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, 
   return (double)k >= need * (double)w && cs_det_binom_tail(w, k, p0) <= cs_det_normal_tail(p->z);
 }
 
+bool cs_det_fresh_significant(const struct cs_det_params *p, size_t nf, size_t k, int csize) {
+  /* The instances that name a last rank, counted once per run of the same last rank: an
+   * instance where ranks tie for the shortest duration (released together by the previous op on
+   * their streams: FSDP's AllGathers back to back, at 300 us a ring step its ReduceScatters
+   * queued behind the first) names no rank, and a rank late at one op is late again at the ops
+   * queued behind it (one late backward pass: FSDP's ReduceScatters, one after each layer), one
+   * draw, not several. Under no straggler each draw names one of the other csize - 1 ranks at
+   * random. A GPU slow at its own work that only one op a step exposes (FSDP at 64 ranks or more
+   * with 300 us a ring step: last in 1 of 8 instances, a tie in the other 7) is last in every
+   * draw, which the share over all instances, 1/8, never shows. */
+  if (nf == 0 || csize < 3) return false;
+  double p0 = 1.0 / (double)(csize - 1), need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)nf);
+  if (need < p->share) need = p->share;
+  return (double)k >= need * (double)nf && cs_det_binom_tail(nf, k, p0) <= cs_det_normal_tail(p->z);
+}
+
 int cs_det_kind(double gap, double pgap, double late) {
   return gap >= 0 && pgap >= 0 && gap - pgap < 0.5 * late ? CS_DET_LINK : CS_DET_COMPUTE;
 }
@@ -82,6 +98,21 @@ static double noise_se(const struct cs_det_pt *pt, size_t w, bool only_last, dou
   for (size_t j = 0; j < w; j++) n += only_last ? pt[j].last : pt[j].in;
   double sigma = median_of(pt, w, offsetof(struct cs_det_pt, noise), false, true, scratch);
   return n && sigma >= 0 ? 1.2533 * sigma / cs_det_sqrt((double)n) : -1;
+}
+
+/* most of the window's instances had too few members to measure their noise */
+static bool few_members(const struct cs_det_pt *pt, size_t w) {
+  size_t k = 0;
+  for (size_t j = 0; j < w; j++) k += pt[j].noise == CS_DET_NOISE_FEW;
+  return 2 * k > w;
+}
+
+/* the rank's least known compute gap over pt[0..w), -1 none */
+static double min_gap(const struct cs_det_pt *pt, size_t w) {
+  double m = -1;
+  for (size_t j = 0; j < w; j++)
+    if (pt[j].gap >= 0 && (m < 0 || pt[j].gap < m)) m = pt[j].gap;
+  return m;
 }
 
 /* the rank's gap for the floor's gap bound: only where it exceeds its peers' by at least the
@@ -149,6 +180,16 @@ bool cs_det_offset_rules(const struct cs_det_params *p, unsigned pre, const stru
   double m = 0;
   *late = 0;
   *off = 0;
+  /* too few members to measure the noise (a tensor-parallel pair): after the median rank is last
+   * of two, and a sign test of z >= 2 over instances it is in with every rank of thousands of pairs
+   * is passed by chance (after its partner in 17 of 22 by a steady 40-60 us, 1 in 350,000 judged
+   * instances at 1,024 ranks with tails): the count itself must be as unlikely as the offset
+   * rule asks of the offset, a binomial tail of 1/2 a draw within a normal tail of offset_z */
+  if (few_members(pt, w)) {
+    double zt = cs_det_normal_tail(p->offset_z);
+    if (cs_det_binom_tail(c->n, c->pos, 0.5) > zt) pre &= ~CS_DET_PRE_OFFSET;
+    if (cs_det_binom_tail(c->rn, c->rpos, 0.5) > zt) pre &= ~CS_DET_PRE_RECENT;
+  }
   if (pre & CS_DET_PRE_OFFSET) {
     ok = offset_test(pt, 0, w, thr, p->offset_z, scratch, &m);
     if (m > *late) *late = m;
@@ -174,8 +215,19 @@ double cs_det_rank_threshold(const struct cs_det_params *p, const struct cs_det_
                              double *scratch, double *base) {
   double gap = median_of(pt, w, offsetof(struct cs_det_pt, gap), false, true, scratch);
   double pgap = median_of(pt, w, offsetof(struct cs_det_pt, gpeers), false, true, scratch);
-  if (base) *base = cs_det_threshold(p, med, busy_gap(gap, pgap), -1);
-  return cs_det_threshold(p, med, busy_gap(gap, pgap), noise_se(pt, w, false, scratch));
+  double noise = noise_se(pt, w, false, scratch), bg = busy_gap(gap, pgap);
+  /* its gap excess over its peers' accounts for its lateness (at least half its median offset,
+   * the kind rule's test) though its gap is not CS_DET_GAP_FLOOR above theirs: the stream's
+   * idle time that every rank shares (the host waiting for the job's other streams) swells the
+   * gap, not the work. That idle time comes and goes from instance to instance (its own stream is
+   * now and then the host's last), while its work is in every gap: the gap bound is taken on its
+   * least gap over the window */
+  if (bg < 0 && gap >= 0 && pgap >= 0) {
+    double off = cs_det_rank_offset(pt, w, scratch);
+    if (off > 0 && gap - pgap >= 0.5 * off) bg = min_gap(pt, w);
+  }
+  if (base) *base = cs_det_threshold(p, med, bg, -1);
+  return cs_det_threshold(p, med, bg, noise);
 }
 
 double cs_det_rank_offset(const struct cs_det_pt *pt, size_t w, double *scratch) {

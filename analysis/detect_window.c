@@ -10,6 +10,7 @@
 void cs_det_cstate_free(struct cstate *C) {
   free(C->mem);
   free(C->cnt);
+  free(C->fcnt);
   free(C->rs);
   free(C->done_max);
   free(C->entered_max);
@@ -42,6 +43,7 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
   } while (0)
   RESIZE(C->mem, n);
   RESIZE(C->cnt, n);
+  RESIZE(C->fcnt, n);
   RESIZE(C->rs, n);
   RESIZE(C->done_max, n);
   RESIZE(C->entered_max, n);
@@ -60,7 +62,7 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
     C->mem[r].rank = -1;
     C->mem[r].host = NULL;
     C->done_max[r] = C->entered_max[r] = -1;
-    C->cnt[r] = 0;
+    C->cnt[r] = C->fcnt[r] = 0;
     memset(&C->rs[r], 0, sizeof C->rs[r]);
   }
   C->csize = csize;
@@ -129,7 +131,7 @@ struct arrivals {
 };
 
 /* member o's identity, and the seqs it finished and entered (seq < 0: identity only) */
-static void note_member(struct cstate *C, int64_t seq, const struct cs_det_member *o) {
+static void note_member(struct cstate *C, int64_t seq, const struct cs_det_op *o) {
   if (o->comm_rank < 0 || o->comm_rank >= C->csize) return;
   struct member *mm = &C->mem[o->comm_rank];
   if (mm->rank < 0) mm->rank = o->rank;
@@ -154,7 +156,7 @@ static void note_member(struct cstate *C, int64_t seq, const struct cs_det_membe
  * collective: in an expert-parallel step the dispatch and combine). A Send/Recv member adds
  * its own gap to its rank's sum and gets -1; a collective member gets its gap plus the sum
  * (-1 when either is unknown), and the sum starts over. */
-static double collective_gap(struct cstate *C, const struct cs_det_member *o) {
+static double collective_gap(struct cstate *C, const struct cs_det_op *o) {
   if (o->comm_rank < 0 || o->comm_rank >= C->csize) return -1;
   struct rstate *R = &C->rs[o->comm_rank];
   if (o->p2p) {
@@ -169,13 +171,13 @@ static double collective_gap(struct cstate *C, const struct cs_det_member *o) {
 
 /* the members of one instance: their identities, and one entry per rank with a timed
  * collective (its duration in dur_us and C->durs) appended to ents[]. 0, or -1 out of memory */
-static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_member *m, size_t n, struct arrivals *A) {
+static int add_arrivals(struct cstate *C, int64_t seq, const struct cs_det_op *m, size_t n, struct arrivals *A) {
   int csize = C->csize;
   memset(A, 0, sizeof *A);
   A->last_rank = -1;
   A->last_gap_us = -1;
   for (size_t k = 0; k < n; k++) {
-    const struct cs_det_member *o = &m[k];
+    const struct cs_det_op *o = &m[k];
     note_member(C, seq, o);
     double gap = seq >= 0 ? collective_gap(C, o) : -1;
     double xb = seq >= 0 ? cs_det_p2p_bytes(C, o) : 0;
@@ -239,12 +241,15 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
   for (size_t e = e0; e < C->nents; e++) /* peers' gaps */
     if (C->ents[e].r != last && C->ents[e].gap >= 0) C->gaps[ngaps++] = C->ents[e].gap;
   I->last = tie ? -1 : last;
+  /* a fresh draw: it names a last rank, and not the previous instance's (a rank late at one op
+   * stays late through the ops queued behind it on its streams: one event, not several) */
+  I->fresh = I->last >= 0 && !(C->nin >= 2 && C->in[C->nin - 2].last == I->last);
   I->gap_peers = ngaps ? cs_det_median(C->gaps, ngaps) : -1;
   /* the floor's noise (detect_judge.c): the members' offsets' robust sigma, about the median
    * rank's 0; with fewer than CS_DET_NOISE_MIN members a straggler's own offset would be half of
    * it: unknown */
   for (size_t e = e0; e < C->nents; e++) C->gaps[e - e0] = C->ents[e].off_us < 0 ? -C->ents[e].off_us : C->ents[e].off_us;
-  I->noise = A->ntimed >= CS_DET_NOISE_MIN ? 1.4826 * cs_det_median(C->gaps, A->ntimed) : -1;
+  I->noise = A->ntimed >= CS_DET_NOISE_MIN ? 1.4826 * cs_det_median(C->gaps, A->ntimed) : CS_DET_NOISE_FEW;
   I->seq = seq;
   I->bytes = A->bytes;
   I->e0 = e0;
@@ -264,6 +269,7 @@ struct window {
   size_t rlo;                     /* ... and its buffer index */
   double med;                     /* median duration over the window, -1 until computed */
   int cand;                       /* the rank last most often */
+  int fresh;                      /* the rank last in more fresh draws than chance, -1 none */
   bool last_ok;                   /* cand meets the share-last rule ... */
   struct cs_det_straggler s_last; /* ... with these figures */
 };
@@ -286,6 +292,7 @@ static void slide_window(struct cstate *C, const struct cs_det_params *p, struct
   C->total = ai + 1;
   W->recent = p->recent < p->window ? p->recent : p->window;
   if (in[i].last >= 0) C->cnt[in[i].last]++;
+  if (in[i].fresh) C->fcnt[in[i].last]++, C->nfresh++;
   for (size_t e = in[i].e0; e < in[i].e0 + in[i].ne; e++) {
     struct rstate *Q = &rs[ents[e].r];
     bool after = ents[e].off_us > 0; /* it arrived after the median rank */
@@ -308,6 +315,7 @@ static void slide_window(struct cstate *C, const struct cs_det_params *p, struct
   if (alo > 0) {
     const struct inst *O = &in[alo - 1 - C->base];
     if (O->last >= 0) C->cnt[O->last]--;
+    if (O->fresh) C->fcnt[O->last]--, C->nfresh--;
     for (size_t e = O->e0; e < O->e0 + O->ne; e++) {
       rs[ents[e].r].n--;
       rs[ents[e].r].pos -= ents[e].off_us > 0;
@@ -322,13 +330,18 @@ static void slide_window(struct cstate *C, const struct cs_det_params *p, struct
 /* share-last rule: the rank last most often, if it is last that often by chance only with
  * the rule's small probability (detect_judge.c) */
 static void share_last_rule(struct cstate *C, const struct cs_det_params *p, struct window *W) {
-  const size_t *cnt = C->cnt;
-  int csize = C->csize, cand = 0;
-  for (int r = 1; r < csize; r++)
+  const size_t *cnt = C->cnt, *fcnt = C->fcnt;
+  int csize = C->csize, cand = 0, fcand = 0;
+  for (int r = 1; r < csize; r++) {
     if (cnt[r] > cnt[cand]) cand = r;
-  W->cand = cand;
+    if (fcnt[r] > fcnt[fcand]) fcand = r;
+  }
   memset(&W->s_last, 0, sizeof W->s_last);
   W->last_ok = cs_det_last_significant(p, W->w, cnt[cand], csize);
+  /* or last in more of the window's fresh draws than chance allows (detect_judge.c), judged
+   * after the other rules (rules_pass) */
+  W->fresh = !W->last_ok && cs_det_fresh_significant(p, C->nfresh, fcnt[fcand], csize) ? fcand : -1;
+  W->cand = cand;
   if (W->last_ok) {
     cs_det_fill_pts(C, W->lo, W->i + 1, cand, false);
     W->last_ok = cs_det_last_rule(p, C->pts, W->w, C->scratch, &W->s_last);
@@ -363,6 +376,17 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
     double base = -1, thr = pre ? cs_det_rank_threshold(p, C->pts, W->w, W->med, C->scratch, &base) : -1;
     if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, thr, C->pts, W->w, C->scratch, &off, &late);
     if (!ok) ok = cs_det_cost_rule(C, p, r, &off); /* detect_cost.c */
+    /* the share-last rule over fresh draws, last: a rank late at the one op a step exposes
+     * (its other instances ties); where its stalls cost its peers enough for the cost rule,
+     * that rule's figures (its period, its stall) describe it */
+    if (!ok && r == W->fresh) {
+      cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
+      held = r;
+      if (cs_det_last_rule(p, C->pts, W->w, C->scratch, &W->s_last)) {
+        ok = by_last = W->last_ok = true;
+        W->cand = r;
+      }
+    }
     R->ok = ok;
     R->grouped = false;
     R->off = !ok ? 0 : by_last ? W->s_last.lateness_us
@@ -443,7 +467,7 @@ static int flags_pass(struct cstate *C, const struct cs_det_params *p, struct wi
 
 /* One instance (seq) of the comm: its members sorted by comm_rank. seq < 0 only records
  * the members' identities. 0, or -1 out of memory. */
-int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_member *m,
+int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t seq, const struct cs_det_op *m,
                        size_t n) {
   struct arrivals A;
   if (add_arrivals(C, seq, m, n, &A) < 0) return -1;

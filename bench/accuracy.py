@@ -17,7 +17,8 @@
   accuracy.py --build BUILD --sweep [--seeds K] [--results FILE]
       the whole sweep (plan() below), each row appended to FILE as it is done (rows already
       there are kept: a sweep can be run in parts).
-  accuracy.py --build BUILD --sweep --machine [--seeds K] [--max-ranks N] [--only MODE]
+  accuracy.py --build BUILD --sweep --machine [--seeds K] [--max-ranks N] [--min-ranks N] [--only MODE]
+      [--workloads W,W] [--faults F,F]
       the machine faults (a GPU slower at its compute, a slow host, a slow NIC) and clean runs at
       every noise level, with and without the per-step wire latency (plan_machine() below).
   accuracy.py --generate docs/accuracy.md [--results FILE]   (bench/accuracy_page.py)
@@ -373,7 +374,8 @@ def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0, noise
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
             runs = list(ex.map(lambda s: run_driver(b, w, fault, n, s, steps, min_instances, noise, shape),
                                range(1, seeds + 1)))
-    o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode, "noise": noise, "shape": shape}
+    o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode, "noise": noise, "shape": shape,
+         "detector": DETECTOR}
     o.update(score(fault, n, runs))
     if steps:
         o["steps"] = steps
@@ -431,10 +433,16 @@ def plan_machine(seeds):
     return p
 
 
+# the detector's verdicts' version: bumped whenever a rule changes what it flags, so that the rows
+# of an older detector drop out of the page. 2: the share-last rule over fresh draws, the floor
+# of a rank whose gap excess explains its offset the measured noise alone, a pair's sign test a
+# binomial tail within offset_z (docs/detection.md)
+DETECTOR = 2
+
+
 def current(o):
-    """a row of the detector as it is: it counted the judged instances (analysis/detect_window.c)
-    and its floor is bound by the rank's compute gap"""
-    return "judged" in o
+    """a row of the detector as it is (DETECTOR)"""
+    return o.get("detector") == DETECTOR
 
 
 def key(o):
@@ -456,6 +464,10 @@ def sweep(a):
     for w, n, f, k, mp, nz, sh in todo:
         mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
         if (w, n, f, k, mode, nz, sh) in have or (a.only and a.only != mode) or (a.max_ranks and n > a.max_ranks):
+            continue
+        if (a.workloads and w not in a.workloads.split(",")) or (a.faults and f not in a.faults.split(",")):
+            continue
+        if a.min_ranks and n < a.min_ranks:
             continue
         o = evaluate(a.build, w, f, n, k, mp, noise=nz, shape=sh)
         with open(a.results, "a") as fh:
@@ -497,6 +509,9 @@ def main():
     ap.add_argument("--sweep", action="store_true")
     ap.add_argument("--machine", action="store_true", help="--sweep: the machine-fault and noise rows (plan_machine)")
     ap.add_argument("--max-ranks", type=int, default=0, help="--sweep: only rows of at most this many ranks")
+    ap.add_argument("--min-ranks", type=int, default=0, help="--sweep: only rows of at least this many ranks")
+    ap.add_argument("--workloads", metavar="W,W", help="--sweep: only rows of these workloads")
+    ap.add_argument("--faults", metavar="F,F", help="--sweep: only rows of these faults (as written: compute:pct=20)")
     ap.add_argument("--no-long", action="store_true", help="--sweep: without the long clean in-process runs")
     ap.add_argument("--long", metavar="W,W", help="--sweep: only the long clean in-process runs of these workloads")
     ap.add_argument("--only", choices=["processes", "in-process"], help="--sweep: only these rows")

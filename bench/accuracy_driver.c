@@ -196,11 +196,11 @@ void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
   for (int k = 0; k < c->n; k++) {
     int r = c->m[k];
     if (hang && W.fault == F_HANG_HOST && r == W.culprit) continue; /* never enters */
-    struct cs_det_member *b = &c->mb[nm++];
+    struct cs_det_op *b = &c->mb[nm++];
     double *t = stream_t(c->stream, r);
     int64_t st = (int64_t)(*t * 1e3), en = (int64_t)(end * 1e3);
     double gap = hang ? -1 : cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, (uint64_t)c->stream + 1, st, en);
-    *b = (struct cs_det_member){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = gap};
+    *b = (struct cs_det_op){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = gap};
     if (!hang && culprit(r) && !recorded) {
       c->hist[c->nhist++ % 32] = end - *t;
       recorded = true;

@@ -34,7 +34,7 @@ struct comm {
   int *m;     /* members' global ranks, in comm-rank (ring) order */
   int64_t seq;
   int64_t onset; /* 1-based instance of the first delayed arrival of a culprit, 0 none */
-  struct cs_det_member *mb;
+  struct cs_det_op *mb;
   double hist[32]; /* a slowed member's last measured durations here (slow: P% of their median) */
   size_t nhist;
 };

@@ -68,29 +68,48 @@ enum cs_det_state {
                        * entered; completed once a later instance of the rank completed */
 };
 
+/* One op as the detector takes it, through either entry: cs_detect() (a whole set: `top`,
+ * `salvage`, the exporter, the report's loaded path) and cs_det_stream_instance() (an instance
+ * at a time: the dump readers, whose record, tools/dump/instwalk.h, holds these fields as its
+ * detector part, so it is handed on without a copy field by field).
+ *  comm, seq: the instance (seq < 0: ignored); the stream takes them per instance instead.
+ *  comm_size, comm_rank, rank (global rank, -1 unknown), host (carried through to the results).
+ *  start_ns, end_ns, enqueue_ns; state: enum cs_det_state.
+ *  p2p: a Send/Recv, counted for hangs, not for stragglers.
+ *  stream: its CUDA stream (compute gaps are per (comm, stream), compute_gap.h).
+ *  group: the record's group id (its process's, 0 when ungrouped); group_ops: how many ops of
+ *   the group share its GPU span (the record's, 0 when the span is its own). The members of one
+ *   group on one communicator with group_ops > 1 are ONE instance, under the first member's
+ *   seq, with the group's span (cs_det_group_merge). peer and recv say which Send/Recv it is,
+ *   so a group that is an all-to-all of equal splits counts as a collective
+ *   (cs_det_a2a_collective).
+ *  last_seq: a merged group's last member's seq, which a rank that completed the group completed
+ *   too (hangs: the next instance is the stuck one); 0 or below seq: the instance's seq alone.
+ *  gap_us: the compute gap before this op (-1 unknown): the stream's input, computed by the
+ *   caller; cs_detect() computes its own (from the previous timed op of the same process and
+ *   stream in start order) and ignores this one. */
+#define CS_DET_OP_FIELDS \
+  uint64_t comm; \
+  int64_t seq; \
+  int comm_size; \
+  int comm_rank; \
+  int rank; \
+  const char *host; \
+  int64_t start_ns; \
+  int64_t end_ns; \
+  int64_t enqueue_ns; \
+  int state; \
+  bool p2p; \
+  uint64_t bytes; \
+  uint64_t stream; \
+  uint64_t group; \
+  uint32_t group_ops; \
+  int peer; \
+  bool recv; \
+  int64_t last_seq; \
+  double gap_us;
 struct cs_det_op {
-  uint64_t comm;
-  int64_t seq; /* < 0: ignored */
-  int comm_size, comm_rank;
-  int rank;         /* global rank, -1 unknown */
-  const char *host; /* carried through to the results */
-  int64_t start_ns, end_ns;
-  int64_t enqueue_ns;
-  int state; /* enum cs_det_state */
-  bool p2p;  /* Send/Recv: counted for hangs, not for stragglers */
-  uint64_t bytes;
-  uint64_t stream; /* its CUDA stream: compute gaps are per (comm, stream), compute_gap.h */
-  /* groups: the record's group id (its process's, 0 when ungrouped) and how many ops of the
-   * group share its GPU span (the record's group_ops, 0 when the span is its own). The members
-   * of one group on one communicator with group_ops > 1 are ONE instance, under the first
-   * member's seq, with the group's span (cs_det_group_merge). peer and recv say which Send/Recv
-   * it is, so a group that is an all-to-all of equal splits counts as a collective
-   * (cs_det_a2a_collective). */
-  uint64_t group;
-  uint32_t group_ops;
-  int peer;
-  bool recv;
-  int64_t last_seq; /* a merged group: its last member's seq (cs_det_member), 0 otherwise */
+  CS_DET_OP_FIELDS
 };
 
 /* Whether one rank's Send/Recv members of a group on a communicator of comm_size ranks are an
@@ -305,25 +324,12 @@ static inline bool cs_det_steady_ok(const struct cs_det_steady *s) {
  * members are. The results equal cs_detect()'s over the same records, with two exceptions
  * of unusual input: the comm size is the largest seen so far (cs_detect uses the largest of
  * the whole set), and gap_us is whatever the caller computed (cs_detect: from the previous
- * timed op of the same process in start order). */
-struct cs_det_member {
-  int comm_rank, comm_size, rank;
-  const char *host;
-  int64_t start_ns, end_ns, enqueue_ns;
-  int state; /* enum cs_det_state */
-  bool p2p;
-  uint64_t bytes;
-  double gap_us; /* compute gap before this op, -1 unknown */
-  /* a group's members as one instance (under its first member's seq): the last member's seq,
-   * which a rank that completed the group completed too (hangs: the next instance is the
-   * stuck one); 0 or below seq: the instance's seq alone */
-  int64_t last_seq;
-};
+ * timed op of the same process in start order). The members'
+ * comm and seq are not read: the instance's are the call's. */
 struct cs_det_stream;
 struct cs_det_stream *cs_det_stream_new(const struct cs_det_params *p, int hang_mode); /* NULL: out of memory */
 /* 0, or -1 out of memory (the stream then only refuses) */
-int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, const struct cs_det_member *m,
-                           size_t n);
+int cs_det_stream_instance(struct cs_det_stream *s, uint64_t comm, int64_t seq, const struct cs_det_op *m, size_t n);
 /* Results in communicator order, as cs_detect's. 0, or -1 out of memory (out empty). */
 int cs_det_stream_finish(struct cs_det_stream *s, struct cs_det_result *out);
 void cs_det_stream_free(struct cs_det_stream *s);

@@ -77,7 +77,9 @@ static void test_slow_compute(void **st) {
   assert_int_equal(r.stragglers[0].rank, 5);
   assert_string_equal(r.stragglers[0].host, "h3");
   assert_int_equal(r.stragglers[0].kind, CS_DET_COMPUTE);
-  assert_true(r.stragglers[0].first_flag_instance <= 20);
+  /* 27: after its partner in 22 of 22 (a pair's sign test: a binomial tail within offset_z), then
+   * persistence */
+  assert_true(r.stragglers[0].first_flag_instance <= 27);
   assert_int_equal(r.nhangs, 0);
   print_message("20%% slow: flagged after %zu instances, share_last %.2f lateness %.1f us (median %.1f us)\n",
                 r.stragglers[0].first_flag_instance, r.stragglers[0].share_last, r.stragglers[0].lateness_us,
@@ -189,7 +191,10 @@ static void test_two_ranks(void **st) {
   assert_int_equal(cs_detect(w, k, NULL, CS_DET_HANG_PENDING, &r), 0);
   assert_int_equal(r.nstragglers, 1);
   assert_int_equal(r.stragglers[0].rank, 1);
-  assert_true(r.stragglers[0].first_flag_instance <= 20);
+  printf("2 ranks, 20%% slow: flagged at instance %zu\n", r.stragglers[0].first_flag_instance);
+  /* 27: after its partner in 22 of 22 (a pair's sign test: a binomial tail within offset_z), then
+   * persistence */
+  assert_true(r.stragglers[0].first_flag_instance <= 27);
   cs_det_result_free(&r);
   free(w);
   free(v);

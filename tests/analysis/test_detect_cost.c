@@ -55,7 +55,7 @@ static void run(const struct job *J, uint64_t seed, struct cs_det_result *out) {
   struct cs_det_stream *s = cs_det_stream_new(&J->p, CS_DET_HANG_PENDING);
   assert_non_null(s);
   double end = 0; /* the previous collective's end, on the reference clock, us */
-  struct cs_det_member m[MAXR];
+  struct cs_det_op m[MAXR];
   int64_t seq = 0;
   for (size_t step = 0; step < J->steps; step++) {
     int hot = J->hot ? (int)(urand() * J->n) : -1;
@@ -74,16 +74,16 @@ static void run(const struct job *J, uint64_t seed, struct cs_det_result *out) {
       double fin = last + work[k];
       for (int r = 0; r < J->n; r++) {
         int64_t skew = (int64_t)(r / 8 + r % 2) * 1000000000; /* each host's clock */
-        m[r] = (struct cs_det_member){.comm_rank = r,
-                                      .comm_size = J->n,
-                                      .rank = r,
-                                      .host = hostname(r, J->n),
-                                      .start_ns = skew + (int64_t)(arr[r] * 1e3),
-                                      .end_ns = skew + (int64_t)(fin * 1e3),
-                                      .enqueue_ns = skew + (int64_t)(arr[r] * 1e3) - 1000,
-                                      .state = CS_DET_DONE,
-                                      .bytes = (uint64_t)4 << 20 >> (3 * k),
-                                      .gap_us = gap[r]};
+        m[r] = (struct cs_det_op){.comm_rank = r,
+                                  .comm_size = J->n,
+                                  .rank = r,
+                                  .host = hostname(r, J->n),
+                                  .start_ns = skew + (int64_t)(arr[r] * 1e3),
+                                  .end_ns = skew + (int64_t)(fin * 1e3),
+                                  .enqueue_ns = skew + (int64_t)(arr[r] * 1e3) - 1000,
+                                  .state = CS_DET_DONE,
+                                  .bytes = (uint64_t)4 << 20 >> (3 * k),
+                                  .gap_us = gap[r]};
       }
       assert_int_equal(cs_det_stream_instance(s, 0xc0de, seq, m, (size_t)J->n), 0);
       end = fin;

@@ -154,19 +154,19 @@ static void run_stream(const struct job *j, struct cs_det_result *out) {
   int64_t t[N];
   for (int r = 0; r < N; r++) t[r] = 1000000000ll + r * 777000ll;
   for (int k = 0; k < T; k++) {
-    struct cs_det_member m[N];
+    struct cs_det_op m[N];
     for (int r = 0; r < N; r++) {
       int64_t start = t[r] + (j->gap[k][r] < 0 ? 5000 : j->gap[k][r] * 1000), end = start + j->dur[k][r] * 1000;
-      m[r] = (struct cs_det_member){.comm_rank = r,
-                                    .comm_size = N,
-                                    .rank = r,
-                                    .host = host_of(r),
-                                    .start_ns = start,
-                                    .end_ns = end,
-                                    .enqueue_ns = start,
-                                    .state = CS_DET_DONE,
-                                    .bytes = 1 << 20,
-                                    .gap_us = (double)j->gap[k][r]};
+      m[r] = (struct cs_det_op){.comm_rank = r,
+                                .comm_size = N,
+                                .rank = r,
+                                .host = host_of(r),
+                                .start_ns = start,
+                                .end_ns = end,
+                                .enqueue_ns = start,
+                                .state = CS_DET_DONE,
+                                .bytes = 1 << 20,
+                                .gap_us = (double)j->gap[k][r]};
       t[r] = end;
     }
     assert_int_equal(cs_det_stream_instance(s, COMM, k, m, N), 0);

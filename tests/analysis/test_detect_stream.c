@@ -97,11 +97,11 @@ static void stream_equals_batch(void **state) {
   /* v is in (instance, comm, comm_rank) order: each run of one (comm, seq) is an instance */
   struct cs_det_stream *s = cs_det_stream_new(&p, CS_DET_HANG_PENDING);
   assert_non_null(s);
-  struct cs_det_member mb[8];
+  struct cs_det_op mb[8];
   for (size_t i = 0; i < n;) {
     size_t j = i, k = 0;
     for (; j < n && v[j].comm == v[i].comm && v[j].seq == v[i].seq; j++, k++)
-      mb[k] = (struct cs_det_member){.comm_rank = v[j].comm_rank, .comm_size = v[j].comm_size, .rank = v[j].rank, .host = v[j].host, .start_ns = v[j].start_ns, .end_ns = v[j].end_ns, .enqueue_ns = v[j].enqueue_ns, .state = v[j].state, .bytes = v[j].bytes, .gap_us = gap[j]};
+      mb[k] = (struct cs_det_op){.comm_rank = v[j].comm_rank, .comm_size = v[j].comm_size, .rank = v[j].rank, .host = v[j].host, .start_ns = v[j].start_ns, .end_ns = v[j].end_ns, .enqueue_ns = v[j].enqueue_ns, .state = v[j].state, .bytes = v[j].bytes, .gap_us = gap[j]};
     assert_int_equal(cs_det_stream_instance(s, v[i].comm, v[i].seq, mb, k), 0);
     i = j;
   }

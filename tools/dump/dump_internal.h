@@ -5,7 +5,8 @@
  *   dump_jobs.c      one job per set
  *   dump_salvage.c   a salvage file merged into its process's dump
  *   dump_instances.c collective instances of a loaded set
- *   dump_strings.c   growable arrays, interned strings, the set's messages, printable text */
+ *   dump_strings.c   growable arrays, interned strings (and the fast path's cache of them), the
+ *                    set's messages, printable text */
 #ifndef COLLSCOPE_TOOLS_DUMP_INTERNAL_H
 #define COLLSCOPE_TOOLS_DUMP_INTERNAL_H
 #include <stdbool.h>
@@ -16,6 +17,7 @@
 #include <jansson.h>
 
 #include "dumpfile.h"
+#include "opscan.h"
 
 /* ---------- dump_strings.c ---------- */
 
@@ -30,6 +32,20 @@ const char *dump_intern(struct cs_strpool *p, const char *s);
 __attribute__((format(printf, 2, 3))) void dump_add_error(struct cs_dumpset *set, const char *fmt, ...);
 /* a record's "timing" string as enum csd_timing */
 enum csd_timing dump_timing_from_name(const char *s);
+/* A few recent strings of one field, so the fast path interns without the pool's lock. */
+#define ICACHE_N 8
+struct icache {
+  struct {
+    const char *s;
+    size_t n;
+    int op;
+    enum csd_timing timing;
+  } e[ICACHE_N];
+  unsigned next;
+};
+/* the interned string of a field (an op line's slice, opscan.h) through the reader's cache c (no
+ * lock on a hit); *op and *tm (when not NULL): the string as enum cs_op and enum csd_timing */
+const char *dump_cached(struct cs_strpool *pool, struct icache *c, struct cs_slice v, int *op, enum csd_timing *tm);
 
 static inline int dump_clamp_int(long long v) {
   return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN
@@ -93,18 +109,6 @@ void dump_src_close(struct dump_src *s); /* the fd stays open */
 void dump_src_rewind(struct dump_src *s);
 
 /* ---------- dump_reader.c: one file's reader ---------- */
-
-/* A few recent strings of one field, so the fast path interns without the pool's lock. */
-#define ICACHE_N 8
-struct icache {
-  struct {
-    const char *s;
-    size_t n;
-    int op;
-    enum csd_timing timing;
-  } e[ICACHE_N];
-  unsigned next;
-};
 
 /* Reading one file: its line counter and header state, its errors (moved to the set in
  * file order once every file is read, so the order does not depend on the threads), and

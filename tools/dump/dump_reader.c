@@ -130,23 +130,6 @@ static void deliver_op(struct freader *fr, struct cs_op_rec *r) {
   f->ops[f->nops++] = *r;
 }
 
-/* the interned string of a field through the reader's cache (no lock on a hit) */
-static const char *cached(struct freader *fr, struct icache *c, struct cs_slice v, int *op, enum csd_timing *tm) {
-  unsigned i = 0;
-  for (; i < ICACHE_N; i++)
-    if (c->e[i].s && c->e[i].n == v.n && memcmp(c->e[i].s, v.s, v.n) == 0) break;
-  if (i == ICACHE_N) {
-    i = c->next++ % ICACHE_N;
-    c->e[i].s = dump_intern_n(fr->set->pool, v.s, v.n);
-    c->e[i].n = v.n;
-    c->e[i].op = cs_op_from_name(c->e[i].s);
-    c->e[i].timing = dump_timing_from_name(c->e[i].s);
-  }
-  if (op) *op = c->e[i].op;
-  if (tm) *tm = c->e[i].timing;
-  return c->e[i].s;
-}
-
 /* The fast path (DESIGN.md "Reading dumps"): an op line in the writer's own layout, read by
  * tools/dump/opscan.c with the values dump_parse_op() would give; false: read it with jansson. */
 static bool fast_op(struct freader *fr, const char *buf, size_t len) {
@@ -159,11 +142,11 @@ static bool fast_op(struct freader *fr, const char *buf, size_t len) {
   r.comm_rank = dump_clamp_int(s.comm_rank);
   r.rank = dump_clamp_int(s.rank);
   r.seq = s.seq;
-  r.op_name = cached(fr, &fr->c_op, s.op_name, &r.op, NULL);
-  r.dtype = cached(fr, &fr->c_dtype, s.dtype, NULL, NULL);
+  r.op_name = dump_cached(fr->set->pool, &fr->c_op, s.op_name, &r.op, NULL);
+  r.dtype = dump_cached(fr->set->pool, &fr->c_dtype, s.dtype, NULL, NULL);
   r.count = s.count;
   r.bytes = s.bytes;
-  r.redop = s.redop.s ? cached(fr, &fr->c_redop, s.redop, NULL, NULL) : NULL;
+  r.redop = s.redop.s ? dump_cached(fr->set->pool, &fr->c_redop, s.redop, NULL, NULL) : NULL;
   r.root = dump_clamp_int(s.root);
   r.peer = dump_clamp_int(s.peer);
   r.stream = s.stream;
@@ -172,9 +155,9 @@ static bool fast_op(struct freader *fr, const char *buf, size_t len) {
   r.start_ns = s.start_ns;
   r.end_ns = s.end_ns;
   r.dur_us = s.dur_us;
-  r.timing_name = cached(fr, &fr->c_timing, s.timing_name, NULL, &r.timing);
+  r.timing_name = dump_cached(fr->set->pool, &fr->c_timing, s.timing_name, NULL, &r.timing);
   r.captured = s.captured;
-  r.site = cached(fr, &fr->c_site, s.site, NULL, NULL);
+  r.site = dump_cached(fr->set->pool, &fr->c_site, s.site, NULL, NULL);
   r.status = dump_clamp_int(s.status);
   r.graph = s.graph;
   r.replay = s.replay;

@@ -1,6 +1,7 @@
 /* tools/dump/dump_strings.c: the dump reader's memory and text: growable arrays, the set's
- * interned strings (shared by the reading threads), its list of messages, and strings made
- * safe to print (cs_text_safe). Part of the reader (tools/dump/dumpfile.h). */
+ * interned strings (shared by the reading threads) and the fast path's per-file cache of them,
+ * its list of messages, and strings made safe to print (cs_text_safe). Part of the reader
+ * (tools/dump/dumpfile.h). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,8 +11,25 @@
 #include <uthash.h>
 
 #include "collscope/record.h"
+#include "collscope/schema.h"
 #include "dump_internal.h"
 #include "xalloc.h"
+
+const char *dump_cached(struct cs_strpool *pool, struct icache *c, struct cs_slice v, int *op, enum csd_timing *tm) {
+  unsigned i = 0;
+  for (; i < ICACHE_N; i++)
+    if (c->e[i].s && c->e[i].n == v.n && memcmp(c->e[i].s, v.s, v.n) == 0) break;
+  if (i == ICACHE_N) {
+    i = c->next++ % ICACHE_N;
+    c->e[i].s = dump_intern_n(pool, v.s, v.n);
+    c->e[i].n = v.n;
+    c->e[i].op = cs_op_from_name(c->e[i].s);
+    c->e[i].timing = dump_timing_from_name(c->e[i].s);
+  }
+  if (op) *op = c->e[i].op;
+  if (tm) *tm = c->e[i].timing;
+  return c->e[i].s;
+}
 
 void dump_grow(void **v, size_t *cap, size_t n, size_t sz) {
   if (n < *cap) return;

@@ -3,7 +3,12 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <uthash.h>
+
+/* the record's fields named one by one are its detector part's (one field list, two names) */
+_Static_assert(offsetof(struct cs_walk_rec, comm) == offsetof(struct cs_walk_rec, det.comm), "det");
+_Static_assert(offsetof(struct cs_walk_rec, gap_us) == offsetof(struct cs_walk_rec, det.gap_us), "det");
 
 struct queue { /* one file's queued records of one comm: a ring */
   struct cs_walk_rec *v;

@@ -24,26 +24,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* an op record as the per-instance analyses (stragglers, SDC, instance counts) need it */
+#include "collscope/detect.h"
+
+/* an op record as the per-instance analyses (stragglers, SDC, instance counts) need it: the
+ * detector's op (include/collscope/detect.h) as its first part, named as a whole (`det`: handed
+ * to the detector as it is) and field by field (comm_rank: the record's own), then the rest */
 struct cs_walk_rec {
-  uint64_t comm;
-  int64_t seq;
-  int comm_rank, comm_size, rank, op, root, status, det_state;
-  int peer;     /* Send/Recv: the other rank, -1 when not applicable */
+  union {
+    struct cs_det_op det;
+    struct {
+      CS_DET_OP_FIELDS
+    };
+  };
+  int op, root, status;
   int rec_rank; /* the record's own "rank" (rank: the file's when that is -1) */
   uint32_t file;
   bool counts; /* passes the report's --op filter */
-  bool p2p;
-  const char *op_name, *dtype, *redop, *host;
+  const char *op_name, *dtype, *redop;
   int64_t count;
-  uint64_t bytes;
-  int64_t start_ns, end_ns, enqueue_ns;
-  double gap_us;
-  /* groups: the record's group (its process's id, 0 when none) and the group's ops that share
-   * its GPU span (0: the span is its own); recv: a Recv (with p2p) */
-  int64_t group;
-  uint64_t group_ops;
-  bool recv;
   unsigned sdc_checked; /* as recorded (also on a failed call) */
   uint64_t sdc_fp;
   double sdc_in_sum, sdc_in_abs, sdc_out_sum;

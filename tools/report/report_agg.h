@@ -128,7 +128,7 @@ struct cs_sdc_member;
  * record. It reads comm_rank, comm_size, status, op, op_name, dtype, redop, root, count,
  * bytes, rec_rank, host and the sdc_ fields. *mem, *memcap: scratch kept between calls. */
 /* op record o of file f (index `file` in the walk) in the instance walk's form: every field the
- * record and its file give; det_state, counts and gap_us are the walk's and left zero */
+ * record and its file give; state, counts and gap_us are the walk's and left zero */
 struct cs_walk_rec report_agg_walk_rec(const struct cs_dumpfile *f, const struct cs_op_rec *o, uint32_t file);
 void report_agg_sdc_instance(struct agg_sdc *out, struct cs_sdc_member **mem, size_t *memcap, const char *op_filter,
                              uint64_t comm, int64_t seq, const struct cs_walk_rec *m, size_t n);

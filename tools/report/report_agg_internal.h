@@ -89,12 +89,12 @@ struct dense_comm {
  * member's seq when an instance of another group (or none) comes on the communicator. */
 struct gmem {
   bool in;
-  int64_t group;
+  uint64_t group;
   int comm_rank, comm_size; /* the record's own */
   bool p2p_all;
   uint64_t bytes;
   struct cs_det_a2a a2a;
-  struct cs_det_member d;
+  struct cs_det_op d;
 };
 struct gpend {
   uint64_t comm;
@@ -141,7 +141,7 @@ struct report_agg_priv {
   struct inst_ent *inst; /* instances per comm (with a member passing the filter) */
   struct cs_sdc_member *mem;
   size_t memcap;
-  struct cs_det_member *dm;
+  struct cs_det_op *dm;
   size_t dmcap;
   struct dense_ent *dense;
   struct dense_comm *dcomms;

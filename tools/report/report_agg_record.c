@@ -68,35 +68,38 @@ void agg_row_size(struct agg_row *r, uint64_t v, size_t n) {
 }
 
 struct cs_walk_rec report_agg_walk_rec(const struct cs_dumpfile *f, const struct cs_op_rec *o, uint32_t file) {
-  return (struct cs_walk_rec){.comm = o->comm,
-                              .seq = o->seq,
-                              .comm_rank = o->comm_rank,
-                              .comm_size = o->comm_size,
-                              .rank = o->rank >= 0 ? o->rank : f->hdr.rank,
-                              .op = o->op,
-                              .root = o->root,
-                              .peer = o->peer,
-                              .status = o->status,
-                              .file = file,
-                              .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P,
-                              .op_name = o->op_name,
-                              .dtype = o->dtype,
-                              .redop = o->redop,
-                              .host = f->hdr.host,
-                              .count = o->count,
-                              .bytes = o->bytes,
-                              .start_ns = o->start_ns,
-                              .end_ns = o->end_ns,
-                              .enqueue_ns = o->enqueue_ns,
-                              .group = o->group,
-                              .group_ops = o->group_ops,
-                              .recv = o->op == CS_OP_Recv,
-                              .sdc_checked = o->sdc_checked,
-                              .rec_rank = o->rank,
-                              .sdc_fp = o->sdc_fp,
-                              .sdc_in_sum = o->sdc_in_sum,
-                              .sdc_in_abs = o->sdc_in_abs,
-                              .sdc_out_sum = o->sdc_out_sum};
+  return (struct cs_walk_rec){
+      .det = {.comm = o->comm,
+              .seq = o->seq,
+              .comm_size = o->comm_size,
+              .comm_rank = o->comm_rank,
+              .rank = o->rank >= 0 ? o->rank : f->hdr.rank,
+              .host = f->hdr.host,
+              .start_ns = o->start_ns,
+              .end_ns = o->end_ns,
+              .enqueue_ns = o->enqueue_ns,
+              .p2p = o->op >= 0 && cs_op_table[o->op].cls == CS_CLASS_P2P,
+              .bytes = o->bytes,
+              .stream = o->stream,
+              .group = (uint64_t)o->group,
+              /* a count past 2^32 - 1 is held there: still a group that shares a span */
+              .group_ops = o->group_ops > UINT32_MAX ? UINT32_MAX : (uint32_t)o->group_ops,
+              .peer = o->peer,
+              .recv = o->op == CS_OP_Recv},
+      .op = o->op,
+      .root = o->root,
+      .status = o->status,
+      .rec_rank = o->rank,
+      .file = file,
+      .op_name = o->op_name,
+      .dtype = o->dtype,
+      .redop = o->redop,
+      .count = o->count,
+      .sdc_checked = o->sdc_checked,
+      .sdc_fp = o->sdc_fp,
+      .sdc_in_sum = o->sdc_in_sum,
+      .sdc_in_abs = o->sdc_in_abs,
+      .sdc_out_sum = o->sdc_out_sum};
 }
 
 /* the op's timing source in the worker's counts */
@@ -224,39 +227,14 @@ static void add_to_file(struct agg_file *af, const struct cs_op_rec *o, bool err
   if (timed) af->gpu_ms += dur_us / 1e3;
 }
 
-void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o) {
-  struct report_agg_priv *P = ctx;
-  struct worker *W = &P->w[worker < P->nw ? worker : 0];
-  struct fstate *F = &P->fs[file];
-  const char *filter = P->agg->op_filter;
-  bool counts = !filter || strcmp(o->op_name, filter) == 0;
-  W->matched |= filter && counts;
-  bool err = report_op_is_error(o);
-  int state = report_op_det_state(o);
-  /* this process's compute gap: the idle time of the op's stream since the process's previous
-   * op of the same communicator there (include/collscope/compute_gap.h). An op that ran untimed
-   * in between (sampled out of the CUDA-event path, host-timed) makes the span no compute gap:
-   * with 1 in 64 small collectives timed it would hold 63 collectives, the waits for the
-   * straggler included, on every rank alike (docs/detection.md). */
-  double gap = -1;
-  if (state == CS_DET_DONE)
-    gap = cs_gap_timed(&F->gaps, o->comm, o->stream, o->start_ns, o->end_ns);
-  else if (state == CS_DET_ENTERED || state == CS_DET_UNTIMED)
-    cs_gap_untimed(&F->gaps, o->stream);
-  if (o->seq >= 0) {
-    XGROW(F->buf, F->n, F->cap);
-    struct cs_walk_rec *w = &F->buf[F->n++];
-    *w = report_agg_walk_rec(f, o, (uint32_t)file);
-    w->det_state = state;
-    w->counts = counts;
-    w->gap_us = gap;
-  } /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
-  if (!counts) return;
+/* the op's rows and counts in the worker's tables, the communicator's and the file's */
+static void add_to_tables(struct report_agg_priv *P, struct worker *W, struct fstate *F, unsigned worker, size_t file,
+                          const struct cs_dumpfile *f, const struct cs_op_rec *o) {
   if (o->in_window) { /* a flight-recorder window's detail: its op is in a summary line */
     W->window_ops++;
     return;
   }
-
+  bool err = report_op_is_error(o);
   count_timing(&W->counts, o, err);
   bool timed = o->timing == CSD_TIMING_GPU_EVENT;
   /* a member of a group that shares its group's span has no time of its own: counted in its
@@ -269,4 +247,35 @@ void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile
   add_to_row(P, W, f, o, timed && !grouped, grouped);
   add_to_comm(F, W, worker, o, timed, dur);
   add_to_file(&P->agg->files[file], o, err, timed, dur);
+}
+
+/* one record: kept for the walk, counted in the tables, then its compute gap */
+void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o) {
+  struct report_agg_priv *P = ctx;
+  struct worker *W = &P->w[worker < P->nw ? worker : 0];
+  struct fstate *F = &P->fs[file];
+  const char *filter = P->agg->op_filter;
+  bool counts = !filter || strcmp(o->op_name, filter) == 0;
+  W->matched |= filter && counts;
+  int state = report_op_det_state(o);
+  struct cs_walk_rec *w = NULL;
+  if (o->seq >= 0) {
+    XGROW(F->buf, F->n, F->cap);
+    w = &F->buf[F->n++];
+    *w = report_agg_walk_rec(f, o, (uint32_t)file);
+    w->state = state;
+    w->counts = counts;
+  } /* seq < 0: no instance; the detector does not see it (as cli_detect_dumpset) */
+  if (counts) add_to_tables(P, W, F, worker, file, f, o);
+  /* this process's compute gap: the idle time of the op's stream since the process's previous
+   * op of the same communicator there (include/collscope/compute_gap.h). An op that ran untimed
+   * in between (sampled out of the CUDA-event path, host-timed) makes the span no compute gap:
+   * with 1 in 64 small collectives timed it would hold 63 collectives, the waits for the
+   * straggler included, on every rank alike (docs/detection.md). */
+  double gap = -1;
+  if (state == CS_DET_DONE)
+    gap = cs_gap_timed(&F->gaps, o->comm, o->stream, o->start_ns, o->end_ns);
+  else if (state == CS_DET_ENTERED || state == CS_DET_UNTIMED)
+    cs_gap_untimed(&F->gaps, o->stream);
+  if (w) w->gap_us = gap;
 }

@@ -182,22 +182,16 @@ static void group_add(struct report_agg_priv *P, struct gpend *g, int64_t seq, c
       x->comm_rank = r->comm_rank;
       x->comm_size = r->comm_size;
       x->p2p_all = true;
-      x->d = (struct cs_det_member){.comm_rank = d,
-                                    .rank = r->rank,
-                                    .host = r->host,
-                                    .start_ns = r->start_ns,
-                                    .end_ns = r->end_ns,
-                                    .enqueue_ns = r->enqueue_ns,
-                                    .state = r->det_state,
-                                    .gap_us = r->gap_us,
-                                    .last_seq = seq};
+      x->d = r->det; /* bytes, p2p and the comm size: the group's, when it closes */
+      x->d.comm_rank = d;
+      x->d.last_seq = seq;
     } else if (x->group != r->group) {
       continue; /* a rank out of step with the others: not this group's */
     } else {
       if (r->start_ns && (!x->d.start_ns || r->start_ns < x->d.start_ns)) x->d.start_ns = r->start_ns;
       if (r->end_ns > x->d.end_ns) x->d.end_ns = r->end_ns;
       if (r->enqueue_ns && (!x->d.enqueue_ns || r->enqueue_ns < x->d.enqueue_ns)) x->d.enqueue_ns = r->enqueue_ns;
-      if (state_rank(r->det_state) > state_rank(x->d.state)) x->d.state = r->det_state;
+      if (state_rank(r->state) > state_rank(x->d.state)) x->d.state = r->state;
       if (seq > x->d.last_seq) x->d.last_seq = seq;
     }
     x->bytes += r->bytes;
@@ -259,20 +253,13 @@ void agg_on_instance(void *ctx, uint64_t comm, int64_t seq, const struct cs_walk
     P->dm = xrealloc(P->dm, P->dmcap * sizeof *P->dm);
   }
   struct dense_comm *dc = agg_dense_comm_of(P, comm);
-  for (size_t k = 0; k < n; k++)
-    P->dm[k] = (struct cs_det_member){.comm_rank = agg_dense_of(P, dc, m[k].comm_rank, m[k].comm_size),
-                                      .rank = m[k].rank,
-                                      .host = m[k].host,
-                                      .start_ns = m[k].start_ns,
-                                      .end_ns = m[k].end_ns,
-                                      .enqueue_ns = m[k].enqueue_ns,
-                                      .state = m[k].det_state,
-                                      .p2p = m[k].p2p,
-                                      .bytes = m[k].bytes,
-                                      .gap_us = m[k].gap_us};
+  for (size_t k = 0; k < n; k++) { /* the record's detector part, in the detector's rank numbering */
+    P->dm[k] = m[k].det;
+    P->dm[k].comm_rank = agg_dense_of(P, dc, m[k].comm_rank, m[k].comm_size);
+  }
   for (size_t k = 0; k < n; k++) P->dm[k].comm_size = (int)dc->n;
   for (size_t i = 1; i < n; i++) { /* in dense order, one rank's records together (stable) */
-    struct cs_det_member t = P->dm[i];
+    struct cs_det_op t = P->dm[i];
     size_t j = i;
     while (j > 0 && P->dm[j - 1].comm_rank > t.comm_rank) {
       P->dm[j] = P->dm[j - 1];

@@ -117,7 +117,7 @@ static void member_add(struct bal_member *m, const struct cs_walk_rec *r) {
   m->sig[n % BAL_PMAX] = s;
   m->coll_reduce &= reduce_op(r->op);
   m->p2p &= r->p2p;
-  bool timed = r->det_state == CS_DET_DONE && r->end_ns > 0;
+  bool timed = r->state == CS_DET_DONE && r->end_ns > 0;
   if (timed && r->gap_us >= 0 && isfinite(r->gap_us))
     m->cum_gap += r->gap_us;
   else
@@ -157,7 +157,7 @@ void report_balance_instance(struct report_balance *b, uint64_t comm, int64_t se
     for (size_t k = 0; k < n; k++)
       b->sop[k] = (struct cs_sched_op){m[k].comm_rank, m[k].rank, m[k].host, m[k].p2p ? m[k].peer : -1, m[k].p2p,
                                        m[k].p2p && m[k].op == CS_OP_Send,
-                                       m[k].det_state == CS_DET_DONE && isfinite(m[k].gap_us) ? m[k].gap_us : -1};
+                                       m[k].state == CS_DET_DONE && isfinite(m[k].gap_us) ? m[k].gap_us : -1};
     if (cs_sched_instance(b->sched, comm, seq, b->sop, n) < 0) {
       fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
       cs_sched_free(b->sched);

@@ -78,7 +78,7 @@ struct report_views *report_views_new(const char *op_filter) {
 
 static int bucket_of(uint64_t bytes) { return bytes ? 63 - __builtin_clzll(bytes) : -1; }
 static bool timed(const struct cs_walk_rec *r) {
-  return r->det_state == CS_DET_DONE && r->end_ns > r->start_ns && r->start_ns > 0;
+  return r->state == CS_DET_DONE && r->end_ns > r->start_ns && r->start_ns > 0;
 }
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -233,8 +233,8 @@ void report_views_instance(struct report_views *v, uint64_t comm, int64_t seq, c
       HASH_ADD(hh, v->ranks, k, sizeof key, e);
     }
     e->rank = r->rank;
-    if (r->det_state != CS_DET_FAILED && seq > e->entered) e->entered = seq;
-    if ((r->det_state == CS_DET_DONE || r->det_state == CS_DET_UNTIMED) && seq > e->done) e->done = seq;
+    if (r->state != CS_DET_FAILED && seq > e->entered) e->entered = seq;
+    if ((r->state == CS_DET_DONE || r->state == CS_DET_UNTIMED) && seq > e->done) e->done = seq;
   }
   if (nt < 2) return; /* lateness needs two timed members */
   comm_grid(c);

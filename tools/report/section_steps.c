@@ -58,7 +58,7 @@ void report_steps_gather_instance(struct report_steps_gather *g, uint64_t comm, 
                                      .comm_rank = m[k].comm_rank,
                                      /* a peer outside the communicator: matched with nothing */
                                      .peer = m[k].p2p && m[k].peer < m[k].comm_size ? m[k].peer : -1,
-                                     .timed = m[k].det_state == CS_DET_DONE && m[k].start_ns > 0 &&
+                                     .timed = m[k].state == CS_DET_DONE && m[k].start_ns > 0 &&
                                               m[k].end_ns >= m[k].start_ns,
                                      .p2p = m[k].p2p,
                                      .send = m[k].p2p && m[k].op == CS_OP_Send,
