@@ -41,6 +41,7 @@ import argparse, concurrent.futures, json, os, re, shutil, subprocess, sys, temp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import hung_jobs  # noqa: E402  (tests/hung_jobs.py: a hang job ends once collscope top shows it)
+import accuracy_schedules as S  # noqa: E402  (bench/accuracy_schedules.py: the training-schedule rows)
 
 QUIET = "link:a=*,b=*,us=300"
 # noise levels: the simulator's jitter:pct=P,tail=T (each compute and collective instance
@@ -56,12 +57,15 @@ SHAPES = {"wire": 300, "bare": 0}
 STEP_US = {"dp": 6000, "hetero": 6000}
 # in process (bench/accuracy_driver.c): steps of a fault run, >= 100 instances of the
 # culprit's communicators after the onset
-STEPS = {"dp": 40, "3d": 30, "moe": 24, "fsdp": 16, "accum": 440, "multicomm": 120, "hetero": 40}
+STEPS = {"dp": 40, "3d": 30, "moe": 24, "fsdp": 16, "accum": 440, "multicomm": 120, "hetero": 40, "pp1f1b": 30,
+         "pp1f1b_x": 30}
 
 
-def app_cmd(w, n, steps=None):
+def app_cmd(w, n, steps=None, fault="none"):
     """the zoo app (tests/apps) that runs workload w as processes, its arguments and extra
     environment; steps: >= ~110 instances of the culprit's busiest communicator"""
+    if w in S.WORKLOADS:
+        return S.app_cmd(w, fault, n, steps)
     if w == "dp":
         return "dp_train", ["--steps", str(steps or 40), "--size", "256K", "--compute-us", "2000"], {}
     if w == "hetero":  # simhost2's GPUs are an older, half-speed model
@@ -146,6 +150,8 @@ def sim_faults(fault, n, w="dp", noise="2", shape="wire"):
     p = pct_of(fault)
     jp, jt = NOISES[noise]
     f = ([QUIET] if SHAPES[shape] else []) + ["jitter:pct=%g%s" % (jp, ",tail=%g" % jt if jt else "")]
+    if w in S.WORKLOADS:
+        return S.sim_faults(w, fault, n, f)
     m = re.search(r"from=(\d+)", fault)  # a later onset: slow:pct=P,from=S (S: the culprit's seq)
     if kind == "slow":
         f.append("slow:rank=%d,pct=%g%s" % (cs[0], p, ",from=%s" % m.group(1) if m else ""))
@@ -218,7 +224,7 @@ def run_until_hung(cmd, env, cli, shm):
 
 def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
     faults = sim_faults(fault, n, w, noise, shape)
-    app = app_cmd(w, n, steps)
+    app = app_cmd(w, n, steps, fault)
     if app is None or faults is None:
         return None
     hang = fault.startswith("hang")
@@ -252,7 +258,7 @@ def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
             sys.exit("report failed: %s" % r.stderr)
         rep = json.loads(r.stdout)
         onsets = [int(s) for s in re.findall(r"slow fault: rank \d+ first stall \d+ us, before seq (\d+)", p.stdout)]
-        onset = min(onsets) if onsets else {"throttle": 2, "compute": 3, "hostdelay": 3}.get(fault.split(":")[0])
+        onset = min(onsets) if onsets else dict({"throttle": 2, "compute": 3, "hostdelay": 3}, **S.ONSETS).get(fault.split(":")[0])
         hangs = [{"missing_ranks": h.get("missing_ranks", []), "stuck": len(h.get("stuck_ranks", []))}
                  for h in rep.get("hangs", [])]
         seqs = comm_seqs(out) if onset is not None else {}
@@ -270,7 +276,7 @@ def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
         slow = [(x["src_host"], x["dst_host"]) for x in rep.get("slow_links", [])]
         return {"instances": rep["summary"]["instances"], "judged": rep["summary"]["judged_instances"], "stragglers": st, "hangs": hangs, "onset": onset,
-                "slow_links": slow, "net": True}
+                "slow_links": slow, "net": True, "report": rep}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -376,7 +382,7 @@ def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0, noise
                                range(1, seeds + 1)))
     o = {"workload": w, "fault": fault, "ranks": n, "seeds": seeds, "mode": mode, "noise": noise, "shape": shape,
          "detector": DETECTOR}
-    o.update(score(fault, n, runs))
+    o.update(S.score(w, fault, n, runs, ranks_per_host(n)) if w in S.WORKLOADS else score(fault, n, runs))
     if steps:
         o["steps"] = steps
     o["instances"] = sum(r["instances"] for r in runs)
@@ -459,6 +465,10 @@ def sweep(a):
             if current(o):
                 have[key(o)] = o
     todo = plan_machine(a.seeds) if a.machine else [x + ("2", "wire") for x in plan(a.seeds)]
+    if a.family:  # only these workloads' rows; the training schedules' from their own plan
+        fam = a.family.split(",")
+        todo = [x for x in (S.plan(a.seeds) if set(fam) <= set(S.WORKLOADS + S.DRIVER_WORKLOADS) else todo)
+                if x[0] in fam]
     if a.long:
         todo = []
     for w, n, f, k, mp, nz, sh in todo:
@@ -474,7 +484,7 @@ def sweep(a):
             fh.write(json.dumps(o) + "\n")
         print(json.dumps(o), flush=True)
     longs = a.long.split(",") if a.long else DRIVER_WORKLOADS
-    for w in longs if a.only != "processes" and not a.machine and not a.no_long else []:
+    for w in longs if a.only != "processes" and not a.machine and not a.no_long and not a.family else []:
         for n in (8, 64):
             o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long"}
             if key(o) in have:
@@ -488,13 +498,13 @@ def sweep(a):
 
 
 def run_processes_ok(w, f):
-    return app_cmd(w, 8) is not None and sim_faults(f, 8) is not None
+    return app_cmd(w, 8, fault=f) is not None and sim_faults(f, 8, w) is not None
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
-    ap.add_argument("--workload", choices=WORKLOADS, default="dp")
+    ap.add_argument("--workload", choices=WORKLOADS + S.WORKLOADS + S.DRIVER_WORKLOADS, default="dp")
     ap.add_argument("--fault", default="none")
     ap.add_argument("--ranks", type=int, default=8)
     ap.add_argument("--seeds", type=int, default=10)
@@ -514,6 +524,8 @@ def main():
     ap.add_argument("--faults", metavar="F,F", help="--sweep: only rows of these faults (as written: compute:pct=20)")
     ap.add_argument("--no-long", action="store_true", help="--sweep: without the long clean in-process runs")
     ap.add_argument("--long", metavar="W,W", help="--sweep: only the long clean in-process runs of these workloads")
+    ap.add_argument("--family", metavar="W,W", help="--sweep: only the rows of these workloads (the training "
+                    "schedules': bench/accuracy_schedules.py plan())")
     ap.add_argument("--only", choices=["processes", "in-process"], help="--sweep: only these rows")
     ap.add_argument("--results", default="bench/accuracy_results.jsonl",
                     help="the sweep's rows, one JSON object a line (--sweep appends, --generate reads)")

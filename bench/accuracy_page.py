@@ -8,6 +8,7 @@ import collections, json, os, platform, statistics, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from accuracy import (BARS, FAULTS, LONG_STEPS, NOISE_NAMES, WORKLOADS, current, pct_of, plan,  # noqa: E402
                       plan_machine, run_processes_ok)
+import accuracy_schedules as S  # noqa: E402  (bench/accuracy_schedules.py: the training-schedule rows)
 
 def fmt(x, pct=True):
     if x is None:
@@ -129,6 +130,7 @@ def generate(a):
         L += ["", "Judged clean instances in all, every noise level, %s: %d, false findings %d (%s per 1M)%s." % (
             ("with the long in-process runs (%s)" % lg) if lg else "in the rows above", tot, round(fp),
             "%g" % (fp / tot * 1e6) if tot else "n/a", (", %d explained by the GPU inventory" % ex) if ex else ""), ""]
+    L += S.page_section(rows, fmt, after_cell, NOISE_NAMES)  # the training schedules' rows
     pw = sum(o["wall_s"] for o in rows if o["mode"] == "processes")
     L += ["## Run", "",
           "%d rows: %.0f s of wall time in all, %.0f s of it the process rows (each row's own time, summed; the" % (
@@ -150,7 +152,7 @@ def generate(a):
                 mode, n, k, "" if k == 1 else "s", max(big), ", ".join(sorted(what))))
     ran = {(o["workload"], o["fault"], o["ranks"], o["noise"], o["shape"], o["mode"]) for o in rows}
     missing = collections.defaultdict(list)
-    for w, n, f, k, mp, nz, sh in [x + ("2", "wire") for x in plan(10)] + plan_machine(10):
+    for w, n, f, k, mp, nz, sh in [x + ("2", "wire") for x in plan(10)] + plan_machine(10) + S.plan(10):
         mode = "processes" if n <= mp and run_processes_ok(w, f) else "in-process"
         if (w, f, n, nz, sh, mode) not in ran:
             missing[n].append("%s %s%s%s" % (w, f, " as processes" if mode == "processes" else "",

@@ -194,11 +194,88 @@ static void run_multicomm(void) {
   }
 }
 
+/* pp1f1b, pp1f1b_x: Megatron's tensor x pipeline x data parallel step (tests/apps/megatron_pp):
+ * TP 2, PP 4 (tensor innermost, then data, pipeline outermost: rank = (s x dp + d) x 2 + t,
+ * megatron/core/parallel_state.py:617, order "tp-cp-ep-dp-pp"), 1F1B over M = 4 microbatches as
+ * `3d` models it (each pass's TP AllReduce, 64 KiB Send/Recv between stages, stage s waiting in
+ * its fill s forward-times and in its drain (pp-1-s) backward-times), then the data-parallel
+ * gradient AllReduce of each (stage, TP index). pp1f1b_x adds the collectives that cross the
+ * stages: the tied-embedding AllReduce of the first and the last stage of each (replica, TP
+ * index) (megatron/core/distributed/finalize_model_grads.py:676 _allreduce_word_embedding_grads),
+ * then the grad-norm AllReduce over each replica's model-parallel group, its TP x PP ranks
+ * (megatron/core/optimizer/clip_grads.py:132-134); pp1f1b has neither (--clip-grad 0, untied
+ * embeddings: megatron/core/optimizer/optimizer.py:830). All on one stream a rank. */
+static void run_pp_common(bool cross) {
+  int tp = 2, pp = 4, dp = W.n / (tp * pp), M = 4;
+  double fwd = 1000, bwd = 2000;
+  if (dp < 1) return;
+#define PP_RANK(s, d, t) (((s)*dp + (d)) * tp + (t))
+  struct comm **tpc = malloc((size_t)(dp * pp) * sizeof *tpc), **dpc = malloc((size_t)(pp * tp) * sizeof *dpc);
+  struct comm **ppc = malloc((size_t)(dp * tp) * sizeof *ppc), **emb = malloc((size_t)(dp * tp) * sizeof *emb);
+  struct comm **mpc = malloc((size_t)dp * sizeof *mpc);
+  int *m = malloc((size_t)W.n * sizeof *m);
+  for (int s = 0; s < pp; s++)
+    for (int d = 0; d < dp; d++) {
+      for (int t = 0; t < tp; t++) m[t] = PP_RANK(s, d, t);
+      tpc[s * dp + d] = comm_new(m, tp, 0);
+    }
+  for (int s = 0; s < pp; s++)
+    for (int t = 0; t < tp; t++) {
+      for (int d = 0; d < dp; d++) m[d] = PP_RANK(s, d, t);
+      dpc[s * tp + t] = comm_new(m, dp, 0);
+    }
+  for (int d = 0; cross && d < dp; d++) {
+    for (int t = 0; t < tp; t++) {
+      m[0] = PP_RANK(0, d, t);
+      m[1] = PP_RANK(pp - 1, d, t);
+      emb[d * tp + t] = comm_new(m, 2, 0);
+    }
+    for (int s = 0; s < pp; s++)
+      for (int t = 0; t < tp; t++) m[s * tp + t] = PP_RANK(s, d, t);
+    mpc[d] = comm_new(m, pp * tp, 0);
+  }
+  for (int d = 0; d < dp; d++)
+    for (int t = 0; t < tp; t++) {
+      for (int s = 0; s < pp; s++) m[s] = PP_RANK(s, d, t);
+      ppc[d * tp + t] = comm_new(m, pp, 0);
+    }
+  for (W.step = 0; running(); W.step++) {
+    for (int s = 0; s < pp; s++)
+      for (int d = 0; d < dp; d++) {
+        struct comm *c = tpc[s * dp + d], *p[2] = {ppc[d * tp], ppc[d * tp + 1]};
+        for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, s * fwd, 65536); /* fill */
+        for (int mb = 0; mb < M; mb++) {
+          for (int k = 0; k < 2; k++) compute(c->m[k], fwd);
+          collective(c, SN_COST_ALLREDUCE, 65536);
+          for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, 0, 65536);
+          for (int k = 0; k < 2; k++) compute(c->m[k], bwd);
+          collective(c, SN_COST_ALLREDUCE, 65536);
+          for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, 0, 65536);
+        }
+        for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, (pp - 1 - s) * bwd, 65536); /* drain */
+      }
+    for (int i = 0; i < pp * tp && dp > 1; i++) collective(dpc[i], SN_COST_ALLREDUCE, 262144);
+    for (int d = 0; cross && d < dp; d++) {
+      for (int t = 0; t < tp; t++) collective(emb[d * tp + t], SN_COST_ALLREDUCE, 65536);
+      collective(mpc[d], SN_COST_ALLREDUCE, 4);
+    }
+  }
+#undef PP_RANK
+  free(m);
+  free(tpc);
+  free(dpc);
+  free(ppc);
+  free(emb);
+  free(mpc);
+}
+static void run_pp1f1b(void) { run_pp_common(false); }
+static void run_pp1f1b_x(void) { run_pp_common(true); }
+
 int run_workload(const char *name) {
   static const struct {
     const char *name;
     void (*run)(void);
-  } wl[] = {{"dp", run_dp}, {"hetero", run_dp}, {"3d", run_3d}, {"moe", run_moe}, {"fsdp", run_fsdp}, {"accum", run_accum}, {"multicomm", run_multicomm}};
+  } wl[] = {{"dp", run_dp}, {"hetero", run_dp}, {"3d", run_3d}, {"moe", run_moe}, {"fsdp", run_fsdp}, {"accum", run_accum}, {"multicomm", run_multicomm}, {"pp1f1b", run_pp1f1b}, {"pp1f1b_x", run_pp1f1b_x}};
   for (size_t i = 0; i < sizeof wl / sizeof wl[0]; i++)
     if (!strcmp(name, wl[i].name)) {
       wl[i].run();

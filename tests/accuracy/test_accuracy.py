@@ -13,7 +13,9 @@ compute gap) and a slow link in moe (kind link), moe and 3d clean (no finding: t
 data-following work and the pipeline's bubbles are not stragglers), fsdp 5% in process (its
 collectives on a second stream, each AllGather of the forward right after the previous one,
 each ReduceScatter after its layer's backward), and hetero clean in process (simhost2's
-half-speed GPUs flagged every seed, all of them explained by the GPU inventory, none false). train3d runs in process
+half-speed GPUs flagged every seed, all of them explained by the GPU inventory, none false), megatron_pp's
+1F1B with its cross-stage AllReduces clean (no finding: the schedule explains the stage order's lateness)
+and a data loader stalling 200 ms every 50 steps (the balance verdict data_loader, no share change). train3d runs in process
 only here: as processes its arrivals vary from run to run with the same seed
 (docs/detection.md). The floor (docs/detection.md): a GPU 20% slower at its own compute
 (`compute:pct=20`) in process at 8 and 1,024 ranks (at 1,024 an AllReduce takes ~640 ms: only
@@ -70,6 +72,14 @@ CASES = [
     # sign test of z >= 2 (seed 3 flagged one before)
     (("3d", "none", 1024, 3, 0, "5t", "bare"), {"mode": "in-process", "false_per_million": 0.0,
                                                 "judged_clean": 355383}),
+    # training schedules (bench/accuracy_schedules.py): megatron_pp's 1F1B with the grad-norm and the
+    # tied-embedding AllReduces across its stages, clean: the stage order's lateness at them is the
+    # schedule's (analysis/schedule.c), no finding. Only the findings are exact: as processes how many
+    # of its instances are judged (those timed by events) and its balance verdicts vary with the load
+    (("pp_x", "none", 8, 2, 8), {"mode": "processes", "false_per_million": 0.0}),
+    # a data loader stalling 200 ms every 50 steps (20 ms buckets): data_loader, fix_loader, no share change
+    (("loader_20ms", "loader", 8, 1, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "verdict_ok": 1.0,
+                                          "collateral": 0.0}),
 ]
 
 

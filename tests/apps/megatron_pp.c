@@ -27,6 +27,9 @@
  *   --dp-reduce reduce_scatter|allreduce.
  * - grad-norm (megatron/core/optimizer/clip_grads.py:55 get_grad_norm_fp32): the squared norm
  *   all-reduced with SUM over the model-parallel group (tensor x pipeline ranks, :132-134).
+ *   --no-grad-norm leaves it out, as --clip-grad 0 does (megatron/core/optimizer/optimizer.py:830
+ *   MixedPrecisionOptimizer.step: the norm only with config.clip_grad > 0.0): with no
+ *   --tied-embedding either, no collective crosses the stages.
  * - tied word embedding (--tied-embedding): after the data-parallel sync
  *   (megatron/core/distributed/finalize_model_grads.py:640 finish_grad_sync, then :676
  *   _allreduce_word_embedding_grads) the embedding's gradient all-reduced over the embedding
@@ -54,7 +57,7 @@ static const char usage[] =
     "usage: megatron_pp [--steps N] [--size BYTES] [--tp N] [--pp N] [--microbatches M] [--layers L]\n"
     "                   [--compute-us N] [--capture-mode global|thread_local|relaxed]\n"
     "                   [--dp-reduce reduce_scatter|allreduce] [--tied-embedding]\n"
-    "                   [--stage-layers L0,L1,...] [--pause-ms N] [-v]\n"
+    "                   [--no-grad-norm] [--stage-layers L0,L1,...] [--pause-ms N] [-v]\n"
     "  Megatron-style TP x PP x DP: 1F1B with batch_isend_irecv between stages, each layer's\n"
     "  TP AllReduces in a CUDA graph replayed per microbatch, the DP gradient reduce-scatter\n"
     "  and all-gather (or AllReduce), and the grad-norm AllReduce over the model-parallel group.\n";
@@ -84,6 +87,7 @@ struct job {
   enum cudaStreamCaptureMode mode;
   int dist_opt;
   int tied;        /* --tied-embedding */
+  int no_norm;     /* --no-grad-norm */
   ncclComm_t embc; /* the embedding group (first and last stage), NULL elsewhere */
   struct calls_comm cemb;
   const char *stage_layers; /* --stage-layers */
@@ -102,6 +106,8 @@ static int take_own_options(struct job *j, int argc, char **argv) {
       i++;
     } else if (!strcmp(argv[i], "--tied-embedding")) {
       j->tied = 1;
+    } else if (!strcmp(argv[i], "--no-grad-norm")) {
+      j->no_norm = 1;
     } else if (!strcmp(argv[i], "--pause-ms")) {
       char *end;
       j->pause_ms = strtol(v, &end, 10);
@@ -374,7 +380,7 @@ int main(int argc, char **argv) {
     one_f_one_b(&j, step, &h);
     dp_sync(&j, step, gd, rd, &h);
     tied_embedding(&j, ed, &h);
-    grad_norm(&j, step, nd, &h);
+    if (!j.no_norm) grad_norm(&j, step, nd, &h);
     if (j.pause_ms > 0) {
       /* the raw system call: the simulator models the job's nanosleep as host time
        * (tests/sim/vclock.c), this pause must take wall time only */
