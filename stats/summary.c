@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collscope/histogram.h"
+#include "flight.h"
 #include "summary_gaps.h"
 
 struct sum_key {
@@ -185,6 +186,7 @@ void cs_summary_reset(void) {
 }
 
 void cs_summary_close(void) {
+  cs_flight_closing(); /* a window asked in the last second comes before the last counts */
   cs_summary_flush();
   cs_gaps_write(true);
 }

@@ -1,0 +1,32 @@
+/* stats/flight_local.h: the flight recorder's local trigger (docs/always-on.md, reason `local`):
+ * per (communicator, op, bytes) of this process's collectives, a bounded baseline of its GPU
+ * durations and the typical duration of the latest instances; a departure past the margins
+ * opens a window. Runs on the harvest thread from the records it writes, never in a wrapper. */
+#ifndef COLLSCOPE_STATS_FLIGHT_LOCAL_H
+#define COLLSCOPE_STATS_FLIGHT_LOCAL_H
+#include "core.h"
+
+/* instances whose median is the typical duration (one block), and the blocks before it whose
+ * minima and medians are the baseline */
+#define CS_LOCAL_BLOCK 8
+#define CS_LOCAL_BLOCKS 8
+#define CS_LOCAL_KEYS 64
+/* the margins: the block's median above the baseline's floor (the least duration of the
+ * blocks before), or below the least of their medians, by more than CS_LOCAL_REL_PCT % of it
+ * and more than CS_LOCAL_ABS_NS */
+#define CS_LOCAL_REL_PCT 10
+#define CS_LOCAL_ABS_NS 50000
+
+struct cs_local_change {
+  int64_t base_ns;   /* the baseline it departed from (floor or least median) */
+  int64_t recent_ns; /* the latest block's median */
+  bool longer;       /* true: longer than the floor (waits, a slow link); false: shorter */
+};
+
+void cs_local_reset(void);
+/* one finished record: true when it completes a block that departs from its key's baseline
+ * (the key re-arms once a block stays within the margins); *c says what changed */
+bool cs_local_add(const struct cs_record *r, struct cs_local_change *c);
+size_t cs_local_mem(void);
+
+#endif
