@@ -159,10 +159,11 @@ static void local_window(const struct cs_record *r, const struct cs_local_change
   nlocal++;
   uint64_t before = nwindows;
   cs_flight_trigger(CS_WIN_LOCAL, r);
-  cs_log(CS_LOG_INFO, "flight recorder: local trigger: %s of %llu bytes on comm %016llx seq %llu: median GPU time %.1f us, "
+  cs_log(CS_LOG_INFO, "flight recorder: local trigger: %s of %llu bytes on comm %016llx seq %llu: GPU time %.1f us (%s of 8), "
                       "%s the baseline's %.1f us%s",
          r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "?", (unsigned long long)r->bytes,
-         (unsigned long long)r->comm_id, (unsigned long long)r->seq, c->recent_ns / 1e3, c->longer ? "over" : "under",
+         (unsigned long long)r->comm_id, (unsigned long long)r->seq, c->recent_ns / 1e3, c->longer ? "least" : "median",
+         c->longer ? "over" : "under",
          c->base_ns / 1e3, nwindows > before ? "" : " (no window of its own)");
   if (cs_cfg.flight_local == 2) touch_trigger();
 }

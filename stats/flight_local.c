@@ -2,8 +2,8 @@
  * docs/always-on.md): what one process sees of a straggler or a slow link in its own records.
  * A straggler makes its peers wait inside the collective, so their GPU durations grow by its
  * lateness; a slow link lengthens every member's. Each key keeps blocks of CS_LOCAL_BLOCK
- * durations; a completed block is judged against the minima and medians of the CS_LOCAL_BLOCKS
- * blocks before it, so the cost per record is a store, and a sort of 8 once a block. The
+ * durations; a completed block's least and median are judged against the minima and medians
+ * of the CS_LOCAL_BLOCKS blocks before it, so the cost per record is a store, and a sort of 8 once a block. The
  * table is static (no allocation); a key past its capacity is not judged. */
 #include "flight_local.h"
 
@@ -73,13 +73,16 @@ bool cs_local_add(const struct cs_record *r, struct cs_local_change *c) {
     if (!i || k->bmin[i] < floor) floor = k->bmin[i];
     if (!i || k->bmed[i] < least_med) least_med = k->bmed[i];
   }
-  bool longer = k->nb && past(med - floor, floor);
+  /* longer: even the block's least duration (the instance that waited least) is past the
+   * floor, so a key whose instances differ by design (the first of each step, say) does not
+   * depart by its spread; shorter: its median under every median of the blocks before */
+  bool longer = k->nb && past(k->cur[0] - floor, floor);
   bool shorter = k->nb && past(least_med - med, least_med);
   bool fire = (longer || shorter) && k->armed;
   k->armed = !(longer || shorter);
   if (fire) {
     c->base_ns = longer ? floor : least_med;
-    c->recent_ns = med;
+    c->recent_ns = longer ? k->cur[0] : med;
     c->longer = longer;
   }
   k->bmin[k->next] = k->cur[0]; /* sorted: the least first */

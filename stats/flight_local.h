@@ -11,15 +11,15 @@
 #define CS_LOCAL_BLOCK 8
 #define CS_LOCAL_BLOCKS 8
 #define CS_LOCAL_KEYS 64
-/* the margins: the block's median above the baseline's floor (the least duration of the
- * blocks before), or below the least of their medians, by more than CS_LOCAL_REL_PCT % of it
- * and more than CS_LOCAL_ABS_NS */
+/* the margins: the block's least duration above the baseline's floor (the least duration of
+ * the blocks before), or its median below the least of their medians, by more than
+ * CS_LOCAL_REL_PCT % of it and more than CS_LOCAL_ABS_NS */
 #define CS_LOCAL_REL_PCT 10
 #define CS_LOCAL_ABS_NS 50000
 
 struct cs_local_change {
   int64_t base_ns;   /* the baseline it departed from (floor or least median) */
-  int64_t recent_ns; /* the latest block's median */
+  int64_t recent_ns; /* the latest block's least (longer) or median (shorter) */
   bool longer;       /* true: longer than the floor (waits, a slow link); false: shorter */
 };
 
