@@ -16,6 +16,7 @@ struct lkey {
   int op;
   uint64_t comm, bytes;
   unsigned n, nb, next; /* durations in cur; blocks held; the slot of the next block */
+  unsigned streak;      /* departing blocks in a row */
   int64_t cur[CS_LOCAL_BLOCK];
   int64_t bmin[CS_LOCAL_BLOCKS], bmed[CS_LOCAL_BLOCKS];
 };
@@ -78,14 +79,18 @@ bool cs_local_add(const struct cs_record *r, struct cs_local_change *c) {
    * depart by its spread; shorter: its median under every median of the blocks before */
   bool longer = k->nb && past(k->cur[0] - floor, floor);
   bool shorter = k->nb && past(least_med - med, least_med);
-  bool fire = (longer || shorter) && k->armed;
-  k->armed = !(longer || shorter);
+  /* a departure lasting CS_LOCAL_STREAK blocks fires once; a block within the margins re-arms */
+  k->streak = longer || shorter ? k->streak + 1 : 0;
+  bool fire = k->streak >= CS_LOCAL_STREAK && k->armed;
+  if (fire) k->armed = false;
+  if (!k->streak) k->armed = true;
   if (fire) {
     c->base_ns = longer ? floor : least_med;
     c->recent_ns = longer ? k->cur[0] : med;
     c->longer = longer;
   }
-  k->bmin[k->next] = k->cur[0]; /* sorted: the least first */
+  if (k->streak && k->armed) return false; /* a departure building up stays out of its baseline */
+  k->bmin[k->next] = k->cur[0];            /* sorted: the least first */
   k->bmed[k->next] = med;
   k->next = (k->next + 1) % CS_LOCAL_BLOCKS;
   if (k->nb < CS_LOCAL_BLOCKS) k->nb++;
