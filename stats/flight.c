@@ -155,14 +155,15 @@ static void touch_trigger(void) {
   if (trigger_seen) trigger_mtime_ns = trigger_mtime(path);
 }
 
-static void local_window(const struct cs_record *r, const struct cs_local_change *c) {
+static void local_window(const struct cs_record *r, struct cs_local_change *c) {
+  c->pending = false;
   nlocal++;
   uint64_t before = nwindows;
   cs_flight_trigger(CS_WIN_LOCAL, r);
   cs_log(CS_LOG_INFO, "flight recorder: local trigger: %s of %llu bytes on comm %016llx seq %llu: GPU time %.1f us (%s of 8), "
                       "%s the baseline's %.1f us%s",
          r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "?", (unsigned long long)r->bytes,
-         (unsigned long long)r->comm_id, (unsigned long long)r->seq, c->recent_ns / 1e3, c->longer ? "least" : "median",
+         (unsigned long long)r->comm_id, (unsigned long long)r->seq, c->recent_ns / 1e3, c->longer ? "least" : "mean",
          c->longer ? "over" : "under",
          c->base_ns / 1e3, nwindows > before ? "" : " (no window of its own)");
   if (cs_cfg.flight_local == 2) touch_trigger();
@@ -182,9 +183,9 @@ void cs_flight_op(const struct cs_record *r) {
     write_op(nops - 1);
     written = nops;
   }
-  if (r->type == CS_REC_OP && r->status != 0) cs_flight_trigger(CS_WIN_FAILED, r);
-  struct cs_local_change c;
-  if (cs_cfg.flight_local && cs_local_add(r, &c)) local_window(r, &c);
+  if (r->type != CS_REC_OP) return;
+  if (r->status != 0) cs_flight_trigger(CS_WIN_FAILED, r);
+  if (cs_local_fired.pending) local_window(r, &cs_local_fired);
 }
 
 void cs_flight_atfork_child(void) {

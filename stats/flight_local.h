@@ -6,8 +6,8 @@
 #define COLLSCOPE_STATS_FLIGHT_LOCAL_H
 #include "core.h"
 
-/* instances whose median is the typical duration (one block), and the blocks before it whose
- * minima and medians are the baseline */
+/* instances whose mean is the typical duration (one block), and the blocks before it whose
+ * minima and means are the baseline */
 #define CS_LOCAL_BLOCK 8
 #define CS_LOCAL_BLOCKS 8
 #define CS_LOCAL_KEYS 64
@@ -15,22 +15,25 @@
  * then (at 500 ops/s, ~1 in 1000 blocks of +-20 % uniform jitter), three in a row almost never */
 #define CS_LOCAL_STREAK 3
 /* the margins: the block's least duration above the baseline's floor (the least duration of
- * the blocks before), or its median below the least of their medians, by more than
+ * the blocks before), or its mean below the least of their means, by more than
  * CS_LOCAL_REL_PCT % of it and more than CS_LOCAL_ABS_NS */
 #define CS_LOCAL_REL_PCT 10
 #define CS_LOCAL_ABS_NS 50000
 
 struct cs_local_change {
-  int64_t base_ns;   /* the baseline it departed from (floor or least median) */
-  int64_t recent_ns; /* the latest block's least (longer) or median (shorter) */
+  bool pending;      /* set by a departure, cleared by the window it opens */
+  int64_t base_ns;   /* the baseline it departed from (floor or least mean) */
+  int64_t recent_ns; /* the latest block's least (longer) or mean (shorter) */
   bool longer;       /* true: longer than the floor (waits, a slow link); false: shorter */
 };
 
 void cs_local_reset(void);
-/* one finished record: true when it completes the CS_LOCAL_STREAK-th block in a row that
- * departs from its key's baseline (the key re-arms once a block stays within the margins);
- * *c says what changed */
-bool cs_local_add(const struct cs_record *r, struct cs_local_change *c);
+/* one finished op timed alone (stats/summary.c, with its GPU duration d): when it completes
+ * the CS_LOCAL_STREAK-th block in a row that departs from its key's baseline (the key re-arms
+ * once a block stays within the margins), cs_local_fired says what changed and is pending
+ * until stats/flight.c opens the window, after the record is in the ring */
+void cs_local_add(const struct cs_record *r, int64_t d);
+extern struct cs_local_change cs_local_fired;
 size_t cs_local_mem(void);
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "collscope/histogram.h"
 #include "flight.h"
+#include "flight_local.h"
 #include "summary_gaps.h"
 
 struct sum_key {
@@ -148,6 +149,7 @@ bool cs_summary_add(const struct cs_record *r) {
     k->counts[b]++;
     if (b < k->hlo) k->hlo = b;
     if (b > k->hhi) k->hhi = b;
+    if (r->type == CS_REC_OP) cs_local_add(r, d); /* stats/flight_local.c */
   }
   return true;
 }
