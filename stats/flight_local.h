@@ -12,7 +12,8 @@
 #define CS_LOCAL_BLOCKS 8
 #define CS_LOCAL_KEYS 64
 /* departing blocks in a row that fire: jitter makes one block of a clean key depart now and
- * then (at 500 ops/s, ~1 in 1000 blocks of +-20 % uniform jitter), three in a row almost never */
+ * then (+-20 % uniform jitter: about 1 block in 300 to 2000, by the odds of its least), three in a
+ * row almost never (bench_always_on: none in a day at 500 ops/s) */
 #define CS_LOCAL_STREAK 3
 /* the margins: the block's least duration above the baseline's floor (the least duration of
  * the blocks before), or its mean below the least of their means, by more than
