@@ -147,6 +147,13 @@ static int parse_pow2(const char *v) {
 }
 
 /* COLLSCOPE_RECORD: full (0) or summary (1) */
+static int parse_flight_local(const char *v) {
+  if (!strcmp(v, "off") || !strcmp(v, "0")) return 0;
+  if (!strcmp(v, "rank")) return 1;
+  if (!strcmp(v, "job")) return 2;
+  return -1;
+}
+
 static int parse_record(const char *v) { return !strcmp(v, "full") ? 0 : !strcmp(v, "summary") ? 1
                                                                                                : -1; }
 
@@ -264,6 +271,7 @@ void cs_config_load(void) {
   cs_cfg.summary_s = (unsigned)env_long("COLLSCOPE_SUMMARY_S", 1, 86400);
   cs_cfg.flight_ops = (size_t)env_long("COLLSCOPE_FLIGHT_OPS", 1, 1L << 20);
   cs_cfg.flight_after = (size_t)env_long("COLLSCOPE_FLIGHT_AFTER", 0, 1L << 20);
+  cs_cfg.flight_local = env_word("COLLSCOPE_FLIGHT_LOCAL", parse_flight_local, "job, rank or off");
   cs_sdc_config_load();
   cs_cfg.online = env_bool("COLLSCOPE_ONLINE");
   cs_cfg.online_every = (unsigned)env_long("COLLSCOPE_ONLINE_EVERY", 1, 1L << 30);

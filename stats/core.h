@@ -60,10 +60,12 @@ struct cs_config {
   uint64_t event_sample_bytes;
   uint64_t event_sample_mask;
   /* COLLSCOPE_RECORD=summary (docs/always-on.md): summaries and the flight recorder instead of
-   * every op line; COLLSCOPE_SUMMARY_S, COLLSCOPE_FLIGHT_OPS, COLLSCOPE_FLIGHT_AFTER */
+   * every op line; COLLSCOPE_SUMMARY_S, COLLSCOPE_FLIGHT_OPS, COLLSCOPE_FLIGHT_AFTER,
+   * COLLSCOPE_FLIGHT_LOCAL (0: off, 1: this process's window, 2: also the trigger file) */
   bool record_summary;
   unsigned summary_s;
   size_t flight_ops, flight_after;
+  int flight_local;
 };
 enum { CS_SDC_OFF = 0,
        CS_SDC_ALL = 1,

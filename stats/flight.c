@@ -1,7 +1,8 @@
 /* stats/flight.c: the flight recorder of COLLSCOPE_RECORD=summary (stats/flight.h,
  * docs/always-on.md): a ring of the last op records (allocated once), and the windows of full
  * detail written around a failed op, a hang, an online finding, a termination signal, the
- * trigger file or a process whose records stopped. Op n of the process sits in slot n mod capacity; `written` is the first op
+ * trigger file, a process whose records stopped or the local trigger's departure of a
+ * collective's GPU durations from their baseline (stats/flight_local.c). Op n of the process sits in slot n mod capacity; `written` is the first op
  * not yet on the file, so overlapping windows never write an op twice. */
 #include "flight.h"
 
@@ -10,7 +11,12 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "collscope/schema.h"
 #include "dump_writer.h"
+#include "flight_local.h"
 #include "ring_writer.h"
 #include "summary.h"
 
@@ -31,6 +37,7 @@ static double tokens = WINDOW_BURST;
 static int64_t tokens_ns;
 static uint64_t suppressed;
 static uint64_t snap_answered; /* the stats ring's snap_asked last answered */
+static uint64_t nlocal;        /* local trigger's departures */
 
 const char *cs_flight_reason_name(int why) {
   switch (why) {
@@ -41,6 +48,7 @@ const char *cs_flight_reason_name(int why) {
   case CS_WIN_REQUEST: return "request";
   case CS_WIN_IDLE: return "idle";
   case CS_WIN_SNAPSHOT: return "snapshot";
+  case CS_WIN_LOCAL: return "local";
   default: return "unknown";
   }
 }
@@ -62,12 +70,14 @@ bool cs_flight_init(size_t ring_ops, size_t after_ops, unsigned summary_s) {
   tokens = WINDOW_BURST;
   tokens_ns = 0;
   trigger_seen = false;
+  nlocal = 0;
+  cs_local_reset();
   return true;
 }
 
 bool cs_flight_on(void) { return ring != NULL; }
 
-size_t cs_flight_mem(void) { return ring ? cap * sizeof *ring + cs_summary_mem() : 0; }
+size_t cs_flight_mem(void) { return ring ? cap * sizeof *ring + cs_summary_mem() + cs_local_mem() : 0; }
 
 void cs_flight_free(void) {
   if (suppressed)
@@ -82,6 +92,7 @@ void cs_flight_free(void) {
 
 uint64_t cs_flight_windows(void) { return nwindows; }
 uint64_t cs_flight_ops_written(void) { return nwritten; }
+uint64_t cs_flight_local_windows(void) { return nlocal; }
 
 static void write_op(uint64_t n) {
   cs_dump_op_line(&ring[n % cap]);
@@ -118,6 +129,46 @@ void cs_flight_trigger(enum cs_flight_reason why, const struct cs_record *r) {
   after_left = after_max;
 }
 
+static char *trigger_path(char *path, size_t n) {
+  return snprintf(path, n, "%s/collscope-flight", cs_cfg.dir) < (int)n ? path : NULL;
+}
+
+static int64_t trigger_mtime(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec : -1;
+}
+
+/* COLLSCOPE_FLIGHT_LOCAL=job: the trigger file's modification time set now, so every process
+ * writing to this directory opens a window at its next look (this one's own look sees it as
+ * seen); a file that is not this user's regular file is left alone */
+static void touch_trigger(void) {
+  char path[4096];
+  if (cs_cfg.dumps_off || !trigger_path(path, sizeof path)) return;
+  int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    cs_log(CS_LOG_INFO, "flight recorder: cannot touch %s: the local window stays this process's", path);
+    return;
+  }
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid()) futimens(fd, NULL);
+  close(fd);
+  if (trigger_seen) trigger_mtime_ns = trigger_mtime(path);
+}
+
+static void local_window(const struct cs_record *r, struct cs_local_change *c) {
+  c->pending = false;
+  nlocal++;
+  uint64_t before = nwindows;
+  cs_flight_trigger(CS_WIN_LOCAL, r);
+  cs_log(CS_LOG_INFO, "flight recorder: local trigger: %s of %llu bytes on comm %016llx seq %llu: GPU time %.1f us (%s of 8), "
+                      "%s the baseline's %.1f us%s",
+         r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "?", (unsigned long long)r->bytes,
+         (unsigned long long)r->comm_id, (unsigned long long)r->seq, c->recent_ns / 1e3, c->longer ? "least" : "mean",
+         c->longer ? "over" : "under",
+         c->base_ns / 1e3, nwindows > before ? "" : " (no window of its own)");
+  if (cs_cfg.flight_local == 2) touch_trigger();
+}
+
 void cs_flight_op(const struct cs_record *r) {
   if (!ring) {
     cs_dump_op_line(r);
@@ -132,7 +183,9 @@ void cs_flight_op(const struct cs_record *r) {
     write_op(nops - 1);
     written = nops;
   }
-  if (r->type == CS_REC_OP && r->status != 0) cs_flight_trigger(CS_WIN_FAILED, r);
+  if (r->type != CS_REC_OP) return;
+  if (r->status != 0) cs_flight_trigger(CS_WIN_FAILED, r);
+  if (cs_local_fired.pending) local_window(r, &cs_local_fired);
 }
 
 void cs_flight_atfork_child(void) {
@@ -140,6 +193,8 @@ void cs_flight_atfork_child(void) {
   last_op_mono = 0;
   atomic_store(&requested, 0);
   snap_answered = 0; /* the child has no ring of its own (stats/ring_writer.c) */
+  nlocal = 0;
+  cs_local_reset();
   cs_summary_reset();
 }
 
@@ -165,6 +220,8 @@ static void snapshot_poll(void) {
   cs_ring_snap_answer(asked, result);
 }
 
+static void trigger_look(void);
+
 void cs_flight_tick(void) {
   snapshot_poll();
   if (!ring) return;
@@ -178,10 +235,17 @@ void cs_flight_tick(void) {
   }
   if (now - last_check_ns < 1000000000LL) return;
   last_check_ns = now;
+  trigger_look();
+}
+
+void cs_flight_closing(void) {
+  if (ring && trigger_seen) trigger_look();
+}
+
+static void trigger_look(void) {
   char path[4096];
-  if (snprintf(path, sizeof path, "%s/collscope-flight", cs_cfg.dir) >= (int)sizeof path) return;
-  struct stat st;
-  int64_t m = stat(path, &st) == 0 ? (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec : -1;
+  if (!trigger_path(path, sizeof path)) return;
+  int64_t m = trigger_mtime(path);
   if (!trigger_seen) { /* the first look: a file already there is no request */
     trigger_seen = true;
     trigger_mtime_ns = m;

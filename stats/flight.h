@@ -13,7 +13,8 @@ enum cs_flight_reason { CS_WIN_FAILED = 1,
                         CS_WIN_SIGNAL,
                         CS_WIN_REQUEST,
                         CS_WIN_IDLE,
-                        CS_WIN_SNAPSHOT };
+                        CS_WIN_SNAPSHOT,
+                        CS_WIN_LOCAL };
 
 /* COLLSCOPE_RECORD=summary: the ring and the summaries (stats/summary.h); false (logged) when
  * they cannot be allocated: every op is then written whole, as in full mode */
@@ -35,6 +36,9 @@ void cs_flight_request(enum cs_flight_reason why);
  * the file while the process is alive (a rank stuck inside a call has no pending op to
  * report as hung) */
 void cs_flight_tick(void);
+/* the file closes (stats/summary.c cs_summary_close): a last look at the trigger file, so a
+ * request made while this process ran its last second still gets its window */
+void cs_flight_closing(void);
 const char *cs_flight_reason_name(int why);
 size_t cs_flight_mem(void);
 /* a forked child: the ring and the summaries start empty (the memory is kept) */
@@ -43,6 +47,8 @@ void cs_flight_free(void);
 /* windows written, ops written in them */
 uint64_t cs_flight_windows(void);
 uint64_t cs_flight_ops_written(void);
+/* windows of the local trigger (stats/flight_local.h) */
+uint64_t cs_flight_local_windows(void);
 /* triggers that wrote no window: inside an open one, or past the bound (WINDOW_BURST, then
  * one an hour of the records' time, stats/flight.c) */
 uint64_t cs_flight_suppressed(void);

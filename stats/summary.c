@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "collscope/histogram.h"
+#include "flight.h"
+#include "flight_local.h"
 #include "summary_gaps.h"
 
 struct sum_key {
@@ -147,6 +149,7 @@ bool cs_summary_add(const struct cs_record *r) {
     k->counts[b]++;
     if (b < k->hlo) k->hlo = b;
     if (b > k->hhi) k->hhi = b;
+    if (r->type == CS_REC_OP) cs_local_add(r, d); /* stats/flight_local.c */
   }
   return true;
 }
@@ -185,6 +188,7 @@ void cs_summary_reset(void) {
 }
 
 void cs_summary_close(void) {
+  cs_flight_closing(); /* a window asked in the last second comes before the last counts */
   cs_summary_flush();
   cs_gaps_write(true);
 }

@@ -120,6 +120,9 @@ static int run_mode(struct cli_run_opts *o, const char *dir, const char *mode, c
                  "COLLSCOPE_FLIGHT_AFTER=" AO_FLIGHT_AFTER,
                  "COLLSCOPE_SIM_FAULTS=slow:rank=5,us=3000",
                  "COLLSCOPE_ONLINE_EVERY=16",
+                 /* the windows of the online exchange's finding alone (the local trigger would
+                  * open its own on the waiting ranks: docs/always-on.md) */
+                 "COLLSCOPE_FLIGHT_LOCAL=off",
                  "COLLSCOPE_SIM_CLOCK=model",
                  "COLLSCOPE_SIM_SEED=1"};
   char *app_argv[] = {app, "--steps", steps_s, "--size", size_s, NULL};

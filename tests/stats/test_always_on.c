@@ -4,7 +4,9 @@
  * holding every timed op; a failed op opens a window (the ring's records, then the next
  * COLLSCOPE_FLIGHT_AFTER), no record is written twice, and failed ops past the bound (8 at
  * once, then one an hour of record time) open no window; the trigger file asks for one; a
- * table with more keys than it holds writes its lines early and loses nothing. */
+ * table with more keys than it holds writes its lines early and loses nothing; the local
+ * trigger (stats/flight_local.c) opens one window where a collective's durations grow past
+ * the margins and again where they fall, none for jitter within them, none when off. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -253,8 +255,47 @@ static void full_table(void **state) {
   assert_int_equal(count, 1200);
 }
 
+/* 400 instances of 4 KiB at 100 us +- 4 us (deterministic), then (grow: 1) 200 instances at
+ * 160 us, then 200 at 100 us again: the local windows and their seqs */
+static int local_windows(const char *mode, int grow, long long *seqs) {
+  setenv("COLLSCOPE_FLIGHT_LOCAL", mode, 1);
+  start("4");
+  const int64_t t0 = 1764000000000000000LL;
+  for (int i = 0; i < 800; i++) {
+    int64_t d = 100000 + (i * 7919 % 9 - 4) * 1000;
+    if (grow && i >= 400 && i < 600) d += 60000;
+    struct cs_record r = op(t0 + i * 1000000LL, 4096, d, 0);
+    r.seq = (uint64_t)i;
+    cs_dump_record(&r);
+  }
+  finish();
+  unsetenv("COLLSCOPE_FLIGHT_LOCAL");
+  int n = 0;
+  for (int i = 0; i < nlines; i++)
+    if (strcmp(type_of(i), "window") == 0) {
+      assert_string_equal(json_string_value(json_object_get(lines[i], "reason")), "local");
+      seqs[n++] = int_of(i, "seq");
+    }
+  return n;
+}
+
+static void local_trigger(void **state) {
+  (void)state;
+  long long seqs[16];
+  /* the blocks of seqs 400-407, 408-415 and 416-423 are at 160 us: their least is ~60 us
+   * (60 %) over the floor of 96 us, the third in a row fires; the key re-arms once its 8
+   * blocks before are all slow, and the third block back at 100 us (616-623) fires again:
+   * its median ~60 us under the least of their medians */
+  assert_int_equal(local_windows("rank", 1, seqs), 2);
+  assert_int_equal(seqs[0], 423);
+  assert_int_equal(seqs[1], 623);
+  assert_int_equal(local_windows("rank", 0, seqs), 0); /* jitter within the margins */
+  assert_int_equal(local_windows("off", 1, seqs), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(summaries), cmocka_unit_test(windows),
-                                     cmocka_unit_test(trigger_file), cmocka_unit_test(full_table)};
+                                     cmocka_unit_test(trigger_file), cmocka_unit_test(full_table),
+                                     cmocka_unit_test(local_trigger)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
