@@ -14,7 +14,7 @@
 
 struct inst {
   int last;   /* comm_rank that arrived last, -1 when several tie */
-  bool fresh; /* last >= 0 and not the previous instance's last rank (the share-last rule's draw) */
+  bool fresh; /* last >= 0 right after an instance with none (the share-last rule's draw) */
   double lateness, med, gap_last, gap_peers;
   double noise; /* robust sigma of its members' arrival offsets (1.4826 x median |offset|) */
   int64_t seq;
@@ -175,7 +175,7 @@ double cs_det_rank_threshold(const struct cs_det_params *p, const struct cs_det_
 /* share-last: last k of w instances in a communicator of csize ranks is beyond chance */
 bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, int csize);
 /* share-last over fresh draws: last in k of the window's nf fresh draws (instances that name a
- * last rank other than the previous instance's) is beyond chance */
+ * last rank right after one that named none) is beyond chance */
 bool cs_det_fresh_significant(const struct cs_det_params *p, size_t nf, size_t k, int csize);
 /* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's
  * window_instances, last, share_last, lateness_us, median_dur_us, gap_us, peer_gap_us, kind

@@ -56,17 +56,17 @@ bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, 
 }
 
 bool cs_det_fresh_significant(const struct cs_det_params *p, size_t nf, size_t k, int csize) {
-  /* The instances that name a last rank, counted once per run of the same last rank: an
-   * instance where ranks tie for the shortest duration (released together by the previous op on
-   * their streams: FSDP's AllGathers back to back, at 300 us a ring step its ReduceScatters
-   * queued behind the first) names no rank, and a rank late at one op is late again at the ops
-   * queued behind it (one late backward pass: FSDP's ReduceScatters, one after each layer), one
-   * draw, not several. Under no straggler each draw names one of the other csize - 1 ranks at
-   * random. A GPU slow at its own work that only one op a step exposes (FSDP at 64 ranks or more
-   * with 300 us a ring step: last in 1 of 8 instances, a tie in the other 7) is last in every
-   * draw, which the share over all instances, 1/8, never shows. */
-  if (nf == 0 || csize < 3) return false;
-  double p0 = 1.0 / (double)(csize - 1), need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)nf);
+  /* The draws: instances that name a last rank right after one that named none. A tie (ranks
+   * released together by the previous op on their streams: FSDP's AllGathers back to back, at
+   * 300 us a ring step its ReduceScatters queued behind the first) names no rank; after it the
+   * members start even, so which comes last is a draw of its own, one of csize at random with no
+   * straggler. At the instances after a draw a rank late once stays late (one late backward
+   * pass, its step's ReduceScatters): those are not draws. A GPU slow at its own work that only
+   * one op a step exposes (FSDP from 64 ranks with 300 us a ring step: last in 1 instance of 8,
+   * tied in the other 7) is last in every draw, which its share of all instances, 1/8, never
+   * shows. */
+  if (nf == 0 || csize < 2) return false;
+  double p0 = 1.0 / (double)csize, need = p0 + p->z * cs_det_sqrt(p0 * (1 - p0) / (double)nf);
   if (need < p->share) need = p->share;
   return (double)k >= need * (double)nf && cs_det_binom_tail(nf, k, p0) <= cs_det_normal_tail(p->z);
 }

@@ -241,9 +241,10 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
   for (size_t e = e0; e < C->nents; e++) /* peers' gaps */
     if (C->ents[e].r != last && C->ents[e].gap >= 0) C->gaps[ngaps++] = C->ents[e].gap;
   I->last = tie ? -1 : last;
-  /* a fresh draw: it names a last rank, and not the previous instance's (a rank late at one op
-   * stays late through the ops queued behind it on its streams: one event, not several) */
-  I->fresh = I->last >= 0 && !(C->nin >= 2 && C->in[C->nin - 2].last == I->last);
+  /* a fresh draw: it names a last rank right after an instance that named none (its members
+   * released together: they start even, so which comes last is a draw of its own; at the
+   * instances after it a rank late once stays late through the ops queued behind it) */
+  I->fresh = I->last >= 0 && C->nin >= 2 && C->in[C->nin - 2].last < 0;
   I->gap_peers = ngaps ? cs_det_median(C->gaps, ngaps) : -1;
   /* the floor's noise (detect_judge.c): the members' offsets' robust sigma, about the median
    * rank's 0; with fewer than CS_DET_NOISE_MIN members a straggler's own offset would be half of

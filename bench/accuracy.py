@@ -18,7 +18,7 @@
       the whole sweep (plan() below), each row appended to FILE as it is done (rows already
       there are kept: a sweep can be run in parts).
   accuracy.py --build BUILD --sweep --machine [--seeds K] [--max-ranks N] [--min-ranks N] [--only MODE]
-      [--workloads W,W] [--faults F,F]
+      [--workloads W,W] [--faults F,F] [--noises N,N]
       the machine faults (a GPU slower at its compute, a slow host, a slow NIC) and clean runs at
       every noise level, with and without the per-step wire latency (plan_machine() below).
   accuracy.py --generate docs/accuracy.md [--results FILE]   (bench/accuracy_page.py)
@@ -440,10 +440,10 @@ def plan_machine(seeds):
 
 
 # the detector's verdicts' version: bumped whenever a rule changes what it flags, so that the rows
-# of an older detector drop out of the page. 2: the share-last rule over fresh draws, the floor
-# of a rank whose gap excess explains its offset the measured noise alone, a pair's sign test a
-# binomial tail within offset_z (docs/detection.md)
-DETECTOR = 2
+# of an older detector drop out of the page. 3: the share-last rule over fresh draws (an instance
+# naming a last rank right after a tie), the gap bound of a rank whose gap excess explains its
+# offset on its least gap, a pair's sign test a binomial tail within offset_z (docs/detection.md)
+DETECTOR = 3
 
 
 def current(o):
@@ -477,7 +477,7 @@ def sweep(a):
             continue
         if (a.workloads and w not in a.workloads.split(",")) or (a.faults and f not in a.faults.split(",")):
             continue
-        if a.min_ranks and n < a.min_ranks:
+        if (a.min_ranks and n < a.min_ranks) or (a.noises and nz not in a.noises.split(",")):
             continue
         o = evaluate(a.build, w, f, n, k, mp, noise=nz, shape=sh)
         with open(a.results, "a") as fh:
@@ -521,6 +521,7 @@ def main():
     ap.add_argument("--max-ranks", type=int, default=0, help="--sweep: only rows of at most this many ranks")
     ap.add_argument("--min-ranks", type=int, default=0, help="--sweep: only rows of at least this many ranks")
     ap.add_argument("--workloads", metavar="W,W", help="--sweep: only rows of these workloads")
+    ap.add_argument("--noises", metavar="N,N", help="--sweep: only rows of these noise levels (2, 5t, 10t)")
     ap.add_argument("--faults", metavar="F,F", help="--sweep: only rows of these faults (as written: compute:pct=20)")
     ap.add_argument("--no-long", action="store_true", help="--sweep: without the long clean in-process runs")
     ap.add_argument("--long", metavar="W,W", help="--sweep: only the long clean in-process runs of these workloads")

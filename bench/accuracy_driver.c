@@ -254,10 +254,11 @@ static void print_findings(const struct cs_det_result *res, const char *name, bo
     if (c->onset) snprintf(after, sizeof after, "%lld", (long long)s->first_flag_instance - (long long)c->onset + 1);
     printf("%s{\"rank\":%d,\"host\":%s%s%s,\"kind\":\"%s\",\"comm\":%d,\"comm_size\":%d,\"first_flag_instance\":%zu,"
            "\"onset\":%lld,\"after\":%s,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"
-           "\"lateness_us\":%.1f,\"median_dur_us\":%.1f,\"gap_us\":%.1f,\"peer_gap_us\":%.1f}",
+           "\"lateness_us\":%.1f,\"median_dur_us\":%.1f,\"gap_us\":%.1f,\"peer_gap_us\":%.1f,\"rule\":\"%s\"}",
            first ? "" : ",", s->rank, s->host ? "\"" : "", s->host ? s->host : "null", s->host ? "\"" : "",
            cs_det_kind_name(s->kind), c->id, c->n, s->first_flag_instance, (long long)c->onset, after, s->offset_us,
-           s->later_share, s->share_last, s->lateness_us, s->median_dur_us, s->gap_us, s->peer_gap_us);
+           s->later_share, s->share_last, s->lateness_us, s->median_dur_us, s->gap_us, s->peer_gap_us,
+           cs_det_rule_name(s->rule));
     first = false;
   }
   printf("]");

@@ -16,7 +16,9 @@
  *   half of them (sign test, z >= 2), and its median offset m satisfies
  *   m >= max(floor_us, min(frac * median duration, 0.1 * its median compute gap),
  *   5 * 1.2533 * sigma / sqrt(its instances), sigma the window's median noise: per instance
- *   of >= 8 members 1.4826 * their median |offset|) (the floor), and m is offset_z robust
+ *   of >= 8 members 1.4826 * their median |offset|) (the floor; the gap term only where its
+ *   gap exceeds its peers' by 0.1 of it, or, where its excess is at least m / 2, 0.1 * its
+ *   least gap over the window), and m is offset_z robust
  *   standard errors
  *   (1.2533 * 1.4826 * MAD / sqrt(n)) above 0, either in us or as a / the instance's median
  *   duration (with mixed sizes a fixed delay is steady in us, a proportional one relatively);
@@ -28,7 +30,10 @@
  *   last_count / instances_in_window >= max(share, p0 + z * sqrt(p0 (1 - p0) / n)) with
  *   p0 = 1 / comm_size, n = instances_in_window (arriving last that often is z standard
  *   deviations above chance), and the median lateness of its last-arrivals >= the floor
- *   (its compute gap there: the median over its last-arrivals).
+ *   (its compute gap there: the median over its last-arrivals); judged after the other
+ *   rules, the same test over the window's fresh draws (instances naming a last rank right
+ *   after one that named none: a tie). In instances of < 8 members the
+ *   offset and recent rules' sign counts must have a binomial tail (1/2) within offset_z's.
  *  cost rule (a rank late rarely or on alternate steps, by a lot: analysis/detect_cost.c): over
  *   the last cost_window instances, the sum of its lateness where it arrived last by more than
  *   max(floor_us, frac * the instance's median duration, 3 x the median lateness of the last
