@@ -15,6 +15,7 @@ pkgs+=(libmicrohttpd-dev)  # the exporter's HTTP server
 pkgs+=(prometheus)  # the exporter's end-to-end test (prometheus, promtool)
 pkgs+=(chromium)  # headless browser for the HTML report's test (tests/html)
 pkgs+=(clang-format)  # the layout check (scripts/check-format.sh, test check-format)
+pkgs+=(gdb)  # tools-walk-rooms: the walk of one record through the report, function by function
 pkgs+=(debhelper dpkg-dev lintian man-db)  # the Debian packages' test (scripts/test-package.sh)
 # tests/sql and tests/exporter check collscope's output with real engines from npm (DuckDB,
 # OpenTelemetry's OTLP definitions): Debian's node and npm unless the machine has them (an
