@@ -43,7 +43,10 @@ def report(cli, d, text=False):
 
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
          "COLLSCOPE_EVENT_SAMPLE": "1", "COLLSCOPE_SIM_FAULTS": "slow:rank=5,us=3000"}
-HOST_CLOCK_KEYS = ("comm", "gap_us", "peer_gap_us")  # differ between two runs of one seeded job
+# differ between two runs of one seeded job: the communicator's id, the gaps (they read the host's
+# enqueue stamps) and a finding's cost as a share of its span (the span's ends are GPU times put on
+# the host's clock by the clock anchor, a few ns apart run to run; cost_us itself is exact)
+HOST_CLOCK_KEYS = ("comm", "gap_us", "peer_gap_us", "cost_pct")
 
 
 def op_line_bytes(d):
