@@ -52,8 +52,9 @@ static struct lkey *find(const struct cs_record *r) {
 
 struct cs_local_change cs_local_fired;
 
-static bool past(int64_t diff, int64_t base) {
-  return diff > CS_LOCAL_ABS_NS && diff * 100 > base * CS_LOCAL_REL_PCT;
+/* diff past the margins times m */
+static bool past(int64_t diff, int64_t base, int64_t m) {
+  return diff > CS_LOCAL_ABS_NS * m && diff * 100 > base * CS_LOCAL_REL_PCT * m;
 }
 
 void cs_local_add(const struct cs_record *r, int64_t d) {
@@ -74,11 +75,13 @@ void cs_local_add(const struct cs_record *r, int64_t d) {
   /* longer: even the block's least duration (the instance that waited least) is past the
    * floor, so a key whose instances differ by design (the first of each step, say) does not
    * depart by its spread; shorter: its mean under every mean of the blocks before */
-  bool longer = k->nb && past(least - floor, floor);
-  bool shorter = k->nb && past(least_mean - mean, least_mean);
-  /* a departure lasting CS_LOCAL_STREAK blocks fires once; a block within the margins re-arms */
+  bool longer = k->nb && past(least - floor, floor, 1);
+  bool shorter = k->nb && past(least_mean - mean, least_mean, 1);
+  /* a departure lasting CS_LOCAL_STREAK blocks, or one block CS_LOCAL_JUMP times past the
+   * margins, fires once; a block within the margins re-arms */
+  bool jump = longer && past(least - floor, floor, CS_LOCAL_JUMP);
   k->streak = longer || shorter ? k->streak + 1 : 0;
-  bool fire = k->streak >= CS_LOCAL_STREAK && k->armed;
+  bool fire = (k->streak >= CS_LOCAL_STREAK || jump) && k->armed;
   if (fire) k->armed = false;
   if (!k->streak) k->armed = true;
   if (fire) {

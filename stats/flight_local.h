@@ -12,14 +12,19 @@
 #define CS_LOCAL_BLOCKS 8
 #define CS_LOCAL_KEYS 64
 /* departing blocks in a row that fire: jitter makes one block of a clean key depart now and
- * then (+-20 % uniform jitter: about 1 block in 300 to 2000, by the odds of its least), three in a
- * row almost never (bench_always_on: none in a day at 500 ops/s) */
+ * then, three in a row almost never (bench_always_on: none in a day at 500 ops/s) */
 #define CS_LOCAL_STREAK 3
 /* the margins: the block's least duration above the baseline's floor (the least duration of
  * the blocks before), or its mean below the least of their means, by more than
- * CS_LOCAL_REL_PCT % of it and more than CS_LOCAL_ABS_NS */
-#define CS_LOCAL_REL_PCT 10
+ * CS_LOCAL_REL_PCT % of it and more than CS_LOCAL_ABS_NS. 5 %: a straggler 20 % slower adds
+ * 7 % to its peers' tensor-parallel AllReduce at 64 ranks of train3d (tp 4, pp 4: ~1.8 ms,
+ * most of it the pipeline's wait), and the zoo's clean keys stay within 2 % */
+#define CS_LOCAL_REL_PCT 5
 #define CS_LOCAL_ABS_NS 50000
+/* a block whose least is past the floor by CS_LOCAL_JUMP times both margins (20 %, 200 us)
+ * fires alone: a key seen once a step (moe's 256-byte AlltoAll: a block is 8 steps) must not
+ * wait 24 steps, or the onset is older than the ring when the window opens */
+#define CS_LOCAL_JUMP 4
 
 struct cs_local_change {
   bool pending;      /* set by a departure, cleared by the window it opens */
@@ -30,7 +35,8 @@ struct cs_local_change {
 
 void cs_local_reset(void);
 /* one finished op timed alone (stats/summary.c, with its GPU duration d): when it completes
- * the CS_LOCAL_STREAK-th block in a row that departs from its key's baseline (the key re-arms
+ * the CS_LOCAL_STREAK-th block in a row that departs from its key's baseline, or a block past
+ * it by CS_LOCAL_JUMP times the margins (the key re-arms
  * once a block stays within the margins), cs_local_fired says what changed and is pending
  * until stats/flight.c opens the window, after the record is in the ring */
 void cs_local_add(const struct cs_record *r, int64_t d);

@@ -6,7 +6,8 @@
  * once, then one an hour of record time) open no window; the trigger file asks for one; a
  * table with more keys than it holds writes its lines early and loses nothing; the local
  * trigger (stats/flight_local.c) opens one window where a collective's durations grow past
- * the margins and again where they fall, none for jitter within them, none when off. */
+ * the margins and again where they fall, none for jitter within them, none when off, and
+ * one at the first block past 4 times the margins. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -255,15 +256,15 @@ static void full_table(void **state) {
   assert_int_equal(count, 1200);
 }
 
-/* 400 instances of 4 KiB at 100 us +- 4 us (deterministic), then (grow: 1) 200 instances at
- * 160 us, then 200 at 100 us again: the local windows and their seqs */
-static int local_windows(const char *mode, int grow, long long *seqs) {
+/* 400 instances of 4 KiB at base_ns +- 4 us (deterministic), then 200 instances grow_ns
+ * longer, then 200 at base_ns again: the local windows and their seqs */
+static int local_windows(const char *mode, int64_t base_ns, int64_t grow_ns, long long *seqs) {
   setenv("COLLSCOPE_FLIGHT_LOCAL", mode, 1);
   start("4");
   const int64_t t0 = 1764000000000000000LL;
   for (int i = 0; i < 800; i++) {
-    int64_t d = 100000 + (i * 7919 % 9 - 4) * 1000;
-    if (grow && i >= 400 && i < 600) d += 60000;
+    int64_t d = base_ns + (i * 7919 % 9 - 4) * 1000;
+    if (i >= 400 && i < 600) d += grow_ns;
     struct cs_record r = op(t0 + i * 1000000LL, 4096, d, 0);
     r.seq = (uint64_t)i;
     cs_dump_record(&r);
@@ -286,11 +287,24 @@ static void local_trigger(void **state) {
    * (60 %) over the floor of 96 us, the third in a row fires; the key re-arms once its 8
    * blocks before are all slow, and the third block back at 100 us (616-623) fires again:
    * its median ~60 us under the least of their medians */
-  assert_int_equal(local_windows("rank", 1, seqs), 2);
+  assert_int_equal(local_windows("rank", 100000, 60000, seqs), 2);
   assert_int_equal(seqs[0], 423);
   assert_int_equal(seqs[1], 623);
-  assert_int_equal(local_windows("rank", 0, seqs), 0); /* jitter within the margins */
-  assert_int_equal(local_windows("off", 1, seqs), 0);
+  assert_int_equal(local_windows("rank", 100000, 0, seqs), 0); /* jitter within the margins */
+  assert_int_equal(local_windows("off", 100000, 60000, seqs), 0);
+  /* a peer of train3d's straggler at 64 ranks: 1.8 ms, 7 % (126 us) longer: past the 5 %
+   * margin, three blocks in a row fire at 423 */
+  assert_int_equal(local_windows("rank", 1800000, 126000, seqs), 2);
+  assert_int_equal(seqs[0], 423);
+  /* moe's AlltoAll, a block 8 steps: 250 us (250 %) longer is past 4 times both margins
+   * (200 us, 20 %), so its first block fires alone at 407; the fall back is a mean under the
+   * baseline's (not a jump): three blocks, 623 */
+  assert_int_equal(local_windows("rank", 100000, 250000, seqs), 2);
+  assert_int_equal(seqs[0], 407);
+  assert_int_equal(seqs[1], 623);
+  /* 150 us (150 %) longer is past 20 % but not 200 us: three blocks, 423 */
+  assert_int_equal(local_windows("rank", 100000, 150000, seqs), 2);
+  assert_int_equal(seqs[0], 423);
 }
 
 int main(void) {
