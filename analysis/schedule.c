@@ -143,6 +143,41 @@ int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const stru
   return 0;
 }
 
+int cs_sched_summed(struct cs_sched *s, uint64_t comm, const struct cs_sched_sum *m) {
+  struct cs_sched_op none = {-1, -1, NULL, -1, false, false, -1};
+  if (!m || m->comm_rank < 0 || m->npeers < 0 || m->npeers > 2 || cs_sched_instance(s, comm, m->last_seq, &none, 1) < 0)
+    return s && !s->oom ? 0 : -1;
+  struct scomm *c;
+  HASH_FIND(hh, s->comms, &comm, sizeof comm, c);
+  c->all_p2p &= m->p2p;
+  struct skey key;
+  memset(&key, 0, sizeof key);
+  key.comm = comm;
+  key.comm_rank = m->comm_rank;
+  struct smem *e;
+  HASH_FIND(hh, s->mem, &key, sizeof key, e);
+  if (e) return 0; /* a member's first figures count */
+  if (!(e = calloc(1, sizeof *e))) return s->oom = true, -1;
+  e->k = key;
+  e->rank = m->rank;
+  e->host = m->host;
+  e->stage = -1;
+  e->first_seen = true;
+  e->first_send = m->first_send;
+  e->peer_over = m->peer_over;
+  e->npeers = m->npeers;
+  for (int i = 0; i < m->npeers; i++) e->peer[i] = m->peer[i], e->before[i] = m->before[i], e->got[i] = m->got[i];
+  e->sends = m->sends;
+  e->recvs = m->recvs;
+  e->gap_sum = m->gap_sum;
+  e->gap_n = m->gap_n;
+  e->first_seq = 0;
+  e->last_seq = m->last_seq;
+  HASH_ADD(hh, s->mem, k, sizeof key, e);
+  c->nmem++;
+  return 0;
+}
+
 static struct smem *find_mem(const struct cs_sched *s, uint64_t comm, int comm_rank) {
   struct skey key;
   memset(&key, 0, sizeof key);

@@ -24,6 +24,11 @@ struct gap_member {
   int64_t cum_ns;
   uint64_t sig[CS_GAPS_HELD];
   int64_t head_gap[CS_GAPS_HELD], head_end[CS_GAPS_HELD], ring_gap[CS_GAPS_HELD], ring_end[CS_GAPS_HELD];
+  /* Send/Recv: what analysis/schedule.c member_add() gathers of its instances */
+  bool first_send, peer_over, got[2];
+  int npeers, peer[2];
+  uint64_t sends, recvs, before[2];
+  int64_t long_gap[CS_GAPS_LONG];
 };
 
 static struct gap_member *members;
@@ -109,6 +114,29 @@ static uint64_t op_sig(const struct cs_record *r, bool p2p) {
   return mix64((uint64_t)r->op ^ mix64(r->bytes) ^ mix64((uint64_t)(int64_t)(p2p ? r->peer : r->root) + 7));
 }
 
+/* a Send or Recv as the pipeline schedule counts it (analysis/schedule.c member_add): the
+ * distinct peers (a third: not a chain), per peer the Sends before its first Recv */
+static void sched_add(struct gap_member *m, const struct cs_record *r, bool first) {
+  bool send = r->op == CS_OP_Send;
+  if (first) m->first_send = send;
+  int i = -1;
+  if (r->peer >= 0) {
+    for (int k = 0; k < m->npeers; k++)
+      if (m->peer[k] == r->peer) i = k;
+    if (i < 0 && m->npeers == 2)
+      m->peer_over = true;
+    else if (i < 0)
+      i = m->npeers++, m->peer[i] = r->peer;
+  }
+  if (send) {
+    m->sends++;
+    if (i >= 0 && !m->got[i]) m->before[i]++;
+  } else {
+    m->recvs++;
+    if (i >= 0) m->got[i] = true;
+  }
+}
+
 void cs_gaps_add(const struct cs_record *r) {
   if (!members || r->type != CS_REC_OP) return;
   /* as the report reads the op line (tools/report/report_agg.h report_op_det_state): timed
@@ -151,6 +179,8 @@ void cs_gaps_add(const struct cs_record *r) {
   if (n < CS_GAPS_HELD) m->head_gap[n] = m->cum_ns, m->head_end[n] = end;
   m->ring_gap[n % CS_GAPS_HELD] = m->cum_ns;
   m->ring_end[n % CS_GAPS_HELD] = end;
+  m->long_gap[n % CS_GAPS_LONG] = m->cum_ns;
+  if (p2p) sched_add(m, r, n == 0);
   m->n = n + 1;
 }
 
@@ -187,6 +217,23 @@ static void write_member(const struct gap_member *m) {
   len = put_list(len, K->head_end, m->head_end, 0, k);
   len = put_list(len, K->ring_gap, m->ring_gap, m->n - k, k);
   len = put_list(len, K->ring_end, m->ring_end, m->n - k, k);
+  if (m->p2p) {
+    len = putf(len, ",\"%s\":%llu,\"%s\":%llu,\"%s\":%s,\"%s\":%s,\"%s\":\"", K->sends,
+               (unsigned long long)m->sends, K->recvs, (unsigned long long)m->recvs, K->first_send,
+               m->first_send ? "true" : "false", K->peer_over, m->peer_over ? "true" : "false", K->peers);
+    for (int i = 0; i < m->npeers; i++) len = putf(len, "%s%d", i ? "," : "", m->peer[i]);
+    len = putf(len, "\",\"%s\":\"", K->sent_before);
+    for (int i = 0; i < m->npeers; i++) len = putf(len, "%s%llu", i ? "," : "", (unsigned long long)m->before[i]);
+    len = putf(len, "\",\"%s\":\"", K->got);
+    for (int i = 0; i < m->npeers; i++) len = putf(len, "%s%d", i ? "," : "", m->got[i] ? 1 : 0);
+    /* the last ops' running compute: the first value whole, then what each op added */
+    uint64_t kl = m->n < CS_GAPS_LONG ? m->n : CS_GAPS_LONG;
+    len = putf(len, "\",\"%s\":\"", K->long_gap);
+    for (uint64_t i = 0, at = m->n - kl; i < kl; i++, at++)
+      len = putf(len, "%s%lld", i ? "," : "",
+                 (long long)(m->long_gap[at % CS_GAPS_LONG] - (i ? m->long_gap[(at - 1) % CS_GAPS_LONG] : 0)));
+    len = putf(len, "\"");
+  }
   len = putf(len, ",\"%s\":%lld}", K->t_ns, (long long)newest_ns);
   if (len < LINE_CAP)
     cs_dump_raw_line(line, len, -1);

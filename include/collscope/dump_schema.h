@@ -251,7 +251,13 @@
  * bit q-1 set when the sequence of (op, bytes, peer or root) repeats with period q; gap_sum_us:
  * the running compute after the last op; head_*: after each of the first 64 ops, ring_*: after
  * each of the last 64, oldest first, as "v,v,..." (gaps in ns, ends: the op's end_ns, -1 when
- * untimed). The last line of a (communicator, rank) in a file holds its figures. */
+ * untimed). Send/Recv members (send_recv true) also give what the pipeline schedule gathers
+ * (include/collscope/schedule.h cs_sched_summed): sends, recvs, whether the first op was a
+ * Send, the distinct peers (up to two, "p,p"; peer_over: a third), per peer the Sends before
+ * the first Recv from it (sent_before) and whether one came (got, 0 or 1); long_gap: the
+ * running compute after each of the last 512 ops, the first value in ns, the rest the ns
+ * added since the one before. The last line of a (communicator, rank) in a file holds its
+ * figures. */
 #define CS_DUMP_GAPS_FIELDS(X) \
   X(comm, "comm", ID, ALWAYS, REQ, ZERO) \
   X(comm_size, "comm_size", I32, ALWAYS, OPT, ZERO) \
@@ -270,6 +276,14 @@
   X(head_end, "head_end", STR, ALWAYS, OPT, EMPTY) \
   X(ring_gap, "ring_gap", STR, ALWAYS, OPT, EMPTY) \
   X(ring_end, "ring_end", STR, ALWAYS, OPT, EMPTY) \
+  X(sends, "sends", U64, ALWAYS, OPT, ZERO) \
+  X(recvs, "recvs", U64, ALWAYS, OPT, ZERO) \
+  X(first_send, "first_send", BOOL, ALWAYS, OPT, NO) \
+  X(peer_over, "peer_over", BOOL, ALWAYS, OPT, NO) \
+  X(peers, "peers", STR, ALWAYS, OPT, EMPTY) \
+  X(sent_before, "sent_before", STR, ALWAYS, OPT, EMPTY) \
+  X(got, "got", STR, ALWAYS, OPT, EMPTY) \
+  X(long_gap, "long_gap", STR, ALWAYS, OPT, EMPTY) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
 /* Each list's keys by member, for readers that name a field (tools/trace/trace_perfetto.c,

@@ -55,6 +55,21 @@ void cs_sched_free(struct cs_sched *s);
 /* one instance of comm (any member order). 0, or -1 out of memory (the schedule then only
  * refuses and knows no pipeline) */
 int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const struct cs_sched_op *m, size_t n);
+/* one member's figures summed elsewhere (a COLLSCOPE_RECORD=summary "gaps" line,
+ * stats/summary_gaps.c) in place of its instances: what cs_sched_instance would have gathered
+ * from them. 0, or -1 out of memory */
+struct cs_sched_sum {
+  int comm_rank, rank;
+  const char *host;
+  bool p2p, first_send, peer_over; /* every op a Send or Recv; its first a Send; a third peer */
+  int npeers, peer[2];             /* the distinct peers, in the order first seen */
+  uint64_t before[2];              /* Sends to peer[i] before the first Recv from it */
+  bool got[2];                     /* a Recv from peer[i] */
+  uint64_t sends, recvs, gap_n;    /* gap_n: its collective ops with a compute gap */
+  double gap_sum;                  /* their gaps (us) */
+  int64_t last_seq;                /* its last instance */
+};
+int cs_sched_summed(struct cs_sched *s, uint64_t comm, const struct cs_sched_sum *m);
 /* once every instance is in: chains, stages, kinds. 0, or -1 out of memory */
 int cs_sched_finish(struct cs_sched *s);
 

@@ -16,6 +16,11 @@ through bench/always_on_zoo.py (the accuracy zoo's apps, faults and job shape, b
             windows hold a part of the job): the balance section's figures (per rank compute,
             step, share; the step now and balanced, the gain and its interval) within 2 % of
             the full recording's, the same verdicts, action and advice
+  pipeline: train3d as the zoo runs it (compute:pct=20), each stage given 8 layers: the
+            pipeline part of the balance section (stages in chain order, their ranks and compute,
+            microbatches, flushed, the pipeline step now and balanced, the gain, the layer
+            counts, the action) within 2 % of the full recording's, from the Send/Recv members'
+            gaps lines (the schedule's figures and the last 512 ops' running compute)
   hostile:  the same summary-mode dumps with one rank's gaps line broken in each way a file can
             (a list with a value that is no integer, 65 values, fewer values than ops, ops of
             2^64-1, ops of 2^62: more than the file's summary lines count, a second line with
@@ -23,7 +28,7 @@ through bench/always_on_zoo.py (the accuracy zoo's apps, faults and job shape, b
             balance section leaves that rank's member out (7 ranks), or keeps the line with the
             most ops (8 ranks, the figures of the intact run)
 Prints the measured figures."""
-import argparse, glob, json, os, subprocess, sys, tempfile
+import argparse, glob, json, os, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
@@ -65,6 +70,59 @@ def close(a, b, rel=0.02):
 
 BALANCE_ROWS = [("dp", "compute:pct=20", {}),
                 ("hetero", "none", {})]
+
+
+PIPE_ROWS = [("3d", "compute:pct=20")]
+
+
+def pipe_report(b, w, f, mode, **kw):
+    """the report of one mode's dumps, given each stage 8 layers (the layer advice)"""
+    tmp = tempfile.mkdtemp(prefix="cs-pp-")
+    try:
+        zoo.run_mode(b, w, f, 8, 1, mode, keep=tmp, **kw)
+        out = os.path.join(tmp, "d")
+        base = json.loads(subprocess.run([os.path.join(b, "tools", "collscope"), "report", out, "--json"],
+                                         stdout=subprocess.PIPE, text=True, check=True).stdout)
+        n = len((base.get("balance") or {}).get("stages") or [])
+        if not n:
+            return base
+        r = subprocess.run([os.path.join(b, "tools", "collscope"), "report", out, "--json", "--layers",
+                            ",".join(["8"] * n)], stdout=subprocess.PIPE, text=True, check=True)
+        return json.loads(r.stdout)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def case_pipeline(b):
+    """train3d: the pipeline part of the balance section (stages in order, per-stage compute,
+    microbatches, flushed, the step and the layer advice) from the gaps lines as from op lines"""
+    for w, f in PIPE_ROWS:
+        bf = pipe_report(b, w, f, "full").get("balance") or {}
+        bs = pipe_report(b, w, f, "summary", ring=64, after=32).get("balance") or {}
+        sf, ss = bf.get("stages") or [], bs.get("stages") or []
+        print("%s %s pipeline: full %d stages %s, step %s us, %s microbatches, layers %s | summary %d stages %s, "
+              "step %s us, %s microbatches, layers %s" %
+              (w, f, len(sf), [x["compute_us"] for x in sf], bf.get("pipeline_step_us_now"), bf.get("microbatches"),
+               [x["layers"] for x in sf], len(ss), [x["compute_us"] for x in ss], bs.get("pipeline_step_us_now"),
+               bs.get("microbatches"), [x["layers"] for x in ss]))
+        if not check(len(sf) >= 2, "%s %s: no pipeline stages in full mode" % (w, f)):
+            continue
+        check(len(sf) == len(ss), "%s %s: %d stages in full, %d in summary" % (w, f, len(sf), len(ss)))
+        # the advice text is the data-parallel part's in this job (its host waits are not in the gaps lines)
+        for k in ("microbatches", "pipeline_flushed", "action"):
+            check(bf.get(k) == bs.get(k), "%s %s: balance %s: full %r, summary %r" % (w, f, k, bf.get(k), bs.get(k)))
+        for k in ("pipeline_step_us_now", "pipeline_step_us_balanced", "pipeline_gain_pct"):
+            check(close(bf.get(k), bs.get(k)), "%s %s: balance %s: full %s, summary %s" % (w, f, k, bf.get(k), bs.get(k)))
+        worst = 0.0
+        for x, y in zip(sf, ss):
+            check(x["stage"] == y["stage"] and x["rank"] == y["rank"] and x["layers"] == y["layers"],
+                  "%s %s: stage %s rank %s layers %s in full, stage %s rank %s layers %s in summary" %
+                  (w, f, x["stage"], x["rank"], x["layers"], y["stage"], y["rank"], y["layers"]))
+            check(close(x["compute_us"], y["compute_us"]), "%s %s: stage %d compute: full %s, summary %s" %
+                  (w, f, x["stage"], x["compute_us"], y["compute_us"]))
+            if x["compute_us"] and y["compute_us"]:
+                worst = max(worst, abs(x["compute_us"] - y["compute_us"]) / abs(x["compute_us"]))
+        print("  largest per-stage compute difference %.2g %%" % (100 * worst))
 
 
 def case_balance(b):
@@ -164,10 +222,10 @@ def case_hostile(b):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["zoo", "balance", "hostile"])
+    ap.add_argument("case", choices=["zoo", "balance", "pipeline", "hostile"])
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
-    {"zoo": case_zoo, "balance": case_balance, "hostile": case_hostile}[a.case](os.path.abspath(a.build))
+    {"zoo": case_zoo, "balance": case_balance, "pipeline": case_pipeline, "hostile": case_hostile}[a.case](os.path.abspath(a.build))
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1

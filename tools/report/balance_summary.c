@@ -2,14 +2,17 @@
  * files (docs/always-on.md): each (communicator, rank)'s last "gaps" line
  * (stats/summary_gaps.c) becomes the member tools/report/report_balance.c would have gathered
  * from every op line of the full recording; the windows' op lines, a part of the job, are
- * set aside. Send/Recv members are left out (a pipeline's stages need every instance: the
- * schedule is built from op lines). */
+ * set aside. The pipeline schedule (analysis/schedule.c) is built from the same lines: each
+ * member's peers and Send/Recv counts, summed by the writer (cs_sched_summed). */
 #include "report_agg_internal.h"
 #include "report_balance_internal.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "collscope/schedule.h"
 #include "dump/dumpfile.h"
 #include "xalloc.h"
 
@@ -53,14 +56,64 @@ static bool member_of(struct bal_member *e, const struct cs_dumpfile *f, const s
   e->periodic = g->periodic;
   e->cum_gap = g->gap_us;
   size_t k = e->n < BAL_PMAX ? e->n : BAL_PMAX;
-  return g->ops == (uint64_t)e->n && g->untimed <= g->ops && fill(g->head_gap, k, 0, e->head_gap, NULL) &&
-         fill(g->head_end, k, 0, NULL, e->head_end) && fill(g->ring_gap, k, e->n - k, e->ring_gap, NULL) &&
-         fill(g->ring_end, k, e->n - k, NULL, e->ring_end);
+  if (!(g->ops == (uint64_t)e->n && g->untimed <= g->ops && fill(g->head_gap, k, 0, e->head_gap, NULL) &&
+        fill(g->head_end, k, 0, NULL, e->head_end) && fill(g->ring_gap, k, e->n - k, e->ring_gap, NULL) &&
+        fill(g->ring_end, k, e->n - k, NULL, e->ring_end)))
+    return false;
+  if (!g->p2p) return true;
+  /* a Send/Recv member: its running compute over the last BAL_RING ops (report_balance.c
+   * member_add's long_gap), the first value whole, then what each op added */
+  size_t kl = e->n < BAL_RING ? e->n : BAL_RING;
+  int64_t *v = xcalloc(BAL_RING, sizeof *v);
+  bool ok = g->sends <= g->ops && g->recvs <= g->ops - g->sends && cs_gaps_list(g->long_gap, v, BAL_RING) == (int)kl;
+  if (ok) {
+    e->long_gap = xcalloc(BAL_RING, sizeof *e->long_gap);
+    int64_t sum = 0;
+    for (size_t i = 0; i < kl; i++) {
+      ok &= v[i] >= 0 || i == 0;
+      sum = v[i] > INT64_MAX - sum ? INT64_MAX : sum + v[i];
+      e->long_gap[(e->n - kl + i) % BAL_RING] = (double)sum / 1e3;
+    }
+  }
+  free(v);
+  return ok;
+}
+
+/* a member's line as the pipeline schedule's figures (include/collscope/schedule.h); false
+ * when its peer lists are malformed */
+static bool sched_sum(struct cs_sched_sum *o, const struct bal_member *e, const struct cs_gaps_rec *g) {
+  memset(o, 0, sizeof *o);
+  o->comm_rank = e->k.comm_rank;
+  o->rank = e->rank;
+  o->host = e->host;
+  o->p2p = g->p2p;
+  o->last_seq = (int64_t)e->n - 1;
+  if (!g->p2p) { /* a collective: its compute gaps (a cross-stage straggler's figures) */
+    o->gap_sum = e->cum_gap;
+    o->gap_n = e->n - e->untimed;
+    return true;
+  }
+  int64_t p[2], b[2], got[2];
+  int np = cs_gaps_list(g->peers, p, 2);
+  if (np < 0 || cs_gaps_list(g->sent_before, b, 2) != np || cs_gaps_list(g->got, got, 2) != np) return false;
+  o->first_send = g->first_send;
+  o->peer_over = g->peer_over;
+  o->npeers = np;
+  o->sends = g->sends;
+  o->recvs = g->recvs;
+  for (int i = 0; i < np; i++) {
+    if (p[i] < 0 || p[i] > INT32_MAX || b[i] < 0 || (uint64_t)b[i] > g->sends || got[i] < 0 || got[i] > 1) return false;
+    o->peer[i] = (int)p[i];
+    o->before[i] = (uint64_t)b[i];
+    o->got[i] = got[i] == 1;
+  }
+  return true;
 }
 
 struct seq_hash { /* a member's or a communicator's (op, bytes) sequence hash */
   struct bal_key k;
   uint64_t hash;
+  const struct cs_gaps_rec *g; /* a member's line */
   UT_hash_handle hh;
 };
 
@@ -111,9 +164,11 @@ void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *s
     for (size_t j = 0; j < f->ngaps; j++) {
       const struct cs_gaps_rec *g = &f->gaps[j];
       struct bal_member tmp;
-      if (g->p2p || g->comm_rank < 0 || !g->ops || g->ops > hash_at(&counted, g->comm, -1)->hash ||
-          !member_of(&tmp, f, g))
-        continue; /* hostile, more ops than the file counted, or a pipeline's */
+      memset(&tmp, 0, sizeof tmp);
+      if (g->comm_rank < 0 || !g->ops || g->ops > hash_at(&counted, g->comm, -1)->hash || !member_of(&tmp, f, g)) {
+        free(tmp.long_gap);
+        continue; /* hostile, or more ops than the file counted */
+      }
       struct bal_member *e;
       HASH_FIND(hh, b->members, &tmp.k, sizeof tmp.k, e);
       if (!e) {
@@ -122,18 +177,32 @@ void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *s
         HASH_ADD(hh, b->members, k, sizeof e->k, e);
       } else if (tmp.n >= e->n) { /* a later line of the same member: its figures go further */
         UT_hash_handle hh = e->hh;
+        free(e->long_gap);
         *e = tmp;
         e->hh = hh;
       } else {
+        free(tmp.long_gap);
         continue;
       }
-      hash_at(&members, g->comm, g->comm_rank)->hash = g->ops_hash;
+      struct seq_hash *h = hash_at(&members, g->comm, g->comm_rank);
+      h->hash = g->ops_hash;
+      h->g = g;
     }
   }
   /* per communicator: its instances, and whether every member ran the same (op, bytes) in
    * every instance (the same sequence hash) */
+  /* the pipeline model's schedule from the same members (the stragglers' stays the windows') */
+  cs_sched_free(b->sum_sched);
+  b->sum_sched = cs_sched_new();
   struct bal_member *m, *mt;
   HASH_ITER(hh, b->members, m, mt) {
+    struct cs_sched_sum o;
+    const struct cs_gaps_rec *g = hash_at(&members, m->k.comm, m->k.comm_rank)->g;
+    if (b->sum_sched && g && sched_sum(&o, m, g) && cs_sched_summed(b->sum_sched, m->k.comm, &o) < 0) {
+      fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
+      cs_sched_free(b->sum_sched);
+      b->sum_sched = NULL;
+    }
     struct bal_comm *c;
     HASH_FIND(hh, b->comms, &m->k.comm, sizeof m->k.comm, c);
     uint64_t h = hash_at(&members, m->k.comm, m->k.comm_rank)->hash;

@@ -87,6 +87,7 @@ void report_balance_free(struct report_balance *b) {
   free(b->hosts);
   free(b->stages);
   cs_sched_free(b->sched);
+  cs_sched_free(b->sum_sched);
   free(b->sop);
   free(b);
 }
@@ -525,6 +526,7 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
   /* which communicators: the data-parallel one with the most ranks (then instances), the
    * pipeline one likewise */
   struct cs_sched *sched = report_balance_schedule(b);
+  if (b->sum_sched && cs_sched_finish(b->sum_sched) == 0) sched = b->sum_sched; /* every member's, summed */
   uint64_t dp = 0, pp = 0;
   size_t dp_n = 0, dp_i = 0, pp_n = 0, pp_i = 0;
   struct bal_comm *c, *ct;

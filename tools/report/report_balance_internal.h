@@ -129,7 +129,8 @@ struct report_balance {
   size_t pp_gain_steps;
   double dp_gain_lo, dp_gain_hi; /* the same for the data-parallel shares (us) */
   size_t dp_gain_steps;
-  struct cs_sched *sched; /* the pipeline schedule gathered from the same instances */
+  struct cs_sched *sched;     /* the pipeline schedule gathered from the same instances */
+  struct cs_sched *sum_sched; /* COLLSCOPE_RECORD=summary: the pipeline model's, from the gaps lines */
   struct cs_sched_op *sop;
   size_t sopcap;
   bool sched_done;
