@@ -13,6 +13,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "collscope/hash.h"
 #include "collscope/schema.h"
 #include "collscope/sdc.h"
 #include "detect_internal.h"
@@ -191,15 +192,8 @@ struct cs_online_rank {
   bool oom;
 };
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 static inline unsigned slot_of(uint64_t comm, uint64_t seq, uint32_t exchange, unsigned nslots) {
-  return (unsigned)(mix64(comm ^ mix64(seq ^ ((uint64_t)exchange << 40))) % nslots);
+  return (unsigned)(cs_hash_fin(comm ^ cs_hash_fin(seq ^ ((uint64_t)exchange << 40))) % nslots);
 }
 
 /* order-preserving encoding of a double for MIN/MAX (NaN: not encoded, counted apart) */

@@ -225,7 +225,7 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
   /* one straggler report */
   st->rep_slot = -1;
   if (st->npend) {
-    unsigned s = (unsigned)(mix64((uint64_t)st->rank ^ ((uint64_t)exchange << 32)) % CS_ONLINE_REPORT_SLOTS);
+    unsigned s = (unsigned)(cs_hash_fin((uint64_t)st->rank ^ ((uint64_t)exchange << 32)) % CS_ONLINE_REPORT_SLOTS);
     const struct report *r = &st->pend[0];
     st->rep_slot = (int)s;
     mn->rep[s].rank = (uint64_t)st->rank;
@@ -243,7 +243,7 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
 }
 
 static unsigned bucket_of(uint64_t fp, unsigned salt) {
-  return (unsigned)(mix64(fp ^ (0x9e3779b97f4a7c15ULL * salt)) % CS_ONLINE_BUCKETS);
+  return (unsigned)(cs_hash_fin(fp ^ (0x9e3779b97f4a7c15ULL * salt)) % CS_ONLINE_BUCKETS);
 }
 
 static void pack_detail(struct cs_online_rank *st, unsigned round, struct cs_online_wire *w) {

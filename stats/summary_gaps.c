@@ -13,6 +13,7 @@
 
 #include "collscope/compute_gap.h"
 #include "collscope/dump_schema.h"
+#include "collscope/hash.h"
 #include "dump_writer.h"
 
 struct gap_member {
@@ -82,15 +83,8 @@ void cs_gaps_reset(void) {
   newest_ns = 0;
 }
 
-static uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 static struct gap_member *member_of(const struct cs_record *r) {
-  uint64_t h = mix64(r->comm_id ^ mix64((uint64_t)(uint32_t)r->comm_rank));
+  uint64_t h = cs_hash_mix(r->comm_id ^ cs_hash_mix((uint64_t)(uint32_t)r->comm_rank));
   for (size_t i = 0; i < CS_GAPS_MEMBERS; i++) {
     struct gap_member *m = &members[(h + i) % CS_GAPS_MEMBERS];
     if (m->used && m->comm == r->comm_id && m->comm_rank == r->comm_rank) return m;
@@ -111,7 +105,7 @@ static struct gap_member *member_of(const struct cs_record *r) {
 /* what makes two ops "the same op of the next step" (tools/report/report_balance.c op_sig):
  * kind, size and (Send/Recv) peer or root */
 static uint64_t op_sig(const struct cs_record *r, bool p2p) {
-  return mix64((uint64_t)r->op ^ mix64(r->bytes) ^ mix64((uint64_t)(int64_t)(p2p ? r->peer : r->root) + 7));
+  return cs_op_sig((uint64_t)r->op, r->bytes, (int64_t)(p2p ? r->peer : r->root));
 }
 
 /* a Send or Recv as the pipeline schedule counts it (analysis/schedule.c member_add): the
@@ -169,7 +163,7 @@ void cs_gaps_add(const struct cs_record *r) {
   m->sig[n % CS_GAPS_HELD] = s;
   m->reduce &= r->op == CS_OP_AllReduce || r->op == CS_OP_ReduceScatter;
   m->p2p &= p2p;
-  m->ops_hash = mix64(m->ops_hash ^ mix64(((uint64_t)r->op << 56) ^ r->bytes));
+  m->ops_hash = cs_hash_mix(m->ops_hash ^ cs_hash_mix(((uint64_t)r->op << 56) ^ r->bytes));
   bool timed = done && r->end_ns > 0;
   if (timed && gap >= 0)
     m->cum_ns += (int64_t)(gap * 1e3 + 0.5); /* the ns the report's gap_us holds */

@@ -15,6 +15,7 @@
 #include <uthash.h>
 
 #include "collscope/detect.h"
+#include "collscope/hash.h"
 #include "collscope/schema.h"
 #include "dump/dumpfile.h"
 #include "report_health.h"
@@ -92,12 +93,6 @@ void report_balance_free(struct report_balance *b) {
   free(b);
 }
 
-static uint64_t mix64(uint64_t x) { /* splitmix64's finaliser */
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 static uint64_t str_hash(const char *s) {
   uint64_t h = 1469598103934665603ull;
   for (; s && *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
@@ -106,7 +101,7 @@ static uint64_t str_hash(const char *s) {
 /* what makes two ops of a rank "the same op of the next step": kind, size and (Send/Recv) peer */
 static uint64_t op_sig(const struct cs_walk_rec *r) {
   uint64_t op = r->op >= 0 ? (uint64_t)r->op : str_hash(r->op_name) | 1ull << 63;
-  return mix64(op ^ mix64(r->bytes) ^ mix64((uint64_t)(int64_t)(r->p2p ? r->peer : r->root) + 7));
+  return cs_op_sig(op, r->bytes, (int64_t)(r->p2p ? r->peer : r->root));
 }
 static bool reduce_op(int op) { return op == CS_OP_AllReduce || op == CS_OP_ReduceScatter; }
 

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "collscope/dump_schema.h"
+#include "collscope/hash.h"
 #include "collscope/schema.h"
 #include "perfetto_trace.pb-c.h"
 #include "trace.h"
@@ -394,10 +395,7 @@ static int64_t end_ns(int64_t start_ns, int64_t end, double dur_us) {
 
 /* the instance's flow id: the same in every file, never 0 */
 static uint64_t flow_id(uint64_t comm, int64_t seq) {
-  uint64_t z = comm ^ ((uint64_t)seq * 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
+  uint64_t z = cs_hash_fin(comm ^ ((uint64_t)seq * CS_HASH_GOLDEN));
   return z ? z : 1;
 }
 
