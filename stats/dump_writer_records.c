@@ -8,7 +8,9 @@
 #include "collscope/dump_emit.h"
 #include "dump_writer_internal.h"
 #include "flight.h"
+#include "flight_local.h"
 #include "summary.h"
+#include "summary_gaps.h"
 #include <dlfcn.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -572,6 +574,9 @@ void cs_dump_footer(void) {
       .timing_lost = atomic_load(&cs_st.timing_lost),
       .budget = cs_cfg.budget,
       .budget_drops = c.budget_drops,
+      .windows_suppressed = cs_flight_suppressed(),
+      .gaps_lost = cs_gaps_lost(),
+      .local_unkeyed = cs_local_unkeyed(),
       .t_ns = cs_now_ns(CLOCK_REALTIME),
   };
   put_footer_line(&v);

@@ -5,7 +5,8 @@
  * durations; a completed block's least and mean are judged against the minima and means of
  * the CS_LOCAL_BLOCKS blocks before it, so the cost per record is a compare and an add, and
  * two passes over 8 values once a block. The
- * table is static (no allocation); a key past its capacity is not judged. */
+ * table is static (no allocation); a key past its capacity is not judged, and counted (the
+ * footer's local_unkeyed). */
 #include "flight_local.h"
 
 #include <string.h>
@@ -23,13 +24,17 @@ struct lkey {
 };
 
 static struct lkey keys[CS_LOCAL_KEYS];
+static uint64_t unkeyed;
 
 void cs_local_reset(void) {
   memset(keys, 0, sizeof keys);
+  unkeyed = 0;
   cs_local_fired.pending = false;
 }
 
 size_t cs_local_mem(void) { return sizeof keys; }
+
+uint64_t cs_local_unkeyed(void) { return unkeyed; }
 
 static struct lkey *find(const struct cs_record *r) {
   /* the product's top 6 bits: the slot (CS_LOCAL_KEYS 64) */
@@ -61,7 +66,12 @@ void cs_local_add(const struct cs_record *r, int64_t d) {
   /* collectives timed alone (not a group member), not failed */
   if (r->status != 0 || d <= 0 || !cs_cfg.flight_local) return;
   struct lkey *k = find(r);
-  if (!k || !k->judged) return;
+  if (!k) {
+    bool coll = r->op < CS_OP_COUNT && cs_op_table[r->op].cls == CS_CLASS_COLL;
+    unkeyed += coll; /* a Send/Recv is never judged: not lost */
+    return;
+  }
+  if (!k->judged) return;
   if (!k->n || d < k->least) k->least = d;
   k->sum += d;
   if (++k->n < CS_LOCAL_BLOCK) return;

@@ -70,6 +70,8 @@ void cs_gaps_free(void) {
   lost = too_long = 0;
 }
 
+uint64_t cs_gaps_lost(void) { return lost; }
+
 size_t cs_gaps_mem(void) {
   return members ? CS_GAPS_MEMBERS * sizeof *members + sizeof *tracker + LINE_CAP : 0;
 }

@@ -19,6 +19,9 @@
 bool cs_gaps_init(void);
 void cs_gaps_free(void);
 size_t cs_gaps_mem(void);
+/* ops that found no room in the (communicator, rank) table since the last reset (the footer's
+ * gaps_lost) */
+uint64_t cs_gaps_lost(void);
 /* an op record, in the order the dump writes op lines */
 void cs_gaps_add(const struct cs_record *r);
 /* the lines, when CS_GAPS_EVERY_S of the records' time passed since the last ones (or force) */

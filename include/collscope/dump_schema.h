@@ -196,6 +196,13 @@
   /* COLLSCOPE_BUDGET (stats/dump_writer.c): the bound, and the op and xfer records past it */ \
   X(budget, "budget", U64, IFSET, OPT, ZERO) \
   X(budget_drops, "budget_drops", U64, IFSET, OPT, ZERO) \
+  /* COLLSCOPE_RECORD=summary (docs/always-on.md): flight-recorder windows the rate limit refused \
+   * (stats/flight.c), ops with no compute-gap figures (their (communicator, rank) past the gaps \
+   * table, stats/summary_gaps.c) and collectives the local trigger could not key (its table \
+   * full, stats/flight_local.c) */ \
+  X(windows_suppressed, "windows_suppressed", U64, IFSET, OPT, ZERO) \
+  X(gaps_lost, "gaps_lost", U64, IFSET, OPT, ZERO) \
+  X(local_unkeyed, "local_unkeyed", U64, IFSET, OPT, ZERO) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
 /* COLLSCOPE_RECORD=summary (docs/always-on.md): the ops of one interval [t0_ns, t1_ns) of one

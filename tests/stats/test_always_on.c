@@ -4,7 +4,8 @@
  * holding every timed op; a failed op opens a window (the ring's records, then the next
  * COLLSCOPE_FLIGHT_AFTER), no record is written twice, and failed ops past the bound (8 at
  * once, then one an hour of record time) open no window; the trigger file asks for one; a
- * table with more keys than it holds writes its lines early and loses nothing; the local
+ * table with more keys than it holds writes its lines early and loses nothing, and the footer
+ * counts the ops the gaps and local-trigger tables had no room for; the local
  * trigger (stats/flight_local.c) opens one window where a collective's durations grow past
  * the margins and again where they fall, none for jitter within them, none when off, and
  * one at the first block past 4 times the margins. */
@@ -241,19 +242,27 @@ static void full_table(void **state) {
   const int64_t t0 = 1764000000000000000LL;
   for (int c = 0; c < 600; c++) { /* 600 communicators, 2 ops each, in one interval */
     for (int i = 0; i < 2; i++) {
-      struct cs_record r = op(t0 + c * 1000 + i, 4096, 100000, 0);
+      struct cs_record r = op(t0 + c * 1000 + i, 4096u << i, 100000, 0);
       r.comm_id = 0x1000 + (uint64_t)c;
       r.seq = (uint64_t)i;
       cs_dump_record(&r);
     }
   }
   finish();
-  long long count = 0;
+  long long count = 0, footers = 0;
   for (int i = 0; i < nlines; i++) {
     assert_true(strcmp(type_of(i), "op") != 0);
     if (strcmp(type_of(i), "summary") == 0) count += int_of(i, "count");
+    if (strcmp(type_of(i), "footer") == 0) {
+      footers++;
+      /* the local trigger keys (communicator, op, bytes): 64 of 1200 keyed; the gaps table
+       * (communicator, rank): 64 of 600 pairs kept, 2 ops each of the other 536 counted */
+      assert_int_equal(int_of(i, "local_unkeyed"), 1200 - 64);
+      assert_int_equal(int_of(i, "gaps_lost"), (600 - 64) * 2);
+    }
   }
   assert_int_equal(count, 1200);
+  assert_int_equal(footers, 1);
 }
 
 /* 400 instances of 4 KiB at base_ns +- 4 us (deterministic), then 200 instances grow_ns

@@ -279,6 +279,9 @@ struct cs_dumpfile {
   uint64_t torn_frames, torn_bytes, bad_frames, bad_bytes;
   uint64_t footer_budget;       /* optional: COLLSCOPE_BUDGET in bytes, 0 when none */
   uint64_t footer_budget_drops; /* optional: op and xfer records not written for the budget */
+  /* optional, summary mode: windows the rate limit refused, ops without compute-gap figures,
+   * collectives the local trigger could not key */
+  uint64_t footer_windows_suppressed, footer_gaps_lost, footer_local_unkeyed;
   int64_t footer_t_ns;
   uint64_t lost;         /* footer ops + xfers minus the well-formed op and xfer records read
                            * (0 without a footer: see has_footer) */

@@ -81,6 +81,9 @@ struct summary {
   /* COLLSCOPE_BUDGET: op and xfer records not written (footers), the largest budget; zstd
    * files: last frames cut short and frames skipped, and their bytes */
   uint64_t budget_drops, budget, torn_bytes, bad_bytes;
+  /* summary mode (footers): flight windows refused by the rate limit, ops without compute-gap
+   * figures (left out of the balance section), collectives the local trigger could not key */
+  uint64_t windows_suppressed, gaps_lost, local_unkeyed;
   size_t budget_files, torn_frames, bad_frames;
   /* NCCL profiler plugin standing per rank (footers): trusted, rejected, mixed, probation,
    * not_loaded, forced, an unknown one counted as "other"; probes compared / agreed on the

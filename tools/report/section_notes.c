@@ -68,6 +68,14 @@ static void text_notes(const struct report *r, FILE *o) {
   if (s->budget_drops)
     fprintf(o, "#   %llu op/xfer records not written: budget of %llu bytes reached (COLLSCOPE_BUDGET, %zu rank(s))\n",
             (unsigned long long)s->budget_drops, (unsigned long long)s->budget, s->budget_files);
+  if (s->windows_suppressed)
+    fprintf(o, "#   flight windows refused (rate limit):     %llu\n", (unsigned long long)s->windows_suppressed);
+  if (s->gaps_lost)
+    fprintf(o, "#   ops without compute-gap figures (gaps table full; not in balance): %llu\n",
+            (unsigned long long)s->gaps_lost);
+  if (s->local_unkeyed)
+    fprintf(o, "#   collectives the local trigger could not key (table full): %llu\n",
+            (unsigned long long)s->local_unkeyed);
   if (s->torn_frames)
     fprintf(o, "#   zstd frames cut short, skipped:          %zu (%llu compressed bytes)\n", s->torn_frames,
             (unsigned long long)s->torn_bytes);

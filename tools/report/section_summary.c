@@ -58,6 +58,9 @@ static void build_summary(struct report *r) {
     s->truncated_lines += f->truncated_lines;
     s->budget_drops += f->footer_budget_drops;
     s->budget_files += f->footer_budget_drops > 0;
+    s->windows_suppressed += f->footer_windows_suppressed;
+    s->gaps_lost += f->footer_gaps_lost;
+    s->local_unkeyed += f->footer_local_unkeyed;
     if (f->footer_budget > s->budget) s->budget = f->footer_budget;
     s->torn_frames += f->torn_frames;
     s->torn_bytes += f->torn_bytes;
@@ -160,6 +163,9 @@ static json_t *json_summary(const struct report *r) {
   json_object_set_new(o, "truncated_lines", jcount(s->truncated_lines));
   json_object_set_new(o, "budget_drops", jbytes(s->budget_drops));
   json_object_set_new(o, "budget", jbytes(s->budget));
+  json_object_set_new(o, "windows_suppressed", jbytes(s->windows_suppressed));
+  json_object_set_new(o, "gaps_lost", jbytes(s->gaps_lost));
+  json_object_set_new(o, "local_unkeyed", jbytes(s->local_unkeyed));
   json_object_set_new(o, "torn_frames", jcount(s->torn_frames));
   json_object_set_new(o, "torn_frame_bytes", jbytes(s->torn_bytes));
   json_object_set_new(o, "bad_frames", jcount(s->bad_frames));
