@@ -26,7 +26,12 @@ through bench/always_on_zoo.py (the accuracy zoo's apps, faults and job shape, b
             2^64-1, ops of 2^62: more than the file's summary lines count, a second line with
             fewer ops than the first): the report exits 0 and the
             balance section leaves that rank's member out (7 ranks), or keeps the line with the
-            most ops (8 ranks, the figures of the intact run)
+            most ops (8 ranks, the figures of the intact run); flight.gaps_refused counts each
+  hostile_p2p: train3d's summary-mode dumps with one rank's Send/Recv gaps line broken 8 ways
+            (a peer negative or past 2^31, Sends before a Recv over the Sends, got 2, lists of
+            different lengths, Sends over ops, a running-compute list short or with a negative
+            step): the report exits 0 and counts the line refused (gaps_refused) or its schedule
+            figures refused (gaps_sched_refused), exactly once
 Prints the measured figures."""
 import argparse, glob, json, os, shutil, subprocess, sys, tempfile
 
@@ -209,7 +214,13 @@ def case_hostile(b):
                                stderr=subprocess.PIPE, text=True, timeout=120)
             if not check(p.returncode == 0, "%s: report rc %d: %s" % (how, p.returncode, p.stderr[-300:])):
                 continue
-            bal = json.loads(p.stdout).get("balance") or {}
+            rep = json.loads(p.stdout)
+            bal = rep.get("balance") or {}
+            # refused by the balance section, or (ops past 2^63) by the reader as malformed; the
+            # inserted line of earlier-more has fewer ring values than its other lists: refused
+            refused = ((rep.get("flight") or {}).get("gaps_refused"), (rep.get("summary") or {}).get("malformed_lines"))
+            want = (0, 0) if how == "intact" else (0, 1) if how == "ops-huge" else (1, 0)
+            check(refused == want, "%s: flight.gaps_refused, summary.malformed_lines %s, want %s" % (how, refused, want))
             ranks = [x["rank"] for x in bal.get("ranks", [])]
             want = list(range(8)) if how in ("intact", "earlier-more") else [0, 1, 2, 4, 5, 6, 7]
             print("%-13s balance ranks %s, step %s us" % (how, ranks, bal.get("step_us_now")))
@@ -220,12 +231,74 @@ def case_hostile(b):
                 check(bal.get("ranks") == ref.get("ranks"), "earlier-more: the figures differ from the intact run's")
 
 
+def p2p_broken(o, how):
+    """one Send/Recv member's schedule figures broken one way"""
+    peers = o["peers"].split(",")
+    if how == "peer-negative":
+        o["peers"] = ",".join(["-1"] + peers[1:])
+    elif how == "peer-huge":
+        o["peers"] = ",".join([str(2**40)] + peers[1:])
+    elif how == "sent-over-sends":
+        o["sent_before"] = ",".join([str(o["sends"] + 1)] + o["sent_before"].split(",")[1:])
+    elif how == "got-2":
+        o["got"] = ",".join(["2"] + o["got"].split(",")[1:])
+    elif how == "lists-differ":
+        o["got"] = o["got"] + ",1"
+    elif how == "sends-over-ops":
+        o["sends"] = o["ops"] + 1
+    elif how == "long-gap-short":
+        o["long_gap"] = ",".join(o["long_gap"].split(",")[:-1])
+    elif how == "long-gap-negative":
+        o["long_gap"] = o["long_gap"] + ",-5"
+        o["long_gap"] = ",".join(o["long_gap"].split(",")[:1] + o["long_gap"].split(",")[2:])
+    return json.dumps(o, separators=(",", ":"))
+
+
+# how -> (gaps lines refused, Send/Recv schedule figures refused): a member whose counts or
+# running compute are wrong is left out whole; one whose peer lists are wrong keeps its compute
+# but gives the schedule nothing
+P2P_BROKEN = {"peer-negative": (0, 1), "peer-huge": (0, 1), "sent-over-sends": (0, 1), "got-2": (0, 1),
+              "lists-differ": (0, 1), "sends-over-ops": (1, 0), "long-gap-short": (1, 0), "long-gap-negative": (1, 0)}
+
+
+def case_hostile_p2p(b):
+    """train3d's summary-mode dumps with one rank's Send/Recv gaps line broken in each way: the
+    report exits 0 and counts what it refused"""
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["COLLSCOPE_COMPRESS"] = "off"
+        w, f = PIPE_ROWS[0]
+        zoo.run_mode(b, w, f, 8, 1, "summary", keep=tmp, ring=64, after=32)
+        d = os.path.join(tmp, "d")
+        victim = sorted(glob.glob(os.path.join(d, "*-r2-*.jsonl")))[0]
+        with open(victim) as fh:
+            orig = fh.read().splitlines()
+        gi = [i for i, l in enumerate(orig) if '"type":"gaps"' in l and '"send_recv":true' in l]
+        if not check(gi, "rank 2 wrote no Send/Recv gaps line"):
+            return
+        for how in ["intact"] + list(P2P_BROKEN):
+            ls = list(orig)
+            if how != "intact":
+                ls[gi[-1]] = p2p_broken(json.loads(ls[gi[-1]]), how)
+            with open(victim, "w") as fh:
+                fh.write("\n".join(ls) + "\n")
+            p = subprocess.run([os.path.join(b, "tools", "collscope"), "report", "--json", d], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, timeout=120)
+            if not check(p.returncode == 0, "%s: report rc %d: %s" % (how, p.returncode, p.stderr[-300:])):
+                continue
+            fl = json.loads(p.stdout).get("flight") or {}
+            got = (fl.get("gaps_refused"), fl.get("gaps_sched_refused"))
+            want = P2P_BROKEN.get(how, (0, 0))
+            print("%-18s refused %s, schedule figures refused %s" % (how, got[0], got[1]))
+            check(got == want, "%s: gaps_refused, gaps_sched_refused %s, want %s" % (how, got, want))
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["zoo", "balance", "pipeline", "hostile"])
+    ap.add_argument("case", choices=["zoo", "balance", "pipeline", "hostile", "hostile_p2p"])
     ap.add_argument("--build", required=True)
     a = ap.parse_args()
-    {"zoo": case_zoo, "balance": case_balance, "pipeline": case_pipeline, "hostile": case_hostile}[a.case](os.path.abspath(a.build))
+    {"zoo": case_zoo, "balance": case_balance, "pipeline": case_pipeline, "hostile": case_hostile,
+     "hostile_p2p": case_hostile_p2p}[a.case](os.path.abspath(a.build))
     if failures:
         print("%d check(s) failed" % len(failures))
         return 1

@@ -167,6 +167,7 @@ void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *s
       memset(&tmp, 0, sizeof tmp);
       if (g->comm_rank < 0 || !g->ops || g->ops > hash_at(&counted, g->comm, -1)->hash || !member_of(&tmp, f, g)) {
         free(tmp.long_gap);
+        P->agg->gaps_refused++;
         continue; /* hostile, or more ops than the file counted */
       }
       struct bal_member *e;
@@ -198,7 +199,9 @@ void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *s
   HASH_ITER(hh, b->members, m, mt) {
     struct cs_sched_sum o;
     const struct cs_gaps_rec *g = hash_at(&members, m->k.comm, m->k.comm_rank)->g;
-    if (b->sum_sched && g && sched_sum(&o, m, g) && cs_sched_summed(b->sum_sched, m->k.comm, &o) < 0) {
+    bool sum_ok = g && sched_sum(&o, m, g);
+    P->agg->gaps_sched_refused += g && !sum_ok;
+    if (b->sum_sched && sum_ok && cs_sched_summed(b->sum_sched, m->k.comm, &o) < 0) {
       fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
       cs_sched_free(b->sum_sched);
       b->sum_sched = NULL;

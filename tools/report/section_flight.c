@@ -24,6 +24,10 @@ static void text_flight(const struct report *r, FILE *o) {
           a->windows, a->windows == 1 ? "" : "s", a->window_ops, a->summary_ops, a->summary_lines, a->summary_xfers);
   size_t g = gaps_lines(r);
   if (g) fprintf(o, "# the balance section read its compute per rank from %zu gaps lines\n", g);
+  if (a->gaps_refused || a->gaps_sched_refused)
+    fprintf(o, "# gaps lines refused: %zu (malformed, or more ops than their file's summaries count: those ranks\n"
+               "# are not in the balance section); Send/Recv schedule figures refused: %zu (malformed)\n",
+            a->gaps_refused, a->gaps_sched_refused);
   if (!a->windows)
     fprintf(o, "# no window: the stragglers, hangs and SDC sections saw no op line (a window opens on a failed op,\n"
                "# a hang, a signal, a request, or a finding of the online exchange, which runs on the world\n"
@@ -52,6 +56,8 @@ static json_t *json_flight(const struct report *r) {
   json_object_set_new(o, "summary_xfers", jcount(a ? a->summary_xfers : 0));
   json_object_set_new(o, "window_ops", jcount(a ? a->window_ops : 0));
   json_object_set_new(o, "gaps_lines", jcount(gaps_lines(r)));
+  json_object_set_new(o, "gaps_refused", jcount(a ? a->gaps_refused : 0));
+  json_object_set_new(o, "gaps_sched_refused", jcount(a ? a->gaps_sched_refused : 0));
   json_t *ws = json_array();
   for (size_t i = 0; i < r->set->nfiles; i++) {
     const struct cs_dumpfile *f = &r->set->files[i];
