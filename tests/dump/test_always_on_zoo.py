@@ -189,6 +189,18 @@ def gaps_broken(line, how):
     return json.dumps(o, separators=(",", ":"))
 
 
+def report_rewritten(b, d, victim, ls, how):
+    """the report's JSON of d with victim's lines replaced by ls; None (a failed check) when
+    the report does not exit 0"""
+    with open(victim, "w") as fh:
+        fh.write("\n".join(ls) + "\n")
+    p = subprocess.run([os.path.join(b, "tools", "collscope"), "report", "--json", d], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=120)
+    if not check(p.returncode == 0, "%s: report rc %d: %s" % (how, p.returncode, p.stderr[-300:])):
+        return None
+    return json.loads(p.stdout)
+
+
 def case_hostile(b):
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["COLLSCOPE_COMPRESS"] = "off"  # plain lines to break (summary mode writes zstd by default)
@@ -208,13 +220,9 @@ def case_hostile(b):
                 ls.insert(gi[0] + 1, json.dumps(o, separators=(",", ":")))
             elif how != "intact":
                 ls[gi[0]] = gaps_broken(ls[gi[0]], how)
-            with open(victim, "w") as fh:
-                fh.write("\n".join(ls) + "\n")
-            p = subprocess.run([os.path.join(b, "tools", "collscope"), "report", "--json", d], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, timeout=120)
-            if not check(p.returncode == 0, "%s: report rc %d: %s" % (how, p.returncode, p.stderr[-300:])):
+            rep = report_rewritten(b, d, victim, ls, how)
+            if rep is None:
                 continue
-            rep = json.loads(p.stdout)
             bal = rep.get("balance") or {}
             # refused by the balance section, or (ops past 2^63) by the reader as malformed; the
             # inserted line of earlier-more has fewer ring values than its other lists: refused
@@ -279,13 +287,10 @@ def case_hostile_p2p(b):
             ls = list(orig)
             if how != "intact":
                 ls[gi[-1]] = p2p_broken(json.loads(ls[gi[-1]]), how)
-            with open(victim, "w") as fh:
-                fh.write("\n".join(ls) + "\n")
-            p = subprocess.run([os.path.join(b, "tools", "collscope"), "report", "--json", d], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, timeout=120)
-            if not check(p.returncode == 0, "%s: report rc %d: %s" % (how, p.returncode, p.stderr[-300:])):
+            rep = report_rewritten(b, d, victim, ls, how)
+            if rep is None:
                 continue
-            fl = json.loads(p.stdout).get("flight") or {}
+            fl = rep.get("flight") or {}
             got = (fl.get("gaps_refused"), fl.get("gaps_sched_refused"))
             want = P2P_BROKEN.get(how, (0, 0))
             print("%-18s refused %s, schedule figures refused %s" % (how, got[0], got[1]))
