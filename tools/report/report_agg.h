@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collscope/comm_elsewhere.h"
 #include "collscope/detect.h"
 #include "collscope/finding_cost.h"
 #include "collscope/histogram.h"
@@ -146,12 +147,14 @@ struct report_agg {
   struct agg_counts counts;
   struct cs_det_result det;
   struct agg_sdc sdc;
-  size_t late_records;                     /* op records out of seq order, left out of the per-instance analyses */
-  size_t sched_explained;                  /* cross-stage stragglers the pipeline schedule explains (analysis/schedule.c) */
-  size_t peer_explained;                   /* link stragglers a flagged peer's wait explains (analysis/peer_wait.c), */
-  const struct cs_pwait_moved *peer_moved; /* each with the peer it moved to (owned by `steps`) */
-  const struct cs_cost *cost;              /* each finding's cost (finding_cost.h; owned by `steps`) */
-  size_t max_held;                         /* the most op records held at once (the walker's queues) */
+  size_t late_records;                         /* op records out of seq order, left out of the per-instance analyses */
+  size_t sched_explained;                      /* cross-stage stragglers the pipeline schedule explains (analysis/schedule.c) */
+  size_t peer_explained;                       /* link stragglers a flagged peer's wait explains (analysis/peer_wait.c), */
+  const struct cs_pwait_moved *peer_moved;     /* each with the peer it moved to (owned by `steps`) */
+  const struct cs_cost *cost;                  /* each finding's cost (finding_cost.h; owned by `steps`) */
+  size_t comm_explained;                       /* stragglers the rank's longer time elsewhere explains */
+  const struct cs_celse_explained *comm_moved; /* (analysis/comm_elsewhere.c; owned by `steps`) */
+  size_t max_held;                             /* the most op records held at once (the walker's queues) */
   /* COLLSCOPE_RECORD=summary (docs/always-on.md): ops read from summary lines, those lines,
    * flight-recorder windows and their op lines (walked, not counted again) */
   size_t summary_ops, summary_lines, windows, window_ops;

@@ -90,6 +90,18 @@ static json_t *json_steps(const struct report *r) {
     json_array_append_new(mv, e);
   }
   json_object_set_new(o, "moved_to_peer", mv);
+  json_object_set_new(o, "explained_by_comm_elsewhere", jcount(r->agg ? r->agg->comm_explained : 0));
+  json_t *ce = json_array();
+  for (size_t i = 0; r->agg && i < r->agg->comm_explained; i++) {
+    const struct cs_celse_explained *x = &r->agg->comm_moved[i];
+    json_t *e = json_object();
+    json_object_set_new(e, "rank", json_integer(x->rank));
+    json_object_set_new(e, "comm", json_string(cs_comm_hex(x->comm, hx)));
+    json_object_set_new(e, "time_elsewhere_excess_us", json_real(x->excess_us));
+    json_object_set_new(e, "lateness_us", json_real(x->late_us));
+    json_array_append_new(ce, e);
+  }
+  json_object_set_new(o, "comm_elsewhere", ce);
   if (!SM.stages) return o;
   json_object_set_new(o, "microbatches", SM.microbatches > 0 ? json_integer(SM.microbatches) : json_null());
   const char *name = schedule_name();

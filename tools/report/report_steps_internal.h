@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collscope/comm_elsewhere.h"
 #include "collscope/finding_cost.h"
 #include "collscope/peer_wait.h"
 #include "collscope/step_breakdown.h"
@@ -25,6 +26,9 @@ struct cs_pwait *report_steps_pwait(struct report_steps_gather *g);
 /* each finding's cost gathered from the same instances (include/collscope/finding_cost.h); NULL
  * when out of memory */
 const struct cs_cost *report_steps_cost(const struct report_steps_gather *g);
+/* each rank's time per communicator from the same instances (include/collscope/comm_elsewhere.h);
+ * NULL when out of memory */
+struct cs_celse *report_steps_celse(struct report_steps_gather *g);
 
 /* the figures of a step, in this order: the step, then its four parts */
 enum { STEPS_STEP,

@@ -1,0 +1,59 @@
+/* include/collscope/comm_elsewhere.h: the straggler findings that a rank's longer communication in
+ * its other communicators explains (analysis/comm_elsewhere.c; docs/detection.md "Pipelines").
+ *
+ * A rank whose op in another communicator lasts longer than its peers' (its Send crosses a
+ * host boundary in a ring exchange, it waits inside a collective for a slow peer) is released
+ * later to its next op: it arrives late there by that much, with a stream gap as long, though
+ * its GPU computed no longer than its peers'. PyTorch's process groups run each on a stream of
+ * their own, the compute stream waiting on their end events (ProcessGroupNCCL's syncStream and
+ * WorkNCCL::synchronizeStream), so an all_to_all or batch_isend_irecv on the world group delays
+ * the rank's next AllReduce of a sub-group.
+ *
+ * Fed one instance at a time as the dump readers walk them (every member's op): per
+ * (communicator, member) the time its ops took (a group's members sharing one GPU span: the
+ * span once) and its spans. A finding of rank R at communicator C is explained when R's time
+ * at its other communicators per instance of C exceeds the median of the same figure over C's
+ * other members that belong to as many communicators as R by at least CS_CELSE_SHARE of its
+ * lateness at C (its median arrival offset, or its lateness when last times its share last,
+ * the larger). Members of as many communicators play the same part in the job (a row and a
+ * column of a mesh, a stage's replicas); a rank in more than its peers (a pipeline's first and
+ * last stage in the tied embedding's group, at the grad-norm AllReduce across the stages)
+ * compares with none and is never explained. A slow GPU is not explained: its peers wait for
+ * it inside their ops, so theirs is the longer time elsewhere. Memory: communicators x
+ * members. */
+#ifndef COLLSCOPE_COMM_ELSEWHERE_H
+#define COLLSCOPE_COMM_ELSEWHERE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collscope/detect.h"
+
+#define CS_CELSE_SHARE 0.5
+
+struct cs_celse_op {
+  int comm_rank, rank; /* comm_rank < 0: not counted */
+  bool timed;          /* GPU start and end known, end >= start > 0 */
+  int64_t start_ns, end_ns;
+};
+
+/* a finding cs_celse_judge removed: whose, where, and the figures */
+struct cs_celse_explained {
+  uint64_t comm;
+  int rank;
+  double excess_us, late_us; /* its time elsewhere per instance above its peers'; its lateness */
+};
+
+struct cs_celse;
+struct cs_celse *cs_celse_new(void); /* NULL: out of memory */
+void cs_celse_free(struct cs_celse *c);
+/* one instance of comm (any member order). 0, or -1 out of memory (then every later call
+ * refuses and cs_celse_judge removes nothing) */
+int cs_celse_instance(struct cs_celse *c, uint64_t comm, const struct cs_celse_op *m, size_t n);
+/* removes r's findings that the rank's time elsewhere explains (the rest keep their order;
+ * r->ranks no longer mark them stragglers). Returns how many were removed. */
+size_t cs_celse_judge(struct cs_celse *c, struct cs_det_result *r);
+const struct cs_celse_explained *cs_celse_explained(const struct cs_celse *c, size_t *n);
+
+#endif
