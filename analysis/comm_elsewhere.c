@@ -170,7 +170,7 @@ static double excess_elsewhere(const struct cs_celse *c, const struct cs_det_str
   return excess;
 }
 
-size_t cs_celse_judge(struct cs_celse *c, struct cs_det_result *r) {
+size_t cs_celse_judge(struct cs_celse *c, struct cs_det_result *r, const struct cs_sched *s) {
   if (!c || c->oom || !r || !r->nstragglers) return 0;
   struct cs_celse_explained *ex = malloc(r->nstragglers * sizeof *ex);
   if (!ex) return 0;
@@ -178,7 +178,8 @@ size_t cs_celse_judge(struct cs_celse *c, struct cs_det_result *r) {
   for (size_t i = 0; i < r->nstragglers; i++) {
     struct cs_det_straggler *x = &r->stragglers[i];
     double late = x->offset_us > x->lateness_us * x->share_last ? x->offset_us : x->lateness_us * x->share_last;
-    double excess = x->rank >= 0 && late > 0 ? excess_elsewhere(c, x) : 0;
+    bool cross = s && cs_sched_comm_kind(s, x->comm) == CS_SCHED_CROSS_STAGE;
+    double excess = x->rank >= 0 && late > 0 && !cross ? excess_elsewhere(c, x) : 0;
     if (!(late > 0 && excess >= CS_CELSE_SHARE * late)) {
       r->stragglers[out++] = *x;
       continue;

@@ -16,9 +16,8 @@
  * other members that belong to as many communicators as R by at least CS_CELSE_SHARE of its
  * lateness at C (its median arrival offset, or its lateness when last times its share last,
  * the larger). Members of as many communicators play the same part in the job (a row and a
- * column of a mesh, a stage's replicas); a rank in more than its peers (a pipeline's first and
- * last stage in the tied embedding's group, at the grad-norm AllReduce across the stages)
- * compares with none and is never explained. A slow GPU is not explained: its peers wait for
+ * column of a mesh, a stage's replicas); a rank in more than its peers compares with none and
+ * is never explained, nor is a finding at a communicator across pipeline stages (below). A slow GPU is not explained: its peers wait for
  * it inside their ops, so theirs is the longer time elsewhere. Memory: communicators x
  * members. */
 #ifndef COLLSCOPE_COMM_ELSEWHERE_H
@@ -29,6 +28,7 @@
 #include <stdint.h>
 
 #include "collscope/detect.h"
+#include "collscope/schedule.h"
 
 #define CS_CELSE_SHARE 0.5
 
@@ -52,8 +52,10 @@ void cs_celse_free(struct cs_celse *c);
  * refuses and cs_celse_judge removes nothing) */
 int cs_celse_instance(struct cs_celse *c, uint64_t comm, const struct cs_celse_op *m, size_t n);
 /* removes r's findings that the rank's time elsewhere explains (the rest keep their order;
- * r->ranks no longer mark them stragglers). Returns how many were removed. */
-size_t cs_celse_judge(struct cs_celse *c, struct cs_det_result *r);
+ * r->ranks no longer mark them stragglers); a finding at a communicator the pipeline schedule
+ * s (NULL: none) calls cross-stage is kept: the schedule judged it against its stage's peers,
+ * and the stages' ranks play different parts elsewhere. Returns how many were removed. */
+size_t cs_celse_judge(struct cs_celse *c, struct cs_det_result *r, const struct cs_sched *s);
 const struct cs_celse_explained *cs_celse_explained(const struct cs_celse *c, size_t *n);
 
 #endif

@@ -16,7 +16,10 @@ Cases:
   pg_slow: rank 5 stalls 30 % of each collective's duration before it, from its op 20
       (slow:rank=5,pct=30,from=20): exactly rank 5's 3 findings remain (compute), and ranks 0,
       3 and 4 are explained (rank 4 waits for rank 5 in their row and across the ring)."""
-import argparse, glob, json, os, shutil, subprocess, tempfile
+import json, os, subprocess, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import case_main  # noqa: E402  (tests/case_main.py)
 
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
          "COLLSCOPE_EVENT_SAMPLE": "1"}
@@ -57,19 +60,5 @@ def case_pg_slow(cli, apps, tmp):
     assert [(r, l) for r, l, _ in ex] == [(0, 99.274), (3, 97.89), (4, 97.1825)], ex
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("case")
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("--apps", required=True)
-    a = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="cs-celse-")
-    try:
-        {"pg_clean": case_pg_clean, "pg_slow": case_pg_slow}[a.case](a.cli, a.apps, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print("ok")
-
-
 if __name__ == "__main__":
-    main()
+    case_main.run(globals(), "cs-celse-")
