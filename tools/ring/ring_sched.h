@@ -1,6 +1,6 @@
-/* tools/ring/ring_sched.h: the pipeline schedule and the peers' waits applied to the detector's
- * result over the ops of rings (`top`, the exporter), as the report applies them
- * (include/collscope/schedule.h, include/collscope/peer_wait.h; docs/detection.md
+/* tools/ring/ring_sched.h: the pipeline schedule, the peers' waits and the ranks' time in their
+ * other communicators applied to the detector's result over the ops of rings (`top`, the exporter), as the report applies them
+ * (include/collscope/schedule.h, peer_wait.h, comm_elsewhere.h; docs/detection.md
  * "Pipelines"). A ring holds each process's last records only: the schedule is what those
  * records show. */
 #ifndef COLLSCOPE_TOOLS_RING_SCHED_H
@@ -10,7 +10,7 @@
 #include "collscope/detect.h"
 
 struct ring_sched_counts {
-  size_t explained_by_schedule, explained_by_peer_wait;
+  size_t explained_by_schedule, explained_by_peer_wait, explained_by_comm_elsewhere;
 };
 
 /* ops: every process's ops of one job, each process's together and in its ring's order
