@@ -29,7 +29,8 @@ simhost[1-4], rank r on simhost r//2+1), one case per kind of evidence:
              0.5 (no host, no --exclude), evidence by default (300 s) with the time said; a
              straggler to the end stays evidence with --cleared-after 0
   uneven     modeled clock, ranks 1 and 5 with 10 % more samples (dp_train --shares,
-             --batch-bytes): set aside as uneven data, no host implicated; rank 5 computing 10 %
+             --batch-bytes): set aside as uneven data, no host implicated, also with 2 ms
+             buckets and 300 us a ring step (a gain under the mark for advice); rank 5 computing 10 %
              longer at the same bytes (slow:compute=10): simhost3 watch (straggler)"""
 import argparse, json, os, shutil, subprocess, sys, tempfile, time
 
@@ -175,6 +176,22 @@ def case_uneven(a, tmp):
                                              "larger; even the shards), not the node"), doc["set_aside"]
     txt = suspects(a, [d], "text")
     assert "(no host implicated)" in txt and "#   uneven_data  simhost3: rank 5: straggler from uneven data" in txt, txt
+    # 2 ms buckets and 300 us a ring step (the accuracy page's `uneven` row): evening the shards
+    # gains under the balance section's mark for a change, yet the ranks are the data's all the
+    # same: the detector's findings on them are set aside
+    small = ["--steps", "40", "--size", "256K", "--compute-us", "2000", "--batch-bytes", "1M"]
+    d = model_job(a, tmp, "uneven_small", "link:a=*,b=*,us=300", small + ["--shares", "1,1.1,1,1,1,1.1,1,1"])
+    rep = json.loads(subprocess.run([a.cli, "report", d, "--json"], stdout=subprocess.PIPE, text=True).stdout)
+    b = rep["balance"]
+    print("2 ms buckets: stragglers %s, action %s, advice %r" %
+          (sorted(x["rank"] for x in rep["stragglers"]), b["action"], b["advice"]))
+    assert sorted(x["rank"] for x in rep["stragglers"]) == [1, 5], rep["stragglers"]
+    assert b["action"] == "none" and b["advice"].startswith("uneven data: ranks 1,5 get 10 % more samples") and \
+        b["advice"].endswith("of the step: too little to advise a change"), b
+    doc = suspects(a, [d])
+    assert doc["suspects"] == [], doc
+    assert [(e["kind"], e["host"], e["rank"]) for e in doc["set_aside"]] == \
+        [("uneven_data", "simhost1", 1), ("uneven_data", "simhost3", 5)], doc["set_aside"]
     d = model_job(a, tmp, "slowgpu", "slow:rank=5,compute=10", args)
     doc = suspects(a, [d])
     h = by_host(doc)

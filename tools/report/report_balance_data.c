@@ -65,16 +65,18 @@ void bal_data_advise(struct report_balance *b) {
   double *even = xcalloc(v->n, sizeof *even);
   size_t ne = 0, nd = 0;
   for (size_t i = 0; i < v->n; i++) {
-    if (v->r[i].verdict == VERDICT_DATA && !act) { /* balanced: nothing to even */
-      v->r[i].verdict = VERDICT_OK;
-      v->r[i].cause[0] = 0;
-    }
     if (v->r[i].verdict == VERDICT_OK) even[ne++] = v->r[i].compute_us;
     nd += v->r[i].verdict == VERDICT_DATA;
   }
   double base = ne ? median(even, ne) : 0;
   free(even);
-  if (!act || !nd || !(base > 0)) return;
+  if (!nd) return;
+  if (!(base > 0) || (!act && strcmp(b->action ? b->action : "", "none"))) {
+    /* nothing to compare with, or a fault to fix first: no data verdict stands alone */
+    for (size_t i = 0; i < v->n; i++)
+      if (v->r[i].verdict == VERDICT_DATA) v->r[i].verdict = VERDICT_OK, v->r[i].cause[0] = 0;
+    return;
+  }
   char ranks[256];
   size_t len = 0;
   double more = 0;
@@ -85,12 +87,19 @@ void bal_data_advise(struct report_balance *b) {
     }
   more /= (double)nd;
   char text[512];
+  /* under the gain that asks for a change, the ranks are still the data's, not the nodes': a
+   * straggler finding on them is no node's (collscope suspects) */
   snprintf(text, sizeof text,
            "uneven data: rank%s %s get%s %.0f %% more samples than the others (their compute and their copies to "
-           "the GPU per step are larger; the GPUs are alike): even the shards",
-           nd == 1 ? "" : "s", ranks, nd == 1 ? "s" : "", 100.0 * more);
+           "the GPU per step are larger; the GPUs are alike): %s",
+           nd == 1 ? "" : "s", ranks, nd == 1 ? "s" : "", 100.0 * more, act ? "even the shards" : "");
+  if (!act) {
+    size_t tl = strlen(text);
+    snprintf(text + tl, sizeof text - tl, "evening the shards would gain %.1f %% of the step: too little to advise a change",
+             v->gain_pct);
+  }
   /* with the other slow ranks' advice, when there is one, this one follows it */
-  if (!strncmp(b->advice, "the work is split unevenly", 26))
+  if (!act || !strncmp(b->advice, "the work is split unevenly", 26))
     snprintf(b->advice, sizeof b->advice, "%s", text);
   else {
     size_t al = strlen(b->advice);
