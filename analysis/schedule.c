@@ -436,7 +436,12 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
                                                      .first_flag_seq = m->first_seq,
                                                      .last_flag_seq = m->last_seq,
                                                      .comm_last_seq = c ? c->last_seq : m->last_seq};
-    cs_sched_verdict_add(s, &(struct cs_sched_verdict){m->k.comm, m->rank, e[i].stage, e[i].gap, m->peers, true});
+    cs_sched_verdict_add(s, &(struct cs_sched_verdict){.comm = m->k.comm,
+                                                       .rank = m->rank,
+                                                       .stage = e[i].stage,
+                                                       .gap_us = e[i].gap,
+                                                       .stage_gap_us = m->peers,
+                                                       .kept = true});
   }
   free(e);
   return added;
@@ -452,7 +457,8 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
       r->stragglers[out++] = *x;
       continue;
     }
-    struct cs_sched_verdict v = {x->comm, x->rank, stage, mean_gap(s, x->comm, x->comm_rank, x->rank), -1, false};
+    struct cs_sched_verdict v = {
+        .comm = x->comm, .rank = x->rank, .stage = stage, .gap_us = mean_gap(s, x->comm, x->comm_rank, x->rank), .stage_gap_us = -1};
     struct scomm *c;
     HASH_FIND(hh, s->comms, &x->comm, sizeof x->comm, c);
     v.stage_gap_us = stage_peer_gap(s, stage, x->rank, c ? c->nmem : 0);
