@@ -200,12 +200,12 @@ bool cs_pwait_member(const struct cs_pwait *p, uint64_t comm, int rank, bool els
   return found;
 }
 
-/* the peer rank waited for longest at communicators other than comm, -1 none */
-static int top_peer_elsewhere(const struct cs_pwait *p, uint64_t comm, int rank) {
+/* the peers rank waited for longest at communicators other than comm (up to CS_PWAIT_TOP, the
+ * longest first) into out, with their waits (ns); returns how many */
+static int top_peers_elsewhere(const struct cs_pwait *p, uint64_t comm, int rank, int *out, int64_t *out_ns) {
   int peer[64];
   int64_t ns[64];
-  int n = 0, best = -1;
-  int64_t most = 0;
+  int n = 0;
   for (const struct member *m = p->mem; m; m = m->hh.next) {
     if (m->rank != rank || m->k.comm == comm) continue;
     for (int i = 0; i < CS_PWAIT_TOP; i++) {
@@ -217,10 +217,26 @@ static int top_peer_elsewhere(const struct cs_pwait *p, uint64_t comm, int rank)
         peer[n] = m->top[i], ns[n++] = 0;
       }
       ns[j] += m->top_ns[i];
-      if (ns[j] > most) most = ns[j], best = peer[j];
     }
   }
-  return best;
+  int k = 0;
+  for (; k < CS_PWAIT_TOP && k < n; k++) { /* selection: the k-th longest (the first seen on a tie) */
+    int b = k;
+    for (int j = k + 1; j < n; j++)
+      if (ns[j] > ns[b]) b = j;
+    int tp = peer[b];
+    int64_t tn = ns[b];
+    for (int j = b; j > k; j--) peer[j] = peer[j - 1], ns[j] = ns[j - 1];
+    out[k] = peer[k] = tp, out_ns[k] = ns[k] = tn;
+  }
+  return k;
+}
+
+/* rank's timed spans at comm, 0 none */
+static uint64_t instances_at(const struct cs_pwait *p, uint64_t comm, int rank) {
+  for (const struct member *m = p->mem; m; m = m->hh.next)
+    if (m->k.comm == comm && m->rank == rank) return m->timed;
+  return 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -300,12 +316,13 @@ size_t cs_pwait_attribute(struct cs_pwait *p, struct cs_det_result *r) {
   if (!p || p->oom || !r || !r->nstragglers) return 0;
   size_t n = r->nstragglers;
   int *peer = malloc(n * sizeof *peer), *ranks = malloc(n * sizeof *ranks);
-  bool *grounded = calloc(n, sizeof *grounded);
+  int(*cand)[CS_PWAIT_TOP] = malloc(n * sizeof *cand); /* the peers it may defer to, longest wait first */
+  bool *grounded = calloc(n, sizeof *grounded), *settled = calloc(n, sizeof *settled);
   double *excess = malloc(n * sizeof *excess), *late = malloc(n * sizeof *late);
   struct cs_pwait_moved *mv = malloc(n * sizeof *mv);
   size_t nr = 0, removed = 0, ntot = 0;
   struct total *tot = totals(p, &ntot);
-  if (!peer || !ranks || !grounded || !excess || !late || !mv || !tot) goto out;
+  if (!peer || !ranks || !cand || !grounded || !settled || !excess || !late || !mv || !tot) goto out;
   /* per finding: the peer it defers to (-1: its own) */
   for (size_t i = 0; i < n; i++) {
     const struct cs_det_straggler *x = &r->stragglers[i];
@@ -315,8 +332,17 @@ size_t cs_pwait_attribute(struct cs_pwait *p, struct cs_det_result *r) {
     if (x->kind != CS_DET_LINK || x->rank < 0) continue;
     late[i] = x->offset_us > x->lateness_us * x->share_last ? x->offset_us : x->lateness_us * x->share_last;
     excess[i] = excess_wait(p, x, tot, ntot);
-    if (late[i] > 0 && excess[i] >= CS_PWAIT_SHARE * late[i]) peer[i] = top_peer_elsewhere(p, x->comm, x->rank);
-    if (peer[i] == x->rank) peer[i] = -1;
+    for (int c = 0; c < CS_PWAIT_TOP; c++) cand[i][c] = -1;
+    if (!(late[i] > 0 && excess[i] >= CS_PWAIT_SHARE * late[i])) continue;
+    int tp[CS_PWAIT_TOP];
+    int64_t tns[CS_PWAIT_TOP];
+    int k = top_peers_elsewhere(p, x->comm, x->rank, tp, tns);
+    uint64_t inst = instances_at(p, x->comm, x->rank);
+    peer[i] = k ? tp[0] : -1;
+    /* the longest wait's peer; after it those it waited for at least CS_PWAIT_SHARE of its
+     * lateness an instance (a wait that explains the lateness as well) */
+    for (int c = 0; c < k; c++)
+      if (c == 0 || (inst && (double)tns[c] / 1e3 / (double)inst >= CS_PWAIT_SHARE * late[i])) cand[i][c] = tp[c];
   }
   /* grounded ranks: a finding of their own, or deferring to a grounded rank (a fixpoint: at
    * most one pass per rank) */
@@ -326,8 +352,15 @@ size_t cs_pwait_attribute(struct cs_pwait *p, struct cs_det_result *r) {
     more = false;
     for (size_t i = 0; i < n; i++) {
       long a = r->stragglers[i].rank >= 0 ? rank_index(ranks, nr, r->stragglers[i].rank) : -1;
-      long b = peer[i] >= 0 ? rank_index(ranks, nr, peer[i]) : -1;
-      if (a >= 0 && b >= 0 && grounded[b] && !grounded[a]) grounded[a] = more = true;
+      /* the first candidate grounded when it is found: kept (so no two findings defer to each
+       * other) */
+      for (int c = 0; c < CS_PWAIT_TOP && a >= 0 && peer[i] >= 0 && !settled[i]; c++) {
+        long b = cand[i][c] >= 0 ? rank_index(ranks, nr, cand[i][c]) : -1;
+        if (b < 0 || !grounded[b]) continue;
+        peer[i] = cand[i][c];
+        settled[i] = more = true;
+        grounded[a] = true;
+      }
     }
   }
   size_t out = 0;
@@ -348,7 +381,7 @@ size_t cs_pwait_attribute(struct cs_pwait *p, struct cs_det_result *r) {
   p->nmoved = removed;
   mv = NULL;
 out:
-  free(peer), free(ranks), free(grounded), free(excess), free(late), free(mv), free(tot);
+  free(peer), free(ranks), free(cand), free(grounded), free(settled), free(excess), free(late), free(mv), free(tot);
   return removed;
 }
 

@@ -7,52 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
-
-struct skey {
-  uint64_t comm;
-  int comm_rank;
-};
-struct smem { /* one (communicator, member) */
-  struct skey k;
-  int rank;
-  const char *host;
-  int64_t first_seq, last_seq; /* the instances its compute gaps came from */
-  bool flagged, slow;          /* cs_sched_judge: a straggler already; slower than its stage peers */
-  double peers;                /* its stage peers' median gap (surface) */
-  int peer[2], npeers;         /* the distinct peers it sent to or received from, up to two */
-  bool peer_over;              /* a third peer: not a chain */
-  bool first_seen, first_send;
-  uint64_t sends, recvs;
-  uint64_t before[2]; /* sends to peer[i] before the first Recv from it */
-  bool got[2];        /* a Recv from peer[i] seen */
-  double gap_sum;
-  uint64_t gap_n;
-  int stage; /* on a pipeline chain: its position, else -1 */
-  UT_hash_handle hh;
-};
-struct scomm {
-  uint64_t comm;
-  bool all_p2p;
-  size_t nmem;
-  int64_t last_seq; /* its last instance */
-  enum cs_sched_kind kind;
-  UT_hash_handle hh;
-};
-struct srank {
-  int rank, stage;
-  UT_hash_handle hh;
-};
-
-struct cs_sched {
-  struct smem *mem;
-  struct scomm *comms;
-  struct srank *ranks;
-  int nstages;
-  bool oom, finished;
-  struct cs_sched_verdict *v;
-  size_t nv, capv;
-};
+#include "schedule_internal.h"
 
 struct cs_sched *cs_sched_new(void) {
   return calloc(1, sizeof(struct cs_sched));
@@ -76,6 +31,7 @@ void cs_sched_free(struct cs_sched *s) {
     free(r);
   }
   free(s->v);
+  free(s->scr);
   free(s);
 }
 
@@ -120,6 +76,12 @@ int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const stru
     HASH_ADD(hh, s->comms, comm, sizeof c->comm, c);
   }
   if (seq > c->last_seq) c->last_seq = seq;
+  if (n > s->capscr) {
+    struct sgap *g = realloc(s->scr, n * sizeof *g);
+    if (!g) return s->oom = true, -1;
+    s->scr = g, s->capscr = n;
+  }
+  size_t ng = 0; /* the members with a compute gap here */
   for (size_t k = 0; k < n; k++) {
     if (m[k].comm_rank < 0) continue;
     c->all_p2p &= m[k].p2p;
@@ -139,7 +101,9 @@ int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const stru
       c->nmem++;
     }
     member_add(e, &m[k], seq);
+    if (!m[k].p2p && m[k].gap_us >= 0 && m[k].gap_us < 1e15) s->scr[ng++] = (struct sgap){m[k].gap_us, e};
   }
+  if (ng >= 2) cs_sched_stage_instance(s->scr, ng);
   return 0;
 }
 
@@ -188,7 +152,7 @@ static struct smem *find_mem(const struct cs_sched *s, uint64_t comm, int comm_r
   return e;
 }
 
-static int rank_stage(const struct cs_sched *s, int rank) {
+int cs_sched_rank_stage(const struct cs_sched *s, int rank) {
   struct srank *r;
   HASH_FIND_INT(s->ranks, &rank, r);
   return r ? r->stage : -1;
@@ -245,7 +209,7 @@ static int chain(struct cs_sched *s, struct scomm *c) {
   }
   for (size_t r = 0; r < c->nmem; r++) {
     struct smem *m = find_mem(s, c->comm, (int)r);
-    if (m->rank < 0 || rank_stage(s, m->rank) >= 0) continue; /* a rank's first chain counts */
+    if (m->rank < 0 || cs_sched_rank_stage(s, m->rank) >= 0) continue; /* a rank's first chain counts */
     struct srank *e = calloc(1, sizeof *e);
     if (!e) return -1;
     e->rank = m->rank;
@@ -269,10 +233,10 @@ int cs_sched_finish(struct cs_sched *s) {
   }
   HASH_ITER(hh, s->comms, c, ct) {
     if (c->all_p2p || !s->nstages || c->nmem < 2 || !dense(s, c)) continue;
-    int first = rank_stage(s, find_mem(s, c->comm, 0)->rank);
+    int first = cs_sched_rank_stage(s, find_mem(s, c->comm, 0)->rank);
     bool several = false, unknown = first < 0;
     for (size_t r = 1; r < c->nmem && !unknown; r++) {
-      int st = rank_stage(s, find_mem(s, c->comm, (int)r)->rank);
+      int st = cs_sched_rank_stage(s, find_mem(s, c->comm, (int)r)->rank);
       unknown = st < 0;
       several |= st != first;
     }
@@ -284,7 +248,7 @@ int cs_sched_finish(struct cs_sched *s) {
 
 int cs_sched_stages(const struct cs_sched *s) { return s && s->finished && !s->oom ? s->nstages : 0; }
 
-int cs_sched_stage(const struct cs_sched *s, int rank) { return s && s->finished && !s->oom ? rank_stage(s, rank) : -1; }
+int cs_sched_stage(const struct cs_sched *s, int rank) { return s && s->finished && !s->oom ? cs_sched_rank_stage(s, rank) : -1; }
 
 enum cs_sched_kind cs_sched_comm_kind(const struct cs_sched *s, uint64_t comm) {
   if (!s || !s->finished || s->oom) return CS_SCHED_OTHER;
@@ -348,7 +312,7 @@ static double stage_peer_gap(const struct cs_sched *s, int stage, int rank, size
   double *v = NULL;
   struct smem *m, *mt;
   HASH_ITER(hh, s->mem, m, mt) {
-    if (m->rank == rank || !m->gap_n || rank_stage(s, m->rank) != stage) continue;
+    if (m->rank == rank || !m->gap_n || cs_sched_rank_stage(s, m->rank) != stage) continue;
     struct scomm *c;
     HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
     if (!c || c->kind != CS_SCHED_CROSS_STAGE || c->nmem != nmem) continue;
@@ -373,7 +337,7 @@ static double stage_peer_gap(const struct cs_sched *s, int stage, int rank, size
   return med;
 }
 
-static void verdict_add(struct cs_sched *s, const struct cs_sched_verdict *v) {
+void cs_sched_verdict_add(struct cs_sched *s, const struct cs_sched_verdict *v) {
   if (s->nv == s->capv) {
     size_t nc = s->capv ? 2 * s->capv : 16;
     struct cs_sched_verdict *nv = realloc(s->v, nc * sizeof *nv);
@@ -422,7 +386,7 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
     m->flagged = m->slow = false;
     struct scomm *c;
     HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
-    n += c && c->kind == CS_SCHED_CROSS_STAGE && m->gap_n && m->rank >= 0 && rank_stage(s, m->rank) >= 0;
+    n += c && c->kind == CS_SCHED_CROSS_STAGE && m->gap_n && m->rank >= 0 && cs_sched_rank_stage(s, m->rank) >= 0;
   }
   for (size_t i = 0; i < r->nstragglers; i++) {
     m = r->stragglers[i].comm_rank >= 0 ? find_mem(s, r->stragglers[i].comm, r->stragglers[i].comm_rank) : NULL;
@@ -434,7 +398,7 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
   HASH_ITER(hh, s->mem, m, mt) {
     struct scomm *c;
     HASH_FIND(hh, s->comms, &m->k.comm, sizeof m->k.comm, c);
-    int stage = m->rank >= 0 ? rank_stage(s, m->rank) : -1;
+    int stage = m->rank >= 0 ? cs_sched_rank_stage(s, m->rank) : -1;
     if (c && c->kind == CS_SCHED_CROSS_STAGE && m->gap_n && stage >= 0 && k < n)
       e[k++] = (struct sentry){stage, c->nmem, m->gap_sum / (double)m->gap_n, m};
   }
@@ -472,7 +436,12 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
                                                      .first_flag_seq = m->first_seq,
                                                      .last_flag_seq = m->last_seq,
                                                      .comm_last_seq = c ? c->last_seq : m->last_seq};
-    verdict_add(s, &(struct cs_sched_verdict){m->k.comm, m->rank, e[i].stage, e[i].gap, m->peers, true});
+    cs_sched_verdict_add(s, &(struct cs_sched_verdict){.comm = m->k.comm,
+                                                       .rank = m->rank,
+                                                       .stage = e[i].stage,
+                                                       .gap_us = e[i].gap,
+                                                       .stage_gap_us = m->peers,
+                                                       .kept = true});
   }
   free(e);
   return added;
@@ -483,17 +452,18 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
   size_t out = 0, removed = 0;
   for (size_t i = 0; i < r->nstragglers; i++) {
     struct cs_det_straggler *x = &r->stragglers[i];
-    int stage = x->rank >= 0 ? rank_stage(s, x->rank) : -1;
+    int stage = x->rank >= 0 ? cs_sched_rank_stage(s, x->rank) : -1;
     if (stage < 0 || cs_sched_comm_kind(s, x->comm) != CS_SCHED_CROSS_STAGE) {
       r->stragglers[out++] = *x;
       continue;
     }
-    struct cs_sched_verdict v = {x->comm, x->rank, stage, mean_gap(s, x->comm, x->comm_rank, x->rank), -1, false};
+    struct cs_sched_verdict v = {
+        .comm = x->comm, .rank = x->rank, .stage = stage, .gap_us = mean_gap(s, x->comm, x->comm_rank, x->rank), .stage_gap_us = -1};
     struct scomm *c;
     HASH_FIND(hh, s->comms, &x->comm, sizeof x->comm, c);
     v.stage_gap_us = stage_peer_gap(s, stage, x->rank, c ? c->nmem : 0);
     v.kept = v.gap_us >= 0 && v.stage_gap_us >= 0 && v.gap_us > (1 + CS_SCHED_STAGE_EXCESS) * v.stage_gap_us;
-    verdict_add(s, &v);
+    cs_sched_verdict_add(s, &v);
     if (v.kept) {
       x->kind = CS_DET_COMPUTE; /* slower than its stage's own replicas: its GPU's work */
       r->stragglers[out++] = *x;
@@ -505,6 +475,7 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
   }
   r->nstragglers = out;
   surface(s, r);
+  cs_sched_stage_compute(s, r);
   return removed;
 }
 

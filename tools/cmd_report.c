@@ -71,7 +71,9 @@
  *    forwards_before_first_backward}, comms {pipeline[], cross_stage[], stage[]},
  *    explained_by_schedule (stragglers at cross-stage communicators the stage order
  *    explains, left out of stragglers) and slow_stages[] {stage, rank, comm, gap_us,
- *    stage_gap_us} (kept: slower than its stage's peers).
+ *    stage_gap_us, basis, and with basis "stage_compute" instances, above, p} (kept: slower
+ *    than its stage's peers; basis "cross_stage": at a cross-stage communicator, or
+ *    "stage_compute": at its stage's own collective, by a weighted sign test).
  *  - steps (docs/balance.md "Steps"; include/collscope/step_breakdown.h): ranks,
  *    ranks_without_steps, out_of_memory, per_stage[] {stage, ranks, median_us, share},
  *    per_rank[] {rank, stage, host, step_comm, ops_per_step, steps, steps_found,

@@ -57,8 +57,12 @@ bool cs_pwait_member(const struct cs_pwait *p, uint64_t comm, int rank, bool els
  * other members' by CS_PWAIT_SHARE of its lateness there (its median arrival offset, or its
  * lateness when last times its share last, the larger), and the peer R waited for longest
  * there leads, through such findings, to a rank with a finding that is not explained (its own:
- * a compute finding, or one no peer's wait explains). A cycle of ranks waiting for each other
- * explains nothing. Returns how many were removed. */
+ * a compute finding, or one no peer's wait explains); failing that, the next of its
+ * CS_PWAIT_TOP peers waited for longest that does, when R waited for it at least
+ * CS_PWAIT_SHARE of its lateness per instance too (a pipeline's ranks wait for each other in
+ * their Recvs, and the one beside a slow tensor-parallel partner waits for it as well). The
+ * first such peer found is kept. A cycle of ranks waiting for each other, and for no one else
+ * so, explains nothing. Returns how many were removed. */
 size_t cs_pwait_attribute(struct cs_pwait *p, struct cs_det_result *r);
 
 /* a finding cs_pwait_attribute removed: whose, where, the peer it waited for and the figures */

@@ -41,12 +41,17 @@ enum cs_sched_kind { CS_SCHED_OTHER = 0,
                      CS_SCHED_CROSS_STAGE = 2, /* a collective over ranks of several stages */
                      CS_SCHED_STAGE = 3 };     /* a collective inside one stage (its replicas) */
 
-/* a cross-stage straggler's verdict */
+/* a cross-stage straggler's verdict, or a rank named by its own compute (by_compute) */
 struct cs_sched_verdict {
   uint64_t comm;
   int rank, stage;
-  double gap_us, stage_gap_us; /* its mean compute gap there; its stage peers' median (-1 none) */
+  double gap_us, stage_gap_us; /* its mean compute gap there; its stage peers' median (-1 none);
+                                  by_compute: its mean gap at its stage's collective */
   bool kept;                   /* slower than its stage's peers: a finding */
+  bool by_compute;             /* by its compute at its stage's collective: the instances
+                                  judged, those above its peers, the sign test's p */
+  size_t instances, above;
+  double p;
 };
 
 struct cs_sched;
@@ -94,5 +99,28 @@ const struct cs_sched_verdict *cs_sched_verdicts(const struct cs_sched *s, size_
 
 /* a straggler is kept when its gap exceeds its stage peers' median by this share */
 #define CS_SCHED_STAGE_EXCESS 0.03
+
+/* A rank slower than its stage's peers by its own compute (analysis/stage_compute.c), part of
+ * cs_sched_judge: in a pipeline without collectives across its stages a slow GPU's pipeline
+ * copy waits for it at every Send/Recv, so its data-parallel peers (the same stage's ranks of
+ * the other copies) arrive late with it at their stage's collective and the detector sees no
+ * one late. Its compute gap at a collective of its stage's ranks alone (CS_SCHED_STAGE: the
+ * data-parallel gradient reduction, once a step: the step's GPU time outside NCCL, its own
+ * work; a Recv's wait for its Send is inside the Recv, not in the gap) is compared with its
+ * stage peers' at the same instance:
+ *  - per instance: above (+1) when its gap exceeds the median w of the other members' gaps
+ *    there, below (-1) when under it (a tie counts neither);
+ *  - a one-sided sign test weighted by w (an instance with little compute before it, such as
+ *    the all-gather right after the reduce-scatter, weighs little): T = sum(sign * w); with
+ *    no difference between the ranks each sign is +-1 with chance 1/2, so Hoeffding's
+ *    inequality bounds the chance of T so large: p = exp(-T^2 / (2 sum w^2));
+ *  - named when p < CS_SCHED_STEPS_ALPHA / (the members judged) (Bonferroni: at most that
+ *    chance of naming anyone in a clean job) and its mean gap there exceeds the median of the
+ *    other members' by CS_SCHED_STAGE_EXCESS (a difference that matters).
+ * A named rank gets a kept verdict (by_compute) unless one names it already, and, when r holds
+ * no straggler of it, a compute straggler at that communicator, so the link findings its
+ * pipeline copy's waits explain move to it (cs_pwait_attribute). Summed members (no
+ * instances) are not judged. */
+#define CS_SCHED_STEPS_ALPHA 0.001
 
 #endif

@@ -1,7 +1,8 @@
 /* tests/balance/test_peer_wait.c: analysis/peer_wait.c and analysis/finding_cost.c on synthetic
  * instances with exact figures: a link finding explained by a wait for a peer with a finding
  * of its own (moved), not by a wait below half its lateness, not by a cycle of ranks waiting
- * for each other; a Recv's wait for its Send matched in order; a finding's cost over its span,
+ * for each other unless one of them also waited at least that long for a rank with a finding
+ * of its own; a Recv's wait for its Send matched in order; a finding's cost over its span,
  * exact below CS_COST_POINTS instances and on the checkpoints beyond. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +103,27 @@ static void test_cycle(void **state) {
   cs_pwait_free(p);
 }
 
+/* the cycle of test_cycle, and rank 0 also waits 55 us an instance at comm 5 for rank 5, which
+ * has a compute finding: 55 us is at least half rank 0's lateness, so rank 0 moves to rank 5
+ * (its longest wait's peer, rank 1, leads nowhere), and rank 1 to rank 0 */
+static void test_cycle_second_peer(void **state) {
+  (void)state;
+  struct cs_pwait *p = feed(60000, true);
+  for (int k = 0; k < N; k++) {
+    int64_t b = 1000000LL * k + 200000;
+    struct cs_pwait_op x[2] = {coll(0, 0, b, b + 55000 + 500), coll(1, 5, b + 55000, b + 55000 + 500)};
+    assert_int_equal(cs_pwait_instance(p, 5, x, 2), 0);
+  }
+  struct cs_det_straggler v[3] = {finding(1, 0, CS_DET_LINK), finding(3, 1, CS_DET_LINK), finding(6, 5, CS_DET_COMPUTE)};
+  assert_int_equal(attribute(p, v, 3), 2);
+  assert_int_equal(v[0].rank, 5);
+  size_t nm;
+  const struct cs_pwait_moved *m = cs_pwait_moved(p, &nm);
+  assert_int_equal(nm, 2);
+  assert_true(m[0].rank == 0 && m[0].peer == 5 && m[1].rank == 1 && m[1].peer == 0);
+  cs_pwait_free(p);
+}
+
 /* comm 7: rank 0 (cr 0) Sends to rank 1 (cr 1) at +5000 ns, rank 1's Recv posted at +1000: it
  * waits 4 us for its Send, whichever instance comes first */
 static void test_recv_waits(void **state) {
@@ -162,6 +184,7 @@ int main(void) {
       cmocka_unit_test(test_moved),
       cmocka_unit_test(test_below_share),
       cmocka_unit_test(test_cycle),
+      cmocka_unit_test(test_cycle_second_peer),
       cmocka_unit_test(test_recv_waits),
       cmocka_unit_test(test_cost),
   };

@@ -13,7 +13,13 @@ and the peers' waits as the report does (tools/ring/ring_sched.c; docs/detection
       drain's stage order at the cross-stage collectives is no slow GPU);
   mp_slow: the same with rank 2 (stage 1) 10 % slower: `top` flags rank 2 alone and the
       exporter's gauge is 1 for rank 2 alone (it never arrives last at a cross-stage
-      collective: the schedule names it from its compute gap against its stage's peer)."""
+      collective: the schedule names it from its compute gap against its stage's peer);
+  mp_stage_slow: megatron_pp without a collective across the stages (--no-grad-norm, no tied
+      embedding), rank 5 (stage 2) 10 % slower: `top` (the whole ring: 29 steps) flags rank 5
+      alone (its stage peer rank 4 is as late at their reduce-scatter: the schedule names it
+      from its compute gap there, a weighted sign test); the exporter's detector window (its
+      last 512 op records a rank, about 10 steps here: 12 instances above rank 4, 6 below, p
+      0.007) is too short for the test's 0.001 / 8, so its gauge stays 0 for every rank."""
 import argparse, json, os, re, shutil, subprocess, tempfile
 
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
@@ -68,6 +74,14 @@ def case_mp_slow(a, tmp):
     assert {r: v for r, v in gauge.items() if v} == {2: 1.0}, gauge
 
 
+def case_mp_stage_slow(a, tmp):
+    args = [x for x in MP if x != "--tied-embedding"] + ["--no-grad-norm"]
+    flags, found, gauge = job(a, tmp, "megatron_pp", args, 30, "slow:rank=5,compute=10")
+    assert [r for r, f in sorted(flags.items()) if "STRAGGLER" in f] == [5], flags
+    assert {r for r, _ in found} == {5}, found
+    assert sorted(gauge) == list(range(8)) and not any(gauge.values()), gauge
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -76,7 +90,8 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="cs-schedtop-")
     try:
-        {"train3d": case_train3d, "mp_clean": case_mp_clean, "mp_slow": case_mp_slow}[a.case](a, tmp)
+        {"train3d": case_train3d, "mp_clean": case_mp_clean, "mp_slow": case_mp_slow,
+         "mp_stage_slow": case_mp_stage_slow}[a.case](a, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("ok")

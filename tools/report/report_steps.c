@@ -139,6 +139,13 @@ static json_t *json_steps(const struct report *r) {
     json_object_set_new(e, "comm", json_string(cs_comm_hex(v[i].comm, hex)));
     json_object_set_new(e, "gap_us", json_real(v[i].gap_us));
     json_object_set_new(e, "stage_gap_us", json_real(v[i].stage_gap_us));
+    /* what named it: its gap at a cross-stage collective, or at its stage's own (a sign test) */
+    json_object_set_new(e, "basis", json_string(v[i].by_compute ? "stage_compute" : "cross_stage"));
+    if (v[i].by_compute) {
+      json_object_set_new(e, "instances", jcount(v[i].instances));
+      json_object_set_new(e, "above", jcount(v[i].above));
+      json_object_set_new(e, "p", json_real(v[i].p));
+    }
     json_array_append_new(slow, e);
   }
   json_object_set_new(o, "slow_stages", slow);
@@ -171,10 +178,15 @@ static void text_steps(const struct report *r, FILE *o) {
   size_t nv;
   const struct cs_sched_verdict *v = cs_sched_verdicts(SM.sched, &nv);
   for (size_t i = 0; i < nv; i++)
-    if (v[i].kept)
-      fprintf(o, "  slow stage %d: rank %d, compute gap %.1f us against its stage's peers' %.1f us (+%.1f %%)\n",
+    if (v[i].kept) {
+      fprintf(o, "  slow stage %d: rank %d, compute gap %.1f us against its stage's peers' %.1f us (+%.1f %%)",
               v[i].stage, v[i].rank, v[i].gap_us, v[i].stage_gap_us,
               100.0 * (v[i].gap_us - v[i].stage_gap_us) / v[i].stage_gap_us);
+      if (v[i].by_compute)
+        fprintf(o, " at its stage's collective, above them in %zu of %zu instances (sign test p = %.2g)", v[i].above,
+                v[i].instances, v[i].p);
+      fputc('\n', o);
+    }
 }
 
 static void free_steps(struct report *r) {
