@@ -12,16 +12,23 @@ struct held {
   int64_t start, end, wait; /* wait -1: a Send/Recv not matched yet */
   uint64_t comm;
   int64_t seq;
+  uint64_t serial; /* the slot's count when it came */
 };
+/* A slot holds its CS_STEPS_RING latest ops by start, whatever order the walk gives them in
+ * (it gives each communicator's instances in its own order: one communicator's can come after
+ * another's later ones): a min-heap by start over v, the earliest evicted first. */
 struct slot {
-  struct held ring[CS_STEPS_RING];
-  uint64_t count;   /* timed ops held so far: op k in ring[k % CS_STEPS_RING] */
-  int64_t lost_end; /* the latest end of an op evicted from the ring */
+  struct held v[CS_STEPS_RING];
+  uint32_t heap[CS_STEPS_RING]; /* indices into v, the earliest start at the root */
+  uint32_t n;                   /* ops in v */
+  uint64_t count;               /* timed ops seen (each one's serial) */
+  int64_t lost_end;             /* the latest end of an op evicted, or not held */
   size_t untimed, unmatched;
 };
 struct pend { /* an op waiting for its match */
   uint32_t slot;
-  uint64_t serial; /* its place in the slot's ring; UINT64_MAX: untimed */
+  uint64_t serial; /* its serial in the slot; UINT64_MAX: untimed */
+  uint32_t idx;    /* where it is held in the slot's v (valid while v[idx].serial == serial) */
   int64_t start;
 };
 struct fifo { /* grown on demand to at most CS_STEPS_PENDING: a pair costs what its ops need */
@@ -86,16 +93,54 @@ static int64_t clamp_wait(int64_t peer_start, int64_t start, int64_t end) {
   return peer_start - start < end - start ? peer_start - start : end - start;
 }
 
-/* the held op of slot at serial, NULL when evicted */
-static struct held *held_at(struct cs_steps *s, uint32_t slot, uint64_t serial) {
+/* the held op of slot with serial at idx, NULL when evicted (or never held) */
+static struct held *held_at(struct cs_steps *s, uint32_t slot, uint64_t serial, uint32_t idx) {
   if (serial == UINT64_MAX || slot >= s->nslots || !s->slots[slot]) return NULL;
   struct slot *S = s->slots[slot];
-  if (serial >= S->count || S->count - serial > CS_STEPS_RING) return NULL;
-  return &S->ring[serial % CS_STEPS_RING];
+  return idx < S->n && S->v[idx].serial == serial ? &S->v[idx] : NULL;
+}
+
+static bool earlier(const struct slot *S, uint32_t a, uint32_t b) { return S->v[a].start < S->v[b].start; }
+
+static void sift_down(struct slot *S, uint32_t i) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, r = l + 1, m = i;
+    if (l < S->n && earlier(S, S->heap[l], S->heap[m])) m = l;
+    if (r < S->n && earlier(S, S->heap[r], S->heap[m])) m = r;
+    if (m == i) return;
+    uint32_t t = S->heap[i];
+    S->heap[i] = S->heap[m], S->heap[m] = t;
+    i = m;
+  }
+}
+
+/* h held in S (the earliest held evicted when full, or h itself not held when it is the
+ * earliest); its index in v, or UINT32_MAX when not held */
+static uint32_t hold(struct slot *S, const struct held *h) {
+  if (S->n < CS_STEPS_RING) {
+    uint32_t i = S->n++, at = i;
+    S->v[i] = *h;
+    S->heap[at] = i;
+    while (at && earlier(S, S->heap[at], S->heap[(at - 1) / 2])) { /* sift up */
+      uint32_t p = (at - 1) / 2, t = S->heap[at];
+      S->heap[at] = S->heap[p], S->heap[p] = t;
+      at = p;
+    }
+    return i;
+  }
+  uint32_t root = S->heap[0];
+  if (h->start <= S->v[root].start) { /* older than all held: not held */
+    if (h->end > S->lost_end) S->lost_end = h->end;
+    return UINT32_MAX;
+  }
+  if (S->v[root].end > S->lost_end) S->lost_end = S->v[root].end;
+  S->v[root] = *h;
+  sift_down(S, 0);
+  return root;
 }
 
 static void match(struct cs_steps *s, const struct pend *a, const struct pend *b) {
-  struct held *ha = held_at(s, a->slot, a->serial), *hb = held_at(s, b->slot, b->serial);
+  struct held *ha = held_at(s, a->slot, a->serial, a->idx), *hb = held_at(s, b->slot, b->serial, b->idx);
   bool both = a->serial != UINT64_MAX && b->serial != UINT64_MAX;
   if (ha) ha->wait = both ? clamp_wait(b->start, ha->start, ha->end) : 0;
   if (hb) hb->wait = both ? clamp_wait(a->start, hb->start, hb->end) : 0;
@@ -148,7 +193,7 @@ static int p2p_add(struct cs_steps *s, uint64_t comm, const struct cs_steps_op *
   }
   if (mine->len == CS_STEPS_PENDING) { /* the oldest is given up: unmatched, no wait */
     struct pend old = fifo_pop(mine);
-    struct held *h = held_at(s, old.slot, old.serial);
+    struct held *h = held_at(s, old.slot, old.serial, old.idx);
     if (h) h->wait = 0;
     if (old.serial != UINT64_MAX && old.slot < s->nslots && s->slots[old.slot]) s->slots[old.slot]->unmatched++;
   }
@@ -173,15 +218,15 @@ int cs_steps_instance(struct cs_steps *s, uint64_t comm, int64_t seq, const stru
       return -1;
     }
     uint64_t serial = UINT64_MAX;
+    uint32_t idx = UINT32_MAX;
     if (o->timed && o->end_ns >= o->start_ns && o->start_ns > 0) {
       serial = S->count++;
-      struct held *h = &S->ring[serial % CS_STEPS_RING];
-      if (serial >= CS_STEPS_RING && h->end > S->lost_end) S->lost_end = h->end;
-      *h = (struct held){o->start_ns, o->end_ns, o->p2p ? -1 : clamp_wait(latest, o->start_ns, o->end_ns), comm, seq};
+      struct held h = {o->start_ns, o->end_ns, o->p2p ? -1 : clamp_wait(latest, o->start_ns, o->end_ns), comm, seq, serial};
+      idx = hold(S, &h);
     } else {
       S->untimed++;
     }
-    if (o->p2p && o->peer >= 0 && p2p_add(s, comm, o, (struct pend){o->slot, serial, o->start_ns}) < 0) {
+    if (o->p2p && o->peer >= 0 && p2p_add(s, comm, o, (struct pend){o->slot, serial, idx, o->start_ns}) < 0) {
       s->oom = true;
       return -1;
     }
@@ -227,8 +272,7 @@ int cs_steps_slot(const struct cs_steps *s, uint32_t slot, uint64_t step_comm, i
   const struct slot *S = s->slots[slot];
   c->untimed = S->untimed;
   c->unmatched = S->unmatched;
-  size_t nh = S->count < CS_STEPS_RING ? (size_t)S->count : CS_STEPS_RING;
-  uint64_t first = S->count - nh;
+  size_t nh = S->n;
   struct ev *ev = calloc(4 * nh + 1, sizeof *ev);
   struct bound *bd = calloc(nh + 1, sizeof *bd);
   struct cs_step_fig *f = calloc(nh + 1, sizeof *f);
@@ -237,8 +281,8 @@ int cs_steps_slot(const struct cs_steps *s, uint32_t slot, uint64_t step_comm, i
     return -1;
   }
   size_t ne = 0, nb = 0;
-  for (uint64_t k = first; k < S->count; k++) {
-    const struct held *h = &S->ring[k % CS_STEPS_RING];
+  for (size_t k = 0; k < nh; k++) {
+    const struct held *h = &S->v[k];
     if (h->comm == step_comm && h->seq >= 0 && h->seq % period == 0) bd[nb++] = (struct bound){h->seq / period, h->start};
     int64_t w = h->wait;
     if (w < 0) { /* never matched */

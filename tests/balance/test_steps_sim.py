@@ -20,7 +20,10 @@ Cases:
       bubble is its wait in the Send/Recv chain and at the grad-norm AllReduce across the
       stages (the drain's order); its share of the step is 3/7 ((stages - 1) / (microbatches
       + stages - 1), the ideal 1F1B bubble) within 1.5 points, nonzero on the first and the
-      last stage, and the figures are pinned to the ns."""
+      last stage, and the figures are pinned to the ns;
+  pp_dp: megatron_pp, 4 stages x 2 replicas, 30 steps (more ops a rank than the 1,024 held,
+      the tensor-parallel communicator's instances walked after the pipeline's): every rank
+      has at least 15 steps, none incomplete, its bubble 3/7 of the step within 1.5 points, pinned per stage."""
 import argparse, json, os, re, shutil, subprocess, tempfile
 
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
@@ -41,10 +44,10 @@ def near(v, want):
     return all(abs(x - want) <= EVENT_NS for x in v)
 
 
-def run_job(cli, apps, d, app, args, n, faults=""):
+def run_job(cli, apps, d, app, args, n, faults="", steps=STEPS):
     env = dict(os.environ, COLLSCOPE_DIR=d, COLLSCOPE_SHM_DIR=os.path.dirname(d), COLLSCOPE_SIM_FAULTS=faults, **MODEL)
     cmd = [cli, "run", "-n", str(n), "--hosts", "simhost[1-4]", "--sim", "--", os.path.join(apps, app), "--steps",
-           str(STEPS)] + args
+           str(steps)] + args
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=200)
     assert p.returncode == 0 and "PASS" in p.stdout, p.stdout[-3000:]
 
@@ -166,9 +169,35 @@ def case_pp_1f1b(cli, apps, tmp):
     assert [g["stage"] for g in stages] == [0, 1, 2, 3], stages
 
 
+# megatron_pp 4 stages x 2 replicas, 30 steps: per stage (step, compute, bubble) medians (us)
+PP_DP_PINNED = {0: (15242.6, 8255.0, 6584.1), 1: (15242.6, 8273.5, 6392.5), 2: (15242.6, 8273.5, 6373.2),
+                3: (15242.6, 8255.0, 6564.9)}
+
+
+def case_pp_dp(cli, apps, tmp):
+    d = os.path.join(tmp, "ppdp", "d")
+    os.makedirs(os.path.dirname(d))
+    run_job(cli, apps, d, "megatron_pp", ["--size", "64K", "--tp", "1", "--pp", "4", "--microbatches", "4", "--layers",
+                                          "2", "--compute-us", str(COMPUTE_US), "--pause-ms", "20", "--no-grad-norm"],
+            8, steps=30)
+    # 30 steps of ~48 ops a rank outgrow the 1,024 ops a rank holds, and the walk gives the
+    # tensor-parallel communicator's instances after the pipeline's: the latest by start are held
+    r, by = steps_of(cli, d, 8, untimed=8)
+    want = 3 / 7
+    for k, x in sorted(by.items()):
+        tot = {f: sum(st[f + "_ns"] for st in x["per_step"]) for f in ("step", "compute", "comm", "wait", "bubble")}
+        m = x["median_us"]
+        print("rank %d (stage %s): %d steps (%d incomplete), step %.1f us, compute %.1f, bubble %.1f: bubble %.2f %%" %
+              (k, x["stage"], x["steps"], x["steps_incomplete"], m["step"], m["compute"], m["bubble"],
+               100 * tot["bubble"] / tot["step"]))
+        assert x["stage"] == k // 2 and x["steps"] >= 15 and x["steps_incomplete"] == 0, x
+        assert abs(tot["bubble"] / tot["step"] - want) < 0.015, (k, tot)
+        assert (round(m["step"], 1), round(m["compute"], 1), round(m["bubble"], 1)) == PP_DP_PINNED[k // 2], m
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", choices=["dp_clean", "dp_slow", "dp_big", "pp_1f1b"])
+    ap.add_argument("case", choices=["dp_clean", "dp_slow", "dp_big", "pp_1f1b", "pp_dp"])
     ap.add_argument("--cli", required=True)
     ap.add_argument("--apps", required=True)
     a = ap.parse_args()
