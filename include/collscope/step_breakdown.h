@@ -2,9 +2,10 @@
  * compute, communication not overlapped, waiting for peers and pipeline bubble, from the
  * collective instances alone (analysis/step_breakdown.c; docs/balance.md "Steps").
  *
- * Fed one instance at a time as the dump readers walk them (every member's op). Each rank
- * (a slot: the report's file) holds its last CS_STEPS_RING timed ops, each with the part of
- * it spent waiting for its last peer:
+ * Fed one instance at a time as the dump readers walk them (every member's op; one
+ * communicator's instances may come after another's later ones). Each rank (a slot: the
+ * report's file) holds its CS_STEPS_RING latest timed ops by start (an earlier one evicted
+ * first), each with the part of it spent waiting for its last peer:
  *  - a collective: min(the latest timed member's start - its own start, its duration),
  *    clamped at 0;
  *  - a Send or Recv: the same against its matching op on the peer (the k-th Send from a to
@@ -33,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CS_STEPS_RING 1024  /* a rank's last timed ops held */
+#define CS_STEPS_RING 1024  /* a rank's latest timed ops held */
 #define CS_STEPS_MAX 64     /* a rank's last steps given */
 #define CS_STEPS_PENDING 64 /* unmatched Sends (or Recvs) held per directed pair */
 #define CS_STEPS_SLOTS (1u << 24)
