@@ -182,8 +182,9 @@ bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, 
  * last rank right after one that named none) is beyond chance */
 bool cs_det_fresh_significant(const struct cs_det_params *p, size_t nf, size_t k, int csize);
 /* the offset rule over the window's fresh draws alone (where the members started even: the only
- * instances that measure an arrival order in a job whose other instances tie): *off its median
- * offset there (scratch: 2w doubles) */
+ * instances that measure an arrival order in a job whose other instances tie), in communicators
+ * of CS_DET_DRAW_MEMBERS or more: *off its median offset there (scratch: 2w doubles) */
+#define CS_DET_DRAW_MEMBERS 64 /* the fewest members of a communicator the draw rule runs in */
 bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
                       double *scratch, double *off);
 /* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's
