@@ -82,9 +82,10 @@ struct cstate {
   int csize;
   bool invalid; /* comm size out of range: the comm is ignored */
   struct member *mem;
-  size_t *cnt;   /* per rank: the window's instances it arrived last in */
-  size_t *fcnt;  /* ... of them, fresh draws (struct inst) */
-  size_t nfresh; /* the window's fresh draws */
+  size_t *cnt;       /* per rank: the window's instances it arrived last in */
+  size_t *fcnt;      /* ... of them, fresh draws (struct inst) */
+  size_t nfresh;     /* the window's fresh draws */
+  size_t *dn, *dpos; /* per rank: the fresh draws it is in; of those, arrival offset > 0 */
   struct rstate *rs;
   int64_t *done_max, *entered_max;
   double *durs, *gaps, *scratch;
@@ -141,6 +142,7 @@ struct cs_det_pt { /* one instance of the window as one rank saw it */
   double gpeers;   /* the instance's median compute gap of the members but its last, -1 unknown */
   bool in;         /* it has a timed op there */
   bool last;       /* it arrived last, alone */
+  bool draw;       /* a fresh draw (struct inst): its members started even */
 };
 struct cs_det_counts { /* one rank's counts over the window (its pre-checks) */
   size_t w;            /* the window's instances */
@@ -161,6 +163,8 @@ unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_cou
  * noise_se < 0: unknown, that term left out */
 #define CS_DET_GAP_FLOOR 0.1
 #define CS_DET_NOISE_Z 5.0
+#define CS_DET_OUTLIER_Z 5.0    /* an instance's offsets: the median of its members within this many
+                                 * robust sigmas (detect_window.c add_instance) */
 #define CS_DET_NOISE_MIN 8      /* members an instance's noise needs */
 #define CS_DET_NOISE_FEW (-2.0) /* cs_det_pt.noise of an instance with fewer members (-1: not measured) */
 double cs_det_threshold(const struct cs_det_params *p, double med, double gap, double noise_se);
@@ -177,6 +181,12 @@ bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, 
 /* share-last over fresh draws: last in k of the window's nf fresh draws (instances that name a
  * last rank right after one that named none) is beyond chance */
 bool cs_det_fresh_significant(const struct cs_det_params *p, size_t nf, size_t k, int csize);
+/* the offset rule over the window's fresh draws alone (where the members started even: the only
+ * instances that measure an arrival order in a job whose other instances tie), in communicators
+ * of CS_DET_DRAW_MEMBERS or more: *off its median offset there (scratch: 2w doubles) */
+#define CS_DET_DRAW_MEMBERS 64 /* the fewest members of a communicator the draw rule runs in */
+bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
+                      double *scratch, double *off);
 /* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's
  * window_instances, last, share_last, lateness_us, median_dur_us, gap_us, peer_gap_us, kind
  * (scratch: w doubles) */

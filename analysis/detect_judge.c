@@ -122,6 +122,49 @@ static double busy_gap(double gap, double pgap) {
   return gap >= 0 && pgap >= 0 && gap - pgap >= CS_DET_GAP_FLOOR * gap ? gap : -1;
 }
 
+bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
+                      double *scratch, double *off) {
+  /* Where the members' ops queue behind one another (FSDP's AllGathers back to back, at 300 us a
+   * ring step its ReduceScatters behind the first) every member starts each when the one before
+   * it ends: the instance ties, every offset 0, and measures no arrival order. Only its fresh
+   * draws do (the members start even there), and only there is a GPU slow at its own work late
+   * (FSDP from 64 ranks with 300 us a ring step: at a step's first ReduceScatter, 500-1,600 us
+   * with 10% jitter and a tail). Whether it is also the last of n draws is a race against the
+   * tails of n - 1 peers (last in 7 of 13 at 64 ranks); its offset there is not: after the
+   * median rank in every draw. So the offset rule runs over the draws alone: the sign test
+   * (z >= 2) and the floor, its noise term (CS_DET_NOISE_Z standard errors of a median of its k
+   * draws) from the draws' own noise (the tied instances' is 0). Not its own robust errors: how
+   * much of its delay a step exposes varies (89-2,218 us in one seed at 64 ranks, a median of
+   * 703 us at 4.4 of them), while a clean rank's offsets there are draws from the members' spread,
+   * which the noise term measures over every member at every draw. */
+  size_t k = 0, pos = 0;
+  double *v = scratch + w;
+  *off = 0;
+  for (size_t j = 0; j < w; j++)
+    if (pt[j].draw && pt[j].in) {
+      scratch[k++] = pt[j].off;
+      pos += pt[j].off > 0;
+    }
+  if (k < p->min_instances || (double)pos - 0.5 * (double)k < cs_det_sqrt((double)k)) return false;
+  double m = cs_det_median_mid(scratch, k);
+  *off = m;
+  size_t kn = 0;
+  for (size_t j = 0; j < w; j++)
+    if (pt[j].draw && pt[j].in && pt[j].noise >= 0) v[kn++] = pt[j].noise;
+  double sigma = kn ? cs_det_median(v, kn) : -1, gm[2];
+  for (int f = 0; f < 2; f++) { /* its median gap over the draws, and its peers' */
+    size_t kg = 0;
+    for (size_t j = 0; j < w; j++) {
+      double x = f ? pt[j].gpeers : pt[j].gap;
+      if (pt[j].draw && pt[j].in && x >= 0) v[kg++] = x;
+    }
+    gm[f] = kg ? cs_det_median(v, kg) : -1;
+  }
+  double gap = gm[0], pgap = gm[1];
+  double se = sigma >= 0 ? 1.2533 * sigma / cs_det_sqrt((double)k) : -1;
+  return m > 0 && se >= 0 && m >= cs_det_threshold(p, med, busy_gap(gap, pgap), se);
+}
+
 bool cs_det_last_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double *scratch,
                       struct cs_det_straggler *s) {
   size_t k = 0;
@@ -269,5 +312,16 @@ void cs_det_figures(const struct cs_det_pt *pt, size_t w, bool by_last, double m
     s->gap_us = median_of(pt, w, offsetof(struct cs_det_pt, gap), false, true, scratch);
     s->peer_gap_us = median_of(pt, w, offsetof(struct cs_det_pt, pgap), false, true, scratch);
     s->kind = cs_det_kind(s->gap_us, s->peer_gap_us, s->offset_us);
+    /* the kind's gap excess paired per instance: the median over the instances of its gap less
+     * its peers' there. Where the work between a communicator's instances alternates (an
+     * expert-parallel step: 1 ms of attention before dispatch, 2 ms x the expert's load before
+     * combine) the window's gaps are two heaps, and the difference of their two medians, each
+     * falling between the heaps, is no difference of work (moe at 64 ranks, a GPU 20% slower:
+     * 89 us against a median offset of 208 us, kind `link` in 2 of 10 seeds with 10% jitter and
+     * a tail); the paired excess keeps each instance's work on both sides. */
+    size_t k = 0;
+    for (size_t j = 0; j < w; j++)
+      if (pt[j].in && pt[j].gap >= 0 && pt[j].pgap >= 0) scratch[k++] = pt[j].gap - pt[j].pgap;
+    if (k) s->kind = cs_det_median(scratch, k) < 0.5 * s->offset_us ? CS_DET_LINK : CS_DET_COMPUTE;
   }
 }

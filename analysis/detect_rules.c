@@ -50,6 +50,7 @@ void cs_det_fill_pts(struct cstate *C, size_t lo, size_t hi, int r, bool peers) 
     q->noise = in[i].noise;
     q->gpeers = in[i].gap_peers;
     q->last = in[i].last == r;
+    q->draw = in[i].fresh;
     q->pgap = q->last ? in[i].gap_peers : peers ? peer_gap(C, i, r)
                                                 : -1;
   }

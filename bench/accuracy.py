@@ -442,8 +442,10 @@ def plan_machine(seeds):
 # the detector's verdicts' version: bumped whenever a rule changes what it flags, so that the rows
 # of an older detector drop out of the page. 3: the share-last rule over fresh draws (an instance
 # naming a last rank right after a tie), the gap bound of a rank whose gap excess explains its
-# offset on its least gap, a pair's sign test a binomial tail within offset_z (docs/detection.md)
-DETECTOR = 3
+# offset on its least gap, a pair's sign test a binomial tail within offset_z (docs/detection.md).
+# 4: the offset rule over fresh draws, offsets against the members within 5 robust sigmas, the
+# kind's gap excess paired per instance, the cost rule charging a delay carried through queued ops once
+DETECTOR = 4
 
 
 def current(o):

@@ -8,7 +8,8 @@
  * waited for it inside the collective). lateness = median(duration) - its duration. No
  * cross-host clock sync is needed. Every rank's arrival offset in an instance is
  * a = median(duration) - its duration (true median: > 0 means it arrived after the median
- * rank; for the last rank a is its lateness). Over a sliding window of the last `window`
+ * rank; for the last rank a is its lateness; with >= 8 members the median of those within 5
+ * robust sigmas of the median duration, where they are a majority). Over a sliding window of the last `window`
  * instances of a communicator, a rank is flagged when EITHER rule holds on `persist`
  * consecutive instances (a burst of scheduling noise is not a straggler):
  *  offset rule (uses every instance, catches small consistent delays): the rank has a
@@ -32,12 +33,15 @@
  *   deviations above chance), and the median lateness of its last-arrivals >= the floor
  *   (its compute gap there: the median over its last-arrivals); judged after the other
  *   rules, the same test over the window's fresh draws (instances naming a last rank right
- *   after one that named none: a tie). In instances of < 8 members the
+ *   after one that named none: a tie), then the offset rule over those draws alone: in
+ *   >= min_instances of them, a > 0 in clearly more than half (z >= 2), and its median offset
+ *   there >= the floor with the draws' noise over their count. In instances of < 8 members the
  *   offset and recent rules' sign counts must have a binomial tail (1/2) within offset_z's.
  *  cost rule (a rank late rarely or on alternate steps, by a lot: analysis/detect_cost.c): over
  *   the last cost_window instances, the sum of its lateness where it arrived last by more than
  *   max(floor_us, frac * the instance's median duration, 3 x the median lateness of the last
- *   `window` instances) is >= cost_share of the window's elapsed time, in >= cost_min
+ *   `window` instances) (last in the previous instance too, with its peers idle less than that
+ *   lateness since: only its lateness beyond the previous one's) is >= cost_share of the window's elapsed time, in >= cost_min
  *   instances, and cost_z standard deviations above its fair share (1 / comm_size of all such
  *   lateness, the variance of a random last rank).
  * "median duration" = the median over the window's instances of their median duration.
@@ -46,8 +50,8 @@
  * Send/Recv in between included (a Send/Recv waits for its peer alone: a stall before it is
  * still the rank's lateness at the next collective). A slow GPU (the stream is late to reach
  * the collective) shows as a compute gap larger than its peers' by at least half the lateness,
- * both over its last-arrivals (share-last rule), or by at least half its median offset, both
- * over the window (offset rules): kind "compute"; otherwise "link" (the rank is consistently
+ * both over its last-arrivals (share-last rule), or by at least half its median offset over
+ * the window, the excess the median of its per-instance excess (offset rules): kind "compute"; otherwise "link" (the rank is consistently
  * late but not because its stream was busy).
  * A slow link slows every rank of a communicator equally: no consistent last arrival, so
  * no rank is flagged. It is reported as kind "link" with rank -1 (no rank to blame) when,

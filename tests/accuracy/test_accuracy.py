@@ -27,10 +27,14 @@ jitter with a 10% tail (the floor's noise term: without it a rank late by chance
 step (the share-last rule over fresh draws: it is last at one ReduceScatter a step, the other
 instances tie) and in multicomm at 1,024 ranks (its gap excess explains its offset: the floor is the
 measured noise), and 3d clean at 1,024 ranks with tails on the cost model alone (a tensor-parallel
-pair's sign test is a binomial tail within offset_z)."""
+pair's sign test is a binomial tail within offset_z). With 10% jitter and a 10% tail: fsdp 20% at 64
+ranks (the offset rule over fresh draws), fsdp clean at 8 ranks on the cost model (the cost rule charges
+a delay carried through queued ops once), hetero 20% at 8 ranks (offsets against the members within 5
+robust sigmas) and moe 20% at 64 ranks (the kind's gap excess paired per instance); fsdp clean at 8
+ranks over 1,240 steps (the offset rule over fresh draws only from 64 members)."""
 import argparse, json, subprocess, sys
 
-# (workload, fault, ranks, seeds, max process ranks[, noise[, shape]]) -> expected figures
+# (workload, fault, ranks, seeds, max process ranks[, noise[, shape[, steps]]]) -> expected figures
 CASES = [
     # processes: the simulator's first stall comes at seq 2, before the detector's 10-instance minimum
     (("dp", "slow:pct=5", 8, 3, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "flag_after": [13, 13, 13],
@@ -72,6 +76,26 @@ CASES = [
     # sign test of z >= 2 (seed 3 flagged one before)
     (("3d", "none", 1024, 3, 0, "5t", "bare"), {"mode": "in-process", "false_per_million": 0.0,
                                                 "judged_clean": 355383}),
+    # 10% jitter with a 10% tail (docs/detection.md). fsdp at 64 ranks, 300 us a ring step: last in
+    # only 7 of 13 fresh draws (the peers' tails), but after the median rank in every one: the offset
+    # rule over the draws names it (0% recall before)
+    (("fsdp", "compute:pct=20", 64, 3, 0, "10t"), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0,
+                                                   "flag_after": [74, 74, 74]}),
+    # fsdp clean at 8 ranks, cost model alone: a late backward pass is charged once, not at each of
+    # the step's ReduceScatters queued behind it (seeds 4 and 6 flagged a clean rank before)
+    (("fsdp", "none", 8, 6, 0, "10t", "bare"), {"mode": "in-process", "false_per_million": 0.0,
+                                                "judged_clean": 714}),
+    # hetero at 8 ranks: offsets against the median of the members within 5 robust sigmas, not of a
+    # median rank pulled late by simhost2's half-speed GPUs (seed 2 missed before)
+    (("hetero", "compute:pct=20", 8, 2, 0, "10t"), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0,
+                                                    "flag_after": [33, 41]}),
+    # moe at 64 ranks: the kind from the gap excess paired per instance (seeds 4 and 6 `link` before)
+    (("moe", "compute:pct=20", 64, 6, 0, "10t"), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0,
+                                                  "flag_after": [34, 35, 46, 29, 23, 27]}),
+    # fsdp clean at 8 ranks, 1,240 steps: the offset rule over fresh draws runs only from 64 members
+    # (at 8 the draws' noise reads low: seed 8 flagged a clean rank at instance 9,894 without the bound)
+    (("fsdp", "none", 8, 8, 0, "2", "wire", 1240), {"mode": "in-process", "false_per_million": 0.0,
+                                                    "judged_clean": 79288}),
     # training schedules (bench/accuracy_schedules.py): megatron_pp's 1F1B with the grad-norm and the
     # tied-embedding AllReduces across its stages, clean: the stage order's lateness at them is the
     # schedule's (analysis/schedule.c), no finding. Only the findings are exact: as processes how many
@@ -94,6 +118,8 @@ def main():
         shape = case[6] if len(case) > 6 else "wire"
         cmd = [sys.executable, a.bench, "--build", a.build, "--workload", w, "--fault", f, "--ranks", str(n), "--seeds",
                str(k), "--max-process-ranks", str(mp), "--noise", noise, "--shape", shape, "--json"]
+        if len(case) > 7:  # steps other than the workload's
+            cmd += ["--steps", str(case[7])]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
         if p.returncode:
             print("FAIL %s %s %d: exit %d: %s" % (w, f, n, p.returncode, p.stderr[-2000:]))

@@ -78,7 +78,10 @@ static void test_slow_gpu_compute(void **st) {
    * (1,100 us) and 3 stalls; the others' median */
   assert_float_equal(s->gap_us, 2025, 1e-6);
   assert_float_equal(s->peer_gap_us, 1024, 1e-6);
-  assert_float_equal(s->offset_us, 900, 1e-6);
+  /* 1,001, not 900: the offsets are about the median of the members within 5 robust sigmas, and
+   * the hot expert and the slowed GPU, thousands of sigmas out in this noiseless job, are not among
+   * them (docs/detection.md) */
+  assert_float_equal(s->offset_us, 1001, 1e-6);
   assert_float_equal(s->lateness_us, 5403, 1e-6);
   assert_int_equal(s->first_flag_instance, 15);
   cs_det_result_free(&r);
@@ -99,7 +102,7 @@ static void test_slow_link_not_compute(void **st) {
   assert_int_equal(s->kind, CS_DET_LINK);
   assert_float_equal(s->gap_us, 1125, 1e-6); /* no stall: its gap excess is its median expert's */
   assert_float_equal(s->peer_gap_us, 1024, 1e-6);
-  assert_float_equal(s->offset_us, 900, 1e-6);
+  assert_float_equal(s->offset_us, 1001, 1e-6); /* about the members within 5 sigmas, as above */
   cs_det_result_free(&r);
   free(v);
 }
