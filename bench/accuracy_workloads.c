@@ -207,7 +207,6 @@ static void run_multicomm(void) {
  * embeddings: megatron/core/optimizer/optimizer.py:830). All on one stream a rank. */
 static void run_pp_common(bool cross) {
   int tp = 2, pp = 4, dp = W.n / (tp * pp), M = 4;
-  double fwd = 1000, bwd = 2000;
   if (dp < 1) return;
 #define PP_RANK(s, d, t) (((s)*dp + (d)) * tp + (t))
   struct comm **tpc = malloc((size_t)(dp * pp) * sizeof *tpc), **dpc = malloc((size_t)(pp * tp) * sizeof *dpc);
@@ -239,21 +238,10 @@ static void run_pp_common(bool cross) {
       for (int s = 0; s < pp; s++) m[s] = PP_RANK(s, d, t);
       ppc[d * tp + t] = comm_new(m, pp, 0);
     }
+  struct pipeline pl = {pp, dp, M, 1000, 2000, 65536, tpc, ppc};
+  judge_p2p();
   for (W.step = 0; running(); W.step++) {
-    for (int s = 0; s < pp; s++)
-      for (int d = 0; d < dp; d++) {
-        struct comm *c = tpc[s * dp + d], *p[2] = {ppc[d * tp], ppc[d * tp + 1]};
-        for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, s * fwd, 65536); /* fill */
-        for (int mb = 0; mb < M; mb++) {
-          for (int k = 0; k < 2; k++) compute(c->m[k], fwd);
-          collective(c, SN_COST_ALLREDUCE, 65536);
-          for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, 0, 65536);
-          for (int k = 0; k < 2; k++) compute(c->m[k], bwd);
-          collective(c, SN_COST_ALLREDUCE, 65536);
-          for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, 0, 65536);
-        }
-        for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, (pp - 1 - s) * bwd, 65536); /* drain */
-      }
+    pipeline_step(&pl);
     for (int i = 0; i < pp * tp && dp > 1; i++) collective(dpc[i], SN_COST_ALLREDUCE, 262144);
     for (int d = 0; cross && d < dp; d++) {
       for (int t = 0; t < tp; t++) collective(emb[d * tp + t], SN_COST_ALLREDUCE, 65536);
