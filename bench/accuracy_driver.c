@@ -23,12 +23,20 @@
  * model are printed apart, as `explained`: the report names them `gpu_model`
  * (tools/report/report_health.c, the odd model out or an older architecture than the job's).
  *
- *   accuracy_driver --workload dp|3d|moe|fsdp|accum|multicomm|hetero --fault F --ranks N
- *                   --seed S --steps K [--ranks-per-host H] [--min-instances I]
+ * A workload with Send/Recv between its stages (pp1f1b, pp1f1b_x: bench/accuracy_pipeline.c)
+ * also feeds every member's op of every instance, Sends and Recvs with their peers, to the
+ * report's pipeline schedule (analysis/schedule.c) and peer waits (analysis/peer_wait.c), and
+ * the detector's result is judged as the report judges it (tools/report/report_agg.c):
+ * cs_sched_judge, then cs_pwait_attribute. The findings they leave out are printed apart.
+ *
+ *   accuracy_driver --workload dp|3d|moe|fsdp|accum|multicomm|hetero|pp1f1b|pp1f1b_x --fault F
+ *                   --ranks N --seed S --steps K [--ranks-per-host H] [--min-instances I]
  * F: none, slow:pct=P[,from=S], intermittent:pct=P, host:pct=P, link, throttle, two,
- *    hang_host, hang_gpu. Prints one JSON object: instances, the culprit rank(s), and per
- *    finding rank, host, kind, comm index and the instances from the fault's onset on that
- *    communicator to the first flag. */
+ *    hang_host, hang_gpu, compute:pct=P, hostdelay:pct=P, nic:pct=P. Prints one JSON object:
+ *    instances, judged, the culprit rank(s), and per finding rank, host, kind, comm index and
+ *    the instances from the fault's onset on that communicator to the first flag:
+ *    `stragglers`, `explained` (the GPU inventory explains them), `explained_by_schedule` and
+ *    `moved_to_peer` (left out by the schedule, by a flagged peer's wait). */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
