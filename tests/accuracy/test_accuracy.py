@@ -96,6 +96,27 @@ PIPELINE_CASES = [
                                                 "flag_after": [14, 14, 14], "collateral": 1.0}),
 ]
 
+# and one seed's findings exactly (the driver's JSON: rank, kind, communicator index): pp1f1b_x,
+# rank 37 10 % slower, seed 1. Left out: the 16 drain-order findings at the cross-stage
+# AllReduces (the schedule) and the t = 1 chain's link findings at the data-parallel AllReduces,
+# 5, 21 and 53, whose lateness is their wait in their Recvs for rank 37 (the peers' waits)
+PIPELINE_FINDINGS = [
+    (("pp1f1b_x", "compute:pct=10", 64, 1),
+     {"stragglers": [[4, "link", 32], [20, "link", 34], [36, "link", 36], [37, "compute", 18], [37, "compute", 37],
+                     [37, "compute", 48], [52, "link", 38]],
+      "moved_to_peer": [[5, "link", 33], [21, "link", 35], [53, "link", 39]], "explained_by_schedule": 16}),
+]
+
+
+def findings(a, w, f, n, seed):
+    """the driver's findings of one seed, each [rank, kind, comm], sorted; the schedule's count"""
+    cmd = [a.build + "/bench/accuracy_driver", "--workload", w, "--fault", f, "--ranks", str(n), "--seed", str(seed),
+           "--steps", "30"]
+    r = json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True, timeout=600).stdout)
+    lst = lambda k: sorted([x["rank"], x["kind"], x["comm"]] for x in r[k])
+    return {"stragglers": lst("stragglers"), "moved_to_peer": lst("moved_to_peer"),
+            "explained_by_schedule": len(r["explained_by_schedule"])}
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -121,6 +142,12 @@ def main():
                                                                       json.dumps(got)))
         if diff:
             print("  got != expected: %s" % diff)
+            bad += 1
+    for (w, f, n, seed), want in PIPELINE_FINDINGS if a.cases == "pipeline" else []:
+        got = findings(a, w, f, n, seed)
+        print("%s %s %s ranks=%d seed=%d: %s" % ("ok" if got == want else "FAIL", w, f, n, seed, json.dumps(got)))
+        if got != want:
+            print("  expected: %s" % json.dumps(want))
             bad += 1
     print("accuracy-%s: %d cases, %d failed" % (a.cases, len(cases), bad))
     return 1 if bad else 0
