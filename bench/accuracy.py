@@ -31,7 +31,10 @@ COLLSCOPE_SIM_CLOCK=model, the shim timing every op with CUDA events, `collscope
 fed into analysis/detect*.c, the detector the report and the online exchange link), and its
 long clean in-process runs (--sweep) bring it to >= CLEAN_TARGET clean instances. In
 process, `hetero`'s findings on the older GPU model's ranks come back apart (`explained`) and
-are scored as the report's `gpu_model` cause. Job shape (tests/stats): every ring step
+are scored as the report's `gpu_model` cause; `pp1f1b` and `pp1f1b_x` (their 1F1B in
+bench/accuracy_pipeline.c) are judged as the report judges a pipeline, the schedule and then
+the peers' waits, and the findings those leave out come back apart and are scored as
+explained, not false. Job shape (tests/stats): every ring step
 300 us (`link:a=*,b=*,us=300`; --shape bare: without it), 2 ms of compute per bucket,
 `jitter:pct=2` (--noise), seed K per run. Only rows of the detector as it is (current()) are
 kept and shown.
