@@ -100,8 +100,8 @@ static void post(const struct run *R, int s, int ops, int *k) {
     struct lane *l = lane_of(R, s, bit, &send, &peer);
     k[i] = send ? l->ns++ : l->nr++;
     for (int t = 0; t < 2; t++) {
-      double now = *stream_t(0, p->pc[R->d * 2 + t]->m[s]);
-      (send ? l->send : l->recv)[t][k[i]] = now;
+      double at = *stream_t(0, p->pc[R->d * 2 + t]->m[s]);
+      (send ? l->send : l->recv)[t][k[i]] = at;
     }
   }
 }

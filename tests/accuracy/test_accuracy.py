@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/accuracy/test_accuracy.py --bench bench/accuracy.py --build BUILD
+"""tests/accuracy/test_accuracy.py --bench bench/accuracy.py --build BUILD [--cases ci|pipeline]
 
 The accuracy evaluation's seeded subset (docs/accuracy.md): each case runs
 `accuracy.py --json` and compares the figures with the exact ones expected. Every run is on
@@ -27,7 +27,8 @@ jitter with a 10% tail (the floor's noise term: without it a rank late by chance
 step (the share-last rule over fresh draws: it is last at one ReduceScatter a step, the other
 instances tie) and in multicomm at 1,024 ranks (its gap excess explains its offset: the floor is the
 measured noise), and 3d clean at 1,024 ranks with tails on the cost model alone (a tensor-parallel
-pair's sign test is a binomial tail within offset_z)."""
+pair's sign test is a binomial tail within offset_z). --cases pipeline (test accuracy-pipeline): the
+in-process pipelines judged as the report judges them (PIPELINE_CASES below)."""
 import argparse, json, subprocess, sys
 
 # (workload, fault, ranks, seeds, max process ranks[, noise[, shape]]) -> expected figures
