@@ -31,7 +31,10 @@ COLLSCOPE_SIM_CLOCK=model, the shim timing every op with CUDA events, `collscope
 fed into analysis/detect*.c, the detector the report and the online exchange link), and its
 long clean in-process runs (--sweep) bring it to >= CLEAN_TARGET clean instances. In
 process, `hetero`'s findings on the older GPU model's ranks come back apart (`explained`) and
-are scored as the report's `gpu_model` cause. Job shape (tests/stats): every ring step
+are scored as the report's `gpu_model` cause; `pp1f1b` and `pp1f1b_x` (their 1F1B in
+bench/accuracy_pipeline.c) are judged as the report judges a pipeline, the schedule and then
+the peers' waits, and the findings those leave out come back apart and are scored as
+explained, not false. Job shape (tests/stats): every ring step
 300 us (`link:a=*,b=*,us=300`; --shape bare: without it), 2 ms of compute per bucket,
 `jitter:pct=2` (--noise), seed K per run. Only rows of the detector as it is (current()) are
 kept and shown.
@@ -137,6 +140,10 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0, noise="2", sha
     st = [dict(s, causes=None) for s in r["stragglers"]]
     # the ranks on a GPU model other than the job's majority: the report's `gpu_model` cause
     st += [dict(s, causes=[{"kind": "gpu_model"}]) for s in r["explained"]]
+    # a job with Send/Recv: the findings the report leaves out, as it judges them
+    # (tools/report/report_agg.c): the pipeline's stage order explains them, or a flagged peer's wait
+    st += [dict(s, causes=[{"kind": "schedule"}]) for s in r.get("explained_by_schedule", [])]
+    st += [dict(s, causes=[{"kind": "peer_wait"}]) for s in r.get("moved_to_peer", [])]
     return {"instances": r["instances"], "judged": r["judged"], "stragglers": st, "hangs": hangs, "onset": None,
             "slow_links": []}
 
@@ -284,8 +291,10 @@ def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
 # ---------------------------------------------------------------- scoring
 
 def explained(s):
-    """a straggler the report explains by the GPU inventory (an older, slower model: hetero)"""
-    return any(c.get("kind") == "gpu_model" for c in (s.get("causes") or []))
+    """a straggler the report explains: by the GPU inventory (an older, slower model: hetero), by
+    the pipeline's stage order, or by its wait for a flagged peer (in process: the report leaves
+    those two out)"""
+    return any(c.get("kind") in ("gpu_model", "schedule", "peer_wait") for c in (s.get("causes") or []))
 
 
 def score(fault, n, runs):

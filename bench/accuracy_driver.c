@@ -23,12 +23,20 @@
  * model are printed apart, as `explained`: the report names them `gpu_model`
  * (tools/report/report_health.c, the odd model out or an older architecture than the job's).
  *
- *   accuracy_driver --workload dp|3d|moe|fsdp|accum|multicomm|hetero --fault F --ranks N
- *                   --seed S --steps K [--ranks-per-host H] [--min-instances I]
+ * A workload with Send/Recv between its stages (pp1f1b, pp1f1b_x: bench/accuracy_pipeline.c)
+ * also feeds every member's op of every instance, Sends and Recvs with their peers, to the
+ * report's pipeline schedule (analysis/schedule.c) and peer waits (analysis/peer_wait.c), and
+ * the detector's result is judged as the report judges it (tools/report/report_agg.c):
+ * cs_sched_judge, then cs_pwait_attribute. The findings they leave out are printed apart.
+ *
+ *   accuracy_driver --workload dp|3d|moe|fsdp|accum|multicomm|hetero|pp1f1b|pp1f1b_x --fault F
+ *                   --ranks N --seed S --steps K [--ranks-per-host H] [--min-instances I]
  * F: none, slow:pct=P[,from=S], intermittent:pct=P, host:pct=P, link, throttle, two,
- *    hang_host, hang_gpu. Prints one JSON object: instances, the culprit rank(s), and per
- *    finding rank, host, kind, comm index and the instances from the fault's onset on that
- *    communicator to the first flag. */
+ *    hang_host, hang_gpu, compute:pct=P, hostdelay:pct=P, nic:pct=P. Prints one JSON object:
+ *    instances, judged, the culprit rank(s), and per finding rank, host, kind, comm index and
+ *    the instances from the fault's onset on that communicator to the first flag:
+ *    `stragglers`, `explained` (the GPU inventory explains them), `explained_by_schedule` and
+ *    `moved_to_peer` (left out by the schedule, by a flagged peer's wait). */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -44,6 +52,11 @@
 #define OLD_SPEED 0.5 /* hetero: the older model's speed */
 
 struct driver W;
+
+static void nomem(void) {
+  fprintf(stderr, "accuracy_driver: out of memory\n");
+  exit(2);
+}
 
 static uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -201,17 +214,52 @@ void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
     int64_t st = (int64_t)(*t * 1e3), en = (int64_t)(end * 1e3);
     double gap = hang ? -1 : cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, (uint64_t)c->stream + 1, st, en);
     *b = (struct cs_det_op){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = gap};
+    if (W.sched) { /* what the report's walk gives the schedule and the peer waits */
+      W.sop[nm - 1] = (struct cs_sched_op){k, r, b->host, -1, false, false, gap};
+      W.pop[nm - 1] = (struct cs_pwait_op){k, r, -1, false, false, !hang, st, en};
+    }
     if (!hang && culprit(r) && !recorded) {
       c->hist[c->nhist++ % 32] = end - *t;
       recorded = true;
     }
     if (!hang) *t = end;
   }
-  if (cs_det_stream_instance(W.det, (uint64_t)c->id + 1, seq, c->mb, nm)) {
-    fprintf(stderr, "accuracy_driver: out of memory\n");
-    exit(2);
-  }
+  if (W.sched && (cs_sched_instance(W.sched, (uint64_t)c->id + 1, seq, W.sop, nm) ||
+                  cs_pwait_instance(W.pwait, (uint64_t)c->id + 1, W.pop, nm)))
+    nomem();
+  if (cs_det_stream_instance(W.det, (uint64_t)c->id + 1, seq, c->mb, nm)) nomem();
   if (hang) W.hung = true;
+}
+
+void judge_p2p(void) {
+  W.sched = cs_sched_new();
+  W.pwait = cs_pwait_new();
+  W.sop = malloc((size_t)W.n * sizeof *W.sop);
+  W.pop = malloc((size_t)W.n * sizeof *W.pop);
+  if (!W.sched || !W.pwait || !W.sop || !W.pop) nomem();
+}
+
+double p2p_cost_us(struct comm *c, int k, int peer, double bytes) {
+  int r = c->m[k];
+  return sn_cost_item_ns(cost_us(c, SN_COST_P2P, bytes, k, peer), older(r) ? OLD_SPEED : 1.0,
+                         jit(((uint64_t)r << 40) ^ W.draws[r]++));
+}
+
+/* as the report's walk forms a group's instance (tools/report/report_balance.c,
+ * tools/report/section_steps.c): every op with its peer, one GPU span; no compute gap (the
+ * schedule reads a collective's) */
+void p2p_span(struct comm *c, int k, const struct p2p_op *ops, int n, double st, double en) {
+  int r = c->m[k];
+  int64_t s = (int64_t)(st * 1e3), e = (int64_t)(en * 1e3);
+  cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, (uint64_t)c->stream + 1, s, e);
+  if (!W.sched || n > W.n) return;
+  for (int i = 0; i < n; i++) {
+    W.sop[i] = (struct cs_sched_op){k, r, W.host[host_of(r)], ops[i].peer, true, ops[i].send, -1};
+    W.pop[i] = (struct cs_pwait_op){k, r, ops[i].peer, true, ops[i].send, true, s, e};
+  }
+  if (cs_sched_instance(W.sched, (uint64_t)c->id + 1, c->seq++, W.sop, (size_t)n) ||
+      cs_pwait_instance(W.pwait, (uint64_t)c->id + 1, W.pop, (size_t)n))
+    nomem();
 }
 
 /* a Send or Recv of the pipeline communicator c's rank k to or from `peer`, which first waits
@@ -240,14 +288,15 @@ static bool explained(int r) {
   return 2 * old != W.n && mine_old != old_major;
 }
 
-/* the findings (explained or not) as a JSON list `name`: rank, host, kind, comm, and the
- * instances from the onset on the comm to the first flag */
-static void print_findings(const struct cs_det_result *res, const char *name, bool expl) {
+/* the findings v[0..n-1] as a JSON list `name`: rank, host, kind, comm, and the instances from
+ * the onset on the comm to the first flag; expl 0: those the GPU inventory does not explain, 1:
+ * those it does, 2: all */
+static void print_findings(const struct cs_det_straggler *v, size_t n, const char *name, int expl) {
   printf(",\"%s\":[", name);
   bool first = true;
-  for (size_t i = 0; i < res->nstragglers; i++) {
-    const struct cs_det_straggler *s = &res->stragglers[i];
-    if (explained(s->rank) != expl) continue;
+  for (size_t i = 0; i < n; i++) {
+    const struct cs_det_straggler *s = &v[i];
+    if (expl < 2 && explained(s->rank) != (expl == 1)) continue;
     const struct comm *c = &W.comms[s->comm - 1];
     /* instances from the first delayed one (counted as 1) to the first flag */
     char after[32] = "null";
@@ -262,6 +311,46 @@ static void print_findings(const struct cs_det_result *res, const char *name, bo
     first = false;
   }
   printf("]");
+}
+
+/* the findings the report leaves out of a job with Send/Recv, each as the detector gave it */
+struct judged {
+  struct cs_det_straggler *sched, *peer; /* the schedule explains; a flagged peer's wait explains */
+  size_t nsched, npeer;
+};
+
+static bool found(const struct cs_det_result *r, const struct cs_det_straggler *x) {
+  for (size_t i = 0; i < r->nstragglers; i++)
+    if (r->stragglers[i].comm == x->comm && r->stragglers[i].rank == x->rank &&
+        r->stragglers[i].comm_rank == x->comm_rank)
+      return true;
+  return false;
+}
+
+/* as the report judges the detector's result (tools/report/report_agg.c): a cross-stage
+ * straggler against its stage's peers (cs_sched_judge), then a link finding whose lateness is
+ * its wait for a flagged peer moved to that peer (cs_pwait_attribute); what each removed is
+ * kept in jd */
+static void judge(struct cs_det_result *res, struct judged *jd) {
+  memset(jd, 0, sizeof *jd);
+  if (!W.sched) return;
+  size_t n = res->nstragglers;
+  struct cs_det_straggler *pre = malloc((n ? n : 1) * sizeof *pre);
+  jd->sched = malloc((n ? n : 1) * sizeof *jd->sched);
+  jd->peer = malloc((n ? n : 1) * sizeof *jd->peer);
+  if (!pre || !jd->sched || !jd->peer || cs_sched_finish(W.sched)) nomem();
+  if (n) memcpy(pre, res->stragglers, n * sizeof *pre);
+  cs_sched_judge(W.sched, res);
+  for (size_t i = 0; i < n; i++)
+    if (!found(res, &pre[i])) jd->sched[jd->nsched++] = pre[i];
+  n = res->nstragglers;
+  pre = realloc(pre, (n ? n : 1) * sizeof *pre);
+  if (!pre) nomem();
+  if (n) memcpy(pre, res->stragglers, n * sizeof *pre);
+  cs_pwait_attribute(W.pwait, res);
+  for (size_t i = 0; i < n; i++)
+    if (!found(res, &pre[i])) jd->peer[jd->npeer++] = pre[i];
+  free(pre);
 }
 
 static int parse_fault(const char *f) {
@@ -384,6 +473,8 @@ int main(int argc, char **argv) {
   }
   struct cs_det_result res;
   if (cs_det_stream_finish(W.det, &res)) return 2;
+  struct judged jd;
+  judge(&res, &jd);
   printf("{\"instances\":%zu,\"judged\":%zu,\"culprits\":[", res.instances, res.judged);
   bool first = true;
   for (int r = 0; r < W.n; r++)
@@ -391,8 +482,10 @@ int main(int argc, char **argv) {
   printf("],\"culprit_host\":\"%s\"",
          W.fault == F_NONE || W.fault == F_LINK || W.fault == F_NIC || W.fault == F_HANG_GPU ? ""
                                                                                              : W.host[host_of(W.culprit)]);
-  print_findings(&res, "stragglers", false);
-  print_findings(&res, "explained", true);
+  print_findings(res.stragglers, res.nstragglers, "stragglers", 0);
+  print_findings(res.stragglers, res.nstragglers, "explained", 1);
+  print_findings(jd.sched, jd.nsched, "explained_by_schedule", 2);
+  print_findings(jd.peer, jd.npeer, "moved_to_peer", 2);
   printf(",\"hangs\":[");
   for (size_t i = 0; i < res.nhangs; i++) {
     const struct cs_det_hang *h = &res.hangs[i];
@@ -407,5 +500,11 @@ int main(int argc, char **argv) {
               res.ranks[i].rank, res.ranks[i].offset_us, res.ranks[i].last, res.ranks[i].instances);
   cs_det_result_free(&res);
   cs_det_stream_free(W.det);
+  free(jd.sched);
+  free(jd.peer);
+  cs_sched_free(W.sched);
+  cs_pwait_free(W.pwait);
+  free(W.sop);
+  free(W.pop);
   return 0;
 }

@@ -10,6 +10,8 @@
 
 #include "collscope/compute_gap.h"
 #include "collscope/detect.h"
+#include "collscope/peer_wait.h"
+#include "collscope/schedule.h"
 #include "tests/sim/nccl/collcost.h"
 
 #define NSTREAMS 5 /* per rank: stream 0 (compute, and every op of one-stream apps), 1..4 */
@@ -62,6 +64,12 @@ struct driver {
   size_t ninst, min_inst; /* instances fed; run on past --steps until --min-instances */
   bool hung;
   int hang_comm; /* the hang faults act on the culprit's first communicator */
+  /* a workload with Send/Recv: the report's pipeline schedule and peer waits, fed every
+   * member's op of every instance (NULL: none, the detector alone) */
+  struct cs_sched *sched;
+  struct cs_pwait *pwait;
+  struct cs_sched_op *sop; /* scratch, W.n entries */
+  struct cs_pwait_op *pop;
 };
 extern struct driver W;
 
@@ -82,6 +90,27 @@ void sync_streams(int r, int s0, int s1);
 void collective(struct comm *c, enum sn_cost_algo op, double bytes);
 /* a Send or Recv of c's rank k to or from `peer`, after waiting `wait_us` for it */
 void p2p(struct comm *c, int k, int peer, double wait_us, double bytes);
+/* the report's schedule and peer waits from now on (a workload with Send/Recv calls it first) */
+void judge_p2p(void);
+/* the jittered cost in us of a Send or Recv of c's rank k with `peer` (comm ranks) */
+double p2p_cost_us(struct comm *c, int k, int peer, double bytes);
+/* one group of Sends and Recvs of c's rank k, issued in this order, that ran on its stream
+ * from st to en (us): the rank's compute gaps, the schedule's and the peer waits' instance */
+struct p2p_op {
+  int peer; /* comm rank */
+  bool send;
+};
+void p2p_span(struct comm *c, int k, const struct p2p_op *ops, int n, double st, double en);
+
+/* one step of Megatron's 1F1B (bench/accuracy_pipeline.c) over dp replicas of a pipeline of pp
+ * stages, each stage a tensor-parallel pair */
+struct pipeline {
+  int pp, dp, M;
+  double fwd_us, bwd_us, bytes; /* a pass's compute; a Send's bytes (the TP AllReduce's too) */
+  struct comm **tp;             /* [s * dp + d]: stage s of replica d, its two ranks */
+  struct comm **pc;             /* [d * 2 + t]: replica d's chain of tensor index t, comm rank = stage */
+};
+void pipeline_step(const struct pipeline *p);
 
 /* the workloads (bench/accuracy_workloads.c); 0 on success, -1 unknown */
 int run_workload(const char *name);

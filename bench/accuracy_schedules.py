@@ -19,8 +19,9 @@ Workloads (as processes, tests/apps):
             collectives 60 to 149 (`slow:rank=R,pct=20,from=60,until=150`), then healthy;
   flapping  dp_train, 80 steps; fault `flap:us=3000`: the culprit's host 3 ms late every other
             step from collective 3 (`hostdelay:rank=R,us=3000,every=2,from=3`).
-In process (bench/accuracy_workloads.c): `pp1f1b` and `pp1f1b_x`, the pipeline without and with
-the cross-stage AllReduces, scored as accuracy.py's rows (`compute:pct=10` on a middle stage)."""
+In process (bench/accuracy_workloads.c, bench/accuracy_pipeline.c): `pp1f1b` and `pp1f1b_x`, the
+pipeline without and with the cross-stage AllReduces, judged as the report judges them (the
+schedule, the peers' waits) and scored as accuracy.py's rows (`compute:pct=10` on a middle stage)."""
 import math
 
 # the apps' steps and the pipeline's shape (tests/balance/test_pipeline_sim.py's megatron_pp job)
@@ -215,8 +216,11 @@ def page_section(rows, fmt, after_cell, noise_names):
          "  collective 3 (`hostdelay:rank=R,us=3000,every=2,from=3`).",
          "- `pp1f1b`, `pp1f1b_x` (in process, bench/accuracy_workloads.c): the same pipeline at TP 2 x PP 4 x DP",
          "  without and with the cross-stage AllReduces, `compute:pct=10` on the culprit (stage 2). The driver",
-         "  feeds the detector alone: the report's schedule judgement (analysis/schedule.c, which keeps a",
-         "  cross-stage finding the stage order explains apart) is not in it.",
+         "  runs 1F1B with each stage's Sends and Recvs meeting their peers' (bench/accuracy_pipeline.c) and",
+         "  judges the detector's findings as the report does: the schedule (analysis/schedule.c: a",
+         "  cross-stage finding the stage order explains is left out), then the peers' waits",
+         "  (analysis/peer_wait.c: a link finding that is its wait for a flagged peer moves to that peer).",
+         "  Those left out are no false findings: counted in `explained`.",
          "",
          "Columns as above, and verdict: the share of seeds with the row's own outcome: a clean row every",
          "balance verdict `ok`; " + "; ".join("`%s` %s" % kv for kv in VERDICT_OF.items()) + ". kind: `stage`",

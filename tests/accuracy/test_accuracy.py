@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tests/accuracy/test_accuracy.py --bench bench/accuracy.py --build BUILD
+"""tests/accuracy/test_accuracy.py --bench bench/accuracy.py --build BUILD [--cases ci|pipeline]
 
 The accuracy evaluation's seeded subset (docs/accuracy.md): each case runs
 `accuracy.py --json` and compares the figures with the exact ones expected. Every run is on
@@ -31,7 +31,8 @@ pair's sign test is a binomial tail within offset_z). With 10% jitter and a 10% 
 ranks (the offset rule over fresh draws), fsdp clean at 8 ranks on the cost model (the cost rule charges
 a delay carried through queued ops once), hetero 20% at 8 ranks (offsets against the members within 5
 robust sigmas) and moe 20% at 64 ranks (the kind's gap excess paired per instance); fsdp clean at 8
-ranks over 1,240 steps (the offset rule over fresh draws only from 64 members)."""
+ranks over 1,240 steps (the offset rule over fresh draws only from 64 members). --cases pipeline (test
+accuracy-pipeline): the in-process pipelines judged as the report judges them (PIPELINE_CASES below)."""
 import argparse, json, subprocess, sys
 
 # (workload, fault, ranks, seeds, max process ranks[, noise[, shape[, steps]]]) -> expected figures
@@ -106,14 +107,51 @@ CASES = [
                                           "collateral": 0.0}),
 ]
 
+# --cases pipeline (test accuracy-pipeline): the in-process pipelines judged as the report judges
+# them (bench/accuracy_driver.c judge(): the schedule, then the peers' waits). pp1f1b_x clean:
+# the detector flags 2 ranks of each of the 8 replicas at the cross-stage AllReduces (the
+# first and the last stage, the drain's order), every one explained by the schedule, none
+# false; pp1f1b_x with stage 2's rank 37 10 % slower: named `compute` 14 instances after its
+# onset, and its replica's other stages' link findings at their data-parallel AllReduces
+# (the whole replica is late there) that no flagged peer's wait explains stay collateral
+PIPELINE_CASES = [
+    (("pp1f1b_x", "none", 64, 3, 0), {"mode": "in-process", "false_per_million": 0.0, "judged_clean": 24192,
+                                      "explained": 48}),
+    (("pp1f1b_x", "compute:pct=10", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0,
+                                                "flag_after": [14, 14, 14], "collateral": 1.0}),
+]
+
+# and one seed's findings exactly (the driver's JSON: rank, kind, communicator index): pp1f1b_x,
+# rank 37 10 % slower, seed 1. Left out: the 16 drain-order findings at the cross-stage
+# AllReduces (the schedule) and the t = 1 chain's link findings at the data-parallel AllReduces,
+# 5, 21 and 53, whose lateness is their wait in their Recvs for rank 37 (the peers' waits)
+PIPELINE_FINDINGS = [
+    (("pp1f1b_x", "compute:pct=10", 64, 1),
+     {"stragglers": [[4, "link", 32], [20, "link", 34], [36, "link", 36], [37, "compute", 18], [37, "compute", 37],
+                     [37, "compute", 48], [52, "link", 38]],
+      "moved_to_peer": [[5, "link", 33], [21, "link", 35], [53, "link", 39]], "explained_by_schedule": 16}),
+]
+
+
+def findings(a, w, f, n, seed):
+    """the driver's findings of one seed, each [rank, kind, comm], sorted; the schedule's count"""
+    cmd = [a.build + "/bench/accuracy_driver", "--workload", w, "--fault", f, "--ranks", str(n), "--seed", str(seed),
+           "--steps", "30"]
+    r = json.loads(subprocess.run(cmd, stdout=subprocess.PIPE, check=True, text=True, timeout=600).stdout)
+    lst = lambda k: sorted([x["rank"], x["kind"], x["comm"]] for x in r[k])
+    return {"stragglers": lst("stragglers"), "moved_to_peer": lst("moved_to_peer"),
+            "explained_by_schedule": len(r["explained_by_schedule"])}
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True)
     ap.add_argument("--build", required=True)
+    ap.add_argument("--cases", choices=["ci", "pipeline"], default="ci")
     a = ap.parse_args()
     bad = 0
-    for case, want in CASES:
+    cases = PIPELINE_CASES if a.cases == "pipeline" else CASES
+    for case, want in cases:
         (w, f, n, k, mp), noise = case[:5], case[5] if len(case) > 5 else "2"
         shape = case[6] if len(case) > 6 else "wire"
         cmd = [sys.executable, a.bench, "--build", a.build, "--workload", w, "--fault", f, "--ranks", str(n), "--seeds",
@@ -132,7 +170,13 @@ def main():
         if diff:
             print("  got != expected: %s" % diff)
             bad += 1
-    print("accuracy-ci: %d cases, %d failed" % (len(CASES), bad))
+    for (w, f, n, seed), want in PIPELINE_FINDINGS if a.cases == "pipeline" else []:
+        got = findings(a, w, f, n, seed)
+        print("%s %s %s ranks=%d seed=%d: %s" % ("ok" if got == want else "FAIL", w, f, n, seed, json.dumps(got)))
+        if got != want:
+            print("  expected: %s" % json.dumps(want))
+            bad += 1
+    print("accuracy-%s: %d cases, %d failed" % (a.cases, len(cases), bad))
     return 1 if bad else 0
 
 
