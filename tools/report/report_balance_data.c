@@ -1,7 +1,8 @@
 /* tools/report/report_balance_data.c: the balance section's uneven data: a data-parallel rank
  * that computes longer than its peers on a GPU its health samples find nothing wrong with, and
- * whose process copies more bytes to its GPU per step (its input batch) than the median of the
- * ranks that are not slow,
+ * whose process copies more bytes to its GPU per step (its input batch; in summary mode its
+ * CUDA memcpys' summary lines, both directions, the windows holding only a part) than the
+ * median of the ranks that are not slow,
  * has more samples than they do: its shard is larger, the node is not at fault (verdict
  * uneven_data; docs/balance.md "Uneven data"). */
 #include "report_balance_internal.h"
@@ -32,8 +33,15 @@ bool bal_data_judge(struct report_balance *b, const struct cs_dumpfile **by_inde
     struct bal_rank *r = &v->r[i];
     const struct cs_dumpfile *f = r->file < nindex ? by_index[r->file] : NULL;
     double bytes = 0;
-    for (size_t k = 0; f && k < f->nxfers; k++)
-      if (f->xfers[k].kind && !strcmp(f->xfers[k].kind, "HtoD")) bytes += (double)f->xfers[k].bytes;
+    if (f && f->nsummaries) { /* summary mode: the windows hold a part of the copies; the summary
+                               * lines count them all, both directions together */
+      for (size_t k = 0; k < f->nsummaries; k++)
+        if (f->summaries[k].op_name && !strcmp(f->summaries[k].op_name, "Memcpy"))
+          bytes += (double)f->summaries[k].bytes;
+    } else {
+      for (size_t k = 0; f && k < f->nxfers; k++)
+        if (f->xfers[k].kind && !strcmp(f->xfers[k].kind, "HtoD")) bytes += (double)f->xfers[k].bytes;
+    }
     r->h2d_bytes = bytes / (double)(r->steps + 1); /* its steps, step 0 with them */
   }
   size_t nok = 0; /* the bytes of the ranks whose compute is not slow */
