@@ -108,7 +108,7 @@ echo "$out" | grep -q "^#   run 1: job $JA  $DA  (uid $UID1)$" || fail "header o
 echo "$out" | grep -q '^#     !' && fail "a genuine job has notes: $out"
 
 echo "---- job B: $U1 on n1 only; its wrapper claims job A's id and node n2; a record of job A moved in; a fingerprint edited"
-JB=$(FORGE=1 run $U1 jb FORGE_JOB="$JA" FORGE_NODE=n2 COLLSCOPE_SIM_FAULTS=slow:rank=1,us=3000 -- -w n1 -N 1 -n 3)
+JB=$(FORGE=1 run $U1 jb FORGE_JOB="$JA" FORGE_NODE=n2 COLLSCOPE_SIM_CLOCK=model COLLSCOPE_SIM_SEED=1 COLLSCOPE_SIM_FAULTS=slow:rank=1,us=3000 -- -w n1 -N 1 -n 3)
 DB=$T/out/$U1/$JB
 grep -q '"slurm_node":"n2"' "$DB"/*-r0-*.jsonl && grep -q "\"job\":\"$JA\"" "$DB"/*-r0-*.jsonl ||
   fail "the forged header is not what the test meant: $(head -c 600 "$DB"/*-r0-*.jsonl)"
@@ -137,7 +137,7 @@ assert not any(h["verified"] for h in d["suspects"]), d["suspects"]
 PY
 
 echo "---- job C: $U1 on n1 and n2; rank 0 (on n1) claims n2"
-JC=$(run $U1 jc FORGE_RANK=0 FORGE_NODE=n2 COLLSCOPE_SIM_FAULTS=slow:rank=0,us=3000 -- -N 2 -n 3)
+JC=$(run $U1 jc FORGE_RANK=0 FORGE_NODE=n2 COLLSCOPE_SIM_CLOCK=model COLLSCOPE_SIM_SEED=1 COLLSCOPE_SIM_FAULTS=slow:rank=0,us=3000 -- -N 2 -n 3)
 DC=$T/out/$U1/$JC
 grep -q '"slurm_node":"n2"' "$DC"/*-r0-*.jsonl || fail "rank 0's header does not claim n2"
 out=$(sus "$DC" --format slurm)
