@@ -17,6 +17,7 @@ struct member { /* one (communicator, member) */
   int rank;
   uint64_t timed;               /* its timed spans there (a group's members: one) */
   int64_t last_start, last_end; /* the last timed span counted */
+  int64_t busy;                 /* ns those spans took */
   int64_t wait;                 /* ns waited there */
   int64_t span_start, span_end; /* its last op's span, and the wait counted for it */
   int64_t span_wait;            /* (a group's members share one span: counted once) */
@@ -168,6 +169,7 @@ int cs_pwait_instance(struct cs_pwait *p, uint64_t comm, const struct cs_pwait_o
     bool timed = o->timed && o->start_ns > 0 && o->end_ns >= o->start_ns;
     if (timed && (o->start_ns != e->last_start || o->end_ns != e->last_end)) {
       e->timed++;
+      e->busy += o->end_ns - o->start_ns;
       e->last_start = o->start_ns, e->last_end = o->end_ns;
     }
     if (o->p2p) {
@@ -178,6 +180,11 @@ int cs_pwait_instance(struct cs_pwait *p, uint64_t comm, const struct cs_pwait_o
     }
   }
   return 0;
+}
+
+void cs_pwait_spans(const struct cs_pwait *p, cs_pwait_span_fn fn, void *ctx) {
+  for (const struct member *m = p && !p->oom ? p->mem : NULL; m; m = m->hh.next)
+    if (m->timed) fn(ctx, m->k.comm, m->rank, m->timed, m->busy);
 }
 
 bool cs_pwait_member(const struct cs_pwait *p, uint64_t comm, int rank, bool elsewhere, double *wait_us,

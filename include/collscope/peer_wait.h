@@ -48,6 +48,10 @@ void cs_pwait_free(struct cs_pwait *p);
 int cs_pwait_instance(struct cs_pwait *p, uint64_t comm, const struct cs_pwait_op *m, size_t n);
 /* rank's wait in us at comm (or, with elsewhere, at every other communicator) and its timed
  * spans at comm (its instances there: a group's members share one span); false when it is no member of comm */
+/* each (communicator, member) with timed spans: its rank, its spans there (a group's members
+ * sharing one GPU span: one) and the ns they took; nothing when out of memory */
+typedef void (*cs_pwait_span_fn)(void *ctx, uint64_t comm, int rank, uint64_t spans, int64_t busy_ns);
+void cs_pwait_spans(const struct cs_pwait *p, cs_pwait_span_fn fn, void *ctx);
 bool cs_pwait_member(const struct cs_pwait *p, uint64_t comm, int rank, bool elsewhere, double *wait_us,
                      uint64_t *instances);
 

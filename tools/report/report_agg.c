@@ -174,7 +174,8 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   cs_pwait_attribute(report_steps_pwait(agg->steps), dr);
   agg->peer_moved = cs_pwait_moved(report_steps_pwait(agg->steps), &agg->peer_explained);
   /* a finding whose lateness is the rank's longer communication elsewhere is no finding */
-  cs_celse_judge(report_steps_celse(agg->steps), dr, report_balance_schedule(agg->balance));
+  cs_celse_judge(report_steps_celse(agg->steps), report_steps_pwait(agg->steps), dr,
+                 report_balance_schedule(agg->balance));
   agg->comm_moved = cs_celse_explained(report_steps_celse(agg->steps), &agg->comm_explained);
   agg->cost = report_steps_cost(agg->steps);
   agg->late_records = cs_walk_late(P->walk);

@@ -26,8 +26,8 @@ struct cs_pwait *report_steps_pwait(struct report_steps_gather *g);
 /* each finding's cost gathered from the same instances (include/collscope/finding_cost.h); NULL
  * when out of memory */
 const struct cs_cost *report_steps_cost(const struct report_steps_gather *g);
-/* each rank's time per communicator from the same instances (include/collscope/comm_elsewhere.h);
- * NULL when out of memory */
+/* the findings a rank's time elsewhere explains, judged from the peer waits' figures
+ * (include/collscope/comm_elsewhere.h); NULL when out of memory */
 struct cs_celse *report_steps_celse(struct report_steps_gather *g);
 
 /* the figures of a step, in this order: the step, then its four parts */

@@ -34,7 +34,6 @@ struct report_steps_gather {
   struct cs_cost *cost; /* NULL: out of memory, findings without a cost */
   struct cs_cost_op *cbuf;
   struct cs_celse *celse; /* NULL: out of memory, no finding explained by time elsewhere */
-  struct cs_celse_op *ebuf;
 };
 
 struct report_steps_gather *report_steps_gather_new(void) {
@@ -55,7 +54,6 @@ void report_steps_gather_instance(struct report_steps_gather *g, uint64_t comm, 
     g->buf = xrealloc(g->buf, g->cap * sizeof *g->buf);
     g->pbuf = xrealloc(g->pbuf, g->cap * sizeof *g->pbuf);
     g->cbuf = xrealloc(g->cbuf, g->cap * sizeof *g->cbuf);
-    g->ebuf = xrealloc(g->ebuf, g->cap * sizeof *g->ebuf);
   }
   for (size_t k = 0; k < n; k++)
     g->buf[k] = (struct cs_steps_op){.slot = m[k].file,
@@ -84,14 +82,6 @@ void report_steps_gather_instance(struct report_steps_gather *g, uint64_t comm, 
     cs_cost_free(g->cost);
     g->cost = NULL;
   }
-  for (size_t k = 0; g->celse && k < n; k++)
-    g->ebuf[k] = (struct cs_celse_op){m[k].comm_rank, m[k].rank, g->buf[k].timed, m[k].start_ns, m[k].end_ns};
-  if (g->celse && cs_celse_instance(g->celse, comm, g->ebuf, n) < 0) {
-    fputs("collscope report: communication times out of memory: no finding is explained by a rank's time elsewhere\n",
-          stderr);
-    cs_celse_free(g->celse);
-    g->celse = NULL;
-  }
   if (g->pw && cs_pwait_instance(g->pw, comm, g->pbuf, n) < 0) {
     fputs("collscope report: peer waits out of memory: no finding is moved to the peer it waited for\n", stderr);
     cs_pwait_free(g->pw);
@@ -117,7 +107,6 @@ void report_steps_gather_free(struct report_steps_gather *g) {
   cs_pwait_free(g->pw);
   cs_cost_free(g->cost);
   cs_celse_free(g->celse);
-  free(g->ebuf);
   free(g->buf);
   free(g->pbuf);
   free(g->cbuf);

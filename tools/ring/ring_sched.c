@@ -43,13 +43,12 @@ int ring_sched_judge(const struct cs_det_op *ops, size_t n, struct cs_det_result
   struct ent *e = malloc((n ? n : 1) * sizeof *e);
   struct cs_sched_op *so = malloc((n ? n : 1) * sizeof *so);
   struct cs_pwait_op *po = malloc((n ? n : 1) * sizeof *po);
-  struct cs_celse_op *co = malloc((n ? n : 1) * sizeof *co);
   struct cs_gap_tracker *t = malloc(sizeof *t);
   struct cs_sched *s = cs_sched_new();
   struct cs_pwait *pw = cs_pwait_new();
   struct cs_celse *ce = cs_celse_new();
   int rc = -1;
-  if (!e || !so || !po || !co || !t || !s || !pw || !ce) goto out;
+  if (!e || !so || !po || !t || !s || !pw || !ce) goto out;
   for (size_t i = 0; i < n; i++)
     if (ops[i].seq >= 0 && ops[i].comm_rank >= 0 && ops[i].state != CS_DET_FAILED) e[k++] = (struct ent){&ops[i], -1};
   gaps(e, k, t);
@@ -63,20 +62,18 @@ int ring_sched_judge(const struct cs_det_op *ops, size_t n, struct cs_det_result
       bool timed = o->state == CS_DET_DONE && o->start_ns > 0 && o->end_ns >= o->start_ns;
       int peer = o->p2p && o->peer < o->comm_size ? o->peer : -1;
       so[m] = (struct cs_sched_op){o->comm_rank, o->rank, o->host, peer, o->p2p, o->p2p && !o->recv, timed ? e[i].gap_us : -1};
-      co[m] = (struct cs_celse_op){o->comm_rank, o->rank, timed, o->start_ns, o->end_ns};
       po[m++] = (struct cs_pwait_op){o->comm_rank, o->rank, peer, o->p2p, o->p2p && !o->recv, timed, o->start_ns, o->end_ns};
     }
-    if (cs_sched_instance(s, e[lo].o->comm, e[lo].o->seq, so, m) < 0 || cs_pwait_instance(pw, e[lo].o->comm, po, m) < 0 ||
-        cs_celse_instance(ce, e[lo].o->comm, co, m) < 0)
+    if (cs_sched_instance(s, e[lo].o->comm, e[lo].o->seq, so, m) < 0 || cs_pwait_instance(pw, e[lo].o->comm, po, m) < 0)
       goto out;
   }
   if (cs_sched_finish(s) < 0) goto out;
   c->explained_by_schedule = cs_sched_judge(s, det);
   c->explained_by_peer_wait = cs_pwait_attribute(pw, det);
-  c->explained_by_comm_elsewhere = cs_celse_judge(ce, det, s);
+  c->explained_by_comm_elsewhere = cs_celse_judge(ce, pw, det, s);
   rc = 0;
 out:
-  free(e), free(so), free(po), free(co), free(t);
+  free(e), free(so), free(po), free(t);
   cs_sched_free(s);
   cs_pwait_free(pw);
   cs_celse_free(ce);
