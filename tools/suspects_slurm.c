@@ -1,5 +1,10 @@
 /* tools/suspects_slurm.c: see suspects_slurm.h. scontrol's one-line form (`-o`) is read token
- * by token (NodeList=, UserId=name(uid)); sacct's parsable form (NodeList|UID). */
+ * by token (NodeList=, UserId=name(uid), JobState=); sacct's parsable form (NodeList|UID). A job
+ * still COMPLETING is not read from scontrol: while its nodes run their epilogs, slurmctld gives
+ * the nodes still completing, not the job's allocation (a job of n1 and n2 shown as NodeList=n1
+ * once n2 finished), and a genuine record of n2 would be refused. sacct's accounting keeps the
+ * whole allocation; without it scontrol is asked again until the job completes (a bounded wait),
+ * else Slurm's word is not taken. */
 #include "suspects_slurm.h"
 
 #include <errno.h>
@@ -17,6 +22,10 @@
 #include "collscope/hostlist.h"
 
 extern char **environ;
+
+/* a COMPLETING job: scontrol asked again every SN_COMPLETING_WAIT_MS, SN_COMPLETING_TRIES times */
+#define SN_COMPLETING_TRIES 20
+#define SN_COMPLETING_WAIT_MS 500
 
 static long long now_ms(void) {
   struct timespec ts;
@@ -95,10 +104,14 @@ static bool set_nodes(struct sn_slurm *s, const char *list) {
 }
 
 /* scontrol show job -o: one line per job (an array or heterogeneous job: several) */
-static bool parse_scontrol(struct sn_slurm *s, char *text) {
-  bool nodes = false;
+static bool parse_scontrol(struct sn_slurm *s, char *text, bool *completing) {
+  bool nodes = false, state = false;
+  *completing = false;
   for (char *save = NULL, *t = strtok_r(text, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
-    if (!strncmp(t, "NodeList=", 9) && !nodes)
+    if (!strncmp(t, "JobState=", 9) && !state) {
+      state = true;
+      *completing = strstr(t + 9, "COMPLETING") != NULL;
+    } else if (!strncmp(t, "NodeList=", 9) && !nodes)
       nodes = set_nodes(s, t + 9);
     else if (!strncmp(t, "UserId=", 7) && s->uid < 0) {
       const char *par = strchr(t, '(');
@@ -122,6 +135,13 @@ static bool parse_sacct(struct sn_slurm *s, char *text) {
   return set_nodes(s, text);
 }
 
+/* what a parse left behind, dropped before the next answer is read */
+static void sn_slurm_reset(struct sn_slurm *s) {
+  sn_slurm_free(s);
+  s->uid = -1;
+  s->nodelist[0] = 0;
+}
+
 void sn_slurm_job(const char *job, struct sn_slurm *out) {
   memset(out, 0, sizeof *out);
   out->uid = -1;
@@ -135,14 +155,38 @@ void sn_slurm_job(const char *job, struct sn_slurm *out) {
     return;
   }
   char *sc[] = {"scontrol", "show", "job", "-o", (char *)job, NULL};
-  if (sn_run_capture(sc, buf, 65536, 20, true) == 0 && parse_scontrol(out, buf)) {
-    out->answered = true, out->via = "scontrol";
-  } else {
-    char jarg[40];
-    snprintf(jarg, sizeof jarg, "%s", job);
-    char *sa[] = {"sacct", "-n", "-X", "-P", "-o", "NodeList,UID", "-j", jarg, NULL};
-    out->uid = -1;
-    if (sn_run_capture(sa, buf, 65536, 20, true) == 0 && parse_sacct(out, buf))
+  char jarg[40];
+  snprintf(jarg, sizeof jarg, "%s", job);
+  char *sa[] = {"sacct", "-n", "-X", "-P", "-o", "NodeList,UID", "-j", jarg, NULL};
+  bool completing = false, asked_sacct = false;
+  for (int tries = 0; tries < SN_COMPLETING_TRIES; tries++) {
+    if (tries) nanosleep(&(struct timespec){0, SN_COMPLETING_WAIT_MS * 1000000L}, NULL);
+    sn_slurm_reset(out);
+    if (sn_run_capture(sc, buf, 65536, 20, true) != 0 || !parse_scontrol(out, buf, &completing)) {
+      completing = false;
+      break;
+    }
+    if (!completing) {
+      out->answered = true, out->via = "scontrol";
+      break;
+    }
+    if (!asked_sacct) { /* the allocation from accounting, where the site keeps it */
+      asked_sacct = true;
+      sn_slurm_reset(out);
+      if (sn_run_capture(sa, buf, 65536, 20, true) == 0 && parse_sacct(out, buf)) {
+        out->answered = true, out->via = "sacct";
+        break;
+      }
+    }
+  }
+  if (!out->answered) {
+    sn_slurm_reset(out);
+    if (completing)
+      snprintf(out->why, sizeof out->why,
+               "job %s still completing after %d s: scontrol lists only its nodes still completing, sacct does not "
+               "know it",
+               job, SN_COMPLETING_TRIES * SN_COMPLETING_WAIT_MS / 1000);
+    else if (!asked_sacct && sn_run_capture(sa, buf, 65536, 20, true) == 0 && parse_sacct(out, buf))
       out->answered = true, out->via = "sacct";
     else
       snprintf(out->why, sizeof out->why, "neither scontrol nor sacct knows job %s", job);

@@ -430,6 +430,23 @@ def case_slurmcheck(a, tmp):
     assert "where job 4242 did not run (sacct: NodeList=simnode[1-2])" in out, out
     out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, None, "simnode7|0"))
     assert "--exclude=simnode7\n" in out, out
+    # the job still COMPLETING: scontrol lists only the nodes still running their epilogs (here
+    # simnode6, while the record's simnode7 finished); never refused on that word: sacct's
+    # whole allocation where accounting has it, else scontrol asked again until it completes
+    done = line.replace("COMPLETED", "COMPLETING") % ("root(0)", "simnode6")
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, done, "simnode[6-8]|0"))
+    assert "--exclude=simnode7\n" in out and "did not run" not in out, out
+    env = fake_slurm(tmp, None, None)
+    with open(os.path.join(tmp, "fakebin", "scontrol"), "w") as f:  # COMPLETING twice, then COMPLETED
+        f.write("#!/bin/sh\nn=$(cat %s/asked 2>/dev/null || echo 0); echo $((n+1)) > %s/asked\n"
+                "if [ $n -lt 2 ]; then echo '%s'; else echo '%s'; fi\n" % (tmp, tmp, done, line % ("root(0)", "simnode[6-8]")))
+    out = suspects(a, [d], "slurm", trust=False, env=env)
+    assert "--exclude=simnode7\n" in out and "did not run" not in out, out
+    assert open(os.path.join(tmp, "asked")).read().strip() == "3", "scontrol asked %s times" % open(os.path.join(tmp, "asked")).read()
+    out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp, done))
+    assert "Slurm not asked or did not answer (job 4242 still completing after 10 s: scontrol lists only its nodes " \
+        "still completing, sacct does not know it)" in out, out
+    assert "did not run" not in out, out
     # neither answers: said, and the records are checked against the directory's job alone
     out = suspects(a, [d], "slurm", trust=False, env=fake_slurm(tmp))
     assert "Slurm not asked or did not answer (neither scontrol nor sacct knows job 4242)" in out, out
