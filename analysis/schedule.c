@@ -58,8 +58,9 @@ static void member_add(struct smem *e, const struct cs_sched_op *o, int64_t seq)
       if (i >= 0) e->got[i] = true;
     }
   } else if (o->gap_us >= 0 && o->gap_us < 1e15) {
-    if (!e->gap_n) e->first_seq = seq;
+    if (!e->gap_n) e->first_seq = seq, e->first_ns = o->end_ns > 0 ? o->end_ns : 0;
     e->last_seq = seq;
+    e->last_ns = o->end_ns > 0 ? o->end_ns : 0;
     e->gap_sum += o->gap_us;
     e->gap_n++;
   }
@@ -435,6 +436,8 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
                                                      .first_flag_instance = 1,
                                                      .first_flag_seq = m->first_seq,
                                                      .last_flag_seq = m->last_seq,
+                                                     .first_flag_ns = m->first_ns,
+                                                     .last_flag_ns = m->last_ns,
                                                      .comm_last_seq = c ? c->last_seq : m->last_seq};
     cs_sched_verdict_add(s, &(struct cs_sched_verdict){.comm = m->k.comm,
                                                        .rank = m->rank,

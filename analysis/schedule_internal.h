@@ -16,6 +16,7 @@ struct smem { /* one (communicator, member) */
   int rank;
   const char *host;
   int64_t first_seq, last_seq; /* the instances its compute gaps came from */
+  int64_t first_ns, last_ns;   /* its ops' GPU ends there (0 unknown) */
   bool flagged, slow;          /* cs_sched_judge: a straggler already; slower than its stage peers */
   double peers;                /* its stage peers' median gap (surface) */
   int peer[2], npeers;         /* the distinct peers it sent to or received from, up to two */

@@ -110,6 +110,9 @@ static bool name(struct cs_sched *s, struct cs_det_result *r, struct smem *m, co
                                                    .first_flag_instance = 1,
                                                    .first_flag_seq = m->first_seq,
                                                    .last_flag_seq = c->last_seq,
+                                                   .first_flag_ns = m->first_ns,
+                                                   /* its own last op's end, when it is the communicator's last instance */
+                                                   .last_flag_ns = m->last_seq == c->last_seq ? m->last_ns : 0,
                                                    .comm_last_seq = c->last_seq};
   return true;
 }

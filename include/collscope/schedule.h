@@ -34,6 +34,7 @@ struct cs_sched_op {
   int peer;            /* Send/Recv: the peer's comm rank, else -1 */
   bool p2p, send;      /* a Send or Recv; of those a Send */
   double gap_us;       /* its compute gap, < 0 unknown */
+  int64_t end_ns;      /* its GPU end on its own clock, 0 unknown: a finding's flagged span (its cost's share) */
 };
 
 enum cs_sched_kind { CS_SCHED_OTHER = 0,

@@ -34,6 +34,7 @@ MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_T
 PAUSE = ["--pause-ms", "20"]
 MP = ["--size", "64K", "--tp", "1", "--pp", "4", "--microbatches", "4", "--layers", "2", "--compute-us", "1000",
       "--tied-embedding"] + PAUSE
+COST = (8699.9855, 1.89362482563)  # case_mp_stage_slow: rank 5's finding, us and % of its span
 H100 = "simhost1=NVIDIA H100 80GB HBM3;simhost2=NVIDIA H100 80GB HBM3"
 
 
@@ -156,6 +157,11 @@ def case_mp_stage_slow(cli, apps, tmp):
     s = p["slow_stages"][0]
     assert abs(s["gap_us"] - 4459.85) <= 0.1 and abs(s["stage_gap_us"] - 4066.63) <= 0.1, s
     assert s["above"] >= 29 and s["p"] < 1e-3 / 8, s
+    # what it cost: its lateness at its stage's collectives over its flagged span, and that
+    # share of its own ops' time between the span's ends (the span from its ops' GPU ends)
+    f = r["stragglers"][0]
+    print("cost", f["cost_us"], f["cost_pct"])
+    assert abs(f["cost_us"] - COST[0]) <= 0.01 and abs(f["cost_pct"] - COST[1]) <= 1e-6, f
 
 
 def measured_step_us(d, n):

@@ -153,7 +153,8 @@ void report_balance_instance(struct report_balance *b, uint64_t comm, int64_t se
     for (size_t k = 0; k < n; k++)
       b->sop[k] = (struct cs_sched_op){m[k].comm_rank, m[k].rank, m[k].host, m[k].p2p ? m[k].peer : -1, m[k].p2p,
                                        m[k].p2p && m[k].op == CS_OP_Send,
-                                       m[k].state == CS_DET_DONE && isfinite(m[k].gap_us) ? m[k].gap_us : -1};
+                                       m[k].state == CS_DET_DONE && isfinite(m[k].gap_us) ? m[k].gap_us : -1,
+                                       m[k].state == CS_DET_DONE && m[k].end_ns > 0 ? m[k].end_ns : 0};
     if (cs_sched_instance(b->sched, comm, seq, b->sop, n) < 0) {
       fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
       cs_sched_free(b->sched);
