@@ -7,6 +7,7 @@
 void cs_link_params_default(struct cs_link_params *p) {
   p->slow_frac = 0.5;
   p->min_bytes = 65536;
+  p->nic_frac = 0.1;
 }
 
 int cs_link_params_env(struct cs_link_params *p) {
@@ -19,6 +20,15 @@ int cs_link_params_env(struct cs_link_params *p) {
       rc = -1;
     else
       p->slow_frac = f;
+  }
+  v = getenv("COLLSCOPE_LINK_NIC_FRAC");
+  if (v && *v) {
+    char *end;
+    double f = strtod(v, &end);
+    if (*end || !(f > 0 && f < 1))
+      rc = -1;
+    else
+      p->nic_frac = f;
   }
   v = getenv("COLLSCOPE_LINK_MIN_BYTES");
   if (v && *v) {

@@ -282,8 +282,9 @@ def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
             st.append({"rank": s["rank"], "host": s["host"], "kind": s["kind"], "after": after,
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
         slow = [(x["src_host"], x["dst_host"]) for x in rep.get("slow_links", [])]
+        nics = [x["host"] for x in rep.get("slow_nics", [])]
         return {"instances": rep["summary"]["instances"], "judged": rep["summary"]["judged_instances"], "stragglers": st, "hangs": hangs, "onset": onset,
-                "slow_links": slow, "net": True, "report": rep}
+                "slow_links": slow, "slow_nics": nics, "net": True, "report": rep}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -308,7 +309,7 @@ def score(fault, n, runs):
         ranked = [s for s in st if s["rank"] >= 0]
         if kind == "none":
             clean += r["judged"]
-            false += len([s for s in st if not explained(s)]) + len(r["hangs"]) + len(r["slow_links"])
+            false += len([s for s in st if not explained(s)]) + len(r["hangs"]) + len(r["slow_links"]) + len(r.get("slow_nics", []))
             expl += len([s for s in st if explained(s)])
             continue
         # before the onset the job is clean: findings there are false
@@ -317,17 +318,21 @@ def score(fault, n, runs):
         if r.get("onset") is not None:  # the instances judged before the onset: from the min_instances'th
             clean += max(0, r["onset"] - (MIN_INSTANCES - 1))
         if kind in ("link", "nic"):
-            # named: the NCCL_NET wrapper's slow pair, or the comm's link entry (rank -1)
+            # named: the NCCL_NET wrapper's slow pair, the comm's link entry (rank -1), or (nic) its
+            # host among the wrapper's slow NICs
             ends = {"simhost1", "simhost2"} if kind == "link" else {chost}
             pair = ({("simhost1", "simhost2"), ("simhost2", "simhost1")} if kind == "link" else
                     {x for x in r["slow_links"] if chost in x})
-            named = bool(set(r["slow_links"]) & pair) or any(s["kind"] == "link" and s["rank"] < 0 for s in st)
+            named = (bool(set(r["slow_links"]) & pair) or any(s["kind"] == "link" and s["rank"] < 0 for s in st) or
+                     (kind == "nic" and chost in r.get("slow_nics", [])))
             on_end = [s for s in ranked if s["kind"] == "compute" and s["host"] in ends]
             rec += named
             kok += named and not on_end
-            if r.get("net") and (r["slow_links"] or any(s["rank"] < 0 for s in st)):  # the wrapper's pairs
-                cause_n += 1
-                cok += bool(r["slow_links"]) and set(r["slow_links"]) <= pair
+            nics = r.get("slow_nics", [])
+            if r.get("net") and (r["slow_links"] or nics or any(s["rank"] < 0 for s in st)):  # the wrapper's pairs
+                cause_n += 1  # the cause: the slow pair alone (a link), or the host's NIC (a NIC)
+                cok += ((bool(r["slow_links"]) and set(r["slow_links"]) <= pair and not nics) or
+                        (kind == "nic" and nics == [chost]))
             coll += bool(ranked)
             after.append(None)
             continue

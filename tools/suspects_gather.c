@@ -212,6 +212,13 @@ void suspects_gather(struct suspects *s, size_t d, json_t *doc) {
     add_ev(s, src, ranks, d, "slow_link", LVL_WATCH, -1, "slow link end %s -> %s: %.3g Gbit/s vs %.3g", src, dst, g, ref);
     add_ev(s, dst, ranks, d, "slow_link", LVL_WATCH, -1, "slow link end %s -> %s: %.3g Gbit/s vs %.3g", src, dst, g, ref);
   }
+  a = json_object_get(doc, "slow_nics"); /* the host itself: every pair of it slower */
+  json_array_foreach(a, i, o) {
+    const char *host = suspects_jstr(o, "host");
+    if (!host) continue;
+    add_ev(s, host, ranks, d, "slow_nic", LVL_WATCH, -1, "slow NIC: its %lld pairs at %.3g Gbit/s vs %.3g of the others", jint(o, "pairs", 0),
+           jreal(o, "gbps"), jreal(o, "others_gbps"));
+  }
   a = json_object_get(doc, "hangs");
   json_array_foreach(a, i, o) {
     json_t *mr = json_object_get(o, "missing_ranks"), *mh = json_object_get(o, "hosts");

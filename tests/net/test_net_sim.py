@@ -16,6 +16,9 @@ libcollscope wraps simnet (COLLSCOPE_NET_INNER=simnet). Cases:
              wrapper
   failopen   wrapper without an inner / inner missing / inner init failing: job unchanged,
              one log line per process, no link records
+  slownic    nic:host=simhost3,pct=20 (its NIC at 1/1.2 of the bandwidth), the ring and pairwise:
+             slow_nics = simhost3 only, its pairs at exactly 1/1.2 of the others' mean throughput,
+             no slow link; a slow link names no NIC (slowlink, p2plink), nor a clean job
   abi9       the sim drives the wrapper's ncclNetPlugin_v9, _v10 and _v11 tables (the other
              cases its _v12, as NCCL 2.30 does)"""
 import argparse, glob, json, os, shutil, subprocess, sys, tempfile
@@ -26,6 +29,10 @@ FAULT = "link:a=simhost2,b=simhost3,us=3000"
 # time is simnet's wire model (size / 100 Gbit/s + the link delay), whatever the host's load
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model"}
 P2P_US = 3000
+FAULT_NIC = "nic:host=simhost3,pct=20"
+# the ratio of simhost3's pairs' mean throughput to the others' on the modeled clock: the ring's
+# 2 pairs, pairwise's 6 (its messages' wire time x 1.2, the link's delay on top of it alike)
+NIC_RATIO = (0.833472803347, 0.833357919064)
 FAULT_P2P = "link:a=simhost2,b=simhost3,us=%d" % P2P_US
 
 
@@ -88,6 +95,7 @@ def check_slow(a, d, tag, need_straggler=False):
     assert all(l["side"] == "send" and l["src_host"] and l["dst_host"] for l in r["links"]), r["links"]
     slow = [(s["src_host"], s["dst_host"]) for s in r["slow_links"]]
     assert slow == [("simhost2", "simhost3")], r["slow_links"]
+    assert r["slow_nics"] == [], r["slow_nics"]  # one slow pair: its ends' other pairs are healthy
     named = 0
     for s in r["stragglers"]:
         if s["kind"] == "link" and s["rank"] == -1:
@@ -154,6 +162,7 @@ def check_p2plink(a, d):
     assert all(l["side"] == "send" for l in r["links"]), r["links"]
     slow = sorted((s["src_host"], s["dst_host"]) for s in r["slow_links"])
     assert slow == [("simhost2", "simhost3"), ("simhost3", "simhost2")], r["slow_links"]
+    assert r["slow_nics"] == [], r["slow_nics"]
     text = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True).stdout
     assert "slow link: simhost2 -> simhost3" in text and "slow link: simhost3 -> simhost2" in text, text
     healthy = [l["gbps_p50"] for l in r["links"] if {l["src_host"], l["dst_host"]} != {"simhost2", "simhost3"}]
@@ -185,7 +194,7 @@ def main():
             # no fault: no slow pair
             out, _, d = run_job(a, tmp, "clean", wrapped(a, MODEL))
             r = report(a, d)
-            assert len(r["links"]) == 4 and r["slow_links"] == [], r["links"]
+            assert len(r["links"]) == 4 and r["slow_links"] == [] and r["slow_nics"] == [], r["links"]
             assert [l["gbps_p50"] for l in r["links"]] == [HEALTHY_GBPS] * 4, r["links"]
             print("  clean: 4 pairs, no slow link (p50 %s Gbit/s)" % ", ".join("%.2f" % l["gbps_p50"] for l in r["links"]))
         elif a.case == "p2plink":
@@ -217,6 +226,20 @@ def main():
                 n = sum(1 for l in out.splitlines() if msg in l)
                 assert n == 8, (tag, n, out)   # one line per process
                 print("  failopen %s: results unchanged, no link records, %d log lines (one per rank)" % (tag, n))
+        elif a.case == "slownic":
+            # simnet carries every message with an end on simhost3 at 1/1.2 of 100 Gbit/s (as the
+            # simulator's cost model does its ring edges); per pair, bytes x 8 / the messages' time
+            for ops, npairs, ratio in ((None, 2, NIC_RATIO[0]), ("pairwise", 6, NIC_RATIO[1])):
+                _, _, d = run_job(a, tmp, "nic-%s" % ops, wrapped(a, dict(MODEL, COLLSCOPE_SIM_FAULTS=FAULT_NIC)), ops=ops,
+                                  steps=20)
+                r = report(a, d)
+                print("  slownic (%s): slow NICs %s, slow links %s" % (ops or "allreduce", r["slow_nics"], r["slow_links"]))
+                assert r["slow_links"] == [], r["slow_links"]  # 20 %: no pair far below the rest
+                assert [(n["host"], n["pairs"]) for n in r["slow_nics"]] == [("simhost3", npairs)], r["slow_nics"]
+                n = r["slow_nics"][0]
+                assert abs(n["ratio"] - ratio) <= 1e-9 and n["other_pairs"] == npairs, n
+                text = subprocess.run([a.cli, "report", d], stdout=subprocess.PIPE, text=True).stdout
+                assert "slow NIC: simhost3: its %d pairs (in and out)" % npairs in text, text
         elif a.case == "abi9":
             for abi in ("9", "10", "11"):  # the default (12) is every other case's
                 out, _, d = run_job(a, tmp, "abi" + abi, wrapped(a, dict(MODEL, COLLSCOPE_SIM_FAULTS=FAULT,

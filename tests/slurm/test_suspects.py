@@ -259,6 +259,11 @@ def case_slowlink(a, tmp):
     for host in ("simhost2", "simhost3"):
         assert host in s and "slow_link" in kinds(s[host]) and s[host]["level"] == "watch", s
     assert "simhost1" not in s and "simhost4" not in s, s
+    # a slow NIC (every pair of simhost3 at 1/1.2): simhost3 alone, on watch, its pairs named
+    d = run_job(a, tmp, "nic", "nic:host=simhost3,pct=20",
+                {"NCCL_NET_PLUGIN": a.shim, "COLLSCOPE_NET_INNER": "simnet", "COLLSCOPE_SIM_CLOCK": "model"}, steps=20)
+    s = by_host(suspects(a, [d]))
+    assert sorted(s) == ["simhost3"] and kinds(s["simhost3"]) == ["slow_nic"] and s["simhost3"]["level"] == "watch", s
 
 
 def case_repeat(a, tmp):

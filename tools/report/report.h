@@ -128,6 +128,8 @@ struct report {
   struct summary sum; /* summary */
   struct cs_link_pair *links;
   size_t nlinks; /* links: NCCL_NET wrapper pairs (analysis/links.c) */
+  struct cs_link_nic *nics;
+  size_t nnics; /* slow_nics: hosts whose NIC slows all their pairs (analysis/link_nics.c) */
   struct cs_link_params linkp;
   size_t link_records;
   struct agg_sdc sdc; /* sdc: the cross-rank SDC comparison's counts and findings (report_agg.h) */
@@ -163,6 +165,7 @@ extern const struct report_section report_section_stragglers;   /* section_strag
 extern const struct report_section report_section_hangs;        /* section_hangs.c */
 extern const struct report_section report_section_links;        /* section_links.c */
 extern const struct report_section report_section_slow_links;   /* section_links.c */
+extern const struct report_section report_section_slow_nics;    /* section_links.c */
 extern const struct report_section report_section_sdc;          /* section_sdc.c */
 extern const struct report_section report_section_sdc_checks;   /* section_sdc.c */
 extern const struct report_section report_section_health;       /* section_health.c */

@@ -1,4 +1,4 @@
-/* tools/report/section_links.c: the report's "links" and "slow_links" sections: the NCCL_NET
+/* tools/report/section_links.c: the report's "links", "slow_links" and "slow_nics" sections: the NCCL_NET
  * wrapper's "link" records per host pair (definitions in include/collscope/links.h, figures
  * by analysis/links.c). Hosts: the writing file's header host for its own end; the other end
  * from the record with the same `conn` token in another file, else (send side) the host of
@@ -53,7 +53,7 @@ static const char *host_of_rank(const struct cs_dumpset *set, int r) {
 static void build_links(struct report *r) {
   cs_link_params_default(&r->linkp);
   if (cs_link_params_env(&r->linkp))
-    fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_LINK_SLOW_FRAC / COLLSCOPE_LINK_MIN_BYTES value\n");
+    fprintf(stderr, "collscope report: ignoring a bad COLLSCOPE_LINK_SLOW_FRAC / _NIC_FRAC / _MIN_BYTES value\n");
   const struct cs_dumpset *set = r->set;
   size_t n = 0;
   for (size_t i = 0; i < set->nfiles; i++) n += set->files[i].nlinks;
@@ -93,6 +93,8 @@ static void build_links(struct report *r) {
   }
   if (cs_links_aggregate(obs, n, &r->linkp, &r->links, &r->nlinks) != 0)
     fputs("collscope report: links out of memory\n", stderr);
+  else if (cs_links_slow_nics(r->links, r->nlinks, &r->linkp, &r->nics, &r->nnics) != 0)
+    fputs("collscope report: slow NICs out of memory: none named\n", stderr);
   free(obs);
   free(ends);
 }
@@ -133,6 +135,15 @@ static void text_links(const struct report *r, FILE *o) {
       nslow++;
     }
   if (!nslow) fprintf(o, "  no slow link\n");
+  for (size_t i = 0; i < r->nnics; i++) {
+    const struct cs_link_nic *c = &r->nics[i];
+    fprintf(o,
+            "  slow NIC: %s: its %zu pairs (in and out) at %.4g Gbit/s (mean over their messages' time), the %zu "
+            "pairs without it %.4g (%.3g x)\n",
+            cs_text_safe(c->host, b1, sizeof b1), c->pairs, c->gbps, c->others, c->others_gbps,
+            c->others_gbps > 0 ? c->gbps / c->others_gbps : 0);
+  }
+  if (!r->nnics) fprintf(o, "  no slow NIC (a host whose pairs are all >= %.0f %% below the others)\n", 100 * r->linkp.nic_frac);
 }
 
 static json_t *json_links(const struct report *r) {
@@ -173,7 +184,30 @@ static json_t *json_slow_links(const struct report *r) {
   return a;
 }
 
-static void free_links(struct report *r) { free(r->links); }
+static json_t *json_slow_nics(const struct report *r) {
+  json_t *a = json_array();
+  for (size_t i = 0; i < r->nnics; i++) {
+    const struct cs_link_nic *c = &r->nics[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "host", json_string(c->host));
+    json_object_set_new(o, "pairs", jcount(c->pairs));
+    json_object_set_new(o, "gbps", json_real(c->gbps));
+    json_object_set_new(o, "other_pairs", jcount(c->others));
+    json_object_set_new(o, "others_gbps", json_real(c->others_gbps));
+    json_object_set_new(o, "ratio", json_real(c->others_gbps > 0 ? c->gbps / c->others_gbps : 0));
+    json_object_set_new(o, "deficit_ln", json_real(c->deficit)); /* its fastest pair's, in logs */
+    json_object_set_new(o, "sigma_ln", json_real(c->sigma));
+    json_object_set_new(o, "ib", report_health_host_ports(r->health, c->host));
+    json_array_append_new(a, o);
+  }
+  return a;
+}
+
+static void free_links(struct report *r) {
+  free(r->links);
+  free(r->nics);
+}
 
 const struct report_section report_section_links = {"links", build_links, text_links, json_links, free_links};
 const struct report_section report_section_slow_links = {"slow_links", NULL, NULL, json_slow_links, NULL};
+const struct report_section report_section_slow_nics = {"slow_nics", NULL, NULL, json_slow_nics, NULL};

@@ -13,6 +13,7 @@ const struct report_section *const report_sections[] = {
     &report_section_hangs,
     &report_section_links,      /* NCCL_NET wrapper (include/collscope/links.h) */
     &report_section_slow_links, /* JSON only: printed by the links text section */
+    &report_section_slow_nics,  /* JSON only: printed by the links text section */
     &report_section_sdc,
     &report_section_sdc_checks, /* JSON only: the counts behind the sdc section */
     &report_section_health,     /* GPU and IB health, and what it explains */

@@ -15,7 +15,9 @@
  * Wire model: a message of B bytes posted at t is delivered at t + B / COLLSCOPE_SIMNET_GBPS
  * (default 100 Gbit/s) + the link delay of the host pair (COLLSCOPE_SIM_FAULTS
  * `link:a=HOST,b=HOST,us=U`, same syntax as the simulator; both ends use the delay the
- * connector computed). Both sides' test() report done no earlier than the
+ * connector computed), and a slow NIC at either end (`nic:host=H,pct=P` or `us=U`: every
+ * message to or from H at 1 / (1 + P/100) of the bandwidth, U us later, as the simulator's
+ * collective cost model applies it to every inter-host edge with an end on H). Both sides' test() report done no earlier than the
  * delivery time, so a slow link shows in every message's isend/irecv-to-done time.
  *
  * Modeled clock (COLLSCOPE_SIM_CLOCK=model, docs/simulator.md): inside a collective the
@@ -59,6 +61,7 @@ struct seg {
   _Atomic uint32_t bell;        /* futex: bumped on every head/tail change and on connect */
   _Atomic uint32_t head, tail;
   uint32_t delay_us;
+  uint32_t slow_ppm;            /* the wire time's extra share in millionths (slow NICs at the ends) */
   _Atomic uint32_t sleeper;     /* set by a receiver that sleeps on bell (bell_wait) */
   char lhost[64], chost[64];
   struct { uint64_t len; int64_t deliver_ns; } meta[SN_NET_SLOTS];
@@ -144,11 +147,13 @@ static void bell_ring(struct seg *s) {
     syscall(SYS_futex, (uint32_t *)&s->bell, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
 
-/* `link:a=HOST,b=HOST,us=U` entries of COLLSCOPE_SIM_FAULTS between the two hosts (summed);
- * other kinds and bad entries are the simulator's business (it reports them). A link with a
- * mid-job onset (`from=S`, S > 0) is left to the simulator's modeled cost: a connection here
- * has no collective count. */
-static unsigned link_delay_us(const char *ha, const char *hb) {
+/* `link:a=HOST,b=HOST,us=U` entries of COLLSCOPE_SIM_FAULTS between the two hosts (summed), and
+ * `nic:host=H,...` entries with H at one end (their us summed, their pct slowing the wire:
+ * *slow_ppm the product's extra share); other kinds and bad entries are the simulator's business
+ * (it reports them). A fault with a mid-job onset (`from=S`, S > 0) is left to the simulator's
+ * modeled cost: a connection here has no collective count. */
+static unsigned link_delay_us(const char *ha, const char *hb, uint32_t *slow_ppm) {
+  double scale = 1.0;
   const char *v = getenv("COLLSCOPE_SIM_FAULTS");
   if (!v || !*v) return 0;
   char *dup = strdup(v), *save = NULL;
@@ -156,22 +161,32 @@ static unsigned link_delay_us(const char *ha, const char *hb) {
   if (!dup) return 0;
   for (char *ent = strtok_r(dup, ";", &save); ent; ent = strtok_r(NULL, ";", &save)) {
     while (*ent == ' ') ent++;
-    if (strncmp(ent, "link:", 5)) continue;
+    int nic = !strncmp(ent, "nic:", 4);
+    if (strncmp(ent, "link:", 5) && !nic) continue;
     char a[64] = "", b[64] = "", *s2 = NULL;
-    long u = -1;
-    for (char *kv = strtok_r(ent + 5, ",", &s2); kv; kv = strtok_r(NULL, ",", &s2)) {
+    long u = nic ? 0 : -1;
+    double pct = 0;
+    for (char *kv = strtok_r(ent + (nic ? 4 : 5), ",", &s2); kv; kv = strtok_r(NULL, ",", &s2)) {
       char *eq = strchr(kv, '=');
       if (!eq) continue;
       *eq = 0;
-      if (!strcmp(kv, "a")) snprintf(a, sizeof a, "%s", eq + 1);
+      if (!strcmp(kv, "a") || (nic && !strcmp(kv, "host"))) snprintf(a, sizeof a, "%s", eq + 1);
+      else if (nic && !strcmp(kv, "pct")) pct = strtod(eq + 1, NULL);
       else if (!strcmp(kv, "b")) snprintf(b, sizeof b, "%s", eq + 1);
       else if (!strcmp(kv, "us")) u = strtol(eq + 1, NULL, 10);
       else if (!strcmp(kv, "from") && strtol(eq + 1, NULL, 10) > 0) u = -1;   /* an onset: the simulator's cost only */
+    }
+    if (nic) { /* its NIC carries every inter-host message with an end on it */
+      if (!a[0] || u < 0 || !(pct >= 0 && pct < 1e6) || !strcmp(ha, hb) || (strcmp(a, ha) && strcmp(a, hb))) continue;
+      us += (unsigned)u;
+      scale *= 1.0 + pct / 100.0;
+      continue;
     }
     if (!a[0] || !b[0] || u < 0) continue;
     if ((!strcmp(a, ha) && !strcmp(b, hb)) || (!strcmp(a, hb) && !strcmp(b, ha))) us += (unsigned)u;
   }
   free(dup);
+  *slow_ppm = scale < 4000.0 ? (uint32_t)((scale - 1.0) * 1e6 + 0.5) : UINT32_MAX;
   return us;
 }
 
@@ -263,7 +278,7 @@ static cs_net_result_t sn_connect(void *ctx, int dev, void *handle, void **sendC
   }
   pthread_once(&host_once, host_init);
   snprintf(s->chost, sizeof s->chost, "%s", self_host);
-  s->delay_us = link_delay_us(s->lhost, s->chost);
+  s->delay_us = link_delay_us(s->lhost, s->chost, &s->slow_ppm);
   shm_unlink(h.name);   /* both ends have it mapped now */
   struct comm *c = comm_new(s, 1);
   if (!c) { munmap(s, sizeof *s); return CS_NET_SYSTEM_ERROR; }
@@ -312,7 +327,8 @@ static cs_net_result_t sn_isend(void *sendComm, void *data, size_t size, int tag
   unsigned i = head % SN_NET_SLOTS;
   memcpy(s->data[i], data, size);
   r->send = 1;
-  r->deliver_ns = now_ns() + wire_ns(size) + (int64_t)s->delay_us * 1000;
+  int64_t wire = wire_ns(size);
+  r->deliver_ns = now_ns() + wire + wire * (int64_t)s->slow_ppm / 1000000 + (int64_t)s->delay_us * 1000;
   s->meta[i].len = size;
   s->meta[i].deliver_ns = r->deliver_ns;
   atomic_store_explicit(&s->head, head + 1, memory_order_release);
