@@ -46,11 +46,6 @@ static int cmp_host(const char *a, const char *b) {
   if (!a || !b) return (a == NULL) - (b == NULL); /* unknown last */
   return strcmp(a, b);
 }
-static int cmp_pair(const struct cs_link_pair *a, const struct cs_link_pair *b) {
-  int c = cmp_host(a->src_host, b->src_host);
-  return c ? c : cmp_host(a->dst_host, b->dst_host);
-}
-static int cmp_pair_q(const void *a, const void *b) { return cmp_pair(a, b); }
 
 struct wv {
   double v;
@@ -80,57 +75,81 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* observation index order: by pair (src, dst), then by side */
+struct obs_ix {
+  const struct cs_link_obs *v;
+  size_t i;
+};
+static int cmp_obs_ix(const void *a, const void *b) {
+  const struct obs_ix *x = a, *y = b;
+  int c = cmp_host(x->v[x->i].src_host, y->v[y->i].src_host);
+  if (!c) c = cmp_host(x->v[x->i].dst_host, y->v[y->i].dst_host);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Pairs by sorting the observations (O(n log n)); the slow-pair reference, the median of the
+ * other eligible pairs, from one sorted list with the pair itself left out (O(P log P)). */
 int cs_links_aggregate(const struct cs_link_obs *v, size_t n, const struct cs_link_params *p,
                        struct cs_link_pair **out, size_t *nout) {
   *out = NULL;
   *nout = 0;
-  struct cs_link_pair *pairs = calloc(n ? n : 1, sizeof *pairs);
-  size_t *of = calloc(n ? n : 1, sizeof *of); /* observation -> pair */
-  struct wv *w50 = calloc(n ? n : 1, sizeof *w50), *w10 = calloc(n ? n : 1, sizeof *w10);
-  double *ref = calloc(n ? n : 1, sizeof *ref);
-  if (!pairs || !of || !w50 || !w10 || !ref) {
-    free(pairs), free(of), free(w50), free(w10), free(ref);
+  size_t n1 = n ? n : 1;
+  struct cs_link_pair *pairs = calloc(n1, sizeof *pairs);
+  struct obs_ix *ix = malloc(n1 * sizeof *ix);
+  struct wv *w50 = malloc(n1 * sizeof *w50), *w10 = malloc(n1 * sizeof *w10);
+  double *ref = malloc(n1 * sizeof *ref);
+  if (!pairs || !ix || !w50 || !w10 || !ref) {
+    free(pairs), free(ix), free(w50), free(w10), free(ref);
     return -1;
   }
+  for (size_t i = 0; i < n; i++) ix[i] = (struct obs_ix){v, i};
+  qsort(ix, n, sizeof *ix, cmp_obs_ix);
   size_t np = 0;
-  for (size_t i = 0; i < n; i++) {
-    struct cs_link_pair key = {.src_host = v[i].src_host, .dst_host = v[i].dst_host};
-    size_t k = 0;
-    while (k < np && cmp_pair(&pairs[k], &key) != 0) k++; /* pairs are few (hosts^2 at most) */
-    if (k == np) pairs[np++] = key;
-    of[i] = k;
-    if (v[i].send) pairs[k].from_send = true;
-  }
-  for (size_t k = 0; k < np; k++) {
-    struct cs_link_pair *q = &pairs[k];
+  for (size_t a = 0; a < n;) {
+    size_t b = a + 1;
+    const struct cs_link_obs *o = &v[ix[a].i];
+    while (b < n && !cmp_host(v[ix[b].i].src_host, o->src_host) && !cmp_host(v[ix[b].i].dst_host, o->dst_host)) b++;
+    struct cs_link_pair *q = &pairs[np++];
+    q->src_host = o->src_host;
+    q->dst_host = o->dst_host;
+    for (size_t j = a; j < b; j++) q->from_send |= v[ix[j].i].send;
     size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (of[i] != k || v[i].send != q->from_send) continue;
+    for (size_t j = a; j < b; j++) {
+      const struct cs_link_obs *x = &v[ix[j].i];
+      if (x->send != q->from_send) continue;
       q->nobs++;
-      q->bytes += v[i].bytes;
-      q->msgs += v[i].msgs;
-      q->busy_us += v[i].busy_us;
-      w50[m] = (struct wv){v[i].gbps_p50, v[i].bytes};
-      w10[m] = (struct wv){v[i].gbps_p10, v[i].bytes};
+      q->bytes += x->bytes;
+      q->msgs += x->msgs;
+      q->busy_us += x->busy_us;
+      w50[m] = (struct wv){x->gbps_p50, x->bytes};
+      w10[m] = (struct wv){x->gbps_p10, x->bytes};
       m++;
     }
     q->gbps_p50 = wmedian(w50, m);
     q->gbps_p10 = wmedian(w10, m);
+    a = b;
   }
-  /* slow pairs: far below the median of the other eligible pairs */
-  for (size_t k = 0; k < np; k++) {
+  /* slow pairs: far below the median of the other eligible pairs (the lower median) */
+  size_t ne = 0;
+  for (size_t k = 0; k < np; k++)
+    if (pairs[k].src_host && pairs[k].dst_host && pairs[k].bytes >= p->min_bytes) ref[ne++] = pairs[k].gbps_p50;
+  qsort(ref, ne, sizeof *ref, cmp_double);
+  for (size_t k = 0; ne >= 2 && k < np; k++) {
     struct cs_link_pair *q = &pairs[k];
     if (!q->src_host || !q->dst_host || q->bytes < p->min_bytes) continue;
-    size_t m = 0;
-    for (size_t j = 0; j < np; j++)
-      if (j != k && pairs[j].src_host && pairs[j].dst_host && pairs[j].bytes >= p->min_bytes) ref[m++] = pairs[j].gbps_p50;
-    if (!m) continue;
-    qsort(ref, m, sizeof *ref, cmp_double);
-    q->ref_gbps_p50 = ref[(m - 1) / 2];
+    /* the others' lower median: index (ne - 2) / 2 of the list without one copy of q's value */
+    size_t t = (ne - 2) / 2, lo = 0, hi = ne;
+    while (lo < hi) { /* the first element >= q's: the copy left out */
+      size_t mid = lo + (hi - lo) / 2;
+      if (ref[mid] < q->gbps_p50)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    q->ref_gbps_p50 = ref[t < lo ? t : t + 1];
     q->slow = q->gbps_p50 < p->slow_frac * q->ref_gbps_p50;
   }
-  qsort(pairs, np, sizeof *pairs, cmp_pair_q);
-  free(of), free(w50), free(w10), free(ref);
+  free(ix), free(w50), free(w10), free(ref);
   *out = pairs;
   *nout = np;
   return 0;

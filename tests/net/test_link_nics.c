@@ -111,12 +111,59 @@ static void test_clean_and_too_few(void **state) {
   free(c);
 }
 
+/* at scale, through the aggregation: 12,500 hosts (100,000 GPUs at 8 a host) in a ring, each
+ * pair seen in 8 observations (4 intervals x both ends), host 6,001's NIC 20 % slow: named alone,
+ * every pair judged once (the aggregation sorts: no pass per pair over the others) */
+static void test_scale(void **state) {
+  (void)state;
+  enum { H = 12500,
+         OBS = 8 };
+  char(*names)[16] = malloc(H * sizeof *names);
+  struct cs_link_obs *v = malloc((size_t)H * OBS * sizeof *v);
+  assert_non_null(names);
+  assert_non_null(v);
+  for (int h = 0; h < H; h++) snprintf(names[h], sizeof names[h], "n%05d", h);
+  size_t n = 0;
+  for (int h = 0; h < H; h++)
+    for (int k = 0; k < OBS; k++) {
+      int b = (h + 1) % H;
+      double slow = h == 6000 || h == 6001 ? 1.2 : 1.0, gbps = (100.0 + (double)((h * 7 + k) % 5) * 0.2) / slow;
+      v[n++] = (struct cs_link_obs){.src_host = names[h],
+                                    .dst_host = names[b],
+                                    .src_rank = 8 * h,
+                                    .dst_rank = 8 * b,
+                                    .send = k % 2 == 0,
+                                    .bytes = 1000000,
+                                    .msgs = 10,
+                                    .busy_us = 8e6 / gbps / 1e3,
+                                    .gbps_p50 = gbps,
+                                    .gbps_p10 = gbps};
+    }
+  struct cs_link_params p;
+  cs_link_params_default(&p);
+  struct cs_link_pair *pairs = NULL;
+  size_t np = 0, nn = 0;
+  assert_int_equal(cs_links_aggregate(v, n, &p, &pairs, &np), 0);
+  assert_int_equal(np, H);
+  for (size_t k = 0; k < np; k++) assert_true(pairs[k].from_send && pairs[k].nobs == OBS / 2 && !pairs[k].slow);
+  struct cs_link_nic *c = NULL;
+  assert_int_equal(cs_links_slow_nics(pairs, np, &p, &c, &nn), 0);
+  assert_int_equal(nn, 1);
+  assert_string_equal(c[0].host, "n06001");
+  assert_int_equal(c[0].others, H - 2);
+  free(c);
+  free(pairs);
+  free(v);
+  free(names);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slow_nic_named),
       cmocka_unit_test(test_slow_link_no_nic),
       cmocka_unit_test(test_spread_bounds),
       cmocka_unit_test(test_clean_and_too_few),
+      cmocka_unit_test(test_scale),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
