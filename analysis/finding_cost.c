@@ -18,6 +18,7 @@ struct cmem { /* one (communicator, member): its running lateness at checkpoints
   bool measured;  /* in an instance of >= 2 timed collective members (else no cost known) */
   uint64_t width; /* a checkpoint every `width` instances */
   size_t n;       /* checkpoints held */
+  size_t cap;     /* room for them (grown to CS_COST_POINTS: a short communicator holds few) */
   int64_t *seq;   /* [CS_COST_POINTS]: the instance's seq ... */
   double *sum;    /* ... and the running sum after it */
   UT_hash_handle hh;
@@ -61,18 +62,30 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* one instance of m: its lateness added, a checkpoint taken when due */
-static void step(struct cmem *m, int64_t seq, double late) {
+/* one instance of m: its lateness added, a checkpoint taken when due. 0, or -1 out of memory */
+static int step(struct cmem *m, int64_t seq, double late) {
   m->run += late;
-  if (++m->count % m->width) return;
+  if (++m->count % m->width) return 0;
   if (m->n == CS_COST_POINTS) { /* keep every second: a checkpoint every 2 x width instances */
     for (size_t j = 0; j < CS_COST_POINTS / 2; j++) m->seq[j] = m->seq[2 * j + 1], m->sum[j] = m->sum[2 * j + 1];
     m->n = CS_COST_POINTS / 2;
     m->width *= 2;
-    if (m->count % m->width) return;
+    if (m->count % m->width) return 0;
+  }
+  if (m->n == m->cap) {
+    size_t cap = m->cap ? 2 * m->cap : 16;
+    if (cap > CS_COST_POINTS) cap = CS_COST_POINTS;
+    int64_t *s = realloc(m->seq, cap * sizeof *s);
+    if (!s) return -1;
+    m->seq = s;
+    double *u = realloc(m->sum, cap * sizeof *u);
+    if (!u) return -1;
+    m->sum = u;
+    m->cap = cap;
   }
   m->seq[m->n] = seq;
   m->sum[m->n++] = m->run;
+  return 0;
 }
 
 int cs_cost_instance(struct cs_cost *c, uint64_t comm, int64_t seq, const struct cs_cost_op *m, size_t n) {
@@ -102,19 +115,14 @@ int cs_cost_instance(struct cs_cost *c, uint64_t comm, int64_t seq, const struct
     struct cmem *e = find_mem(c, comm, m[i].comm_rank);
     if (!e) {
       e = calloc(1, sizeof *e);
-      if (e) e->seq = malloc(CS_COST_POINTS * sizeof *e->seq), e->sum = malloc(CS_COST_POINTS * sizeof *e->sum);
-      if (!e || !e->seq || !e->sum) {
-        if (e) free(e->seq), free(e->sum);
-        free(e);
-        return c->oom = true, -1;
-      }
+      if (!e) return c->oom = true, -1;
       e->k.comm = comm;
       e->k.comm_rank = m[i].comm_rank;
       e->width = 1;
       HASH_ADD(hh, c->mem, k, sizeof e->k, e);
     }
     e->measured |= nt >= 2 && m[i].timed && !m[i].p2p;
-    step(e, seq, nt >= 2 && i == last && late > 0 ? late : 0);
+    if (step(e, seq, nt >= 2 && i == last && late > 0 ? late : 0) < 0) return c->oom = true, -1;
   }
   return 0;
 }

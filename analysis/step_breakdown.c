@@ -16,13 +16,16 @@ struct held {
 };
 /* A slot holds its CS_STEPS_RING latest ops by start, whatever order the walk gives them in
  * (it gives each communicator's instances in its own order: one communicator's can come after
- * another's later ones): a min-heap by start over v, the earliest evicted first. */
+ * another's later ones): a min-heap by start over v, the earliest evicted first. v and heap grow
+ * with the rank's ops up to CS_STEPS_RING: a rank of few ops costs few (100,000 ranks of 25 ops:
+ * not 100,000 x 1,024 entries). */
 struct slot {
-  struct held v[CS_STEPS_RING];
-  uint32_t heap[CS_STEPS_RING]; /* indices into v, the earliest start at the root */
-  uint32_t n;                   /* ops in v */
-  uint64_t count;               /* timed ops seen (each one's serial) */
-  int64_t lost_end;             /* the latest end of an op evicted, or not held */
+  struct held *v;
+  uint32_t *heap;   /* indices into v, the earliest start at the root */
+  uint32_t n;       /* ops in v */
+  uint32_t cap;     /* room in v and heap */
+  uint64_t count;   /* timed ops seen (each one's serial) */
+  int64_t lost_end; /* the latest end of an op evicted, or not held */
   size_t untimed, unmatched;
 };
 struct pend { /* an op waiting for its match */
@@ -57,7 +60,8 @@ struct cs_steps *cs_steps_new(void) {
 
 void cs_steps_free(struct cs_steps *s) {
   if (!s) return;
-  for (size_t i = 0; i < s->nslots; i++) free(s->slots[i]);
+  for (size_t i = 0; i < s->nslots; i++)
+    if (s->slots[i]) free(s->slots[i]->v), free(s->slots[i]->heap), free(s->slots[i]);
   free(s->slots);
   struct pair *p, *t;
   HASH_ITER(hh, s->pairs, p, t) {
@@ -114,9 +118,21 @@ static void sift_down(struct slot *S, uint32_t i) {
   }
 }
 
+#define HOLD_OOM (UINT32_MAX - 1)
 /* h held in S (the earliest held evicted when full, or h itself not held when it is the
- * earliest); its index in v, or UINT32_MAX when not held */
+ * earliest); its index in v, UINT32_MAX when not held, HOLD_OOM out of memory */
 static uint32_t hold(struct slot *S, const struct held *h) {
+  if (S->n < CS_STEPS_RING && S->n == S->cap) {
+    uint32_t cap = S->cap ? 2 * S->cap : 16;
+    if (cap > CS_STEPS_RING) cap = CS_STEPS_RING;
+    struct held *v = realloc(S->v, cap * sizeof *v);
+    if (!v) return HOLD_OOM;
+    S->v = v;
+    uint32_t *hp = realloc(S->heap, cap * sizeof *hp);
+    if (!hp) return HOLD_OOM;
+    S->heap = hp;
+    S->cap = cap;
+  }
   if (S->n < CS_STEPS_RING) {
     uint32_t i = S->n++, at = i;
     S->v[i] = *h;
@@ -223,6 +239,10 @@ int cs_steps_instance(struct cs_steps *s, uint64_t comm, int64_t seq, const stru
       serial = S->count++;
       struct held h = {o->start_ns, o->end_ns, o->p2p ? -1 : clamp_wait(latest, o->start_ns, o->end_ns), comm, seq, serial};
       idx = hold(S, &h);
+      if (idx == HOLD_OOM) {
+        s->oom = true;
+        return -1;
+      }
     } else {
       S->untimed++;
     }

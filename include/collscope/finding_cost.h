@@ -8,8 +8,9 @@
  * detector's measure, include/collscope/detect.h), what the median rank waited for it. Per
  * (communicator, member) the running sum of its lateness is kept at checkpoints: after every
  * instance while the communicator has had at most CS_COST_POINTS of them, then every second,
- * fourth, ... (every other checkpoint dropped when full), so the memory is members x
- * CS_COST_POINTS and a sum between two seqs is exact up to CS_COST_POINTS instances, beyond
+ * fourth, ... (every other checkpoint dropped when full), so the memory is at most members x
+ * CS_COST_POINTS (grown as a member's instances come: min(its instances, CS_COST_POINTS)
+ * checkpoints) and a sum between two seqs is exact up to CS_COST_POINTS instances, beyond
  * that its ends fall on the checkpoints at or before them. */
 #ifndef COLLSCOPE_FINDING_COST_H
 #define COLLSCOPE_FINDING_COST_H

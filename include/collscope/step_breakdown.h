@@ -23,7 +23,7 @@
  *  - comm (communication not overlapped): the rest of the time inside ops.
  * The four are integer nanoseconds and sum to the step exactly. A step is given only when
  * every op that overlaps it is still held (no op evicted from the ring ended after its
- * start); step 0 (the set-up) is never given. Memory: slots x CS_STEPS_RING (40 bytes an
+ * start); step 0 (the set-up) is never given. Memory: per slot min(its ops, CS_STEPS_RING) (44 bytes an
  * op), plus per directed pair of a Send/Recv communicator the unmatched ops of each side,
  * grown as they queue up to CS_STEPS_PENDING (past that the oldest counts as unmatched: no
  * wait). */

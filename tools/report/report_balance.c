@@ -526,16 +526,20 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
   uint64_t dp = 0, pp = 0;
   size_t dp_n = 0, dp_i = 0, pp_n = 0, pp_i = 0;
   struct bal_comm *c, *ct;
+  HASH_ITER(hh, b->comms, c, ct)
+  c->nmem = 0,
+  c->all_reduce = c->all_p2p = true;
+  struct bal_member *m, *mt;
+  HASH_ITER(hh, b->members, m, mt) { /* one pass over the members: O(members), not comms x members */
+    HASH_FIND(hh, b->comms, &m->k.comm, sizeof m->k.comm, c);
+    if (!c) continue;
+    c->nmem++;
+    c->all_reduce &= m->coll_reduce;
+    c->all_p2p &= m->p2p;
+  }
   HASH_ITER(hh, b->comms, c, ct) {
-    size_t n = 0;
-    bool reduce = true, p2p = true;
-    struct bal_member *m, *mt;
-    HASH_ITER(hh, b->members, m, mt) {
-      if (m->k.comm != c->comm) continue;
-      n++;
-      reduce &= m->coll_reduce;
-      p2p &= m->p2p;
-    }
+    size_t n = c->nmem;
+    bool reduce = c->all_reduce, p2p = c->all_p2p;
     if (n < 2) continue;
     /* a collective over several pipeline stages (the grad-norm, the tied embedding) is no
      * data-parallel group: its members do different work */

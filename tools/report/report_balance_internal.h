@@ -58,7 +58,9 @@ struct bal_member {
 struct bal_comm {
   uint64_t comm;
   size_t instances;
-  bool same_size; /* every instance one op of one size on every member */
+  bool same_size;           /* every instance one op of one size on every member */
+  size_t nmem;              /* report_balance_finish: its members, */
+  bool all_reduce, all_p2p; /* every one of them reducing / only Send/Recv */
   UT_hash_handle hh;
 };
 
