@@ -19,7 +19,12 @@
 #include "collscope/schedule.h"
 #include "online_internal.h"
 
-void cs_online_pipe_note(struct cs_online_pipe *p, uint64_t comm, int comm_rank, bool p2p, int peer) {
+static bool neighbour(int size, int rank, int peer) {
+  if (size < 2 || rank < 0 || rank >= size || peer < 0 || peer >= size) return false;
+  return peer == (rank + 1) % size || peer == (rank + size - 1) % size;
+}
+
+void cs_online_pipe_note(struct cs_online_pipe *p, uint64_t comm, int comm_size, int comm_rank, bool p2p, int peer) {
   unsigned i, free_at = CS_ONLINE_PIPE_COMMS;
   for (i = 0; i < CS_ONLINE_PIPE_COMMS; i++) {
     if (p->c[i].used && p->c[i].comm == comm) break;
@@ -38,7 +43,7 @@ void cs_online_pipe_note(struct cs_online_pipe *p, uint64_t comm, int comm_rank,
   }
   if (p2p) {
     p->c[i].p2p = true;
-    if (peer < 0 || (peer != comm_rank - 1 && peer != comm_rank + 1)) p->c[i].chain = false;
+    if (!neighbour(comm_size, comm_rank, peer)) p->c[i].chain = false;
   } else {
     p->c[i].coll = true;
   }

@@ -69,7 +69,7 @@ void cs_online_note(const struct cs_record *r) {
     gap = cs_gap_timed(&cs_on.gaps, p2p ? ~r->comm_id : r->comm_id, r->stream, r->start_ns, r->end_ns);
   else
     cs_gap_untimed(&cs_on.gaps, r->stream); /* ran untimed: the next timed op's span holds it */
-  cs_online_pipe_note(&pipe_seen, r->comm_id, r->comm_rank, p2p, r->peer);
+  cs_online_pipe_note(&pipe_seen, r->comm_id, r->comm_size, r->comm_rank, p2p, r->peer);
   if (p2p) return;
   struct feed_item it;
   if (timed && r->seq % cs_on.stride == 0 && r->comm_size > 1) {

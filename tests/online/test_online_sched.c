@@ -5,9 +5,9 @@
  *    is a pipeline's stage, and is flagged, with its figures, when it is not;
  *  - a pipeline's rank late by its own compute (its gap 40 % above its peers') is flagged;
  *    one whose gap is 2 % above them is not, one 4 % above is (CS_SCHED_STAGE_EXCESS 3 %);
- *  - what a rank's Send/Recv tell it: a communicator with Send/Recv to comm rank +-1 only
- *    and no collective is a pipeline; a collective on it, a peer farther away, or only
- *    collectives are not; communicators past the table are counted. */
+ *  - what a rank's Send/Recv tell it: a communicator with Send/Recv to comm rank +-1 (modulo
+ *    its size) only and no collective is a pipeline; a collective on it, a peer farther away
+ *    or out of range, or only collectives are not; communicators past the table are counted. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -120,24 +120,30 @@ static void test_pipe_note(void **state) {
   (void)state;
   struct cs_online_pipe p;
   memset(&p, 0, sizeof p);
-  cs_online_pipe_note(&p, 1, 0, false, -1); /* a collective communicator */
+  cs_online_pipe_note(&p, 1, 4, 0, false, -1); /* a collective communicator */
   assert_false(cs_online_pipe_member(&p));
-  cs_online_pipe_note(&p, 2, 1, true, 2); /* Send/Recv to the next stage */
-  cs_online_pipe_note(&p, 2, 1, true, 0); /* ... and the previous */
+  cs_online_pipe_note(&p, 2, 4, 1, true, 2); /* Send/Recv to the next stage */
+  cs_online_pipe_note(&p, 2, 4, 1, true, 0); /* ... and the previous */
   assert_true(cs_online_pipe_member(&p));
-  cs_online_pipe_note(&p, 1, 0, false, -1);
+  cs_online_pipe_note(&p, 1, 4, 0, false, -1);
   assert_true(cs_online_pipe_member(&p));
-  cs_online_pipe_note(&p, 2, 1, false, -1); /* a collective on it: not a pipeline */
+  cs_online_pipe_note(&p, 2, 4, 1, false, -1); /* a collective on it: not a pipeline */
   assert_false(cs_online_pipe_member(&p));
   memset(&p, 0, sizeof p);
-  cs_online_pipe_note(&p, 3, 1, true, 2);
+  cs_online_pipe_note(&p, 3, 8, 1, true, 2);
   assert_true(cs_online_pipe_member(&p));
-  cs_online_pipe_note(&p, 3, 1, true, 5); /* a peer off the chain (an expert exchange) */
+  cs_online_pipe_note(&p, 3, 8, 1, true, 5); /* a peer off the chain (an expert exchange) */
   assert_false(cs_online_pipe_member(&p));
-  cs_online_pipe_note(&p, 4, 0, true, -1); /* a peer not known */
+  cs_online_pipe_note(&p, 4, 4, 0, true, -1); /* a peer not known */
   assert_false(cs_online_pipe_member(&p));
   memset(&p, 0, sizeof p);
-  for (uint64_t c = 0; c < CS_ONLINE_PIPE_COMMS + 3; c++) cs_online_pipe_note(&p, 100 + c, 1, true, 0);
+  cs_online_pipe_note(&p, 5, 4, 3, true, 0); /* the last stage's next: the first (interleaved) */
+  cs_online_pipe_note(&p, 5, 4, 3, true, 2);
+  assert_true(cs_online_pipe_member(&p));
+  cs_online_pipe_note(&p, 5, 4, 3, true, 4); /* out of the communicator */
+  assert_false(cs_online_pipe_member(&p));
+  memset(&p, 0, sizeof p);
+  for (uint64_t c = 0; c < CS_ONLINE_PIPE_COMMS + 3; c++) cs_online_pipe_note(&p, 100 + c, 4, 1, true, 0);
   assert_int_equal(p.untracked, 3);
   assert_true(cs_online_pipe_member(&p));
 }
