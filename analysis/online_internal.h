@@ -152,6 +152,7 @@ struct cs_online_rank {
   struct cs_det_params p;
   uint64_t drops_ext, lost;
   unsigned cause; /* cs_online_rank_set_cause */
+  bool pipeline;  /* cs_online_rank_set_pipeline (analysis/online_sched.c) */
   /* backlogs */
   struct cs_online_op ops[OPS_BACKLOG];
   uint32_t ops_first, ops_n;
@@ -228,5 +229,8 @@ int cs_onl_sdc_verdict_detail(struct cs_online_rank *st, struct sdc_agg *a, cons
 void cs_onl_sdc_done(struct cs_online_rank *st, struct sdc_agg *a);
 /* analysis/online_stragglers.c: the complete sampled instances of this exchange, judged */
 void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange);
+/* analysis/online_sched.c: an instance of w as this rank saw it, cleared of the lateness its
+ * pipeline's schedule explains, before it judges itself */
+void cs_onl_sched_adjust(const struct cs_online_rank *st, const struct self_win *w, struct went *e);
 
 #endif

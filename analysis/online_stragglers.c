@@ -181,6 +181,7 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
         e->gap = og;
         uint64_t pc = a->gapcnt - (own_gap ? 1 : 0);
         e->pgap = pc ? ((double)a->gapsum / 1e3 - (own_gap ? og : 0)) / (double)pc : -1;
+        cs_onl_sched_adjust(st, w, e);
         w->n++;
         judge_self(st, w);
       }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "collscope/online.h"
+#include "collscope/online_sched.h"
 #include "hooks/health.h"
 #include "cuda_driver.h"
 #include "nccl_calls.h"
@@ -23,6 +24,8 @@
 
 struct cs_online_hook cs_on;
 _Atomic int cs_online_running; /* state == ON_RUNNING (hooks.h), kept by cs_online_set_state */
+
+static struct cs_online_pipe pipe_seen; /* harvest thread: is this rank a pipeline's stage (online_sched.h) */
 
 static void *exchange_main(void *arg);
 
@@ -66,6 +69,7 @@ void cs_online_note(const struct cs_record *r) {
     gap = cs_gap_timed(&cs_on.gaps, p2p ? ~r->comm_id : r->comm_id, r->stream, r->start_ns, r->end_ns);
   else
     cs_gap_untimed(&cs_on.gaps, r->stream); /* ran untimed: the next timed op's span holds it */
+  cs_online_pipe_note(&pipe_seen, r->comm_id, r->comm_size, r->comm_rank, p2p, r->peer);
   if (p2p) return;
   struct feed_item it;
   if (timed && r->seq % cs_on.stride == 0 && r->comm_size > 1) {
@@ -108,6 +112,7 @@ const struct cs_harvest_client cs_online_harvest = {.name = "online", .finished 
 static void drain_feed(void) {
   uint32_t t = atomic_load_explicit(&cs_on.tail, memory_order_relaxed);
   uint32_t h = atomic_load_explicit(&cs_on.head, memory_order_acquire);
+  cs_online_rank_set_pipeline(cs_on.st, cs_online_pipe_member(&pipe_seen));
   for (; t != h; t++) {
     const struct feed_item *it = &cs_on.feed[t % FEED_CAP];
     uint64_t lost = cs_online_rank_lost(cs_on.st);

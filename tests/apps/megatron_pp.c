@@ -36,6 +36,11 @@
  *   group (:258), the first and the last stage of each pipeline (parallel_state.py:560
  *   default_embedding_ranks; the group split from the world, :1269-1277); only ranks of those
  *   stages call it.
+ * - exit-duration check (--exit-check): Megatron's checkpoint_and_decide_exit, called after
+ *   every iteration (megatron/training/training.py:4989), all-reduces with MAX a one-int
+ *   "train time > --exit-duration-in-mins" flag over the default group, the world
+ *   (training.py:4104-4113), so every rank takes the same exit decision: a collective on the
+ *   world communicator each step, where the split groups above carry every other one.
  * - --stage-layers L0,L1,...: stage s's compute per pass is that of L_s layers, --compute-us N x
  *   L_s (default: one --compute-us per pass); the captured layer graphs stay --layers.
  * - --pause-ms N: the host thread sleeps N ms of wall time after each step (no modeled time:
@@ -57,10 +62,12 @@ static const char usage[] =
     "usage: megatron_pp [--steps N] [--size BYTES] [--tp N] [--pp N] [--microbatches M] [--layers L]\n"
     "                   [--compute-us N] [--capture-mode global|thread_local|relaxed]\n"
     "                   [--dp-reduce reduce_scatter|allreduce] [--tied-embedding]\n"
-    "                   [--no-grad-norm] [--stage-layers L0,L1,...] [--pause-ms N] [-v]\n"
+    "                   [--no-grad-norm] [--exit-check] [--stage-layers L0,L1,...]\n"
+    "                   [--pause-ms N] [-v]\n"
     "  Megatron-style TP x PP x DP: 1F1B with batch_isend_irecv between stages, each layer's\n"
     "  TP AllReduces in a CUDA graph replayed per microbatch, the DP gradient reduce-scatter\n"
-    "  and all-gather (or AllReduce), and the grad-norm AllReduce over the model-parallel group.\n";
+    "  and all-gather (or AllReduce), the grad-norm AllReduce over the model-parallel group, and\n"
+    "  with --exit-check the exit decision's MAX AllReduce over the world each step.\n";
 
 enum { FWD,
        BWD };
@@ -86,8 +93,10 @@ struct job {
   int set_mode;
   enum cudaStreamCaptureMode mode;
   int dist_opt;
-  int tied;        /* --tied-embedding */
-  int no_norm;     /* --no-grad-norm */
+  int tied;       /* --tied-embedding */
+  int no_norm;    /* --no-grad-norm */
+  int exit_check; /* --exit-check */
+  struct calls_comm cworld;
   ncclComm_t embc; /* the embedding group (first and last stage), NULL elsewhere */
   struct calls_comm cemb;
   const char *stage_layers; /* --stage-layers */
@@ -108,6 +117,8 @@ static int take_own_options(struct job *j, int argc, char **argv) {
       j->tied = 1;
     } else if (!strcmp(argv[i], "--no-grad-norm")) {
       j->no_norm = 1;
+    } else if (!strcmp(argv[i], "--exit-check")) {
+      j->exit_check = 1;
     } else if (!strcmp(argv[i], "--pause-ms")) {
       char *end;
       j->pause_ms = strtol(v, &end, 10);
@@ -304,6 +315,19 @@ static void grad_norm(struct job *j, int step, float *nd, uint64_t *h) {
   *h = app_fnv(*h, &got, sizeof got);
 }
 
+/* checkpoint_and_decide_exit: "train time over the limit" (never, here) MAX-reduced over the
+ * world; every rank sees the same decision */
+static void exit_check(struct job *j, int *xd, uint64_t *h) {
+  int done = 0;
+  CUDACHECK(cudaMemcpyAsync(xd, &done, sizeof done, cudaMemcpyHostToDevice, j->s));
+  NCCLCHECK(ncclAllReduce(xd, xd, 1, ncclInt32, ncclMax, j->world, j->s));
+  calls_add(&j->cworld, "AllReduce", sizeof(int), CALLS_EAGER, 1);
+  CUDACHECK(cudaMemcpyAsync(&done, xd, sizeof done, cudaMemcpyDeviceToHost, j->s));
+  CUDACHECK(cudaStreamSynchronize(j->s));
+  if (done != 0) app_mismatch(&A, "exit_check", 0, done, 0);
+  *h = app_fnv(*h, &done, sizeof done);
+}
+
 int main(int argc, char **argv) {
   struct job j = {.a = &A, .dist_opt = 1};
   argc = take_own_options(&j, argc, argv);
@@ -329,6 +353,7 @@ int main(int argc, char **argv) {
   calls_init(&j.cpp, "pp", j.dp * j.TP + j.tp, j.ppc);
   calls_init(&j.cdp, "dp", j.stage * j.TP + j.tp, j.dpc);
   calls_init(&j.cmp, "mp", j.dp, j.mpc);
+  if (j.exit_check) calls_init(&j.cworld, "world", 0, j.world);
   int emb = j.tied && j.PP > 1 && (j.stage == 0 || j.stage == j.PP - 1);
   if (j.tied && j.PP > 1) { /* default_embedding_ranks: first and last stage of each pipeline */
     NCCLCHECK(ncclCommSplit(j.world, emb ? j.dp * j.TP + j.tp : NCCL_SPLIT_NOCOLOR, j.stage, &j.embc, NULL));
@@ -367,10 +392,12 @@ int main(int argc, char **argv) {
     CUDACHECK(cudaMalloc((void **)&j.grad[m], bytes));
   }
   float *gd, *rd, *nd, *ed;
+  int *xd;
   CUDACHECK(cudaMalloc((void **)&gd, total * sizeof(float)));
   CUDACHECK(cudaMalloc((void **)&rd, total * sizeof(float)));
   CUDACHECK(cudaMalloc((void **)&nd, sizeof(float)));
   CUDACHECK(cudaMalloc((void **)&ed, (j.n + 12) * sizeof(float)));
+  CUDACHECK(cudaMalloc((void **)&xd, sizeof(int)));
   CUDACHECK(cudaMallocHost((void **)&j.host, (total > j.n + 64 ? total : j.n + 64) * sizeof(float)));
   for (int p = 0; p < 2; p++)
     for (int l = 0; l < j.L; l++) capture_layer(&j, &j.lg[p][l], p);
@@ -381,6 +408,7 @@ int main(int argc, char **argv) {
     dp_sync(&j, step, gd, rd, &h);
     tied_embedding(&j, ed, &h);
     if (!j.no_norm) grad_norm(&j, step, nd, &h);
+    if (j.exit_check) exit_check(&j, xd, &h);
     if (j.pause_ms > 0) {
       /* the raw system call: the simulator models the job's nanosleep as host time
        * (tests/sim/vclock.c), this pause must take wall time only */
@@ -396,6 +424,7 @@ int main(int argc, char **argv) {
   calls_print("megatron_pp", A.rank, &j.cdp);
   calls_print("megatron_pp", A.rank, &j.cmp);
   if (j.embc) calls_print("megatron_pp", A.rank, &j.cemb);
+  if (j.exit_check) calls_print("megatron_pp", A.rank, &j.cworld);
   if (rc == 0)
     printf("result megatron_pp rank=%d tp=%d dp=%d stage=%d checksum=%016llx\n", A.rank, j.tp, j.dp, j.stage,
            (unsigned long long)h);
@@ -425,6 +454,7 @@ int main(int argc, char **argv) {
   CUDACHECK(cudaFree(rd));
   CUDACHECK(cudaFree(nd));
   CUDACHECK(cudaFree(ed));
+  CUDACHECK(cudaFree(xd));
   CUDACHECK(cudaFreeHost(j.host));
   CUDACHECK(cudaStreamDestroy(j.s));
   if (j.embc) NCCLCHECK(ncclCommDestroy(j.embc));

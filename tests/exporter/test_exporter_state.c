@@ -11,7 +11,10 @@
  *  - the textfile: a symbolic link planted under its name is replaced, never followed;
  *  - SDC: the rank whose output fingerprint disagrees with the majority is counted, once;
  *  - links: the host pair far below the job's other pairs is flagged slow;
- *  - hang state: seconds since the oldest incomplete op, read live at each scrape. */
+ *  - hang state: seconds since the oldest incomplete op, read live at each scrape;
+ *  - the collectives' compute gaps kept across reads (exporter_gaps.h): exact gaps, the newest
+ *    EXP_GAP_INST a communicator, a ring that wrapped between reads restarting the sums (one
+ *    break), communicators past EXP_GAP_COMMS counted, Send/Recv and 1-rank ones not kept. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -312,6 +315,76 @@ static void test_scrape_races_overwrite(void **st) {
   assert_int_equal(s.v[0]->restarts, 0);
   exp_state_free(&s);
   unmap_ring(x.h);
+  clean_dir();
+}
+
+/* ---- compute gaps kept across reads ---- */
+static void test_gap_history(void **st) {
+  (void)st;
+  setup_dir();
+  char name[128], path[600];
+  snprintf(name, sizeof name, "collscope-%u-gaps-r0.ring", (unsigned)geteuid());
+  snprintf(path, sizeof path, "%s/%s", shm, name);
+  struct cs_ring_hdr *h = make_ring(name, "gaps", 0, getpid(), 64);
+  struct cs_ring_reader rd;
+  assert_int_equal(cs_ring_reader_open(&rd, path), 0);
+  struct cs_record buf[16];
+  struct exp_gaps *g = calloc(1, sizeof *g);
+  assert_non_null(g);
+  /* one AllReduce a ms, 200 us long: 800 us of compute before each but the first */
+  for (uint64_t q = 0; q < 40; q++) publish(h, (struct cs_record[]){op_rec(q, CS_OP_AllReduce, 4096, 200000)});
+  struct cs_record p2p = op_rec(0, CS_OP_Send, 4096, 200000), one = op_rec(0, CS_OP_AllReduce, 4096, 200000);
+  p2p.comm_id = 0xbeef;
+  one.comm_id = 0xf00d;
+  one.comm_size = 1;
+  publish(h, &p2p);
+  publish(h, &one);
+  exp_gaps_fold(g, &rd, buf, 16);
+  assert_int_equal(g->ncomms, 1);
+  assert_int_equal(g->breaks, 0);
+  assert_int_equal(g->c[0].n, 40);
+  assert_true(g->c[0].e[0].gap_us == -1);
+  for (size_t i = 1; i < 40; i++) {
+    assert_int_equal(g->c[0].e[i].seq, (int64_t)i);
+    assert_true(g->c[0].e[i].gap_us == 800);
+  }
+  /* 200 more before the next read: the ring (64) wrapped, the sums restart once */
+  for (uint64_t q = 40; q < 240; q++) publish(h, (struct cs_record[]){op_rec(q, CS_OP_AllReduce, 4096, 200000)});
+  exp_gaps_fold(g, &rd, buf, 16);
+  assert_int_equal(g->breaks, 1);
+  assert_int_equal(g->c[0].n, 40 + 64);
+  size_t first = 240 - 64, k = 0; /* the oldest record still in the ring */
+  for (size_t i = 0; i < 40 + 64; i++) {
+    const int64_t q = g->c[0].e[i].seq;
+    assert_int_equal(q, i < 40 ? (int64_t)i : (int64_t)(first + i - 40));
+    if (q == (int64_t)first) assert_true(g->c[0].e[i].gap_us == -1), k++;
+    if (q > (int64_t)first || (q < 40 && q > 0)) assert_true(g->c[0].e[i].gap_us == 800);
+  }
+  assert_int_equal(k, 1);
+  /* 60 more, read in time: the newest EXP_GAP_INST kept */
+  for (uint64_t q = 240; q < 300; q++) publish(h, (struct cs_record[]){op_rec(q, CS_OP_AllReduce, 4096, 200000)});
+  exp_gaps_fold(g, &rd, buf, 16);
+  assert_int_equal(g->breaks, 1);
+  assert_int_equal(g->c[0].n, EXP_GAP_INST);
+  assert_int_equal(g->c[0].e[(g->c[0].next + EXP_GAP_INST - 1) % EXP_GAP_INST].seq, 299);
+  assert_int_equal(g->c[0].e[g->c[0].next].seq, 300 - EXP_GAP_INST - (240 - 64 - 40));
+  /* 10 more communicators: 7 kept, 3 counted */
+  for (uint64_t c = 0; c < 10; c++) {
+    struct cs_record r = op_rec(300 + c, CS_OP_AllReduce, 4096, 200000);
+    r.comm_id = 0x100 + c;
+    publish(h, &r);
+  }
+  exp_gaps_fold(g, &rd, buf, 16);
+  assert_int_equal(g->ncomms, EXP_GAP_COMMS);
+  assert_int_equal(g->untracked, 3);
+  assert_int_equal(exp_gaps_count(g), EXP_GAP_INST + 7);
+  struct ring_sched_gap out[EXP_GAP_INST + 7];
+  assert_int_equal(exp_gaps_put(g, 3, "hostx", out), EXP_GAP_INST + 7);
+  assert_int_equal(out[EXP_GAP_INST].rank, 3);
+  assert_int_equal(out[EXP_GAP_INST].comm, 0x100);
+  free(g);
+  cs_ring_reader_close(&rd);
+  unmap_ring(h);
   clean_dir();
 }
 
@@ -756,6 +829,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_identity_labels),
       cmocka_unit_test(test_gpu_identity_with_device),
       cmocka_unit_test(test_health_metrics),
+      cmocka_unit_test(test_gap_history),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

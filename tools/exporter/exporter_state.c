@@ -239,6 +239,7 @@ static void fold_side(struct exp_rank *r, const struct cs_record *rec) {
 
 /* the detector's window: the op records among the newest EXP_TAIL of the main ring */
 static void refill_window(struct exp_state *s, struct exp_rank *r) {
+  if (s->batch) exp_gaps_fold(&r->gaps, &r->rd, s->batch, EXP_READ_BATCH);
   size_t got = s->batch ? cs_ring_read_latest(&r->rd, s->batch, EXP_TAIL) : 0;
   r->det_n = r->det_next = 0;
   for (size_t i = 0; i < got; i++) {
@@ -525,14 +526,22 @@ void exp_state_live(struct exp_state *s, int64_t now_ns) {
 }
 
 static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n) {
-  size_t tot = 0;
+  size_t tot = 0, ngap = 0;
   for (size_t i = 0; i < n; i++) {
     tot += v[i]->det_n;
+    ngap += exp_gaps_count(&v[i]->gaps);
     v[i]->straggler = false;
     v[i]->lateness_s = v[i]->offset_s = 0;
   }
   struct cs_det_op *ops = calloc(tot ? tot : 1, sizeof *ops);
-  if (!ops) return;
+  struct ring_sched_gap *hist = malloc((ngap ? ngap : 1) * sizeof *hist);
+  if (!ops || !hist) {
+    free(ops);
+    free(hist);
+    return;
+  }
+  ngap = 0;
+  for (size_t i = 0; i < n; i++) ngap += exp_gaps_put(&v[i]->gaps, v[i]->rank, v[i]->host, hist + ngap);
   size_t k = 0;
   for (size_t i = 0; i < n; i++) /* oldest first (the window wraps): the schedule reads ring order */
     for (size_t a = 0; a < v[i]->det_n; a++)
@@ -541,7 +550,7 @@ static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n) {
   if (cs_detect(ops, k, &s->dp, CS_DET_HANG_OFF, &det) == 0) {
     /* the pipeline schedule and the peers' waits, as the report applies them (ring_sched.h) */
     struct ring_sched_counts sc;
-    if (ring_sched_judge(ops, k, &det, &sc) < 0)
+    if (ring_sched_judge_hist(ops, k, hist, ngap, &det, &sc) < 0)
       fputs("collscope exporter: pipeline schedule out of memory: stragglers not judged against it\n", stderr);
     for (size_t i = 0; i < n; i++) {
       struct exp_rank *r = v[i];
@@ -559,6 +568,7 @@ static void analyse_job(struct exp_state *s, struct exp_rank **v, size_t n) {
     cs_det_result_free(&det);
   }
   free(ops);
+  free(hist);
   analyse_sdc(v, n);
 }
 

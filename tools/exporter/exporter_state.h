@@ -22,6 +22,7 @@
 #include "collscope/links.h"
 #include "collscope/ring.h"
 #include "collscope/schema.h"
+#include "exporter_gaps.h"
 #include "ring/ring_view.h"
 
 #define EXP_COMM_LABELS CS_RING_STAT_COMMS /* comm label values per rank; later comms share comm="other" */
@@ -105,6 +106,7 @@ struct exp_rank {
   /* detector window (ring buffer of the last EXP_DET_WINDOW op records) */
   struct cs_det_op det[EXP_DET_WINDOW];
   size_t det_n, det_next;
+  struct exp_gaps gaps; /* its collectives' compute gaps across analyses (exporter_gaps.h) */
   struct cs_link_obs links[EXP_LINK_WINDOW];
   size_t link_n, link_next;
   struct exp_sdc_entry sdc[EXP_SDC_WINDOW];
