@@ -144,6 +144,7 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0, noise="2", sha
     # (tools/report/report_agg.c): the pipeline's stage order explains them, or a flagged peer's wait
     st += [dict(s, causes=[{"kind": "schedule"}]) for s in r.get("explained_by_schedule", [])]
     st += [dict(s, causes=[{"kind": "peer_wait"}]) for s in r.get("moved_to_peer", [])]
+    st += [dict(s, causes=[{"kind": "comm_elsewhere"}]) for s in r.get("explained_by_comm_elsewhere", [])]
     return {"instances": r["instances"], "judged": r["judged"], "stragglers": st, "hangs": hangs, "onset": None,
             "slow_links": []}
 

@@ -23,11 +23,12 @@
  * model are printed apart, as `explained`: the report names them `gpu_model`
  * (tools/report/report_health.c, the odd model out or an older architecture than the job's).
  *
- * A workload with Send/Recv between its stages (pp1f1b, pp1f1b_x: bench/accuracy_pipeline.c)
- * also feeds every member's op of every instance, Sends and Recvs with their peers, to the
- * report's pipeline schedule (analysis/schedule.c) and peer waits (analysis/peer_wait.c), and
- * the detector's result is judged as the report judges it (tools/report/report_agg.c):
- * cs_sched_judge, then cs_pwait_attribute. The findings they leave out are printed apart.
+ * Every workload also feeds every member's op of every instance (a pipeline's Sends and Recvs
+ * with their peers: pp1f1b, pp1f1b_x, bench/accuracy_pipeline.c) to the report's pipeline
+ * schedule (analysis/schedule.c) and peer waits (analysis/peer_wait.c), and the detector's
+ * result is judged as the report judges it (tools/report/report_agg.c): cs_sched_judge, then
+ * cs_pwait_attribute, then the time elsewhere (cs_celse_judge, analysis/comm_elsewhere.c). The
+ * findings they leave out are printed apart.
  *
  *   accuracy_driver --workload dp|3d|moe|fsdp|accum|multicomm|hetero|pp1f1b|pp1f1b_x --fault F
  *                   --ranks N --seed S --steps K [--ranks-per-host H] [--min-instances I]
@@ -232,11 +233,13 @@ void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
 }
 
 void judge_p2p(void) {
+  if (W.sched) return; /* once */
   W.sched = cs_sched_new();
   W.pwait = cs_pwait_new();
+  W.celse = cs_celse_new();
   W.sop = malloc((size_t)W.n * sizeof *W.sop);
   W.pop = malloc((size_t)W.n * sizeof *W.pop);
-  if (!W.sched || !W.pwait || !W.sop || !W.pop) nomem();
+  if (!W.sched || !W.pwait || !W.celse || !W.sop || !W.pop) nomem();
 }
 
 double p2p_cost_us(struct comm *c, int k, int peer, double bytes) {
@@ -315,8 +318,9 @@ static void print_findings(const struct cs_det_straggler *v, size_t n, const cha
 
 /* the findings the report leaves out of a job with Send/Recv, each as the detector gave it */
 struct judged {
-  struct cs_det_straggler *sched, *peer; /* the schedule explains; a flagged peer's wait explains */
-  size_t nsched, npeer;
+  struct cs_det_straggler *sched, *peer, *celse; /* the schedule explains; a flagged peer's wait
+                                                    explains; the rank's time elsewhere explains */
+  size_t nsched, npeer, ncelse;
 };
 
 static bool found(const struct cs_det_result *r, const struct cs_det_straggler *x) {
@@ -329,8 +333,9 @@ static bool found(const struct cs_det_result *r, const struct cs_det_straggler *
 
 /* as the report judges the detector's result (tools/report/report_agg.c): a cross-stage
  * straggler against its stage's peers (cs_sched_judge), then a link finding whose lateness is
- * its wait for a flagged peer moved to that peer (cs_pwait_attribute); what each removed is
- * kept in jd */
+ * its wait for a flagged peer moved to that peer (cs_pwait_attribute), then a finding its rank's
+ * longer time in its other communicators explains (cs_celse_judge); what each removed is kept
+ * in jd */
 static void judge(struct cs_det_result *res, struct judged *jd) {
   memset(jd, 0, sizeof *jd);
   if (!W.sched) return;
@@ -338,7 +343,8 @@ static void judge(struct cs_det_result *res, struct judged *jd) {
   struct cs_det_straggler *pre = malloc((n ? n : 1) * sizeof *pre);
   jd->sched = malloc((n ? n : 1) * sizeof *jd->sched);
   jd->peer = malloc((n ? n : 1) * sizeof *jd->peer);
-  if (!pre || !jd->sched || !jd->peer || cs_sched_finish(W.sched)) nomem();
+  jd->celse = malloc((n ? n : 1) * sizeof *jd->celse);
+  if (!pre || !jd->sched || !jd->peer || !jd->celse || cs_sched_finish(W.sched)) nomem();
   if (n) memcpy(pre, res->stragglers, n * sizeof *pre);
   cs_sched_judge(W.sched, res);
   for (size_t i = 0; i < n; i++)
@@ -350,6 +356,11 @@ static void judge(struct cs_det_result *res, struct judged *jd) {
   cs_pwait_attribute(W.pwait, res);
   for (size_t i = 0; i < n; i++)
     if (!found(res, &pre[i])) jd->peer[jd->npeer++] = pre[i];
+  n = res->nstragglers;
+  if (n) memcpy(pre, res->stragglers, n * sizeof *pre);
+  cs_celse_judge(W.celse, W.pwait, res, W.sched);
+  for (size_t i = 0; i < n; i++)
+    if (!found(res, &pre[i])) jd->celse[jd->ncelse++] = pre[i];
   free(pre);
 }
 
@@ -467,6 +478,7 @@ int main(int argc, char **argv) {
   if (cs_det_params_env(&p)) fprintf(stderr, "accuracy_driver: a COLLSCOPE_STRAGGLER_* value was ignored\n");
   W.det = cs_det_stream_new(&p, CS_DET_HANG_PENDING);
   if (!W.det) return 2;
+  judge_p2p(); /* the report's judgements after the detector, for every workload */
   if (run_workload(wl)) {
     fprintf(stderr, "accuracy_driver: unknown workload %s\n", wl);
     return 2;
@@ -486,6 +498,7 @@ int main(int argc, char **argv) {
   print_findings(res.stragglers, res.nstragglers, "explained", 1);
   print_findings(jd.sched, jd.nsched, "explained_by_schedule", 2);
   print_findings(jd.peer, jd.npeer, "moved_to_peer", 2);
+  print_findings(jd.celse, jd.ncelse, "explained_by_comm_elsewhere", 2);
   printf(",\"hangs\":[");
   for (size_t i = 0; i < res.nhangs; i++) {
     const struct cs_det_hang *h = &res.hangs[i];
@@ -502,8 +515,10 @@ int main(int argc, char **argv) {
   cs_det_stream_free(W.det);
   free(jd.sched);
   free(jd.peer);
+  free(jd.celse);
   cs_sched_free(W.sched);
   cs_pwait_free(W.pwait);
+  cs_celse_free(W.celse);
   free(W.sop);
   free(W.pop);
   return 0;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collscope/comm_elsewhere.h"
 #include "collscope/compute_gap.h"
 #include "collscope/detect.h"
 #include "collscope/peer_wait.h"
@@ -64,10 +65,11 @@ struct driver {
   size_t ninst, min_inst; /* instances fed; run on past --steps until --min-instances */
   bool hung;
   int hang_comm; /* the hang faults act on the culprit's first communicator */
-  /* a workload with Send/Recv: the report's pipeline schedule and peer waits, fed every
-   * member's op of every instance (NULL: none, the detector alone) */
+  /* the report's pipeline schedule, peer waits and time elsewhere, fed every member's op of
+   * every instance (judge_p2p: every workload, the Send/Recv ones with their peers) */
   struct cs_sched *sched;
   struct cs_pwait *pwait;
+  struct cs_celse *celse;
   struct cs_sched_op *sop; /* scratch, W.n entries */
   struct cs_pwait_op *pop;
 };
