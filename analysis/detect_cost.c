@@ -14,7 +14,10 @@
  * clock sync needed; the median is robust to one rank's clock or a missing op), summed over
  * the window. Every instance ends at about the same time on every rank (the last arrival
  * releases them all), so the sum is the window's wall time, stalls, compute and gaps included.
- * Memory: cost_window slots per communicator and a few figures per rank. */
+ * Memory: cost_window slots per communicator and a few figures per rank. The rule's core works
+ * on one plain record per instance (cs_det_cost_push, cs_det_cost_judge, cs_det_cost_fill): the
+ * report's adapter (cs_det_cost_feed, from its window) and the online exchange's self-judgement
+ * (analysis/online_stragglers.c) both call it. */
 #include "detect_internal.h"
 
 #include <stdlib.h>
@@ -55,27 +58,30 @@ static size_t cost_min(const struct cs_det_params *p) { return p->cost_min ? p->
 static double cost_z(const struct cs_det_params *p) { return p->cost_z > 0 ? p->cost_z : 3; }
 static const double cost_ratio = 4; /* its cost over the median of its peers' */
 
-void cs_det_cost_free(struct cstate *C) {
-  if (!C->cost) return;
-  free(C->cost->slot);
-  free(C->cost->r);
-  free(C->cost->scr);
-  free(C->cost);
-  C->cost = NULL;
+void cs_det_cost_release(struct cost_state **pk) {
+  struct cost_state *K = *pk;
+  if (!K) return;
+  free(K->slot);
+  free(K->r);
+  free(K->scr);
+  free(K);
+  *pk = NULL;
 }
 
-/* the state, sized for the comm's ranks; NULL out of memory */
-static struct cost_state *cost_state(struct cstate *C, const struct cs_det_params *p) {
-  struct cost_state *K = C->cost;
+void cs_det_cost_free(struct cstate *C) { cs_det_cost_release(&C->cost); }
+
+/* the state, sized for csize ranks; NULL out of memory */
+static struct cost_state *cost_state(struct cost_state **pk, const struct cs_det_params *p, size_t n) {
+  struct cost_state *K = *pk;
   if (!K) {
     K = calloc(1, sizeof *K);
     if (!K) return NULL;
     K->cap = cost_cap(p);
     K->slot = calloc(K->cap, sizeof *K->slot);
-    C->cost = K;
+    *pk = K;
     if (!K->slot) return NULL;
   }
-  size_t n = (size_t)C->csize, need = 2 * K->cap;
+  size_t need = 2 * K->cap;
   if (need < n) need = n;
   if (need < (size_t)p->window + 1) need = (size_t)p->window + 1;
   if (K->nscr < need) {
@@ -96,12 +102,62 @@ static struct cost_state *cost_state(struct cstate *C, const struct cs_det_param
 
 static int64_t to_ns(double us) { return us > 0 ? (int64_t)(us * 1e3 + 0.5) : 0; }
 
+/* The core over plain records, for any caller: instance I (P: the one before it, NULL none)
+ * into the window of csize ranks, late_med the median lateness of the last `window` instances
+ * (I's included). */
+int cs_det_cost_push(struct cost_state **pk, const struct cs_det_params *p, size_t csize, const struct cs_det_cost_in *I,
+                     const struct cs_det_cost_in *P, double late_med) {
+  struct cost_state *K = cost_state(pk, p, csize);
+  if (!K || !K->slot) return -1;
+  for (size_t r = 0; r < K->nr; r++) K->r[r].ok = false;
+  double cut = 3 * late_med, thr = cs_det_threshold(p, I->med, -1, -1);
+  if (cut < thr) cut = thr;
+  if (K->n == K->cap) { /* the oldest leaves */
+    const struct cost_slot *o = &K->slot[K->head];
+    if (o->charge_ns) {
+      K->r[o->last].cost_ns -= o->charge_ns;
+      K->r[o->last].k--;
+    }
+    K->elapsed_ns -= o->dt_ns;
+    K->head = (K->head + 1) % K->cap;
+    K->n--;
+  }
+  /* the same rank last in the previous instance, beyond the noise there, and its peers idle for
+   * less than they waited for it there since: their op was ready before it, so the rank's lateness here is the delay
+   * they already waited for, carried through ops that queue behind one another (one late
+   * backward pass, then its step's ReduceScatters: at 8 ranks with 10% jitter and a tail, last
+   * at 4 in a row by 1,553, 1,649, 1,826 and 1,308 us, peers idle 687, 181 and 369 us between;
+   * the step lost ~1.8 ms, not 6.3). It is charged the lateness beyond that delay: the wait it
+   * added. Where the peers computed longer than that wait between the instances (dp: 2 ms
+   * between AllReduces) each lateness is a wait of its own. */
+  double late = I->lateness;
+  if (P && I->last >= 0 && P->last == I->last && P->lateness > cut && I->gap_peers >= 0 && I->gap_peers < P->lateness)
+    late -= P->lateness;
+  struct cost_slot *s = &K->slot[(K->head + K->n++) % K->cap];
+  /* members that moved different Send/Recv bytes since their previous collective (an expert-
+   * parallel dispatch and combine): who arrives last follows the data (detect_dataload.c), and
+   * the data gives one rank the most work in a run of instances now and then, by chance */
+  bool charged = !I->data && I->last >= 0 && (size_t)I->last < K->nr && late > cut;
+  s->last = charged ? I->last : -1;
+  s->charge_ns = charged ? to_ns(late) : 0;
+  s->dt_ns = I->dt_ns;
+  s->gap = I->gap_last;
+  s->pgap = I->gap_peers;
+  K->elapsed_ns += I->dt_ns;
+  K->ai++;
+  if (s->charge_ns) {
+    K->r[s->last].cost_ns += s->charge_ns;
+    K->r[s->last].k++;
+  }
+  return 0;
+}
+
+/* the report's adapter: the instance just fed (C->in's last) */
 int cs_det_cost_feed(struct cstate *C, const struct cs_det_params *p) {
-  struct cost_state *K = cost_state(C, p);
+  struct cost_state *K = cost_state(&C->cost, p, (size_t)C->csize);
   if (!K || !K->slot) return -1;
   const struct inst *I = &C->in[C->nin - 1];
   size_t ai = C->base + C->nin - 1, nd = 0;
-  for (size_t r = 0; r < K->nr; r++) K->r[r].ok = false;
   /* the elapsed time since the previous instance, on each rank's own clock */
   for (size_t e = I->e0; e < I->e0 + I->ne; e++) {
     const struct ent *x = &C->ents[e];
@@ -115,49 +171,15 @@ int cs_det_cost_feed(struct cstate *C, const struct cs_det_params *p) {
   /* the noise: the median lateness of the last `window` instances */
   size_t lo = C->nin > p->window ? C->nin - p->window : 0, nl = 0;
   for (size_t i = lo; i < C->nin; i++) K->scr[nl++] = C->in[i].lateness;
-  double cut = 3 * cs_det_median(K->scr, nl), thr = cs_det_threshold(p, I->med, -1, -1);
-  if (cut < thr) cut = thr;
-  if (K->n == K->cap) { /* the oldest leaves */
-    const struct cost_slot *o = &K->slot[K->head];
-    if (o->charge_ns) {
-      K->r[o->last].cost_ns -= o->charge_ns;
-      K->r[o->last].k--;
-    }
-    K->elapsed_ns -= o->dt_ns;
-    K->head = (K->head + 1) % K->cap;
-    K->n--;
-  }
-  /* members that moved different Send/Recv bytes since their previous collective (an expert-
-   * parallel dispatch and combine): who arrives last follows the data (detect_dataload.c), and
-   * the data gives one rank the most work in a run of instances now and then, by chance */
+  double late_med = cs_det_median(K->scr, nl);
   bool data = false;
   for (size_t e = I->e0 + 1; e < I->e0 + I->ne && !data; e++) data = C->ents[e].xb != C->ents[I->e0].xb;
-  /* the same rank last in the previous instance, beyond the noise there, and its peers idle for
-   * less than they waited for it there since: their op was ready before it, so the rank's lateness here is the delay
-   * they already waited for, carried through ops that queue behind one another (one late
-   * backward pass, then its step's ReduceScatters: at 8 ranks with 10% jitter and a tail, last
-   * at 4 in a row by 1,553, 1,649, 1,826 and 1,308 us, peers idle 687, 181 and 369 us between;
-   * the step lost ~1.8 ms, not 6.3). It is charged the lateness beyond that delay: the wait it
-   * added. Where the peers computed longer than that wait between the instances (dp: 2 ms
-   * between AllReduces) each lateness is a wait of its own. */
-  const struct inst *P = C->nin >= 2 ? &C->in[C->nin - 2] : NULL;
-  double late = I->lateness;
-  if (P && I->last >= 0 && P->last == I->last && P->lateness > cut && I->gap_peers >= 0 && I->gap_peers < P->lateness)
-    late -= P->lateness;
-  struct cost_slot *s = &K->slot[(K->head + K->n++) % K->cap];
-  bool charged = !data && I->last >= 0 && (size_t)I->last < K->nr && late > cut;
-  s->last = charged ? I->last : -1;
-  s->charge_ns = charged ? to_ns(late) : 0;
-  s->dt_ns = dt;
-  s->gap = I->gap_last;
-  s->pgap = I->gap_peers;
-  K->elapsed_ns += dt;
-  K->ai = ai;
-  if (s->charge_ns) {
-    K->r[s->last].cost_ns += s->charge_ns;
-    K->r[s->last].k++;
+  struct cs_det_cost_in cur = {I->last, I->lateness, I->med, I->gap_last, I->gap_peers, dt, data}, prev;
+  if (C->nin >= 2) {
+    const struct inst *Q = &C->in[C->nin - 2];
+    prev = (struct cs_det_cost_in){Q->last, Q->lateness, Q->med, Q->gap_last, Q->gap_peers, 0, false};
   }
-  return 0;
+  return cs_det_cost_push(&C->cost, p, (size_t)C->csize, &cur, C->nin >= 2 ? &prev : NULL, late_med);
 }
 
 /* the median of v[0..n) of the values >= 0, -1 when none */
@@ -210,9 +232,8 @@ static void cost_fig(struct cost_state *K, int r, struct cost_rank *q) {
   q->period = (size_t)(m + 0.5);
 }
 
-bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, double *off) {
-  struct cost_state *K = C->cost;
-  if (!K || r < 0 || (size_t)r >= K->nr || C->csize < 2) return false;
+bool cs_det_cost_judge(struct cost_state *K, const struct cs_det_params *p, size_t csize, int r, double *off) {
+  if (!K || r < 0 || (size_t)r >= K->nr || csize < 2) return false;
   struct cost_rank *q = &K->r[r];
   double share = cost_share(p);
   /* the pre-checks, from the running sums: enough instances (at least the other rules' window:
@@ -223,7 +244,7 @@ bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, do
     return false;
   /* above its fair share: with the last rank of each charged instance drawn at random, its
    * cost has mean p0 x the total and variance p0 (1 - p0) x the sum of the squared charges */
-  double tot = 0, sq = 0, p0 = 1.0 / C->csize;
+  double tot = 0, sq = 0, p0 = 1.0 / (double)csize;
   for (size_t j = 0; j < K->n; j++) {
     double c = (double)K->slot[(K->head + j) % K->cap].charge_ns;
     tot += c;
@@ -250,8 +271,11 @@ bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, do
   return true;
 }
 
-void cs_det_cost_figures(const struct cstate *C, int r, bool by_last, struct cs_det_straggler *s) {
-  const struct cost_state *K = C->cost;
+bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, double *off) {
+  return cs_det_cost_judge(C->cost, p, (size_t)C->csize, r, off);
+}
+
+void cs_det_cost_fill(const struct cost_state *K, int r, bool by_last, struct cs_det_straggler *s) {
   s->rule = by_last ? CS_DET_RULE_LAST : CS_DET_RULE_OFFSET;
   if (by_last || !K || r < 0 || (size_t)r >= K->nr || !K->r[r].ok) return;
   const struct cost_rank *q = &K->r[r];
@@ -264,4 +288,8 @@ void cs_det_cost_figures(const struct cstate *C, int r, bool by_last, struct cs_
   s->cost_instances = K->n;
   s->period_instances = q->period;
   s->stall_us = q->stall_us;
+}
+
+void cs_det_cost_figures(const struct cstate *C, int r, bool by_last, struct cs_det_straggler *s) {
+  cs_det_cost_fill(C->cost, r, by_last, s);
 }
