@@ -58,8 +58,14 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
   uint64_t pc = a->gapcnt - (own_gap ? 1 : 0);
   e->pgap = pc ? ((double)a->gapsum / 1e3 - (own_gap ? og : 0)) / (double)pc : -1;
 
-  /* the data-load fit */
   uint64_t n = a->count;
+  /* the floor's noise (detect_judge.c): with fewer than CS_DET_NOISE_MIN members the report's is
+   * CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, its robust sigma
+   * of the members' offsets (1.4826 x their median absolute offset) needs every member's
+   * offset, and no sum stands in for it exactly (docs/online.md): unknown, the term left out */
+  e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : -1;
+
+  /* the data-load fit */
   struct sums s = {(i128)n, (i128)a->xsum, 0, (i128)a->dursum, 0};
   bool sane = n >= 2 && n < (1ull << RANK_BITS) && a->xsum <= n * XB_MAX && a->dursum <= n * DUR_MAX &&
               unlimb(a->x2, n, 8, &s.x2) && unlimb(a->xd, n, 12, &s.xd);

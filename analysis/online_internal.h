@@ -126,6 +126,7 @@ struct went {
   bool named; /* no two members share the shortest duration */
   bool draw;  /* a fresh draw: named, right after one that was not */
   double late, med, a, gap, pgap;
+  double noise; /* cs_det_pt.noise: CS_DET_NOISE_FEW under CS_DET_NOISE_MIN members, else -1 */
 };
 struct self_win { /* this rank's window of a communicator's complete instances */
   uint64_t comm;

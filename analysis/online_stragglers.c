@@ -33,7 +33,7 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
                                     .off = e->a,
                                     .gap = e->gap,
                                     .pgap = e->pgap,
-                                    .noise = -1, /* a rank sees its own offsets only */
+                                    .noise = e->noise,
                                     .gpeers = e->pgap,
                                     .in = true,
                                     .last = e->last == (int)w->crank,

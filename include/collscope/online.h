@@ -52,11 +52,11 @@ struct cs_online_wire {
 struct cs_online_op {
   uint64_t comm; /* collscope comm id (agrees across ranks) */
   uint64_t seq;
-  uint64_t p2p_bytes; /* its Send/Recv bytes of the comm since its previous collective of it */
-  float dur_us;       /* GPU duration */
-  float gap_us;       /* this op's start - this rank's previous op end, < 0 unknown */
+  float dur_us; /* GPU duration */
+  float gap_us; /* this op's start - this rank's previous op end, < 0 unknown */
   uint32_t comm_size, comm_rank;
   uint32_t first_shipped; /* the evaluator's own: the exchange that first shipped it (feed 0) */
+  uint64_t p2p_bytes;     /* its Send/Recv bytes of the comm since its previous collective of it */
 };
 
 /* A checked collective on this rank. */
