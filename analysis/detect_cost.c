@@ -14,7 +14,8 @@
  * clock sync needed; the median is robust to one rank's clock or a missing op), summed over
  * the window. Every instance ends at about the same time on every rank (the last arrival
  * releases them all), so the sum is the window's wall time, stalls, compute and gaps included.
- * Memory: cost_window slots per communicator and a few figures per rank. The rule's core works
+ * Memory: cost_window slots per communicator and a few figures per charged rank (at most
+ * cost_window of them, whatever the communicator's size). The rule's core works
  * on one plain record per instance (cs_det_cost_push, cs_det_cost_judge, cs_det_cost_fill): the
  * report's adapter (cs_det_cost_feed, from its window) and the online exchange's self-judgement
  * (analysis/online_stragglers.c) both call it. */
@@ -22,6 +23,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 struct cost_slot {
   int last;          /* the rank charged, -1 none */
@@ -30,25 +32,34 @@ struct cost_slot {
   double gap, pgap;  /* the last rank's compute gap and its peers' median (-1 unknown) */
 };
 
-struct cost_rank {
+struct cost_rank { /* a rank with charges in the window */
+  int rank;
   int64_t cost_ns; /* the charges to it over the window */
   size_t k;        /* how many */
-  int64_t prev_t;  /* its op's end_ns in instance prev_ai */
-  size_t prev_ai;
-  bool has_prev;
-  bool ok; /* the rule held for it at the current instance, with these figures */
+  size_t ok_ai;    /* the rule held for it at instance ok_ai (K->ai), with these figures */
   double share, stall_us, gap, pgap;
   size_t period;
   int kind;
+  UT_hash_handle hh;
 };
 
+struct cost_prev { /* the report's adapter: a rank's op end in its previous instance */
+  int64_t prev_t;  /* its op's end_ns in instance prev_ai */
+  size_t prev_ai;
+  bool has_prev;
+};
+
+/* Memory: the slots and at most cap charged ranks (a hash: a rank joins at its first charge and
+ * leaves when its last leaves the window), flat in the comm size; the report's adapter adds one
+ * cost_prev per rank. */
 struct cost_state {
   struct cost_slot *slot; /* a ring of cap slots, the oldest at head */
   size_t cap, head, n, ai;
-  int64_t elapsed_ns; /* the slots' dt_ns summed */
-  struct cost_rank *r;
-  size_t nr;
-  double *scr; /* max(2 cap, comm size, window + 1) doubles */
+  int64_t elapsed_ns;     /* the slots' dt_ns summed */
+  struct cost_rank *r;    /* the charged ranks, by rank */
+  struct cost_prev *prev; /* the report's adapter: per comm rank, nprev of them */
+  size_t nprev;
+  double *scr; /* max(2 cap + 4, comm size for the adapter, window + 1) doubles */
   size_t nscr;
 };
 
@@ -62,7 +73,12 @@ void cs_det_cost_release(struct cost_state **pk) {
   struct cost_state *K = *pk;
   if (!K) return;
   free(K->slot);
-  free(K->r);
+  struct cost_rank *q, *t;
+  HASH_ITER(hh, K->r, q, t) {
+    HASH_DEL(K->r, q);
+    free(q);
+  }
+  free(K->prev);
   free(K->scr);
   free(K);
   *pk = NULL;
@@ -70,8 +86,8 @@ void cs_det_cost_release(struct cost_state **pk) {
 
 void cs_det_cost_free(struct cstate *C) { cs_det_cost_release(&C->cost); }
 
-/* the state, sized for csize ranks; NULL out of memory */
-static struct cost_state *cost_state(struct cost_state **pk, const struct cs_det_params *p, size_t n) {
+/* the state, its scratch at least nscr doubles; NULL out of memory */
+static struct cost_state *cost_state(struct cost_state **pk, const struct cs_det_params *p, size_t nscr) {
   struct cost_state *K = *pk;
   if (!K) {
     K = calloc(1, sizeof *K);
@@ -81,8 +97,8 @@ static struct cost_state *cost_state(struct cost_state **pk, const struct cs_det
     *pk = K;
     if (!K->slot) return NULL;
   }
-  size_t need = 2 * K->cap;
-  if (need < n) need = n;
+  size_t need = 2 * K->cap + 4;
+  if (need < nscr) need = nscr;
   if (need < (size_t)p->window + 1) need = (size_t)p->window + 1;
   if (K->nscr < need) {
     double *v = realloc(K->scr, need * sizeof *v);
@@ -90,14 +106,32 @@ static struct cost_state *cost_state(struct cost_state **pk, const struct cs_det
     K->scr = v;
     K->nscr = need;
   }
-  if (K->nr < n) {
-    struct cost_rank *v = realloc(K->r, n * sizeof *v);
-    if (!v) return NULL;
-    memset(v + K->nr, 0, (n - K->nr) * sizeof *v);
-    K->r = v;
-    K->nr = n;
-  }
   return K;
+}
+
+/* comm rank r's entry, NULL when it has no charge in the window */
+static struct cost_rank *rank_of(const struct cost_state *K, int r) {
+  struct cost_rank *q;
+  HASH_FIND_INT(K->r, &r, q);
+  return q;
+}
+
+/* a charge of c ns to rank r joins (sign 1) or leaves (sign -1) the window; -1 out of memory */
+static int charge(struct cost_state *K, int r, int64_t c, int sign) {
+  struct cost_rank *q = rank_of(K, r);
+  if (!q) {
+    if (sign < 0) return 0;
+    if (!(q = calloc(1, sizeof *q))) return -1;
+    q->rank = r;
+    HASH_ADD_INT(K->r, rank, q);
+  }
+  q->cost_ns += sign * c;
+  q->k = sign > 0 ? q->k + 1 : q->k - 1;
+  if (!q->k) {
+    HASH_DEL(K->r, q);
+    free(q);
+  }
+  return 0;
 }
 
 static int64_t to_ns(double us) { return us > 0 ? (int64_t)(us * 1e3 + 0.5) : 0; }
@@ -107,17 +141,13 @@ static int64_t to_ns(double us) { return us > 0 ? (int64_t)(us * 1e3 + 0.5) : 0;
  * (I's included). */
 int cs_det_cost_push(struct cost_state **pk, const struct cs_det_params *p, size_t csize, const struct cs_det_cost_in *I,
                      const struct cs_det_cost_in *P, double late_med) {
-  struct cost_state *K = cost_state(pk, p, csize);
+  struct cost_state *K = cost_state(pk, p, 0);
   if (!K || !K->slot) return -1;
-  for (size_t r = 0; r < K->nr; r++) K->r[r].ok = false;
   double cut = 3 * late_med, thr = cs_det_threshold(p, I->med, -1, -1);
   if (cut < thr) cut = thr;
   if (K->n == K->cap) { /* the oldest leaves */
     const struct cost_slot *o = &K->slot[K->head];
-    if (o->charge_ns) {
-      K->r[o->last].cost_ns -= o->charge_ns;
-      K->r[o->last].k--;
-    }
+    if (o->charge_ns) charge(K, o->last, o->charge_ns, -1); /* a leave allocates nothing */
     K->elapsed_ns -= o->dt_ns;
     K->head = (K->head + 1) % K->cap;
     K->n--;
@@ -137,7 +167,7 @@ int cs_det_cost_push(struct cost_state **pk, const struct cs_det_params *p, size
   /* members that moved different Send/Recv bytes since their previous collective (an expert-
    * parallel dispatch and combine): who arrives last follows the data (detect_dataload.c), and
    * the data gives one rank the most work in a run of instances now and then, by chance */
-  bool charged = !I->data && I->last >= 0 && (size_t)I->last < K->nr && late > cut;
+  bool charged = !I->data && I->last >= 0 && (size_t)I->last < csize && late > cut;
   s->last = charged ? I->last : -1;
   s->charge_ns = charged ? to_ns(late) : 0;
   s->dt_ns = I->dt_ns;
@@ -145,9 +175,10 @@ int cs_det_cost_push(struct cost_state **pk, const struct cs_det_params *p, size
   s->pgap = I->gap_peers;
   K->elapsed_ns += I->dt_ns;
   K->ai++;
-  if (s->charge_ns) {
-    K->r[s->last].cost_ns += s->charge_ns;
-    K->r[s->last].k++;
+  if (s->charge_ns && charge(K, s->last, s->charge_ns, 1) < 0) {
+    s->last = -1; /* out of memory: the slot charges nothing, and the caller is told */
+    s->charge_ns = 0;
+    return -1;
   }
   return 0;
 }
@@ -156,12 +187,20 @@ int cs_det_cost_push(struct cost_state **pk, const struct cs_det_params *p, size
 int cs_det_cost_feed(struct cstate *C, const struct cs_det_params *p) {
   struct cost_state *K = cost_state(&C->cost, p, (size_t)C->csize);
   if (!K || !K->slot) return -1;
+  size_t n = (size_t)C->csize;
+  if (K->nprev < n) {
+    struct cost_prev *v = realloc(K->prev, n * sizeof *v);
+    if (!v) return -1;
+    memset(v + K->nprev, 0, (n - K->nprev) * sizeof *v);
+    K->prev = v;
+    K->nprev = n;
+  }
   const struct inst *I = &C->in[C->nin - 1];
   size_t ai = C->base + C->nin - 1, nd = 0;
   /* the elapsed time since the previous instance, on each rank's own clock */
   for (size_t e = I->e0; e < I->e0 + I->ne; e++) {
     const struct ent *x = &C->ents[e];
-    struct cost_rank *q = &K->r[x->r];
+    struct cost_prev *q = &K->prev[x->r];
     if (q->has_prev && q->prev_ai + 1 == ai && x->t >= q->prev_t) K->scr[nd++] = (double)(x->t - q->prev_t);
     q->prev_t = x->t;
     q->prev_ai = ai;
@@ -232,9 +271,26 @@ static void cost_fig(struct cost_state *K, int r, struct cost_rank *q) {
   q->period = (size_t)(m + 0.5);
 }
 
+/* the true median of the costs of the csize - 1 ranks other than r: the ranks without an entry
+ * cost 0 (every cost is >= 0, so they sort first); more than half of them zeros: 0, else the
+ * values (at most 2 cap + 1) in the scratch */
+static double others_median(struct cost_state *K, size_t csize, int r) {
+  size_t m = csize - 1, nz = 0;
+  const struct cost_rank *q, *t;
+  HASH_ITER(hh, K->r, q, t)
+  if (q->rank != r && q->cost_ns) nz++;
+  size_t zeros = m - nz;
+  if (zeros > m / 2) return 0;
+  size_t k = 0;
+  for (size_t j = 0; j < zeros; j++) K->scr[k++] = 0;
+  HASH_ITER(hh, K->r, q, t)
+  if (q->rank != r && q->cost_ns) K->scr[k++] = (double)q->cost_ns;
+  return cs_det_median_mid(K->scr, k);
+}
+
 bool cs_det_cost_judge(struct cost_state *K, const struct cs_det_params *p, size_t csize, int r, double *off) {
-  if (!K || r < 0 || (size_t)r >= K->nr || csize < 2) return false;
-  struct cost_rank *q = &K->r[r];
+  struct cost_rank *q = K && r >= 0 && (size_t)r < csize && csize >= 2 ? rank_of(K, r) : NULL;
+  if (!q) return false; /* no charge in the window */
   double share = cost_share(p);
   /* the pre-checks, from the running sums: enough instances (at least the other rules' window:
    * over a few dozen instances a rank that the data gives more work in three of them has a
@@ -260,13 +316,10 @@ bool cs_det_cost_judge(struct cost_state *K, const struct cs_det_params *p, size
    * random rank late by a lot each step, one of 8 ranks draws 2-3 times the median's share
    * over some window of a long job (the z above, over one window, cannot see how many windows
    * a job has), 4 times hardly ever; a stalled rank's peers cost about nothing */
-  size_t m = 0;
-  for (size_t j = 0; j < K->nr; j++)
-    if (j != (size_t)r) K->scr[m++] = (double)K->r[j].cost_ns;
-  if ((double)q->cost_ns < cost_ratio * cs_det_median_mid(K->scr, m)) return false;
+  if ((double)q->cost_ns < cost_ratio * others_median(K, csize, r)) return false;
   q->share = (double)q->cost_ns / (double)K->elapsed_ns;
   cost_fig(K, r, q);
-  q->ok = true;
+  q->ok_ai = K->ai;
   *off = q->stall_us;
   return true;
 }
@@ -277,8 +330,8 @@ bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, do
 
 void cs_det_cost_fill(const struct cost_state *K, int r, bool by_last, struct cs_det_straggler *s) {
   s->rule = by_last ? CS_DET_RULE_LAST : CS_DET_RULE_OFFSET;
-  if (by_last || !K || r < 0 || (size_t)r >= K->nr || !K->r[r].ok) return;
-  const struct cost_rank *q = &K->r[r];
+  const struct cost_rank *q = by_last || !K ? NULL : rank_of(K, r);
+  if (!q || q->ok_ai != K->ai) return;
   s->rule = CS_DET_RULE_COST;
   s->kind = q->kind;
   s->gap_us = q->gap; /* over the instances it cost its peers, as the kind */
