@@ -216,6 +216,24 @@ void cs_det_fill_pts(struct cstate *C, size_t lo, size_t hi, int r, bool peers);
  * whether comm_rank r meets it now (*off: its median lateness where it cost its peers; call
  * once per rank and instance, when no other rule held); a flagged rank's rule and cost figures */
 int cs_det_cost_feed(struct cstate *C, const struct cs_det_params *p);
+/* ... its core over plain records, for any caller (the report's adapter above, the online
+ * exchange's self-judgement): one instance as the rule sees it */
+struct cs_det_cost_in {
+  int last;                   /* the comm rank that arrived last, alone; -1 none */
+  double lateness;            /* how long its peers waited for it (us) */
+  double med;                 /* the instance's median duration (us): the floor's scale */
+  double gap_last, gap_peers; /* the last rank's compute gap and its peers' (us, -1 unknown) */
+  int64_t dt_ns;              /* the elapsed time since the previous instance */
+  bool data;                  /* its members moved different Send/Recv bytes before it */
+};
+/* I (P: the instance before it, NULL none) into the window of csize ranks (*pk created on the
+ * first; 0, or -1 out of memory), late_med: the median lateness of the last `window`
+ * instances, I's included; whether comm_rank r meets the rule now; r's figures; the state freed */
+int cs_det_cost_push(struct cost_state **pk, const struct cs_det_params *p, size_t csize, const struct cs_det_cost_in *I,
+                     const struct cs_det_cost_in *P, double late_med);
+bool cs_det_cost_judge(struct cost_state *K, const struct cs_det_params *p, size_t csize, int r, double *off);
+void cs_det_cost_fill(const struct cost_state *K, int r, bool by_last, struct cs_det_straggler *s);
+void cs_det_cost_release(struct cost_state **pk);
 bool cs_det_cost_rule(struct cstate *C, const struct cs_det_params *p, int r, double *off);
 void cs_det_cost_figures(const struct cstate *C, int r, bool by_last, struct cs_det_straggler *s);
 void cs_det_cost_free(struct cstate *C);

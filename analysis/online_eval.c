@@ -147,7 +147,7 @@ static void merge_ops(struct cs_online_rank *st, uint32_t exchange, const struct
       }
       a->k = k;
       a->size = mn->op[s].size;
-      a->durmin = UINT64_MAX;
+      a->durmin = a->durmin_hi = UINT64_MAX;
       a->born = exchange;
       HASH_ADD(hh, st->opa, k, sizeof a->k, a);
       st->nopa++;
@@ -159,6 +159,12 @@ static void merge_ops(struct cs_online_rank *st, uint32_t exchange, const struct
     a->dursum += sm->op[s].dursum;
     a->gapsum += sm->op[s].gapsum;
     a->gapcnt += sm->op[s].gapcnt;
+    if (mn->op[s].durmin_hi < a->durmin_hi) a->durmin_hi = mn->op[s].durmin_hi;
+    a->xsum += sm->op[s].xsum;
+    for (int j = 0; j < 3; j++) {
+      a->x2[j] += sm->op[s].x2[j];
+      a->xd[j] += sm->op[s].xd[j];
+    }
   }
 }
 

@@ -31,12 +31,17 @@
 #define PENDING_REPORTS 8u
 #define RANK_BITS 24 /* comm ranks packed under a duration */
 #define DUR_MAX ((1ull << 40) - 1)
+#define RANK_MASK ((1ull << RANK_BITS) - 1)
+/* the data-load fit's bytes per rank and instance, at most (clamped): with DUR_MAX and 2^24
+ * ranks every sum and product of the fit fits 125 bits (online_instance.c) */
+#define XB_MAX ((1ull << 36) - 1)
 
 /* ---------------------------------------------------------------- wire layouts */
 struct r0_min {
   uint64_t magic, nmagic, exch, nexch, nbacklog;
   struct {
     uint64_t comm, ncomm, seq, nseq, size, nsize, durmin, ndurmax;
+    uint64_t durmin_hi; /* duration << RANK_BITS | (RANK_MASK - comm rank): a tie for the last */
   } op[CS_ONLINE_OP_SLOTS];
   struct {
     uint64_t comm, ncomm, seq, nseq, size, nsize, meta, nmeta, count, ncount, fp, nfp, out, nout;
@@ -49,6 +54,7 @@ struct r0_sum {
   uint64_t ranks, drops;
   struct {
     uint64_t count, dursum, gapsum, gapcnt;
+    uint64_t xsum, x2[3], xd[3]; /* P2P bytes x, x^2, x * duration (ns), the last two in 32-bit limbs */
   } op[CS_ONLINE_OP_SLOTS];
   struct {
     uint64_t members, nfp, nin, int_in, int_out, root_out_ok, out_nonfinite;
@@ -103,6 +109,7 @@ struct sdc_local { /* this rank's shipped checked collective */
 struct op_agg { /* shared: partial aggregate of a sampled instance */
   struct key k;
   uint64_t size, count, durmin, durmax, dursum, gapsum, gapcnt;
+  uint64_t durmin_hi, xsum, x2[3], xd[3];
   unsigned born;
   UT_hash_handle hh;
 };
@@ -115,8 +122,11 @@ struct sdc_agg { /* shared: partial aggregate of a checked collective */
   UT_hash_handle hh;
 };
 struct went {
-  int last;
+  int last;   /* the comm rank last alone, -1 none (a tie, or the data-load fit read a line) */
+  bool named; /* no two members share the shortest duration */
+  bool draw;  /* a fresh draw: named, right after one that was not */
   double late, med, a, gap, pgap;
+  double noise; /* cs_det_pt.noise: CS_DET_NOISE_FEW under CS_DET_NOISE_MIN members, else -1 */
 };
 struct self_win { /* this rank's window of a communicator's complete instances */
   uint64_t comm;
@@ -126,6 +136,8 @@ struct self_win { /* this rank's window of a communicator's complete instances *
   unsigned streak;
   size_t at;
   bool flagged;
+  struct cost_state *cost;       /* the cost rule's window (detect_cost.c), NULL until the first */
+  struct cs_det_cost_in prev_ci; /* ... and its record of the window's last instance */
   UT_hash_handle hh;
   struct cs_det_pt pts[]; /* `window`: its points for the rules (online_stragglers.c) */
 };
@@ -227,6 +239,21 @@ void cs_onl_sdc_evaluate(struct cs_online_rank *st, uint32_t exchange);
 int cs_onl_sdc_verdict_detail(struct cs_online_rank *st, struct sdc_agg *a, const struct bucket_min *bm,
                               const struct bucket_sum *bs, bool last_try);
 void cs_onl_sdc_done(struct cs_online_rank *st, struct sdc_agg *a);
+/* analysis/online_instance.c: what one complete instance tells this rank (its entry: last rank, ties,
+ * lateness, its arrival offset less what its P2P bytes explain) and the cost rule's record of it */
+void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, struct went *e, struct cs_det_cost_in *ci);
+/* the encodings of one rank's own figures, as pack ships them */
+static inline uint64_t onl_dur_ns(const struct cs_online_op *o) {
+  uint64_t d = (uint64_t)((double)o->dur_us * 1e3);
+  return d > DUR_MAX ? DUR_MAX : d;
+}
+static inline uint64_t onl_xb(const struct cs_online_op *o) { return o->p2p_bytes > XB_MAX ? XB_MAX : o->p2p_bytes; }
+/* v (< 2^96) into three 32-bit limbs, added to l */
+static inline void onl_limbs_add(uint64_t l[3], unsigned __int128 v) {
+  l[0] += (uint64_t)(v & 0xffffffffu);
+  l[1] += (uint64_t)((v >> 32) & 0xffffffffu);
+  l[2] += (uint64_t)(v >> 64);
+}
 /* analysis/online_stragglers.c: the complete sampled instances of this exchange, judged */
 void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange);
 /* analysis/online_sched.c: an instance of w as this rank saw it, cleared of the lateness its

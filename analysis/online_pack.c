@@ -66,6 +66,7 @@ void cs_online_rank_free(struct cs_online_rank *st) {
   struct self_win *w, *wt;
   HASH_ITER(hh, st->wins, w, wt) {
     HASH_DEL(st->wins, w);
+    cs_det_cost_release(&w->cost);
     free(w->e);
     free(w);
   }
@@ -140,8 +141,7 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
     st->op_used[s] = true;
     st->op_slot[s] = o;
     shipped++;
-    uint64_t d = (uint64_t)((double)o.dur_us * 1e3);
-    if (d > DUR_MAX) d = DUR_MAX;
+    uint64_t d = onl_dur_ns(&o), x = onl_xb(&o);
     mn->op[s].comm = o.comm;
     mn->op[s].ncomm = ~o.comm;
     mn->op[s].seq = o.seq;
@@ -150,8 +150,12 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
     mn->op[s].nsize = ~(uint64_t)o.comm_size;
     mn->op[s].durmin = d << RANK_BITS | o.comm_rank;
     mn->op[s].ndurmax = ~d;
+    mn->op[s].durmin_hi = d << RANK_BITS | (RANK_MASK - o.comm_rank);
     sm->op[s].count = 1;
     sm->op[s].dursum = d;
+    sm->op[s].xsum = x;
+    onl_limbs_add(sm->op[s].x2, (unsigned __int128)x * x);
+    onl_limbs_add(sm->op[s].xd, (unsigned __int128)x * d);
     if (o.gap_us >= 0 && o.gap_us < 1e9f) {
       sm->op[s].gapsum = (uint64_t)((double)o.gap_us * 1e3);
       sm->op[s].gapcnt = 1;

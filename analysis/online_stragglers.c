@@ -1,7 +1,8 @@
 /* analysis/online_stragglers.c: the online exchange's self-judgement: a rank keeps a window
- * of each communicator's complete instances as it saw them, judges itself after each with
- * the detector's rules (analysis/detect_judge.c, the one implementation the report uses
- * too) and queues a report for a later exchange. Protocol: analysis/online_eval.c. */
+ * of each communicator's complete instances as it saw them (analysis/online_instance.c reads
+ * each from the aggregates), judges itself after each with every rule of the detector
+ * (analysis/detect_judge.c and detect_cost.c, the one implementation the report uses too)
+ * and queues a report for a later exchange. Protocol: analysis/online_eval.c. */
 #include "detect_internal.h"
 #include "online_internal.h"
 
@@ -13,7 +14,8 @@ static int cmp_d(const void *a, const void *b) {
 static const struct went *wat(const struct self_win *w, size_t window, size_t i) { return &w->e[i % window]; }
 
 /* After instance i (0-based) of the window was pushed: does this rank flag itself? The
- * adapter to the rules: its counts and points over the window, then detect_judge.c decides. */
+ * adapter to the rules: its counts and points over the window, then detect_judge.c and
+ * detect_cost.c decide, in the report's order (detect_window.c rules_pass). */
 static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   const struct cs_det_params *p = &st->p;
   size_t W = p->window, i = w->n - 1;
@@ -23,6 +25,7 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   struct cs_det_pt *pt = w->pts;
   struct cs_det_counts c = {.w = nw, .recent = p->recent < W ? p->recent : W};
   c.recent_full = c.recent && w->n >= c.recent;
+  size_t nfresh = 0, dn = 0, dpos = 0;
   for (size_t j = lo; j <= i; j++) {
     const struct went *e = wat(w, W, j);
     pt[j - lo] = (struct cs_det_pt){.med = e->med,
@@ -30,41 +33,72 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
                                     .off = e->a,
                                     .gap = e->gap,
                                     .pgap = e->pgap,
-                                    .noise = -1, /* a rank sees its own offsets only */
+                                    .noise = e->noise,
                                     .gpeers = e->pgap,
                                     .in = true,
-                                    .last = e->last == (int)w->crank};
+                                    .last = e->last == (int)w->crank,
+                                    .draw = e->draw};
     c.n++;
     c.pos += e->a > 0;
     if (c.recent_full && j + c.recent > i) c.rn++, c.rpos += e->a > 0;
     c.run = e->a > 0 ? c.run + 1 : 0;
+    nfresh += e->draw;
+    dn += e->draw;
+    dpos += e->draw && e->a > 0;
   }
-  /* share-last: the comm rank last most often (ties: the lowest), is it this rank? */
-  size_t k = 0;
-  for (size_t j = lo; j <= i; j++) sc[k++] = (double)wat(w, W, j)->last;
-  qsort(sc, k, sizeof *sc, cmp_d);
-  size_t best = 0, run = 0;
-  double cand = -1;
-  for (size_t j = 0; j < k; j++) {
-    run = j && sc[j] == sc[j - 1] ? run + 1 : 1;
-    if (run > best) {
-      best = run;
-      cand = sc[j];
+  /* share-last: the comm rank last most often (ties: the lowest), is it this rank? and the
+   * rank last in the most fresh draws (ties: the lowest) */
+  size_t k = 0, kf = 0;
+  for (size_t j = lo; j <= i; j++) {
+    const struct went *e = wat(w, W, j);
+    if (e->last >= 0) sc[k++] = (double)e->last;
+    if (e->draw && e->last >= 0) sc[W + kf++] = (double)e->last;
+  }
+  size_t best = 0, fbest = 0;
+  double cand = -1, fcand = -1;
+  for (int pass = 0; pass < 2; pass++) {
+    double *v = sc + (pass ? W : 0);
+    size_t nv = pass ? kf : k, run = 0, *bp = pass ? &fbest : &best;
+    double *cp = pass ? &fcand : &cand;
+    qsort(v, nv, sizeof *v, cmp_d);
+    for (size_t j = 0; j < nv; j++) {
+      run = j && v[j] == v[j - 1] ? run + 1 : 1;
+      if (run > *bp) {
+        *bp = run;
+        *cp = v[j];
+      }
     }
   }
   struct cs_det_straggler s;
   memset(&s, 0, sizeof s);
-  bool by_last = cand == (double)w->crank && cs_det_last_significant(p, nw, best, (int)w->size) &&
-                 cs_det_last_rule(p, pt, nw, sc, &s);
+  bool sig = cs_det_last_significant(p, nw, best, (int)w->size);
+  bool by_last = sig && cand == (double)w->crank && cs_det_last_rule(p, pt, nw, sc, &s);
+  bool fresh = !sig && fcand == (double)w->crank && cs_det_fresh_significant(p, nfresh, fbest, (int)w->size);
   bool ok = by_last;
   unsigned pre = cs_det_prechecks(p, &c);
   double med = cs_det_window_med(pt, nw, sc), off, late;
   if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, cs_det_rank_threshold(p, pt, nw, med, sc, NULL), pt, nw, sc, &off, &late);
+  if (!ok) ok = cs_det_cost_judge(w->cost, p, w->size, (int)w->crank, &off);
+  if (!ok && fresh && cs_det_last_rule(p, pt, nw, sc, &s)) ok = by_last = true;
+  if (!ok && w->size >= CS_DET_DRAW_MEMBERS && dn >= p->min_instances &&
+      (double)dpos - 0.5 * (double)dn >= cs_det_sqrt((double)dn))
+    ok = cs_det_draw_rule(p, pt, nw, med, sc, &off);
   if (!ok || !cs_det_persist(&w->streak, &w->at, i, p->persist) || w->flagged) return;
   w->flagged = true;
   cs_det_figures(pt, nw, by_last, med, sc, &s);
+  cs_det_cost_fill(w->cost, (int)w->crank, by_last, &s);
   struct report r = {w->comm, w->crank, nw, s.kind, s.share_last, s.lateness_us, s.median_dur_us};
   if (st->npend < PENDING_REPORTS) st->pend[st->npend++] = r;
+}
+
+/* instance e (just pushed as the window's w->n - 1) into the cost rule's window: the median
+ * lateness of the last `window` instances, the instance before it */
+static int cost_push(struct cs_online_rank *st, struct self_win *w, const struct cs_det_cost_in *ci,
+                     const struct cs_det_cost_in *prev) {
+  size_t W = st->p.window, lo = w->n > W ? w->n - W : 0, k = 0;
+  for (size_t j = lo; j < w->n; j++) st->scratch[k++] = wat(w, W, j)->late;
+  double late_med = cs_det_median(st->scratch, k);
+  return cs_det_cost_push(&w->cost, &st->p, w->size, ci, w->n >= 2 ? prev : NULL, late_med);
 }
 
 static struct self_win *win_of(struct cs_online_rank *st, uint64_t comm, uint32_t size, uint32_t crank) {
@@ -165,25 +199,20 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
     struct op_local *l;
     HASH_FIND(hh, st->opl, &a->k, sizeof a->k, l);
     if (l) {
-      double cnt = (double)a->count;
-      double mn = (double)(a->durmin >> RANK_BITS) / 1e3, mx = (double)a->durmax / 1e3, sum = (double)a->dursum / 1e3;
-      double ref = a->count >= 3 ? (sum - mn - mx) / (cnt - 2) : sum / cnt;
-      double own = (double)(uint64_t)((double)l->o.dur_us * 1e3) / 1e3;
       struct self_win *w = win_of(st, a->k.comm, (uint32_t)a->size, l->o.comm_rank);
       if (w) {
         struct went *e = &w->e[w->n % st->p.window];
-        e->last = (int)(a->durmin & ((1u << RANK_BITS) - 1));
-        e->late = a->count == 2 ? mx - mn : ref - mn; /* two ranks: the wait is the peer's */
-        e->med = ref;
-        e->a = ref - own;
-        bool own_gap = l->o.gap_us >= 0 && l->o.gap_us < 1e9f;
-        double og = own_gap ? (double)(uint64_t)((double)l->o.gap_us * 1e3) / 1e3 : -1;
-        e->gap = og;
-        uint64_t pc = a->gapcnt - (own_gap ? 1 : 0);
-        e->pgap = pc ? ((double)a->gapsum / 1e3 - (own_gap ? og : 0)) / (double)pc : -1;
-        cs_onl_sched_adjust(st, w, e);
+        struct cs_det_cost_in ci;
+        cs_onl_instance(a, &l->o, e, &ci);
+        cs_onl_sched_adjust(st, w, e); /* a pipeline's schedule: analysis/online_sched.c */
+        const struct went *pe = w->n ? wat(w, st->p.window, w->n - 1) : NULL;
+        e->draw = e->named && pe && !pe->named;
         w->n++;
-        judge_self(st, w);
+        if (cost_push(st, w, &ci, &w->prev_ci) < 0)
+          st->oom = true;
+        else
+          judge_self(st, w);
+        w->prev_ci = ci;
       }
       HASH_DEL(st->opl, l);
       free(l);

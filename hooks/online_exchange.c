@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collscope/hash.h"
 #include "collscope/online.h"
 #include "collscope/online_sched.h"
 #include "hooks/health.h"
@@ -55,6 +56,22 @@ static void feed_push(const struct feed_item *it) {
 
 static uint32_t u32(int x) { return x < 0 ? 0 : (uint32_t)x; }
 
+/* the Send/Recv bytes of comm since its previous collective (the data-load fit's x, as the
+ * report has it: analysis/detect_dataload.c): its slot, NULL when the table is full */
+static uint64_t *p2p_bytes_of(uint64_t comm) {
+  unsigned h = (unsigned)cs_hash_fin(comm) & (ONLINE_P2P_COMMS - 1);
+  for (unsigned i = 0; i < ONLINE_P2P_COMMS; i++, h = (h + 1) & (ONLINE_P2P_COMMS - 1)) {
+    if (cs_on.p2p[h].used && cs_on.p2p[h].comm == comm) return &cs_on.p2p[h].bytes;
+    if (!cs_on.p2p[h].used) {
+      cs_on.p2p[h].used = true;
+      cs_on.p2p[h].comm = comm;
+      cs_on.p2p[h].bytes = 0;
+      return &cs_on.p2p[h].bytes;
+    }
+  }
+  return NULL;
+}
+
 void cs_online_note(const struct cs_record *r) {
   if (CS_LIKELY(atomic_load_explicit(&cs_on.state, memory_order_acquire) != ON_RUNNING)) return;
   if (r->type != CS_REC_OP || r->status != 0 || r->op >= CS_OP_COUNT) return;
@@ -70,13 +87,24 @@ void cs_online_note(const struct cs_record *r) {
   else
     cs_gap_untimed(&cs_on.gaps, r->stream); /* ran untimed: the next timed op's span holds it */
   cs_online_pipe_note(&pipe_seen, r->comm_id, r->comm_size, r->comm_rank, p2p, r->peer);
-  if (p2p) return;
+  uint64_t *xb = p2p_bytes_of(r->comm_id);
+  if (!xb && p2p && cs_on.p2p_untracked++ == 0)
+    cs_log_once(CS_LOG_WARN, "online: Send/Recv on more than %d communicators; the data-load fit reads no bytes for "
+                             "the others",
+                ONLINE_P2P_COMMS);
+  if (p2p) {
+    if (xb) *xb += r->bytes;
+    return;
+  }
+  uint64_t bytes = xb ? *xb : 0;
+  if (xb) *xb = 0;
   struct feed_item it;
   if (timed && r->seq % cs_on.stride == 0 && r->comm_size > 1) {
     memset(&it, 0, sizeof it);
     it.kind = 1;
     it.u.op.comm = r->comm_id;
     it.u.op.seq = r->seq;
+    it.u.op.p2p_bytes = bytes;
     it.u.op.dur_us = (float)((double)(r->end_ns - r->start_ns) / 1e3);
     it.u.op.gap_us = (float)gap;
     it.u.op.comm_size = u32(r->comm_size);

@@ -26,6 +26,8 @@ enum { ON_UNSET = 0,
 #define STOP_WAIT_MS (DRAIN_MS + 1000)
 #define FINAL_MAX 4 /* at shutdown: exchanges after the due ones (see exchange_main) */
 
+#define ONLINE_P2P_COMMS 64 /* communicators whose Send/Recv bytes are tracked (power of two) */
+
 struct feed_item {
   int kind; /* 1 op, 2 sdc */
   union {
@@ -59,7 +61,12 @@ struct cs_online_hook {
   _Atomic uint32_t head, tail;
   _Atomic uint32_t feed_lost;
   struct cs_gap_tracker gaps; /* harvest thread: compute gaps per (comm, stream) */
-  uint32_t reduced_backlog;   /* the last exchange: most entries any rank still had queued */
+  struct {
+    uint64_t comm, bytes;
+    bool used;
+  } p2p[ONLINE_P2P_COMMS];  /* harvest thread: Send/Recv bytes per comm since its previous collective */
+  uint64_t p2p_untracked;   /* Send/Recv with no room there (their collectives ship 0 bytes) */
+  uint32_t reduced_backlog; /* the last exchange: most entries any rank still had queued */
 };
 extern struct cs_online_hook cs_on; /* hooks/online_exchange.c */
 

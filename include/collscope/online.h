@@ -26,7 +26,7 @@
 #include "collscope/sdc.h"
 
 #define CS_ONLINE_MAGIC 0x6f6e6c43u /* "Clno" */
-#define CS_ONLINE_VERSION 2
+#define CS_ONLINE_VERSION 3
 #define CS_ONLINE_HOST 32     /* host name bytes (truncated, NUL padded) */
 #define CS_ONLINE_SHIP_OPS 32 /* sampled instances a rank ships per exchange at most */
 #define CS_ONLINE_OP_SLOTS 64 /* ... into slots hashed from (comm, seq, exchange) */
@@ -38,8 +38,8 @@
 #define CS_ONLINE_DETAIL_ROUNDS 3 /* detail rounds per exchange at most */
 
 /* One round on the wire: reduced element-wise over all ranks (MIN, SUM, SUM). */
-#define CS_ONLINE_NMIN 1000
-#define CS_ONLINE_NSUM 520
+#define CS_ONLINE_NMIN 1040
+#define CS_ONLINE_NSUM 968
 #define CS_ONLINE_NFSUM 140
 struct cs_online_wire {
   uint64_t min[CS_ONLINE_NMIN];
@@ -56,6 +56,7 @@ struct cs_online_op {
   float gap_us; /* this op's start - this rank's previous op end, < 0 unknown */
   uint32_t comm_size, comm_rank;
   uint32_t first_shipped; /* the evaluator's own: the exchange that first shipped it (feed 0) */
+  uint64_t p2p_bytes;     /* its Send/Recv bytes of the comm since its previous collective of it */
 };
 
 /* A checked collective on this rank. */

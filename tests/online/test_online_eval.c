@@ -5,7 +5,8 @@
  * is a sum finding without a suspect; several ranks with the same wrong bytes are one
  * finding, half of them no strict majority; a rank whose records come one exchange late still
  * completes the instances, and a straggler's figures do not depend on it; contributions that disagree on the exchange are not used; and
- * every rank reaches the same SDC verdict (what COLLSCOPE_SDC_ACTION=abort relies on). */
+ * every rank reaches the same SDC verdict (what COLLSCOPE_SDC_ACTION=abort relies on); data-load
+ * sums on the reduced wire that no members could have given are not read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +20,7 @@
 #include "collscope/record.h"
 #include "collscope/schema.h"
 #include "online_model.h"
+#include "../../analysis/online_internal.h" /* the round-0 layout, to garble a reduced wire */
 
 #define N 8
 
@@ -308,6 +310,45 @@ static void test_skewed_straggler_kind_compute(void **state) {
   model_free(m);
 }
 
+/* A reduced wire whose data-load sums no 8 members could give (a limb of the bytes squared
+ * over its bound, the bytes' sum within its own): the fit is not read, and the slow rank 5 alone
+ * flags itself. Read, those sums make a rising line that puts every other rank some 300 us late. */
+static void test_garbled_dataload_sums_not_read(void **state) {
+  (void)state;
+  struct cs_online_rank *st[N];
+  for (int r = 0; r < N; r++) assert_non_null(st[r] = cs_online_rank_new(r, N, "h", NULL));
+  static struct cs_online_wire red, w;
+  size_t flagged = 0;
+  for (uint32_t x = 1; x <= 8; x++) {
+    for (int r = 0; r < N; r++)
+      for (int k = 0; k < 16; k++) {
+        struct cs_online_op o = {.comm = 0x5a,
+                                 .seq = (uint64_t)((x - 1) * 16 + (uint32_t)k),
+                                 .dur_us = r == 5 ? 1600.0f : 2000.0f + (float)r,
+                                 .gap_us = r == 5 ? 500.0f : 100.0f,
+                                 .comm_size = N,
+                                 .comm_rank = (uint32_t)r};
+        cs_online_rank_feed_op(st[r], &o);
+      }
+    cs_online_wire_identity(&red);
+    for (int r = 0; r < N; r++) {
+      cs_online_pack(st[r], x, 0, &w);
+      cs_online_wire_fold(&red, &w);
+    }
+    struct r0_sum *sm = (struct r0_sum *)red.sum;
+    for (unsigned s = 0; s < CS_ONLINE_OP_SLOTS; s++)
+      if (sm->op[s].count) {
+        sm->op[s].xsum = 200000000000ull;
+        sm->op[s].x2[2] = (sm->op[s].count << 8) + 1;
+      }
+    struct cs_online_findings f;
+    for (int r = 0; r < N; r++) assert_int_equal(cs_online_unpack(st[r], x, 0, &red, &f), 0);
+    for (size_t i = 0; i < f.nstragglers; i++, flagged++) assert_int_equal(f.stragglers[i].rank, 5);
+  }
+  assert_int_equal(flagged, 1);
+  for (int r = 0; r < N; r++) cs_online_rank_free(st[r]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_straggler_flagged_once),
@@ -319,6 +360,7 @@ int main(void) {
       cmocka_unit_test(test_disagreeing_exchange_not_used),
       cmocka_unit_test(test_straggler_independent_of_completion_order),
       cmocka_unit_test(test_skewed_straggler_kind_compute),
+      cmocka_unit_test(test_garbled_dataload_sums_not_read),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,97 @@
+/* analysis/online_instance.c: what one complete sampled instance of the online exchange tells
+ * the rank that judges itself (analysis/online_stragglers.c), from the instance's reduced
+ * aggregates and its own op alone: the comm rank that arrived last (none where two share the
+ * shortest duration), how long its peers waited, its own arrival offset less what its P2P
+ * bytes explain (the data-load fit of analysis/detect_dataload.c, read from reduced sums), and
+ * the cost rule's record of the instance (analysis/detect_cost.c).
+ *
+ * The data-load fit: the report's Theil-Sen line needs every member's point, which no sum,
+ * min or max reduces. The wire carries per instance the exact integer sums n, sum x, sum x^2,
+ * sum d, sum x d (x: a member's P2P bytes, d: its duration in ns; the squares and products in
+ * 32-bit limbs), from which a rank reads the least-squares line of its peers alone (its own
+ * point taken out of the sums): the offset its peers had with its bytes. A rank slowed as well
+ * cannot pull that line towards itself, as the robust fit's median slope cannot either. */
+#include "online_internal.h"
+
+typedef __int128 i128;
+
+struct sums { /* the fit's sums over some members (offsets: ref - d; the ref cancels) */
+  i128 n, x, x2, d, xd;
+};
+
+/* a limb sum over n members back into one value; false where it cannot be a sum of n values
+ * below 2^(64 + top) (garbled: the fit is not read) */
+static bool unlimb(const uint64_t l[3], uint64_t n, unsigned top, i128 *v) {
+  if (l[0] > n * 0xffffffffull || l[1] > n * 0xffffffffull || l[2] > (n << top)) return false;
+  *v = (i128)l[0] + ((i128)l[1] << 32) + ((i128)l[2] << 64);
+  return true;
+}
+
+/* the least-squares slope of arrival offset over bytes (ns per byte), where there are four or
+ * more members, their bytes differ and the line rises (detect_dataload.c's conditions) */
+static bool slope(const struct sums *s, double *b) {
+  if (s->n < 4 || s->x < 0 || s->x2 < 0 || s->d < 0 || s->xd < 0) return false;
+  i128 den = s->n * s->x2 - s->x * s->x; /* each term < 2^121 (XB_MAX, DUR_MAX, 2^24 members) */
+  if (den <= 0) return false;
+  i128 num = s->x * s->d - s->n * s->xd; /* an earlier arrival is a longer duration */
+  *b = (double)num / (double)den;
+  return *b > 0;
+}
+
+void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, struct went *e, struct cs_det_cost_in *ci) {
+  double cnt = (double)a->count;
+  double mn = (double)(a->durmin >> RANK_BITS) / 1e3, mx = (double)a->durmax / 1e3, sum = (double)a->dursum / 1e3;
+  double ref = a->count >= 3 ? (sum - mn - mx) / (cnt - 2) : sum / cnt;
+  double own_us = (double)(uint64_t)((double)own->dur_us * 1e3) / 1e3;
+  int last = (int)(a->durmin & RANK_MASK);
+  /* the highest comm rank with the shortest duration: another than the lowest is a tie (the
+   * members arrived together: no last one, detect_window.c add_instance) */
+  bool tie = a->durmin_hi >> RANK_BITS == a->durmin >> RANK_BITS && (int)(RANK_MASK - (a->durmin_hi & RANK_MASK)) != last;
+  e->named = !tie;
+  e->last = tie ? -1 : last;
+  e->late = a->count == 2 ? mx - mn : ref - mn; /* two ranks: the wait is the peer's */
+  e->med = ref;
+  e->a = ref - own_us;
+  bool own_gap = own->gap_us >= 0 && own->gap_us < 1e9f;
+  double og = own_gap ? (double)(uint64_t)((double)own->gap_us * 1e3) / 1e3 : -1;
+  e->gap = og;
+  uint64_t pc = a->gapcnt - (own_gap ? 1 : 0);
+  e->pgap = pc ? ((double)a->gapsum / 1e3 - (own_gap ? og : 0)) / (double)pc : -1;
+
+  uint64_t n = a->count;
+  /* the floor's noise (detect_judge.c): with fewer than CS_DET_NOISE_MIN members the report's is
+   * CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, its robust sigma
+   * of the members' offsets (1.4826 x their median absolute offset) needs every member's
+   * offset, and no sum stands in for it exactly (docs/online.md): unknown, the term left out */
+  e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : -1;
+
+  /* the data-load fit */
+  struct sums s = {(i128)n, (i128)a->xsum, 0, (i128)a->dursum, 0};
+  bool sane = n >= 2 && n < (1ull << RANK_BITS) && a->xsum <= n * XB_MAX && a->dursum <= n * DUR_MAX &&
+              unlimb(a->x2, n, 8, &s.x2) && unlimb(a->xd, n, 12, &s.xd);
+  bool data = sane && s.n * s.x2 - s.x * s.x > 0; /* the members' bytes differ */
+  double b;
+  if (data && slope(&s, &b)) {
+    /* the report names the member with the largest residual last; that needs every member's
+     * residual, which no reduction of this round carries: online the instance names none */
+    e->last = -1;
+    uint64_t x = onl_xb(own), d = onl_dur_ns(own);
+    struct sums o = {s.n - 1, s.x - (i128)x, s.x2 - (i128)x * x, s.d - (i128)d, s.xd - (i128)x * d};
+    if (slope(&o, &b)) {
+      double m = (double)o.n;
+      e->a = ((double)o.d / m - (double)d - b * ((double)x - (double)o.x / m)) / 1e3;
+    }
+  }
+
+  /* the cost rule's record: the elapsed time since the previous instance is the members' mean
+   * duration (trimmed) and compute gap (the report's median of each member's time from op end
+   * to op end needs every member's figure) */
+  double gmean = a->gapcnt ? (double)a->gapsum / (double)a->gapcnt : 0;
+  *ci = (struct cs_det_cost_in){.last = e->last,
+                                .lateness = e->late,
+                                .med = ref,
+                                .gap_last = e->last >= 0 && (uint32_t)e->last == own->comm_rank ? og : -1,
+                                .gap_peers = e->pgap,
+                                .dt_ns = (int64_t)(ref * 1e3 + gmean + 0.5),
+                                .data = data};
+}
