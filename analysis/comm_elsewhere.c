@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 struct member { /* one (communicator, member): the peer waits' figures */
   uint64_t comm;
@@ -62,6 +62,7 @@ static bool list_add(struct mlist **t, int64_t key, struct member *m) {
     if (!(l = calloc(1, sizeof *l))) return false;
     l->key = key;
     HASH_ADD(hh, *t, key, sizeof l->key, l);
+    if (!CS_HASH_ADDED()) return free(l), false;
   }
   if (l->n == l->cap) {
     size_t nc = l->cap ? 2 * l->cap : 4;

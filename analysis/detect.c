@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 void cs_det_params_default(struct cs_det_params *p) {
   p->window = 100;
@@ -259,6 +259,7 @@ static struct cstate *stream_comm(struct cs_det_stream *s, uint64_t comm) {
     if (!(C = calloc(1, sizeof *C))) return NULL;
     C->comm = comm;
     HASH_ADD(hh, s->c, comm, sizeof comm, C);
+    if (!CS_HASH_ADDED()) return free(C), NULL;
   }
   s->hit = C;
   return C;

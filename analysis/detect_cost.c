@@ -23,7 +23,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 struct cost_slot {
   int last;          /* the rank charged, -1 none */
@@ -124,6 +124,10 @@ static int charge(struct cost_state *K, int r, int64_t c, int sign) {
     if (!(q = calloc(1, sizeof *q))) return -1;
     q->rank = r;
     HASH_ADD_INT(K->r, rank, q);
+    if (!CS_HASH_ADDED()) {
+      free(q);
+      return -1;
+    }
   }
   q->cost_ns += sign * c;
   q->k = sign > 0 ? q->k + 1 : q->k - 1;

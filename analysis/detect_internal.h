@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 struct inst {
   int last;   /* comm_rank that arrived last, -1 when several tie */

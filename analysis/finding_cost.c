@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 struct ckey {
   uint64_t comm;
@@ -120,6 +120,7 @@ int cs_cost_instance(struct cs_cost *c, uint64_t comm, int64_t seq, const struct
       e->k.comm_rank = m[i].comm_rank;
       e->width = 1;
       HASH_ADD(hh, c->mem, k, sizeof e->k, e);
+      if (!CS_HASH_ADDED()) return free(e), c->oom = true, -1;
     }
     e->measured |= nt >= 2 && m[i].timed && !m[i].p2p;
     if (step(e, seq, nt >= 2 && i == last && late > 0 ? late : 0) < 0) return c->oom = true, -1;

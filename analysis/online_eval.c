@@ -77,6 +77,11 @@ static void keep_local_op(struct cs_online_rank *st, const struct cs_online_op *
   l->o = *o;
   l->shipped = exchange;
   HASH_ADD(hh, st->opl, k, sizeof l->k, l);
+  if (!CS_HASH_ADDED()) {
+    free(l);
+    st->oom = true;
+    return;
+  }
   st->nopl++;
 }
 
@@ -101,6 +106,11 @@ static void keep_local_sdc(struct cs_online_rank *st, const struct cs_online_sdc
   l->c = *c;
   l->shipped = exchange;
   HASH_ADD(hh, st->sdl, k, sizeof l->k, l);
+  if (!CS_HASH_ADDED()) {
+    free(l);
+    st->oom = true;
+    return;
+  }
   st->nsdl++;
 }
 
@@ -150,6 +160,11 @@ static void merge_ops(struct cs_online_rank *st, uint32_t exchange, const struct
       a->durmin = a->durmin_hi = UINT64_MAX;
       a->born = exchange;
       HASH_ADD(hh, st->opa, k, sizeof a->k, a);
+      if (!CS_HASH_ADDED()) {
+        free(a);
+        st->oom = true;
+        continue;
+      }
       st->nopa++;
     }
     if (a->size != mn->op[s].size) continue;
@@ -197,6 +212,11 @@ static void merge_sdc(struct cs_online_rank *st, uint32_t exchange, const struct
       a->fpmin = a->outmin = UINT64_MAX;
       a->born = exchange;
       HASH_ADD(hh, st->sda, k, sizeof a->k, a);
+      if (!CS_HASH_ADDED()) {
+        free(a);
+        st->oom = true;
+        continue;
+      }
       st->nsda++;
     }
     if (a->size != mn->sdc[s].size || a->meta != mn->sdc[s].meta || a->count != mn->sdc[s].count) continue;

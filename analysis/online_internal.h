@@ -11,7 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 #include "collscope/hash.h"
 #include "collscope/schema.h"

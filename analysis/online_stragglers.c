@@ -116,6 +116,12 @@ static struct self_win *win_of(struct cs_online_rank *st, uint64_t comm, uint32_
   w->size = size;
   w->crank = crank;
   HASH_ADD(hh, st->wins, comm, sizeof w->comm, w);
+  if (!CS_HASH_ADDED()) {
+    free(w->e);
+    free(w);
+    st->oom = true;
+    return NULL;
+  }
   st->nwins++;
   return w;
 }

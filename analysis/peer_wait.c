@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 struct mkey {
   uint64_t comm;
@@ -129,6 +129,11 @@ static void p2p_add(struct cs_pwait *p, uint64_t comm, const struct cs_pwait_op 
     }
     q->k = k;
     HASH_ADD(hh, p->pairs, k, sizeof k, q);
+    if (!CS_HASH_ADDED()) {
+      free(q);
+      p->oom = true;
+      return;
+    }
   }
   struct pend me = {m, o->timed, o->start_ns, o->end_ns};
   if (q->len && q->sends != o->send) { /* the oldest of the other side is its match */
@@ -165,6 +170,7 @@ int cs_pwait_instance(struct cs_pwait *p, uint64_t comm, const struct cs_pwait_o
       e->k.comm_rank = o->comm_rank;
       e->rank = o->rank;
       HASH_ADD(hh, p->mem, k, sizeof e->k, e);
+      if (!CS_HASH_ADDED()) return free(e), p->oom = true, -1;
     }
     bool timed = o->timed && o->start_ns > 0 && o->end_ns >= o->start_ns;
     if (timed && (o->start_ns != e->last_start || o->end_ns != e->last_end)) {

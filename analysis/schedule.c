@@ -75,6 +75,7 @@ int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const stru
     c->comm = comm;
     c->all_p2p = true;
     HASH_ADD(hh, s->comms, comm, sizeof c->comm, c);
+    if (!CS_HASH_ADDED()) return free(c), s->oom = true, -1;
   }
   if (seq > c->last_seq) c->last_seq = seq;
   if (n > s->capscr) {
@@ -99,6 +100,7 @@ int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const stru
       e->host = m[k].host;
       e->stage = -1;
       HASH_ADD(hh, s->mem, k, sizeof key, e);
+      if (!CS_HASH_ADDED()) return free(e), s->oom = true, -1;
       c->nmem++;
     }
     member_add(e, &m[k], seq);
@@ -139,6 +141,7 @@ int cs_sched_summed(struct cs_sched *s, uint64_t comm, const struct cs_sched_sum
   e->first_seq = 0;
   e->last_seq = m->last_seq;
   HASH_ADD(hh, s->mem, k, sizeof key, e);
+  if (!CS_HASH_ADDED()) return free(e), s->oom = true, -1;
   c->nmem++;
   return 0;
 }
@@ -216,6 +219,7 @@ static int chain(struct cs_sched *s, struct scomm *c) {
     e->rank = m->rank;
     e->stage = m->stage;
     HASH_ADD_INT(s->ranks, rank, e);
+    if (!CS_HASH_ADDED()) return free(e), -1;
   }
   if ((int)c->nmem > s->nstages) s->nstages = (int)c->nmem;
   return 1;

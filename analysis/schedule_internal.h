@@ -3,7 +3,7 @@
 #ifndef COLLSCOPE_ANALYSIS_SCHEDULE_INTERNAL_H
 #define COLLSCOPE_ANALYSIS_SCHEDULE_INTERNAL_H
 
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 #include "collscope/schedule.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 struct held {
   int64_t start, end, wait; /* wait -1: a Send/Recv not matched yet */
@@ -200,6 +200,7 @@ static int p2p_add(struct cs_steps *s, uint64_t comm, const struct cs_steps_op *
     if (!p) return -1;
     p->k = k;
     HASH_ADD(hh, s->pairs, k, sizeof k, p);
+    if (!CS_HASH_ADDED()) return free(p), -1;
   }
   struct fifo *other = o->send ? &p->recvs : &p->sends, *mine = o->send ? &p->sends : &p->recvs;
   if (other->len) {

@@ -36,6 +36,11 @@ ALLOWED = {
 }
 LAYERS = ("shim", "hooks", "stats", "analysis", "topology", "tools")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+# the layers linked into the job's process: uthash only through the wrapper that makes an
+# allocation failure leave the element out instead of exiting
+IN_JOB = {"shim", "hooks", "stats", "analysis", "topology", "include"}
+UTHASH_RE = re.compile(r'^\s*#\s*include\s+[<"]uthash\.h[>"]')
+UTHASH_WRAPPER = os.path.join("include", "collscope", "uthash_nonfatal.h")
 SOURCE_EXT = (".c", ".h", ".cu", ".def")
 # nm -A: "LIB.a:OBJ.o:ADDRESS T name" or "LIB.a:OBJ.o:                 U name"
 NM_RE = re.compile(r"^(?P<obj>.*?\.o):\s*(?:[0-9a-fA-F]+\s+)?(?P<type>[A-Za-z])\s+(?P<sym>\S+)$")
@@ -79,6 +84,10 @@ def check_includes(src_root):
                 rel = os.path.relpath(path, src_root)
                 with open(path, encoding="utf-8", errors="replace") as fh:
                     for lineno, line in enumerate(fh, 1):
+                        if layer in IN_JOB and UTHASH_RE.match(line) and rel != UTHASH_WRAPPER:
+                            bad.append(f"{rel}:{lineno}: {layer}/ runs inside the job: include "
+                                       f"\"collscope/uthash_nonfatal.h\" (uthash's default exits the process on "
+                                       f"an allocation failure)")
                         m = INCLUDE_RE.match(line)
                         if not m:
                             continue

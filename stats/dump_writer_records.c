@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h"
 
 static struct cs_dump_sources sources; /* what the layers above hand over (dump_writer.h) */
 
@@ -172,6 +172,11 @@ static const struct site_entry *site_of(uint64_t addr) {
   if (e != &spare) {
     e->addr = addr;
     HASH_ADD(hh, sites, addr, sizeof(e->addr), e);
+    if (!CS_HASH_ADDED()) { /* no room in the table: formatted this once */
+      spare = *e;
+      free(e);
+      return &spare;
+    }
     nsites++;
   }
   return e;

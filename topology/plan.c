@@ -9,14 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-/* out of memory in a hash add: the caller's `oom` flag, never exit (this runs in the shim) */
-#define HASH_NONFATAL_OOM 1
-#define uthash_nonfatal_oom(e) \
-  do { \
-    free(e); \
-    oom = 1; \
-  } while (0)
-#include <uthash.h>
+#include "collscope/uthash_nonfatal.h" /* out of memory in a hash add: never exit (this runs in the shim) */
 
 /* NCCL's binary tree (src/graph/trees.cc, ncclGetBtree): parent of `rank`, -1 for 0. */
 static int btree_up(int nranks, int rank) {
@@ -162,7 +155,11 @@ int cs_topo_plan(const struct cs_topo *t, const char *const *hosts, size_t n, st
     }
     u->name = hosts[j];
     HASH_ADD_KEYPTR(hh, seen, u->name, strlen(u->name), u);
-    if (oom) break;
+    if (!CS_HASH_ADDED()) {
+      free(u);
+      oom = 1;
+      break;
+    }
     if (unknown < 8 && err && errlen > ulen + 1) {
       int k = snprintf(err + ulen, errlen - ulen, "%s%s", unknown ? ", " : "", hosts[j]);
       if (k > 0) ulen += (size_t)k < errlen - ulen ? (size_t)k : errlen - ulen - 1;
