@@ -10,27 +10,20 @@ void cs_link_params_default(struct cs_link_params *p) {
   p->nic_frac = 0.1;
 }
 
+/* a fraction 0 < f < 1 from variable `name` into *f when set; -1 (kept) when malformed */
+static int env_frac(const char *name, double *f) {
+  const char *v = getenv(name);
+  if (!v || !*v) return 0;
+  char *end;
+  double x = strtod(v, &end);
+  if (*end || !(x > 0 && x < 1)) return -1;
+  *f = x;
+  return 0;
+}
+
 int cs_link_params_env(struct cs_link_params *p) {
-  int rc = 0;
-  const char *v = getenv("COLLSCOPE_LINK_SLOW_FRAC");
-  if (v && *v) {
-    char *end;
-    double f = strtod(v, &end);
-    if (*end || !(f > 0 && f < 1))
-      rc = -1;
-    else
-      p->slow_frac = f;
-  }
-  v = getenv("COLLSCOPE_LINK_NIC_FRAC");
-  if (v && *v) {
-    char *end;
-    double f = strtod(v, &end);
-    if (*end || !(f > 0 && f < 1))
-      rc = -1;
-    else
-      p->nic_frac = f;
-  }
-  v = getenv("COLLSCOPE_LINK_MIN_BYTES");
+  int rc = env_frac("COLLSCOPE_LINK_SLOW_FRAC", &p->slow_frac) | env_frac("COLLSCOPE_LINK_NIC_FRAC", &p->nic_frac);
+  const char *v = getenv("COLLSCOPE_LINK_MIN_BYTES");
   if (v && *v) {
     char *end;
     unsigned long long b = strtoull(v, &end, 10);
