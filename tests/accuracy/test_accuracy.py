@@ -44,6 +44,11 @@ CASES = [
     # 23: its data-parallel pair's sign test is a binomial tail within offset_z (docs/detection.md)
     (("3d", "slow:pct=5", 8, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [23, 23, 23]}),
     (("3d", "slow:pct=5", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [11, 11, 11]}),
+    # the slowed GPU's tensor partner, late to its data-parallel collective because it waited for
+    # the GPU in their tensor-parallel ops, is moved to it as the report moves it (the driver
+    # judges every workload's findings as tools/report/report_agg.c does: schedule, peer waits,
+    # time elsewhere): no collateral (1.0 with the detector's findings alone)
+    (("3d", "slow:pct=20", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "collateral": 0.0}),
     (("moe", "slow:pct=5", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "flag_after": [15, 17, 11]}),
     (("dp", "link", 8, 2, 8), {"mode": "processes", "recall": 1.0, "kind_ok": 1.0, "cause_ok": 1.0, "collateral": 0.0}),
     (("dp", "link", 64, 3, 0), {"mode": "in-process", "recall": 1.0, "kind_ok": 1.0, "collateral": 0.0}),
