@@ -146,7 +146,7 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0, noise="2", sha
     st += [dict(s, causes=[{"kind": "peer_wait"}]) for s in r.get("moved_to_peer", [])]
     st += [dict(s, causes=[{"kind": "comm_elsewhere"}]) for s in r.get("explained_by_comm_elsewhere", [])]
     return {"instances": r["instances"], "judged": r["judged"], "stragglers": st, "hangs": hangs, "onset": None,
-            "slow_links": []}
+            "slow_links": [], "report_judged": "explained_by_comm_elsewhere" in r}
 
 
 # ---------------------------------------------------------------- real processes
@@ -400,6 +400,8 @@ def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0, noise
     o.update(S.score(w, fault, n, runs, ranks_per_host(n)) if w in S.WORKLOADS else score(fault, n, runs))
     if steps:
         o["steps"] = steps
+    if mode == "in-process":  # the driver judged the findings as the report does (all of them)
+        o["report_judged"] = all(r.get("report_judged") for r in runs)
     o["instances"] = sum(r["instances"] for r in runs)
     o["judged"] = sum(r["judged"] for r in runs)
     o["wall_s"] = round(time.monotonic() - t0, 2)

@@ -75,10 +75,12 @@ def generate(a):
          "  step) and `hetero` (`dp` with simhost2's compute and the instances it is in twice as long; findings",
          "  on its ranks, the GPU model most ranks do not run, are counted as explained, as the report's",
          "  `gpu_model` cause). A slow link is named in process only by the communicator's link entry, which",
-         "  reads its small (<= 64 KiB) collectives: `accum` and `multicomm` have none. The report's judgement",
-         "  of a rank's longer time in its other communicators (analysis/comm_elsewhere.c) is not applied in",
-         "  process: a 3d row's collateral (the slowed GPU's tensor partner, late to its data-parallel",
-         "  collective) is the detector's, which the report leaves out.", "",
+         "  reads its small (<= 64 KiB) collectives: `accum` and `multicomm` have none. The driver judges the",
+         "  detector's findings as the report does (tools/report/report_agg.c): the pipeline schedule, the",
+         "  peer waits, the time elsewhere (analysis/comm_elsewhere.c), for every workload; a row marked",
+         "  `*` in its mode was measured before the driver did so for workloads without Send/Recv (its",
+         "  collateral is the detector's: a 3d row's slowed GPU's tensor partner, late to its",
+         "  data-parallel collective, which the report moves to the GPU it waited for).", "",
          "Faults on rank 5 (8 ranks) or N/2+5, on simhost3 or host N/16+1: `slow:pct=P` stalls P% of its",
          "collective's duration before each collective, from its 4th op (after three measured durations), or",
          "with `,from=S` from its op of seq S, mid-job; `intermittent` the same on every other one",
@@ -123,7 +125,8 @@ def generate(a):
                 fp += ", %d explained (gpu_model)" % o["explained"]
             L.append("| %d | `%s` | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s (%d) | %.0f s |" % (
                 o["ranks"], o["fault"], NOISE_NAMES[o["noise"]], "300 us" if o["shape"] == "wire" else "model",
-                o["mode"], o["seeds"], fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
+                o["mode"] + ("*" if o["mode"] == "in-process" and not o.get("report_judged") else ""), o["seeds"],
+                fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
                 after_cell(o["flag_after"]), bar_cell(o["fault"], o["flag_after"]), fmt(o["collateral"]), fp,
                 o["judged_clean"], o["wall_s"]))
         cl = [o for o in rows + long_ if o["workload"] == w and o["fault"] == "none"]
