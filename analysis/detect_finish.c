@@ -7,8 +7,13 @@
 
 /* Whether the comm's instances [lo, hi) (buffer indices) are bound by a slow link: its small
  * collectives (<= 64 KiB: latency) take at least link_floor_us at 8 ranks, scaled by the ring
- * steps of an AllReduce (2(n-1)) for n ranks, and the last rank is late by less than 10% of
- * the duration (everyone waited for the network alike). *small, *rel: those two medians. */
+ * steps of an AllReduce (2(n-1)) for n ranks, by CS_DET_NOISE_Z standard errors of their median
+ * (1.2533 x 1.4826 x MAD / sqrt(count): the instances' own spread), and the last rank is late by
+ * less than 10% of the duration (everyone waited for the network alike). *small, *rel: those two
+ * medians. A median at the floor is no evidence of a slow link: a comm with members on a GPU model
+ * at half speed takes twice as long at every instance, at 300 us a ring step 87-90 ms for its small
+ * collectives at 64 ranks with 10% jitter and a tail against a floor of 90 ms (a link entry in 2
+ * of 10 seeds); a slow link's are 410-900 ms there. */
 bool cs_det_link_bound(struct cstate *C, const struct cs_det_params *p, size_t lo, size_t hi, double *small,
                        double *rel) {
   struct inst *in = C->in;
@@ -17,10 +22,12 @@ bool cs_det_link_bound(struct cstate *C, const struct cs_det_params *p, size_t l
   for (size_t i = lo; i < hi; i++)
     if (in[i].bytes <= 65536) scratch[ns++] = in[i].med;
   *small = cs_det_median(scratch, ns);
+  for (size_t j = 0; j < ns; j++) scratch[j] = scratch[j] > *small ? scratch[j] - *small : *small - scratch[j];
+  double se = ns ? 1.2533 * 1.4826 * cs_det_median(scratch, ns) / cs_det_sqrt((double)ns) : 0;
   for (size_t i = lo; i < hi; i++) scratch[nl++] = in[i].med > 0 ? in[i].lateness / in[i].med : 0;
   *rel = cs_det_median(scratch, nl);
   double steps = 2.0 * (C->csize - 1) / 14.0;
-  return ns >= 2 && *small >= p->link_floor_us * (steps > 1 ? steps : 1) && *rel < 0.1;
+  return ns >= 2 && *small - CS_DET_NOISE_Z * se >= p->link_floor_us * (steps > 1 ? steps : 1) && *rel < 0.1;
 }
 
 /* The comm's results after its last instance: stragglers, a slow-link entry, per-rank

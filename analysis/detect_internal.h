@@ -32,6 +32,8 @@ struct ent {
   double off_us; /* its arrival offset, median(duration) - dur_us (> 0: it arrived after the
                   * median rank); set once the instance's durations are all in */
   double gap;    /* its compute gap */
+  double u;      /* at a fresh draw, its arrival offset's mid-rank among the instance's members,
+                  * in (0, 1): (members before it + half its ties + 1/2) / members; else 1/2 */
   double xb;     /* the bytes its rank's Send/Recv of the comm moved since its previous
                   * collective of the comm (detect_dataload.c) */
   int64_t t;     /* its op's end_ns */
@@ -124,6 +126,8 @@ double cs_det_dataload_fit(size_t n, const double *xb, double *off, struct dl_po
 double cs_det_median(double *v, size_t n);
 double cs_det_median_mid(double *v, size_t n);
 double cs_det_median_z(double *v, size_t k, double m);
+/* the standard normal quantile of u in (0, 1) */
+double cs_det_normal_score(double u);
 
 /* ---- the straggler rules, one implementation (detect_judge.c) ----
  * One rank at the instance just fed, over plain arrays: its counts over the window and one
@@ -143,6 +147,7 @@ struct cs_det_pt { /* one instance of the window as one rank saw it */
   bool in;         /* it has a timed op there */
   bool last;       /* it arrived last, alone */
   bool draw;       /* a fresh draw (struct inst): its members started even */
+  double u;        /* there, its offset's mid-rank among the members (struct ent) */
 };
 struct cs_det_counts { /* one rank's counts over the window (its pre-checks) */
   size_t w;            /* the window's instances */
@@ -183,9 +188,13 @@ bool cs_det_last_significant(const struct cs_det_params *p, size_t w, size_t k, 
 bool cs_det_fresh_significant(const struct cs_det_params *p, size_t nf, size_t k, int csize);
 /* the offset rule over the window's fresh draws alone (where the members started even: the only
  * instances that measure an arrival order in a job whose other instances tie), in communicators
- * of CS_DET_DRAW_MEMBERS or more: *off its median offset there (scratch: 2w doubles) */
-#define CS_DET_DRAW_MEMBERS 64 /* the fewest members of a communicator the draw rule runs in */
-bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
+ * of CS_DET_DRAW_MEMBERS or more (csize members): its median offset there above the floor with
+ * the draws' own noise, and the normal scores of its mid-ranks among the draws' members (struct
+ * ent u) as unlikely as a normal tail of CS_DET_DRAW_Z per judged instance over all the members;
+ * *off its median offset there (scratch: 2w doubles) */
+#define CS_DET_DRAW_MEMBERS CS_DET_NOISE_MIN /* the fewest members the draw rule runs in */
+#define CS_DET_DRAW_Z 4.5                    /* its rank test's level: per judged instance, over all members */
+bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med, int csize,
                       double *scratch, double *off);
 /* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's
  * window_instances, last, share_last, lateness_us, median_dur_us, gap_us, peer_gap_us, kind

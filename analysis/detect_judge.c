@@ -122,7 +122,7 @@ static double busy_gap(double gap, double pgap) {
   return gap >= 0 && pgap >= 0 && gap - pgap >= CS_DET_GAP_FLOOR * gap ? gap : -1;
 }
 
-bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med,
+bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med, int csize,
                       double *scratch, double *off) {
   /* Where the members' ops queue behind one another (FSDP's AllGathers back to back, at 300 us a
    * ring step its ReduceScatters behind the first) every member starts each when the one before
@@ -162,7 +162,21 @@ bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt,
   }
   double gap = gm[0], pgap = gm[1];
   double se = sigma >= 0 ? 1.2533 * sigma / cs_det_sqrt((double)k) : -1;
-  return m > 0 && se >= 0 && m >= cs_det_threshold(p, med, busy_gap(gap, pgap), se);
+  if (!(m > 0 && se >= 0 && m >= cs_det_threshold(p, med, busy_gap(gap, pgap), se))) return false;
+  /* and the rank test over the draws, its level corrected for the members tested: each draw's
+   * mid-rank u of its offset among the draw's members is uniform for a clean rank whatever the
+   * noise's shape, so the sum of their normal scores over sqrt(k) is a standard normal z; with
+   * csize members judged, a window of w instances whose nd draws change about once per w / nd
+   * instances, it must be as unlikely as a normal tail of CS_DET_DRAW_Z per judged instance over
+   * all members: tail(z) <= tail(CS_DET_DRAW_Z) x w / (nd x csize) */
+  double zs = 0;
+  size_t nd = 0;
+  for (size_t j = 0; j < w; j++) {
+    nd += pt[j].draw;
+    if (pt[j].draw && pt[j].in) zs += cs_det_normal_score(pt[j].u);
+  }
+  zs /= cs_det_sqrt((double)k);
+  return cs_det_normal_tail(zs) * (double)csize * (double)nd <= cs_det_normal_tail(CS_DET_DRAW_Z) * (double)w;
 }
 
 bool cs_det_last_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double *scratch,

@@ -51,6 +51,7 @@ void cs_det_fill_pts(struct cstate *C, size_t lo, size_t hi, int r, bool peers) 
     q->gpeers = in[i].gap_peers;
     q->last = in[i].last == r;
     q->draw = in[i].fresh;
+    q->u = e ? e->u : 0.5;
     q->pgap = q->last ? in[i].gap_peers : peers ? peer_gap(C, i, r)
                                                 : -1;
   }

@@ -207,6 +207,24 @@ oom:
   return -1;
 }
 
+/* each entry's mid-rank u among the instance's n entries from e0 (struct ent) at a fresh draw,
+ * where the draw rule reads them (detect_judge.c); 1/2 elsewhere */
+static void draw_ranks(struct cstate *C, size_t e0, size_t n, bool fresh) {
+  struct ent *ents = C->ents + e0;
+  if (!fresh) {
+    for (size_t k = 0; k < n; k++) ents[k].u = 0.5;
+    return;
+  }
+  struct okrank *v = C->okv; /* comm size entries, free until the rules pass */
+  for (size_t k = 0; k < n; k++) v[k] = (struct okrank){ents[k].off_us, (int)k};
+  qsort(v, n, sizeof *v, cmp_okrank);
+  for (size_t a = 0, b; a < n; a = b) {
+    for (b = a + 1; b < n && v[b].off == v[a].off;) b++;
+    double u = (0.5 * (double)(a + b)) / (double)n; /* (a + (b - a - 1) / 2 + 1/2) / n */
+    for (size_t k = a; k < b; k++) ents[v[k].r].u = u;
+  }
+}
+
 /* the instance whose entries add_arrivals appended: its figures in in[], each entry's arrival
  * offset (off_us) from its duration, less the share its P2P bytes explain (detect_dataload.c:
  * then the last rank is the one with the largest residual, and its lateness that residual
@@ -271,6 +289,7 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
    * released together: they start even, so which comes last is a draw of its own; at the
    * instances after it a rank late once stays late through the ops queued behind it) */
   I->fresh = I->last >= 0 && C->nin >= 2 && C->in[C->nin - 2].last < 0;
+  draw_ranks(C, e0, A->ntimed, I->fresh);
   I->gap_peers = ngaps ? cs_det_median(C->gaps, ngaps) : -1;
   /* the floor's noise (detect_judge.c): the members' offsets' robust sigma, about the median
    * rank's 0; with fewer than CS_DET_NOISE_MIN members a straggler's own offset would be half of
@@ -417,20 +436,15 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
       }
     }
     /* the offset rule over the fresh draws alone (detect_judge.c), where its sign count there
-     * passes the offset rule's pre-check, in a communicator of CS_DET_DRAW_MEMBERS or more: there
-     * the peers' tails beat a slow rank in the share-last rule's draws, and each draw's noise is
-     * measured over enough members to be tight (a robust sigma of n is within ~1.17/sqrt(n) of
-     * itself: 15% at 64). Among fewer the share of draws keeps its power (a rank last in each by
-     * chance 1/8 at 8 ranks), and the noise reads low: at 8 ranks with 2% jitter 30 us at the
-     * draws against a clean rank's offset spread of ~57 us there, and with its own robust z as
-     * well, 12 draws a window over ~6,000 windows a seed flagged 4 clean ranks in 500,000 judged
-     * instances */
+     * passes the offset rule's pre-check: there the peers' tails beat a slow rank in the share-last
+     * rule's draws. Its rank test's level is corrected for the members judged, so it runs in a
+     * communicator of any size whose draws' noise is measured (CS_DET_DRAW_MEMBERS) */
     if (!ok && C->csize >= CS_DET_DRAW_MEMBERS && C->dn[r] >= p->min_instances &&
         (double)C->dpos[r] - 0.5 * (double)C->dn[r] >= cs_det_sqrt((double)C->dn[r])) {
       if (W->med < 0) W->med = window_median(C, W);
       if (held != r) cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
       held = r;
-      ok = cs_det_draw_rule(p, C->pts, W->w, W->med, C->scratch, &off);
+      ok = cs_det_draw_rule(p, C->pts, W->w, W->med, C->csize, C->scratch, &off);
       if (!ok && off > late) late = off;
     }
     R->ok = ok;

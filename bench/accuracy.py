@@ -462,7 +462,9 @@ def plan_machine(seeds):
 # offset on its least gap, a pair's sign test a binomial tail within offset_z (docs/detection.md).
 # 4: the offset rule over fresh draws, offsets against the members within 5 robust sigmas, the
 # kind's gap excess paired per instance, the cost rule charging a delay carried through queued ops once
-DETECTOR = 4
+# 5: the offset rule over fresh draws with a rank test whose level is corrected for the members
+# judged, from 8 members; the slow-link entry's floor 5 standard errors below its median
+DETECTOR = 5
 
 
 def current(o):

@@ -35,7 +35,10 @@
  *   rules, the same test over the window's fresh draws (instances naming a last rank right
  *   after one that named none: a tie), then the offset rule over those draws alone: in
  *   >= min_instances of them, a > 0 in clearly more than half (z >= 2), and its median offset
- *   there >= the floor with the draws' noise over their count. In instances of < 8 members the
+ *   there >= the floor with the draws' noise over their count, and the normal scores of its
+ *   mid-ranks among each draw's members, summed over sqrt(their count), a z with
+ *   P(Z >= z) <= P(Z >= 4.5) x window / (draws x comm_size) (the level per judged instance over
+ *   all members; communicators of >= 8 members). In instances of < 8 members the
  *   offset and recent rules' sign counts must have a binomial tail (1/2) within offset_z's.
  *  cost rule (a rank late rarely or on alternate steps, by a lot: analysis/detect_cost.c): over
  *   the last cost_window instances, the sum of its lateness where it arrived last by more than
@@ -57,7 +60,8 @@
  * no rank is flagged. It is reported as kind "link" with rank -1 (no rank to blame) when,
  * over the comm's last `window` instances: no rank is flagged, the instances' lateness is
  * < 10% of their duration (everyone waited for the network alike) and the median duration
- * of small instances (bytes <= 64 KiB, pure latency) is >= link_floor_us.
+ * of small instances (bytes <= 64 KiB, pure latency) less 5 standard errors of it
+ * (1.2533 x 1.4826 x their MAD / sqrt(their count)) is >= link_floor_us.
  *
  * Hang (per communicator): reached = the highest seq that EVERY rank completed; the ranks
  * that have not entered reached+1 (no record at all, or the call failed) are `missing`;
