@@ -37,7 +37,11 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
                                     .gpeers = e->pgap,
                                     .in = true,
                                     .last = e->last == (int)w->crank,
-                                    .draw = e->draw};
+                                    .draw = e->draw,
+                                    /* its offset's rank among the members: not reduced (no sum,
+                                     * min or max gives it), the middle: the draw rule's rank test
+                                     * passes nothing here (docs/online.md) */
+                                    .u = 0.5};
     c.n++;
     c.pos += e->a > 0;
     if (c.recent_full && j + c.recent > i) c.rn++, c.rpos += e->a > 0;
@@ -82,7 +86,7 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   if (!ok && fresh && cs_det_last_rule(p, pt, nw, sc, &s)) ok = by_last = true;
   if (!ok && w->size >= CS_DET_DRAW_MEMBERS && dn >= p->min_instances &&
       (double)dpos - 0.5 * (double)dn >= cs_det_sqrt((double)dn))
-    ok = cs_det_draw_rule(p, pt, nw, med, sc, &off);
+    ok = cs_det_draw_rule(p, pt, nw, med, (int)w->size, sc, &off);
   if (!ok || !cs_det_persist(&w->streak, &w->at, i, p->persist) || w->flagged) return;
   w->flagged = true;
   cs_det_figures(pt, nw, by_last, med, sc, &s);
