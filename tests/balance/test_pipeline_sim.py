@@ -20,10 +20,14 @@ Cases:
       applied it realises >= 80 % of the predicted gain;
   mp_layers: megatron_pp --stage-layers 4,8,8,12 (steps flushed by the cross-stage
       AllReduces): the same, the balance model counting the pipeline's fill and drain;
+  mp_stage_summary: mp_stage_slow's job, 40 steps, recorded with COLLSCOPE_RECORD=summary and no
+      window (docs/always-on.md): the clean run names no one; with slow:rank=5,compute=10 rank 5
+      is named as stage 2 from the gaps lines' last 64 ops of the data-parallel communicator,
+      its figures against the full recording's;
   pp_noisy: pipeline --layers 8,8,8,10, 12 steps, every compute sleep and collective with a
       heavy tail (jitter:pct=1,tail=100): the predicted gain is over 3 % of the step, but its
       95 % interval across steps reaches below zero: no advice."""
-import argparse, glob, json, os, shutil, subprocess, tempfile
+import argparse, glob, json, math, os, shutil, subprocess, tempfile
 
 STEPS = 30
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
@@ -164,6 +168,49 @@ def case_mp_stage_slow(cli, apps, tmp):
     assert abs(f["cost_us"] - COST[0]) <= 0.01 and abs(f["cost_pct"] - COST[1]) <= 1e-6, f
 
 
+# COLLSCOPE_RECORD=summary (docs/always-on.md) without windows: only the gaps lines carry the job
+SUMMARY = {"COLLSCOPE_RECORD": "summary", "COLLSCOPE_FLIGHT_LOCAL": "off", "COLLSCOPE_FLIGHT_OPS": "64",
+           "COLLSCOPE_FLIGHT_AFTER": "32"}
+SUMMARY_STEPS = 40  # 80 ops of the data-parallel communicator: its gaps lines hold the last 64
+
+
+def case_mp_stage_summary(cli, apps, tmp):
+    args = [a for a in MP if a != "--tied-embedding"] + NO_CROSS
+    got = {}
+    for name, faults, mode in (("clean", "", "summary"), ("slow_full", "slow:rank=5,compute=10", "full"),
+                               ("slow", "slow:rank=5,compute=10", "summary")):
+        d = os.path.join(tmp, name, "d")
+        os.makedirs(os.path.dirname(d))
+        run_job(cli, apps, d, "megatron_pp", args, 8, "simhost[1-4]", faults, SUMMARY_STEPS,
+                SUMMARY if mode == "summary" else {"COLLSCOPE_RECORD": "full"})
+        r = report(cli, d)
+        p = r["pipeline"]
+        got[name] = r
+        print("%s (%s): stragglers %s, slow stages %s, p %s, windows %s, gaps_sched_refused %s" %
+              (name, mode, [(s["rank"], s["kind"]) for s in r["stragglers"]], slow_stages(p),
+               [s.get("p") for s in p["slow_stages"]], len(r.get("flight", {}).get("windows", [])),
+               r.get("flight", {}).get("gaps_sched_refused")))
+        assert p["stages"] == 4 and p["comms"]["cross_stage"] == [], p
+    clean, full, summ = got["clean"], got["slow_full"], got["slow"]
+    # the clean job: no straggler, no slow stage, from its gaps lines alone (no window opened)
+    assert clean["stragglers"] == [] and clean["pipeline"]["slow_stages"] == [], clean["pipeline"]["slow_stages"]
+    for r in (full, summ):
+        assert [(s["rank"], s["kind"]) for s in r["stragglers"]] == [(5, "compute")], r["stragglers"]
+        assert [x[:3] for x in slow_stages(r["pipeline"])] == [(2, 5, "stage_compute")], r["pipeline"]["slow_stages"]
+    f, s = full["pipeline"]["slow_stages"][0], summ["pipeline"]["slow_stages"][0]
+    assert summ["flight"]["windows"] == [] and summ["flight"]["gaps_sched_refused"] == 0, summ["flight"]
+    # the means are every op's (the writer sums them): the full recording's, to the modeled
+    # clock's ns of timing noise between two runs; 8 passes of 1.1 ms against rank 4's 8 of 1 ms
+    assert abs(s["gap_us"] - 4479.3) <= 0.1 and abs(s["stage_gap_us"] - 4084.4) <= 0.1, s
+    assert abs(s["gap_us"] - f["gap_us"]) <= 0.01 and abs(s["stage_gap_us"] - f["stage_gap_us"]) <= 0.01, (f, s)
+    # the sign test over the instances the last 64 ops hold: rank 5 above rank 4 at each of their
+    # 32 reduce-scatters (weight w, its peer's gap there; the all-gathers' gaps, timing noise
+    # either way, weigh next to nothing): T = 32 w, sum w^2 = 32 w^2, p = exp(-16); the full
+    # recording's 39 reduce-scatters after step 0: p = exp(-19.5)
+    assert s["above"] >= 32 and s["instances"] <= 64 and s["instances"] < f["instances"], (f, s)
+    assert abs(s["p"] / math.exp(-16) - 1) < 1e-3 and abs(f["p"] / math.exp(-19.5) - 1) < 1e-3, (f, s)
+
+
 def measured_step_us(d, n):
     """the slowest rank's step: its ops by end time (the graphs' captured records, which run
     at replay, left out), split into STEPS equal steps: (end of the last step - end of the
@@ -252,7 +299,8 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="cs-pipeline-")
     try:
-        {"mp_clean": case_mp_clean, "mp_slow": case_mp_slow, "mp_stage_slow": case_mp_stage_slow, "pp_layers": case_pp_layers,
+        {"mp_clean": case_mp_clean, "mp_slow": case_mp_slow, "mp_stage_slow": case_mp_stage_slow,
+         "mp_stage_summary": case_mp_stage_summary, "pp_layers": case_pp_layers,
          "mp_layers": case_mp_layers, "pp_noisy": case_pp_noisy}[a.case](a.cli, a.apps, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -173,7 +173,7 @@ struct cs_gaps_rec {
   uint32_t file, line;
   uint64_t comm, bytes, ops, untimed, ops_hash, periodic;
   int comm_size, comm_rank, rank;
-  const char *op_name, *head_gap, *head_end, *ring_gap, *ring_end;
+  const char *op_name, *head_gap, *head_end, *ring_gap, *ring_end, *ring_seq;
   uint64_t sends, recvs;
   const char *peers, *sent_before, *got, *long_gap; /* Send/Recv members */
   bool reduce, p2p, first_send, peer_over;
