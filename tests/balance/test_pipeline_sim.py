@@ -24,7 +24,8 @@ Cases:
       window (docs/always-on.md): the clean run names no one; with slow:rank=5,compute=10 rank 5
       is named as stage 2 from the gaps lines' last 64 ops of the data-parallel communicator,
       its figures against the full recording's, and still when rank 5's line is rewritten as if
-      a record had been lost (the seqs align the members);
+      a record had been lost (the seqs align the members), and not when its ops are all marked
+      without a gap (ring_nogap);
   pp_noisy: pipeline --layers 8,8,8,10, 12 steps, every compute sleep and collective with a
       heavy tail (jitter:pct=1,tail=100): the predicted gain is over 3 % of the step, but its
       95 % interval across steps reaches below zero: no advice."""
@@ -175,6 +176,19 @@ SUMMARY = {"COLLSCOPE_RECORD": "summary", "COLLSCOPE_FLIGHT_LOCAL": "off", "COLL
 SUMMARY_STEPS = 40  # 80 ops of the data-parallel communicator: its gaps lines hold the last 64
 
 
+def gaps_line_set(d, rank, comm, **kv):
+    """rank's gaps line of comm with the keys kv replaced"""
+    f = [x for x in glob.glob(os.path.join(d, "*.jsonl")) if "-r%d-" % rank in os.path.basename(x)]
+    ls = open(f[0]).read().splitlines()
+    for i, l in enumerate(ls):
+        o = json.loads(l)
+        if o.get("type") == "gaps" and o["comm"] == comm:
+            o.update(kv)
+            ls[i] = json.dumps(o, separators=(",", ":"))
+    with open(f[0], "w") as fh:
+        fh.write("\n".join(ls) + "\n")
+
+
 def lose_record(d, rank, comm, lost):
     """rank's gaps line of comm rewritten as if its record of seq `lost` never reached the writer:
     one op fewer, its first and last 64 recorded ops (seq lost - 1's running compute then the
@@ -249,6 +263,11 @@ def case_mp_stage_summary(cli, apps, tmp):
     assert [x[:3] for x in slow_stages(r["pipeline"])] == [(2, 5, "stage_compute")], ls
     assert ls[0]["above"] >= 31 and ls[0]["instances"] <= s["instances"], (s, ls)
     assert abs(ls[0]["p"] / math.exp(-15.5) - 1) < 1e-3, ls
+    # the line saying none of those ops has a gap of its own (ring_nogap: what a timed op after a
+    # break gives): rank 5 is in no instance's comparison and not named
+    gaps_line_set(dirs["slow"], 5, s["comm"], ring_nogap="0x%x" % (2**64 - 1))
+    r = report(cli, dirs["slow"])
+    assert r["pipeline"]["slow_stages"] == [], r["pipeline"]["slow_stages"]
 
 
 def measured_step_us(d, n):

@@ -24,12 +24,12 @@
 #define STAGE1 22 /* ranks 1, 3 */
 
 static void p2p(struct cs_sched *s, uint64_t comm, int64_t seq, int r0, int r1) {
-  struct cs_sched_op m[2] = {{0, r0, "h", 1, true, true, -1}, {1, r1, "h", 0, true, false, -1}};
+  struct cs_sched_op m[2] = {{0, r0, "h", 1, true, true, -1, 0}, {1, r1, "h", 0, true, false, -1, 0}};
   assert_int_equal(cs_sched_instance(s, comm, seq, m, 2), 0);
 }
 
 static void coll(struct cs_sched *s, uint64_t comm, int64_t seq, int r0, double g0, int r1, double g1) {
-  struct cs_sched_op m[2] = {{0, r0, "h", -1, false, false, g0}, {1, r1, "h", -1, false, false, g1}};
+  struct cs_sched_op m[2] = {{0, r0, "h", -1, false, false, g0, 0}, {1, r1, "h", -1, false, false, g1, 0}};
   assert_int_equal(cs_sched_instance(s, comm, seq, m, 2), 0);
 }
 

@@ -1,7 +1,8 @@
 /* tools/report/balance_summary_stage.c: a COLLSCOPE_RECORD=summary recording's instances of its
  * collectives for the stage comparison (analysis/stage_compute.c, include/collscope/schedule.h
  * cs_sched_summed_instance): each collective member's "gaps" line holds the running compute, the
- * GPU end and the seq of its last 64 ops; an op's compute gap is what its running compute grew by,
+ * GPU end, the seq and whether it has a gap of its last 64 ops; an op's compute gap is what its
+ * running compute grew by,
  * and the members' ops of one seq are one instance. Only the seqs every member's line still
  * holds are judged (an older one fell off some member's list, not out of the job). */
 #include "report_agg_internal.h"
@@ -55,8 +56,8 @@ static int member_ops(const struct bal_member *e, const struct cs_gaps_rec *g, s
   int n = 0;
   for (size_t i = 0; i < k; i++) {
     if (seq[i] < 0 || (i && seq[i] <= seq[i - 1]) || (have && cum[i] < prev)) return -1;
-    /* an untimed op (end -1) adds nothing and has no gap of its own */
-    if (have && end[i] >= 0)
+    /* an op counted untimed (no end, or a timed one after a break) adds nothing and has no gap */
+    if (have && end[i] >= 0 && !(g->ring_nogap >> i & 1))
       out[n++] = (struct sinst){e->k.comm, seq[i], e, (double)(cum[i] - prev) / 1e3, end[i]};
     prev = cum[i], have = true;
   }
