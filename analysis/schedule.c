@@ -111,7 +111,7 @@ int cs_sched_instance(struct cs_sched *s, uint64_t comm, int64_t seq, const stru
 }
 
 int cs_sched_summed(struct cs_sched *s, uint64_t comm, const struct cs_sched_sum *m) {
-  struct cs_sched_op none = {-1, -1, NULL, -1, false, false, -1};
+  struct cs_sched_op none = {-1, -1, NULL, -1, false, false, -1, 0};
   if (!m || m->comm_rank < 0 || m->npeers < 0 || m->npeers > 2 || cs_sched_instance(s, comm, m->last_seq, &none, 1) < 0)
     return s && !s->oom ? 0 : -1;
   struct scomm *c;
@@ -140,6 +140,8 @@ int cs_sched_summed(struct cs_sched *s, uint64_t comm, const struct cs_sched_sum
   e->gap_n = m->gap_n;
   e->first_seq = 0;
   e->last_seq = m->last_seq;
+  e->first_ns = m->first_ns > 0 ? m->first_ns : 0;
+  e->last_ns = m->last_ns > 0 ? m->last_ns : 0;
   HASH_ADD(hh, s->mem, k, sizeof key, e);
   if (!CS_HASH_ADDED()) return free(e), s->oom = true, -1;
   c->nmem++;

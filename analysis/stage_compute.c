@@ -2,7 +2,9 @@
  * (the rule in include/collscope/schedule.h, docs/detection.md "Pipelines"): per instance of a
  * collective, each member's compute gap above or below the others'; then a sign test per member
  * of the stage's collectives, its verdict, and the compute straggler its pipeline copy's waits
- * can be moved to. */
+ * can be moved to. The instances come from the full recording (cs_sched_instance) or, for
+ * members summed from a summary recording's lines, from their last ops
+ * (cs_sched_summed_instance). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,29 @@ void cs_sched_stage_instance(struct sgap *g, size_t k) {
     m->wsum += g[i].gap > peers ? peers : -peers;
     m->w2sum += peers * peers;
   }
+}
+
+int cs_sched_summed_instance(struct cs_sched *s, uint64_t comm, const struct cs_sched_op *m, size_t n) {
+  if (!s || s->oom) return -1;
+  if (n > s->capscr) {
+    struct sgap *g = realloc(s->scr, n * sizeof *g);
+    if (!g) return s->oom = true, -1;
+    s->scr = g, s->capscr = n;
+  }
+  size_t ng = 0; /* the summed members with a compute gap here */
+  for (size_t k = 0; k < n; k++) {
+    if (m[k].comm_rank < 0 || m[k].p2p || !(m[k].gap_us >= 0 && m[k].gap_us < 1e15)) continue;
+    struct skey key;
+    memset(&key, 0, sizeof key);
+    key.comm = comm;
+    key.comm_rank = m[k].comm_rank;
+    struct smem *e;
+    HASH_FIND(hh, s->mem, &key, sizeof key, e);
+    if (!e || e->rank != m[k].rank) continue;
+    s->scr[ng++] = (struct sgap){m[k].gap_us, e};
+  }
+  if (ng >= 2) cs_sched_stage_instance(s->scr, ng);
+  return 0;
 }
 
 /* the weighted sign test's p bound: with no difference between the ranks each instance's sign is

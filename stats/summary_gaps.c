@@ -25,6 +25,8 @@ struct gap_member {
   int64_t cum_ns;
   uint64_t sig[CS_GAPS_HELD];
   int64_t head_gap[CS_GAPS_HELD], head_end[CS_GAPS_HELD], ring_gap[CS_GAPS_HELD], ring_end[CS_GAPS_HELD];
+  int64_t ring_seq[CS_GAPS_HELD]; /* the last ops' seqs: their instances (members lose records apart) */
+  bool ring_nogap[CS_GAPS_HELD];  /* the last ops counted in `untimed`: no compute gap of their own */
   /* Send/Recv: what analysis/schedule.c member_add() gathers of its instances */
   bool first_send, peer_over, got[2];
   int npeers, peer[2];
@@ -175,6 +177,8 @@ void cs_gaps_add(const struct cs_record *r) {
   if (n < CS_GAPS_HELD) m->head_gap[n] = m->cum_ns, m->head_end[n] = end;
   m->ring_gap[n % CS_GAPS_HELD] = m->cum_ns;
   m->ring_end[n % CS_GAPS_HELD] = end;
+  m->ring_seq[n % CS_GAPS_HELD] = r->seq > (uint64_t)INT64_MAX ? -1 : (int64_t)r->seq;
+  m->ring_nogap[n % CS_GAPS_HELD] = !(timed && gap >= 0);
   m->long_gap[n % CS_GAPS_LONG] = m->cum_ns;
   if (p2p) sched_add(m, r, n == 0);
   m->n = n + 1;
@@ -213,6 +217,10 @@ static void write_member(const struct gap_member *m) {
   len = put_list(len, K->head_end, m->head_end, 0, k);
   len = put_list(len, K->ring_gap, m->ring_gap, m->n - k, k);
   len = put_list(len, K->ring_end, m->ring_end, m->n - k, k);
+  len = put_list(len, K->ring_seq, m->ring_seq, m->n - k, k);
+  uint64_t nogap = 0; /* bit i: the list's i-th op has no gap (a timed op after a break has none) */
+  for (uint64_t i = 0; i < k; i++) nogap |= (uint64_t)m->ring_nogap[(m->n - k + i) % CS_GAPS_HELD] << i;
+  len = putf(len, ",\"%s\":\"0x%llx\"", K->ring_nogap, (unsigned long long)nogap);
   if (m->p2p) {
     len = putf(len, ",\"%s\":%llu,\"%s\":%llu,\"%s\":%s,\"%s\":%s,\"%s\":\"", K->sends,
                (unsigned long long)m->sends, K->recvs, (unsigned long long)m->recvs, K->first_send,

@@ -258,8 +258,11 @@
  * bit q-1 set when the sequence of (op, bytes, peer or root) repeats with period q; gap_sum_us:
  * the running compute after the last op; head_*: after each of the first 64 ops, ring_*: after
  * each of the last 64, oldest first, as "v,v,..." (gaps in ns, ends: the op's end_ns, -1 when
- * untimed). Send/Recv members (send_recv true) also give what the pipeline schedule gathers
- * (include/collscope/schedule.h cs_sched_summed): sends, recvs, whether the first op was a
+ * untimed); ring_seq: the seq of each of the last 64 ops, oldest first (the instances they
+ * belong to: members align on them whatever records one lost), ring_nogap: bit i set when the
+ * i-th of them has no compute gap (counted in untimed). Send/Recv members (send_recv
+ * true) also give what the pipeline schedule gathers (include/collscope/schedule.h
+ * cs_sched_summed): sends, recvs, whether the first op was a
  * Send, the distinct peers (up to two, "p,p"; peer_over: a third), per peer the Sends before
  * the first Recv from it (sent_before) and whether one came (got, 0 or 1); long_gap: the
  * running compute after each of the last 512 ops, the first value in ns, the rest the ns
@@ -283,6 +286,8 @@
   X(head_end, "head_end", STR, ALWAYS, OPT, EMPTY) \
   X(ring_gap, "ring_gap", STR, ALWAYS, OPT, EMPTY) \
   X(ring_end, "ring_end", STR, ALWAYS, OPT, EMPTY) \
+  X(ring_seq, "ring_seq", STR, ALWAYS, OPT, EMPTY) \
+  X(ring_nogap, "ring_nogap", HEX, ALWAYS, OPT, ZERO) \
   X(sends, "sends", U64, ALWAYS, OPT, ZERO) \
   X(recvs, "recvs", U64, ALWAYS, OPT, ZERO) \
   X(first_send, "first_send", BOOL, ALWAYS, OPT, NO) \

@@ -74,8 +74,15 @@ struct cs_sched_sum {
   uint64_t sends, recvs, gap_n;    /* gap_n: its collective ops with a compute gap */
   double gap_sum;                  /* their gaps (us) */
   int64_t last_seq;                /* its last instance */
+  int64_t first_ns, last_ns;       /* its first and last op's GPU end with a gap (0 unknown) */
 };
 int cs_sched_summed(struct cs_sched *s, uint64_t comm, const struct cs_sched_sum *m);
+/* one instance of comm's collective whose members were summed (cs_sched_summed) from lines that
+ * also hold their last ops' compute gaps: each member's gap there against the others', the stage
+ * comparison's per-instance step (analysis/stage_compute.c, as cs_sched_instance takes it), its
+ * sums and span left as cs_sched_summed gave them. Members not summed are skipped. 0, or -1 out
+ * of memory */
+int cs_sched_summed_instance(struct cs_sched *s, uint64_t comm, const struct cs_sched_op *m, size_t n);
 /* once every instance is in: chains, stages, kinds. 0, or -1 out of memory */
 int cs_sched_finish(struct cs_sched *s);
 
@@ -120,8 +127,9 @@ const struct cs_sched_verdict *cs_sched_verdicts(const struct cs_sched *s, size_
  *    other members' by CS_SCHED_STAGE_EXCESS (a difference that matters).
  * A named rank gets a kept verdict (by_compute) unless one names it already, and, when r holds
  * no straggler of it, a compute straggler at that communicator, so the link findings its
- * pipeline copy's waits explain move to it (cs_pwait_attribute). Summed members (no
- * instances) are not judged. */
+ * pipeline copy's waits explain move to it (cs_pwait_attribute). Summed members are judged
+ * over the instances cs_sched_summed_instance gave (a summary recording's last ops), their mean
+ * gaps the summed ones; without such instances they are not judged. */
 #define CS_SCHED_STEPS_ALPHA 0.001
 
 #endif

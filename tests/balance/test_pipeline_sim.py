@@ -20,10 +20,16 @@ Cases:
       applied it realises >= 80 % of the predicted gain;
   mp_layers: megatron_pp --stage-layers 4,8,8,12 (steps flushed by the cross-stage
       AllReduces): the same, the balance model counting the pipeline's fill and drain;
+  mp_stage_summary: mp_stage_slow's job, 40 steps, recorded with COLLSCOPE_RECORD=summary and no
+      window (docs/always-on.md): the clean run names no one; with slow:rank=5,compute=10 rank 5
+      is named as stage 2 from the gaps lines' last 64 ops of the data-parallel communicator,
+      its figures against the full recording's, and still when rank 5's line is rewritten as if
+      a record had been lost (the seqs align the members), and not when its ops are all marked
+      without a gap (ring_nogap);
   pp_noisy: pipeline --layers 8,8,8,10, 12 steps, every compute sleep and collective with a
       heavy tail (jitter:pct=1,tail=100): the predicted gain is over 3 % of the step, but its
       95 % interval across steps reaches below zero: no advice."""
-import argparse, glob, json, os, shutil, subprocess, tempfile
+import argparse, glob, json, math, os, shutil, subprocess, tempfile
 
 STEPS = 30
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
@@ -164,6 +170,106 @@ def case_mp_stage_slow(cli, apps, tmp):
     assert abs(f["cost_us"] - COST[0]) <= 0.01 and abs(f["cost_pct"] - COST[1]) <= 1e-6, f
 
 
+# COLLSCOPE_RECORD=summary (docs/always-on.md) without windows: only the gaps lines carry the job
+SUMMARY = {"COLLSCOPE_RECORD": "summary", "COLLSCOPE_FLIGHT_LOCAL": "off", "COLLSCOPE_FLIGHT_OPS": "64",
+           "COLLSCOPE_FLIGHT_AFTER": "32", "COLLSCOPE_COMPRESS": "off"}
+SUMMARY_STEPS = 40  # 80 ops of the data-parallel communicator: its gaps lines hold the last 64
+
+
+def gaps_line_set(d, rank, comm, **kv):
+    """rank's gaps line of comm with the keys kv replaced"""
+    f = [x for x in glob.glob(os.path.join(d, "*.jsonl")) if "-r%d-" % rank in os.path.basename(x)]
+    ls = open(f[0]).read().splitlines()
+    for i, l in enumerate(ls):
+        o = json.loads(l)
+        if o.get("type") == "gaps" and o["comm"] == comm:
+            o.update(kv)
+            ls[i] = json.dumps(o, separators=(",", ":"))
+    with open(f[0], "w") as fh:
+        fh.write("\n".join(ls) + "\n")
+
+
+def lose_record(d, rank, comm, lost):
+    """rank's gaps line of comm rewritten as if its record of seq `lost` never reached the writer:
+    one op fewer, its first and last 64 recorded ops (seq lost - 1's running compute then the
+    next op's predecessor: the next op's gap takes in the lost one's); the line of an 80-op
+    member holds every op's figures (first 64, last 64)"""
+    f = [x for x in glob.glob(os.path.join(d, "*.jsonl")) if "-r%d-" % rank in os.path.basename(x)]
+    assert len(f) == 1, f
+    ls = open(f[0]).read().splitlines()
+    ints = lambda v: [int(x) for x in v.split(",")]
+    for i, l in enumerate(ls):
+        o = json.loads(l)
+        if o.get("type") != "gaps" or o["comm"] != comm:
+            continue
+        n = o["ops"]
+        assert n == 80 and ints(o["ring_seq"]) == list(range(16, 80)), (n, o["ring_seq"])
+        cum = {**dict(zip(range(64), ints(o["head_gap"]))), **dict(zip(range(16, 80), ints(o["ring_gap"])))}
+        end = {**dict(zip(range(64), ints(o["head_end"]))), **dict(zip(range(16, 80), ints(o["ring_end"])))}
+        kept = [q for q in range(n) if q != lost]
+        o.update(ops=n - 1, head_gap=",".join(str(cum[q]) for q in kept[:64]),
+                 head_end=",".join(str(end[q]) for q in kept[:64]), ring_gap=",".join(str(cum[q]) for q in kept[-64:]),
+                 ring_end=",".join(str(end[q]) for q in kept[-64:]), ring_seq=",".join(map(str, kept[-64:])))
+        ls[i] = json.dumps(o, separators=(",", ":"))
+        with open(f[0], "w") as fh:
+            fh.write("\n".join(ls) + "\n")
+        return
+    assert False, "no gaps line of %s in %s" % (comm, f[0])
+
+
+def case_mp_stage_summary(cli, apps, tmp):
+    args = [a for a in MP if a != "--tied-embedding"] + NO_CROSS
+    got, dirs = {}, {}
+    for name, faults, mode in (("clean", "", "summary"), ("slow_full", "slow:rank=5,compute=10", "full"),
+                               ("slow", "slow:rank=5,compute=10", "summary")):
+        d = os.path.join(tmp, name, "d")
+        os.makedirs(os.path.dirname(d))
+        run_job(cli, apps, d, "megatron_pp", args, 8, "simhost[1-4]", faults, SUMMARY_STEPS,
+                SUMMARY if mode == "summary" else {"COLLSCOPE_RECORD": "full"})
+        r = report(cli, d)
+        p = r["pipeline"]
+        got[name], dirs[name] = r, d
+        print("%s (%s): stragglers %s, slow stages %s, p %s, windows %s, gaps_sched_refused %s" %
+              (name, mode, [(s["rank"], s["kind"]) for s in r["stragglers"]], slow_stages(p),
+               [s.get("p") for s in p["slow_stages"]], len(r.get("flight", {}).get("windows", [])),
+               r.get("flight", {}).get("gaps_sched_refused")))
+        assert p["stages"] == 4 and p["comms"]["cross_stage"] == [], p
+    clean, full, summ = got["clean"], got["slow_full"], got["slow"]
+    # the clean job: no straggler, no slow stage, from its gaps lines alone (no window opened)
+    assert clean["stragglers"] == [] and clean["pipeline"]["slow_stages"] == [], clean["pipeline"]["slow_stages"]
+    for r in (full, summ):
+        assert [(s["rank"], s["kind"]) for s in r["stragglers"]] == [(5, "compute")], r["stragglers"]
+        assert [x[:3] for x in slow_stages(r["pipeline"])] == [(2, 5, "stage_compute")], r["pipeline"]["slow_stages"]
+    f, s = full["pipeline"]["slow_stages"][0], summ["pipeline"]["slow_stages"][0]
+    assert summ["flight"]["windows"] == [] and summ["flight"]["gaps_sched_refused"] == 0, summ["flight"]
+    # the means are every op's (the writer sums them): the full recording's, to the modeled
+    # clock's ns of timing noise between two runs; 8 passes of 1.1 ms against rank 4's 8 of 1 ms
+    assert abs(s["gap_us"] - 4479.3) <= 0.1 and abs(s["stage_gap_us"] - 4084.4) <= 0.1, s
+    assert abs(s["gap_us"] - f["gap_us"]) <= 0.01 and abs(s["stage_gap_us"] - f["stage_gap_us"]) <= 0.01, (f, s)
+    # the sign test over the instances the last 64 ops hold: rank 5 above rank 4 at each of their
+    # 32 reduce-scatters (weight w, its peer's gap there; the all-gathers' gaps, timing noise
+    # either way, weigh next to nothing): T = 32 w, sum w^2 = 32 w^2, p = exp(-16); the full
+    # recording's 39 reduce-scatters after step 0: p = exp(-19.5)
+    assert s["above"] >= 32 and s["instances"] <= 64 and s["instances"] < f["instances"], (f, s)
+    assert abs(s["p"] / math.exp(-16) - 1) < 1e-3 and abs(f["p"] / math.exp(-19.5) - 1) < 1e-3, (f, s)
+    # rank 5's record of the reduce-scatter of seq 40 lost before the writer: its ops from then on
+    # sit one place earlier in its line, and the seqs still align them with rank 4's; that
+    # instance has one member (no comparison), the next all-gather's gap takes in the lost one's
+    # (weighed by rank 4's all-gather gap, next to nothing): 31 reduce-scatters above, p = exp(-15.5)
+    lose_record(dirs["slow"], 5, s["comm"], 40)
+    r = report(cli, dirs["slow"])
+    ls = r["pipeline"]["slow_stages"]
+    print("rank 5 lost seq 40: slow stages", slow_stages(r["pipeline"]), [x.get("p") for x in ls])
+    assert [x[:3] for x in slow_stages(r["pipeline"])] == [(2, 5, "stage_compute")], ls
+    assert ls[0]["above"] >= 31 and ls[0]["instances"] <= s["instances"], (s, ls)
+    assert abs(ls[0]["p"] / math.exp(-15.5) - 1) < 1e-3, ls
+    # the line saying none of those ops has a gap of its own (ring_nogap: what a timed op after a
+    # break gives): rank 5 is in no instance's comparison and not named
+    gaps_line_set(dirs["slow"], 5, s["comm"], ring_nogap="0x%x" % (2**64 - 1))
+    r = report(cli, dirs["slow"])
+    assert r["pipeline"]["slow_stages"] == [], r["pipeline"]["slow_stages"]
+
+
 def measured_step_us(d, n):
     """the slowest rank's step: its ops by end time (the graphs' captured records, which run
     at replay, left out), split into STEPS equal steps: (end of the last step - end of the
@@ -252,7 +358,8 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="cs-pipeline-")
     try:
-        {"mp_clean": case_mp_clean, "mp_slow": case_mp_slow, "mp_stage_slow": case_mp_stage_slow, "pp_layers": case_pp_layers,
+        {"mp_clean": case_mp_clean, "mp_slow": case_mp_slow, "mp_stage_slow": case_mp_stage_slow,
+         "mp_stage_summary": case_mp_stage_summary, "pp_layers": case_pp_layers,
          "mp_layers": case_mp_layers, "pp_noisy": case_pp_noisy}[a.case](a.cli, a.apps, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

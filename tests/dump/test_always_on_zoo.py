@@ -24,9 +24,12 @@ through bench/always_on_zoo.py (the accuracy zoo's apps, faults and job shape, b
   hostile:  the same summary-mode dumps with one rank's gaps line broken in each way a file can
             (a list with a value that is no integer, 65 values, fewer values than ops, ops of
             2^64-1, ops of 2^62: more than the file's summary lines count, a second line with
-            fewer ops than the first): the report exits 0 and the
+            fewer ops than the first, the last ops' seqs not rising or one short): the report
+            exits 0 and the
             balance section leaves that rank's member out (7 ranks), or keeps the line with the
-            most ops (8 ranks, the figures of the intact run); flight.gaps_refused counts each
+            most ops (8 ranks, the figures of the intact run; a broken seq list: 8 ranks, the
+            line's stage-comparison instances refused); flight.gaps_refused counts each (a seq
+            list: flight.gaps_sched_refused)
   hostile_p2p: train3d's summary-mode dumps with one rank's Send/Recv gaps line broken 8 ways
             (a peer negative or past 2^31, Sends before a Recv over the Sends, got 2, lists of
             different lengths, Sends over ops, a running-compute list short or with a negative
@@ -186,6 +189,12 @@ def gaps_broken(line, how):
         o["ops"] = 2**64 - 1
     elif how == "ops-uncounted":  # more ops than the file's summary lines count
         o["ops"] = 2**62
+    elif how == "seq-falling":  # the last ops' seqs not rising: no instances for the stage comparison
+        v = o["ring_seq"].split(",")
+        v[1], v[2] = v[2], v[1]
+        o["ring_seq"] = ",".join(v)
+    elif how == "seq-short":
+        o["ring_seq"] = ",".join(o["ring_seq"].split(",")[:-1])
     return json.dumps(o, separators=(",", ":"))
 
 
@@ -212,7 +221,8 @@ def case_hostile(b):
         gi = [i for i, l in enumerate(orig) if '"type":"gaps"' in l]
         check(len(gi) == 1, "rank 3 wrote %d gaps lines, want 1" % len(gi))
         ref = None
-        for how in ["intact", "not-integer", "65-values", "fewer-values", "ops-huge", "ops-uncounted", "earlier-more"]:
+        for how in ["intact", "not-integer", "65-values", "fewer-values", "ops-huge", "ops-uncounted", "earlier-more",
+                    "seq-falling", "seq-short"]:
             ls = list(orig)
             if how == "earlier-more":  # a later line with fewer ops: the fuller one counts
                 o = json.loads(ls[gi[0]])
@@ -227,10 +237,14 @@ def case_hostile(b):
             # refused by the balance section, or (ops past 2^63) by the reader as malformed; the
             # inserted line of earlier-more has fewer ring values than its other lists: refused
             refused = ((rep.get("flight") or {}).get("gaps_refused"), (rep.get("summary") or {}).get("malformed_lines"))
-            want = (0, 0) if how == "intact" else (0, 1) if how == "ops-huge" else (1, 0)
+            want = (0, 0) if how in ("intact", "seq-falling", "seq-short") else (0, 1) if how == "ops-huge" else (1, 0)
             check(refused == want, "%s: flight.gaps_refused, summary.malformed_lines %s, want %s" % (how, refused, want))
             ranks = [x["rank"] for x in bal.get("ranks", [])]
-            want = list(range(8)) if how in ("intact", "earlier-more") else [0, 1, 2, 4, 5, 6, 7]
+            want = list(range(8)) if how in ("intact", "earlier-more", "seq-falling", "seq-short") else [0, 1, 2, 4, 5, 6, 7]
+            # a line whose seqs are broken keeps its compute; the stage comparison takes none of its ops
+            sched = (rep.get("flight") or {}).get("gaps_sched_refused")
+            want_sched = 1 if how in ("seq-falling", "seq-short") else 0
+            check(sched == want_sched, "%s: flight.gaps_sched_refused %s, want %s" % (how, sched, want_sched))
             print("%-13s balance ranks %s, step %s us" % (how, ranks, bal.get("step_us_now")))
             check(ranks == want, "%s: the balance section's ranks %s, want %s" % (how, ranks, want))
             if how == "intact":

@@ -171,9 +171,9 @@ struct cs_window_rec {
  * CS_DUMP_GAPS_FIELDS); the lists as written ("v,v,...": parse with cs_gaps_list) */
 struct cs_gaps_rec {
   uint32_t file, line;
-  uint64_t comm, bytes, ops, untimed, ops_hash, periodic;
+  uint64_t comm, bytes, ops, untimed, ops_hash, periodic, ring_nogap;
   int comm_size, comm_rank, rank;
-  const char *op_name, *head_gap, *head_end, *ring_gap, *ring_end;
+  const char *op_name, *head_gap, *head_end, *ring_gap, *ring_end, *ring_seq;
   uint64_t sends, recvs;
   const char *peers, *sent_before, *got, *long_gap; /* Send/Recv members */
   bool reduce, p2p, first_send, peer_over;

@@ -3,7 +3,9 @@
  * (stats/summary_gaps.c) becomes the member tools/report/report_balance.c would have gathered
  * from every op line of the full recording; the windows' op lines, a part of the job, are
  * set aside. The pipeline schedule (analysis/schedule.c) is built from the same lines: each
- * member's peers and Send/Recv counts, summed by the writer (cs_sched_summed). */
+ * member's peers and Send/Recv counts, summed by the writer (cs_sched_summed), and the
+ * collective members' last ops as instances of the stage comparison
+ * (tools/report/balance_summary_stage.c). */
 #include "report_agg_internal.h"
 #include "report_balance_internal.h"
 
@@ -91,6 +93,9 @@ static bool sched_sum(struct cs_sched_sum *o, const struct bal_member *e, const 
   if (!g->p2p) { /* a collective: its compute gaps (a cross-stage straggler's figures) */
     o->gap_sum = e->cum_gap;
     o->gap_n = e->n - e->untimed;
+    size_t k = e->n < BAL_PMAX ? e->n : BAL_PMAX; /* its span: its first and last timed op's end */
+    for (size_t i = 0; i < k && !o->first_ns; i++) o->first_ns = e->head_end[i] > 0 ? e->head_end[i] : 0;
+    o->last_ns = e->n && e->ring_end[(e->n - 1) % BAL_PMAX] > 0 ? e->ring_end[(e->n - 1) % BAL_PMAX] : 0;
     return true;
   }
   int64_t p[2], b[2], got[2];
@@ -192,15 +197,19 @@ void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *s
   }
   /* per communicator: its instances, and whether every member ran the same (op, bytes) in
    * every instance (the same sequence hash) */
-  /* the pipeline model's schedule from the same members (the stragglers' stays the windows') */
+  /* the pipeline schedule from the same members: the one the report judges with
+   * (report_balance_schedule), the windows' instances set aside */
   cs_sched_free(b->sum_sched);
   b->sum_sched = cs_sched_new();
+  struct bal_gaps_ref *coll = xcalloc(HASH_COUNT(b->members) + 1, sizeof *coll);
+  size_t ncoll = 0;
   struct bal_member *m, *mt;
   HASH_ITER(hh, b->members, m, mt) {
     struct cs_sched_sum o;
     const struct cs_gaps_rec *g = hash_at(&members, m->k.comm, m->k.comm_rank)->g;
     bool sum_ok = g && sched_sum(&o, m, g);
     P->agg->gaps_sched_refused += g && !sum_ok;
+    if (g && sum_ok && !g->p2p) coll[ncoll++] = (struct bal_gaps_ref){m, g};
     if (b->sum_sched && sum_ok && cs_sched_summed(b->sum_sched, m->k.comm, &o) < 0) {
       fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
       cs_sched_free(b->sum_sched);
@@ -220,6 +229,16 @@ void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *s
     if (m->n > c->instances) c->instances = m->n;
     if (h != ch->hash) c->same_size = false;
   }
+  /* the stage comparison over the instances the collective members' last ops give */
+  long refused = bal_summary_stage(b->sum_sched, coll, ncoll);
+  if (refused < 0) {
+    fputs("collscope report: pipeline schedule out of memory: stages unknown\n", stderr);
+    cs_sched_free(b->sum_sched);
+    b->sum_sched = NULL;
+  } else {
+    P->agg->gaps_sched_refused += (size_t)refused;
+  }
+  free(coll);
   hashes_free(&members);
   hashes_free(&comms);
   hashes_free(&counted);

@@ -167,6 +167,9 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
   }
   for (size_t i = 0; i < dr->nranks; i++) dr->ranks[i].comm_rank = agg_real_of(P, dr->ranks[i].comm, dr->ranks[i].comm_rank);
   for (size_t i = 0; i < dr->nhangs; i++) dr->hangs[i].comm_size = agg_declared_of(P, dr->hangs[i].comm, dr->hangs[i].comm_size);
+  /* COLLSCOPE_RECORD=summary: the balance section's members and the pipeline schedule from the
+   * gaps lines, before the schedule judges */
+  agg_balance_from_gaps(P, set);
   /* pipelines (analysis/schedule.c): a straggler at a cross-stage communicator is judged
    * against its own stage's peers; the lateness the stage order explains is no finding */
   agg->sched_explained = cs_sched_judge(report_balance_schedule(agg->balance), dr);

@@ -160,7 +160,7 @@ struct report_agg {
   size_t summary_ops, summary_lines, windows, window_ops;
   size_t summary_xfers;              /* CUDA memcpys read from summary lines */
   size_t gaps_refused;               /* gaps lines not taken: malformed, or more ops than their file counts */
-  size_t gaps_sched_refused;         /* Send/Recv gaps lines whose schedule figures were not taken (malformed) */
+  size_t gaps_sched_refused;         /* gaps lines whose schedule figures were not taken (malformed peers, last ops' seqs or gaps) */
   struct report_views *views;        /* the figures for pictures, per instance (tools/report/report_views.h) */
   struct report_balance *balance;    /* compute per rank and step, per instance (tools/report/report_balance.h) */
   struct report_steps_gather *steps; /* each rank's recent ops and their waits (tools/report/report_steps_internal.h) */

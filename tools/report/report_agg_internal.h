@@ -175,6 +175,17 @@ void agg_summaries(struct report_agg_priv *P, const struct cs_dumpset *set);
 /* the balance section's members from the files' "gaps" lines, in place of what the walk gave
  * it (tools/report/balance_summary.c); nothing when no file has one */
 void agg_balance_from_gaps(struct report_agg_priv *P, const struct cs_dumpset *set);
+/* the stage comparison's instances from the collective members' lines (each its line's
+ * member, tools/report/balance_summary_stage.c): the members whose lists were refused, or -1
+ * out of memory */
+struct bal_member;
+struct cs_gaps_rec;
+struct cs_sched;
+struct bal_gaps_ref {
+  const struct bal_member *m;
+  const struct cs_gaps_rec *g;
+};
+long bal_summary_stage(struct cs_sched *s, const struct bal_gaps_ref *v, size_t n);
 void agg_on_op(void *ctx, unsigned worker, size_t file, const struct cs_dumpfile *f, const struct cs_op_rec *o);
 
 /* per instance and round, the walk thread (report_agg_walk.c) */

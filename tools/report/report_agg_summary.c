@@ -112,5 +112,4 @@ void agg_summaries(struct report_agg_priv *P, const struct cs_dumpset *set) {
     for (size_t j = 0; j < f->nsummaries; j++) add_summary(P, &P->w[0], f, &f->summaries[j]);
     P->agg->windows += f->nwindows;
   }
-  agg_balance_from_gaps(P, set); /* compute gaps: the balance section's input */
 }

@@ -31,6 +31,8 @@ struct report_balance *report_balance_new(void) {
 }
 
 struct cs_sched *report_balance_schedule(struct report_balance *b) {
+  /* a summary recording's: every member's, from its gaps lines (tools/report/balance_summary.c) */
+  if (b && b->sum_sched && cs_sched_finish(b->sum_sched) == 0) return b->sum_sched;
   if (!b || !b->sched) return NULL;
   if (!b->sched_done) {
     b->sched_done = true;
@@ -522,7 +524,6 @@ void report_balance_finish(struct report_balance *b, const struct cs_dumpset *se
   /* which communicators: the data-parallel one with the most ranks (then instances), the
    * pipeline one likewise */
   struct cs_sched *sched = report_balance_schedule(b);
-  if (b->sum_sched && cs_sched_finish(b->sum_sched) == 0) sched = b->sum_sched; /* every member's, summed */
   uint64_t dp = 0, pp = 0;
   size_t dp_n = 0, dp_i = 0, pp_n = 0, pp_i = 0;
   struct bal_comm *c, *ct;

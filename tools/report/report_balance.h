@@ -45,8 +45,9 @@ struct report_balance *report_balance_new(void);
 void report_balance_instance(struct report_balance *b, uint64_t comm, int64_t seq, const struct cs_walk_rec *m,
                              size_t n);
 void report_balance_free(struct report_balance *b);
-/* the pipeline schedule (include/collscope/schedule.h) of the same instances, finished on the
- * first call once every instance is in; NULL when there is none (or out of memory) */
+/* the pipeline schedule (include/collscope/schedule.h) of the same instances (a summary
+ * recording's from its gaps lines), finished on the first call once every instance is in; NULL
+ * when there is none (or out of memory) */
 struct cs_sched *report_balance_schedule(struct report_balance *b);
 /* the pipeline's microbatches per step (after report_balance_finish), 0 unknown */
 int report_balance_microbatches(const struct report_balance *b);

@@ -26,7 +26,8 @@ static void text_flight(const struct report *r, FILE *o) {
   if (g) fprintf(o, "# the balance section read its compute per rank from %zu gaps lines\n", g);
   if (a->gaps_refused || a->gaps_sched_refused)
     fprintf(o, "# gaps lines refused: %zu (malformed, or more ops than their file's summaries count: those ranks\n"
-               "# are not in the balance section); Send/Recv schedule figures refused: %zu (malformed)\n",
+               "# are not in the balance section); schedule figures refused: %zu (malformed peers, or last ops'\n"
+               "# seqs or compute)\n",
             a->gaps_refused, a->gaps_sched_refused);
   if (!a->windows)
     fprintf(o, "# no window: the stragglers, hangs and SDC sections saw no op line (a window opens on a failed op,\n"
