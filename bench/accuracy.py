@@ -506,11 +506,13 @@ def sweep(a):
         print(json.dumps(o), flush=True)
     longs = a.long.split(",") if a.long else DRIVER_WORKLOADS
     for w in longs if a.only != "processes" and not a.machine and not a.no_long and not a.family else []:
-        for n in (8, 64):
-            o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long"}
+        for n, nz in ((n, nz) for n in (8, 64) for nz in (a.noises.split(",") if a.noises else ("2", "5t", "10t"))):
+            o = {"workload": w, "ranks": n, "fault": "none", "seeds": a.seeds, "mode": "in-process-long", "noise": nz,
+                 "shape": "wire"}
             if key(o) in have:
                 continue
-            o = evaluate(a.build, w, "none", n, a.seeds, 0, steps=1, min_instances=CLEAN_TARGET // (2 * a.seeds) + 1)
+            o = evaluate(a.build, w, "none", n, a.seeds, 0, steps=1, min_instances=CLEAN_TARGET // (2 * a.seeds) + 1,
+                         noise=nz)
             o["mode"] = "in-process-long"
             with open(a.results, "a") as fh:
                 fh.write(json.dumps(o) + "\n")

@@ -133,7 +133,11 @@ def generate(a):
         tot = sum(o["judged_clean"] for o in cl)
         fp = sum((o["false_per_million"] or 0) * o["judged_clean"] / 1e6 for o in cl)
         ex = sum(o.get("explained") or 0 for o in cl)
-        lg = ", ".join("%d ranks %d" % (o["ranks"], o["judged_clean"]) for o in long_ if o["workload"] == w)
+        lg = ", ".join("%d ranks %s %d%s" % (o["ranks"], NOISE_NAMES[o.get("noise", "2")], o["judged_clean"],
+                                              " (%d false)" % round((o["false_per_million"] or 0) * o["judged_clean"] / 1e6)
+                                              if o["false_per_million"] else "")
+                       for o in sorted(long_, key=lambda o: (o["ranks"], ("2", "5t", "10t").index(o.get("noise", "2"))))
+                       if o["workload"] == w)
         L += ["", "Judged clean instances in all, every noise level, %s: %d, false findings %d (%s per 1M)%s." % (
             ("with the long in-process runs (%s)" % lg) if lg else "in the rows above", tot, round(fp),
             "%g" % (fp / tot * 1e6) if tot else "n/a", (", %d explained by the GPU inventory" % ex) if ex else ""), ""]
