@@ -148,7 +148,7 @@ int cs_sched_summed(struct cs_sched *s, uint64_t comm, const struct cs_sched_sum
   return 0;
 }
 
-static struct smem *find_mem(const struct cs_sched *s, uint64_t comm, int comm_rank) {
+struct smem *cs_sched_find_mem(const struct cs_sched *s, uint64_t comm, int comm_rank) {
   struct skey key;
   memset(&key, 0, sizeof key);
   key.comm = comm;
@@ -170,12 +170,12 @@ int cs_sched_rank_stage(const struct cs_sched *s, int rank) {
 static bool dense(const struct cs_sched *s, const struct scomm *c) {
   if (c->nmem > (size_t)1 << 24) return false;
   for (size_t r = 0; r < c->nmem; r++)
-    if (!find_mem(s, c->comm, (int)r)) return false;
+    if (!cs_sched_find_mem(s, c->comm, (int)r)) return false;
   return true;
 }
 
 static void unstage(const struct cs_sched *s, const struct scomm *c) {
-  for (size_t r = 0; r < c->nmem; r++) find_mem(s, c->comm, (int)r)->stage = -1;
+  for (size_t r = 0; r < c->nmem; r++) cs_sched_find_mem(s, c->comm, (int)r)->stage = -1;
 }
 
 /* comm's members as a chain: stages assigned from the end that sent first. 0 not a chain,
@@ -185,10 +185,10 @@ static int chain(struct cs_sched *s, struct scomm *c) {
   struct smem *start = NULL;
   size_t ends = 0;
   for (size_t r = 0; r < c->nmem; r++) {
-    struct smem *m = find_mem(s, c->comm, (int)r);
+    struct smem *m = cs_sched_find_mem(s, c->comm, (int)r);
     if (m->peer_over || m->npeers == 0) return 0;
     for (int i = 0; i < m->npeers; i++)
-      if (m->peer[i] == m->k.comm_rank || !find_mem(s, c->comm, m->peer[i])) return 0;
+      if (m->peer[i] == m->k.comm_rank || !cs_sched_find_mem(s, c->comm, m->peer[i])) return 0;
     if (m->npeers == 1) {
       ends++;
       /* the end whose first op was a Send starts the forward direction; else the lower rank */
@@ -203,7 +203,7 @@ static int chain(struct cs_sched *s, struct scomm *c) {
     cur->stage = (int)pos++;
     struct smem *next = NULL;
     for (int i = 0; i < cur->npeers; i++) {
-      struct smem *p = find_mem(s, c->comm, cur->peer[i]);
+      struct smem *p = cs_sched_find_mem(s, c->comm, cur->peer[i]);
       if (p != prev) next = p;
     }
     prev = cur;
@@ -214,7 +214,7 @@ static int chain(struct cs_sched *s, struct scomm *c) {
     return 0;
   }
   for (size_t r = 0; r < c->nmem; r++) {
-    struct smem *m = find_mem(s, c->comm, (int)r);
+    struct smem *m = cs_sched_find_mem(s, c->comm, (int)r);
     if (m->rank < 0 || cs_sched_rank_stage(s, m->rank) >= 0) continue; /* a rank's first chain counts */
     struct srank *e = calloc(1, sizeof *e);
     if (!e) return -1;
@@ -240,10 +240,10 @@ int cs_sched_finish(struct cs_sched *s) {
   }
   HASH_ITER(hh, s->comms, c, ct) {
     if (c->all_p2p || !s->nstages || c->nmem < 2 || !dense(s, c)) continue;
-    int first = cs_sched_rank_stage(s, find_mem(s, c->comm, 0)->rank);
+    int first = cs_sched_rank_stage(s, cs_sched_find_mem(s, c->comm, 0)->rank);
     bool several = false, unknown = first < 0;
     for (size_t r = 1; r < c->nmem && !unknown; r++) {
-      int st = cs_sched_rank_stage(s, find_mem(s, c->comm, (int)r)->rank);
+      int st = cs_sched_rank_stage(s, cs_sched_find_mem(s, c->comm, (int)r)->rank);
       unknown = st < 0;
       several |= st != first;
     }
@@ -276,7 +276,7 @@ bool cs_sched_stage_counts(const struct cs_sched *s, int stage, size_t *ranks, u
     *sends += m->sends;
     *recvs += m->recvs;
     for (int i = 0; i < m->npeers; i++) { /* the next stage's peer: the forwards before its first gradient */
-      struct smem *p = find_mem(s, m->k.comm, m->peer[i]);
+      struct smem *p = cs_sched_find_mem(s, m->k.comm, m->peer[i]);
       if (p && p->stage == stage + 1) *fwd_before_bwd += m->before[i];
     }
   }
@@ -301,7 +301,7 @@ static int cmp_double(const void *a, const void *b) {
 
 /* rank's mean gap at comm (its member comm_rank when that is it), -1 unknown */
 static double mean_gap(const struct cs_sched *s, uint64_t comm, int comm_rank, int rank) {
-  struct smem *m = comm_rank >= 0 ? find_mem(s, comm, comm_rank) : NULL, *mt;
+  struct smem *m = comm_rank >= 0 ? cs_sched_find_mem(s, comm, comm_rank) : NULL, *mt;
   if (!m || m->rank != rank) {
     m = NULL;
     struct smem *e;
@@ -396,7 +396,7 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
     n += c && c->kind == CS_SCHED_CROSS_STAGE && m->gap_n && m->rank >= 0 && cs_sched_rank_stage(s, m->rank) >= 0;
   }
   for (size_t i = 0; i < r->nstragglers; i++) {
-    m = r->stragglers[i].comm_rank >= 0 ? find_mem(s, r->stragglers[i].comm, r->stragglers[i].comm_rank) : NULL;
+    m = r->stragglers[i].comm_rank >= 0 ? cs_sched_find_mem(s, r->stragglers[i].comm, r->stragglers[i].comm_rank) : NULL;
     if (m && m->rank == r->stragglers[i].rank) m->flagged = true;
   }
   struct sentry *e = n ? malloc(n * sizeof *e) : NULL;

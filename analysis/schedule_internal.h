@@ -69,4 +69,7 @@ void cs_sched_stage_instance(struct sgap *g, size_t k);
  * (include/collscope/schedule.h); returns how many were named */
 size_t cs_sched_stage_compute(struct cs_sched *s, struct cs_det_result *r);
 
+/* (communicator, member)'s entry, NULL none */
+struct smem *cs_sched_find_mem(const struct cs_sched *s, uint64_t comm, int comm_rank);
+
 #endif

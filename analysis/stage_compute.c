@@ -45,12 +45,7 @@ int cs_sched_summed_instance(struct cs_sched *s, uint64_t comm, const struct cs_
   size_t ng = 0; /* the summed members with a compute gap here */
   for (size_t k = 0; k < n; k++) {
     if (m[k].comm_rank < 0 || m[k].p2p || !(m[k].gap_us >= 0 && m[k].gap_us < 1e15)) continue;
-    struct skey key;
-    memset(&key, 0, sizeof key);
-    key.comm = comm;
-    key.comm_rank = m[k].comm_rank;
-    struct smem *e;
-    HASH_FIND(hh, s->mem, &key, sizeof key, e);
+    struct smem *e = cs_sched_find_mem(s, comm, m[k].comm_rank);
     if (!e || e->rank != m[k].rank) continue;
     s->scr[ng++] = (struct sgap){m[k].gap_us, e};
   }
@@ -90,12 +85,7 @@ static double peers_gap(const struct cs_sched *s, const struct scomm *c, int com
   size_t n = 0;
   if (!v) return -1;
   for (int r = 0; (size_t)r < c->nmem; r++) {
-    struct skey key;
-    memset(&key, 0, sizeof key);
-    key.comm = c->comm;
-    key.comm_rank = r;
-    struct smem *e;
-    HASH_FIND(hh, s->mem, &key, sizeof key, e);
+    const struct smem *e = cs_sched_find_mem(s, c->comm, r);
     if (e && r != comm_rank && e->gap_n) v[n++] = e->gap_sum / (double)e->gap_n;
   }
   if (n) {
