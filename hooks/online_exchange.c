@@ -57,12 +57,14 @@ static void feed_push(const struct feed_item *it) {
 static uint32_t u32(int x) { return x < 0 ? 0 : (uint32_t)x; }
 
 /* the Send/Recv bytes of comm since its previous collective (the data-load fit's x, as the
- * report has it: analysis/detect_dataload.c): its slot, NULL when the table is full */
-static uint64_t *p2p_bytes_of(uint64_t comm) {
+ * report has it: analysis/detect_dataload.c): its slot, NULL when it has none (add: made for a
+ * communicator with Send/Recv; NULL when the table is full) */
+static uint64_t *p2p_bytes_of(uint64_t comm, bool add) {
   unsigned h = (unsigned)cs_hash_fin(comm) & (ONLINE_P2P_COMMS - 1);
   for (unsigned i = 0; i < ONLINE_P2P_COMMS; i++, h = (h + 1) & (ONLINE_P2P_COMMS - 1)) {
     if (cs_on.p2p[h].used && cs_on.p2p[h].comm == comm) return &cs_on.p2p[h].bytes;
     if (!cs_on.p2p[h].used) {
+      if (!add) return NULL;
       cs_on.p2p[h].used = true;
       cs_on.p2p[h].comm = comm;
       cs_on.p2p[h].bytes = 0;
@@ -87,7 +89,7 @@ void cs_online_note(const struct cs_record *r) {
   else
     cs_gap_untimed(&cs_on.gaps, r->stream); /* ran untimed: the next timed op's span holds it */
   cs_online_pipe_note(&pipe_seen, r->comm_id, r->comm_size, r->comm_rank, p2p, r->peer);
-  uint64_t *xb = p2p_bytes_of(r->comm_id);
+  uint64_t *xb = p2p_bytes_of(r->comm_id, p2p); /* only communicators with Send/Recv take a slot */
   if (!xb && p2p && cs_on.p2p_untracked++ == 0)
     cs_log_once(CS_LOG_WARN, "online: Send/Recv on more than %d communicators; the data-load fit reads no bytes for "
                              "the others",
