@@ -145,7 +145,7 @@ static uint64_t mix(uint64_t x) {
   x *= 0xc4ceb9fe1a85ec53ULL;
   return x ^ (x >> 33);
 }
-static double jit(int r, uint64_t seq, unsigned salt) { /* [0, 1) */
+double model_jit(int r, uint64_t seq, unsigned salt) { /* [0, 1) */
   return (double)(mix((uint64_t)r * 0x9e3779b97f4a7c15ULL ^ seq ^ ((uint64_t)salt << 56)) >> 11) / 9007199254740992.0;
 }
 
@@ -159,8 +159,8 @@ void model_gen_feed(void *ctx, int rank, uint32_t exchange, bool sdc_only, struc
   for (int i = 0; i < g->ops && !sdc_only; i++) {
     uint64_t seq = (uint64_t)(x - 1) * (uint64_t)g->ops + (uint64_t)i;
     bool slow = rank == g->slow;
-    struct cs_online_op o = {g->comm, seq, (float)(1000 + 20 * jit(rank, seq, 1) - (slow ? g->late_us : 0)),
-                             (float)(slow ? 50 + g->late_us : 50 + 5 * jit(rank, seq, 2)), (uint32_t)g->n,
+    struct cs_online_op o = {g->comm, seq, (float)(1000 + 20 * model_jit(rank, seq, 1) - (slow ? g->late_us : 0)),
+                             (float)(slow ? 50 + g->late_us : 50 + 5 * model_jit(rank, seq, 2)), (uint32_t)g->n,
                              (uint32_t)rank};
     cs_online_rank_feed_op(st, &o);
   }

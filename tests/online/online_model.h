@@ -18,6 +18,10 @@
 
 /* the records rank `rank` finished since the previous exchange; sdc_only: only the checked
  * collectives (a transient rank replaying round 0 for a detail round needs no more) */
+/* a deterministic draw in [0, 1) for rank r at seq (salt: which draw), the jitter of the model's
+ * generators and of tests/online's */
+double model_jit(int r, uint64_t seq, unsigned salt);
+
 typedef void (*model_feed_fn)(void *ctx, int rank, uint32_t exchange, bool sdc_only, struct cs_online_rank *st);
 
 struct model {

@@ -33,25 +33,14 @@ struct sgen {
   double late_us, excess;
 };
 
-static uint64_t mix(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  return x ^ (x >> 33);
-}
-static double jit(int r, uint64_t seq, unsigned salt) { /* [0, 1) */
-  return (double)(mix((uint64_t)r * 0x9e3779b97f4a7c15ULL ^ seq ^ ((uint64_t)salt << 56)) >> 11) / 9007199254740992.0;
-}
-
 static void sfeed(void *ctx, int rank, uint32_t exchange, bool sdc_only, struct cs_online_rank *st) {
   const struct sgen *g = ctx;
   if (sdc_only) return;
   for (int i = 0; i < OPS; i++) {
     uint64_t seq = (uint64_t)(exchange - 1) * OPS + (uint64_t)i;
     bool late = rank == g->late;
-    struct cs_online_op o = {0x5c4ed, seq, (float)(2000 + 20 * jit(rank, seq, 1) - (late ? g->late_us : 0)),
-                             (float)(late ? 1000 * (1 + g->excess) : 1000 + 5 * jit(rank, seq, 2)), N,
+    struct cs_online_op o = {0x5c4ed, seq, (float)(2000 + 20 * model_jit(rank, seq, 1) - (late ? g->late_us : 0)),
+                             (float)(late ? 1000 * (1 + g->excess) : 1000 + 5 * model_jit(rank, seq, 2)), N,
                              (uint32_t)rank};
     cs_online_rank_feed_op(st, &o);
   }
