@@ -25,7 +25,7 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   struct cs_det_pt *pt = w->pts;
   struct cs_det_counts c = {.w = nw, .recent = p->recent < W ? p->recent : W};
   c.recent_full = c.recent && w->n >= c.recent;
-  size_t nfresh = 0, dn = 0, dpos = 0;
+  size_t nfresh = 0;
   for (size_t j = lo; j <= i; j++) {
     const struct went *e = wat(w, W, j);
     pt[j - lo] = (struct cs_det_pt){.med = e->med,
@@ -37,18 +37,12 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
                                     .gpeers = e->pgap,
                                     .in = true,
                                     .last = e->last == (int)w->crank,
-                                    .draw = e->draw,
-                                    /* its offset's rank among the members: not reduced (no sum,
-                                     * min or max gives it), the middle: the draw rule's rank test
-                                     * passes nothing here (docs/online.md) */
-                                    .u = 0.5};
+                                    .draw = e->draw};
     c.n++;
     c.pos += e->a > 0;
     if (c.recent_full && j + c.recent > i) c.rn++, c.rpos += e->a > 0;
     c.run = e->a > 0 ? c.run + 1 : 0;
     nfresh += e->draw;
-    dn += e->draw;
-    dpos += e->draw && e->a > 0;
   }
   /* share-last: the comm rank last most often (ties: the lowest), is it this rank? and the
    * rank last in the most fresh draws (ties: the lowest) */
@@ -84,9 +78,8 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, cs_det_rank_threshold(p, pt, nw, med, sc, NULL), pt, nw, sc, &off, &late);
   if (!ok) ok = cs_det_cost_judge(w->cost, p, w->size, (int)w->crank, &off);
   if (!ok && fresh && cs_det_last_rule(p, pt, nw, sc, &s)) ok = by_last = true;
-  if (!ok && w->size >= CS_DET_DRAW_MEMBERS && dn >= p->min_instances &&
-      (double)dpos - 0.5 * (double)dn >= cs_det_sqrt((double)dn))
-    ok = cs_det_draw_rule(p, pt, nw, med, (int)w->size, sc, &off);
+  /* not the offset rule over fresh draws: its rank test needs the rank's place among each draw's
+   * members, which no sum, min or max carries (docs/online.md) */
   if (!ok || !cs_det_persist(&w->streak, &w->at, i, p->persist) || w->flagged) return;
   w->flagged = true;
   cs_det_figures(pt, nw, by_last, med, sc, &s);
