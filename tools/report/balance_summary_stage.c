@@ -89,13 +89,16 @@ long bal_summary_stage(struct cs_sched *s, const struct bal_gaps_ref *v, size_t 
   qsort(in, ni, sizeof *in, cmp_inst);
   qsort(w, nw, sizeof *w, cmp_win);
   int rc = 0;
+  int64_t from = INT64_MIN, to = INT64_MAX; /* the seqs every member's line holds, per communicator */
   for (size_t lo = 0, hi, wi = 0; lo < ni && !rc; lo = hi) {
     for (hi = lo + 1; hi < ni && in[hi].comm == in[lo].comm && in[hi].seq == in[lo].seq;) hi++;
-    while (wi < nw && w[wi].comm < in[lo].comm) wi++;
-    int64_t from = INT64_MIN, to = INT64_MAX; /* the seqs every member's line holds */
-    for (size_t j = wi; j < nw && w[j].comm == in[lo].comm; j++) {
-      if (w[j].lo > from) from = w[j].lo;
-      if (w[j].hi < to) to = w[j].hi;
+    if (!lo || in[lo].comm != in[lo - 1].comm) { /* a communicator's first instance: its range, once */
+      while (wi < nw && w[wi].comm < in[lo].comm) wi++;
+      from = INT64_MIN, to = INT64_MAX;
+      for (size_t j = wi; j < nw && w[j].comm == in[lo].comm; j++) {
+        if (w[j].lo > from) from = w[j].lo;
+        if (w[j].hi < to) to = w[j].hi;
+      }
     }
     if (in[lo].seq < from || in[lo].seq > to) continue;
     size_t no = 0;
