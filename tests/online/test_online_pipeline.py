@@ -12,7 +12,11 @@ collectives, 120 steps. The findings are the lines rank 0 logs during the run.
   clean_nogn: --no-grad-norm (only the world's AllReduce crosses the stages): no finding
       (without the schedule: ranks 0 to 3, 4 findings);
   slow: clean's job with rank 2 (stage 1) 10 % slower: rank 2
-      alone, kind compute (its compute gap above its peers'), 15 sampled instances, last in none."""
+      alone, kind compute (its compute gap above its peers'), last in none, lateness 0, within
+      SLOW_WITHIN sampled instances. The count and the median duration are not pinned: which
+      records an exchange carries is what the harvest thread had fed when the exchange's
+      thread started, wall-clock timing beside the modeled clock (15 and 18 instances,
+      median 1754 to 1765 us, seen in 16 runs beside two busy loops)."""
 import argparse, os, re, shutil, subprocess, sys, tempfile
 
 MODEL = {"COLLSCOPE_SIM_CLOCK": "model", "COLLSCOPE_SIM_SEED": "1", "COLLSCOPE_TIMING": "events",
@@ -51,7 +55,8 @@ def main():
             assert st == [], st
         elif a.case == "slow":
             st = findings(a, tmp, [], "jitter:pct=2;slow:rank=2,compute=10")
-            assert len(st) == 1 and re.fullmatch(SLOW, st[0]), st
+            m = re.fullmatch(SLOW, st[0]) if len(st) == 1 else None
+            assert m and int(m.group(1)) <= SLOW_WITHIN, st
         else:
             sys.exit("unknown case " + a.case)
     finally:
@@ -59,9 +64,9 @@ def main():
     print("ok")
 
 
-# the median duration moves by a few us between runs (1760 to 1765 us seen): not asserted
-SLOW = (r"online: straggler rank 2 \(simhost2\) on comm C: last in 0% of 15 sampled instances, lateness 0 us "
+SLOW = (r"online: straggler rank 2 \(simhost2\) on comm C: last in 0% of (\d+) sampled instances, lateness 0 us "
         r"\(median duration \d+ us\), kind compute")
+SLOW_WITHIN = 30  # twice the count most runs show
 
 if __name__ == "__main__":
     main()

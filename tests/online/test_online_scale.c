@@ -4,10 +4,14 @@
  * job -- and prints, per rank per exchange, the bytes each rank contributes to the
  * all-reduces (what it sends into and receives from them; a ring all-reduce moves about
  * twice that on the wire) and the CPU it spends building and evaluating its contribution
- * (the median over the kept ranks, the best of four runs, so a busy machine does not
- * decide). Asserts the largest of each within 2x of the smallest, and that every size
- * found the straggler and the suspect. For comparison it prints the all-gather protocol's
- * bytes (a 2 KiB summary per rank, all of them received by every rank). */
+ * (the median over the kept ranks, the best of four runs: printed, not judged, as a CPU
+ * time depends on the machine and its load). Asserts the largest bytes within 2x of the
+ * smallest, and that every size found the straggler and the suspect. For comparison it
+ * prints the all-gather protocol's bytes (a 2 KiB summary per rank, all of them received by
+ * every rank).
+ *
+ * test_online_scale --only N: one run of N ranks, for online_scale_insn.py, which counts
+ * the kept ranks' pack and unpack instructions under callgrind (the judged CPU figure). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,20 +20,23 @@
 
 #define EXCHANGES 2
 #define RUNS 4
+#define KEPT 5 /* ranks with a persistent state: 0, 2, 5, n/2, n-1 */
 
 struct result {
   double bytes, cpu_us;
   bool straggler, suspect;
 };
 
+static int runs = RUNS;
+
 static int run(int n, struct result *res) {
   struct model_gen g = {n, 16, 8, 0x77, 5, 400, 2, MODEL_SDC_SEQ0 + 8 + 3, false, -1, 0};
   bool *keep = calloc((size_t)n, sizeof *keep);
   if (!keep) return -1;
-  int kept[] = {0, 2, 5, n / 2, n - 1};
-  for (size_t i = 0; i < sizeof kept / sizeof *kept; i++) keep[kept[i]] = true;
+  int kept[KEPT] = {0, 2, 5, n / 2, n - 1};
+  for (size_t i = 0; i < KEPT; i++) keep[kept[i]] = true;
   res->cpu_us = 1e300;
-  for (int k = 0; k < RUNS; k++) {
+  for (int k = 0; k < runs; k++) {
     struct model *m = model_new(n, keep, model_gen_feed, &g);
     if (!m) {
       free(keep);
@@ -59,12 +66,25 @@ static int run(int n, struct result *res) {
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--only")) {
+    struct result one;
+    memset(&one, 0, sizeof one);
+    int n = atoi(argv[2]);
+    runs = 1;
+    if (n < 8 || run(n, &one)) {
+      fprintf(stderr, "model failed at %d ranks\n", n);
+      return 1;
+    }
+    printf("%d ranks: kept %d, exchanges %d, found %s %s\n", n, KEPT, EXCHANGES,
+           one.straggler ? "strag" : "-", one.suspect ? "sdc" : "-");
+    return one.straggler && one.suspect ? 0 : 1;
+  }
   const int sizes[] = {8, 1024, 32768, 131072};
   struct result r[4];
   memset(r, 0, sizeof r);
   printf("%8s %22s %22s %20s %10s\n", "ranks", "bytes/rank/exchange", "all-gather (before)", "eval CPU us/rank", "found");
-  double bmin = 1e300, bmax = 0, cmin = 1e300, cmax = 0;
+  double bmin = 1e300, bmax = 0, cmin = 1e300, cmax = 0; /* CPU: printed only */
   int fail = 0;
   for (int i = 0; i < 4; i++) {
     if (run(sizes[i], &r[i])) {
@@ -86,10 +106,6 @@ int main(void) {
   printf("bytes max/min %.2f, CPU max/min %.2f\n", bmax / bmin, cmax / cmin);
   if (bmax > 2 * bmin) {
     fprintf(stderr, "FAIL: bytes per rank grow with the job\n");
-    fail = 1;
-  }
-  if (cmax > 2 * cmin) {
-    fprintf(stderr, "FAIL: evaluation CPU per rank grows with the job\n");
     fail = 1;
   }
   return fail;
