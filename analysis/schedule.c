@@ -4,6 +4,7 @@
  * include/collscope/schedule.h, docs/detection.md "Pipelines"). */
 #include "collscope/schedule.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -377,6 +378,30 @@ static double median_without(const struct sentry *v, size_t k, size_t skip) {
   return 0.5 * (x + y);
 }
 
+/* the z a member's mean gap must clear its stage's spread by: the normal tail beyond it at most
+ * CS_SCHED_STEPS_ALPHA / n (Bonferroni over the n members judged), by bisection */
+static double spread_z(size_t n) {
+  double want = CS_SCHED_STEPS_ALPHA / (double)(n ? n : 1), lo = 0, hi = 40;
+  for (int i = 0; i < 60; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (0.5 * erfc(mid / sqrt(2.0)) > want)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return hi;
+}
+
+/* 1.4826 x the median absolute deviation of the group's mean gaps g[0..n-1] (sorted by gap)
+ * from their median: a clean member's mean gap scatters this much, whatever the noise's shape
+ * and however many instances it averages; dev: room for n */
+static double robust_sigma(const struct sentry *g, size_t n, double *dev) {
+  double med = n % 2 ? g[n / 2].gap : 0.5 * (g[n / 2 - 1].gap + g[n / 2].gap);
+  for (size_t i = 0; i < n; i++) dev[i] = fabs(g[i].gap - med);
+  qsort(dev, n, sizeof *dev, cmp_double);
+  return 1.4826 * (n % 2 ? dev[n / 2] : 0.5 * (dev[n / 2 - 1] + dev[n / 2]));
+}
+
 /* A rank slower than its stage's peers at a cross-stage communicator that the detector did
  * not flag: in a pipeline that flushes every step the last arrivals there are the drain's
  * (the first stage, whose backward ends last), so a slow middle stage's GPU delays the whole
@@ -384,8 +409,10 @@ static double median_without(const struct sentry *v, size_t k, size_t skip) {
  * since that communicator's previous instance: its own compute, a Recv's wait for its Send
  * being the Recv's duration, not a gap) against the median of the other members of its stage
  * at cross-stage communicators of as many members (the same collective of the other
- * replicas) names it. Sorted once: O(m log m) for m such members. Returns how many were
- * added; out of memory adds none. */
+ * replicas) names it when it is CS_SCHED_STAGE_EXCESS above it and, in a group of at least
+ * CS_SCHED_SPREAD_MIN members, above it by more than the group's spread allows a clean member
+ * by chance (spread_z, robust_sigma). Sorted once: O(m log m) for m such members. Returns how
+ * many were added; out of memory adds none. */
 static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
   size_t n = 0, added = 0;
   struct smem *m, *mt;
@@ -410,15 +437,23 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
       e[k++] = (struct sentry){stage, c->nmem, m->gap_sum / (double)m->gap_n, m};
   }
   qsort(e, k, sizeof *e, cmp_sentry);
+  double *dev = malloc(k * sizeof *dev), z = spread_z(k);
+  if (!dev) {
+    free(e);
+    return 0;
+  }
   for (size_t lo = 0, hi; lo < k; lo = hi) {
     for (hi = lo + 1; hi < k && e[hi].stage == e[lo].stage && e[hi].nmem == e[lo].nmem;) hi++;
+    double sigma = hi - lo >= CS_SCHED_SPREAD_MIN ? robust_sigma(e + lo, hi - lo, dev) : 0;
     for (size_t i = lo; hi - lo >= 2 && i < hi; i++) {
       m = e[i].m;
       m->peers = median_without(e + lo, hi - lo, i - lo);
-      m->slow = !m->flagged && m->gap_n >= 2 && m->peers > 0 && e[i].gap > (1 + CS_SCHED_STAGE_EXCESS) * m->peers;
+      m->slow = !m->flagged && m->gap_n >= 2 && m->peers > 0 && e[i].gap > (1 + CS_SCHED_STAGE_EXCESS) * m->peers &&
+                e[i].gap - m->peers > z * sigma;
       added += m->slow;
     }
   }
+  free(dev);
   struct cs_det_straggler *ns = added ? realloc(r->stragglers, (r->nstragglers + added) * sizeof *ns) : NULL;
   if (!ns) {
     free(e);

@@ -265,20 +265,6 @@ void p2p_span(struct comm *c, int k, const struct p2p_op *ops, int n, double st,
     nomem();
 }
 
-/* a Send or Recv of the pipeline communicator c's rank k to or from `peer`, which first waits
- * `wait_us` for its peer (a Recv in the pipeline's fill or drain): an op of the rank's stream,
- * so the other communicators' compute gaps do not count its time, but no collective instance
- * (the detector reads no P2P: analysis/detect_window.c) */
-void p2p(struct comm *c, int k, int peer, double wait_us, double bytes) {
-  if (W.hung) return;
-  int r = c->m[k];
-  double *t = stream_t(c->stream, r), st = *t, f = jit(((uint64_t)r << 40) ^ W.draws[r]++);
-  double cost = sn_cost_item_ns(cost_us(c, SN_COST_P2P, bytes, k, peer), older(r) ? OLD_SPEED : 1.0,
-                                jit(((uint64_t)r << 40) ^ W.draws[r]++));
-  *t += wait_us * f + cost;
-  cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, (uint64_t)c->stream + 1, (int64_t)(st * 1e3), (int64_t)(*t * 1e3));
-}
-
 /* ---------------------------------------------------------------- main */
 
 /* the job's GPU inventory explains a finding on a rank whose model is not the one most ranks
@@ -301,9 +287,12 @@ static void print_findings(const struct cs_det_straggler *v, size_t n, const cha
     const struct cs_det_straggler *s = &v[i];
     if (expl < 2 && explained(s->rank) != (expl == 1)) continue;
     const struct comm *c = &W.comms[s->comm - 1];
-    /* instances from the first delayed one (counted as 1) to the first flag */
+    /* instances from the first delayed one (counted as 1) to the first flag; none for the
+     * schedule's verdicts over the whole job (a GPU slower than its stage's peers, a slow
+     * stage: analysis/stage_compute.c, schedule.c), which carry no flag instance */
     char after[32] = "null";
-    if (c->onset) snprintf(after, sizeof after, "%lld", (long long)s->first_flag_instance - (long long)c->onset + 1);
+    bool whole_job = s->first_flag_instance == 1 && s->median_dur_us < 0;
+    if (c->onset && !whole_job) snprintf(after, sizeof after, "%lld", (long long)s->first_flag_instance - (long long)c->onset + 1);
     printf("%s{\"rank\":%d,\"host\":%s%s%s,\"kind\":\"%s\",\"comm\":%d,\"comm_size\":%d,\"first_flag_instance\":%zu,"
            "\"onset\":%lld,\"after\":%s,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"
            "\"lateness_us\":%.1f,\"median_dur_us\":%.1f,\"gap_us\":%.1f,\"peer_gap_us\":%.1f,\"rule\":\"%s\"}",

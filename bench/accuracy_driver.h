@@ -90,8 +90,6 @@ static inline void compute(int r, double us) { compute_on(0, r, us); }
 void sync_streams(int r, int s0, int s1);
 /* one collective instance on c (on c's stream of every member) */
 void collective(struct comm *c, enum sn_cost_algo op, double bytes);
-/* a Send or Recv of c's rank k to or from `peer`, after waiting `wait_us` for it */
-void p2p(struct comm *c, int k, int peer, double wait_us, double bytes);
 /* the report's schedule and peer waits from now on (a workload with Send/Recv calls it first) */
 void judge_p2p(void);
 /* the jittered cost in us of a Send or Recv of c's rank k with `peer` (comm ranks) */

@@ -23,27 +23,27 @@ static void run_dp(void) { /* hetero too: the core makes simhost2's GPUs the old
 }
 
 /* 3d: tensor parallel 2 (inside a host), pipeline pp (2 at 8 ranks, else 4), data parallel
- * the rest; rank = (d x pp + s) x 2 + t. Per step, 1F1B over M = 4 microbatches: each
- * microbatch's forward (1 ms) and backward (2 ms) end in a TP AllReduce of the stage pair,
- * then a Send of 64 KiB to the next stage (forward) or the previous one (backward) on the PP
- * communicator (the ranks of one DP and TP index, one a stage); stage s waits in a Recv of
- * its first activation s forward-times (the pipeline's fill) and in one of its last gradients
- * (pp-1-s) backward-times (its drain); then a DP AllReduce of its gradients (the ranks of one
- * stage and TP index) and a world AllReduce (the gradient norm), which every stage reaches at
- * its own place in the schedule: the bubbles. All on one stream a rank (tests/apps/train3d).
- * Its Sends and Recvs are not matched (4 Sends a step each way, the fill's and the drain's
- * Recv alone), so neither the schedule nor the peer waits are fed: the detector alone. */
+ * the rest; rank = (d x pp + s) x 2 + t. Per step, tests/apps/train3d's 1F1B over M = 4
+ * microbatches, Megatron's (bench/accuracy_pipeline.c): each microbatch's forward (1 ms) and
+ * backward (2 ms) end in a TP AllReduce of the stage pair, its activations and gradients go as
+ * grouped 64 KiB Sends and Recvs on the PP communicator (the ranks of one DP and TP index, one
+ * a stage), each meeting its peer's op, so a stage's fill and drain are its neighbours' time;
+ * then a DP AllReduce of its gradients (the ranks of one stage and TP index) and a world
+ * AllReduce (the gradient norm, which train3d leaves out), which every stage reaches at its
+ * own place in the schedule. All on one stream a rank. Judged as the report judges it (the
+ * schedule, the peer waits). */
 static void run_3d(void) {
   int tp = 2, pp = W.n >= 64 ? 4 : 2, dp = W.n / (tp * pp), M = 4;
-  double fwd = 1000, bwd = 2000;
+  if (dp < 1) return;
   struct comm **tpc = malloc((size_t)(dp * pp) * sizeof *tpc), **dpc = malloc((size_t)(pp * tp) * sizeof *dpc);
   struct comm **ppc = malloc((size_t)(dp * tp) * sizeof *ppc);
   int *m = malloc((size_t)W.n * sizeof *m);
-  for (int g = 0; g < dp * pp; g++) {
-    m[0] = 2 * g;
-    m[1] = 2 * g + 1;
-    tpc[g] = comm_new(m, 2, 0);
-  }
+  for (int d = 0; d < dp; d++) /* the communicators' ids in the order the faults name them */
+    for (int s = 0; s < pp; s++) {
+      m[0] = (d * pp + s) * tp;
+      m[1] = m[0] + 1;
+      tpc[s * dp + d] = comm_new(m, 2, 0);
+    }
   for (int s = 0; s < pp; s++)
     for (int t = 0; t < tp; t++) {
       for (int d = 0; d < dp; d++) m[d] = (d * pp + s) * tp + t;
@@ -56,21 +56,10 @@ static void run_3d(void) {
       for (int s = 0; s < pp; s++) m[s] = (d * pp + s) * tp + t;
       ppc[d * tp + t] = comm_new(m, pp, 0);
     }
+  struct pipeline pl = {pp, dp, M, 1000, 2000, 65536, tpc, ppc};
+  judge_p2p();
   for (W.step = 0; running(); W.step++) {
-    for (int d = 0; d < dp; d++)
-      for (int s = 0; s < pp; s++) {
-        struct comm *c = tpc[d * pp + s], *p[2] = {ppc[d * tp], ppc[d * tp + 1]};
-        for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, s * fwd, 65536); /* fill: Recv the first activation */
-        for (int mb = 0; mb < M; mb++) {
-          for (int k = 0; k < 2; k++) compute(c->m[k], fwd);
-          collective(c, SN_COST_ALLREDUCE, 65536);
-          for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, 0, 65536); /* Send forward */
-          for (int k = 0; k < 2; k++) compute(c->m[k], bwd);
-          collective(c, SN_COST_ALLREDUCE, 65536);
-          for (int k = 0; k < 2 && s > 0; k++) p2p(p[k], s, s - 1, 0, 65536); /* Send backward */
-        }
-        for (int k = 0; k < 2 && s < pp - 1; k++) p2p(p[k], s, s + 1, (pp - 1 - s) * bwd, 65536); /* drain: Recv the last grads */
-      }
+    pipeline_step(&pl);
     for (int i = 0; i < pp * tp && dp > 1; i++) collective(dpc[i], SN_COST_ALLREDUCE, 262144);
     collective(world, SN_COST_ALLREDUCE, 8);
   }

@@ -107,6 +107,11 @@ const struct cs_sched_verdict *cs_sched_verdicts(const struct cs_sched *s, size_
 
 /* a straggler is kept when its gap exceeds its stage peers' median by this share */
 #define CS_SCHED_STAGE_EXCESS 0.03
+/* An unflagged member of a cross-stage communicator named by that share must also clear its
+ * stage group's spread (1.4826 x the median absolute deviation of the members' mean gaps) z
+ * times, the normal tail beyond z at most CS_SCHED_STEPS_ALPHA / (the members judged), in a
+ * group of at least this many members (fewer: the share alone) */
+#define CS_SCHED_SPREAD_MIN 16
 
 /* A rank slower than its stage's peers by its own compute (analysis/stage_compute.c), part of
  * cs_sched_judge: in a pipeline without collectives across its stages a slow GPU's pipeline

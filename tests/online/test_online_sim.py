@@ -135,7 +135,11 @@ def sdc_env(action):
 
 
 def case_sdc(a, tmp):
-    rc, out = run(a.cli, a.build, tmp, "sdc_job", 4, "simhost[1-2]", ["--steps", "40", "--count", "4096"],
+    # 400 steps, not 40: on the wall clock a loaded host can leave the harvest thread unscheduled
+    # for the whole of a 40 ms job, and the flipped seq's fingerprint then first reaches the
+    # exchange at shutdown, inside its bounded drain (one run in a loaded suite logged nothing);
+    # 400 steps give it ~50 exchanges after the flip while the job runs
+    rc, out = run(a.cli, a.build, tmp, "sdc_job", 4, "simhost[1-2]", ["--steps", "400", "--count", "4096"],
                   sdc_env("log"))
     check(rc == 0, "job failed (%d)" % rc, out)
     f = [l for l in online_lines(out) if "SDC" in l]
