@@ -497,7 +497,21 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
   for (size_t i = 0; i < r->nstragglers; i++) {
     struct cs_det_straggler *x = &r->stragglers[i];
     int stage = x->rank >= 0 ? cs_sched_rank_stage(s, x->rank) : -1;
-    if (stage < 0 || cs_sched_comm_kind(s, x->comm) != CS_SCHED_CROSS_STAGE) {
+    enum cs_sched_kind kind = cs_sched_comm_kind(s, x->comm);
+    if (stage >= 0 && kind == CS_SCHED_PIPELINE && x->kind != CS_DET_COMPUTE) {
+      /* late at its pipeline's Send/Recv without a longer compute gap of its own: the order
+       * in which a chain's ranks post is the schedule's, each waiting for its neighbours and
+       * for its stage's collectives (a slow GPU's tensor partner and data-parallel peers
+       * arrive late here by their waits for it); a slow GPU is judged at its stage's
+       * collectives (cs_sched_stage_compute), a slow link by its pairs */
+      cs_sched_verdict_add(s, &(struct cs_sched_verdict){.comm = x->comm, .rank = x->rank, .stage = stage,
+                                                         .gap_us = -1, .stage_gap_us = -1, .kept = false});
+      removed++;
+      for (size_t k = 0; k < r->nranks; k++)
+        if (r->ranks[k].comm == x->comm && r->ranks[k].rank == x->rank) r->ranks[k].straggler = false;
+      continue;
+    }
+    if (stage < 0 || kind != CS_SCHED_CROSS_STAGE) {
       r->stragglers[out++] = *x;
       continue;
     }

@@ -276,10 +276,14 @@ def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
             if onset is not None and s["rank"] >= 0:
                 # the comm's collective instances from the onset to the first flag, both counted
                 # (seq counts Send/Recv calls too; the detector's instances do not)
+                # (a finding at a communicator of Send/Recv alone, whose instances are groups of
+                # them, has none of these: no count, neither a delay nor a flag before the onset)
                 v = seqs.get((s["comm"], s["rank"]), [])
-                after = sum(1 for q in v if onset <= q <= s["first_flag_seq"])
-                if s["first_flag_seq"] < onset:
+                after = sum(1 for q in v if onset <= q <= s["first_flag_seq"]) if v else None
+                if v and s["first_flag_seq"] < onset:
                     after = 0
+                if s["first_flag_instance"] == 1 and (s.get("median_dur_us") or -1) < 0:
+                    after = None  # the schedule's verdict over the whole job: no flag instance
             st.append({"rank": s["rank"], "host": s["host"], "kind": s["kind"], "after": after,
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})
         slow = [(x["src_host"], x["dst_host"]) for x in rep.get("slow_links", [])]

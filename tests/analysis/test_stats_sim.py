@@ -527,9 +527,11 @@ TRAIN3D_KIND = [(5, "compute", 1505.631, 1013.013, 14),  # TP: one compute befor
                 (5, "compute", 12067.437, 8052.394, 14)]  # DP: a step's computes summed
 # The healthy ranks the detector flags `link` there, each moved to the peer it waited for
 # (analysis/peer_wait.c): rank 1 waits in its Recvs for rank 5 (a Recv ends when its Send's
-# data lands) and is late at DP; rank 4 waits at TP for rank 5 and is late at DP and at its
-# exchange with rank 0; rank 0 waits in its Recvs for rank 4 and is late at DP. (rank, peer).
-TRAIN3D_MOVED = [(0, 4), (1, 5), (4, 5), (4, 5)]
+# data lands) and is late at DP; rank 4 waits at TP for rank 5 and is late at DP; rank 0 waits
+# in its Recvs for rank 4 and is late at DP. (rank, peer). Rank 4, late also at its exchange
+# with rank 0 (the pipeline's Send/Recv) without a longer gap, is the schedule's order there
+# (analysis/schedule.c cs_sched_judge), not moved.
+TRAIN3D_MOVED = [(0, 4), (1, 5), (4, 5)]
 
 
 def kind_findings(cli, apps, tmp, app, faults, steps, size, args):

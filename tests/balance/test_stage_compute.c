@@ -5,7 +5,8 @@
  * and becomes a compute straggler (not twice when flagged already); one above and below by
  * turns with a mean 14.5 % above, one 1 % slower (significant, too small to matter) and one 10 % slower over too few
  * instances are not; summary-recording members (cs_sched_summed) are judged over the instances
- * cs_sched_summed_instance gives them, and not without. */
+ * cs_sched_summed_instance gives them, and not without. cs_sched_judge's rule for findings at a
+ * pipeline's Send/Recv: late there without a longer gap of its own is the schedule's order. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,6 +179,31 @@ static void test_small(void **state) { (void)state, judge_none(20, slow1); }
 /* 10 % slower over 5 instances: p = exp(-2.5) = 0.08 */
 static void test_few(void **state) { (void)state, judge_none(5, slow10); }
 
+static double even(int k) { return (void)k, 1000; }
+
+/* late at its pipeline's Send/Recv without a longer gap (kind link: a slow GPU's tensor partner
+ * or data-parallel peer, waiting for it elsewhere): the schedule's order, removed and counted;
+ * kind compute there stays (its own gap is longer) */
+static void test_pipeline_late(void **state) {
+  (void)state;
+  struct cs_sched *s = feed(20, even);
+  assert_int_equal(cs_sched_comm_kind(s, PIPE_B), CS_SCHED_PIPELINE);
+  struct cs_det_result r;
+  memset(&r, 0, sizeof r);
+  r.stragglers = calloc(2, sizeof *r.stragglers);
+  assert_non_null(r.stragglers);
+  r.stragglers[0] = (struct cs_det_straggler){.comm = PIPE_B, .comm_rank = 1, .rank = 3, .kind = CS_DET_LINK};
+  r.stragglers[1] = (struct cs_det_straggler){.comm = PIPE_B, .comm_rank = 0, .rank = 2, .kind = CS_DET_COMPUTE};
+  r.nstragglers = 2;
+  assert_int_equal(cs_sched_judge(s, &r), 1);
+  assert_int_equal(r.nstragglers, 1);
+  assert_int_equal(r.stragglers[0].rank, 2);
+  struct cs_sched_verdict v[4];
+  assert_int_equal(kept(s, v), 0);
+  free(r.stragglers);
+  cs_sched_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_slow_named),
@@ -186,6 +212,7 @@ int main(void) {
       cmocka_unit_test(test_small),
       cmocka_unit_test(test_few),
       cmocka_unit_test(test_summed_named),
+      cmocka_unit_test(test_pipeline_late),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,7 +173,7 @@ static void text_steps(const struct report *r, FILE *o) {
   }
   size_t ncross = cs_sched_comms(SM.sched, CS_SCHED_CROSS_STAGE, NULL, 0);
   fprintf(o, "# %zu cross-stage communicator%s: arrivals there follow the stage order; %zu straggler%s "
-             "there explained by it\n",
+             "explained by the schedule (there, or late at the pipeline's Send/Recv by the waits it orders)\n",
           ncross, ncross == 1 ? "" : "s", SM.explained, SM.explained == 1 ? "" : "s");
   size_t nv;
   const struct cs_sched_verdict *v = cs_sched_verdicts(SM.sched, &nv);
