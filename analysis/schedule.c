@@ -504,8 +504,7 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
        * for its stage's collectives (a slow GPU's tensor partner and data-parallel peers
        * arrive late here by their waits for it); a slow GPU is judged at its stage's
        * collectives (cs_sched_stage_compute), a slow link by its pairs */
-      cs_sched_verdict_add(s, &(struct cs_sched_verdict){.comm = x->comm, .rank = x->rank, .stage = stage,
-                                                         .gap_us = -1, .stage_gap_us = -1, .kept = false});
+      cs_sched_verdict_add(s, &(struct cs_sched_verdict){.comm = x->comm, .rank = x->rank, .stage = stage, .gap_us = -1, .stage_gap_us = -1, .kept = false});
       removed++;
       for (size_t k = 0; k < r->nranks; k++)
         if (r->ranks[k].comm == x->comm && r->ranks[k].rank == x->rank) r->ranks[k].straggler = false;
