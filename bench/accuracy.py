@@ -339,7 +339,9 @@ def score(fault, n, runs):
                 cause_n += 1  # the cause: the slow pair alone (a link), or the host's NIC (a NIC)
                 cok += ((bool(r["slow_links"]) and set(r["slow_links"]) <= pair and not nics) or
                         (kind == "nic" and nics == [chost]))
-            coll += bool(ranked)
+            # a finding the fault did not cause: on a host off the link's ends (the NIC's host), or
+            # `compute` on one (kind_ok's miss too); one of kind link on an end is the fault's own
+            coll += any(not explained(s) and (s["host"] not in ends or s["kind"] == "compute") for s in ranked)
             after.append(None)
             continue
         if kind in ("hang_host", "hang_gpu"):
