@@ -4,8 +4,8 @@
  * job -- and prints, per rank per exchange, the bytes each rank contributes to the
  * all-reduces (what it sends into and receives from them; a ring all-reduce moves about
  * twice that on the wire) and the CPU it spends building and evaluating its contribution
- * (the median over the kept ranks, the best of four runs: printed, not judged, as a CPU
- * time depends on the machine and its load). Asserts the largest bytes within 2x of the
+ * (the median over the kept ranks, one run: printed, not judged, as a CPU time depends on
+ * the machine and its load). Asserts the largest bytes within 2x of the
  * smallest, and that every size found the straggler and the suspect. For comparison it
  * prints the all-gather protocol's bytes (a 2 KiB summary per rank, all of them received by
  * every rank).
@@ -19,15 +19,13 @@
 #include "online_model.h"
 
 #define EXCHANGES 2
-#define RUNS 4
+#define RUNS 1
 #define KEPT 5 /* ranks with a persistent state: 0, 2, 5, n/2, n-1 */
 
 struct result {
   double bytes, cpu_us;
   bool straggler, suspect;
 };
-
-static int runs = RUNS;
 
 static int run(int n, struct result *res) {
   struct model_gen g = {n, 16, 8, 0x77, 5, 400, 2, MODEL_SDC_SEQ0 + 8 + 3, false, -1, 0};
@@ -36,7 +34,7 @@ static int run(int n, struct result *res) {
   int kept[KEPT] = {0, 2, 5, n / 2, n - 1};
   for (size_t i = 0; i < KEPT; i++) keep[kept[i]] = true;
   res->cpu_us = 1e300;
-  for (int k = 0; k < runs; k++) {
+  for (int k = 0; k < RUNS; k++) {
     struct model *m = model_new(n, keep, model_gen_feed, &g);
     if (!m) {
       free(keep);
@@ -71,7 +69,6 @@ int main(int argc, char **argv) {
     struct result one;
     memset(&one, 0, sizeof one);
     int n = atoi(argv[2]);
-    runs = 1;
     if (n < 8 || run(n, &one)) {
       fprintf(stderr, "model failed at %d ranks\n", n);
       return 1;

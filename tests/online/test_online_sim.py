@@ -264,7 +264,10 @@ def case_failopen(a, tmp):
     wrap = os.path.join(tmp, "k.sh")
     open(wrap, "w").write('#!/bin/sh\n[ "$RANK" = 0 ] && export COLLSCOPE_ONLINE_EVERY=3\nexec "$@"\n')
     os.chmod(wrap, 0o755)
-    args = ["--steps", "40", "--size", "64K"]
+    # 40 steps of 50 ms compute: the job lasts 2 s or more on the wall clock, so collscope's
+    # communicator is set up while it runs even on a loaded host (one run beside the sweeps ended
+    # a 40-step job without compute in 0.6 s, before the set-up completed: nothing was posted)
+    args = ["--steps", "40", "--size", "64K", "--compute-us", "50000"]
     rc0, out0 = run(a.cli, a.build, os.path.join(tmp, "k0"), "dp_train", 4, "simhost[1-2]", args,
                     {"COLLSCOPE_ONLINE": "0"})
     env = {"COLLSCOPE_ONLINE_EVERY": "1000", "COLLSCOPE_ONLINE_TIMEOUT": "2", "COLLSCOPE_LOG": "info"}
