@@ -230,8 +230,11 @@ def case_off(a, tmp):
     outs = []
     for on in ("0", "1"):
         env = {"COLLSCOPE_ONLINE": on, "COLLSCOPE_ONLINE_EVERY": "4", "COLLSCOPE_LOG": "info"}
+        # 20 steps of 3 buckets of 40 ms compute: 2.4 s on the wall clock, time for collscope's
+        # communicator's set-up on a loaded host (a job without compute, beside a load of 40,
+        # ended before it and exchanged nothing)
         rc, out = run(a.cli, a.build, os.path.join(tmp, on), "dp_train", 4, "simhost[1-2]",
-                      ["--steps", "20", "--size", "64K"], env)
+                      ["--steps", "20", "--size", "64K", "--compute-us", "40000"], env)
         check(rc == 0, "job failed (%d)" % rc, out)
         outs.append(out)
     check(not online_lines(outs[0]), "COLLSCOPE_ONLINE=0 still exchanged", outs[0])
@@ -264,9 +267,10 @@ def case_failopen(a, tmp):
     wrap = os.path.join(tmp, "k.sh")
     open(wrap, "w").write('#!/bin/sh\n[ "$RANK" = 0 ] && export COLLSCOPE_ONLINE_EVERY=3\nexec "$@"\n')
     os.chmod(wrap, 0o755)
-    # 40 steps of 50 ms compute: the job lasts 2 s or more on the wall clock, so collscope's
-    # communicator is set up while it runs even on a loaded host (one run beside the sweeps ended
-    # a 40-step job without compute in 0.6 s, before the set-up completed: nothing was posted)
+    # 40 steps of 3 buckets of 50 ms compute: the job lasts 6 s or more on the wall clock, so
+    # collscope's communicator is set up while it runs even on a loaded host (one run beside the
+    # sweeps ended a 40-step job without compute in 0.6 s, before the set-up completed: nothing
+    # was posted)
     args = ["--steps", "40", "--size", "64K", "--compute-us", "50000"]
     rc0, out0 = run(a.cli, a.build, os.path.join(tmp, "k0"), "dp_train", 4, "simhost[1-2]", args,
                     {"COLLSCOPE_ONLINE": "0"})
