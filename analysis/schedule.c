@@ -4,10 +4,10 @@
  * include/collscope/schedule.h, docs/detection.md "Pipelines"). */
 #include "collscope/schedule.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "detect_internal.h" /* cs_det_median_mid */
 #include "schedule_internal.h"
 
 struct cs_sched *cs_sched_new(void) {
@@ -378,13 +378,14 @@ static double median_without(const struct sentry *v, size_t k, size_t skip) {
   return 0.5 * (x + y);
 }
 
-/* the z a member's mean gap must clear its stage's spread by: the normal tail beyond it at most
- * CS_SCHED_STEPS_ALPHA / n (Bonferroni over the n members judged), by bisection */
+/* the z a member's mean gap must clear its stage's spread by: the normal tail beyond it
+ * (cs_det_normal_tail) at most CS_SCHED_STEPS_ALPHA / n (Bonferroni over the n members
+ * judged), by bisection */
 static double spread_z(size_t n) {
   double want = CS_SCHED_STEPS_ALPHA / (double)(n ? n : 1), lo = 0, hi = 40;
   for (int i = 0; i < 60; i++) {
     double mid = 0.5 * (lo + hi);
-    if (0.5 * erfc(mid / sqrt(2.0)) > want)
+    if (cs_det_normal_tail(mid) > want)
       lo = mid;
     else
       hi = mid;
@@ -393,13 +394,12 @@ static double spread_z(size_t n) {
 }
 
 /* 1.4826 x the median absolute deviation of the group's mean gaps g[0..n-1] (sorted by gap)
- * from their median: a clean member's mean gap scatters this much, whatever the noise's shape
- * and however many instances it averages; dev: room for n */
+ * from their median (cs_det_median_mid): a clean member's mean gap scatters this much,
+ * whatever the noise's shape and however many instances it averages; dev: room for n */
 static double robust_sigma(const struct sentry *g, size_t n, double *dev) {
   double med = n % 2 ? g[n / 2].gap : 0.5 * (g[n / 2 - 1].gap + g[n / 2].gap);
-  for (size_t i = 0; i < n; i++) dev[i] = fabs(g[i].gap - med);
-  qsort(dev, n, sizeof *dev, cmp_double);
-  return 1.4826 * (n % 2 ? dev[n / 2] : 0.5 * (dev[n / 2 - 1] + dev[n / 2]));
+  for (size_t i = 0; i < n; i++) dev[i] = g[i].gap > med ? g[i].gap - med : med - g[i].gap;
+  return 1.4826 * cs_det_median_mid(dev, n);
 }
 
 /* A rank slower than its stage's peers at a cross-stage communicator that the detector did
@@ -491,6 +491,12 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
   return added;
 }
 
+/* x's window figures in r no longer say straggler (the schedule explains it) */
+static void unflag(struct cs_det_result *r, const struct cs_det_straggler *x) {
+  for (size_t k = 0; k < r->nranks; k++)
+    if (r->ranks[k].comm == x->comm && r->ranks[k].rank == x->rank) r->ranks[k].straggler = false;
+}
+
 size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
   if (!r || cs_sched_stages(s) == 0) return 0;
   size_t out = 0, removed = 0;
@@ -506,8 +512,7 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
        * collectives (cs_sched_stage_compute), a slow link by its pairs */
       cs_sched_verdict_add(s, &(struct cs_sched_verdict){.comm = x->comm, .rank = x->rank, .stage = stage, .gap_us = -1, .stage_gap_us = -1, .kept = false});
       removed++;
-      for (size_t k = 0; k < r->nranks; k++)
-        if (r->ranks[k].comm == x->comm && r->ranks[k].rank == x->rank) r->ranks[k].straggler = false;
+      unflag(r, x);
       continue;
     }
     if (stage < 0 || kind != CS_SCHED_CROSS_STAGE) {
@@ -526,8 +531,7 @@ size_t cs_sched_judge(struct cs_sched *s, struct cs_det_result *r) {
       r->stragglers[out++] = *x;
     } else {
       removed++;
-      for (size_t k = 0; k < r->nranks; k++) /* its window figures no longer say straggler */
-        if (r->ranks[k].comm == x->comm && r->ranks[k].rank == x->rank) r->ranks[k].straggler = false;
+      unflag(r, x);
     }
   }
   r->nstragglers = out;
