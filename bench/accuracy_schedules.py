@@ -71,6 +71,13 @@ def app_cmd(w, fault, n, steps=None):
     return "dp_train", ["--steps", k] + base, {}
 
 
+def stall_cost(us, every, b):
+    """a stall of `us` every `every` steps as a percentage of the report's step (b: its balance
+    section), None when it has no step"""
+    step = b.get("step_us_now") or 0
+    return 100.0 * us / (every * step) if step > 0 else None
+
+
 def right_answer(named, quiet, cost):
     """a stall fault's verdict: named when its stalls cost >= LOADER_BAR_PCT of the step (or the
     cost is unknown), nothing named or advised below REPORT_MIN_GAIN_PCT, either between"""
@@ -166,8 +173,7 @@ def score(w, fault, n, runs, ranks_per_host):
                 kok += ok and b.get("action") == "fix_loader" and "no share change" in (b.get("advice") or "")
             else:  # uneven data, not slow nodes: no other verdict on them, the advice the data's
                 kok += ok and (b.get("advice") or "").startswith("uneven data")
-            step = b.get("step_us_now") or 0
-            cost = 100.0 * LOADER_US / (LOADER_EVERY * step) if kind == "loader" and step > 0 else None
+            cost = stall_cost(LOADER_US, LOADER_EVERY, b) if kind == "loader" else None
             quiet = all(v == "ok" for v in vs) and b.get("action") == "none"  # nothing named, nothing advised
             ver += right_answer(ok, quiet, cost)
             coll += any(x.get("verdict") != "ok" for k, x in br.items() if k not in cs) or bool(others)
@@ -190,8 +196,7 @@ def score(w, fault, n, runs, ranks_per_host):
         else:  # named within FLAP_BAR_STEPS steps: dp_train's comm has 3 instances a step
             steps = math.ceil(min(fa) / DP_OPS_PER_STEP) if ok and fa else None
             kok += ok and all(s["kind"] == "compute" or s["kind"] == "host" for s in hit)
-            step = b.get("step_us_now") or 0
-            cost = 100.0 * float(fault.split("=")[1]) / (2 * step) if step > 0 else None  # every other step
+            cost = stall_cost(float(fault.split("=")[1]), 2, b)  # every other step
             # below the bar naming it is not required, and a finding on it is true whatever its cost
             ver += right_answer(steps is not None and steps <= FLAP_BAR_STEPS, True, cost)
             after.append(steps)
