@@ -6,7 +6,7 @@ run yet."""
 import collections, json, os, platform, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from accuracy import (BARS, FAULTS, LONG_STEPS, NOISE_NAMES, WORKLOADS, current, pct_of, plan,  # noqa: E402
+from accuracy import (BARS, FAULTS, LONG_STEPS, NOISE_NAMES, WORKLOADS, DETECTOR, SHOWN_EARLIER, current, shown, pct_of, plan,  # noqa: E402
                       plan_machine, run_processes_ok)
 import accuracy_schedules as S  # noqa: E402  (bench/accuracy_schedules.py: the training-schedule rows)
 
@@ -39,9 +39,15 @@ def generate(a):
     for f in a.results.split(","):
         for line in open(f):
             o = json.loads(line)
-            if current(o):
-                latest[(o["workload"], o["fault"], o["ranks"], o["mode"], o["noise"], o["shape"])] = o
+            if not shown(o):
+                continue
+            k = (o["workload"], o["fault"], o["ranks"], o["mode"], o["noise"], o["shape"])
+            if (current(o) or k not in latest or not current(latest[k])):
+                latest[k] = o
     rows = list(latest.values())
+    for o in rows:  # the mode cell: `*` not judged as the report judges, `†` an earlier detector's row
+        o["mode_cell"] = o["mode"] + ("*" if o["mode"] == "in-process" and not o.get("report_judged") else "") + (
+            "" if current(o) else "†")
     wall = sum(o["wall_s"] for o in rows)
     long_ = [o for o in rows if o["mode"] == "in-process-long"]
     rows = [o for o in rows if o["mode"] != "in-process-long"]
@@ -81,7 +87,12 @@ def generate(a):
          "  peer waits, the time elsewhere (analysis/comm_elsewhere.c), for every workload; a row marked",
          "  `*` in its mode was measured before the driver did so for workloads without Send/Recv (its",
          "  collateral is the detector's: a 3d row's slowed GPU's tensor partner, late to its",
-         "  data-parallel collective, which the report moves to the GPU it waited for).", "",
+         "  data-parallel collective, which the report moves to the GPU it waited for).",
+         "- A mode marked `†` is a row of detector %d not yet run on detector %d (bench/accuracy.py DETECTOR):" % (
+             SHOWN_EARLIER, DETECTOR),
+         "  %d differs from it only in the recent rule's noise term: a flag of that rule whose median offset" % DETECTOR,
+         "  over its 16 instances is within 5 standard errors of a median of that many of the members'",
+         "  offsets is held back (the window's term, used before, is 2.5 times tighter).", "",
          "Faults on rank 5 (8 ranks) or N/2+5, on simhost3 or host N/16+1: `slow:pct=P` stalls P% of its",
          "collective's duration before each collective, from its 4th op (after three measured durations), or",
          "with `,from=S` from its op of seq S, mid-job; `intermittent` the same on every other one",
@@ -128,7 +139,7 @@ def generate(a):
                 fp += ", %d explained (gpu_model)" % o["explained"]
             L.append("| %d | `%s` | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s (%d) | %.0f s |" % (
                 o["ranks"], o["fault"], NOISE_NAMES[o["noise"]], "300 us" if o["shape"] == "wire" else "model",
-                o["mode"] + ("*" if o["mode"] == "in-process" and not o.get("report_judged") else ""), o["seeds"],
+                o["mode_cell"], o["seeds"],
                 fmt(o["recall"]), fmt(o["kind_ok"]), fmt(o["cause_ok"]),
                 after_cell(o["flag_after"]), bar_cell(o["fault"], o["flag_after"]), fmt(o["collateral"]), fp,
                 o["judged_clean"], o["wall_s"]))

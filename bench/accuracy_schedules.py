@@ -268,7 +268,7 @@ def page_section(rows, fmt, after_cell, noise_names):
         L.append("| %s | %d | `%s` | %s | %s | %d | %s | %s | %s | %s | %s | %s (%d) | %.0f s |" % (
             o["workload"], o["ranks"], o["fault"],
             noise_names[o["noise"]] + (", cost model alone" if o.get("shape", "wire") == "bare" else ""),
-            o["mode"], o["seeds"], fmt(o["recall"]),
+            o.get("mode_cell", o["mode"]), o["seeds"], fmt(o["recall"]),
             fmt(o["kind_ok"]), fmt(o.get("verdict_ok")), after_cell(o["flag_after"]), fmt(o["collateral"]),
             fmt(o["false_per_million"], False), o["judged_clean"], o["wall_s"]))
     for w in order:

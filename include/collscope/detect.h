@@ -25,7 +25,8 @@
  *   duration (with mixed sizes a fixed delay is steady in us, a proportional one relatively);
  *  recent rule (a slowdown that starts mid-job, before it fills half the window): the
  *   offset rule over the last `recent` instances only (the rank in >= 3/4 of them), with
- *   a > 0 in >= recent_share of them and recent_z instead of offset_z;
+ *   a > 0 in >= recent_share of them, recent_z instead of offset_z, and the noise term over
+ *   those instances (5 * 1.2533 * sigma / sqrt(recent), sigma their median noise);
  *  share-last rule (catches a rank that is late only now and then, by a lot):
  *   instances_in_window >= min_instances, and
  *   last_count / instances_in_window >= max(share, p0 + z * sqrt(p0 (1 - p0) / n)) with
