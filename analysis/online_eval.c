@@ -179,6 +179,7 @@ static void merge_ops(struct cs_online_rank *st, uint32_t exchange, const struct
     for (int j = 0; j < 3; j++) {
       a->x2[j] += sm->op[s].x2[j];
       a->xd[j] += sm->op[s].xd[j];
+      a->d2[j] += sm->op[s].d2[j];
     }
   }
 }

@@ -38,6 +38,36 @@ static bool slope(const struct sums *s, double *b) {
   return *b > 0;
 }
 
+/* The members' noise (the floor's noise term, detect_judge.c): the report's robust sigma of their
+ * offsets (1.4826 x their median absolute offset) needs every member's offset, which no sum, min or
+ * max reduces; the wire carries the exact sums n, sum d and sum d^2 (32-bit limbs) of the members'
+ * durations (ns). This is the sample standard deviation of its peers' durations, its own d taken
+ * out (as the data-load fit takes its own point out: a late rank would widen its own floor), in
+ * us. For normal noise the two agree (the extremes are not cut: with 7 peers that biases it to
+ * about 0.6 of sigma); a tail or a late peer widens this one (a higher floor: fewer flags, never
+ * more; a peer late by L among n widens it to about sqrt(sigma^2 + L^2 / n)), so it is taken from
+ * ONL_NOISE_MIN members: among 8 one late peer in half the instances (the test's `slow5`) put
+ * the floor above a 100 us straggler for 22 instances more than the report's median. -1 where
+ * there are fewer, or garbled. */
+#define ONL_NOISE_MIN 16
+static double members_sigma_us(const struct op_agg *a, uint64_t d) {
+  uint64_t n = a->count, mn = a->durmin >> RANK_BITS, mx = a->durmax;
+  i128 d2;
+  if (n < ONL_NOISE_MIN || n >= (1ull << RANK_BITS) || mn > mx || mx > DUR_MAX || d < mn || d > mx ||
+      a->dursum > n * DUR_MAX || !unlimb(a->d2, n, 16, &d2))
+    return -1;
+  typedef unsigned __int128 u128;
+  u128 s1 = a->dursum, s2 = (u128)d2;
+  if (s1 < d || s2 < (u128)d * d) return -1;
+  s1 -= d;
+  s2 -= (u128)d * d;
+  uint64_t m = n - 1;
+  u128 sq = s1 * s1, q = sq / m; /* s1 < 2^64: exact; (sum d)^2 / m, its remainder below */
+  if (s2 < q) return -1;         /* no sums of m values */
+  double var = ((double)(s2 - q) - (double)(sq % m) / (double)m) / (double)(m - 1);
+  return var > 0 ? cs_det_sqrt(var) / 1e3 : 0;
+}
+
 void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, struct went *e, struct cs_det_cost_in *ci) {
   double cnt = (double)a->count;
   double mn = (double)(a->durmin >> RANK_BITS) / 1e3, mx = (double)a->durmax / 1e3, sum = (double)a->dursum / 1e3;
@@ -60,10 +90,9 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
 
   uint64_t n = a->count;
   /* the floor's noise (detect_judge.c): with fewer than CS_DET_NOISE_MIN members the report's is
-   * CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, its robust sigma
-   * of the members' offsets (1.4826 x their median absolute offset) needs every member's
-   * offset, and no sum stands in for it exactly (docs/online.md): unknown, the term left out */
-  e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : -1;
+   * CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, the members'
+   * trimmed standard deviation (members_sigma_us, docs/online.md) */
+  e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : members_sigma_us(a, onl_dur_ns(own));
 
   /* the data-load fit */
   struct sums s = {(i128)n, (i128)a->xsum, 0, (i128)a->dursum, 0};

@@ -55,6 +55,7 @@ struct r0_sum {
   struct {
     uint64_t count, dursum, gapsum, gapcnt;
     uint64_t xsum, x2[3], xd[3]; /* P2P bytes x, x^2, x * duration (ns), the last two in 32-bit limbs */
+    uint64_t d2[3];              /* duration (ns) squared, in 32-bit limbs: the members' noise */
   } op[CS_ONLINE_OP_SLOTS];
   struct {
     uint64_t members, nfp, nin, int_in, int_out, root_out_ok, out_nonfinite;
@@ -109,7 +110,7 @@ struct sdc_local { /* this rank's shipped checked collective */
 struct op_agg { /* shared: partial aggregate of a sampled instance */
   struct key k;
   uint64_t size, count, durmin, durmax, dursum, gapsum, gapcnt;
-  uint64_t durmin_hi, xsum, x2[3], xd[3];
+  uint64_t durmin_hi, xsum, x2[3], xd[3], d2[3];
   unsigned born;
   UT_hash_handle hh;
 };

@@ -1,8 +1,8 @@
-/* tests/analysis/test_detect_one.c: one detector. The same seeded collective instances (8 ranks,
- * one communicator) go to every caller of the straggler rules: the report's batch detector
+/* tests/analysis/test_detect_one.c: one detector. The same seeded collective instances (8 ranks
+ * unless a scenario says, one communicator) go to every caller of the straggler rules: the report's batch detector
  * (cs_detect over op records, its gaps from the op spans), the streaming detector that
  * `collscope top` and the exporter use (cs_det_stream over members, the gaps given), and
- * the online exchange's self-judgement (8 in-process ranks folding their wires, each judging
+ * the online exchange's self-judgement (its ranks in process folding their wires, each judging
  * itself from the reduced aggregates). Scenarios: clean, a rank 5% slow, one 20% slow, a rank
  * whose data loader stalls every other step, a rank behind a slow link (late, no compute gap
  * excess), an intermittent one, a rank 2% slow (just above the floor), a rank that stalls by a
@@ -13,7 +13,9 @@
  * Theil-Sen fit and the online exchange's least-squares line of the peers both explain it), and
  * the same rank 20% slow as well (flagged by every caller); and at 4 ranks, a rank 100 us late
  * in 65% of the instances with another later still each time (nobody flagged: too few members
- * to measure the noise, the pair's sign bar holds it, online too). Every rule is on for every
+ * to measure the noise, the pair's sign bar holds it, online too); and at 16 ranks with noise, a
+ * clean rank steadily late over the last 16 instances by less than their noise (nobody flagged:
+ * the recent rule's noise term, online from the peers' spread). Every rule is on for every
  * caller.
  * Every caller must give the same verdicts (flagged rank, kind) and, outside the data-load
  * scenarios (where the two fits differ by design: docs/online.md), the same figures, exactly:
@@ -37,8 +39,9 @@
 #include "collscope/detect.h"
 #include "collscope/online.h"
 
-#define NMAX 8
-static int members = NMAX; /* the scenario's communicator size */
+#define NMAX 16                /* the most members a scenario has */
+#define NDEFAULT 8             /* ... and those it has unless it says */
+static int members = NDEFAULT; /* the scenario's communicator size */
 #define N members
 #define T 160       /* instances (the cost rule needs a full window of 100) */
 #define PER_EXCH 16 /* instances each exchange completes */
@@ -60,7 +63,9 @@ struct scenario {
   int tie_every;     /* > 0: every tie_every-th instance two other ranks tie for the last, and
                         the target is last in the next (a fresh draw) */
   bool data;         /* every rank moves Send/Recv bytes before each collective, later by them */
-  int members;       /* the communicator's ranks, 0: NMAX */
+  int members;       /* the communicator's ranks, 0: NDEFAULT */
+  int noise_us;      /* > 0: every rank's duration jittered by that sigma, the target steadily late_us
+                        after the median in 14 of the last 16 instances (make_noisy) */
 };
 
 static const struct scenario scenarios[] = {
@@ -77,6 +82,11 @@ static const struct scenario scenarios[] = {
     {"data", 20, -1, 0, 0, 0, 0, -1, 0, 0, true},
     {"data_slow20", 21, 6, 400, 1.0, 1.0, 0.0, CS_DET_COMPUTE, CS_DET_RULE_LAST, 0, true},
     {"pair4", 22, 1, 100, 0.65, 1.0, 1.0, -1, 0, 0, false, 4},
+    /* 16 members whose durations have a sigma of 30 us, a clean one steadily ~38 us after the
+     * others' median over the last 40 instances: within the recent rule's noise term over 16
+     * (5 x 1.2533 x 30 / 4 = 47 us), above the window's (19 us) and the duration's 1.5 % (30 us):
+     * the report flags it without that term, the online exchange without measuring the noise */
+    {"noisy_recent", 23, 3, 38, 0, 0, 0, -1, 0, 0, false, 16, 30},
 };
 #define DATA_HOT 6      /* the rank the data gives the most bytes */
 #define DATA_UNIT 65536 /* bytes per unit; 10 us later per unit */
@@ -103,8 +113,51 @@ static int pick(uint64_t *s, int n, int not1, int not2) {
   }
 }
 
+/* about normal, mean 0 and sigma 1: 12 uniforms less 6 */
+static double gauss(uint64_t *s) {
+  double g = -6;
+  for (int i = 0; i < 12; i++) g += (double)(rng(s) % 1000000) / 1e6;
+  return g;
+}
+
+/* the noisy scenario: every rank's duration D_US + noise_us x gauss (whole us), but the target's
+ * in the last NOISY_LAST instances: the others' median less late_us (+-3 us), but 10 us above it
+ * in every 8th (so each 16 has 14 after the median, the recent rule's count) and 1.3 late_us in
+ * the 8th after that (no 6 in a row within 1.25x of each other: the fresh rule's) */
+#define NOISY_LAST 40
+static void make_noisy(const struct scenario *sc, struct job *j) {
+  uint64_t s = sc->seed;
+  for (int k = 0; k < T; k++) {
+    int64_t o[NMAX];
+    int no = 0;
+    for (int r = 0; r < N; r++) {
+      double g = gauss(&s) * sc->noise_us;
+      j->dur[k][r] = D_US + (int64_t)(g < 0 ? g - 0.5 : g + 0.5);
+      j->gap[k][r] = k == 0 ? -1 : G_US;
+      j->xb[k][r] = 0;
+      if (r != sc->target) o[no++] = j->dur[k][r];
+    }
+    int i = k - (T - NOISY_LAST);
+    if (i < 0) continue;
+    for (int a = 1; a < no; a++) /* the others' median: sorted, the middle one (the upper of two) */
+      for (int b = a; b > 0 && o[b] < o[b - 1]; b--) {
+        int64_t t = o[b];
+        o[b] = o[b - 1];
+        o[b - 1] = t;
+      }
+    int64_t med = o[no / 2];
+    int64_t late = i % 8 == 2 ? sc->late_us * 13 / 10 : sc->late_us + (int64_t)(rng(&s) % 7) - 3;
+    j->dur[k][sc->target] = i % 8 == 5 ? med + 10 : med - late;
+  }
+  j->data = false;
+}
+
 static void make_job(const struct scenario *sc, struct job *j) {
   uint64_t s = sc->seed;
+  if (sc->noise_us) {
+    make_noisy(sc, j);
+    return;
+  }
   for (int k = 0; k < T; k++) {
     int last, x, gx = 0;
     bool hit = sc->target >= 0 && (double)(rng(&s) % 1000) < sc->prob * 1000;
@@ -158,7 +211,8 @@ static void make_job(const struct scenario *sc, struct job *j) {
 }
 
 static const char *host_of(int r) {
-  static const char *h[NMAX] = {"node0", "node0", "node1", "node1", "node2", "node2", "node3", "node3"};
+  static const char *h[NMAX] = {"node0", "node0", "node1", "node1", "node2", "node2", "node3", "node3",
+                                "node4", "node4", "node5", "node5", "node6", "node6", "node7", "node7"};
   return h[r];
 }
 
@@ -254,7 +308,7 @@ static void run_stream(const struct job *j, struct cs_det_result *out) {
   cs_det_stream_free(s);
 }
 
-/* ---- caller 3: the online exchange, 8 ranks in process; the reports rank 0 learns */
+/* ---- caller 3: the online exchange, the ranks in process; the reports rank 0 learns */
 struct online_seen {
   struct cs_online_straggler s[NMAX];
   size_t n;
@@ -331,7 +385,7 @@ static void same_entry(const struct cs_det_straggler *a, const struct cs_det_str
 
 static void one_scenario(const struct scenario *sc) {
   static struct job j;
-  members = sc->members ? sc->members : NMAX;
+  members = sc->members ? sc->members : NDEFAULT;
   make_job(sc, &j);
   struct cs_det_result batch, stream;
   run_batch(&j, T, &batch);
@@ -341,6 +395,10 @@ static void one_scenario(const struct scenario *sc) {
 
   const struct cs_det_straggler *b = rank_entry(&batch), *s = rank_entry(&stream);
   if (sc->want_kind < 0) {
+    if (b || s || on.n)
+      print_message("%-12s flagged: batch rank %d (%s), stream rank %d, online %zu (rank %d at %zu, lateness %.1f us)\n",
+                    sc->name, b ? b->rank : -1, b ? cs_det_rule_name(b->rule) : "-", s ? s->rank : -1, on.n,
+                    on.n ? on.s[0].rank : -1, on.n ? on.s[0].instances : 0, on.n ? on.s[0].lateness_us : 0.0);
     assert_null(b);
     assert_null(s);
     assert_int_equal(on.n, 0);
@@ -429,6 +487,10 @@ static void test_pair4(void **state) {
   (void)state;
   one_scenario(&scenarios[11]);
 }
+static void test_noisy_recent(void **state) {
+  (void)state;
+  one_scenario(&scenarios[12]);
+}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
@@ -444,6 +506,7 @@ int main(void) {
       cmocka_unit_test(test_data),
       cmocka_unit_test(test_data_slow20),
       cmocka_unit_test(test_pair4),
+      cmocka_unit_test(test_noisy_recent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
