@@ -127,7 +127,9 @@ struct went {
   bool named; /* no two members share the shortest duration */
   bool draw;  /* a fresh draw: named, right after one that was not */
   double late, med, a, gap, pgap;
-  double noise; /* cs_det_pt.noise: CS_DET_NOISE_FEW under CS_DET_NOISE_MIN members, else -1 */
+  double noise; /* cs_det_pt.noise: CS_DET_NOISE_FEW under CS_DET_NOISE_MIN members, else the
+                 * peers' spread (online_instance.c), -1 unknown */
+  double u;     /* at a draw, its offset's mid-rank (online_stragglers.c draw_u), else 1/2 */
 };
 struct self_win { /* this rank's window of a communicator's complete instances */
   uint64_t comm;

@@ -16,9 +16,28 @@ static const struct went *wat(const struct self_win *w, size_t window, size_t i)
 /* After instance i (0-based) of the window was pushed: does this rank flag itself? The
  * adapter to the rules: its counts and points over the window, then detect_judge.c and
  * detect_cost.c decide, in the report's order (detect_window.c rules_pass). */
+/* The draw rule's mid-rank u of the rank's offset among the draw's members (detect_judge.c
+ * cs_det_draw_rule): the report counts the members with smaller offsets, which no sum, min or
+ * max carries. Here it is the normal law's: u = Phi(a / sigma), sigma the instance's noise
+ * (from 16 members: online_instance.c), a / sigma held within the normal scores of the most
+ * extreme mid-ranks among n members, 0.5 / n and 1 - 0.5 / n, as the report's are (one wild
+ * offset weighs no more than being last). A clean rank's u is then uniform where the arrivals
+ * scatter normally; a tail widens sigma and draws u towards 1/2 (a smaller z: fewer flags).
+ * Where the noise is unknown (under 16 members) u is 1/2: the test passes nothing there. */
+static double draw_u(const struct went *e, uint32_t n) {
+  if (!(e->noise >= 0) || n < 2) return 0.5;
+  double lo = 0.5 / (double)n, zmax = cs_det_normal_score(1 - lo);
+  double z = e->noise > 0 ? e->a / e->noise : e->a > 0 ? zmax
+                                          : e->a < 0   ? -zmax
+                                                       : 0;
+  if (z > zmax) z = zmax;
+  if (z < -zmax) z = -zmax;
+  return z >= 0 ? 1 - cs_det_normal_tail(z) : cs_det_normal_tail(-z);
+}
+
 static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   const struct cs_det_params *p = &st->p;
-  size_t W = p->window, i = w->n - 1;
+  size_t W = p->window, i = w->n - 1, dn = 0, dpos = 0;
   size_t lo = w->n > W ? w->n - W : 0, nw = w->n - lo;
   if (nw < p->min_instances) return;
   double *sc = st->scratch;
@@ -37,12 +56,15 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
                                     .gpeers = e->pgap,
                                     .in = true,
                                     .last = e->last == (int)w->crank,
-                                    .draw = e->draw};
+                                    .draw = e->draw,
+                                    .u = e->u};
     c.n++;
     c.pos += e->a > 0;
     if (c.recent_full && j + c.recent > i) c.rn++, c.rpos += e->a > 0;
     c.run = e->a > 0 ? c.run + 1 : 0;
     nfresh += e->draw;
+    dn += e->draw;
+    dpos += e->draw && e->a > 0;
   }
   /* share-last: the comm rank last most often (ties: the lowest), is it this rank? and the
    * rank last in the most fresh draws (ties: the lowest) */
@@ -78,8 +100,11 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   if (!ok && pre) ok = cs_det_offset_rules(p, pre, &c, cs_det_rank_threshold(p, pt, nw, med, sc, NULL), pt, nw, sc, &off, &late);
   if (!ok) ok = cs_det_cost_judge(w->cost, p, w->size, (int)w->crank, &off);
   if (!ok && fresh && cs_det_last_rule(p, pt, nw, sc, &s)) ok = by_last = true;
-  /* not the offset rule over fresh draws: its rank test needs the rank's place among each draw's
-   * members, which no sum, min or max carries (docs/online.md) */
+  /* the offset rule over fresh draws, as the report's window runs it (detect_window.c): its rank
+   * test's mid-ranks are draw_u's */
+  if (!ok && w->size >= CS_DET_DRAW_MEMBERS && dn >= p->min_instances &&
+      (double)dpos - 0.5 * (double)dn >= cs_det_sqrt((double)dn))
+    ok = cs_det_draw_rule(p, pt, nw, med, (int)w->size, sc, &off);
   if (!ok || !cs_det_persist(&w->streak, &w->at, i, p->persist) || w->flagged) return;
   w->flagged = true;
   cs_det_figures(pt, nw, by_last, med, sc, &s);
@@ -210,6 +235,7 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
         cs_onl_sched_adjust(st, w, e); /* a pipeline's schedule: analysis/online_sched.c */
         const struct went *pe = w->n ? wat(w, st->p.window, w->n - 1) : NULL;
         e->draw = e->named && pe && !pe->named;
+        e->u = e->draw ? draw_u(e, w->size) : 0.5;
         w->n++;
         if (cost_push(st, w, &ci, &w->prev_ci) < 0)
           st->oom = true;
