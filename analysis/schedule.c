@@ -470,6 +470,7 @@ static size_t surface(struct cs_sched *s, struct cs_det_result *r) {
                                                      .rank = m->rank,
                                                      .host = m->host,
                                                      .kind = CS_DET_COMPUTE,
+                                                     .rule = CS_DET_RULE_STAGE,
                                                      .window_instances = m->gap_n,
                                                      .median_dur_us = -1,
                                                      .gap_us = e[i].gap,

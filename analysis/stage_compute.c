@@ -118,6 +118,7 @@ static bool name(struct cs_sched *s, struct cs_det_result *r, struct smem *m, co
                                                    .rank = m->rank,
                                                    .host = m->host,
                                                    .kind = CS_DET_COMPUTE,
+                                                   .rule = CS_DET_RULE_STAGE,
                                                    .window_instances = m->above + m->below,
                                                    .median_dur_us = -1,
                                                    .gap_us = gap,

@@ -282,8 +282,7 @@ def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
                 after = sum(1 for q in v if onset <= q <= s["first_flag_seq"]) if v else None
                 if v and s["first_flag_seq"] < onset:
                     after = 0
-                md = s.get("median_dur_us")
-                if s["first_flag_instance"] == 1 and (md is None or md < 0):
+                if s.get("rule") == "stage":
                     after = None  # the schedule's verdict over the whole job: no flag instance
             st.append({"rank": s["rank"], "host": s["host"], "kind": s["kind"], "after": after,
                        "first_flag_instance": s["first_flag_instance"], "causes": s.get("causes") or []})

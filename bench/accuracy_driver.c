@@ -291,7 +291,7 @@ static void print_findings(const struct cs_det_straggler *v, size_t n, const cha
      * schedule's verdicts over the whole job (a GPU slower than its stage's peers, a slow
      * stage: analysis/stage_compute.c, schedule.c), which carry no flag instance */
     char after[32] = "null";
-    bool whole_job = s->first_flag_instance == 1 && s->median_dur_us < 0;
+    bool whole_job = s->rule == CS_DET_RULE_STAGE;
     if (c->onset && !whole_job) snprintf(after, sizeof after, "%lld", (long long)s->first_flag_instance - (long long)c->onset + 1);
     printf("%s{\"rank\":%d,\"host\":%s%s%s,\"kind\":\"%s\",\"comm\":%d,\"comm_size\":%d,\"first_flag_instance\":%zu,"
            "\"onset\":%lld,\"after\":%s,\"offset_us\":%.1f,\"later_share\":%.3f,\"share_last\":%.3f,"

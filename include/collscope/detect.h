@@ -203,12 +203,16 @@ int cs_det_params_env(struct cs_det_params *p);
 enum cs_det_kind { CS_DET_COMPUTE = 0,
                    CS_DET_LINK = 1 };
 static inline const char *cs_det_kind_name(int k) { return k == CS_DET_LINK ? "link" : "compute"; }
-/* the rule a finding comes from: offset (the offset, recent or fresh rule), share-last, cost */
+/* the rule a finding comes from: offset (the offset, recent or fresh rule), share-last, cost, or
+ * stage (a pipeline's schedule over the whole job, analysis/schedule.c and stage_compute.c: a
+ * GPU slower than its stage's peers, a slow stage; no flag instance, no median duration) */
 enum cs_det_rule { CS_DET_RULE_OFFSET = 0,
                    CS_DET_RULE_LAST = 1,
-                   CS_DET_RULE_COST = 2 };
+                   CS_DET_RULE_COST = 2,
+                   CS_DET_RULE_STAGE = 3 };
 static inline const char *cs_det_rule_name(int r) {
   return r == CS_DET_RULE_COST ? "cost" : r == CS_DET_RULE_LAST ? "share-last"
+                                      : r == CS_DET_RULE_STAGE  ? "stage"
                                                                 : "offset";
 }
 

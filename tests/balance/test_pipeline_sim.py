@@ -98,9 +98,10 @@ def case_mp_clean(cli, apps, tmp):
 
 def case_mp_slow(cli, apps, tmp):
     _, r = megatron(cli, apps, tmp, "slow", faults="slow:rank=2,compute=10")
-    got = [(s["rank"], s["kind"]) for s in r["stragglers"]]
+    got = [(s["rank"], s["kind"], s["rule"]) for s in r["stragglers"]]
     print("stragglers:", got)
-    assert got == [(2, "compute")], r["stragglers"]
+    # named by the schedule over the whole job (rule `stage`: no flag instance of its own)
+    assert got == [(2, "compute", "stage")], r["stragglers"]
     p = check_schedule(r)
     slow = [(s["stage"], s["rank"], round(s["gap_us"], 1), round(s["stage_gap_us"], 1)) for s in p["slow_stages"]]
     print("slow stages:", slow, "explained:", p["explained_by_schedule"])
@@ -151,6 +152,7 @@ def case_mp_stage_slow(cli, apps, tmp):
     got = [(s["rank"], s["kind"]) for s in r["stragglers"]]
     slow = slow_stages(p)
     print("slow rank 5: stragglers", got, "slow stages", slow, "p", [s["p"] for s in p["slow_stages"]])
+    assert [s["rule"] for s in r["stragglers"]] == ["stage"], r["stragglers"]
     # rank 5's whole pipeline copy waits for it at every Send/Recv, so its stage peer rank 4 is
     # as late as it at their data-parallel reduce-scatter: the detector sees no one late; rank
     # 5's compute before the reduce-scatter, 8 passes of 1.1 ms against rank 4's 8 of 1 ms

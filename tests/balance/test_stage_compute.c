@@ -84,6 +84,7 @@ static void test_slow_named(void **state) {
   assert_int_equal(r.stragglers[0].comm, STAGE1);
   assert_int_equal(r.stragglers[0].comm_rank, 1);
   assert_int_equal(r.stragglers[0].kind, CS_DET_COMPUTE);
+  assert_int_equal(r.stragglers[0].rule, CS_DET_RULE_STAGE); /* over the whole job: no flag instance */
   assert_true(r.stragglers[0].gap_us == 1100 && r.stragglers[0].peer_gap_us == 1000);
   free(r.stragglers);
   cs_sched_free(s);
