@@ -145,7 +145,7 @@ static struct cs_evpool *pool_create(CUcontext ctx) {
       atomic_store(&p->half, 0);
       atomic_store(&p->created, 0);
       atomic_store(&p->ctx, ctx);
-      pool_fill(p, POOL_PREFILL);
+      pool_fill(p, cs_cfg.event_prefill ? (int)cs_cfg.event_prefill : POOL_PREFILL);
       atomic_store_explicit(&p->ready, 1, memory_order_release);
       atomic_store_explicit(&npools, n + 1, memory_order_release);
     }

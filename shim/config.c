@@ -251,6 +251,7 @@ void cs_config_load(void) {
   int event_sample = env_word("COLLSCOPE_EVENT_SAMPLE", parse_pow2, "a power of two in [1, 65536]");
   cs_cfg.event_sample_mask = event_sample > 1 ? (uint64_t)event_sample - 1 : 0;
   cs_cfg.event_sample_bytes = (uint64_t)env_long("COLLSCOPE_EVENT_SAMPLE_BYTES", 0, 1L << 50);
+  cs_cfg.event_prefill = (unsigned)env_long("COLLSCOPE_EVENT_PREFILL", 2, 65536);
   /* off: no events to save (every op says host); N = 1: every op timed, one compare */
   if (!cs_cfg.timing || !cs_cfg.event_sample_mask) cs_cfg.event_sample_bytes = 0;
   cs_cfg.queue_cap = (size_t)env_long("COLLSCOPE_QUEUE", 1024, 1L << 24);
