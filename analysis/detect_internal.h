@@ -196,6 +196,10 @@ bool cs_det_fresh_significant(const struct cs_det_params *p, size_t nf, size_t k
 #define CS_DET_DRAW_Z 4.5                    /* its rank test's level: per judged instance, over all members */
 bool cs_det_draw_rule(const struct cs_det_params *p, const struct cs_det_pt *pt, size_t w, double med, int csize,
                       double *scratch, double *off);
+/* whether the draw rule runs for a rank: csize >= CS_DET_DRAW_MEMBERS, in >= min_instances of the
+ * window's draws (nd), after the median rank in clearly more than half of them (npos: the offset
+ * rule's sign test, z >= 2) */
+bool cs_det_draw_precheck(const struct cs_det_params *p, int csize, size_t nd, size_t npos);
 /* share-last: its median lateness over its last-arrivals reaches the threshold; fills s's
  * window_instances, last, share_last, lateness_us, median_dur_us, gap_us, peer_gap_us, kind
  * (scratch: w doubles) */

@@ -26,6 +26,11 @@ unsigned cs_det_prechecks(const struct cs_det_params *p, const struct cs_det_cou
   return pre;
 }
 
+bool cs_det_draw_precheck(const struct cs_det_params *p, int csize, size_t nd, size_t npos) {
+  return csize >= CS_DET_DRAW_MEMBERS && nd >= p->min_instances &&
+         (double)npos - 0.5 * (double)nd >= cs_det_sqrt((double)nd);
+}
+
 double cs_det_threshold(const struct cs_det_params *p, double med, double gap, double noise) {
   /* frac of the median duration, or CS_DET_GAP_FLOOR of the rank's own compute gap where
    * that is less: a long collective (many ring steps) does not hide a GPU slower at its own

@@ -439,8 +439,7 @@ static size_t rules_pass(struct cstate *C, const struct cs_det_params *p, struct
      * passes the offset rule's pre-check: there the peers' tails beat a slow rank in the share-last
      * rule's draws. Its rank test's level is corrected for the members judged, so it runs in a
      * communicator of any size whose draws' noise is measured (CS_DET_DRAW_MEMBERS) */
-    if (!ok && C->csize >= CS_DET_DRAW_MEMBERS && C->dn[r] >= p->min_instances &&
-        (double)C->dpos[r] - 0.5 * (double)C->dn[r] >= cs_det_sqrt((double)C->dn[r])) {
+    if (!ok && cs_det_draw_precheck(p, C->csize, C->dn[r], C->dpos[r])) {
       if (W->med < 0) W->med = window_median(C, W);
       if (held != r) cs_det_fill_pts(C, W->lo, W->i + 1, r, false);
       held = r;

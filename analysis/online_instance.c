@@ -90,8 +90,8 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
 
   uint64_t n = a->count;
   /* the floor's noise (detect_judge.c): with fewer than CS_DET_NOISE_MIN members the report's is
-   * CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, the members'
-   * trimmed standard deviation (members_sigma_us, docs/online.md) */
+   * CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, the standard
+   * deviation of its peers' durations from 16 members (members_sigma_us, docs/online.md) */
   e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : members_sigma_us(a, onl_dur_ns(own));
 
   /* the data-load fit */

@@ -13,9 +13,6 @@ static int cmp_d(const void *a, const void *b) {
 
 static const struct went *wat(const struct self_win *w, size_t window, size_t i) { return &w->e[i % window]; }
 
-/* After instance i (0-based) of the window was pushed: does this rank flag itself? The
- * adapter to the rules: its counts and points over the window, then detect_judge.c and
- * detect_cost.c decide, in the report's order (detect_window.c rules_pass). */
 /* The draw rule's mid-rank u of the rank's offset among the draw's members (detect_judge.c
  * cs_det_draw_rule): the report counts the members with smaller offsets, which no sum, min or
  * max carries. Here it is the normal law's: u = Phi(a / sigma), sigma the instance's noise
@@ -35,9 +32,12 @@ static double draw_u(const struct went *e, uint32_t n) {
   return z >= 0 ? 1 - cs_det_normal_tail(z) : cs_det_normal_tail(-z);
 }
 
+/* After instance i (0-based) of the window was pushed: does this rank flag itself? The
+ * adapter to the rules: its counts and points over the window, then detect_judge.c and
+ * detect_cost.c decide, in the report's order (detect_window.c rules_pass). */
 static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   const struct cs_det_params *p = &st->p;
-  size_t W = p->window, i = w->n - 1, dn = 0, dpos = 0;
+  size_t W = p->window, i = w->n - 1, dpos = 0;
   size_t lo = w->n > W ? w->n - W : 0, nw = w->n - lo;
   if (nw < p->min_instances) return;
   double *sc = st->scratch;
@@ -63,7 +63,6 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
     if (c.recent_full && j + c.recent > i) c.rn++, c.rpos += e->a > 0;
     c.run = e->a > 0 ? c.run + 1 : 0;
     nfresh += e->draw;
-    dn += e->draw;
     dpos += e->draw && e->a > 0;
   }
   /* share-last: the comm rank last most often (ties: the lowest), is it this rank? and the
@@ -102,9 +101,7 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   if (!ok && fresh && cs_det_last_rule(p, pt, nw, sc, &s)) ok = by_last = true;
   /* the offset rule over fresh draws, as the report's window runs it (detect_window.c): its rank
    * test's mid-ranks are draw_u's */
-  if (!ok && w->size >= CS_DET_DRAW_MEMBERS && dn >= p->min_instances &&
-      (double)dpos - 0.5 * (double)dn >= cs_det_sqrt((double)dn))
-    ok = cs_det_draw_rule(p, pt, nw, med, (int)w->size, sc, &off);
+  if (!ok && cs_det_draw_precheck(p, (int)w->size, nfresh, dpos)) ok = cs_det_draw_rule(p, pt, nw, med, (int)w->size, sc, &off);
   if (!ok || !cs_det_persist(&w->streak, &w->at, i, p->persist) || w->flagged) return;
   w->flagged = true;
   cs_det_figures(pt, nw, by_last, med, sc, &s);

@@ -58,8 +58,8 @@ struct cs_config {
    * path a collective of fewer than B bytes gets events only when seq & mask == 0, where
    * mask = N - 1 (N a power of two); B is 0 when timing is off */
   uint64_t event_sample_bytes;
-  unsigned event_prefill; /* COLLSCOPE_EVENT_PREFILL: events a context's pool starts with */
   uint64_t event_sample_mask;
+  unsigned event_prefill; /* COLLSCOPE_EVENT_PREFILL: events a context's pool starts with */
   /* COLLSCOPE_RECORD=summary (docs/always-on.md): summaries and the flight recorder instead of
    * every op line; COLLSCOPE_SUMMARY_S, COLLSCOPE_FLIGHT_OPS, COLLSCOPE_FLIGHT_AFTER,
    * COLLSCOPE_FLIGHT_LOCAL (0: off, 1: this process's window, 2: also the trigger file) */
