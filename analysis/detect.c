@@ -199,6 +199,7 @@ static int detect_run(const struct cs_det_op *ops, size_t n, const struct cs_det
     if (cs_det_cstate_finish(&C, &p, hang_mode, out, &capS, &capH, &capR)) goto oom;
     c0 = c1;
   }
+  if (cs_det_hangs_resolve(out)) goto oom;
   free(idx);
   free(uidx);
   free(gap);
@@ -302,6 +303,7 @@ int cs_det_stream_finish(struct cs_det_stream *s, struct cs_det_result *out) {
     if (!v[i]->invalid && v[i]->csize > 0 && cs_det_cstate_finish(v[i], &s->p, s->hang_mode, out, &capS, &capH, &capR))
       rc = -1;
   free(v);
+  if (!rc && cs_det_hangs_resolve(out)) rc = -1;
   if (rc) cs_det_result_free(out);
   return rc;
 }
@@ -323,6 +325,8 @@ void cs_det_result_free(struct cs_det_result *r) {
     free(r->hangs[i].stuck);
     free(r->hangs[i].missing_hosts);
     free(r->hangs[i].stuck_hosts);
+    free(r->hangs[i].unstarted);
+    free(r->hangs[i].unstarted_hosts);
   }
   free(r->hangs);
   free(r->stragglers);

@@ -1,5 +1,5 @@
 /* analysis/detect_finish.c: a communicator's results after its last instance: its stragglers,
- * the slow-link entry, per-rank figures over the final window, and the hang analysis. */
+ * the slow-link entry, per-rank figures over the final window; then its hang (detect_hang.c). */
 #include "detect_internal.h"
 
 #include <stdlib.h>
@@ -98,38 +98,7 @@ int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int ha
     st->straggler = C->rs[r].flagged_now;
   }
 
-  /* hang */
-  if (hang_mode != CS_DET_HANG_OFF && C->any_pending) {
-    int64_t reached = INT64_MAX;
-    bool seen_only = hang_mode == CS_DET_HANG_SEEN;
-    struct member *mem = C->mem;
-    for (int r = 0; r < csize; r++)
-      if (C->done_max[r] < reached && !(seen_only && mem[r].rank < 0 && !mem[r].host)) reached = C->done_max[r];
-    GROW(out->hangs, out->nhangs, *capH);
-    struct cs_det_hang *h = &out->hangs[out->nhangs++];
-    memset(h, 0, sizeof *h);
-    h->comm = C->comm;
-    h->comm_size = csize;
-    h->reached = reached;
-    h->seq = reached + 1;
-    h->oldest_enqueue_ns = C->oldest;
-    h->missing = calloc((size_t)csize, sizeof *h->missing);
-    h->stuck = calloc((size_t)csize, sizeof *h->stuck);
-    h->missing_hosts = calloc((size_t)csize, sizeof *h->missing_hosts);
-    h->stuck_hosts = calloc((size_t)csize, sizeof *h->stuck_hosts);
-    if (!h->missing || !h->stuck || !h->missing_hosts || !h->stuck_hosts) goto oom;
-    for (int r = 0; r < csize; r++) {
-      if (seen_only && mem[r].rank < 0 && !mem[r].host) continue;
-      if (C->entered_max[r] < h->seq) {
-        h->missing_hosts[h->nmissing] = mem[r].host ? mem[r].host : "?";
-        h->missing[h->nmissing++] = mem[r].rank;
-      } else if (C->done_max[r] < h->seq) {
-        h->stuck_hosts[h->nstuck] = mem[r].host ? mem[r].host : "?";
-        h->stuck[h->nstuck++] = mem[r].rank;
-      }
-    }
-  }
-  return 0;
+  return cs_det_hang_entry(C, hang_mode, out, capH);
 oom:
   return -1;
 }

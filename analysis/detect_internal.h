@@ -90,6 +90,8 @@ struct cstate {
   size_t *dn, *dpos; /* per rank: the fresh draws it is in; of those, arrival offset > 0 */
   struct rstate *rs;
   int64_t *done_max, *entered_max;
+  int64_t *pend_seq; /* per rank: its lowest pending seq (INT64_MAX none) ... */
+  int *pend_start;   /* ... and that op's gpu_start (enum cs_det_gpu_start) */
   double *durs, *gaps, *scratch;
   struct okrank *okv; /* per rank: the grouping of late ranks (detect_window.c) */
   size_t *okchg;
@@ -258,6 +260,11 @@ int cs_det_cstate_feed(struct cstate *C, const struct cs_det_params *p, int64_t 
                        size_t n);
 bool cs_det_link_bound(struct cstate *C, const struct cs_det_params *p, size_t lo, size_t hi, double *small,
                        double *rel);
+/* detect_hang.c: the comm's hang entry (hang_mode, struct cs_det_hang), and across the
+ * communicators' entries, a rank behind another hang is not one whose GPU holds. 0, or -1 out of
+ * memory. */
+int cs_det_hang_entry(struct cstate *C, int hang_mode, struct cs_det_result *out, size_t *capH);
+int cs_det_hangs_resolve(struct cs_det_result *out);
 int cs_det_cstate_finish(struct cstate *C, const struct cs_det_params *p, int hang_mode, struct cs_det_result *out,
                          size_t *capS, size_t *capH, size_t *capR);
 

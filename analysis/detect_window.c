@@ -16,6 +16,8 @@ void cs_det_cstate_free(struct cstate *C) {
   free(C->rs);
   free(C->done_max);
   free(C->entered_max);
+  free(C->pend_seq);
+  free(C->pend_start);
   free(C->durs);
   free(C->gaps);
   free(C->scratch);
@@ -51,6 +53,8 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
   RESIZE(C->rs, n);
   RESIZE(C->done_max, n);
   RESIZE(C->entered_max, n);
+  RESIZE(C->pend_seq, n);
+  RESIZE(C->pend_start, n);
   RESIZE(C->durs, n);
   RESIZE(C->gaps, n);
   RESIZE(C->okv, n);
@@ -66,6 +70,8 @@ int cs_det_cstate_size(struct cstate *C, int csize, const struct cs_det_params *
     C->mem[r].rank = -1;
     C->mem[r].host = NULL;
     C->done_max[r] = C->entered_max[r] = -1;
+    C->pend_seq[r] = INT64_MAX;
+    C->pend_start[r] = CS_DET_START_UNKNOWN;
     C->cnt[r] = C->fcnt[r] = C->dn[r] = C->dpos[r] = 0;
     memset(&C->rs[r], 0, sizeof C->rs[r]);
   }
@@ -150,6 +156,12 @@ static void note_member(struct cstate *C, int64_t seq, const struct cs_det_op *o
   } else if (o->state == CS_DET_PENDING) {
     C->any_pending = true;
     if (seq > C->entered_max[o->comm_rank]) C->entered_max[o->comm_rank] = seq;
+    if (seq < C->pend_seq[o->comm_rank]) {
+      C->pend_seq[o->comm_rank] = seq;
+      C->pend_start[o->comm_rank] = o->gpu_start >= CS_DET_START_UNKNOWN && o->gpu_start <= CS_DET_START_NOT_REACHED
+                                        ? o->gpu_start
+                                        : CS_DET_START_UNKNOWN;
+    }
     if (o->enqueue_ns && (!C->oldest || o->enqueue_ns < C->oldest)) C->oldest = o->enqueue_ns;
   }
 }

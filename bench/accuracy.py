@@ -5,7 +5,7 @@
   accuracy.py --build BUILD --workload W --fault F --ranks N --seeds K [--json]
       [--noise 2|5t|10t] [--shape wire|bare]
       W: dp, fsdp, 3d, moe, accum, multicomm, hetero. F: none, slow:pct=P, intermittent:pct=P, host:pct=P, link, throttle,
-      two, hang_host, hang_gpu, compute:pct=P, hostdelay:pct=P, nic:pct=P. Prints one JSON object per (workload, fault,
+      two, hang_host, hang_gpu, hang_kernel, compute:pct=P, hostdelay:pct=P, nic:pct=P. Prints one JSON object per (workload, fault,
       ranks, noise, shape): recall
       (the injected rank and host flagged), kind_ok (compute or link as injected), cause_ok
       (the report's `causes` name the injected cause; null where none is injected or the run
@@ -89,7 +89,7 @@ def app_cmd(w, n, steps=None, fault="none"):
     return None
 HANG_SEQ = 20
 FAULTS = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "intermittent:pct=20", "host:pct=20", "link",
-          "throttle", "two", "hang_host", "hang_gpu"]
+          "throttle", "two", "hang_host", "hang_gpu", "hang_kernel"]
 WORKLOADS = ["dp", "fsdp", "3d", "moe", "accum", "multicomm", "hetero"]
 DRIVER_WORKLOADS = WORKLOADS  # every workload runs in process too
 SCALES = [8, 64, 256, 4096, 16384]
@@ -136,7 +136,7 @@ def run_driver(b, w, fault, n, seed, steps=None, min_instances=0, noise="2", sha
     if p.returncode:
         sys.exit("accuracy_driver failed: %s %s" % (" ".join(cmd), p.stderr))
     r = json.loads(p.stdout)
-    hangs = [{"missing_ranks": h["missing"], "stuck": h["stuck"]} for h in r["hangs"]]
+    hangs = [{"missing_ranks": h["missing"], "unstarted_ranks": h["unstarted"], "stuck": h["stuck"]} for h in r["hangs"]]
     st = [dict(s, causes=None) for s in r["stragglers"]]
     # the ranks on a GPU model other than the job's majority: the report's `gpu_model` cause
     st += [dict(s, causes=[{"kind": "gpu_model"}]) for s in r["explained"]]
@@ -181,7 +181,9 @@ def sim_faults(fault, n, w="dp", noise="2", shape="wire"):
         f.append("throttle:rank=%d,reason=thermal,pct=30,seq=2" % cs[0])
     elif kind == "hang_host":  # on the culprit's first communicator with collectives
         f.append("stall:rank=%d,seq=%d%s" % (cs[0], HANG_SEQ, comm))
-    elif kind == "hang_gpu":
+    elif kind == "hang_gpu":  # its GPU hangs in its own work after seq 19: seq 20 never starts there
+        f.append("gpuhang:rank=%d,seq=%d%s" % (cs[0], HANG_SEQ, comm))
+    elif kind == "hang_kernel":  # its stream blocks inside seq 20's kernel, started like its peers'
         f.append("hang:rank=%d,seq=%d%s" % (cs[0], HANG_SEQ, comm))
     elif kind != "none":
         return None
@@ -267,7 +269,8 @@ def run_processes(b, w, fault, n, seed, steps=None, noise="2", shape="wire"):
         rep = json.loads(r.stdout)
         onsets = [int(s) for s in re.findall(r"slow fault: rank \d+ first stall \d+ us, before seq (\d+)", p.stdout)]
         onset = min(onsets) if onsets else dict({"throttle": 2, "compute": 3, "hostdelay": 3}, **S.ONSETS).get(fault.split(":")[0])
-        hangs = [{"missing_ranks": h.get("missing_ranks", []), "stuck": len(h.get("stuck_ranks", []))}
+        hangs = [{"missing_ranks": h.get("missing_ranks", []), "unstarted_ranks": h.get("unstarted_ranks", []),
+                  "stuck": len(h.get("stuck_ranks", []))}
                  for h in rep.get("hangs", [])]
         seqs = comm_seqs(out) if onset is not None else {}
         st = []
@@ -344,8 +347,8 @@ def score(fault, n, runs):
             coll += any(not explained(s) and (s["host"] not in ends or s["kind"] == "compute") for s in ranked)
             after.append(None)
             continue
-        if kind in ("hang_host", "hang_gpu"):
-            named = any(h["missing_ranks"] == cs for h in r["hangs"])
+        if kind in HANGS:  # the culprit named alone: as missing (its host) or unstarted (its GPU)
+            named = any(h["missing_ranks"] + h["unstarted_ranks"] == cs for h in r["hangs"])
             rec += named
             kok += named
             after.append(None)
@@ -406,6 +409,8 @@ def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0, noise
          "detector": DETECTOR}
     if mode != "processes":
         o["model"] = DRIVER_MODEL.get(w, 1)
+    if fault in HANGS:
+        o["hang_model"] = HANG_MODEL
     o.update(S.score(w, fault, n, runs, ranks_per_host(n)) if w in S.WORKLOADS else score(fault, n, runs))
     if steps:
         o["steps"] = steps
@@ -419,7 +424,11 @@ def evaluate(b, w, fault, n, seeds, max_proc, steps=None, min_instances=0, noise
 
 CORE = ["none", "slow:pct=20", "slow:pct=5", "slow:pct=2", "link"]
 MORE = ["intermittent:pct=20", "host:pct=20", "throttle", "two"]
-HANGS = ["hang_host", "hang_gpu"]
+HANGS = ["hang_host", "hang_gpu", "hang_kernel"]
+# the hang faults' version: 2, the shims' start events tell a GPU that never reached the hung op
+# (`unstarted`), and hang_gpu is a GPU hung in its own work before the op (the simulator's
+# gpuhang:), hang_kernel one hung inside the op's kernel (its `hang:`); 1: hang_gpu was `hang:`
+HANG_MODEL = 2
 
 
 def plan(seeds):
@@ -490,6 +499,8 @@ DRIVER_MODEL = {"3d": 2}
 
 def current(o, detectors=(DETECTOR,)):
     """a row of the detector as it is (DETECTOR) and, in process, of the workload's model as it is"""
+    if o["fault"] in HANGS and o.get("hang_model", 1) != HANG_MODEL:
+        return False
     return o.get("detector") in detectors and (o["mode"] == "processes" or
                                                o.get("model", 1) == DRIVER_MODEL.get(o["workload"], 1))
 

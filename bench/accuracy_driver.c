@@ -33,7 +33,7 @@
  *   accuracy_driver --workload dp|3d|moe|fsdp|accum|multicomm|hetero|pp1f1b|pp1f1b_x --fault F
  *                   --ranks N --seed S --steps K [--ranks-per-host H] [--min-instances I]
  * F: none, slow:pct=P[,from=S], intermittent:pct=P, host:pct=P, link, throttle, two,
- *    hang_host, hang_gpu, compute:pct=P, hostdelay:pct=P, nic:pct=P. Prints one JSON object:
+ *    hang_host, hang_gpu, hang_kernel, compute:pct=P, hostdelay:pct=P, nic:pct=P. Prints one JSON object:
  *    instances, judged, the culprit rank(s), and per finding rank, host, kind, comm index and
  *    the instances from the fault's onset on that communicator to the first flag:
  *    `stragglers`, `explained` (the GPU inventory explains them), `explained_by_schedule` and
@@ -203,7 +203,8 @@ void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
     if (*t > tmax) tmax = *t;
   }
   if (delayed && !c->onset) c->onset = seq + 1;
-  bool hang = (W.fault == F_HANG_HOST || W.fault == F_HANG_GPU) && seq == HANG_SEQ && c->id == W.hang_comm;
+  bool hang = (W.fault == F_HANG_HOST || W.fault == F_HANG_GPU || W.fault == F_HANG_KERNEL) && seq == HANG_SEQ &&
+              c->id == W.hang_comm;
   double end = tmax + sn_cost_item_ns(cost_us(c, op, bytes, 0, 0), speed, jit(((uint64_t)c->id << 48) ^ ((uint64_t)c->n << 32) ^ (uint64_t)seq));
   size_t nm = 0;
   bool recorded = false;
@@ -215,6 +216,10 @@ void collective(struct comm *c, enum sn_cost_algo op, double bytes) {
     int64_t st = (int64_t)(*t * 1e3), en = (int64_t)(end * 1e3);
     double gap = hang ? -1 : cs_gap_timed(&W.gaps[r], (uint64_t)c->id + 1, (uint64_t)c->stream + 1, st, en);
     *b = (struct cs_det_op){.comm_rank = k, .comm_size = c->n, .rank = r, .host = W.host[host_of(r)], .start_ns = st, .end_ns = en, .enqueue_ns = st, .state = hang ? CS_DET_PENDING : CS_DET_DONE, .bytes = (uint64_t)bytes, .gap_us = gap};
+    /* what each shim's hang record says of the op's start event: the hung GPU (hang_gpu: stuck
+     * in its own work before the op, the simulator's gpuhang:) never reached it; every other
+     * GPU is inside it (hang_kernel: the hung GPU too, its kernel started and never ends) */
+    if (hang) b->gpu_start = W.fault == F_HANG_GPU && r == W.culprit ? CS_DET_START_NOT_REACHED : CS_DET_START_REACHED;
     if (W.sched) { /* what the report's walk gives the schedule and the peer waits */
       W.sop[nm - 1] = (struct cs_sched_op){k, r, b->host, -1, false, false, gap};
       W.pop[nm - 1] = (struct cs_pwait_op){k, r, -1, false, false, !hang, st, en};
@@ -376,6 +381,8 @@ static int parse_fault(const char *f) {
     W.fault = F_HANG_HOST;
   else if (IS("hang_gpu"))
     W.fault = F_HANG_GPU;
+  else if (IS("hang_kernel"))
+    W.fault = F_HANG_KERNEL;
   else if (IS("compute"))
     W.fault = F_COMPUTE;
   else if (IS("hostdelay"))
@@ -481,8 +488,8 @@ int main(int argc, char **argv) {
   for (int r = 0; r < W.n; r++)
     if (culprit(r)) printf("%s%d", first ? "" : ",", r), first = false;
   printf("],\"culprit_host\":\"%s\"",
-         W.fault == F_NONE || W.fault == F_LINK || W.fault == F_NIC || W.fault == F_HANG_GPU ? ""
-                                                                                             : W.host[host_of(W.culprit)]);
+         W.fault == F_NONE || W.fault == F_LINK || W.fault == F_NIC || W.fault == F_HANG_KERNEL ? ""
+                                                                                                : W.host[host_of(W.culprit)]);
   print_findings(res.stragglers, res.nstragglers, "stragglers", 0);
   print_findings(res.stragglers, res.nstragglers, "explained", 1);
   print_findings(jd.sched, jd.nsched, "explained_by_schedule", 2);
@@ -493,6 +500,8 @@ int main(int argc, char **argv) {
     const struct cs_det_hang *h = &res.hangs[i];
     printf("%s{\"seq\":%lld,\"missing\":[", i ? "," : "", (long long)h->seq);
     for (size_t k = 0; k < h->nmissing; k++) printf("%s%d", k ? "," : "", h->missing[k]);
+    printf("],\"unstarted\":[");
+    for (size_t k = 0; k < h->nunstarted; k++) printf("%s%d", k ? "," : "", h->unstarted[k]);
     printf("],\"stuck\":%zu}", h->nstuck);
   }
   printf("]}\n");

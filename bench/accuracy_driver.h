@@ -27,6 +27,7 @@ enum fault { F_NONE,
              F_TWO,
              F_HANG_HOST,
              F_HANG_GPU,
+             F_HANG_KERNEL,
              F_COMPUTE,   /* the culprit's GPU pct% slower at its own compute (slow:compute=P) */
              F_HOSTDELAY, /* its host pct% of a step's compute late to enqueue each step (hostdelay) */
              F_NIC };     /* its host's NIC at 1 / (1 + pct/100) of the bandwidth (nic:pct=P) */

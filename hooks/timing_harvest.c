@@ -108,8 +108,11 @@ static bool timing_complete(struct cs_record *r, bool final) {
   return true;
 }
 
-static bool timing_started(const struct cs_record *r) {
-  return r->ev_start && cs_drv.loaded && cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start) == CUDA_SUCCESS;
+static int timing_started(const struct cs_record *r) {
+  if (!r->ev_start || !cs_drv.loaded) return -1;
+  CUresult q = cs_drv.cuEventQuery((CUevent)(uintptr_t)r->ev_start);
+  return q == CUDA_SUCCESS ? 1 : q == CUDA_ERROR_NOT_READY ? 0
+                                                           : -1;
 }
 
 /* the harvest thread's CUDA calls (event queries, the anchor's sync, pool refills) never

@@ -42,7 +42,8 @@ void cs_dump_drops(uint64_t count);
 /* a "drops" line for the drops (cs_st.drops) no line covers yet, if any */
 void cs_dump_drops_sync(void);
 /* an op not complete after COLLSCOPE_HANG_TIMEOUT (docs/dump-format.md, "hang" record) */
-void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started);
+/* started: 1 the op's GPU start event had completed, 0 it had not, -1 no start event */
+void cs_dump_hang(const struct cs_record *r, int64_t now_ns, int started);
 /* flushes, then the footer: ops/xfers (records on the file), drops (all, write_drops among
  * them), ops_recorded (op records written or lost to write errors), ... */
 void cs_dump_footer(void);

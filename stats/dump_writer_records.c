@@ -455,7 +455,7 @@ void cs_dump_op_line(const struct cs_record *r) {
   cs_dump_line_end(kind, 0);
 }
 
-void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
+void cs_dump_hang(const struct cs_record *r, int64_t now_ns, int started) {
   if (!cs_dump_active()) return;
   ensure_header(r->device);
   cs_flight_trigger(CS_WIN_HANG, r); /* COLLSCOPE_RECORD=summary: the detail and counts before it */
@@ -468,7 +468,8 @@ void cs_dump_hang(const struct cs_record *r, int64_t now_ns, bool started) {
       .op_name = r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "unknown",
       .enqueue_ns = r->enqueue_ns,
       .age_ms = (now_ns - r->enqueue_ns) / 1000000,
-      .started = started,
+      .started = started > 0,
+      .start_known = started >= 0,
       .t_ns = now_ns,
   };
   cs_dump_line_begin();

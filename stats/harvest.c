@@ -82,10 +82,15 @@ static bool try_complete(struct cs_record *r, bool final) {
   return true;
 }
 
-static bool gpu_started(const struct cs_record *r) {
-  for (size_t i = 0; i < nclients; i++)
-    if (clients[i]->started && clients[i]->started(r)) return true;
-  return false;
+/* 1 started, 0 not (a client with a start event says not), -1 no client can tell */
+static int gpu_started(const struct cs_record *r) {
+  int v = -1;
+  for (size_t i = 0; i < nclients; i++) {
+    int s = clients[i]->started ? clients[i]->started(r) : -1;
+    if (s == 1) return 1;
+    if (s == 0) v = 0;
+  }
+  return v;
 }
 
 static void pend_add(const struct cs_record *r) {
@@ -143,17 +148,18 @@ static void hang_check(void) {
     if (skip) continue;
     hang_seen[nhang_seen].comm = r->comm_id;
     hang_seen[nhang_seen++].seq = r->seq;
-    bool started = gpu_started(r);
+    int started = gpu_started(r);
     cs_log(CS_LOG_WARN, "hang: %s seq %llu on comm %016llx (rank %d of %d) not complete after %.1f s "
                         "(COLLSCOPE_HANG_TIMEOUT=%u, GPU start %s)",
            r->op < CS_OP_COUNT ? cs_op_table[r->op].name : "op", (unsigned long long)r->seq,
            (unsigned long long)r->comm_id, r->comm_rank, r->comm_size, (double)(now - r->enqueue_ns) / 1e9,
-           cs_cfg.hang_timeout_s, started ? "reached" : "not reached");
+           cs_cfg.hang_timeout_s, started > 0 ? "reached" : started == 0 ? "not reached"
+                                                                         : "unknown");
     cs_dump_hang(r, now, started);
     cs_dump_flush();
     struct cs_record h = *r;
     h.type = CS_REC_HANG;
-    h.start_ns = started;
+    h.start_ns = started; /* 1 reached, 0 not reached, -1 unknown (docs/rings.md) */
     h.end_ns = now;
     cs_ring_publish(&h);
     cs_ring_note_hang();

@@ -32,8 +32,9 @@ struct cs_harvest_client {
   void (*pass)(bool final, void (*emit)(const struct cs_record *r));
   /* Once a loop of the running thread, after its pass (not during the final flush). */
   void (*tick)(void);
-  /* Hang reports: true when the op's GPU work has started. */
-  bool (*started)(const struct cs_record *r);
+  /* Hang reports: 1 when the op's GPU work has started, 0 when it has not, -1 when the client
+   * cannot tell (no start event). */
+  int (*started)(const struct cs_record *r);
   /* Once, on the harvest thread as it starts, before its first pass (and so before the
    * dump's header is written: e.g. the health sampler's header fields). */
   void (*thread_start)(void);

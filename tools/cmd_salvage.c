@@ -78,9 +78,10 @@ size_t salvage_write_dump(FILE *o, const struct ring_view *rv) {
       break;
     case CS_REC_HANG:
       fprintf(o, "{\"type\":\"hang\",\"comm\":\"%016llx\",\"comm_size\":%d,\"comm_rank\":%d,\"rank\":%d,\"seq\":%lld,"
-                 "\"op\":\"%s\",\"enqueue_ns\":%lld,\"age_ms\":%.0f,\"started\":%s,\"t_ns\":%lld}\n",
+                 "\"op\":\"%s\",\"enqueue_ns\":%lld,\"age_ms\":%.0f,\"started\":%s,\"start_known\":%s,\"t_ns\":%lld}\n",
               (unsigned long long)r->comm_id, r->comm_size, r->comm_rank, h->rank, seq, opn, (long long)r->enqueue_ns,
-              ns_diff(r->end_ns, r->enqueue_ns) / 1e6, r->start_ns ? "true" : "false", (long long)r->end_ns);
+              ns_diff(r->end_ns, r->enqueue_ns) / 1e6, r->start_ns == 1 ? "true" : "false",
+              r->start_ns == 0 || r->start_ns == 1 ? "true" : "false", (long long)r->end_ns);
       break;
     case CS_REC_OP:
     case CS_REC_XFER:

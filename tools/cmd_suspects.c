@@ -224,7 +224,7 @@ static void print_slurm(struct suspects *s, FILE *o) {
     char why[200] = "";
     size_t w = 0;
     static const char *const kinds[] = {"sdc", "health", "straggler", "slow_link",
-                                        "slow_nic", "hang_missing", "hang_stuck", "nccl_errors"};
+                                        "slow_nic", "hang_missing", "hang_gpu", "hang_stuck", "nccl_errors"};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
       size_t c = 0;
       for (size_t i = 0; i < h->nev; i++) c += !strcmp(h->ev[i].kind, kinds[k]);

@@ -182,6 +182,7 @@ static void analyse_job(struct proc *v, size_t n, const struct cs_det_params *dp
         d->host = p->v.host;
         d->enqueue_ns = r->enqueue_ns;
         d->state = CS_DET_PENDING;
+        d->gpu_start = cs_det_hang_start(r->start_ns == 1, r->start_ns == 0 || r->start_ns == 1);
         continue;
       }
       if (r->type != CS_REC_OP) continue;

@@ -223,16 +223,23 @@ void suspects_gather(struct suspects *s, size_t d, json_t *doc) {
   json_array_foreach(a, i, o) {
     json_t *mr = json_object_get(o, "missing_ranks"), *mh = json_object_get(o, "hosts");
     json_t *sr = json_object_get(o, "stuck_ranks"), *sh = json_object_get(o, "stuck_hosts");
+    json_t *ur = json_object_get(o, "unstarted_ranks"), *uh = json_object_get(o, "unstarted_hosts");
     const char *comm = suspects_jstr(o, "comm") ? suspects_jstr(o, "comm") : "?";
     long long seq = jint(o, "seq", -1);
-    size_t nm = json_array_size(mh);
-    /* the ranks that never entered are the cause; the stuck ones only when none is missing */
+    size_t nm = json_array_size(mh), nu = json_array_size(uh);
+    /* the ranks that never entered are the cause, then those whose GPU never reached it while a
+     * peer's is inside it; the stuck ones only when neither is named */
     for (size_t k = 0; k < nm; k++) {
       long long r = json_integer_value(json_array_get(mr, k));
       add_ev(s, json_string_value(json_array_get(mh, k)), ranks, d, "hang_missing", LVL_WATCH, r,
              "rank %lld never entered seq %lld of comm %s (hang)", r, seq, comm);
     }
-    for (size_t k = 0; nm == 0 && k < json_array_size(sh); k++) {
+    for (size_t k = 0; k < nu; k++) {
+      long long r = json_integer_value(json_array_get(ur, k));
+      add_ev(s, json_string_value(json_array_get(uh, k)), ranks, d, "hang_gpu", LVL_WATCH, r,
+             "rank %lld's GPU never started seq %lld of comm %s while a peer's was inside it (hang)", r, seq, comm);
+    }
+    for (size_t k = 0; nm == 0 && nu == 0 && k < json_array_size(sh); k++) {
       long long r = json_integer_value(json_array_get(sr, k));
       add_ev(s, json_string_value(json_array_get(sh, k)), ranks, d, "hang_stuck", LVL_WATCH, r,
              "rank %lld stuck inside seq %lld of comm %s (hang)", r, seq, comm);

@@ -17,7 +17,7 @@ static inline const char *level_name(int l) { return l == LVL_DRAIN ? "drain" : 
                                                                                                : "ok"; }
 
 struct evidence {
-  const char *kind; /* straggler, sdc, slow_link, hang_missing, hang_stuck, nccl_errors, health (static) */
+  const char *kind; /* straggler, sdc, slow_link, hang_missing, hang_gpu, hang_stuck, nccl_errors, health (static) */
   int level;
   size_t dir;     /* index into the DIR arguments */
   long long rank; /* -1: none */

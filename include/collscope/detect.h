@@ -101,7 +101,9 @@ enum cs_det_state {
  *   too (hangs: the next instance is the stuck one); 0 or below seq: the instance's seq alone.
  *  gap_us: the compute gap before this op (-1 unknown): the stream's input, computed by the
  *   caller; cs_detect() computes its own (from the previous timed op of the same process and
- *   stream in start order) and ignores this one. */
+ *   stream in start order) and ignores this one.
+ *  gpu_start: of a CS_DET_PENDING op, whether its GPU had reached the op's start when the shim
+ *   reported it (the hang record's start event: enum cs_det_gpu_start; 0 unknown). */
 #define CS_DET_OP_FIELDS \
   uint64_t comm; \
   int64_t seq; \
@@ -121,10 +123,21 @@ enum cs_det_state {
   int peer; \
   bool recv; \
   int64_t last_seq; \
-  double gap_us;
+  double gap_us; \
+  int gpu_start;
 struct cs_det_op {
   CS_DET_OP_FIELDS
 };
+enum cs_det_gpu_start {
+  CS_DET_START_UNKNOWN = 0,     /* no start event (sampled out, host timing, an old dump) */
+  CS_DET_START_REACHED = 1,     /* the op's start event had completed: the GPU was at the op */
+  CS_DET_START_NOT_REACHED = 2, /* it had not: the GPU was still busy with work queued before it */
+};
+/* a hang record's start flags (the dump's "started"/"start_known", the ring's start_ns) */
+static inline int cs_det_hang_start(bool started, bool known) {
+  return !known ? CS_DET_START_UNKNOWN : started ? CS_DET_START_REACHED
+                                                 : CS_DET_START_NOT_REACHED;
+}
 
 /* Whether one rank's Send/Recv members of a group on a communicator of comm_size ranks are an
  * all-to-all (PyTorch's all_to_all_single, nccl-tests' src/alltoall.cu AlltoAllRunColl): one
@@ -260,8 +273,13 @@ struct cs_det_hang {
   size_t nmissing; /* global ranks that have not entered `seq` */
   const char **missing_hosts;
   int *stuck;
-  size_t nstuck; /* global ranks that entered `seq` but did not complete it */
+  size_t nstuck; /* global ranks that entered `seq` but did not complete it (not unstarted) */
   const char **stuck_hosts;
+  int *unstarted;
+  size_t nunstarted; /* global ranks that entered `seq` whose GPU never reached it, while a peer's
+                        GPU is inside it and the rank is in no other communicator's hang: the
+                        GPU itself holds (hung, or stuck in its own work before the op) */
+  const char **unstarted_hosts;
   int64_t oldest_enqueue_ns; /* enqueue time of the oldest stuck op, 0 unknown */
 };
 

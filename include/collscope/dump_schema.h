@@ -149,6 +149,7 @@
   X(enqueue_ns, "enqueue_ns", I64, ALWAYS, OPT, ZERO) \
   X(age_ms, "age_ms", I64, ALWAYS, HAND, ZERO) \
   X(started, "started", BOOL, ALWAYS, OPT, NO) \
+  X(start_known, "start_known", BOOL, ALWAYS, OPT, NO) \
   X(t_ns, "t_ns", I64, ALWAYS, OPT, ZERO)
 
 /* the NCCL_NET wrapper: one connection's figures over [t0_ns, t_ns] (struct cs_link_record) */

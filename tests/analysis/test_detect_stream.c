@@ -133,7 +133,8 @@ static void stream_equals_batch(void **state) {
   assert_int_equal(str.nhangs, batch.nhangs);
   const struct cs_det_hang *a = &str.hangs[0], *b = &batch.hangs[0];
   assert_true(a->comm == b->comm && a->reached == b->reached && a->seq == b->seq && a->nstuck == b->nstuck &&
-              a->nmissing == b->nmissing && a->oldest_enqueue_ns == b->oldest_enqueue_ns);
+              a->nmissing == b->nmissing && a->nunstarted == b->nunstarted &&
+              a->oldest_enqueue_ns == b->oldest_enqueue_ns);
   assert_int_equal(a->nstuck, 1);
   assert_int_equal(a->stuck[0], b->stuck[0]);
   cs_det_result_free(&batch);

@@ -714,6 +714,30 @@ def case_stall(cli, apps, tmp):
     assert "HUNG" not in flags[5] and all("HUNG" in flags[k] for k in flags if k != 5), flags
 
 
+def case_gpuhang(cli, apps, tmp):
+    # rank 5's GPU hangs in the first work its stream runs after seq 9 (the simulator's gpuhang:
+    # its compute, a kernel that never ends): its seq 10 is enqueued but its start event never
+    # completes, the other ranks' GPUs start seq 10 and wait inside it. Every shim reports its op
+    # after 2 s, rank 5's with its start not reached: the GPU that holds is named
+    p, d, shm = run_until_hung(cli, apps, tmp, "gpuhang:rank=5,seq=10", 8)
+    check_hang_logs(p.stdout)
+    assert [l for l in p.stdout.splitlines() if "hang: AllReduce seq 10" in l and "GPU start not reached" in l
+            and "rank 5 of 8" in l], p.stdout[-3000:]
+    r = report(cli, d)
+    print(json.dumps(r["hangs"], indent=1))
+    assert len(r["hangs"]) == 1, r["hangs"]
+    h = r["hangs"][0]
+    assert h["reached"] == 9 and h["seq"] == 10 and h["missing_ranks"] == [], h
+    assert h["unstarted_ranks"] == [5] and h["unstarted_hosts"] == ["simhost3"], h
+    assert sorted(h["stuck_ranks"]) == [0, 1, 2, 3, 4, 6, 7], h
+    t = top(cli, shm)
+    print(json.dumps(t["hangs"], indent=1))
+    assert len(t["hangs"]) == 1, t["hangs"]
+    th = t["hangs"][0]
+    assert th["seq"] == 10 and th["unstarted_ranks"] == [5] and th["unstarted_hosts"] == ["simhost3"], th
+    assert sorted(th["stuck_ranks"]) == [0, 1, 2, 3, 4, 6, 7], th
+
+
 def case_stall0(cli, apps, tmp):
     # rank 5 blocks inside its very first collective: it has no op record on the comm at all,
     # only the comm's init record; the report still names it as the missing rank

@@ -30,6 +30,11 @@ CUresult simcuda_enqueue(CUstream s, simcuda_fn fn, void *arg, simcuda_fn free_a
 void simcuda_stream_stall_after(CUstream s, unsigned us);
 /* The same, called by an item's own function on its stream worker: after that item. */
 void simcuda_worker_stall_after(unsigned us);
+/* A GPU hang, called by an item's own function on its stream worker: after that item the
+ * worker executes at most one immediately following event-record item (the end event a
+ * profiler records behind a collective), then hangs in the next unit it runs (a kernel that
+ * never ends): that unit and everything behind it never run, until the process ends. */
+void simcuda_worker_hang_after(void);
 
 const char *simcuda_hostname(void);          /* COLLSCOPE_HOSTNAME or gethostname() */
 int simcuda_current_device(void);            /* calling thread's device (cudaSetDevice) */

@@ -250,6 +250,16 @@ def case_stuck(a, tmp):
     assert sorted(s) == want and "simhost3" in s, (sorted(s), want)
 
 
+def case_gpuhang(a, tmp):
+    # rank 5's GPU hangs before seq 10 (in its compute): its start event never completes while
+    # the other GPUs are inside seq 10; only its host is put on watch, as hang_gpu
+    d = run_job(a, tmp, "gpuhang", "gpuhang:rank=5,seq=10", {"COLLSCOPE_HANG_TIMEOUT": "2"}, steps=20, kill_after=120,
+                ok=False, hung=8)
+    s = by_host(suspects(a, [d]))
+    assert list(s) == ["simhost3"], s
+    assert kinds(s["simhost3"]) == ["hang_gpu"] and s["simhost3"]["level"] == "watch", s["simhost3"]
+
+
 def case_slowlink(a, tmp):
     # on the modeled clock (docs/simulator.md) every healthy pair measures simnet's 100 Gbit/s
     # exactly and the injected link far less, whatever the host's load: the default threshold

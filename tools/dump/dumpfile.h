@@ -139,7 +139,8 @@ struct cs_hang_rec {
   const char *op_name;
   int64_t enqueue_ns, t_ns;
   double age_s;
-  bool started; /* the op's GPU start event had completed */
+  bool started;     /* the op's GPU start event had completed */
+  bool start_known; /* the op had a start event to ask (absent in older dumps: unknown) */
 };
 
 /* "summary" record (COLLSCOPE_RECORD=summary, docs/always-on.md): one interval's ops of one

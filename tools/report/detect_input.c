@@ -121,6 +121,7 @@ int cli_detect_dumpset(const struct cs_dumpset *set, const struct cs_det_params 
       d->host = f->hdr.host;
       d->enqueue_ns = h->enqueue_ns;
       d->state = CS_DET_PENDING;
+      d->gpu_start = cs_det_hang_start(h->started, h->start_known);
     }
   }
   struct rank_ids ids;

@@ -150,7 +150,7 @@ static void finish(struct report_agg_priv *P, const struct cs_dumpset *set) {
     for (size_t j = 0; j < f->nhangs; j++) {
       const struct cs_hang_rec *h = &f->hangs[j];
       struct dense_comm *dc = agg_dense_comm_of(P, h->comm);
-      struct cs_det_op d = {.comm = h->comm, .seq = h->seq, .comm_rank = agg_dense_of(P, dc, h->comm_rank, h->comm_size), .rank = h->rank >= 0 ? h->rank : f->hdr.rank, .host = f->hdr.host, .enqueue_ns = h->enqueue_ns, .state = CS_DET_PENDING, .gap_us = -1};
+      struct cs_det_op d = {.comm = h->comm, .seq = h->seq, .comm_rank = agg_dense_of(P, dc, h->comm_rank, h->comm_size), .rank = h->rank >= 0 ? h->rank : f->hdr.rank, .host = f->hdr.host, .enqueue_ns = h->enqueue_ns, .state = CS_DET_PENDING, .gap_us = -1, .gpu_start = cs_det_hang_start(h->started, h->start_known)};
       d.comm_size = (int)dc->n;
       if (h->seq >= 0 && cs_det_stream_instance(P->det, h->comm, h->seq, &d, 1)) P->oom = true;
     }

@@ -10,7 +10,9 @@ static json_t *json_hangs(const struct report *r) { return cli_json_hangs(&r->de
 void cli_text_hangs(const struct cs_det_result *det, FILE *o) {
   fprintf(o, "\n# Hangs: ops the shim reported not complete after COLLSCOPE_HANG_TIMEOUT;\n"
              "# reached = highest seq every rank completed; missing = ranks that have not entered the\n"
-             "# next seq; stuck = ranks inside it\n");
+             "# next seq; GPU not started = ranks that entered it whose GPU never reached it while a\n"
+             "# peer's GPU is inside it (the GPU holds: hung, or stuck in its own work); stuck = the\n"
+             "# other ranks that entered it\n");
   char hex[17];
   for (size_t i = 0; i < det->nhangs; i++) {
     const struct cs_det_hang *h = &det->hangs[i];
@@ -20,7 +22,10 @@ void cli_text_hangs(const struct cs_det_result *det, FILE *o) {
     fprintf(o, "    missing (not entered):");
     for (size_t k = 0; k < h->nmissing; k++)
       fprintf(o, " %d@%s", h->missing[k], cs_text_safe(h->missing_hosts[k], b, sizeof b));
-    fprintf(o, "%s\n    stuck (entered, not complete):", h->nmissing ? "" : " none");
+    fprintf(o, "%s\n    GPU not started (entered, GPU never reached it):", h->nmissing ? "" : " none");
+    for (size_t k = 0; k < h->nunstarted; k++)
+      fprintf(o, " %d@%s", h->unstarted[k], cs_text_safe(h->unstarted_hosts[k], b, sizeof b));
+    fprintf(o, "%s\n    stuck (entered, not complete):", h->nunstarted ? "" : " none");
     for (size_t k = 0; k < h->nstuck; k++) fprintf(o, " %d@%s", h->stuck[k], cs_text_safe(h->stuck_hosts[k], b, sizeof b));
     fprintf(o, "%s\n", h->nstuck ? "" : " none");
   }
@@ -32,7 +37,8 @@ json_t *cli_json_hangs(const struct cs_det_result *det) {
   char hex[17];
   for (size_t i = 0; i < det->nhangs; i++) {
     const struct cs_det_hang *h = &det->hangs[i];
-    json_t *o = json_object(), *mr = json_array(), *mh = json_array(), *sr = json_array(), *sh = json_array();
+    json_t *o = json_object(), *mr = json_array(), *mh = json_array(), *sr = json_array(), *sh = json_array(),
+           *ur = json_array(), *uh = json_array();
     json_object_set_new(o, "comm", json_string(cs_comm_hex(h->comm, hex)));
     json_object_set_new(o, "comm_size", json_integer(h->comm_size));
     json_object_set_new(o, "reached", json_integer(h->reached));
@@ -45,10 +51,16 @@ json_t *cli_json_hangs(const struct cs_det_result *det) {
       json_array_append_new(sr, json_integer(h->stuck[k]));
       json_array_append_new(sh, json_string(h->stuck_hosts[k]));
     }
+    for (size_t k = 0; k < h->nunstarted; k++) {
+      json_array_append_new(ur, json_integer(h->unstarted[k]));
+      json_array_append_new(uh, json_string(h->unstarted_hosts[k]));
+    }
     json_object_set_new(o, "missing_ranks", mr);
     json_object_set_new(o, "hosts", mh);
     json_object_set_new(o, "stuck_ranks", sr);
     json_object_set_new(o, "stuck_hosts", sh);
+    json_object_set_new(o, "unstarted_ranks", ur);
+    json_object_set_new(o, "unstarted_hosts", uh);
     json_array_append_new(a, o);
   }
   return a;

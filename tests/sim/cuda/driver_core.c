@@ -551,6 +551,18 @@ static void stall_before(struct CUstream_st *s, int kind)
     unsigned us = 0;
     if (kind == U_WAITSTREAM || kind == U_NOP) return;
     pthread_mutex_lock(&s->mu);
+    if (s->hang_pending) {
+        if (kind == U_REC && s->stall_ev_allow) {
+            s->stall_ev_allow = 0;
+            pthread_mutex_unlock(&s->mu);
+            return;
+        }
+        pthread_mutex_unlock(&s->mu);
+        /* the GPU hangs in this unit: it never ends, nothing behind it runs (its events never
+         * complete) until the process ends; the worker's signals are blocked, so pause() never
+         * returns */
+        for (;;) pause();
+    }
     if (s->stall_pending_us) {
         if (kind == U_REC && s->stall_ev_allow) {
             s->stall_ev_allow = 0;
@@ -959,8 +971,8 @@ CUresult stream_submit(struct CUstream_st *s, struct unit *u, uint64_t *seq_out)
     pthread_mutex_lock(&s->mu);
     /* An event recorded on an idle stream completes at once, as on a GPU, without a round
      * trip through the worker (a wake-up per record would make every timed call slower
-     * than on real hardware). Not while a slow-GPU stall is pending: it must apply. */
-    if (ndeps == 0 && u->kind == U_REC && !seq_out && !s->head && !s->running && !s->stall_pending_us &&
+     * than on real hardware). Not while a slow-GPU stall or a hang is pending: it must apply. */
+    if (ndeps == 0 && u->kind == U_REC && !seq_out && !s->head && !s->running && !s->stall_pending_us && !s->hang_pending &&
         !u->stall_us) {
         if (model && s->vt < items[0]->u.not_before) s->vt_done = s->vt = items[0]->u.not_before;
         event_complete_at(items[0]->u.ev, items[0]->u.gen, model ? s->vt : sim_now_ns());
@@ -1203,6 +1215,17 @@ void simcuda_worker_stall_after(unsigned us)
     pthread_mutex_lock(&s->mu);
     if (s->running) s->running->u.stall_us += us;
     else stall_arm(s, us);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* a GPU hang after the item now running (simcuda.h) */
+void simcuda_worker_hang_after(void)
+{
+    struct CUstream_st *s = sim_model_worker();
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->hang_pending = 1;
+    s->stall_ev_allow = 1;
     pthread_mutex_unlock(&s->mu);
 }
 

@@ -78,6 +78,7 @@ struct CUstream_st {
     int worker_started, worker_exited;
     unsigned stall_pending_us;     /* worker-side slow-GPU state */
     int stall_ev_allow;
+    int hang_pending;              /* a GPU hang armed: the next counted unit never ends */
     uint64_t vt;                   /* modeled clock: the stream's virtual time (its worker's) */
     uint64_t vt_done;              /* vt when done_seq was last set (under mu) */
     uint64_t model_ops;            /* modeled sleeps so far (their jitter key) */

@@ -99,6 +99,22 @@ static unsigned dur_median_us(struct ncclComm *c) {
   return (unsigned)v[(n - 1) / 2];
 }
 static void slow_stall(struct ncclComm *c, long long seq, CUstream stream);
+/* `gpuhang:rank=R,seq=S`: R's GPU hangs in the first work its stream runs after the item that
+ * holds seq S - 1 (and the end event recorded right behind it): a compute kernel that never
+ * ends. Seq S and everything after it on that stream never start, their start events never
+ * complete, while the host thread goes on enqueuing; R's peers start seq S and wait for it. */
+static void gpu_hang(struct ncclComm *c, const struct sn_op *ops, int nops) {
+  for (int i = 0; i < sn_nfaults; i++) {
+    const struct sn_fault *f = &sn_faults[i];
+    if (f->kind != SN_F_HANG || !f->gpu || f->rank != c->fault_rank || f->comm != c->index) continue;
+    for (int k = 0; k < nops; k++)
+      if ((long long)ops[k].seq == f->seq - 1) {
+        sn_warn(c->dev, "injected GPU hang after seq %lld (COLLSCOPE_SIM_FAULTS)", f->seq - 1);
+        simcuda_worker_hang_after();
+        return;
+      }
+  }
+}
 static void work_run(void *arg) {
   struct work *w = arg;
   struct ncclComm *c = w->c;
@@ -124,6 +140,7 @@ static void work_run(void *arg) {
     slow_stall(c, (long long)w->ops[w->nops - 1].seq, NULL);
   }
   if (c->index == 0 && w->nops > 0) simcuda_note_seq(c->dev, (long long)w->ops[w->nops - 1].seq);
+  if (!w->captured && sn_nfaults) gpu_hang(c, w->ops, w->nops);
   if (!w->captured) { atomic_fetch_add(&c->done, 1); sn_wake(&c->done); }
   atomic_store(&w->finished, 1);
   sn_wake(&w->finished);
@@ -468,7 +485,7 @@ static ncclResult_t enqueue(int coll, const void *sendbuff, void *recvbuff, size
   pthread_mutex_unlock(&comm->lock);
   for (int i = 0; i < sn_nfaults; i++) {
     struct sn_fault *f = &sn_faults[i];
-    if (f->kind == SN_F_SLOW || f->kind == SN_F_LINK || f->kind == SN_F_NIC) continue;
+    if (f->kind == SN_F_SLOW || f->kind == SN_F_LINK || f->kind == SN_F_NIC || (f->kind == SN_F_HANG && f->gpu)) continue;
     if (f->rank != comm->fault_rank || (unsigned long long)f->seq != o.seq || f->comm != comm->index) continue;
     if (f->kind == SN_F_FAIL) {
       sn_warn(comm->dev, "%s : injected failure %d (COLLSCOPE_SIM_FAULTS)", name, f->code);

@@ -82,7 +82,9 @@ static int parse_code(const char *v) {
  *    (coll.c: slow_pct_us; sn_link_delay_us);
  *  - `nic:host=H`: the host in a;
  *  - `stall:rank=R,seq=S`: kind SN_F_HANG with at_hop = 1 (the host thread blocks inside
- *    the call before enqueuing anything; coll.c: enqueue). */
+ *    the call before enqueuing anything; coll.c: enqueue);
+ *  - `gpuhang:rank=R,seq=S`: kind SN_F_HANG with gpu = 1 (the GPU hangs in the first work its
+ *    stream runs after seq S - 1's item and its end event; coll.c: gpu_hang). */
 static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   char *colon = strchr(ent, ':');
   *why = "expected kind:key=value,...";
@@ -96,6 +98,7 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
   else if (!strcmp(ent, "flip")) f->kind = SN_F_FLIP;
   else if (!strcmp(ent, "hang")) f->kind = SN_F_HANG;
   else if (!strcmp(ent, "stall")) { f->kind = SN_F_HANG; f->at_hop = 1; }
+  else if (!strcmp(ent, "gpuhang")) { f->kind = SN_F_HANG; f->gpu = 1; }
   else if (!strcmp(ent, "fail")) f->kind = SN_F_FAIL;
   else if (!strcmp(ent, "hostdelay")) f->kind = SN_F_HOSTDELAY;   /* applied by libcuda.so.1 (cuda/model.c) */
   else if (!strcmp(ent, "jitter")) f->kind = SN_F_JITTER;   /* applied by libcuda.so.1 (cuda/model.c) */
@@ -165,7 +168,10 @@ static int parse_entry(char *ent, struct sn_fault *f, const char **why) {
       *why = "flip needs rank, seq, elem, bit and at=out|hop"; return -1;
     }
     break;
-  case SN_F_HANG: if (f->rank < 0 || f->seq < 0) { *why = "hang/stall needs rank and seq"; return -1; } break;
+  case SN_F_HANG:
+    if (f->rank < 0 || f->seq < 0) { *why = "hang/stall needs rank and seq"; return -1; }
+    if (f->gpu && f->seq < 1) { *why = "gpuhang needs seq >= 1 (it hangs after seq - 1)"; return -1; }
+    break;
   case SN_F_FAIL: if (f->rank < 0 || f->seq < 0 || f->code < 0) { *why = "fail needs rank, seq and code"; return -1; } break;
   case SN_F_HOSTDELAY:
     if (f->rank < 0 || !have_us || f->seq >= 0) { *why = "hostdelay takes rank and us"; return -1; }

@@ -178,6 +178,7 @@ struct sn_fault {
   long long every;           /* slow: only on seq from, from + every, ... (0: every seq) */
   long long until;           /* slow: only on seq < until (0: to the end): a transient slowdown */
   int compute;               /* slow:compute=P: the rank's compute (libcuda, cuda/model.c), no stall */
+  int gpu;                   /* gpuhang: the GPU hangs in its work after seq - 1, before seq */
 };
 /* does fault f (with onset from= and period every=) act on seq? */
 static inline int sn_fault_on(const struct sn_fault *f, long long seq) {
