@@ -130,6 +130,16 @@ double cs_det_median_mid(double *v, size_t n);
 double cs_det_median_z(double *v, size_t k, double m);
 /* the standard normal quantile of u in (0, 1) */
 double cs_det_normal_score(double u);
+/* An instance's offsets' reference, for the report (detect_window.c add_instance) and the online
+ * exchange's instances whose members' durations travel one by one (online_instance.c): the
+ * median (mid of two) of the members within CS_DET_OUTLIER_Z robust sigmas of the median
+ * duration, from CS_DET_NOISE_MIN members and where they are a majority but not all; else that
+ * median of all (*all). Each member's offset is then ref - its duration. Reorders dur; s: n. */
+double cs_det_offset_ref(double *dur, size_t n, double *s, double *all);
+/* the floor's noise of an instance (detect_judge.c): the robust sigma of its n members' offsets
+ * about the median rank's 0, 1.4826 x median |offset|, from CS_DET_NOISE_MIN members, else
+ * CS_DET_NOISE_FEW. Overwrites off. */
+double cs_det_offset_noise(double *off, size_t n);
 
 /* ---- the straggler rules, one implementation (detect_judge.c) ----
  * One rank at the instance just fed, over plain arrays: its counts over the window and one

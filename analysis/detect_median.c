@@ -138,3 +138,23 @@ double cs_det_median_z(double *v, size_t k, double m) {
   return se > 0 ? m / se : m > 0 ? 1e300
                                  : 0;
 }
+
+double cs_det_offset_ref(double *dur, size_t n, double *s, double *all) {
+  double mid = cs_det_median_mid(dur, n);
+  *all = mid;
+  if (n < CS_DET_NOISE_MIN) return mid;
+  for (size_t i = 0; i < n; i++) s[i] = dur[i] > mid ? dur[i] - mid : mid - dur[i];
+  double lim = CS_DET_OUTLIER_Z * 1.4826 * cs_det_median(s, n);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = dur[i] - mid;
+    if (d <= lim && -d <= lim) s[k++] = dur[i];
+  }
+  return 2 * k > n && k < n ? cs_det_median_mid(s, k) : mid;
+}
+
+double cs_det_offset_noise(double *off, size_t n) {
+  if (n < CS_DET_NOISE_MIN) return CS_DET_NOISE_FEW;
+  for (size_t i = 0; i < n; i++) off[i] = off[i] < 0 ? -off[i] : off[i];
+  return 1.4826 * cs_det_median(off, n);
+}

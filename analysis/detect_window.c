@@ -246,7 +246,6 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
   GROW(C->in, C->nin, C->capin);
   struct inst *I = &C->in[C->nin++];
   I->med = cs_det_median(C->durs, A->ntimed);
-  double mid = cs_det_median_mid(C->durs, A->ntimed), mid_all = mid;
   /* the offsets' reference: the median of the members within CS_DET_OUTLIER_Z robust sigmas of
    * the median duration. Members far outside the instance's spread (a slow GPU model's ranks, a
    * straggler under low noise) are no measure of where the regular members arrived, and among a
@@ -255,20 +254,7 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
    * missed in 1 of 10 seeds with 10% jitter and a tail. A clean member of 1,024 lies beyond 5
    * sigmas about once in 2,000 (the tail), which moves the median by nothing. With a majority
    * left only; the noise below is still measured over every member. */
-  if (A->ntimed >= CS_DET_NOISE_MIN) {
-    size_t k = 0;
-    for (size_t e = e0; e < C->nents; e++) {
-      double d = C->ents[e].dur_us - mid;
-      C->gaps[k++] = d < 0 ? -d : d;
-    }
-    double lim = CS_DET_OUTLIER_Z * 1.4826 * cs_det_median(C->gaps, k);
-    k = 0;
-    for (size_t e = e0; e < C->nents; e++) {
-      double d = C->ents[e].dur_us - mid;
-      if (d <= lim && -d <= lim) C->gaps[k++] = C->ents[e].dur_us;
-    }
-    if (2 * k > A->ntimed && k < A->ntimed) mid = cs_det_median_mid(C->gaps, k);
-  }
+  double mid_all, mid = cs_det_offset_ref(C->durs, A->ntimed, C->gaps, &mid_all);
   for (size_t e = e0; e < C->nents; e++) C->ents[e].off_us = mid - C->ents[e].dur_us;
   /* ranks that arrived at the same moment (released together by an earlier collective of
    * another communicator: a group, a host) have no last one among them: the instance counts
@@ -306,8 +292,8 @@ static int add_instance(struct cstate *C, int64_t seq, const struct arrivals *A)
   /* the floor's noise (detect_judge.c): the members' offsets' robust sigma, about the median
    * rank's 0; with fewer than CS_DET_NOISE_MIN members a straggler's own offset would be half of
    * it: unknown */
-  for (size_t e = e0; e < C->nents; e++) C->gaps[e - e0] = C->ents[e].off_us < 0 ? -C->ents[e].off_us : C->ents[e].off_us;
-  I->noise = A->ntimed >= CS_DET_NOISE_MIN ? 1.4826 * cs_det_median(C->gaps, A->ntimed) : CS_DET_NOISE_FEW;
+  for (size_t e = e0; e < C->nents; e++) C->gaps[e - e0] = C->ents[e].off_us;
+  I->noise = cs_det_offset_noise(C->gaps, A->ntimed);
   I->seq = seq;
   I->bytes = A->bytes;
   I->e0 = e0;

@@ -48,7 +48,8 @@ static bool slope(const struct sums *s, double *b) {
  * more; a peer late by L among n widens it to about sqrt(sigma^2 + L^2 / n)), so it is taken from
  * ONL_NOISE_MIN members: among 8 one late peer in half the instances (the test's `slow5`) put
  * the floor above a 100 us straggler for 22 instances more than the report's median. -1 where
- * there are fewer, or garbled. */
+ * there are fewer, or garbled. At most ONL_EXACT members the report's own figure replaces it
+ * (exact_instance). */
 #define ONL_NOISE_MIN 16
 static double members_sigma_us(const struct op_agg *a, uint64_t d) {
   uint64_t n = a->count, mn = a->durmin >> RANK_BITS, mx = a->durmax;
@@ -66,6 +67,44 @@ static double members_sigma_us(const struct op_agg *a, uint64_t d) {
   if (s2 < q) return -1;         /* no sums of m values */
   double var = ((double)(s2 - q) - (double)(sq % m) / (double)m) / (double)(m - 1);
   return var > 0 ? cs_det_sqrt(var) / 1e3 : 0;
+}
+
+/* A communicator of at most ONL_EXACT ranks: every member's duration (us) into du, its number of
+ * members returned; 0 where the slot does not hold exactly one duration per member within the
+ * instance's min and max, the rank's own among them (garbled: the sums are read instead). */
+static size_t exact_durs(const struct op_agg *a, const struct cs_online_op *own, double *du) {
+  uint64_t n = a->size, mn = a->durmin >> RANK_BITS, mx = a->durmax;
+  if (n < 2 || n > ONL_EXACT || a->count != n || own->comm_rank >= n || mn > mx || mx > DUR_MAX ||
+      a->dm[own->comm_rank] != onl_dur_ns(own) + 1)
+    return 0;
+  for (uint64_t r = 0; r < ONL_EXACT; r++) {
+    uint64_t v = a->dm[r];
+    if (r >= n ? v != 0 : v < mn + 1 || v > mx + 1) return 0;
+    if (r < n) du[r] = (double)(v - 1) / 1e3;
+  }
+  return (size_t)n;
+}
+
+/* The instance as the report reads it (detect_window.c add_instance) from every member's
+ * duration: its median, the offsets' reference and noise (cs_det_offset_ref, _noise), the wait
+ * for the last, this rank's offset and its mid-rank among the members' (the draw rule's u,
+ * detect_window.c draw_ranks: the members with smaller offsets and half those with its own). */
+static void exact_instance(const double *du, size_t n, uint32_t me, struct went *e) {
+  double s[ONL_EXACT], off[ONL_EXACT], all, mn = du[0];
+  for (size_t r = 0; r < n; r++) {
+    s[r] = du[r];
+    if (du[r] < mn) mn = du[r];
+  }
+  e->med = cs_det_median(s, n);
+  for (size_t r = 0; r < n; r++) s[r] = du[r];
+  double ref = cs_det_offset_ref(s, n, off, &all);
+  for (size_t r = 0; r < n; r++) off[r] = ref - du[r];
+  e->a = off[me];
+  e->late = n == 2 ? du[0] + du[1] - 2 * mn : e->med - mn;
+  size_t less = 0, same = 0;
+  for (size_t r = 0; r < n; r++) less += off[r] < off[me], same += off[r] == off[me];
+  e->uex = (double)(2 * less + same) / (double)(2 * n);
+  e->noise = cs_det_offset_noise(off, n);
 }
 
 void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, struct went *e, struct cs_det_cost_in *ci) {
@@ -93,6 +132,9 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
    * CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, the standard
    * deviation of its peers' durations from 16 members (members_sigma_us, docs/online.md) */
   e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : members_sigma_us(a, onl_dur_ns(own));
+  e->uex = -1;
+  double du[ONL_EXACT];
+  size_t nx = exact_durs(a, own, du);
 
   /* the data-load fit */
   struct sums s = {(i128)n, (i128)a->xsum, 0, (i128)a->dursum, 0};
@@ -111,6 +153,8 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
       e->a = ((double)o.d / m - (double)d - b * ((double)x - (double)o.x / m)) / 1e3;
     }
   }
+  /* at most ONL_EXACT members and no bytes to fit: the instance exactly as the report reads it */
+  if (nx && !data) exact_instance(du, nx, own->comm_rank, e);
 
   /* the cost rule's record: the elapsed time since the previous instance is the members' mean
    * duration (trimmed) and compute gap (the report's median of each member's time from op end
@@ -118,7 +162,7 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
   double gmean = a->gapcnt ? (double)a->gapsum / (double)a->gapcnt : 0;
   *ci = (struct cs_det_cost_in){.last = e->last,
                                 .lateness = e->late,
-                                .med = ref,
+                                .med = e->med,
                                 .gap_last = e->last >= 0 && (uint32_t)e->last == own->comm_rank ? og : -1,
                                 .gap_peers = e->pgap,
                                 .dt_ns = (int64_t)(ref * 1e3 + gmean + 0.5),

@@ -35,6 +35,10 @@
 /* the data-load fit's bytes per rank and instance, at most (clamped): with DUR_MAX and 2^24
  * ranks every sum and product of the fit fits 125 bits (online_instance.c) */
 #define XB_MAX ((1ull << 36) - 1)
+/* communicators of at most this many ranks also carry each member's duration on its own (a
+ * member adds duration + 1 ns at its comm rank; the others add 0): the exchange reads their
+ * instances as the report does (online_instance.c exact_durs) */
+#define ONL_EXACT 16
 
 /* ---------------------------------------------------------------- wire layouts */
 struct r0_min {
@@ -56,6 +60,7 @@ struct r0_sum {
     uint64_t count, dursum, gapsum, gapcnt;
     uint64_t xsum, x2[3], xd[3]; /* P2P bytes x, x^2, x * duration (ns), the last two in 32-bit limbs */
     uint64_t d2[3];              /* duration (ns) squared, in 32-bit limbs: the members' noise */
+    uint64_t dm[ONL_EXACT];      /* at most ONL_EXACT members: member r's duration (ns) + 1 at r */
   } op[CS_ONLINE_OP_SLOTS];
   struct {
     uint64_t members, nfp, nin, int_in, int_out, root_out_ok, out_nonfinite;
@@ -111,6 +116,7 @@ struct op_agg { /* shared: partial aggregate of a sampled instance */
   struct key k;
   uint64_t size, count, durmin, durmax, dursum, gapsum, gapcnt;
   uint64_t durmin_hi, xsum, x2[3], xd[3], d2[3];
+  uint64_t dm[ONL_EXACT];
   unsigned born;
   UT_hash_handle hh;
 };
@@ -130,6 +136,7 @@ struct went {
   double noise; /* cs_det_pt.noise: CS_DET_NOISE_FEW under CS_DET_NOISE_MIN members, else the
                  * peers' spread (online_instance.c), -1 unknown */
   double u;     /* at a draw, its offset's mid-rank (online_stragglers.c draw_u), else 1/2 */
+  double uex;   /* its offset's mid-rank among the members' exact offsets (online_instance.c), -1 none */
 };
 struct self_win { /* this rank's window of a communicator's complete instances */
   uint64_t comm;

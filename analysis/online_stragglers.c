@@ -20,7 +20,8 @@ static const struct went *wat(const struct self_win *w, size_t window, size_t i)
  * extreme mid-ranks among n members, 0.5 / n and 1 - 0.5 / n, as the report's are (one wild
  * offset weighs no more than being last). A clean rank's u is then uniform where the arrivals
  * scatter normally; a tail widens sigma and draws u towards 1/2 (a smaller z: fewer flags).
- * Where the noise is unknown (under 16 members) u is 1/2: the test passes nothing there. */
+ * Where the noise is unknown u is 1/2: the test passes nothing there. A communicator of at most
+ * ONL_EXACT ranks has the report's own mid-rank instead (online_instance.c exact_instance). */
 static double draw_u(const struct went *e, uint32_t n) {
   if (!(e->noise >= 0) || n < 2) return 0.5;
   double lo = 0.5 / (double)n, zmax = cs_det_normal_score(1 - lo);
@@ -232,7 +233,8 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
         cs_onl_sched_adjust(st, w, e); /* a pipeline's schedule: analysis/online_sched.c */
         const struct went *pe = w->n ? wat(w, st->p.window, w->n - 1) : NULL;
         e->draw = e->named && pe && !pe->named;
-        e->u = e->draw ? draw_u(e, w->size) : 0.5;
+        e->u = !e->draw ? 0.5 : e->uex >= 0 ? e->uex
+                                            : draw_u(e, w->size);
         w->n++;
         if (cost_push(st, w, &ci, &w->prev_ci) < 0)
           st->oom = true;

@@ -26,7 +26,7 @@
 #include "collscope/sdc.h"
 
 #define CS_ONLINE_MAGIC 0x6f6e6c43u /* "Clno" */
-#define CS_ONLINE_VERSION 4
+#define CS_ONLINE_VERSION 5
 #define CS_ONLINE_HOST 32     /* host name bytes (truncated, NUL padded) */
 #define CS_ONLINE_SHIP_OPS 32 /* sampled instances a rank ships per exchange at most */
 #define CS_ONLINE_OP_SLOTS 64 /* ... into slots hashed from (comm, seq, exchange) */
@@ -39,7 +39,7 @@
 
 /* One round on the wire: reduced element-wise over all ranks (MIN, SUM, SUM). */
 #define CS_ONLINE_NMIN 1040
-#define CS_ONLINE_NSUM 1160
+#define CS_ONLINE_NSUM 2184
 #define CS_ONLINE_NFSUM 140
 struct cs_online_wire {
   uint64_t min[CS_ONLINE_NMIN];
