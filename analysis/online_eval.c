@@ -181,7 +181,10 @@ static void merge_ops(struct cs_online_rank *st, uint32_t exchange, const struct
       a->xd[j] += sm->op[s].xd[j];
       a->d2[j] += sm->op[s].d2[j];
     }
-    for (int j = 0; j < ONL_EXACT; j++) a->dm[j] += sm->op[s].dm[j];
+    for (int j = 0; j < ONL_EXACT; j++) {
+      a->dm[j] += sm->op[s].dm[j];
+      a->xm[j] += sm->op[s].xm[j];
+    }
   }
 }
 

@@ -1,6 +1,7 @@
 /* analysis/online_instance.c: what one complete sampled instance of the online exchange tells
  * the rank that judges itself (analysis/online_stragglers.c), from the instance's reduced
- * aggregates and its own op alone: the comm rank that arrived last (none where two share the
+ * aggregates and its own op alone (at most ONL_EXACT members: every member's duration and bytes,
+ * read as the report reads them, exact_instance; with more the sums below): the comm rank that arrived last (none where two share the
  * shortest duration), how long its peers waited, its own arrival offset less what its P2P
  * bytes explain (the data-load fit of analysis/detect_dataload.c, read from reduced sums), and
  * the cost rule's record of the instance (analysis/detect_cost.c).
@@ -69,28 +70,39 @@ static double members_sigma_us(const struct op_agg *a, uint64_t d) {
   return var > 0 ? cs_det_sqrt(var) / 1e3 : 0;
 }
 
-/* A communicator of at most ONL_EXACT ranks: every member's duration (us) into du, its number of
- * members returned; 0 where the slot does not hold exactly one duration per member within the
- * instance's min and max, the rank's own among them (garbled: the sums are read instead). */
-static size_t exact_durs(const struct op_agg *a, const struct cs_online_op *own, double *du) {
-  uint64_t n = a->size, mn = a->durmin >> RANK_BITS, mx = a->durmax;
+/* A communicator of at most ONL_EXACT ranks: every member's duration (us) into du and P2P bytes
+ * into xb, its number of members returned; 0 where the slot does not hold exactly one duration
+ * within the instance's min and max and one byte count per member, summing to the instance's
+ * sums, the rank's own among them (garbled: the sums are read instead). */
+static size_t exact_members(const struct op_agg *a, const struct cs_online_op *own, double *du, double *xb) {
+  uint64_t n = a->size, mn = a->durmin >> RANK_BITS, mx = a->durmax, ds = 0, xs = 0;
   if (n < 2 || n > ONL_EXACT || a->count != n || own->comm_rank >= n || mn > mx || mx > DUR_MAX ||
-      a->dm[own->comm_rank] != onl_dur_ns(own) + 1)
+      a->dm[own->comm_rank] != onl_dur_ns(own) + 1 || a->xm[own->comm_rank] != onl_xb(own) + 1)
     return 0;
   for (uint64_t r = 0; r < ONL_EXACT; r++) {
-    uint64_t v = a->dm[r];
-    if (r >= n ? v != 0 : v < mn + 1 || v > mx + 1) return 0;
-    if (r < n) du[r] = (double)(v - 1) / 1e3;
+    uint64_t v = a->dm[r], x = a->xm[r];
+    if (r >= n ? v != 0 || x != 0 : v < mn + 1 || v > mx + 1 || x < 1 || x > XB_MAX + 1) return 0;
+    if (r >= n) continue;
+    du[r] = (double)(v - 1) / 1e3;
+    xb[r] = (double)(x - 1);
+    ds += v - 1;
+    xs += x - 1;
   }
-  return (size_t)n;
+  return ds == a->dursum && xs == a->xsum ? (size_t)n : 0;
 }
 
 /* The instance as the report reads it (detect_window.c add_instance) from every member's
- * duration: its median, the offsets' reference and noise (cs_det_offset_ref, _noise), the wait
- * for the last, this rank's offset and its mid-rank among the members' (the draw rule's u,
- * detect_window.c draw_ranks: the members with smaller offsets and half those with its own). */
-static void exact_instance(const double *du, size_t n, uint32_t me, struct went *e) {
+ * duration and bytes: its median, the offsets' reference (cs_det_offset_ref), the data-load fit
+ * (cs_det_dataload_fit: then the last is the member with the largest residual, none on a tie),
+ * the wait for the last, this rank's offset, the noise (cs_det_offset_noise) and the rank's
+ * mid-rank among the members' offsets (the draw rule's u, detect_window.c draw_ranks: the
+ * members with smaller offsets and half those with its own). */
+static void exact_instance(const double *du, const double *xb, size_t n, uint32_t me, struct went *e) {
   double s[ONL_EXACT], off[ONL_EXACT], all, mn = du[0];
+  double sl[ONL_EXACT * (ONL_EXACT - 1) / 2]; /* the fit's pair slopes: every pair of n <= 16 */
+  struct dl_point v[ONL_EXACT];
+  _Static_assert(ONL_EXACT * (ONL_EXACT - 1) / 2 <= CS_DET_DL_PAIRS && ONL_EXACT * (ONL_EXACT - 1) / 2 >= ONL_EXACT,
+                 "the fit reads every pair and writes n slopes");
   for (size_t r = 0; r < n; r++) {
     s[r] = du[r];
     if (du[r] < mn) mn = du[r];
@@ -99,8 +111,21 @@ static void exact_instance(const double *du, size_t n, uint32_t me, struct went 
   for (size_t r = 0; r < n; r++) s[r] = du[r];
   double ref = cs_det_offset_ref(s, n, off, &all);
   for (size_t r = 0; r < n; r++) off[r] = ref - du[r];
-  e->a = off[me];
   e->late = n == 2 ? du[0] + du[1] - 2 * mn : e->med - mn;
+  if (cs_det_dataload_fit(n, xb, off, v, sl) > 0) {
+    size_t b = 0;
+    bool tie = false;
+    for (size_t r = 1; r < n; r++) {
+      if (off[r] > off[b])
+        b = r, tie = false;
+      else if (off[r] == off[b])
+        tie = true;
+    }
+    e->last = tie ? -1 : (int)b;
+    e->named = !tie;
+    e->late = e->med - all + off[b];
+  }
+  e->a = off[me];
   size_t less = 0, same = 0;
   for (size_t r = 0; r < n; r++) less += off[r] < off[me], same += off[r] == off[me];
   e->uex = (double)(2 * less + same) / (double)(2 * n);
@@ -133,8 +158,8 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
    * deviation of its peers' durations from 16 members (members_sigma_us, docs/online.md) */
   e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : members_sigma_us(a, onl_dur_ns(own));
   e->uex = -1;
-  double du[ONL_EXACT];
-  size_t nx = exact_durs(a, own, du);
+  double du[ONL_EXACT], xb[ONL_EXACT];
+  size_t nx = exact_members(a, own, du, xb);
 
   /* the data-load fit */
   struct sums s = {(i128)n, (i128)a->xsum, 0, (i128)a->dursum, 0};
@@ -153,8 +178,8 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
       e->a = ((double)o.d / m - (double)d - b * ((double)x - (double)o.x / m)) / 1e3;
     }
   }
-  /* at most ONL_EXACT members and no bytes to fit: the instance exactly as the report reads it */
-  if (nx && !data) exact_instance(du, nx, own->comm_rank, e);
+  /* at most ONL_EXACT members: the instance exactly as the report reads it */
+  if (nx) exact_instance(du, xb, nx, own->comm_rank, e);
 
   /* the cost rule's record: the elapsed time since the previous instance is the members' mean
    * duration (trimmed) and compute gap (the report's median of each member's time from op end

@@ -35,9 +35,9 @@
 /* the data-load fit's bytes per rank and instance, at most (clamped): with DUR_MAX and 2^24
  * ranks every sum and product of the fit fits 125 bits (online_instance.c) */
 #define XB_MAX ((1ull << 36) - 1)
-/* communicators of at most this many ranks also carry each member's duration on its own (a
- * member adds duration + 1 ns at its comm rank; the others add 0): the exchange reads their
- * instances as the report does (online_instance.c exact_durs) */
+/* communicators of at most this many ranks also carry each member's duration and P2P bytes on
+ * their own (a member adds duration + 1 ns and bytes + 1 at its comm rank; the others add 0):
+ * the exchange reads their instances as the report does (online_instance.c exact_members) */
 #define ONL_EXACT 16
 
 /* ---------------------------------------------------------------- wire layouts */
@@ -61,6 +61,7 @@ struct r0_sum {
     uint64_t xsum, x2[3], xd[3]; /* P2P bytes x, x^2, x * duration (ns), the last two in 32-bit limbs */
     uint64_t d2[3];              /* duration (ns) squared, in 32-bit limbs: the members' noise */
     uint64_t dm[ONL_EXACT];      /* at most ONL_EXACT members: member r's duration (ns) + 1 at r */
+    uint64_t xm[ONL_EXACT];      /* ... and its P2P bytes (onl_xb) + 1 */
   } op[CS_ONLINE_OP_SLOTS];
   struct {
     uint64_t members, nfp, nin, int_in, int_out, root_out_ok, out_nonfinite;
@@ -116,7 +117,7 @@ struct op_agg { /* shared: partial aggregate of a sampled instance */
   struct key k;
   uint64_t size, count, durmin, durmax, dursum, gapsum, gapcnt;
   uint64_t durmin_hi, xsum, x2[3], xd[3], d2[3];
-  uint64_t dm[ONL_EXACT];
+  uint64_t dm[ONL_EXACT], xm[ONL_EXACT];
   unsigned born;
   UT_hash_handle hh;
 };

@@ -157,7 +157,10 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
     onl_limbs_add(sm->op[s].x2, (unsigned __int128)x * x);
     onl_limbs_add(sm->op[s].xd, (unsigned __int128)x * d);
     onl_limbs_add(sm->op[s].d2, (unsigned __int128)d * d);
-    if (o.comm_size <= ONL_EXACT) sm->op[s].dm[o.comm_rank] = d + 1;
+    if (o.comm_size <= ONL_EXACT) {
+      sm->op[s].dm[o.comm_rank] = d + 1;
+      sm->op[s].xm[o.comm_rank] = x + 1;
+    }
     if (o.gap_us >= 0 && o.gap_us < 1e9f) {
       sm->op[s].gapsum = (uint64_t)((double)o.gap_us * 1e3);
       sm->op[s].gapcnt = 1;
