@@ -184,6 +184,7 @@ static void merge_ops(struct cs_online_rank *st, uint32_t exchange, const struct
     for (int j = 0; j < ONL_EXACT; j++) {
       a->dm[j] += sm->op[s].dm[j];
       a->xm[j] += sm->op[s].xm[j];
+      a->gm[j] += sm->op[s].gm[j];
     }
   }
 }

@@ -70,21 +70,28 @@ static double members_sigma_us(const struct op_agg *a, uint64_t d) {
   return var > 0 ? cs_det_sqrt(var) / 1e3 : 0;
 }
 
-/* A communicator of at most ONL_EXACT ranks: every member's duration (us) into du and P2P bytes
- * into xb, its number of members returned; 0 where the slot does not hold exactly one duration
- * within the instance's min and max and one byte count per member, summing to the instance's
- * sums, the rank's own among them (garbled: the sums are read instead). */
-static size_t exact_members(const struct op_agg *a, const struct cs_online_op *own, double *du, double *xb) {
-  uint64_t n = a->size, mn = a->durmin >> RANK_BITS, mx = a->durmax, ds = 0, xs = 0;
+/* A communicator of at most ONL_EXACT ranks: every member's duration (us) into du, P2P bytes into
+ * xb, compute gap and whether they all sit in one pipeline stage into ox, its number of members
+ * returned; 0 where the slot does not hold exactly one duration within the instance's min and max
+ * and one byte count per member, summing to the instance's sums, the rank's own among them, or a
+ * gap beyond 1,000 s (garbled: the sums are read instead). */
+static size_t exact_members(const struct op_agg *a, const struct cs_online_op *own, double *du, double *xb,
+                            struct onl_exact *ox) {
+  uint64_t n = a->size, mn = a->durmin >> RANK_BITS, mx = a->durmax, ds = 0, xs = 0, lo = (1ull << ONL_XB_BITS) - 1;
   if (n < 2 || n > ONL_EXACT || a->count != n || own->comm_rank >= n || mn > mx || mx > DUR_MAX ||
-      a->dm[own->comm_rank] != onl_dur_ns(own) + 1 || a->xm[own->comm_rank] != onl_xb(own) + 1)
+      a->dm[own->comm_rank] != onl_dur_ns(own) + 1 || (a->xm[own->comm_rank] & lo) != onl_xb(own) + 1)
     return 0;
+  uint64_t stage0 = a->xm[0] >> ONL_XB_BITS;
+  ox->one_stage = stage0 != 0;
   for (uint64_t r = 0; r < ONL_EXACT; r++) {
-    uint64_t v = a->dm[r], x = a->xm[r];
-    if (r >= n ? v != 0 || x != 0 : v < mn + 1 || v > mx + 1 || x < 1 || x > XB_MAX + 1) return 0;
+    uint64_t v = a->dm[r], x = a->xm[r] & lo, g = a->gm[r];
+    if (r >= n ? v != 0 || a->xm[r] != 0 || g != 0 : v < mn + 1 || v > mx + 1 || x < 1 || x > XB_MAX + 1 || g > 1000000000000ull)
+      return 0;
     if (r >= n) continue;
     du[r] = (double)(v - 1) / 1e3;
     xb[r] = (double)(x - 1);
+    ox->gap[r] = g ? (double)(g - 1) / 1e3 : -1;
+    ox->one_stage &= a->xm[r] >> ONL_XB_BITS == stage0;
     ds += v - 1;
     xs += x - 1;
   }
@@ -132,7 +139,8 @@ static void exact_instance(const double *du, const double *xb, size_t n, uint32_
   e->noise = cs_det_offset_noise(off, n);
 }
 
-void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, struct went *e, struct cs_det_cost_in *ci) {
+void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, struct went *e, struct cs_det_cost_in *ci,
+                     struct onl_exact *ox) {
   double cnt = (double)a->count;
   double mn = (double)(a->durmin >> RANK_BITS) / 1e3, mx = (double)a->durmax / 1e3, sum = (double)a->dursum / 1e3;
   double ref = a->count >= 3 ? (sum - mn - mx) / (cnt - 2) : sum / cnt;
@@ -159,7 +167,8 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
   e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : members_sigma_us(a, onl_dur_ns(own));
   e->uex = -1;
   double du[ONL_EXACT], xb[ONL_EXACT];
-  size_t nx = exact_members(a, own, du, xb);
+  ox->n = exact_members(a, own, du, xb, ox);
+  size_t nx = ox->n;
 
   /* the data-load fit */
   struct sums s = {(i128)n, (i128)a->xsum, 0, (i128)a->dursum, 0};

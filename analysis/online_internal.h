@@ -39,6 +39,7 @@
  * their own (a member adds duration + 1 ns and bytes + 1 at its comm rank; the others add 0):
  * the exchange reads their instances as the report does (online_instance.c exact_members) */
 #define ONL_EXACT 16
+#define ONL_XB_BITS 40 /* a member's word of bytes: bytes + 1 below, its pipeline stage + 1 above */
 
 /* ---------------------------------------------------------------- wire layouts */
 struct r0_min {
@@ -61,7 +62,8 @@ struct r0_sum {
     uint64_t xsum, x2[3], xd[3]; /* P2P bytes x, x^2, x * duration (ns), the last two in 32-bit limbs */
     uint64_t d2[3];              /* duration (ns) squared, in 32-bit limbs: the members' noise */
     uint64_t dm[ONL_EXACT];      /* at most ONL_EXACT members: member r's duration (ns) + 1 at r */
-    uint64_t xm[ONL_EXACT];      /* ... and its P2P bytes (onl_xb) + 1 */
+    uint64_t xm[ONL_EXACT];      /* ... its P2P bytes (onl_xb) + 1, its stage + 1 << ONL_XB_BITS */
+    uint64_t gm[ONL_EXACT];      /* ... its compute gap (ns) + 1, 0 unknown */
   } op[CS_ONLINE_OP_SLOTS];
   struct {
     uint64_t members, nfp, nin, int_in, int_out, root_out_ok, out_nonfinite;
@@ -117,7 +119,7 @@ struct op_agg { /* shared: partial aggregate of a sampled instance */
   struct key k;
   uint64_t size, count, durmin, durmax, dursum, gapsum, gapcnt;
   uint64_t durmin_hi, xsum, x2[3], xd[3], d2[3];
-  uint64_t dm[ONL_EXACT], xm[ONL_EXACT];
+  uint64_t dm[ONL_EXACT], xm[ONL_EXACT], gm[ONL_EXACT];
   unsigned born;
   UT_hash_handle hh;
 };
@@ -139,6 +141,22 @@ struct went {
   double u;     /* at a draw, its offset's mid-rank (online_stragglers.c draw_u), else 1/2 */
   double uex;   /* its offset's mid-rank among the members' exact offsets (online_instance.c), -1 none */
 };
+/* A pipeline stage's rank against its stage peers (the report's analysis/stage_compute.c), over
+ * every instance of a communicator whose members all sit in its stage: the weighted sign test's
+ * sums and its own and each peer's compute gaps */
+struct onl_stage {
+  size_t above, below;
+  double wsum, w2sum, gap_sum, peer_sum[ONL_EXACT];
+  size_t gap_n, peer_n[ONL_EXACT];
+  bool named;
+};
+/* what the members' own words of an instance of at most ONL_EXACT ranks said: n members (0: not
+ * carried or garbled), whether they all sit in one pipeline stage, and their gaps (us, -1) */
+struct onl_exact {
+  size_t n;
+  bool one_stage;
+  double gap[ONL_EXACT];
+};
 struct self_win { /* this rank's window of a communicator's complete instances */
   uint64_t comm;
   uint32_t size, crank;
@@ -149,6 +167,7 @@ struct self_win { /* this rank's window of a communicator's complete instances *
   bool flagged;
   struct cost_state *cost;       /* the cost rule's window (detect_cost.c), NULL until the first */
   struct cs_det_cost_in prev_ci; /* ... and its record of the window's last instance */
+  struct onl_stage stg;          /* the stage comparison over the run (analysis/online_sched.c) */
   UT_hash_handle hh;
   struct cs_det_pt pts[]; /* `window`: its points for the rules (online_stragglers.c) */
 };
@@ -174,8 +193,10 @@ struct cs_online_rank {
   char host[CS_ONLINE_HOST];
   struct cs_det_params p;
   uint64_t drops_ext, lost;
-  unsigned cause; /* cs_online_rank_set_cause */
-  bool pipeline;  /* cs_online_rank_set_pipeline (analysis/online_sched.c) */
+  unsigned cause;   /* cs_online_rank_set_cause */
+  bool pipeline;    /* cs_online_rank_set_pipeline (analysis/online_sched.c) */
+  int stage;        /* its stage: its comm rank on a pipeline (cs_online_rank_set_stage), -1 none */
+  bool stage_named; /* the stage comparison named it (then the rules report it nowhere else) */
   /* backlogs */
   struct cs_online_op ops[OPS_BACKLOG];
   uint32_t ops_first, ops_n;
@@ -252,7 +273,8 @@ int cs_onl_sdc_verdict_detail(struct cs_online_rank *st, struct sdc_agg *a, cons
 void cs_onl_sdc_done(struct cs_online_rank *st, struct sdc_agg *a);
 /* analysis/online_instance.c: what one complete instance tells this rank (its entry: last rank, ties,
  * lateness, its arrival offset less what its P2P bytes explain) and the cost rule's record of it */
-void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, struct went *e, struct cs_det_cost_in *ci);
+void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, struct went *e, struct cs_det_cost_in *ci,
+                     struct onl_exact *x);
 /* the encodings of one rank's own figures, as pack ships them */
 static inline uint64_t onl_dur_ns(const struct cs_online_op *o) {
   uint64_t d = (uint64_t)((double)o->dur_us * 1e3);
@@ -270,5 +292,8 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange);
 /* analysis/online_sched.c: an instance of w as this rank saw it, cleared of the lateness its
  * pipeline's schedule explains, before it judges itself */
 void cs_onl_sched_adjust(const struct cs_online_rank *st, const struct self_win *w, struct went *e);
+/* a pipeline's rank at an instance of a communicator of its own stage (x->one_stage): its gap
+ * against its stage peers' (the report's stage comparison); true when it names itself now */
+bool cs_onl_stage_instance(struct cs_online_rank *st, struct self_win *w, const struct onl_exact *x);
 
 #endif

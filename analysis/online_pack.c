@@ -23,6 +23,7 @@ struct cs_online_rank *cs_online_rank_new(int rank, int nranks, const char *host
   if (!st) return NULL;
   st->rank = rank;
   st->n = nranks;
+  st->stage = -1;
   if (host) strncpy(st->host, host, CS_ONLINE_HOST - 1);
   if (params)
     st->p = *params;
@@ -158,8 +159,10 @@ static void pack_round0(struct cs_online_rank *st, uint32_t exchange, struct cs_
     onl_limbs_add(sm->op[s].xd, (unsigned __int128)x * d);
     onl_limbs_add(sm->op[s].d2, (unsigned __int128)d * d);
     if (o.comm_size <= ONL_EXACT) {
+      uint64_t stage = st->pipeline && st->stage >= 0 && st->stage < (1 << 23) ? (uint64_t)st->stage + 1 : 0;
       sm->op[s].dm[o.comm_rank] = d + 1;
-      sm->op[s].xm[o.comm_rank] = x + 1;
+      sm->op[s].xm[o.comm_rank] = stage << ONL_XB_BITS | (x + 1);
+      if (o.gap_us >= 0 && o.gap_us < 1e9f) sm->op[s].gm[o.comm_rank] = (uint64_t)((double)o.gap_us * 1e3) + 1;
     }
     if (o.gap_us >= 0 && o.gap_us < 1e9f) {
       sm->op[s].gapsum = (uint64_t)((double)o.gap_us * 1e3);

@@ -19,6 +19,9 @@
 #include "collscope/schedule.h"
 #include "online_internal.h"
 
+#include <math.h>
+#include <stdlib.h>
+
 static bool neighbour(int size, int rank, int peer) {
   if (size < 2 || rank < 0 || rank >= size || peer < 0 || peer >= size) return false;
   return peer == (rank + 1) % size || peer == (rank + size - 1) % size;
@@ -40,6 +43,7 @@ void cs_online_pipe_note(struct cs_online_pipe *p, uint64_t comm, int comm_size,
     p->c[i].used = true;
     p->c[i].comm = comm;
     p->c[i].chain = true;
+    p->c[i].rank = comm_rank;
   }
   if (p2p) {
     p->c[i].p2p = true;
@@ -48,12 +52,68 @@ void cs_online_pipe_note(struct cs_online_pipe *p, uint64_t comm, int comm_size,
     p->c[i].coll = true;
   }
   bool member = false;
+  int stage = -1;
   for (unsigned k = 0; k < CS_ONLINE_PIPE_COMMS; k++)
-    member |= p->c[k].used && p->c[k].p2p && !p->c[k].coll && p->c[k].chain;
+    if (p->c[k].used && p->c[k].p2p && !p->c[k].coll && p->c[k].chain) {
+      if (!member) stage = p->c[k].rank;
+      member = true;
+    }
+  atomic_store_explicit(&p->stage, stage, memory_order_relaxed);
   atomic_store_explicit(&p->member, member, memory_order_relaxed);
 }
 
 void cs_online_rank_set_pipeline(struct cs_online_rank *st, bool member) { st->pipeline = member; }
+void cs_online_rank_set_stage(struct cs_online_rank *st, int stage) { st->stage = stage; }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The report's stage comparison (analysis/stage_compute.c), for this rank alone: per instance its
+ * gap above (+1) or below (-1) the median of the others' (cs_sched_stage_instance), weighted by
+ * that median; named once the weighted sign test's Hoeffding bound is below
+ * CS_SCHED_STEPS_ALPHA / (the ranks judged: this job's ranks, each in one stage's communicator
+ * as the report counts them) and its mean gap is more than CS_SCHED_STAGE_EXCESS above the
+ * median of its peers' mean gaps. */
+bool cs_onl_stage_instance(struct cs_online_rank *st, struct self_win *w, const struct onl_exact *x) {
+  struct onl_stage *g = &w->stg;
+  if (!st->pipeline || st->stage < 0 || !x->n || !x->one_stage || w->crank >= x->n || g->named) return false;
+  /* the report names by the stage comparison only a rank its rules named nowhere */
+  for (const struct self_win *o = st->wins; o; o = o->hh.next)
+    if (o->flagged) return false;
+  double me = x->gap[w->crank], v[ONL_EXACT];
+  size_t k = 0;
+  for (size_t r = 0; r < x->n; r++)
+    if (r != w->crank && x->gap[r] >= 0) {
+      v[k++] = x->gap[r];
+      g->peer_sum[r] += x->gap[r];
+      g->peer_n[r]++;
+    }
+  if (me < 0) return false;
+  g->gap_sum += me;
+  g->gap_n++;
+  if (!k) return false;
+  qsort(v, k, sizeof *v, cmp_double);
+  double peers = 0.5 * (v[(k - 1) / 2] + v[k / 2]);
+  if (me != peers) {
+    g->above += me > peers;
+    g->below += me < peers;
+    g->wsum += me > peers ? peers : -peers;
+    g->w2sum += peers * peers;
+  }
+  if (g->wsum <= 0 || g->w2sum <= 0) return false;
+  double p = exp(-g->wsum * g->wsum / (2 * g->w2sum));
+  if (p >= CS_SCHED_STEPS_ALPHA / (double)(st->n > 0 ? st->n : 1)) return false;
+  k = 0;
+  for (size_t r = 0; r < x->n; r++)
+    if (r != w->crank && g->peer_n[r]) v[k++] = g->peer_sum[r] / (double)g->peer_n[r];
+  if (!k) return false;
+  qsort(v, k, sizeof *v, cmp_double);
+  double pm = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]), mean = g->gap_sum / (double)g->gap_n;
+  if (pm <= 0 || mean <= (1 + CS_SCHED_STAGE_EXCESS) * pm) return false;
+  return g->named = true;
+}
 
 void cs_onl_sched_adjust(const struct cs_online_rank *st, const struct self_win *w, struct went *e) {
   if (!st->pipeline) return;

@@ -108,7 +108,8 @@ static void judge_self(struct cs_online_rank *st, struct self_win *w) {
   cs_det_figures(pt, nw, by_last, med, sc, &s);
   cs_det_cost_fill(w->cost, (int)w->crank, by_last, &s);
   struct report r = {w->comm, w->crank, nw, s.kind, s.share_last, s.lateness_us, s.median_dur_us};
-  if (st->npend < PENDING_REPORTS) st->pend[st->npend++] = r;
+  /* a rank the stage comparison named already is reported once (online_sched.c) */
+  if (st->npend < PENDING_REPORTS && !st->stage_named) st->pend[st->npend++] = r;
 }
 
 /* instance e (just pushed as the window's w->n - 1) into the cost rule's window: the median
@@ -229,7 +230,8 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
       if (w) {
         struct went *e = &w->e[w->n % st->p.window];
         struct cs_det_cost_in ci;
-        cs_onl_instance(a, &l->o, e, &ci);
+        struct onl_exact ox;
+        cs_onl_instance(a, &l->o, e, &ci, &ox);
         cs_onl_sched_adjust(st, w, e); /* a pipeline's schedule: analysis/online_sched.c */
         const struct went *pe = w->n ? wat(w, st->p.window, w->n - 1) : NULL;
         e->draw = e->named && pe && !pe->named;
@@ -240,6 +242,13 @@ void cs_onl_ops_evaluate(struct cs_online_rank *st, uint32_t exchange) {
           st->oom = true;
         else
           judge_self(st, w);
+        /* a pipeline stage's rank against its stage peers (analysis/online_sched.c): named
+         * once, unless the rules above named it on this communicator */
+        if (cs_onl_stage_instance(st, w, &ox) && !w->flagged && st->npend < PENDING_REPORTS) {
+          w->flagged = st->stage_named = true;
+          st->pend[st->npend++] =
+              (struct report){w->comm, w->crank, w->stg.above + w->stg.below, CS_DET_COMPUTE, 0, 0, e->med};
+        }
         w->prev_ci = ci;
       }
       HASH_DEL(st->opl, l);

@@ -143,6 +143,7 @@ static void drain_feed(void) {
   uint32_t t = atomic_load_explicit(&cs_on.tail, memory_order_relaxed);
   uint32_t h = atomic_load_explicit(&cs_on.head, memory_order_acquire);
   cs_online_rank_set_pipeline(cs_on.st, cs_online_pipe_member(&pipe_seen));
+  cs_online_rank_set_stage(cs_on.st, cs_online_pipe_stage(&pipe_seen));
   for (; t != h; t++) {
     const struct feed_item *it = &cs_on.feed[t % FEED_CAP];
     uint64_t lost = cs_online_rank_lost(cs_on.st);

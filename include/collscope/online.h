@@ -39,7 +39,7 @@
 
 /* One round on the wire: reduced element-wise over all ranks (MIN, SUM, SUM). */
 #define CS_ONLINE_NMIN 1040
-#define CS_ONLINE_NSUM 3208
+#define CS_ONLINE_NSUM 4232
 #define CS_ONLINE_NFSUM 140
 struct cs_online_wire {
   uint64_t min[CS_ONLINE_NMIN];

@@ -11,6 +11,9 @@ collectives, 120 steps. The findings are the lines rank 0 logs during the run.
       without the schedule: ranks 0 and 1 last in 100 % and their stage-1 peers, 4 findings);
   clean_nogn: --no-grad-norm (only the world's AllReduce crosses the stages): no finding
       (without the schedule: ranks 0 to 3, 4 findings);
+  slow_stage: --no-grad-norm with rank 5 (stage 2) 10 % slower: never late at a collective,
+      named alone, kind compute, by the stage comparison at its stage's communicator (slow: rank
+      2, named by the rules at another communicator first, is not named again by it);
   slow: clean's job with rank 2 (stage 1) 10 % slower: rank 2
       alone, kind compute (its compute gap above its peers'), last in none, lateness 0, within
       SLOW_WITHIN sampled instances. The count and the median duration are not pinned: which
@@ -62,6 +65,13 @@ def main():
             st = findings(a, tmp, [], "jitter:pct=2;slow:rank=2,compute=10")
             m = re.fullmatch(SLOW, st[0]) if len(st) == 1 else None
             assert m and int(m.group(1)) <= SLOW_WITHIN, st
+        elif a.case == "slow_stage":
+            # rank 5 (stage 2) 10 % slower without the grad-norm AllReduce: never late at a
+            # collective (its pipeline copy waits for it), named by the stage comparison at its
+            # stage's communicator (2 members, its peer rank 4), as the report names it
+            st = findings(a, tmp, ["--no-grad-norm"], "jitter:pct=2;slow:rank=5,compute=10")
+            m = re.fullmatch(SLOW_STAGE, st[0]) if len(st) == 1 else None
+            assert m and int(m.group(1)) <= SLOW_STAGE_WITHIN, st
         else:
             sys.exit("unknown case " + a.case)
     finally:
@@ -72,6 +82,8 @@ def main():
 SLOW = (r"online: straggler rank 2 \(simhost2\) on comm C: last in 0% of (\d+) sampled instances, lateness 0 us "
         r"\(median duration \d+ us\), kind compute")
 SLOW_WITHIN = 30  # twice the count most runs show
+SLOW_STAGE = SLOW.replace("rank 2 ", "rank 5 ").replace("simhost2", "simhost3")
+SLOW_STAGE_WITHIN = 70  # twice the count seen (35): the sign test needs 18 of its stage's instances
 
 if __name__ == "__main__":
     main()

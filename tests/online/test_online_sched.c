@@ -46,11 +46,17 @@ static void sfeed(void *ctx, int rank, uint32_t exchange, bool sdc_only, struct 
   }
 }
 
-/* 8 exchanges; returns how many findings rank 0 received, the first in *first */
-static size_t run(struct sgen *g, bool pipeline, struct cs_online_straggler *first) {
+/* 8 exchanges; returns how many findings rank 0 received, the first in *first. stages: 0 every
+ * rank in stage 2 of its pipeline (the communicator is a stage's), 1 rank r in stage r % 4 (it
+ * crosses the stages), -1 no stage known */
+static size_t run_staged(struct sgen *g, bool pipeline, int stages, struct cs_online_straggler *first) {
   struct model *m = model_new(N, NULL, sfeed, g);
   assert_non_null(m);
-  for (int r = 0; r < N; r++) cs_online_rank_set_pipeline(m->st[r], pipeline);
+  for (int r = 0; r < N; r++) {
+    cs_online_rank_set_pipeline(m->st[r], pipeline);
+    cs_online_rank_set_stage(m->st[r], stages < 0 ? -1 : stages == 0 ? 2
+                                                                     : r % 4);
+  }
   size_t n = 0;
   for (uint32_t x = 1; x <= 8; x++) {
     assert_int_equal(model_exchange(m, x), 0);
@@ -63,6 +69,9 @@ static size_t run(struct sgen *g, bool pipeline, struct cs_online_straggler *fir
   }
   model_free(m);
   return n;
+}
+static size_t run(struct sgen *g, bool pipeline, struct cs_online_straggler *first) {
+  return run_staged(g, pipeline, -1, first);
 }
 
 static void test_schedule_order_set_aside(void **state) {
@@ -96,6 +105,26 @@ static void test_own_compute_kept(void **state) {
   assert_true(s.share_last == 1.0);
   assert_float_equal(s.lateness_us, 400.045, 5e-7);
   assert_float_equal(s.median_dur_us, 2007.861, 5e-7);
+}
+
+/* a stage's rank 10 % slower at its own compute and never late (its whole pipeline copy waits for
+ * it, so it reaches its stage's collective with its peers): named by the stage comparison, kind
+ * compute, once the weighted sign test clears 0.001 / 8 (every instance above its peers, equal
+ * weights: exp(-18 / 2) = 1.23e-4 < 1.25e-4, its 18th instance); not where the communicator
+ * crosses the stages or no stage is known, and not 2 % slower (the 3 % excess) */
+static void test_stage_slower(void **state) {
+  (void)state;
+  struct sgen g = {3, 0, 0.10};
+  struct cs_online_straggler s;
+  assert_int_equal(run_staged(&g, true, 0, &s), 1);
+  assert_int_equal(s.comm_rank, 3);
+  assert_int_equal(s.kind, CS_DET_COMPUTE);
+  assert_int_equal(s.instances, 18);
+  assert_true(s.share_last == 0 && s.lateness_us == 0);
+  assert_int_equal(run_staged(&g, true, 1, NULL), 0);
+  assert_int_equal(run_staged(&g, true, -1, NULL), 0);
+  struct sgen g2 = {3, 0, 0.02};
+  assert_int_equal(run_staged(&g2, true, 0, NULL), 0);
 }
 
 static void test_excess_bound(void **state) {
@@ -143,6 +172,7 @@ int main(void) {
       cmocka_unit_test(test_schedule_order_set_aside),
       cmocka_unit_test(test_schedule_order_flagged_outside_pipeline),
       cmocka_unit_test(test_own_compute_kept),
+      cmocka_unit_test(test_stage_slower),
       cmocka_unit_test(test_excess_bound),
       cmocka_unit_test(test_pipe_note),
   };
