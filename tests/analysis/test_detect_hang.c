@@ -58,6 +58,14 @@ static void stream_detect(const struct cs_det_op *v, size_t n, struct cs_det_res
   cs_det_stream_free(s);
 }
 
+/* way 0: cs_detect() over the whole set; 1: the streaming detector */
+static void detect_way(int way, const struct cs_det_op *v, size_t n, struct cs_det_result *r) {
+  if (way == 0)
+    assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, r), 0);
+  else
+    stream_detect(v, n, r);
+}
+
 static const struct cs_det_hang *hang_of(const struct cs_det_result *r, uint64_t comm) {
   for (size_t i = 0; i < r->nhangs; i++)
     if (r->hangs[i].comm == comm) return &r->hangs[i];
@@ -78,10 +86,7 @@ static void test_gpu_not_started(void **st) {
   size_t n = add_comm(v, 0, 0xa, G8, 8, 10, start);
   for (int way = 0; way < 2; way++) {
     struct cs_det_result r;
-    if (way == 0)
-      assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
-    else
-      stream_detect(v, n, &r);
+    detect_way(way, v, n, &r);
     assert_int_equal(r.nhangs, 1);
     const struct cs_det_hang *h = &r.hangs[0];
     assert_int_equal(h->reached, 9);
@@ -126,10 +131,7 @@ static void test_behind_another_hang(void **st) {
   n = add_comm(v, n, 0xb, gb, 3, 5, sb);
   for (int way = 0; way < 2; way++) {
     struct cs_det_result r;
-    if (way == 0)
-      assert_int_equal(cs_detect(v, n, NULL, CS_DET_HANG_PENDING, &r), 0);
-    else
-      stream_detect(v, n, &r);
+    detect_way(way, v, n, &r);
     assert_int_equal(r.nhangs, 2);
     const struct cs_det_hang *a = hang_of(&r, 0xa), *b = hang_of(&r, 0xb);
     assert_int_equal(a->nunstarted, 1);
