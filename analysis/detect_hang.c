@@ -67,13 +67,13 @@ static int cmp_int(const void *a, const void *b) {
 }
 
 int cs_det_hangs_resolve(struct cs_det_result *out) {
+  bool any = false;
   size_t total = 0;
   for (size_t i = 0; i < out->nhangs; i++) {
-    if (!out->hangs[i].nunstarted) continue;
-    for (size_t k = 0; k < out->nhangs; k++) total += out->hangs[k].nstuck + out->hangs[k].nmissing;
-    break;
+    any |= out->hangs[i].nunstarted > 0;
+    total += out->hangs[i].nstuck + out->hangs[i].nmissing;
   }
-  if (!total) return 0;
+  if (!any || !total) return 0;
   int *elsewhere = malloc(total * sizeof *elsewhere);
   if (!elsewhere) return -1;
   size_t m = 0;

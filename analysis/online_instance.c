@@ -1,10 +1,11 @@
 /* analysis/online_instance.c: what one complete sampled instance of the online exchange tells
  * the rank that judges itself (analysis/online_stragglers.c), from the instance's reduced
- * aggregates and its own op alone (at most ONL_EXACT members: every member's duration and bytes,
- * read as the report reads them, exact_instance; with more the sums below): the comm rank that arrived last (none where two share the
- * shortest duration), how long its peers waited, its own arrival offset less what its P2P
- * bytes explain (the data-load fit of analysis/detect_dataload.c, read from reduced sums), and
- * the cost rule's record of the instance (analysis/detect_cost.c).
+ * aggregates and its own op alone (at most ONL_EXACT members: every member's duration and
+ * bytes, read as the report reads them, exact_instance; with more the sums below): the comm
+ * rank that arrived last (none where two share the shortest duration), how long its peers
+ * waited, its own arrival offset less what its P2P bytes explain (the data-load fit of
+ * analysis/detect_dataload.c, read from reduced sums), and the cost rule's record of the
+ * instance (analysis/detect_cost.c).
  *
  * The data-load fit: the report's Theil-Sen line needs every member's point, which no sum,
  * min or max reduces. The wire carries per instance the exact integer sums n, sum x, sum x^2,
@@ -161,34 +162,35 @@ void cs_onl_instance(const struct op_agg *a, const struct cs_online_op *own, str
   e->pgap = pc ? ((double)a->gapsum / 1e3 - (own_gap ? og : 0)) / (double)pc : -1;
 
   uint64_t n = a->count;
-  /* the floor's noise (detect_judge.c): with fewer than CS_DET_NOISE_MIN members the report's is
-   * CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, the standard
-   * deviation of its peers' durations from 16 members (members_sigma_us, docs/online.md) */
-  e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : members_sigma_us(a, onl_dur_ns(own));
-  e->uex = -1;
   double du[ONL_EXACT], xb[ONL_EXACT];
   ox->n = exact_members(a, own, du, xb, ox);
-  size_t nx = ox->n;
-
-  /* the data-load fit */
+  /* whether the members' bytes differ (the cost rule's record), from the fit's sums */
   struct sums s = {(i128)n, (i128)a->xsum, 0, (i128)a->dursum, 0};
   bool sane = n >= 2 && n < (1ull << RANK_BITS) && a->xsum <= n * XB_MAX && a->dursum <= n * DUR_MAX &&
               unlimb(a->x2, n, 8, &s.x2) && unlimb(a->xd, n, 12, &s.xd);
-  bool data = sane && s.n * s.x2 - s.x * s.x > 0; /* the members' bytes differ */
-  double b;
-  if (data && slope(&s, &b)) {
-    /* the report names the member with the largest residual last; that needs every member's
-     * residual, which no reduction of this round carries: online the instance names none */
-    e->last = -1;
-    uint64_t x = onl_xb(own), d = onl_dur_ns(own);
-    struct sums o = {s.n - 1, s.x - (i128)x, s.x2 - (i128)x * x, s.d - (i128)d, s.xd - (i128)x * d};
-    if (slope(&o, &b)) {
-      double m = (double)o.n;
-      e->a = ((double)o.d / m - (double)d - b * ((double)x - (double)o.x / m)) / 1e3;
+  bool data = sane && s.n * s.x2 - s.x * s.x > 0;
+  if (ox->n) { /* at most ONL_EXACT members: the instance exactly as the report reads it */
+    exact_instance(du, xb, ox->n, own->comm_rank, e);
+  } else {
+    e->uex = -1;
+    /* the floor's noise (detect_judge.c): with fewer than CS_DET_NOISE_MIN members the report's
+     * is CS_DET_NOISE_FEW (the pair's sign bar follows from it), as here; with more, the standard
+     * deviation of its peers' durations (members_sigma_us, docs/online.md) */
+    e->noise = n < CS_DET_NOISE_MIN ? CS_DET_NOISE_FEW : members_sigma_us(a, onl_dur_ns(own));
+    /* the data-load fit */
+    double b;
+    if (data && slope(&s, &b)) {
+      /* the report names the member with the largest residual last; that needs every member's
+       * residual, which no reduction of this round carries: online the instance names none */
+      e->last = -1;
+      uint64_t x = onl_xb(own), d = onl_dur_ns(own);
+      struct sums o = {s.n - 1, s.x - (i128)x, s.x2 - (i128)x * x, s.d - (i128)d, s.xd - (i128)x * d};
+      if (slope(&o, &b)) {
+        double m = (double)o.n;
+        e->a = ((double)o.d / m - (double)d - b * ((double)x - (double)o.x / m)) / 1e3;
+      }
     }
   }
-  /* at most ONL_EXACT members: the instance exactly as the report reads it */
-  if (nx) exact_instance(du, xb, nx, own->comm_rank, e);
 
   /* the cost rule's record: the elapsed time since the previous instance is the members' mean
    * duration (trimmed) and compute gap (the report's median of each member's time from op end

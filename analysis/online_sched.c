@@ -19,9 +19,6 @@
 #include "collscope/schedule.h"
 #include "online_internal.h"
 
-#include <math.h>
-#include <stdlib.h>
-
 static bool neighbour(int size, int rank, int peer) {
   if (size < 2 || rank < 0 || rank >= size || peer < 0 || peer >= size) return false;
   return peer == (rank + 1) % size || peer == (rank + size - 1) % size;
@@ -65,11 +62,6 @@ void cs_online_pipe_note(struct cs_online_pipe *p, uint64_t comm, int comm_size,
 void cs_online_rank_set_pipeline(struct cs_online_rank *st, bool member) { st->pipeline = member; }
 void cs_online_rank_set_stage(struct cs_online_rank *st, int stage) { st->stage = stage; }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* The report's stage comparison (analysis/stage_compute.c), for this rank alone: per instance its
  * gap above (+1) or below (-1) the median of the others' (cs_sched_stage_instance), weighted by
  * that median; named once the weighted sign test's Hoeffding bound is below
@@ -94,8 +86,7 @@ bool cs_onl_stage_instance(struct cs_online_rank *st, struct self_win *w, const 
   g->gap_sum += me;
   g->gap_n++;
   if (!k) return false;
-  qsort(v, k, sizeof *v, cmp_double);
-  double peers = 0.5 * (v[(k - 1) / 2] + v[k / 2]);
+  double peers = cs_det_median_mid(v, k);
   if (me != peers) {
     g->above += me > peers;
     g->below += me < peers;
@@ -109,8 +100,7 @@ bool cs_onl_stage_instance(struct cs_online_rank *st, struct self_win *w, const 
   for (size_t r = 0; r < x->n; r++)
     if (r != w->crank && g->peer_n[r]) v[k++] = g->peer_sum[r] / (double)g->peer_n[r];
   if (!k) return false;
-  qsort(v, k, sizeof *v, cmp_double);
-  double pm = k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]), mean = g->gap_sum / (double)g->gap_n;
+  double pm = cs_det_median_mid(v, k), mean = g->gap_sum / (double)g->gap_n;
   if (pm <= 0 || mean <= (1 + CS_SCHED_STAGE_EXCESS) * pm) return false;
   return g->named = true;
 }

@@ -6,7 +6,8 @@
  * finding, half of them no strict majority; a rank whose records come one exchange late still
  * completes the instances, and a straggler's figures do not depend on it; contributions that disagree on the exchange are not used; and
  * every rank reaches the same SDC verdict (what COLLSCOPE_SDC_ACTION=abort relies on); data-load
- * sums on the reduced wire that no members could have given are not read. */
+ * sums on the reduced wire that no members could have given are not read; an instance of at most
+ * 16 members is read as the report reads it, the sums' data-load line not beside it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -313,6 +314,43 @@ static void test_skewed_straggler_kind_compute(void **state) {
 /* A reduced wire whose data-load sums no 8 members could give (a limb of the bytes squared
  * over its bound, the bytes' sum within its own): the fit is not read, and the slow rank 5 alone
  * flags itself. Read, those sums make a rising line that puts every other rank some 300 us late. */
+/* 4 members, rank 3 last (1,500 us against 2,000 us) and alone with bytes: a least-squares line
+ * over the sums rises, but the report's Theil-Sen line reads none (3 of the 6 member pairs have
+ * equal bytes, detect_dataload.c), so the report names rank 3 last. At most 16 members the
+ * exchange reads the instance as the report does: rank 3 last, named, no line applied (the sums'
+ * fit must not run beside the exact reading: it would name no last arrival). */
+static void test_exact_instance_without_line(void **state) {
+  (void)state;
+  const uint64_t d[4] = {2000000, 2000000, 2000000, 1500000}, x[4] = {0, 0, 0, 65536};
+  struct op_agg a;
+  memset(&a, 0, sizeof a);
+  a.size = a.count = 4;
+  a.durmin = d[3] << RANK_BITS | 3;
+  a.durmin_hi = d[3] << RANK_BITS | (RANK_MASK - 3);
+  a.durmax = d[0];
+  for (int r = 0; r < 4; r++) {
+    a.dursum += d[r];
+    a.xsum += x[r];
+    onl_limbs_add(a.x2, (unsigned __int128)x[r] * x[r]);
+    onl_limbs_add(a.xd, (unsigned __int128)x[r] * d[r]);
+    onl_limbs_add(a.d2, (unsigned __int128)d[r] * d[r]);
+    a.dm[r] = d[r] + 1;
+    a.xm[r] = x[r] + 1;
+    a.gm[r] = 100000 + 1;
+  }
+  struct cs_online_op own = {0x77, 5, 2000.0f, 100.0f, 4, 0, 0, 0};
+  struct went e;
+  struct cs_det_cost_in ci;
+  struct onl_exact ox;
+  memset(&e, 0, sizeof e);
+  cs_onl_instance(&a, &own, &e, &ci, &ox);
+  assert_int_equal(ox.n, 4);
+  assert_int_equal(e.last, 3);
+  assert_true(e.named);
+  assert_true(e.late == 500.0 && e.med == 2000.0 && e.a == 0.0);
+  assert_true(ci.data); /* the bytes differ: the cost rule charges no such instance, as the report */
+}
+
 static void test_garbled_dataload_sums_not_read(void **state) {
   (void)state;
   struct cs_online_rank *st[N];
@@ -361,6 +399,7 @@ int main(void) {
       cmocka_unit_test(test_straggler_independent_of_completion_order),
       cmocka_unit_test(test_skewed_straggler_kind_compute),
       cmocka_unit_test(test_garbled_dataload_sums_not_read),
+      cmocka_unit_test(test_exact_instance_without_line),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
